@@ -1,0 +1,417 @@
+#include "commands.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/report_json.h"
+#include "table.h"
+
+namespace kvscope::cli {
+namespace {
+
+using json::Value;
+
+std::string both_units(std::uint64_t bytes, UnitSystem primary) {
+    const UnitSystem other = primary == UnitSystem::binary ? UnitSystem::decimal : UnitSystem::binary;
+    return format_bytes(bytes, primary) + " (" + format_bytes(bytes, other) + ")";
+}
+
+std::string percent(double p) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, p >= 9.995 ? "%.1f%%" : "%.1f%%", p);
+    return buf;
+}
+
+std::string fixed(double v, int decimals) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+std::string usage_error(const Errors& errors, const std::string& command) {
+    std::string line = "kvscope-cli" + (command.empty() ? "" : " " + command) + ": " + join_errors(errors);
+    return line + "\n";
+}
+
+std::string header(const Scenario& s, const ScenarioSource& src) {
+    std::vector<std::pair<std::string, std::string>> rows{
+        {"model", src.description},
+        {"attention", attention_label(s.arch) + " — " + std::to_string(s.arch.layers) + " layers, " +
+                          std::to_string(s.arch.query_heads) + " query heads, " +
+                          (s.arch.mla ? "MLA latent " + std::to_string(s.arch.mla->kv_lora_rank) + " + rope " +
+                                            std::to_string(s.arch.mla->qk_rope_head_dim)
+                                      : std::to_string(s.arch.kv_heads) + " KV heads, head dim " +
+                                            std::to_string(s.arch.head_dim_k) +
+                                            (s.arch.head_dim_v != s.arch.head_dim_k
+                                                 ? "/" + std::to_string(s.arch.head_dim_v)
+                                                 : ""))},
+        {"workload", format_tokens(s.workload.context_tokens) + " tokens × " + std::to_string(s.workload.batch) +
+                         (s.workload.batch == 1 ? " sequence" : " sequences") +
+                         (s.workload.block_size > 1 ? ", blocks of " + std::to_string(s.workload.block_size) : "") +
+                         (s.parallel.tp > 1 ? ", TP " + std::to_string(s.parallel.tp) : "") +
+                         (s.parallel.pp > 1 ? ", PP " + std::to_string(s.parallel.pp) : "")},
+        {"KV dtype", std::string(to_string(s.kv_dtype)) +
+                         (src.kv_dtype_source.empty() ? "" : " (" + src.kv_dtype_source + ")")},
+    };
+    if (s.arch.has_sliding_layers()) {
+        std::uint64_t sliding = 0, window = 0;
+        for (auto w : s.arch.layer_windows)
+            if (w) ++sliding, window = w;
+        rows.emplace_back("windows", std::to_string(sliding) + " of " + std::to_string(s.arch.layers) +
+                                         " layers slide over " + format_tokens(window) + " tokens" +
+                                         (s.workload.full_window ? " (ignored: --full-window)" : ""));
+    }
+    std::string out = key_values(rows);
+    for (const auto& a : src.assumed) out += "assumed: " + a + "\n";
+    for (const auto& n : src.notes) out += "note: " + n + "\n";
+    return out;
+}
+
+Table variants_table(const std::vector<Variant>& variants, UnitSystem units) {
+    Table t({"variant", "KV heads", "KV cache", "per token", "% of MHA", ""});
+    double top = 0;
+    for (const auto& v : variants) top = std::max(top, v.percent_of_mha);
+    for (const auto& v : variants) {
+        const auto bar = static_cast<std::size_t>(top > 0 ? 20.0 * v.percent_of_mha / top + 0.5 : 0);
+        std::string bars;
+        for (std::size_t i = 0; i < bar; ++i) bars += "█";
+        t.add({v.name + (v.is_model ? " *" : ""), std::to_string(v.kv_heads), format_bytes(v.kv_cache_bytes, units),
+               format_bytes(v.bytes_per_token, units), percent(v.percent_of_mha), bars});
+    }
+    return t;
+}
+
+std::string warnings_text(const std::vector<std::string>& warnings) {
+    std::string out;
+    for (const auto& w : warnings) out += "warning: " + w + "\n";
+    return out;
+}
+
+Output cmd_models(const Options& o, const Catalog& catalog) {
+    Output r;
+    if (o.format == Format::json) {
+        Value list = Value::array();
+        for (const auto& m : catalog.models()) {
+            Value x = architecture_json(m.model.arch);
+            x.set("id", Value::string(m.id));
+            x.set("hf_repo", Value::string(m.hf_repo));
+            x.set("kv_dtype", Value::string(std::string(to_string(m.model.kv_dtype))));
+            const auto kv = kv_cache_report(m.model.arch, m.model.kv_dtype, Workload{.context_tokens = 1});
+            x.set("bytes_per_token", Value::number(kv ? kv->bytes_per_token : 0));
+            x.set("source", Value::string(m.source));
+            x.set("origin", Value::string(m.origin));
+            list.push(std::move(x));
+        }
+        Value root = Value::object();
+        root.set("models", std::move(list));
+        r.out = root.dump() + "\n";
+        return r;
+    }
+    Table t({"id", "name", "layers", "heads q/kv", "head dim", "attention", "max ctx", "params", "KV dtype", "KV/token"});
+    for (const auto& m : catalog.models()) {
+        const auto& a = m.model.arch;
+        const auto kv = kv_cache_report(a, m.model.kv_dtype, Workload{.context_tokens = 1});
+        const auto p = parameters(a);
+        t.add({m.id, m.name, std::to_string(a.layers),
+               std::to_string(a.query_heads) + "/" + (a.mla ? std::string("latent") : std::to_string(a.kv_heads)),
+               std::to_string(a.head_dim_k), attention_label(a) + (a.has_sliding_layers() ? "+SWA" : ""),
+               format_tokens(a.max_positions), format_si(static_cast<double>(p.total)) + (p.estimated ? "~" : ""),
+               std::string(to_string(m.model.kv_dtype)), kv ? format_bytes(kv->bytes_per_token, o.units) : "?"});
+    }
+    r.out = o.format == Format::csv ? t.csv() : t.text() + "(params ending in ~ are estimated from the architecture)\n";
+    return r;
+}
+
+Output cmd_gpus(const Options& o, const Catalog& catalog) {
+    Output r;
+    if (o.format == Format::json) {
+        Value list = Value::array();
+        for (const auto& g : catalog.gpus()) {
+            Value x = Value::object();
+            x.set("id", Value::string(g.id));
+            x.set("name", Value::string(g.name));
+            x.set("memory_bytes", Value::number(g.memory_bytes));
+            x.set("bandwidth_bytes_per_s", Value::number(g.bandwidth_bytes_per_s));
+            x.set("bf16_tflops", Value::number(g.bf16_tflops));
+            x.set("source", Value::string(g.source));
+            list.push(std::move(x));
+        }
+        Value root = Value::object();
+        root.set("gpus", std::move(list));
+        r.out = root.dump() + "\n";
+        return r;
+    }
+    Table t({"id", "name", "memory", "bandwidth", "bf16 dense"});
+    for (const auto& g : catalog.gpus())
+        t.add({g.id, g.name, both_units(g.memory_bytes, o.units),
+               fixed(static_cast<double>(g.bandwidth_bytes_per_s) / 1e12, 2) + " TB/s",
+               fixed(g.bf16_tflops, 0) + " TFLOP/s"});
+    r.out = o.format == Format::csv ? t.csv() : t.text();
+    return r;
+}
+
+Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bool compare_only) {
+    Output r;
+    auto kv = kv_cache_report(s.arch, s.kv_dtype, s.workload, s.parallel);
+    if (!kv) return {"", usage_error(kv.errors(), o.command), kExitUsage};
+    auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel);
+    if (!variants) return {"", usage_error(variants.errors(), o.command), kExitUsage};
+    if (o.format == Format::json) {
+        Value v = compare_only ? Value::object() : kv_report_json(s, *kv, *variants);
+        if (compare_only) {
+            v.set("model", Value::string(s.model_id));
+            v.set("context_tokens", Value::number(s.workload.context_tokens));
+            v.set("batch", Value::number(s.workload.batch));
+            v.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
+            v.set("variants", variants_json(*variants));
+        }
+        r.out = v.dump() + "\n";
+        return r;
+    }
+    if (o.format == Format::csv) {
+        if (compare_only) {
+            Table t({"name", "kv_heads", "kv_cache_bytes", "bytes_per_token", "percent_of_mha", "is_model"});
+            for (const auto& v : *variants)
+                t.add({v.name, std::to_string(v.kv_heads), std::to_string(v.kv_cache_bytes),
+                       std::to_string(v.bytes_per_token), fixed(v.percent_of_mha, 3), v.is_model ? "true" : "false"});
+            r.out = t.csv();
+        } else {
+            Table t({"model", "context_tokens", "batch", "kv_dtype", "tp", "pp", "kv_cache_bytes",
+                     "kv_cache_bytes_per_gpu", "bytes_per_sequence", "bytes_per_token"});
+            t.add({s.model_id, std::to_string(s.workload.context_tokens), std::to_string(s.workload.batch),
+                   std::string(to_string(s.kv_dtype)), std::to_string(s.parallel.tp), std::to_string(s.parallel.pp),
+                   std::to_string(kv->total_bytes), std::to_string(kv->per_gpu_bytes),
+                   std::to_string(kv->per_sequence_bytes), std::to_string(kv->bytes_per_token)});
+            r.out = t.csv();
+        }
+        return r;
+    }
+    r.out = header(s, src) + "\n";
+    if (!compare_only) {
+        std::vector<std::pair<std::string, std::string>> rows{
+            {"KV cache", both_units(kv->total_bytes, o.units) + " — " + format_count(kv->total_bytes) + " bytes"},
+        };
+        if (kv->gpus > 1) rows.emplace_back("per GPU", both_units(kv->per_gpu_bytes, o.units) + " on the busiest of " +
+                                                           std::to_string(kv->gpus) + " GPUs");
+        rows.emplace_back("per sequence", both_units(kv->per_sequence_bytes, o.units));
+        rows.emplace_back("per token", format_bytes(kv->bytes_per_token, o.units) + " (" +
+                                           format_count(kv->bytes_per_token) + " bytes, all layers)");
+        r.out += key_values(rows) + "\n";
+        // Per layer: grouped by window unless --all-layers.
+        Table layers({"layers", "window", "tokens kept", "bytes per layer"});
+        if (o.all_layers) {
+            for (const auto& l : kv->layers)
+                layers.add({std::to_string(l.layer), l.window ? format_tokens(l.window) : "full",
+                            format_count(l.stored_tokens), format_bytes(l.bytes, o.units)});
+        } else {
+            std::map<std::uint64_t, std::pair<std::uint64_t, const LayerKv*>> groups;
+            for (const auto& l : kv->layers) {
+                auto& g = groups[l.window];
+                ++g.first;
+                g.second = &l;
+            }
+            for (const auto& [window, g] : groups)
+                layers.add({std::to_string(g.first), window ? format_tokens(window) : "full",
+                            format_count(g.second->stored_tokens), format_bytes(g.second->bytes, o.units)});
+        }
+        r.out += layers.text() + "\n";
+    }
+    r.out += variants_table(*variants, o.units).text();
+    r.out += "(* the model's own layout)\n";
+    r.out += warnings_text(kv->warnings);
+    return r;
+}
+
+Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src) {
+    CurveOptions c;
+    c.points = o.points.value_or(o.format == Format::table ? 12 : 512);
+    c.spacing = o.linear ? Spacing::linear : Spacing::log;
+    c.min_tokens = o.from.value_or(o.linear ? 0 : 128);
+    c.max_tokens = o.to.value_or(0);
+    if (c.points < 2 || c.points > 100000)
+        return {"", usage_error({{"--points", "must be between 2 and 100000"}}, o.command), kExitUsage};
+    auto curves = kv_curves(s.arch, s.kv_dtype, s.workload, s.parallel, c);
+    if (!curves) return {"", usage_error(curves.errors(), o.command), kExitUsage};
+    Output r;
+    if (o.format == Format::json) {
+        r.out = curves_json(s, *curves).dump() + "\n";
+        return r;
+    }
+    std::vector<std::string> head{"tokens"};
+    for (const auto& series : curves->series) head.push_back(series.name + (series.is_model ? " *" : ""));
+    Table t(head);
+    for (std::size_t i = 0; i < curves->tokens.size(); ++i) {
+        std::vector<std::string> row{o.format == Format::csv ? std::to_string(curves->tokens[i])
+                                                             : format_tokens(curves->tokens[i])};
+        for (const auto& series : curves->series)
+            row.push_back(o.format == Format::csv ? std::to_string(series.bytes[i]) : format_bytes(series.bytes[i], o.units));
+        t.add(row);
+    }
+    r.out = o.format == Format::csv ? t.csv() : header(s, src) + "\n" + t.text() + "(* the model's own layout)\n";
+    return r;
+}
+
+Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
+    auto f = fit(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment);
+    if (!f) return {"", usage_error(f.errors(), o.command), kExitUsage};
+    auto d = decode_estimate(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment);
+    if (!d) return {"", usage_error(d.errors(), o.command), kExitUsage};
+    Output r;
+    if (o.format == Format::json) {
+        r.out = fit_report_json(s, *f, *d).dump() + "\n";
+        return r;
+    }
+    if (o.format == Format::csv) {
+        Table t({"model", "gpu", "gpus", "engine", "context_tokens", "batch", "kv_dtype", "weights_bytes",
+                 "kv_budget_bytes", "kv_cache_bytes_per_gpu", "fits", "headroom_bytes_per_gpu", "max_batch",
+                 "max_context", "decode_tokens_per_s"});
+        t.add({s.model_id, s.deployment->gpu.id, std::to_string(f->gpus), std::string(to_string(f->engine)),
+               std::to_string(s.workload.context_tokens), std::to_string(s.workload.batch),
+               std::string(to_string(s.kv_dtype)), std::to_string(f->weights_bytes), std::to_string(f->kv_budget_bytes),
+               std::to_string(f->kv_bytes_per_gpu), f->fits ? "true" : "false", std::to_string(f->headroom_bytes_per_gpu),
+               std::to_string(f->max_batch), std::to_string(f->max_context), fixed(d->tokens_per_s_total, 1)});
+        r.out = t.csv();
+        return r;
+    }
+    const auto& dep = *s.deployment;
+    const UnitSystem u = o.units;
+    std::vector<std::pair<std::string, std::string>> rows{
+        {"GPUs", std::to_string(f->gpus) + " × " + dep.gpu.name + ", " + both_units(f->memory_bytes_per_gpu, u) + " each"},
+        {"engine", std::string(to_string(dep.engine)) + " (fraction " + fixed(dep.fraction, 2) + "): " +
+                       std::string(budget_rule(dep.engine))},
+        {"weights", both_units(f->weights_bytes, u) + " in " + std::string(to_string(dep.weight_dtype)) + " (" +
+                        format_si(static_cast<double>(f->parameters)) + " parameters" +
+                        (f->parameters_estimated ? ", estimated" : "") + "); " + format_bytes(f->weights_bytes_per_gpu, u) +
+                        " per GPU"},
+        {"reserved", format_bytes(f->reserve_bytes_per_gpu, u) + " per GPU (activations, runtime)"},
+        {"KV budget", format_signed_bytes(f->kv_budget_bytes_per_gpu, u) + " per GPU"},
+        {"KV needed", format_bytes(f->kv_bytes_per_gpu, u) + " per GPU"},
+        {"verdict", f->fits ? "FITS with " + format_signed_bytes(f->headroom_bytes_per_gpu, u) + " to spare per GPU"
+                            : "DOES NOT FIT: short by " + format_signed_bytes(-f->headroom_bytes_per_gpu, u) + " per GPU"},
+        {"max batch", std::to_string(f->max_batch) + " sequences at " + format_tokens(s.workload.context_tokens) + " tokens"},
+        {"max context", format_count(f->max_context) + " tokens at batch " + std::to_string(s.workload.batch) +
+                            (f->max_context_limited_by_model ? " (the model's limit; memory allows more)" : "")},
+        {"cache holds", format_count(f->tokens_capacity) + " tokens in all"},
+        {"decode floor", fixed(d->step_time_floor_s * 1e3, 2) + " ms per step → " + fixed(d->tokens_per_s_per_sequence, 1) +
+                             " tokens/s per sequence, " + fixed(d->tokens_per_s_total, 0) + " tokens/s in all"},
+        {"bytes per step", format_bytes(d->bytes_read_per_step_per_gpu, u) + " per GPU (" +
+                               format_bytes(d->weight_bytes_read_per_gpu, u) + " weights + " +
+                               format_bytes(d->kv_bytes_read_per_gpu, u) + " KV)"},
+        {"FLOPs/token", format_si(d->flops_per_token_cached) + " with the cache, " +
+                            format_si(d->flops_per_token_uncached) + " recomputing the prefix"},
+        {"KV > weights", d->kv_exceeds_weights_at_tokens
+                             ? "from " + format_count(*d->kv_exceeds_weights_at_tokens) + " tokens per sequence at batch " +
+                                   std::to_string(s.workload.batch)
+                             : "never (sliding windows cap the cache)"},
+    };
+    r.out = header(s, src) + "\n" + key_values(rows);
+    for (const auto& n : f->notes) r.out += "note: " + n + "\n";
+    return r;
+}
+
+}  // namespace
+
+std::string general_help() {
+    return R"(kvscope-cli — KV cache memory, deployment fit and decode cost for transformer models
+
+usage: kvscope-cli COMMAND [options]
+
+commands:
+  models    the built-in (and your own) models
+  gpus      the built-in (and your own) GPUs
+  kv        KV cache size: total, per GPU, per sequence, per token, per layer, and the variants
+  compare   the same model as MHA, GQA, MQA (and MLA): bytes and % of MHA
+  sweep     KV bytes against context length, one column per variant
+  fit       will it fit on these GPUs, how many sequences, how long a context, how fast
+
+Run 'kvscope-cli COMMAND --help' for a command's options.
+Examples:
+  kvscope-cli kv --model llama-3-8b --context 128k --batch 8
+  kvscope-cli fit --model llama-3-70b --context 32k --batch 16 --gpu h100-sxm --gpus 2 --kv-dtype fp8
+  kvscope-cli sweep --config ./config.json --csv > curve.csv
+)";
+}
+
+std::string command_help(const std::string& command) {
+    const std::string model = R"(model:
+  --model ID          a catalog id (llama-3-8b), alias or Hugging Face repo id; default: the teaching model
+  --config FILE       a Hugging Face config.json instead
+  --data-dir DIR      your own models/ and gpus.json (default $KVSCOPE_DATA_DIR or ~/.config/kvscope)
+workload:
+  --context N         tokens per sequence: 8192, 8k (= 8192), 128k, 1M; default 8k or the model's max
+  --batch N           concurrent sequences (default 1)
+  --kv-dtype D        fp32 fp16 bf16 fp8_e4m3 fp8_e5m2 int8 int4 q8_0 q4_0 mxfp4 (default: the config's dtype)
+  --block-size N      paged-attention block in tokens (default 1 = contiguous)
+  --tp N, --pp N      tensor and pipeline parallel degrees
+  --full-window       the engine keeps the whole context on sliding-window layers
+output:
+  --json, --csv       machine-readable output (default: a table)
+  --units gib|gb      binary (GiB) or decimal (GB) units first
+)";
+    if (command == "models") return "usage: kvscope-cli models [--json|--csv] [--data-dir DIR]\nLists every model: id, shape, parameters and KV bytes per token.\n";
+    if (command == "gpus") return "usage: kvscope-cli gpus [--json|--csv] [--data-dir DIR]\nLists every GPU: memory, bandwidth, dense bf16 TFLOP/s.\n";
+    if (command == "kv")
+        return "usage: kvscope-cli kv (--model ID | --config FILE) [options]\n"
+               "The KV cache: total, per GPU, per sequence, per token, per layer, and the MHA/GQA/MQA variants.\n\n" +
+               model + "  --all-layers        list every layer instead of grouping them by window\n";
+    if (command == "compare")
+        return "usage: kvscope-cli compare (--model ID | --config FILE) [options]\n"
+               "The same model as MHA, GQA, MQA (and MLA where it has it): bytes and % of MHA.\n\n" + model;
+    if (command == "sweep")
+        return "usage: kvscope-cli sweep (--model ID | --config FILE) [options]\n"
+               "KV bytes against context length for each variant.\n\n" + model +
+               "sweep:\n  --points N          how many context lengths (default 12 in a table, 512 in JSON/CSV)\n"
+               "  --from N, --to N    the range (default 128 to the model's max positions)\n"
+               "  --linear            linear spacing (default: log)\n";
+    if (command == "fit")
+        return "usage: kvscope-cli fit (--model ID | --config FILE) --gpu ID [options]\n"
+               "Will it fit: weights, the engine's KV budget, max batch, max context, decode speed floor.\n\n" + model +
+               "deployment:\n"
+               "  --gpu ID            a catalog GPU (h100-sxm, h200, a100-80gb, rtx-4090, …)\n"
+               "  --gpus N            how many GPUs (default tp x pp; alone it sets --tp)\n"
+               "  --gpu-memory SIZE   your own GPU: memory (80GiB, 24GB) …\n"
+               "  --gpu-bandwidth B   … and bandwidth in bytes/s (3350GB = 3.35 TB/s)\n"
+               "  --engine E          vllm, sglang, tensorrt-llm, llama.cpp, plain (default vllm)\n"
+               "  --utilization F     the engine's memory fraction (vllm 0.90, sglang 0.88, tensorrt-llm 0.90)\n"
+               "  --weight-dtype D    weights' format (default: the config's dtype or quantization)\n"
+               "  --reserve SIZE      activation reserve per GPU (default 1GiB)\n"
+               "  --overhead SIZE     runtime overhead per GPU: CUDA context, graphs (default 512MiB)\n";
+    return general_help();
+}
+
+Output run(const std::vector<std::string>& args) {
+    auto parsed = parse_options(args);
+    const std::string command = parsed ? parsed->command : (args.empty() ? "" : args[0]);
+    if (!parsed) return {"", usage_error(parsed.errors(), command) + "run 'kvscope-cli " + command + " --help' for the options\n", kExitUsage};
+    const Options& o = *parsed;
+    static const char* kCommands[] = {"models", "gpus", "kv", "compare", "sweep", "fit"};
+    const bool known = std::find(std::begin(kCommands), std::end(kCommands), o.command) != std::end(kCommands);
+    if (o.command.empty() || o.command == "help") return {general_help(), "", o.command.empty() && !o.help ? kExitUsage : kExitOk};
+    if (!known) return {"", "kvscope-cli: unknown command '" + o.command + "' (models, gpus, kv, compare, sweep, fit)\n", kExitUsage};
+    if (o.help) return {command_help(o.command), "", kExitOk};
+
+    std::vector<std::string> problems;
+    const Catalog catalog = Catalog::with_user_folder(o.data_dir.value_or(default_user_folder()), problems);
+    std::string warnings;
+    for (const auto& p : problems) warnings += "kvscope-cli: skipped from your data folder: " + p + "\n";
+
+    Output result;
+    if (o.command == "models") result = cmd_models(o, catalog);
+    else if (o.command == "gpus") result = cmd_gpus(o, catalog);
+    else {
+        ScenarioSource src;
+        auto s = build_scenario(o, catalog, src);
+        if (!s) return {"", warnings + usage_error(s.errors(), o.command), kExitUsage};
+        if (o.command == "kv") result = cmd_kv(o, *s, src, false);
+        else if (o.command == "compare") result = cmd_kv(o, *s, src, true);
+        else if (o.command == "sweep") result = cmd_sweep(o, *s, src);
+        else result = cmd_fit(o, *s, src);
+    }
+    result.err = warnings + result.err;
+    return result;
+}
+
+}  // namespace kvscope::cli

@@ -1,0 +1,235 @@
+#include "options.h"
+
+#include <charconv>
+#include <functional>
+#include <map>
+
+namespace kvscope::cli {
+namespace {
+
+Result<double> parse_fraction(const std::string& text, const std::string& field) {
+    double v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size())
+        return FieldError{field, "'" + text + "' is not a number (for example 0.9)"};
+    if (!(v > 0.0 && v <= 1.0)) return FieldError{field, "'" + text + "' must be above 0 and at most 1"};
+    return v;
+}
+
+}  // namespace
+
+Result<Options> parse_options(const std::vector<std::string>& args) {
+    Options o;
+    Errors errors;
+    using Setter = std::function<void(const std::string&, const std::string&)>;
+    auto count = [&](std::optional<std::uint64_t>& slot) -> Setter {
+        return [&slot, &errors](const std::string& name, const std::string& v) {
+            auto n = parse_count(v, name);
+            if (!n) errors.push_back(n.errors().front());
+            else slot = *n;
+        };
+    };
+    auto bytes = [&](std::optional<std::uint64_t>& slot) -> Setter {
+        return [&slot, &errors](const std::string& name, const std::string& v) {
+            auto n = parse_bytes(v, name);
+            if (!n) errors.push_back(n.errors().front());
+            else slot = *n;
+        };
+    };
+    auto text = [](std::optional<std::string>& slot) -> Setter {
+        return [&slot](const std::string&, const std::string& v) { slot = v; };
+    };
+    const std::map<std::string, Setter> with_value{
+        {"--model", text(o.model)},
+        {"--config", text(o.config)},
+        {"--data-dir", text(o.data_dir)},
+        {"--context", [&](const std::string& name, const std::string& v) {
+             auto n = parse_token_count(v, name);
+             if (!n) errors.push_back(n.errors().front());
+             else o.context = *n;
+         }},
+        {"--batch", count(o.batch)},
+        {"--block-size", count(o.block_size)},
+        {"--tp", count(o.tp)},
+        {"--pp", count(o.pp)},
+        {"--kv-dtype", text(o.kv_dtype)},
+        {"--gpu", text(o.gpu)},
+        {"--gpus", count(o.gpus)},
+        {"--engine", text(o.engine)},
+        {"--weight-dtype", text(o.weight_dtype)},
+        {"--gpu-memory", bytes(o.gpu_memory)},
+        {"--gpu-bandwidth", bytes(o.gpu_bandwidth)},
+        {"--reserve", bytes(o.reserve)},
+        {"--overhead", bytes(o.overhead)},
+        {"--utilization", [&](const std::string& name, const std::string& v) {
+             auto f = parse_fraction(v, name);
+             if (!f) errors.push_back(f.errors().front());
+             else o.utilization = *f;
+         }},
+        {"--points", count(o.points)},
+        {"--from", [&](const std::string& name, const std::string& v) {
+             auto n = parse_token_count(v, name);
+             if (!n) errors.push_back(n.errors().front());
+             else o.from = *n;
+         }},
+        {"--to", [&](const std::string& name, const std::string& v) {
+             auto n = parse_token_count(v, name);
+             if (!n) errors.push_back(n.errors().front());
+             else o.to = *n;
+         }},
+        {"--units", [&](const std::string& name, const std::string& v) {
+             if (v == "gib" || v == "binary" || v == "GiB") o.units = UnitSystem::binary;
+             else if (v == "gb" || v == "decimal" || v == "GB") o.units = UnitSystem::decimal;
+             else errors.push_back({name, "'" + v + "' is not a unit system (GiB or GB)"});
+         }},
+        {"--format", [&](const std::string& name, const std::string& v) {
+             if (v == "table") o.format = Format::table;
+             else if (v == "json") o.format = Format::json;
+             else if (v == "csv") o.format = Format::csv;
+             else errors.push_back({name, "'" + v + "' is not a format (table, json, csv)"});
+         }},
+    };
+    const std::map<std::string, std::function<void()>> flags{
+        {"--help", [&] { o.help = true; }},
+        {"-h", [&] { o.help = true; }},
+        {"--json", [&] { o.format = Format::json; }},
+        {"--csv", [&] { o.format = Format::csv; }},
+        {"--full-window", [&] { o.full_window = true; }},
+        {"--linear", [&] { o.linear = true; }},
+        {"--all-layers", [&] { o.all_layers = true; }},
+    };
+
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string arg = args[i];
+        if (o.command.empty() && !arg.starts_with("-")) {
+            o.command = arg;
+            continue;
+        }
+        std::optional<std::string> inline_value;
+        if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
+            inline_value = arg.substr(eq + 1);
+            arg = arg.substr(0, eq);
+        }
+        if (const auto f = flags.find(arg); f != flags.end() && !inline_value) {
+            f->second();
+            continue;
+        }
+        const auto s = with_value.find(arg);
+        if (s == with_value.end()) {
+            errors.push_back({arg, arg.starts_with("-") ? "unknown option" : "unexpected argument"});
+            continue;
+        }
+        if (!inline_value && i + 1 >= args.size()) {
+            errors.push_back({arg, "needs a value"});
+            continue;
+        }
+        s->second(arg, inline_value ? *inline_value : args[++i]);
+    }
+    if (o.model && o.config) errors.push_back({"--config", "give either --model or --config, not both"});
+    if (!errors.empty()) return errors;
+    return o;
+}
+
+Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, ScenarioSource& source) {
+    Scenario s;
+    std::optional<KvDtype> model_dtype;
+    std::optional<KvDtype> model_weight_dtype;
+    if (o.config) {
+        auto imported = import_config_file(*o.config);
+        if (!imported) return imported.errors();
+        s.arch = imported->arch;
+        s.model_id = *o.config;
+        if (s.arch.name.empty()) s.arch.name = *o.config;
+        source.description = *o.config + (imported->hf_repo.empty() ? "" : " (" + imported->hf_repo + ")");
+        source.assumed = imported->assumed;
+        source.notes = imported->notes;
+        source.kv_dtype_source = imported->kv_dtype_source;
+        model_dtype = imported->kv_dtype;
+        model_weight_dtype = imported->weight_dtype;
+    } else {
+        const std::string key = o.model.value_or("kvscope-teaching-32l");
+        const CatalogModel* m = catalog.find_model(key);
+        if (!m) {
+            std::string hint;
+            for (const auto& name : catalog.suggest_models(key)) hint += (hint.empty() ? "" : ", ") + name;
+            return FieldError{"--model", "unknown model '" + key + "'" +
+                                             (hint.empty() ? "" : "; did you mean " + hint + "?") +
+                                             " (kvscope-cli models lists them; --config FILE reads a config.json)"};
+        }
+        s.arch = m->model.arch;
+        s.model_id = m->id;
+        source.description = m->id + " (" + m->name + ")" + (o.model ? "" : " — the default; choose with --model");
+        source.assumed = m->model.assumed;
+        source.notes = m->model.notes;
+        source.kv_dtype_source = m->model.kv_dtype_source;
+        model_dtype = m->model.kv_dtype;
+        model_weight_dtype = m->model.weight_dtype;
+    }
+
+    Errors errors;
+    s.kv_dtype = model_dtype.value_or(KvDtype::fp16);
+    if (o.kv_dtype) {
+        if (auto d = parse_kv_dtype(*o.kv_dtype)) {
+            s.kv_dtype = *d;
+            source.kv_dtype_source = "--kv-dtype";
+        } else {
+            errors.push_back({"--kv-dtype", "'" + *o.kv_dtype + "' is not a KV format (" + kv_dtype_list() + ")"});
+        }
+    }
+    const std::uint64_t default_context =
+        s.arch.max_positions > 0 ? std::min<std::uint64_t>(8192, s.arch.max_positions) : 8192;
+    s.workload.context_tokens = o.context.value_or(default_context);
+    s.workload.batch = o.batch.value_or(1);
+    s.workload.block_size = o.block_size.value_or(1);
+    s.workload.full_window = o.full_window;
+    s.parallel.tp = o.tp.value_or(1);
+    s.parallel.pp = o.pp.value_or(1);
+
+    const bool wants_deployment = o.command == "fit" || o.gpu || o.gpu_memory;
+    if (wants_deployment) {
+        Deployment d;
+        if (o.gpu) {
+            if (const GpuSpec* g = catalog.find_gpu(*o.gpu)) {
+                d.gpu = *g;
+            } else {
+                std::string hint;
+                for (const auto& name : catalog.suggest_gpus(*o.gpu)) hint += (hint.empty() ? "" : ", ") + name;
+                errors.push_back({"--gpu", "unknown GPU '" + *o.gpu + "'" + (hint.empty() ? "" : "; did you mean " + hint + "?") +
+                                               " (kvscope-cli gpus lists them; --gpu-memory and --gpu-bandwidth describe your own)"});
+            }
+        } else if (!o.gpu_memory) {
+            errors.push_back({"--gpu", "fit needs a GPU: --gpu ID (kvscope-cli gpus lists them), or --gpu-memory and --gpu-bandwidth"});
+        } else {
+            d.gpu.id = "custom";
+            d.gpu.name = "custom GPU";
+        }
+        if (o.gpu_memory) d.gpu.memory_bytes = *o.gpu_memory;
+        if (o.gpu_bandwidth) d.gpu.bandwidth_bytes_per_s = *o.gpu_bandwidth;
+        if (!o.gpu && o.gpu_memory && !o.gpu_bandwidth)
+            errors.push_back({"--gpu-bandwidth", "a custom GPU needs its memory bandwidth in bytes/s (for example 3350GB)"});
+        if (o.engine) {
+            if (auto e = parse_engine(*o.engine)) d.engine = *e;
+            else errors.push_back({"--engine", "'" + *o.engine + "' is not an engine (" + engine_list() + ")"});
+        }
+        d.fraction = o.utilization.value_or(default_fraction(d.engine));
+        d.weight_dtype = model_weight_dtype.value_or(KvDtype::bf16);
+        if (o.weight_dtype) {
+            if (auto w = parse_kv_dtype(*o.weight_dtype)) d.weight_dtype = *w;
+            else errors.push_back({"--weight-dtype", "'" + *o.weight_dtype + "' is not a format (" + kv_dtype_list() + ")"});
+        }
+        if (o.reserve) d.activation_reserve_bytes = *o.reserve;
+        if (o.overhead) d.runtime_overhead_bytes = *o.overhead;
+        // --gpus alone sets tensor parallel; with --tp/--pp the product must match.
+        if (o.gpus) {
+            d.gpu_count = *o.gpus;
+            if (!o.tp && !o.pp) s.parallel.tp = *o.gpus;
+        } else {
+            d.gpu_count = s.parallel.tp * s.parallel.pp;
+        }
+        s.deployment = d;
+    }
+    if (!errors.empty()) return errors;
+    return s;
+}
+
+}  // namespace kvscope::cli

@@ -1,0 +1,51 @@
+#pragma once
+// Command-line options of kvscope-cli, parsed into a Scenario.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/curves.h"
+#include "kvscope/calculator/scenario.h"
+#include "kvscope/calculator/units.h"
+
+namespace kvscope::cli {
+
+enum class Format { table, json, csv };
+
+struct Options {
+    std::string command;
+    bool help = false;
+    Format format = Format::table;
+    UnitSystem units = UnitSystem::binary;
+    std::optional<std::string> model, config, data_dir;
+    std::optional<std::uint64_t> context, batch, block_size, tp, pp;
+    bool full_window = false;
+    std::optional<std::string> kv_dtype;
+    // fit
+    std::optional<std::string> gpu, engine, weight_dtype;
+    std::optional<std::uint64_t> gpus, gpu_memory, gpu_bandwidth, reserve, overhead;
+    std::optional<double> utilization;
+    // sweep
+    std::optional<std::uint64_t> points, from, to;
+    bool linear = false;
+    bool all_layers = false;
+};
+
+// Usage errors carry the option's name: "--context: '12q' is not a whole number …".
+Result<Options> parse_options(const std::vector<std::string>& args);
+
+// What the scenario was built from, for the table header.
+struct ScenarioSource {
+    std::string description;           // "llama-3-8b (Llama 3 8B)" or a path
+    std::vector<std::string> assumed;  // from config import
+    std::vector<std::string> notes;
+    std::string kv_dtype_source;
+};
+
+// Resolves the model (catalog or config file), the workload, and for `fit` the deployment.
+Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, ScenarioSource& source);
+
+}  // namespace kvscope::cli

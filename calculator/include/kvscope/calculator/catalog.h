@@ -1,0 +1,62 @@
+#pragma once
+// The models and GPUs KVScope knows by name: compiled in, and extended or
+// overridden by the user's own folder (models/*.json and gpus.json).
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvscope/calculator/config_import.h"
+#include "kvscope/calculator/deployment.h"
+
+namespace kvscope {
+
+struct CatalogModel {
+    std::string id;        // "llama-3-8b"
+    std::string name;      // "Llama 3 8B"
+    std::string hf_repo;   // "meta-llama/Meta-Llama-3-8B"
+    std::string source;    // where the config was published
+    std::vector<std::string> aliases;
+    ImportedModel model;   // architecture with published parameter counts
+    std::string origin = "built-in";  // or the user file it came from
+};
+
+class Catalog {
+public:
+    // The compiled-in catalog.
+    static const Catalog& builtin();
+
+    // A copy of the built-in catalog plus the user's folder, when it exists.
+    // Files that cannot be read are skipped and reported in `problems`.
+    static Catalog with_user_folder(const std::string& folder, std::vector<std::string>& problems);
+
+    // Adds a user folder: models/*.json (Hugging Face config.json files; the id is the
+    // file name, or from models/catalog.json), gpus.json (same shape as the built-in one).
+    // Same ids replace built-in entries.
+    void add_folder(const std::string& folder, std::vector<std::string>& problems);
+
+    [[nodiscard]] const std::vector<CatalogModel>& models() const { return models_; }
+    [[nodiscard]] const std::vector<GpuSpec>& gpus() const { return gpus_; }
+
+    // Matches id, aliases and Hugging Face repo id, case-insensitively.
+    [[nodiscard]] const CatalogModel* find_model(std::string_view key) const;
+    [[nodiscard]] const GpuSpec* find_gpu(std::string_view key) const;
+
+    // Close matches for an unknown name ("did you mean …").
+    [[nodiscard]] std::vector<std::string> suggest_models(std::string_view key) const;
+    [[nodiscard]] std::vector<std::string> suggest_gpus(std::string_view key) const;
+
+private:
+    void upsert(CatalogModel m);
+    void upsert(GpuSpec g);
+    std::vector<CatalogModel> models_;
+    std::vector<GpuSpec> gpus_;
+};
+
+// $KVSCOPE_DATA_DIR, else $XDG_CONFIG_HOME/kvscope, else ~/.config/kvscope.
+std::string default_user_folder();
+
+// Parses a catalog index and its configs; `read` returns a config's text by file name.
+Result<std::vector<GpuSpec>> parse_gpu_list(std::string_view text, const std::string& source);
+
+}  // namespace kvscope

@@ -1,0 +1,37 @@
+#pragma once
+// Hugging Face config.json -> Architecture. Every spelling in use is read; a field
+// missing with no documented default, or two spellings that disagree, is an error
+// naming the field and its line. Where transformers' config class for the model
+// type defines a default, it is used and listed in `assumed`.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvscope/calculator/architecture.h"
+#include "kvscope/calculator/kv_dtype.h"
+#include "kvscope/calculator/result.h"
+
+namespace kvscope {
+
+struct ImportedModel {
+    Architecture arch;
+    std::string model_type;
+    std::string hf_repo;             // from _name_or_path when it names a repo
+    KvDtype kv_dtype = KvDtype::fp16;
+    std::string kv_dtype_source;     // "torch_dtype bfloat16" or why the default was used
+    KvDtype weight_dtype = KvDtype::fp16;
+    std::string weight_dtype_source;
+    std::vector<std::string> assumed;  // "max_position_embeddings = 2048 (falcon default)"
+    std::vector<std::string> notes;
+};
+
+// `source` names the file in messages ("config.json", a path).
+Result<ImportedModel> import_config(std::string_view text, const std::string& source);
+Result<ImportedModel> import_config_file(const std::string& path);
+
+// Reads a whole file, or an error naming the path and the reason.
+Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes = 64ull << 20);
+
+}  // namespace kvscope

@@ -1,0 +1,38 @@
+#pragma once
+// KV bytes against context length, one series per variant.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvscope/calculator/variants.h"
+
+namespace kvscope {
+
+enum class Spacing { linear, log };
+
+struct CurveOptions {
+    std::uint64_t points = 512;
+    std::uint64_t min_tokens = 1;
+    std::uint64_t max_tokens = 0;  // 0: the model's max positions (or the context when unknown)
+    Spacing spacing = Spacing::log;
+};
+
+struct Curve {
+    std::string name;  // variant name
+    bool is_model = false;
+    std::vector<std::uint64_t> bytes;  // all sequences, all GPUs; one per token count
+};
+
+struct Curves {
+    std::vector<std::uint64_t> tokens;  // shared x values, strictly increasing
+    std::vector<Curve> series;
+};
+
+// Integer token counts from min to max inclusive, linear or log spaced, duplicates removed.
+std::vector<std::uint64_t> spaced_tokens(const CurveOptions& options);
+
+Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload& workload,
+                         const Parallelism& parallel, CurveOptions options = {});
+
+}  // namespace kvscope

@@ -1,0 +1,77 @@
+#pragma once
+// Will it fit? Weights, the engine's KV budget rule, and what the budget buys.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvscope/calculator/architecture.h"
+#include "kvscope/calculator/kv_dtype.h"
+#include "kvscope/calculator/result.h"
+#include "kvscope/calculator/workload.h"
+
+namespace kvscope {
+
+struct GpuSpec {
+    std::string id;    // "h100-sxm"
+    std::string name;  // "NVIDIA H100 SXM 80GB"
+    std::uint64_t memory_bytes = 0;
+    std::uint64_t bandwidth_bytes_per_s = 0;
+    double bf16_tflops = 0;  // dense
+    std::string source;
+    std::vector<std::string> aliases;
+};
+
+// How an inference engine decides what memory the KV cache may use.
+enum class Engine { vllm, sglang, tensorrt_llm, llama_cpp, plain };
+std::string_view to_string(Engine engine);
+std::optional<Engine> parse_engine(std::string_view text);
+std::string engine_list();
+// The engine's own default fraction (vLLM gpu_memory_utilization 0.90, SGLang
+// mem_fraction_static 0.88, TensorRT-LLM kv_cache_free_gpu_mem_fraction 0.90; 1 otherwise).
+double default_fraction(Engine engine);
+// One line describing the engine's rule, for help and reports.
+std::string_view budget_rule(Engine engine);
+
+struct Deployment {
+    GpuSpec gpu;
+    std::uint64_t gpu_count = 1;
+    Engine engine = Engine::vllm;
+    double fraction = 0.90;                              // the engine's memory fraction
+    KvDtype weight_dtype = KvDtype::bf16;
+    std::uint64_t activation_reserve_bytes = 1ull << 30;  // activations at peak prefill
+    std::uint64_t runtime_overhead_bytes = 1ull << 29;    // CUDA context, graphs, library workspaces
+};
+
+Errors validate(const Deployment& d, const Parallelism& parallel);
+
+struct FitReport {
+    Engine engine = Engine::vllm;
+    std::uint64_t gpus = 1;
+    std::uint64_t memory_bytes_per_gpu = 0;
+    std::uint64_t weights_bytes = 0;          // all GPUs
+    std::uint64_t weights_bytes_per_gpu = 0;
+    std::uint64_t parameters = 0;
+    bool parameters_estimated = false;
+    std::uint64_t reserve_bytes_per_gpu = 0;  // activation reserve + runtime overhead the rule subtracts
+    std::int64_t kv_budget_bytes_per_gpu = 0; // negative: the weights alone do not fit
+    std::int64_t kv_budget_bytes = 0;         // all GPUs
+    std::uint64_t kv_bytes_per_gpu = 0;       // what the workload needs on the heaviest GPU
+    bool fits = false;
+    std::int64_t headroom_bytes_per_gpu = 0;  // budget - need; negative = short by
+    std::uint64_t free_bytes_per_gpu = 0;     // memory the rule leaves unused (fraction < 1)
+    std::uint64_t max_batch = 0;              // concurrent sequences at the workload's context
+    std::uint64_t max_context = 0;            // tokens per sequence at the workload's batch
+    bool max_context_limited_by_model = false;  // the budget allows more than max positions
+    std::uint64_t tokens_capacity = 0;        // tokens the budget holds (full attention per token)
+    std::vector<std::string> notes;
+};
+
+Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload& workload,
+                      const Parallelism& parallel, const Deployment& deployment);
+
+// Weights in bytes for `params` parameters stored as `dtype`.
+Result<std::uint64_t> weights_bytes(std::uint64_t params, KvDtype dtype);
+
+}  // namespace kvscope

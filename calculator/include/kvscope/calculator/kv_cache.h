@@ -1,0 +1,91 @@
+#pragma once
+// The one formula of KVScope:
+//
+//   bytes = Σ over layers l:  sequences
+//                             × round_up(min(T, window_l), block)
+//                             × kv_heads_per_gpu_l × (d_k + d_v) × bits_per_element / 8
+//   (MLA layers: one latent of kv_lora_rank + qk_rope_head_dim values, no ×2)
+//   kv_heads_per_gpu = max(1, kv_heads / tp)   (replicated when tp > kv_heads)
+//
+// Every KV byte count in the program comes from here.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvscope/calculator/architecture.h"
+#include "kvscope/calculator/checked.h"
+#include "kvscope/calculator/kv_dtype.h"
+#include "kvscope/calculator/result.h"
+#include "kvscope/calculator/workload.h"
+
+namespace kvscope {
+
+// The cache's shape with the formula's constant factors folded, so that the bytes
+// at any context are a handful of multiplications (curves evaluate it thousands of times).
+class KvLayout {
+public:
+    static Result<KvLayout> make(const Architecture& arch, KvDtype dtype, const Workload& workload,
+                                 const Parallelism& parallel);
+
+    // One sequence, one GPU of pipeline stage `stage`, at context `tokens`.
+    [[nodiscard]] Checked stage_bytes_per_sequence(std::size_t stage, std::uint64_t tokens) const;
+    // One sequence on the heaviest GPU.
+    [[nodiscard]] Checked gpu_bytes_per_sequence(std::uint64_t tokens) const;
+    // One sequence summed over every GPU (replicated heads count on each GPU).
+    [[nodiscard]] Checked all_gpu_bytes_per_sequence(std::uint64_t tokens) const;
+    // Bytes for one more token of one sequence, all layers, no window cap, all GPUs / heaviest GPU.
+    [[nodiscard]] Checked bytes_per_token_all_gpus() const;
+    [[nodiscard]] Checked bytes_per_token_per_gpu() const;
+    // Tokens actually stored for layer window `window` at context `tokens`.
+    [[nodiscard]] std::uint64_t stored_tokens(std::uint64_t window, std::uint64_t tokens) const;
+
+    [[nodiscard]] std::uint64_t row_bytes_per_gpu() const { return row_bytes_; }
+    [[nodiscard]] std::uint64_t kv_heads_per_gpu() const { return kv_heads_per_gpu_; }
+    [[nodiscard]] std::uint64_t replication() const { return replication_; }
+    [[nodiscard]] std::uint64_t tp() const { return tp_; }
+    [[nodiscard]] std::size_t stages() const { return stages_.size(); }
+    [[nodiscard]] std::uint64_t block_size() const { return block_; }
+
+private:
+    struct Group {
+        std::uint64_t window;  // 0 = full context
+        std::uint64_t layers;
+    };
+    std::vector<std::vector<Group>> stages_;  // pipeline stages, each its layers grouped by window
+    std::vector<std::uint64_t> layer_windows_;
+    std::uint64_t row_bytes_ = 0;  // K + V (or the MLA latent) for one token, one layer, one GPU
+    std::uint64_t kv_heads_per_gpu_ = 0;
+    std::uint64_t replication_ = 1;  // how many GPUs hold the same KV head
+    std::uint64_t tp_ = 1;
+    std::uint64_t block_ = 1;
+    std::uint64_t layers_ = 0;
+};
+
+struct LayerKv {
+    std::uint64_t layer = 0;
+    std::uint64_t window = 0;         // 0 = full attention (after the full-window switch)
+    std::uint64_t stored_tokens = 0;  // per sequence, after window and block rounding
+    std::uint64_t bytes = 0;          // all sequences, all GPUs
+};
+
+struct KvCacheReport {
+    std::uint64_t total_bytes = 0;           // all sequences, all GPUs, replicas counted
+    std::uint64_t per_gpu_bytes = 0;         // the heaviest GPU
+    std::uint64_t per_sequence_bytes = 0;    // one sequence, all GPUs
+    std::uint64_t bytes_per_token = 0;       // one more token of one sequence, all layers, no window cap
+    std::uint64_t bytes_per_token_per_gpu = 0;
+    std::uint64_t kv_heads_per_gpu = 0;
+    std::uint64_t replication = 1;
+    std::uint64_t gpus = 1;
+    std::vector<LayerKv> layers;
+    std::vector<std::string> warnings;  // things worth knowing that are not errors
+};
+
+Result<KvCacheReport> kv_cache_report(const Architecture& arch, KvDtype dtype,
+                                      const Workload& workload, const Parallelism& parallel = {});
+
+// The overflow message for `tokens`, naming the input responsible.
+FieldError overflow_error(const std::string& field, const std::string& what);
+
+}  // namespace kvscope

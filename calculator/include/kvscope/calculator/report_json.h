@@ -1,0 +1,20 @@
+#pragma once
+// The JSON contract of kvscope-cli (and the app's JSON export). Byte counts are
+// integers; percentages and rates are numbers; names are documented in README.
+
+#include "kvscope/calculator/curves.h"
+#include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/json.h"
+#include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/scenario.h"
+#include "kvscope/calculator/variants.h"
+
+namespace kvscope {
+
+json::Value architecture_json(const Architecture& arch);
+json::Value variants_json(const std::vector<Variant>& variants);
+json::Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std::vector<Variant>& variants);
+json::Value fit_report_json(const Scenario& s, const FitReport& fit, const DecodeEstimate& decode);
+json::Value curves_json(const Scenario& s, const Curves& curves);
+
+}  // namespace kvscope

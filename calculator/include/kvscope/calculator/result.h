@@ -1,0 +1,51 @@
+#pragma once
+// Errors as values: every problem carries the field it belongs to, so a caller
+// (the CLI, the desktop app) can point at the input that is wrong.
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace kvscope {
+
+struct FieldError {
+    std::string field;    // e.g. "kv_heads", "context_tokens", "config.json:12 num_hidden_layers"
+    std::string message;  // one sentence a user can act on
+
+    friend bool operator==(const FieldError&, const FieldError&) = default;
+};
+
+using Errors = std::vector<FieldError>;
+
+// "field: message; field: message" — for one-line reports (CLI stderr).
+std::string join_errors(const Errors& errors);
+
+template <class T>
+class Result {
+public:
+    Result(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+    Result(Errors errors) : state_(std::move(errors)) {}  // NOLINT(google-explicit-constructor)
+    Result(FieldError error) : state_(Errors{std::move(error)}) {}  // NOLINT
+
+    [[nodiscard]] bool ok() const { return std::holds_alternative<T>(state_); }
+    explicit operator bool() const { return ok(); }
+
+    [[nodiscard]] const T& value() const& { return std::get<T>(state_); }
+    [[nodiscard]] T& value() & { return std::get<T>(state_); }
+    [[nodiscard]] T&& value() && { return std::get<T>(std::move(state_)); }
+    const T& operator*() const& { return value(); }
+    const T* operator->() const { return &value(); }
+
+    [[nodiscard]] const Errors& errors() const {
+        static const Errors none;
+        return ok() ? none : std::get<Errors>(state_);
+    }
+    [[nodiscard]] std::string error_text() const { return join_errors(errors()); }
+
+private:
+    std::variant<T, Errors> state_;
+};
+
+}  // namespace kvscope

@@ -1,0 +1,24 @@
+#pragma once
+// One question asked of the calculator: a model, its cache format, the workload,
+// the parallel layout, and (optionally) the GPUs it should run on.
+
+#include <optional>
+#include <string>
+
+#include "kvscope/calculator/architecture.h"
+#include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/kv_dtype.h"
+#include "kvscope/calculator/workload.h"
+
+namespace kvscope {
+
+struct Scenario {
+    std::string model_id;  // catalog id or config path; for display and files
+    Architecture arch;
+    KvDtype kv_dtype = KvDtype::fp16;
+    Workload workload;
+    Parallelism parallel;
+    std::optional<Deployment> deployment;
+};
+
+}  // namespace kvscope

@@ -1,0 +1,33 @@
+#pragma once
+// Readable numbers, always labelled: GiB (2^30) and GB (10^9) are different units.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "kvscope/calculator/result.h"
+
+namespace kvscope {
+
+enum class UnitSystem { binary, decimal };  // KiB/MiB/GiB or kB/MB/GB
+
+// Three significant digits: "4.00 GiB", "128 MiB", "512 B", "85.9 GB".
+std::string format_bytes(std::uint64_t bytes, UnitSystem units = UnitSystem::binary);
+// Signed variant for headroom: "-3.20 GiB".
+std::string format_signed_bytes(std::int64_t bytes, UnitSystem units = UnitSystem::binary);
+// 1234567 -> "1,234,567".
+std::string format_count(std::uint64_t n);
+// Token counts the way people say them: 8192 -> "8k", 131072 -> "128k", 1048576 -> "1M", 1000 -> "1000".
+std::string format_tokens(std::uint64_t n);
+// 1.234e12 -> "1.23 T" (FLOPs and other large non-byte figures).
+std::string format_si(double value);
+
+// Token counts: "8192", "8k" (= 8192), "128K", "1M" (= 1048576), "1.5k" (= 1536).
+// `field` names the input in the error ("context_tokens", "--context").
+Result<std::uint64_t> parse_token_count(std::string_view text, const std::string& field);
+// A plain positive integer with an optional k/M suffix, same rules as tokens.
+Result<std::uint64_t> parse_count(std::string_view text, const std::string& field);
+// Sizes: "80GiB", "80 GB", "24g" (= GiB), "85899345920" (bytes).
+Result<std::uint64_t> parse_bytes(std::string_view text, const std::string& field);
+
+}  // namespace kvscope

@@ -1,0 +1,37 @@
+#pragma once
+// The same model as MHA, GQA, MQA (and MLA where it has it): what the head layout costs.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvscope/calculator/architecture.h"
+#include "kvscope/calculator/kv_dtype.h"
+#include "kvscope/calculator/result.h"
+#include "kvscope/calculator/workload.h"
+
+namespace kvscope {
+
+struct Variant {
+    std::string name;          // "MHA", "GQA-8", "MQA", "MLA"
+    AttentionKind kind = AttentionKind::MHA;
+    std::uint64_t kv_heads = 0;  // MLA: 1 (one shared latent)
+    std::uint64_t kv_cache_bytes = 0;
+    std::uint64_t bytes_per_token = 0;
+    double percent_of_mha = 0;
+    bool is_model = false;     // the model's own layout
+    Architecture arch;         // the variant's architecture (for curves)
+};
+
+// The architecture with `kv_heads` KV heads (MLA removed; MHA head dims taken from MLA's).
+Architecture with_kv_heads(const Architecture& arch, std::uint64_t kv_heads);
+
+// The GQA group count shown for a model: its own when it is GQA, else 8 when 8
+// divides the query heads, else the largest divisor below 8; 0 when none exists.
+std::uint64_t comparison_gqa_heads(const Architecture& arch);
+
+// MHA, GQA (see above), MQA, then MLA where the model has it; duplicates removed.
+Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype dtype,
+                                              const Workload& workload, const Parallelism& parallel = {});
+
+}  // namespace kvscope

@@ -1,0 +1,34 @@
+#pragma once
+// What the engine is asked to hold: tokens per sequence, how many sequences,
+// how it pages them, and how the model is split across GPUs.
+
+#include <cstdint>
+
+#include "kvscope/calculator/architecture.h"
+#include "kvscope/calculator/result.h"
+
+namespace kvscope {
+
+struct Workload {
+    std::uint64_t context_tokens = 8192;  // prompt + generated, per sequence
+    std::uint64_t batch = 1;              // concurrent sequences
+    std::uint64_t block_size = 1;         // paged-attention block in tokens; 1 = contiguous
+    bool full_window = false;             // engine keeps the whole context on sliding layers
+    friend bool operator==(const Workload&, const Workload&) = default;
+};
+
+struct Parallelism {
+    std::uint64_t tp = 1;  // tensor parallel: KV heads split across GPUs
+    std::uint64_t pp = 1;  // pipeline parallel: layers split across GPUs
+    friend bool operator==(const Parallelism&, const Parallelism&) = default;
+    [[nodiscard]] std::uint64_t gpus() const { return tp * pp; }
+};
+
+// Upper bounds that keep every product well inside checked 64-bit arithmetic
+// while leaving room for absurd-but-explorable inputs.
+constexpr std::uint64_t kMaxTpOrPp = 4096;
+
+Errors validate(const Workload& w);
+Errors validate(const Parallelism& p, const Architecture& arch);
+
+}  // namespace kvscope

@@ -1,0 +1,461 @@
+#include "kvscope/calculator/config_import.h"
+
+#include <algorithm>
+#include <fstream>
+#include <initializer_list>
+#include <map>
+#include <sstream>
+
+#include "kvscope/calculator/json.h"
+#include "kvscope/calculator/units.h"
+
+namespace kvscope {
+namespace {
+
+using json::Value;
+
+// Defaults of transformers' configuration classes, for the fields KVScope reads.
+// Only these are ever assumed, and each use is listed in the import's output.
+const std::map<std::string, std::map<std::string, std::uint64_t>>& type_defaults() {
+    static const std::map<std::string, std::map<std::string, std::uint64_t>> kDefaults{
+        {"llama", {{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 11008},
+                   {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"max_position_embeddings", 2048},
+                   {"tie_word_embeddings", 0}}},
+        {"mistral", {{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 14336},
+                     {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
+                     {"max_position_embeddings", 131072}, {"tie_word_embeddings", 0}}},
+        {"mixtral", {{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 14336},
+                     {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
+                     {"max_position_embeddings", 131072}, {"num_local_experts", 8},
+                     {"num_experts_per_tok", 2}, {"tie_word_embeddings", 0}}},
+        {"qwen2", {{"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016},
+                   {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 32},
+                   {"max_position_embeddings", 32768}, {"max_window_layers", 28}, {"tie_word_embeddings", 0}}},
+        {"qwen3", {{"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016},
+                   {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 32},
+                   {"head_dim", 128}, {"max_position_embeddings", 32768}, {"max_window_layers", 28},
+                   {"tie_word_embeddings", 0}}},
+        {"gemma2", {{"vocab_size", 256000}, {"hidden_size", 2304}, {"intermediate_size", 9216},
+                    {"num_hidden_layers", 26}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
+                    {"head_dim", 256}, {"max_position_embeddings", 8192}, {"sliding_window", 4096},
+                    {"tie_word_embeddings", 1}}},
+        {"gemma3_text", {{"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216},
+                         {"num_hidden_layers", 26}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
+                         {"head_dim", 256}, {"max_position_embeddings", 131072}, {"sliding_window", 4096},
+                         {"sliding_window_pattern", 6}, {"tie_word_embeddings", 1}}},
+        {"phi3", {{"vocab_size", 32064}, {"hidden_size", 3072}, {"intermediate_size", 8192},
+                  {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"max_position_embeddings", 4096},
+                  {"tie_word_embeddings", 0}}},
+        {"falcon", {{"vocab_size", 65024}, {"hidden_size", 4544}, {"num_hidden_layers", 32},
+                    {"num_attention_heads", 71}, {"max_position_embeddings", 2048}, {"tie_word_embeddings", 1}}},
+        {"gpt2", {{"vocab_size", 50257}, {"hidden_size", 768}, {"num_hidden_layers", 12},
+                  {"num_attention_heads", 12}, {"max_position_embeddings", 1024}, {"tie_word_embeddings", 1}}},
+        {"deepseek_v3", {{"vocab_size", 129280}, {"hidden_size", 7168}, {"intermediate_size", 18432},
+                         {"moe_intermediate_size", 2048}, {"num_hidden_layers", 61}, {"num_attention_heads", 128},
+                         {"num_key_value_heads", 128}, {"n_shared_experts", 1}, {"n_routed_experts", 256},
+                         {"kv_lora_rank", 512}, {"q_lora_rank", 1536}, {"qk_rope_head_dim", 64},
+                         {"v_head_dim", 128}, {"qk_nope_head_dim", 128}, {"num_experts_per_tok", 8},
+                         {"first_k_dense_replace", 3}, {"max_position_embeddings", 4096},
+                         {"tie_word_embeddings", 0}}},
+        {"gpt_oss", {{"vocab_size", 201088}, {"hidden_size", 2880}, {"intermediate_size", 2880},
+                     {"num_hidden_layers", 36}, {"num_attention_heads", 64}, {"num_key_value_heads", 8},
+                     {"head_dim", 64}, {"sliding_window", 128}, {"max_position_embeddings", 131072},
+                     {"num_local_experts", 128}, {"num_experts_per_tok", 4}, {"tie_word_embeddings", 0}}},
+    };
+    return kDefaults;
+}
+
+// Model types whose MLP has two matrices (up, down) rather than a gated three.
+bool ungated_mlp(const std::string& type) {
+    static const char* kTypes[] = {"gpt2", "falcon", "gpt_neox", "gptj", "opt", "bloom",
+                                   "gpt_bigcode", "phi", "starcoder2", "mpt", "gpt_neo"};
+    return std::any_of(std::begin(kTypes), std::end(kTypes), [&](const char* t) { return type == t; });
+}
+
+struct Found {
+    std::uint64_t value = 0;
+    std::string key;
+    int line = 0;
+    bool assumed = false;
+};
+
+class Reader {
+public:
+    Reader(const Value& root, const Value& cfg, std::string source, ImportedModel& out)
+        : root_(root), cfg_(cfg), source_(std::move(source)), out_(out) {}
+
+    Errors errors;
+    std::map<std::string, int> lines;  // Architecture field -> line it came from
+
+    std::string at(int line) const { return source_ + ":" + std::to_string(line) + ": "; }
+
+    void error(const std::string& key, int line, const std::string& message) {
+        errors.push_back({key, at(line) + message});
+    }
+
+    const Value* get(const char* key) const {
+        const Value* v = cfg_.find(key);
+        return v && !v->is_null() ? v : nullptr;
+    }
+
+    // A whole number under any of `spellings`; spellings that disagree are an error.
+    std::optional<Found> number(std::initializer_list<const char*> spellings) {
+        std::optional<Found> found;
+        for (const char* key : spellings) {
+            const Value* v = get(key);
+            if (!v) continue;
+            const auto n = v->as_u64();
+            if (!n) {
+                error(key, v->line(), std::string(key) + " must be a whole number of at least 0, found " +
+                                          describe(*v));
+                return std::nullopt;
+            }
+            if (found && found->value != *n) {
+                error(key, v->line(), std::string(key) + " (" + std::to_string(*n) + ") contradicts " + found->key +
+                                          " (" + std::to_string(found->value) + ") on line " +
+                                          std::to_string(found->line));
+                return std::nullopt;
+            }
+            if (!found) found = Found{*n, key, v->line()};
+        }
+        return found;
+    }
+
+    std::optional<std::uint64_t> type_default(const std::string& canonical) const {
+        const auto& table = type_defaults();
+        const auto t = table.find(out_.model_type);
+        if (t == table.end()) return std::nullopt;
+        const auto d = t->second.find(canonical);
+        if (d == t->second.end()) return std::nullopt;
+        return d->second;
+    }
+
+    // The field, else the model type's default (listed as assumed), else nullopt.
+    std::optional<Found> number_or_default(std::initializer_list<const char*> spellings) {
+        const std::size_t before = errors.size();
+        if (auto f = number(spellings)) return f;
+        if (errors.size() != before) return std::nullopt;
+        const std::string canonical = *spellings.begin();
+        if (const auto d = type_default(canonical)) {
+            out_.assumed.push_back(canonical + " = " + std::to_string(*d) + " (" + out_.model_type +
+                                   " default; not in the file)");
+            return Found{*d, canonical, cfg_.line(), true};
+        }
+        return std::nullopt;
+    }
+
+    // As above, but absence is an error naming the field.
+    std::optional<Found> required(std::initializer_list<const char*> spellings) {
+        const std::size_t before = errors.size();
+        auto f = number_or_default(spellings);
+        if (!f && errors.size() == before) {
+            std::string also;
+            for (auto it = spellings.begin() + 1; it != spellings.end(); ++it)
+                also += std::string(also.empty() ? "" : ", ") + *it;
+            error(*spellings.begin(), cfg_.line(),
+                  std::string(*spellings.begin()) + " is missing" +
+                      (also.empty() ? "" : " (also looked for " + also + ")") +
+                      (out_.model_type.empty() ? "" : "; model_type '" + out_.model_type + "' has no default for it"));
+        }
+        return f;
+    }
+
+    std::optional<bool> flag(const char* key) {
+        const Value* v = get(key);
+        if (!v) return std::nullopt;
+        if (!v->is_bool()) {
+            error(key, v->line(), std::string(key) + " must be true or false, found " + describe(*v));
+            return std::nullopt;
+        }
+        return v->as_bool();
+    }
+
+    static std::string describe(const Value& v) {
+        if (v.is_string()) return "\"" + v.as_string() + "\" (a string)";
+        if (v.is_number()) return v.as_double() < 0 ? "a negative number" : "a fraction";
+        return std::string(json::to_string(v.type()));
+    }
+
+    const Value& root_;
+    const Value& cfg_;
+    std::string source_;
+    ImportedModel& out_;
+};
+
+std::optional<KvDtype> dtype_from_torch(const std::string& name) {
+    if (name == "bfloat16") return KvDtype::bf16;
+    if (name == "float16" || name == "half") return KvDtype::fp16;
+    if (name == "float32" || name == "float") return KvDtype::fp32;
+    return std::nullopt;
+}
+
+void read_dtypes(Reader& r, const Value& root, const Value& cfg, ImportedModel& out) {
+    const Value* dtype = nullptr;
+    std::string key;
+    for (const Value* obj : {&cfg, &root})
+        for (const char* k : {"torch_dtype", "dtype"})
+            if (!dtype)
+                if (const Value* v = obj->find(k); v && v->is_string()) dtype = v, key = k;
+    if (dtype) {
+        if (const auto d = dtype_from_torch(dtype->as_string())) {
+            out.kv_dtype = *d;
+            out.kv_dtype_source = key + " " + dtype->as_string();
+        } else {
+            out.kv_dtype = KvDtype::fp16;
+            out.kv_dtype_source = key + " '" + dtype->as_string() + "' is not a cache format; fp16 used";
+        }
+    } else {
+        out.kv_dtype = KvDtype::fp16;
+        out.kv_dtype_source = "no torch_dtype in the file; fp16 used";
+    }
+    out.weight_dtype = out.kv_dtype;
+    out.weight_dtype_source = out.kv_dtype_source;
+    const Value* quant = root.find("quantization_config");
+    if (quant && quant->is_object()) {
+        const Value* method = quant->find("quant_method");
+        const std::string m = method && method->is_string() ? method->as_string() : "";
+        if (m == "fp8") out.weight_dtype = KvDtype::fp8_e4m3, out.weight_dtype_source = "quantization_config fp8";
+        else if (m == "mxfp4") out.weight_dtype = KvDtype::mxfp4, out.weight_dtype_source = "quantization_config mxfp4";
+        else if (!m.empty())
+            out.notes.push_back("quantization_config '" + m + "' is not modelled; weights taken as " +
+                                std::string(to_string(out.weight_dtype)));
+    }
+    (void)r;
+}
+
+void read_windows(Reader& r, const Value& cfg, ImportedModel& out) {
+    Architecture& a = out.arch;
+    const auto window = [&]() -> std::optional<Found> { return r.number_or_default({"sliding_window"}); };
+
+    if (const Value* types = r.get("layer_types")) {
+        if (!types->is_array()) {
+            r.error("layer_types", types->line(), "layer_types must be an array of strings");
+            return;
+        }
+        if (types->items().size() != a.layers) {
+            r.error("layer_types", types->line(),
+                    "layer_types lists " + std::to_string(types->items().size()) + " layers but the model has " +
+                        std::to_string(a.layers));
+            return;
+        }
+        std::optional<Found> w;
+        a.layer_windows.assign(a.layers, 0);
+        for (std::size_t i = 0; i < types->items().size(); ++i) {
+            const Value& t = types->items()[i];
+            const std::string s = t.is_string() ? t.as_string() : "";
+            if (s == "sliding_attention") {
+                if (!w) w = window();
+                if (!w || w->value == 0) {
+                    r.error("sliding_window", t.line(),
+                            "layer_types has sliding layers but sliding_window is missing or 0");
+                    return;
+                }
+                a.layer_windows[i] = w->value;
+            } else if (s != "full_attention") {
+                out.notes.push_back("layer " + std::to_string(i) + " has layer type '" + s +
+                                    "', taken as full attention");
+            }
+        }
+        return;
+    }
+
+    const bool gemma3 = out.model_type == "gemma3_text";
+    const auto pattern = r.number_or_default({"sliding_window_pattern"});
+    if (pattern || gemma3) {
+        const auto w = window();
+        if (!pattern || pattern->value == 0 || !w || w->value == 0) {
+            r.error("sliding_window_pattern", cfg.line(), "sliding_window_pattern needs a sliding_window above 0");
+            return;
+        }
+        a.layer_windows.assign(a.layers, 0);
+        // Every pattern-th layer is global; the others are local (transformers' Gemma 3 rule).
+        for (std::uint64_t i = 0; i < a.layers; ++i)
+            if ((i + 1) % pattern->value != 0) a.layer_windows[i] = w->value;
+        return;
+    }
+
+    if (out.model_type == "gemma2") {
+        const auto w = window();
+        if (!w || w->value == 0) return;
+        a.layer_windows.assign(a.layers, 0);
+        // Gemma 2 alternates: even layers local, odd layers global.
+        for (std::uint64_t i = 0; i < a.layers; i += 2) a.layer_windows[i] = w->value;
+        return;
+    }
+
+    if (const auto use = r.flag("use_sliding_window"); use.has_value()) {
+        if (!*use) return;
+        const auto w = r.number({"sliding_window"});
+        if (!w || w->value == 0) {
+            r.error("sliding_window", cfg.line(), "use_sliding_window is true but sliding_window is missing or 0");
+            return;
+        }
+        const auto first = r.number_or_default({"max_window_layers"});
+        const std::uint64_t from = first ? first->value : 0;
+        a.layer_windows.assign(a.layers, 0);
+        // Qwen2's rule: layers from max_window_layers on use the window.
+        for (std::uint64_t i = from; i < a.layers; ++i) a.layer_windows[i] = w->value;
+        return;
+    }
+
+    if (const auto w = r.number({"sliding_window"}); w && w->value > 0) a.layer_windows.assign(a.layers, w->value);
+}
+
+void read_attention(Reader& r, ImportedModel& out) {
+    Architecture& a = out.arch;
+    const auto q = r.required({"num_attention_heads", "n_head", "n_heads", "num_heads"});
+    if (q) a.query_heads = q->value, r.lines["query_heads"] = q->line;
+
+    // KV heads: explicit counts, then the multi-query switches, then "same as query heads".
+    auto kv = r.number({"num_key_value_heads", "n_head_kv", "num_kv_heads", "n_kv_heads"});
+    const auto new_arch = r.flag("new_decoder_architecture");
+    const auto multi_query = r.flag("multi_query");
+    const auto mqa_group = r.flag("multi_query_attention");
+    if (!kv && mqa_group.value_or(false)) kv = r.number({"multi_query_group_num"});
+    if (kv && multi_query.value_or(false) && !new_arch.value_or(false) && kv->value != 1) {
+        const Value* v = r.get("multi_query");
+        r.error("multi_query", v ? v->line() : 0,
+                "multi_query is true but " + kv->key + " is " + std::to_string(kv->value));
+    }
+    if (!kv && multi_query.value_or(false) && !new_arch.value_or(false)) kv = Found{1, "multi_query", 0};
+    if (!kv) kv = r.number_or_default({"num_key_value_heads"});
+    if (!kv && q) {
+        kv = Found{q->value, "num_attention_heads", q->line};
+        out.assumed.push_back("num_key_value_heads = num_attention_heads = " + std::to_string(q->value) +
+                              " (no KV head count in the file: multi-head attention)");
+    }
+    if (kv) a.kv_heads = kv->value, r.lines["kv_heads"] = kv->line;
+
+    const auto hidden = r.required({"hidden_size", "n_embd", "d_model", "dim"});
+    if (hidden) a.hidden_size = hidden->value;
+
+    if (r.get("kv_lora_rank")) {
+        MlaDims m;
+        const auto rank = r.required({"kv_lora_rank"});
+        const auto rope = r.required({"qk_rope_head_dim"});
+        const auto nope = r.required({"qk_nope_head_dim"});
+        const auto v = r.required({"v_head_dim"});
+        const auto qr = r.number({"q_lora_rank"});
+        if (!rank || !rope || !nope || !v) return;
+        m = {rank->value, rope->value, nope->value, v->value, qr ? qr->value : 0};
+        a.mla = m;
+        a.head_dim_k = m.qk_nope_head_dim + m.qk_rope_head_dim;
+        a.head_dim_v = m.v_head_dim;
+        return;
+    }
+
+    if (auto hd = r.number({"head_dim", "kv_channels", "attention_head_dim"})) {
+        a.head_dim_k = a.head_dim_v = hd->value;
+        r.lines["head_dim"] = r.lines["head_dim_v"] = hd->line;
+    } else if (auto d = r.type_default("head_dim")) {
+        a.head_dim_k = a.head_dim_v = *d;
+        out.assumed.push_back("head_dim = " + std::to_string(*d) + " (" + out.model_type + " default; not in the file)");
+    } else if (hidden && q && q->value > 0) {
+        if (hidden->value % q->value != 0) {
+            r.error("head_dim", hidden->line,
+                    hidden->key + " (" + std::to_string(hidden->value) + ") is not a multiple of " + q->key + " (" +
+                        std::to_string(q->value) + ") and no head_dim is given");
+            return;
+        }
+        a.head_dim_k = a.head_dim_v = hidden->value / q->value;
+    }
+}
+
+void read_moe(Reader& r, ImportedModel& out) {
+    const auto experts = r.number({"num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"});
+    if (!experts || experts->value == 0) return;
+    MoeDims m;
+    m.experts = experts->value;
+    const auto per_token = r.number({"num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk"});
+    if (!per_token) {
+        r.error("num_experts_per_tok", r.cfg_.line(), "the model has experts but num_experts_per_tok is missing");
+        return;
+    }
+    m.experts_per_token = per_token->value;
+    const auto size = r.number({"moe_intermediate_size", "expert_intermediate_size"});
+    m.expert_intermediate_size = size ? size->value : out.arch.intermediate_size;
+    if (const auto shared = r.number({"n_shared_experts", "num_shared_experts"})) m.shared_experts = shared->value;
+    if (const auto dense = r.number({"first_k_dense_replace"})) m.dense_layers = dense->value;
+    out.arch.moe = m;
+}
+
+}  // namespace
+
+Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return FieldError{"file", path + ": cannot be opened (missing, or no permission to read)"};
+    in.seekg(0, std::ios::end);
+    const auto size = in.tellg();
+    if (size < 0) return FieldError{"file", path + ": cannot be read (not a regular file?)"};
+    if (static_cast<std::size_t>(size) > max_bytes)
+        return FieldError{"file", path + ": is " + format_bytes(static_cast<std::uint64_t>(size)) +
+                                      ", more than the " + format_bytes(max_bytes) + " a config may be"};
+    in.seekg(0);
+    std::string text(static_cast<std::size_t>(size), '\0');
+    if (!in.read(text.data(), size)) return FieldError{"file", path + ": read failed"};
+    return text;
+}
+
+Result<ImportedModel> import_config(std::string_view text, const std::string& source) {
+    const auto parsed = json::parse(text);
+    if (!parsed)
+        return FieldError{"config.json", source + ":" + std::to_string(parsed.error.line) + ":" +
+                                             std::to_string(parsed.error.column) + ": " + parsed.error.message};
+    const Value& root = *parsed.value;
+    if (!root.is_object()) return FieldError{"config.json", source + ":1: a config.json must be a JSON object"};
+
+    ImportedModel out;
+    const Value* text_config = root.find("text_config");
+    const Value& cfg = text_config && text_config->is_object() ? *text_config : root;
+    for (const Value* obj : {&cfg, &root}) {
+        if (!out.model_type.empty()) break;
+        if (const Value* t = obj->find("model_type"); t && t->is_string()) out.model_type = t->as_string();
+    }
+    if (out.model_type == "gemma3") out.model_type = "gemma3_text";
+    if (text_config && text_config->is_object())
+        out.notes.push_back("read the language model from text_config");
+    if (const Value* n = root.find("_name_or_path"); n && n->is_string() && n->as_string().find('/') != std::string::npos &&
+                                                     n->as_string().front() != '/' && n->as_string().front() != '.')
+        out.hf_repo = n->as_string();
+
+    Reader r(root, cfg, source, out);
+    Architecture& a = out.arch;
+    a.name = out.hf_repo;
+    if (const auto layers = r.required({"num_hidden_layers", "n_layer", "num_layers", "n_layers"}))
+        a.layers = layers->value, r.lines["layers"] = layers->line;
+    read_attention(r, out);
+    if (const auto vocab = r.number_or_default({"vocab_size", "padded_vocab_size"})) a.vocab_size = vocab->value;
+    if (const auto inter = r.number_or_default({"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"}))
+        a.intermediate_size = inter->value;
+    else if (ungated_mlp(out.model_type) && a.hidden_size > 0)
+        a.intermediate_size = 4 * a.hidden_size;  // GPT-2 / Falcon: n_inner None means 4 x hidden
+    if (const auto pos = r.number_or_default(
+            {"max_position_embeddings", "n_positions", "n_ctx", "seq_length", "max_sequence_length"}))
+        a.max_positions = pos->value;
+    a.gated_mlp = !ungated_mlp(out.model_type);
+    if (const auto tie = r.flag("tie_word_embeddings")) a.tied_embeddings = *tie;
+    else if (const auto d = r.type_default("tie_word_embeddings")) a.tied_embeddings = *d != 0;
+    if (const auto bias = r.flag("attention_bias")) a.attention_bias = *bias;
+    else a.attention_bias = out.model_type == "qwen2" || out.model_type == "gpt2" || r.flag("bias").value_or(false);
+    read_moe(r, out);
+    if (r.errors.empty()) read_windows(r, cfg, out);
+    read_dtypes(r, root, cfg, out);
+    if (!r.errors.empty()) return r.errors;
+
+    // Structural checks (kv heads dividing the query heads, …) carry the file's name too.
+    Errors problems = validate(a);
+    for (auto& p : problems) {
+        const auto line = r.lines.find(p.field);
+        p.message = r.at(line != r.lines.end() ? line->second : cfg.line()) + p.message;
+    }
+    if (!problems.empty()) return problems;
+    return out;
+}
+
+Result<ImportedModel> import_config_file(const std::string& path) {
+    auto text = read_text_file(path);
+    if (!text) return text.errors();
+    return import_config(*text, path);
+}
+
+}  // namespace kvscope

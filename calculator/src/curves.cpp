@@ -1,0 +1,58 @@
+#include "kvscope/calculator/curves.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kvscope/calculator/kv_cache.h"
+
+namespace kvscope {
+
+std::vector<std::uint64_t> spaced_tokens(const CurveOptions& o) {
+    std::vector<std::uint64_t> out;
+    const std::uint64_t lo = std::max<std::uint64_t>(1, o.min_tokens);
+    const std::uint64_t hi = std::max(lo, o.max_tokens);
+    const std::uint64_t n = std::max<std::uint64_t>(2, o.points);
+    out.reserve(n);
+    for (std::uint64_t i = 0; i < n; ++i) {
+        const double f = static_cast<double>(i) / static_cast<double>(n - 1);
+        double x;
+        if (o.spacing == Spacing::log)
+            x = std::exp(std::log(static_cast<double>(lo)) +
+                         f * (std::log(static_cast<double>(hi)) - std::log(static_cast<double>(lo))));
+        else
+            x = static_cast<double>(lo) + f * static_cast<double>(hi - lo);
+        std::uint64_t t = i == 0 ? lo : i == n - 1 ? hi : static_cast<std::uint64_t>(std::llround(x));
+        t = std::clamp(t, lo, hi);
+        if (out.empty() || t > out.back()) out.push_back(t);
+    }
+    return out;
+}
+
+Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload& workload,
+                         const Parallelism& parallel, CurveOptions options) {
+    if (options.max_tokens == 0)
+        options.max_tokens = arch.max_positions > 0 ? arch.max_positions : workload.context_tokens;
+    auto variants = compare_variants(arch, dtype, workload, parallel);
+    if (!variants) return variants.errors();
+
+    Curves c;
+    c.tokens = spaced_tokens(options);
+    for (const auto& v : *variants) {
+        auto layout = KvLayout::make(v.arch, dtype, workload, parallel);
+        if (!layout) return layout.errors();
+        Curve curve;
+        curve.name = v.name;
+        curve.is_model = v.is_model;
+        curve.bytes.reserve(c.tokens.size());
+        for (const auto t : c.tokens) {
+            const Checked b = layout->all_gpu_bytes_per_sequence(t) * workload.batch;
+            if (b.overflow())
+                return overflow_error("max_tokens", "the curve's end of " + std::to_string(t) + " tokens");
+            curve.bytes.push_back(b.value());
+        }
+        c.series.push_back(std::move(curve));
+    }
+    return c;
+}
+
+}  // namespace kvscope

@@ -1,0 +1,109 @@
+#include "kvscope/calculator/decode.h"
+
+#include <map>
+
+#include "kvscope/calculator/kv_cache.h"
+
+namespace kvscope {
+namespace {
+
+using ld = long double;
+
+// Layers grouped by the window the engine honours (0 = full context).
+std::map<std::uint64_t, std::uint64_t> window_groups(const Architecture& arch, const Workload& workload) {
+    std::map<std::uint64_t, std::uint64_t> groups;
+    for (std::uint64_t l = 0; l < arch.layers; ++l)
+        ++groups[workload.full_window ? 0 : arch.window_of(l)];
+    return groups;
+}
+
+// FLOPs of q·Kᵀ plus attention·V for one query over one cached position, one layer.
+ld attention_flops_per_position(const Architecture& arch) {
+    const ld dk = arch.mla ? static_cast<ld>(arch.mla->qk_nope_head_dim + arch.mla->qk_rope_head_dim)
+                           : static_cast<ld>(arch.head_dim_k);
+    const ld dv = arch.mla ? static_cast<ld>(arch.mla->v_head_dim) : static_cast<ld>(arch.head_dim_v);
+    return 2.0L * static_cast<ld>(arch.query_heads) * (dk + dv);
+}
+
+// Σ_{i=1..t} min(i, w): attention positions summed over a prefix of t tokens.
+ld prefix_positions(ld t, ld w) {
+    if (w <= 0 || t <= w) return t * (t + 1) / 2;
+    return w * (w + 1) / 2 + (t - w) * w;
+}
+
+// Σ_{t=1..n} prefix_positions(t, w).
+ld prefix_positions_cumulative(ld n, ld w) {
+    if (w <= 0 || n <= w) return n * (n + 1) * (n + 2) / 6;
+    return w * (w + 1) * (w + 2) / 6 + (n - w) * w * (w + 1) / 2 + w * (n - w) * (n - w + 1) / 2;
+}
+
+}  // namespace
+
+double attention_flops(const Architecture& arch, const Workload& workload, std::uint64_t tokens) {
+    const ld per = attention_flops_per_position(arch);
+    ld sum = 0;
+    for (const auto& [w, layers] : window_groups(arch, workload)) {
+        const std::uint64_t kept = w == 0 ? tokens : std::min(tokens, w);
+        sum += per * static_cast<ld>(layers) * static_cast<ld>(kept);
+    }
+    return static_cast<double>(sum);
+}
+
+Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtype, const Workload& workload,
+                                       const Parallelism& parallel, const Deployment& deployment) {
+    auto fit_or = fit(arch, kv_dtype, workload, parallel, deployment);
+    if (!fit_or) return fit_or.errors();
+    const FitReport& f = *fit_or;
+    const ParameterCount params = parameters(arch);
+    // The input embedding is a lookup (one row per token); everything else active is read.
+    const std::uint64_t embedding_read = arch.tied_embeddings ? 0 : params.embedding;
+    const std::uint64_t matmul_params = params.active > embedding_read ? params.active - embedding_read : params.active;
+    auto read = weights_bytes(matmul_params, deployment.weight_dtype);
+    if (!read) return read.errors();
+
+    DecodeEstimate d;
+    const std::uint64_t gpus = parallel.gpus();
+    d.weight_bytes_read_per_gpu = ceil_div(*read, gpus);
+    d.kv_bytes_read_per_gpu = f.kv_bytes_per_gpu;
+    d.bytes_read_per_step_per_gpu = d.weight_bytes_read_per_gpu + d.kv_bytes_read_per_gpu;
+    // Tensor-parallel GPUs read their shares at once; pipeline stages take their turns.
+    d.step_time_floor_s = static_cast<double>(parallel.pp) * static_cast<double>(d.bytes_read_per_step_per_gpu) /
+                          static_cast<double>(deployment.gpu.bandwidth_bytes_per_s);
+    d.tokens_per_s_per_sequence = d.step_time_floor_s > 0 ? 1.0 / d.step_time_floor_s : 0.0;
+    d.tokens_per_s_total = d.tokens_per_s_per_sequence * static_cast<double>(workload.batch);
+
+    const ld n = static_cast<ld>(workload.context_tokens);
+    const ld two_n = 2.0L * static_cast<ld>(matmul_params);
+    const ld per = attention_flops_per_position(arch);
+    ld attn_at_t = 0, attn_prefix = 0, attn_cumulative = 0;
+    for (const auto& [w, layers] : window_groups(arch, workload)) {
+        const ld lw = static_cast<ld>(w), count = static_cast<ld>(layers);
+        attn_at_t += per * count * (w == 0 ? n : std::min(n, lw));
+        attn_prefix += per * count * prefix_positions(n, lw);
+        attn_cumulative += per * count * prefix_positions_cumulative(n, lw);
+    }
+    d.flops_per_token_cached = static_cast<double>(two_n + attn_at_t);
+    d.flops_per_token_uncached = static_cast<double>(two_n * n + attn_prefix);
+    d.cumulative_flops_cached = static_cast<double>(two_n * n + attn_prefix);
+    d.cumulative_flops_uncached = static_cast<double>(two_n * n * (n + 1) / 2 + attn_cumulative);
+
+    // Smallest context where the cache on a GPU outweighs that GPU's share of the weights.
+    auto layout = KvLayout::make(arch, kv_dtype, workload, parallel);
+    if (!layout) return layout.errors();
+    auto exceeds = [&](std::uint64_t t) {
+        const Checked kv = layout->gpu_bytes_per_sequence(t) * workload.batch;
+        return kv.overflow() || kv.value() > f.weights_bytes_per_gpu;
+    };
+    constexpr std::uint64_t kSearchLimit = 1ull << 48;
+    if (exceeds(kSearchLimit)) {
+        std::uint64_t lo = 0, hi = kSearchLimit;  // !exceeds(lo), exceeds(hi)
+        while (hi - lo > 1) {
+            const std::uint64_t mid = lo + (hi - lo) / 2;
+            (exceeds(mid) ? hi : lo) = mid;
+        }
+        d.kv_exceeds_weights_at_tokens = hi;
+    }
+    return d;
+}
+
+}  // namespace kvscope

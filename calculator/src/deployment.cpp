@@ -1,0 +1,186 @@
+#include "kvscope/calculator/deployment.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+
+#include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/units.h"
+
+namespace kvscope {
+namespace {
+
+struct EngineInfo {
+    Engine engine;
+    std::string_view id;
+    double fraction;
+    std::string_view rule;
+};
+
+constexpr std::array<EngineInfo, 5> kEngines{{
+    {Engine::vllm, "vllm", 0.90,
+     "total x gpu_memory_utilization - weights - activation reserve - runtime overhead"},
+    {Engine::sglang, "sglang", 0.88, "total x mem_fraction_static - weights"},
+    {Engine::tensorrt_llm, "tensorrt-llm", 0.90,
+     "(total - weights - runtime overhead) x kv_cache_free_gpu_mem_fraction"},
+    {Engine::llama_cpp, "llama.cpp", 1.0,
+     "total - weights - compute buffers - runtime overhead; one contiguous cache for n_ctx"},
+    {Engine::plain, "plain", 1.0, "total - weights - activation reserve - runtime overhead"},
+}};
+
+__extension__ using i128 = __int128;
+
+std::int64_t clamp_i64(i128 v) {
+    constexpr i128 lo = std::numeric_limits<std::int64_t>::min();
+    constexpr i128 hi = std::numeric_limits<std::int64_t>::max();
+    return static_cast<std::int64_t>(std::clamp(v, lo, hi));
+}
+
+// bytes x fraction, rounded down, exact: the fraction is taken in parts per million.
+i128 scale(i128 bytes, double fraction) {
+    const auto ppm = static_cast<i128>(std::llround(fraction * 1e6));
+    return bytes * ppm / 1'000'000;
+}
+
+}  // namespace
+
+std::string_view to_string(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).id; }
+double default_fraction(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).fraction; }
+std::string_view budget_rule(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).rule; }
+
+std::optional<Engine> parse_engine(std::string_view text) {
+    std::string t;
+    for (char c : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const auto& e : kEngines)
+        if (t == e.id) return e.engine;
+    if (t == "trt-llm" || t == "trtllm" || t == "tensorrt_llm" || t == "tensorrtllm") return Engine::tensorrt_llm;
+    if (t == "llama-cpp" || t == "llamacpp" || t == "llama_cpp") return Engine::llama_cpp;
+    return std::nullopt;
+}
+
+std::string engine_list() {
+    std::string out;
+    for (const auto& e : kEngines) out += (out.empty() ? "" : ", ") + std::string(e.id);
+    return out;
+}
+
+Result<std::uint64_t> weights_bytes(std::uint64_t params, KvDtype dtype) {
+    const Checked b = row_bytes(dtype, params);
+    if (b.overflow()) return overflow_error("weight_dtype", "the weights");
+    return b.value();
+}
+
+Errors validate(const Deployment& d, const Parallelism& parallel) {
+    Errors e;
+    if (d.gpu.memory_bytes == 0) e.push_back({"gpu_memory", "the GPU's memory must be more than 0 bytes"});
+    if (d.gpu.bandwidth_bytes_per_s == 0)
+        e.push_back({"gpu_bandwidth", "the GPU's memory bandwidth must be more than 0"});
+    if (d.gpu_count == 0) e.push_back({"gpus", "at least 1 GPU is needed"});
+    else if (parallel.tp > 0 && parallel.pp > 0 && d.gpu_count != parallel.tp * parallel.pp)
+        e.push_back({"gpus", std::to_string(d.gpu_count) + " GPUs, but tensor parallel " +
+                                 std::to_string(parallel.tp) + " x pipeline parallel " +
+                                 std::to_string(parallel.pp) + " uses " +
+                                 std::to_string(parallel.tp * parallel.pp) +
+                                 "; set --tp/--pp so their product is the GPU count"});
+    if (!(d.fraction > 0.0 && d.fraction <= 1.0))
+        e.push_back({"utilization", "the memory fraction must be above 0 and at most 1"});
+    return e;
+}
+
+Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload& workload_in,
+                      const Parallelism& parallel, const Deployment& d) {
+    Workload workload = workload_in;
+    FitReport r;
+    if (d.engine == Engine::llama_cpp && workload.block_size != 1) {
+        workload.block_size = 1;
+        r.notes.push_back("llama.cpp keeps one contiguous cache: the block size is taken as 1");
+    }
+    auto kv = kv_cache_report(arch, kv_dtype, workload, parallel);
+    Errors errors = validate(d, parallel);
+    if (!kv)
+        for (const auto& e : kv.errors()) errors.push_back(e);
+    if (!errors.empty()) return errors;
+    auto layout_or = KvLayout::make(arch, kv_dtype, workload, parallel);
+    if (!layout_or) return layout_or.errors();
+    const KvLayout& layout = *layout_or;
+
+    const ParameterCount params = parameters(arch);
+    auto weights = weights_bytes(params.total, d.weight_dtype);
+    if (!weights) return weights.errors();
+    const std::uint64_t gpus = parallel.gpus();
+    r.engine = d.engine;
+    r.gpus = gpus;
+    r.parameters = params.total;
+    r.parameters_estimated = params.estimated;
+    r.memory_bytes_per_gpu = d.gpu.memory_bytes;
+    r.weights_bytes = *weights;
+    r.weights_bytes_per_gpu = ceil_div(*weights, gpus);
+    r.kv_bytes_per_gpu = kv->per_gpu_bytes;
+
+    const i128 mem = d.gpu.memory_bytes, w = r.weights_bytes_per_gpu;
+    const i128 act = d.activation_reserve_bytes, overhead = d.runtime_overhead_bytes;
+    i128 budget = 0, reserve = 0, unused = 0;
+    switch (d.engine) {
+        case Engine::vllm:
+            budget = scale(mem, d.fraction) - w - act - overhead;
+            reserve = act + overhead;
+            unused = mem - scale(mem, d.fraction);
+            break;
+        case Engine::sglang:
+            budget = scale(mem, d.fraction) - w;
+            unused = mem - scale(mem, d.fraction);
+            break;
+        case Engine::tensorrt_llm: {
+            const i128 free_after_load = mem - w - overhead;
+            budget = free_after_load > 0 ? scale(free_after_load, d.fraction) : free_after_load;
+            reserve = overhead;
+            unused = free_after_load > 0 ? free_after_load - budget : 0;
+            break;
+        }
+        case Engine::llama_cpp:
+        case Engine::plain:
+            budget = scale(mem, d.fraction) - w - act - overhead;
+            reserve = act + overhead;
+            unused = mem - scale(mem, d.fraction);
+            break;
+    }
+    r.reserve_bytes_per_gpu = static_cast<std::uint64_t>(reserve);
+    r.free_bytes_per_gpu = static_cast<std::uint64_t>(std::max<i128>(0, unused));
+    r.kv_budget_bytes_per_gpu = clamp_i64(budget);
+    r.kv_budget_bytes = clamp_i64(budget * static_cast<i128>(gpus));
+    r.headroom_bytes_per_gpu = clamp_i64(budget - static_cast<i128>(r.kv_bytes_per_gpu));
+    r.fits = budget >= 0 && budget >= static_cast<i128>(r.kv_bytes_per_gpu);
+    if (budget < 0)
+        r.notes.push_back("the weights and reserves alone exceed the memory the engine may use");
+
+    const std::uint64_t budget_u = budget > 0 ? static_cast<std::uint64_t>(budget) : 0;
+    const Checked per_seq = layout.gpu_bytes_per_sequence(workload.context_tokens);
+    r.max_batch = per_seq.value() > 0 ? budget_u / per_seq.value() : 0;
+    const Checked per_token = layout.bytes_per_token_per_gpu();
+    r.tokens_capacity = per_token.value() > 0 ? budget_u / per_token.value() : 0;
+
+    // Largest context whose cache for `batch` sequences fits; the need is non-decreasing in T.
+    auto need = [&](std::uint64_t t) { return layout.gpu_bytes_per_sequence(t) * workload.batch; };
+    auto fits_at = [&](std::uint64_t t) {
+        const Checked n = need(t);
+        return !n.overflow() && n.value() <= budget_u;
+    };
+    const std::uint64_t cap = arch.max_positions > 0 ? arch.max_positions : (1ull << 40);
+    if (fits_at(cap)) {
+        r.max_context = cap;
+        r.max_context_limited_by_model = arch.max_positions > 0;
+    } else {
+        std::uint64_t lo = 0, hi = cap;  // fits_at(lo) (0 tokens) holds or lo = 0; !fits_at(hi)
+        while (hi - lo > 1) {
+            const std::uint64_t mid = lo + (hi - lo) / 2;
+            (fits_at(mid) ? lo : hi) = mid;
+        }
+        r.max_context = lo;
+    }
+    if (params.estimated)
+        r.notes.push_back("parameter count estimated from the architecture: " + format_count(params.total));
+    return r;
+}
+
+}  // namespace kvscope

@@ -1,0 +1,161 @@
+#include "kvscope/calculator/report_json.h"
+
+namespace kvscope {
+
+using json::Value;
+
+namespace {
+
+Value strings(const std::vector<std::string>& list) {
+    Value a = Value::array();
+    for (const auto& s : list) a.push(Value::string(s));
+    return a;
+}
+
+Value workload_json(const Scenario& s, Value& out) {
+    out.set("context_tokens", Value::number(s.workload.context_tokens));
+    out.set("batch", Value::number(s.workload.batch));
+    out.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
+    out.set("block_size", Value::number(s.workload.block_size));
+    out.set("full_window", Value::boolean(s.workload.full_window));
+    out.set("tp", Value::number(s.parallel.tp));
+    out.set("pp", Value::number(s.parallel.pp));
+    return out;
+}
+
+}  // namespace
+
+Value architecture_json(const Architecture& a) {
+    Value o = Value::object();
+    o.set("name", Value::string(a.name));
+    o.set("layers", Value::number(a.layers));
+    o.set("query_heads", Value::number(a.query_heads));
+    o.set("kv_heads", Value::number(a.kv_heads));
+    o.set("head_dim", Value::number(a.head_dim_k));
+    o.set("head_dim_v", Value::number(a.head_dim_v));
+    o.set("hidden_size", Value::number(a.hidden_size));
+    o.set("attention", Value::string(std::string(to_string(attention_kind(a)))));
+    o.set("max_positions", Value::number(a.max_positions));
+    std::uint64_t sliding = 0;
+    for (auto w : a.layer_windows) sliding += w != 0;
+    o.set("sliding_window_layers", Value::number(sliding));
+    if (a.mla) {
+        Value m = Value::object();
+        m.set("kv_lora_rank", Value::number(a.mla->kv_lora_rank));
+        m.set("qk_rope_head_dim", Value::number(a.mla->qk_rope_head_dim));
+        m.set("qk_nope_head_dim", Value::number(a.mla->qk_nope_head_dim));
+        m.set("v_head_dim", Value::number(a.mla->v_head_dim));
+        o.set("mla", std::move(m));
+    }
+    const ParameterCount p = parameters(a);
+    o.set("parameters", Value::number(p.total));
+    o.set("active_parameters", Value::number(p.active));
+    o.set("parameters_estimated", Value::boolean(p.estimated));
+    return o;
+}
+
+Value variants_json(const std::vector<Variant>& variants) {
+    Value list = Value::array();
+    for (const auto& v : variants) {
+        Value o = Value::object();
+        o.set("name", Value::string(v.name));
+        o.set("kv_heads", Value::number(v.kv_heads));
+        o.set("kv_cache_bytes", Value::number(v.kv_cache_bytes));
+        o.set("bytes_per_token", Value::number(v.bytes_per_token));
+        o.set("percent_of_mha", Value::number(v.percent_of_mha));
+        o.set("is_model", Value::boolean(v.is_model));
+        list.push(std::move(o));
+    }
+    return list;
+}
+
+Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std::vector<Variant>& variants) {
+    Value o = Value::object();
+    o.set("model", Value::string(s.model_id));
+    o.set("kv_cache_bytes", Value::number(kv.total_bytes));
+    o.set("kv_cache_bytes_per_gpu", Value::number(kv.per_gpu_bytes));
+    o.set("bytes_per_sequence", Value::number(kv.per_sequence_bytes));
+    o.set("bytes_per_token", Value::number(kv.bytes_per_token));
+    o.set("bytes_per_token_per_gpu", Value::number(kv.bytes_per_token_per_gpu));
+    workload_json(s, o);
+    o.set("gpus", Value::number(kv.gpus));
+    o.set("kv_heads_per_gpu", Value::number(kv.kv_heads_per_gpu));
+    o.set("replication", Value::number(kv.replication));
+    o.set("architecture", architecture_json(s.arch));
+    o.set("variants", variants_json(variants));
+    Value layers = Value::array();
+    for (const auto& l : kv.layers) {
+        Value x = Value::object();
+        x.set("layer", Value::number(l.layer));
+        x.set("window", Value::number(l.window));
+        x.set("stored_tokens", Value::number(l.stored_tokens));
+        x.set("bytes", Value::number(l.bytes));
+        layers.push(std::move(x));
+    }
+    o.set("layers", std::move(layers));
+    o.set("warnings", strings(kv.warnings));
+    return o;
+}
+
+Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimate& d) {
+    Value o = Value::object();
+    o.set("model", Value::string(s.model_id));
+    workload_json(s, o);
+    if (s.deployment) {
+        o.set("gpu", Value::string(s.deployment->gpu.id));
+        o.set("gpu_name", Value::string(s.deployment->gpu.name));
+        o.set("gpu_count", Value::number(s.deployment->gpu_count));
+        o.set("engine", Value::string(std::string(to_string(s.deployment->engine))));
+        o.set("utilization", Value::number(s.deployment->fraction));
+        o.set("weight_dtype", Value::string(std::string(to_string(s.deployment->weight_dtype))));
+    }
+    o.set("memory_bytes_per_gpu", Value::number(f.memory_bytes_per_gpu));
+    o.set("parameters", Value::number(f.parameters));
+    o.set("parameters_estimated", Value::boolean(f.parameters_estimated));
+    o.set("weights_bytes", Value::number(f.weights_bytes));
+    o.set("weights_bytes_per_gpu", Value::number(f.weights_bytes_per_gpu));
+    o.set("reserve_bytes_per_gpu", Value::number(f.reserve_bytes_per_gpu));
+    o.set("kv_budget_bytes", Value::number_signed(f.kv_budget_bytes));
+    o.set("kv_budget_bytes_per_gpu", Value::number_signed(f.kv_budget_bytes_per_gpu));
+    o.set("kv_cache_bytes_per_gpu", Value::number(f.kv_bytes_per_gpu));
+    o.set("fits", Value::boolean(f.fits));
+    o.set("headroom_bytes_per_gpu", Value::number_signed(f.headroom_bytes_per_gpu));
+    o.set("max_batch", Value::number(f.max_batch));
+    o.set("max_context", Value::number(f.max_context));
+    o.set("max_context_limited_by_model", Value::boolean(f.max_context_limited_by_model));
+    o.set("tokens_capacity", Value::number(f.tokens_capacity));
+    o.set("weight_bytes_read_per_step_per_gpu", Value::number(d.weight_bytes_read_per_gpu));
+    o.set("kv_bytes_read_per_step_per_gpu", Value::number(d.kv_bytes_read_per_gpu));
+    o.set("decode_step_ms", Value::number(d.step_time_floor_s * 1e3));
+    o.set("decode_tokens_per_s", Value::number(d.tokens_per_s_total));
+    o.set("decode_tokens_per_s_per_sequence", Value::number(d.tokens_per_s_per_sequence));
+    o.set("flops_per_token_cached", Value::number(d.flops_per_token_cached));
+    o.set("flops_per_token_uncached", Value::number(d.flops_per_token_uncached));
+    if (d.kv_exceeds_weights_at_tokens) o.set("kv_exceeds_weights_at_tokens", Value::number(*d.kv_exceeds_weights_at_tokens));
+    else o.set("kv_exceeds_weights_at_tokens", Value());
+    o.set("notes", strings(f.notes));
+    return o;
+}
+
+Value curves_json(const Scenario& s, const Curves& c) {
+    Value o = Value::object();
+    o.set("model", Value::string(s.model_id));
+    workload_json(s, o);
+    Value tokens = Value::array();
+    for (auto t : c.tokens) tokens.push(Value::number(t));
+    o.set("tokens", std::move(tokens));
+    Value series = Value::array();
+    for (const auto& curve : c.series) {
+        Value x = Value::object();
+        x.set("name", Value::string(curve.name));
+        x.set("is_model", Value::boolean(curve.is_model));
+        Value bytes = Value::array();
+        for (auto b : curve.bytes) bytes.push(Value::number(b));
+        x.set("kv_cache_bytes", std::move(bytes));
+        series.push(std::move(x));
+    }
+    o.set("series", std::move(series));
+    return o;
+}
+
+}  // namespace kvscope

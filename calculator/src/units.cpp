@@ -1,0 +1,179 @@
+#include "kvscope/calculator/units.h"
+
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "kvscope/calculator/checked.h"
+
+namespace kvscope {
+
+std::string join_errors(const Errors& errors) {
+    std::string out;
+    for (const auto& e : errors) {
+        if (!out.empty()) out += "; ";
+        out += e.field.empty() ? e.message : e.field + ": " + e.message;
+    }
+    return out;
+}
+
+namespace {
+
+std::string three_digits(double v) {
+    char buf[32];
+    if (v >= 99.95) std::snprintf(buf, sizeof buf, "%.0f", v);
+    else if (v >= 9.995) std::snprintf(buf, sizeof buf, "%.1f", v);
+    else std::snprintf(buf, sizeof buf, "%.2f", v);
+    return buf;
+}
+
+std::string trim(std::string_view s) {
+    std::size_t b = 0, e = s.size();
+    while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+    while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+    return std::string(s.substr(b, e - b));
+}
+
+// Parses "<digits>[.<digits>]" followed by a suffix; the value times the suffix's
+// multiplier must be a whole number. Exact: decimal fractions are handled as integers.
+Result<std::uint64_t> parse_scaled(const std::string& text, std::size_t number_end,
+                                   std::uint64_t multiplier, const std::string& field,
+                                   const std::string& what) {
+    const std::string bad = "'" + text + "' is not " + what;
+    std::uint64_t whole = 0, frac = 0, frac_scale = 1;
+    bool seen_digit = false, in_frac = false;
+    for (std::size_t i = 0; i < number_end; ++i) {
+        const char c = text[i];
+        if (c == '.' && !in_frac) {
+            in_frac = true;
+            continue;
+        }
+        if (c == '_' || c == ',') continue;  // 131_072, 131,072
+        if (!std::isdigit(static_cast<unsigned char>(c))) return FieldError{field, bad};
+        seen_digit = true;
+        const std::uint64_t d = static_cast<std::uint64_t>(c - '0');
+        if (in_frac) {
+            if (frac_scale > 1'000'000'000'000ull) return FieldError{field, bad + " (too many decimals)"};
+            frac = frac * 10 + d;
+            frac_scale *= 10;
+        } else {
+            const Checked w = Checked(whole) * 10 + d;
+            if (w.overflow()) return FieldError{field, "'" + text + "' is too large (more than 2^64)"};
+            whole = w.value();
+        }
+    }
+    if (!seen_digit) return FieldError{field, bad};
+    const Checked scaled_whole = Checked(whole) * multiplier;
+    // frac / frac_scale * multiplier must be an integer.
+    __extension__ using u128 = unsigned __int128;
+    const u128 frac_product = static_cast<u128>(frac) * multiplier;
+    if (frac_product % frac_scale != 0)
+        return FieldError{field, "'" + text + "' is not a whole number"};
+    const Checked total = scaled_whole + static_cast<std::uint64_t>(frac_product / frac_scale);
+    if (total.overflow()) return FieldError{field, "'" + text + "' is too large (more than 2^64)"};
+    return total.value();
+}
+
+Result<std::uint64_t> parse_with_kilo(std::string_view raw, const std::string& field, const std::string& what) {
+    const std::string text = trim(raw);
+    if (text.empty()) return FieldError{field, "a value is needed"};
+    if (text[0] == '-') return FieldError{field, "'" + text + "' is negative; " + what + " is needed"};
+    std::size_t end = text.size();
+    std::uint64_t mult = 1;
+    const char last = static_cast<char>(std::tolower(static_cast<unsigned char>(text.back())));
+    if (last == 'k') mult = 1ull << 10, --end;
+    else if (last == 'm') mult = 1ull << 20, --end;
+    else if (last == 'g') mult = 1ull << 30, --end;
+    return parse_scaled(text, end, mult, field, what);
+}
+
+}  // namespace
+
+std::string format_bytes(std::uint64_t bytes, UnitSystem units) {
+    static constexpr std::array<const char*, 7> kBinary{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    static constexpr std::array<const char*, 7> kDecimal{"B", "kB", "MB", "GB", "TB", "PB", "EB"};
+    const double base = units == UnitSystem::binary ? 1024.0 : 1000.0;
+    const auto& names = units == UnitSystem::binary ? kBinary : kDecimal;
+    if (bytes < static_cast<std::uint64_t>(base)) return std::to_string(bytes) + " B";
+    double v = static_cast<double>(bytes);
+    std::size_t u = 0;
+    // Move up a unit when the value would print as the base (1023.7 MiB -> 1.00 GiB).
+    while (u + 1 < names.size() && v >= base - 0.5) v /= base, ++u;
+    return three_digits(v) + " " + names[u];
+}
+
+std::string format_signed_bytes(std::int64_t bytes, UnitSystem units) {
+    if (bytes >= 0) return format_bytes(static_cast<std::uint64_t>(bytes), units);
+    const std::uint64_t magnitude = static_cast<std::uint64_t>(-(bytes + 1)) + 1;
+    return "-" + format_bytes(magnitude, units);
+}
+
+std::string format_count(std::uint64_t n) {
+    std::string digits = std::to_string(n), out;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return out;
+}
+
+std::string format_tokens(std::uint64_t n) {
+    if (n >= (1ull << 20) && n % (1ull << 20) == 0) return std::to_string(n >> 20) + "M";
+    if (n >= (1ull << 10) && n % (1ull << 10) == 0) return std::to_string(n >> 10) + "k";
+    return format_count(n);
+}
+
+std::string format_si(double value) {
+    static constexpr std::array<const char*, 7> kNames{"", " k", " M", " G", " T", " P", " E"};
+    double v = value;
+    std::size_t u = 0;
+    while (u + 1 < kNames.size() && std::fabs(v) >= 999.5) v /= 1000.0, ++u;
+    if (u + 1 == kNames.size() && std::fabs(v) >= 1000.0) {
+        char buf[48];
+        std::snprintf(buf, sizeof buf, "%.3g", value);
+        return buf;
+    }
+    return three_digits(v) + kNames[u];
+}
+
+Result<std::uint64_t> parse_token_count(std::string_view text, const std::string& field) {
+    return parse_count(text, field);
+}
+
+Result<std::uint64_t> parse_count(std::string_view text, const std::string& field) {
+    const std::string t = trim(text);
+    if (!t.empty() && std::tolower(static_cast<unsigned char>(t.back())) == 'g')
+        return FieldError{field, "'" + t + "': use a plain number or a k / M suffix (8k = 8192, 1M = 1048576)"};
+    return parse_with_kilo(text, field, "a whole number (8192, 8k, 128k, 1M)");
+}
+
+Result<std::uint64_t> parse_bytes(std::string_view raw, const std::string& field) {
+    std::string text = trim(raw);
+    const std::string what = "a size (80GiB, 80GB, 24g, or bytes)";
+    if (text.empty()) return FieldError{field, "a value is needed"};
+    if (text[0] == '-') return FieldError{field, "'" + text + "' is negative; " + what + " is needed"};
+    struct Unit {
+        const char* suffix;
+        std::uint64_t mult;
+    };
+    static constexpr Unit kUnits[] = {
+        {"kib", 1ull << 10}, {"mib", 1ull << 20}, {"gib", 1ull << 30}, {"tib", 1ull << 40},
+        {"kb", 1000ull},     {"mb", 1000000ull},  {"gb", kGB},         {"tb", 1000ull * kGB},
+        {"k", 1ull << 10},   {"m", 1ull << 20},   {"g", 1ull << 30},   {"t", 1ull << 40},
+        {"b", 1},
+    };
+    std::string lower;
+    for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const auto& u : kUnits) {
+        const std::string_view s = u.suffix;
+        if (lower.size() > s.size() && lower.ends_with(s)) {
+            std::string number = trim(std::string_view(text).substr(0, text.size() - s.size()));
+            return parse_scaled(number, number.size(), u.mult, field, what);
+        }
+    }
+    return parse_scaled(text, text.size(), 1, field, what);
+}
+
+}  // namespace kvscope

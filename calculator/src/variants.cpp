@@ -1,0 +1,67 @@
+#include "kvscope/calculator/variants.h"
+
+#include <algorithm>
+
+#include "kvscope/calculator/kv_cache.h"
+
+namespace kvscope {
+
+Architecture with_kv_heads(const Architecture& arch, std::uint64_t kv_heads) {
+    Architecture a = arch;
+    if (a.mla) {
+        a.head_dim_k = a.mla->qk_nope_head_dim + a.mla->qk_rope_head_dim;
+        a.head_dim_v = a.mla->v_head_dim;
+        a.mla.reset();
+    }
+    a.kv_heads = kv_heads;
+    return a;
+}
+
+std::uint64_t comparison_gqa_heads(const Architecture& arch) {
+    if (!arch.mla && attention_kind(arch) == AttentionKind::GQA) return arch.kv_heads;
+    const std::uint64_t q = arch.query_heads;
+    for (std::uint64_t g = 8; g > 1; --g)
+        if (g < q && q % g == 0) return g;
+    return 0;
+}
+
+Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype dtype,
+                                              const Workload& workload, const Parallelism& parallel) {
+    struct Candidate {
+        std::string name;
+        AttentionKind kind;
+        Architecture arch;
+    };
+    std::vector<Candidate> candidates;
+    candidates.push_back({"MHA", AttentionKind::MHA, with_kv_heads(arch, arch.query_heads)});
+    if (const auto g = comparison_gqa_heads(arch); g > 0)
+        candidates.push_back({"GQA-" + std::to_string(g), AttentionKind::GQA, with_kv_heads(arch, g)});
+    if (arch.query_heads > 1)
+        candidates.push_back({"MQA", AttentionKind::MQA, with_kv_heads(arch, 1)});
+    if (arch.mla) candidates.push_back({"MLA", AttentionKind::MLA, arch});
+
+    // The model's own layout must work; a variant the parallel layout cannot
+    // express (tensor parallel against its head count) is left out.
+    if (auto own = kv_cache_report(arch, dtype, workload, parallel); !own) return own.errors();
+    std::vector<Variant> out;
+    for (auto& c : candidates) {
+        auto report = kv_cache_report(c.arch, dtype, workload, parallel);
+        if (!report) continue;
+        Variant v;
+        v.name = c.name;
+        v.kind = c.kind;
+        v.kv_heads = c.kind == AttentionKind::MLA ? 1 : c.arch.kv_heads;
+        v.kv_cache_bytes = report->total_bytes;
+        v.bytes_per_token = report->bytes_per_token;
+        v.is_model = c.kind == AttentionKind::MLA ? true : (!arch.mla && c.arch.kv_heads == arch.kv_heads);
+        v.arch = std::move(c.arch);
+        out.push_back(std::move(v));
+    }
+    const auto mha = std::find_if(out.begin(), out.end(), [](const Variant& v) { return v.kind == AttentionKind::MHA; });
+    const double mha_bytes = mha != out.end() ? static_cast<double>(mha->kv_cache_bytes) : 0.0;
+    for (auto& v : out)
+        v.percent_of_mha = mha_bytes > 0 ? 100.0 * static_cast<double>(v.kv_cache_bytes) / mha_bytes : 0.0;
+    return out;
+}
+
+}  // namespace kvscope
