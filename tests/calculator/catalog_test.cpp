@@ -1,0 +1,157 @@
+#include "kvscope/calculator/catalog.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <unistd.h>
+
+#include "kvscope/calculator/kv_cache.h"
+#include "testing.h"
+
+namespace kvscope {
+namespace {
+
+std::uint64_t bytes_per_token(const CatalogModel& m) {
+    auto r = kv_cache_report(m.model.arch, m.model.kv_dtype, {.context_tokens = 1});
+    EXPECT_TRUE(r.ok()) << m.id << ": " << r.error_text();
+    return r.ok() ? r->bytes_per_token : 0;
+}
+
+// Bytes per token (all layers, one sequence) worked out by hand from each published config:
+// 2 (K and V) x layers x KV heads x head dim x bytes per element, in the config's dtype.
+TEST(Catalog, BytesPerTokenOfEveryModelMatchesTheHandArithmetic) {
+    const std::map<std::string, std::uint64_t> expected{
+        {"kvscope-teaching-32l", 2ull * 32 * 32 * 128 * 2},  // 524,288 fp16
+        {"llama-2-7b", 2ull * 32 * 32 * 128 * 2},            // 524,288 fp16
+        {"llama-2-13b", 2ull * 40 * 40 * 128 * 2},           // 819,200 fp16
+        {"llama-2-70b", 2ull * 80 * 8 * 128 * 2},            // 327,680 fp16
+        {"llama-3-8b", 2ull * 32 * 8 * 128 * 2},             // 131,072 bf16
+        {"llama-3-70b", 2ull * 80 * 8 * 128 * 2},            // 327,680 bf16
+        {"llama-3.1-405b", 2ull * 126 * 8 * 128 * 2},        // 516,096 bf16
+        {"mistral-7b-v0.1", 2ull * 32 * 8 * 128 * 2},        // 131,072 bf16
+        {"mixtral-8x7b", 2ull * 32 * 8 * 128 * 2},           // 131,072 bf16
+        {"qwen2.5-7b", 2ull * 28 * 4 * 128 * 2},             // 57,344 bf16 (3584 / 28 = 128)
+        {"qwen2.5-72b", 2ull * 80 * 8 * 128 * 2},            // 327,680 bf16
+        {"qwen3-8b", 2ull * 36 * 8 * 128 * 2},               // 147,456 bf16 (explicit head_dim 128)
+        {"gemma-2-9b", 2ull * 42 * 8 * 256 * 4},             // 688,128 float32 as published
+        {"gemma-3-27b", 2ull * 62 * 16 * 128 * 2},           // 507,904 bf16 (text_config)
+        {"phi-3-mini", 2ull * 32 * 32 * 96 * 2},             // 393,216 bf16 (3072 / 32 = 96)
+        {"falcon-7b", 2ull * 32 * 1 * 64 * 2},               // 8,192 bf16 (multi_query, 4544 / 71 = 64)
+        {"gpt2", 2ull * 12 * 12 * 64 * 2},                   // 36,864 fp16 (no dtype: default)
+        {"deepseek-v3", 61ull * (512 + 64) * 2},             // 70,272 bf16 (MLA latent + rope, no x2)
+        {"gpt-oss-20b", 2ull * 24 * 8 * 64 * 2},             // 49,152 fp16 (no dtype: default)
+        {"gpt-oss-120b", 2ull * 36 * 8 * 64 * 2},            // 73,728 fp16
+    };
+    const auto& catalog = Catalog::builtin();
+    EXPECT_EQ(catalog.models().size(), expected.size());
+    for (const auto& [id, bytes] : expected) {
+        const CatalogModel* m = catalog.find_model(id);
+        ASSERT_NE(m, nullptr) << id;
+        EXPECT_EQ(bytes_per_token(*m), bytes) << id;
+    }
+}
+
+TEST(Catalog, SlidingWindowModelsStoreWhatTheirLayersKeep) {
+    const auto& c = Catalog::builtin();
+    // Gemma 3 27B at 128k: every 6th layer global (10 of 62), the rest keep 1024 tokens.
+    const auto* g3 = c.find_model("gemma-3-27b");
+    auto r = kv_cache_report(g3->model.arch, KvDtype::bf16, {.context_tokens = 131072});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->total_bytes, 8192ull * (10 * 131072 + 52 * 1024));  // 2 x 16 x 128 x 2 = 8192 per layer-token
+    // Gemma 2 9B at 8k: even layers slide over 4096.
+    const auto* g2 = c.find_model("gemma-2-9b");
+    auto r2 = kv_cache_report(g2->model.arch, KvDtype::fp32, {.context_tokens = 8192});
+    EXPECT_EQ(r2->total_bytes, 16384ull * (21 * 8192 + 21 * 4096));
+    EXPECT_EQ(g2->model.arch.window_of(0), 4096u);
+    EXPECT_EQ(g2->model.arch.window_of(1), 0u);
+    // Mistral 7B: every layer slides over 4096, so 32k costs what 4k costs.
+    const auto* m = c.find_model("mistral-7b-v0.1");
+    auto r3 = kv_cache_report(m->model.arch, KvDtype::bf16, {.context_tokens = 32768});
+    EXPECT_EQ(r3->total_bytes, 131072ull * 4096);
+    // gpt-oss: alternating 128-token windows from layer_types.
+    const auto* oss = c.find_model("gpt-oss-20b");
+    EXPECT_EQ(oss->model.arch.window_of(0), 128u);
+    EXPECT_EQ(oss->model.arch.window_of(1), 0u);
+    // Qwen2.5 publishes sliding_window but use_sliding_window false: no windows.
+    EXPECT_FALSE(c.find_model("qwen2.5-7b")->model.arch.has_sliding_layers());
+}
+
+TEST(Catalog, FindsIdsAliasesAndRepoIdsCaseInsensitively) {
+    const auto& c = Catalog::builtin();
+    ASSERT_NE(c.find_model("LLAMA-3-8B"), nullptr);
+    EXPECT_EQ(c.find_model("meta-llama/Meta-Llama-3-8B")->id, "llama-3-8b");
+    EXPECT_EQ(c.find_model("Qwen/Qwen2.5-7B-Instruct")->id, "qwen2.5-7b");
+    EXPECT_EQ(c.find_model("nope"), nullptr);
+    const auto hints = c.suggest_models("llama3-70b");  // a typo: the closest id comes first
+    ASSERT_FALSE(hints.empty());
+    EXPECT_EQ(hints.front(), "llama-3-70b");
+    ASSERT_NE(c.find_gpu("H100-SXM"), nullptr);
+    for (const char* id : {"h100-sxm", "h100-pcie", "h200", "b200", "a100-40gb", "a100-80gb", "l40s", "l4", "a10g",
+                           "rtx-4090", "rtx-3090", "rtx-6000-ada", "mi300x"}) {
+        const GpuSpec* g = c.find_gpu(id);
+        ASSERT_NE(g, nullptr) << id;
+        EXPECT_GT(g->memory_bytes, 16ull << 30) << id;
+        EXPECT_GT(g->bandwidth_bytes_per_s, 250'000'000'000ull) << id;
+        EXPECT_GT(g->bf16_tflops, 50.0) << id;
+        EXPECT_FALSE(g->source.empty()) << id;
+    }
+    EXPECT_EQ(c.find_gpu("h200")->memory_bytes, 143771ull << 20);
+}
+
+TEST(Catalog, EstimatedParametersAgreeWithThePublishedCounts) {
+    // The estimate (embeddings, attention, MLP or experts, norms) is what imported
+    // configs use; it must land near the published totals of the catalog's models.
+    for (const auto& m : Catalog::builtin().models()) {
+        const auto& a = m.model.arch;
+        if (a.params_total == 0) continue;
+        const auto est = estimate_parameters(a);
+        const double ratio = static_cast<double>(est.total) / static_cast<double>(a.params_total);
+        EXPECT_NEAR(ratio, 1.0, 0.03) << m.id << ": estimated " << est.total << ", published " << a.params_total;
+    }
+    // Llama 3 8B is exact: 2 x 128256 x 4096 + 32 x 218,112,000 + 4096.
+    EXPECT_EQ(estimate_parameters(Catalog::builtin().find_model("llama-3-8b")->model.arch).total, 8'030'261'248ull);
+}
+
+TEST(Catalog, MoeActiveParametersAreAFractionOfTheTotal) {
+    const auto* mixtral = Catalog::builtin().find_model("mixtral-8x7b");
+    const auto est = estimate_parameters(mixtral->model.arch);
+    EXPECT_NEAR(static_cast<double>(est.active) / 12.9e9, 1.0, 0.03);
+    const auto* ds = Catalog::builtin().find_model("deepseek-v3");
+    const auto ds_est = estimate_parameters(ds->model.arch);
+    EXPECT_NEAR(static_cast<double>(ds_est.total) / 671e9, 1.0, 0.03);
+    EXPECT_NEAR(static_cast<double>(ds_est.active) / 37e9, 1.0, 0.05);
+}
+
+class UserFolder : public ::testing::Test {
+protected:
+    void SetUp() override {
+        dir_ = std::filesystem::temp_directory_path() / ("kvscope-user-" + std::to_string(::getpid()));
+        std::filesystem::create_directories(dir_ / "models");
+    }
+    void TearDown() override { std::filesystem::remove_all(dir_); }
+    void write(const std::string& rel, const std::string& text) { std::ofstream(dir_ / rel) << text; }
+    std::filesystem::path dir_;
+};
+
+TEST_F(UserFolder, AddsModelsOverridesGpusAndReportsBrokenFiles) {
+    write("models/my-model.json", R"({"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "torch_dtype": "bfloat16"})");
+    write("models/broken.json", "{ \"num_hidden_layers\": ");
+    write("gpus.json", R"({"gpus": [{"id": "h100-sxm", "name": "My H100", "memory_bytes": 1000, "bandwidth_bytes_per_s": 5},
+                                    {"id": "lab-gpu", "memory_bytes": 2000, "bandwidth_bytes_per_s": 7}]})");
+    std::vector<std::string> problems;
+    const Catalog c = Catalog::with_user_folder(dir_.string(), problems);
+    ASSERT_NE(c.find_model("my-model"), nullptr);
+    EXPECT_EQ(c.find_model("my-model")->model.arch.kv_heads, 2u);
+    EXPECT_EQ(c.find_gpu("h100-sxm")->name, "My H100");
+    EXPECT_EQ(c.find_gpu("lab-gpu")->memory_bytes, 2000u);
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_NE(problems[0].find("broken.json:1:"), std::string::npos) << problems[0];
+    // The built-in catalog itself is untouched.
+    EXPECT_EQ(Catalog::builtin().find_model("my-model"), nullptr);
+    EXPECT_NE(Catalog::builtin().find_gpu("h100-sxm")->name, "My H100");
+}
+
+}  // namespace
+}  // namespace kvscope

@@ -1,0 +1,180 @@
+#include "kvscope/calculator/config_import.h"
+
+#include "testing.h"
+
+namespace kvscope {
+namespace {
+
+Result<ImportedModel> import(const std::string& text) { return import_config(text, "config.json"); }
+
+bool mentions(const std::vector<std::string>& list, const std::string& fragment) {
+    return std::any_of(list.begin(), list.end(), [&](const std::string& s) { return s.find(fragment) != std::string::npos; });
+}
+
+TEST(ConfigImport, LlamaSpelling) {
+    auto m = import(R"({"model_type": "llama", "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "hidden_size": 4096, "max_position_embeddings": 8192,
+        "vocab_size": 128256, "intermediate_size": 14336, "torch_dtype": "bfloat16"})");
+    ASSERT_TRUE(m.ok()) << m.error_text();
+    EXPECT_EQ(m->arch.layers, 32u);
+    EXPECT_EQ(m->arch.query_heads, 32u);
+    EXPECT_EQ(m->arch.kv_heads, 8u);
+    EXPECT_EQ(m->arch.head_dim_k, 128u);
+    EXPECT_EQ(m->kv_dtype, KvDtype::bf16);
+    EXPECT_EQ(m->kv_dtype_source, "torch_dtype bfloat16");
+    EXPECT_TRUE(m->assumed.empty());
+}
+
+TEST(ConfigImport, Gpt2Spelling) {
+    auto m = import(R"({"model_type": "gpt2", "n_layer": 12, "n_head": 12, "n_embd": 768, "n_positions": 1024,
+                        "n_ctx": 1024, "vocab_size": 50257})");
+    ASSERT_TRUE(m.ok()) << m.error_text();
+    EXPECT_EQ(m->arch.layers, 12u);
+    EXPECT_EQ(m->arch.kv_heads, 12u);
+    EXPECT_EQ(m->arch.head_dim_k, 64u);
+    EXPECT_EQ(m->arch.max_positions, 1024u);
+    EXPECT_FALSE(m->arch.gated_mlp);
+    // No dtype: fp16, and the output says so.
+    EXPECT_EQ(m->kv_dtype, KvDtype::fp16);
+    EXPECT_NE(m->kv_dtype_source.find("no torch_dtype"), std::string::npos);
+}
+
+TEST(ConfigImport, KvHeadSpellings) {
+    const char* base = R"("num_hidden_layers": 2, "num_attention_heads": 16, "hidden_size": 1024)";
+    auto kv = [&](const std::string& extra) {
+        auto m = import("{" + std::string(base) + ", " + extra + "}");
+        EXPECT_TRUE(m.ok()) << extra << ": " << m.error_text();
+        return m.ok() ? m->arch.kv_heads : 0;
+    };
+    EXPECT_EQ(kv(R"("num_key_value_heads": 4)"), 4u);
+    EXPECT_EQ(kv(R"("n_head_kv": 2)"), 2u);
+    EXPECT_EQ(kv(R"("num_kv_heads": 8)"), 8u);
+    EXPECT_EQ(kv(R"("multi_query": true)"), 1u);
+    EXPECT_EQ(kv(R"("multi_query_attention": true, "multi_query_group_num": 2)"), 2u);
+    EXPECT_EQ(kv(R"("multi_query": false)"), 16u);
+    // Falcon-40B style: the new decoder architecture uses num_kv_heads even with multi_query.
+    EXPECT_EQ(kv(R"("multi_query": true, "new_decoder_architecture": true, "num_kv_heads": 8)"), 8u);
+}
+
+TEST(ConfigImport, NoKvHeadCountMeansMultiHeadAndIsListedAsAssumed) {
+    auto m = import(R"({"num_hidden_layers": 2, "num_attention_heads": 16, "hidden_size": 1024})");
+    ASSERT_TRUE(m.ok());
+    EXPECT_EQ(m->arch.kv_heads, 16u);
+    EXPECT_TRUE(mentions(m->assumed, "num_key_value_heads = num_attention_heads"));
+}
+
+TEST(ConfigImport, ExplicitHeadDimWinsOverHiddenOverHeads) {
+    auto m = import(R"({"num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 4,
+                        "hidden_size": 3584, "head_dim": 256})");
+    ASSERT_TRUE(m.ok()) << m.error_text();
+    EXPECT_EQ(m->arch.head_dim_k, 256u);  // 3584 / 8 would be 448
+}
+
+TEST(ConfigImport, MlaFields) {
+    auto m = import(R"({"model_type": "deepseek_v3", "num_hidden_layers": 61, "num_attention_heads": 128,
+        "num_key_value_heads": 128, "hidden_size": 7168, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128, "v_head_dim": 128, "q_lora_rank": 1536})");
+    ASSERT_TRUE(m.ok()) << m.error_text();
+    ASSERT_TRUE(m->arch.mla.has_value());
+    EXPECT_EQ(m->arch.mla->kv_lora_rank, 512u);
+    EXPECT_EQ(m->arch.mla->qk_rope_head_dim, 64u);
+    EXPECT_EQ(m->arch.head_dim_k, 192u);
+    EXPECT_EQ(m->arch.head_dim_v, 128u);
+}
+
+TEST(ConfigImport, SlidingWindowRules) {
+    // layer_types
+    auto lt = import(R"({"num_hidden_layers": 3, "num_attention_heads": 4, "hidden_size": 256, "sliding_window": 128,
+        "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]})");
+    ASSERT_TRUE(lt.ok()) << lt.error_text();
+    EXPECT_EQ(lt->arch.layer_windows, (std::vector<std::uint64_t>{128, 0, 128}));
+    // sliding_window_pattern: every 3rd layer global
+    auto pat = import(R"({"num_hidden_layers": 6, "num_attention_heads": 4, "hidden_size": 256, "sliding_window": 512,
+        "sliding_window_pattern": 3})");
+    ASSERT_TRUE(pat.ok()) << pat.error_text();
+    EXPECT_EQ(pat->arch.layer_windows, (std::vector<std::uint64_t>{512, 512, 0, 512, 512, 0}));
+    // Qwen2: use_sliding_window from max_window_layers on
+    auto qwen = import(R"({"model_type": "qwen2", "num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 256,
+        "num_key_value_heads": 2, "use_sliding_window": true, "sliding_window": 1000, "max_window_layers": 2})");
+    ASSERT_TRUE(qwen.ok()) << qwen.error_text();
+    EXPECT_EQ(qwen->arch.layer_windows, (std::vector<std::uint64_t>{0, 0, 1000, 1000}));
+    auto qwen_off = import(R"({"model_type": "qwen2", "num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 256,
+        "num_key_value_heads": 2, "use_sliding_window": false, "sliding_window": 1000})");
+    EXPECT_FALSE(qwen_off->arch.has_sliding_layers());
+    // Gemma 2 alternation
+    auto g2 = import(R"({"model_type": "gemma2", "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4,
+        "hidden_size": 2304, "head_dim": 256, "sliding_window": 4096})");
+    ASSERT_TRUE(g2.ok()) << g2.error_text();
+    EXPECT_EQ(g2->arch.layer_windows, (std::vector<std::uint64_t>{4096, 0, 4096, 0}));
+    // Mistral: sliding_window alone applies to every layer
+    auto mistral = import(R"({"model_type": "mistral", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256,
+        "num_key_value_heads": 2, "sliding_window": 4096})");
+    EXPECT_EQ(mistral->arch.layer_windows, (std::vector<std::uint64_t>{4096, 4096}));
+}
+
+TEST(ConfigImport, NestedTextConfigOfMultimodalModelsWithDefaultsListed) {
+    auto m = import(R"({"model_type": "gemma3", "torch_dtype": "bfloat16", "text_config": {
+        "model_type": "gemma3_text", "num_hidden_layers": 12, "num_attention_heads": 8, "num_key_value_heads": 4,
+        "hidden_size": 2560, "head_dim": 256, "sliding_window": 1024}, "vision_config": {"num_hidden_layers": 27}})");
+    ASSERT_TRUE(m.ok()) << m.error_text();
+    EXPECT_EQ(m->arch.layers, 12u);  // not the vision tower's 27
+    EXPECT_EQ(m->kv_dtype, KvDtype::bf16);
+    EXPECT_EQ(m->arch.window_of(5), 0u);
+    EXPECT_EQ(m->arch.window_of(4), 1024u);
+    EXPECT_TRUE(mentions(m->assumed, "sliding_window_pattern = 6"));
+    EXPECT_TRUE(mentions(m->assumed, "max_position_embeddings = 131072"));
+    EXPECT_EQ(m->arch.max_positions, 131072u);
+}
+
+TEST(ConfigImport, MissingRequiredFieldNamesTheFieldAndTheLine) {
+    auto m = import("{\n  \"num_attention_heads\": 8,\n  \"hidden_size\": 512\n}");
+    EXPECT_FIELD_ERROR(m, "num_hidden_layers", "config.json:1: num_hidden_layers is missing");
+}
+
+TEST(ConfigImport, WrongTypeNamesTheFieldAndItsLine) {
+    auto m = import("{\n  \"num_hidden_layers\": \"32\",\n  \"num_attention_heads\": 8,\n  \"hidden_size\": 512\n}");
+    EXPECT_FIELD_ERROR(m, "num_hidden_layers", "config.json:2: num_hidden_layers must be a whole number");
+    auto neg = import("{\"num_hidden_layers\": -1, \"num_attention_heads\": 8, \"hidden_size\": 512}");
+    EXPECT_FIELD_ERROR(neg, "num_hidden_layers", "a negative number");
+}
+
+TEST(ConfigImport, ContradictingSpellingsAreAnError) {
+    auto m = import("{\n  \"n_layer\": 12,\n  \"num_hidden_layers\": 24,\n  \"num_attention_heads\": 8,\n  \"hidden_size\": 512\n}");
+    EXPECT_FIELD_ERROR(m, "n_layer", "contradicts num_hidden_layers (24) on line 3");
+}
+
+TEST(ConfigImport, KvHeadsThatDoNotDivideAreReportedAtTheirLine) {
+    auto m = import("{\n  \"num_hidden_layers\": 2,\n  \"num_attention_heads\": 32,\n  \"num_key_value_heads\": 5,\n"
+                    "  \"hidden_size\": 4096\n}");
+    EXPECT_FIELD_ERROR(m, "kv_heads", "config.json:4: KV heads (5) must divide the query heads (32)");
+}
+
+TEST(ConfigImport, MalformedJsonGivesLineAndColumn) {
+    auto m = import("{\n  \"num_hidden_layers\": 32,\n  \"hidden_size\": 4096,,\n}");
+    EXPECT_FIELD_ERROR(m, "config.json", "config.json:3:23:");
+    auto truncated = import("{\"num_hidden_layers\": 3");
+    EXPECT_FIELD_ERROR(truncated, "config.json", "unexpected end of file");
+    auto not_object = import("[1, 2]");
+    EXPECT_FIELD_ERROR(not_object, "config.json", "must be a JSON object");
+}
+
+TEST(ConfigImport, HiddenSizeNotAMultipleOfHeadsWithoutHeadDim) {
+    auto m = import(R"({"num_hidden_layers": 2, "num_attention_heads": 7, "hidden_size": 100})");
+    EXPECT_FIELD_ERROR(m, "head_dim", "not a multiple");
+}
+
+TEST(ConfigImport, QuantizationConfigSetsTheWeightFormat) {
+    auto m = import(R"({"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256, "torch_dtype": "bfloat16",
+        "quantization_config": {"quant_method": "fp8"}})");
+    ASSERT_TRUE(m.ok());
+    EXPECT_EQ(m->weight_dtype, KvDtype::fp8_e4m3);
+    EXPECT_EQ(m->kv_dtype, KvDtype::bf16);
+}
+
+TEST(ConfigImport, MissingFileNamesThePath) {
+    auto m = import_config_file("/nonexistent/config.json");
+    EXPECT_FIELD_ERROR(m, "file", "/nonexistent/config.json: cannot be opened");
+}
+
+}  // namespace
+}  // namespace kvscope

@@ -1,0 +1,168 @@
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/curves.h"
+#include "kvscope/calculator/decode.h"
+#include "testing.h"
+
+namespace kvscope {
+namespace {
+
+Deployment h100s(std::uint64_t count) {
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
+    d.gpu_count = count;
+    d.engine = Engine::vllm;
+    d.fraction = 0.90;
+    d.weight_dtype = KvDtype::bf16;
+    return d;
+}
+
+// Llama-3-70B, bf16 weights, fp8 cache, 32k context, 16 sequences, vLLM on 2 x H100 SXM (TP 2).
+TEST(Fit, WorkedExampleLlama3_70bOnTwoH100) {
+    const auto& a = Catalog::builtin().find_model("llama-3-70b")->model.arch;
+    const Workload w{.context_tokens = 32768, .batch = 16};
+    auto f = fit(a, KvDtype::fp8_e4m3, w, {.tp = 2}, h100s(2));
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_EQ(f->weights_bytes, 70'553'706'496ull * 2);
+    EXPECT_EQ(f->weights_bytes_per_gpu, 70'553'706'496ull);
+    // 85,520,809,984 x 0.9 = 76,968,728,985 (rounded down) - weights - 1 GiB - 512 MiB
+    EXPECT_EQ(f->kv_budget_bytes_per_gpu, 76'968'728'985ll - 70'553'706'496ll - 1'073'741'824ll - 536'870'912ll);
+    EXPECT_EQ(f->kv_budget_bytes_per_gpu, 4'804'409'753ll);
+    // 4 KV heads per GPU x 128 x 2 (K,V) x 1 byte x 80 layers = 81,920 bytes per token per GPU
+    EXPECT_EQ(f->kv_bytes_per_gpu, 81'920ull * 32768 * 16);
+    EXPECT_FALSE(f->fits);
+    EXPECT_EQ(f->headroom_bytes_per_gpu, 4'804'409'753ll - 42'949'672'960ll);
+    EXPECT_EQ(f->max_batch, 1u);                // 4,804,409,753 / (81,920 x 32,768)
+    EXPECT_EQ(f->max_context, 3665u);           // 4,804,409,753 / (81,920 x 16)
+    EXPECT_EQ(f->tokens_capacity, 58'647u);     // 4,804,409,753 / 81,920
+    EXPECT_FALSE(f->max_context_limited_by_model);
+
+    auto d = decode_estimate(a, KvDtype::fp8_e4m3, w, {.tp = 2}, h100s(2));
+    ASSERT_TRUE(d.ok()) << d.error_text();
+    // Active weights minus the input embedding table (128,256 x 8,192), bf16, split over 2 GPUs.
+    EXPECT_EQ(d->weight_bytes_read_per_gpu, (70'553'706'496ull - 1'050'673'152ull) * 2 / 2);
+    EXPECT_EQ(d->kv_bytes_read_per_gpu, 42'949'672'960ull);
+    EXPECT_NEAR(d->step_time_floor_s, (69'503'033'344.0 + 42'949'672'960.0) / 3.35e12, 1e-12);
+    EXPECT_NEAR(d->tokens_per_s_total, 16.0 / d->step_time_floor_s, 1e-9);
+}
+
+TEST(Fit, FitsWhenTheBudgetCoversTheCache) {
+    const auto& a = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    auto f = fit(a, KvDtype::bf16, {.context_tokens = 8192, .batch = 8}, {}, h100s(1));
+    ASSERT_TRUE(f.ok());
+    EXPECT_TRUE(f->fits);
+    EXPECT_GT(f->headroom_bytes_per_gpu, 0);
+    EXPECT_GE(f->max_batch, 8u);
+    // Max context at batch 8 reaches the model's 8192 limit: memory would allow more.
+    EXPECT_EQ(f->max_context, 8192u);
+    EXPECT_TRUE(f->max_context_limited_by_model);
+}
+
+TEST(Fit, EngineRules) {
+    const auto& a = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    const std::int64_t mem = 85'520'809'984, w = 16'060'522'496, act = 1ll << 30, oh = 1ll << 29;
+    auto budget = [&](Engine e, double fraction) {
+        Deployment d = h100s(1);
+        d.engine = e;
+        d.fraction = fraction;
+        return fit(a, KvDtype::bf16, {}, {}, d)->kv_budget_bytes_per_gpu;
+    };
+    EXPECT_EQ(budget(Engine::sglang, 0.88), mem * 88 / 100 - w);
+    EXPECT_EQ(budget(Engine::tensorrt_llm, 0.9), (mem - w - oh) * 9 / 10);
+    EXPECT_EQ(budget(Engine::plain, 1.0), mem - w - act - oh);
+    EXPECT_EQ(budget(Engine::llama_cpp, 1.0), mem - w - act - oh);
+}
+
+TEST(Fit, WeightsAloneTooBigGiveANegativeBudgetAndANote) {
+    const auto& a = Catalog::builtin().find_model("llama-3.1-405b")->model.arch;
+    auto f = fit(a, KvDtype::bf16, {}, {}, h100s(1));
+    ASSERT_TRUE(f.ok());
+    EXPECT_FALSE(f->fits);
+    EXPECT_LT(f->kv_budget_bytes_per_gpu, 0);
+    EXPECT_EQ(f->max_batch, 0u);
+    EXPECT_EQ(f->max_context, 0u);
+    EXPECT_FALSE(f->notes.empty());
+}
+
+TEST(Fit, GpuCountMustMatchTheParallelLayout) {
+    const auto& a = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    EXPECT_FIELD_ERROR(fit(a, KvDtype::bf16, {}, {.tp = 2}, h100s(4)), "gpus", "tensor parallel 2");
+    Deployment bad = h100s(1);
+    bad.fraction = 1.5;
+    EXPECT_FIELD_ERROR(fit(a, KvDtype::bf16, {}, {}, bad), "utilization", "at most 1");
+}
+
+TEST(Decode, CacheOutgrowsWeightsAtTheRightContext) {
+    // Llama 3 8B bf16: weights 16,060,522,496 bytes, 131,072 KV bytes per token.
+    const auto& a = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    auto d = decode_estimate(a, KvDtype::bf16, {.context_tokens = 1024}, {}, h100s(1));
+    ASSERT_TRUE(d.ok());
+    ASSERT_TRUE(d->kv_exceeds_weights_at_tokens.has_value());
+    EXPECT_EQ(*d->kv_exceeds_weights_at_tokens, 122'533u);  // 122,533 x 131,072 > 16,060,522,496 > 122,532 x 131,072
+    // Mistral's windows cap the cache far below its weights: never.
+    const auto& m = Catalog::builtin().find_model("mistral-7b-v0.1")->model.arch;
+    auto dm = decode_estimate(m, KvDtype::bf16, {.context_tokens = 1024}, {}, h100s(1));
+    EXPECT_FALSE(dm->kv_exceeds_weights_at_tokens.has_value());
+}
+
+TEST(Decode, FlopsWithAndWithoutTheCacheMatchTheSumsTheyStandFor) {
+    // A sliding-window model, so the closed forms are checked on both sides of the window.
+    Architecture a = testing::make_arch(4, 8, 2, 16);
+    a.layer_windows = {50, 0, 50, 0};
+    a.params_total = 100'000'000;
+    Deployment d = h100s(1);
+    const std::uint64_t n = 120;
+    auto est = decode_estimate(a, KvDtype::fp16, {.context_tokens = n}, {}, d);
+    ASSERT_TRUE(est.ok());
+    const double two_p = 2.0 * (100'000'000.0 - static_cast<double>(estimate_parameters(a).embedding));
+    double cached_sum = 0, uncached_at_n = 0, uncached_sum = 0;
+    for (std::uint64_t t = 1; t <= n; ++t) {
+        const double cached_t = two_p + attention_flops(a, {}, t);
+        cached_sum += cached_t;
+        double prefix = 0;
+        for (std::uint64_t i = 1; i <= t; ++i) prefix += attention_flops(a, {}, i);
+        const double uncached_t = two_p * static_cast<double>(t) + prefix;
+        uncached_sum += uncached_t;
+        if (t == n) uncached_at_n = uncached_t;
+    }
+    EXPECT_NEAR(est->flops_per_token_cached, two_p + attention_flops(a, {}, n), 1e-6);
+    EXPECT_NEAR(est->flops_per_token_uncached, uncached_at_n, 1e-3);
+    EXPECT_NEAR(est->cumulative_flops_cached, cached_sum, 1e-3);
+    EXPECT_NEAR(est->cumulative_flops_uncached, uncached_sum, 1e-1);
+    // Recomputing grows with n(n+1)/2: far more work than with the cache.
+    EXPECT_GT(est->cumulative_flops_uncached, 50 * est->cumulative_flops_cached);
+}
+
+TEST(Curves, LogSpacedSeriesForEveryVariantUpToMaxPositions) {
+    const auto& a = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    auto c = kv_curves(a, KvDtype::bf16, {.context_tokens = 8192}, {}, {.points = 512});
+    ASSERT_TRUE(c.ok()) << c.error_text();
+    EXPECT_EQ(c->tokens.front(), 1u);
+    EXPECT_EQ(c->tokens.back(), 8192u);
+    EXPECT_GT(c->tokens.size(), 300u);  // 512 log steps from 1: repeats at the low end are dropped
+    ASSERT_EQ(c->series.size(), 3u);  // MHA, GQA-8 (its own), MQA
+    EXPECT_TRUE(c->series[1].is_model);
+    EXPECT_EQ(c->series[1].bytes.back(), 131072ull * 8192);
+    EXPECT_EQ(c->series[0].bytes.back(), 4 * c->series[1].bytes.back());
+    for (std::size_t i = 1; i < c->tokens.size(); ++i) EXPECT_LT(c->tokens[i - 1], c->tokens[i]);
+
+    auto lin = spaced_tokens({.points = 5, .min_tokens = 0, .max_tokens = 1000, .spacing = Spacing::linear});
+    EXPECT_EQ(lin, (std::vector<std::uint64_t>{1, 251, 501, 750, 1000}));
+}
+
+TEST(Variants, MlaModelsShowAllFourAndTheirOwnIsMla) {
+    const auto& a = Catalog::builtin().find_model("deepseek-v3")->model.arch;
+    auto v = compare_variants(a, KvDtype::bf16, {.context_tokens = 1000});
+    ASSERT_TRUE(v.ok());
+    ASSERT_EQ(v->size(), 4u);
+    EXPECT_EQ((*v)[3].name, "MLA");
+    EXPECT_TRUE((*v)[3].is_model);
+    // MHA of the same model: 128 heads x (192 + 128) dims x 2 bytes x 61 layers per token.
+    EXPECT_EQ((*v)[0].bytes_per_token, 128ull * 320 * 2 * 61);
+    // Falcon's 71 heads have no GQA grouping: MHA and MQA only.
+    auto f = compare_variants(Catalog::builtin().find_model("falcon-7b")->model.arch, KvDtype::bf16, {});
+    ASSERT_EQ(f->size(), 2u);
+    EXPECT_TRUE((*f)[1].is_model);
+}
+
+}  // namespace
+}  // namespace kvscope

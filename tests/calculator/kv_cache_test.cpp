@@ -1,0 +1,209 @@
+#include "kvscope/calculator/kv_cache.h"
+
+#include "kvscope/calculator/units.h"
+#include "kvscope/calculator/variants.h"
+#include "testing.h"
+
+namespace kvscope {
+namespace {
+
+using testing::make_arch;
+
+TEST(KvCache, LessonReferenceMhaGqaMqa) {
+    // 32 layers, 32 query heads, model dim 4096 (head dim 128), fp16, 8192 tokens, batch 1.
+    const Architecture a = teaching_model();
+    const Workload w{.context_tokens = 8192, .batch = 1};
+    auto variants = compare_variants(a, KvDtype::fp16, w);
+    ASSERT_TRUE(variants.ok()) << variants.error_text();
+    ASSERT_EQ(variants->size(), 3u);
+    const auto& mha = (*variants)[0];
+    const auto& gqa = (*variants)[1];
+    const auto& mqa = (*variants)[2];
+    EXPECT_EQ(mha.name, "MHA");
+    EXPECT_EQ(mha.kv_cache_bytes, 4ull << 30);  // 2 x 8192 x 32 x 32 x 128 x 2 bytes
+    EXPECT_EQ(format_bytes(mha.kv_cache_bytes), "4.00 GiB");
+    EXPECT_EQ(gqa.name, "GQA-8");
+    EXPECT_EQ(gqa.kv_cache_bytes, 1ull << 30);
+    EXPECT_EQ(format_bytes(gqa.kv_cache_bytes), "1.00 GiB");
+    EXPECT_DOUBLE_EQ(gqa.percent_of_mha, 25.0);
+    EXPECT_EQ(mqa.name, "MQA");
+    EXPECT_EQ(mqa.kv_cache_bytes, 128ull << 20);
+    EXPECT_EQ(format_bytes(mqa.kv_cache_bytes), "128 MiB");
+    EXPECT_NEAR(mqa.percent_of_mha, 3.125, 1e-12);
+    EXPECT_TRUE(mha.is_model);
+    EXPECT_FALSE(gqa.is_model);
+}
+
+TEST(KvCache, ReportsTotalPerSequencePerTokenAndPerLayer) {
+    const Architecture a = make_arch(32, 32, 8, 128);  // Llama-3-8B shape
+    auto r = kv_cache_report(a, KvDtype::bf16, {.context_tokens = 4096, .batch = 3});
+    ASSERT_TRUE(r.ok()) << r.error_text();
+    // per token: 2 (K,V) x 32 layers x 8 heads x 128 dims x 2 bytes = 131072
+    EXPECT_EQ(r->bytes_per_token, 131072u);
+    EXPECT_EQ(r->per_sequence_bytes, 131072ull * 4096);
+    EXPECT_EQ(r->total_bytes, 131072ull * 4096 * 3);
+    EXPECT_EQ(r->per_gpu_bytes, r->total_bytes);
+    ASSERT_EQ(r->layers.size(), 32u);
+    EXPECT_EQ(r->layers[7].bytes, r->total_bytes / 32);
+    EXPECT_EQ(r->layers[7].stored_tokens, 4096u);
+}
+
+TEST(KvCache, DifferentKeyAndValueHeadDims) {
+    Architecture a = make_arch(2, 4, 2, 0);
+    a.head_dim_k = 192;
+    a.head_dim_v = 128;
+    a.hidden_size = 512;
+    auto r = kv_cache_report(a, KvDtype::fp16, {.context_tokens = 10});
+    ASSERT_TRUE(r.ok()) << r.error_text();
+    // 2 layers x 2 heads x (192 + 128) x 2 bytes = 2560 per token
+    EXPECT_EQ(r->bytes_per_token, 2560u);
+    EXPECT_EQ(r->total_bytes, 25600u);
+}
+
+TEST(KvCache, MlaStoresOneLatentPerTokenWithoutTimesTwo) {
+    Architecture a = make_arch(61, 128, 128, 192);
+    a.mla = MlaDims{.kv_lora_rank = 512, .qk_rope_head_dim = 64, .qk_nope_head_dim = 128, .v_head_dim = 128};
+    auto r = kv_cache_report(a, KvDtype::bf16, {.context_tokens = 1000});
+    ASSERT_TRUE(r.ok()) << r.error_text();
+    EXPECT_EQ(r->bytes_per_token, 61u * (512 + 64) * 2);  // 70272
+    EXPECT_EQ(r->total_bytes, 70272ull * 1000);
+    // Under TP 8 every GPU keeps the whole latent: the total counts 8 copies.
+    auto tp = kv_cache_report(a, KvDtype::bf16, {.context_tokens = 1000}, {.tp = 8});
+    ASSERT_TRUE(tp.ok()) << tp.error_text();
+    EXPECT_EQ(tp->per_gpu_bytes, 70272ull * 1000);
+    EXPECT_EQ(tp->total_bytes, 8 * 70272ull * 1000);
+    EXPECT_EQ(tp->replication, 8u);
+}
+
+TEST(KvCache, SlidingWindowsCapLayersUnlessTheEngineKeepsTheFullContext) {
+    Architecture a = make_arch(4, 8, 8, 64);
+    a.layer_windows = {1024, 0, 1024, 0};  // alternating local / global
+    const std::uint64_t per_layer_token = 2 * 8 * 64 * 2;
+    auto r = kv_cache_report(a, KvDtype::fp16, {.context_tokens = 5000});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->total_bytes, per_layer_token * (1024 * 2 + 5000 * 2));
+    EXPECT_EQ(r->layers[0].stored_tokens, 1024u);
+    EXPECT_EQ(r->layers[1].stored_tokens, 5000u);
+    // bytes_per_token has no window cap.
+    EXPECT_EQ(r->bytes_per_token, per_layer_token * 4);
+
+    auto full = kv_cache_report(a, KvDtype::fp16, {.context_tokens = 5000, .full_window = true});
+    ASSERT_TRUE(full.ok());
+    EXPECT_EQ(full->total_bytes, per_layer_token * 5000 * 4);
+    EXPECT_FALSE(full->warnings.empty());
+
+    // Below the window nothing changes.
+    auto short_ctx = kv_cache_report(a, KvDtype::fp16, {.context_tokens = 100});
+    EXPECT_EQ(short_ctx->total_bytes, per_layer_token * 100 * 4);
+}
+
+TEST(KvCache, PagedBlocksRoundEachSequenceUp) {
+    const Architecture a = make_arch(2, 4, 4, 32);
+    const std::uint64_t per_token = 2 * 2 * 4 * 32 * 2;
+    auto r = kv_cache_report(a, KvDtype::fp16, {.context_tokens = 1000, .batch = 3, .block_size = 16});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->total_bytes, per_token * 1008 * 3);  // 1000 rounds to 63 blocks of 16
+    EXPECT_EQ(r->layers[0].stored_tokens, 1008u);
+    // A window rounds up too: 100 -> 112.
+    Architecture w = a;
+    w.layer_windows = {100, 100};
+    auto rw = kv_cache_report(w, KvDtype::fp16, {.context_tokens = 1000, .block_size = 16});
+    EXPECT_EQ(rw->layers[0].stored_tokens, 112u);
+}
+
+TEST(KvCache, TensorParallelSplitsKvHeadsAndReplicatesBeyondThem) {
+    const Architecture a = make_arch(80, 64, 8, 128);  // Llama-3-70B shape
+    const Workload w{.context_tokens = 1000};
+    auto one = kv_cache_report(a, KvDtype::bf16, w);
+    auto tp8 = kv_cache_report(a, KvDtype::bf16, w, {.tp = 8});
+    auto tp16 = kv_cache_report(a, KvDtype::bf16, w, {.tp = 16});
+    ASSERT_TRUE(one.ok() && tp8.ok() && tp16.ok());
+    EXPECT_EQ(tp8->per_gpu_bytes, one->total_bytes / 8);
+    EXPECT_EQ(tp8->total_bytes, one->total_bytes);
+    EXPECT_EQ(tp8->kv_heads_per_gpu, 1u);
+    // 16 GPUs, 8 KV heads: each head lives on two GPUs.
+    EXPECT_EQ(tp16->kv_heads_per_gpu, 1u);
+    EXPECT_EQ(tp16->per_gpu_bytes, one->total_bytes / 8);
+    EXPECT_EQ(tp16->total_bytes, one->total_bytes * 2);
+    EXPECT_EQ(tp16->replication, 2u);
+    EXPECT_FALSE(tp16->warnings.empty());
+}
+
+TEST(KvCache, PipelineParallelSplitsLayersAndTheBusiestStageCounts) {
+    const Architecture a = make_arch(80, 64, 8, 128);
+    auto r = kv_cache_report(a, KvDtype::bf16, {.context_tokens = 1000}, {.pp = 3});
+    ASSERT_TRUE(r.ok());
+    const std::uint64_t per_layer = 2 * 8 * 128 * 2 * 1000;
+    EXPECT_EQ(r->per_gpu_bytes, 27 * per_layer);  // stages of 27, 27, 26 layers
+    EXPECT_EQ(r->total_bytes, 80 * per_layer);
+    EXPECT_EQ(r->bytes_per_token_per_gpu, 27u * 2 * 8 * 128 * 2);
+}
+
+TEST(KvCache, QuantizedFormatsAreExact) {
+    const Architecture a = make_arch(32, 32, 8, 128);  // rows of 8 x 128 = 1024 values
+    auto bytes = [&](KvDtype d) { return kv_cache_report(a, d, {.context_tokens = 1})->bytes_per_token; };
+    EXPECT_EQ(bytes(KvDtype::fp32), 32u * 2 * 1024 * 4);
+    EXPECT_EQ(bytes(KvDtype::fp8_e4m3), 32u * 2 * 1024);
+    EXPECT_EQ(bytes(KvDtype::fp8_e5m2), 32u * 2 * 1024);
+    EXPECT_EQ(bytes(KvDtype::int8), 32u * 2 * 1024);
+    EXPECT_EQ(bytes(KvDtype::int4), 32u * 2 * 512);
+    EXPECT_EQ(bytes(KvDtype::q8_0), 32u * 2 * (1024 / 32) * 34);  // 69,632
+    EXPECT_EQ(bytes(KvDtype::q4_0), 32u * 2 * (1024 / 32) * 18);  // 36,864
+    EXPECT_EQ(row_bytes(KvDtype::q8_0, 33).value(), 68u);          // a partial block is a whole block
+    EXPECT_EQ(row_bytes(KvDtype::int4, 3).value(), 2u);            // 12 bits -> 2 bytes
+    EXPECT_DOUBLE_EQ(bits_per_value(KvDtype::q8_0), 8.5);
+}
+
+TEST(KvCache, HugeContextIsAnErrorNamingTheContextNotAWrappedNumber) {
+    const Architecture a = make_arch(32, 32, 8, 128);
+    auto r = kv_cache_report(a, KvDtype::bf16, {.context_tokens = 1'000'000'000'000'000ull});
+    EXPECT_FIELD_ERROR(r, "context_tokens", "2^64");
+    auto b = kv_cache_report(a, KvDtype::bf16, {.context_tokens = 1ull << 20, .batch = 1ull << 40});
+    EXPECT_FIELD_ERROR(b, "batch", "2^64");
+}
+
+TEST(KvCache, ContextBeyondMaxPositionsIsAWarningNotAnError) {
+    Architecture a = make_arch(2, 4, 4, 32);
+    a.max_positions = 4096;
+    auto r = kv_cache_report(a, KvDtype::fp16, {.context_tokens = 8192});
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->warnings.size(), 1u);
+    EXPECT_NE(r->warnings[0].find("max positions"), std::string::npos);
+}
+
+TEST(Validation, ReturnsEveryProblemWithItsField) {
+    Architecture a = make_arch(0, 0, 0, 0);
+    const Errors e = validate(a);
+    EXPECT_TRUE(testing::has_error(e, "layers", "at least 1"));
+    EXPECT_TRUE(testing::has_error(e, "query_heads", "at least 1"));
+    EXPECT_TRUE(testing::has_error(e, "kv_heads", "at least 1"));
+    EXPECT_TRUE(testing::has_error(e, "head_dim", "at least 1"));
+}
+
+TEST(Validation, KvHeadsMustDivideQueryHeads) {
+    auto r = kv_cache_report(make_arch(32, 32, 5, 128), KvDtype::fp16, {});
+    EXPECT_FIELD_ERROR(r, "kv_heads", "must divide the query heads (32)");
+    auto more = kv_cache_report(make_arch(32, 8, 16, 128), KvDtype::fp16, {});
+    EXPECT_FIELD_ERROR(more, "kv_heads", "cannot exceed query heads");
+}
+
+TEST(Validation, WorkloadAndParallelism) {
+    const Architecture a = make_arch(8, 32, 8, 128);
+    EXPECT_FIELD_ERROR(kv_cache_report(a, KvDtype::fp16, {.context_tokens = 0}), "context_tokens", "at least 1");
+    EXPECT_FIELD_ERROR(kv_cache_report(a, KvDtype::fp16, {.batch = 0}), "batch", "at least 1");
+    EXPECT_FIELD_ERROR(kv_cache_report(a, KvDtype::fp16, {.block_size = 0}), "block_size", "at least 1");
+    EXPECT_FIELD_ERROR(kv_cache_report(a, KvDtype::fp16, {}, {.tp = 3}), "tp", "divide the query heads");
+    EXPECT_FIELD_ERROR(kv_cache_report(a, KvDtype::fp16, {}, {.pp = 9}), "pp", "at least that many layers");
+    EXPECT_FIELD_ERROR(kv_cache_report(a, KvDtype::fp16, {}, {.tp = 0}), "tp", "at least 1");
+    Architecture w = a;
+    w.layer_windows = {1, 2};
+    EXPECT_FIELD_ERROR(kv_cache_report(w, KvDtype::fp16, {}), "layer_windows", "2 per-layer windows for 8 layers");
+    // A window larger than the max positions is allowed.
+    Architecture big = a;
+    big.max_positions = 4096;
+    big.layer_windows.assign(8, 1u << 20);
+    EXPECT_TRUE(kv_cache_report(big, KvDtype::fp16, {}).ok());
+}
+
+}  // namespace
+}  // namespace kvscope

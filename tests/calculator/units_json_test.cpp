@@ -1,0 +1,90 @@
+#include "kvscope/calculator/json.h"
+#include "kvscope/calculator/units.h"
+#include "testing.h"
+
+namespace kvscope {
+namespace {
+
+TEST(Units, TokenCountsTheWayPeopleWriteThem) {
+    EXPECT_EQ(*parse_token_count("8192", "--context"), 8192u);
+    EXPECT_EQ(*parse_token_count("8k", "--context"), 8192u);
+    EXPECT_EQ(*parse_token_count("128K", "--context"), 131072u);
+    EXPECT_EQ(*parse_token_count("1M", "--context"), 1048576u);
+    EXPECT_EQ(*parse_token_count("1.5k", "--context"), 1536u);
+    EXPECT_EQ(*parse_token_count("131_072", "--context"), 131072u);
+    EXPECT_EQ(*parse_token_count("1000000000000000", "--context"), 1'000'000'000'000'000u);
+    EXPECT_FIELD_ERROR(parse_token_count("12q", "--context"), "--context", "'12q' is not a whole number");
+    EXPECT_FIELD_ERROR(parse_token_count("-5", "--context"), "--context", "negative");
+    EXPECT_FIELD_ERROR(parse_token_count("", "--context"), "--context", "a value is needed");
+    EXPECT_FIELD_ERROR(parse_token_count("1.0001k", "--context"), "--context", "not a whole number");
+    EXPECT_FIELD_ERROR(parse_token_count("99999999999999999999", "--context"), "--context", "too large");
+}
+
+TEST(Units, ByteSizes) {
+    EXPECT_EQ(*parse_bytes("80GiB", "--gpu-memory"), 80ull << 30);
+    EXPECT_EQ(*parse_bytes("80 GB", "--gpu-memory"), 80'000'000'000ull);
+    EXPECT_EQ(*parse_bytes("24g", "--gpu-memory"), 24ull << 30);
+    EXPECT_EQ(*parse_bytes("3350GB", "--gpu-bandwidth"), 3'350'000'000'000ull);
+    EXPECT_EQ(*parse_bytes("1024", "--gpu-memory"), 1024u);
+    EXPECT_FIELD_ERROR(parse_bytes("lots", "--gpu-memory"), "--gpu-memory", "not a size");
+}
+
+TEST(Units, FormatsAreLabelledWithThreeSignificantDigits) {
+    EXPECT_EQ(format_bytes(4ull << 30), "4.00 GiB");
+    EXPECT_EQ(format_bytes(4ull << 30, UnitSystem::decimal), "4.29 GB");
+    EXPECT_EQ(format_bytes(128ull << 20), "128 MiB");
+    EXPECT_EQ(format_bytes(512), "512 B");
+    EXPECT_EQ(format_bytes((1ull << 30) - 1), "1.00 GiB");  // never "1024 MiB"
+    EXPECT_EQ(format_signed_bytes(-(3ll << 30)), "-3.00 GiB");
+    EXPECT_EQ(format_count(1234567), "1,234,567");
+    EXPECT_EQ(format_tokens(131072), "128k");
+    EXPECT_EQ(format_tokens(1048576), "1M");
+    EXPECT_EQ(format_tokens(1000), "1,000");
+}
+
+TEST(Json, KeepsLinesColumnsAndExactIntegers) {
+    auto r = json::parse("{\n  \"a\": 18446744073709551615,\n  \"b\": [1, 2.5, \"x\\u00e9\"]\n}");
+    ASSERT_TRUE(r) << r.error.message;
+    const auto* a = r.value->find("a");
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->line(), 2);
+    EXPECT_EQ(a->column(), 8);
+    EXPECT_EQ(a->as_u64(), 18446744073709551615ull);
+    const auto& b = r.value->find("b")->items();
+    EXPECT_EQ(b[1].as_u64(), std::nullopt);  // 2.5 is not a whole number
+    EXPECT_EQ(b[2].as_string(), "x\xC3\xA9");
+    EXPECT_EQ(json::parse("4096.0").value->as_u64(), 4096u);
+}
+
+TEST(Json, ErrorsSayWhereAndWhat) {
+    auto r = json::parse("{\"a\": 1,\n \"b\": }");
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error.line, 2);
+    EXPECT_EQ(r.error.column, 7);
+    EXPECT_NE(r.error.message.find("unexpected character"), std::string::npos);
+    EXPECT_FALSE(json::parse("[1, 2,]"));
+    EXPECT_FALSE(json::parse("NaN"));
+    EXPECT_FALSE(json::parse("{\"a\": 1} trailing"));
+    // Deep nesting is refused, not a stack overflow.
+    const std::string deep(100000, '[');
+    auto d = json::parse(deep);
+    ASSERT_FALSE(d);
+    EXPECT_NE(d.error.message.find("nesting deeper"), std::string::npos);
+}
+
+TEST(Json, DumpRoundTrips) {
+    json::Value v = json::Value::object();
+    v.set("bytes", json::Value::number(std::uint64_t{4294967296}));
+    v.set("pct", json::Value::number(25.0));
+    v.set("neg", json::Value::number_signed(-3));
+    v.set("name", json::Value::string("a \"q\""));
+    auto back = json::parse(v.dump());
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back.value->find("bytes")->as_u64(), 4294967296u);
+    EXPECT_DOUBLE_EQ(back.value->find("pct")->as_double(), 25.0);
+    EXPECT_EQ(back.value->find("neg")->as_i64(), -3);
+    EXPECT_EQ(back.value->find("name")->as_string(), "a \"q\"");
+}
+
+}  // namespace
+}  // namespace kvscope
