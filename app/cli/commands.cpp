@@ -385,7 +385,11 @@ output:
 Output run(const std::vector<std::string>& args) {
     auto parsed = parse_options(args);
     const std::string command = parsed ? parsed->command : (args.empty() ? "" : args[0]);
-    if (!parsed) return {"", usage_error(parsed.errors(), command) + "run 'kvscope-cli " + command + " --help' for the options\n", kExitUsage};
+    if (!parsed) {
+        std::string line = usage_error(parsed.errors(), command);
+        line.pop_back();  // one line: the problem, then where the options are listed
+        return {"", line + " (kvscope-cli " + (command.empty() ? "" : command + " ") + "--help lists the options)\n", kExitUsage};
+    }
     const Options& o = *parsed;
     static const char* kCommands[] = {"models", "gpus", "kv", "compare", "sweep", "fit"};
     const bool known = std::find(std::begin(kCommands), std::end(kCommands), o.command) != std::end(kCommands);

@@ -1,0 +1,102 @@
+// Speed of the calculator and the CLI. Targets (issue: calculator core):
+//   a full scenario recompute — every report plus three 512-point curves — under 50 µs;
+//   kvscope-cli from start to answer, printed for reference.
+// The recompute prints its ratio to the 50 µs target; the CLI its ratio to starting /bin/true,
+// measured in the same run.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/curves.h"
+#include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/kv_cache.h"
+
+extern char** environ;
+
+namespace kvscope {
+namespace {
+
+void BM_FullScenarioRecompute(benchmark::State& state, const char* model_id) {
+    const auto& catalog = Catalog::builtin();
+    const auto& arch = catalog.find_model(model_id)->model.arch;
+    Deployment d;
+    d.gpu = *catalog.find_gpu("h100-sxm");
+    d.gpu_count = 2;
+    const Workload w{.context_tokens = 32768, .batch = 16};
+    const Parallelism p{.tp = 2};
+    std::uint64_t sink = 0;
+    double seconds = 0;
+    for (auto _ : state) {
+        const auto start = std::chrono::steady_clock::now();
+        auto kv = kv_cache_report(arch, KvDtype::fp8_e4m3, w, p);
+        auto variants = compare_variants(arch, KvDtype::fp8_e4m3, w, p);
+        auto curves = kv_curves(arch, KvDtype::fp8_e4m3, w, p, {.points = 512, .min_tokens = 128});
+        auto fit_report = fit(arch, KvDtype::fp8_e4m3, w, p, d);
+        auto decode = decode_estimate(arch, KvDtype::fp8_e4m3, w, p, d);
+        sink += kv->total_bytes + variants->size() + curves->series.size() * curves->tokens.size() +
+                fit_report->max_batch + decode->kv_bytes_read_per_gpu;
+        benchmark::DoNotOptimize(sink);
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    const double us = seconds * 1e6 / static_cast<double>(state.iterations());
+    state.counters["points"] = 512 * 3;
+    state.counters["us_per_recompute"] = us;
+    state.counters["ratio_to_50us_target"] = us / 50.0;
+}
+BENCHMARK_CAPTURE(BM_FullScenarioRecompute, llama_3_70b, "llama-3-70b")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_FullScenarioRecompute, gemma_3_27b_windows, "gemma-3-27b")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_FullScenarioRecompute, llama_3_1_405b_126_layers, "llama-3.1-405b")->Unit(benchmark::kMicrosecond);
+
+double process_start_ms() {
+    static const double ms = [] {
+        const char* argv[] = {"/bin/true", nullptr};
+        const auto start = std::chrono::steady_clock::now();
+        constexpr int kRuns = 50;
+        for (int i = 0; i < kRuns; ++i) {
+            pid_t pid = 0;
+            if (posix_spawn(&pid, argv[0], nullptr, nullptr, const_cast<char**>(argv), environ) != 0) return 1.0;
+            int status = 0;
+            waitpid(pid, &status, 0);
+        }
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / kRuns;
+    }();
+    return ms;
+}
+
+void BM_CliStartToAnswer(benchmark::State& state) {
+    const char* argv[] = {KVSCOPE_CLI_PATH, "fit", "--model", "llama-3-70b", "--context", "32k",
+                          "--gpu", "h100-sxm", "--gpus", "2", "--json", nullptr};
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    double seconds = 0;
+    for (auto _ : state) {
+        const auto start = std::chrono::steady_clock::now();
+        pid_t pid = 0;
+        if (posix_spawn(&pid, argv[0], &actions, nullptr, const_cast<char**>(argv), environ) != 0) {
+            state.SkipWithError("cannot start kvscope-cli");
+            break;
+        }
+        int status = 0;
+        waitpid(pid, &status, 0);
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    posix_spawn_file_actions_destroy(&actions);
+    const double ms = seconds * 1e3 / static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
+    state.counters["ms_start_to_answer"] = ms;
+    // Ceiling measured in the same run: starting /bin/true, the least any process start costs.
+    state.counters["ratio_to_process_start"] = ms / process_start_ms();
+}
+BENCHMARK(BM_CliStartToAnswer)->Unit(benchmark::kMillisecond)->MinTime(0.5)->UseRealTime();
+
+}  // namespace
+}  // namespace kvscope
+
+BENCHMARK_MAIN();

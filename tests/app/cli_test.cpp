@@ -1,0 +1,179 @@
+// kvscope-cli end to end: run the real binary, read its stdout, stderr and exit status.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kvscope/calculator/json.h"
+
+namespace {
+
+struct CliRun {
+    std::string out, err;
+    int status = -1;
+};
+
+CliRun cli(const std::string& args) {
+    const auto err_path = std::filesystem::temp_directory_path() / ("kvscope-cli-err-" + std::to_string(::getpid()));
+    // An empty data folder keeps the user's own catalog out of the test.
+    const std::string cmd = "KVSCOPE_DATA_DIR=/nonexistent '" KVSCOPE_CLI_PATH "' " + args + " 2>'" + err_path.string() + "'";
+    CliRun r;
+    FILE* pipe = ::popen(cmd.c_str(), "r");
+    if (!pipe) return r;
+    std::array<char, 4096> buf{};
+    std::size_t n;
+    while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+    const int raw = ::pclose(pipe);
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    std::ifstream e(err_path);
+    r.err.assign(std::istreambuf_iterator<char>(e), {});
+    std::filesystem::remove(err_path);
+    return r;
+}
+
+kvscope::json::Value json_of(const CliRun& r) {
+    auto parsed = kvscope::json::parse(r.out);
+    EXPECT_TRUE(parsed) << parsed.error.message << "\n" << r.out << r.err;
+    return parsed ? *parsed.value : kvscope::json::Value();
+}
+
+std::uint64_t u64(const kvscope::json::Value& v, const char* key) {
+    const auto* x = v.find(key);
+    EXPECT_NE(x, nullptr) << key;
+    return x && x->as_u64() ? *x->as_u64() : 0;
+}
+
+TEST(Cli, KvJsonTheLessonsReference) {
+    const CliRun r = cli("kv --model kvscope-teaching-32l --context 8k --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json_of(r);
+    EXPECT_EQ(u64(v, "kv_cache_bytes"), 4ull << 30);
+    EXPECT_EQ(u64(v, "kv_cache_bytes_per_gpu"), 4ull << 30);
+    EXPECT_EQ(u64(v, "bytes_per_token"), 524288u);
+    EXPECT_EQ(u64(v, "context_tokens"), 8192u);
+    EXPECT_EQ(u64(v, "batch"), 1u);
+    EXPECT_EQ(v.find("kv_dtype")->as_string(), "fp16");
+    const auto* arch = v.find("architecture");
+    ASSERT_NE(arch, nullptr);
+    EXPECT_EQ(u64(*arch, "layers"), 32u);
+    EXPECT_EQ(u64(*arch, "query_heads"), 32u);
+    EXPECT_EQ(u64(*arch, "kv_heads"), 32u);
+    EXPECT_EQ(u64(*arch, "head_dim"), 128u);
+    EXPECT_EQ(arch->find("attention")->as_string(), "MHA");
+    const auto& variants = v.find("variants")->items();
+    ASSERT_EQ(variants.size(), 3u);
+    EXPECT_EQ(variants[1].find("name")->as_string(), "GQA-8");
+    EXPECT_EQ(u64(variants[1], "kv_cache_bytes"), 1ull << 30);
+    EXPECT_DOUBLE_EQ(variants[1].find("percent_of_mha")->as_double(), 25.0);
+    EXPECT_EQ(u64(variants[2], "kv_cache_bytes"), 128ull << 20);
+}
+
+TEST(Cli, TableShowsTheLessonsNumbers) {
+    const CliRun r = cli("kv --model teaching --context 8192");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("4.00 GiB (4.29 GB)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("1.00 GiB"), std::string::npos);
+    EXPECT_NE(r.out.find("25.0%"), std::string::npos);
+    EXPECT_NE(r.out.find("128 MiB"), std::string::npos);
+    EXPECT_NE(r.out.find("3.1%"), std::string::npos);
+}
+
+TEST(Cli, AnswersForEveryCatalogModel) {
+    const CliRun models = cli("models --json");
+    ASSERT_EQ(models.status, 0) << models.err;
+    const auto list = json_of(models);
+    ASSERT_GE(list.find("models")->items().size(), 20u);
+    for (const auto& m : list.find("models")->items()) {
+        const std::string id = m.find("id")->as_string();
+        const CliRun r = cli("kv --model " + id + " --context 4k --batch 2 --json");
+        ASSERT_EQ(r.status, 0) << id << ": " << r.err;
+        const auto v = json_of(r);
+        // The window-free per-token size times the context bounds the cache from above.
+        EXPECT_EQ(u64(v, "bytes_per_token"), u64(m, "bytes_per_token")) << id;
+        EXPECT_LE(u64(v, "kv_cache_bytes"), u64(v, "bytes_per_token") * 4096 * 2) << id;
+        EXPECT_GT(u64(v, "kv_cache_bytes"), 0u) << id;
+    }
+}
+
+TEST(Cli, HuggingFaceRepoIdAndCaseInsensitiveIds) {
+    const CliRun a = cli("kv --model meta-llama/Meta-Llama-3-8B --json");
+    const CliRun b = cli("kv --model LLAMA-3-8B --json");
+    ASSERT_EQ(a.status, 0) << a.err;
+    ASSERT_EQ(b.status, 0) << b.err;
+    EXPECT_EQ(u64(json_of(a), "kv_cache_bytes"), 131072ull * 8192);
+    EXPECT_EQ(u64(json_of(b), "kv_cache_bytes"), 131072ull * 8192);
+}
+
+TEST(Cli, FitJsonContract) {
+    const CliRun r = cli("fit --model llama-3-70b --context 32k --batch 16 --gpu h100-sxm --gpus 2 --kv-dtype fp8 --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json_of(r);
+    EXPECT_EQ(u64(v, "weights_bytes"), 70'553'706'496ull * 2);
+    EXPECT_EQ(v.find("kv_budget_bytes")->as_i64(), 2 * 4'804'409'753ll);
+    EXPECT_FALSE(v.find("fits")->as_bool());
+    EXPECT_EQ(u64(v, "max_batch"), 1u);
+    EXPECT_EQ(u64(v, "max_context"), 3665u);
+    EXPECT_GT(v.find("decode_tokens_per_s")->as_double(), 0.0);
+}
+
+TEST(Cli, ConfigFileAndCsv) {
+    const auto path = std::filesystem::temp_directory_path() / ("kvscope-cli-config-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(path) << R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8,
+                               "num_key_value_heads": 2, "hidden_size": 512, "max_position_embeddings": 4096})";
+    const CliRun r = cli("compare --config " + path.string() + " --context 1k --csv");
+    std::filesystem::remove(path);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "name,kv_heads,kv_cache_bytes,bytes_per_token,percent_of_mha,is_model");
+    // GQA-2 is the model's own: 2 layers x 2 (K,V) x 2 heads x 64 dims x 2 bytes x 1024 tokens.
+    EXPECT_NE(r.out.find("GQA-2,2,1048576,1024,25.000,true"), std::string::npos) << r.out;
+}
+
+TEST(Cli, SweepCsvHasOneColumnPerVariant) {
+    const CliRun r = cli("sweep --model llama-3-8b --points 4 --from 1k --to 8k --csv");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "tokens,MHA,GQA-8 *,MQA\n1024,536870912,134217728,16777216\n2048,1073741824,268435456,33554432\n"
+                     "4096,2147483648,536870912,67108864\n8192,4294967296,1073741824,134217728\n");
+}
+
+TEST(Cli, BadInputExitsTwoWithOneClearLine) {
+    auto expect_usage = [](const CliRun& r, const std::string& fragment) {
+        EXPECT_EQ(r.status, 2) << r.out;
+        EXPECT_TRUE(r.out.empty()) << r.out;
+        EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+    };
+    expect_usage(cli("kv --model no-such-model"), "unknown model 'no-such-model'");
+    expect_usage(cli("kv --model llama-3-8b --context 12q"), "--context: '12q' is not a whole number");
+    expect_usage(cli("kv --model llama-3-8b --context 1000000000000000"), "context_tokens: a context of");
+    expect_usage(cli("kv --model llama-3-8b --kv-dtype fp7"), "--kv-dtype: 'fp7' is not a KV format");
+    expect_usage(cli("kv --model llama-3-8b --tp 3"), "tp: tensor parallel 3 must divide the query heads");
+    expect_usage(cli("kv --bogus"), "--bogus: unknown option");
+    expect_usage(cli("fit --model llama-3-8b"), "fit needs a GPU");
+    expect_usage(cli("fit --model llama-3-8b --gpu h900"), "unknown GPU 'h900'");
+    expect_usage(cli("frobnicate"), "unknown command 'frobnicate'");
+    expect_usage(cli("kv --config /nonexistent/config.json"), "/nonexistent/config.json: cannot be opened");
+}
+
+TEST(Cli, MalformedConfigNamesLineAndColumn) {
+    const auto path = std::filesystem::temp_directory_path() / ("kvscope-cli-bad-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(path) << "{\n  \"num_hidden_layers\": 32,\n  \"hidden_size\": 4096\n  \"n_head\": 32\n}";
+    const CliRun r = cli("kv --config " + path.string());
+    std::filesystem::remove(path);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find(path.string() + ":4:3: expected ',' or '}'"), std::string::npos) << r.err;
+}
+
+TEST(Cli, HelpForEveryCommand) {
+    for (const char* c : {"models", "gpus", "kv", "compare", "sweep", "fit"}) {
+        const CliRun r = cli(std::string(c) + " --help");
+        EXPECT_EQ(r.status, 0) << c;
+        EXPECT_NE(r.out.find(std::string("usage: kvscope-cli ") + c), std::string::npos) << c;
+    }
+}
+
+}  // namespace
