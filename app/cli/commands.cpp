@@ -291,7 +291,7 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
         {"KV needed", format_bytes(f->kv_bytes_per_gpu, u) + " per GPU"},
         {"verdict", f->fits ? "FITS with " + format_signed_bytes(f->headroom_bytes_per_gpu, u) + " to spare per GPU"
                             : "DOES NOT FIT: short by " + format_signed_bytes(-f->headroom_bytes_per_gpu, u) + " per GPU"},
-        {"max batch", std::to_string(f->max_batch) + " sequences at " + format_tokens(s.workload.context_tokens) + " tokens"},
+        {"max batch", std::to_string(f->max_batch) + (f->max_batch == 1 ? " sequence at " : " sequences at ") + format_tokens(s.workload.context_tokens) + " tokens"},
         {"max context", format_count(f->max_context) + " tokens at batch " + std::to_string(s.workload.batch) +
                             (f->max_context_limited_by_model ? " (the model's limit; memory allows more)" : "")},
         {"cache holds", format_count(f->tokens_capacity) + " tokens in all"},
