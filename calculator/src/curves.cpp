@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/units.h"
 
 namespace kvscope {
 
@@ -43,6 +44,9 @@ Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload
         Curve curve;
         curve.name = v.name;
         curve.is_model = v.is_model;
+        // The curve rises with tokens: if its end fits in 64 bits, every point does.
+        if ((layout->all_gpu_bytes_per_sequence(c.tokens.back()) * workload.batch).overflow())
+            return overflow_error("max_tokens", "the curve's end at " + format_count(c.tokens.back()) + " tokens");
         curve.bytes.reserve(c.tokens.size());
         for (const auto t : c.tokens) {
             const Checked b = layout->all_gpu_bytes_per_sequence(t) * workload.batch;

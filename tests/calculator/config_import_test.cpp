@@ -1,5 +1,7 @@
 #include "kvscope/calculator/config_import.h"
 
+#include "kvscope/resources/embedded.h"
+
 #include "testing.h"
 
 namespace kvscope {
@@ -174,6 +176,29 @@ TEST(ConfigImport, QuantizationConfigSetsTheWeightFormat) {
 TEST(ConfigImport, MissingFileNamesThePath) {
     auto m = import_config_file("/nonexistent/config.json");
     EXPECT_FIELD_ERROR(m, "file", "/nonexistent/config.json: cannot be opened");
+}
+
+}  // namespace
+}  // namespace kvscope
+
+namespace kvscope {
+namespace {
+
+// Every truncation of every published config is a clear error, never a crash or a model.
+TEST(ConfigImport, EveryTruncatedCatalogConfigIsAnErrorWithAPosition) {
+    std::size_t tried = 0;
+    for (const auto& f : resources::files()) {
+        if (!f.path.starts_with("models/") || f.path == "models/catalog.json") continue;
+        const std::string text(f.content);
+        const auto end = text.find_last_of('}');
+        for (std::size_t n = 0; n < end; n += 7) {
+            auto m = import_config(text.substr(0, n), std::string(f.path));
+            ASSERT_FALSE(m.ok()) << f.path << " cut at " << n;
+            EXPECT_NE(m.error_text().find(std::string(f.path) + ":"), std::string::npos) << m.error_text();
+            ++tried;
+        }
+    }
+    EXPECT_GT(tried, 1000u);
 }
 
 }  // namespace

@@ -145,6 +145,9 @@ TEST(Curves, LogSpacedSeriesForEveryVariantUpToMaxPositions) {
     EXPECT_EQ(c->series[0].bytes.back(), 4 * c->series[1].bytes.back());
     for (std::size_t i = 1; i < c->tokens.size(); ++i) EXPECT_LT(c->tokens[i - 1], c->tokens[i]);
 
+    auto huge = kv_curves(a, KvDtype::bf16, {}, {}, {.max_tokens = 100'000'000'000'000'000ull});
+    EXPECT_FIELD_ERROR(huge, "max_tokens", "the curve's end at 100,000,000,000,000,000 tokens");
+
     auto lin = spaced_tokens({.points = 5, .min_tokens = 0, .max_tokens = 1000, .spacing = Spacing::linear});
     EXPECT_EQ(lin, (std::vector<std::uint64_t>{1, 251, 501, 750, 1000}));
 }
