@@ -21,7 +21,7 @@ std::string both_units(std::uint64_t bytes, UnitSystem primary) {
 
 std::string percent(double p) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, p >= 9.995 ? "%.1f%%" : "%.1f%%", p);
+    std::snprintf(buf, sizeof buf, "%.1f%%", p);
     return buf;
 }
 

@@ -189,7 +189,7 @@ std::optional<KvDtype> dtype_from_torch(const std::string& name) {
     return std::nullopt;
 }
 
-void read_dtypes(Reader& r, const Value& root, const Value& cfg, ImportedModel& out) {
+void read_dtypes(const Value& root, const Value& cfg, ImportedModel& out) {
     const Value* dtype = nullptr;
     std::string key;
     for (const Value* obj : {&cfg, &root})
@@ -220,7 +220,6 @@ void read_dtypes(Reader& r, const Value& root, const Value& cfg, ImportedModel& 
             out.notes.push_back("quantization_config '" + m + "' is not modelled; weights taken as " +
                                 std::string(to_string(out.weight_dtype)));
     }
-    (void)r;
 }
 
 void read_windows(Reader& r, const Value& cfg, ImportedModel& out) {
@@ -439,7 +438,7 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
     else a.attention_bias = out.model_type == "qwen2" || out.model_type == "gpt2" || r.flag("bias").value_or(false);
     read_moe(r, out);
     if (r.errors.empty()) read_windows(r, cfg, out);
-    read_dtypes(r, root, cfg, out);
+    read_dtypes(root, cfg, out);
     if (!r.errors.empty()) return r.errors;
 
     // Structural checks (kv heads dividing the query heads, …) carry the file's name too.
