@@ -39,7 +39,7 @@ void BM_FullScenarioRecompute(benchmark::State& state, const char* model_id) {
         auto variants = compare_variants(arch, KvDtype::fp8_e4m3, w, p);
         auto curves = kv_curves(arch, KvDtype::fp8_e4m3, w, p, {.points = 512, .min_tokens = 128});
         auto fit_report = fit(arch, KvDtype::fp8_e4m3, w, p, d);
-        auto decode = decode_estimate(arch, KvDtype::fp8_e4m3, w, p, d);
+        auto decode = decode_estimate(arch, KvDtype::fp8_e4m3, w, p, d, *fit_report);
         sink += kv->total_bytes + variants->size() + curves->series.size() * curves->tokens.size() +
                 fit_report->max_batch + decode->kv_bytes_read_per_gpu;
         benchmark::DoNotOptimize(sink);
@@ -54,18 +54,31 @@ BENCHMARK_CAPTURE(BM_FullScenarioRecompute, llama_3_70b, "llama-3-70b")->Unit(be
 BENCHMARK_CAPTURE(BM_FullScenarioRecompute, gemma_3_27b_windows, "gemma-3-27b")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_FullScenarioRecompute, llama_3_1_405b_126_layers, "llama-3.1-405b")->Unit(benchmark::kMicrosecond);
 
+// Starts `argv` (stdout to /dev/null), waits for it, and returns the wall time in ms; negative
+// when it cannot be started.
+double spawn_and_wait_ms(const char* const argv[]) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    const auto start = std::chrono::steady_clock::now();
+    pid_t pid = 0;
+    const bool started = posix_spawn(&pid, argv[0], &actions, nullptr, const_cast<char**>(argv), environ) == 0;
+    if (started) {
+        int status = 0;
+        waitpid(pid, &status, 0);
+    }
+    posix_spawn_file_actions_destroy(&actions);
+    return started ? std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() : -1.0;
+}
+
+// Ceiling measured in the same run: starting /bin/true, the least any process start costs.
 double process_start_ms() {
     static const double ms = [] {
         const char* argv[] = {"/bin/true", nullptr};
-        const auto start = std::chrono::steady_clock::now();
         constexpr int kRuns = 50;
-        for (int i = 0; i < kRuns; ++i) {
-            pid_t pid = 0;
-            if (posix_spawn(&pid, argv[0], nullptr, nullptr, const_cast<char**>(argv), environ) != 0) return 1.0;
-            int status = 0;
-            waitpid(pid, &status, 0);
-        }
-        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / kRuns;
+        double total = 0;
+        for (int i = 0; i < kRuns; ++i) total += spawn_and_wait_ms(argv);
+        return total / kRuns;
     }();
     return ms;
 }
@@ -73,25 +86,17 @@ double process_start_ms() {
 void BM_CliStartToAnswer(benchmark::State& state) {
     const char* argv[] = {KVSCOPE_CLI_PATH, "fit", "--model", "llama-3-70b", "--context", "32k",
                           "--gpu", "h100-sxm", "--gpus", "2", "--json", nullptr};
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    double seconds = 0;
+    double total_ms = 0;
     for (auto _ : state) {
-        const auto start = std::chrono::steady_clock::now();
-        pid_t pid = 0;
-        if (posix_spawn(&pid, argv[0], &actions, nullptr, const_cast<char**>(argv), environ) != 0) {
+        const double ms = spawn_and_wait_ms(argv);
+        if (ms < 0) {
             state.SkipWithError("cannot start kvscope-cli");
             break;
         }
-        int status = 0;
-        waitpid(pid, &status, 0);
-        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        total_ms += ms;
     }
-    posix_spawn_file_actions_destroy(&actions);
-    const double ms = seconds * 1e3 / static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
+    const double ms = total_ms / static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
     state.counters["ms_start_to_answer"] = ms;
-    // Ceiling measured in the same run: starting /bin/true, the least any process start costs.
     state.counters["ratio_to_process_start"] = ms / process_start_ms();
 }
 BENCHMARK(BM_CliStartToAnswer)->Unit(benchmark::kMillisecond)->MinTime(0.5)->UseRealTime();

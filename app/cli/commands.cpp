@@ -90,6 +90,12 @@ std::string warnings_text(const std::vector<std::string>& warnings) {
     return out;
 }
 
+// One more token of one sequence in the model's own KV format; none when its shape is invalid.
+std::optional<std::uint64_t> bytes_per_token(const CatalogModel& m) {
+    const auto kv = kv_cache_report(m.model.arch, m.model.kv_dtype, Workload{.context_tokens = 1});
+    return kv ? std::optional<std::uint64_t>(kv->bytes_per_token) : std::nullopt;
+}
+
 Output cmd_models(const Options& o, const Catalog& catalog) {
     Output r;
     if (o.format == Format::json) {
@@ -99,8 +105,7 @@ Output cmd_models(const Options& o, const Catalog& catalog) {
             x.set("id", Value::string(m.id));
             x.set("hf_repo", Value::string(m.hf_repo));
             x.set("kv_dtype", Value::string(std::string(to_string(m.model.kv_dtype))));
-            const auto kv = kv_cache_report(m.model.arch, m.model.kv_dtype, Workload{.context_tokens = 1});
-            x.set("bytes_per_token", Value::number(kv ? kv->bytes_per_token : 0));
+            x.set("bytes_per_token", Value::number(bytes_per_token(m).value_or(0)));
             x.set("source", Value::string(m.source));
             x.set("origin", Value::string(m.origin));
             list.push(std::move(x));
@@ -113,13 +118,13 @@ Output cmd_models(const Options& o, const Catalog& catalog) {
     Table t({"id", "name", "layers", "heads q/kv", "head dim", "attention", "max ctx", "params", "KV dtype", "KV/token"});
     for (const auto& m : catalog.models()) {
         const auto& a = m.model.arch;
-        const auto kv = kv_cache_report(a, m.model.kv_dtype, Workload{.context_tokens = 1});
+        const auto per_token = bytes_per_token(m);
         const auto p = parameters(a);
         t.add({m.id, m.name, std::to_string(a.layers),
                std::to_string(a.query_heads) + "/" + (a.mla ? std::string("latent") : std::to_string(a.kv_heads)),
                std::to_string(a.head_dim_k), attention_label(a) + (a.has_sliding_layers() ? "+SWA" : ""),
                format_tokens(a.max_positions), format_si(static_cast<double>(p.total)) + (p.estimated ? "~" : ""),
-               std::string(to_string(m.model.kv_dtype)), kv ? format_bytes(kv->bytes_per_token, o.units) : "?"});
+               std::string(to_string(m.model.kv_dtype)), per_token ? format_bytes(*per_token, o.units) : "?"});
     }
     r.out = o.format == Format::csv ? t.csv() : t.text() + "(params ending in ~ are estimated from the architecture)\n";
     return r;
@@ -257,7 +262,7 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
 Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
     auto f = fit(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment);
     if (!f) return {"", usage_error(f.errors(), o.command), kExitUsage};
-    auto d = decode_estimate(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment);
+    auto d = decode_estimate(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment, *f);
     if (!d) return {"", usage_error(d.errors(), o.command), kExitUsage};
     Output r;
     if (o.format == Format::json) {

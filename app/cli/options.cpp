@@ -16,24 +16,25 @@ Result<double> parse_fraction(const std::string& text, const std::string& field)
     return v;
 }
 
+// "; did you mean a, b?" or nothing.
+std::string did_you_mean(const std::vector<std::string>& names) {
+    std::string list;
+    for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
+    return list.empty() ? "" : "; did you mean " + list + "?";
+}
+
 }  // namespace
 
 Result<Options> parse_options(const std::vector<std::string>& args) {
     Options o;
     Errors errors;
     using Setter = std::function<void(const std::string&, const std::string&)>;
-    auto count = [&](std::optional<std::uint64_t>& slot) -> Setter {
-        return [&slot, &errors](const std::string& name, const std::string& v) {
-            auto n = parse_count(v, name);
-            if (!n) errors.push_back(n.errors().front());
-            else slot = *n;
-        };
-    };
-    auto bytes = [&](std::optional<std::uint64_t>& slot) -> Setter {
-        return [&slot, &errors](const std::string& name, const std::string& v) {
-            auto n = parse_bytes(v, name);
-            if (!n) errors.push_back(n.errors().front());
-            else slot = *n;
+    // Parses a value with `parse` into `slot`, or records the problem under the option's name.
+    auto parsed = [&errors](auto& slot, auto parse) -> Setter {
+        return [&slot, &errors, parse](const std::string& name, const std::string& v) {
+            auto r = parse(v, name);
+            if (!r) errors.push_back(r.errors().front());
+            else slot = *r;
         };
     };
     auto text = [](std::optional<std::string>& slot) -> Setter {
@@ -43,40 +44,24 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
         {"--model", text(o.model)},
         {"--config", text(o.config)},
         {"--data-dir", text(o.data_dir)},
-        {"--context", [&](const std::string& name, const std::string& v) {
-             auto n = parse_token_count(v, name);
-             if (!n) errors.push_back(n.errors().front());
-             else o.context = *n;
-         }},
-        {"--batch", count(o.batch)},
-        {"--block-size", count(o.block_size)},
-        {"--tp", count(o.tp)},
-        {"--pp", count(o.pp)},
+        {"--context", parsed(o.context, parse_token_count)},
+        {"--batch", parsed(o.batch, parse_count)},
+        {"--block-size", parsed(o.block_size, parse_count)},
+        {"--tp", parsed(o.tp, parse_count)},
+        {"--pp", parsed(o.pp, parse_count)},
         {"--kv-dtype", text(o.kv_dtype)},
         {"--gpu", text(o.gpu)},
-        {"--gpus", count(o.gpus)},
+        {"--gpus", parsed(o.gpus, parse_count)},
         {"--engine", text(o.engine)},
         {"--weight-dtype", text(o.weight_dtype)},
-        {"--gpu-memory", bytes(o.gpu_memory)},
-        {"--gpu-bandwidth", bytes(o.gpu_bandwidth)},
-        {"--reserve", bytes(o.reserve)},
-        {"--overhead", bytes(o.overhead)},
-        {"--utilization", [&](const std::string& name, const std::string& v) {
-             auto f = parse_fraction(v, name);
-             if (!f) errors.push_back(f.errors().front());
-             else o.utilization = *f;
-         }},
-        {"--points", count(o.points)},
-        {"--from", [&](const std::string& name, const std::string& v) {
-             auto n = parse_token_count(v, name);
-             if (!n) errors.push_back(n.errors().front());
-             else o.from = *n;
-         }},
-        {"--to", [&](const std::string& name, const std::string& v) {
-             auto n = parse_token_count(v, name);
-             if (!n) errors.push_back(n.errors().front());
-             else o.to = *n;
-         }},
+        {"--gpu-memory", parsed(o.gpu_memory, parse_bytes)},
+        {"--gpu-bandwidth", parsed(o.gpu_bandwidth, parse_bytes)},
+        {"--reserve", parsed(o.reserve, parse_bytes)},
+        {"--overhead", parsed(o.overhead, parse_bytes)},
+        {"--utilization", parsed(o.utilization, parse_fraction)},
+        {"--points", parsed(o.points, parse_count)},
+        {"--from", parsed(o.from, parse_token_count)},
+        {"--to", parsed(o.to, parse_token_count)},
         {"--units", [&](const std::string& name, const std::string& v) {
              if (v == "gib" || v == "binary" || v == "GiB") o.units = UnitSystem::binary;
              else if (v == "gb" || v == "decimal" || v == "GB") o.units = UnitSystem::decimal;
@@ -150,10 +135,7 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
         const std::string key = o.model.value_or("kvscope-teaching-32l");
         const CatalogModel* m = catalog.find_model(key);
         if (!m) {
-            std::string hint;
-            for (const auto& name : catalog.suggest_models(key)) hint += (hint.empty() ? "" : ", ") + name;
-            return FieldError{"--model", "unknown model '" + key + "'" +
-                                             (hint.empty() ? "" : "; did you mean " + hint + "?") +
+            return FieldError{"--model", "unknown model '" + key + "'" + did_you_mean(catalog.suggest_models(key)) +
                                              " (kvscope-cli models lists them; --config FILE reads a config.json)"};
         }
         s.arch = m->model.arch;
@@ -192,9 +174,7 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
             if (const GpuSpec* g = catalog.find_gpu(*o.gpu)) {
                 d.gpu = *g;
             } else {
-                std::string hint;
-                for (const auto& name : catalog.suggest_gpus(*o.gpu)) hint += (hint.empty() ? "" : ", ") + name;
-                errors.push_back({"--gpu", "unknown GPU '" + *o.gpu + "'" + (hint.empty() ? "" : "; did you mean " + hint + "?") +
+                errors.push_back({"--gpu", "unknown GPU '" + *o.gpu + "'" + did_you_mean(catalog.suggest_gpus(*o.gpu)) +
                                                " (kvscope-cli gpus lists them; --gpu-memory and --gpu-bandwidth describe your own)"});
             }
         } else if (!o.gpu_memory) {

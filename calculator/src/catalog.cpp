@@ -68,6 +68,34 @@ std::vector<std::string> suggest(std::string_view key, const std::vector<std::ve
     return out;
 }
 
+// Every name an entry answers to, its id first.
+std::vector<std::string> names_of(const CatalogModel& m) {
+    std::vector<std::string> n{m.id, m.hf_repo};
+    n.insert(n.end(), m.aliases.begin(), m.aliases.end());
+    return n;
+}
+std::vector<std::string> names_of(const GpuSpec& g) {
+    std::vector<std::string> n{g.id, g.name};
+    n.insert(n.end(), g.aliases.begin(), g.aliases.end());
+    return n;
+}
+
+template <class Entry>
+const Entry* find_by_name(const std::vector<Entry>& entries, std::string_view key) {
+    const std::string k = lower(key);
+    for (const auto& e : entries)
+        for (const auto& n : names_of(e))
+            if (lower(n) == k) return &e;
+    return nullptr;
+}
+
+template <class Entry>
+std::vector<std::string> suggest_by_name(const std::vector<Entry>& entries, std::string_view key) {
+    std::vector<std::vector<std::string>> names;
+    for (const auto& e : entries) names.push_back(names_of(e));
+    return suggest(key, names);
+}
+
 // Reads a catalog index (models/catalog.json) whose files come from `read`.
 void load_models(const std::string& index_text, const std::string& index_source,
                  const std::function<Result<std::string>(const std::string&)>& read, const std::string& origin,
@@ -251,45 +279,10 @@ void Catalog::upsert(GpuSpec g) {
     else gpus_.push_back(std::move(g));
 }
 
-const CatalogModel* Catalog::find_model(std::string_view key) const {
-    const std::string k = lower(key);
-    for (const auto& m : models_) {
-        if (m.id == k || lower(m.hf_repo) == k) return &m;
-        for (const auto& a : m.aliases)
-            if (lower(a) == k) return &m;
-    }
-    return nullptr;
-}
-
-const GpuSpec* Catalog::find_gpu(std::string_view key) const {
-    const std::string k = lower(key);
-    for (const auto& g : gpus_) {
-        if (g.id == k || lower(g.name) == k) return &g;
-        for (const auto& a : g.aliases)
-            if (lower(a) == k) return &g;
-    }
-    return nullptr;
-}
-
-std::vector<std::string> Catalog::suggest_models(std::string_view key) const {
-    std::vector<std::vector<std::string>> names;
-    for (const auto& m : models_) {
-        std::vector<std::string> n{m.id, m.hf_repo};
-        n.insert(n.end(), m.aliases.begin(), m.aliases.end());
-        names.push_back(std::move(n));
-    }
-    return suggest(key, names);
-}
-
-std::vector<std::string> Catalog::suggest_gpus(std::string_view key) const {
-    std::vector<std::vector<std::string>> names;
-    for (const auto& g : gpus_) {
-        std::vector<std::string> n{g.id, g.name};
-        n.insert(n.end(), g.aliases.begin(), g.aliases.end());
-        names.push_back(std::move(n));
-    }
-    return suggest(key, names);
-}
+const CatalogModel* Catalog::find_model(std::string_view key) const { return find_by_name(models_, key); }
+const GpuSpec* Catalog::find_gpu(std::string_view key) const { return find_by_name(gpus_, key); }
+std::vector<std::string> Catalog::suggest_models(std::string_view key) const { return suggest_by_name(models_, key); }
+std::vector<std::string> Catalog::suggest_gpus(std::string_view key) const { return suggest_by_name(gpus_, key); }
 
 std::string default_user_folder() {
     if (const char* d = std::getenv("KVSCOPE_DATA_DIR"); d && *d) return d;

@@ -33,27 +33,22 @@ Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload
                          const Parallelism& parallel, CurveOptions options) {
     if (options.max_tokens == 0)
         options.max_tokens = arch.max_positions > 0 ? arch.max_positions : workload.context_tokens;
-    auto variants = compare_variants(arch, dtype, workload, parallel);
-    if (!variants) return variants.errors();
+    // The same rule as the comparison: the model's own cache must work at the workload's context.
+    if (auto own = kv_cache_report(arch, dtype, workload, parallel); !own) return own.errors();
 
     Curves c;
     c.tokens = spaced_tokens(options);
-    for (const auto& v : *variants) {
-        auto layout = KvLayout::make(v.arch, dtype, workload, parallel);
-        if (!layout) return layout.errors();
-        Curve curve;
-        curve.name = v.name;
-        curve.is_model = v.is_model;
+    for (const auto& shape : variant_shapes(arch)) {
+        auto layout = KvLayout::make(shape.arch, dtype, workload, parallel);
+        if (!layout) continue;  // as in compare_variants: a layout tensor parallelism cannot express
         // The curve rises with tokens: if its end fits in 64 bits, every point does.
         if ((layout->all_gpu_bytes_per_sequence(c.tokens.back()) * workload.batch).overflow())
             return overflow_error("max_tokens", "the curve's end at " + format_count(c.tokens.back()) + " tokens");
+        Curve curve;
+        curve.name = shape.name;
+        curve.is_model = shape.is_model;
         curve.bytes.reserve(c.tokens.size());
-        for (const auto t : c.tokens) {
-            const Checked b = layout->all_gpu_bytes_per_sequence(t) * workload.batch;
-            if (b.overflow())
-                return overflow_error("max_tokens", "the curve's end of " + std::to_string(t) + " tokens");
-            curve.bytes.push_back(b.value());
-        }
+        for (const auto t : c.tokens) curve.bytes.push_back((layout->all_gpu_bytes_per_sequence(t) * workload.batch).value());
         c.series.push_back(std::move(curve));
     }
     return c;

@@ -13,7 +13,7 @@ using ld = long double;
 std::map<std::uint64_t, std::uint64_t> window_groups(const Architecture& arch, const Workload& workload) {
     std::map<std::uint64_t, std::uint64_t> groups;
     for (std::uint64_t l = 0; l < arch.layers; ++l)
-        ++groups[workload.full_window ? 0 : arch.window_of(l)];
+        ++groups[honoured_window(arch, workload, l)];
     return groups;
 }
 
@@ -51,9 +51,14 @@ double attention_flops(const Architecture& arch, const Workload& workload, std::
 
 Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtype, const Workload& workload,
                                        const Parallelism& parallel, const Deployment& deployment) {
-    auto fit_or = fit(arch, kv_dtype, workload, parallel, deployment);
-    if (!fit_or) return fit_or.errors();
-    const FitReport& f = *fit_or;
+    auto f = fit(arch, kv_dtype, workload, parallel, deployment);
+    if (!f) return f.errors();
+    return decode_estimate(arch, kv_dtype, workload, parallel, deployment, *f);
+}
+
+Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtype, const Workload& workload,
+                                       const Parallelism& parallel, const Deployment& deployment,
+                                       const FitReport& f) {
     const ParameterCount params = parameters(arch);
     // The input embedding is a lookup (one row per token); everything else active is read.
     const std::uint64_t embedding_read = arch.tied_embeddings ? 0 : params.embedding;

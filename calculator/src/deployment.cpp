@@ -96,13 +96,13 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
         workload.block_size = 1;
         r.notes.push_back("llama.cpp keeps one contiguous cache: the block size is taken as 1");
     }
-    auto kv = kv_cache_report(arch, kv_dtype, workload, parallel);
     Errors errors = validate(d, parallel);
+    auto layout_or = KvLayout::make(arch, kv_dtype, workload, parallel);
+    auto kv = layout_or ? kv_cache_report(*layout_or, arch, workload, parallel)
+                        : Result<KvCacheReport>(layout_or.errors());
     if (!kv)
         for (const auto& e : kv.errors()) errors.push_back(e);
     if (!errors.empty()) return errors;
-    auto layout_or = KvLayout::make(arch, kv_dtype, workload, parallel);
-    if (!layout_or) return layout_or.errors();
     const KvLayout& layout = *layout_or;
 
     const ParameterCount params = parameters(arch);
@@ -123,6 +123,8 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
     i128 budget = 0, reserve = 0, unused = 0;
     switch (d.engine) {
         case Engine::vllm:
+        case Engine::llama_cpp:
+        case Engine::plain:
             budget = scale(mem, d.fraction) - w - act - overhead;
             reserve = act + overhead;
             unused = mem - scale(mem, d.fraction);
@@ -138,12 +140,6 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
             unused = free_after_load > 0 ? free_after_load - budget : 0;
             break;
         }
-        case Engine::llama_cpp:
-        case Engine::plain:
-            budget = scale(mem, d.fraction) - w - act - overhead;
-            reserve = act + overhead;
-            unused = mem - scale(mem, d.fraction);
-            break;
     }
     r.reserve_bytes_per_gpu = static_cast<std::uint64_t>(reserve);
     r.free_bytes_per_gpu = static_cast<std::uint64_t>(std::max<i128>(0, unused));

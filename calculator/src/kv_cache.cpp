@@ -10,6 +10,10 @@ FieldError overflow_error(const std::string& field, const std::string& what) {
     return {field, what + " needs more than 2^64 bytes (16 EiB); no machine holds that — reduce it"};
 }
 
+std::uint64_t honoured_window(const Architecture& arch, const Workload& workload, std::uint64_t layer) {
+    return workload.full_window ? 0 : arch.window_of(layer);
+}
+
 Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const Workload& workload,
                                 const Parallelism& parallel) {
     Errors errors = validate(arch);
@@ -39,8 +43,8 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
     if (row.overflow()) return overflow_error("head_dim", "a KV row of these dimensions");
     k.row_bytes_ = row.value();
 
-    k.layer_windows_.assign(arch.layers, 0);
-    if (!workload.full_window && !arch.layer_windows.empty()) k.layer_windows_ = arch.layer_windows;
+    k.layer_windows_.resize(arch.layers);
+    for (std::uint64_t l = 0; l < arch.layers; ++l) k.layer_windows_[l] = honoured_window(arch, workload, l);
 
     // Contiguous pipeline stages; the first (layers % pp) stages take one layer more.
     const std::uint64_t base = arch.layers / parallel.pp, extra = arch.layers % parallel.pp;
@@ -105,9 +109,13 @@ Checked KvLayout::bytes_per_token_per_gpu() const {
 
 Result<KvCacheReport> kv_cache_report(const Architecture& arch, KvDtype dtype,
                                       const Workload& workload, const Parallelism& parallel) {
-    auto layout_or = KvLayout::make(arch, dtype, workload, parallel);
-    if (!layout_or) return layout_or.errors();
-    const KvLayout& layout = *layout_or;
+    auto layout = KvLayout::make(arch, dtype, workload, parallel);
+    if (!layout) return layout.errors();
+    return kv_cache_report(*layout, arch, workload, parallel);
+}
+
+Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture& arch,
+                                      const Workload& workload, const Parallelism& parallel) {
     const std::uint64_t T = workload.context_tokens;
 
     const Checked per_sequence = layout.all_gpu_bytes_per_sequence(T);
@@ -131,9 +139,8 @@ Result<KvCacheReport> kv_cache_report(const Architecture& arch, KvDtype dtype,
     r.replication = layout.replication();
     r.gpus = parallel.gpus();
     r.layers.reserve(arch.layers);
-    const bool honour_windows = !workload.full_window;
     for (std::uint64_t l = 0; l < arch.layers; ++l) {
-        const std::uint64_t w = honour_windows ? arch.window_of(l) : 0;
+        const std::uint64_t w = layout.window(l);
         const std::uint64_t stored = layout.stored_tokens(w, T);
         // Each factor is bounded by the checked total above, so these products fit.
         r.layers.push_back({l, w, stored, stored * layout.row_bytes_per_gpu() * workload.batch * parallel.tp});

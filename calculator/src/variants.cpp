@@ -1,6 +1,7 @@
 #include "kvscope/calculator/variants.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "kvscope/calculator/kv_cache.h"
 
@@ -25,36 +26,41 @@ std::uint64_t comparison_gqa_heads(const Architecture& arch) {
     return 0;
 }
 
+std::vector<VariantShape> variant_shapes(const Architecture& arch) {
+    std::vector<VariantShape> shapes;
+    auto add = [&](std::string name, AttentionKind kind, Architecture a) {
+        const bool own = a == arch;
+        shapes.push_back({std::move(name), kind, std::move(a), own});
+    };
+    add("MHA", AttentionKind::MHA, with_kv_heads(arch, arch.query_heads));
+    if (const auto g = comparison_gqa_heads(arch); g > 0)
+        add("GQA-" + std::to_string(g), AttentionKind::GQA, with_kv_heads(arch, g));
+    if (arch.query_heads > 1) add("MQA", AttentionKind::MQA, with_kv_heads(arch, 1));
+    if (arch.mla) add("MLA", AttentionKind::MLA, arch);
+    return shapes;
+}
+
 Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype dtype,
                                               const Workload& workload, const Parallelism& parallel) {
-    struct Candidate {
-        std::string name;
-        AttentionKind kind;
-        Architecture arch;
-    };
-    std::vector<Candidate> candidates;
-    candidates.push_back({"MHA", AttentionKind::MHA, with_kv_heads(arch, arch.query_heads)});
-    if (const auto g = comparison_gqa_heads(arch); g > 0)
-        candidates.push_back({"GQA-" + std::to_string(g), AttentionKind::GQA, with_kv_heads(arch, g)});
-    if (arch.query_heads > 1)
-        candidates.push_back({"MQA", AttentionKind::MQA, with_kv_heads(arch, 1)});
-    if (arch.mla) candidates.push_back({"MLA", AttentionKind::MLA, arch});
-
     // The model's own layout must work; a variant the parallel layout cannot
     // express (tensor parallel against its head count) is left out.
-    if (auto own = kv_cache_report(arch, dtype, workload, parallel); !own) return own.errors();
+    const auto own = kv_cache_report(arch, dtype, workload, parallel);
+    if (!own) return own.errors();
     std::vector<Variant> out;
-    for (auto& c : candidates) {
-        auto report = kv_cache_report(c.arch, dtype, workload, parallel);
-        if (!report) continue;
+    for (auto& shape : variant_shapes(arch)) {
+        std::optional<Result<KvCacheReport>> other;
+        if (!shape.is_model) {
+            other = kv_cache_report(shape.arch, dtype, workload, parallel);
+            if (!*other) continue;
+        }
+        const KvCacheReport& report = shape.is_model ? *own : other->value();
         Variant v;
-        v.name = c.name;
-        v.kind = c.kind;
-        v.kv_heads = c.kind == AttentionKind::MLA ? 1 : c.arch.kv_heads;
-        v.kv_cache_bytes = report->total_bytes;
-        v.bytes_per_token = report->bytes_per_token;
-        v.is_model = c.kind == AttentionKind::MLA ? true : (!arch.mla && c.arch.kv_heads == arch.kv_heads);
-        v.arch = std::move(c.arch);
+        v.name = std::move(shape.name);
+        v.kind = shape.kind;
+        v.kv_heads = shape.kind == AttentionKind::MLA ? 1 : shape.arch.kv_heads;
+        v.kv_cache_bytes = report.total_bytes;
+        v.bytes_per_token = report.bytes_per_token;
+        v.is_model = shape.is_model;
         out.push_back(std::move(v));
     }
     const auto mha = std::find_if(out.begin(), out.end(), [](const Variant& v) { return v.kind == AttentionKind::MHA; });

@@ -33,5 +33,9 @@ double attention_flops(const Architecture& arch, const Workload& workload, std::
 Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtype,
                                        const Workload& workload, const Parallelism& parallel,
                                        const Deployment& deployment);
+// The same from a fit already computed for these inputs, so callers that show both work it out once.
+Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtype,
+                                       const Workload& workload, const Parallelism& parallel,
+                                       const Deployment& deployment, const FitReport& fit);
 
 }  // namespace kvscope

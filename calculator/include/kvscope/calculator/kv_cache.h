@@ -21,6 +21,10 @@
 
 namespace kvscope {
 
+// The window the engine honours on `layer`: the layer's own, or 0 (the full context)
+// when the layer has none or the engine keeps the full context on sliding layers.
+std::uint64_t honoured_window(const Architecture& arch, const Workload& workload, std::uint64_t layer);
+
 // The cache's shape with the formula's constant factors folded, so that the bytes
 // at any context are a handful of multiplications (curves evaluate it thousands of times).
 class KvLayout {
@@ -40,6 +44,8 @@ public:
     // Tokens actually stored for layer window `window` at context `tokens`.
     [[nodiscard]] std::uint64_t stored_tokens(std::uint64_t window, std::uint64_t tokens) const;
 
+    // The honoured window of `layer` (0 = full context).
+    [[nodiscard]] std::uint64_t window(std::uint64_t layer) const { return layer_windows_.at(layer); }
     [[nodiscard]] std::uint64_t row_bytes_per_gpu() const { return row_bytes_; }
     [[nodiscard]] std::uint64_t kv_heads_per_gpu() const { return kv_heads_per_gpu_; }
     [[nodiscard]] std::uint64_t replication() const { return replication_; }
@@ -84,6 +90,9 @@ struct KvCacheReport {
 
 Result<KvCacheReport> kv_cache_report(const Architecture& arch, KvDtype dtype,
                                       const Workload& workload, const Parallelism& parallel = {});
+// The same report from a layout already made of these inputs (callers that also need the layout).
+Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture& arch,
+                                      const Workload& workload, const Parallelism& parallel);
 
 // The overflow message for `tokens`, naming the input responsible.
 FieldError overflow_error(const std::string& field, const std::string& what);

@@ -20,7 +20,6 @@ struct Variant {
     std::uint64_t bytes_per_token = 0;
     double percent_of_mha = 0;
     bool is_model = false;     // the model's own layout
-    Architecture arch;         // the variant's architecture (for curves)
 };
 
 // The architecture with `kv_heads` KV heads (MLA removed; MHA head dims taken from MLA's).
@@ -30,7 +29,18 @@ Architecture with_kv_heads(const Architecture& arch, std::uint64_t kv_heads);
 // divides the query heads, else the largest divisor below 8; 0 when none exists.
 std::uint64_t comparison_gqa_heads(const Architecture& arch);
 
-// MHA, GQA (see above), MQA, then MLA where the model has it; duplicates removed.
+// A head layout to compare: its name, kind and the architecture that has it.
+struct VariantShape {
+    std::string name;
+    AttentionKind kind = AttentionKind::MHA;
+    Architecture arch;
+    bool is_model = false;  // the model's own layout (arch equals the model's)
+};
+
+// MHA, GQA (see above), MQA, then MLA where the model has it.
+std::vector<VariantShape> variant_shapes(const Architecture& arch);
+
+// Each shape's cache for this workload; shapes the parallel layout cannot express are left out.
 Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype dtype,
                                               const Workload& workload, const Parallelism& parallel = {});
 
