@@ -93,10 +93,11 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
     d.cumulative_flops_uncached = static_cast<double>(two_n * n * (n + 1) / 2 + attn_cumulative);
 
     // Smallest context where the cache on a GPU outweighs that GPU's share of the weights.
-    auto layout = KvLayout::make(arch, kv_dtype, workload, parallel);
+    const Workload stored = engine_workload(workload, deployment.engine);  // as the fit stored it
+    auto layout = KvLayout::make(arch, kv_dtype, stored, parallel);
     if (!layout) return layout.errors();
     auto exceeds = [&](std::uint64_t t) {
-        const Checked kv = layout->gpu_bytes_per_sequence(t) * workload.batch;
+        const Checked kv = layout->gpu_bytes_per_sequence(t) * stored.batch;
         return kv.overflow() || kv.value() > f.weights_bytes_per_gpu;
     };
     constexpr std::uint64_t kSearchLimit = 1ull << 48;

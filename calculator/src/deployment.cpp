@@ -88,14 +88,18 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
     return e;
 }
 
+Workload engine_workload(const Workload& workload, Engine engine) {
+    Workload w = workload;
+    if (engine == Engine::llama_cpp) w.block_size = 1;
+    return w;
+}
+
 Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload& workload_in,
                       const Parallelism& parallel, const Deployment& d) {
-    Workload workload = workload_in;
+    const Workload workload = engine_workload(workload_in, d.engine);
     FitReport r;
-    if (d.engine == Engine::llama_cpp && workload.block_size != 1) {
-        workload.block_size = 1;
+    if (workload.block_size != workload_in.block_size)
         r.notes.push_back("llama.cpp keeps one contiguous cache: the block size is taken as 1");
-    }
     Errors errors = validate(d, parallel);
     auto layout_or = KvLayout::make(arch, kv_dtype, workload, parallel);
     auto kv = layout_or ? kv_cache_report(*layout_or, arch, workload, parallel)

@@ -169,3 +169,25 @@ TEST(Variants, MlaModelsShowAllFourAndTheirOwnIsMla) {
 
 }  // namespace
 }  // namespace kvscope
+
+namespace kvscope {
+namespace {
+
+// llama.cpp keeps one contiguous cache: every figure, the decode estimate's included, ignores
+// a paged block size.
+TEST(Decode, LlamaCppIgnoresTheBlockSizeEverywhere) {
+    const auto& a = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
+    d.engine = Engine::llama_cpp;
+    d.fraction = 1.0;
+    auto paged = decode_estimate(a, KvDtype::bf16, {.context_tokens = 1024, .block_size = 100'000}, {}, d);
+    auto contiguous = decode_estimate(a, KvDtype::bf16, {.context_tokens = 1024, .block_size = 1}, {}, d);
+    ASSERT_TRUE(paged.ok() && contiguous.ok());
+    EXPECT_EQ(paged->kv_bytes_read_per_gpu, contiguous->kv_bytes_read_per_gpu);
+    EXPECT_EQ(paged->kv_exceeds_weights_at_tokens, contiguous->kv_exceeds_weights_at_tokens);
+    EXPECT_EQ(*contiguous->kv_exceeds_weights_at_tokens, 122'533u);
+}
+
+}  // namespace
+}  // namespace kvscope

@@ -46,6 +46,9 @@ struct Deployment {
 
 Errors validate(const Deployment& d, const Parallelism& parallel);
 
+// The workload as the engine stores it: llama.cpp keeps one contiguous cache (block size 1).
+Workload engine_workload(const Workload& workload, Engine engine);
+
 struct FitReport {
     Engine engine = Engine::vllm;
     std::uint64_t gpus = 1;
