@@ -1,0 +1,149 @@
+// Saved scenarios and the explanations shown beside the numbers.
+#include <gtest/gtest.h>
+
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/explain.h"
+#include "kvscope/calculator/scenario_file.h"
+#include "testing.h"
+
+namespace kvscope {
+namespace {
+
+using testing::make_arch;
+
+Scenario llama70b_on_two_h100() {
+    const Catalog& c = Catalog::builtin();
+    Scenario s;
+    s.model_id = "llama-3-70b";
+    s.arch = c.find_model("llama-3-70b")->model.arch;
+    s.kv_dtype = KvDtype::fp8_e4m3;
+    s.workload = {131072, 8, 16, false};
+    s.parallel = {2, 1};
+    Deployment d;
+    d.gpu = *c.find_gpu("h100-sxm");
+    d.gpu_count = 2;
+    d.engine = Engine::sglang;
+    d.fraction = 0.88;
+    d.weight_dtype = KvDtype::fp8_e4m3;
+    s.deployment = d;
+    return s;
+}
+
+TEST(ScenarioFile, EveryCatalogModelRoundTripsExactly) {
+    for (const auto& m : Catalog::builtin().models()) {
+        Scenario s = llama70b_on_two_h100();
+        s.model_id = m.id;
+        s.arch = m.model.arch;  // windows, MLA, MoE and published counts included
+        auto back = scenario_from_json(scenario_to_json(s), "x.kvscope.json");
+        ASSERT_TRUE(back.ok()) << m.id << ": " << back.error_text();
+        EXPECT_EQ(back->arch, s.arch) << m.id;
+        EXPECT_EQ(back->model_id, m.id);
+        EXPECT_EQ(back->kv_dtype, KvDtype::fp8_e4m3);
+        EXPECT_EQ(back->workload, s.workload);
+        EXPECT_EQ(back->parallel, s.parallel);
+        ASSERT_TRUE(back->deployment.has_value());
+        EXPECT_EQ(back->deployment->gpu.memory_bytes, s.deployment->gpu.memory_bytes);
+        EXPECT_EQ(back->deployment->engine, Engine::sglang);
+        EXPECT_DOUBLE_EQ(back->deployment->fraction, 0.88);
+    }
+}
+
+TEST(ScenarioFile, KeepsInputsTheCalculatorWouldReject) {
+    // A half-edited scenario (5 KV heads for 32 query heads) comes back as it was left.
+    Scenario s;
+    s.arch = make_arch(32, 32, 5, 128);
+    auto back = scenario_from_json(scenario_to_json(s), "draft.kvscope.json");
+    ASSERT_TRUE(back.ok()) << back.error_text();
+    EXPECT_EQ(back->arch.kv_heads, 5u);
+    EXPECT_FALSE(back->deployment.has_value());
+}
+
+TEST(ScenarioFile, NewerVersionIsRefusedWithAnUpdateHint) {
+    EXPECT_FIELD_ERROR(scenario_from_json(R"({"kvscope_scenario": 7})", "new.kvscope.json"),
+                       "new.kvscope.json:1 kvscope_scenario", "newer KVScope (format 7");
+}
+
+TEST(ScenarioFile, ConfigJsonIsPointedAtImport) {
+    EXPECT_FIELD_ERROR(scenario_from_json(R"({"num_hidden_layers": 32})", "config.json"), "config.json",
+                       "Import config.json");
+}
+
+TEST(ScenarioFile, WrongTypesNameTheFieldAndLine) {
+    std::string text = scenario_to_json(llama70b_on_two_h100());
+    const auto at = text.find("\"batch\": 8");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, 10, "\"batch\": \"eight\"");
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+    EXPECT_FIELD_ERROR(scenario_from_json(text, "s.kvscope.json"), "s.kvscope.json:" + std::to_string(line) + " batch",
+                       "whole number");
+    EXPECT_FIELD_ERROR(scenario_from_json("{\"kvscope_scenario\": 1,", "cut.kvscope.json"), "cut.kvscope.json:1",
+                       "not valid JSON");
+}
+
+TEST(ScenarioFile, UnknownFormatsAreNamed) {
+    std::string text = scenario_to_json(llama70b_on_two_h100());
+    const auto at = text.find("\"kv_dtype\": \"fp8_e4m3\"");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, 22, "\"kv_dtype\": \"fp7\"");
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+    EXPECT_FIELD_ERROR(scenario_from_json(text, "s"), "s:" + std::to_string(line) + " kv_dtype", "'fp7' is not one of");
+}
+
+TEST(KvFormula, TheLessonModelReadsLikeTheLesson) {
+    const Architecture a = teaching_model();
+    auto mha = kv_formula_text(a, KvDtype::fp16, {8192, 1, 1, false}, {});
+    ASSERT_TRUE(mha.ok());
+    EXPECT_EQ(*mha,
+              "2 (K and V) × 32 layers × 32 KV heads × 128 head dim × 2 bytes (fp16) × 8,192 tokens × 1 sequence"
+              " = 4,294,967,296 bytes = 4.00 GiB");
+    auto gqa = kv_formula_text(make_arch(32, 32, 8, 128), KvDtype::fp16, {8192, 1, 1, false}, {}, UnitSystem::decimal);
+    ASSERT_TRUE(gqa.ok());
+    EXPECT_NE(gqa->find("8 KV heads"), std::string::npos);
+    EXPECT_TRUE(gqa->ends_with("= 1,073,741,824 bytes = 1.07 GB")) << *gqa;
+}
+
+TEST(KvFormula, TotalIsTheReportsForEveryCatalogModel) {
+    const Workload w{32768, 4, 16, false};
+    for (const auto& m : Catalog::builtin().models()) {
+        auto text = kv_formula_text(m.model.arch, KvDtype::q8_0, w, {});
+        auto report = kv_cache_report(m.model.arch, KvDtype::q8_0, w, {});
+        ASSERT_TRUE(text.ok() && report.ok()) << m.id;
+        EXPECT_NE(text->find("= " + format_count(report->total_bytes) + " bytes"), std::string::npos) << *text;
+    }
+    // Sliding layers are summed by what they store.
+    auto gemma = kv_formula_text(Catalog::builtin().find_model("gemma-2-9b")->model.arch, KvDtype::bf16,
+                                 {32768, 1, 1, false}, {});
+    ASSERT_TRUE(gemma.ok());
+    EXPECT_NE(gemma->find("(21 layers × 32,768 tokens + 21 layers × 4,096 tokens)"), std::string::npos) << *gemma;
+}
+
+TEST(KvFormula, InvalidInputsGiveTheCalculatorsErrors) {
+    EXPECT_FIELD_ERROR(kv_formula_text(make_arch(32, 32, 5, 128), KvDtype::fp16, {}, {}), "kv_heads", "divide");
+}
+
+TEST(ContextWhereKvExceeds, FindsTheFirstTokenOverTheLimit) {
+    const Architecture a = teaching_model();  // 512 KiB per token in fp16
+    const Workload w{8192, 2, 1, false};
+    auto layout = KvLayout::make(a, KvDtype::fp16, w, {});
+    ASSERT_TRUE(layout.ok());
+    // Two sequences: 1 MiB per token; 1 GiB is exceeded at token 1025.
+    EXPECT_EQ(context_where_kv_exceeds(*layout, w, 1ull << 30), 1025u);
+    const Architecture windowed = [] {
+        auto s = make_arch(2, 8, 8, 64);
+        s.layer_windows = {128, 128};
+        return s;
+    }();
+    auto capped = KvLayout::make(windowed, KvDtype::fp16, w, {});
+    ASSERT_TRUE(capped.ok());
+    EXPECT_FALSE(context_where_kv_exceeds(*capped, w, 1ull << 30).has_value());
+}
+
+TEST(CurvesCsv, HeaderNamesEverySeriesAndRowsAreExact) {
+    auto curves = kv_curves(teaching_model(), KvDtype::fp16, {8192, 1, 1, false}, {},
+                            {.points = 2, .min_tokens = 1, .max_tokens = 8192, .spacing = Spacing::linear});
+    ASSERT_TRUE(curves.ok());
+    EXPECT_EQ(curves_csv(*curves), "tokens,MHA,GQA-8,MQA\n1,524288,131072,16384\n8192,4294967296,1073741824,134217728\n");
+}
+
+}  // namespace
+}  // namespace kvscope
