@@ -177,6 +177,12 @@ void read_deployment(Reader& r, const Value& o, Deployment& d) {
         r.read(*g, "bandwidth_bytes_per_s", d.gpu.bandwidth_bytes_per_s);
         r.read(*g, "bf16_tflops", d.gpu.bf16_tflops, false);
         r.read(*g, "source", d.gpu.source, false);
+        if (const Value* a = r.member(*g, "aliases", false)) {
+            for (const Value& item : a->items()) {
+                if (item.is_string()) d.gpu.aliases.push_back(item.as_string());
+                else r.fail(item, "aliases", "must hold strings");
+            }
+        }
     }
     r.read(o, "gpu_count", d.gpu_count);
     r.read_enum<Engine>(o, "engine", d.engine, parse_engine, engine_list());
@@ -213,6 +219,9 @@ std::string scenario_to_json(const Scenario& s) {
         g.set("bandwidth_bytes_per_s", u64(d.gpu.bandwidth_bytes_per_s));
         g.set("bf16_tflops", Value::number(d.gpu.bf16_tflops));
         g.set("source", Value::string(d.gpu.source));
+        Value aliases = Value::array();
+        for (const auto& a : d.gpu.aliases) aliases.push(Value::string(a));
+        g.set("aliases", std::move(aliases));
         Value dv = Value::object();
         dv.set("gpu", std::move(g));
         dv.set("gpu_count", u64(d.gpu_count));

@@ -21,6 +21,7 @@ struct GpuSpec {
     double bf16_tflops = 0;  // dense
     std::string source;
     std::vector<std::string> aliases;
+    friend bool operator==(const GpuSpec&, const GpuSpec&) = default;
 };
 
 // How an inference engine decides what memory the KV cache may use.
@@ -42,6 +43,7 @@ struct Deployment {
     KvDtype weight_dtype = KvDtype::bf16;
     std::uint64_t activation_reserve_bytes = 1ull << 30;  // activations at peak prefill
     std::uint64_t runtime_overhead_bytes = 1ull << 29;    // CUDA context, graphs, library workspaces
+    friend bool operator==(const Deployment&, const Deployment&) = default;
 };
 
 Errors validate(const Deployment& d, const Parallelism& parallel);

@@ -19,6 +19,7 @@ struct Scenario {
     Workload workload;
     Parallelism parallel;
     std::optional<Deployment> deployment;
+    friend bool operator==(const Scenario&, const Scenario&) = default;
 };
 
 }  // namespace kvscope

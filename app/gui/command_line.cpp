@@ -1,0 +1,130 @@
+#include "command_line.h"
+
+#include <map>
+
+#include "kvscope/calculator/scenario_file.h"
+
+namespace kvscope::gui {
+
+QString usage() {
+    return QStringLiteral(
+        "usage: kvscope [SCENARIO OPTIONS] [--scenario FILE] [EXPORTS]\n"
+        "\n"
+        "Opens the KVScope window; with an export option, writes the files without a window.\n"
+        "\n"
+        "Scenario (as in kvscope-cli):\n"
+        "  --model ID | --config FILE   a catalog model (kvscope-cli models) or a config.json\n"
+        "  --scenario FILE              a saved .kvscope.json (the options above and below override it)\n"
+        "  --context N   --batch N   --kv-dtype T   --block-size N   --tp N   --pp N   --full-window\n"
+        "  --gpu ID   --gpus N   --engine E   --utilization F   --weight-dtype T\n"
+        "  --gpu-memory SIZE   --gpu-bandwidth SIZE   --reserve SIZE   --overhead SIZE\n"
+        "  --units gib|gb   --linear (linear token axis)   --data-dir DIR\n"
+        "\n"
+        "Exports (no window is shown):\n"
+        "  --export-chart OUT.png|svg|pdf   --export-csv OUT.csv   --export-json OUT.json\n"
+        "  --export-report OUT.pdf          --size WIDTHxHEIGHT (default 1200x700)   --scale F (PNG, default 2)\n"
+        "\n"
+        "  -h, --help   --version\n"
+        "\n"
+        "examples:\n"
+        "  kvscope --model llama-3-70b --context 128k --kv-dtype fp8 --batch 8 --gpu h100-sxm --gpus 2\n"
+        "  kvscope --model llama-3-70b --context 128k --export-chart c.svg --export-report r.pdf\n"
+        "  kvscope --scenario plan.kvscope.json --export-csv plan.csv\n");
+}
+
+Result<CommandLine> parse_command_line(const QStringList& args) {
+    CommandLine c;
+    Errors errors;
+    std::vector<std::string> rest;
+    const std::map<QString, std::optional<QString>*> paths{
+        {"--scenario", &c.scenario_file},     {"--export-chart", &c.export_chart}, {"--export-csv", &c.export_csv},
+        {"--export-json", &c.export_json},    {"--export-report", &c.export_report}, {"--screenshots", &c.screenshots_dir}};
+    for (qsizetype i = 0; i < args.size(); ++i) {
+        QString arg = args.at(i);
+        std::optional<QString> inline_value;
+        if (const qsizetype eq = arg.indexOf('='); arg.startsWith("--") && eq > 0) {
+            inline_value = arg.mid(eq + 1);
+            arg = arg.left(eq);
+        }
+        auto value = [&]() -> std::optional<QString> {
+            if (inline_value) return inline_value;
+            if (i + 1 < args.size()) return args.at(++i);
+            errors.push_back({arg.toStdString(), "needs a value"});
+            return std::nullopt;
+        };
+        if (arg == "-h" || arg == "--help") c.help = true;
+        else if (arg == "--version") c.version = true;
+        else if (arg == "--startup-probe") c.startup_probe = true;
+        else if (auto p = paths.find(arg); p != paths.end()) *p->second = value();
+        else if (arg == "--size") {
+            if (auto v = value()) {
+                const QStringList wh = v->toLower().split('x');
+                bool ok_w = false, ok_h = false;
+                if (wh.size() == 2) c.chart_size.logical = QSize(wh[0].toInt(&ok_w), wh[1].toInt(&ok_h));
+                if (!ok_w || !ok_h)
+                    errors.push_back({"--size", "'" + v->toStdString() + "' is not WIDTHxHEIGHT (for example 1600x900)"});
+            }
+        } else if (arg == "--scale") {
+            if (auto v = value()) {
+                bool ok = false;
+                c.chart_size.scale = v->toDouble(&ok);
+                if (!ok) errors.push_back({"--scale", "'" + v->toStdString() + "' is not a number (for example 2)"});
+            }
+        } else {
+            // Everything else is a scenario option, read exactly as kvscope-cli reads it.
+            // (values of those options pass through here too, in order).
+            rest.push_back(args.at(i).toStdString());
+        }
+    }
+    auto options = cli::parse_options(rest);
+    if (!options) {
+        for (const auto& e : options.errors()) errors.push_back(e);
+    } else {
+        c.options = *options;
+        if (!c.options.command.empty())
+            errors.push_back({c.options.command, "unexpected argument (kvscope takes options only; see --help)"});
+        const cli::Options& o = c.options;
+        c.has_scenario_options = o.model || o.config || o.context || o.batch || o.block_size || o.tp || o.pp ||
+                                 o.full_window || o.kv_dtype || o.gpu || o.gpu_memory || o.engine || o.gpus ||
+                                 o.utilization || o.weight_dtype;
+    }
+    if (c.exports() && c.screenshots_dir) errors.push_back({"--screenshots", "cannot be combined with the export options"});
+    if (!errors.empty()) return errors;
+    return c;
+}
+
+Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const Catalog& catalog) {
+    const cli::Options& o = c.options;
+    if (c.scenario_file) {
+        if (o.model || o.config) return FieldError{"--scenario", "give either --scenario or --model/--config, not both"};
+        auto s = read_scenario_file(c.scenario_file->toStdString());
+        if (!s) return s.errors();
+        ChosenScenario chosen{*s, QString::fromStdString(s->arch.name), {QString("from %1").arg(*c.scenario_file)}};
+        if (const CatalogModel* m = catalog.find_model(s->model_id)) chosen.description = QString::fromStdString(m->name);
+        // Options given beside the file override it.
+        Scenario& sc = chosen.scenario;
+        if (o.context) sc.workload.context_tokens = *o.context;
+        if (o.batch) sc.workload.batch = *o.batch;
+        if (o.block_size) sc.workload.block_size = *o.block_size;
+        if (o.tp) sc.parallel.tp = *o.tp;
+        if (o.pp) sc.parallel.pp = *o.pp;
+        if (o.full_window) sc.workload.full_window = true;
+        if (o.kv_dtype) {
+            auto d = parse_kv_dtype(*o.kv_dtype);
+            if (!d) return FieldError{"--kv-dtype", "'" + *o.kv_dtype + "' is not a KV format (" + kv_dtype_list() + ")"};
+            sc.kv_dtype = *d;
+        }
+        return std::optional<ChosenScenario>(chosen);
+    }
+    if (!c.has_scenario_options) return std::optional<ChosenScenario>();
+    cli::ScenarioSource source;
+    auto s = cli::build_scenario(o, catalog, source);
+    if (!s) return s.errors();
+    ChosenScenario chosen{*s, QString::fromStdString(source.description), {}};
+    if (const CatalogModel* m = catalog.find_model(s->model_id)) chosen.description = QString::fromStdString(m->name);
+    for (const auto& a : source.assumed) chosen.notes << QString("assumed: %1").arg(QString::fromStdString(a));
+    for (const auto& n : source.notes) chosen.notes << QString::fromStdString(n);
+    return std::optional<ChosenScenario>(chosen);
+}
+
+}  // namespace kvscope::gui

@@ -1,0 +1,87 @@
+#include "screenshots.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDir>
+#include <QLineEdit>
+#include <QMouseEvent>
+#include <QTabWidget>
+
+#include <cstdio>
+
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/ui/deployment_view.h"
+#include "kvscope/ui/inputs_panel.h"
+#include "kvscope/ui/main_window.h"
+#include "kvscope/ui/memory_chart.h"
+#include "kvscope/ui/scenario_model.h"
+
+namespace kvscope::gui {
+
+namespace {
+
+void settle() {
+    for (int i = 0; i < 5; ++i) QApplication::processEvents();
+}
+
+bool save(QWidget* w, const QString& path) {
+    settle();
+    const bool ok = w->grab().save(path);
+    std::printf("%s %s\n", ok ? "wrote" : "could not write", qPrintable(path));
+    return ok;
+}
+
+}  // namespace
+
+bool render_screenshots(const Catalog& catalog, const QString& folder) {
+    QDir().mkpath(folder);
+    QDir dir(folder);
+    ui::MainWindow window(catalog, /*restore=*/false);
+    window.resize(1360, 860);
+    window.show();
+
+    // The README's question: Llama 3 70B at 128k in fp8, 8 requests, on 2×H100.
+    ui::ScenarioModel* model = window.model();
+    model->loadCatalogModel("llama-3-70b");
+    model->edit("Set up the example", [&catalog](Scenario& s) {
+        s.kv_dtype = KvDtype::fp8_e4m3;
+        s.workload.context_tokens = 131072;
+        s.workload.batch = 8;
+        s.parallel.tp = 2;
+        Deployment d;
+        d.gpu = *catalog.find_gpu("h100-sxm");
+        d.gpu_count = 2;
+        d.weight_dtype = KvDtype::bf16;
+        s.deployment = d;
+    });
+    bool ok = true;
+    window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
+    ok &= save(&window, dir.filePath("overview.png"));
+
+    window.tabs()->setCurrentIndex(ui::MainWindow::ChartTab);
+    settle();
+    // Hover the chart at about 60% of its width so the crosshair shows its readout.
+    QWidget* viewport = window.chart()->viewport();
+    const QPointF at(viewport->width() * 0.6, viewport->height() * 0.45);
+    QMouseEvent move(QEvent::MouseMove, at, viewport->mapToGlobal(at), Qt::NoButton, Qt::NoButton, Qt::NoModifier);
+    QApplication::sendEvent(viewport, &move);
+    ok &= save(&window, dir.filePath("chart.png"));
+
+    window.tabs()->setCurrentIndex(ui::MainWindow::DeploymentTab);
+    ok &= save(&window, dir.filePath("deployment.png"));
+
+    // A learner's view: the lesson's model, with an invalid KV head count being corrected.
+    model->loadCatalogModel("kvscope-teaching-32l");
+    model->edit("Set up the example", [](Scenario& s) {
+        s.kv_dtype = KvDtype::fp16;
+        s.workload = {8192, 1, 1, false};
+        s.parallel = {};
+        s.deployment.reset();
+    });
+    window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
+    model->edit("Set up the example", [](Scenario& s) { s.arch.kv_heads = 5; });
+    ok &= save(&window, dir.filePath("invalid-input.png"));
+    return ok;
+}
+
+}  // namespace kvscope::gui

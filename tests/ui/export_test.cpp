@@ -1,0 +1,112 @@
+// Every export writes a file a report pipeline can use; failures lose nothing.
+#include <QFileInfo>
+#include <QImage>
+#include <QSvgRenderer>
+#include <QTemporaryDir>
+
+#include <gtest/gtest.h>
+
+#include "kvscope/calculator/json.h"
+#include "kvscope/ui/main_window.h"
+#include "kvscope/ui/message_bar.h"
+#include "kvscope/ui/scenario_model.h"
+#include "widget_testing.h"
+
+namespace kvscope::ui {
+namespace {
+
+using testing::catalog;
+using testing::read_all;
+
+TEST(Export, ChartAsPngDecodesAtTheChosenSizeAndScale) {
+    QTemporaryDir dir;
+    MainWindow w(catalog(), false);
+    const QString path = dir.filePath("chart.png");
+    ASSERT_TRUE(w.exportChartTo(path, {QSize(800, 500), 1.5}));
+    QImage image(path);
+    ASSERT_FALSE(image.isNull());
+    EXPECT_EQ(image.size(), QSize(1200, 750));
+    // Not a blank canvas: the lines are drawn in more than the background colour.
+    const QRgb background = image.pixel(2, 2);
+    int differing = 0;
+    for (int y = 0; y < image.height(); y += 7)
+        for (int x = 0; x < image.width(); x += 7) differing += image.pixel(x, y) != background;
+    EXPECT_GT(differing, 200);
+}
+
+TEST(Export, ChartAsSvgParsesAndPdfStartsWithTheMagic) {
+    QTemporaryDir dir;
+    MainWindow w(catalog(), false);
+    ASSERT_TRUE(w.exportChartTo(dir.filePath("chart.svg")));
+    QSvgRenderer svg(dir.filePath("chart.svg"));
+    EXPECT_TRUE(svg.isValid());
+    EXPECT_TRUE(read_all(dir.filePath("chart.svg")).contains("GQA-8"));  // legend text is in the drawing
+    ASSERT_TRUE(w.exportChartTo(dir.filePath("chart.pdf")));
+    EXPECT_TRUE(read_all(dir.filePath("chart.pdf")).startsWith("%PDF"));
+}
+
+TEST(Export, CsvHasExactBytesPerLayout) {
+    QTemporaryDir dir;
+    MainWindow w(catalog(), false);
+    ASSERT_TRUE(w.exportCsvTo(dir.filePath("data.csv")));
+    const QList<QByteArray> lines = read_all(dir.filePath("data.csv")).trimmed().split('\n');
+    ASSERT_GT(lines.size(), 100);
+    EXPECT_EQ(lines.front(), "tokens,MHA,GQA-8,MQA");
+    // One token of the lesson's model: 512 KiB as MHA, 128 KiB as GQA-8, 16 KiB as MQA.
+    EXPECT_EQ(lines.at(1), "1,524288,131072,16384");
+}
+
+TEST(Export, JsonCarriesTheScenarioAndTheResults) {
+    QTemporaryDir dir;
+    MainWindow w(catalog(), false);
+    ASSERT_TRUE(w.exportJsonTo(dir.filePath("data.json")));
+    const QByteArray text = read_all(dir.filePath("data.json"));
+    auto parsed = json::parse(text.toStdString());
+    ASSERT_TRUE(parsed);
+    const json::Value* kv = parsed.value->find("kv");
+    ASSERT_NE(kv, nullptr);
+    EXPECT_EQ(kv->find("kv_cache_bytes")->as_u64(), 4ull << 30);
+    EXPECT_NE(parsed.value->find("scenario"), nullptr);
+    EXPECT_NE(parsed.value->find("curves"), nullptr);
+}
+
+TEST(Export, ReportIsAOnePagePdf) {
+    QTemporaryDir dir;
+    MainWindow w(catalog(), false);
+    w.model()->edit("fit", [](Scenario& s) {
+        Deployment d;
+        d.gpu = *catalog().find_gpu("h100-sxm");
+        s.deployment = d;
+    });
+    ASSERT_TRUE(w.exportReportTo(dir.filePath("report.pdf")));
+    const QByteArray pdf = read_all(dir.filePath("report.pdf"));
+    EXPECT_TRUE(pdf.startsWith("%PDF"));
+    EXPECT_EQ(pdf.count("/Type /Page\n") + pdf.count("/Type /Page>>") + pdf.count("/Type /Page "), 1);
+    EXPECT_GT(pdf.size(), 10000);
+}
+
+TEST(Export, AnUnwritablePathGetsAMessageAndNothingChanges) {
+    QTemporaryDir dir;
+    MainWindow w(catalog(), false);
+    w.model()->edit("ctx", [](Scenario& s) { s.workload.context_tokens = 16384; });
+    const Scenario before = w.model()->scenario();
+    const int steps = w.model()->undoStack()->count();
+    const QString path = dir.filePath("no/such/folder/chart.png");
+    EXPECT_FALSE(w.exportChartTo(path));
+    EXPECT_EQ(w.messages()->kind(), MessageBar::Kind::error);
+    EXPECT_TRUE(w.messages()->text().contains(path)) << w.messages()->text().toStdString();
+    EXPECT_FALSE(w.exportReportTo(dir.filePath("no/such/folder/report.pdf")));
+    EXPECT_FALSE(w.exportCsvTo(dir.filePath("no/such/folder/data.csv")));
+    EXPECT_EQ(w.model()->scenario(), before);
+    EXPECT_EQ(w.model()->undoStack()->count(), steps);
+    EXPECT_FALSE(QFileInfo::exists(path));
+    // An existing file is replaced whole or not at all.
+    const QString existing = dir.filePath("keep.png");
+    testing::write_all(existing, "previous");
+    EXPECT_FALSE(w.exportChartTo(dir.filePath("keep.bmp")));  // unsupported format: named, nothing written
+    EXPECT_TRUE(w.messages()->text().contains(".png, .svg or .pdf"));
+    EXPECT_EQ(read_all(existing), "previous");
+}
+
+}  // namespace
+}  // namespace kvscope::ui

@@ -1,0 +1,84 @@
+// kvscope on the command line: exports without a window, and clear errors.
+#include <QImage>
+#include <QProcess>
+#include <QSvgRenderer>
+#include <QTemporaryDir>
+
+#include <gtest/gtest.h>
+
+#include "kvscope/calculator/scenario_file.h"
+#include "widget_testing.h"
+
+namespace kvscope::ui {
+namespace {
+
+using testing::read_all;
+
+struct AppRun {
+    int status = -1;
+    QString out, err;
+};
+
+AppRun kvscope_app(const QStringList& args) {
+    QProcess p;
+    auto env = QProcessEnvironment::systemEnvironment();
+    env.remove("QT_QPA_PLATFORM");  // the app picks offscreen itself for exports
+    env.remove("DISPLAY");
+    p.setProcessEnvironment(env);
+    p.start(KVSCOPE_APP_PATH, args);
+    if (!p.waitForFinished(60000)) return {};
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(), p.readAllStandardError()};
+}
+
+TEST(Headless, ModelAndContextOptionsExportChartCsvAndReport) {
+    QTemporaryDir dir;
+    const AppRun r = kvscope_app({"--model", "llama-3-70b", "--context", "128k", "--kv-dtype", "fp8", "--batch", "8", "--gpu",
+                               "h100-sxm", "--gpus", "2", "--export-chart", dir.filePath("c.svg"), "--export-csv",
+                               dir.filePath("c.csv"), "--export-report", dir.filePath("r.pdf"), "--export-json",
+                               dir.filePath("r.json")});
+    ASSERT_EQ(r.status, 0) << r.err.toStdString();
+    EXPECT_TRUE(QSvgRenderer(dir.filePath("c.svg")).isValid());
+    EXPECT_TRUE(read_all(dir.filePath("c.csv")).startsWith("tokens,MHA,GQA-8,MQA\n"));
+    EXPECT_TRUE(read_all(dir.filePath("r.pdf")).startsWith("%PDF"));
+    EXPECT_TRUE(read_all(dir.filePath("r.json")).contains("\"fits\": false"));
+    EXPECT_TRUE(r.out.contains("wrote " + dir.filePath("c.svg")));
+}
+
+TEST(Headless, SavedScenarioExportsAPngOfTheChosenSize) {
+    QTemporaryDir dir;
+    Scenario s;
+    s.model_id = "kvscope-teaching-32l";
+    s.arch = teaching_model();
+    testing::write_all(dir.filePath("plan.kvscope.json"), QByteArray::fromStdString(scenario_to_json(s)));
+    const AppRun r = kvscope_app({"--scenario", dir.filePath("plan.kvscope.json"), "--context", "32k", "--export-chart",
+                               dir.filePath("c.png"), "--size", "640x400", "--scale", "1"});
+    ASSERT_EQ(r.status, 0) << r.err.toStdString();
+    EXPECT_EQ(QImage(dir.filePath("c.png")).size(), QSize(640, 400));
+}
+
+TEST(Headless, BadInputNamesTheOptionAndExitsWithTwo) {
+    QTemporaryDir dir;
+    AppRun r = kvscope_app({"--model", "llama-3-71b", "--export-chart", dir.filePath("c.svg")});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(r.err.contains("--model: unknown model 'llama-3-71b'")) << r.err.toStdString();
+    EXPECT_TRUE(r.err.contains("did you mean"));
+    r = kvscope_app({"--context", "12q", "--export-chart", dir.filePath("c.svg")});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(r.err.contains("--context")) << r.err.toStdString();
+    r = kvscope_app({"--model", "llama-3-8b", "--kv-dtype", "fp8", "--export-chart", dir.filePath("nowhere/c.svg")});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.err.contains("nowhere/c.svg")) << r.err.toStdString();
+    r = kvscope_app({"--export-chart", dir.filePath("c.svg")});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(r.err.contains("need a scenario"));
+    EXPECT_FALSE(QFile::exists(dir.filePath("c.svg")));
+}
+
+TEST(Headless, HelpListsTheExports) {
+    const AppRun r = kvscope_app({"--help"});
+    EXPECT_EQ(r.status, 0);
+    EXPECT_TRUE(r.out.contains("--export-chart OUT.png|svg|pdf"));
+}
+
+}  // namespace
+}  // namespace kvscope::ui

@@ -1,0 +1,149 @@
+// The inputs as a user drives them: typing, picking, dragging.
+#include <QAbstractItemModelTester>
+#include <QComboBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLineSeries>
+#include <QSlider>
+#include <QTest>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kvscope/ui/big_spin_box.h"
+#include "kvscope/ui/comparison_model.h"
+#include "kvscope/ui/context_input.h"
+#include "kvscope/ui/inputs_panel.h"
+#include "kvscope/ui/main_window.h"
+#include "kvscope/ui/memory_chart.h"
+#include "kvscope/ui/overview_view.h"
+#include "kvscope/ui/scenario_model.h"
+#include "widget_testing.h"
+
+namespace kvscope::ui {
+namespace {
+
+using testing::catalog;
+
+void type_into(QLineEdit* edit, const QString& text) {
+    edit->setFocus();
+    edit->selectAll();
+    QTest::keyClicks(edit, text);
+    QTest::keyClick(edit, Qt::Key_Return);
+}
+
+QString cell(const ComparisonModel* m, int row, int column) {
+    return m->data(m->index(row, column), Qt::DisplayRole).toString();
+}
+
+QString spinValueText(const MainWindow& w) {
+    return w.inputs()->contextField()->spinBox()->findChild<QLineEdit*>()->text();
+}
+
+// The series the chart marks as the model's own.
+QLineSeries* model_series(MemoryChart* chart) {
+    for (int i = 0; i < 4; ++i)
+        if (chart->variantSeries(i)->isVisible() && chart->variantSeries(i)->name().contains("(model)"))
+            return chart->variantSeries(i);
+    return nullptr;
+}
+
+TEST(Inputs, TheLessonsThreeNumbersAppear) {
+    MainWindow w(catalog(), false);
+    EXPECT_TRUE(w.overview()->totalLabel()->text().contains("4.00 GiB (4.29 GB)"));
+    const ComparisonModel* c = w.overview()->comparison();
+    QAbstractItemModelTester tester(const_cast<ComparisonModel*>(c), QAbstractItemModelTester::FailureReportingMode::Warning);
+    ASSERT_EQ(c->rowCount(), 3);
+    EXPECT_EQ(cell(c, 0, ComparisonModel::Bytes), "4.00 GiB");
+    EXPECT_EQ(cell(c, 1, ComparisonModel::Layout), "GQA-8");
+    EXPECT_EQ(cell(c, 1, ComparisonModel::Bytes), "1.00 GiB");
+    EXPECT_EQ(cell(c, 1, ComparisonModel::PercentOfMha), "25.0%");
+    EXPECT_EQ(cell(c, 2, ComparisonModel::Bytes), "128 MiB");
+    EXPECT_EQ(cell(c, 2, ComparisonModel::PercentOfMha), "3.1%");
+    EXPECT_TRUE(w.overview()->formulaLabel()->text().startsWith(
+        "2 (K and V) × 32 layers × 32 KV heads × 128 head dim × 2 bytes (fp16) × 8,192 tokens × 1 sequence"));
+    EXPECT_TRUE(c->toTsv().contains("GQA-8\t8\t1.00 GiB\t128 KiB\t25.0%\t1073741824"));
+}
+
+TEST(Inputs, ChangingKvHeadsUpdatesTheOverviewAndTheChart) {
+    MainWindow w(catalog(), false);
+    MemoryChart* chart = w.chart();
+    QLineSeries* before = model_series(chart);
+    ASSERT_NE(before, nullptr);
+    EXPECT_TRUE(before->name().startsWith("MHA"));
+    const QPointF mha_last = before->points().back();
+
+    // KV heads offers the divisors of 32.
+    QComboBox* kv = w.inputs()->kvHeadsField();
+    QStringList offered;
+    for (int i = 0; i < kv->count(); ++i) offered << kv->itemText(i);
+    EXPECT_EQ(offered, QStringList({"32", "16", "8", "4", "2", "1"}));
+    type_into(kv->lineEdit(), "8");
+
+    EXPECT_TRUE(w.overview()->totalLabel()->text().contains("1.00 GiB")) << w.overview()->totalLabel()->text().toStdString();
+    QLineSeries* after = model_series(chart);
+    ASSERT_NE(after, nullptr);
+    EXPECT_TRUE(after->name().startsWith("GQA-8"));
+    // Log tokens axis: x = log2(tokens); GQA-8 stores 128 KiB per token, a quarter of MHA.
+    const QPointF last = after->points().back();
+    EXPECT_DOUBLE_EQ(last.x(), mha_last.x());
+    EXPECT_DOUBLE_EQ(last.y(), 131072.0 * std::exp2(last.x()));
+    EXPECT_DOUBLE_EQ(last.y() * 4, mha_last.y());
+}
+
+TEST(Inputs, AnInvalidEntryIsMarkedAndTheResultsStay) {
+    MainWindow w(catalog(), false);
+    QComboBox* kv = w.inputs()->kvHeadsField();
+    type_into(kv->lineEdit(), "5");
+    EXPECT_TRUE(w.inputs()->marks().isMarked(kv));
+    EXPECT_TRUE(kv->toolTip().contains("must divide the query heads (32)")) << kv->toolTip().toStdString();
+    EXPECT_TRUE(w.inputs()->errorLabel()->text().contains("KV heads: KV heads (5) must divide"));
+    EXPECT_TRUE(w.overview()->totalLabel()->text().contains("4.00 GiB"));
+    EXPECT_TRUE(w.statusSummary().startsWith("Inputs need attention"));
+    type_into(kv->lineEdit(), "4");
+    EXPECT_FALSE(w.inputs()->marks().isMarked(kv));
+    EXPECT_TRUE(w.inputs()->errorLabel()->text().isEmpty());
+    EXPECT_TRUE(w.overview()->totalLabel()->text().contains("512 MiB"));
+}
+
+TEST(Inputs, ContextAccepts128kAndUnreadableTextIsNamed) {
+    MainWindow w(catalog(), false);
+    BigSpinBox* spin = w.inputs()->contextField()->spinBox();
+    type_into(spin->findChild<QLineEdit*>(), "128k");
+    EXPECT_EQ(w.model()->scenario().workload.context_tokens, 131072u);
+    EXPECT_EQ(spin->findChild<QLineEdit*>()->text(), "128k");
+    type_into(spin->findChild<QLineEdit*>(), "12q");
+    EXPECT_EQ(w.model()->scenario().workload.context_tokens, 131072u);
+    EXPECT_TRUE(w.inputs()->marks().isMarked(spin));
+    EXPECT_TRUE(w.inputs()->errorLabel()->text().contains("12q")) << w.inputs()->errorLabel()->text().toStdString();
+}
+
+TEST(Inputs, DraggingTheContextSliderIsOneUndoStep) {
+    MainWindow w(catalog(), false);
+    QSlider* slider = w.inputs()->contextField()->slider();
+    const int steps = w.model()->undoStack()->count();
+    slider->setSliderDown(true);
+    for (int i = 1; i <= 6; ++i) slider->setValue(slider->value() - 1);  // 8k is the model's limit
+    slider->setSliderDown(false);
+    EXPECT_EQ(w.model()->undoStack()->count(), steps + 1);
+    EXPECT_EQ(w.model()->scenario().workload.context_tokens, 2816u);  // 2^(13 - 6/4) rounded to 256
+    w.model()->undoStack()->undo();
+    EXPECT_EQ(w.model()->scenario().workload.context_tokens, 8192u);
+    EXPECT_EQ(spinValueText(w), "8k");
+}
+
+TEST(Inputs, PickingAPresetLoadsIt) {
+    MainWindow w(catalog(), false);
+    QComboBox* picker = w.inputs()->modelPicker();
+    const int index = picker->findData("llama-3-70b");
+    ASSERT_GE(index, 0);
+    picker->setCurrentIndex(index);
+    emit picker->activated(index);
+    EXPECT_EQ(w.model()->scenario().arch.layers, 80u);
+    EXPECT_EQ(w.inputs()->layersField()->value(), 80u);
+    EXPECT_EQ(w.inputs()->kvHeadsField()->currentText(), "8");
+}
+
+}  // namespace
+}  // namespace kvscope::ui

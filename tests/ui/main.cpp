@@ -1,0 +1,20 @@
+// The UI tests' main: offscreen unless the caller chose a platform, settings in a
+// throwaway folder, and one QApplication for every test (hotspot's testutils.h does the same).
+#include <QApplication>
+#include <QTemporaryDir>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+int main(int argc, char** argv) {
+    if (std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+    QTemporaryDir config;  // QSettings and the user catalog folder land here, never in $HOME
+    setenv("XDG_CONFIG_HOME", qPrintable(config.path()), 1);
+    setenv("KVSCOPE_DATA_DIR", qPrintable(config.path() + "/kvscope-data"), 1);
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName("KVScopeTests");
+    QApplication::setApplicationName("kvscope-tests");
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+}

@@ -1,0 +1,158 @@
+// The window as a whole: drag and drop, settings across restarts, the deployment tab,
+// and a chart that is updated in place.
+#include <QApplication>
+#include <QChart>
+#include <QGroupBox>
+#include <QLabel>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QMimeData>
+#include <QSettings>
+#include <QTemporaryDir>
+#include <QUrl>
+
+#include <gtest/gtest.h>
+
+#include "kvscope/ui/deployment_view.h"
+#include "kvscope/ui/gpu_memory_bar.h"
+#include "kvscope/ui/main_window.h"
+#include "kvscope/ui/memory_chart.h"
+#include "kvscope/ui/message_bar.h"
+#include "kvscope/ui/scenario_model.h"
+#include "widget_testing.h"
+
+namespace kvscope::ui {
+namespace {
+
+using testing::catalog;
+
+void drop(QWidget* target, const QString& path) {
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(path)});
+    QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(target, &enter);
+    ASSERT_TRUE(enter.isAccepted());
+    QDropEvent dropped(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(target, &dropped);
+}
+
+TEST(Window, DroppingAConfigImportsIt) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("config.json");
+    testing::write_all(path, R"({"model_type": "llama", "num_hidden_layers": 40, "num_attention_heads": 40,
+        "num_key_value_heads": 8, "hidden_size": 5120, "intermediate_size": 13824, "vocab_size": 32000,
+        "max_position_embeddings": 4096, "torch_dtype": "bfloat16"})");
+    MainWindow w(catalog(), false);
+    drop(&w, path);
+    EXPECT_EQ(w.model()->scenario().arch.layers, 40u);
+    EXPECT_EQ(w.model()->scenario().kv_dtype, KvDtype::bf16);
+    EXPECT_TRUE(w.windowTitle().contains("KVScope"));
+}
+
+TEST(Window, DroppingABrokenConfigShowsWhyAndKeepsTheScenario) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("config.json");
+    testing::write_all(path, "{\"num_hidden_layers\": 32,");
+    MainWindow w(catalog(), false);
+    const Scenario before = w.model()->scenario();
+    drop(&w, path);
+    EXPECT_EQ(w.messages()->kind(), MessageBar::Kind::error);
+    EXPECT_TRUE(w.messages()->isVisibleTo(&w));
+    EXPECT_TRUE(w.messages()->text().contains("config.json")) << w.messages()->text().toStdString();
+    EXPECT_EQ(w.model()->scenario(), before);
+}
+
+TEST(Window, TheLastScenarioUnitsAndAxesComeBackAtStart) {
+    {
+        MainWindow first(catalog(), true);
+        first.model()->loadCatalogModel("qwen2.5-7b");
+        first.model()->edit("ctx", [](Scenario& s) { s.workload.context_tokens = 65536; });
+        first.model()->setUnits(UnitSystem::decimal);
+        first.chart()->setLogBytes(true);
+        first.close();  // closing saves
+    }
+    MainWindow second(catalog(), true);
+    EXPECT_EQ(second.model()->scenario().model_id, "qwen2.5-7b");
+    EXPECT_EQ(second.model()->scenario().workload.context_tokens, 65536u);
+    EXPECT_EQ(second.model()->units(), UnitSystem::decimal);
+    EXPECT_TRUE(second.chart()->logBytes());
+    EXPECT_EQ(second.model()->undoStack()->count(), 0);  // restoring is not an edit
+    QSettings().clear();
+}
+
+TEST(Window, ACorruptSavedScenarioFallsBackToTheDefaultWithAMessage) {
+    QSettings().setValue("scenario/last", "{\"kvscope_scenario\": 1, \"workload\": 7}");
+    MainWindow w(catalog(), true);
+    EXPECT_EQ(w.model()->results().kv.total_bytes, 4ull << 30);
+    EXPECT_EQ(w.messages()->kind(), MessageBar::Kind::error);
+    EXPECT_TRUE(w.messages()->text().contains("could not be restored"));
+    QSettings().clear();
+}
+
+TEST(Window, DeploymentTabAnswersTheReadmeQuestion) {
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("llama-3-70b");
+    w.deployment()->enableBox()->setChecked(true);  // starts on one H100 with vLLM's rule
+    ASSERT_TRUE(w.model()->scenario().deployment.has_value());
+    w.model()->edit("plan", [](Scenario& s) {
+        s.kv_dtype = KvDtype::fp8_e4m3;
+        s.workload.context_tokens = 131072;
+        s.workload.batch = 8;
+        s.parallel.tp = 2;
+        s.deployment->gpu_count = 2;
+    });
+    const QString verdict = w.deployment()->verdictLabel()->text();
+    EXPECT_TRUE(verdict.startsWith("Does not fit")) << verdict.toStdString();
+    EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains("Max context at 8 sequence(s): <b>7,330 tokens</b>"))
+        << w.deployment()->figuresLabel()->text().toStdString();
+    EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains("tokens/s"));
+    EXPECT_EQ(w.deployment()->bars()->segments().size(), 5);
+    EXPECT_TRUE(w.statusSummary().contains("does not fit on 2 × NVIDIA H100"));
+    // Four more GPUs at tensor parallel 8 make it fit.
+    w.model()->edit("more", [](Scenario& s) {
+        s.parallel.tp = 8;
+        s.deployment->gpu_count = 8;
+    });
+    EXPECT_TRUE(w.deployment()->verdictLabel()->text().startsWith("Fits")) << w.deployment()->verdictLabel()->text().toStdString();
+}
+
+TEST(Window, ChartSeriesAreUpdatedInPlaceNeverRebuilt) {
+    MainWindow w(catalog(), false);
+    const QList<QAbstractSeries*> series = w.chart()->chart()->series();
+    w.model()->loadCatalogModel("deepseek-v3");  // adds the MLA line
+    w.chart()->setLogTokens(false);
+    w.chart()->setLogBytes(true);
+    EXPECT_EQ(w.chart()->chart()->series(), series);
+    EXPECT_TRUE(w.chart()->variantSeries(3)->isVisible());
+    EXPECT_TRUE(w.chart()->variantSeries(3)->name().startsWith("MLA"));
+    // Linear tokens: evenly spaced x values.
+    const auto points = w.chart()->variantSeries(0)->points();
+    ASSERT_GT(points.size(), 100);
+    EXPECT_NEAR(points[2].x() - points[1].x(), points[3].x() - points[2].x(), 1.0);
+}
+
+TEST(Window, CrosshairReadoutGivesExactValues) {
+    MainWindow w(catalog(), false);
+    const QString text = w.chart()->readout(8192);
+    EXPECT_TRUE(text.contains("8,192 tokens")) << text.toStdString();
+    EXPECT_TRUE(text.contains("MHA* : 4.00 GiB (4,294,967,296 B)") || text.contains("MHA*: 4.00 GiB (4,294,967,296 B)"))
+        << text.toStdString();
+    EXPECT_TRUE(text.contains("Weights:"));
+}
+
+TEST(Window, LegendMarkersHideAndShowTheirLines) {
+    MainWindow w(catalog(), false);
+    QLineSeries* mqa = w.chart()->variantSeries(2);
+    ASSERT_TRUE(mqa->isVisible());
+    const auto markers = w.chart()->chart()->legend()->markers(mqa);
+    ASSERT_EQ(markers.size(), 1);
+    emit markers.front()->clicked();
+    EXPECT_FALSE(mqa->isVisible());
+    w.model()->edit("ctx", [](Scenario& s) { s.workload.context_tokens = 4096; });
+    EXPECT_FALSE(mqa->isVisible());  // the user's choice survives recomputation
+    emit markers.front()->clicked();
+    EXPECT_TRUE(mqa->isVisible());
+}
+
+}  // namespace
+}  // namespace kvscope::ui

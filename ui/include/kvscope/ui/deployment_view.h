@@ -1,0 +1,58 @@
+#pragma once
+// Will it fit? GPU (catalog or custom), count, engine rule and fraction, weight
+// format; the memory of each GPU as a stacked bar, the verdict and by how much,
+// max sequences at this context, max context at this batch, decode speed.
+
+#include <QWidget>
+
+#include "kvscope/ui/field_marks.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QGroupBox;
+class QLabel;
+class QLineEdit;
+
+namespace kvscope::ui {
+
+class BigSpinBox;
+class GpuMemoryBar;
+class ScenarioModel;
+
+class DeploymentView : public QWidget {
+    Q_OBJECT
+public:
+    explicit DeploymentView(ScenarioModel* model, QWidget* parent = nullptr);
+
+    [[nodiscard]] QGroupBox* enableBox() const { return box_; }
+    [[nodiscard]] QComboBox* gpuField() const { return gpu_; }
+    [[nodiscard]] BigSpinBox* gpuCountField() const { return count_; }
+    [[nodiscard]] QLabel* verdictLabel() const { return verdict_; }
+    [[nodiscard]] QLabel* figuresLabel() const { return figures_; }
+    [[nodiscard]] GpuMemoryBar* bars() const { return bars_; }
+
+private:
+    void sync();
+    void refreshResults();
+    void commitCustom();
+
+    ScenarioModel* model_;
+    QGroupBox* box_;
+    QComboBox* gpu_;
+    BigSpinBox* count_;
+    QLineEdit* memory_;
+    QLineEdit* bandwidth_;
+    QComboBox* engine_;
+    QDoubleSpinBox* fraction_;
+    QComboBox* weight_dtype_;
+    QLabel* rule_;
+    QLabel* verdict_;
+    GpuMemoryBar* bars_;
+    QLabel* figures_;
+    QLabel* errors_;
+    FieldMarks marks_;
+    QMap<QWidget*, QString> typed_;
+    bool syncing_ = false;
+};
+
+}  // namespace kvscope::ui

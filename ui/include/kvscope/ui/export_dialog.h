@@ -1,0 +1,25 @@
+#pragma once
+// Asks for the PNG's size and scale (device pixels per pixel) before saving.
+
+#include <QDialog>
+
+#include "kvscope/ui/exporter.h"
+
+class QSpinBox;
+class QDoubleSpinBox;
+
+namespace kvscope::ui {
+
+class ExportDialog : public QDialog {
+    Q_OBJECT
+public:
+    explicit ExportDialog(ChartSize initial, QWidget* parent = nullptr);
+    [[nodiscard]] ChartSize chartSize() const;
+
+private:
+    QSpinBox* width_;
+    QSpinBox* height_;
+    QDoubleSpinBox* scale_;
+};
+
+}  // namespace kvscope::ui

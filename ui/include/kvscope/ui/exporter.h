@@ -1,0 +1,37 @@
+#pragma once
+// Everything the app writes for reports: the chart (PNG at a chosen size and scale,
+// SVG, PDF), the data (CSV, JSON), and a one-page PDF report. Each file is written
+// whole or not at all (QSaveFile); a failure returns a message naming the path and
+// the reason, and the app's state is untouched.
+
+#include <QImage>
+#include <QSize>
+#include <QString>
+
+#include <optional>
+
+namespace kvscope::ui {
+
+class MemoryChart;
+class ScenarioModel;
+
+struct ChartSize {
+    QSize logical{1200, 700};  // pixels (PNG) or points (SVG, PDF)
+    double scale = 2.0;        // PNG only: device pixels per logical pixel
+};
+
+// The format is the file's suffix: .png, .svg or .pdf.
+std::optional<QString> export_chart(MemoryChart& chart, const QString& path, ChartSize size = {});
+// Memory against context: tokens then one column of exact bytes per head layout.
+std::optional<QString> export_csv(const ScenarioModel& model, const QString& path);
+// The scenario's inputs and every result, in the kvscope-cli JSON contract.
+std::optional<QString> export_json(const ScenarioModel& model, const QString& path);
+// One A4 page: inputs, the numbers, the formula, the comparison, the fit and the chart.
+std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& model, const QString& path);
+
+// The chart as an image, for the clipboard.
+QImage chart_image(MemoryChart& chart, ChartSize size = {});
+// The JSON document export_json writes.
+QByteArray results_json(const ScenarioModel& model);
+
+}  // namespace kvscope::ui

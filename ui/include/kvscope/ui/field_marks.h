@@ -1,0 +1,33 @@
+#pragma once
+// Marks input widgets whose field the calculator rejected: a tinted background and
+// the reason in the tooltip, cleared again when the field is valid.
+
+#include <QMap>
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+
+#include "kvscope/calculator/result.h"
+
+namespace kvscope::ui {
+
+class FieldMarks {
+public:
+    // `fields`: the calculator's field names this widget answers for ("kv_heads", …).
+    void add(QWidget* widget, const QStringList& fields, const QString& tooltip);
+    // Marks every widget with an error on one of its fields; returns the messages shown
+    // for these widgets, each starting with the widget's label.
+    QStringList apply(const Errors& errors, const QMap<QWidget*, QString>& extra = {});
+    [[nodiscard]] bool isMarked(const QWidget* widget) const;
+
+private:
+    struct Entry {
+        QWidget* widget;
+        QStringList fields;
+        QString tooltip;
+        bool marked = false;
+    };
+    QList<Entry> entries_;
+};
+
+}  // namespace kvscope::ui

@@ -1,0 +1,45 @@
+#pragma once
+// One stacked bar per GPU: weights, KV cache, reserve, what the engine leaves
+// unused, and free budget; the KV segment turns red and runs past the end when
+// the cache does not fit.
+
+#include <QColor>
+#include <QWidget>
+
+#include <cstdint>
+
+#include "kvscope/calculator/units.h"
+
+namespace kvscope::ui {
+
+class GpuMemoryBar : public QWidget {
+    Q_OBJECT
+public:
+    struct Segment {
+        QString label;
+        std::uint64_t bytes = 0;
+        QColor color;
+    };
+    explicit GpuMemoryBar(QWidget* parent = nullptr);
+
+    // `segments` for one GPU, in order; `memory` is the GPU's size; `overflow` what does not fit.
+    void setData(QList<Segment> segments, std::uint64_t memory, std::uint64_t overflow, int gpus, UnitSystem units);
+    [[nodiscard]] const QList<Segment>& segments() const { return segments_; }
+
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+
+private:
+    [[nodiscard]] int shownBars() const;
+
+    QList<Segment> segments_;
+    std::uint64_t memory_ = 0;
+    std::uint64_t overflow_ = 0;
+    int gpus_ = 1;
+    UnitSystem units_ = UnitSystem::binary;
+};
+
+}  // namespace kvscope::ui

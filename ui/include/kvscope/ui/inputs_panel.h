@@ -1,0 +1,68 @@
+#pragma once
+// The model and workload inputs: a searchable preset picker, config.json import,
+// and one field per input. Wrong entries are marked with the reason; the results
+// of the last valid inputs stay on screen meanwhile.
+
+#include <QWidget>
+
+#include "kvscope/ui/field_marks.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QToolButton;
+
+namespace kvscope::ui {
+
+class BigSpinBox;
+class ContextInput;
+class ScenarioModel;
+
+class InputsPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit InputsPanel(ScenarioModel* model, QWidget* parent = nullptr);
+
+    void setImportAction(QAction* action);
+
+    // For tests and keyboard users: the fields by role.
+    [[nodiscard]] QComboBox* modelPicker() const { return picker_; }
+    [[nodiscard]] BigSpinBox* layersField() const { return layers_; }
+    [[nodiscard]] BigSpinBox* queryHeadsField() const { return query_heads_; }
+    [[nodiscard]] QComboBox* kvHeadsField() const { return kv_heads_; }
+    [[nodiscard]] BigSpinBox* headDimField() const { return head_dim_; }
+    [[nodiscard]] BigSpinBox* hiddenSizeField() const { return hidden_; }
+    [[nodiscard]] QComboBox* kvDtypeField() const { return kv_dtype_; }
+    [[nodiscard]] ContextInput* contextField() const { return context_; }
+    [[nodiscard]] BigSpinBox* batchField() const { return batch_; }
+    [[nodiscard]] QLabel* errorLabel() const { return errors_; }
+    [[nodiscard]] const FieldMarks& marks() const { return marks_; }
+
+private:
+    void sync();
+    void commitKvHeads();
+
+    ScenarioModel* model_;
+    QComboBox* picker_;
+    QToolButton* import_;
+    QLabel* source_;
+    BigSpinBox* layers_;
+    BigSpinBox* query_heads_;
+    QComboBox* kv_heads_;
+    BigSpinBox* head_dim_;
+    QLabel* head_dim_hint_;
+    BigSpinBox* hidden_;
+    QComboBox* kv_dtype_;
+    ContextInput* context_;
+    BigSpinBox* batch_;
+    BigSpinBox* block_;
+    BigSpinBox* tp_;
+    BigSpinBox* pp_;
+    QCheckBox* full_window_;
+    QLabel* errors_;
+    FieldMarks marks_;
+    QString kv_heads_problem_;
+    bool syncing_ = false;
+};
+
+}  // namespace kvscope::ui

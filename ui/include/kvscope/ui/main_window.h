@@ -1,0 +1,96 @@
+#pragma once
+// The KVScope window: inputs on the left; overview, memory chart and deployment
+// fit as tabs; menus, toolbar, shortcuts, drag and drop, recent files, and the
+// last scenario and layout restored at start.
+
+#include <QMainWindow>
+
+#include <optional>
+
+#include "kvscope/ui/exporter.h"
+
+class QAction;
+class QMenu;
+class QLabel;
+class QSplitter;
+class QTabWidget;
+
+namespace kvscope {
+class Catalog;
+struct Scenario;
+}  // namespace kvscope
+
+namespace kvscope::ui {
+
+class DeploymentView;
+class InputsPanel;
+class MemoryChart;
+class MessageBar;
+class OverviewView;
+class ScenarioModel;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    enum Tab { OverviewTab, ChartTab, DeploymentTab };
+    // `restore`: reopen the last scenario, layout and preferences from QSettings.
+    explicit MainWindow(const Catalog& catalog, bool restore = true, QWidget* parent = nullptr);
+
+    [[nodiscard]] ScenarioModel* model() const { return model_; }
+    [[nodiscard]] InputsPanel* inputs() const { return inputs_; }
+    [[nodiscard]] OverviewView* overview() const { return overview_; }
+    [[nodiscard]] MemoryChart* chart() const { return chart_; }
+    [[nodiscard]] DeploymentView* deployment() const { return deployment_; }
+    [[nodiscard]] MessageBar* messages() const { return messages_; }
+    [[nodiscard]] QTabWidget* tabs() const { return tabs_; }
+    [[nodiscard]] QString statusSummary() const;
+
+    // The file operations behind the menus, without dialogs. Each returns false and shows
+    // the reason in the message bar when it fails, leaving the scenario as it was.
+    bool importConfigFile(const QString& path);
+    bool openScenarioFile(const QString& path);
+    bool saveScenarioFile(const QString& path);
+    bool exportChartTo(const QString& path, ChartSize size = {});
+    bool exportCsvTo(const QString& path);
+    bool exportJsonTo(const QString& path);
+    bool exportReportTo(const QString& path);
+    // Opens on a scenario given on the command line.
+    void showScenario(const Scenario& scenario, const QString& description, const QStringList& notes);
+
+    void saveSettings() const;
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+private:
+    void createActions();
+    void restoreSettings();
+    void addRecent(const QString& path);
+    void rebuildRecentMenu();
+    void updateTitleAndStatus();
+    bool report(const std::optional<QString>& problem, const QString& done);
+    void openAny(const QString& path);
+    QString askSavePath(const QString& title, const QString& filter, const QString& suffix);
+
+    ScenarioModel* model_;
+    InputsPanel* inputs_;
+    OverviewView* overview_;
+    MemoryChart* chart_;
+    DeploymentView* deployment_;
+    MessageBar* messages_;
+    QTabWidget* tabs_;
+    QSplitter* splitter_;
+    QLabel* status_;
+    QMenu* recent_menu_ = nullptr;
+    QStringList recent_;
+    QString current_file_;
+    QString last_dir_;
+    QAction* log_tokens_ = nullptr;
+    QAction* log_bytes_ = nullptr;
+    QAction* units_binary_ = nullptr;
+    QAction* units_decimal_ = nullptr;
+};
+
+}  // namespace kvscope::ui

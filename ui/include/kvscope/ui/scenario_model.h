@@ -1,0 +1,115 @@
+#pragma once
+// The one Scenario the app shows, the calculator's answers for it, and the
+// undo history of its inputs. Views read from here and redraw on `changed`;
+// they never compute KV bytes themselves.
+
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <QUndoStack>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/curves.h"
+#include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/variants.h"
+#include "kvscope/calculator/scenario.h"
+#include "kvscope/calculator/units.h"
+
+namespace kvscope::ui {
+
+// Everything the views show for one valid scenario.
+struct Results {
+    Scenario scenario;  // the inputs these results belong to
+    KvCacheReport kv;
+    std::vector<Variant> variants;
+    Curves curves;
+    std::string formula;
+    std::uint64_t weights_bytes = 0;  // all GPUs, in the deployment's (or the model's) weight format
+    bool weights_estimated = false;
+    std::optional<FitReport> fit;
+    std::optional<DecodeEstimate> decode;
+    // Tokens per sequence at which the cache (all sequences, all GPUs) outgrows the weights,
+    // and at which it stops fitting the deployment's budget.
+    std::optional<std::uint64_t> kv_exceeds_weights_at;
+    std::optional<std::uint64_t> stops_fitting_at;
+};
+
+class ScenarioModel : public QObject {
+    Q_OBJECT
+public:
+    explicit ScenarioModel(const Catalog& catalog, QObject* parent = nullptr);
+
+    [[nodiscard]] const Catalog& catalog() const { return catalog_; }
+    // The inputs as entered, possibly invalid.
+    [[nodiscard]] const Scenario& scenario() const { return scenario_; }
+    // The answers for the last valid inputs (what stays on screen while a field is wrong).
+    [[nodiscard]] const Results& results() const { return results_; }
+    [[nodiscard]] bool hasResults() const { return has_results_; }
+    // Problems with the current inputs, each naming its field; empty when valid.
+    [[nodiscard]] const Errors& errors() const { return errors_; }
+    // Where the model came from and what was assumed, for the overview and reports.
+    [[nodiscard]] const QString& description() const { return description_; }
+    [[nodiscard]] const QStringList& notes() const { return notes_; }
+    // True while head dim is derived from model dim / query heads.
+    [[nodiscard]] bool headDimFollows() const { return head_dim_follows_; }
+
+    [[nodiscard]] UnitSystem units() const { return units_; }
+    void setUnits(UnitSystem units);
+    [[nodiscard]] Spacing curveSpacing() const { return spacing_; }
+    void setCurveSpacing(Spacing spacing);
+
+    QUndoStack* undoStack() { return &undo_; }
+
+    // One undoable edit. Edits with the same non-negative `merge_id` in a row merge into one
+    // undo step (dragging the context slider is one step, not two hundred).
+    void edit(const QString& what, const std::function<void(Scenario&)>& change, int merge_id = -1);
+    // Shape edits that keep the derived fields consistent: head dim follows model dim / heads
+    // unless set; per-layer windows follow the layer count.
+    void setLayers(std::uint64_t layers);
+    void setQueryHeads(std::uint64_t heads);
+    void setHiddenSize(std::uint64_t hidden);
+    void setHeadDim(std::uint64_t head_dim);
+
+    // Replacing the whole scenario (a preset, an imported config, an opened file) is one undo step.
+    void loadCatalogModel(const QString& id);
+    // Errors name the file and line; the scenario is untouched when the import fails.
+    std::optional<QString> importConfig(const QString& path);
+    std::optional<QString> openScenario(const QString& path);
+    std::optional<QString> saveScenario(const QString& path) const;
+    void replace(const Scenario& scenario, const QString& description, const QStringList& notes, const QString& what);
+
+    // Used by undo/redo: sets the inputs without recording a step.
+    void restore(const Scenario& scenario, bool head_dim_follows);
+
+signals:
+    // Inputs, errors or results changed.
+    void changed();
+    void unitsChanged();
+
+private:
+    void recompute();
+
+    const Catalog& catalog_;
+    Scenario scenario_;
+    Results results_;
+    bool has_results_ = false;
+    Errors errors_;
+    QString description_;
+    QStringList notes_;
+    bool head_dim_follows_ = true;
+    UnitSystem units_ = UnitSystem::binary;
+    Spacing spacing_ = Spacing::log;
+    QUndoStack undo_;
+};
+
+// The scenario a new window opens on: the lesson's 32-layer model at 8192 tokens in fp16.
+Scenario default_scenario(const Catalog& catalog);
+// The scenario for catalog model `m`: its shape, its KV format, a context of min(8192, max positions).
+Scenario scenario_for(const CatalogModel& m);
+
+}  // namespace kvscope::ui

@@ -1,0 +1,93 @@
+#include "kvscope/ui/axis_ticks.h"
+
+#include <array>
+#include <cmath>
+
+namespace kvscope::ui {
+
+namespace {
+
+// Powers of two as tick positions on a log2 axis, every `stride` exponents.
+std::vector<double> log2_positions(double lo, double hi, int max_ticks) {
+    std::vector<double> out;
+    if (!(hi > lo)) return out;
+    const double first = std::ceil(lo), last = std::floor(hi);
+    int stride = 1;
+    while ((last - first) / stride + 1 > max_ticks) stride = stride < 2 ? 2 : stride < 5 ? 5 : stride * 2;
+    // Align to the stride so the labels land on 1, 1k, 1M … where they can.
+    for (double e = std::ceil(first / stride) * stride; e <= last; e += stride) out.push_back(e);
+    return out;
+}
+
+// Multiples of a step chosen from `steps` × base^k so that at most `max_ticks` fit.
+std::vector<double> linear_positions(double lo, double hi, int max_ticks, double base, std::array<double, 3> mantissas) {
+    std::vector<double> out;
+    if (!(hi > lo)) return out;
+    const double span = hi - lo;
+    double step = 0;
+    for (double scale = 1; step == 0; scale *= base) {
+        for (double m : mantissas) {
+            if (span / (m * scale) <= max_ticks) {
+                step = m * scale;
+                break;
+            }
+        }
+        if (scale > 1e30) return out;
+    }
+    for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push_back(v);
+    return out;
+}
+
+QString trimmed_number(double v) {
+    // Up to three significant digits, no trailing zeros: 1, 1.5, 48, 512, 0.25.
+    return QString::number(v, 'g', v >= 100 ? 4 : 3);
+}
+
+}  // namespace
+
+QString compact_bytes(double bytes, UnitSystem units) {
+    static const char* binary[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    static const char* decimal[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
+    const double base = units == UnitSystem::binary ? 1024.0 : 1000.0;
+    int i = 0;
+    while (std::abs(bytes) >= base && i < 6) {
+        bytes /= base;
+        ++i;
+    }
+    return trimmed_number(bytes) + " " + (units == UnitSystem::binary ? binary[i] : decimal[i]);
+}
+
+std::vector<Tick> byte_ticks(double lo, double hi, bool log2_axis, UnitSystem units, int max_ticks) {
+    std::vector<Tick> ticks;
+    if (log2_axis && units == UnitSystem::binary) {
+        for (double e : log2_positions(lo, hi, max_ticks)) ticks.push_back({e, compact_bytes(std::exp2(e), units)});
+    } else if (log2_axis) {
+        // Powers of ten, plus 2× and 5× when the range spans few decades.
+        const double lo10 = lo * std::log10(2.0), hi10 = hi * std::log10(2.0);
+        const bool dense = hi10 - lo10 < 3;
+        for (double k = std::floor(lo10); k <= std::ceil(hi10); ++k) {
+            for (double m : {1.0, 2.0, 5.0}) {
+                if (m != 1.0 && !dense) continue;
+                const double e = std::log2(m * std::pow(10.0, k));
+                if (e >= lo && e <= hi) ticks.push_back({e, compact_bytes(m * std::pow(10.0, k), units)});
+            }
+        }
+    } else {
+        const auto positions = units == UnitSystem::binary ? linear_positions(lo, hi, max_ticks, 2, {1, 1, 1})
+                                                           : linear_positions(lo, hi, max_ticks, 10, {1, 2, 5});
+        for (double v : positions) ticks.push_back({v, compact_bytes(v, units)});
+    }
+    return ticks;
+}
+
+std::vector<Tick> token_ticks(double lo, double hi, bool log2_axis, int max_ticks) {
+    std::vector<Tick> ticks;
+    const auto positions = log2_axis ? log2_positions(lo, hi, max_ticks) : linear_positions(lo, hi, max_ticks, 2, {1, 1, 1});
+    for (double v : positions) {
+        const double tokens = log2_axis ? std::exp2(v) : v;
+        ticks.push_back({v, QString::fromStdString(format_tokens(static_cast<std::uint64_t>(std::llround(tokens))))});
+    }
+    return ticks;
+}
+
+}  // namespace kvscope::ui

@@ -1,0 +1,280 @@
+#include "kvscope/ui/deployment_view.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QVBoxLayout>
+
+#include "kvscope/ui/big_spin_box.h"
+#include "kvscope/ui/gpu_memory_bar.h"
+#include "kvscope/ui/overview_view.h"
+#include "kvscope/ui/scenario_model.h"
+
+namespace kvscope::ui {
+
+namespace {
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+const QString kCustom = QStringLiteral("custom");
+
+// The deployment a user starts from when they tick the box: the first catalog GPU (or an
+// 80 GiB one), as many GPUs as the parallel layout uses, vLLM's rule.
+Deployment starting_deployment(const Catalog& catalog, const Scenario& s) {
+    Deployment d;
+    if (const GpuSpec* h100 = catalog.find_gpu("h100-sxm")) d.gpu = *h100;
+    else if (!catalog.gpus().empty()) d.gpu = catalog.gpus().front();
+    d.gpu_count = s.parallel.gpus();
+    d.fraction = default_fraction(d.engine);
+    if (const CatalogModel* m = catalog.find_model(s.model_id)) d.weight_dtype = m->model.weight_dtype;
+    return d;
+}
+
+}  // namespace
+
+DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
+    : QWidget(parent),
+      model_(model),
+      box_(new QGroupBox(tr("Check a deployment"))),
+      gpu_(new QComboBox),
+      count_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::doubling)),
+      memory_(new QLineEdit),
+      bandwidth_(new QLineEdit),
+      engine_(new QComboBox),
+      fraction_(new QDoubleSpinBox),
+      weight_dtype_(new QComboBox),
+      rule_(new QLabel),
+      verdict_(new QLabel),
+      bars_(new GpuMemoryBar),
+      figures_(new QLabel),
+      errors_(new QLabel) {
+    box_->setCheckable(true);
+    for (const GpuSpec& g : model_->catalog().gpus()) {
+        gpu_->addItem(q(g.name), q(g.id));
+        gpu_->setItemData(gpu_->count() - 1, q(g.source), Qt::ToolTipRole);
+    }
+    gpu_->addItem(tr("Custom GPU (enter memory and bandwidth)"), kCustom);
+    count_->setRange(1, 4096);
+    memory_->setPlaceholderText(tr("e.g. 80GiB"));
+    bandwidth_->setPlaceholderText(tr("e.g. 3350GB (per second)"));
+    for (Engine e : {Engine::vllm, Engine::sglang, Engine::tensorrt_llm, Engine::llama_cpp, Engine::plain}) {
+        engine_->addItem(q(std::string(to_string(e))), static_cast<int>(e));
+        engine_->setItemData(engine_->count() - 1, q(std::string(budget_rule(e))), Qt::ToolTipRole);
+    }
+    fraction_->setRange(0.01, 1.0);
+    fraction_->setSingleStep(0.01);
+    fraction_->setDecimals(2);
+    for (const KvDtypeInfo& i : all_kv_dtypes()) weight_dtype_->addItem(q(std::string(i.id)), static_cast<int>(i.dtype));
+    rule_->setWordWrap(true);
+    rule_->setForegroundRole(QPalette::PlaceholderText);
+    QFont big = verdict_->font();
+    big.setPointSizeF(big.pointSizeF() * 1.5);
+    big.setBold(true);
+    verdict_->setFont(big);
+    verdict_->setWordWrap(true);
+    verdict_->setAccessibleName(tr("Fit verdict"));
+    figures_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    figures_->setWordWrap(true);
+    errors_->setWordWrap(true);
+    errors_->setStyleSheet("color: #d63031;");
+
+    const std::initializer_list<std::pair<QWidget*, const char*>> names{
+        {gpu_, "GPU"}, {count_, "GPUs"}, {memory_, "Memory"}, {bandwidth_, "Bandwidth"},
+        {engine_, "Engine"}, {fraction_, "Memory fraction"}, {weight_dtype_, "Weights"}};
+    for (const auto& [w, name] : names) w->setAccessibleName(tr(name));
+    marks_.add(gpu_, {}, tr("The GPU model, from the catalog, or Custom to enter your own memory and bandwidth."));
+    marks_.add(count_, {"gpus", "tp"}, tr("How many GPUs serve one copy of the model (tensor parallel × pipeline parallel)."));
+    marks_.add(memory_, {"gpu_memory", "memory_bytes"}, tr("Memory of one GPU: 80GiB, 141 GB, or bytes."));
+    marks_.add(bandwidth_, {"gpu_bandwidth", "bandwidth_bytes_per_s"}, tr("Memory bandwidth of one GPU per second: 3350GB, or bytes."));
+    marks_.add(engine_, {}, tr("The inference engine whose rule decides how much memory the KV cache may use."));
+    marks_.add(fraction_, {"utilization"}, tr("The engine's memory fraction (vLLM gpu_memory_utilization, SGLang mem_fraction_static …)."));
+    marks_.add(weight_dtype_, {"weight_dtype"}, tr("Number format of the weights (bf16 = 2 bytes per parameter, fp8 = 1)."));
+
+    auto* form = new QFormLayout(box_);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    form->addRow(tr("&GPU"), gpu_);
+    form->addRow(tr("GPU &count"), count_);
+    form->addRow(tr("Memory"), memory_);
+    form->addRow(tr("Bandwidth"), bandwidth_);
+    form->addRow(tr("&Engine"), engine_);
+    form->addRow(tr("Memory &fraction"), fraction_);
+    form->addRow(tr("&Weights"), weight_dtype_);
+    form->addRow(rule_);
+    form->addRow(errors_);
+
+    auto* results = new QVBoxLayout;
+    results->addWidget(verdict_);
+    results->addWidget(bars_);
+    results->addWidget(figures_);
+    results->addStretch(1);
+    auto* layout = new QHBoxLayout(this);
+    layout->addWidget(box_, 2);
+    layout->addLayout(results, 4);
+
+    auto edit = [this](const QString& what, auto change) {
+        if (syncing_ || !model_->scenario().deployment) return;
+        model_->edit(what, [&](Scenario& s) { change(*s.deployment, s); });
+    };
+    connect(box_, &QGroupBox::toggled, this, [this](bool on) {
+        if (syncing_) return;
+        const Catalog& catalog = model_->catalog();
+        model_->edit(on ? tr("Check a deployment") : tr("Remove the deployment"), [on, &catalog](Scenario& s) {
+            if (on) s.deployment = starting_deployment(catalog, s);
+            else s.deployment.reset();
+        });
+    });
+    connect(gpu_, &QComboBox::activated, this, [this, edit](int index) {
+        const QString id = gpu_->itemData(index).toString();
+        const GpuSpec* g = model_->catalog().find_gpu(id.toStdString());
+        edit(tr("Change GPU"), [g](Deployment& d, Scenario&) {
+            if (g) d.gpu = *g;
+            else {
+                d.gpu.id = "custom";
+                d.gpu.name = "custom GPU";
+                d.gpu.source = "entered by hand";
+            }
+        });
+    });
+    connect(count_, &BigSpinBox::valueEdited, this, [edit](std::uint64_t n) {
+        edit(QObject::tr("Change GPU count"), [n](Deployment& d, Scenario& s) {
+            // The count is tensor parallel × pipeline parallel; a new count changes tensor parallel.
+            d.gpu_count = n;
+            s.parallel.tp = std::max<std::uint64_t>(1, n / std::max<std::uint64_t>(1, s.parallel.pp));
+            if (s.parallel.tp * s.parallel.pp != n) {
+                s.parallel.pp = 1;
+                s.parallel.tp = n;
+            }
+        });
+    });
+    connect(memory_, &QLineEdit::editingFinished, this, &DeploymentView::commitCustom);
+    connect(bandwidth_, &QLineEdit::editingFinished, this, &DeploymentView::commitCustom);
+    connect(engine_, &QComboBox::activated, this, [this, edit](int index) {
+        const auto e = static_cast<Engine>(engine_->itemData(index).toInt());
+        edit(tr("Change engine"), [e](Deployment& d, Scenario&) {
+            d.engine = e;
+            d.fraction = default_fraction(e);  // each engine's own default
+        });
+    });
+    connect(fraction_, &QDoubleSpinBox::valueChanged, this, [edit](double f) {
+        edit(QObject::tr("Change memory fraction"), [f](Deployment& d, Scenario&) { d.fraction = f; });
+    });
+    connect(weight_dtype_, &QComboBox::activated, this, [this, edit](int index) {
+        const auto w = static_cast<KvDtype>(weight_dtype_->itemData(index).toInt());
+        edit(tr("Change weight format"), [w](Deployment& d, Scenario&) { d.weight_dtype = w; });
+    });
+    connect(model_, &ScenarioModel::changed, this, &DeploymentView::sync);
+    connect(model_, &ScenarioModel::unitsChanged, this, &DeploymentView::sync);
+    sync();
+}
+
+void DeploymentView::commitCustom() {
+    if (syncing_ || !model_->scenario().deployment) return;
+    const Deployment& current = *model_->scenario().deployment;
+    GpuSpec gpu = current.gpu;
+    typed_.clear();
+    for (auto [field, slot] : {std::pair{memory_, &gpu.memory_bytes}, std::pair{bandwidth_, &gpu.bandwidth_bytes_per_s}}) {
+        auto v = parse_bytes(field->text().trimmed().toStdString(), field->accessibleName().toStdString());
+        if (v) *slot = *v;
+        else typed_.insert(field, q(v.errors().front().message));
+    }
+    if (typed_.isEmpty() && !(gpu == current.gpu)) {
+        gpu.id = "custom";
+        gpu.name = "custom GPU";
+        gpu.source = "entered by hand";
+        model_->edit(tr("Change GPU memory or bandwidth"), [&gpu](Scenario& s) { s.deployment->gpu = gpu; });
+    }
+    sync();
+}
+
+void DeploymentView::sync() {
+    syncing_ = true;
+    const Scenario& s = model_->scenario();
+    box_->setChecked(s.deployment.has_value());
+    if (s.deployment) {
+        const Deployment& d = *s.deployment;
+        const int gi = gpu_->findData(q(d.gpu.id));
+        gpu_->setCurrentIndex(gi >= 0 ? gi : gpu_->findData(kCustom));
+        count_->setValue(d.gpu_count);
+        if (!memory_->hasFocus() && !typed_.contains(memory_)) memory_->setText(q(format_bytes(d.gpu.memory_bytes, model_->units())));
+        if (!bandwidth_->hasFocus() && !typed_.contains(bandwidth_))
+            bandwidth_->setText(q(format_bytes(d.gpu.bandwidth_bytes_per_s, UnitSystem::decimal)) + "/s");
+        engine_->setCurrentIndex(engine_->findData(static_cast<int>(d.engine)));
+        fraction_->setValue(d.fraction);
+        fraction_->setEnabled(d.engine != Engine::llama_cpp && d.engine != Engine::plain);
+        weight_dtype_->setCurrentIndex(weight_dtype_->findData(static_cast<int>(d.weight_dtype)));
+        rule_->setText(q(std::string(budget_rule(d.engine))));
+    }
+    const QStringList problems = marks_.apply(model_->errors(), typed_);
+    errors_->setText(problems.join('\n'));
+    errors_->setVisible(!problems.isEmpty());
+    syncing_ = false;
+    refreshResults();
+}
+
+void DeploymentView::refreshResults() {
+    const Results& r = model_->results();
+    const UnitSystem units = model_->units();
+    const bool binary = units == UnitSystem::binary;
+    if (!model_->scenario().deployment) {
+        verdict_->setText(tr("Tick “Check a deployment” to see whether this fits on your GPUs."));
+        verdict_->setStyleSheet({});
+        bars_->setData({}, 0, 0, 1, units);
+        figures_->clear();
+        return;
+    }
+    if (!model_->hasResults() || !r.fit || !r.decode) {
+        verdict_->setText(tr("Fix the marked inputs to see the fit."));
+        return;
+    }
+    const FitReport& f = *r.fit;
+    const DecodeEstimate& d = *r.decode;
+    const std::int64_t headroom = f.headroom_bytes_per_gpu;
+    if (f.kv_budget_bytes_per_gpu < 0) {
+        verdict_->setText(tr("Does not fit: the weights alone need %1 more per GPU")
+                              .arg(q(format_bytes(static_cast<std::uint64_t>(-f.kv_budget_bytes_per_gpu), units))));
+    } else if (f.fits) {
+        verdict_->setText(tr("Fits, with %1 to spare per GPU").arg(both_units(static_cast<std::uint64_t>(headroom), binary)));
+    } else {
+        verdict_->setText(tr("Does not fit: short by %1 per GPU").arg(both_units(static_cast<std::uint64_t>(-headroom), binary)));
+    }
+    verdict_->setStyleSheet(f.fits ? "color: #27ae60;" : "color: #d63031;");
+
+    const std::uint64_t budget = f.kv_budget_bytes_per_gpu > 0 ? static_cast<std::uint64_t>(f.kv_budget_bytes_per_gpu) : 0;
+    const std::uint64_t kv_shown = std::min(f.kv_bytes_per_gpu, budget);
+    QList<GpuMemoryBar::Segment> segments{
+        {tr("weights"), std::min(f.weights_bytes_per_gpu, f.memory_bytes_per_gpu), QColor(0x2e, 0x86, 0xde)},
+        {tr("KV cache"), kv_shown, f.fits ? QColor(0x2a, 0x9d, 0x8f) : QColor(0xd6, 0x30, 0x31)},
+        {tr("free KV budget"), budget - kv_shown, QColor(0xa8, 0xe6, 0xcf)},
+        {tr("reserve"), f.reserve_bytes_per_gpu, QColor(0x95, 0xa5, 0xa6)},
+        {tr("left unused"), f.free_bytes_per_gpu, QColor(0xdf, 0xe6, 0xe9)},
+    };
+    const std::uint64_t overflow = f.fits ? 0
+                                   : f.kv_budget_bytes_per_gpu < 0
+                                       ? static_cast<std::uint64_t>(-f.kv_budget_bytes_per_gpu) + f.kv_bytes_per_gpu
+                                       : f.kv_bytes_per_gpu - budget;
+    bars_->setData(segments, f.memory_bytes_per_gpu, overflow, static_cast<int>(f.gpus), units);
+
+    const Scenario& s = r.scenario;
+    QStringList rows;
+    rows << tr("Max concurrent sequences at %1 tokens: <b>%2</b>")
+                .arg(q(format_tokens(s.workload.context_tokens)), q(format_count(f.max_batch)));
+    rows << tr("Max context at %1 sequence(s): <b>%2 tokens</b>%3")
+                .arg(s.workload.batch)
+                .arg(q(format_count(f.max_context)))
+                .arg(f.max_context_limited_by_model ? tr(" (the model's limit)") : QString());
+    rows << tr("Decode estimate: <b>%1 tokens/s</b> per sequence, %2 tokens/s in all (memory-bandwidth floor, %3 ms per step)")
+                .arg(d.tokens_per_s_per_sequence, 0, 'f', 1)
+                .arg(d.tokens_per_s_total, 0, 'f', 0)
+                .arg(d.step_time_floor_s * 1000, 0, 'f', 2);
+    rows << tr("Weights %1 per GPU (%2 parameters%3) · KV budget %4 per GPU · KV need %5 per GPU")
+                .arg(q(format_bytes(f.weights_bytes_per_gpu, units)), q(format_si(static_cast<double>(f.parameters))),
+                     f.parameters_estimated ? tr(", estimated") : QString(), q(format_signed_bytes(f.kv_budget_bytes_per_gpu, units)),
+                     q(format_bytes(f.kv_bytes_per_gpu, units)));
+    for (const auto& n : f.notes) rows << q(n).toHtmlEscaped();
+    figures_->setText(rows.join("<br>"));
+}
+
+}  // namespace kvscope::ui

@@ -1,0 +1,207 @@
+#include "kvscope/ui/exporter.h"
+
+#include <QBuffer>
+#include <QDateTime>
+#include <QFileInfo>
+#include <QImage>
+#include <QPageSize>
+#include <QPainter>
+#include <QPdfWriter>
+#include <QSaveFile>
+#include <QSvgGenerator>
+
+#include "kvscope/calculator/explain.h"
+#include "kvscope/calculator/report_json.h"
+#include "kvscope/calculator/scenario_file.h"
+#include "kvscope/ui/memory_chart.h"
+#include "kvscope/ui/overview_view.h"
+#include "kvscope/ui/scenario_model.h"
+
+namespace kvscope::ui {
+
+namespace {
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+std::optional<QString> write_file(const QString& path, const QByteArray& bytes) {
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly))
+        return QObject::tr("Could not write %1: %2").arg(path, file.errorString());
+    if (file.write(bytes) != bytes.size() || !file.commit())
+        return QObject::tr("Could not write %1: %2").arg(path, file.errorString());
+    return std::nullopt;
+}
+
+std::optional<QString> no_results(const ScenarioModel& model) {
+    if (model.hasResults()) return std::nullopt;
+    return QObject::tr("Nothing to export yet: the inputs are not valid (%1)").arg(q(join_errors(model.errors())));
+}
+
+QByteArray pdf_of(const std::function<void(QPainter&, QPdfWriter&)>& draw, const QPageSize& page) {
+    QByteArray bytes;
+    QBuffer buffer(&bytes);
+    buffer.open(QIODevice::WriteOnly);
+    QPdfWriter pdf(&buffer);
+    pdf.setPageSize(page);
+    pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
+    pdf.setResolution(72);  // one unit = one point
+    pdf.setCreator("KVScope");
+    QPainter painter(&pdf);
+    draw(painter, pdf);
+    painter.end();
+    return bytes;
+}
+
+}  // namespace
+
+QImage chart_image(MemoryChart& chart, ChartSize size) {
+    QImage image(size.logical * size.scale, QImage::Format_ARGB32_Premultiplied);
+    image.setDevicePixelRatio(size.scale);
+    image.fill(chart.palette().color(QPalette::Base));
+    QPainter painter(&image);
+    painter.setRenderHint(QPainter::Antialiasing);
+    chart.renderTo(&painter, QRectF(QPointF(0, 0), QSizeF(size.logical)), QSizeF(size.logical));
+    return image;
+}
+
+std::optional<QString> export_chart(MemoryChart& chart, const QString& path, ChartSize size) {
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (size.logical.width() < 100 || size.logical.height() < 100 || size.logical.width() > 20000 ||
+        size.logical.height() > 20000)
+        return QObject::tr("Chart size %1×%2 is outside 100…20000 pixels").arg(size.logical.width()).arg(size.logical.height());
+    if (!(size.scale >= 0.5 && size.scale <= 8)) return QObject::tr("Chart scale %1 is outside 0.5…8").arg(size.scale);
+    const QRectF target(QPointF(0, 0), QSizeF(size.logical));
+    QByteArray bytes;
+    if (suffix == "png") {
+        QBuffer buffer(&bytes);
+        buffer.open(QIODevice::WriteOnly);
+        if (!chart_image(chart, size).save(&buffer, "PNG")) return QObject::tr("Could not encode the PNG image");
+    } else if (suffix == "svg") {
+        QBuffer buffer(&bytes);
+        buffer.open(QIODevice::WriteOnly);
+        QSvgGenerator svg;
+        svg.setOutputDevice(&buffer);
+        svg.setSize(size.logical);
+        svg.setViewBox(target);
+        svg.setTitle("KVScope: KV cache against context length");
+        QPainter painter(&svg);
+        chart.renderTo(&painter, target, QSizeF(size.logical));
+        painter.end();
+    } else if (suffix == "pdf") {
+        bytes = pdf_of([&](QPainter& p, QPdfWriter&) { chart.renderTo(&p, target, QSizeF(size.logical)); },
+                       QPageSize(QSizeF(size.logical), QPageSize::Point));
+    } else {
+        return QObject::tr("%1: choose a .png, .svg or .pdf file name for the chart").arg(path);
+    }
+    return write_file(path, bytes);
+}
+
+std::optional<QString> export_csv(const ScenarioModel& model, const QString& path) {
+    if (auto problem = no_results(model)) return problem;
+    return write_file(path, QByteArray::fromStdString(curves_csv(model.results().curves)));
+}
+
+QByteArray results_json(const ScenarioModel& model) {
+    const Results& r = model.results();
+    json::Value o = json::Value::object();
+    o.set("kvscope_results", json::Value::number(std::uint64_t{1}));
+    auto scenario = json::parse(scenario_to_json(r.scenario));
+    if (scenario) o.set("scenario", *scenario.value);
+    o.set("kv", kv_report_json(r.scenario, r.kv, r.variants));
+    if (r.fit && r.decode) o.set("fit", fit_report_json(r.scenario, *r.fit, *r.decode));
+    o.set("curves", curves_json(r.scenario, r.curves));
+    return QByteArray::fromStdString(o.dump() + "\n");
+}
+
+std::optional<QString> export_json(const ScenarioModel& model, const QString& path) {
+    if (auto problem = no_results(model)) return problem;
+    return write_file(path, results_json(model));
+}
+
+std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& model, const QString& path) {
+    if (auto problem = no_results(model)) return problem;
+    const Results& r = model.results();
+    const Scenario& s = r.scenario;
+    const UnitSystem units = model.units();
+    const bool binary = units == UnitSystem::binary;
+
+    auto draw = [&](QPainter& p, QPdfWriter&) {
+        const double left = 40, width = 595 - 80;
+        double y = 40;
+        QFont base("DejaVu Sans");
+        base.setPointSizeF(9);
+        auto block = [&](const QString& text, double size, bool bold = false, QColor color = Qt::black) {
+            QFont f = base;
+            f.setPointSizeF(size);
+            f.setBold(bold);
+            p.setFont(f);
+            p.setPen(color);
+            const QRectF bounds = p.boundingRect(QRectF(left, y, width, 1000), Qt::TextWordWrap, text);
+            p.drawText(QRectF(left, y, width, bounds.height()), Qt::TextWordWrap, text);
+            y += bounds.height() + 4;
+        };
+        block(QObject::tr("KV cache report — %1").arg(model.description()), 16, true);
+        block(QObject::tr("KVScope %1 · %2").arg(QStringLiteral(KVSCOPE_VERSION), QDateTime::currentDateTime().toString("yyyy-MM-dd HH:mm")),
+              8, false, Qt::darkGray);
+        y += 4;
+        block(QObject::tr("Inputs"), 11, true);
+        QStringList inputs;
+        inputs << QObject::tr("%1 layers, %2 query heads, %3 KV heads (%4), head dim %5, model dim %6")
+                      .arg(s.arch.layers)
+                      .arg(s.arch.query_heads)
+                      .arg(s.arch.kv_heads)
+                      .arg(q(attention_label(s.arch)))
+                      .arg(s.arch.head_dim_k)
+                      .arg(s.arch.hidden_size);
+        inputs << QObject::tr("KV format %1, context %2 tokens, %3 sequence(s), block size %4, TP %5 × PP %6%7")
+                      .arg(q(std::string(to_string(s.kv_dtype))), q(format_count(s.workload.context_tokens)))
+                      .arg(s.workload.batch)
+                      .arg(s.workload.block_size)
+                      .arg(s.parallel.tp)
+                      .arg(s.parallel.pp)
+                      .arg(s.workload.full_window ? QObject::tr(", full context kept on sliding layers") : QString());
+        if (s.deployment)
+            inputs << QObject::tr("%1 × %2 (%3 each), %4 rule at %5, weights in %6")
+                          .arg(s.deployment->gpu_count)
+                          .arg(q(s.deployment->gpu.name), q(format_bytes(s.deployment->gpu.memory_bytes, units)),
+                               q(std::string(to_string(s.deployment->engine))))
+                          .arg(s.deployment->fraction, 0, 'f', 2)
+                          .arg(q(std::string(to_string(s.deployment->weight_dtype))));
+        block(inputs.join('\n'), 9);
+        y += 4;
+        block(QObject::tr("KV cache: %1").arg(both_units(r.kv.total_bytes, binary)), 13, true);
+        block(QObject::tr("%1 bytes · per token %2 · per sequence %3 · per GPU %4")
+                  .arg(q(format_count(r.kv.total_bytes)), q(format_bytes(r.kv.bytes_per_token, units)),
+                       q(format_bytes(r.kv.per_sequence_bytes, units)), q(format_bytes(r.kv.per_gpu_bytes, units))),
+              9);
+        block(q(r.formula), 8, false, QColor(0x33, 0x33, 0x33));
+        y += 4;
+        block(QObject::tr("Head layouts"), 11, true);
+        QStringList rows;
+        for (const Variant& v : r.variants)
+            rows << QObject::tr("%1%2: %3 KV heads, %4, %5% of MHA")
+                        .arg(q(v.name), v.is_model ? QObject::tr(" (this model)") : QString())
+                        .arg(v.kv_heads)
+                        .arg(q(format_bytes(v.kv_cache_bytes, units)))
+                        .arg(v.percent_of_mha, 0, 'f', 1);
+        block(rows.join('\n'), 9);
+        if (r.fit && r.decode) {
+            y += 4;
+            block(QObject::tr("Deployment fit"), 11, true);
+            const FitReport& f = *r.fit;
+            block((f.fits ? QObject::tr("Fits, %1 to spare per GPU") : QObject::tr("Does not fit, short by %1 per GPU"))
+                          .arg(q(format_bytes(static_cast<std::uint64_t>(std::abs(f.headroom_bytes_per_gpu)), units))) +
+                      QObject::tr(" · max %1 sequences at this context · max context %2 tokens at this batch · "
+                                  "decode about %3 tokens/s per sequence")
+                          .arg(q(format_count(f.max_batch)), q(format_count(f.max_context)))
+                          .arg(r.decode->tokens_per_s_per_sequence, 0, 'f', 1),
+                  9);
+        }
+        y += 6;
+        const double chart_height = std::min(320.0, 842 - 30 - y);
+        chart.renderTo(&p, QRectF(left, y, width, chart_height), QSizeF(900, 900 * chart_height / width));
+    };
+    return write_file(path, pdf_of(draw, QPageSize(QPageSize::A4)));
+}
+
+}  // namespace kvscope::ui

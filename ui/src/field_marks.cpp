@@ -1,0 +1,35 @@
+#include "kvscope/ui/field_marks.h"
+
+#include <QLabel>
+
+namespace kvscope::ui {
+
+void FieldMarks::add(QWidget* widget, const QStringList& fields, const QString& tooltip) {
+    widget->setToolTip(tooltip);
+    entries_.append({widget, fields, tooltip});
+}
+
+QStringList FieldMarks::apply(const Errors& errors, const QMap<QWidget*, QString>& extra) {
+    QStringList shown;
+    for (Entry& e : entries_) {
+        QStringList reasons;
+        for (const FieldError& error : errors)
+            if (e.fields.contains(QString::fromStdString(error.field))) reasons << QString::fromStdString(error.message);
+        if (extra.contains(e.widget)) reasons << extra.value(e.widget);
+        e.marked = !reasons.isEmpty();
+        // A translucent red reads on light and dark palettes alike.
+        e.widget->setStyleSheet(e.marked ? QStringLiteral("background-color: rgba(214, 48, 49, 60);") : QString());
+        e.widget->setToolTip(e.marked ? e.tooltip + "\n\n" + reasons.join('\n') : e.tooltip);
+        const QString name = e.widget->accessibleName();
+        for (const QString& r : reasons) shown << (name.isEmpty() ? r : name + ": " + r);
+    }
+    return shown;
+}
+
+bool FieldMarks::isMarked(const QWidget* widget) const {
+    for (const Entry& e : entries_)
+        if (e.widget == widget) return e.marked;
+    return false;
+}
+
+}  // namespace kvscope::ui

@@ -1,0 +1,277 @@
+#include "kvscope/ui/inputs_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QCompleter>
+#include <QFormLayout>
+#include <QIntValidator>
+#include <QLabel>
+#include <QLineEdit>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+#include "kvscope/ui/big_spin_box.h"
+#include "kvscope/ui/context_input.h"
+#include "kvscope/ui/scenario_model.h"
+
+namespace kvscope::ui {
+
+namespace {
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+// A KV-heads edit merges with the next one only when typed; each preset stays its own step.
+enum MergeIds { kContextDrag = 1 };
+
+}  // namespace
+
+InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
+    : QWidget(parent),
+      model_(model),
+      picker_(new QComboBox),
+      import_(new QToolButton),
+      source_(new QLabel),
+      layers_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::by_one)),
+      query_heads_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::by_one)),
+      kv_heads_(new QComboBox),
+      head_dim_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::doubling)),
+      head_dim_hint_(new QLabel),
+      hidden_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::by_one)),
+      kv_dtype_(new QComboBox),
+      context_(new ContextInput),
+      batch_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::doubling)),
+      block_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::doubling)),
+      tp_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::doubling)),
+      pp_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::by_one)),
+      full_window_(new QCheckBox(tr("Engine keeps the full context on sliding layers"))),
+      errors_(new QLabel) {
+    // Preset picker: type any part of a name or id to filter.
+    picker_->setEditable(true);
+    picker_->setInsertPolicy(QComboBox::NoInsert);
+    picker_->completer()->setFilterMode(Qt::MatchContains);
+    picker_->completer()->setCompletionMode(QCompleter::PopupCompletion);
+    picker_->lineEdit()->setPlaceholderText(tr("Search models…"));
+    for (const CatalogModel& m : model_->catalog().models()) {
+        picker_->addItem(q(m.name) + "  ·  " + q(attention_label(m.model.arch)) + ", " + QString::number(m.model.arch.layers) +
+                             tr(" layers"),
+                         q(m.id));
+        picker_->setItemData(picker_->count() - 1, q(m.hf_repo.empty() ? m.source : m.hf_repo), Qt::ToolTipRole);
+    }
+    picker_->setAccessibleName(tr("Model"));
+    connect(picker_, &QComboBox::activated, this, [this](int index) {
+        model_->loadCatalogModel(picker_->itemData(index).toString());
+    });
+    import_->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    source_->setWordWrap(true);
+    source_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    source_->setForegroundRole(QPalette::PlaceholderText);
+
+    kv_heads_->setEditable(true);
+    kv_heads_->setInsertPolicy(QComboBox::NoInsert);
+    kv_heads_->lineEdit()->setValidator(new QIntValidator(0, 1 << 30, kv_heads_));
+    head_dim_hint_->setForegroundRole(QPalette::PlaceholderText);
+    for (const KvDtypeInfo& i : all_kv_dtypes()) {
+        kv_dtype_->addItem(q(std::string(i.id)), static_cast<int>(i.dtype));
+        kv_dtype_->setItemData(kv_dtype_->count() - 1, q(std::string(i.description)), Qt::ToolTipRole);
+    }
+    layers_->setRange(1, 1u << 20);
+    query_heads_->setRange(1, 1u << 20);
+    head_dim_->setRange(1, 1u << 20);
+    hidden_->setRange(1, 1u << 30);
+    batch_->setRange(1, 1u << 24);
+    block_->setRange(1, 1u << 16);
+    tp_->setRange(1, 4096);
+    pp_->setRange(1, 4096);
+    errors_->setWordWrap(true);
+    errors_->setStyleSheet("color: #d63031;");
+    errors_->setAccessibleName(tr("Input problems"));
+
+    const std::initializer_list<std::pair<QWidget*, const char*>> names{
+        {layers_, "Layers"}, {query_heads_, "Query heads"}, {kv_heads_, "KV heads"}, {head_dim_, "Head dim"},
+        {hidden_, "Model dim"}, {kv_dtype_, "KV dtype"}, {context_->spinBox(), "Context"}, {batch_, "Sequences"},
+        {block_, "Block size"}, {tp_, "TP"}, {pp_, "PP"}};
+    for (const auto& [w, name] : names) w->setAccessibleName(tr(name));
+
+    marks_.add(layers_, {"layers", "layer_windows", "first_k_dense_replace"}, tr("Transformer layers; each stores its own keys and values."));
+    marks_.add(query_heads_, {"query_heads"}, tr("Attention heads that ask queries; KV heads are shared among them."));
+    marks_.add(kv_heads_, {"kv_heads"},
+               tr("Key/value heads stored per layer: equal to query heads is MHA, 1 is MQA, in between is GQA. "
+                  "The list offers the divisors of the query heads."));
+    marks_.add(head_dim_, {"head_dim", "head_dim_v", "qk_nope_head_dim"}, tr("Values per head in each key and value vector."));
+    marks_.add(hidden_, {"hidden_size"}, tr("Model (embedding) dimension; head dim follows it ÷ query heads until you set head dim."));
+    marks_.add(kv_dtype_, {"kv_dtype"}, tr("Number format of the cached keys and values (fp8 halves fp16, q4_0 is about a quarter)."));
+    marks_.add(context_->spinBox(), {"context_tokens", "max_tokens"},
+               tr("Tokens per sequence, prompt plus output; type 8k, 128k or 1M, or drag the slider."));
+    marks_.add(batch_, {"batch"}, tr("Sequences decoded at the same time, each with its own cache."));
+    marks_.add(block_, {"block_size"}, tr("Paged-attention block in tokens; each sequence's cache is rounded up to whole blocks (1 = contiguous)."));
+    marks_.add(tp_, {"tp"}, tr("Tensor-parallel GPUs: KV heads are split across them (and copied when there are fewer heads than GPUs)."));
+    marks_.add(pp_, {"pp"}, tr("Pipeline-parallel GPUs: layers are split across them."));
+    full_window_->setToolTip(tr("Some engines store every token on sliding-window layers too; tick to count the cache that way."));
+    context_->slider()->setToolTip(context_->spinBox()->toolTip());
+
+    auto* head_dim_row = new QWidget;
+    auto* hd = new QHBoxLayout(head_dim_row);
+    hd->setContentsMargins(0, 0, 0, 0);
+    hd->addWidget(head_dim_, 1);
+    hd->addWidget(head_dim_hint_);
+
+    auto* form = new QFormLayout;
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    form->addRow(tr("&Layers"), layers_);
+    form->addRow(tr("&Query heads"), query_heads_);
+    form->addRow(tr("&KV heads"), kv_heads_);
+    form->addRow(tr("&Head dim"), head_dim_row);
+    form->addRow(tr("&Model dim"), hidden_);
+    form->addRow(tr("KV &dtype"), kv_dtype_);
+    form->addRow(tr("&Context"), context_);
+    form->addRow(tr("&Sequences"), batch_);
+    form->addRow(tr("&Block size"), block_);
+    auto* parallel = new QWidget;
+    auto* pl = new QHBoxLayout(parallel);
+    pl->setContentsMargins(0, 0, 0, 0);
+    pl->addWidget(new QLabel(tr("TP")));
+    pl->addWidget(tp_, 1);
+    pl->addWidget(new QLabel(tr("PP")));
+    pl->addWidget(pp_, 1);
+    form->addRow(tr("Parallel"), parallel);
+    form->addRow(full_window_);
+
+    auto* picker_row = new QHBoxLayout;
+    picker_row->addWidget(picker_, 1);
+    picker_row->addWidget(import_);
+    auto* layout = new QVBoxLayout(this);
+    auto* title = new QLabel(tr("<b>Model</b>"));
+    layout->addWidget(title);
+    layout->addLayout(picker_row);
+    layout->addWidget(source_);
+    layout->addSpacing(6);
+    layout->addWidget(new QLabel(tr("<b>Shape and workload</b>")));
+    layout->addLayout(form);
+    layout->addWidget(errors_);
+    layout->addStretch(1);
+
+    auto number_edit = [this](BigSpinBox* box, void (ScenarioModel::*setter)(std::uint64_t)) {
+        connect(box, &BigSpinBox::valueEdited, this, [this, setter](std::uint64_t v) { (model_->*setter)(v); });
+        connect(box, &BigSpinBox::problemChanged, this, &InputsPanel::sync);
+    };
+    number_edit(layers_, &ScenarioModel::setLayers);
+    number_edit(query_heads_, &ScenarioModel::setQueryHeads);
+    number_edit(head_dim_, &ScenarioModel::setHeadDim);
+    number_edit(hidden_, &ScenarioModel::setHiddenSize);
+    auto workload_edit = [this](BigSpinBox* box, const QString& what, auto apply) {
+        connect(box, &BigSpinBox::valueEdited, this, [this, what, apply](std::uint64_t v) {
+            model_->edit(what, [&](Scenario& s) { apply(s, v); });
+        });
+        connect(box, &BigSpinBox::problemChanged, this, &InputsPanel::sync);
+    };
+    workload_edit(batch_, tr("Change sequences"), [](Scenario& s, std::uint64_t v) { s.workload.batch = v; });
+    workload_edit(block_, tr("Change block size"), [](Scenario& s, std::uint64_t v) { s.workload.block_size = v; });
+    workload_edit(tp_, tr("Change tensor parallel"), [](Scenario& s, std::uint64_t v) {
+        s.parallel.tp = v;
+        if (s.deployment) s.deployment->gpu_count = s.parallel.gpus();
+    });
+    workload_edit(pp_, tr("Change pipeline parallel"), [](Scenario& s, std::uint64_t v) {
+        s.parallel.pp = v;
+        if (s.deployment) s.deployment->gpu_count = s.parallel.gpus();
+    });
+    connect(context_, &ContextInput::valueEdited, this, [this](std::uint64_t t, bool dragging) {
+        model_->edit(tr("Change context"), [t](Scenario& s) { s.workload.context_tokens = t; }, dragging ? kContextDrag : -1);
+    });
+    connect(context_->spinBox(), &BigSpinBox::problemChanged, this, &InputsPanel::sync);
+    connect(kv_heads_, &QComboBox::activated, this, [this] { commitKvHeads(); });
+    connect(kv_heads_->lineEdit(), &QLineEdit::editingFinished, this, &InputsPanel::commitKvHeads);
+    connect(kv_dtype_, &QComboBox::activated, this, [this](int index) {
+        const auto dtype = static_cast<KvDtype>(kv_dtype_->itemData(index).toInt());
+        model_->edit(tr("Change KV dtype"), [dtype](Scenario& s) { s.kv_dtype = dtype; });
+    });
+    connect(full_window_, &QCheckBox::toggled, this, [this](bool on) {
+        if (syncing_) return;
+        model_->edit(tr("Toggle full context on sliding layers"), [on](Scenario& s) { s.workload.full_window = on; });
+    });
+    connect(model_, &ScenarioModel::changed, this, &InputsPanel::sync);
+    sync();
+}
+
+void InputsPanel::setImportAction(QAction* action) { import_->setDefaultAction(action); }
+
+void InputsPanel::commitKvHeads() {
+    if (syncing_) return;
+    bool ok = false;
+    const qulonglong heads = kv_heads_->currentText().trimmed().toULongLong(&ok);
+    if (!ok) {
+        kv_heads_problem_ = tr("'%1' is not a whole number").arg(kv_heads_->currentText());
+        sync();
+        return;
+    }
+    kv_heads_problem_.clear();
+    model_->edit(tr("Change KV heads"), [heads](Scenario& s) { s.arch.kv_heads = heads; });
+    sync();
+}
+
+void InputsPanel::sync() {
+    syncing_ = true;
+    const Scenario& s = model_->scenario();
+    const Architecture& a = s.arch;
+
+    const int index = picker_->findData(QString::fromStdString(s.model_id));
+    const CatalogModel* preset = model_->catalog().find_model(s.model_id);
+    const bool edited = preset && !(preset->model.arch == a);
+    if (index >= 0) picker_->setCurrentIndex(index);
+    else picker_->setEditText(model_->description());
+    QString source = index >= 0 ? QString::fromStdString(preset->hf_repo.empty() ? preset->source : preset->hf_repo)
+                                : model_->description();
+    if (edited) source += tr(" — edited");
+    if (!model_->notes().isEmpty()) source += "\n" + model_->notes().join("\n");
+    source_->setText(source);
+
+    if (!layers_->hasFocus()) layers_->setValue(a.layers);
+    if (!query_heads_->hasFocus()) query_heads_->setValue(a.query_heads);
+    if (!hidden_->hasFocus()) hidden_->setValue(a.hidden_size);
+    if (!head_dim_->hasFocus()) head_dim_->setValue(a.head_dim_k);
+    head_dim_hint_->setText(a.mla ? tr("MLA: latent %1 + rope %2").arg(a.mla->kv_lora_rank).arg(a.mla->qk_rope_head_dim)
+                            : model_->headDimFollows() ? tr("= model dim ÷ heads")
+                                                       : tr("set"));
+    // KV heads offers the divisors of the query heads (MHA … MQA).
+    kv_heads_->clear();
+    std::vector<std::uint64_t> divisors;
+    for (std::uint64_t d = 1; d * d <= a.query_heads; ++d) {
+        if (a.query_heads % d != 0) continue;
+        divisors.push_back(d);
+        if (d != a.query_heads / d) divisors.push_back(a.query_heads / d);
+    }
+    std::sort(divisors.rbegin(), divisors.rend());
+    {
+        for (const std::uint64_t d : divisors) {
+            const QString kind = d == a.query_heads ? "MHA" : d == 1 ? "MQA" : QString("GQA-%1").arg(d);
+            kv_heads_->addItem(QString::number(d), QVariant::fromValue<qulonglong>(d));
+            kv_heads_->setItemData(kv_heads_->count() - 1, kind, Qt::ToolTipRole);
+        }
+    }
+    if (!kv_heads_->lineEdit()->hasFocus() || kv_heads_problem_.isEmpty())
+        kv_heads_->setEditText(a.mla ? tr("MLA latent") : QString::number(a.kv_heads));
+    kv_heads_->setEnabled(!a.mla);
+    head_dim_->setEnabled(!a.mla);
+    kv_dtype_->setCurrentIndex(kv_dtype_->findData(static_cast<int>(s.kv_dtype)));
+    context_->setSliderMaximum(std::max<std::uint64_t>(a.max_positions, s.workload.context_tokens));
+    context_->setValue(s.workload.context_tokens);
+    batch_->setValue(s.workload.batch);
+    block_->setValue(s.workload.block_size);
+    tp_->setValue(s.parallel.tp);
+    pp_->setValue(s.parallel.pp);
+    full_window_->setChecked(s.workload.full_window);
+    full_window_->setEnabled(a.has_sliding_layers());
+
+    QMap<QWidget*, QString> typed;
+    for (BigSpinBox* box : {layers_, query_heads_, head_dim_, hidden_, context_->spinBox(), batch_, block_, tp_, pp_})
+        if (!box->problem().isEmpty()) typed.insert(box, box->problem());
+    if (!kv_heads_problem_.isEmpty()) typed.insert(kv_heads_, kv_heads_problem_);
+    QStringList problems = marks_.apply(model_->errors(), typed);
+    errors_->setText(problems.isEmpty() ? QString()
+                                        : tr("Showing the last valid results. Fix:\n• %1").arg(problems.join("\n• ")));
+    errors_->setVisible(!problems.isEmpty());
+    syncing_ = false;
+}
+
+}  // namespace kvscope::ui

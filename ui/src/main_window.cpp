@@ -1,0 +1,448 @@
+#include "kvscope/ui/main_window.h"
+
+#include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QCheckBox>
+#include <QClipboard>
+#include <QCloseEvent>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSettings>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QStyle>
+#include <QTabWidget>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+#include "kvscope/calculator/scenario_file.h"
+#include "kvscope/ui/comparison_model.h"
+#include "kvscope/ui/deployment_view.h"
+#include "kvscope/ui/export_dialog.h"
+#include "kvscope/ui/inputs_panel.h"
+#include "kvscope/ui/memory_chart.h"
+#include "kvscope/ui/message_bar.h"
+#include "kvscope/ui/overview_view.h"
+#include "kvscope/ui/scenario_model.h"
+
+namespace kvscope::ui {
+
+namespace {
+
+constexpr int kMaxRecent = 8;
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+QWidget* scrollable(QWidget* w) {
+    auto* area = new QScrollArea;
+    area->setWidget(w);
+    area->setWidgetResizable(true);
+    area->setFrameShape(QFrame::NoFrame);
+    return area;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
+    : QMainWindow(parent),
+      model_(new ScenarioModel(catalog, this)),
+      inputs_(new InputsPanel(model_)),
+      overview_(new OverviewView(model_)),
+      chart_(new MemoryChart(model_)),
+      deployment_(new DeploymentView(model_)),
+      messages_(new MessageBar),
+      tabs_(new QTabWidget),
+      splitter_(new QSplitter(Qt::Horizontal)),
+      status_(new QLabel) {
+    setObjectName("KVScopeMainWindow");
+    setAcceptDrops(true);
+    setWindowIcon(QIcon(":/kvscope/kvscope.svg"));
+
+    // The chart tab: the chart with its axis switches above it.
+    auto* chart_page = new QWidget;
+    auto* chart_bar = new QHBoxLayout;
+    auto* log_x = new QCheckBox(tr("Log &tokens axis"));
+    auto* log_y = new QCheckBox(tr("Log &bytes axis"));
+    auto* reset = new QPushButton(tr("&Reset zoom"));
+    log_x->setToolTip(tr("Spread context lengths by powers of two (1k, 2k, 4k …)"));
+    log_y->setToolTip(tr("Show bytes by powers of two, so small and large caches are both readable"));
+    reset->setToolTip(tr("Show the whole range again (Ctrl+0)"));
+    chart_bar->addWidget(log_x);
+    chart_bar->addWidget(log_y);
+    chart_bar->addStretch(1);
+    chart_bar->addWidget(new QLabel(tr("Drag to zoom · hover for exact values")));
+    chart_bar->addWidget(reset);
+    auto* chart_layout = new QVBoxLayout(chart_page);
+    chart_layout->addLayout(chart_bar);
+    chart_layout->addWidget(chart_, 1);
+    log_x->setChecked(chart_->logTokens());
+    log_y->setChecked(chart_->logBytes());
+    connect(log_x, &QCheckBox::toggled, chart_, &MemoryChart::setLogTokens);
+    connect(log_y, &QCheckBox::toggled, chart_, &MemoryChart::setLogBytes);
+    connect(reset, &QPushButton::clicked, chart_, &MemoryChart::resetZoom);
+    connect(chart_, &MemoryChart::axesModeChanged, this, [this, log_x, log_y] {
+        log_x->setChecked(chart_->logTokens());
+        log_y->setChecked(chart_->logBytes());
+        if (log_tokens_) log_tokens_->setChecked(chart_->logTokens());
+        if (log_bytes_) log_bytes_->setChecked(chart_->logBytes());
+    });
+
+    tabs_->addTab(scrollable(overview_), tr("&Overview"));
+    tabs_->addTab(chart_page, tr("Memory vs &context"));
+    tabs_->addTab(scrollable(deployment_), tr("&Deployment fit"));
+    tabs_->setDocumentMode(true);
+
+    auto* left = static_cast<QScrollArea*>(scrollable(inputs_));
+    // The inputs scroll vertically only: they never hide behind a horizontal scroll bar.
+    left->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    left->setMinimumWidth(inputs_->sizeHint().width() + left->verticalScrollBar()->sizeHint().width());
+    splitter_->addWidget(left);
+    splitter_->addWidget(tabs_);
+    splitter_->setStretchFactor(1, 1);
+    splitter_->setCollapsible(0, false);
+    splitter_->setSizes({left->minimumWidth(), 900});
+    splitter_->setObjectName("splitter");
+
+    auto* central = new QWidget;
+    auto* layout = new QVBoxLayout(central);
+    layout->setContentsMargins(4, 4, 4, 0);
+    layout->addWidget(messages_);
+    layout->addWidget(splitter_, 1);
+    setCentralWidget(central);
+    statusBar()->addPermanentWidget(status_, 1);
+
+    createActions();
+    connect(model_, &ScenarioModel::changed, this, &MainWindow::updateTitleAndStatus);
+    connect(model_->undoStack(), &QUndoStack::cleanChanged, this, &MainWindow::updateTitleAndStatus);
+    resize(1280, 800);
+    if (restore) restoreSettings();
+    updateTitleAndStatus();
+}
+
+void MainWindow::createActions() {
+    auto make = [this](const QString& text, const QKeySequence& key, const QString& tip, auto slot,
+                       QStyle::StandardPixmap icon = QStyle::SP_CustomBase) {
+        auto* a = new QAction(text, this);
+        if (!key.isEmpty()) a->setShortcut(key);
+        a->setStatusTip(tip);
+        a->setToolTip(tip + (key.isEmpty() ? QString() : " (" + key.toString(QKeySequence::NativeText) + ")"));
+        if (icon != QStyle::SP_CustomBase) a->setIcon(style()->standardIcon(icon));
+        connect(a, &QAction::triggered, this, slot);
+        return a;
+    };
+    QAction* open = make(tr("&Open scenario…"), QKeySequence::Open, tr("Open a saved .kvscope.json scenario"), [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open scenario or config.json"), last_dir_,
+                                                          tr("KVScope scenarios (*.kvscope.json);;JSON files (*.json);;All files (*)"));
+        if (!path.isEmpty()) openAny(path);
+    }, QStyle::SP_DialogOpenButton);
+    QAction* save = make(tr("&Save scenario"), QKeySequence::Save, tr("Save the inputs to a .kvscope.json file"), [this] {
+        const QString path = current_file_.endsWith(QString::fromUtf8(kScenarioFileSuffix.data())) ? current_file_
+            : askSavePath(tr("Save scenario"), tr("KVScope scenarios (*.kvscope.json)"), ".kvscope.json");
+        if (!path.isEmpty()) saveScenarioFile(path);
+    }, QStyle::SP_DialogSaveButton);
+    QAction* save_as = make(tr("Save scenario &as…"), QKeySequence::SaveAs, tr("Save the inputs under a new name"), [this] {
+        const QString path = askSavePath(tr("Save scenario"), tr("KVScope scenarios (*.kvscope.json)"), ".kvscope.json");
+        if (!path.isEmpty()) saveScenarioFile(path);
+    });
+    QAction* import = make(tr("&Import config.json…"), QKeySequence(tr("Ctrl+I")),
+                           tr("Read a Hugging Face config.json (you can also drop it on the window)"), [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Import config.json"), last_dir_, tr("JSON files (*.json);;All files (*)"));
+        if (!path.isEmpty()) importConfigFile(path);
+    }, QStyle::SP_FileDialogStart);
+    QAction* export_chart = make(tr("Export &chart…"), QKeySequence(tr("Ctrl+E")), tr("Save the chart as PNG, SVG or PDF"), [this] {
+        const QString path = askSavePath(tr("Export chart"), tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"), ".png");
+        if (path.isEmpty()) return;
+        ChartSize size;
+        if (path.endsWith(".png", Qt::CaseInsensitive)) {
+            ExportDialog dialog(size, this);
+            if (dialog.exec() != QDialog::Accepted) return;
+            size = dialog.chartSize();
+        }
+        exportChartTo(path, size);
+    }, QStyle::SP_DriveFDIcon);
+    QAction* export_csv = make(tr("Export data as CS&V…"), {}, tr("Save memory against context as CSV (exact bytes)"), [this] {
+        const QString path = askSavePath(tr("Export CSV"), tr("CSV (*.csv)"), ".csv");
+        if (!path.isEmpty()) exportCsvTo(path);
+    });
+    QAction* export_json = make(tr("Export data as &JSON…"), {}, tr("Save the inputs and every result as JSON"), [this] {
+        const QString path = askSavePath(tr("Export JSON"), tr("JSON (*.json)"), ".json");
+        if (!path.isEmpty()) exportJsonTo(path);
+    });
+    QAction* export_report = make(tr("Export &report (PDF)…"), QKeySequence(tr("Ctrl+Shift+E")),
+                                  tr("A one-page PDF with the inputs, the numbers, the comparison and the chart"), [this] {
+        const QString path = askSavePath(tr("Export report"), tr("PDF document (*.pdf)"), ".pdf");
+        if (!path.isEmpty()) exportReportTo(path);
+    }, QStyle::SP_FileDialogDetailedView);
+    QAction* quit = make(tr("&Quit"), QKeySequence::Quit, tr("Close KVScope (the scenario is kept for next time)"), [this] { close(); });
+
+    QAction* undo = model_->undoStack()->createUndoAction(this, tr("&Undo"));
+    undo->setShortcut(QKeySequence::Undo);
+    undo->setIcon(style()->standardIcon(QStyle::SP_ArrowBack));
+    QAction* redo = model_->undoStack()->createRedoAction(this, tr("&Redo"));
+    redo->setShortcuts({QKeySequence::Redo, QKeySequence(tr("Ctrl+Y"))});
+    redo->setIcon(style()->standardIcon(QStyle::SP_ArrowForward));
+    QAction* copy_chart = make(tr("Copy c&hart"), QKeySequence(tr("Ctrl+Shift+C")), tr("Copy the chart to the clipboard as an image"),
+                               [this] {
+        QApplication::clipboard()->setImage(chart_image(*chart_));
+        statusBar()->showMessage(tr("Chart copied"), 3000);
+    });
+    QAction* copy_table = make(tr("Copy &table"), QKeySequence(tr("Ctrl+Alt+C")),
+                               tr("Copy the MHA/GQA/MQA comparison as tab-separated text"), [this] {
+        QApplication::clipboard()->setText(overview_->comparison()->toTsv());
+        statusBar()->showMessage(tr("Comparison table copied"), 3000);
+    });
+
+    log_tokens_ = make(tr("&Log tokens axis"), QKeySequence(tr("Ctrl+L")), tr("Log-scale context axis"),
+                       [this](bool on) { chart_->setLogTokens(on); });
+    log_bytes_ = make(tr("Log &bytes axis"), QKeySequence(tr("Ctrl+Shift+L")), tr("Log-scale bytes axis"),
+                      [this](bool on) { chart_->setLogBytes(on); });
+    for (QAction* a : {log_tokens_, log_bytes_}) a->setCheckable(true);
+    log_tokens_->setChecked(chart_->logTokens());
+    log_bytes_->setChecked(chart_->logBytes());
+    QAction* reset_zoom = make(tr("&Reset zoom"), QKeySequence(tr("Ctrl+0")), tr("Show the chart's whole range"),
+                               [this] { chart_->resetZoom(); });
+    auto* units = new QActionGroup(this);
+    units_binary_ = make(tr("Binary units (Gi&B)"), {}, tr("Show sizes in KiB, MiB, GiB (powers of 1024)"),
+                         [this] { model_->setUnits(UnitSystem::binary); });
+    units_decimal_ = make(tr("Decimal units (&GB)"), {}, tr("Show sizes in kB, MB, GB (powers of 1000)"),
+                          [this] { model_->setUnits(UnitSystem::decimal); });
+    for (QAction* a : {units_binary_, units_decimal_}) {
+        a->setCheckable(true);
+        units->addAction(a);
+    }
+    units_binary_->setChecked(true);
+    QAction* about = make(tr("&About KVScope"), {}, tr("What KVScope is and which version this is"), [this] {
+        QMessageBox::about(this, tr("About KVScope"),
+                           tr("<h3>KVScope %1</h3><p>How much memory the KV cache of a transformer takes, whether a "
+                              "deployment fits, and how fast it can decode.</p><p>Every number comes from one formula: "
+                              "layers × KV heads × (K + V head dims) × bytes per element × tokens × sequences, "
+                              "with sliding windows, MLA latents, paging blocks and tensor/pipeline parallel "
+                              "taken into account.</p><p>The same calculations run headless: <tt>kvscope-cli</tt>.</p>")
+                               .arg(QStringLiteral(KVSCOPE_VERSION)));
+    });
+
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(open);
+    file->addAction(import);
+    recent_menu_ = file->addMenu(tr("Open &recent"));
+    file->addSeparator();
+    file->addAction(save);
+    file->addAction(save_as);
+    file->addSeparator();
+    QMenu* export_menu = file->addMenu(tr("&Export"));
+    for (QAction* a : {export_chart, export_csv, export_json, export_report}) export_menu->addAction(a);
+    file->addSeparator();
+    file->addAction(quit);
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    edit->addAction(undo);
+    edit->addAction(redo);
+    edit->addSeparator();
+    edit->addAction(copy_chart);
+    edit->addAction(copy_table);
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (int i = 0; i < tabs_->count(); ++i) {
+        QAction* a = view->addAction(tabs_->tabText(i).remove('&'), this, [this, i] { tabs_->setCurrentIndex(i); });
+        a->setShortcut(QKeySequence(tr("Ctrl+%1").arg(i + 1)));
+    }
+    view->addSeparator();
+    view->addAction(log_tokens_);
+    view->addAction(log_bytes_);
+    view->addAction(reset_zoom);
+    view->addSeparator();
+    view->addAction(units_binary_);
+    view->addAction(units_decimal_);
+    menuBar()->addMenu(tr("&Help"))->addAction(about);
+
+    QToolBar* bar = addToolBar(tr("Main"));
+    bar->setObjectName("mainToolBar");
+    bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    for (QAction* a : {open, save, import}) bar->addAction(a);
+    bar->addSeparator();
+    for (QAction* a : {undo, redo}) bar->addAction(a);
+    bar->addSeparator();
+    for (QAction* a : {export_chart, export_report}) bar->addAction(a);
+    inputs_->setImportAction(import);
+    rebuildRecentMenu();
+}
+
+QString MainWindow::askSavePath(const QString& title, const QString& filter, const QString& suffix) {
+    QString base = QFileInfo(model_->description()).baseName().replace(' ', '-').toLower();
+    if (base.isEmpty()) base = "kvscope";
+    QString path = QFileDialog::getSaveFileName(this, title, QDir(last_dir_).filePath(base + suffix), filter);
+    if (!path.isEmpty() && QFileInfo(path).suffix().isEmpty()) path += suffix;
+    return path;
+}
+
+bool MainWindow::report(const std::optional<QString>& problem, const QString& done) {
+    if (problem) {
+        messages_->showMessage(*problem, MessageBar::Kind::error);
+        statusBar()->showMessage(tr("Nothing was changed"), 5000);
+        return false;
+    }
+    messages_->hide();
+    statusBar()->showMessage(done, 5000);
+    return true;
+}
+
+bool MainWindow::importConfigFile(const QString& path) {
+    last_dir_ = QFileInfo(path).absolutePath();
+    if (!report(model_->importConfig(path), tr("Imported %1").arg(path))) return false;
+    addRecent(path);
+    return true;
+}
+
+bool MainWindow::openScenarioFile(const QString& path) {
+    last_dir_ = QFileInfo(path).absolutePath();
+    if (!report(model_->openScenario(path), tr("Opened %1").arg(path))) return false;
+    current_file_ = path;
+    model_->undoStack()->setClean();
+    addRecent(path);
+    return true;
+}
+
+bool MainWindow::saveScenarioFile(const QString& path) {
+    last_dir_ = QFileInfo(path).absolutePath();
+    if (!report(model_->saveScenario(path), tr("Saved %1").arg(path))) return false;
+    current_file_ = path;
+    model_->undoStack()->setClean();
+    addRecent(path);
+    updateTitleAndStatus();
+    return true;
+}
+
+bool MainWindow::exportChartTo(const QString& path, ChartSize size) {
+    return report(export_chart(*chart_, path, size), tr("Chart written to %1").arg(path));
+}
+bool MainWindow::exportCsvTo(const QString& path) { return report(export_csv(*model_, path), tr("CSV written to %1").arg(path)); }
+bool MainWindow::exportJsonTo(const QString& path) { return report(export_json(*model_, path), tr("JSON written to %1").arg(path)); }
+bool MainWindow::exportReportTo(const QString& path) {
+    return report(export_report(*chart_, *model_, path), tr("Report written to %1").arg(path));
+}
+
+void MainWindow::openAny(const QString& path) {
+    // A scenario names its format; anything else is read as a Hugging Face config.json.
+    if (path.endsWith(QString::fromUtf8(kScenarioFileSuffix.data()), Qt::CaseInsensitive)) openScenarioFile(path);
+    else importConfigFile(path);
+}
+
+void MainWindow::showScenario(const Scenario& scenario, const QString& description, const QStringList& notes) {
+    model_->replace(scenario, description, notes, tr("Open from the command line"));
+}
+
+void MainWindow::addRecent(const QString& path) {
+    const QString full = QFileInfo(path).absoluteFilePath();
+    recent_.removeAll(full);
+    recent_.prepend(full);
+    while (recent_.size() > kMaxRecent) recent_.removeLast();
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+    if (!recent_menu_) return;
+    recent_menu_->clear();
+    for (int i = 0; i < recent_.size(); ++i) {
+        const QString path = recent_.at(i);
+        QAction* a = recent_menu_->addAction(QString("&%1 %2").arg(i + 1).arg(QFileInfo(path).fileName()), this,
+                                             [this, path] { openAny(path); });
+        a->setStatusTip(path);
+    }
+    recent_menu_->setEnabled(!recent_.isEmpty());
+}
+
+QString MainWindow::statusSummary() const { return status_->text(); }
+
+void MainWindow::updateTitleAndStatus() {
+    const QString name = current_file_.isEmpty() ? model_->description() : QFileInfo(current_file_).fileName();
+    setWindowTitle(tr("%1[*] — KVScope").arg(name));
+    setWindowModified(!model_->undoStack()->isClean());
+    if (!model_->hasResults()) {
+        status_->setText(tr("Inputs need attention"));
+        return;
+    }
+    const Results& r = model_->results();
+    QString text = tr("%1 · %2 tokens × %3 · %4 · KV cache %5")
+                       .arg(model_->description(), q(format_tokens(r.scenario.workload.context_tokens)))
+                       .arg(r.scenario.workload.batch)
+                       .arg(q(std::string(to_string(r.scenario.kv_dtype))), both_units(r.kv.total_bytes, model_->units() == UnitSystem::binary));
+    if (r.fit) text += r.fit->fits ? tr(" · fits on %1 × %2").arg(r.fit->gpus).arg(q(r.scenario.deployment->gpu.name))
+                                   : tr(" · does not fit on %1 × %2").arg(r.fit->gpus).arg(q(r.scenario.deployment->gpu.name));
+    if (!model_->errors().empty()) text = tr("Inputs need attention; showing the last valid results — ") + text;
+    status_->setText(text);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    const auto urls = event->mimeData()->urls();
+    if (urls.size() == 1 && urls.front().isLocalFile() && urls.front().toLocalFile().endsWith(".json", Qt::CaseInsensitive))
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const auto urls = event->mimeData()->urls();
+    if (urls.isEmpty()) return;
+    openAny(urls.front().toLocalFile());
+    event->acceptProposedAction();
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    // The scenario comes back at the next start, so closing never loses work.
+    saveSettings();
+    event->accept();
+}
+
+void MainWindow::saveSettings() const {
+    QSettings settings;
+    settings.setValue("window/geometry", saveGeometry());
+    settings.setValue("window/state", saveState());
+    settings.setValue("window/splitter", splitter_->saveState());
+    settings.setValue("window/tab", tabs_->currentIndex());
+    settings.setValue("view/units", model_->units() == UnitSystem::binary ? "binary" : "decimal");
+    settings.setValue("view/logTokens", chart_->logTokens());
+    settings.setValue("view/logBytes", chart_->logBytes());
+    settings.setValue("files/recent", recent_);
+    settings.setValue("files/lastDir", last_dir_);
+    settings.setValue("scenario/last", QString::fromStdString(scenario_to_json(model_->scenario())));
+    settings.setValue("scenario/description", model_->description());
+    settings.setValue("scenario/notes", model_->notes());
+}
+
+void MainWindow::restoreSettings() {
+    QSettings settings;
+    restoreGeometry(settings.value("window/geometry").toByteArray());
+    restoreState(settings.value("window/state").toByteArray());
+    splitter_->restoreState(settings.value("window/splitter").toByteArray());
+    tabs_->setCurrentIndex(settings.value("window/tab", 0).toInt());
+    if (settings.value("view/units").toString() == "decimal") {
+        model_->setUnits(UnitSystem::decimal);
+        units_decimal_->setChecked(true);
+    }
+    chart_->setLogTokens(settings.value("view/logTokens", true).toBool());
+    chart_->setLogBytes(settings.value("view/logBytes", false).toBool());
+    recent_ = settings.value("files/recent").toStringList();
+    last_dir_ = settings.value("files/lastDir", QDir::homePath()).toString();
+    rebuildRecentMenu();
+    const QString last = settings.value("scenario/last").toString();
+    if (!last.isEmpty()) {
+        auto s = scenario_from_json(last.toStdString(), "settings");
+        if (s) {
+            model_->replace(*s, settings.value("scenario/description").toString(), settings.value("scenario/notes").toStringList(),
+                            tr("Restore the last scenario"));
+            // Restoring is where the user left off, not an edit to undo.
+            model_->undoStack()->clear();
+        } else {
+            messages_->showMessage(tr("The last scenario could not be restored (%1); starting from the default.")
+                                       .arg(q(join_errors(s.errors()))),
+                                   MessageBar::Kind::error);
+        }
+    }
+}
+
+}  // namespace kvscope::ui

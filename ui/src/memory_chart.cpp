@@ -1,0 +1,365 @@
+#include "kvscope/ui/memory_chart.h"
+
+#include <QCategoryAxis>
+#include <QGraphicsLayout>
+#include <QGraphicsLineItem>
+#include <QGraphicsRectItem>
+#include <QGraphicsSimpleTextItem>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QScatterSeries>
+#include <QWheelEvent>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kvscope/ui/axis_ticks.h"
+
+namespace kvscope::ui {
+
+namespace {
+
+// Fixed slots so series are only ever updated in place: MHA, GQA, MQA, MLA.
+int slot_of(const std::string& name) {
+    if (name.starts_with("MHA")) return 0;
+    if (name.starts_with("GQA")) return 1;
+    if (name.starts_with("MQA")) return 2;
+    return 3;
+}
+
+const std::array<QColor, 4> kVariantColors{QColor(0xd1, 0x49, 0x5b), QColor(0x2e, 0x86, 0xde), QColor(0x2a, 0x9d, 0x8f),
+                                           QColor(0x8e, 0x44, 0xad)};
+const QColor kBudgetColor(0xe6, 0x7e, 0x22);
+const QColor kStopsColor(0xc0, 0x39, 0x2b);
+
+QString bytes_with_count(std::uint64_t bytes, UnitSystem units) {
+    return QString::fromStdString(format_bytes(bytes, units) + " (" + format_count(bytes) + " B)");
+}
+
+}  // namespace
+
+MemoryChart::MemoryChart(ScenarioModel* model, QWidget* parent)
+    : QChartView(parent), model_(model), chart_(new QChart) {
+    setChart(chart_);
+    setRenderHint(QPainter::Antialiasing);
+    setRubberBand(QChartView::RectangleRubberBand);
+    setMouseTracking(true);
+    setToolTip(tr("Drag to zoom, wheel to zoom, right-click to zoom out, Ctrl+0 to reset; "
+                  "click a legend entry to hide or show its line"));
+    chart_->setMargins(QMargins(6, 6, 12, 6));
+    chart_->legend()->setAlignment(Qt::AlignBottom);
+
+    x_ = new QCategoryAxis;
+    y_ = new QCategoryAxis;
+    for (QCategoryAxis* axis : {x_, y_}) axis->setLabelsPosition(QCategoryAxis::AxisLabelsPositionOnValue);
+    x_->setTitleText(tr("Context length (tokens per sequence)"));
+    y_->setTitleText(tr("KV cache (all sequences, all GPUs)"));
+    chart_->addAxis(x_, Qt::AlignBottom);
+    chart_->addAxis(y_, Qt::AlignLeft);
+
+    auto add = [this](QXYSeries* s) {
+        chart_->addSeries(s);
+        s->attachAxis(x_);
+        s->attachAxis(y_);
+    };
+    for (auto& s : variants_) add(s = new QLineSeries(this));
+    add(weights_ = new QLineSeries(this));
+    add(budget_ = new QLineSeries(this));
+    add(outgrows_ = new QScatterSeries(this));
+    add(stops_ = new QScatterSeries(this));
+    outgrows_->setName(tr("KV cache outgrows the weights"));
+    outgrows_->setMarkerShape(QScatterSeries::MarkerShapeCircle);
+    outgrows_->setMarkerSize(11);
+    stops_->setName(tr("stops fitting"));
+    stops_->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+    stops_->setMarkerSize(11);
+    stops_->setColor(kStopsColor);
+
+    for (QLegendMarker* marker : chart_->legend()->markers()) {
+        connect(marker, &QLegendMarker::clicked, this, [this, marker] {
+            QAbstractSeries* s = marker->series();
+            const QString key = s->objectName();
+            if (hidden_by_user_.contains(key)) hidden_by_user_.remove(key);
+            else hidden_by_user_.insert(key);
+            refresh();
+        });
+    }
+    const std::array<const char*, 4> keys{"MHA", "GQA", "MQA", "MLA"};
+    for (std::size_t i = 0; i < variants_.size(); ++i) variants_[i]->setObjectName(keys[i]);
+    weights_->setObjectName("weights");
+    budget_->setObjectName("budget");
+    outgrows_->setObjectName("outgrows");
+    stops_->setObjectName("stops");
+
+    cross_line_ = new QGraphicsLineItem(chart_);
+    cross_box_ = new QGraphicsRectItem(chart_);
+    cross_text_ = new QGraphicsSimpleTextItem(cross_box_);
+    for (QGraphicsItem* item : std::initializer_list<QGraphicsItem*>{cross_line_, cross_box_}) {
+        item->setZValue(20);
+        item->hide();
+    }
+
+    connect(x_, &QValueAxis::rangeChanged, this, [this] { relabel(); });
+    connect(y_, &QValueAxis::rangeChanged, this, [this] { relabel(); });
+    connect(model_, &ScenarioModel::changed, this, &MemoryChart::refresh);
+    connect(model_, &ScenarioModel::unitsChanged, this, &MemoryChart::refresh);
+    applyPalette();
+    refresh();
+}
+
+double MemoryChart::xOf(double tokens) const { return log_x_ ? std::log2(std::max(tokens, 1.0)) : tokens; }
+double MemoryChart::yOf(double bytes) const { return log_y_ ? std::log2(std::max(bytes, 1.0)) : bytes; }
+double MemoryChart::tokensAt(double x) const { return log_x_ ? std::exp2(x) : x; }
+
+void MemoryChart::setLogTokens(bool on) {
+    if (on == log_x_) return;
+    log_x_ = on;
+    // Log axes want log-spaced points; linear axes want evenly spaced ones.
+    model_->setCurveSpacing(on ? Spacing::log : Spacing::linear);
+    refresh();
+    emit axesModeChanged();
+}
+
+void MemoryChart::setLogBytes(bool on) {
+    if (on == log_y_) return;
+    log_y_ = on;
+    refresh();
+    emit axesModeChanged();
+}
+
+void MemoryChart::refresh() {
+    hideCrosshair();
+    if (!model_->hasResults()) return;
+    const Results& r = model_->results();
+    const UnitSystem units = model_->units();
+    const auto& tokens = r.curves.tokens;
+    if (tokens.empty()) return;
+
+    std::array<bool, 4> used{};
+    double y_max = 0, y_min_positive = 0;
+    for (const Curve& c : r.curves.series) {
+        const int slot = slot_of(c.name);
+        QLineSeries* s = variants_.at(static_cast<std::size_t>(slot));
+        used.at(static_cast<std::size_t>(slot)) = true;
+        QList<QPointF> points;
+        points.reserve(static_cast<qsizetype>(tokens.size()));
+        for (std::size_t i = 0; i < tokens.size(); ++i) {
+            const double b = static_cast<double>(c.bytes[i]);
+            points.append({xOf(static_cast<double>(tokens[i])), yOf(b)});
+            y_max = std::max(y_max, b);
+            if (b > 0 && (y_min_positive == 0 || b < y_min_positive)) y_min_positive = b;
+        }
+        s->replace(points);
+        s->setName(QString::fromStdString(c.name) + (c.is_model ? tr(" (model)") : QString()));
+        QPen pen(kVariantColors.at(static_cast<std::size_t>(slot)));
+        pen.setWidthF(c.is_model ? 3.2 : 1.6);
+        if (!c.is_model) pen.setStyle(Qt::DashLine);
+        s->setPen(pen);
+    }
+    const double x_lo = xOf(static_cast<double>(tokens.front())), x_hi = xOf(static_cast<double>(tokens.back()));
+    auto horizontal = [&](QLineSeries* s, double bytes) {
+        s->replace(QList<QPointF>{{x_lo, yOf(bytes)}, {x_hi, yOf(bytes)}});
+        y_max = std::max(y_max, bytes);
+    };
+
+    const double weights = static_cast<double>(r.weights_bytes);
+    horizontal(weights_, weights);
+    weights_->setName(tr("Weights %1%2").arg(QString::fromStdString(format_bytes(r.weights_bytes, units)),
+                                             r.weights_estimated ? tr(" (estimated)") : QString()));
+    const bool has_budget = r.fit && r.fit->kv_budget_bytes > 0;
+    if (has_budget) {
+        horizontal(budget_, static_cast<double>(r.fit->kv_budget_bytes));
+        budget_->setName(tr("KV budget %1")
+                             .arg(QString::fromStdString(format_bytes(static_cast<std::uint64_t>(r.fit->kv_budget_bytes), units))));
+    } else {
+        budget_->clear();
+    }
+    auto marker = [&](QScatterSeries* s, const std::optional<std::uint64_t>& at, double bytes) {
+        if (at && *at >= tokens.front() && *at <= tokens.back()) s->replace(QList<QPointF>{{xOf(static_cast<double>(*at)), yOf(bytes)}});
+        else s->clear();
+    };
+    marker(outgrows_, r.kv_exceeds_weights_at, weights);
+    outgrows_->setName(r.kv_exceeds_weights_at
+                           ? tr("KV > weights (%1)").arg(QString::fromStdString(format_tokens(*r.kv_exceeds_weights_at)))
+                           : tr("KV stays below the weights"));
+    marker(stops_, r.stops_fitting_at, has_budget ? static_cast<double>(r.fit->kv_budget_bytes) : 0);
+    stops_->setName(r.stops_fitting_at
+                        ? tr("no fit from %1").arg(QString::fromStdString(format_tokens(*r.stops_fitting_at)))
+                        : tr("stops fitting"));
+
+    // Visibility: lines this model has, minus the ones the user switched off in the legend.
+    auto show = [this](QAbstractSeries* s, bool present) {
+        s->setVisible(present && !hidden_by_user_.contains(s->objectName()));
+        for (QLegendMarker* m : chart_->legend()->markers(s)) {
+            m->setVisible(present);
+            QFont f = m->font();
+            f.setStrikeOut(hidden_by_user_.contains(s->objectName()));
+            m->setFont(f);
+        }
+    };
+    for (std::size_t i = 0; i < variants_.size(); ++i) show(variants_[i], used[i]);
+    show(weights_, true);
+    show(budget_, has_budget);
+    show(outgrows_, outgrows_->count() > 0);
+    show(stops_, stops_->count() > 0);
+
+    full_x_lo_ = x_lo;
+    full_x_hi_ = x_hi > x_lo ? x_hi : x_lo + 1;
+    if (log_y_) {
+        full_y_lo_ = std::floor(std::log2(std::max(y_min_positive, 1.0)));
+        full_y_hi_ = std::log2(std::max(y_max, 2.0)) + 0.25;
+    } else {
+        full_y_lo_ = 0;
+        full_y_hi_ = std::max(y_max * 1.06, 1.0);
+    }
+    chart_->zoomReset();
+    setRanges(full_x_lo_, full_x_hi_, full_y_lo_, full_y_hi_);
+}
+
+void MemoryChart::setRanges(double x_lo, double x_hi, double y_lo, double y_hi) {
+    relabelling_ = true;
+    x_->setRange(x_lo, x_hi);
+    y_->setRange(y_lo, y_hi);
+    relabelling_ = false;
+    relabel();
+}
+
+void MemoryChart::relabel() {
+    if (relabelling_) return;
+    relabelling_ = true;
+    auto fill = [](QCategoryAxis* axis, const std::vector<Tick>& ticks) {
+        const double lo = axis->min(), hi = axis->max();
+        for (const QString& label : axis->categoriesLabels()) axis->remove(label);
+        axis->setStartValue(lo);
+        for (const Tick& t : ticks) axis->append(t.label, t.value);
+        axis->setRange(lo, hi);
+    };
+    fill(x_, token_ticks(x_->min(), x_->max(), log_x_));
+    fill(y_, byte_ticks(y_->min(), y_->max(), log_y_, model_->units()));
+    relabelling_ = false;
+}
+
+void MemoryChart::resetZoom() {
+    chart_->zoomReset();
+    setRanges(full_x_lo_, full_x_hi_, full_y_lo_, full_y_hi_);
+}
+
+QString MemoryChart::readout(std::uint64_t at) const {
+    if (!model_->hasResults()) return {};
+    const Results& r = model_->results();
+    const auto& tokens = r.curves.tokens;
+    if (tokens.empty()) return {};
+    auto it = std::lower_bound(tokens.begin(), tokens.end(), at);
+    if (it == tokens.end()) --it;
+    if (it != tokens.begin() && at - *(it - 1) < *it - at) --it;
+    const auto i = static_cast<std::size_t>(it - tokens.begin());
+    const UnitSystem units = model_->units();
+    QStringList lines;
+    lines << tr("%1 tokens per sequence × %2")
+                 .arg(QString::fromStdString(format_count(tokens[i])))
+                 .arg(r.scenario.workload.batch);
+    for (const Curve& c : r.curves.series) {
+        if (!variants_.at(static_cast<std::size_t>(slot_of(c.name)))->isVisible()) continue;
+        lines << QString::fromStdString(c.name) + (c.is_model ? "*" : "") + ": " + bytes_with_count(c.bytes[i], units);
+    }
+    lines << tr("Weights: %1").arg(bytes_with_count(r.weights_bytes, units));
+    if (r.fit && r.fit->kv_budget_bytes > 0)
+        lines << tr("KV budget: %1").arg(bytes_with_count(static_cast<std::uint64_t>(r.fit->kv_budget_bytes), units));
+    return lines.join('\n');
+}
+
+void MemoryChart::showCrosshair(const QPointF& widget_pos) {
+    const QPointF in_chart = chart_->mapFromScene(mapToScene(widget_pos.toPoint()));
+    const QRectF plot = chart_->plotArea();
+    if (!model_->hasResults() || !plot.contains(in_chart)) {
+        hideCrosshair();
+        return;
+    }
+    const QPointF value = chart_->mapToValue(in_chart, weights_);
+    const double t = std::max(1.0, tokensAt(value.x()));
+    const auto& tokens = model_->results().curves.tokens;
+    auto it = std::lower_bound(tokens.begin(), tokens.end(), static_cast<std::uint64_t>(t));
+    if (it == tokens.end()) --it;
+    if (it != tokens.begin() && t - static_cast<double>(*(it - 1)) < static_cast<double>(*it) - t) --it;
+    const double x = chart_->mapToPosition(QPointF(xOf(static_cast<double>(*it)), value.y()), weights_).x();
+    cross_line_->setLine(x, plot.top(), x, plot.bottom());
+    cross_line_->setPen(QPen(palette().color(QPalette::Text), 1, Qt::DotLine));
+    cross_text_->setText(readout(*it));
+    cross_text_->setBrush(palette().color(QPalette::ToolTipText));
+    const QRectF text = cross_text_->boundingRect();
+    QRectF box(0, 0, text.width() + 12, text.height() + 10);
+    double left = x + 10;
+    if (left + box.width() > plot.right()) left = x - 10 - box.width();
+    double top = std::clamp(in_chart.y() - box.height() / 2, plot.top(), std::max(plot.top(), plot.bottom() - box.height()));
+    cross_box_->setRect(box);
+    cross_box_->setPos(left, top);
+    cross_box_->setBrush(palette().color(QPalette::ToolTipBase));
+    cross_box_->setPen(QPen(palette().color(QPalette::Mid)));
+    cross_text_->setPos(6, 5);
+    cross_line_->show();
+    cross_box_->show();
+}
+
+void MemoryChart::hideCrosshair() {
+    if (cross_line_) cross_line_->hide();
+    if (cross_box_) cross_box_->hide();
+}
+
+void MemoryChart::mouseMoveEvent(QMouseEvent* event) {
+    showCrosshair(event->position());
+    QChartView::mouseMoveEvent(event);
+}
+
+void MemoryChart::leaveEvent(QEvent* event) {
+    hideCrosshair();
+    QChartView::leaveEvent(event);
+}
+
+void MemoryChart::wheelEvent(QWheelEvent* event) {
+    const double steps = event->angleDelta().y() / 120.0;
+    if (steps != 0) chart_->zoom(std::pow(1.25, steps));
+    event->accept();
+}
+
+void MemoryChart::resizeEvent(QResizeEvent* event) {
+    hideCrosshair();
+    QChartView::resizeEvent(event);
+}
+
+void MemoryChart::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::PaletteChange) applyPalette();
+    QChartView::changeEvent(event);
+}
+
+void MemoryChart::applyPalette() {
+    // Follow the system palette (dark mode included) rather than a fixed chart theme.
+    const QPalette p = palette();
+    chart_->setBackgroundBrush(p.color(QPalette::Base));
+    chart_->setBackgroundRoundness(0);
+    chart_->legend()->setLabelColor(p.color(QPalette::Text));
+    QColor grid = p.color(QPalette::Text);
+    grid.setAlpha(40);
+    for (QCategoryAxis* axis : {x_, y_}) {
+        axis->setLabelsColor(p.color(QPalette::Text));
+        axis->setTitleBrush(p.color(QPalette::Text));
+        axis->setGridLineColor(grid);
+        axis->setLinePenColor(p.color(QPalette::Mid));
+    }
+    QPen weights_pen(p.color(QPalette::Text), 1.8, Qt::DashDotLine);
+    weights_->setPen(weights_pen);
+    budget_->setPen(QPen(kBudgetColor, 2.2, Qt::DashLine));
+    outgrows_->setColor(p.color(QPalette::Text));
+    outgrows_->setBorderColor(p.color(QPalette::Base));
+}
+
+void MemoryChart::renderTo(QPainter* painter, const QRectF& target, QSizeF size) {
+    hideCrosshair();
+    const QSizeF old = chart_->size();
+    chart_->resize(size);
+    if (chart_->layout()) chart_->layout()->activate();
+    chart_->scene()->render(painter, target, chart_->sceneBoundingRect());
+    chart_->resize(old);
+    if (chart_->layout()) chart_->layout()->activate();
+}
+
+}  // namespace kvscope::ui

@@ -1,0 +1,119 @@
+#include "kvscope/ui/overview_view.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+#include "kvscope/ui/bar_delegate.h"
+#include "kvscope/ui/comparison_model.h"
+#include "kvscope/ui/scenario_model.h"
+
+namespace kvscope::ui {
+
+namespace {
+QString q(const std::string& s) { return QString::fromStdString(s); }
+}  // namespace
+
+QString both_units(std::uint64_t bytes, bool binary_first) {
+    const QString gib = q(format_bytes(bytes, UnitSystem::binary));
+    const QString gb = q(format_bytes(bytes, UnitSystem::decimal));
+    return binary_first ? gib + " (" + gb + ")" : gb + " (" + gib + ")";
+}
+
+OverviewView::OverviewView(ScenarioModel* model, QWidget* parent)
+    : QWidget(parent),
+      model_(model),
+      headline_(new QLabel),
+      total_(new QLabel),
+      figures_(new QLabel),
+      formula_(new QLabel),
+      warnings_(new QLabel),
+      table_(new QTableView),
+      comparison_(new ComparisonModel(model, this)) {
+    QFont big = total_->font();
+    big.setPointSizeF(big.pointSizeF() * 2.0);
+    big.setBold(true);
+    total_->setFont(big);
+    total_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    total_->setAccessibleName(tr("KV cache size"));
+    headline_->setWordWrap(true);
+    figures_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    formula_->setWordWrap(true);
+    formula_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    formula_->setFrameShape(QFrame::StyledPanel);
+    formula_->setMargin(8);
+    formula_->setToolTip(tr("The one formula, with this scenario's numbers substituted"));
+    warnings_->setWordWrap(true);
+    warnings_->setStyleSheet("color: #e67e22;");
+
+    table_->setModel(comparison_);
+    table_->setItemDelegateForColumn(ComparisonModel::Bar, new BarDelegate(ComparisonModel::FractionRole, table_));
+    table_->verticalHeader()->hide();
+    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->horizontalHeader()->setSectionResizeMode(ComparisonModel::Bar, QHeaderView::Stretch);
+    table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+    table_->setAccessibleName(tr("MHA, GQA and MQA comparison"));
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(headline_);
+    layout->addWidget(total_);
+    layout->addWidget(figures_);
+    layout->addWidget(new QLabel(tr("<b>How it is calculated</b>")));
+    layout->addWidget(formula_);
+    layout->addWidget(warnings_);
+    layout->addWidget(new QLabel(tr("<b>The same model as MHA, GQA and MQA</b>")));
+    layout->addWidget(table_);
+    layout->addStretch(1);
+
+    connect(model_, &ScenarioModel::changed, this, &OverviewView::refresh);
+    connect(model_, &ScenarioModel::unitsChanged, this, &OverviewView::refresh);
+    refresh();
+}
+
+QString OverviewView::figuresText() const { return figures_->text(); }
+
+void OverviewView::refresh() {
+    if (!model_->hasResults()) return;
+    const Results& r = model_->results();
+    const Scenario& s = r.scenario;
+    const bool binary = model_->units() == UnitSystem::binary;
+    const UnitSystem units = model_->units();
+
+    const ParameterCount params = parameters(s.arch);
+    headline_->setText(tr("<b>%1</b> · %2 · %3 parameters%4 · %5 tokens × %6 sequence(s) · %7")
+                           .arg(model_->description().toHtmlEscaped(), q(attention_label(s.arch)),
+                                q(format_si(static_cast<double>(params.total))), params.estimated ? tr(" (estimated)") : "",
+                                q(format_count(s.workload.context_tokens)))
+                           .arg(s.workload.batch)
+                           .arg(q(std::string(to_string(s.kv_dtype)))));
+    total_->setText(tr("KV cache: %1").arg(both_units(r.kv.total_bytes, binary)));
+
+    // Per layer: one value when every layer stores the same, else the range.
+    std::uint64_t lo = ~0ull, hi = 0;
+    for (const LayerKv& l : r.kv.layers) {
+        lo = std::min(lo, l.bytes);
+        hi = std::max(hi, l.bytes);
+    }
+    const QString per_layer = r.kv.layers.empty() ? "—"
+                              : lo == hi          ? q(format_bytes(lo, units))
+                                                  : tr("%1 (sliding) … %2 (full)").arg(q(format_bytes(lo, units)), q(format_bytes(hi, units)));
+    QStringList rows;
+    rows << tr("Per token: %1 · per sequence: %2 · per layer: %3")
+                .arg(q(format_bytes(r.kv.bytes_per_token, units)), q(format_bytes(r.kv.per_sequence_bytes, units)), per_layer);
+    if (r.kv.gpus > 1)
+        rows << tr("Per GPU (%1 GPUs, heaviest): %2").arg(r.kv.gpus).arg(both_units(r.kv.per_gpu_bytes, binary));
+    rows << tr("Exactly %1 bytes.").arg(q(format_count(r.kv.total_bytes)));
+    figures_->setText(rows.join('\n'));
+    formula_->setText(q(r.formula));
+    QStringList warnings;
+    for (const auto& w : r.kv.warnings) warnings << q(w);
+    warnings_->setText(warnings.join('\n'));
+    warnings_->setVisible(!warnings.isEmpty());
+}
+
+}  // namespace kvscope::ui

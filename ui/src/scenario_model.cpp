@@ -1,0 +1,262 @@
+#include "kvscope/ui/scenario_model.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QSaveFile>
+#include <QUndoCommand>
+
+#include "kvscope/calculator/explain.h"
+#include "kvscope/calculator/scenario_file.h"
+
+namespace kvscope::ui {
+
+namespace {
+
+// One input change: the scenario before and after.
+class EditCommand : public QUndoCommand {
+public:
+    struct State {
+        Scenario scenario;
+        bool head_dim_follows;
+    };
+    EditCommand(ScenarioModel* model, State before, State after, const QString& text, int merge_id)
+        : QUndoCommand(text), model_(model), before_(std::move(before)), after_(std::move(after)), id_(merge_id) {}
+    void undo() override { model_->restore(before_.scenario, before_.head_dim_follows); }
+    void redo() override { model_->restore(after_.scenario, after_.head_dim_follows); }
+    int id() const override { return id_; }
+    bool mergeWith(const QUndoCommand* other) override {
+        if (other->id() != id_) return false;
+        after_ = static_cast<const EditCommand*>(other)->after_;
+        return true;
+    }
+
+private:
+    ScenarioModel* model_;
+    State before_, after_;
+    int id_;
+};
+
+QStringList to_qt(const std::vector<std::string>& list) {
+    QStringList out;
+    for (const auto& s : list) out << QString::fromStdString(s);
+    return out;
+}
+
+QString error_text(const Errors& errors) { return QString::fromStdString(join_errors(errors)); }
+
+bool head_dim_is_derived(const Architecture& a) {
+    return !a.mla && a.query_heads > 0 && a.hidden_size > 0 && a.hidden_size % a.query_heads == 0 &&
+           a.head_dim_k == a.hidden_size / a.query_heads && a.head_dim_v == a.head_dim_k;
+}
+
+}  // namespace
+
+Scenario scenario_for(const CatalogModel& m) {
+    Scenario s;
+    s.model_id = m.id;
+    s.arch = m.model.arch;
+    s.kv_dtype = m.model.kv_dtype;
+    s.workload.context_tokens =
+        s.arch.max_positions > 0 ? std::min<std::uint64_t>(8192, s.arch.max_positions) : 8192;
+    return s;
+}
+
+Scenario default_scenario(const Catalog& catalog) {
+    if (const CatalogModel* m = catalog.find_model("kvscope-teaching-32l")) return scenario_for(*m);
+    Scenario s;
+    s.model_id = "teaching";
+    s.arch = teaching_model();
+    return s;
+}
+
+ScenarioModel::ScenarioModel(const Catalog& catalog, QObject* parent) : QObject(parent), catalog_(catalog) {
+    scenario_ = default_scenario(catalog_);
+    if (const CatalogModel* m = catalog_.find_model(scenario_.model_id))
+        description_ = QString::fromStdString(m->name);
+    head_dim_follows_ = head_dim_is_derived(scenario_.arch);
+    recompute();
+}
+
+void ScenarioModel::setUnits(UnitSystem units) {
+    if (units == units_) return;
+    units_ = units;
+    recompute();
+    emit unitsChanged();
+}
+
+void ScenarioModel::setCurveSpacing(Spacing spacing) {
+    if (spacing == spacing_) return;
+    spacing_ = spacing;
+    recompute();
+}
+
+void ScenarioModel::edit(const QString& what, const std::function<void(Scenario&)>& change, int merge_id) {
+    Scenario next = scenario_;
+    change(next);
+    if (next == scenario_)
+        return;  // nothing changed: no undo step
+    undo_.push(new EditCommand(this, {scenario_, head_dim_follows_}, {next, head_dim_follows_}, what, merge_id));
+}
+
+void ScenarioModel::setLayers(std::uint64_t layers) {
+    edit(tr("Change layers"), [layers](Scenario& s) {
+        auto& w = s.arch.layer_windows;
+        if (!w.empty() && layers > 0) {
+            // Keep the model's interleaving pattern (e.g. sliding, full, sliding, full …).
+            const std::vector<std::uint64_t> pattern = w;
+            w.resize(layers);
+            for (std::size_t i = pattern.size(); i < layers; ++i) w[i] = pattern[i % pattern.size()];
+        }
+        s.arch.layers = layers;
+    });
+}
+
+void ScenarioModel::setQueryHeads(std::uint64_t heads) {
+    const bool follow = head_dim_follows_;
+    edit(tr("Change query heads"), [heads, follow](Scenario& s) {
+        s.arch.query_heads = heads;
+        if (follow && heads > 0 && s.arch.hidden_size % heads == 0)
+            s.arch.head_dim_k = s.arch.head_dim_v = s.arch.hidden_size / heads;
+    });
+}
+
+void ScenarioModel::setHiddenSize(std::uint64_t hidden) {
+    const bool follow = head_dim_follows_;
+    edit(tr("Change model dimension"), [hidden, follow](Scenario& s) {
+        s.arch.hidden_size = hidden;
+        if (follow && s.arch.query_heads > 0 && hidden % s.arch.query_heads == 0)
+            s.arch.head_dim_k = s.arch.head_dim_v = hidden / s.arch.query_heads;
+    });
+}
+
+void ScenarioModel::setHeadDim(std::uint64_t head_dim) {
+    const Scenario before = scenario_;
+    const bool follows_before = head_dim_follows_;
+    Scenario next = scenario_;
+    next.arch.head_dim_k = next.arch.head_dim_v = head_dim;
+    if (next.arch == before.arch) return;
+    // Setting head dim by hand stops it following the model dimension (until it matches again).
+    undo_.push(new EditCommand(this, {before, follows_before}, {next, head_dim_is_derived(next.arch)},
+                               tr("Change head dimension"), -1));
+}
+
+void ScenarioModel::loadCatalogModel(const QString& id) {
+    const CatalogModel* m = catalog_.find_model(id.toStdString());
+    if (!m) return;
+    Scenario s = scenario_;  // the workload, deployment and KV format stay as the user set them
+    s.model_id = m->id;
+    s.arch = m->model.arch;
+    if (s.deployment) s.deployment->weight_dtype = m->model.weight_dtype;
+    QStringList notes = to_qt(m->model.assumed);
+    notes += to_qt(m->model.notes);
+    replace(s, QString::fromStdString(m->name), notes, tr("Load %1").arg(QString::fromStdString(m->name)));
+}
+
+std::optional<QString> ScenarioModel::importConfig(const QString& path) {
+    auto imported = import_config_file(path.toStdString());
+    if (!imported) return error_text(imported.errors());
+    Scenario s = scenario_;
+    s.model_id = path.toStdString();
+    s.arch = imported->arch;
+    if (s.arch.name.empty()) s.arch.name = QFileInfo(path).dir().dirName().toStdString();
+    s.kv_dtype = imported->kv_dtype;
+    if (s.deployment) s.deployment->weight_dtype = imported->weight_dtype;
+    QStringList notes;
+    for (const auto& a : imported->assumed) notes << tr("assumed: %1").arg(QString::fromStdString(a));
+    notes += to_qt(imported->notes);
+    notes << tr("KV format from %1").arg(QString::fromStdString(imported->kv_dtype_source));
+    const QString name = imported->hf_repo.empty() ? path : QString::fromStdString(imported->hf_repo);
+    replace(s, name, notes, tr("Import %1").arg(QFileInfo(path).fileName()));
+    return std::nullopt;
+}
+
+std::optional<QString> ScenarioModel::openScenario(const QString& path) {
+    auto s = read_scenario_file(path.toStdString());
+    if (!s) return error_text(s.errors());
+    QString name = QString::fromStdString(s->arch.name);
+    if (const CatalogModel* m = catalog_.find_model(s->model_id)) name = QString::fromStdString(m->name);
+    replace(*s, name, {tr("opened from %1").arg(path)}, tr("Open %1").arg(QFileInfo(path).fileName()));
+    return std::nullopt;
+}
+
+std::optional<QString> ScenarioModel::saveScenario(const QString& path) const {
+    QSaveFile file(path);
+    const std::string text = scenario_to_json(scenario_);
+    if (!file.open(QIODevice::WriteOnly) ||
+        file.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size()) ||
+        !file.commit())
+        return tr("Could not save %1: %2").arg(path, file.errorString());
+    return std::nullopt;
+}
+
+void ScenarioModel::replace(const Scenario& scenario, const QString& description, const QStringList& notes,
+                            const QString& what) {
+    description_ = description;
+    notes_ = notes;
+    undo_.push(new EditCommand(this, {scenario_, head_dim_follows_}, {scenario, head_dim_is_derived(scenario.arch)},
+                               what, -1));
+}
+
+void ScenarioModel::restore(const Scenario& scenario, bool head_dim_follows) {
+    scenario_ = scenario;
+    head_dim_follows_ = head_dim_follows;
+    recompute();
+}
+
+void ScenarioModel::recompute() {
+    const Scenario& s = scenario_;
+    Errors errors;
+    auto collect = [&errors](const Errors& e) { errors.insert(errors.end(), e.begin(), e.end()); };
+
+    Results r;
+    r.scenario = s;
+    auto kv = kv_cache_report(s.arch, s.kv_dtype, s.workload, s.parallel);
+    if (!kv) collect(kv.errors());
+    if (s.deployment) collect(validate(*s.deployment, s.parallel));
+    if (errors.empty()) {
+        r.kv = *kv;
+        auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel);
+        auto formula = kv_formula_text(s.arch, s.kv_dtype, s.workload, s.parallel, units_);
+        CurveOptions options;
+        options.spacing = spacing_;
+        options.max_tokens = std::max(s.arch.max_positions, s.workload.context_tokens);
+        auto curves = kv_curves(s.arch, s.kv_dtype, s.workload, s.parallel, options);
+        const KvDtype weight_dtype = s.deployment ? s.deployment->weight_dtype : KvDtype::bf16;
+        const ParameterCount params = parameters(s.arch);
+        auto weights = weights_bytes(params.total, weight_dtype);
+        for (const Errors* e : {&variants.errors(), &formula.errors(), &curves.errors(), &weights.errors()}) collect(*e);
+        if (errors.empty()) {
+            r.variants = *variants;
+            r.formula = *formula;
+            r.curves = *curves;
+            r.weights_bytes = *weights;
+            r.weights_estimated = params.estimated;
+        }
+        auto layout = KvLayout::make(s.arch, s.kv_dtype, s.workload, s.parallel);
+        if (errors.empty() && layout) r.kv_exceeds_weights_at = context_where_kv_exceeds(*layout, s.workload, r.weights_bytes);
+        if (errors.empty() && s.deployment) {
+            auto f = fit(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment);
+            if (!f) collect(f.errors());
+            else {
+                auto d = decode_estimate(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment, *f);
+                if (!d) collect(d.errors());
+                else {
+                    r.fit = *f;
+                    r.decode = *d;
+                    r.weights_bytes = f->weights_bytes;
+                    if (f->max_context > 0 && f->max_context < options.max_tokens && !f->max_context_limited_by_model)
+                        r.stops_fitting_at = f->max_context + 1;
+                    if (layout) r.kv_exceeds_weights_at = context_where_kv_exceeds(*layout, s.workload, r.weights_bytes);
+                }
+            }
+        }
+    }
+    errors_ = errors;
+    if (errors.empty()) {
+        results_ = std::move(r);
+        has_results_ = true;
+    }
+    emit changed();
+}
+
+}  // namespace kvscope::ui
