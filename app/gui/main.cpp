@@ -61,11 +61,20 @@ int run_exports(const kvscope::gui::CommandLine& c, const kvscope::gui::ChosenSc
 
 }  // namespace
 
+// Without a window, the offscreen platform's notes about window hints are noise on stderr.
+static void quiet_offscreen(QtMsgType type, const QMessageLogContext& context, const QString& message) {
+    if (message.contains("propagateSizeHints") || message.contains("XDG_RUNTIME_DIR")) return;
+    std::fprintf(stderr, "%s\n", qPrintable(qFormatLogMessage(type, context, message)));
+}
+
 int main(int argc, char** argv) {
     QElapsedTimer since_start;
     since_start.start();
     // Exports and screenshots never show a window, so they need no display.
-    if (wants_no_window(argc, argv) && std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+    if (wants_no_window(argc, argv)) {
+        if (std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
+        qInstallMessageHandler(quiet_offscreen);
+    }
     QApplication app(argc, argv);
     QApplication::setOrganizationName("KVScope");
     QApplication::setApplicationName("kvscope");

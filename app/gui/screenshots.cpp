@@ -5,6 +5,8 @@
 #include <QDir>
 #include <QLineEdit>
 #include <QMouseEvent>
+#include <QPalette>
+#include <QUndoStack>
 #include <QTabWidget>
 
 #include <cstdio>
@@ -81,6 +83,29 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
     model->edit("Set up the example", [](Scenario& s) { s.arch.kv_heads = 5; });
     ok &= save(&window, dir.filePath("invalid-input.png"));
+
+    // Dark mode: the system palette, followed by every view and the chart.
+    model->undoStack()->undo();
+    QPalette dark;
+    const QColor window_bg(0x2b, 0x2d, 0x30), base(0x1e, 0x1f, 0x22), text(0xe6, 0xe6, 0xe6);
+    dark.setColor(QPalette::Window, window_bg);
+    dark.setColor(QPalette::WindowText, text);
+    dark.setColor(QPalette::Base, base);
+    dark.setColor(QPalette::AlternateBase, window_bg);
+    dark.setColor(QPalette::Text, text);
+    dark.setColor(QPalette::Button, QColor(0x3c, 0x3f, 0x41));
+    dark.setColor(QPalette::ButtonText, text);
+    dark.setColor(QPalette::Highlight, QColor(0x2e, 0x86, 0xde));
+    dark.setColor(QPalette::HighlightedText, Qt::white);
+    dark.setColor(QPalette::ToolTipBase, QColor(0x3c, 0x3f, 0x41));
+    dark.setColor(QPalette::ToolTipText, text);
+    dark.setColor(QPalette::PlaceholderText, QColor(0x9a, 0x9a, 0x9a));
+    dark.setColor(QPalette::Mid, QColor(0x55, 0x55, 0x55));
+    dark.setColor(QPalette::Light, QColor(0x4a, 0x4a, 0x4a));
+    dark.setColor(QPalette::Dark, QColor(0x15, 0x15, 0x15));
+    QApplication::setPalette(dark);
+    window.tabs()->setCurrentIndex(ui::MainWindow::ChartTab);
+    ok &= save(&window, dir.filePath("dark-mode.png"));
     return ok;
 }
 

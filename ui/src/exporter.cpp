@@ -175,6 +175,7 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                        q(format_bytes(r.kv.per_sequence_bytes, units)), q(format_bytes(r.kv.per_gpu_bytes, units))),
               9);
         block(q(r.formula), 8, false, QColor(0x33, 0x33, 0x33));
+        for (const auto& w : r.kv.warnings) block(QObject::tr("Note: %1").arg(q(w)), 8, false, QColor(0xb3, 0x5c, 0x00));
         y += 4;
         block(QObject::tr("Head layouts"), 11, true);
         QStringList rows;
@@ -198,7 +199,7 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                   9);
         }
         y += 6;
-        const double chart_height = std::min(320.0, 842 - 30 - y);
+        const double chart_height = std::min(420.0, 842 - 30 - y);
         chart.renderTo(&p, QRectF(left, y, width, chart_height), QSizeF(900, 900 * chart_height / width));
     };
     return write_file(path, pdf_of(draw, QPageSize(QPageSize::A4)));

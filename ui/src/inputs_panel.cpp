@@ -8,6 +8,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QToolButton>
+#include <QAction>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -49,6 +50,9 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
       errors_(new QLabel) {
     // Preset picker: type any part of a name or id to filter.
     picker_->setEditable(true);
+    // Long model names must not make the whole panel wide.
+    picker_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    picker_->setMinimumContentsLength(22);
     picker_->setInsertPolicy(QComboBox::NoInsert);
     picker_->completer()->setFilterMode(Qt::MatchContains);
     picker_->completer()->setCompletionMode(QCompleter::PopupCompletion);
@@ -194,7 +198,12 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     sync();
 }
 
-void InputsPanel::setImportAction(QAction* action) { import_->setDefaultAction(action); }
+void InputsPanel::setImportAction(QAction* action) {
+    // A short label here; the menu keeps the full "Import config.json…".
+    import_->setText(tr("Import…"));
+    import_->setToolTip(action->toolTip());
+    connect(import_, &QToolButton::clicked, action, &QAction::trigger);
+}
 
 void InputsPanel::commitKvHeads() {
     if (syncing_) return;
@@ -231,8 +240,10 @@ void InputsPanel::sync() {
     if (!hidden_->hasFocus()) hidden_->setValue(a.hidden_size);
     if (!head_dim_->hasFocus()) head_dim_->setValue(a.head_dim_k);
     head_dim_hint_->setText(a.mla ? tr("MLA: latent %1 + rope %2").arg(a.mla->kv_lora_rank).arg(a.mla->qk_rope_head_dim)
-                            : model_->headDimFollows() ? tr("= model dim ÷ heads")
+                            : model_->headDimFollows() ? tr("auto")
                                                        : tr("set"));
+    head_dim_hint_->setToolTip(model_->headDimFollows() ? tr("Follows model dim ÷ query heads until you set it")
+                                                        : tr("Set by hand or by the model's config; model dim no longer changes it"));
     // KV heads offers the divisors of the query heads (MHA … MQA).
     kv_heads_->clear();
     std::vector<std::uint64_t> divisors;

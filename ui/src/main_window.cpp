@@ -25,6 +25,8 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/ui/comparison_model.h"
 #include "kvscope/ui/deployment_view.h"
@@ -104,7 +106,7 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     auto* left = static_cast<QScrollArea*>(scrollable(inputs_));
     // The inputs scroll vertically only: they never hide behind a horizontal scroll bar.
     left->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    left->setMinimumWidth(inputs_->sizeHint().width() + left->verticalScrollBar()->sizeHint().width());
+    left->setMinimumWidth(std::max(400, inputs_->minimumSizeHint().width() + left->verticalScrollBar()->sizeHint().width() + 4));
     splitter_->addWidget(left);
     splitter_->addWidget(tabs_);
     splitter_->setStretchFactor(1, 1);
