@@ -2,7 +2,9 @@
 // and a chart that is updated in place.
 #include <QApplication>
 #include <QChart>
+#include <QDoubleSpinBox>
 #include <QGroupBox>
+#include <QLineEdit>
 #include <QLabel>
 #include <QLegendMarker>
 #include <QLineSeries>
@@ -152,6 +154,45 @@ TEST(Window, LegendMarkersHideAndShowTheirLines) {
     EXPECT_FALSE(mqa->isVisible());  // the user's choice survives recomputation
     emit markers.front()->clicked();
     EXPECT_TRUE(mqa->isVisible());
+}
+
+}  // namespace
+}  // namespace kvscope::ui
+
+namespace kvscope::ui {
+namespace {
+
+TEST(Window, CustomGpuMemoryAndBandwidthAreReadAsTyped) {
+    MainWindow w(testing::catalog(), false);
+    w.deployment()->enableBox()->setChecked(true);
+    QList<QLineEdit*> edits;
+    for (QLineEdit* e : w.deployment()->findChildren<QLineEdit*>())
+        if (e->accessibleName() == "Memory" || e->accessibleName() == "Bandwidth") edits << e;
+    ASSERT_EQ(edits.size(), 2);
+    QLineEdit* mem = edits[0]->accessibleName() == "Memory" ? edits[0] : edits[1];
+    QLineEdit* bw = mem == edits[0] ? edits[1] : edits[0];
+    mem->setText("24GiB");
+    bw->setText("1TB");
+    emit mem->editingFinished();
+    const Deployment& d = *w.model()->scenario().deployment;
+    EXPECT_EQ(d.gpu.id, "custom");
+    EXPECT_EQ(d.gpu.memory_bytes, 24ull << 30);
+    EXPECT_EQ(d.gpu.bandwidth_bytes_per_s, 1'000'000'000'000ull);
+    mem->setText("lots");
+    emit mem->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->gpu.memory_bytes, 24ull << 30);  // unchanged
+    EXPECT_TRUE(mem->toolTip().contains("lots")) << mem->toolTip().toStdString();
+}
+
+TEST(Window, SpinningTheMemoryFractionIsOneUndoStep) {
+    MainWindow w(testing::catalog(), false);
+    w.deployment()->enableBox()->setChecked(true);
+    const int steps = w.model()->undoStack()->count();
+    auto* fraction = w.deployment()->findChild<QDoubleSpinBox*>();
+    ASSERT_NE(fraction, nullptr);
+    for (int i = 0; i < 5; ++i) fraction->stepDown();
+    EXPECT_DOUBLE_EQ(w.model()->scenario().deployment->fraction, 0.85);
+    EXPECT_EQ(w.model()->undoStack()->count(), steps + 1);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ namespace {
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
 const QString kCustom = QStringLiteral("custom");
+constexpr int kFractionEdits = 2;  // undo merge id (1 is the context slider's)
 
 // The deployment a user starts from when they tick the box: the first catalog GPU (or an
 // 80 GiB one), as many GPUs as the parallel layout uses, vLLM's rule.
@@ -114,9 +115,9 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     layout->addWidget(box_, 2);
     layout->addLayout(results, 4);
 
-    auto edit = [this](const QString& what, auto change) {
+    auto edit = [this](const QString& what, auto change, int merge_id = -1) {
         if (syncing_ || !model_->scenario().deployment) return;
-        model_->edit(what, [&](Scenario& s) { change(*s.deployment, s); });
+        model_->edit(what, [&](Scenario& s) { change(*s.deployment, s); }, merge_id);
     };
     connect(box_, &QGroupBox::toggled, this, [this](bool on) {
         if (syncing_) return;
@@ -159,7 +160,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         });
     });
     connect(fraction_, &QDoubleSpinBox::valueChanged, this, [edit](double f) {
-        edit(QObject::tr("Change memory fraction"), [f](Deployment& d, Scenario&) { d.fraction = f; });
+        // Spinning through 0.90, 0.89, 0.88 … is one undo step.
+        edit(QObject::tr("Change memory fraction"), [f](Deployment& d, Scenario&) { d.fraction = f; }, kFractionEdits);
     });
     connect(weight_dtype_, &QComboBox::activated, this, [this, edit](int index) {
         const auto w = static_cast<KvDtype>(weight_dtype_->itemData(index).toInt());
