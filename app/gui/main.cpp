@@ -74,6 +74,14 @@ int main(int argc, char** argv) {
     if (wants_no_window(argc, argv)) {
         if (std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
         qInstallMessageHandler(quiet_offscreen);
+    } else if (std::getenv("QT_QPA_PLATFORM") == nullptr && std::getenv("DISPLAY") == nullptr &&
+               std::getenv("WAYLAND_DISPLAY") == nullptr) {
+        // Qt would abort with a platform-plugin error; say what is wrong and what works instead.
+        std::fputs("kvscope: no display here (DISPLAY and WAYLAND_DISPLAY are unset), so the window cannot open.\n"
+                   "  Write files without a window: kvscope --model llama-3-8b --export-chart chart.svg (see --help),\n"
+                   "  or use kvscope-cli for tables and JSON.\n",
+                   stderr);
+        return kExitFailed;
     }
     QApplication app(argc, argv);
     QApplication::setOrganizationName("KVScope");

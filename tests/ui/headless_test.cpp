@@ -24,6 +24,7 @@ AppRun kvscope_app(const QStringList& args) {
     auto env = QProcessEnvironment::systemEnvironment();
     env.remove("QT_QPA_PLATFORM");  // the app picks offscreen itself for exports
     env.remove("DISPLAY");
+    env.remove("WAYLAND_DISPLAY");
     p.setProcessEnvironment(env);
     p.start(KVSCOPE_APP_PATH, args);
     if (!p.waitForFinished(60000)) return {};
@@ -72,6 +73,13 @@ TEST(Headless, BadInputNamesTheOptionAndExitsWithTwo) {
     EXPECT_EQ(r.status, 2);
     EXPECT_TRUE(r.err.contains("need a scenario"));
     EXPECT_FALSE(QFile::exists(dir.filePath("c.svg")));
+}
+
+TEST(Headless, WithoutADisplayTheWindowlessOptionsAreSuggested) {
+    const AppRun r = kvscope_app({"--model", "llama-3-8b"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(r.err.contains("no display here")) << r.err.toStdString();
+    EXPECT_TRUE(r.err.contains("--export-chart"));
 }
 
 TEST(Headless, HelpListsTheExports) {
