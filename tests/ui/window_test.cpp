@@ -1,6 +1,11 @@
 // The window as a whole: drag and drop, settings across restarts, the deployment tab,
 // and a chart that is updated in place.
+#include <QAction>
 #include <QApplication>
+#include <QCategoryAxis>
+#include <QClipboard>
+#include <QComboBox>
+#include <QCompleter>
 #include <QChart>
 #include <QDoubleSpinBox>
 #include <QGroupBox>
@@ -17,6 +22,7 @@
 
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/gpu_memory_bar.h"
+#include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/memory_chart.h"
 #include "kvscope/ui/message_bar.h"
@@ -193,6 +199,84 @@ TEST(Window, SpinningTheMemoryFractionIsOneUndoStep) {
     for (int i = 0; i < 5; ++i) fraction->stepDown();
     EXPECT_DOUBLE_EQ(w.model()->scenario().deployment->fraction, 0.85);
     EXPECT_EQ(w.model()->undoStack()->count(), steps + 1);
+}
+
+}  // namespace
+}  // namespace kvscope::ui
+
+namespace kvscope::ui {
+namespace {
+
+QAction* action_named(QWidget* w, const QString& text) {
+    for (QAction* a : w->findChildren<QAction*>())
+        if (a->text().remove('&') == text) return a;
+    return nullptr;
+}
+
+TEST(Window, MenusHaveTheShortcutsUsersExpect) {
+    MainWindow w(testing::catalog(), false);
+    const std::vector<std::pair<QString, QKeySequence>> expected{
+        {"Open scenario…", QKeySequence::Open}, {"Save scenario", QKeySequence::Save},
+        {"Export chart…", QKeySequence("Ctrl+E")}, {"Export report (PDF)…", QKeySequence("Ctrl+Shift+E")},
+        {"Import config.json…", QKeySequence("Ctrl+I")}, {"Quit", QKeySequence::Quit}};
+    for (const auto& [text, key] : expected) {
+        QAction* a = action_named(&w, text);
+        ASSERT_NE(a, nullptr) << text.toStdString();
+        EXPECT_EQ(a->shortcut(), QKeySequence(key)) << text.toStdString();
+        EXPECT_FALSE(a->toolTip().isEmpty());
+    }
+    bool has_undo = false;
+    for (QAction* a : w.findChildren<QAction*>()) has_undo |= a->shortcut() == QKeySequence(QKeySequence::Undo);
+    EXPECT_TRUE(has_undo);
+}
+
+TEST(Window, CopyTableAndChartReachTheClipboard) {
+    MainWindow w(testing::catalog(), false);
+    action_named(&w, "Copy table")->trigger();
+    EXPECT_TRUE(QApplication::clipboard()->text().startsWith("Layout\tKV heads\tKV cache"));
+    EXPECT_TRUE(QApplication::clipboard()->text().contains("MQA\t1\t128 MiB"));
+    action_named(&w, "Copy chart")->trigger();
+    EXPECT_EQ(QApplication::clipboard()->image().size(), QSize(2400, 1400));
+}
+
+TEST(Window, EveryInputExplainsItselfInATooltip) {
+    MainWindow w(testing::catalog(), false);
+    int checked = 0;
+    for (QWidget* field : w.inputs()->findChildren<QWidget*>()) {
+        if (field->accessibleName().isEmpty() || qobject_cast<QLabel*>(field)) continue;
+        EXPECT_FALSE(field->toolTip().isEmpty()) << field->accessibleName().toStdString() << " (" << field->metaObject()->className() << ")";
+        ++checked;
+    }
+    EXPECT_GE(checked, 11);
+}
+
+TEST(Window, ThePresetPickerFiltersAsYouType) {
+    MainWindow w(testing::catalog(), false);
+    QCompleter* completer = w.inputs()->modelPicker()->completer();
+    completer->setCompletionPrefix("70B");
+    QStringList found;
+    for (int i = 0; completer->setCurrentRow(i); ++i) found << completer->currentCompletion();
+    ASSERT_EQ(found.size(), 2) << found.join(", ").toStdString();
+    EXPECT_TRUE(found[0].startsWith("Llama 2 70B"));
+    EXPECT_TRUE(found[1].startsWith("Llama 3 70B"));
+}
+
+TEST(Window, ZoomRelabelsTheAxesAndResetRestoresThem) {
+    MainWindow w(testing::catalog(), false);
+    w.resize(1200, 800);
+    w.show();
+    QApplication::processEvents();
+    auto* x = qobject_cast<QCategoryAxis*>(w.chart()->chart()->axes(Qt::Horizontal).front());
+    ASSERT_NE(x, nullptr);
+    const double full_max = x->max();
+    const QStringList full_labels = x->categoriesLabels();
+    EXPECT_TRUE(full_labels.contains("1k"));
+    w.chart()->chart()->zoomIn(QRectF(w.chart()->chart()->plotArea().center(), QSizeF(40, 40)));
+    EXPECT_LT(x->max(), full_max);
+    EXPECT_FALSE(x->categoriesLabels().isEmpty());
+    w.chart()->resetZoom();
+    EXPECT_DOUBLE_EQ(x->max(), full_max);
+    EXPECT_EQ(x->categoriesLabels(), full_labels);
 }
 
 }  // namespace

@@ -64,6 +64,7 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
         picker_->setItemData(picker_->count() - 1, q(m.hf_repo.empty() ? m.source : m.hf_repo), Qt::ToolTipRole);
     }
     picker_->setAccessibleName(tr("Model"));
+    picker_->setToolTip(tr("A published model from the catalog; type any part of its name to search."));
     connect(picker_, &QComboBox::activated, this, [this](int index) {
         model_->loadCatalogModel(picker_->itemData(index).toString());
     });
