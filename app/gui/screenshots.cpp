@@ -84,8 +84,14 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     model->edit("Set up the example", [](Scenario& s) { s.arch.kv_heads = 5; });
     ok &= save(&window, dir.filePath("invalid-input.png"));
 
-    // Dark mode: the system palette, followed by every view and the chart.
+    // A latent-attention model: the comparison gains an MLA row.
     model->undoStack()->undo();
+    model->loadCatalogModel("deepseek-v3");
+    model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 32768; });
+    ok &= save(&window, dir.filePath("mla.png"));
+
+    // Dark mode: the system palette, followed by every view and the chart.
+    model->loadCatalogModel("kvscope-teaching-32l");
     QPalette dark;
     const QColor window_bg(0x2b, 0x2d, 0x30), base(0x1e, 0x1f, 0x22), text(0xe6, 0xe6, 0xe6);
     dark.setColor(QPalette::Window, window_bg);

@@ -230,6 +230,7 @@ void InputsPanel::sync() {
     const bool edited = preset && !(preset->model.arch == a);
     if (index >= 0) picker_->setCurrentIndex(index);
     else picker_->setEditText(model_->description());
+    if (!picker_->lineEdit()->hasFocus()) picker_->lineEdit()->setCursorPosition(0);  // show the name's start
     QString source = index >= 0 ? QString::fromStdString(preset->hf_repo.empty() ? preset->source : preset->hf_repo)
                                 : model_->description();
     if (edited) source += tr(" — edited");

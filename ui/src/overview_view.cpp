@@ -66,7 +66,7 @@ OverviewView::OverviewView(ScenarioModel* model, QWidget* parent)
     layout->addWidget(new QLabel(tr("<b>How it is calculated</b>")));
     layout->addWidget(formula_);
     layout->addWidget(warnings_);
-    layout->addWidget(new QLabel(tr("<b>The same model as MHA, GQA and MQA</b>")));
+    layout->addWidget(new QLabel(tr("<b>The same model with other head layouts</b>")));
     layout->addWidget(table_);
     layout->addStretch(1);
 
