@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kvscope/calculator/checked.h"
+#include "kvscope/calculator/units.h"
 
 namespace kvscope {
 
@@ -27,6 +28,13 @@ Errors validate(const Architecture& a) {
     };
     need_positive(a.layers, "layers", "the number of layers");
     need_positive(a.query_heads, "query_heads", "the number of query heads");
+    auto at_most = [&](std::uint64_t v, std::uint64_t limit, const char* field, const char* what) {
+        if (v > limit)
+            e.push_back({field, std::string(what) + " (" + format_count(v) + ") is more than the " + format_count(limit) +
+                                    " supported"});
+    };
+    at_most(a.layers, kMaxLayers, "layers", "the number of layers");
+    at_most(a.query_heads, kMaxHeads, "query_heads", "the number of query heads");
     if (!a.mla) {
         need_positive(a.kv_heads, "kv_heads", "the number of KV heads");
         need_positive(a.head_dim_k, "head_dim", "the key head dimension");

@@ -224,6 +224,8 @@ void read_dtypes(const Value& root, const Value& cfg, ImportedModel& out) {
 
 void read_windows(Reader& r, const Value& cfg, ImportedModel& out) {
     Architecture& a = out.arch;
+    // Per-layer windows are a table of one entry per layer; validate() names an absurd count.
+    if (a.layers > kMaxLayers) return;
     const auto window = [&]() -> std::optional<Found> { return r.number_or_default({"sliding_window"}); };
 
     if (const Value* types = r.get("layer_types")) {

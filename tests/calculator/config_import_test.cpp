@@ -203,3 +203,16 @@ TEST(ConfigImport, EveryTruncatedCatalogConfigIsAnErrorWithAPosition) {
 
 }  // namespace
 }  // namespace kvscope
+
+namespace kvscope {
+namespace {
+
+TEST(ConfigImport, AbsurdLayerCountWithSlidingWindowsIsAnErrorNotAnAllocation) {
+    const auto imported = import_config(R"({"model_type": "mistral", "num_hidden_layers": 1000000000000,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096, "intermediate_size": 14336,
+        "vocab_size": 32000, "max_position_embeddings": 32768, "sliding_window": 4096})", "config.json");
+    EXPECT_FIELD_ERROR(imported, "layers", "config.json:1: the number of layers (1,000,000,000,000) is more than");
+}
+
+}  // namespace
+}  // namespace kvscope

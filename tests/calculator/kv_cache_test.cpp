@@ -207,3 +207,18 @@ TEST(Validation, WorkloadAndParallelism) {
 
 }  // namespace
 }  // namespace kvscope
+
+namespace kvscope {
+namespace {
+
+TEST(KvCache, AbsurdLayerAndHeadCountsAreErrorsNotAllocations) {
+    Architecture a = testing::make_arch(32, 32, 8, 128);
+    a.layers = 1'000'000'000'000'000ull;
+    EXPECT_FIELD_ERROR(kv_cache_report(a, KvDtype::fp16, {}, {}), "layers", "is more than the 65,536 supported");
+    a = testing::make_arch(32, 32, 8, 128);
+    a.query_heads = 1ull << 40;
+    EXPECT_FIELD_ERROR(kv_cache_report(a, KvDtype::fp16, {}, {}), "query_heads", "is more than the 1,048,576 supported");
+}
+
+}  // namespace
+}  // namespace kvscope

@@ -249,7 +249,8 @@ void InputsPanel::sync() {
     // KV heads offers the divisors of the query heads (MHA … MQA).
     kv_heads_->clear();
     std::vector<std::uint64_t> divisors;
-    for (std::uint64_t d = 1; d * d <= a.query_heads; ++d) {
+    // (Only for head counts the calculator accepts; the field shows the error otherwise.)
+    for (std::uint64_t d = 1; a.query_heads <= kMaxHeads && d * d <= a.query_heads; ++d) {
         if (a.query_heads % d != 0) continue;
         divisors.push_back(d);
         if (d != a.query_heads / d) divisors.push_back(a.query_heads / d);

@@ -65,6 +65,12 @@ struct Architecture {
     [[nodiscard]] bool has_sliding_layers() const;
 };
 
+// Upper bounds far above any published model (the largest have about 130 layers and
+// 128 heads) that keep per-layer tables and divisor lists small: a typo such as
+// 10^15 layers is an error, not an attempt to allocate a table that large.
+constexpr std::uint64_t kMaxLayers = 1ull << 16;
+constexpr std::uint64_t kMaxHeads = 1ull << 20;
+
 // Every problem, each with the field it belongs to (layers, query_heads, kv_heads, …).
 Errors validate(const Architecture& arch);
 
