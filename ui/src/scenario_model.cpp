@@ -15,14 +15,11 @@ namespace {
 // One input change: the scenario before and after.
 class EditCommand : public QUndoCommand {
 public:
-    struct State {
-        Scenario scenario;
-        bool head_dim_follows;
-    };
+    using State = ScenarioModel::State;
     EditCommand(ScenarioModel* model, State before, State after, const QString& text, int merge_id)
         : QUndoCommand(text), model_(model), before_(std::move(before)), after_(std::move(after)), id_(merge_id) {}
-    void undo() override { model_->restore(before_.scenario, before_.head_dim_follows); }
-    void redo() override { model_->restore(after_.scenario, after_.head_dim_follows); }
+    void undo() override { model_->restore(before_); }
+    void redo() override { model_->restore(after_); }
     int id() const override { return id_; }
     bool mergeWith(const QUndoCommand* other) override {
         if (other->id() != id_) return false;
@@ -95,7 +92,7 @@ void ScenarioModel::edit(const QString& what, const std::function<void(Scenario&
     change(next);
     if (next == scenario_)
         return;  // nothing changed: no undo step
-    undo_.push(new EditCommand(this, {scenario_, head_dim_follows_}, {next, head_dim_follows_}, what, merge_id));
+    undo_.push(new EditCommand(this, state(), {next, head_dim_follows_, description_, notes_}, what, merge_id));
 }
 
 void ScenarioModel::setLayers(std::uint64_t layers) {
@@ -136,8 +133,8 @@ void ScenarioModel::setHeadDim(std::uint64_t head_dim) {
     next.arch.head_dim_k = next.arch.head_dim_v = head_dim;
     if (next.arch == before.arch) return;
     // Setting head dim by hand stops it following the model dimension (until it matches again).
-    undo_.push(new EditCommand(this, {before, follows_before}, {next, head_dim_is_derived(next.arch)},
-                               tr("Change head dimension"), -1));
+    undo_.push(new EditCommand(this, {before, follows_before, description_, notes_},
+                               {next, head_dim_is_derived(next.arch), description_, notes_}, tr("Change head dimension"), -1));
 }
 
 void ScenarioModel::loadCatalogModel(const QString& id) {
@@ -191,15 +188,16 @@ std::optional<QString> ScenarioModel::saveScenario(const QString& path) const {
 
 void ScenarioModel::replace(const Scenario& scenario, const QString& description, const QStringList& notes,
                             const QString& what) {
-    description_ = description;
-    notes_ = notes;
-    undo_.push(new EditCommand(this, {scenario_, head_dim_follows_}, {scenario, head_dim_is_derived(scenario.arch)},
-                               what, -1));
+    undo_.push(new EditCommand(this, state(), {scenario, head_dim_is_derived(scenario.arch), description, notes}, what, -1));
 }
 
-void ScenarioModel::restore(const Scenario& scenario, bool head_dim_follows) {
-    scenario_ = scenario;
-    head_dim_follows_ = head_dim_follows;
+ScenarioModel::State ScenarioModel::state() const { return {scenario_, head_dim_follows_, description_, notes_}; }
+
+void ScenarioModel::restore(const State& state) {
+    scenario_ = state.scenario;
+    head_dim_follows_ = state.head_dim_follows;
+    description_ = state.description;
+    notes_ = state.notes;
     recompute();
 }
 

@@ -83,8 +83,16 @@ public:
     std::optional<QString> saveScenario(const QString& path) const;
     void replace(const Scenario& scenario, const QString& description, const QStringList& notes, const QString& what);
 
+    // Everything an undo step puts back.
+    struct State {
+        Scenario scenario;
+        bool head_dim_follows = true;
+        QString description;
+        QStringList notes;
+    };
+    [[nodiscard]] State state() const;
     // Used by undo/redo: sets the inputs without recording a step.
-    void restore(const Scenario& scenario, bool head_dim_follows);
+    void restore(const State& state);
 
 signals:
     // Inputs, errors or results changed.
