@@ -18,7 +18,7 @@ QString usage() {
         "  --context N   --batch N   --kv-dtype T   --block-size N   --tp N   --pp N   --full-window\n"
         "  --gpu ID   --gpus N   --engine E   --utilization F   --weight-dtype T\n"
         "  --gpu-memory SIZE   --gpu-bandwidth SIZE   --reserve SIZE   --overhead SIZE\n"
-        "  --units gib|gb   --linear (linear token axis)   --data-dir DIR\n"
+        "  --units gib|gb   --linear (linear token axis)   --log-bytes (log bytes axis)   --data-dir DIR\n"
         "\n"
         "Exports (no window is shown):\n"
         "  --export-chart OUT.png|svg|pdf   --export-csv OUT.csv   --export-json OUT.json\n"
@@ -55,6 +55,7 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
         if (arg == "-h" || arg == "--help") c.help = true;
         else if (arg == "--version") c.version = true;
         else if (arg == "--startup-probe") c.startup_probe = true;
+        else if (arg == "--log-bytes") c.log_bytes = true;
         else if (auto p = paths.find(arg); p != paths.end()) *p->second = value();
         else if (arg == "--size") {
             if (auto v = value()) {

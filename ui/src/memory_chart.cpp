@@ -235,7 +235,8 @@ void MemoryChart::relabel() {
         axis->setRange(lo, hi);
     };
     fill(x_, token_ticks(x_->min(), x_->max(), log_x_));
-    fill(y_, byte_ticks(y_->min(), y_->max(), log_y_, model_->units()));
+    // Log axes get denser ticks (every second power of two reads 1, 4, 16, 64 MiB …).
+    fill(y_, byte_ticks(y_->min(), y_->max(), log_y_, model_->units(), log_y_ ? 11 : 8));
     relabelling_ = false;
 }
 
