@@ -7,6 +7,7 @@
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/report_json.h"
+#include "probe_commands.h"
 #include "table.h"
 
 namespace kvscope::cli {
@@ -331,6 +332,9 @@ commands:
   compare   the same model as MHA, GQA, MQA (and MLA): bytes and % of MHA
   sweep     KV bytes against context length, one column per variant
   fit       will it fit on these GPUs, how many sequences, how long a context, how fast
+  devices   the probe's backends and devices (cpu, cuda)
+  probe     allocate the cache on this machine, check its size, time decode attention
+  stopwatch a small transformer generating with and without its KV cache
 
 Run 'kvscope-cli COMMAND --help' for a command's options.
 Examples:
@@ -356,6 +360,7 @@ output:
   --json, --csv       machine-readable output (default: a table)
   --units gib|gb      binary (GiB) or decimal (GB) units first
 )";
+    if (command == "devices" || command == "probe" || command == "stopwatch") return probe_help(command);
     if (command == "models") return "usage: kvscope-cli models [--json|--csv] [--data-dir DIR]\nLists every model: id, shape, parameters and KV bytes per token.\n";
     if (command == "gpus") return "usage: kvscope-cli gpus [--json|--csv] [--data-dir DIR]\nLists every GPU: memory, bandwidth, dense bf16 TFLOP/s.\n";
     if (command == "kv")
@@ -396,10 +401,10 @@ Output run(const std::vector<std::string>& args) {
         return {"", line + " (kvscope-cli " + (command.empty() ? "" : command + " ") + "--help lists the options)\n", kExitUsage};
     }
     const Options& o = *parsed;
-    static const char* kCommands[] = {"models", "gpus", "kv", "compare", "sweep", "fit"};
+    static const char* kCommands[] = {"models", "gpus", "kv", "compare", "sweep", "fit", "devices", "probe", "stopwatch"};
     const bool known = std::find(std::begin(kCommands), std::end(kCommands), o.command) != std::end(kCommands);
     if (o.command.empty() || o.command == "help") return {general_help(), "", o.command.empty() && !o.help ? kExitUsage : kExitOk};
-    if (!known) return {"", "kvscope-cli: unknown command '" + o.command + "' (models, gpus, kv, compare, sweep, fit)\n", kExitUsage};
+    if (!known) return {"", "kvscope-cli: unknown command '" + o.command + "' (models, gpus, kv, compare, sweep, fit, devices, probe, stopwatch)\n", kExitUsage};
     if (o.help) return {command_help(o.command), "", kExitOk};
 
     std::vector<std::string> problems;
@@ -409,6 +414,8 @@ Output run(const std::vector<std::string>& args) {
 
     Output result;
     if (o.command == "models") result = cmd_models(o, catalog);
+    else if (o.command == "devices") result = cmd_devices(o);
+    else if (o.command == "stopwatch") result = cmd_stopwatch(o);
     else if (o.command == "gpus") result = cmd_gpus(o, catalog);
     else {
         ScenarioSource src;
@@ -417,6 +424,7 @@ Output run(const std::vector<std::string>& args) {
         if (o.command == "kv") result = cmd_kv(o, *s, src, false);
         else if (o.command == "compare") result = cmd_kv(o, *s, src, true);
         else if (o.command == "sweep") result = cmd_sweep(o, *s, src);
+        else if (o.command == "probe") result = cmd_probe(o, *s, src);
         else result = cmd_fit(o, *s, src);
     }
     result.err = warnings + result.err;

@@ -62,6 +62,11 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
         {"--points", parsed(o.points, parse_count)},
         {"--from", parsed(o.from, parse_token_count)},
         {"--to", parsed(o.to, parse_token_count)},
+        {"--backend", text(o.backend)},
+        {"--prompt", text(o.prompt)},
+        {"--tokens", parsed(o.tokens, parse_count)},
+        {"--runs", parsed(o.runs, parse_count)},
+        {"--memory-limit", parsed(o.memory_limit, parse_bytes)},
         {"--units", [&](const std::string& name, const std::string& v) {
              if (v == "gib" || v == "binary" || v == "GiB") o.units = UnitSystem::binary;
              else if (v == "gb" || v == "decimal" || v == "GB") o.units = UnitSystem::decimal;

@@ -32,6 +32,9 @@ struct Options {
     std::optional<std::uint64_t> points, from, to;
     bool linear = false;
     bool all_layers = false;
+    // probe, stopwatch
+    std::optional<std::string> backend, prompt;
+    std::optional<std::uint64_t> tokens, runs, memory_limit;
 };
 
 // Usage errors carry the option's name: "--context: '12q' is not a whole number …".

@@ -177,3 +177,55 @@ TEST(Cli, HelpForEveryCommand) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, ProbeOnTheCpuChecksThePredictionAndReportsBandwidth) {
+    const CliRun r = cli("probe --backend cpu --model kvscope-teaching-32l --context 1k --kv-dtype fp16 --runs 2 --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json_of(r);
+    EXPECT_EQ(v.find("status")->as_string(), "ok");
+    EXPECT_EQ(v.find("backend")->as_string(), "cpu");
+    EXPECT_EQ(u64(v, "predicted_bytes"), 512ull << 20);  // 512 KiB per token × 1024
+    EXPECT_EQ(u64(v, "requested_bytes"), 512ull << 20);
+    EXPECT_GT(u64(v, "measured_bytes"), 500ull << 20);
+    EXPECT_EQ(u64(v, "granularity_bytes"), 4096u);
+    for (const char* key : {"decode_attention_ms", "kv_read_gbps", "ceiling_gbps", "fraction_of_ceiling"})
+        EXPECT_GT(v.find(key)->as_double(), 0.0) << key;
+    EXPECT_LT(v.find("max_rel_error")->as_double(), 1e-4);
+}
+
+TEST(Cli, ProbeRefusesWhatDoesNotFitAndFormatsItCannotStore) {
+    CliRun r = cli("probe --backend cpu --model llama-3-8b --context 8k --memory-limit 100MiB");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("out_of_memory"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("memory limit"), std::string::npos) << r.err;
+    r = cli("probe --backend cpu --model llama-3-8b --context 8k --kv-dtype q8_0");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("fp32, fp16 or bf16"), std::string::npos) << r.err;
+    r = cli("probe --backend tpu --model llama-3-8b");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("'tpu' is not a backend"), std::string::npos) << r.err;
+}
+
+TEST(Cli, StopwatchJsonHasBothRunsAndTheirTexts) {
+    const CliRun r = cli("stopwatch --backend cpu --tokens 12 --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json_of(r);
+    EXPECT_EQ(v.find("cached_ms")->items().size(), 12u);
+    EXPECT_EQ(v.find("uncached_ms")->items().size(), 12u);
+    EXPECT_TRUE(v.find("tokens_identical")->as_bool());
+    EXPECT_EQ(v.find("text_cached")->as_string(), v.find("text_uncached")->as_string());
+    EXPECT_FALSE(v.find("text_cached")->as_string().empty());
+}
+
+TEST(Cli, DevicesListsTheCpuAndSaysWhyCudaIsMissing) {
+    const CliRun r = cli("devices --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json_of(r);
+    ASSERT_GE(v.items().size(), 2u);
+    EXPECT_EQ(v.items()[0].find("backend")->as_string(), "cpu");
+    EXPECT_EQ(v.items()[1].find("backend")->as_string(), "cuda");
+}
+
+}  // namespace

@@ -1,0 +1,238 @@
+#include "probe_commands.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+
+#include "kvscope/calculator/json.h"
+#include "kvscope/probe/probe.h"
+#include "table.h"
+
+namespace kvscope::cli {
+namespace {
+
+using json::Value;
+using probe::Status;
+
+constexpr int kExitFailed = 1;
+constexpr int kExitCancelled = 130;
+
+std::atomic<bool> g_cancel{false};
+extern "C" void on_interrupt(int) { g_cancel = true; }
+
+// Ctrl+C cancels the run (it ends with status "cancelled" and frees everything); progress goes to
+// stderr only when it is a terminal, so pipes and JSON stay clean.
+probe::Control make_control(const Options& o) {
+    g_cancel = false;
+    std::signal(SIGINT, on_interrupt);
+    probe::Control c;
+    c.cancel = &g_cancel;
+    if (o.memory_limit) c.memory_limit_bytes = *o.memory_limit;
+    if (::isatty(STDERR_FILENO)) {
+        c.progress = [](double f, const std::string& what) {
+            std::fprintf(stderr, "\r[%3d%%] %-60s", static_cast<int>(f * 100), what.c_str());
+            if (f >= 1.0) std::fputc('\n', stderr);
+            std::fflush(stderr);
+        };
+    }
+    return c;
+}
+
+int exit_status(Status s) {
+    switch (s) {
+    case Status::ok: return kExitOk;
+    case Status::cancelled: return kExitCancelled;
+    case Status::invalid_input: return kExitUsage;
+    default: return kExitFailed;
+    }
+}
+
+std::string fixed(double v, int decimals) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+std::string sci(double v) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.2e", v);
+    return buf;
+}
+
+Value device_json(const probe::DeviceInfo& d) {
+    Value o = Value::object();
+    o.set("backend", Value::string(d.backend));
+    o.set("name", Value::string(d.name));
+    o.set("total_bytes", Value::number(d.total_bytes));
+    o.set("free_bytes", Value::number(d.free_bytes));
+    o.set("compute_units", Value::number(std::uint64_t{d.compute_units}));
+    o.set("cache_bytes", Value::number(d.cache_bytes));
+    o.set("bus_width_bits", Value::number(std::uint64_t{d.bus_width_bits}));
+    o.set("memory_clock_mhz", Value::number(d.memory_clock_mhz));
+    o.set("theoretical_gbps", Value::number(d.theoretical_gbps));
+    o.set("note", Value::string(d.note));
+    return o;
+}
+
+Result<std::unique_ptr<probe::Backend>> backend_of(const Options& o) { return probe::make_backend(o.backend.value_or("auto")); }
+
+}  // namespace
+
+std::string probe_help(const std::string& command) {
+    if (command == "devices") return "usage: kvscope-cli devices [--json]\nLists the probe's backends (cpu, cuda) and their devices.\n";
+    if (command == "probe")
+        return "usage: kvscope-cli probe (--model ID | --config FILE) --context N [--batch N] [--kv-dtype fp32|fp16|bf16]\n"
+               "                         [--block-size N] [--backend auto|cpu|cuda] [--runs N] [--memory-limit SIZE] [--json]\n"
+               "Allocates the model's KV cache on this machine exactly as the calculator lays it out, compares the\n"
+               "bytes, and times one decode step's attention over it against a read-bandwidth ceiling measured in\n"
+               "the same run. Ctrl+C cancels (everything is freed).\n";
+    return "usage: kvscope-cli stopwatch [--tokens N] [--prompt TEXT] [--backend auto|cpu|cuda] [--json]\n"
+           "A small real transformer generates N tokens (default 128) twice: with its KV cache, and recomputing\n"
+           "the whole prefix at every step. Prints the time per token of both, the two texts, and whether they match.\n";
+}
+
+Output cmd_devices(const Options& o) {
+    const auto devices = probe::list_devices();
+    Output r;
+    if (o.format == Format::json) {
+        Value list = Value::array();
+        for (const auto& d : devices) list.push(device_json(d));
+        r.out = list.dump() + "\n";
+        return r;
+    }
+    Table t({"backend", "device", "memory", "free", "units", "cache", "peak GB/s", "note"});
+    for (const auto& d : devices)
+        t.add({d.backend, d.name, d.total_bytes ? format_bytes(d.total_bytes) : "-", d.total_bytes ? format_bytes(d.free_bytes) : "-",
+               d.compute_units ? std::to_string(d.compute_units) : "-", d.cache_bytes ? format_bytes(d.cache_bytes) : "-",
+               d.theoretical_gbps > 0 ? fixed(d.theoretical_gbps, 0) : "-", d.note});
+    r.out = o.format == Format::csv ? t.csv() : t.text();
+    return r;
+}
+
+Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src) {
+    auto backend = backend_of(o);
+    if (!backend) return {"", "kvscope-cli probe: " + backend.error_text() + "\n", kExitUsage};
+    probe::ProbeRequest request;
+    request.arch = s.arch;
+    request.dtype = s.kv_dtype;
+    request.workload = s.workload;
+    if (o.runs) request.timing_runs = static_cast<int>(std::min<std::uint64_t>(*o.runs, 1000));
+    const probe::ProbeReport p = (*backend)->probe(request, make_control(o));
+    const auto& a = p.allocation;
+    const auto& at = p.attention;
+    Output r;
+    r.status = exit_status(p.status);
+    if (o.format == Format::json) {
+        Value v = Value::object();
+        v.set("status", Value::string(std::string(to_string(p.status))));
+        v.set("message", Value::string(p.message));
+        v.set("backend", Value::string(p.device.backend));
+        v.set("device", device_json(p.device));
+        v.set("model", Value::string(s.model_id));
+        v.set("context_tokens", Value::number(s.workload.context_tokens));
+        v.set("batch", Value::number(s.workload.batch));
+        v.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
+        v.set("predicted_bytes", Value::number(a.predicted_bytes));
+        v.set("requested_bytes", Value::number(a.requested_bytes));
+        v.set("measured_bytes", Value::number(a.measured_bytes));
+        v.set("granularity_bytes", Value::number(a.granularity_bytes));
+        v.set("allocations", Value::number(a.allocations));
+        v.set("context_bytes", Value::number(a.context_bytes));
+        v.set("workspace_bytes", Value::number(a.workspace_bytes));
+        v.set("decode_attention_ms", Value::number(at.median_ms));
+        v.set("decode_attention_min_ms", Value::number(at.min_ms));
+        v.set("runs", Value::number(std::uint64_t(std::max(0, at.runs))));
+        v.set("threads", Value::number(std::uint64_t{at.threads}));
+        v.set("kv_bytes_read", Value::number(at.kv_bytes_read));
+        v.set("kv_read_gbps", Value::number(at.kv_read_gbps));
+        v.set("ceiling_gbps", Value::number(at.ceiling_gbps));
+        v.set("fraction_of_ceiling", Value::number(at.fraction_of_ceiling));
+        v.set("single_thread_gbps", Value::number(at.single_thread_gbps));
+        v.set("max_rel_error", Value::number(at.max_rel_error));
+        v.set("cache_resident", Value::boolean(at.cache_resident));
+        r.out = v.dump() + "\n";
+        return r;
+    }
+    if (p.status != Status::ok) {
+        r.err = "kvscope-cli probe: " + std::string(to_string(p.status)) + ": " + p.message + "\n";
+        return r;
+    }
+    const auto diff = static_cast<std::int64_t>(a.measured_bytes) - static_cast<std::int64_t>(a.requested_bytes);
+    r.out = key_values({
+        {"model", src.description},
+        {"workload", format_tokens(s.workload.context_tokens) + " tokens × " + std::to_string(s.workload.batch) + ", " +
+                         std::string(to_string(s.kv_dtype))},
+        {"backend", p.device.backend + " — " + p.device.name + " (" + std::to_string(at.threads) + " threads)"},
+        {"predicted", format_bytes(a.predicted_bytes) + " (" + format_count(a.predicted_bytes) + " bytes)"},
+        {"requested", format_bytes(a.requested_bytes) + " (" + format_count(a.requested_bytes) + " bytes, " +
+                          format_count(a.allocations) + " allocations)" +
+                          (a.requested_bytes == a.predicted_bytes ? " = predicted" : " ≠ predicted")},
+        {"measured", format_bytes(a.measured_bytes) + " (" + format_count(a.measured_bytes) + " bytes; " +
+                         (diff >= 0 ? "+" : "") + format_signed_bytes(diff) + " against requested, granularity " +
+                         format_bytes(a.granularity_bytes) + ")"},
+        {"workspace", format_bytes(a.workspace_bytes) + " (scores and outputs, not part of the cache)"},
+        {"attention", fixed(at.median_ms, 2) + " ms per decode step (median of " + std::to_string(at.runs) + ", min " +
+                          fixed(at.min_ms, 2) + " ms)"},
+        {"KV read", format_bytes(at.kv_bytes_read) + " per step at " + fixed(at.kv_read_gbps, 1) + " GB/s"},
+        {"ceiling", fixed(at.ceiling_gbps, 1) + " GB/s read-only pass, same run → " + fixed(at.fraction_of_ceiling * 100, 0) +
+                        "% of it" + (at.threads > 1 ? " (one thread: " + fixed(at.single_thread_gbps, 1) + " GB/s)" : "")},
+        {"accuracy", "max relative error " + sci(at.max_rel_error) + " against float64"},
+    });
+    if (at.cache_resident) r.out += "note: the cache fits in the CPU caches, so the bandwidth is optimistic\n";
+    return r;
+}
+
+Output cmd_stopwatch(const Options& o) {
+    auto backend = backend_of(o);
+    if (!backend) return {"", "kvscope-cli stopwatch: " + backend.error_text() + "\n", kExitUsage};
+    probe::StopwatchRequest request;
+    if (o.tokens) request.tokens = static_cast<int>(std::min<std::uint64_t>(*o.tokens, 100000));
+    if (o.prompt) request.prompt = *o.prompt;
+    const probe::StopwatchReport w = (*backend)->stopwatch(request, make_control(o));
+    Output r;
+    r.status = exit_status(w.status);
+    double cached = 0, uncached = 0;
+    for (double ms : w.cached_ms) cached += ms;
+    for (double ms : w.uncached_ms) uncached += ms;
+    if (o.format == Format::json) {
+        Value v = Value::object();
+        v.set("status", Value::string(std::string(to_string(w.status))));
+        v.set("message", Value::string(w.message));
+        v.set("backend", Value::string(w.device.backend));
+        v.set("device", device_json(w.device));
+        v.set("tokens", Value::number(std::uint64_t(w.cached_ms.size())));
+        Value c = Value::array(), u = Value::array();
+        for (double ms : w.cached_ms) c.push(Value::number(ms));
+        for (double ms : w.uncached_ms) u.push(Value::number(ms));
+        v.set("cached_ms", std::move(c));
+        v.set("uncached_ms", std::move(u));
+        v.set("cached_total_ms", Value::number(cached));
+        v.set("uncached_total_ms", Value::number(uncached));
+        v.set("text_cached", Value::string(w.text_cached));
+        v.set("text_uncached", Value::string(w.text_uncached));
+        v.set("tokens_identical", Value::boolean(w.tokens_identical));
+        v.set("max_logit_diff", Value::number(w.max_logit_diff));
+        r.out = v.dump() + "\n";
+        return r;
+    }
+    if (w.status != Status::ok) {
+        r.err = "kvscope-cli stopwatch: " + std::string(to_string(w.status)) + ": " + w.message + "\n";
+        return r;
+    }
+    // Cumulative time at a few points: straight with the cache, bending upwards without.
+    Table t({"token", "cached ms", "recomputed ms", "cum. cached", "cum. recomputed"});
+    double cum_c = 0, cum_u = 0;
+    const std::size_t n = w.cached_ms.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        cum_c += w.cached_ms[i];
+        cum_u += w.uncached_ms[i];
+        if ((i + 1) % std::max<std::size_t>(1, n / 8) == 0 || i + 1 == n)
+            t.add({std::to_string(i + 1), fixed(w.cached_ms[i], 3), fixed(w.uncached_ms[i], 3), fixed(cum_c, 1), fixed(cum_u, 1)});
+    }
+    r.out = "backend:  " + w.device.backend + " — " + w.device.name + "\n" + t.text() + "\nwith the cache:  " + w.text_cached +
+            "\nrecomputing:     " + w.text_uncached + "\n" + w.message + ", largest logit difference " + sci(w.max_logit_diff) + "\n";
+    return r;
+}
+
+}  // namespace kvscope::cli

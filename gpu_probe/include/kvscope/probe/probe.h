@@ -1,0 +1,138 @@
+#pragma once
+// The probe: a real KV cache allocated on this machine, its size checked against the
+// calculator, one decode step's attention timed against a read-bandwidth ceiling
+// measured in the same run, and the stopwatch (a small transformer generating with
+// and without its cache). No Qt. Every failure is a result with a status and a
+// message, never an exception across this interface.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kvscope/calculator/architecture.h"
+#include "kvscope/calculator/kv_dtype.h"
+#include "kvscope/calculator/result.h"
+#include "kvscope/calculator/workload.h"
+
+namespace kvscope::probe {
+
+enum class Status { ok, cancelled, out_of_memory, no_device, driver_mismatch, invalid_input, failed };
+std::string_view to_string(Status status);
+
+struct DeviceInfo {
+    std::string backend;  // "cpu" or "cuda"
+    std::string name;
+    std::uint64_t total_bytes = 0;
+    std::uint64_t free_bytes = 0;
+    unsigned compute_units = 0;     // CPU threads or GPU SMs
+    std::uint64_t cache_bytes = 0;  // last-level cache (GPU: L2)
+    unsigned bus_width_bits = 0;    // GPU only
+    double memory_clock_mhz = 0;    // GPU only
+    double theoretical_gbps = 0;    // GPU: 2 × clock × bus width / 8; 0 when unknown
+    std::string note;               // e.g. why a backend is unavailable
+};
+
+// How a caller watches and stops a run. All members are optional.
+struct Control {
+    const std::atomic<bool>* cancel = nullptr;
+    // fraction 0…1 and what is happening ("timing attention, run 3 of 10")
+    std::function<void(double, const std::string&)> progress;
+    // Refuse to allocate more than this many bytes (0 = what the device has free).
+    std::uint64_t memory_limit_bytes = 0;
+
+    [[nodiscard]] bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
+    void report(double fraction, const std::string& what) const {
+        if (progress) progress(fraction, what);
+    }
+};
+
+// What to put on the device: a model's cache at a context and batch (one device: no TP/PP).
+struct ProbeRequest {
+    Architecture arch;
+    KvDtype dtype = KvDtype::fp16;  // fp32, fp16 or bf16
+    Workload workload;
+    int timing_runs = 10;           // after one warm-up run
+    // Size of the read-only pass that measures the bandwidth ceiling (0: several times the
+    // last-level cache, at least 256 MiB and at most 1 GiB).
+    std::uint64_t ceiling_bytes = 0;
+};
+
+// One tensor of the cache: K or V (or an MLA latent) of one layer for one sequence.
+struct KvTensor {
+    std::uint64_t layer = 0;
+    bool is_value = false;
+    std::uint64_t sequence = 0;
+    std::uint64_t tokens = 0;  // stored, after the window and block rounding
+    std::uint64_t bytes = 0;
+};
+
+// The calculator's layout as a list of allocations; their sum is the predicted bytes.
+Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request);
+
+struct AllocationCheck {
+    std::uint64_t predicted_bytes = 0;  // the calculator's total
+    std::uint64_t requested_bytes = 0;  // the sum of the allocations made
+    std::uint64_t measured_bytes = 0;   // what the device lost (GPU: cudaMemGetInfo drop; CPU: resident growth)
+    std::uint64_t granularity_bytes = 0;
+    std::uint64_t allocations = 0;
+    std::uint64_t context_bytes = 0;    // runtime context creation, reported on its own
+    std::uint64_t workspace_bytes = 0;  // scratch for the attention (scores, outputs), on its own
+};
+
+struct AttentionTiming {
+    double median_ms = 0;               // one decode step, every layer and sequence
+    double min_ms = 0;
+    int runs = 0;
+    unsigned threads = 0;
+    std::uint64_t kv_bytes_read = 0;    // per step: every stored K and V byte once
+    double kv_read_gbps = 0;
+    double ceiling_gbps = 0;            // a large read-only pass measured in the same run
+    double fraction_of_ceiling = 0;
+    double single_thread_gbps = 0;      // CPU only: the same step on one thread
+    double max_rel_error = 0;           // against a float64 reference on the same random inputs
+    bool cache_resident = false;        // the KV fits in the last-level cache: figures are optimistic
+};
+
+struct ProbeReport {
+    Status status = Status::ok;
+    std::string message;
+    DeviceInfo device;
+    AllocationCheck allocation;
+    AttentionTiming attention;
+};
+
+struct StopwatchRequest {
+    int tokens = 128;  // generated tokens
+    std::string prompt = "the cache";
+};
+
+struct StopwatchReport {
+    Status status = Status::ok;
+    std::string message;
+    DeviceInfo device;
+    std::vector<double> cached_ms;    // per generated token
+    std::vector<double> uncached_ms;  // per generated token, recomputing the whole prefix
+    std::string text_cached, text_uncached;
+    bool tokens_identical = false;
+    double max_logit_diff = 0;
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    [[nodiscard]] virtual DeviceInfo device() const = 0;
+    virtual ProbeReport probe(const ProbeRequest& request, const Control& control) = 0;
+    virtual StopwatchReport stopwatch(const StopwatchRequest& request, const Control& control) = 0;
+};
+
+// "cpu" always works; "cuda" when built with CUDA and a device answers; "auto" picks CUDA
+// when it can. The error names why ("no CUDA device: …", "built without CUDA").
+Result<std::unique_ptr<Backend>> make_backend(const std::string& name);
+
+// Every backend this build has, each with its device or the reason it is unavailable.
+std::vector<DeviceInfo> list_devices();
+
+}  // namespace kvscope::probe

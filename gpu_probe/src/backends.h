@@ -1,0 +1,15 @@
+#pragma once
+// The backends behind make_backend().
+
+#include <memory>
+#include <string>
+
+#include "kvscope/probe/probe.h"
+
+namespace kvscope::probe {
+
+std::unique_ptr<Backend> make_cpu_backend();
+// nullptr with `why` set when this build has no CUDA or no device answers.
+std::unique_ptr<Backend> make_cuda_backend(std::string& why);
+
+}  // namespace kvscope::probe

@@ -1,0 +1,339 @@
+// The CPU backend: the same measurements as the GPU's, on host memory.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <thread>
+
+#include "backends.h"
+#include "cpu_kernels.h"
+#include "host_memory.h"
+#include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/units.h"
+#include "tiny_transformer.h"
+
+namespace kvscope::probe {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Runs fn(i) for i in [0, n) on `threads` threads, handing out items one at a time.
+template <class Fn>
+void parallel_for(std::size_t n, unsigned threads, Fn fn) {
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+        for (std::size_t i = next++; i < n; i = next++) fn(i);
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+}
+
+struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<void, FreeDeleter>;
+
+// One sequence × layer of cache, as the attention reads it.
+struct Slot {
+    const void* k = nullptr;
+    const void* v = nullptr;      // MLA: the latent again (its first kv_lora_rank values)
+    std::uint64_t layer = 0;
+    std::uint64_t tokens = 0;     // tokens attended (not the block padding)
+};
+
+struct Shape {
+    std::uint64_t q_heads, kv_heads, dk, dv, row_k, row_v;  // row_*: values per token (all heads)
+};
+
+Shape shape_of(const Architecture& a) {
+    if (a.mla) {
+        const std::uint64_t latent = a.mla->kv_lora_rank + a.mla->qk_rope_head_dim;
+        return {a.query_heads, 1, latent, a.mla->kv_lora_rank, latent, latent};
+    }
+    return {a.query_heads, a.kv_heads, a.head_dim_k, a.head_dim_v, a.kv_heads * a.head_dim_k, a.kv_heads * a.head_dim_v};
+}
+
+// One decode step's attention for one slot, every query head, grouped-query aware:
+// each token's K row and V row are converted once and used by every query of its group.
+void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, float* scores, float* row, float* out) {
+    const std::uint64_t group = sh.q_heads / sh.kv_heads;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(sh.dk));
+    const std::size_t eb = cpu::element_bytes(dtype);
+    const std::uint64_t dv_stride = sh.row_v / sh.kv_heads;
+    std::vector<float> group_scores(group), group_p(group);
+    const auto* k = static_cast<const std::byte*>(s.k);
+    // scores are stored token-major ([t][query head]) so one K row fills one contiguous stretch.
+    for (std::uint64_t t = 0; t < s.tokens; ++t) {
+        cpu::to_float(dtype, k + t * sh.row_k * eb, row, sh.row_k);
+        for (std::uint64_t h = 0; h < sh.kv_heads; ++h) {
+            cpu::dot_group(q + h * group * sh.dk, group, row + h * sh.dk, sh.dk, group_scores.data());
+            float* dst = scores + t * sh.q_heads + h * group;
+            for (std::uint64_t g = 0; g < group; ++g) dst[g] = group_scores[g] * scale;
+        }
+    }
+    // Softmax over tokens for every query head.
+    std::vector<float> mx(sh.q_heads, -1e30f), sum(sh.q_heads, 0.0f);
+    for (std::uint64_t t = 0; t < s.tokens; ++t)
+        for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) mx[qh] = std::max(mx[qh], scores[t * sh.q_heads + qh]);
+    for (std::uint64_t t = 0; t < s.tokens; ++t) cpu::exp_sub_accumulate(scores + t * sh.q_heads, mx.data(), sum.data(), sh.q_heads);
+    std::fill(out, out + sh.q_heads * sh.dv, 0.0f);
+    const auto* v = static_cast<const std::byte*>(s.v);
+    for (std::uint64_t t = 0; t < s.tokens; ++t) {
+        cpu::to_float(dtype, v + t * sh.row_v * eb, row, sh.row_v);
+        for (std::uint64_t h = 0; h < sh.kv_heads; ++h) {
+            for (std::uint64_t g = 0; g < group; ++g) group_p[g] = scores[t * sh.q_heads + h * group + g] / sum[h * group + g];
+            cpu::axpy_group(group_p.data(), group, row + h * dv_stride, out + h * group * sh.dv, sh.dv);
+        }
+    }
+}
+
+// The same in float64, for checking.
+std::vector<double> attend_reference(const Slot& s, const Shape& sh, KvDtype dtype, const float* q) {
+    const std::uint64_t group = sh.q_heads / sh.kv_heads;
+    const std::size_t eb = cpu::element_bytes(dtype);
+    std::vector<float> krow(sh.row_k), vrow(sh.row_v);
+    std::vector<double> scores(sh.q_heads * s.tokens), out(sh.q_heads * sh.dv, 0.0);
+    for (std::uint64_t t = 0; t < s.tokens; ++t) {
+        cpu::to_float(dtype, static_cast<const std::byte*>(s.k) + t * sh.row_k * eb, krow.data(), sh.row_k);
+        for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
+            const float* kr = krow.data() + (qh / group) * sh.dk;
+            double dot = 0;
+            for (std::uint64_t d = 0; d < sh.dk; ++d) dot += static_cast<double>(q[qh * sh.dk + d]) * kr[d];
+            scores[qh * s.tokens + t] = dot / std::sqrt(static_cast<double>(sh.dk));
+        }
+    }
+    for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
+        double* sc = scores.data() + qh * s.tokens;
+        const double mx = *std::max_element(sc, sc + s.tokens);
+        double sum = 0;
+        for (std::uint64_t t = 0; t < s.tokens; ++t) sum += (sc[t] = std::exp(sc[t] - mx));
+        for (std::uint64_t t = 0; t < s.tokens; ++t) sc[t] /= sum;
+    }
+    for (std::uint64_t t = 0; t < s.tokens; ++t) {
+        cpu::to_float(dtype, static_cast<const std::byte*>(s.v) + t * sh.row_v * eb, vrow.data(), sh.row_v);
+        for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
+            const float* vr = vrow.data() + (qh / group) * (sh.row_v / sh.kv_heads);
+            for (std::uint64_t d = 0; d < sh.dv; ++d) out[qh * sh.dv + d] += scores[qh * s.tokens + t] * vr[d];
+        }
+    }
+    return out;
+}
+
+class CpuBackend final : public Backend {
+public:
+    DeviceInfo device() const override {
+        DeviceInfo d;
+        d.backend = "cpu";
+        d.name = host::cpu_name();
+        d.total_bytes = host::total_bytes();
+        d.free_bytes = host::available_bytes();
+        d.compute_units = host::threads();
+        d.cache_bytes = host::last_level_cache_bytes();
+        d.note = cpu::vectorized() ? "AVX2 + F16C conversion" : "plain conversion loops";
+        return d;
+    }
+
+    ProbeReport probe(const ProbeRequest& request, const Control& control) override;
+    StopwatchReport stopwatch(const StopwatchRequest& request, const Control& control) override {
+        StopwatchReport r = run_stopwatch(request, control);
+        r.device = device();
+        return r;
+    }
+};
+
+ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& control) {
+    ProbeReport r;
+    r.device = device();
+    auto fail = [&r](Status s, std::string message) {
+        r.status = s;
+        r.message = std::move(message);
+        return r;
+    };
+    auto tensors = kv_tensors(request);
+    if (!tensors) return fail(Status::invalid_input, tensors.error_text());
+    auto kv = kv_cache_report(request.arch, request.dtype, request.workload, Parallelism{});
+    if (!kv) return fail(Status::invalid_input, kv.error_text());
+
+    const Shape sh = shape_of(request.arch);
+    const unsigned threads = host::threads();
+    AllocationCheck& a = r.allocation;
+    a.predicted_bytes = kv->total_bytes;
+    for (const KvTensor& t : *tensors) a.requested_bytes += t.bytes;
+    a.allocations = tensors->size();
+    a.granularity_bytes = host::page_bytes();
+    std::uint64_t longest = 0;
+    for (const KvTensor& t : *tensors) longest = std::max(longest, t.tokens);
+    // Per thread: scores for every query head over the longest slot, one converted row, the output.
+    a.workspace_bytes = threads * (sh.q_heads * longest + std::max(sh.row_k, sh.row_v) + sh.q_heads * sh.dv) * sizeof(float);
+
+    const std::uint64_t limit = control.memory_limit_bytes ? control.memory_limit_bytes : host::available_bytes();
+    const std::uint64_t ceiling_bytes =
+        request.ceiling_bytes ? request.ceiling_bytes
+                              : std::min<std::uint64_t>(std::max<std::uint64_t>(4 * host::last_level_cache_bytes(), 256ull << 20), 1ull << 30);
+    if (a.requested_bytes + a.workspace_bytes + ceiling_bytes > limit) {
+        return fail(Status::out_of_memory,
+                    "the cache needs " + format_bytes(a.requested_bytes) + " (plus " +
+                        format_bytes(a.workspace_bytes + ceiling_bytes) + " of workspace) but only " + format_bytes(limit) +
+                        (control.memory_limit_bytes ? " is allowed by the memory limit" : " of memory is available") +
+                        "; lower the context, the batch or the precision");
+    }
+
+    // 1. Allocation check: one buffer per tensor, filled with random values (which also makes every page resident).
+    control.report(0.0, "allocating the cache");
+    std::vector<Buffer> buffers;
+    buffers.reserve(tensors->size());
+    const std::uint64_t before = host::resident_bytes();
+    try {
+        for (std::size_t i = 0; i < tensors->size(); ++i) {
+            if (control.cancelled()) return fail(Status::cancelled, "cancelled while allocating; all memory was freed");
+            void* p = std::malloc(std::max<std::uint64_t>((*tensors)[i].bytes, 1));
+            if (!p) throw std::bad_alloc();
+            buffers.emplace_back(p);
+        }
+        parallel_for(tensors->size(), threads, [&](std::size_t i) {
+            cpu::fill_random(request.dtype, buffers[i].get(), (*tensors)[i].bytes / cpu::element_bytes(request.dtype), i + 1);
+        });
+    } catch (const std::bad_alloc&) {
+        buffers.clear();
+        return fail(Status::out_of_memory, "the system refused to allocate " + format_bytes(a.requested_bytes) + "; all memory was freed");
+    }
+    const std::uint64_t after = host::resident_bytes();
+    a.measured_bytes = after > before ? after - before : 0;
+    control.report(0.2, "cache allocated");
+
+    // Slots: K and V of one layer for one sequence.
+    std::vector<Slot> slots;
+    const std::uint64_t context = request.workload.context_tokens;
+    for (std::size_t i = 0; i < tensors->size(); ++i) {
+        const KvTensor& t = (*tensors)[i];
+        if (t.is_value) continue;
+        const std::uint64_t window = request.arch.window_of(t.layer);
+        const std::uint64_t attended = request.workload.full_window || window == 0 ? context : std::min(context, window);
+        Slot s{buffers[i].get(), request.arch.mla ? buffers[i].get() : buffers[i + 1].get(), t.layer, std::min(attended, t.tokens)};
+        slots.push_back(s);
+    }
+    AttentionTiming& at = r.attention;
+    at.threads = threads;
+    const std::size_t eb = cpu::element_bytes(request.dtype);
+    for (const Slot& s : slots) at.kv_bytes_read += s.tokens * (sh.row_k + (request.arch.mla ? 0 : sh.row_v)) * eb;
+    at.cache_resident = at.kv_bytes_read < host::last_level_cache_bytes();
+
+    // Random queries, one set per layer (fresh inputs, never zeros).
+    std::vector<std::vector<float>> queries(request.arch.layers, std::vector<float>(sh.q_heads * sh.dk));
+    for (std::uint64_t l = 0; l < request.arch.layers; ++l)
+        cpu::fill_random(KvDtype::fp32, queries[l].data(), queries[l].size(), 7919 + l);
+
+    struct Scratch {
+        std::vector<float> scores, row, out;
+        double checksum = 0;
+    };
+    std::vector<Scratch> scratch(threads);
+    for (Scratch& s : scratch) {
+        s.scores.resize(sh.q_heads * longest);
+        s.row.resize(std::max(sh.row_k, sh.row_v));
+        s.out.resize(sh.q_heads * sh.dv);
+    }
+    auto step = [&](unsigned use_threads) {
+        std::atomic<unsigned> ids{0};
+        std::atomic<std::size_t> next{0};
+        auto work = [&] {
+            Scratch& sc = scratch[ids++];
+            for (std::size_t i = next++; i < slots.size(); i = next++) {
+                attend(slots[i], sh, request.dtype, queries[slots[i].layer].data(), sc.scores.data(), sc.row.data(), sc.out.data());
+                sc.checksum += sc.out[0];
+            }
+        };
+        std::vector<std::thread> pool;
+        for (unsigned t = 1; t < use_threads; ++t) pool.emplace_back(work);
+        work();
+        for (auto& t : pool) t.join();
+    };
+
+    // 2. The read ceiling: a read-only pass over memory several times the last-level cache.
+    control.report(0.25, "measuring the read bandwidth ceiling");
+    std::vector<double> ceiling_runs;
+    {
+        const std::size_t words = ceiling_bytes / 8;
+        Buffer big(std::malloc(words * 8));
+        if (!big) return fail(Status::out_of_memory, "could not allocate the " + format_bytes(ceiling_bytes) + " bandwidth buffer");
+        std::memset(big.get(), 0x5a, words * 8);  // any non-zero pattern: only the reads matter here
+        auto* data = static_cast<const std::uint64_t*>(big.get());
+        std::atomic<std::uint64_t> sink{0};
+        for (int run = 0; run < 6; ++run) {
+            const auto start = Clock::now();
+            const std::size_t chunk = (words + threads - 1) / threads;
+            parallel_for(threads, threads, [&](std::size_t t) {
+                const std::size_t lo = t * chunk, hi = std::min(words, lo + chunk);
+                if (lo < hi) sink += cpu::read_pass(data + lo, hi - lo);
+            });
+            const double ms = ms_since(start);
+            if (run > 0) ceiling_runs.push_back(static_cast<double>(ceiling_bytes) / (ms * 1e6));
+        }
+        if (sink.load() == 42) at.ceiling_gbps = 0;  // keeps the passes observable
+    }
+    at.ceiling_gbps = median(ceiling_runs);
+
+    // 3. Decode attention: one warm-up, then timed runs.
+    std::vector<double> times;
+    const int runs = std::max(1, request.timing_runs);
+    for (int run = 0; run <= runs; ++run) {
+        if (control.cancelled()) return fail(Status::cancelled, "cancelled while timing; all memory was freed");
+        control.report(0.3 + 0.55 * run / (runs + 1), "timing decode attention, run " + std::to_string(run) + " of " + std::to_string(runs));
+        const auto start = Clock::now();
+        step(threads);
+        if (run > 0) times.push_back(ms_since(start));
+    }
+    at.runs = runs;
+    at.median_ms = median(times);
+    at.min_ms = *std::min_element(times.begin(), times.end());
+    at.kv_read_gbps = static_cast<double>(at.kv_bytes_read) / (at.median_ms * 1e6);
+    at.fraction_of_ceiling = at.ceiling_gbps > 0 ? at.kv_read_gbps / at.ceiling_gbps : 0;
+    if (threads > 1) {
+        control.report(0.86, "timing one thread");
+        const auto start = Clock::now();
+        step(1);
+        at.single_thread_gbps = static_cast<double>(at.kv_bytes_read) / (ms_since(start) * 1e6);
+    } else {
+        at.single_thread_gbps = at.kv_read_gbps;
+    }
+
+    // 4. Correctness: the first and last slots against float64.
+    control.report(0.95, "checking against a float64 reference");
+    for (const std::size_t i : {std::size_t{0}, slots.size() - 1}) {
+        Scratch& sc = scratch[0];
+        const Slot& s = slots[i];
+        attend(s, sh, request.dtype, queries[s.layer].data(), sc.scores.data(), sc.row.data(), sc.out.data());
+        const std::vector<double> ref = attend_reference(s, sh, request.dtype, queries[s.layer].data());
+        double scale = 0;
+        for (double x : ref) scale = std::max(scale, std::abs(x));
+        for (std::size_t j = 0; j < ref.size(); ++j)
+            at.max_rel_error = std::max(at.max_rel_error, std::abs(sc.out[j] - ref[j]) / std::max(scale, 1e-30));
+    }
+    control.report(1.0, "done");
+    r.message = "predicted " + format_count(a.predicted_bytes) + " bytes, allocated " + format_count(a.requested_bytes) +
+                ", resident growth " + format_count(a.measured_bytes) + "; attention reads the cache at " +
+                std::to_string(static_cast<int>(at.fraction_of_ceiling * 100 + 0.5)) + "% of the measured read bandwidth";
+    if (at.cache_resident) r.message += " (the cache fits in the CPU caches, so this is optimistic)";
+    return r;
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace kvscope::probe

@@ -1,0 +1,303 @@
+#include "cpu_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace kvscope::probe::cpu {
+
+namespace {
+
+float half_to_float(std::uint16_t h) {
+    const std::uint32_t sign = (h & 0x8000u) << 16;
+    std::uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, bits;
+    if (exp == 0) {
+        if (mant == 0) {
+            bits = sign;
+        } else {  // subnormal: normalise
+            exp = 127 - 15 + 1;
+            while (!(mant & 0x400u)) {
+                mant <<= 1;
+                --exp;
+            }
+            bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (mant << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+    }
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+void to_float_plain(KvDtype dtype, const void* src, float* dst, std::size_t n) {
+    if (dtype == KvDtype::fp32) {
+        std::memcpy(dst, src, n * sizeof(float));
+    } else if (dtype == KvDtype::bf16) {
+        const auto* s = static_cast<const std::uint16_t*>(src);
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::uint32_t bits = static_cast<std::uint32_t>(s[i]) << 16;
+            std::memcpy(&dst[i], &bits, sizeof(float));
+        }
+    } else {
+        const auto* s = static_cast<const std::uint16_t*>(src);
+        for (std::size_t i = 0; i < n; ++i) dst[i] = half_to_float(s[i]);
+    }
+}
+
+std::uint64_t read_pass_plain(const std::uint64_t* data, std::size_t words) {
+    std::uint64_t a = 0, b = 0, c = 0, d = 0;
+    std::size_t i = 0;
+    for (; i + 4 <= words; i += 4) {
+        a += data[i];
+        b += data[i + 1];
+        c += data[i + 2];
+        d += data[i + 3];
+    }
+    for (; i < words; ++i) a += data[i];
+    return a + b + c + d;
+}
+
+float dot_plain(const float* a, const float* b, std::size_t n) {
+    float acc[8] = {};
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (std::size_t j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
+    float sum = 0;
+    for (; i < n; ++i) sum += a[i] * b[i];
+    for (float x : acc) sum += x;
+    return sum;
+}
+
+void axpy_plain(float p, const float* x, float* y, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) y[i] += p * x[i];
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, std::size_t n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    std::size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+    }
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    const __m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+    float sum = _mm_cvtss_f32(h);
+    for (; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
+__attribute__((target("avx2,fma"))) void axpy_avx2(float p, const float* x, float* y, std::size_t n) {
+    const __m256 pv = _mm256_set1_ps(p);
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(pv, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; ++i) y[i] += p * x[i];
+}
+
+// Groups of up to 8 queries keep their accumulators in registers.
+__attribute__((target("avx2,fma"))) void dot_group_avx2(const float* q, std::size_t groups, const float* k, std::size_t n,
+                                                        float* out) {
+    for (std::size_t g0 = 0; g0 < groups; g0 += 8) {
+        const std::size_t gn = std::min<std::size_t>(8, groups - g0);
+        __m256 acc[8];
+        for (std::size_t g = 0; g < gn; ++g) acc[g] = _mm256_setzero_ps();
+        std::size_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            const __m256 kv = _mm256_loadu_ps(k + i);
+            for (std::size_t g = 0; g < gn; ++g) acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (g0 + g) * n + i), kv, acc[g]);
+        }
+        for (std::size_t g = 0; g < gn; ++g) {
+            __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[g]), _mm256_extractf128_ps(acc[g], 1));
+            h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+            h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+            float sum = _mm_cvtss_f32(h);
+            for (std::size_t j = i; j < n; ++j) sum += q[(g0 + g) * n + j] * k[j];
+            out[g0 + g] = sum;
+        }
+    }
+}
+
+__attribute__((target("avx2,fma"))) void axpy_group_avx2(const float* p, std::size_t groups, const float* x, float* y,
+                                                         std::size_t n) {
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 xv = _mm256_loadu_ps(x + i);
+        for (std::size_t g = 0; g < groups; ++g) {
+            float* yg = y + g * n + i;
+            _mm256_storeu_ps(yg, _mm256_fmadd_ps(_mm256_set1_ps(p[g]), xv, _mm256_loadu_ps(yg)));
+        }
+    }
+    for (; i < n; ++i)
+        for (std::size_t g = 0; g < groups; ++g) y[g * n + i] += p[g] * x[i];
+}
+
+// exp(x) for 8 lanes: 2^n · p(r) with r = x − n·ln2, |r| ≤ ln2/2 (Cephes' polynomial).
+__attribute__((target("avx2,fma"))) __m256 exp8(__m256 x) {
+    x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.0f)), _mm256_set1_ps(-87.0f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+__attribute__((target("avx2,fma"))) void exp_sub_accumulate_avx2(float* x, const float* m, float* sum, std::size_t n) {
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(m + i)));
+        _mm256_storeu_ps(x + i, e);
+        _mm256_storeu_ps(sum + i, _mm256_add_ps(_mm256_loadu_ps(sum + i), e));
+    }
+    for (; i < n; ++i) sum[i] += (x[i] = std::exp(x[i] - m[i]));
+}
+
+__attribute__((target("avx2,f16c"))) void to_float_avx2(KvDtype dtype, const void* src, float* dst, std::size_t n) {
+    std::size_t i = 0;
+    if (dtype == KvDtype::fp16) {
+        const auto* s = static_cast<const std::uint16_t*>(src);
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+        for (; i < n; ++i) dst[i] = half_to_float(s[i]);
+    } else if (dtype == KvDtype::bf16) {
+        const auto* s = static_cast<const std::uint16_t*>(src);
+        for (; i + 8 <= n; i += 8) {
+            const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+            _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
+        }
+        to_float_plain(dtype, s + i, dst + i, n - i);
+    } else {
+        to_float_plain(dtype, src, dst, n);
+    }
+}
+
+__attribute__((target("avx2"))) std::uint64_t read_pass_avx2(const std::uint64_t* data, std::size_t words) {
+    __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+    std::size_t i = 0;
+    for (; i + 16 <= words; i += 16) {
+        a = _mm256_add_epi64(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i)));
+        b = _mm256_add_epi64(b, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i + 4)));
+        c = _mm256_add_epi64(c, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i + 8)));
+        d = _mm256_add_epi64(d, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i + 12)));
+    }
+    alignas(32) std::uint64_t lanes[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d)));
+    return lanes[0] + lanes[1] + lanes[2] + lanes[3] + read_pass_plain(data + i, words - i);
+}
+
+bool has_avx2_f16c() {
+    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+    return yes;
+}
+#else
+bool has_avx2_f16c() { return false; }
+#endif
+
+std::uint64_t next(std::uint64_t& s) {  // xorshift64*
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return s * 0x2545F4914F6CDD1Dull;
+}
+
+}  // namespace
+
+std::size_t element_bytes(KvDtype dtype) { return dtype == KvDtype::fp32 ? 4 : 2; }
+bool supported(KvDtype dtype) { return dtype == KvDtype::fp32 || dtype == KvDtype::fp16 || dtype == KvDtype::bf16; }
+bool vectorized() { return has_avx2_f16c(); }
+
+void to_float(KvDtype dtype, const void* src, float* dst, std::size_t n) {
+#if defined(__x86_64__)
+    if (has_avx2_f16c()) return to_float_avx2(dtype, src, dst, n);
+#endif
+    to_float_plain(dtype, src, dst, n);
+}
+
+float dot(const float* a, const float* b, std::size_t n) {
+#if defined(__x86_64__)
+    if (has_avx2_f16c()) return dot_avx2(a, b, n);
+#endif
+    return dot_plain(a, b, n);
+}
+
+void axpy(float p, const float* x, float* y, std::size_t n) {
+#if defined(__x86_64__)
+    if (has_avx2_f16c()) return axpy_avx2(p, x, y, n);
+#endif
+    axpy_plain(p, x, y, n);
+}
+
+void dot_group(const float* q, std::size_t groups, const float* k, std::size_t n, float* out) {
+#if defined(__x86_64__)
+    if (has_avx2_f16c()) return dot_group_avx2(q, groups, k, n, out);
+#endif
+    for (std::size_t g = 0; g < groups; ++g) out[g] = dot_plain(q + g * n, k, n);
+}
+
+void axpy_group(const float* p, std::size_t groups, const float* x, float* y, std::size_t n) {
+#if defined(__x86_64__)
+    if (has_avx2_f16c()) return axpy_group_avx2(p, groups, x, y, n);
+#endif
+    for (std::size_t g = 0; g < groups; ++g) axpy_plain(p[g], x, y + g * n, n);
+}
+
+void exp_sub_accumulate(float* x, const float* m, float* sum, std::size_t n) {
+#if defined(__x86_64__)
+    if (has_avx2_f16c()) return exp_sub_accumulate_avx2(x, m, sum, n);
+#endif
+    for (std::size_t i = 0; i < n; ++i) sum[i] += (x[i] = std::exp(x[i] - m[i]));
+}
+
+std::uint64_t read_pass(const std::uint64_t* data, std::size_t words) {
+#if defined(__x86_64__)
+    if (has_avx2_f16c()) return read_pass_avx2(data, words);
+#endif
+    return read_pass_plain(data, words);
+}
+
+void fill_random(KvDtype dtype, void* data, std::size_t elements, std::uint64_t seed) {
+    std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    if (dtype == KvDtype::fp32) {
+        auto* f = static_cast<float*>(data);
+        for (std::size_t i = 0; i < elements; ++i) {
+            const std::uint64_t r = next(s);
+            // sign, exponent 124…126 (1/8 … <1), 23 random mantissa bits
+            const std::uint32_t bits = static_cast<std::uint32_t>(((r >> 63) << 31) | ((124 + r % 3) << 23) | ((r >> 8) & 0x7fffff));
+            std::memcpy(&f[i], &bits, sizeof(float));
+        }
+        return;
+    }
+    auto* h = static_cast<std::uint16_t*>(data);
+    for (std::size_t i = 0; i < elements; i += 4) {
+        const std::uint64_t r = next(s);
+        for (std::size_t j = 0; j < 4 && i + j < elements; ++j) {
+            const std::uint64_t part = r >> (16 * j);
+            const auto sign = static_cast<std::uint16_t>((part & 1) << 15);
+            const std::uint16_t value =
+                dtype == KvDtype::bf16 ? static_cast<std::uint16_t>(((124 + (part >> 1) % 3) << 7) | ((part >> 3) & 0x7f))
+                                       : static_cast<std::uint16_t>(((12 + (part >> 1) % 3) << 10) | ((part >> 3) & 0x3ff));
+            h[i + j] = sign | value;
+        }
+    }
+}
+
+}  // namespace kvscope::probe::cpu

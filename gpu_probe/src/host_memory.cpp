@@ -1,0 +1,66 @@
+#include "host_memory.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace kvscope::probe::host {
+
+namespace {
+
+// "MemAvailable:   12345 kB" → bytes; 0 when the field is missing.
+std::uint64_t meminfo(const std::string& key) {
+    std::ifstream in("/proc/meminfo");
+    std::string name, unit;
+    std::uint64_t kib = 0;
+    while (in >> name >> kib >> unit)
+        if (name == key + ":") return kib * 1024;
+    return 0;
+}
+
+}  // namespace
+
+std::uint64_t resident_bytes() {
+    std::ifstream in("/proc/self/statm");
+    std::uint64_t size = 0, resident = 0;
+    in >> size >> resident;
+    return resident * page_bytes();
+}
+
+std::uint64_t available_bytes() { return meminfo("MemAvailable"); }
+std::uint64_t total_bytes() { return meminfo("MemTotal"); }
+std::uint64_t page_bytes() { return static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)); }
+
+std::uint64_t last_level_cache_bytes() {
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (l3 > 0) return static_cast<std::uint64_t>(l3);
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (l2 > 0) return static_cast<std::uint64_t>(l2);
+    // Some virtual machines report nothing: assume a generous 32 MiB so the checks stay safe.
+    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index3/size");
+    std::string text;
+    if (in >> text && !text.empty()) {
+        const char unit = text.back();
+        const std::uint64_t n = std::stoull(text);
+        return unit == 'K' ? n << 10 : unit == 'M' ? n << 20 : n;
+    }
+    return 32ull << 20;
+}
+
+std::string cpu_name() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            const auto colon = line.find(':');
+            if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+        }
+    }
+    return "CPU";
+}
+
+unsigned threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+}  // namespace kvscope::probe::host

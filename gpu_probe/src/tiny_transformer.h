@@ -1,0 +1,50 @@
+#pragma once
+// The stopwatch's model: a small real decoder-only transformer (token embeddings,
+// RMSNorm, rotary attention, a SiLU MLP, an LM head) with fixed-seed weights and a
+// vocabulary of English words, so what it generates reads as (odd) text.
+// It generates twice: with a KV cache, and recomputing the whole prefix at every step.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvscope/probe/probe.h"
+
+namespace kvscope::probe {
+
+class TinyTransformer {
+public:
+    static constexpr int kLayers = 4, kModel = 128, kHeads = 4, kHeadDim = kModel / kHeads, kHidden = 4 * kModel;
+
+    explicit TinyTransformer(std::uint64_t seed = 2024);
+
+    [[nodiscard]] int vocab() const;
+    [[nodiscard]] std::vector<int> encode(const std::string& text) const;
+    [[nodiscard]] std::string decode(const std::vector<int>& tokens) const;
+
+    // Logits for the token after `prefix`, computed from scratch over the whole prefix.
+    [[nodiscard]] std::vector<float> logits_uncached(const std::vector<int>& prefix) const;
+
+    // Incremental generation: append one token and get the logits for the next.
+    struct Cache {
+        std::vector<std::vector<float>> k, v;  // per layer: positions × kModel
+    };
+    std::vector<float> step_cached(int token, Cache& cache) const;
+
+private:
+    void forward_position(int token, int position, std::vector<std::vector<float>>& k, std::vector<std::vector<float>>& v,
+                          std::vector<float>& x) const;
+    [[nodiscard]] std::vector<float> head(const std::vector<float>& x) const;
+
+    std::vector<float> embed_;  // vocab × kModel (tied LM head)
+    struct Layer {
+        std::vector<float> wq, wk, wv, wo, w1, w2, w3, norm1, norm2;
+    };
+    std::vector<Layer> layers_;
+    std::vector<float> final_norm_;
+};
+
+// Runs the stopwatch on the host.
+StopwatchReport run_stopwatch(const StopwatchRequest& request, const Control& control);
+
+}  // namespace kvscope::probe

@@ -1,0 +1,135 @@
+// The CPU backend, everywhere: sizes equal predictions, attention matches float64,
+// runs can be cancelled, and too-large caches are refused with a message.
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "host_memory.h"
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/kv_cache.h"
+#include "kvscope/probe/probe.h"
+
+namespace kvscope::probe {
+namespace {
+
+ProbeRequest request_for(const std::string& model, std::uint64_t context, KvDtype dtype, std::uint64_t batch = 1,
+                         std::uint64_t block = 1) {
+    ProbeRequest r;
+    r.arch = Catalog::builtin().find_model(model)->model.arch;
+    r.dtype = dtype;
+    r.workload = {context, batch, block, false};
+    r.timing_runs = 2;
+    r.ceiling_bytes = 32ull << 20;  // the tests check behaviour, not bandwidth
+    return r;
+}
+
+std::unique_ptr<Backend> cpu() { return std::move(make_backend("cpu").value()); }
+
+TEST(KvTensors, SumToTheCalculatorsPredictionForEveryCatalogModel) {
+    for (const auto& m : Catalog::builtin().models()) {
+        ProbeRequest r = request_for(m.id, 4096, KvDtype::bf16, 2, 16);
+        auto tensors = kv_tensors(r);
+        ASSERT_TRUE(tensors.ok()) << m.id << ": " << tensors.error_text();
+        std::uint64_t sum = 0;
+        for (const KvTensor& t : *tensors) sum += t.bytes;
+        EXPECT_EQ(sum, kv_cache_report(r.arch, r.dtype, r.workload, {})->total_bytes) << m.id;
+        // K and V per layer per sequence (one latent for MLA).
+        EXPECT_EQ(tensors->size(), m.model.arch.layers * 2 * (m.model.arch.mla ? 1 : 2)) << m.id;
+    }
+}
+
+TEST(KvTensors, OnlyFormatsTheProbeStoresAreAccepted) {
+    const auto r = kv_tensors(request_for("llama-3-8b", 1024, KvDtype::q8_0));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.errors().front().field, "kv_dtype");
+    EXPECT_NE(r.errors().front().message.find("fp32, fp16 or bf16"), std::string::npos);
+}
+
+TEST(CpuBackend, AllocatesExactlyThePredictionAndMeasuresIt) {
+    // Llama 3 8B's shape with Gemma-style alternating sliding windows of 1024, blocks of 16,
+    // two sequences at 3000 tokens: every rule of the formula, 304 MiB.
+    ProbeRequest r = request_for("llama-3-8b", 3000, KvDtype::fp16, 2, 16);
+    r.arch.layer_windows.assign(r.arch.layers, 0);
+    for (std::size_t l = 0; l < r.arch.layer_windows.size(); l += 2) r.arch.layer_windows[l] = 1024;
+    const ProbeReport p = cpu()->probe(r, {});
+    ASSERT_EQ(p.status, Status::ok) << p.message;
+    const AllocationCheck& a = p.allocation;
+    EXPECT_EQ(a.requested_bytes, a.predicted_bytes);
+    EXPECT_EQ(a.predicted_bytes, kv_cache_report(r.arch, r.dtype, r.workload, {})->total_bytes);
+    EXPECT_EQ(a.granularity_bytes, host::page_bytes());
+    // Resident growth: the cache, rounded to pages per allocation, give or take the allocator's own pages.
+    EXPECT_GE(a.measured_bytes + (4ull << 20), a.requested_bytes);
+    EXPECT_LE(a.measured_bytes, a.requested_bytes + a.allocations * a.granularity_bytes + (16ull << 20));
+}
+
+TEST(CpuBackend, AttentionMatchesTheFloat64ReferenceInEveryFormat) {
+    for (KvDtype dtype : {KvDtype::fp32, KvDtype::fp16, KvDtype::bf16}) {
+        const ProbeReport p = cpu()->probe(request_for("llama-3-8b", 2048, dtype), {});
+        ASSERT_EQ(p.status, Status::ok) << p.message;
+        EXPECT_LT(p.attention.max_rel_error, 1e-4) << to_string(dtype);
+        EXPECT_GT(p.attention.max_rel_error, 0.0) << "exactly zero error means nothing was compared";
+        EXPECT_GT(p.attention.median_ms, 0.0);
+        EXPECT_GT(p.attention.ceiling_gbps, 0.0);
+        // Every stored K and V byte is read once per step (no block padding here).
+        EXPECT_EQ(p.attention.kv_bytes_read, p.allocation.requested_bytes);
+    }
+}
+
+TEST(CpuBackend, GroupedAndLatentLayoutsAreChecked) {
+    for (const char* model : {"kvscope-teaching-32l", "deepseek-v3", "gemma-3-27b"}) {
+        const ProbeReport p = cpu()->probe(request_for(model, 256, KvDtype::bf16), {});
+        ASSERT_EQ(p.status, Status::ok) << model << ": " << p.message;
+        EXPECT_LT(p.attention.max_rel_error, 1e-4) << model;
+    }
+}
+
+TEST(CpuBackend, TooLargeForTheLimitIsRefusedBeforeAllocating) {
+    Control c;
+    c.memory_limit_bytes = 64ull << 20;
+    const std::uint64_t before = host::resident_bytes();
+    const ProbeReport p = cpu()->probe(request_for("llama-3-8b", 8192, KvDtype::bf16), c);
+    EXPECT_EQ(p.status, Status::out_of_memory);
+    EXPECT_NE(p.message.find("1.00 GiB"), std::string::npos) << p.message;
+    EXPECT_NE(p.message.find("memory limit"), std::string::npos) << p.message;
+    EXPECT_LT(host::resident_bytes(), before + (8ull << 20));
+}
+
+TEST(CpuBackend, CancellingStopsTheRunAndFreesTheCache) {
+    std::atomic<bool> cancel{false};
+    Control c;
+    c.cancel = &cancel;
+    int reports = 0;
+    c.progress = [&](double, const std::string&) {
+        if (++reports == 3) cancel = true;  // after the cache is allocated
+    };
+    const std::uint64_t before = host::resident_bytes();
+    const ProbeReport p = cpu()->probe(request_for("llama-3-8b", 4096, KvDtype::bf16), c);
+    EXPECT_EQ(p.status, Status::cancelled);
+    EXPECT_NE(p.message.find("freed"), std::string::npos);
+    EXPECT_LT(host::resident_bytes(), before + (64ull << 20));  // the 512 MiB cache is gone
+}
+
+TEST(CpuBackend, InvalidScenariosAreResultsNotCrashes) {
+    ProbeRequest r = request_for("llama-3-8b", 1024, KvDtype::bf16);
+    r.arch.kv_heads = 5;
+    const ProbeReport p = cpu()->probe(r, {});
+    EXPECT_EQ(p.status, Status::invalid_input);
+    EXPECT_NE(p.message.find("kv_heads"), std::string::npos) << p.message;
+}
+
+TEST(Backends, CpuIsAlwaysListedAndAutoFallsBackToIt) {
+    const auto devices = list_devices();
+    ASSERT_GE(devices.size(), 2u);
+    EXPECT_EQ(devices[0].backend, "cpu");
+    EXPECT_GT(devices[0].total_bytes, 0u);
+    EXPECT_GT(devices[0].compute_units, 0u);
+    EXPECT_EQ(devices[1].backend, "cuda");
+    auto chosen = make_backend("auto");
+    ASSERT_TRUE(chosen.ok());
+    const std::string backend = (*chosen)->device().backend;
+    EXPECT_TRUE(backend == "cpu" || backend == "cuda");
+    EXPECT_FALSE(make_backend("tpu").ok());
+}
+
+}  // namespace
+}  // namespace kvscope::probe

@@ -1,0 +1,59 @@
+// The stopwatch: the same text with and without the cache, and the lesson's two shapes.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <numeric>
+
+#include "kvscope/probe/probe.h"
+#include "tiny_transformer.h"
+
+namespace kvscope::probe {
+namespace {
+
+double sum(const std::vector<double>& v, std::size_t from, std::size_t to) {
+    return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to), 0.0);
+}
+
+TEST(Stopwatch, BothRunsWriteTheSameTextAndOnlyRecomputingGrowsWithTheContext) {
+    StopwatchRequest request;
+    request.tokens = 48;
+    const StopwatchReport r = run_stopwatch(request, {});
+    ASSERT_EQ(r.status, Status::ok) << r.message;
+    ASSERT_EQ(r.cached_ms.size(), 48u);
+    ASSERT_EQ(r.uncached_ms.size(), 48u);
+    EXPECT_TRUE(r.tokens_identical);
+    EXPECT_EQ(r.text_cached, r.text_uncached);
+    EXPECT_LT(r.max_logit_diff, 1e-3);
+    // Text, not numbers: 48 words from the word list.
+    EXPECT_EQ(std::count(r.text_cached.begin(), r.text_cached.end(), ' '), 47);
+    // Recomputing step n costs about n forward passes; with the cache about one. The last 16 steps
+    // recompute 3× … 5× more than the first 16 (shape, not speed: both halves run on the same machine).
+    EXPECT_GT(sum(r.uncached_ms, 32, 48), 2.0 * sum(r.uncached_ms, 0, 16));
+    EXPECT_GT(sum(r.uncached_ms, 0, 48), 4.0 * sum(r.cached_ms, 0, 48));
+}
+
+TEST(Stopwatch, TheModelIsDeterministicAndReadsWords) {
+    const TinyTransformer a, b;
+    const auto tokens = a.encode("the cache keeps keys");
+    EXPECT_EQ(a.decode(tokens), "the cache keeps keys");
+    EXPECT_EQ(a.logits_uncached(tokens), b.logits_uncached(tokens));
+    TinyTransformer::Cache cache;
+    std::vector<float> last;
+    for (int t : tokens) last = a.step_cached(t, cache);
+    EXPECT_EQ(last, a.logits_uncached(tokens));  // the cache changes the cost, not the answer
+}
+
+TEST(Stopwatch, CancellingAndBadCountsAreResults) {
+    std::atomic<bool> cancel{true};
+    Control c;
+    c.cancel = &cancel;
+    EXPECT_EQ(run_stopwatch({}, c).status, Status::cancelled);
+    StopwatchRequest too_many;
+    too_many.tokens = 100000;
+    const StopwatchReport r = run_stopwatch(too_many, {});
+    EXPECT_EQ(r.status, Status::invalid_input);
+    EXPECT_NE(r.message.find("tokens"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvscope::probe
