@@ -13,6 +13,7 @@
 #include "host_memory.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/units.h"
+#include "reference.h"
 #include "tiny_transformer.h"
 
 namespace kvscope::probe {
@@ -56,9 +57,7 @@ struct Slot {
     std::uint64_t tokens = 0;     // tokens attended (not the block padding)
 };
 
-struct Shape {
-    std::uint64_t q_heads, kv_heads, dk, dv, row_k, row_v;  // row_*: values per token (all heads)
-};
+using Shape = AttentionShape;
 
 Shape shape_of(const Architecture& a) {
     if (a.mla) {
@@ -100,38 +99,6 @@ void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, float
             cpu::axpy_group(group_p.data(), group, row + h * dv_stride, out + h * group * sh.dv, sh.dv);
         }
     }
-}
-
-// The same in float64, for checking.
-std::vector<double> attend_reference(const Slot& s, const Shape& sh, KvDtype dtype, const float* q) {
-    const std::uint64_t group = sh.q_heads / sh.kv_heads;
-    const std::size_t eb = cpu::element_bytes(dtype);
-    std::vector<float> krow(sh.row_k), vrow(sh.row_v);
-    std::vector<double> scores(sh.q_heads * s.tokens), out(sh.q_heads * sh.dv, 0.0);
-    for (std::uint64_t t = 0; t < s.tokens; ++t) {
-        cpu::to_float(dtype, static_cast<const std::byte*>(s.k) + t * sh.row_k * eb, krow.data(), sh.row_k);
-        for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
-            const float* kr = krow.data() + (qh / group) * sh.dk;
-            double dot = 0;
-            for (std::uint64_t d = 0; d < sh.dk; ++d) dot += static_cast<double>(q[qh * sh.dk + d]) * kr[d];
-            scores[qh * s.tokens + t] = dot / std::sqrt(static_cast<double>(sh.dk));
-        }
-    }
-    for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
-        double* sc = scores.data() + qh * s.tokens;
-        const double mx = *std::max_element(sc, sc + s.tokens);
-        double sum = 0;
-        for (std::uint64_t t = 0; t < s.tokens; ++t) sum += (sc[t] = std::exp(sc[t] - mx));
-        for (std::uint64_t t = 0; t < s.tokens; ++t) sc[t] /= sum;
-    }
-    for (std::uint64_t t = 0; t < s.tokens; ++t) {
-        cpu::to_float(dtype, static_cast<const std::byte*>(s.v) + t * sh.row_v * eb, vrow.data(), sh.row_v);
-        for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
-            const float* vr = vrow.data() + (qh / group) * (sh.row_v / sh.kv_heads);
-            for (std::uint64_t d = 0; d < sh.dv; ++d) out[qh * sh.dv + d] += scores[qh * s.tokens + t] * vr[d];
-        }
-    }
-    return out;
 }
 
 class CpuBackend final : public Backend {
@@ -318,11 +285,8 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
         Scratch& sc = scratch[0];
         const Slot& s = slots[i];
         attend(s, sh, request.dtype, queries[s.layer].data(), sc.scores.data(), sc.row.data(), sc.out.data());
-        const std::vector<double> ref = attend_reference(s, sh, request.dtype, queries[s.layer].data());
-        double scale = 0;
-        for (double x : ref) scale = std::max(scale, std::abs(x));
-        for (std::size_t j = 0; j < ref.size(); ++j)
-            at.max_rel_error = std::max(at.max_rel_error, std::abs(sc.out[j] - ref[j]) / std::max(scale, 1e-30));
+        const std::vector<double> ref = attention_reference(s.k, s.v, s.tokens, sh, request.dtype, queries[s.layer].data());
+        at.max_rel_error = std::max(at.max_rel_error, max_relative_error(sc.out.data(), ref));
     }
     control.report(1.0, "done");
     r.message = "predicted " + format_count(a.predicted_bytes) + " bytes, allocated " + format_count(a.requested_bytes) +
