@@ -3,8 +3,10 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
+#include <QEventLoop>
 #include <QLineEdit>
 #include <QMouseEvent>
+#include <QSpinBox>
 #include <QPalette>
 #include <QUndoStack>
 #include <QTabWidget>
@@ -16,6 +18,7 @@
 #include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/memory_chart.h"
+#include "kvscope/ui/probe_view.h"
 #include "kvscope/ui/scenario_model.h"
 
 namespace kvscope::gui {
@@ -84,8 +87,24 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     model->edit("Set up the example", [](Scenario& s) { s.arch.kv_heads = 5; });
     ok &= save(&window, dir.filePath("invalid-input.png"));
 
-    // A latent-attention model: the comparison gains an MLA row.
+    // The probe on this machine: the lesson's model at 2k tokens, then the stopwatch.
     model->undoStack()->undo();
+    model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 2048; });
+    window.tabs()->setCurrentIndex(ui::MainWindow::ProbeTab);
+    auto wait_for = [&window](auto start) {
+        QEventLoop loop;
+        QObject::connect(window.probe(), &ui::ProbeView::finished, &loop, &QEventLoop::quit);
+        start();
+        loop.exec();
+        settle();
+    };
+    wait_for([&] { window.probe()->runProbe(); });
+    window.probe()->tokensField()->setValue(96);
+    wait_for([&] { window.probe()->runStopwatch(); });
+    ok &= save(&window, dir.filePath("probe.png"));
+    window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
+
+    // A latent-attention model: the comparison gains an MLA row.
     model->loadCatalogModel("deepseek-v3");
     model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 32768; });
     ok &= save(&window, dir.filePath("mla.png"));

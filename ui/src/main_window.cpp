@@ -35,6 +35,7 @@
 #include "kvscope/ui/memory_chart.h"
 #include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/overview_view.h"
+#include "kvscope/ui/probe_view.h"
 #include "kvscope/ui/scenario_model.h"
 
 namespace kvscope::ui {
@@ -61,6 +62,7 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
       overview_(new OverviewView(model_)),
       chart_(new MemoryChart(model_)),
       deployment_(new DeploymentView(model_)),
+      probe_(new ProbeView(model_)),
       messages_(new MessageBar),
       tabs_(new QTabWidget),
       splitter_(new QSplitter(Qt::Horizontal)),
@@ -101,6 +103,7 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     tabs_->addTab(scrollable(overview_), tr("&Overview"));
     tabs_->addTab(chart_page, tr("Memory vs &context"));
     tabs_->addTab(scrollable(deployment_), tr("&Deployment fit"));
+    tabs_->addTab(probe_, tr("&Probe this machine"));
     tabs_->setDocumentMode(true);
 
     auto* left = static_cast<QScrollArea*>(scrollable(inputs_));

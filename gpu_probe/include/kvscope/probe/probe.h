@@ -42,6 +42,8 @@ struct Control {
     std::function<void(double, const std::string&)> progress;
     // Refuse to allocate more than this many bytes (0 = what the device has free).
     std::uint64_t memory_limit_bytes = 0;
+    // Stopwatch: called after every generated token (cached run first), for live charts.
+    std::function<void(bool cached, double ms)> stopwatch_step;
 
     [[nodiscard]] bool cancelled() const { return cancel && cancel->load(std::memory_order_relaxed); }
     void report(double fraction, const std::string& what) const {

@@ -27,12 +27,13 @@ class InputsPanel;
 class MemoryChart;
 class MessageBar;
 class OverviewView;
+class ProbeView;
 class ScenarioModel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    enum Tab { OverviewTab, ChartTab, DeploymentTab };
+    enum Tab { OverviewTab, ChartTab, DeploymentTab, ProbeTab };
     // `restore`: reopen the last scenario, layout and preferences from QSettings.
     explicit MainWindow(const Catalog& catalog, bool restore = true, QWidget* parent = nullptr);
 
@@ -41,6 +42,7 @@ public:
     [[nodiscard]] OverviewView* overview() const { return overview_; }
     [[nodiscard]] MemoryChart* chart() const { return chart_; }
     [[nodiscard]] DeploymentView* deployment() const { return deployment_; }
+    [[nodiscard]] ProbeView* probe() const { return probe_; }
     [[nodiscard]] MessageBar* messages() const { return messages_; }
     [[nodiscard]] QTabWidget* tabs() const { return tabs_; }
     [[nodiscard]] QString statusSummary() const;
@@ -79,6 +81,7 @@ private:
     OverviewView* overview_;
     MemoryChart* chart_;
     DeploymentView* deployment_;
+    ProbeView* probe_;
     MessageBar* messages_;
     QTabWidget* tabs_;
     QSplitter* splitter_;

@@ -1,0 +1,88 @@
+// The Probe tab: runs off the GUI thread, shows predicted against measured, a live
+// stopwatch chart with both texts, and stops on Cancel.
+#include <QApplication>
+#include <QLabel>
+#include <QLineSeries>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTableWidget>
+
+#include <gtest/gtest.h>
+
+#include "kvscope/probe/probe.h"
+#include "kvscope/ui/main_window.h"
+#include "kvscope/ui/probe_view.h"
+#include "kvscope/ui/scenario_model.h"
+#include "widget_testing.h"
+
+namespace kvscope::ui {
+namespace {
+
+QString cell_of(QTableWidget* t, const QString& measure) {
+    for (int r = 0; r < t->rowCount(); ++r)
+        if (t->item(r, 0)->text().startsWith(measure)) return t->item(r, 1)->text();
+    return {};
+}
+
+bool cuda_answers() { return probe::make_backend("cuda").ok(); }
+
+TEST(ProbeView, ChecksTheCurrentScenariosCacheOnThisMachine) {
+    MainWindow w(testing::catalog(), false);
+    w.model()->edit("small", [](Scenario& s) { s.workload.context_tokens = 256; });  // 128 MiB in fp16
+    ProbeView* p = w.probe();
+    EXPECT_EQ(p->banner()->isVisibleTo(p), !cuda_answers());
+    QSignalSpy finished(p, &ProbeView::finished);
+    p->runProbe();
+    EXPECT_TRUE(p->running());
+    ASSERT_TRUE(finished.wait(120000));
+    EXPECT_FALSE(p->running());
+    EXPECT_TRUE(cell_of(p->results(), "Predicted").startsWith("128 MiB (134,217,728 B)")) << p->statusLabel()->text().toStdString();
+    EXPECT_TRUE(cell_of(p->results(), "Requested").endsWith("= predicted"));
+    EXPECT_FALSE(cell_of(p->results(), "Read ceiling").isEmpty());
+    EXPECT_TRUE(p->statusLabel()->text().contains("measured read bandwidth")) << p->statusLabel()->text().toStdString();
+}
+
+TEST(ProbeView, StopwatchDrawsBothCurvesAndShowsTheTexts) {
+    MainWindow w(testing::catalog(), false);
+    ProbeView* p = w.probe();
+    p->tokensField()->setValue(16);
+    QSignalSpy finished(p, &ProbeView::finished);
+    p->runStopwatch();
+    ASSERT_TRUE(finished.wait(120000));
+    QApplication::processEvents();  // the last queued steps
+    ASSERT_EQ(p->cachedSeries()->count(), 16);
+    ASSERT_EQ(p->uncachedSeries()->count(), 16);
+    EXPECT_GT(p->uncachedSeries()->points().back().y(), p->cachedSeries()->points().back().y());
+    EXPECT_TRUE(p->textsLabel()->text().contains("Identical token for token")) << p->textsLabel()->text().toStdString();
+}
+
+TEST(ProbeView, CancelStopsARunAndSaysSo) {
+    MainWindow w(testing::catalog(), false);
+    ProbeView* p = w.probe();
+    p->tokensField()->setValue(2048);
+    QSignalSpy finished(p, &ProbeView::finished);
+    p->runStopwatch();
+    p->cancel();
+    ASSERT_TRUE(finished.wait(120000));
+    QApplication::processEvents();
+    EXPECT_TRUE(p->statusLabel()->text().startsWith("cancelled")) << p->statusLabel()->text().toStdString();
+}
+
+TEST(ProbeView, ACacheTooLargeForThisMachineIsAMessage) {
+    MainWindow w(testing::catalog(), false);
+    w.model()->loadCatalogModel("llama-3.1-405b");
+    w.model()->edit("huge", [](Scenario& s) {
+        s.workload.context_tokens = 131072;
+        s.workload.batch = 64;
+    });
+    ProbeView* p = w.probe();
+    QSignalSpy finished(p, &ProbeView::finished);
+    p->runProbe();
+    ASSERT_TRUE(finished.wait(120000));
+    QApplication::processEvents();
+    EXPECT_TRUE(p->statusLabel()->text().contains("out_of_memory")) << p->statusLabel()->text().toStdString();
+    EXPECT_EQ(p->results()->rowCount(), 0);
+}
+
+}  // namespace
+}  // namespace kvscope::ui

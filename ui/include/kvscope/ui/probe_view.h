@@ -1,0 +1,79 @@
+#pragma once
+// The probe on this machine: detected devices, the current scenario's cache allocated
+// and checked (predicted against measured), decode attention timed against the measured
+// bandwidth ceiling, and the stopwatch as a live chart of cumulative time per token with
+// the two generated texts. Runs off the GUI thread with progress and Cancel.
+
+#include <QWidget>
+
+#include <atomic>
+#include <memory>
+
+#include "kvscope/probe/probe.h"
+
+class QComboBox;
+class QLabel;
+class QLineSeries;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTableWidget;
+class QThread;
+class QValueAxis;
+
+namespace kvscope::ui {
+
+class ScenarioModel;
+
+class ProbeView : public QWidget {
+    Q_OBJECT
+public:
+    explicit ProbeView(ScenarioModel* model, QWidget* parent = nullptr);
+    ~ProbeView() override;
+
+    [[nodiscard]] bool running() const { return thread_ != nullptr; }
+    [[nodiscard]] QLabel* banner() const { return banner_; }
+    [[nodiscard]] QLabel* statusLabel() const { return status_; }
+    [[nodiscard]] QTableWidget* results() const { return table_; }
+    [[nodiscard]] QLineSeries* cachedSeries() const { return cached_; }
+    [[nodiscard]] QLineSeries* uncachedSeries() const { return uncached_; }
+    [[nodiscard]] QLabel* textsLabel() const { return texts_; }
+    [[nodiscard]] QSpinBox* tokensField() const { return tokens_; }
+
+public slots:
+    void runProbe();
+    void runStopwatch();
+    void cancel();
+
+signals:
+    void finished();
+
+private:
+    void start(const QString& what, std::function<void(probe::Backend&, const probe::Control&)> work);
+    void showProbe(const probe::ProbeReport& report, const QString& note);
+    void showStopwatch(const probe::StopwatchReport& report);
+    void addStep(bool cached, double ms);
+    void done(const QString& message, bool ok);
+
+    ScenarioModel* model_;
+    QComboBox* backend_;
+    QLabel* devices_;
+    QLabel* banner_;
+    QPushButton* probe_button_;
+    QPushButton* stopwatch_button_;
+    QPushButton* cancel_button_;
+    QSpinBox* tokens_;
+    QProgressBar* progress_;
+    QLabel* status_;
+    QTableWidget* table_;
+    QLineSeries* cached_;
+    QLineSeries* uncached_;
+    QValueAxis* x_;
+    QValueAxis* y_;
+    QLabel* texts_;
+    QThread* thread_ = nullptr;
+    std::atomic<bool> cancel_{false};
+    double cum_cached_ = 0, cum_uncached_ = 0;
+};
+
+}  // namespace kvscope::ui

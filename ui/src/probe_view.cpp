@@ -1,0 +1,306 @@
+#include "kvscope/ui/probe_view.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineSeries>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QThread>
+#include <QValueAxis>
+#include <QVBoxLayout>
+
+#include "kvscope/calculator/units.h"
+#include "kvscope/ui/scenario_model.h"
+
+namespace kvscope::ui {
+
+namespace {
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+QString device_line(const probe::DeviceInfo& d) {
+    if (d.name == "unavailable") return QObject::tr("%1: unavailable — %2").arg(q(d.backend), q(d.note));
+    QString line = QObject::tr("%1: %2, %3 memory (%4 free), %5 %6")
+                       .arg(q(d.backend), q(d.name), q(format_bytes(d.total_bytes)), q(format_bytes(d.free_bytes)))
+                       .arg(d.compute_units)
+                       .arg(d.backend == "cuda" ? QObject::tr("SMs") : QObject::tr("threads"));
+    if (d.theoretical_gbps > 0) line += QObject::tr(", %1 GB/s peak").arg(d.theoretical_gbps, 0, 'f', 0);
+    return line;
+}
+
+}  // namespace
+
+ProbeView::ProbeView(ScenarioModel* model, QWidget* parent)
+    : QWidget(parent),
+      model_(model),
+      backend_(new QComboBox),
+      devices_(new QLabel),
+      banner_(new QLabel),
+      probe_button_(new QPushButton(tr("&Run probe"))),
+      stopwatch_button_(new QPushButton(tr("Run &stopwatch"))),
+      cancel_button_(new QPushButton(tr("Cancel"))),
+      tokens_(new QSpinBox),
+      progress_(new QProgressBar),
+      status_(new QLabel),
+      table_(new QTableWidget(0, 2)),
+      cached_(new QLineSeries),
+      uncached_(new QLineSeries),
+      x_(new QValueAxis),
+      y_(new QValueAxis),
+      texts_(new QLabel) {
+    QStringList lines;
+    bool cuda = false;
+    for (const probe::DeviceInfo& d : probe::list_devices()) {
+        lines << device_line(d);
+        cuda |= d.backend == "cuda" && d.name != "unavailable";
+    }
+    devices_->setText(lines.join('\n'));
+    devices_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    backend_->addItem(tr("auto"), "auto");
+    backend_->addItem(tr("CPU"), "cpu");
+    if (cuda) backend_->addItem(tr("CUDA GPU"), "cuda");
+    backend_->setToolTip(tr("Where to allocate the cache: auto picks the GPU when one answers"));
+    banner_->setWordWrap(true);
+    banner_->setStyleSheet("background: rgba(230, 126, 34, 45); border: 1px solid rgba(230, 126, 34, 140); padding: 6px;");
+    banner_->setText(tr("Only the CPU backend is available here: the probe allocates the cache in host memory and times "
+                        "attention on the CPU. On a machine with an NVIDIA GPU and driver it measures the GPU."));
+    banner_->setVisible(!cuda);
+    probe_button_->setToolTip(tr("Allocate the current scenario's KV cache here, compare its size with the prediction, "
+                                 "and time one decode step's attention"));
+    stopwatch_button_->setToolTip(tr("A small transformer generates text twice: with its KV cache, and recomputing the whole prefix"));
+    cancel_button_->setToolTip(tr("Stop the run; everything it allocated is freed"));
+    cancel_button_->setEnabled(false);
+    tokens_->setRange(8, 2048);
+    tokens_->setValue(128);
+    tokens_->setSuffix(tr(" tokens"));
+    tokens_->setToolTip(tr("How many tokens the stopwatch generates"));
+    progress_->setRange(0, 1000);
+    progress_->setValue(0);
+    status_->setWordWrap(true);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    table_->setHorizontalHeaderLabels({tr("Measure"), tr("Value")});
+    table_->verticalHeader()->hide();
+    table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    table_->horizontalHeader()->setStretchLastSection(true);
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->setMinimumHeight(260);
+
+    auto* chart = new QChart;
+    cached_->setName(tr("with the KV cache"));
+    uncached_->setName(tr("recomputing the prefix"));
+    cached_->setPen(QPen(QColor(0x2a, 0x9d, 0x8f), 2.5));
+    uncached_->setPen(QPen(QColor(0xd1, 0x49, 0x5b), 2.5));
+    chart->addSeries(cached_);
+    chart->addSeries(uncached_);
+    x_->setTitleText(tr("generated tokens"));
+    y_->setTitleText(tr("cumulative time (ms)"));
+    x_->setLabelFormat("%d");
+    y_->setLabelFormat("%.0f");
+    chart->addAxis(x_, Qt::AlignBottom);
+    chart->addAxis(y_, Qt::AlignLeft);
+    for (QLineSeries* s : {cached_, uncached_}) {
+        s->attachAxis(x_);
+        s->attachAxis(y_);
+    }
+    chart->legend()->setAlignment(Qt::AlignBottom);
+    chart->setBackgroundBrush(palette().color(QPalette::Base));
+    chart->legend()->setLabelColor(palette().color(QPalette::Text));
+    for (QValueAxis* a : {x_, y_}) {
+        a->setLabelsColor(palette().color(QPalette::Text));
+        a->setTitleBrush(palette().color(QPalette::Text));
+    }
+    auto* view = new QChartView(chart);
+    view->setRenderHint(QPainter::Antialiasing);
+    view->setMinimumHeight(260);
+    texts_->setWordWrap(true);
+    texts_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(new QLabel(tr("Backend")));
+    controls->addWidget(backend_);
+    controls->addWidget(probe_button_);
+    controls->addSpacing(12);
+    controls->addWidget(tokens_);
+    controls->addWidget(stopwatch_button_);
+    controls->addWidget(cancel_button_);
+    controls->addStretch(1);
+    auto* columns = new QHBoxLayout;
+    auto* left = new QVBoxLayout;
+    left->addWidget(new QLabel(tr("<b>Allocation check and decode attention</b>")));
+    left->addWidget(table_, 1);
+    auto* right = new QVBoxLayout;
+    right->addWidget(new QLabel(tr("<b>Stopwatch</b>")));
+    right->addWidget(view, 1);
+    right->addWidget(texts_);
+    columns->addLayout(left, 2);
+    columns->addLayout(right, 3);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(banner_);
+    layout->addWidget(devices_);
+    layout->addLayout(controls);
+    layout->addWidget(progress_);
+    layout->addWidget(status_);
+    layout->addLayout(columns, 1);
+
+    connect(probe_button_, &QPushButton::clicked, this, &ProbeView::runProbe);
+    connect(stopwatch_button_, &QPushButton::clicked, this, &ProbeView::runStopwatch);
+    connect(cancel_button_, &QPushButton::clicked, this, &ProbeView::cancel);
+}
+
+ProbeView::~ProbeView() {
+    // Closing the window stops a run and waits for it to free its memory.
+    cancel_ = true;
+    if (thread_) thread_->wait();
+}
+
+void ProbeView::cancel() {
+    cancel_ = true;
+    status_->setText(tr("Cancelling…"));
+}
+
+void ProbeView::start(const QString& what, std::function<void(probe::Backend&, const probe::Control&)> work) {
+    if (thread_) return;
+    auto backend = probe::make_backend(backend_->currentData().toString().toStdString());
+    if (!backend) {
+        done(q(backend.error_text()), false);
+        return;
+    }
+    cancel_ = false;
+    probe_button_->setEnabled(false);
+    stopwatch_button_->setEnabled(false);
+    cancel_button_->setEnabled(true);
+    progress_->setValue(0);
+    status_->setText(what);
+    std::shared_ptr<probe::Backend> shared(std::move(backend).value().release());
+    thread_ = QThread::create([this, shared, work] {
+        probe::Control control;
+        control.cancel = &cancel_;
+        control.progress = [this](double f, const std::string& text) {
+            QMetaObject::invokeMethod(this, [this, f, t = q(text)] {
+                progress_->setValue(static_cast<int>(f * 1000));
+                status_->setText(t);
+            }, Qt::QueuedConnection);
+        };
+        control.stopwatch_step = [this](bool cached, double ms) {
+            QMetaObject::invokeMethod(this, [this, cached, ms] { addStep(cached, ms); }, Qt::QueuedConnection);
+        };
+        work(*shared, control);
+    });
+    connect(thread_, &QThread::finished, this, [this] {
+        thread_->deleteLater();
+        thread_ = nullptr;
+        probe_button_->setEnabled(true);
+        stopwatch_button_->setEnabled(true);
+        cancel_button_->setEnabled(false);
+        emit finished();
+    });
+    thread_->start();
+}
+
+void ProbeView::runProbe() {
+    if (!model_->hasResults()) {
+        done(tr("Fix the marked inputs first: the probe allocates the current scenario's cache."), false);
+        return;
+    }
+    const Scenario& s = model_->results().scenario;
+    probe::ProbeRequest request;
+    request.arch = s.arch;
+    request.workload = s.workload;
+    QString note;
+    request.dtype = s.kv_dtype;
+    if (s.kv_dtype != KvDtype::fp32 && s.kv_dtype != KvDtype::fp16 && s.kv_dtype != KvDtype::bf16) {
+        request.dtype = KvDtype::fp16;
+        note = tr("The probe stores fp32, fp16 or bf16; this run uses fp16 instead of %1. ").arg(q(std::string(to_string(s.kv_dtype))));
+    }
+    if (s.parallel.gpus() > 1) note += tr("One device holds the whole cache here (TP/PP are not split). ");
+    table_->setRowCount(0);
+    start(tr("Allocating the cache…"), [this, request, note](probe::Backend& b, const probe::Control& c) {
+        const probe::ProbeReport r = b.probe(request, c);
+        QMetaObject::invokeMethod(this, [this, r, note] { showProbe(r, note); }, Qt::QueuedConnection);
+    });
+}
+
+void ProbeView::runStopwatch() {
+    cached_->clear();
+    uncached_->clear();
+    cum_cached_ = cum_uncached_ = 0;
+    texts_->clear();
+    probe::StopwatchRequest request;
+    request.tokens = tokens_->value();
+    x_->setRange(0, request.tokens);
+    y_->setRange(0, 1);
+    start(tr("Generating with the cache…"), [this, request](probe::Backend& b, const probe::Control& c) {
+        const probe::StopwatchReport r = b.stopwatch(request, c);
+        QMetaObject::invokeMethod(this, [this, r] { showStopwatch(r); }, Qt::QueuedConnection);
+    });
+}
+
+void ProbeView::addStep(bool cached, double ms) {
+    QLineSeries* s = cached ? cached_ : uncached_;
+    double& cum = cached ? cum_cached_ : cum_uncached_;
+    cum += ms;
+    s->append(s->count() + 1, cum);
+    if (cum > y_->max()) y_->setRange(0, cum * 1.1);
+}
+
+void ProbeView::showProbe(const probe::ProbeReport& r, const QString& note) {
+    if (r.status != probe::Status::ok) {
+        done(note + q(std::string(to_string(r.status))) + ": " + q(r.message), false);
+        return;
+    }
+    const auto& a = r.allocation;
+    const auto& at = r.attention;
+    const auto diff = static_cast<std::int64_t>(a.measured_bytes) - static_cast<std::int64_t>(a.predicted_bytes);
+    const QList<std::pair<QString, QString>> rows{
+        {tr("Device"), q(r.device.backend) + " — " + q(r.device.name)},
+        {tr("Predicted (calculator)"), q(format_bytes(a.predicted_bytes) + " (" + format_count(a.predicted_bytes) + " B)")},
+        {tr("Requested (%1 allocations)").arg(a.allocations),
+         q(format_bytes(a.requested_bytes) + " (" + format_count(a.requested_bytes) + " B)") +
+             (a.requested_bytes == a.predicted_bytes ? tr(" = predicted") : tr(" ≠ predicted"))},
+        {tr("Measured (%1)").arg(r.device.backend == "cuda" ? tr("device memory drop") : tr("resident growth")),
+         q(format_bytes(a.measured_bytes) + " (" + format_count(a.measured_bytes) + " B)")},
+        {tr("Measured − predicted"), q(format_signed_bytes(diff)) + tr(" (granularity %1)").arg(q(format_bytes(a.granularity_bytes)))},
+        {tr("Workspace (not cache)"), q(format_bytes(a.workspace_bytes))},
+        {tr("Decode attention"), tr("%1 ms per step (median of %2)").arg(at.median_ms, 0, 'f', 2).arg(at.runs)},
+        {tr("KV read per step"), q(format_bytes(at.kv_bytes_read)) + tr(" at %1 GB/s").arg(at.kv_read_gbps, 0, 'f', 1)},
+        {tr("Read ceiling (same run)"), tr("%1 GB/s → %2% of it").arg(at.ceiling_gbps, 0, 'f', 1).arg(at.fraction_of_ceiling * 100, 0, 'f', 0)},
+        {tr("Max relative error"), QString::number(at.max_rel_error, 'e', 2) + tr(" against float64")},
+    };
+    table_->setRowCount(static_cast<int>(rows.size()));
+    for (int i = 0; i < rows.size(); ++i) {
+        table_->setItem(i, 0, new QTableWidgetItem(rows[i].first));
+        table_->setItem(i, 1, new QTableWidgetItem(rows[i].second));
+    }
+    done(note + q(r.message), true);
+}
+
+void ProbeView::showStopwatch(const probe::StopwatchReport& r) {
+    if (r.status != probe::Status::ok) {
+        done(q(std::string(to_string(r.status))) + ": " + q(r.message), false);
+        return;
+    }
+    y_->setRange(0, std::max(cum_cached_, cum_uncached_) * 1.05);
+    y_->applyNiceNumbers();
+    x_->applyNiceNumbers();
+    texts_->setText(tr("<b>With the cache:</b> %1<br><b>Recomputing:</b> %2<br>%3")
+                        .arg(q(r.text_cached).toHtmlEscaped(), q(r.text_uncached).toHtmlEscaped(),
+                             r.tokens_identical ? tr("Identical token for token (largest logit difference %1).")
+                                                      .arg(r.max_logit_diff, 0, 'e', 1)
+                                                : tr("The texts differ.")));
+    done(q(r.message), true);
+}
+
+void ProbeView::done(const QString& message, bool ok) {
+    status_->setText(message);
+    status_->setStyleSheet(ok ? QString() : "color: #d63031;");
+    progress_->setValue(ok ? 1000 : progress_->value());
+}
+
+}  // namespace kvscope::ui
