@@ -104,6 +104,20 @@ TinyTransformer::TinyTransformer(std::uint64_t seed) {
 
 int TinyTransformer::vocab() const { return kVocab; }
 
+Architecture TinyTransformer::architecture() const {
+    Architecture a;
+    a.name = "stopwatch transformer";
+    a.layers = kLayers;
+    a.query_heads = a.kv_heads = kHeads;
+    a.head_dim_k = a.head_dim_v = kHeadDim;
+    a.hidden_size = kModel;
+    a.intermediate_size = kHidden;
+    a.vocab_size = kVocab;
+    a.max_positions = 1u << 20;
+    a.tied_embeddings = true;
+    return a;
+}
+
 std::vector<int> TinyTransformer::encode(const std::string& text) const {
     std::vector<int> out;
     std::istringstream in(text);

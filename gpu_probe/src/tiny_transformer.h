@@ -19,6 +19,8 @@ public:
     explicit TinyTransformer(std::uint64_t seed = 2024);
 
     [[nodiscard]] int vocab() const;
+    // The model's shape for the calculator (its decode-cost formulas give the stopwatch's bound).
+    [[nodiscard]] Architecture architecture() const;
     [[nodiscard]] std::vector<int> encode(const std::string& text) const;
     [[nodiscard]] std::string decode(const std::vector<int>& tokens) const;
 
