@@ -71,6 +71,7 @@ Value device_json(const probe::DeviceInfo& d) {
     o.set("bus_width_bits", Value::number(std::uint64_t{d.bus_width_bits}));
     o.set("memory_clock_mhz", Value::number(d.memory_clock_mhz));
     o.set("theoretical_gbps", Value::number(d.theoretical_gbps));
+    o.set("measured_gbps", Value::number(d.measured_gbps));
     o.set("note", Value::string(d.note));
     return o;
 }
@@ -101,11 +102,12 @@ Output cmd_devices(const Options& o) {
         r.out = list.dump() + "\n";
         return r;
     }
-    Table t({"backend", "device", "memory", "free", "units", "cache", "peak GB/s", "note"});
+    Table t({"backend", "device", "memory", "free", "units", "cache", "peak GB/s", "read GB/s", "note"});
     for (const auto& d : devices)
         t.add({d.backend, d.name, d.total_bytes ? format_bytes(d.total_bytes) : "-", d.total_bytes ? format_bytes(d.free_bytes) : "-",
                d.compute_units ? std::to_string(d.compute_units) : "-", d.cache_bytes ? format_bytes(d.cache_bytes) : "-",
-               d.theoretical_gbps > 0 ? fixed(d.theoretical_gbps, 0) : "-", d.note});
+               d.theoretical_gbps > 0 ? fixed(d.theoretical_gbps, 0) : "-", d.measured_gbps > 0 ? fixed(d.measured_gbps, 1) : "-",
+               d.note});
     r.out = o.format == Format::csv ? t.csv() : t.text();
     return r;
 }

@@ -91,6 +91,7 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     model->undoStack()->undo();
     model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 2048; });
     window.tabs()->setCurrentIndex(ui::MainWindow::ProbeTab);
+    window.probe()->refreshDevices();
     auto wait_for = [&window](auto start) {
         QEventLoop loop;
         QObject::connect(window.probe(), &ui::ProbeView::finished, &loop, &QEventLoop::quit);

@@ -233,27 +233,9 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
 
     // 2. The read ceiling: a read-only pass over memory several times the last-level cache.
     control.report(0.25, "measuring the read bandwidth ceiling");
-    std::vector<double> ceiling_runs;
-    {
-        const std::size_t words = ceiling_bytes / 8;
-        Buffer big(std::malloc(words * 8));
-        if (!big) return fail(Status::out_of_memory, "could not allocate the " + format_bytes(ceiling_bytes) + " bandwidth buffer");
-        std::memset(big.get(), 0x5a, words * 8);  // any non-zero pattern: only the reads matter here
-        auto* data = static_cast<const std::uint64_t*>(big.get());
-        std::atomic<std::uint64_t> sink{0};
-        for (int run = 0; run < 6; ++run) {
-            const auto start = Clock::now();
-            const std::size_t chunk = (words + threads - 1) / threads;
-            parallel_for(threads, threads, [&](std::size_t t) {
-                const std::size_t lo = t * chunk, hi = std::min(words, lo + chunk);
-                if (lo < hi) sink += cpu::read_pass(data + lo, hi - lo);
-            });
-            const double ms = ms_since(start);
-            if (run > 0) ceiling_runs.push_back(static_cast<double>(ceiling_bytes) / (ms * 1e6));
-        }
-        if (sink.load() == 42) at.ceiling_gbps = 0;  // keeps the passes observable
-    }
-    at.ceiling_gbps = median(ceiling_runs);
+    at.ceiling_gbps = measure_host_read_gbps(ceiling_bytes);
+    if (at.ceiling_gbps <= 0) return fail(Status::out_of_memory, "could not allocate the " + format_bytes(ceiling_bytes) + " bandwidth buffer");
+
 
     // 3. Decode attention: one warm-up, then timed runs.
     std::vector<double> times;
@@ -297,6 +279,28 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
 }
 
 }  // namespace
+
+double measure_host_read_gbps(std::uint64_t bytes) {
+    const unsigned threads = host::threads();
+    const std::size_t words = bytes / 8;
+    Buffer big(std::malloc(words * 8));
+    if (!big) return 0;
+    std::memset(big.get(), 0x5a, words * 8);  // any non-zero pattern: only the reads matter here
+    const auto* data = static_cast<const std::uint64_t*>(big.get());
+    std::atomic<std::uint64_t> sink{0};
+    std::vector<double> runs;
+    for (int run = 0; run < 6; ++run) {
+        const auto start = Clock::now();
+        const std::size_t chunk = (words + threads - 1) / threads;
+        parallel_for(threads, threads, [&](std::size_t t) {
+            const std::size_t lo = t * chunk, hi = std::min(words, lo + chunk);
+            if (lo < hi) sink += cpu::read_pass(data + lo, hi - lo);
+        });
+        const double ms = ms_since(start);
+        if (run > 0) runs.push_back(static_cast<double>(words * 8) / (ms * 1e6));
+    }
+    return sink.load() == 42 ? 0 : median(runs);  // the comparison keeps the passes observable
+}
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
 

@@ -52,6 +52,7 @@ Result<std::unique_ptr<Backend>> make_backend(const std::string& name) {
 std::vector<DeviceInfo> list_devices() {
     std::vector<DeviceInfo> out;
     out.push_back(make_cpu_backend()->device());
+    out.back().measured_gbps = measure_host_read_gbps(256ull << 20);
     std::string why;
     if (auto cuda = make_cuda_backend(why)) {
         out.push_back(cuda->device());

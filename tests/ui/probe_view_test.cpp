@@ -30,6 +30,7 @@ TEST(ProbeView, ChecksTheCurrentScenariosCacheOnThisMachine) {
     MainWindow w(testing::catalog(), false);
     w.model()->edit("small", [](Scenario& s) { s.workload.context_tokens = 256; });  // 128 MiB in fp16
     ProbeView* p = w.probe();
+    p->refreshDevices();
     EXPECT_EQ(p->banner()->isVisibleTo(p), !cuda_answers());
     QSignalSpy finished(p, &ProbeView::finished);
     p->runProbe();

@@ -32,6 +32,7 @@ QString device_line(const probe::DeviceInfo& d) {
                        .arg(d.compute_units)
                        .arg(d.backend == "cuda" ? QObject::tr("SMs") : QObject::tr("threads"));
     if (d.theoretical_gbps > 0) line += QObject::tr(", %1 GB/s peak").arg(d.theoretical_gbps, 0, 'f', 0);
+    if (d.measured_gbps > 0) line += QObject::tr(", reads %1 GB/s (measured)").arg(d.measured_gbps, 0, 'f', 1);
     return line;
 }
 
@@ -55,23 +56,16 @@ ProbeView::ProbeView(ScenarioModel* model, QWidget* parent)
       x_(new QValueAxis),
       y_(new QValueAxis),
       texts_(new QLabel) {
-    QStringList lines;
-    bool cuda = false;
-    for (const probe::DeviceInfo& d : probe::list_devices()) {
-        lines << device_line(d);
-        cuda |= d.backend == "cuda" && d.name != "unavailable";
-    }
-    devices_->setText(lines.join('\n'));
+    devices_->setText(tr("Looking for devices…"));
     devices_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     backend_->addItem(tr("auto"), "auto");
     backend_->addItem(tr("CPU"), "cpu");
-    if (cuda) backend_->addItem(tr("CUDA GPU"), "cuda");
     backend_->setToolTip(tr("Where to allocate the cache: auto picks the GPU when one answers"));
     banner_->setWordWrap(true);
     banner_->setStyleSheet("background: rgba(230, 126, 34, 45); border: 1px solid rgba(230, 126, 34, 140); padding: 6px;");
     banner_->setText(tr("Only the CPU backend is available here: the probe allocates the cache in host memory and times "
                         "attention on the CPU. On a machine with an NVIDIA GPU and driver it measures the GPU."));
-    banner_->setVisible(!cuda);
+    banner_->hide();
     probe_button_->setToolTip(tr("Allocate the current scenario's KV cache here, compare its size with the prediction, "
                                  "and time one decode step's attention"));
     stopwatch_button_->setToolTip(tr("A small transformer generates text twice: with its KV cache, and recomputing the whole prefix"));
@@ -158,6 +152,34 @@ ProbeView::~ProbeView() {
     // Closing the window stops a run and waits for it to free its memory.
     cancel_ = true;
     if (thread_) thread_->wait();
+    if (lister_) lister_->wait();
+}
+
+void ProbeView::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (devices_listed_ || lister_) return;
+    lister_ = QThread::create([this] {
+        const auto devices = probe::list_devices();
+        QMetaObject::invokeMethod(this, [this, devices] { applyDevices(devices); }, Qt::QueuedConnection);
+    });
+    connect(lister_, &QThread::finished, lister_, &QObject::deleteLater);
+    connect(lister_, &QThread::finished, this, [this] { lister_ = nullptr; });
+    lister_->start();
+}
+
+void ProbeView::refreshDevices() { applyDevices(probe::list_devices()); }
+
+void ProbeView::applyDevices(const std::vector<probe::DeviceInfo>& devices) {
+    devices_listed_ = true;
+    QStringList lines;
+    bool cuda = false;
+    for (const probe::DeviceInfo& d : devices) {
+        lines << device_line(d);
+        cuda |= d.backend == "cuda" && d.name != "unavailable";
+    }
+    devices_->setText(lines.join('\n'));
+    if (cuda && backend_->findData("cuda") < 0) backend_->addItem(tr("CUDA GPU"), "cuda");
+    banner_->setVisible(!cuda);
 }
 
 void ProbeView::cancel() {

@@ -32,6 +32,7 @@ struct DeviceInfo {
     unsigned bus_width_bits = 0;    // GPU only
     double memory_clock_mhz = 0;    // GPU only
     double theoretical_gbps = 0;    // GPU: 2 × clock × bus width / 8; 0 when unknown
+    double measured_gbps = 0;       // CPU (list_devices): a read-only pass over 256 MiB, all threads
     std::string note;               // e.g. why a backend is unavailable
 };
 

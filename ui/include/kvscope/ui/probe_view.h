@@ -40,6 +40,10 @@ public:
     [[nodiscard]] QLabel* textsLabel() const { return texts_; }
     [[nodiscard]] QSpinBox* tokensField() const { return tokens_; }
 
+    // Lists the devices now (the tab does it in the background the first time it is shown,
+    // so a slow driver never delays the app's start).
+    void refreshDevices();
+
 public slots:
     void runProbe();
     void runStopwatch();
@@ -48,7 +52,11 @@ public slots:
 signals:
     void finished();
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
+    void applyDevices(const std::vector<probe::DeviceInfo>& devices);
     void start(const QString& what, std::function<void(probe::Backend&, const probe::Control&)> work);
     void showProbe(const probe::ProbeReport& report, const QString& note);
     void showStopwatch(const probe::StopwatchReport& report);
@@ -74,6 +82,8 @@ private:
     QThread* thread_ = nullptr;
     std::atomic<bool> cancel_{false};
     double cum_cached_ = 0, cum_uncached_ = 0;
+    QThread* lister_ = nullptr;
+    bool devices_listed_ = false;
 };
 
 }  // namespace kvscope::ui
