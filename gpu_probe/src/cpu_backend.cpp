@@ -68,23 +68,25 @@ Shape shape_of(const Architecture& a) {
 }
 
 // One decode step's attention for one slot, every query head, grouped-query aware:
-// each token's K row and V row are converted once and used by every query of its group.
-void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, float* scores, float* row, float* out) {
+// each token's K and V rows are read once (converted in registers) for every query of its group.
+void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, float* scores, float* out) {
     const std::uint64_t group = sh.q_heads / sh.kv_heads;
     const float scale = 1.0f / std::sqrt(static_cast<float>(sh.dk));
     const std::size_t eb = cpu::element_bytes(dtype);
     const std::uint64_t dv_stride = sh.row_v / sh.kv_heads;
-    std::vector<float> group_scores(group), group_p(group);
     const auto* k = static_cast<const std::byte*>(s.k);
-    // scores are stored token-major ([t][query head]) so one K row fills one contiguous stretch.
-    for (std::uint64_t t = 0; t < s.tokens; ++t) {
-        cpu::to_float(dtype, k + t * sh.row_k * eb, row, sh.row_k);
-        for (std::uint64_t h = 0; h < sh.kv_heads; ++h) {
-            cpu::dot_group(q + h * group * sh.dk, group, row + h * sh.dk, sh.dk, group_scores.data());
-            float* dst = scores + t * sh.q_heads + h * group;
-            for (std::uint64_t g = 0; g < group; ++g) dst[g] = group_scores[g] * scale;
-        }
-    }
+    // scores are stored token-major ([t][query head]); tokens go in pairs so each query load is used twice.
+    std::uint64_t pair = 0;
+    for (; pair + 2 <= s.tokens; pair += 2)
+        for (std::uint64_t h = 0; h < sh.kv_heads; ++h)
+            cpu::dot_group_raw2(dtype, q + h * group * sh.dk, group, k + (pair * sh.row_k + h * sh.dk) * eb,
+                                k + ((pair + 1) * sh.row_k + h * sh.dk) * eb, sh.dk, scores + pair * sh.q_heads + h * group,
+                                scores + (pair + 1) * sh.q_heads + h * group);
+    for (; pair < s.tokens; ++pair)
+        for (std::uint64_t h = 0; h < sh.kv_heads; ++h)
+            cpu::dot_group_raw(dtype, q + h * group * sh.dk, group, k + (pair * sh.row_k + h * sh.dk) * eb, sh.dk,
+                               scores + pair * sh.q_heads + h * group);
+    for (std::uint64_t i = 0; i < s.tokens * sh.q_heads; ++i) scores[i] *= scale;
     // Softmax over tokens for every query head.
     std::vector<float> mx(sh.q_heads, -1e30f), sum(sh.q_heads, 0.0f);
     for (std::uint64_t t = 0; t < s.tokens; ++t)
@@ -92,12 +94,15 @@ void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, float
     for (std::uint64_t t = 0; t < s.tokens; ++t) cpu::exp_sub_accumulate(scores + t * sh.q_heads, mx.data(), sum.data(), sh.q_heads);
     std::fill(out, out + sh.q_heads * sh.dv, 0.0f);
     const auto* v = static_cast<const std::byte*>(s.v);
-    for (std::uint64_t t = 0; t < s.tokens; ++t) {
-        cpu::to_float(dtype, v + t * sh.row_v * eb, row, sh.row_v);
-        for (std::uint64_t h = 0; h < sh.kv_heads; ++h) {
-            for (std::uint64_t g = 0; g < group; ++g) group_p[g] = scores[t * sh.q_heads + h * group + g] / sum[h * group + g];
-            cpu::axpy_group(group_p.data(), group, row + h * dv_stride, out + h * group * sh.dv, sh.dv);
-        }
+    // Normalise in place, then accumulate V in tiles of tokens (each output touched once per tile).
+    for (std::uint64_t t = 0; t < s.tokens; ++t)
+        for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) scores[t * sh.q_heads + qh] /= sum[qh];
+    constexpr std::uint64_t kTile = 64;
+    for (std::uint64_t t0 = 0; t0 < s.tokens; t0 += kTile) {
+        const std::uint64_t n = std::min(kTile, s.tokens - t0);
+        for (std::uint64_t h = 0; h < sh.kv_heads; ++h)
+            cpu::axpy_tokens_raw(dtype, scores + t0 * sh.q_heads + h * group, sh.q_heads, group,
+                                 v + (t0 * sh.row_v + h * dv_stride) * eb, sh.row_v, n, out + h * group * sh.dv, sh.dv);
     }
 }
 
@@ -145,8 +150,8 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     a.granularity_bytes = host::page_bytes();
     std::uint64_t longest = 0;
     for (const KvTensor& t : *tensors) longest = std::max(longest, t.tokens);
-    // Per thread: scores for every query head over the longest slot, one converted row, the output.
-    a.workspace_bytes = threads * (sh.q_heads * longest + std::max(sh.row_k, sh.row_v) + sh.q_heads * sh.dv) * sizeof(float);
+    // Per thread: scores for every query head over the longest slot, and the output.
+    a.workspace_bytes = threads * (sh.q_heads * longest + sh.q_heads * sh.dv) * sizeof(float);
 
     const std::uint64_t limit = control.memory_limit_bytes ? control.memory_limit_bytes : host::available_bytes();
     const std::uint64_t ceiling_bytes =
@@ -206,13 +211,12 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
         cpu::fill_random(KvDtype::fp32, queries[l].data(), queries[l].size(), 7919 + l);
 
     struct Scratch {
-        std::vector<float> scores, row, out;
+        std::vector<float> scores, out;
         double checksum = 0;
     };
     std::vector<Scratch> scratch(threads);
     for (Scratch& s : scratch) {
         s.scores.resize(sh.q_heads * longest);
-        s.row.resize(std::max(sh.row_k, sh.row_v));
         s.out.resize(sh.q_heads * sh.dv);
     }
     auto step = [&](unsigned use_threads) {
@@ -221,7 +225,7 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
         auto work = [&] {
             Scratch& sc = scratch[ids++];
             for (std::size_t i = next++; i < slots.size(); i = next++) {
-                attend(slots[i], sh, request.dtype, queries[slots[i].layer].data(), sc.scores.data(), sc.row.data(), sc.out.data());
+                attend(slots[i], sh, request.dtype, queries[slots[i].layer].data(), sc.scores.data(), sc.out.data());
                 sc.checksum += sc.out[0];
             }
         };
@@ -266,7 +270,7 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     for (const std::size_t i : {std::size_t{0}, slots.size() - 1}) {
         Scratch& sc = scratch[0];
         const Slot& s = slots[i];
-        attend(s, sh, request.dtype, queries[s.layer].data(), sc.scores.data(), sc.row.data(), sc.out.data());
+        attend(s, sh, request.dtype, queries[s.layer].data(), sc.scores.data(), sc.out.data());
         const std::vector<double> ref = attention_reference(s.k, s.v, s.tokens, sh, request.dtype, queries[s.layer].data());
         at.max_rel_error = std::max(at.max_rel_error, max_relative_error(sc.out.data(), ref));
     }

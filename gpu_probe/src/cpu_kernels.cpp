@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -171,6 +172,111 @@ __attribute__((target("avx2,fma"))) void exp_sub_accumulate_avx2(float* x, const
     for (; i < n; ++i) sum[i] += (x[i] = std::exp(x[i] - m[i]));
 }
 
+// 8 stored values at element i, as floats.
+__attribute__((target("avx2,f16c"))) inline __m256 load8(KvDtype dtype, const void* base, std::size_t i) {
+    if (dtype == KvDtype::fp32) return _mm256_loadu_ps(static_cast<const float*>(base) + i);
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const std::uint16_t*>(base) + i));
+    if (dtype == KvDtype::fp16) return _mm256_cvtph_ps(raw);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
+}
+
+__attribute__((target("avx2,fma,f16c"))) void dot_group_raw_avx2(KvDtype dtype, const float* q, std::size_t groups,
+                                                                const void* k, std::size_t n, float* out) {
+    for (std::size_t g0 = 0; g0 < groups; g0 += 8) {
+        const std::size_t gn = std::min<std::size_t>(8, groups - g0);
+        __m256 acc[8];
+        for (std::size_t g = 0; g < gn; ++g) acc[g] = _mm256_setzero_ps();
+        std::size_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            const __m256 kv = load8(dtype, k, i);
+            for (std::size_t g = 0; g < gn; ++g) acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (g0 + g) * n + i), kv, acc[g]);
+        }
+        float tail[8] = {};
+        if (i < n) to_float_plain(dtype, static_cast<const std::byte*>(k) + i * element_bytes(dtype), tail, n - i);
+        for (std::size_t g = 0; g < gn; ++g) {
+            __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[g]), _mm256_extractf128_ps(acc[g], 1));
+            h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+            h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+            float sum = _mm_cvtss_f32(h);
+            for (std::size_t j = i; j < n; ++j) sum += q[(g0 + g) * n + j] * tail[j - i];
+            out[g0 + g] = sum;
+        }
+    }
+}
+
+__attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+    return _mm_cvtss_f32(h);
+}
+
+__attribute__((target("avx2,fma,f16c"))) void dot_group_raw2_avx2(KvDtype dtype, const float* q, std::size_t groups,
+                                                                 const void* k0, const void* k1, std::size_t n, float* out0,
+                                                                 float* out1) {
+    if (n % 8 != 0) {  // unusual head sizes: one row at a time
+        dot_group_raw_avx2(dtype, q, groups, k0, n, out0);
+        dot_group_raw_avx2(dtype, q, groups, k1, n, out1);
+        return;
+    }
+    for (std::size_t g0 = 0; g0 < groups; g0 += 4) {
+        const std::size_t gn = std::min<std::size_t>(4, groups - g0);
+        __m256 a0[4], a1[4];
+        for (std::size_t g = 0; g < 4; ++g) a0[g] = a1[g] = _mm256_setzero_ps();
+        for (std::size_t i = 0; i < n; i += 8) {
+            const __m256 x0 = load8(dtype, k0, i), x1 = load8(dtype, k1, i);
+            for (std::size_t g = 0; g < gn; ++g) {
+                const __m256 qv = _mm256_loadu_ps(q + (g0 + g) * n + i);
+                a0[g] = _mm256_fmadd_ps(qv, x0, a0[g]);
+                a1[g] = _mm256_fmadd_ps(qv, x1, a1[g]);
+            }
+        }
+        for (std::size_t g = 0; g < gn; ++g) {
+            out0[g0 + g] = hsum(a0[g]);
+            out1[g0 + g] = hsum(a1[g]);
+        }
+    }
+}
+
+__attribute__((target("avx2,fma,f16c"))) void axpy_tokens_raw_avx2(KvDtype dtype, const float* p, std::size_t p_stride,
+                                                                  std::size_t groups, const void* x, std::size_t stride,
+                                                                  std::size_t tokens, float* y, std::size_t n) {
+    const std::size_t eb = element_bytes(dtype);
+    const auto* base = static_cast<const std::byte*>(x);
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        std::size_t t = 0;
+        for (; t + 4 <= tokens; t += 4) {  // four tokens per load/store of the outputs
+            const __m256 x0 = load8(dtype, base + (t + 0) * stride * eb, i), x1 = load8(dtype, base + (t + 1) * stride * eb, i);
+            const __m256 x2 = load8(dtype, base + (t + 2) * stride * eb, i), x3 = load8(dtype, base + (t + 3) * stride * eb, i);
+            for (std::size_t g = 0; g < groups; ++g) {
+                float* yg = y + g * n + i;
+                __m256 acc = _mm256_loadu_ps(yg);
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(p[(t + 0) * p_stride + g]), x0, acc);
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(p[(t + 1) * p_stride + g]), x1, acc);
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(p[(t + 2) * p_stride + g]), x2, acc);
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(p[(t + 3) * p_stride + g]), x3, acc);
+                _mm256_storeu_ps(yg, acc);
+            }
+        }
+        for (; t < tokens; ++t) {
+            const __m256 xv = load8(dtype, base + t * stride * eb, i);
+            for (std::size_t g = 0; g < groups; ++g) {
+                float* yg = y + g * n + i;
+                _mm256_storeu_ps(yg, _mm256_fmadd_ps(_mm256_set1_ps(p[t * p_stride + g]), xv, _mm256_loadu_ps(yg)));
+            }
+        }
+    }
+    if (i < n) {
+        float tail[8];
+        for (std::size_t t = 0; t < tokens; ++t) {
+            to_float_plain(dtype, base + (t * stride + i) * eb, tail, n - i);
+            for (std::size_t g = 0; g < groups; ++g)
+                for (std::size_t j = i; j < n; ++j) y[g * n + j] += p[t * p_stride + g] * tail[j - i];
+        }
+    }
+}
+
 __attribute__((target("avx2,f16c"))) void to_float_avx2(KvDtype dtype, const void* src, float* dst, std::size_t n) {
     std::size_t i = 0;
     if (dtype == KvDtype::fp16) {
@@ -265,6 +371,37 @@ void exp_sub_accumulate(float* x, const float* m, float* sum, std::size_t n) {
     if (has_avx2_f16c()) return exp_sub_accumulate_avx2(x, m, sum, n);
 #endif
     for (std::size_t i = 0; i < n; ++i) sum[i] += (x[i] = std::exp(x[i] - m[i]));
+}
+
+void dot_group_raw(KvDtype dtype, const float* q, std::size_t groups, const void* k, std::size_t n, float* out) {
+#if defined(__x86_64__)
+    if (has_avx2_f16c()) return dot_group_raw_avx2(dtype, q, groups, k, n, out);
+#endif
+    std::vector<float> row(n);
+    to_float_plain(dtype, k, row.data(), n);
+    for (std::size_t g = 0; g < groups; ++g) out[g] = dot_plain(q + g * n, row.data(), n);
+}
+
+void dot_group_raw2(KvDtype dtype, const float* q, std::size_t groups, const void* k0, const void* k1, std::size_t n,
+                    float* out0, float* out1) {
+#if defined(__x86_64__)
+    if (has_avx2_f16c()) return dot_group_raw2_avx2(dtype, q, groups, k0, k1, n, out0, out1);
+#endif
+    dot_group_raw(dtype, q, groups, k0, n, out0);
+    dot_group_raw(dtype, q, groups, k1, n, out1);
+}
+
+void axpy_tokens_raw(KvDtype dtype, const float* p, std::size_t p_stride, std::size_t groups, const void* x,
+                     std::size_t stride, std::size_t tokens, float* y, std::size_t n) {
+#if defined(__x86_64__)
+    if (has_avx2_f16c()) return axpy_tokens_raw_avx2(dtype, p, p_stride, groups, x, stride, tokens, y, n);
+#endif
+    std::vector<float> row(n);
+    const std::size_t eb = element_bytes(dtype);
+    for (std::size_t t = 0; t < tokens; ++t) {
+        to_float_plain(dtype, static_cast<const std::byte*>(x) + t * stride * eb, row.data(), n);
+        for (std::size_t g = 0; g < groups; ++g) axpy_plain(p[t * p_stride + g], row.data(), y + g * n, n);
+    }
 }
 
 std::uint64_t read_pass(const std::uint64_t* data, std::size_t words) {

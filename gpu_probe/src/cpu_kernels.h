@@ -31,6 +31,16 @@ void dot_group(const float* q, std::size_t groups, const float* k, std::size_t n
 void axpy_group(const float* p, std::size_t groups, const float* x, float* y, std::size_t n);
 // x[i] = exp(x[i] - m[i]) and sum[i] += the result (one softmax row step; relative error < 1e-6).
 void exp_sub_accumulate(float* x, const float* m, float* sum, std::size_t n);
+// The same two reading the stored format directly (converted in registers, never written out).
+// dot_group_raw: out[g] = Σ q[g·n + i]·k[i].
+void dot_group_raw(KvDtype dtype, const float* q, std::size_t groups, const void* k, std::size_t n, float* out);
+// Two K rows at once (each query load feeds two multiply-adds): out0[g], out1[g].
+void dot_group_raw2(KvDtype dtype, const float* q, std::size_t groups, const void* k0, const void* k1, std::size_t n,
+                    float* out0, float* out1);
+// axpy_tokens_raw: for `tokens` rows x_t (row stride `stride` elements, n used),
+// y[g·n + i] += Σ_t p[t·p_stride + g]·x_t[i]: several tokens per pass over y.
+void axpy_tokens_raw(KvDtype dtype, const float* p, std::size_t p_stride, std::size_t groups, const void* x,
+                     std::size_t stride, std::size_t tokens, float* y, std::size_t n);
 // True when the vector versions are in use.
 bool vectorized();
 
