@@ -209,6 +209,17 @@ std::vector<float> TinyTransformer::step_cached(int token, Cache& cache) const {
     return head(x);
 }
 
+int TinyTransformer::pick(const std::vector<float>& logits, const std::vector<int>& history) {
+    constexpr std::size_t kNoRepeat = 12;
+    const auto from = history.size() > kNoRepeat ? history.end() - kNoRepeat : history.begin();
+    int best = -1;
+    for (int t = 0; t < static_cast<int>(logits.size()); ++t) {
+        if (std::find(from, history.end(), t) != history.end()) continue;
+        if (best < 0 || logits[static_cast<std::size_t>(t)] > logits[static_cast<std::size_t>(best)]) best = t;
+    }
+    return best;
+}
+
 StopwatchReport run_stopwatch(const StopwatchRequest& request, const Control& control) {
     StopwatchReport r;
     if (request.tokens < 1 || request.tokens > 4096) {
@@ -219,18 +230,7 @@ StopwatchReport run_stopwatch(const StopwatchRequest& request, const Control& co
     using Clock = std::chrono::steady_clock;
     const TinyTransformer model;
     const std::vector<int> prompt = model.encode(request.prompt);
-    // Greedy, except that a word used in the last few tokens is skipped: a random small model
-    // otherwise repeats one word forever. The rule is the same in both runs, so they must agree.
-    constexpr std::size_t kNoRepeat = 12;
-    auto pick = [](const std::vector<float>& l, const std::vector<int>& history) {
-        int best = -1;
-        for (int t = 0; t < static_cast<int>(l.size()); ++t) {
-            const auto from = history.size() > kNoRepeat ? history.end() - kNoRepeat : history.begin();
-            if (std::find(from, history.end(), t) != history.end()) continue;
-            if (best < 0 || l[static_cast<std::size_t>(t)] > l[static_cast<std::size_t>(best)]) best = t;
-        }
-        return best;
-    };
+    const auto pick = TinyTransformer::pick;
     const double total = 2.0 * request.tokens;
 
     // With the cache: the prompt once, then one position per token.

@@ -33,15 +33,23 @@ public:
     };
     std::vector<float> step_cached(int token, Cache& cache) const;
 
+    // The weights, for backends that run the same model elsewhere (row-major, out × in).
+    struct Layer {
+        std::vector<float> wq, wk, wv, wo, w1, w2, w3, norm1, norm2;
+    };
+    [[nodiscard]] const std::vector<float>& embedding() const { return embed_; }
+    [[nodiscard]] const std::vector<Layer>& layers() const { return layers_; }
+
+    // Greedy choice that skips words used in the last few tokens (a random small model otherwise
+    // repeats one word forever); the same rule in every run, so the runs must agree.
+    static int pick(const std::vector<float>& logits, const std::vector<int>& history);
+
 private:
     void forward_position(int token, int position, std::vector<std::vector<float>>& k, std::vector<std::vector<float>>& v,
                           std::vector<float>& x) const;
     [[nodiscard]] std::vector<float> head(const std::vector<float>& x) const;
 
     std::vector<float> embed_;  // vocab × kModel (tied LM head)
-    struct Layer {
-        std::vector<float> wq, wk, wv, wo, w1, w2, w3, norm1, norm2;
-    };
     std::vector<Layer> layers_;
     std::vector<float> final_norm_;
 };
