@@ -1,6 +1,5 @@
 #include "cuda_stopwatch.h"
 
-#include <chrono>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -13,23 +12,24 @@ namespace kvscope::probe {
 namespace {
 
 using M = TinyTransformer;
-using Clock = std::chrono::steady_clock;
 
-// Device memory for `n` floats, freed on every path.
-class Floats {
+// Device memory for `n` values of T, freed on every path.
+template <class T>
+class DeviceArray {
 public:
-    explicit Floats(std::size_t n) { KVSCOPE_CUDA(cudaMalloc(&p_, std::max<std::size_t>(n, 1) * sizeof(float))); }
-    Floats(const std::vector<float>& host) : Floats(host.size()) {
-        KVSCOPE_CUDA(cudaMemcpy(p_, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+    explicit DeviceArray(std::size_t n) { KVSCOPE_CUDA(cudaMalloc(&p_, std::max<std::size_t>(n, 1) * sizeof(T))); }
+    explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
+        KVSCOPE_CUDA(cudaMemcpy(p_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
     }
-    ~Floats() { KVSCOPE_CUDA_NOTHROW(cudaFree(p_)); }
-    Floats(const Floats&) = delete;
-    Floats& operator=(const Floats&) = delete;
-    float* get() const { return p_; }
+    ~DeviceArray() { KVSCOPE_CUDA_NOTHROW(cudaFree(p_)); }
+    DeviceArray(const DeviceArray&) = delete;
+    DeviceArray& operator=(const DeviceArray&) = delete;
+    T* get() const { return p_; }
 
 private:
-    float* p_ = nullptr;
+    T* p_ = nullptr;
 };
+using Floats = DeviceArray<float>;
 
 class Cublas {
 public:
@@ -178,17 +178,7 @@ private:
     int max_;
     Cublas blas_;
     Floats embed_;
-    class Ints {
-    public:
-        explicit Ints(std::size_t n) { KVSCOPE_CUDA(cudaMalloc(&p_, std::max<std::size_t>(n, 1) * sizeof(int))); }
-        ~Ints() { KVSCOPE_CUDA_NOTHROW(cudaFree(p_)); }
-        Ints(const Ints&) = delete;
-        Ints& operator=(const Ints&) = delete;
-        int* get() const { return p_; }
-
-    private:
-        int* p_ = nullptr;
-    } tokens_dev_;
+    DeviceArray<int> tokens_dev_;
     Floats x_, h_, q_, k_, v_, attn_, o_, gate_, up_, logits_;
     int vocab_;
     std::vector<std::unique_ptr<Layer>> layers_;
@@ -197,74 +187,29 @@ private:
 }  // namespace
 
 StopwatchReport run_cuda_stopwatch(const StopwatchRequest& request, const Control& control) {
-    StopwatchReport r;
-    if (request.tokens < 1 || request.tokens > 4096) {
-        r.status = Status::invalid_input;
-        r.message = "tokens: " + std::to_string(request.tokens) + " is outside 1 … 4096";
-        return r;
-    }
     try {
         const TinyTransformer model;
-        const std::vector<int> prompt = model.encode(request.prompt);
-        const int max_positions = static_cast<int>(prompt.size()) + request.tokens + 1;
-        GpuModel gpu(model, max_positions);
-        const double total = 2.0 * request.tokens;
-
-        // With the cache: the prompt once, then one position per token.
-        std::vector<float> logits = gpu.forward(prompt, 0);
-        std::vector<int> history = prompt, cached_tokens;
-        std::vector<std::vector<float>> cached_logits;
-        for (int i = 0; i < request.tokens; ++i) {
-            if (control.cancelled()) {
-                r.status = Status::cancelled;
-                r.message = "cancelled after " + std::to_string(i) + " cached tokens; device memory freed";
-                return r;
-            }
-            const auto start = Clock::now();
-            const int next = TinyTransformer::pick(logits, history);
-            cached_tokens.push_back(next);
-            cached_logits.push_back(logits);
-            history.push_back(next);
-            logits = gpu.forward({next}, static_cast<int>(history.size()) - 1);
-            r.cached_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-            if (control.stopwatch_step) control.stopwatch_step(true, r.cached_ms.back());
-            control.report((i + 1) / total, "with the cache: token " + std::to_string(i + 1));
+        const std::size_t max_positions = model.encode(request.prompt).size() + static_cast<std::size_t>(std::max(request.tokens, 0)) + 1;
+        if (max_positions > 8192) {  // the device cache and the attention's scores are sized for this
+            StopwatchReport r;
+            r.status = Status::invalid_input;
+            r.message = "prompt: the prompt plus the generated tokens must stay within 8192 positions";
+            return r;
         }
-        // Without: every step runs a forward over the whole prefix (the cache is overwritten from 0).
-        std::vector<int> prefix = prompt, uncached_tokens;
-        for (int i = 0; i < request.tokens; ++i) {
-            if (control.cancelled()) {
-                r.status = Status::cancelled;
-                r.message = "cancelled after " + std::to_string(i) + " recomputed tokens; device memory freed";
-                return r;
-            }
-            const auto start = Clock::now();
-            const std::vector<float> l = gpu.forward(prefix, 0);
-            const int next = TinyTransformer::pick(l, prefix);
-            r.uncached_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-            if (control.stopwatch_step) control.stopwatch_step(false, r.uncached_ms.back());
-            for (std::size_t j = 0; j < l.size(); ++j)
-                r.max_logit_diff = std::max(r.max_logit_diff, static_cast<double>(std::abs(l[j] - cached_logits[static_cast<std::size_t>(i)][j])));
-            uncached_tokens.push_back(next);
-            prefix.push_back(next);
-            control.report((request.tokens + i + 1) / total, "recomputing: token " + std::to_string(i + 1));
-        }
-        r.text_cached = model.decode(cached_tokens);
-        r.text_uncached = model.decode(uncached_tokens);
-        r.tokens_identical = cached_tokens == uncached_tokens;
-        double cached = 0, uncached = 0;
-        for (double ms : r.cached_ms) cached += ms;
-        for (double ms : r.uncached_ms) uncached += ms;
-        char buf[200];
-        std::snprintf(buf, sizeof buf, "%d tokens on the GPU (cuBLAS): %.1f ms with the cache, %.1f ms recomputing (%.1f× slower); texts %s",
-                      request.tokens, cached, uncached, cached > 0 ? uncached / cached : 0.0,
-                      r.tokens_identical ? "identical" : "differ");
-        r.message = buf;
+        GpuModel gpu(model, static_cast<int>(max_positions));
+        Generator device;
+        device.prefill = [&](const std::vector<int>& prompt) { return gpu.forward(prompt, 0); };
+        device.step = [&](int token, int position) { return gpu.forward({token}, position); };
+        // The whole prefix in one batched forward, overwriting the cache from position 0.
+        device.recompute = [&](const std::vector<int>& prefix) { return gpu.forward(prefix, 0); };
+        device.where = " on the GPU (cuBLAS)";
+        return generate_both(model, request, control, device);
     } catch (const cuda::CudaError& e) {
+        StopwatchReport r;
         r.status = e.code() == cudaErrorMemoryAllocation ? Status::out_of_memory : Status::failed;
         r.message = std::string(e.what()) + "; all device memory was freed";
+        return r;
     }
-    return r;
 }
 
 }  // namespace kvscope::probe

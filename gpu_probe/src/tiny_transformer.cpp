@@ -220,7 +220,8 @@ int TinyTransformer::pick(const std::vector<float>& logits, const std::vector<in
     return best;
 }
 
-StopwatchReport run_stopwatch(const StopwatchRequest& request, const Control& control) {
+StopwatchReport generate_both(const TinyTransformer& model, const StopwatchRequest& request, const Control& control,
+                              const Generator& g) {
     StopwatchReport r;
     if (request.tokens < 1 || request.tokens > 4096) {
         r.status = Status::invalid_input;
@@ -228,29 +229,27 @@ StopwatchReport run_stopwatch(const StopwatchRequest& request, const Control& co
         return r;
     }
     using Clock = std::chrono::steady_clock;
-    const TinyTransformer model;
     const std::vector<int> prompt = model.encode(request.prompt);
-    const auto pick = TinyTransformer::pick;
     const double total = 2.0 * request.tokens;
+    auto cancelled = [&](int i, const char* run) {
+        if (!control.cancelled()) return false;
+        r.status = Status::cancelled;
+        r.message = "cancelled after " + std::to_string(i) + " " + run + " tokens; all memory was freed";
+        return true;
+    };
 
     // With the cache: the prompt once, then one position per token.
-    TinyTransformer::Cache cache;
-    std::vector<float> logits;
-    for (int t : prompt) logits = model.step_cached(t, cache);
+    std::vector<float> logits = g.prefill(prompt);
     std::vector<int> cached_tokens, history = prompt;
     std::vector<std::vector<float>> cached_logits;
     for (int i = 0; i < request.tokens; ++i) {
-        if (control.cancelled()) {
-            r.status = Status::cancelled;
-            r.message = "cancelled after " + std::to_string(i) + " cached tokens";
-            return r;
-        }
+        if (cancelled(i, "cached")) return r;
         const auto start = Clock::now();
-        const int next = pick(logits, history);
+        const int next = TinyTransformer::pick(logits, history);
         cached_tokens.push_back(next);
         history.push_back(next);
         cached_logits.push_back(logits);
-        logits = model.step_cached(next, cache);
+        logits = g.step(next, static_cast<int>(history.size()) - 1);
         r.cached_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
         if (control.stopwatch_step) control.stopwatch_step(true, r.cached_ms.back());
         control.report((i + 1) / total, "with the cache: token " + std::to_string(i + 1));
@@ -258,14 +257,10 @@ StopwatchReport run_stopwatch(const StopwatchRequest& request, const Control& co
     // Without: every step runs the whole prefix again.
     std::vector<int> prefix = prompt, uncached_tokens;
     for (int i = 0; i < request.tokens; ++i) {
-        if (control.cancelled()) {
-            r.status = Status::cancelled;
-            r.message = "cancelled after " + std::to_string(i) + " recomputed tokens";
-            return r;
-        }
+        if (cancelled(i, "recomputed")) return r;
         const auto start = Clock::now();
-        const std::vector<float> l = model.logits_uncached(prefix);
-        const int next = pick(l, prefix);
+        const std::vector<float> l = g.recompute(prefix);
+        const int next = TinyTransformer::pick(l, prefix);
         r.uncached_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
         if (control.stopwatch_step) control.stopwatch_step(false, r.uncached_ms.back());
         for (std::size_t j = 0; j < l.size(); ++j)
@@ -280,12 +275,26 @@ StopwatchReport run_stopwatch(const StopwatchRequest& request, const Control& co
     double cached = 0, uncached = 0;
     for (double ms : r.cached_ms) cached += ms;
     for (double ms : r.uncached_ms) uncached += ms;
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%d tokens: %.1f ms with the cache, %.1f ms recomputing (%.1f× slower); texts %s",
-                  request.tokens, cached, uncached, cached > 0 ? uncached / cached : 0.0,
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "%d tokens%s: %.1f ms with the cache, %.1f ms recomputing (%.1f× slower); texts %s",
+                  request.tokens, g.where.c_str(), cached, uncached, cached > 0 ? uncached / cached : 0.0,
                   r.tokens_identical ? "identical" : "differ");
     r.message = buf;
     return r;
+}
+
+StopwatchReport run_stopwatch(const StopwatchRequest& request, const Control& control) {
+    const TinyTransformer model;
+    TinyTransformer::Cache cache;
+    Generator host;
+    host.prefill = [&](const std::vector<int>& prompt) {
+        std::vector<float> logits;
+        for (int t : prompt) logits = model.step_cached(t, cache);
+        return logits;
+    };
+    host.step = [&](int token, int) { return model.step_cached(token, cache); };
+    host.recompute = [&](const std::vector<int>& prefix) { return model.logits_uncached(prefix); };
+    return generate_both(model, request, control, host);
 }
 
 }  // namespace kvscope::probe

@@ -5,6 +5,7 @@
 // It generates twice: with a KV cache, and recomputing the whole prefix at every step.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,19 @@ private:
     std::vector<Layer> layers_;
     std::vector<float> final_norm_;
 };
+
+// How a backend runs the model: the prompt into a fresh cache, one more token at a position,
+// and a forward over a whole prefix from scratch; each returns the logits for the next token.
+struct Generator {
+    std::function<std::vector<float>(const std::vector<int>& prompt)> prefill;
+    std::function<std::vector<float>(int token, int position)> step;
+    std::function<std::vector<float>(const std::vector<int>& prefix)> recompute;
+    std::string where;  // " on the GPU (cuBLAS)", for the message
+};
+
+// Generates request.tokens twice (cached, then recomputing), timing every token.
+StopwatchReport generate_both(const TinyTransformer& model, const StopwatchRequest& request, const Control& control,
+                              const Generator& generator);
 
 // Runs the stopwatch on the host.
 StopwatchReport run_stopwatch(const StopwatchRequest& request, const Control& control);
