@@ -174,6 +174,8 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
                          (diff >= 0 ? "+" : "") + format_signed_bytes(diff) + " against requested, granularity " +
                          format_bytes(a.granularity_bytes) + ")"},
         {"workspace", format_bytes(a.workspace_bytes) + " (scores and outputs, not part of the cache)"},
+        {"context", a.context_bytes ? format_bytes(a.context_bytes) + " in use on the device before the cache (CUDA context and other processes)"
+                                    : "none (host memory)"},
         {"attention", fixed(at.median_ms, 2) + " ms per decode step (median of " + std::to_string(at.runs) + ", min " +
                           fixed(at.min_ms, 2) + " ms)"},
         {"KV read", format_bytes(at.kv_bytes_read) + " per step at " + fixed(at.kv_read_gbps, 1) + " GB/s"},
