@@ -6,6 +6,7 @@
 #include <vector>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -311,7 +312,13 @@ __attribute__((target("avx2"))) std::uint64_t read_pass_avx2(const std::uint64_t
 }
 
 bool has_avx2_f16c() {
-    static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+    // AVX2 through the compiler (it also checks that the OS saves the wide registers);
+    // F16C and FMA from CPUID leaf 1 (not every compiler's builtin knows their names).
+    static const bool yes = [] {
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        if (!__builtin_cpu_supports("avx2") || !__get_cpuid(1, &a, &b, &c, &d)) return false;
+        return (c & bit_F16C) != 0 && (c & bit_FMA) != 0;
+    }();
     return yes;
 }
 #else

@@ -106,7 +106,11 @@ TEST(CpuBackend, CancellingStopsTheRunAndFreesTheCache) {
     const ProbeReport p = cpu()->probe(request_for("llama-3-8b", 4096, KvDtype::bf16), c);
     EXPECT_EQ(p.status, Status::cancelled);
     EXPECT_NE(p.message.find("freed"), std::string::npos);
+#if !defined(__SANITIZE_ADDRESS__)
     EXPECT_LT(host::resident_bytes(), before + (64ull << 20));  // the 512 MiB cache is gone
+#else
+    (void)before;  // AddressSanitizer keeps freed memory in quarantine; its leak check at exit covers this instead
+#endif
 }
 
 TEST(CpuBackend, InvalidScenariosAreResultsNotCrashes) {

@@ -1,0 +1,23 @@
+// Any bytes as a .kvscope.json: a scenario or errors, never a crash; a scenario that reads
+// writes back to the same scenario.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/scenario_file.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
+    auto s = kvscope::scenario_from_json(text, "fuzz.kvscope.json");
+    if (!s) {
+        if (s.errors().empty()) __builtin_trap();
+        return 0;
+    }
+    auto again = kvscope::scenario_from_json(kvscope::scenario_to_json(*s), "again");
+    if (!again || !(*again == *s)) __builtin_trap();
+    // Whatever was saved, sizing it answers or refuses; it never crashes or allocates per-layer tables of 10^15.
+    auto report = kvscope::kv_cache_report(s->arch, s->kv_dtype, s->workload, s->parallel);
+    if (!report && report.errors().empty()) __builtin_trap();
+    return 0;
+}
