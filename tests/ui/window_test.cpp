@@ -281,3 +281,23 @@ TEST(Window, ZoomRelabelsTheAxesAndResetRestoresThem) {
 
 }  // namespace
 }  // namespace kvscope::ui
+
+namespace kvscope::ui {
+namespace {
+
+TEST(Window, AHundredMegabyteConfigIsRefusedWithASize) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("config.json");
+    QFile f(path);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    ASSERT_TRUE(f.resize(100ll << 20));  // sparse: 100 MiB without writing them
+    f.close();
+    MainWindow w(testing::catalog(), false);
+    const Scenario before = w.model()->scenario();
+    EXPECT_FALSE(w.importConfigFile(path));
+    EXPECT_TRUE(w.messages()->text().contains("more than the 64.0 MiB")) << w.messages()->text().toStdString();
+    EXPECT_EQ(w.model()->scenario(), before);
+}
+
+}  // namespace
+}  // namespace kvscope::ui
