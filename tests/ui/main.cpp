@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
     if (std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
     QTemporaryDir config;  // QSettings and the user catalog folder land here, never in $HOME
     setenv("XDG_CONFIG_HOME", qPrintable(config.path()), 1);
+    setenv("XDG_DATA_HOME", qPrintable(config.path() + "/data"), 1);  // the recovery copy
     setenv("KVSCOPE_DATA_DIR", qPrintable(config.path() + "/kvscope-data"), 1);
     QApplication app(argc, argv);
     QApplication::setOrganizationName("KVScopeTests");

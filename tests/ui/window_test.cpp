@@ -10,6 +10,7 @@
 #include <QDoubleSpinBox>
 #include <QGroupBox>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QLabel>
 #include <QLegendMarker>
 #include <QLineSeries>
@@ -297,6 +298,36 @@ TEST(Window, AHundredMegabyteConfigIsRefusedWithASize) {
     EXPECT_FALSE(w.importConfigFile(path));
     EXPECT_TRUE(w.messages()->text().contains("more than the 64.0 MiB")) << w.messages()->text().toStdString();
     EXPECT_EQ(w.model()->scenario(), before);
+}
+
+}  // namespace
+}  // namespace kvscope::ui
+
+namespace kvscope::ui {
+namespace {
+
+TEST(Window, UnsavedWorkIsOfferedBackAfterAnUnexpectedExit) {
+    QFile::remove(MainWindow::recoveryPath());
+    {
+        auto* crashed = new MainWindow(testing::catalog(), true);
+        crashed->model()->edit("ctx", [](Scenario& s) {
+            s.workload.context_tokens = 12288;
+            s.workload.batch = 3;
+        });
+        crashed->writeRecovery();  // what the 500 ms timer does after each change
+        delete crashed;            // gone without closeEvent: like a crash, the recovery copy stays
+    }
+    MainWindow next(testing::catalog(), true);
+    EXPECT_NE(next.model()->scenario().workload.context_tokens, 12288u);
+    ASSERT_TRUE(next.messages()->isVisibleTo(&next));
+    EXPECT_TRUE(next.messages()->text().contains("did not close normally")) << next.messages()->text().toStdString();
+    ASSERT_TRUE(next.messages()->actionButton()->isVisibleTo(&next));
+    next.messages()->actionButton()->click();
+    EXPECT_EQ(next.model()->scenario().workload.context_tokens, 12288u);
+    EXPECT_EQ(next.model()->scenario().workload.batch, 3u);
+    next.close();  // a normal close removes the copy
+    EXPECT_FALSE(QFile::exists(MainWindow::recoveryPath()));
+    QSettings().clear();
 }
 
 }  // namespace

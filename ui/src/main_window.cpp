@@ -17,7 +17,10 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QSaveFile>
 #include <QSettings>
+#include <QStandardPaths>
+#include <QTimer>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QStyle>
@@ -129,7 +132,16 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     connect(model_, &ScenarioModel::changed, this, &MainWindow::updateTitleAndStatus);
     connect(model_->undoStack(), &QUndoStack::cleanChanged, this, &MainWindow::updateTitleAndStatus);
     resize(1280, 800);
-    if (restore) restoreSettings();
+    if (restore) {
+        restoreSettings();
+        offerRecovery();
+        // Only the real session keeps a recovery copy (windows made for tests and exports do not).
+        recovery_timer_ = new QTimer(this);
+        recovery_timer_->setSingleShot(true);
+        recovery_timer_->setInterval(500);
+        connect(recovery_timer_, &QTimer::timeout, this, &MainWindow::writeRecovery);
+        connect(model_, &ScenarioModel::changed, recovery_timer_, qOverload<>(&QTimer::start));
+    }
     updateTitleAndStatus();
 }
 
@@ -400,6 +412,10 @@ void MainWindow::dropEvent(QDropEvent* event) {
 void MainWindow::closeEvent(QCloseEvent* event) {
     // The scenario comes back at the next start, so closing never loses work.
     saveSettings();
+    if (recovery_timer_) {
+        recovery_timer_->stop();
+        QFile::remove(recoveryPath());
+    }
     event->accept();
 }
 
@@ -417,6 +433,38 @@ void MainWindow::saveSettings() const {
     settings.setValue("scenario/last", QString::fromStdString(scenario_to_json(model_->scenario())));
     settings.setValue("scenario/description", model_->description());
     settings.setValue("scenario/notes", model_->notes());
+}
+
+QString MainWindow::recoveryPath() {
+    return QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).filePath("recovery.kvscope.json");
+}
+
+void MainWindow::writeRecovery() const {
+    QDir().mkpath(QFileInfo(recoveryPath()).absolutePath());
+    QSaveFile file(recoveryPath());
+    const std::string text = scenario_to_json(model_->scenario());
+    if (file.open(QIODevice::WriteOnly)) {
+        file.write(text.data(), static_cast<qint64>(text.size()));
+        file.commit();
+    }
+}
+
+void MainWindow::offerRecovery() {
+    const QString path = recoveryPath();
+    if (!QFileInfo::exists(path)) return;
+    auto recovered = read_scenario_file(path.toStdString());
+    if (!recovered || *recovered == model_->scenario()) return;
+    const Scenario s = *recovered;
+    const QString what = tr("%1 layers, %2 tokens × %3")
+                             .arg(s.arch.layers)
+                             .arg(q(format_tokens(s.workload.context_tokens)))
+                             .arg(s.workload.batch);
+    messages_->showMessage(tr("KVScope did not close normally last time. Its unsaved scenario (%1) can be restored.").arg(what),
+                           MessageBar::Kind::info, tr("&Restore it"), [this, s] {
+                               QString name = QString::fromStdString(s.arch.name);
+                               if (const CatalogModel* m = model_->catalog().find_model(s.model_id)) name = q(m->name);
+                               model_->replace(s, name, {tr("recovered after an unexpected exit")}, tr("Restore unsaved work"));
+                           });
 }
 
 void MainWindow::restoreSettings() {

@@ -14,6 +14,7 @@ class QMenu;
 class QLabel;
 class QSplitter;
 class QTabWidget;
+class QTimer;
 
 namespace kvscope {
 class Catalog;
@@ -60,6 +61,10 @@ public:
     void showScenario(const Scenario& scenario, const QString& description, const QStringList& notes);
 
     void saveSettings() const;
+    // Work in progress is copied here after each change and removed on a normal close; finding
+    // it at start means KVScope did not close normally, and the work is offered back.
+    static QString recoveryPath();
+    void writeRecovery() const;
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -69,6 +74,7 @@ protected:
 private:
     void createActions();
     void restoreSettings();
+    void offerRecovery();
     void addRecent(const QString& path);
     void rebuildRecentMenu();
     void updateTitleAndStatus();
@@ -94,6 +100,7 @@ private:
     QAction* log_bytes_ = nullptr;
     QAction* units_binary_ = nullptr;
     QAction* units_decimal_ = nullptr;
+    QTimer* recovery_timer_ = nullptr;
 };
 
 }  // namespace kvscope::ui

@@ -4,7 +4,10 @@
 
 #include <QFrame>
 
+#include <functional>
+
 class QLabel;
+class QPushButton;
 
 namespace kvscope::ui {
 
@@ -13,12 +16,17 @@ class MessageBar : public QFrame {
 public:
     enum class Kind { info, error };
     explicit MessageBar(QWidget* parent = nullptr);
-    void showMessage(const QString& text, Kind kind);
+    // With `action_text`, a button beside the text runs `action` and dismisses the bar.
+    void showMessage(const QString& text, Kind kind, const QString& action_text = {},
+                     std::function<void()> action = {});
+    [[nodiscard]] QPushButton* actionButton() const { return action_; }
     [[nodiscard]] QString text() const;
     [[nodiscard]] Kind kind() const { return kind_; }
 
 private:
     QLabel* label_;
+    QPushButton* action_;
+    std::function<void()> on_action_;
     Kind kind_ = Kind::info;
 };
 
