@@ -84,8 +84,8 @@ double process_start_ms() {
 }
 
 void BM_CliStartToAnswer(benchmark::State& state) {
-    const char* argv[] = {KVSCOPE_CLI_PATH, "fit", "--model", "llama-3-70b", "--context", "32k",
-                          "--gpu", "h100-sxm", "--gpus", "2", "--json", nullptr};
+    const char* argv[] = {KVSCOPE_CLI_PATH, "fit",      "--model", "llama-3-70b", "--context", "32k",
+                          "--gpu",          "h100-sxm", "--gpus",  "2",           "--json",    nullptr};
     double total_ms = 0;
     for (auto _ : state) {
         const double ms = spawn_and_wait_ms(argv);

@@ -28,10 +28,11 @@ int main(int argc, char** argv) {
             continue;
         }
         const auto& a = p.attention;
-        std::printf("llama-3-8b %-4s bf16: decode attention %8.1f ms, KV %6.2f GiB read at %5.1f GB/s | ceiling %5.1f GB/s: "
-                    "%.2f of it (target 0.60) | one thread %5.1f GB/s: %.2f of it\n",
-                    ctx, a.median_ms, static_cast<double>(a.kv_bytes_read) / (1ull << 30), a.kv_read_gbps, a.ceiling_gbps,
-                    a.fraction_of_ceiling, a.single_thread_gbps, a.single_thread_gbps / a.ceiling_gbps);
+        std::printf(
+            "llama-3-8b %-4s bf16: decode attention %8.1f ms, KV %6.2f GiB read at %5.1f GB/s | ceiling %5.1f GB/s: "
+            "%.2f of it (target 0.60) | one thread %5.1f GB/s: %.2f of it\n",
+            ctx, a.median_ms, static_cast<double>(a.kv_bytes_read) / (1ull << 30), a.kv_read_gbps, a.ceiling_gbps,
+            a.fraction_of_ceiling, a.single_thread_gbps, a.single_thread_gbps / a.ceiling_gbps);
     }
 
     probe::StopwatchRequest s;
@@ -47,8 +48,10 @@ int main(int argc, char** argv) {
     const Workload wl{static_cast<std::uint64_t>(s.tokens), 1, 1, false};
     const auto est = decode_estimate(model.architecture(), KvDtype::fp32, wl, {}, d);
     const double bound = est ? est->cumulative_flops_uncached / est->cumulative_flops_cached : 0;
-    std::printf("stopwatch %d tokens: %.1f ms cached, %.1f ms recomputing: %.1fx | calculator's FLOP bound %.1fx: %.2f of it | texts %s\n",
-                s.tokens, cached, uncached, uncached / cached, bound, (uncached / cached) / bound,
-                w.tokens_identical ? "identical" : "DIFFER");
+    std::printf(
+        "stopwatch %d tokens: %.1f ms cached, %.1f ms recomputing: %.1fx | calculator's FLOP bound %.1fx: %.2f of it | "
+        "texts %s\n",
+        s.tokens, cached, uncached, uncached / cached, bound, (uncached / cached) / bound,
+        w.tokens_identical ? "identical" : "DIFFER");
     return 0;
 }

@@ -30,9 +30,10 @@ Stats stats_of(std::vector<double> v) {
 }
 
 void print(const char* what, const Stats& s, double target_ms, const char* ceiling_name, const Stats& ceiling) {
-    std::printf("%-34s median %8.2f ms  p90 %8.2f ms  min %8.2f ms  | target %6.0f ms: %.3f of it  | %.2f× %s (%.2f ms)\n",
-                what, s.median, s.p90, s.min, target_ms, s.median / target_ms, s.median / ceiling.median, ceiling_name,
-                ceiling.median);
+    std::printf(
+        "%-34s median %8.2f ms  p90 %8.2f ms  min %8.2f ms  | target %6.0f ms: %.3f of it  | %.2f× %s (%.2f ms)\n",
+        what, s.median, s.p90, s.min, target_ms, s.median / target_ms, s.median / ceiling.median, ceiling_name,
+        ceiling.median);
 }
 
 // Milliseconds to run the app with `args` until it exits (offscreen).
@@ -74,7 +75,8 @@ int main(int argc, char** argv) {
     chart->setLogTokens(false);
     QApplication::processEvents();
     std::printf("chart: MHA, GQA, MQA with %lld, %lld, %lld points (plus weights line and markers)\n",
-                static_cast<long long>(chart->variantSeries(0)->count()), static_cast<long long>(chart->variantSeries(1)->count()),
+                static_cast<long long>(chart->variantSeries(0)->count()),
+                static_cast<long long>(chart->variantSeries(1)->count()),
                 static_cast<long long>(chart->variantSeries(2)->count()));
 
     std::vector<double> change, paint_only;

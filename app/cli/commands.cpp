@@ -40,22 +40,21 @@ std::string usage_error(const Errors& errors, const std::string& command) {
 std::string header(const Scenario& s, const ScenarioSource& src) {
     std::vector<std::pair<std::string, std::string>> rows{
         {"model", src.description},
-        {"attention", attention_label(s.arch) + " — " + std::to_string(s.arch.layers) + " layers, " +
-                          std::to_string(s.arch.query_heads) + " query heads, " +
-                          (s.arch.mla ? "MLA latent " + std::to_string(s.arch.mla->kv_lora_rank) + " + rope " +
-                                            std::to_string(s.arch.mla->qk_rope_head_dim)
-                                      : std::to_string(s.arch.kv_heads) + " KV heads, head dim " +
-                                            std::to_string(s.arch.head_dim_k) +
-                                            (s.arch.head_dim_v != s.arch.head_dim_k
-                                                 ? "/" + std::to_string(s.arch.head_dim_v)
-                                                 : ""))},
+        {"attention",
+         attention_label(s.arch) + " — " + std::to_string(s.arch.layers) + " layers, " +
+             std::to_string(s.arch.query_heads) + " query heads, " +
+             (s.arch.mla
+                  ? "MLA latent " + std::to_string(s.arch.mla->kv_lora_rank) + " + rope " +
+                        std::to_string(s.arch.mla->qk_rope_head_dim)
+                  : std::to_string(s.arch.kv_heads) + " KV heads, head dim " + std::to_string(s.arch.head_dim_k) +
+                        (s.arch.head_dim_v != s.arch.head_dim_k ? "/" + std::to_string(s.arch.head_dim_v) : ""))},
         {"workload", format_tokens(s.workload.context_tokens) + " tokens × " + std::to_string(s.workload.batch) +
                          (s.workload.batch == 1 ? " sequence" : " sequences") +
                          (s.workload.block_size > 1 ? ", blocks of " + std::to_string(s.workload.block_size) : "") +
                          (s.parallel.tp > 1 ? ", TP " + std::to_string(s.parallel.tp) : "") +
                          (s.parallel.pp > 1 ? ", PP " + std::to_string(s.parallel.pp) : "")},
-        {"KV dtype", std::string(to_string(s.kv_dtype)) +
-                         (src.kv_dtype_source.empty() ? "" : " (" + src.kv_dtype_source + ")")},
+        {"KV dtype",
+         std::string(to_string(s.kv_dtype)) + (src.kv_dtype_source.empty() ? "" : " (" + src.kv_dtype_source + ")")},
     };
     if (s.arch.has_sliding_layers()) {
         std::uint64_t sliding = 0, window = 0;
@@ -116,7 +115,8 @@ Output cmd_models(const Options& o, const Catalog& catalog) {
         r.out = root.dump() + "\n";
         return r;
     }
-    Table t({"id", "name", "layers", "heads q/kv", "head dim", "attention", "max ctx", "params", "KV dtype", "KV/token"});
+    Table t(
+        {"id", "name", "layers", "heads q/kv", "head dim", "attention", "max ctx", "params", "KV dtype", "KV/token"});
     for (const auto& m : catalog.models()) {
         const auto& a = m.model.arch;
         const auto per_token = bytes_per_token(m);
@@ -200,8 +200,9 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
         std::vector<std::pair<std::string, std::string>> rows{
             {"KV cache", both_units(kv->total_bytes, o.units) + " — " + format_count(kv->total_bytes) + " bytes"},
         };
-        if (kv->gpus > 1) rows.emplace_back("per GPU", both_units(kv->per_gpu_bytes, o.units) + " on the busiest of " +
-                                                           std::to_string(kv->gpus) + " GPUs");
+        if (kv->gpus > 1)
+            rows.emplace_back("per GPU", both_units(kv->per_gpu_bytes, o.units) + " on the busiest of " +
+                                             std::to_string(kv->gpus) + " GPUs");
         rows.emplace_back("per sequence", both_units(kv->per_sequence_bytes, o.units));
         rows.emplace_back("per token", format_bytes(kv->bytes_per_token, o.units) + " (" +
                                            format_count(kv->bytes_per_token) + " bytes, all layers)");
@@ -253,7 +254,8 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
         std::vector<std::string> row{o.format == Format::csv ? std::to_string(curves->tokens[i])
                                                              : format_tokens(curves->tokens[i])};
         for (const auto& series : curves->series)
-            row.push_back(o.format == Format::csv ? std::to_string(series.bytes[i]) : format_bytes(series.bytes[i], o.units));
+            row.push_back(o.format == Format::csv ? std::to_string(series.bytes[i])
+                                                  : format_bytes(series.bytes[i], o.units));
         t.add(row);
     }
     r.out = o.format == Format::csv ? t.csv() : header(s, src) + "\n" + t.text() + "(* the model's own layout)\n";
@@ -277,40 +279,45 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
         t.add({s.model_id, s.deployment->gpu.id, std::to_string(f->gpus), std::string(to_string(f->engine)),
                std::to_string(s.workload.context_tokens), std::to_string(s.workload.batch),
                std::string(to_string(s.kv_dtype)), std::to_string(f->weights_bytes), std::to_string(f->kv_budget_bytes),
-               std::to_string(f->kv_bytes_per_gpu), f->fits ? "true" : "false", std::to_string(f->headroom_bytes_per_gpu),
-               std::to_string(f->max_batch), std::to_string(f->max_context), fixed(d->tokens_per_s_total, 1)});
+               std::to_string(f->kv_bytes_per_gpu), f->fits ? "true" : "false",
+               std::to_string(f->headroom_bytes_per_gpu), std::to_string(f->max_batch), std::to_string(f->max_context),
+               fixed(d->tokens_per_s_total, 1)});
         r.out = t.csv();
         return r;
     }
     const auto& dep = *s.deployment;
     const UnitSystem u = o.units;
     std::vector<std::pair<std::string, std::string>> rows{
-        {"GPUs", std::to_string(f->gpus) + " × " + dep.gpu.name + ", " + both_units(f->memory_bytes_per_gpu, u) + " each"},
-        {"engine", std::string(to_string(dep.engine)) + " (fraction " + fixed(dep.fraction, 2) + "): " +
-                       std::string(budget_rule(dep.engine))},
+        {"GPUs",
+         std::to_string(f->gpus) + " × " + dep.gpu.name + ", " + both_units(f->memory_bytes_per_gpu, u) + " each"},
+        {"engine", std::string(to_string(dep.engine)) + " (fraction " + fixed(dep.fraction, 2) +
+                       "): " + std::string(budget_rule(dep.engine))},
         {"weights", both_units(f->weights_bytes, u) + " in " + std::string(to_string(dep.weight_dtype)) + " (" +
                         format_si(static_cast<double>(f->parameters)) + " parameters" +
-                        (f->parameters_estimated ? ", estimated" : "") + "); " + format_bytes(f->weights_bytes_per_gpu, u) +
-                        " per GPU"},
+                        (f->parameters_estimated ? ", estimated" : "") + "); " +
+                        format_bytes(f->weights_bytes_per_gpu, u) + " per GPU"},
         {"reserved", format_bytes(f->reserve_bytes_per_gpu, u) + " per GPU (activations, runtime)"},
         {"KV budget", format_signed_bytes(f->kv_budget_bytes_per_gpu, u) + " per GPU"},
         {"KV needed", format_bytes(f->kv_bytes_per_gpu, u) + " per GPU"},
-        {"verdict", f->fits ? "FITS with " + format_signed_bytes(f->headroom_bytes_per_gpu, u) + " to spare per GPU"
-                            : "DOES NOT FIT: short by " + format_signed_bytes(-f->headroom_bytes_per_gpu, u) + " per GPU"},
-        {"max batch", std::to_string(f->max_batch) + (f->max_batch == 1 ? " sequence at " : " sequences at ") + format_tokens(s.workload.context_tokens) + " tokens"},
+        {"verdict", f->fits
+                        ? "FITS with " + format_signed_bytes(f->headroom_bytes_per_gpu, u) + " to spare per GPU"
+                        : "DOES NOT FIT: short by " + format_signed_bytes(-f->headroom_bytes_per_gpu, u) + " per GPU"},
+        {"max batch", std::to_string(f->max_batch) + (f->max_batch == 1 ? " sequence at " : " sequences at ") +
+                          format_tokens(s.workload.context_tokens) + " tokens"},
         {"max context", format_count(f->max_context) + " tokens at batch " + std::to_string(s.workload.batch) +
                             (f->max_context_limited_by_model ? " (the model's limit; memory allows more)" : "")},
         {"cache holds", format_count(f->tokens_capacity) + " tokens in all"},
-        {"decode floor", fixed(d->step_time_floor_s * 1e3, 2) + " ms per step → " + fixed(d->tokens_per_s_per_sequence, 1) +
-                             " tokens/s per sequence, " + fixed(d->tokens_per_s_total, 0) + " tokens/s in all"},
+        {"decode floor", fixed(d->step_time_floor_s * 1e3, 2) + " ms per step → " +
+                             fixed(d->tokens_per_s_per_sequence, 1) + " tokens/s per sequence, " +
+                             fixed(d->tokens_per_s_total, 0) + " tokens/s in all"},
         {"bytes per step", format_bytes(d->bytes_read_per_step_per_gpu, u) + " per GPU (" +
                                format_bytes(d->weight_bytes_read_per_gpu, u) + " weights + " +
                                format_bytes(d->kv_bytes_read_per_gpu, u) + " KV)"},
         {"FLOPs/token", format_si(d->flops_per_token_cached) + " with the cache, " +
                             format_si(d->flops_per_token_uncached) + " recomputing the prefix"},
         {"KV > weights", d->kv_exceeds_weights_at_tokens
-                             ? "from " + format_count(*d->kv_exceeds_weights_at_tokens) + " tokens per sequence at batch " +
-                                   std::to_string(s.workload.batch)
+                             ? "from " + format_count(*d->kv_exceeds_weights_at_tokens) +
+                                   " tokens per sequence at batch " + std::to_string(s.workload.batch)
                              : "never (sliding windows cap the cache)"},
     };
     r.out = header(s, src) + "\n" + key_values(rows);
@@ -361,24 +368,31 @@ output:
   --units gib|gb      binary (GiB) or decimal (GB) units first
 )";
     if (command == "devices" || command == "probe" || command == "stopwatch") return probe_help(command);
-    if (command == "models") return "usage: kvscope-cli models [--json|--csv] [--data-dir DIR]\nLists every model: id, shape, parameters and KV bytes per token.\n";
-    if (command == "gpus") return "usage: kvscope-cli gpus [--json|--csv] [--data-dir DIR]\nLists every GPU: memory, bandwidth, dense bf16 TFLOP/s.\n";
+    if (command == "models")
+        return "usage: kvscope-cli models [--json|--csv] [--data-dir DIR]\nLists every model: id, shape, parameters "
+               "and KV bytes per token.\n";
+    if (command == "gpus")
+        return "usage: kvscope-cli gpus [--json|--csv] [--data-dir DIR]\nLists every GPU: memory, bandwidth, dense "
+               "bf16 TFLOP/s.\n";
     if (command == "kv")
         return "usage: kvscope-cli kv (--model ID | --config FILE) [options]\n"
                "The KV cache: total, per GPU, per sequence, per token, per layer, and the MHA/GQA/MQA variants.\n\n" +
                model + "  --all-layers        list every layer instead of grouping them by window\n";
     if (command == "compare")
         return "usage: kvscope-cli compare (--model ID | --config FILE) [options]\n"
-               "The same model as MHA, GQA, MQA (and MLA where it has it): bytes and % of MHA.\n\n" + model;
+               "The same model as MHA, GQA, MQA (and MLA where it has it): bytes and % of MHA.\n\n" +
+               model;
     if (command == "sweep")
         return "usage: kvscope-cli sweep (--model ID | --config FILE) [options]\n"
-               "KV bytes against context length for each variant.\n\n" + model +
+               "KV bytes against context length for each variant.\n\n" +
+               model +
                "sweep:\n  --points N          how many context lengths (default 12 in a table, 512 in JSON/CSV)\n"
                "  --from N, --to N    the range (default 128 to the model's max positions)\n"
                "  --linear            linear spacing (default: log)\n";
     if (command == "fit")
         return "usage: kvscope-cli fit (--model ID | --config FILE) --gpu ID [options]\n"
-               "Will it fit: weights, the engine's KV budget, max batch, max context, decode speed floor.\n\n" + model +
+               "Will it fit: weights, the engine's KV budget, max batch, max context, decode speed floor.\n\n" +
+               model +
                "deployment:\n"
                "  --gpu ID            a catalog GPU (h100-sxm, h200, a100-80gb, rtx-4090, …)\n"
                "  --gpus N            how many GPUs (default tp x pp; alone it sets --tp)\n"
@@ -398,13 +412,20 @@ Output run(const std::vector<std::string>& args) {
     if (!parsed) {
         std::string line = usage_error(parsed.errors(), command);
         line.pop_back();  // one line: the problem, then where the options are listed
-        return {"", line + " (kvscope-cli " + (command.empty() ? "" : command + " ") + "--help lists the options)\n", kExitUsage};
+        return {"", line + " (kvscope-cli " + (command.empty() ? "" : command + " ") + "--help lists the options)\n",
+                kExitUsage};
     }
     const Options& o = *parsed;
-    static const char* kCommands[] = {"models", "gpus", "kv", "compare", "sweep", "fit", "devices", "probe", "stopwatch"};
+    static const char* kCommands[] = {"models", "gpus",    "kv",    "compare",  "sweep",
+                                      "fit",    "devices", "probe", "stopwatch"};
     const bool known = std::find(std::begin(kCommands), std::end(kCommands), o.command) != std::end(kCommands);
-    if (o.command.empty() || o.command == "help") return {general_help(), "", o.command.empty() && !o.help ? kExitUsage : kExitOk};
-    if (!known) return {"", "kvscope-cli: unknown command '" + o.command + "' (models, gpus, kv, compare, sweep, fit, devices, probe, stopwatch)\n", kExitUsage};
+    if (o.command.empty() || o.command == "help")
+        return {general_help(), "", o.command.empty() && !o.help ? kExitUsage : kExitOk};
+    if (!known)
+        return {"",
+                "kvscope-cli: unknown command '" + o.command +
+                    "' (models, gpus, kv, compare, sweep, fit, devices, probe, stopwatch)\n",
+                kExitUsage};
     if (o.help) return {command_help(o.command), "", kExitOk};
 
     std::vector<std::string> problems;
@@ -413,19 +434,28 @@ Output run(const std::vector<std::string>& args) {
     for (const auto& p : problems) warnings += "kvscope-cli: skipped from your data folder: " + p + "\n";
 
     Output result;
-    if (o.command == "models") result = cmd_models(o, catalog);
-    else if (o.command == "devices") result = cmd_devices(o);
-    else if (o.command == "stopwatch") result = cmd_stopwatch(o);
-    else if (o.command == "gpus") result = cmd_gpus(o, catalog);
+    if (o.command == "models")
+        result = cmd_models(o, catalog);
+    else if (o.command == "devices")
+        result = cmd_devices(o);
+    else if (o.command == "stopwatch")
+        result = cmd_stopwatch(o);
+    else if (o.command == "gpus")
+        result = cmd_gpus(o, catalog);
     else {
         ScenarioSource src;
         auto s = build_scenario(o, catalog, src);
         if (!s) return {"", warnings + usage_error(s.errors(), o.command), kExitUsage};
-        if (o.command == "kv") result = cmd_kv(o, *s, src, false);
-        else if (o.command == "compare") result = cmd_kv(o, *s, src, true);
-        else if (o.command == "sweep") result = cmd_sweep(o, *s, src);
-        else if (o.command == "probe") result = cmd_probe(o, *s, src);
-        else result = cmd_fit(o, *s, src);
+        if (o.command == "kv")
+            result = cmd_kv(o, *s, src, false);
+        else if (o.command == "compare")
+            result = cmd_kv(o, *s, src, true);
+        else if (o.command == "sweep")
+            result = cmd_sweep(o, *s, src);
+        else if (o.command == "probe")
+            result = cmd_probe(o, *s, src);
+        else
+            result = cmd_fit(o, *s, src);
     }
     result.err = warnings + result.err;
     return result;

@@ -33,8 +33,10 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
     auto parsed = [&errors](auto& slot, auto parse) -> Setter {
         return [&slot, &errors, parse](const std::string& name, const std::string& v) {
             auto r = parse(v, name);
-            if (!r) errors.push_back(r.errors().front());
-            else slot = *r;
+            if (!r)
+                errors.push_back(r.errors().front());
+            else
+                slot = *r;
         };
     };
     auto text = [](std::optional<std::string>& slot) -> Setter {
@@ -67,16 +69,25 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
         {"--tokens", parsed(o.tokens, parse_count)},
         {"--runs", parsed(o.runs, parse_count)},
         {"--memory-limit", parsed(o.memory_limit, parse_bytes)},
-        {"--units", [&](const std::string& name, const std::string& v) {
-             if (v == "gib" || v == "binary" || v == "GiB") o.units = UnitSystem::binary;
-             else if (v == "gb" || v == "decimal" || v == "GB") o.units = UnitSystem::decimal;
-             else errors.push_back({name, "'" + v + "' is not a unit system (GiB or GB)"});
+        {"--units",
+         [&](const std::string& name, const std::string& v) {
+             if (v == "gib" || v == "binary" || v == "GiB")
+                 o.units = UnitSystem::binary;
+             else if (v == "gb" || v == "decimal" || v == "GB")
+                 o.units = UnitSystem::decimal;
+             else
+                 errors.push_back({name, "'" + v + "' is not a unit system (GiB or GB)"});
          }},
-        {"--format", [&](const std::string& name, const std::string& v) {
-             if (v == "table") o.format = Format::table;
-             else if (v == "json") o.format = Format::json;
-             else if (v == "csv") o.format = Format::csv;
-             else errors.push_back({name, "'" + v + "' is not a format (table, json, csv)"});
+        {"--format",
+         [&](const std::string& name, const std::string& v) {
+             if (v == "table")
+                 o.format = Format::table;
+             else if (v == "json")
+                 o.format = Format::json;
+             else if (v == "csv")
+                 o.format = Format::csv;
+             else
+                 errors.push_back({name, "'" + v + "' is not a format (table, json, csv)"});
          }},
     };
     const std::map<std::string, std::function<void()>> flags{
@@ -179,11 +190,15 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
             if (const GpuSpec* g = catalog.find_gpu(*o.gpu)) {
                 d.gpu = *g;
             } else {
-                errors.push_back({"--gpu", "unknown GPU '" + *o.gpu + "'" + did_you_mean(catalog.suggest_gpus(*o.gpu)) +
-                                               " (kvscope-cli gpus lists them; --gpu-memory and --gpu-bandwidth describe your own)"});
+                errors.push_back(
+                    {"--gpu",
+                     "unknown GPU '" + *o.gpu + "'" + did_you_mean(catalog.suggest_gpus(*o.gpu)) +
+                         " (kvscope-cli gpus lists them; --gpu-memory and --gpu-bandwidth describe your own)"});
             }
         } else if (!o.gpu_memory) {
-            errors.push_back({"--gpu", "fit needs a GPU: --gpu ID (kvscope-cli gpus lists them), or --gpu-memory and --gpu-bandwidth"});
+            errors.push_back(
+                {"--gpu",
+                 "fit needs a GPU: --gpu ID (kvscope-cli gpus lists them), or --gpu-memory and --gpu-bandwidth"});
         } else {
             d.gpu.id = "custom";
             d.gpu.name = "custom GPU";
@@ -191,16 +206,22 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
         if (o.gpu_memory) d.gpu.memory_bytes = *o.gpu_memory;
         if (o.gpu_bandwidth) d.gpu.bandwidth_bytes_per_s = *o.gpu_bandwidth;
         if (!o.gpu && o.gpu_memory && !o.gpu_bandwidth)
-            errors.push_back({"--gpu-bandwidth", "a custom GPU needs its memory bandwidth in bytes/s (for example 3350GB)"});
+            errors.push_back(
+                {"--gpu-bandwidth", "a custom GPU needs its memory bandwidth in bytes/s (for example 3350GB)"});
         if (o.engine) {
-            if (auto e = parse_engine(*o.engine)) d.engine = *e;
-            else errors.push_back({"--engine", "'" + *o.engine + "' is not an engine (" + engine_list() + ")"});
+            if (auto e = parse_engine(*o.engine))
+                d.engine = *e;
+            else
+                errors.push_back({"--engine", "'" + *o.engine + "' is not an engine (" + engine_list() + ")"});
         }
         d.fraction = o.utilization.value_or(default_fraction(d.engine));
         d.weight_dtype = model_weight_dtype.value_or(KvDtype::bf16);
         if (o.weight_dtype) {
-            if (auto w = parse_kv_dtype(*o.weight_dtype)) d.weight_dtype = *w;
-            else errors.push_back({"--weight-dtype", "'" + *o.weight_dtype + "' is not a format (" + kv_dtype_list() + ")"});
+            if (auto w = parse_kv_dtype(*o.weight_dtype))
+                d.weight_dtype = *w;
+            else
+                errors.push_back(
+                    {"--weight-dtype", "'" + *o.weight_dtype + "' is not a format (" + kv_dtype_list() + ")"});
         }
         if (o.reserve) d.activation_reserve_bytes = *o.reserve;
         if (o.overhead) d.runtime_overhead_bytes = *o.overhead;

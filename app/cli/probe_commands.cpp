@@ -41,10 +41,14 @@ probe::Control make_control(const Options& o) {
 
 int exit_status(Status s) {
     switch (s) {
-    case Status::ok: return kExitOk;
-    case Status::cancelled: return kExitCancelled;
-    case Status::invalid_input: return kExitUsage;
-    default: return kExitFailed;
+        case Status::ok:
+            return kExitOk;
+        case Status::cancelled:
+            return kExitCancelled;
+        case Status::invalid_input:
+            return kExitUsage;
+        default:
+            return kExitFailed;
     }
 }
 
@@ -76,21 +80,27 @@ Value device_json(const probe::DeviceInfo& d) {
     return o;
 }
 
-Result<std::unique_ptr<probe::Backend>> backend_of(const Options& o) { return probe::make_backend(o.backend.value_or("auto")); }
+Result<std::unique_ptr<probe::Backend>> backend_of(const Options& o) {
+    return probe::make_backend(o.backend.value_or("auto"));
+}
 
 }  // namespace
 
 std::string probe_help(const std::string& command) {
-    if (command == "devices") return "usage: kvscope-cli devices [--json]\nLists the probe's backends (cpu, cuda) and their devices.\n";
+    if (command == "devices")
+        return "usage: kvscope-cli devices [--json]\nLists the probe's backends (cpu, cuda) and their devices.\n";
     if (command == "probe")
-        return "usage: kvscope-cli probe (--model ID | --config FILE) --context N [--batch N] [--kv-dtype fp32|fp16|bf16]\n"
-               "                         [--block-size N] [--backend auto|cpu|cuda] [--runs N] [--memory-limit SIZE] [--json]\n"
+        return "usage: kvscope-cli probe (--model ID | --config FILE) --context N [--batch N] [--kv-dtype "
+               "fp32|fp16|bf16]\n"
+               "                         [--block-size N] [--backend auto|cpu|cuda] [--runs N] [--memory-limit SIZE] "
+               "[--json]\n"
                "Allocates the model's KV cache on this machine exactly as the calculator lays it out, compares the\n"
                "bytes, and times one decode step's attention over it against a read-bandwidth ceiling measured in\n"
                "the same run. Ctrl+C cancels (everything is freed).\n";
     return "usage: kvscope-cli stopwatch [--tokens N] [--prompt TEXT] [--backend auto|cpu|cuda] [--json]\n"
            "A small real transformer generates N tokens (default 128) twice: with its KV cache, and recomputing\n"
-           "the whole prefix at every step. Prints the time per token of both, the two texts, and whether they match.\n";
+           "the whole prefix at every step. Prints the time per token of both, the two texts, and whether they "
+           "match.\n";
 }
 
 Output cmd_devices(const Options& o) {
@@ -104,10 +114,12 @@ Output cmd_devices(const Options& o) {
     }
     Table t({"backend", "device", "memory", "free", "units", "cache", "peak GB/s", "read GB/s", "note"});
     for (const auto& d : devices)
-        t.add({d.backend, d.name, d.total_bytes ? format_bytes(d.total_bytes) : "-", d.total_bytes ? format_bytes(d.free_bytes) : "-",
-               d.compute_units ? std::to_string(d.compute_units) : "-", d.cache_bytes ? format_bytes(d.cache_bytes) : "-",
-               d.theoretical_gbps > 0 ? fixed(d.theoretical_gbps, 0) : "-", d.measured_gbps > 0 ? fixed(d.measured_gbps, 1) : "-",
-               d.note});
+        t.add({d.backend, d.name, d.total_bytes ? format_bytes(d.total_bytes) : "-",
+               d.total_bytes ? format_bytes(d.free_bytes) : "-",
+               d.compute_units ? std::to_string(d.compute_units) : "-",
+               d.cache_bytes ? format_bytes(d.cache_bytes) : "-",
+               d.theoretical_gbps > 0 ? fixed(d.theoretical_gbps, 0) : "-",
+               d.measured_gbps > 0 ? fixed(d.measured_gbps, 1) : "-", d.note});
     r.out = o.format == Format::csv ? t.csv() : t.text();
     return r;
 }
@@ -174,13 +186,15 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
                          (diff >= 0 ? "+" : "") + format_signed_bytes(diff) + " against requested, granularity " +
                          format_bytes(a.granularity_bytes) + ")"},
         {"workspace", format_bytes(a.workspace_bytes) + " (scores and outputs, not part of the cache)"},
-        {"context", a.context_bytes ? format_bytes(a.context_bytes) + " in use on the device before the cache (CUDA context and other processes)"
+        {"context", a.context_bytes ? format_bytes(a.context_bytes) +
+                                          " in use on the device before the cache (CUDA context and other processes)"
                                     : "none (host memory)"},
         {"attention", fixed(at.median_ms, 2) + " ms per decode step (median of " + std::to_string(at.runs) + ", min " +
                           fixed(at.min_ms, 2) + " ms)"},
         {"KV read", format_bytes(at.kv_bytes_read) + " per step at " + fixed(at.kv_read_gbps, 1) + " GB/s"},
-        {"ceiling", fixed(at.ceiling_gbps, 1) + " GB/s read-only pass, same run → " + fixed(at.fraction_of_ceiling * 100, 0) +
-                        "% of it" + (at.threads > 1 ? " (one thread: " + fixed(at.single_thread_gbps, 1) + " GB/s)" : "")},
+        {"ceiling", fixed(at.ceiling_gbps, 1) + " GB/s read-only pass, same run → " +
+                        fixed(at.fraction_of_ceiling * 100, 0) + "% of it" +
+                        (at.threads > 1 ? " (one thread: " + fixed(at.single_thread_gbps, 1) + " GB/s)" : "")},
         {"accuracy", "max relative error " + sci(at.max_rel_error) + " against float64"},
     });
     if (at.cache_resident) r.out += "note: the cache fits in the CPU caches, so the bandwidth is optimistic\n";
@@ -232,10 +246,12 @@ Output cmd_stopwatch(const Options& o) {
         cum_c += w.cached_ms[i];
         cum_u += w.uncached_ms[i];
         if ((i + 1) % std::max<std::size_t>(1, n / 8) == 0 || i + 1 == n)
-            t.add({std::to_string(i + 1), fixed(w.cached_ms[i], 3), fixed(w.uncached_ms[i], 3), fixed(cum_c, 1), fixed(cum_u, 1)});
+            t.add({std::to_string(i + 1), fixed(w.cached_ms[i], 3), fixed(w.uncached_ms[i], 3), fixed(cum_c, 1),
+                   fixed(cum_u, 1)});
     }
-    r.out = "backend:  " + w.device.backend + " — " + w.device.name + "\n" + t.text() + "\nwith the cache:  " + w.text_cached +
-            "\nrecomputing:     " + w.text_uncached + "\n" + w.message + ", largest logit difference " + sci(w.max_logit_diff) + "\n";
+    r.out = "backend:  " + w.device.backend + " — " + w.device.name + "\n" + t.text() +
+            "\nwith the cache:  " + w.text_cached + "\nrecomputing:     " + w.text_uncached + "\n" + w.message +
+            ", largest logit difference " + sci(w.max_logit_diff) + "\n";
     return r;
 }
 

@@ -8,7 +8,8 @@ namespace {
 
 // Display width: count UTF-8 code points, not bytes ("×", "—").
 std::size_t width(const std::string& s) {
-    return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+    return static_cast<std::size_t>(
+        std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 bool numeric(const std::string& s) {

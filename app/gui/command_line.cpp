@@ -37,8 +37,9 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
     Errors errors;
     std::vector<std::string> rest;
     const std::map<QString, std::optional<QString>*> paths{
-        {"--scenario", &c.scenario_file},     {"--export-chart", &c.export_chart}, {"--export-csv", &c.export_csv},
-        {"--export-json", &c.export_json},    {"--export-report", &c.export_report}, {"--screenshots", &c.screenshots_dir}};
+        {"--scenario", &c.scenario_file},      {"--export-chart", &c.export_chart},
+        {"--export-csv", &c.export_csv},       {"--export-json", &c.export_json},
+        {"--export-report", &c.export_report}, {"--screenshots", &c.screenshots_dir}};
     for (qsizetype i = 0; i < args.size(); ++i) {
         QString arg = args.at(i);
         std::optional<QString> inline_value;
@@ -52,18 +53,24 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
             errors.push_back({arg.toStdString(), "needs a value"});
             return std::nullopt;
         };
-        if (arg == "-h" || arg == "--help") c.help = true;
-        else if (arg == "--version") c.version = true;
-        else if (arg == "--startup-probe") c.startup_probe = true;
-        else if (arg == "--log-bytes") c.log_bytes = true;
-        else if (auto p = paths.find(arg); p != paths.end()) *p->second = value();
+        if (arg == "-h" || arg == "--help")
+            c.help = true;
+        else if (arg == "--version")
+            c.version = true;
+        else if (arg == "--startup-probe")
+            c.startup_probe = true;
+        else if (arg == "--log-bytes")
+            c.log_bytes = true;
+        else if (auto p = paths.find(arg); p != paths.end())
+            *p->second = value();
         else if (arg == "--size") {
             if (auto v = value()) {
                 const QStringList wh = v->toLower().split('x');
                 bool ok_w = false, ok_h = false;
                 if (wh.size() == 2) c.chart_size.logical = QSize(wh[0].toInt(&ok_w), wh[1].toInt(&ok_h));
                 if (!ok_w || !ok_h)
-                    errors.push_back({"--size", "'" + v->toStdString() + "' is not WIDTHxHEIGHT (for example 1600x900)"});
+                    errors.push_back(
+                        {"--size", "'" + v->toStdString() + "' is not WIDTHxHEIGHT (for example 1600x900)"});
             }
         } else if (arg == "--scale") {
             if (auto v = value()) {
@@ -89,7 +96,8 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
                                  o.full_window || o.kv_dtype || o.gpu || o.gpu_memory || o.engine || o.gpus ||
                                  o.utilization || o.weight_dtype;
     }
-    if (c.exports() && c.screenshots_dir) errors.push_back({"--screenshots", "cannot be combined with the export options"});
+    if (c.exports() && c.screenshots_dir)
+        errors.push_back({"--screenshots", "cannot be combined with the export options"});
     if (!errors.empty()) return errors;
     return c;
 }
@@ -97,11 +105,13 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
 Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const Catalog& catalog) {
     const cli::Options& o = c.options;
     if (c.scenario_file) {
-        if (o.model || o.config) return FieldError{"--scenario", "give either --scenario or --model/--config, not both"};
+        if (o.model || o.config)
+            return FieldError{"--scenario", "give either --scenario or --model/--config, not both"};
         auto s = read_scenario_file(c.scenario_file->toStdString());
         if (!s) return s.errors();
         ChosenScenario chosen{*s, QString::fromStdString(s->arch.name), {QString("from %1").arg(*c.scenario_file)}};
-        if (const CatalogModel* m = catalog.find_model(s->model_id)) chosen.description = QString::fromStdString(m->name);
+        if (const CatalogModel* m = catalog.find_model(s->model_id))
+            chosen.description = QString::fromStdString(m->name);
         // Options given beside the file override it.
         Scenario& sc = chosen.scenario;
         if (o.context) sc.workload.context_tokens = *o.context;
@@ -112,7 +122,8 @@ Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const 
         if (o.full_window) sc.workload.full_window = true;
         if (o.kv_dtype) {
             auto d = parse_kv_dtype(*o.kv_dtype);
-            if (!d) return FieldError{"--kv-dtype", "'" + *o.kv_dtype + "' is not a KV format (" + kv_dtype_list() + ")"};
+            if (!d)
+                return FieldError{"--kv-dtype", "'" + *o.kv_dtype + "' is not a KV format (" + kv_dtype_list() + ")"};
             sc.kv_dtype = *d;
         }
         return std::optional<ChosenScenario>(chosen);

@@ -24,14 +24,16 @@ void print_error(const QString& text) { std::fprintf(stderr, "kvscope: %s\n", qP
 bool wants_no_window(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a.starts_with("--export-") || a.starts_with("--screenshots") || a == "--help" || a == "-h" || a == "--version")
+        if (a.starts_with("--export-") || a.starts_with("--screenshots") || a == "--help" || a == "-h" ||
+            a == "--version")
             return true;
     }
     return false;
 }
 
 // Headless exports: the same model and chart the window shows, never shown.
-int run_exports(const kvscope::gui::CommandLine& c, const kvscope::gui::ChosenScenario& chosen, const kvscope::Catalog& catalog) {
+int run_exports(const kvscope::gui::CommandLine& c, const kvscope::gui::ChosenScenario& chosen,
+                const kvscope::Catalog& catalog) {
     using namespace kvscope::ui;
     ScenarioModel model(catalog);
     model.setUnits(c.options.units);
@@ -78,10 +80,11 @@ int main(int argc, char** argv) {
     } else if (std::getenv("QT_QPA_PLATFORM") == nullptr && std::getenv("DISPLAY") == nullptr &&
                std::getenv("WAYLAND_DISPLAY") == nullptr) {
         // Qt would abort with a platform-plugin error; say what is wrong and what works instead.
-        std::fputs("kvscope: no display here (DISPLAY and WAYLAND_DISPLAY are unset), so the window cannot open.\n"
-                   "  Write files without a window: kvscope --model llama-3-8b --export-chart chart.svg (see --help),\n"
-                   "  or use kvscope-cli for tables and JSON.\n",
-                   stderr);
+        std::fputs(
+            "kvscope: no display here (DISPLAY and WAYLAND_DISPLAY are unset), so the window cannot open.\n"
+            "  Write files without a window: kvscope --model llama-3-8b --export-chart chart.svg (see --help),\n"
+            "  or use kvscope-cli for tables and JSON.\n",
+            stderr);
         return kExitFailed;
     }
     QApplication app(argc, argv);
@@ -105,8 +108,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     std::vector<std::string> problems;
-    const kvscope::Catalog catalog = kvscope::Catalog::with_user_folder(
-        c.options.data_dir.value_or(kvscope::default_user_folder()), problems);
+    const kvscope::Catalog catalog =
+        kvscope::Catalog::with_user_folder(c.options.data_dir.value_or(kvscope::default_user_folder()), problems);
     for (const auto& p : problems) print_error(QString::fromStdString(p));
 
     auto chosen = kvscope::gui::scenario_from(c, catalog);

@@ -6,10 +6,10 @@
 #include <QEventLoop>
 #include <QLineEdit>
 #include <QMouseEvent>
-#include <QSpinBox>
 #include <QPalette>
-#include <QUndoStack>
+#include <QSpinBox>
 #include <QTabWidget>
+#include <QUndoStack>
 
 #include <cstdio>
 

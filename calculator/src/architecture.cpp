@@ -9,10 +9,14 @@ namespace kvscope {
 
 std::string_view to_string(AttentionKind kind) {
     switch (kind) {
-        case AttentionKind::MHA: return "MHA";
-        case AttentionKind::GQA: return "GQA";
-        case AttentionKind::MQA: return "MQA";
-        case AttentionKind::MLA: return "MLA";
+        case AttentionKind::MHA:
+            return "MHA";
+        case AttentionKind::GQA:
+            return "GQA";
+        case AttentionKind::MQA:
+            return "MQA";
+        case AttentionKind::MLA:
+            return "MLA";
     }
     return "?";
 }
@@ -30,8 +34,8 @@ Errors validate(const Architecture& a) {
     need_positive(a.query_heads, "query_heads", "the number of query heads");
     auto at_most = [&](std::uint64_t v, std::uint64_t limit, const char* field, const char* what) {
         if (v > limit)
-            e.push_back({field, std::string(what) + " (" + format_count(v) + ") is more than the " + format_count(limit) +
-                                    " supported"});
+            e.push_back({field, std::string(what) + " (" + format_count(v) + ") is more than the " +
+                                    format_count(limit) + " supported"});
     };
     at_most(a.layers, kMaxLayers, "layers", "the number of layers");
     at_most(a.query_heads, kMaxHeads, "query_heads", "the number of query heads");
@@ -42,19 +46,15 @@ Errors validate(const Architecture& a) {
     }
     if (a.kv_heads > 0 && a.query_heads > 0 && !a.mla) {
         if (a.kv_heads > a.query_heads)
-            e.push_back({"kv_heads", "KV heads (" + std::to_string(a.kv_heads) +
-                                         ") cannot exceed query heads (" +
+            e.push_back({"kv_heads", "KV heads (" + std::to_string(a.kv_heads) + ") cannot exceed query heads (" +
                                          std::to_string(a.query_heads) + ")"});
         else if (a.query_heads % a.kv_heads != 0)
-            e.push_back({"kv_heads", "KV heads (" + std::to_string(a.kv_heads) +
-                                         ") must divide the query heads (" +
-                                         std::to_string(a.query_heads) +
-                                         ") so each KV head serves a whole group"});
+            e.push_back({"kv_heads", "KV heads (" + std::to_string(a.kv_heads) + ") must divide the query heads (" +
+                                         std::to_string(a.query_heads) + ") so each KV head serves a whole group"});
     }
     if (!a.layer_windows.empty() && a.layer_windows.size() != a.layers)
         e.push_back({"layer_windows", "there are " + std::to_string(a.layer_windows.size()) +
-                                          " per-layer windows for " + std::to_string(a.layers) +
-                                          " layers"});
+                                          " per-layer windows for " + std::to_string(a.layers) + " layers"});
     if (a.mla) {
         need_positive(a.mla->kv_lora_rank, "kv_lora_rank", "the MLA latent rank");
         need_positive(a.mla->v_head_dim, "v_head_dim", "the MLA value head dimension");
@@ -65,15 +65,12 @@ Errors validate(const Architecture& a) {
         need_positive(a.moe->experts, "num_experts", "the number of experts");
         need_positive(a.moe->experts_per_token, "experts_per_token", "experts per token");
         if (a.moe->experts_per_token > a.moe->experts)
-            e.push_back({"experts_per_token", "experts per token (" +
-                                                  std::to_string(a.moe->experts_per_token) +
+            e.push_back({"experts_per_token", "experts per token (" + std::to_string(a.moe->experts_per_token) +
                                                   ") cannot exceed the number of experts (" +
                                                   std::to_string(a.moe->experts) + ")"});
-        if (a.moe->dense_layers > a.layers)
-            e.push_back({"first_k_dense_replace", "more dense layers than layers"});
+        if (a.moe->dense_layers > a.layers) e.push_back({"first_k_dense_replace", "more dense layers than layers"});
     }
-    if (a.params_active > a.params_total)
-        e.push_back({"params_active", "active parameters exceed the total"});
+    if (a.params_active > a.params_total) e.push_back({"params_active", "active parameters exceed the total"});
     return e;
 }
 
@@ -97,8 +94,7 @@ ParameterCount estimate_parameters(const Architecture& a) {
         const auto& m = *a.mla;
         const std::uint64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
         const Checked q = m.q_lora_rank
-                              ? Checked(H) * m.q_lora_rank + m.q_lora_rank +
-                                    Checked(m.q_lora_rank) * a.query_heads * qk
+                              ? Checked(H) * m.q_lora_rank + m.q_lora_rank + Checked(m.q_lora_rank) * a.query_heads * qk
                               : Checked(H) * a.query_heads * qk;
         const Checked kv_down = Checked(H) * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank;
         const Checked kv_up = Checked(m.kv_lora_rank) * a.query_heads * (m.qk_nope_head_dim + m.v_head_dim);

@@ -115,7 +115,8 @@ void load_models(const std::string& index_text, const std::string& index_source,
         const std::string id = lower(string_field(entry, "id"));
         const std::string file = string_field(entry, "file");
         if (id.empty() || file.empty()) {
-            problems.push_back(index_source + ":" + std::to_string(entry.line()) + ": an entry needs \"id\" and \"file\"");
+            problems.push_back(index_source + ":" + std::to_string(entry.line()) +
+                               ": an entry needs \"id\" and \"file\"");
             continue;
         }
         auto text = read(file);
@@ -170,11 +171,13 @@ Result<std::vector<GpuSpec>> parse_gpu_list(std::string_view text, const std::st
         const Value* tf = entry.find("bf16_tflops");
         const std::uint64_t mem_v = mem ? mem->as_u64().value_or(0) : 0;
         const std::uint64_t bw_v = bw ? bw->as_u64().value_or(0) : 0;
-        if (g.id.empty()) errors.push_back({"id", at + "a GPU entry needs an \"id\""});
+        if (g.id.empty())
+            errors.push_back({"id", at + "a GPU entry needs an \"id\""});
         else if (mem_v == 0)
             errors.push_back({"memory_bytes", at + g.id + ": memory_bytes must be a whole number above 0"});
         else if (bw_v == 0)
-            errors.push_back({"bandwidth_bytes_per_s", at + g.id + ": bandwidth_bytes_per_s must be a whole number above 0"});
+            errors.push_back(
+                {"bandwidth_bytes_per_s", at + g.id + ": bandwidth_bytes_per_s must be a whole number above 0"});
         else {
             g.memory_bytes = mem_v;
             g.bandwidth_bytes_per_s = bw_v;
@@ -198,13 +201,14 @@ const Catalog& Catalog::builtin() {
         std::vector<std::string> problems;
         auto index = find("models/catalog.json");
         if (!index) throw std::logic_error(index.error_text());
-        load_models(*index, "models/catalog.json",
-                    [&](const std::string& file) { return find("models/" + file); }, "",
-                    [&](CatalogModel m) { c.upsert(std::move(m)); }, problems);
+        load_models(
+            *index, "models/catalog.json", [&](const std::string& file) { return find("models/" + file); }, "",
+            [&](CatalogModel m) { c.upsert(std::move(m)); }, problems);
         auto gpus = find("gpus.json");
         if (!gpus) throw std::logic_error(gpus.error_text());
         auto list = parse_gpu_list(*gpus, "gpus.json");
-        if (!list) problems.push_back(list.error_text());
+        if (!list)
+            problems.push_back(list.error_text());
         else
             for (auto& g : *list) c.upsert(std::move(g));
         // The compiled-in data is tested; a broken entry is a build defect, not user input.
@@ -230,14 +234,20 @@ void Catalog::add_folder(const std::string& folder, std::vector<std::string>& pr
         const fs::path index = models / "catalog.json";
         if (fs::exists(index, ec)) {
             if (auto text = read_text_file(index.string()); text)
-                load_models(*text, index.string(), [&](const std::string& f) { listed.push_back(f); return read(f); },
-                            models.string(), [&](CatalogModel m) { upsert(std::move(m)); }, problems);
+                load_models(
+                    *text, index.string(),
+                    [&](const std::string& f) {
+                        listed.push_back(f);
+                        return read(f);
+                    },
+                    models.string(), [&](CatalogModel m) { upsert(std::move(m)); }, problems);
             else
                 problems.push_back(text.error_text());
         }
         std::vector<fs::path> files;
         for (const auto& entry : fs::directory_iterator(models, ec))
-            if (entry.path().extension() == ".json" && entry.path().filename() != "catalog.json") files.push_back(entry.path());
+            if (entry.path().extension() == ".json" && entry.path().filename() != "catalog.json")
+                files.push_back(entry.path());
         std::sort(files.begin(), files.end());
         for (const auto& path : files) {
             if (std::find(listed.begin(), listed.end(), path.filename().string()) != listed.end()) continue;
@@ -261,7 +271,8 @@ void Catalog::add_folder(const std::string& folder, std::vector<std::string>& pr
     if (fs::exists(gpus, ec)) {
         auto text = read_text_file(gpus.string());
         auto list = text ? parse_gpu_list(*text, gpus.string()) : Result<std::vector<GpuSpec>>(text.errors());
-        if (!list) problems.push_back(list.error_text());
+        if (!list)
+            problems.push_back(list.error_text());
         else
             for (auto& g : *list) upsert(std::move(g));
     }
@@ -269,14 +280,18 @@ void Catalog::add_folder(const std::string& folder, std::vector<std::string>& pr
 
 void Catalog::upsert(CatalogModel m) {
     auto it = std::find_if(models_.begin(), models_.end(), [&](const CatalogModel& x) { return x.id == m.id; });
-    if (it != models_.end()) *it = std::move(m);
-    else models_.push_back(std::move(m));
+    if (it != models_.end())
+        *it = std::move(m);
+    else
+        models_.push_back(std::move(m));
 }
 
 void Catalog::upsert(GpuSpec g) {
     auto it = std::find_if(gpus_.begin(), gpus_.end(), [&](const GpuSpec& x) { return x.id == g.id; });
-    if (it != gpus_.end()) *it = std::move(g);
-    else gpus_.push_back(std::move(g));
+    if (it != gpus_.end())
+        *it = std::move(g);
+    else
+        gpus_.push_back(std::move(g));
 }
 
 const CatalogModel* Catalog::find_model(std::string_view key) const { return find_by_name(models_, key); }

@@ -18,57 +18,140 @@ using json::Value;
 // Only these are ever assumed, and each use is listed in the import's output.
 const std::map<std::string, std::map<std::string, std::uint64_t>>& type_defaults() {
     static const std::map<std::string, std::map<std::string, std::uint64_t>> kDefaults{
-        {"llama", {{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 11008},
-                   {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"max_position_embeddings", 2048},
-                   {"tie_word_embeddings", 0}}},
-        {"mistral", {{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 14336},
-                     {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
-                     {"max_position_embeddings", 131072}, {"tie_word_embeddings", 0}}},
-        {"mixtral", {{"vocab_size", 32000}, {"hidden_size", 4096}, {"intermediate_size", 14336},
-                     {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
-                     {"max_position_embeddings", 131072}, {"num_local_experts", 8},
-                     {"num_experts_per_tok", 2}, {"tie_word_embeddings", 0}}},
-        {"qwen2", {{"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016},
-                   {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 32},
-                   {"max_position_embeddings", 32768}, {"max_window_layers", 28}, {"tie_word_embeddings", 0}}},
-        {"qwen3", {{"vocab_size", 151936}, {"hidden_size", 4096}, {"intermediate_size", 22016},
-                   {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"num_key_value_heads", 32},
-                   {"head_dim", 128}, {"max_position_embeddings", 32768}, {"max_window_layers", 28},
-                   {"tie_word_embeddings", 0}}},
-        {"gemma2", {{"vocab_size", 256000}, {"hidden_size", 2304}, {"intermediate_size", 9216},
-                    {"num_hidden_layers", 26}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
-                    {"head_dim", 256}, {"max_position_embeddings", 8192}, {"sliding_window", 4096},
-                    {"tie_word_embeddings", 1}}},
-        {"gemma3_text", {{"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216},
-                         {"num_hidden_layers", 26}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
-                         {"head_dim", 256}, {"max_position_embeddings", 131072}, {"sliding_window", 4096},
-                         {"sliding_window_pattern", 6}, {"tie_word_embeddings", 1}}},
-        {"phi3", {{"vocab_size", 32064}, {"hidden_size", 3072}, {"intermediate_size", 8192},
-                  {"num_hidden_layers", 32}, {"num_attention_heads", 32}, {"max_position_embeddings", 4096},
-                  {"tie_word_embeddings", 0}}},
-        {"falcon", {{"vocab_size", 65024}, {"hidden_size", 4544}, {"num_hidden_layers", 32},
-                    {"num_attention_heads", 71}, {"max_position_embeddings", 2048}, {"tie_word_embeddings", 1}}},
-        {"gpt2", {{"vocab_size", 50257}, {"hidden_size", 768}, {"num_hidden_layers", 12},
-                  {"num_attention_heads", 12}, {"max_position_embeddings", 1024}, {"tie_word_embeddings", 1}}},
-        {"deepseek_v3", {{"vocab_size", 129280}, {"hidden_size", 7168}, {"intermediate_size", 18432},
-                         {"moe_intermediate_size", 2048}, {"num_hidden_layers", 61}, {"num_attention_heads", 128},
-                         {"num_key_value_heads", 128}, {"n_shared_experts", 1}, {"n_routed_experts", 256},
-                         {"kv_lora_rank", 512}, {"q_lora_rank", 1536}, {"qk_rope_head_dim", 64},
-                         {"v_head_dim", 128}, {"qk_nope_head_dim", 128}, {"num_experts_per_tok", 8},
-                         {"first_k_dense_replace", 3}, {"max_position_embeddings", 4096},
-                         {"tie_word_embeddings", 0}}},
-        {"gpt_oss", {{"vocab_size", 201088}, {"hidden_size", 2880}, {"intermediate_size", 2880},
-                     {"num_hidden_layers", 36}, {"num_attention_heads", 64}, {"num_key_value_heads", 8},
-                     {"head_dim", 64}, {"sliding_window", 128}, {"max_position_embeddings", 131072},
-                     {"num_local_experts", 128}, {"num_experts_per_tok", 4}, {"tie_word_embeddings", 0}}},
+        {"llama",
+         {{"vocab_size", 32000},
+          {"hidden_size", 4096},
+          {"intermediate_size", 11008},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 2048},
+          {"tie_word_embeddings", 0}}},
+        {"mistral",
+         {{"vocab_size", 32000},
+          {"hidden_size", 4096},
+          {"intermediate_size", 14336},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"num_key_value_heads", 8},
+          {"max_position_embeddings", 131072},
+          {"tie_word_embeddings", 0}}},
+        {"mixtral",
+         {{"vocab_size", 32000},
+          {"hidden_size", 4096},
+          {"intermediate_size", 14336},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"num_key_value_heads", 8},
+          {"max_position_embeddings", 131072},
+          {"num_local_experts", 8},
+          {"num_experts_per_tok", 2},
+          {"tie_word_embeddings", 0}}},
+        {"qwen2",
+         {{"vocab_size", 151936},
+          {"hidden_size", 4096},
+          {"intermediate_size", 22016},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"num_key_value_heads", 32},
+          {"max_position_embeddings", 32768},
+          {"max_window_layers", 28},
+          {"tie_word_embeddings", 0}}},
+        {"qwen3",
+         {{"vocab_size", 151936},
+          {"hidden_size", 4096},
+          {"intermediate_size", 22016},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"num_key_value_heads", 32},
+          {"head_dim", 128},
+          {"max_position_embeddings", 32768},
+          {"max_window_layers", 28},
+          {"tie_word_embeddings", 0}}},
+        {"gemma2",
+         {{"vocab_size", 256000},
+          {"hidden_size", 2304},
+          {"intermediate_size", 9216},
+          {"num_hidden_layers", 26},
+          {"num_attention_heads", 8},
+          {"num_key_value_heads", 4},
+          {"head_dim", 256},
+          {"max_position_embeddings", 8192},
+          {"sliding_window", 4096},
+          {"tie_word_embeddings", 1}}},
+        {"gemma3_text",
+         {{"vocab_size", 262208},
+          {"hidden_size", 2304},
+          {"intermediate_size", 9216},
+          {"num_hidden_layers", 26},
+          {"num_attention_heads", 8},
+          {"num_key_value_heads", 4},
+          {"head_dim", 256},
+          {"max_position_embeddings", 131072},
+          {"sliding_window", 4096},
+          {"sliding_window_pattern", 6},
+          {"tie_word_embeddings", 1}}},
+        {"phi3",
+         {{"vocab_size", 32064},
+          {"hidden_size", 3072},
+          {"intermediate_size", 8192},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 32},
+          {"max_position_embeddings", 4096},
+          {"tie_word_embeddings", 0}}},
+        {"falcon",
+         {{"vocab_size", 65024},
+          {"hidden_size", 4544},
+          {"num_hidden_layers", 32},
+          {"num_attention_heads", 71},
+          {"max_position_embeddings", 2048},
+          {"tie_word_embeddings", 1}}},
+        {"gpt2",
+         {{"vocab_size", 50257},
+          {"hidden_size", 768},
+          {"num_hidden_layers", 12},
+          {"num_attention_heads", 12},
+          {"max_position_embeddings", 1024},
+          {"tie_word_embeddings", 1}}},
+        {"deepseek_v3",
+         {{"vocab_size", 129280},
+          {"hidden_size", 7168},
+          {"intermediate_size", 18432},
+          {"moe_intermediate_size", 2048},
+          {"num_hidden_layers", 61},
+          {"num_attention_heads", 128},
+          {"num_key_value_heads", 128},
+          {"n_shared_experts", 1},
+          {"n_routed_experts", 256},
+          {"kv_lora_rank", 512},
+          {"q_lora_rank", 1536},
+          {"qk_rope_head_dim", 64},
+          {"v_head_dim", 128},
+          {"qk_nope_head_dim", 128},
+          {"num_experts_per_tok", 8},
+          {"first_k_dense_replace", 3},
+          {"max_position_embeddings", 4096},
+          {"tie_word_embeddings", 0}}},
+        {"gpt_oss",
+         {{"vocab_size", 201088},
+          {"hidden_size", 2880},
+          {"intermediate_size", 2880},
+          {"num_hidden_layers", 36},
+          {"num_attention_heads", 64},
+          {"num_key_value_heads", 8},
+          {"head_dim", 64},
+          {"sliding_window", 128},
+          {"max_position_embeddings", 131072},
+          {"num_local_experts", 128},
+          {"num_experts_per_tok", 4},
+          {"tie_word_embeddings", 0}}},
     };
     return kDefaults;
 }
 
 // Model types whose MLP has two matrices (up, down) rather than a gated three.
 bool ungated_mlp(const std::string& type) {
-    static const char* kTypes[] = {"gpt2", "falcon", "gpt_neox", "gptj", "opt", "bloom",
-                                   "gpt_bigcode", "phi", "starcoder2", "mpt", "gpt_neo"};
+    static const char* kTypes[] = {"gpt2",        "falcon", "gpt_neox",   "gptj", "opt",    "bloom",
+                                   "gpt_bigcode", "phi",    "starcoder2", "mpt",  "gpt_neo"};
     return std::any_of(std::begin(kTypes), std::end(kTypes), [&](const char* t) { return type == t; });
 }
 
@@ -106,14 +189,14 @@ public:
             if (!v) continue;
             const auto n = v->as_u64();
             if (!n) {
-                error(key, v->line(), std::string(key) + " must be a whole number of at least 0, found " +
-                                          describe(*v));
+                error(key, v->line(),
+                      std::string(key) + " must be a whole number of at least 0, found " + describe(*v));
                 return std::nullopt;
             }
             if (found && found->value != *n) {
-                error(key, v->line(), std::string(key) + " (" + std::to_string(*n) + ") contradicts " + found->key +
-                                          " (" + std::to_string(found->value) + ") on line " +
-                                          std::to_string(found->line));
+                error(key, v->line(),
+                      std::string(key) + " (" + std::to_string(*n) + ") contradicts " + found->key + " (" +
+                          std::to_string(found->value) + ") on line " + std::to_string(found->line));
                 return std::nullopt;
             }
             if (!found) found = Found{*n, key, v->line()};
@@ -214,8 +297,10 @@ void read_dtypes(const Value& root, const Value& cfg, ImportedModel& out) {
     if (quant && quant->is_object()) {
         const Value* method = quant->find("quant_method");
         const std::string m = method && method->is_string() ? method->as_string() : "";
-        if (m == "fp8") out.weight_dtype = KvDtype::fp8_e4m3, out.weight_dtype_source = "quantization_config fp8";
-        else if (m == "mxfp4") out.weight_dtype = KvDtype::mxfp4, out.weight_dtype_source = "quantization_config mxfp4";
+        if (m == "fp8")
+            out.weight_dtype = KvDtype::fp8_e4m3, out.weight_dtype_source = "quantization_config fp8";
+        else if (m == "mxfp4")
+            out.weight_dtype = KvDtype::mxfp4, out.weight_dtype_source = "quantization_config mxfp4";
         else if (!m.empty())
             out.notes.push_back("quantization_config '" + m + "' is not modelled; weights taken as " +
                                 std::string(to_string(out.weight_dtype)));
@@ -350,7 +435,8 @@ void read_attention(Reader& r, ImportedModel& out) {
         r.lines["head_dim"] = r.lines["head_dim_v"] = hd->line;
     } else if (auto d = r.type_default("head_dim")) {
         a.head_dim_k = a.head_dim_v = *d;
-        out.assumed.push_back("head_dim = " + std::to_string(*d) + " (" + out.model_type + " default; not in the file)");
+        out.assumed.push_back("head_dim = " + std::to_string(*d) + " (" + out.model_type +
+                              " default; not in the file)");
     } else if (hidden && q && q->value > 0) {
         if (hidden->value % q->value != 0) {
             r.error("head_dim", hidden->line,
@@ -389,8 +475,8 @@ Result<std::string> read_text_file(const std::string& path, std::size_t max_byte
     const auto size = in.tellg();
     if (size < 0) return FieldError{"file", path + ": cannot be read (not a regular file?)"};
     if (static_cast<std::size_t>(size) > max_bytes)
-        return FieldError{"file", path + ": is " + format_bytes(static_cast<std::uint64_t>(size)) +
-                                      ", more than the " + format_bytes(max_bytes) + " a config may be"};
+        return FieldError{"file", path + ": is " + format_bytes(static_cast<std::uint64_t>(size)) + ", more than the " +
+                                      format_bytes(max_bytes) + " a config may be"};
     in.seekg(0);
     std::string text(static_cast<std::size_t>(size), '\0');
     if (!in.read(text.data(), size)) return FieldError{"file", path + ": read failed"};
@@ -413,9 +499,9 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
         if (const Value* t = obj->find("model_type"); t && t->is_string()) out.model_type = t->as_string();
     }
     if (out.model_type == "gemma3") out.model_type = "gemma3_text";
-    if (text_config && text_config->is_object())
-        out.notes.push_back("read the language model from text_config");
-    if (const Value* n = root.find("_name_or_path"); n && n->is_string() && n->as_string().find('/') != std::string::npos &&
+    if (text_config && text_config->is_object()) out.notes.push_back("read the language model from text_config");
+    if (const Value* n = root.find("_name_or_path"); n && n->is_string() &&
+                                                     n->as_string().find('/') != std::string::npos &&
                                                      n->as_string().front() != '/' && n->as_string().front() != '.')
         out.hf_repo = n->as_string();
 
@@ -434,10 +520,14 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
             {"max_position_embeddings", "n_positions", "n_ctx", "seq_length", "max_sequence_length"}))
         a.max_positions = pos->value;
     a.gated_mlp = !ungated_mlp(out.model_type);
-    if (const auto tie = r.flag("tie_word_embeddings")) a.tied_embeddings = *tie;
-    else if (const auto d = r.type_default("tie_word_embeddings")) a.tied_embeddings = *d != 0;
-    if (const auto bias = r.flag("attention_bias")) a.attention_bias = *bias;
-    else a.attention_bias = out.model_type == "qwen2" || out.model_type == "gpt2" || r.flag("bias").value_or(false);
+    if (const auto tie = r.flag("tie_word_embeddings"))
+        a.tied_embeddings = *tie;
+    else if (const auto d = r.type_default("tie_word_embeddings"))
+        a.tied_embeddings = *d != 0;
+    if (const auto bias = r.flag("attention_bias"))
+        a.attention_bias = *bias;
+    else
+        a.attention_bias = out.model_type == "qwen2" || out.model_type == "gpt2" || r.flag("bias").value_or(false);
     read_moe(r, out);
     if (r.errors.empty()) read_windows(r, cfg, out);
     read_dtypes(root, cfg, out);

@@ -29,8 +29,8 @@ std::vector<std::uint64_t> spaced_tokens(const CurveOptions& o) {
     return out;
 }
 
-Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload& workload,
-                         const Parallelism& parallel, CurveOptions options) {
+Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload& workload, const Parallelism& parallel,
+                         CurveOptions options) {
     if (options.max_tokens == 0)
         options.max_tokens = arch.max_positions > 0 ? arch.max_positions : workload.context_tokens;
     // The same rule as the comparison: the model's own cache must work at the workload's context.
@@ -48,7 +48,8 @@ Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload
         curve.name = shape.name;
         curve.is_model = shape.is_model;
         curve.bytes.reserve(c.tokens.size());
-        for (const auto t : c.tokens) curve.bytes.push_back((layout->all_gpu_bytes_per_sequence(t) * workload.batch).value());
+        for (const auto t : c.tokens)
+            curve.bytes.push_back((layout->all_gpu_bytes_per_sequence(t) * workload.batch).value());
         c.series.push_back(std::move(curve));
     }
     return c;

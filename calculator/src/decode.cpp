@@ -12,8 +12,7 @@ using ld = long double;
 // Layers grouped by the window the engine honours (0 = full context).
 std::map<std::uint64_t, std::uint64_t> window_groups(const Architecture& arch, const Workload& workload) {
     std::map<std::uint64_t, std::uint64_t> groups;
-    for (std::uint64_t l = 0; l < arch.layers; ++l)
-        ++groups[honoured_window(arch, workload, l)];
+    for (std::uint64_t l = 0; l < arch.layers; ++l) ++groups[honoured_window(arch, workload, l)];
     return groups;
 }
 
@@ -57,8 +56,7 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
 }
 
 Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtype, const Workload& workload,
-                                       const Parallelism& parallel, const Deployment& deployment,
-                                       const FitReport& f) {
+                                       const Parallelism& parallel, const Deployment& deployment, const FitReport& f) {
     const ParameterCount params = parameters(arch);
     // The input embedding is a lookup (one row per token); everything else active is read.
     const std::uint64_t embedding_read = arch.tied_embeddings ? 0 : params.embedding;

@@ -19,8 +19,7 @@ struct EngineInfo {
 };
 
 constexpr std::array<EngineInfo, 5> kEngines{{
-    {Engine::vllm, "vllm", 0.90,
-     "total x gpu_memory_utilization - weights - activation reserve - runtime overhead"},
+    {Engine::vllm, "vllm", 0.90, "total x gpu_memory_utilization - weights - activation reserve - runtime overhead"},
     {Engine::sglang, "sglang", 0.88, "total x mem_fraction_static - weights"},
     {Engine::tensorrt_llm, "tensorrt-llm", 0.90,
      "(total - weights - runtime overhead) x kv_cache_free_gpu_mem_fraction"},
@@ -76,11 +75,11 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
     if (d.gpu.memory_bytes == 0) e.push_back({"gpu_memory", "the GPU's memory must be more than 0 bytes"});
     if (d.gpu.bandwidth_bytes_per_s == 0)
         e.push_back({"gpu_bandwidth", "the GPU's memory bandwidth must be more than 0"});
-    if (d.gpu_count == 0) e.push_back({"gpus", "at least 1 GPU is needed"});
+    if (d.gpu_count == 0)
+        e.push_back({"gpus", "at least 1 GPU is needed"});
     else if (parallel.tp > 0 && parallel.pp > 0 && d.gpu_count != parallel.tp * parallel.pp)
-        e.push_back({"gpus", std::to_string(d.gpu_count) + " GPUs, but tensor parallel " +
-                                 std::to_string(parallel.tp) + " x pipeline parallel " +
-                                 std::to_string(parallel.pp) + " uses " +
+        e.push_back({"gpus", std::to_string(d.gpu_count) + " GPUs, but tensor parallel " + std::to_string(parallel.tp) +
+                                 " x pipeline parallel " + std::to_string(parallel.pp) + " uses " +
                                  std::to_string(parallel.tp * parallel.pp) +
                                  "; set --tp/--pp so their product is the GPU count"});
     if (!(d.fraction > 0.0 && d.fraction <= 1.0))
@@ -102,8 +101,8 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
         r.notes.push_back("llama.cpp keeps one contiguous cache: the block size is taken as 1");
     Errors errors = validate(d, parallel);
     auto layout_or = KvLayout::make(arch, kv_dtype, workload, parallel);
-    auto kv = layout_or ? kv_cache_report(*layout_or, arch, workload, parallel)
-                        : Result<KvCacheReport>(layout_or.errors());
+    auto kv =
+        layout_or ? kv_cache_report(*layout_or, arch, workload, parallel) : Result<KvCacheReport>(layout_or.errors());
     if (!kv)
         for (const auto& e : kv.errors()) errors.push_back(e);
     if (!errors.empty()) return errors;
@@ -151,8 +150,7 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
     r.kv_budget_bytes = clamp_i64(budget * static_cast<i128>(gpus));
     r.headroom_bytes_per_gpu = clamp_i64(budget - static_cast<i128>(r.kv_bytes_per_gpu));
     r.fits = budget >= 0 && budget >= static_cast<i128>(r.kv_bytes_per_gpu);
-    if (budget < 0)
-        r.notes.push_back("the weights and reserves alone exceed the memory the engine may use");
+    if (budget < 0) r.notes.push_back("the weights and reserves alone exceed the memory the engine may use");
 
     const std::uint64_t budget_u = budget > 0 ? static_cast<std::uint64_t>(budget) : 0;
     const Checked per_seq = layout.gpu_bytes_per_sequence(workload.context_tokens);

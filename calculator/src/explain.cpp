@@ -82,7 +82,7 @@ std::string curves_csv(const Curves& curves) {
 }
 
 std::optional<std::uint64_t> context_where_kv_exceeds(const KvLayout& layout, const Workload& workload,
-                                                       std::uint64_t limit_bytes) {
+                                                      std::uint64_t limit_bytes) {
     auto exceeds = [&](std::uint64_t t) {
         const Checked kv = layout.all_gpu_bytes_per_sequence(t) * workload.batch;
         return kv.overflow() || kv.value() > limit_bytes;

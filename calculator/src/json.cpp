@@ -10,12 +10,18 @@ namespace kvscope::json {
 
 std::string_view to_string(Type type) {
     switch (type) {
-        case Type::null: return "null";
-        case Type::boolean: return "a boolean";
-        case Type::number: return "a number";
-        case Type::string: return "a string";
-        case Type::array: return "an array";
-        case Type::object: return "an object";
+        case Type::null:
+            return "null";
+        case Type::boolean:
+            return "a boolean";
+        case Type::number:
+            return "a number";
+        case Type::string:
+            return "a string";
+        case Type::array:
+            return "an array";
+        case Type::object:
+            return "an object";
     }
     return "?";
 }
@@ -113,11 +119,21 @@ std::string quote(std::string_view s) {
     std::string out = "\"";
     for (unsigned char c : s) {
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
             default:
                 if (c < 0x20) {
                     char buf[8];
@@ -138,8 +154,12 @@ void Value::dump_to(std::string& out, int indent, int depth) const {
         out.append(static_cast<std::size_t>(indent * d), ' ');
     };
     switch (type_) {
-        case Type::null: out += "null"; break;
-        case Type::boolean: out += bool_ ? "true" : "false"; break;
+        case Type::null:
+            out += "null";
+            break;
+        case Type::boolean:
+            out += bool_ ? "true" : "false";
+            break;
         case Type::number:
             if (number_kind_ != NumberKind::real) {
                 out += text_;
@@ -160,7 +180,9 @@ void Value::dump_to(std::string& out, int indent, int depth) const {
                 out += buf;
             }
             break;
-        case Type::string: out += quote(text_); break;
+        case Type::string:
+            out += quote(text_);
+            break;
         case Type::array:
             if (items_.empty()) {
                 out += "[]";
@@ -236,8 +258,10 @@ private:
     [[nodiscard]] char peek() const { return at_end() ? '\0' : s_[pos_]; }
     void advance(std::size_t n = 1) {
         for (std::size_t i = 0; i < n && pos_ < s_.size(); ++i, ++pos_) {
-            if (s_[pos_] == '\n') ++line_, column_ = 1;
-            else ++column_;
+            if (s_[pos_] == '\n')
+                ++line_, column_ = 1;
+            else
+                ++column_;
         }
     }
     void skip_ws() {
@@ -255,12 +279,24 @@ private:
         v.column_ = column_;
         if (at_end()) return fail("unexpected end of file: a value is missing");
         switch (peek()) {
-            case '{': return parse_object(v, depth);
-            case '[': return parse_array(v, depth);
-            case '"': v.type_ = Type::string; return parse_string(v.text_);
-            case 't': v.type_ = Type::boolean; v.bool_ = true; return expect_word("true");
-            case 'f': v.type_ = Type::boolean; v.bool_ = false; return expect_word("false");
-            case 'n': v.type_ = Type::null; return expect_word("null");
+            case '{':
+                return parse_object(v, depth);
+            case '[':
+                return parse_array(v, depth);
+            case '"':
+                v.type_ = Type::string;
+                return parse_string(v.text_);
+            case 't':
+                v.type_ = Type::boolean;
+                v.bool_ = true;
+                return expect_word("true");
+            case 'f':
+                v.type_ = Type::boolean;
+                v.bool_ = false;
+                return expect_word("false");
+            case 'n':
+                v.type_ = Type::null;
+                return expect_word("null");
             default:
                 if (peek() == '-' || (peek() >= '0' && peek() <= '9')) return parse_number(v);
                 if (s_.substr(pos_, 3) == "NaN" || s_.substr(pos_, 8) == "Infinity")
@@ -279,7 +315,8 @@ private:
         }
         while (true) {
             skip_ws();
-            if (peek() != '"') return fail(at_end() ? "unexpected end of file inside an object" : "expected a quoted key");
+            if (peek() != '"')
+                return fail(at_end() ? "unexpected end of file inside an object" : "expected a quoted key");
             std::string key;
             if (!parse_string(key)) return false;
             skip_ws();
@@ -355,10 +392,14 @@ private:
         for (int i = 0; i < 4; ++i) {
             const char c = peek();
             std::uint32_t d;
-            if (c >= '0' && c <= '9') d = static_cast<std::uint32_t>(c - '0');
-            else if (c >= 'a' && c <= 'f') d = static_cast<std::uint32_t>(c - 'a' + 10);
-            else if (c >= 'A' && c <= 'F') d = static_cast<std::uint32_t>(c - 'A' + 10);
-            else return fail("invalid \\u escape");
+            if (c >= '0' && c <= '9')
+                d = static_cast<std::uint32_t>(c - '0');
+            else if (c >= 'a' && c <= 'f')
+                d = static_cast<std::uint32_t>(c - 'a' + 10);
+            else if (c >= 'A' && c <= 'F')
+                d = static_cast<std::uint32_t>(c - 'A' + 10);
+            else
+                return fail("invalid \\u escape");
             cp = cp * 16 + d;
             advance();
         }
@@ -384,14 +425,30 @@ private:
             const char e = peek();
             advance();
             switch (e) {
-                case '"': out += '"'; break;
-                case '\\': out += '\\'; break;
-                case '/': out += '/'; break;
-                case 'b': out += '\b'; break;
-                case 'f': out += '\f'; break;
-                case 'n': out += '\n'; break;
-                case 'r': out += '\r'; break;
-                case 't': out += '\t'; break;
+                case '"':
+                    out += '"';
+                    break;
+                case '\\':
+                    out += '\\';
+                    break;
+                case '/':
+                    out += '/';
+                    break;
+                case 'b':
+                    out += '\b';
+                    break;
+                case 'f':
+                    out += '\f';
+                    break;
+                case 'n':
+                    out += '\n';
+                    break;
+                case 'r':
+                    out += '\r';
+                    break;
+                case 't':
+                    out += '\t';
+                    break;
                 case 'u': {
                     std::uint32_t cp = 0;
                     if (!read_hex4(cp)) return false;
@@ -399,13 +456,16 @@ private:
                         advance(2);
                         std::uint32_t low = 0;
                         if (!read_hex4(low)) return false;
-                        if (low >= 0xDC00 && low <= 0xDFFF) cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-                        else return fail("invalid surrogate pair");
+                        if (low >= 0xDC00 && low <= 0xDFFF)
+                            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                        else
+                            return fail("invalid surrogate pair");
                     }
                     append_utf8(out, cp);
                     break;
                 }
-                default: return fail("invalid escape in a string");
+                default:
+                    return fail("invalid escape in a string");
             }
         }
     }

@@ -55,8 +55,10 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
         for (std::uint64_t l = next; l < next + count; ++l) {
             const std::uint64_t w = k.layer_windows_[l];
             auto it = std::find_if(groups.begin(), groups.end(), [w](const Group& g) { return g.window == w; });
-            if (it == groups.end()) groups.push_back({w, 1});
-            else ++it->layers;
+            if (it == groups.end())
+                groups.push_back({w, 1});
+            else
+                ++it->layers;
         }
         next += count;
         k.stages_.push_back(std::move(groups));
@@ -107,24 +109,23 @@ Checked KvLayout::bytes_per_token_per_gpu() const {
     return Checked(most) * row_bytes_;
 }
 
-Result<KvCacheReport> kv_cache_report(const Architecture& arch, KvDtype dtype,
-                                      const Workload& workload, const Parallelism& parallel) {
+Result<KvCacheReport> kv_cache_report(const Architecture& arch, KvDtype dtype, const Workload& workload,
+                                      const Parallelism& parallel) {
     auto layout = KvLayout::make(arch, dtype, workload, parallel);
     if (!layout) return layout.errors();
     return kv_cache_report(*layout, arch, workload, parallel);
 }
 
-Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture& arch,
-                                      const Workload& workload, const Parallelism& parallel) {
+Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture& arch, const Workload& workload,
+                                      const Parallelism& parallel) {
     const std::uint64_t T = workload.context_tokens;
 
     const Checked per_sequence = layout.all_gpu_bytes_per_sequence(T);
-    if (per_sequence.overflow())
-        return overflow_error("context_tokens", "a context of " + format_count(T) + " tokens");
+    if (per_sequence.overflow()) return overflow_error("context_tokens", "a context of " + format_count(T) + " tokens");
     const Checked total = per_sequence * workload.batch;
     if (total.overflow())
-        return overflow_error("batch", std::to_string(workload.batch) + " concurrent sequences at " +
-                                           format_count(T) + " tokens");
+        return overflow_error(
+            "batch", std::to_string(workload.batch) + " concurrent sequences at " + format_count(T) + " tokens");
     const Checked per_gpu = layout.gpu_bytes_per_sequence(T) * workload.batch;
     const Checked per_token = layout.bytes_per_token_all_gpus();
     if (per_token.overflow()) return overflow_error("layers", "one token across these layers");
@@ -154,8 +155,8 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
                              std::to_string(arch.kv_heads) + " KV heads: each KV head is stored on " +
                              std::to_string(layout.replication()) + " GPUs");
     if (arch.mla && parallel.tp > 1)
-        r.warnings.push_back("the MLA latent is shared by all heads: each of the " +
-                             std::to_string(parallel.tp) + " tensor-parallel GPUs keeps a full copy");
+        r.warnings.push_back("the MLA latent is shared by all heads: each of the " + std::to_string(parallel.tp) +
+                             " tensor-parallel GPUs keeps a full copy");
     if (workload.full_window && arch.has_sliding_layers())
         r.warnings.push_back("sliding-window layers keep the full context (the engine ignores their windows)");
     return r;

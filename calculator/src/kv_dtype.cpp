@@ -42,11 +42,11 @@ std::optional<KvDtype> parse_kv_dtype(std::string_view text) {
         KvDtype dtype;
     };
     static constexpr Alias kAliases[] = {
-        {"float32", KvDtype::fp32},    {"float", KvDtype::fp32},       {"f32", KvDtype::fp32},
-        {"float16", KvDtype::fp16},    {"half", KvDtype::fp16},        {"f16", KvDtype::fp16},
-        {"bfloat16", KvDtype::bf16},   {"fp8", KvDtype::fp8_e4m3},     {"e4m3", KvDtype::fp8_e4m3},
+        {"float32", KvDtype::fp32},      {"float", KvDtype::fp32},    {"f32", KvDtype::fp32},
+        {"float16", KvDtype::fp16},      {"half", KvDtype::fp16},     {"f16", KvDtype::fp16},
+        {"bfloat16", KvDtype::bf16},     {"fp8", KvDtype::fp8_e4m3},  {"e4m3", KvDtype::fp8_e4m3},
         {"fp8-e4m3", KvDtype::fp8_e4m3}, {"e5m2", KvDtype::fp8_e5m2}, {"fp8-e5m2", KvDtype::fp8_e5m2},
-        {"q8", KvDtype::q8_0},         {"q4", KvDtype::q4_0},          {"i8", KvDtype::int8},
+        {"q8", KvDtype::q8_0},           {"q4", KvDtype::q4_0},       {"i8", KvDtype::int8},
         {"i4", KvDtype::int4},
     };
     for (const auto& a : kAliases)

@@ -131,8 +131,10 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
     o.set("decode_tokens_per_s_per_sequence", Value::number(d.tokens_per_s_per_sequence));
     o.set("flops_per_token_cached", Value::number(d.flops_per_token_cached));
     o.set("flops_per_token_uncached", Value::number(d.flops_per_token_uncached));
-    if (d.kv_exceeds_weights_at_tokens) o.set("kv_exceeds_weights_at_tokens", Value::number(*d.kv_exceeds_weights_at_tokens));
-    else o.set("kv_exceeds_weights_at_tokens", Value());
+    if (d.kv_exceeds_weights_at_tokens)
+        o.set("kv_exceeds_weights_at_tokens", Value::number(*d.kv_exceeds_weights_at_tokens));
+    else
+        o.set("kv_exceeds_weights_at_tokens", Value());
     o.set("notes", strings(f.notes));
     return o;
 }

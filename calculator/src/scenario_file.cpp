@@ -66,26 +66,34 @@ public:
     }
     void read(const Value& object, std::string_view key, std::uint64_t& out, bool required = true) {
         if (const Value* v = member(object, key, required)) {
-            if (auto n = v->as_u64()) out = *n;
-            else fail(*v, std::string(key), "must be a whole number of 0 or more");
+            if (auto n = v->as_u64())
+                out = *n;
+            else
+                fail(*v, std::string(key), "must be a whole number of 0 or more");
         }
     }
     void read(const Value& object, std::string_view key, bool& out, bool required = true) {
         if (const Value* v = member(object, key, required)) {
-            if (v->is_bool()) out = v->as_bool();
-            else fail(*v, std::string(key), "must be true or false");
+            if (v->is_bool())
+                out = v->as_bool();
+            else
+                fail(*v, std::string(key), "must be true or false");
         }
     }
     void read(const Value& object, std::string_view key, double& out, bool required = true) {
         if (const Value* v = member(object, key, required)) {
-            if (v->is_number()) out = v->as_double();
-            else fail(*v, std::string(key), "must be a number");
+            if (v->is_number())
+                out = v->as_double();
+            else
+                fail(*v, std::string(key), "must be a number");
         }
     }
     void read(const Value& object, std::string_view key, std::string& out, bool required = true) {
         if (const Value* v = member(object, key, required)) {
-            if (v->is_string()) out = v->as_string();
-            else fail(*v, std::string(key), "must be a string");
+            if (v->is_string())
+                out = v->as_string();
+            else
+                fail(*v, std::string(key), "must be a string");
         }
     }
     template <class T>
@@ -96,8 +104,10 @@ public:
         if (!v) return;
         read(object, key, text);
         if (!v->is_string()) return;
-        if (auto parsed = parse(text)) out = *parsed;
-        else fail(*v, std::string(key), "'" + text + "' is not one of " + choices);
+        if (auto parsed = parse(text))
+            out = *parsed;
+        else
+            fail(*v, std::string(key), "'" + text + "' is not one of " + choices);
     }
     const Value* object(const Value& parent, std::string_view key, bool required = true) {
         const Value* v = member(parent, key, required);
@@ -130,8 +140,10 @@ void read_architecture(Reader& r, const Value& o, Architecture& a) {
             r.fail(*w, "layer_windows", "must be a list of whole numbers (0 = full attention)");
         } else {
             for (const Value& item : w->items()) {
-                if (auto n = item.as_u64()) a.layer_windows.push_back(*n);
-                else r.fail(item, "layer_windows", "must hold whole numbers (0 = full attention)");
+                if (auto n = item.as_u64())
+                    a.layer_windows.push_back(*n);
+                else
+                    r.fail(item, "layer_windows", "must hold whole numbers (0 = full attention)");
             }
         }
     }
@@ -179,8 +191,10 @@ void read_deployment(Reader& r, const Value& o, Deployment& d) {
         r.read(*g, "source", d.gpu.source, false);
         if (const Value* a = r.member(*g, "aliases", false)) {
             for (const Value& item : a->items()) {
-                if (item.is_string()) d.gpu.aliases.push_back(item.as_string());
-                else r.fail(item, "aliases", "must hold strings");
+                if (item.is_string())
+                    d.gpu.aliases.push_back(item.as_string());
+                else
+                    r.fail(item, "aliases", "must hold strings");
             }
         }
     }
@@ -238,23 +252,25 @@ std::string scenario_to_json(const Scenario& s) {
 Result<Scenario> scenario_from_json(std::string_view text, const std::string& source) {
     const json::ParseResult parsed = json::parse(text);
     if (!parsed) {
-        return FieldError{source + ":" + std::to_string(parsed.error.line),
-                          "not valid JSON: " + parsed.error.message};
+        return FieldError{source + ":" + std::to_string(parsed.error.line), "not valid JSON: " + parsed.error.message};
     }
     const Value& root = *parsed.value;
     if (!root.is_object()) return FieldError{source, "is not a KVScope scenario (expected a JSON object)"};
     const Value* version = root.find("kvscope_scenario");
     if (!version) {
-        return FieldError{source, "is not a KVScope scenario (no \"kvscope_scenario\" version field; "
-                                  "a Hugging Face config.json is opened with Import config.json)"};
+        return FieldError{source,
+                          "is not a KVScope scenario (no \"kvscope_scenario\" version field; "
+                          "a Hugging Face config.json is opened with Import config.json)"};
     }
     const auto v = version->as_u64();
-    if (!v || *v == 0) return FieldError{source + ":" + std::to_string(version->line()) + " kvscope_scenario",
-                                         "must be a format version number such as 1"};
+    if (!v || *v == 0)
+        return FieldError{source + ":" + std::to_string(version->line()) + " kvscope_scenario",
+                          "must be a format version number such as 1"};
     if (*v > kScenarioFormatVersion) {
         return FieldError{source + ":" + std::to_string(version->line()) + " kvscope_scenario",
-                          "was written by a newer KVScope (format " + std::to_string(*v) + "; this version reads up to " +
-                              std::to_string(kScenarioFormatVersion) + "); update KVScope to open it"};
+                          "was written by a newer KVScope (format " + std::to_string(*v) +
+                              "; this version reads up to " + std::to_string(kScenarioFormatVersion) +
+                              "); update KVScope to open it"};
     }
 
     Reader r(source);

@@ -14,9 +14,12 @@ namespace {
 
 std::string three_digits(double v) {
     char buf[32];
-    if (v >= 99.95) std::snprintf(buf, sizeof buf, "%.0f", v);
-    else if (v >= 9.995) std::snprintf(buf, sizeof buf, "%.1f", v);
-    else std::snprintf(buf, sizeof buf, "%.2f", v);
+    if (v >= 99.95)
+        std::snprintf(buf, sizeof buf, "%.0f", v);
+    else if (v >= 9.995)
+        std::snprintf(buf, sizeof buf, "%.1f", v);
+    else
+        std::snprintf(buf, sizeof buf, "%.2f", v);
     return buf;
 }
 
@@ -29,9 +32,8 @@ std::string trim(std::string_view s) {
 
 // Parses "<digits>[.<digits>]" followed by a suffix; the value times the suffix's
 // multiplier must be a whole number. Exact: decimal fractions are handled as integers.
-Result<std::uint64_t> parse_scaled(const std::string& text, std::size_t number_end,
-                                   std::uint64_t multiplier, const std::string& field,
-                                   const std::string& what) {
+Result<std::uint64_t> parse_scaled(const std::string& text, std::size_t number_end, std::uint64_t multiplier,
+                                   const std::string& field, const std::string& what) {
     const std::string bad = "'" + text + "' is not " + what;
     std::uint64_t whole = 0, frac = 0, frac_scale = 1;
     bool seen_digit = false, in_frac = false;
@@ -60,8 +62,7 @@ Result<std::uint64_t> parse_scaled(const std::string& text, std::size_t number_e
     // frac / frac_scale * multiplier must be an integer.
     __extension__ using u128 = unsigned __int128;
     const u128 frac_product = static_cast<u128>(frac) * multiplier;
-    if (frac_product % frac_scale != 0)
-        return FieldError{field, "'" + text + "' is not a whole number"};
+    if (frac_product % frac_scale != 0) return FieldError{field, "'" + text + "' is not a whole number"};
     const Checked total = scaled_whole + static_cast<std::uint64_t>(frac_product / frac_scale);
     if (total.overflow()) return FieldError{field, "'" + text + "' is too large (more than 2^64)"};
     return total.value();
@@ -74,9 +75,12 @@ Result<std::uint64_t> parse_with_kilo(std::string_view raw, const std::string& f
     std::size_t end = text.size();
     std::uint64_t mult = 1;
     const char last = static_cast<char>(std::tolower(static_cast<unsigned char>(text.back())));
-    if (last == 'k') mult = 1ull << 10, --end;
-    else if (last == 'm') mult = 1ull << 20, --end;
-    else if (last == 'g') mult = 1ull << 30, --end;
+    if (last == 'k')
+        mult = 1ull << 10, --end;
+    else if (last == 'm')
+        mult = 1ull << 20, --end;
+    else if (last == 'g')
+        mult = 1ull << 30, --end;
     return parse_scaled(text, end, mult, field, what);
 }
 
@@ -150,9 +154,18 @@ Result<std::uint64_t> parse_bytes(std::string_view raw, const std::string& field
         std::uint64_t mult;
     };
     static constexpr Unit kUnits[] = {
-        {"kib", 1ull << 10}, {"mib", 1ull << 20}, {"gib", 1ull << 30}, {"tib", 1ull << 40},
-        {"kb", 1000ull},     {"mb", 1000000ull},  {"gb", kGB},         {"tb", 1000ull * kGB},
-        {"k", 1ull << 10},   {"m", 1ull << 20},   {"g", 1ull << 30},   {"t", 1ull << 40},
+        {"kib", 1ull << 10},
+        {"mib", 1ull << 20},
+        {"gib", 1ull << 30},
+        {"tib", 1ull << 40},
+        {"kb", 1000ull},
+        {"mb", 1000000ull},
+        {"gb", kGB},
+        {"tb", 1000ull * kGB},
+        {"k", 1ull << 10},
+        {"m", 1ull << 20},
+        {"g", 1ull << 30},
+        {"t", 1ull << 40},
         {"b", 1},
     };
     std::string lower;

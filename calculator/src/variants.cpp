@@ -40,8 +40,8 @@ std::vector<VariantShape> variant_shapes(const Architecture& arch) {
     return shapes;
 }
 
-Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype dtype,
-                                              const Workload& workload, const Parallelism& parallel) {
+Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype dtype, const Workload& workload,
+                                              const Parallelism& parallel) {
     // The model's own layout must work; a variant the parallel layout cannot
     // express (tensor parallel against its head count) is left out.
     const auto own = kv_cache_report(arch, dtype, workload, parallel);
@@ -63,7 +63,8 @@ Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype 
         v.is_model = shape.is_model;
         out.push_back(std::move(v));
     }
-    const auto mha = std::find_if(out.begin(), out.end(), [](const Variant& v) { return v.kind == AttentionKind::MHA; });
+    const auto mha =
+        std::find_if(out.begin(), out.end(), [](const Variant& v) { return v.kind == AttentionKind::MHA; });
     const double mha_bytes = mha != out.end() ? static_cast<double>(mha->kv_cache_bytes) : 0.0;
     for (auto& v : out)
         v.percent_of_mha = mha_bytes > 0 ? 100.0 * static_cast<double>(v.kv_cache_bytes) / mha_bytes : 0.0;

@@ -52,9 +52,9 @@ using Buffer = std::unique_ptr<void, FreeDeleter>;
 // One sequence × layer of cache, as the attention reads it.
 struct Slot {
     const void* k = nullptr;
-    const void* v = nullptr;      // MLA: the latent again (its first kv_lora_rank values)
+    const void* v = nullptr;  // MLA: the latent again (its first kv_lora_rank values)
     std::uint64_t layer = 0;
-    std::uint64_t tokens = 0;     // tokens attended (not the block padding)
+    std::uint64_t tokens = 0;  // tokens attended (not the block padding)
 };
 
 using Shape = AttentionShape;
@@ -64,7 +64,8 @@ Shape shape_of(const Architecture& a) {
         const std::uint64_t latent = a.mla->kv_lora_rank + a.mla->qk_rope_head_dim;
         return {a.query_heads, 1, latent, a.mla->kv_lora_rank, latent, latent};
     }
-    return {a.query_heads, a.kv_heads, a.head_dim_k, a.head_dim_v, a.kv_heads * a.head_dim_k, a.kv_heads * a.head_dim_v};
+    return {
+        a.query_heads, a.kv_heads, a.head_dim_k, a.head_dim_v, a.kv_heads * a.head_dim_k, a.kv_heads * a.head_dim_v};
 }
 
 // One decode step's attention for one slot, every query head, grouped-query aware:
@@ -80,8 +81,8 @@ void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, float
     for (; pair + 2 <= s.tokens; pair += 2)
         for (std::uint64_t h = 0; h < sh.kv_heads; ++h)
             cpu::dot_group_raw2(dtype, q + h * group * sh.dk, group, k + (pair * sh.row_k + h * sh.dk) * eb,
-                                k + ((pair + 1) * sh.row_k + h * sh.dk) * eb, sh.dk, scores + pair * sh.q_heads + h * group,
-                                scores + (pair + 1) * sh.q_heads + h * group);
+                                k + ((pair + 1) * sh.row_k + h * sh.dk) * eb, sh.dk,
+                                scores + pair * sh.q_heads + h * group, scores + (pair + 1) * sh.q_heads + h * group);
     for (; pair < s.tokens; ++pair)
         for (std::uint64_t h = 0; h < sh.kv_heads; ++h)
             cpu::dot_group_raw(dtype, q + h * group * sh.dk, group, k + (pair * sh.row_k + h * sh.dk) * eb, sh.dk,
@@ -91,7 +92,8 @@ void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, float
     std::vector<float> mx(sh.q_heads, -1e30f), sum(sh.q_heads, 0.0f);
     for (std::uint64_t t = 0; t < s.tokens; ++t)
         for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) mx[qh] = std::max(mx[qh], scores[t * sh.q_heads + qh]);
-    for (std::uint64_t t = 0; t < s.tokens; ++t) cpu::exp_sub_accumulate(scores + t * sh.q_heads, mx.data(), sum.data(), sh.q_heads);
+    for (std::uint64_t t = 0; t < s.tokens; ++t)
+        cpu::exp_sub_accumulate(scores + t * sh.q_heads, mx.data(), sum.data(), sh.q_heads);
     std::fill(out, out + sh.q_heads * sh.dv, 0.0f);
     const auto* v = static_cast<const std::byte*>(s.v);
     // Normalise in place, then accumulate V in tiles of tokens (each output touched once per tile).
@@ -155,12 +157,15 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
 
     const std::uint64_t limit = control.memory_limit_bytes ? control.memory_limit_bytes : host::available_bytes();
     const std::uint64_t ceiling_bytes =
-        request.ceiling_bytes ? request.ceiling_bytes
-                              : std::min<std::uint64_t>(std::max<std::uint64_t>(4 * host::last_level_cache_bytes(), 256ull << 20), 1ull << 30);
+        request.ceiling_bytes
+            ? request.ceiling_bytes
+            : std::min<std::uint64_t>(std::max<std::uint64_t>(4 * host::last_level_cache_bytes(), 256ull << 20),
+                                      1ull << 30);
     if (a.requested_bytes + a.workspace_bytes + ceiling_bytes > limit) {
         return fail(Status::out_of_memory,
                     "the cache needs " + format_bytes(a.requested_bytes) + " (plus " +
-                        format_bytes(a.workspace_bytes + ceiling_bytes) + " of workspace) but only " + format_bytes(limit) +
+                        format_bytes(a.workspace_bytes + ceiling_bytes) + " of workspace) but only " +
+                        format_bytes(limit) +
                         (control.memory_limit_bytes ? " is allowed by the memory limit" : " of memory is available") +
                         "; lower the context, the batch or the precision");
     }
@@ -178,11 +183,13 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
             buffers.emplace_back(p);
         }
         parallel_for(tensors->size(), threads, [&](std::size_t i) {
-            cpu::fill_random(request.dtype, buffers[i].get(), (*tensors)[i].bytes / cpu::element_bytes(request.dtype), i + 1);
+            cpu::fill_random(request.dtype, buffers[i].get(), (*tensors)[i].bytes / cpu::element_bytes(request.dtype),
+                             i + 1);
         });
     } catch (const std::bad_alloc&) {
         buffers.clear();
-        return fail(Status::out_of_memory, "the system refused to allocate " + format_bytes(a.requested_bytes) + "; all memory was freed");
+        return fail(Status::out_of_memory,
+                    "the system refused to allocate " + format_bytes(a.requested_bytes) + "; all memory was freed");
     }
     const std::uint64_t after = host::resident_bytes();
     a.measured_bytes = after > before ? after - before : 0;
@@ -195,8 +202,10 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
         const KvTensor& t = (*tensors)[i];
         if (t.is_value) continue;
         const std::uint64_t window = request.arch.window_of(t.layer);
-        const std::uint64_t attended = request.workload.full_window || window == 0 ? context : std::min(context, window);
-        Slot s{buffers[i].get(), request.arch.mla ? buffers[i].get() : buffers[i + 1].get(), t.layer, std::min(attended, t.tokens)};
+        const std::uint64_t attended =
+            request.workload.full_window || window == 0 ? context : std::min(context, window);
+        Slot s{buffers[i].get(), request.arch.mla ? buffers[i].get() : buffers[i + 1].get(), t.layer,
+               std::min(attended, t.tokens)};
         slots.push_back(s);
     }
     AttentionTiming& at = r.attention;
@@ -238,15 +247,17 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     // 2. The read ceiling: a read-only pass over memory several times the last-level cache.
     control.report(0.25, "measuring the read bandwidth ceiling");
     at.ceiling_gbps = measure_host_read_gbps(ceiling_bytes);
-    if (at.ceiling_gbps <= 0) return fail(Status::out_of_memory, "could not allocate the " + format_bytes(ceiling_bytes) + " bandwidth buffer");
-
+    if (at.ceiling_gbps <= 0)
+        return fail(Status::out_of_memory,
+                    "could not allocate the " + format_bytes(ceiling_bytes) + " bandwidth buffer");
 
     // 3. Decode attention: one warm-up, then timed runs.
     std::vector<double> times;
     const int runs = std::max(1, request.timing_runs);
     for (int run = 0; run <= runs; ++run) {
         if (control.cancelled()) return fail(Status::cancelled, "cancelled while timing; all memory was freed");
-        control.report(0.3 + 0.55 * run / (runs + 1), "timing decode attention, run " + std::to_string(run) + " of " + std::to_string(runs));
+        control.report(0.3 + 0.55 * run / (runs + 1),
+                       "timing decode attention, run " + std::to_string(run) + " of " + std::to_string(runs));
         const auto start = Clock::now();
         step(threads);
         if (run > 0) times.push_back(ms_since(start));
@@ -271,13 +282,15 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
         Scratch& sc = scratch[0];
         const Slot& s = slots[i];
         attend(s, sh, request.dtype, queries[s.layer].data(), sc.scores.data(), sc.out.data());
-        const std::vector<double> ref = attention_reference(s.k, s.v, s.tokens, sh, request.dtype, queries[s.layer].data());
+        const std::vector<double> ref =
+            attention_reference(s.k, s.v, s.tokens, sh, request.dtype, queries[s.layer].data());
         at.max_rel_error = std::max(at.max_rel_error, max_relative_error(sc.out.data(), ref));
     }
     control.report(1.0, "done");
-    r.message = "predicted " + format_count(a.predicted_bytes) + " bytes, allocated " + format_count(a.requested_bytes) +
-                ", resident growth " + format_count(a.measured_bytes) + "; attention reads the cache at " +
-                std::to_string(static_cast<int>(at.fraction_of_ceiling * 100 + 0.5)) + "% of the measured read bandwidth";
+    r.message =
+        "predicted " + format_count(a.predicted_bytes) + " bytes, allocated " + format_count(a.requested_bytes) +
+        ", resident growth " + format_count(a.measured_bytes) + "; attention reads the cache at " +
+        std::to_string(static_cast<int>(at.fraction_of_ceiling * 100 + 0.5)) + "% of the measured read bandwidth";
     if (at.cache_resident) r.message += " (the cache fits in the CPU caches, so this is optimistic)";
     return r;
 }

@@ -104,13 +104,14 @@ __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* 
 __attribute__((target("avx2,fma"))) void axpy_avx2(float p, const float* x, float* y, std::size_t n) {
     const __m256 pv = _mm256_set1_ps(p);
     std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(pv, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(pv, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
     for (; i < n; ++i) y[i] += p * x[i];
 }
 
 // Groups of up to 8 queries keep their accumulators in registers.
-__attribute__((target("avx2,fma"))) void dot_group_avx2(const float* q, std::size_t groups, const float* k, std::size_t n,
-                                                        float* out) {
+__attribute__((target("avx2,fma"))) void dot_group_avx2(const float* q, std::size_t groups, const float* k,
+                                                        std::size_t n, float* out) {
     for (std::size_t g0 = 0; g0 < groups; g0 += 8) {
         const std::size_t gn = std::min<std::size_t>(8, groups - g0);
         __m256 acc[8];
@@ -118,7 +119,8 @@ __attribute__((target("avx2,fma"))) void dot_group_avx2(const float* q, std::siz
         std::size_t i = 0;
         for (; i + 8 <= n; i += 8) {
             const __m256 kv = _mm256_loadu_ps(k + i);
-            for (std::size_t g = 0; g < gn; ++g) acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (g0 + g) * n + i), kv, acc[g]);
+            for (std::size_t g = 0; g < gn; ++g)
+                acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (g0 + g) * n + i), kv, acc[g]);
         }
         for (std::size_t g = 0; g < gn; ++g) {
             __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[g]), _mm256_extractf128_ps(acc[g], 1));
@@ -182,7 +184,7 @@ __attribute__((target("avx2,f16c"))) inline __m256 load8(KvDtype dtype, const vo
 }
 
 __attribute__((target("avx2,fma,f16c"))) void dot_group_raw_avx2(KvDtype dtype, const float* q, std::size_t groups,
-                                                                const void* k, std::size_t n, float* out) {
+                                                                 const void* k, std::size_t n, float* out) {
     for (std::size_t g0 = 0; g0 < groups; g0 += 8) {
         const std::size_t gn = std::min<std::size_t>(8, groups - g0);
         __m256 acc[8];
@@ -190,7 +192,8 @@ __attribute__((target("avx2,fma,f16c"))) void dot_group_raw_avx2(KvDtype dtype, 
         std::size_t i = 0;
         for (; i + 8 <= n; i += 8) {
             const __m256 kv = load8(dtype, k, i);
-            for (std::size_t g = 0; g < gn; ++g) acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (g0 + g) * n + i), kv, acc[g]);
+            for (std::size_t g = 0; g < gn; ++g)
+                acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (g0 + g) * n + i), kv, acc[g]);
         }
         float tail[8] = {};
         if (i < n) to_float_plain(dtype, static_cast<const std::byte*>(k) + i * element_bytes(dtype), tail, n - i);
@@ -213,8 +216,8 @@ __attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
 }
 
 __attribute__((target("avx2,fma,f16c"))) void dot_group_raw2_avx2(KvDtype dtype, const float* q, std::size_t groups,
-                                                                 const void* k0, const void* k1, std::size_t n, float* out0,
-                                                                 float* out1) {
+                                                                  const void* k0, const void* k1, std::size_t n,
+                                                                  float* out0, float* out1) {
     if (n % 8 != 0) {  // unusual head sizes: one row at a time
         dot_group_raw_avx2(dtype, q, groups, k0, n, out0);
         dot_group_raw_avx2(dtype, q, groups, k1, n, out1);
@@ -240,16 +243,19 @@ __attribute__((target("avx2,fma,f16c"))) void dot_group_raw2_avx2(KvDtype dtype,
 }
 
 __attribute__((target("avx2,fma,f16c"))) void axpy_tokens_raw_avx2(KvDtype dtype, const float* p, std::size_t p_stride,
-                                                                  std::size_t groups, const void* x, std::size_t stride,
-                                                                  std::size_t tokens, float* y, std::size_t n) {
+                                                                   std::size_t groups, const void* x,
+                                                                   std::size_t stride, std::size_t tokens, float* y,
+                                                                   std::size_t n) {
     const std::size_t eb = element_bytes(dtype);
     const auto* base = static_cast<const std::byte*>(x);
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         std::size_t t = 0;
         for (; t + 4 <= tokens; t += 4) {  // four tokens per load/store of the outputs
-            const __m256 x0 = load8(dtype, base + (t + 0) * stride * eb, i), x1 = load8(dtype, base + (t + 1) * stride * eb, i);
-            const __m256 x2 = load8(dtype, base + (t + 2) * stride * eb, i), x3 = load8(dtype, base + (t + 3) * stride * eb, i);
+            const __m256 x0 = load8(dtype, base + (t + 0) * stride * eb, i),
+                         x1 = load8(dtype, base + (t + 1) * stride * eb, i);
+            const __m256 x2 = load8(dtype, base + (t + 2) * stride * eb, i),
+                         x3 = load8(dtype, base + (t + 3) * stride * eb, i);
             for (std::size_t g = 0; g < groups; ++g) {
                 float* yg = y + g * n + i;
                 __m256 acc = _mm256_loadu_ps(yg);
@@ -307,7 +313,8 @@ __attribute__((target("avx2"))) std::uint64_t read_pass_avx2(const std::uint64_t
         d = _mm256_add_epi64(d, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i + 12)));
     }
     alignas(32) std::uint64_t lanes[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes),
+                       _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d)));
     return lanes[0] + lanes[1] + lanes[2] + lanes[3] + read_pass_plain(data + i, words - i);
 }
 
@@ -425,7 +432,8 @@ void fill_random(KvDtype dtype, void* data, std::size_t elements, std::uint64_t 
         for (std::size_t i = 0; i < elements; ++i) {
             const std::uint64_t r = next(s);
             // sign, exponent 124…126 (1/8 … <1), 23 random mantissa bits
-            const std::uint32_t bits = static_cast<std::uint32_t>(((r >> 63) << 31) | ((124 + r % 3) << 23) | ((r >> 8) & 0x7fffff));
+            const std::uint32_t bits =
+                static_cast<std::uint32_t>(((r >> 63) << 31) | ((124 + r % 3) << 23) | ((r >> 8) & 0x7fffff));
             std::memcpy(&f[i], &bits, sizeof(float));
         }
         return;
@@ -437,8 +445,9 @@ void fill_random(KvDtype dtype, void* data, std::size_t elements, std::uint64_t 
             const std::uint64_t part = r >> (16 * j);
             const auto sign = static_cast<std::uint16_t>((part & 1) << 15);
             const std::uint16_t value =
-                dtype == KvDtype::bf16 ? static_cast<std::uint16_t>(((124 + (part >> 1) % 3) << 7) | ((part >> 3) & 0x7f))
-                                       : static_cast<std::uint16_t>(((12 + (part >> 1) % 3) << 10) | ((part >> 3) & 0x3ff));
+                dtype == KvDtype::bf16
+                    ? static_cast<std::uint16_t>(((124 + (part >> 1) % 3) << 7) | ((part >> 3) & 0x7f))
+                    : static_cast<std::uint16_t>(((12 + (part >> 1) % 3) << 10) | ((part >> 3) & 0x3ff));
             h[i + j] = sign | value;
         }
     }

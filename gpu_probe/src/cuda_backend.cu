@@ -37,7 +37,9 @@ public:
         if (ptr_) KVSCOPE_CUDA_NOTHROW(cudaFree(ptr_));
     }
     template <class T = void>
-    [[nodiscard]] T* get() const { return static_cast<T*>(ptr_); }
+    [[nodiscard]] T* get() const {
+        return static_cast<T*>(ptr_);
+    }
 
 private:
     void* ptr_ = nullptr;
@@ -93,9 +95,12 @@ __global__ void fill_kernel(void* data, std::size_t n, int dtype, std::uint64_t 
         const std::uint64_t h = mix(i * 0x9E3779B97F4A7C15ull + seed);
         const float magnitude = 0.125f + 0.875f * static_cast<float>(h >> 40) / 16777216.0f;
         const float v = (h & 1) ? -magnitude : magnitude;
-        if (dtype == kFp32) static_cast<float*>(data)[i] = v;
-        else if (dtype == kFp16) static_cast<__half*>(data)[i] = __float2half(v);
-        else static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16(v);
+        if (dtype == kFp32)
+            static_cast<float*>(data)[i] = v;
+        else if (dtype == kFp16)
+            static_cast<__half*>(data)[i] = __float2half(v);
+        else
+            static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16(v);
     }
 }
 
@@ -132,7 +137,8 @@ __global__ void scores_kernel(const SlotDev* slots, const float* q, float* score
     const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
     const float scale = rsqrtf(static_cast<float>(sh.dk));
     const float* qs = q + (static_cast<std::size_t>(s.layer) * sh.q_heads + h * sh.group) * sh.dk;
-    for (std::uint64_t t = blockIdx.x * warps + warp; t < s.tokens; t += static_cast<std::uint64_t>(gridDim.x) * warps) {
+    for (std::uint64_t t = blockIdx.x * warps + warp; t < s.tokens;
+         t += static_cast<std::uint64_t>(gridDim.x) * warps) {
         const std::size_t row = t * sh.row_k + h * sh.dk;
         for (unsigned g0 = 0; g0 < sh.group; g0 += kGroupChunk) {
             const unsigned gn = min(kGroupChunk, static_cast<int>(sh.group - g0));
@@ -148,7 +154,8 @@ __global__ void scores_kernel(const SlotDev* slots, const float* q, float* score
                 float x = acc[j];
                 for (int off = 16; off > 0; off /= 2) x += __shfl_down_sync(0xffffffffu, x, off);
                 if (lane == 0 && j < static_cast<int>(gn))
-                    scores[(static_cast<std::size_t>(slot) * sh.q_heads + h * sh.group + g0 + j) * max_tokens + t] = x * scale;
+                    scores[(static_cast<std::size_t>(slot) * sh.q_heads + h * sh.group + g0 + j) * max_tokens + t] =
+                        x * scale;
             }
         }
     }
@@ -210,7 +217,8 @@ __global__ void output_kernel(const SlotDev* slots, const float* scores, float* 
                     if (j < static_cast<int>(gn)) acc[j] += p[j * max_tokens + t] * v;
             }
             for (unsigned j = 0; j < gn; ++j)
-                atomicAdd(&out[(static_cast<std::size_t>(slot) * sh.q_heads + h * sh.group + g0 + j) * sh.dv + d], acc[j]);
+                atomicAdd(&out[(static_cast<std::size_t>(slot) * sh.q_heads + h * sh.group + g0 + j) * sh.dv + d],
+                          acc[j]);
         }
     }
 }
@@ -314,8 +322,12 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
         const std::uint64_t latent = request.arch.mla->kv_lora_rank + request.arch.mla->qk_rope_head_dim;
         sh = {request.arch.query_heads, 1, latent, request.arch.mla->kv_lora_rank, latent, latent};
     } else {
-        sh = {request.arch.query_heads, request.arch.kv_heads, request.arch.head_dim_k, request.arch.head_dim_v,
-              request.arch.kv_heads * request.arch.head_dim_k, request.arch.kv_heads * request.arch.head_dim_v};
+        sh = {request.arch.query_heads,
+              request.arch.kv_heads,
+              request.arch.head_dim_k,
+              request.arch.head_dim_v,
+              request.arch.kv_heads * request.arch.head_dim_k,
+              request.arch.kv_heads * request.arch.head_dim_v};
     }
     std::uint64_t max_tokens = 1;
     std::vector<SlotDev> slots;
@@ -329,12 +341,14 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
         request.ceiling_bytes ? request.ceiling_bytes
                               : std::min<std::uint64_t>(std::max<std::uint64_t>({8 * l2, 1ull << 30}), free0 / 8);
     a.workspace_bytes = scores_bytes + out_bytes + q_bytes + slot_count * sizeof(SlotDev);
-    const std::uint64_t limit = control.memory_limit_bytes ? std::min<std::uint64_t>(control.memory_limit_bytes, free0) : free0;
+    const std::uint64_t limit =
+        control.memory_limit_bytes ? std::min<std::uint64_t>(control.memory_limit_bytes, free0) : free0;
     if (a.requested_bytes + a.workspace_bytes + ceiling_bytes + (a.allocations * a.granularity_bytes) > limit) {
         r.status = Status::out_of_memory;
-        r.message = "the cache needs " + format_bytes(a.requested_bytes) + " (plus " + format_bytes(a.workspace_bytes + ceiling_bytes) +
-                    " of workspace) but " + format_bytes(limit) + " of device memory is free" +
-                    (control.memory_limit_bytes ? " or allowed" : "") + "; lower the context, the batch or the precision";
+        r.message = "the cache needs " + format_bytes(a.requested_bytes) + " (plus " +
+                    format_bytes(a.workspace_bytes + ceiling_bytes) + " of workspace) but " + format_bytes(limit) +
+                    " of device memory is free" + (control.memory_limit_bytes ? " or allowed" : "") +
+                    "; lower the context, the batch or the precision";
         return;
     }
 
@@ -367,7 +381,8 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
         if (t.is_value) continue;
         const std::uint64_t window = request.arch.window_of(t.layer);
         const std::uint64_t context = request.workload.context_tokens;
-        const std::uint64_t attended = request.workload.full_window || window == 0 ? context : std::min(context, window);
+        const std::uint64_t attended =
+            request.workload.full_window || window == 0 ? context : std::min(context, window);
         slots.push_back({buffers[i].get(), mla ? buffers[i].get() : buffers[i + 1].get(), std::min(attended, t.tokens),
                          static_cast<std::uint32_t>(t.layer)});
     }
@@ -389,23 +404,29 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     at.threads = r.device.compute_units;
     at.cache_resident = at.kv_bytes_read < 2 * l2;
 
-    const ShapeDev shd{static_cast<std::uint32_t>(sh.q_heads), static_cast<std::uint32_t>(sh.kv_heads),
-                       static_cast<std::uint32_t>(sh.dk), static_cast<std::uint32_t>(sh.dv),
-                       static_cast<std::uint32_t>(sh.row_k), static_cast<std::uint32_t>(sh.row_v),
-                       static_cast<std::uint32_t>(sh.row_v / sh.kv_heads), static_cast<std::uint32_t>(sh.q_heads / sh.kv_heads)};
+    const ShapeDev shd{static_cast<std::uint32_t>(sh.q_heads),
+                       static_cast<std::uint32_t>(sh.kv_heads),
+                       static_cast<std::uint32_t>(sh.dk),
+                       static_cast<std::uint32_t>(sh.dv),
+                       static_cast<std::uint32_t>(sh.row_k),
+                       static_cast<std::uint32_t>(sh.row_v),
+                       static_cast<std::uint32_t>(sh.row_v / sh.kv_heads),
+                       static_cast<std::uint32_t>(sh.q_heads / sh.kv_heads)};
     const unsigned sms = std::max(1u, r.device.compute_units);
     const std::uint64_t pairs = slots.size() * sh.kv_heads;
     // Enough token blocks that every SM has several blocks in flight.
-    const unsigned token_blocks = static_cast<unsigned>(std::max<std::uint64_t>(1, std::min<std::uint64_t>((8ull * sms + pairs - 1) / pairs, (max_tokens + 7) / 8)));
+    const unsigned token_blocks = static_cast<unsigned>(
+        std::max<std::uint64_t>(1, std::min<std::uint64_t>((8ull * sms + pairs - 1) / pairs, (max_tokens + 7) / 8)));
     const std::uint64_t chunk = std::max<std::uint64_t>(64, (max_tokens + token_blocks - 1) / token_blocks);
     const unsigned chunks = static_cast<unsigned>((max_tokens + chunk - 1) / chunk);
     auto step = [&] {
         KVSCOPE_CUDA(cudaMemsetAsync(out.get(), 0, out_bytes));
-        scores_kernel<<<dim3(token_blocks, static_cast<unsigned>(pairs)), 256>>>(slot_table.get<SlotDev>(), q.get<float>(),
-                                                                                 scores.get<float>(), shd, dtype, max_tokens);
-        softmax_kernel<<<static_cast<unsigned>(slots.size() * sh.q_heads), 256>>>(slot_table.get<SlotDev>(), scores.get<float>(),
-                                                                                 shd, max_tokens);
-        output_kernel<<<dim3(chunks, static_cast<unsigned>(pairs)), std::min<unsigned>(256, ((shd.dv + 31) / 32) * 32)>>>(
+        scores_kernel<<<dim3(token_blocks, static_cast<unsigned>(pairs)), 256>>>(
+            slot_table.get<SlotDev>(), q.get<float>(), scores.get<float>(), shd, dtype, max_tokens);
+        softmax_kernel<<<static_cast<unsigned>(slots.size() * sh.q_heads), 256>>>(slot_table.get<SlotDev>(),
+                                                                                  scores.get<float>(), shd, max_tokens);
+        output_kernel<<<dim3(chunks, static_cast<unsigned>(pairs)),
+                        std::min<unsigned>(256, ((shd.dv + 31) / 32) * 32)>>>(
             slot_table.get<SlotDev>(), scores.get<float>(), out.get<float>(), shd, dtype, max_tokens, chunk);
         KVSCOPE_CUDA(cudaGetLastError());
     };
@@ -436,7 +457,8 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
             r.message = "cancelled while timing; all device memory was freed";
             return;
         }
-        control.report(0.3 + 0.6 * run / (runs + 1), "timing decode attention, run " + std::to_string(run) + " of " + std::to_string(runs));
+        control.report(0.3 + 0.6 * run / (runs + 1),
+                       "timing decode attention, run " + std::to_string(run) + " of " + std::to_string(runs));
         flush_l2();
         timer.start();
         step();
@@ -460,12 +482,14 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
         if (!mla) KVSCOPE_CUDA(cudaMemcpy(v.data(), s.v, v.size(), cudaMemcpyDeviceToHost));
         const auto ref = attention_reference(k.data(), mla ? k.data() : v.data(), s.tokens, sh, request.dtype,
                                              host_q.data() + static_cast<std::size_t>(s.layer) * sh.q_heads * sh.dk);
-        at.max_rel_error = std::max(at.max_rel_error, max_relative_error(host_out.data() + i * sh.q_heads * sh.dv, ref));
+        at.max_rel_error =
+            std::max(at.max_rel_error, max_relative_error(host_out.data() + i * sh.q_heads * sh.dv, ref));
     }
     control.report(1.0, "done");
-    r.message = "predicted " + format_count(a.predicted_bytes) + " bytes, allocated " + format_count(a.requested_bytes) +
-                ", device memory drop " + format_count(a.measured_bytes) + "; attention reads the cache at " +
-                std::to_string(static_cast<int>(at.fraction_of_ceiling * 100 + 0.5)) + "% of the measured read bandwidth";
+    r.message =
+        "predicted " + format_count(a.predicted_bytes) + " bytes, allocated " + format_count(a.requested_bytes) +
+        ", device memory drop " + format_count(a.measured_bytes) + "; attention reads the cache at " +
+        std::to_string(static_cast<int>(at.fraction_of_ceiling * 100 + 0.5)) + "% of the measured read bandwidth";
 }
 
 }  // namespace
@@ -482,9 +506,9 @@ std::unique_ptr<Backend> make_cuda_backend(std::string& why) {
             why = "no NVIDIA driver is loaded on this machine, so no CUDA device can answer";
             return nullptr;
         }
-        why = "the NVIDIA driver supports CUDA " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) +
-              " but this build needs " + std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) +
-              "; update the driver";
+        why = "the NVIDIA driver supports CUDA " + std::to_string(driver / 1000) + "." +
+              std::to_string(driver % 1000 / 10) + " but this build needs " + std::to_string(runtime / 1000) + "." +
+              std::to_string(runtime % 1000 / 10) + "; update the driver";
         return nullptr;
     }
     if (e != cudaSuccess || count == 0) {

@@ -25,15 +25,15 @@ private:
 inline void check(cudaError_t e, const char* call, const char* file, int line) {
     if (e == cudaSuccess) return;
     cudaGetLastError();  // clear the sticky error so the next call is not blamed for this one
-    throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + call + " failed: " + cudaGetErrorName(e) + " (" +
-                        cudaGetErrorString(e) + ")",
+    throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + call + " failed: " + cudaGetErrorName(e) +
+                        " (" + cudaGetErrorString(e) + ")",
                     e);
 }
 
 inline void check(cublasStatus_t s, const char* call, const char* file, int line) {
     if (s == CUBLAS_STATUS_SUCCESS) return;
-    throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + call + " failed: " + cublasGetStatusName(s) + " (" +
-                        cublasGetStatusString(s) + ")",
+    throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + call +
+                        " failed: " + cublasGetStatusName(s) + " (" + cublasGetStatusString(s) + ")",
                     cudaErrorUnknown);
 }
 

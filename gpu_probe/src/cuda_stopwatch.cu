@@ -53,7 +53,8 @@ void project(const Cublas& blas, const float* w, const float* x, float* y, int n
 __global__ void gather_kernel(const float* embed, const int* tokens, float* x, int n) {
     const int row = blockIdx.x;
     if (row < n)
-        for (int d = threadIdx.x; d < M::kModel; d += blockDim.x) x[row * M::kModel + d] = embed[tokens[row] * M::kModel + d];
+        for (int d = threadIdx.x; d < M::kModel; d += blockDim.x)
+            x[row * M::kModel + d] = embed[tokens[row] * M::kModel + d];
 }
 
 // y = x / rms(x) per row (the norm weights are ones).
@@ -123,9 +124,19 @@ __global__ void swiglu_kernel(float* gate, const float* up, int count) {
 class GpuModel {
 public:
     GpuModel(const TinyTransformer& m, int max_positions)
-        : max_(max_positions), embed_(m.embedding()), tokens_dev_(static_cast<std::size_t>(max_positions)),
-          x_(act(M::kModel)), h_(act(M::kModel)), q_(act(M::kModel)), k_(act(M::kModel)), v_(act(M::kModel)),
-          attn_(act(M::kModel)), o_(act(M::kModel)), gate_(act(M::kHidden)), up_(act(M::kHidden)), logits_(static_cast<std::size_t>(m.vocab())),
+        : max_(max_positions),
+          embed_(m.embedding()),
+          tokens_dev_(static_cast<std::size_t>(max_positions)),
+          x_(act(M::kModel)),
+          h_(act(M::kModel)),
+          q_(act(M::kModel)),
+          k_(act(M::kModel)),
+          v_(act(M::kModel)),
+          attn_(act(M::kModel)),
+          o_(act(M::kModel)),
+          gate_(act(M::kHidden)),
+          up_(act(M::kHidden)),
+          logits_(static_cast<std::size_t>(m.vocab())),
           vocab_(m.vocab()) {
         for (const auto& l : m.layers()) layers_.push_back(std::make_unique<Layer>(l, max_positions));
     }
@@ -168,7 +179,13 @@ public:
 private:
     struct Layer {
         Layer(const TinyTransformer::Layer& l, int max_positions)
-            : wq(l.wq), wk(l.wk), wv(l.wv), wo(l.wo), w1(l.w1), w2(l.w2), w3(l.w3),
+            : wq(l.wq),
+              wk(l.wk),
+              wv(l.wv),
+              wo(l.wo),
+              w1(l.w1),
+              w2(l.w2),
+              w3(l.w3),
               k_cache(static_cast<std::size_t>(max_positions) * M::kModel),
               v_cache(static_cast<std::size_t>(max_positions) * M::kModel) {}
         Floats wq, wk, wv, wo, w1, w2, w3, k_cache, v_cache;
@@ -189,7 +206,8 @@ private:
 StopwatchReport run_cuda_stopwatch(const StopwatchRequest& request, const Control& control) {
     try {
         const TinyTransformer model;
-        const std::size_t max_positions = model.encode(request.prompt).size() + static_cast<std::size_t>(std::max(request.tokens, 0)) + 1;
+        const std::size_t max_positions =
+            model.encode(request.prompt).size() + static_cast<std::size_t>(std::max(request.tokens, 0)) + 1;
         if (max_positions > 8192) {  // the device cache and the attention's scores are sized for this
             StopwatchReport r;
             r.status = Status::invalid_input;

@@ -6,9 +6,9 @@
 
 namespace kvscope::probe::host {
 
-std::uint64_t resident_bytes();    // this process, now
-std::uint64_t available_bytes();   // MemAvailable
-std::uint64_t total_bytes();       // MemTotal
+std::uint64_t resident_bytes();   // this process, now
+std::uint64_t available_bytes();  // MemAvailable
+std::uint64_t total_bytes();      // MemTotal
 std::uint64_t page_bytes();
 std::uint64_t last_level_cache_bytes();
 std::string cpu_name();

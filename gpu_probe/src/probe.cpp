@@ -7,32 +7,43 @@ namespace kvscope::probe {
 
 std::string_view to_string(Status status) {
     switch (status) {
-    case Status::ok: return "ok";
-    case Status::cancelled: return "cancelled";
-    case Status::out_of_memory: return "out_of_memory";
-    case Status::no_device: return "no_device";
-    case Status::driver_mismatch: return "driver_mismatch";
-    case Status::invalid_input: return "invalid_input";
-    case Status::failed: return "failed";
+        case Status::ok:
+            return "ok";
+        case Status::cancelled:
+            return "cancelled";
+        case Status::out_of_memory:
+            return "out_of_memory";
+        case Status::no_device:
+            return "no_device";
+        case Status::driver_mismatch:
+            return "driver_mismatch";
+        case Status::invalid_input:
+            return "invalid_input";
+        case Status::failed:
+            return "failed";
     }
     return "failed";
 }
 
 Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
     if (request.dtype != KvDtype::fp32 && request.dtype != KvDtype::fp16 && request.dtype != KvDtype::bf16)
-        return FieldError{"kv_dtype", "the probe stores fp32, fp16 or bf16 (not " + std::string(to_string(request.dtype)) + ")"};
+        return FieldError{"kv_dtype",
+                          "the probe stores fp32, fp16 or bf16 (not " + std::string(to_string(request.dtype)) + ")"};
     auto layout = KvLayout::make(request.arch, request.dtype, request.workload, Parallelism{});
     if (!layout) return layout.errors();
     std::vector<KvTensor> tensors;
     const bool mla = request.arch.mla.has_value();
     const std::uint64_t heads = mla ? 1 : request.arch.kv_heads;
-    const std::uint64_t dims_k = mla ? request.arch.mla->kv_lora_rank + request.arch.mla->qk_rope_head_dim : request.arch.head_dim_k;
+    const std::uint64_t dims_k =
+        mla ? request.arch.mla->kv_lora_rank + request.arch.mla->qk_rope_head_dim : request.arch.head_dim_k;
     const std::uint64_t bytes_per_value = request.dtype == KvDtype::fp32 ? 4 : 2;
     for (std::uint64_t layer = 0; layer < request.arch.layers; ++layer) {
         const std::uint64_t tokens = layout->stored_tokens(layout->window(layer), request.workload.context_tokens);
         for (std::uint64_t seq = 0; seq < request.workload.batch; ++seq) {
             tensors.push_back({layer, false, seq, tokens, tokens * heads * dims_k * bytes_per_value});
-            if (!mla) tensors.push_back({layer, true, seq, tokens, tokens * heads * request.arch.head_dim_v * bytes_per_value});
+            if (!mla)
+                tensors.push_back(
+                    {layer, true, seq, tokens, tokens * heads * request.arch.head_dim_v * bytes_per_value});
         }
     }
     return tensors;

@@ -10,16 +10,19 @@ namespace kvscope::probe {
 namespace {
 
 const char* const kWords[] = {
-    "the", "cache", "keeps", "keys", "and", "values", "for", "every", "token", "so", "each", "new", "step", "reads",
-    "memory", "instead", "of", "computing", "again", "a", "model", "layer", "head", "query", "attention", "grows",
-    "with", "context", "length", "batch", "size", "GPU", "fits", "when", "budget", "allows", "it", "weights", "bytes",
-    "time", "fast", "slow", "quadratic", "linear", "sum", "prefix", "text", "word", "line", "long", "short", "small",
-    "large", "light", "heavy", "quiet", "bright", "river", "stone", "tree", "cloud", "rain", "sun", "moon", "star",
-    "night", "morning", "road", "house", "door", "window", "garden", "city", "sea", "mountain", "field", "bird",
-    "fish", "horse", "dog", "cat", "child", "friend", "teacher", "story", "song", "book", "letter", "number", "answer",
-    "question", "reason", "idea", "plan", "work", "play", "sleep", "dream", "walk", "run", "read", "write", "speak",
-    "listen", "see", "hear", "know", "think", "find", "keep", "hold", "give", "take", "make", "build", "open", "close",
-    "begin", "end", "near", "far", "here", "there", "now", "then", "always", "never", "often", "slowly", "quickly"};
+    "the",      "cache",  "keeps",     "keys",    "and",       "values",  "for",     "every",     "token",  "so",
+    "each",     "new",    "step",      "reads",   "memory",    "instead", "of",      "computing", "again",  "a",
+    "model",    "layer",  "head",      "query",   "attention", "grows",   "with",    "context",   "length", "batch",
+    "size",     "GPU",    "fits",      "when",    "budget",    "allows",  "it",      "weights",   "bytes",  "time",
+    "fast",     "slow",   "quadratic", "linear",  "sum",       "prefix",  "text",    "word",      "line",   "long",
+    "short",    "small",  "large",     "light",   "heavy",     "quiet",   "bright",  "river",     "stone",  "tree",
+    "cloud",    "rain",   "sun",       "moon",    "star",      "night",   "morning", "road",      "house",  "door",
+    "window",   "garden", "city",      "sea",     "mountain",  "field",   "bird",    "fish",      "horse",  "dog",
+    "cat",      "child",  "friend",    "teacher", "story",     "song",    "book",    "letter",    "number", "answer",
+    "question", "reason", "idea",      "plan",    "work",      "play",    "sleep",   "dream",     "walk",   "run",
+    "read",     "write",  "speak",     "listen",  "see",       "hear",    "know",    "think",     "find",   "keep",
+    "hold",     "give",   "take",      "make",    "build",     "open",    "close",   "begin",     "end",    "near",
+    "far",      "here",   "there",     "now",     "then",      "always",  "never",   "often",     "slowly", "quickly"};
 constexpr int kVocab = static_cast<int>(sizeof(kWords) / sizeof(kWords[0]));
 
 struct Rng {  // fixed-seed normal numbers (xorshift64* + Box–Muller)
@@ -127,7 +130,8 @@ std::vector<int> TinyTransformer::encode(const std::string& text) const {
         // Unknown words map to a fixed token by their letters, so any prompt works.
         std::uint64_t h = 1469598103934665603ull;
         for (char c : word) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-        out.push_back(found != std::end(kWords) ? static_cast<int>(found - std::begin(kWords)) : static_cast<int>(h % kVocab));
+        out.push_back(found != std::end(kWords) ? static_cast<int>(found - std::begin(kWords))
+                                                : static_cast<int>(h % kVocab));
     }
     if (out.empty()) out.push_back(0);
     return out;
@@ -164,7 +168,8 @@ void TinyTransformer::forward_position(int token, int position, std::vector<std:
             for (int t = 0; t < n; ++t) {
                 float dot = 0;
                 for (int d = 0; d < kHeadDim; ++d)
-                    dot += q[static_cast<std::size_t>(hd * kHeadDim + d)] * K[static_cast<std::size_t>(t * kModel + hd * kHeadDim + d)];
+                    dot += q[static_cast<std::size_t>(hd * kHeadDim + d)] *
+                           K[static_cast<std::size_t>(t * kModel + hd * kHeadDim + d)];
                 scores[static_cast<std::size_t>(t)] = dot * scale;
                 mx = std::max(mx, dot * scale);
             }
@@ -173,7 +178,8 @@ void TinyTransformer::forward_position(int token, int position, std::vector<std:
             for (int t = 0; t < n; ++t) {
                 const float p = scores[static_cast<std::size_t>(t)] / sum;
                 for (int d = 0; d < kHeadDim; ++d)
-                    attn[static_cast<std::size_t>(hd * kHeadDim + d)] += p * V[static_cast<std::size_t>(t * kModel + hd * kHeadDim + d)];
+                    attn[static_cast<std::size_t>(hd * kHeadDim + d)] +=
+                        p * V[static_cast<std::size_t>(t * kModel + hd * kHeadDim + d)];
             }
         }
         const std::vector<float> o = matvec(L.wo, attn, kModel);
@@ -181,7 +187,8 @@ void TinyTransformer::forward_position(int token, int position, std::vector<std:
         const std::vector<float> h2 = rms_norm(x, L.norm2);
         std::vector<float> gate = matvec(L.w1, h2, kHidden);
         const std::vector<float> up = matvec(L.w3, h2, kHidden);
-        for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];  // SwiGLU
+        for (std::size_t i = 0; i < gate.size(); ++i)
+            gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];  // SwiGLU
         const std::vector<float> down = matvec(L.w2, gate, kModel);
         for (int i = 0; i < kModel; ++i) x[static_cast<std::size_t>(i)] += down[static_cast<std::size_t>(i)];
     }
@@ -264,7 +271,8 @@ StopwatchReport generate_both(const TinyTransformer& model, const StopwatchReque
         r.uncached_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
         if (control.stopwatch_step) control.stopwatch_step(false, r.uncached_ms.back());
         for (std::size_t j = 0; j < l.size(); ++j)
-            r.max_logit_diff = std::max(r.max_logit_diff, static_cast<double>(std::abs(l[j] - cached_logits[static_cast<std::size_t>(i)][j])));
+            r.max_logit_diff = std::max(
+                r.max_logit_diff, static_cast<double>(std::abs(l[j] - cached_logits[static_cast<std::size_t>(i)][j])));
         uncached_tokens.push_back(next);
         prefix.push_back(next);
         control.report((request.tokens + i + 1) / total, "recomputing: token " + std::to_string(i + 1));

@@ -46,8 +46,8 @@ public:
     static int pick(const std::vector<float>& logits, const std::vector<int>& history);
 
 private:
-    void forward_position(int token, int position, std::vector<std::vector<float>>& k, std::vector<std::vector<float>>& v,
-                          std::vector<float>& x) const;
+    void forward_position(int token, int position, std::vector<std::vector<float>>& k,
+                          std::vector<std::vector<float>>& v, std::vector<float>& x) const;
     [[nodiscard]] std::vector<float> head(const std::vector<float>& x) const;
 
     std::vector<float> embed_;  // vocab × kModel (tied LM head)

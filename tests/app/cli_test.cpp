@@ -22,7 +22,8 @@ struct CliRun {
 CliRun cli(const std::string& args) {
     const auto err_path = std::filesystem::temp_directory_path() / ("kvscope-cli-err-" + std::to_string(::getpid()));
     // An empty data folder keeps the user's own catalog out of the test.
-    const std::string cmd = "KVSCOPE_DATA_DIR=/nonexistent '" KVSCOPE_CLI_PATH "' " + args + " 2>'" + err_path.string() + "'";
+    const std::string cmd =
+        "KVSCOPE_DATA_DIR=/nonexistent '" KVSCOPE_CLI_PATH "' " + args + " 2>'" + err_path.string() + "'";
     CliRun r;
     FILE* pipe = ::popen(cmd.c_str(), "r");
     if (!pipe) return r;
@@ -111,7 +112,8 @@ TEST(Cli, HuggingFaceRepoIdAndCaseInsensitiveIds) {
 }
 
 TEST(Cli, FitJsonContract) {
-    const CliRun r = cli("fit --model llama-3-70b --context 32k --batch 16 --gpu h100-sxm --gpus 2 --kv-dtype fp8 --json");
+    const CliRun r =
+        cli("fit --model llama-3-70b --context 32k --batch 16 --gpu h100-sxm --gpus 2 --kv-dtype fp8 --json");
     ASSERT_EQ(r.status, 0) << r.err;
     const auto v = json_of(r);
     EXPECT_EQ(u64(v, "weights_bytes"), 70'553'706'496ull * 2);
@@ -123,13 +125,15 @@ TEST(Cli, FitJsonContract) {
 }
 
 TEST(Cli, ConfigFileAndCsv) {
-    const auto path = std::filesystem::temp_directory_path() / ("kvscope-cli-config-" + std::to_string(::getpid()) + ".json");
+    const auto path =
+        std::filesystem::temp_directory_path() / ("kvscope-cli-config-" + std::to_string(::getpid()) + ".json");
     std::ofstream(path) << R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8,
                                "num_key_value_heads": 2, "hidden_size": 512, "max_position_embeddings": 4096})";
     const CliRun r = cli("compare --config " + path.string() + " --context 1k --csv");
     std::filesystem::remove(path);
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "name,kv_heads,kv_cache_bytes,bytes_per_token,percent_of_mha,is_model");
+    EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
+              "name,kv_heads,kv_cache_bytes,bytes_per_token,percent_of_mha,is_model");
     // GQA-2 is the model's own: 2 layers x 2 (K,V) x 2 heads x 64 dims x 2 bytes x 1024 tokens.
     EXPECT_NE(r.out.find("GQA-2,2,1048576,1024,25.000,true"), std::string::npos) << r.out;
 }
@@ -137,8 +141,9 @@ TEST(Cli, ConfigFileAndCsv) {
 TEST(Cli, SweepCsvHasOneColumnPerVariant) {
     const CliRun r = cli("sweep --model llama-3-8b --points 4 --from 1k --to 8k --csv");
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_EQ(r.out, "tokens,MHA,GQA-8 *,MQA\n1024,536870912,134217728,16777216\n2048,1073741824,268435456,33554432\n"
-                     "4096,2147483648,536870912,67108864\n8192,4294967296,1073741824,134217728\n");
+    EXPECT_EQ(r.out,
+              "tokens,MHA,GQA-8 *,MQA\n1024,536870912,134217728,16777216\n2048,1073741824,268435456,33554432\n"
+              "4096,2147483648,536870912,67108864\n8192,4294967296,1073741824,134217728\n");
 }
 
 TEST(Cli, BadInputExitsTwoWithOneClearLine) {
@@ -160,7 +165,8 @@ TEST(Cli, BadInputExitsTwoWithOneClearLine) {
 }
 
 TEST(Cli, MalformedConfigNamesLineAndColumn) {
-    const auto path = std::filesystem::temp_directory_path() / ("kvscope-cli-bad-" + std::to_string(::getpid()) + ".json");
+    const auto path =
+        std::filesystem::temp_directory_path() / ("kvscope-cli-bad-" + std::to_string(::getpid()) + ".json");
     std::ofstream(path) << "{\n  \"num_hidden_layers\": 32,\n  \"hidden_size\": 4096\n  \"n_head\": 32\n}";
     const CliRun r = cli("kv --config " + path.string());
     std::filesystem::remove(path);
@@ -181,7 +187,8 @@ TEST(Cli, HelpForEveryCommand) {
 namespace {
 
 TEST(Cli, ProbeOnTheCpuChecksThePredictionAndReportsBandwidth) {
-    const CliRun r = cli("probe --backend cpu --model kvscope-teaching-32l --context 1k --kv-dtype fp16 --runs 2 --json");
+    const CliRun r =
+        cli("probe --backend cpu --model kvscope-teaching-32l --context 1k --kv-dtype fp16 --runs 2 --json");
     ASSERT_EQ(r.status, 0) << r.err;
     const auto v = json_of(r);
     EXPECT_EQ(v.find("status")->as_string(), "ok");

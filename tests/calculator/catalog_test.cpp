@@ -138,7 +138,8 @@ TEST_F(UserFolder, AddsModelsOverridesGpusAndReportsBrokenFiles) {
     write("models/my-model.json", R"({"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 8,
         "num_key_value_heads": 2, "hidden_size": 512, "torch_dtype": "bfloat16"})");
     write("models/broken.json", "{ \"num_hidden_layers\": ");
-    write("gpus.json", R"({"gpus": [{"id": "h100-sxm", "name": "My H100", "memory_bytes": 1000, "bandwidth_bytes_per_s": 5},
+    write("gpus.json",
+          R"({"gpus": [{"id": "h100-sxm", "name": "My H100", "memory_bytes": 1000, "bandwidth_bytes_per_s": 5},
                                     {"id": "lab-gpu", "memory_bytes": 2000, "bandwidth_bytes_per_s": 7}]})");
     std::vector<std::string> problems;
     const Catalog c = Catalog::with_user_folder(dir_.string(), problems);

@@ -10,7 +10,8 @@ namespace {
 Result<ImportedModel> import(const std::string& text) { return import_config(text, "config.json"); }
 
 bool mentions(const std::vector<std::string>& list, const std::string& fragment) {
-    return std::any_of(list.begin(), list.end(), [&](const std::string& s) { return s.find(fragment) != std::string::npos; });
+    return std::any_of(list.begin(), list.end(),
+                       [&](const std::string& s) { return s.find(fragment) != std::string::npos; });
 }
 
 TEST(ConfigImport, LlamaSpelling) {
@@ -100,16 +101,19 @@ TEST(ConfigImport, SlidingWindowRules) {
         "num_key_value_heads": 2, "use_sliding_window": true, "sliding_window": 1000, "max_window_layers": 2})");
     ASSERT_TRUE(qwen.ok()) << qwen.error_text();
     EXPECT_EQ(qwen->arch.layer_windows, (std::vector<std::uint64_t>{0, 0, 1000, 1000}));
-    auto qwen_off = import(R"({"model_type": "qwen2", "num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 256,
+    auto qwen_off =
+        import(R"({"model_type": "qwen2", "num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 256,
         "num_key_value_heads": 2, "use_sliding_window": false, "sliding_window": 1000})");
     EXPECT_FALSE(qwen_off->arch.has_sliding_layers());
     // Gemma 2 alternation
-    auto g2 = import(R"({"model_type": "gemma2", "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4,
+    auto g2 =
+        import(R"({"model_type": "gemma2", "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4,
         "hidden_size": 2304, "head_dim": 256, "sliding_window": 4096})");
     ASSERT_TRUE(g2.ok()) << g2.error_text();
     EXPECT_EQ(g2->arch.layer_windows, (std::vector<std::uint64_t>{4096, 0, 4096, 0}));
     // Mistral: sliding_window alone applies to every layer
-    auto mistral = import(R"({"model_type": "mistral", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256,
+    auto mistral =
+        import(R"({"model_type": "mistral", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256,
         "num_key_value_heads": 2, "sliding_window": 4096})");
     EXPECT_EQ(mistral->arch.layer_windows, (std::vector<std::uint64_t>{4096, 4096}));
 }
@@ -141,13 +145,16 @@ TEST(ConfigImport, WrongTypeNamesTheFieldAndItsLine) {
 }
 
 TEST(ConfigImport, ContradictingSpellingsAreAnError) {
-    auto m = import("{\n  \"n_layer\": 12,\n  \"num_hidden_layers\": 24,\n  \"num_attention_heads\": 8,\n  \"hidden_size\": 512\n}");
+    auto m = import(
+        "{\n  \"n_layer\": 12,\n  \"num_hidden_layers\": 24,\n  \"num_attention_heads\": 8,\n  \"hidden_size\": "
+        "512\n}");
     EXPECT_FIELD_ERROR(m, "n_layer", "contradicts num_hidden_layers (24) on line 3");
 }
 
 TEST(ConfigImport, KvHeadsThatDoNotDivideAreReportedAtTheirLine) {
-    auto m = import("{\n  \"num_hidden_layers\": 2,\n  \"num_attention_heads\": 32,\n  \"num_key_value_heads\": 5,\n"
-                    "  \"hidden_size\": 4096\n}");
+    auto m = import(
+        "{\n  \"num_hidden_layers\": 2,\n  \"num_attention_heads\": 32,\n  \"num_key_value_heads\": 5,\n"
+        "  \"hidden_size\": 4096\n}");
     EXPECT_FIELD_ERROR(m, "kv_heads", "config.json:4: KV heads (5) must divide the query heads (32)");
 }
 
@@ -210,7 +217,8 @@ namespace {
 TEST(ConfigImport, AbsurdLayerCountWithSlidingWindowsIsAnErrorNotAnAllocation) {
     const auto imported = import_config(R"({"model_type": "mistral", "num_hidden_layers": 1000000000000,
         "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096, "intermediate_size": 14336,
-        "vocab_size": 32000, "max_position_embeddings": 32768, "sliding_window": 4096})", "config.json");
+        "vocab_size": 32000, "max_position_embeddings": 32768, "sliding_window": 4096})",
+                                        "config.json");
     EXPECT_FIELD_ERROR(imported, "layers", "config.json:1: the number of layers (1,000,000,000,000) is more than");
 }
 

@@ -31,9 +31,9 @@ TEST(Fit, WorkedExampleLlama3_70bOnTwoH100) {
     EXPECT_EQ(f->kv_bytes_per_gpu, 81'920ull * 32768 * 16);
     EXPECT_FALSE(f->fits);
     EXPECT_EQ(f->headroom_bytes_per_gpu, 4'804'409'753ll - 42'949'672'960ll);
-    EXPECT_EQ(f->max_batch, 1u);                // 4,804,409,753 / (81,920 x 32,768)
-    EXPECT_EQ(f->max_context, 3665u);           // 4,804,409,753 / (81,920 x 16)
-    EXPECT_EQ(f->tokens_capacity, 58'647u);     // 4,804,409,753 / 81,920
+    EXPECT_EQ(f->max_batch, 1u);             // 4,804,409,753 / (81,920 x 32,768)
+    EXPECT_EQ(f->max_context, 3665u);        // 4,804,409,753 / (81,920 x 16)
+    EXPECT_EQ(f->tokens_capacity, 58'647u);  // 4,804,409,753 / 81,920
     EXPECT_FALSE(f->max_context_limited_by_model);
 
     auto d = decode_estimate(a, KvDtype::fp8_e4m3, w, {.tp = 2}, h100s(2));
@@ -139,7 +139,7 @@ TEST(Curves, LogSpacedSeriesForEveryVariantUpToMaxPositions) {
     EXPECT_EQ(c->tokens.front(), 1u);
     EXPECT_EQ(c->tokens.back(), 8192u);
     EXPECT_GT(c->tokens.size(), 300u);  // 512 log steps from 1: repeats at the low end are dropped
-    ASSERT_EQ(c->series.size(), 3u);  // MHA, GQA-8 (its own), MQA
+    ASSERT_EQ(c->series.size(), 3u);    // MHA, GQA-8 (its own), MQA
     EXPECT_TRUE(c->series[1].is_model);
     EXPECT_EQ(c->series[1].bytes.back(), 131072ull * 8192);
     EXPECT_EQ(c->series[0].bytes.back(), 4 * c->series[1].bytes.back());

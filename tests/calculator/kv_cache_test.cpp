@@ -149,8 +149,8 @@ TEST(KvCache, QuantizedFormatsAreExact) {
     EXPECT_EQ(bytes(KvDtype::int4), 32u * 2 * 512);
     EXPECT_EQ(bytes(KvDtype::q8_0), 32u * 2 * (1024 / 32) * 34);  // 69,632
     EXPECT_EQ(bytes(KvDtype::q4_0), 32u * 2 * (1024 / 32) * 18);  // 36,864
-    EXPECT_EQ(row_bytes(KvDtype::q8_0, 33).value(), 68u);          // a partial block is a whole block
-    EXPECT_EQ(row_bytes(KvDtype::int4, 3).value(), 2u);            // 12 bits -> 2 bytes
+    EXPECT_EQ(row_bytes(KvDtype::q8_0, 33).value(), 68u);         // a partial block is a whole block
+    EXPECT_EQ(row_bytes(KvDtype::int4, 3).value(), 2u);           // 12 bits -> 2 bytes
     EXPECT_DOUBLE_EQ(bits_per_value(KvDtype::q8_0), 8.5);
 }
 
@@ -217,7 +217,8 @@ TEST(KvCache, AbsurdLayerAndHeadCountsAreErrorsNotAllocations) {
     EXPECT_FIELD_ERROR(kv_cache_report(a, KvDtype::fp16, {}, {}), "layers", "is more than the 65,536 supported");
     a = testing::make_arch(32, 32, 8, 128);
     a.query_heads = 1ull << 40;
-    EXPECT_FIELD_ERROR(kv_cache_report(a, KvDtype::fp16, {}, {}), "query_heads", "is more than the 1,048,576 supported");
+    EXPECT_FIELD_ERROR(kv_cache_report(a, KvDtype::fp16, {}, {}), "query_heads",
+                       "is more than the 1,048,576 supported");
 }
 
 }  // namespace

@@ -33,7 +33,9 @@ public:
     Case next() {
         const std::uint64_t kv = pick({1, 2, 4, 8, 16});
         const std::uint64_t group = pick({1, 2, 4, 8});
-        Case c{testing::make_arch(pick({1, 2, 12, 32, 61, 80}), kv * group, kv, pick({64, 80, 128, 256})), {}, KvDtype::fp16};
+        Case c{testing::make_arch(pick({1, 2, 12, 32, 61, 80}), kv * group, kv, pick({64, 80, 128, 256})),
+               {},
+               KvDtype::fp16};
         if (coin()) {
             c.arch.layer_windows.assign(c.arch.layers, 0);
             for (std::size_t l = 0; l < c.arch.layers; l += 2) c.arch.layer_windows[l] = pick({128, 1024, 4096});

@@ -35,10 +35,9 @@ inline bool has_error(const Errors& errors, const std::string& field, const std:
 }  // namespace kvscope::testing
 
 // The result is an error on `field` whose message contains `fragment`.
-#define EXPECT_FIELD_ERROR(result, field, fragment)                                              \
-    do {                                                                                         \
-        const auto& r_ = (result);                                                               \
-        ASSERT_FALSE(r_.ok()) << "expected an error on " << (field);                            \
-        EXPECT_TRUE(::kvscope::testing::has_error(r_.errors(), (field), (fragment)))             \
-            << "errors: " << r_.error_text();                                                    \
+#define EXPECT_FIELD_ERROR(result, field, fragment)                                                                    \
+    do {                                                                                                               \
+        const auto& r_ = (result);                                                                                     \
+        ASSERT_FALSE(r_.ok()) << "expected an error on " << (field);                                                   \
+        EXPECT_TRUE(::kvscope::testing::has_error(r_.errors(), (field), (fragment))) << "errors: " << r_.error_text(); \
     } while (0)

@@ -29,7 +29,8 @@ TEST(CudaBackend, AllocationDropMatchesThePredictionAndAttentionIsChecked) {
     EXPECT_EQ(p.allocation.requested_bytes, p.allocation.predicted_bytes);
     // Within ±2 MiB per allocation of the prediction rounded to the granularity.
     const double slack = 2.0 * (1 << 20) * static_cast<double>(p.allocation.allocations);
-    EXPECT_NEAR(static_cast<double>(p.allocation.measured_bytes), static_cast<double>(p.allocation.requested_bytes), slack);
+    EXPECT_NEAR(static_cast<double>(p.allocation.measured_bytes), static_cast<double>(p.allocation.requested_bytes),
+                slack);
     EXPECT_LT(p.attention.max_rel_error, 1e-3);
     EXPECT_GT(p.attention.fraction_of_ceiling, 0.0);
 }
@@ -44,13 +45,15 @@ TEST(CudaBackend, MoreThanTheDeviceHoldsIsOutOfMemoryNotACrash) {
     r.workload = {1u << 20, 64, 1, false};  // far beyond any GPU
     const ProbeReport p = cuda->probe(r, {});
     EXPECT_EQ(p.status, Status::out_of_memory) << p.message;
-    const ProbeReport again = cuda->probe([] {
-        ProbeRequest small;
-        small.arch = teaching_model();
-        small.dtype = KvDtype::fp16;
-        small.workload = {1024, 1, 1, false};
-        return small;
-    }(), {});
+    const ProbeReport again = cuda->probe(
+        [] {
+            ProbeRequest small;
+            small.arch = teaching_model();
+            small.dtype = KvDtype::fp16;
+            small.workload = {1024, 1, 1, false};
+            return small;
+        }(),
+        {});
     EXPECT_EQ(again.status, Status::ok) << "the device must be usable after an out-of-memory: " << again.message;
 }
 

@@ -11,7 +11,8 @@ namespace kvscope::probe {
 namespace {
 
 double sum(const std::vector<double>& v, std::size_t from, std::size_t to) {
-    return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to), 0.0);
+    return std::accumulate(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to),
+                           0.0);
 }
 
 TEST(Stopwatch, BothRunsWriteTheSameTextAndOnlyRecomputingGrowsWithTheContext) {

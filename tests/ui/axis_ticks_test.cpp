@@ -23,7 +23,8 @@ TEST(AxisTicks, LogTokensReadAsOneKTwoKAndSoOn) {
 }
 
 TEST(AxisTicks, LinearTokensStepByPowersOfTwo) {
-    EXPECT_EQ(labels(token_ticks(0, 131072, false)), QStringList({"0", "16k", "32k", "48k", "64k", "80k", "96k", "112k", "128k"}));
+    EXPECT_EQ(labels(token_ticks(0, 131072, false)),
+              QStringList({"0", "16k", "32k", "48k", "64k", "80k", "96k", "112k", "128k"}));
 }
 
 TEST(AxisTicks, BytesUseBinaryOrDecimalUnits) {

@@ -28,15 +28,22 @@ AppRun kvscope_app(const QStringList& args) {
     p.setProcessEnvironment(env);
     p.start(KVSCOPE_APP_PATH, args);
     if (!p.waitForFinished(60000)) return {};
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(), p.readAllStandardError()};
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1, p.readAllStandardOutput(),
+            p.readAllStandardError()};
 }
 
 TEST(Headless, ModelAndContextOptionsExportChartCsvAndReport) {
     QTemporaryDir dir;
-    const AppRun r = kvscope_app({"--model", "llama-3-70b", "--context", "128k", "--kv-dtype", "fp8", "--batch", "8", "--gpu",
-                               "h100-sxm", "--gpus", "2", "--export-chart", dir.filePath("c.svg"), "--export-csv",
-                               dir.filePath("c.csv"), "--export-report", dir.filePath("r.pdf"), "--export-json",
-                               dir.filePath("r.json")});
+    const AppRun r = kvscope_app({"--model",         "llama-3-70b",
+                                  "--context",       "128k",
+                                  "--kv-dtype",      "fp8",
+                                  "--batch",         "8",
+                                  "--gpu",           "h100-sxm",
+                                  "--gpus",          "2",
+                                  "--export-chart",  dir.filePath("c.svg"),
+                                  "--export-csv",    dir.filePath("c.csv"),
+                                  "--export-report", dir.filePath("r.pdf"),
+                                  "--export-json",   dir.filePath("r.json")});
     ASSERT_EQ(r.status, 0) << r.err.toStdString();
     EXPECT_TRUE(QSvgRenderer(dir.filePath("c.svg")).isValid());
     EXPECT_TRUE(read_all(dir.filePath("c.csv")).startsWith("tokens,MHA,GQA-8,MQA\n"));
@@ -52,7 +59,7 @@ TEST(Headless, SavedScenarioExportsAPngOfTheChosenSize) {
     s.arch = teaching_model();
     testing::write_all(dir.filePath("plan.kvscope.json"), QByteArray::fromStdString(scenario_to_json(s)));
     const AppRun r = kvscope_app({"--scenario", dir.filePath("plan.kvscope.json"), "--context", "32k", "--export-chart",
-                               dir.filePath("c.png"), "--size", "640x400", "--scale", "1"});
+                                  dir.filePath("c.png"), "--size", "640x400", "--scale", "1"});
     ASSERT_EQ(r.status, 0) << r.err.toStdString();
     EXPECT_EQ(QImage(dir.filePath("c.png")).size(), QSize(640, 400));
 }

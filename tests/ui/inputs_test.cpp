@@ -53,7 +53,8 @@ TEST(Inputs, TheLessonsThreeNumbersAppear) {
     MainWindow w(catalog(), false);
     EXPECT_TRUE(w.overview()->totalLabel()->text().contains("4.00 GiB (4.29 GB)"));
     const ComparisonModel* c = w.overview()->comparison();
-    QAbstractItemModelTester tester(const_cast<ComparisonModel*>(c), QAbstractItemModelTester::FailureReportingMode::Warning);
+    QAbstractItemModelTester tester(const_cast<ComparisonModel*>(c),
+                                    QAbstractItemModelTester::FailureReportingMode::Warning);
     ASSERT_EQ(c->rowCount(), 3);
     EXPECT_EQ(cell(c, 0, ComparisonModel::Bytes), "4.00 GiB");
     EXPECT_EQ(cell(c, 1, ComparisonModel::Layout), "GQA-8");
@@ -81,7 +82,8 @@ TEST(Inputs, ChangingKvHeadsUpdatesTheOverviewAndTheChart) {
     EXPECT_EQ(offered, QStringList({"32", "16", "8", "4", "2", "1"}));
     type_into(kv->lineEdit(), "8");
 
-    EXPECT_TRUE(w.overview()->totalLabel()->text().contains("1.00 GiB")) << w.overview()->totalLabel()->text().toStdString();
+    EXPECT_TRUE(w.overview()->totalLabel()->text().contains("1.00 GiB"))
+        << w.overview()->totalLabel()->text().toStdString();
     QLineSeries* after = model_series(chart);
     ASSERT_NE(after, nullptr);
     EXPECT_TRUE(after->name().startsWith("GQA-8"));

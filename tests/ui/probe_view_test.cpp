@@ -37,7 +37,8 @@ TEST(ProbeView, ChecksTheCurrentScenariosCacheOnThisMachine) {
     EXPECT_TRUE(p->running());
     ASSERT_TRUE(finished.wait(120000));
     EXPECT_FALSE(p->running());
-    EXPECT_TRUE(cell_of(p->results(), "Predicted").startsWith("128 MiB (134,217,728 B)")) << p->statusLabel()->text().toStdString();
+    EXPECT_TRUE(cell_of(p->results(), "Predicted").startsWith("128 MiB (134,217,728 B)"))
+        << p->statusLabel()->text().toStdString();
     EXPECT_TRUE(cell_of(p->results(), "Requested").endsWith("= predicted"));
     EXPECT_FALSE(cell_of(p->results(), "Read ceiling").isEmpty());
     EXPECT_TRUE(p->statusLabel()->text().contains("measured read bandwidth")) << p->statusLabel()->text().toStdString();

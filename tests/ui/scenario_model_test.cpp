@@ -100,7 +100,8 @@ TEST(ScenarioModel, SwitchingModelsKeepsTheWorkload) {
     m.undoStack()->undo();
     EXPECT_EQ(m.scenario().arch.layers, 32u);
     EXPECT_EQ(m.scenario().arch.kv_heads, 32u);
-    EXPECT_TRUE(m.description().startsWith("Teaching model")) << m.description().toStdString();  // the name comes back too
+    EXPECT_TRUE(m.description().startsWith("Teaching model"))
+        << m.description().toStdString();  // the name comes back too
 }
 
 TEST(ScenarioModel, MalformedConfigLeavesTheScenarioUnchanged) {

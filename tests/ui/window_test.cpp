@@ -3,18 +3,18 @@
 #include <QAction>
 #include <QApplication>
 #include <QCategoryAxis>
+#include <QChart>
 #include <QClipboard>
 #include <QComboBox>
 #include <QCompleter>
-#include <QChart>
 #include <QDoubleSpinBox>
 #include <QGroupBox>
-#include <QLineEdit>
-#include <QPushButton>
 #include <QLabel>
 #include <QLegendMarker>
+#include <QLineEdit>
 #include <QLineSeries>
 #include <QMimeData>
+#include <QPushButton>
 #include <QSettings>
 #include <QTemporaryDir>
 #include <QUrl>
@@ -122,7 +122,8 @@ TEST(Window, DeploymentTabAnswersTheReadmeQuestion) {
         s.parallel.tp = 8;
         s.deployment->gpu_count = 8;
     });
-    EXPECT_TRUE(w.deployment()->verdictLabel()->text().startsWith("Fits")) << w.deployment()->verdictLabel()->text().toStdString();
+    EXPECT_TRUE(w.deployment()->verdictLabel()->text().startsWith("Fits"))
+        << w.deployment()->verdictLabel()->text().toStdString();
 }
 
 TEST(Window, ChartSeriesAreUpdatedInPlaceNeverRebuilt) {
@@ -217,8 +218,8 @@ QAction* action_named(QWidget* w, const QString& text) {
 TEST(Window, MenusHaveTheShortcutsUsersExpect) {
     MainWindow w(testing::catalog(), false);
     const std::vector<std::pair<QString, QKeySequence>> expected{
-        {"Open scenario…", QKeySequence::Open}, {"Save scenario", QKeySequence::Save},
-        {"Export chart…", QKeySequence("Ctrl+E")}, {"Export report (PDF)…", QKeySequence("Ctrl+Shift+E")},
+        {"Open scenario…", QKeySequence::Open},          {"Save scenario", QKeySequence::Save},
+        {"Export chart…", QKeySequence("Ctrl+E")},       {"Export report (PDF)…", QKeySequence("Ctrl+Shift+E")},
         {"Import config.json…", QKeySequence("Ctrl+I")}, {"Quit", QKeySequence::Quit}};
     for (const auto& [text, key] : expected) {
         QAction* a = action_named(&w, text);
@@ -245,7 +246,8 @@ TEST(Window, EveryInputExplainsItselfInATooltip) {
     int checked = 0;
     for (QWidget* field : w.inputs()->findChildren<QWidget*>()) {
         if (field->accessibleName().isEmpty() || qobject_cast<QLabel*>(field)) continue;
-        EXPECT_FALSE(field->toolTip().isEmpty()) << field->accessibleName().toStdString() << " (" << field->metaObject()->className() << ")";
+        EXPECT_FALSE(field->toolTip().isEmpty())
+            << field->accessibleName().toStdString() << " (" << field->metaObject()->className() << ")";
         ++checked;
     }
     EXPECT_GE(checked, 11);

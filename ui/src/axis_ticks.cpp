@@ -20,7 +20,8 @@ std::vector<double> log2_positions(double lo, double hi, int max_ticks) {
 }
 
 // Multiples of a step chosen from `steps` × base^k so that at most `max_ticks` fit.
-std::vector<double> linear_positions(double lo, double hi, int max_ticks, double base, std::array<double, 3> mantissas) {
+std::vector<double> linear_positions(double lo, double hi, int max_ticks, double base,
+                                     std::array<double, 3> mantissas) {
     std::vector<double> out;
     if (!(hi > lo)) return out;
     const double span = hi - lo;
@@ -82,7 +83,8 @@ std::vector<Tick> byte_ticks(double lo, double hi, bool log2_axis, UnitSystem un
 
 std::vector<Tick> token_ticks(double lo, double hi, bool log2_axis, int max_ticks) {
     std::vector<Tick> ticks;
-    const auto positions = log2_axis ? log2_positions(lo, hi, max_ticks) : linear_positions(lo, hi, max_ticks, 2, {1, 1, 1});
+    const auto positions =
+        log2_axis ? log2_positions(lo, hi, max_ticks) : linear_positions(lo, hi, max_ticks, 2, {1, 1, 1});
     for (double v : positions) {
         const double tokens = log2_axis ? std::exp2(v) : v;
         ticks.push_back({v, QString::fromStdString(format_tokens(static_cast<std::uint64_t>(std::llround(tokens))))});

@@ -33,11 +33,15 @@ void BigSpinBox::stepBy(int steps) {
     std::uint64_t v = value_;
     for (int i = 0; i < std::abs(steps); ++i) {
         if (step_ == Step::doubling) {
-            if (steps > 0) v = v > max_ / 2 ? max_ : v * 2;
-            else v = std::max(min_, v / 2);
+            if (steps > 0)
+                v = v > max_ / 2 ? max_ : v * 2;
+            else
+                v = std::max(min_, v / 2);
         } else {
-            if (steps > 0) v = v >= max_ ? max_ : v + 1;
-            else v = v <= min_ ? min_ : v - 1;
+            if (steps > 0)
+                v = v >= max_ ? max_ : v + 1;
+            else
+                v = v <= min_ ? min_ : v - 1;
         }
     }
     if (v == value_) return;

@@ -34,12 +34,18 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
     const UnitSystem units = model_->units();
     if (role == Qt::DisplayRole) {
         switch (index.column()) {
-        case Layout: return QString::fromStdString(v.name) + (v.is_model ? tr("  (this model)") : QString());
-        case KvHeads: return v.kind == AttentionKind::MLA ? tr("latent") : QString::number(v.kv_heads);
-        case Bytes: return QString::fromStdString(format_bytes(v.kv_cache_bytes, units));
-        case PerToken: return QString::fromStdString(format_bytes(v.bytes_per_token, units));
-        case PercentOfMha: return QString::number(v.percent_of_mha, 'f', 1) + "%";
-        default: return {};
+            case Layout:
+                return QString::fromStdString(v.name) + (v.is_model ? tr("  (this model)") : QString());
+            case KvHeads:
+                return v.kind == AttentionKind::MLA ? tr("latent") : QString::number(v.kv_heads);
+            case Bytes:
+                return QString::fromStdString(format_bytes(v.kv_cache_bytes, units));
+            case PerToken:
+                return QString::fromStdString(format_bytes(v.bytes_per_token, units));
+            case PercentOfMha:
+                return QString::number(v.percent_of_mha, 'f', 1) + "%";
+            default:
+                return {};
         }
     }
     if (role == FractionRole && index.column() == Bar) return v.percent_of_mha / 100.0;
@@ -50,21 +56,27 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
         f.setBold(true);
         return f;
     }
-    if (role == Qt::TextAlignmentRole && index.column() != Layout)
-        return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+    if (role == Qt::TextAlignmentRole && index.column() != Layout) return QVariant(Qt::AlignRight | Qt::AlignVCenter);
     return {};
 }
 
 QVariant ComparisonModel::headerData(int section, Qt::Orientation orientation, int role) const {
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
     switch (section) {
-    case Layout: return tr("Layout");
-    case KvHeads: return tr("KV heads");
-    case Bytes: return tr("KV cache");
-    case PerToken: return tr("Per token");
-    case PercentOfMha: return tr("% of MHA");
-    case Bar: return tr("Relative size");
-    default: return {};
+        case Layout:
+            return tr("Layout");
+        case KvHeads:
+            return tr("KV heads");
+        case Bytes:
+            return tr("KV cache");
+        case PerToken:
+            return tr("Per token");
+        case PercentOfMha:
+            return tr("% of MHA");
+        case Bar:
+            return tr("Relative size");
+        default:
+            return {};
     }
 }
 

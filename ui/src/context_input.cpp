@@ -15,7 +15,9 @@ constexpr std::uint64_t kSliderMin = 128;
 }  // namespace
 
 ContextInput::ContextInput(QWidget* parent)
-    : QWidget(parent), slider_(new QSlider(Qt::Horizontal)), spin_(new BigSpinBox(BigSpinBox::Kind::tokens, BigSpinBox::Step::doubling)) {
+    : QWidget(parent),
+      slider_(new QSlider(Qt::Horizontal)),
+      spin_(new BigSpinBox(BigSpinBox::Kind::tokens, BigSpinBox::Step::doubling)) {
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(slider_, 3);
@@ -50,7 +52,8 @@ std::uint64_t ContextInput::tokensAt(int position) {
 }
 
 int ContextInput::positionOf(std::uint64_t tokens) {
-    return static_cast<int>(std::lround(std::log2(static_cast<double>(std::max<std::uint64_t>(tokens, 1))) * kStepsPerDoubling));
+    return static_cast<int>(
+        std::lround(std::log2(static_cast<double>(std::max<std::uint64_t>(tokens, 1))) * kStepsPerDoubling));
 }
 
 void ContextInput::setSliderMaximum(std::uint64_t tokens) {

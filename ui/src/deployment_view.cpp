@@ -26,8 +26,10 @@ constexpr int kFractionEdits = 2;  // undo merge id (1 is the context slider's)
 // 80 GiB one), as many GPUs as the parallel layout uses, vLLM's rule.
 Deployment starting_deployment(const Catalog& catalog, const Scenario& s) {
     Deployment d;
-    if (const GpuSpec* h100 = catalog.find_gpu("h100-sxm")) d.gpu = *h100;
-    else if (!catalog.gpus().empty()) d.gpu = catalog.gpus().front();
+    if (const GpuSpec* h100 = catalog.find_gpu("h100-sxm"))
+        d.gpu = *h100;
+    else if (!catalog.gpus().empty())
+        d.gpu = catalog.gpus().front();
     d.gpu_count = s.parallel.gpus();
     d.fraction = default_fraction(d.engine);
     if (const CatalogModel* m = catalog.find_model(s.model_id)) d.weight_dtype = m->model.weight_dtype;
@@ -68,7 +70,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     fraction_->setRange(0.01, 1.0);
     fraction_->setSingleStep(0.01);
     fraction_->setDecimals(2);
-    for (const KvDtypeInfo& i : all_kv_dtypes()) weight_dtype_->addItem(q(std::string(i.id)), static_cast<int>(i.dtype));
+    for (const KvDtypeInfo& i : all_kv_dtypes())
+        weight_dtype_->addItem(q(std::string(i.id)), static_cast<int>(i.dtype));
     rule_->setWordWrap(true);
     rule_->setForegroundRole(QPalette::PlaceholderText);
     QFont big = verdict_->font();
@@ -82,17 +85,25 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     errors_->setWordWrap(true);
     errors_->setStyleSheet("color: #d63031;");
 
-    const std::initializer_list<std::pair<QWidget*, const char*>> names{
-        {gpu_, "GPU"}, {count_, "GPUs"}, {memory_, "Memory"}, {bandwidth_, "Bandwidth"},
-        {engine_, "Engine"}, {fraction_, "Memory fraction"}, {weight_dtype_, "Weights"}};
+    const std::initializer_list<std::pair<QWidget*, const char*>> names{{gpu_, "GPU"},
+                                                                        {count_, "GPUs"},
+                                                                        {memory_, "Memory"},
+                                                                        {bandwidth_, "Bandwidth"},
+                                                                        {engine_, "Engine"},
+                                                                        {fraction_, "Memory fraction"},
+                                                                        {weight_dtype_, "Weights"}};
     for (const auto& [w, name] : names) w->setAccessibleName(tr(name));
     marks_.add(gpu_, {}, tr("The GPU model, from the catalog, or Custom to enter your own memory and bandwidth."));
-    marks_.add(count_, {"gpus", "tp"}, tr("How many GPUs serve one copy of the model (tensor parallel × pipeline parallel)."));
+    marks_.add(count_, {"gpus", "tp"},
+               tr("How many GPUs serve one copy of the model (tensor parallel × pipeline parallel)."));
     marks_.add(memory_, {"gpu_memory", "memory_bytes"}, tr("Memory of one GPU: 80GiB, 141 GB, or bytes."));
-    marks_.add(bandwidth_, {"gpu_bandwidth", "bandwidth_bytes_per_s"}, tr("Memory bandwidth of one GPU per second: 3350GB, or bytes."));
+    marks_.add(bandwidth_, {"gpu_bandwidth", "bandwidth_bytes_per_s"},
+               tr("Memory bandwidth of one GPU per second: 3350GB, or bytes."));
     marks_.add(engine_, {}, tr("The inference engine whose rule decides how much memory the KV cache may use."));
-    marks_.add(fraction_, {"utilization"}, tr("The engine's memory fraction (vLLM gpu_memory_utilization, SGLang mem_fraction_static …)."));
-    marks_.add(weight_dtype_, {"weight_dtype"}, tr("Number format of the weights (bf16 = 2 bytes per parameter, fp8 = 1)."));
+    marks_.add(fraction_, {"utilization"},
+               tr("The engine's memory fraction (vLLM gpu_memory_utilization, SGLang mem_fraction_static …)."));
+    marks_.add(weight_dtype_, {"weight_dtype"},
+               tr("Number format of the weights (bf16 = 2 bytes per parameter, fp8 = 1)."));
 
     auto* form = new QFormLayout(box_);
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -117,21 +128,25 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
 
     auto edit = [this](const QString& what, auto change, int merge_id = -1) {
         if (syncing_ || !model_->scenario().deployment) return;
-        model_->edit(what, [&](Scenario& s) { change(*s.deployment, s); }, merge_id);
+        model_->edit(
+            what, [&](Scenario& s) { change(*s.deployment, s); }, merge_id);
     };
     connect(box_, &QGroupBox::toggled, this, [this](bool on) {
         if (syncing_) return;
         const Catalog& catalog = model_->catalog();
         model_->edit(on ? tr("Check a deployment") : tr("Remove the deployment"), [on, &catalog](Scenario& s) {
-            if (on) s.deployment = starting_deployment(catalog, s);
-            else s.deployment.reset();
+            if (on)
+                s.deployment = starting_deployment(catalog, s);
+            else
+                s.deployment.reset();
         });
     });
     connect(gpu_, &QComboBox::activated, this, [this, edit](int index) {
         const QString id = gpu_->itemData(index).toString();
         const GpuSpec* g = model_->catalog().find_gpu(id.toStdString());
         edit(tr("Change GPU"), [g](Deployment& d, Scenario&) {
-            if (g) d.gpu = *g;
+            if (g)
+                d.gpu = *g;
             else {
                 d.gpu.id = "custom";
                 d.gpu.name = "custom GPU";
@@ -161,7 +176,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     });
     connect(fraction_, &QDoubleSpinBox::valueChanged, this, [edit](double f) {
         // Spinning through 0.90, 0.89, 0.88 … is one undo step.
-        edit(QObject::tr("Change memory fraction"), [f](Deployment& d, Scenario&) { d.fraction = f; }, kFractionEdits);
+        edit(
+            QObject::tr("Change memory fraction"), [f](Deployment& d, Scenario&) { d.fraction = f; }, kFractionEdits);
     });
     connect(weight_dtype_, &QComboBox::activated, this, [this, edit](int index) {
         const auto w = static_cast<KvDtype>(weight_dtype_->itemData(index).toInt());
@@ -177,10 +193,13 @@ void DeploymentView::commitCustom() {
     const Deployment& current = *model_->scenario().deployment;
     GpuSpec gpu = current.gpu;
     typed_.clear();
-    for (auto [field, slot] : {std::pair{memory_, &gpu.memory_bytes}, std::pair{bandwidth_, &gpu.bandwidth_bytes_per_s}}) {
+    for (auto [field, slot] :
+         {std::pair{memory_, &gpu.memory_bytes}, std::pair{bandwidth_, &gpu.bandwidth_bytes_per_s}}) {
         auto v = parse_bytes(field->text().trimmed().toStdString(), field->accessibleName().toStdString());
-        if (v) *slot = *v;
-        else typed_.insert(field, q(v.errors().front().message));
+        if (v)
+            *slot = *v;
+        else
+            typed_.insert(field, q(v.errors().front().message));
     }
     if (typed_.isEmpty() && !(gpu == current.gpu)) {
         gpu.id = "custom";
@@ -200,7 +219,8 @@ void DeploymentView::sync() {
         const int gi = gpu_->findData(q(d.gpu.id));
         gpu_->setCurrentIndex(gi >= 0 ? gi : gpu_->findData(kCustom));
         count_->setValue(d.gpu_count);
-        if (!memory_->hasFocus() && !typed_.contains(memory_)) memory_->setText(q(format_bytes(d.gpu.memory_bytes, model_->units())));
+        if (!memory_->hasFocus() && !typed_.contains(memory_))
+            memory_->setText(q(format_bytes(d.gpu.memory_bytes, model_->units())));
         if (!bandwidth_->hasFocus() && !typed_.contains(bandwidth_))
             bandwidth_->setText(q(format_bytes(d.gpu.bandwidth_bytes_per_s, UnitSystem::decimal)) + "/s");
         engine_->setCurrentIndex(engine_->findData(static_cast<int>(d.engine)));
@@ -238,13 +258,16 @@ void DeploymentView::refreshResults() {
         verdict_->setText(tr("Does not fit: the weights alone need %1 more per GPU")
                               .arg(q(format_bytes(static_cast<std::uint64_t>(-f.kv_budget_bytes_per_gpu), units))));
     } else if (f.fits) {
-        verdict_->setText(tr("Fits, with %1 to spare per GPU").arg(both_units(static_cast<std::uint64_t>(headroom), binary)));
+        verdict_->setText(
+            tr("Fits, with %1 to spare per GPU").arg(both_units(static_cast<std::uint64_t>(headroom), binary)));
     } else {
-        verdict_->setText(tr("Does not fit: short by %1 per GPU").arg(both_units(static_cast<std::uint64_t>(-headroom), binary)));
+        verdict_->setText(
+            tr("Does not fit: short by %1 per GPU").arg(both_units(static_cast<std::uint64_t>(-headroom), binary)));
     }
     verdict_->setStyleSheet(f.fits ? "color: #27ae60;" : "color: #d63031;");
 
-    const std::uint64_t budget = f.kv_budget_bytes_per_gpu > 0 ? static_cast<std::uint64_t>(f.kv_budget_bytes_per_gpu) : 0;
+    const std::uint64_t budget =
+        f.kv_budget_bytes_per_gpu > 0 ? static_cast<std::uint64_t>(f.kv_budget_bytes_per_gpu) : 0;
     const std::uint64_t kv_shown = std::min(f.kv_bytes_per_gpu, budget);
     QList<GpuMemoryBar::Segment> segments{
         {tr("weights"), std::min(f.weights_bytes_per_gpu, f.memory_bytes_per_gpu), QColor(0x2e, 0x86, 0xde)},
@@ -267,13 +290,15 @@ void DeploymentView::refreshResults() {
                 .arg(s.workload.batch)
                 .arg(q(format_count(f.max_context)))
                 .arg(f.max_context_limited_by_model ? tr(" (the model's limit)") : QString());
-    rows << tr("Decode estimate: <b>%1 tokens/s</b> per sequence, %2 tokens/s in all (memory-bandwidth floor, %3 ms per step)")
+    rows << tr("Decode estimate: <b>%1 tokens/s</b> per sequence, %2 tokens/s in all (memory-bandwidth floor, %3 ms "
+               "per step)")
                 .arg(d.tokens_per_s_per_sequence, 0, 'f', 1)
                 .arg(d.tokens_per_s_total, 0, 'f', 0)
                 .arg(d.step_time_floor_s * 1000, 0, 'f', 2);
     rows << tr("Weights %1 per GPU (%2 parameters%3) · KV budget %4 per GPU · KV need %5 per GPU")
                 .arg(q(format_bytes(f.weights_bytes_per_gpu, units)), q(format_si(static_cast<double>(f.parameters))),
-                     f.parameters_estimated ? tr(", estimated") : QString(), q(format_signed_bytes(f.kv_budget_bytes_per_gpu, units)),
+                     f.parameters_estimated ? tr(", estimated") : QString(),
+                     q(format_signed_bytes(f.kv_budget_bytes_per_gpu, units)),
                      q(format_bytes(f.kv_bytes_per_gpu, units)));
     for (const auto& n : f.notes) rows << q(n).toHtmlEscaped();
     figures_->setText(rows.join("<br>"));

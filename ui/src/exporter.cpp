@@ -25,8 +25,7 @@ QString q(const std::string& s) { return QString::fromStdString(s); }
 
 std::optional<QString> write_file(const QString& path, const QByteArray& bytes) {
     QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly))
-        return QObject::tr("Could not write %1: %2").arg(path, file.errorString());
+    if (!file.open(QIODevice::WriteOnly)) return QObject::tr("Could not write %1: %2").arg(path, file.errorString());
     if (file.write(bytes) != bytes.size() || !file.commit())
         return QObject::tr("Could not write %1: %2").arg(path, file.errorString());
     return std::nullopt;
@@ -68,7 +67,9 @@ std::optional<QString> export_chart(MemoryChart& chart, const QString& path, Cha
     const QString suffix = QFileInfo(path).suffix().toLower();
     if (size.logical.width() < 100 || size.logical.height() < 100 || size.logical.width() > 20000 ||
         size.logical.height() > 20000)
-        return QObject::tr("Chart size %1×%2 is outside 100…20000 pixels").arg(size.logical.width()).arg(size.logical.height());
+        return QObject::tr("Chart size %1×%2 is outside 100…20000 pixels")
+            .arg(size.logical.width())
+            .arg(size.logical.height());
     if (!(size.scale >= 0.5 && size.scale <= 8)) return QObject::tr("Chart scale %1 is outside 0.5…8").arg(size.scale);
     const QRectF target(QPointF(0, 0), QSizeF(size.logical));
     QByteArray bytes;
@@ -141,7 +142,8 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
             y += bounds.height() + 4;
         };
         block(QObject::tr("KV cache report — %1").arg(model.description()), 16, true);
-        block(QObject::tr("KVScope %1 · %2").arg(QStringLiteral(KVSCOPE_VERSION), QDateTime::currentDateTime().toString("yyyy-MM-dd HH:mm")),
+        block(QObject::tr("KVScope %1 · %2")
+                  .arg(QStringLiteral(KVSCOPE_VERSION), QDateTime::currentDateTime().toString("yyyy-MM-dd HH:mm")),
               8, false, Qt::darkGray);
         y += 4;
         block(QObject::tr("Inputs"), 11, true);
@@ -175,7 +177,8 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                        q(format_bytes(r.kv.per_sequence_bytes, units)), q(format_bytes(r.kv.per_gpu_bytes, units))),
               9);
         block(q(r.formula), 8, false, QColor(0x33, 0x33, 0x33));
-        for (const auto& w : r.kv.warnings) block(QObject::tr("Note: %1").arg(q(w)), 8, false, QColor(0xb3, 0x5c, 0x00));
+        for (const auto& w : r.kv.warnings)
+            block(QObject::tr("Note: %1").arg(q(w)), 8, false, QColor(0xb3, 0x5c, 0x00));
         y += 4;
         block(QObject::tr("Head layouts"), 11, true);
         QStringList rows;

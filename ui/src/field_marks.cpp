@@ -14,7 +14,8 @@ QStringList FieldMarks::apply(const Errors& errors, const QMap<QWidget*, QString
     for (Entry& e : entries_) {
         QStringList reasons;
         for (const FieldError& error : errors)
-            if (e.fields.contains(QString::fromStdString(error.field))) reasons << QString::fromStdString(error.message);
+            if (e.fields.contains(QString::fromStdString(error.field)))
+                reasons << QString::fromStdString(error.message);
         if (extra.contains(e.widget)) reasons << extra.value(e.widget);
         e.marked = !reasons.isEmpty();
         // A translucent red reads on light and dark palettes alike.

@@ -18,7 +18,8 @@ GpuMemoryBar::GpuMemoryBar(QWidget* parent) : QWidget(parent) {
     setAccessibleName(tr("Memory per GPU"));
 }
 
-void GpuMemoryBar::setData(QList<Segment> segments, std::uint64_t memory, std::uint64_t overflow, int gpus, UnitSystem units) {
+void GpuMemoryBar::setData(QList<Segment> segments, std::uint64_t memory, std::uint64_t overflow, int gpus,
+                           UnitSystem units) {
     segments_ = std::move(segments);
     memory_ = memory;
     overflow_ = overflow;
@@ -50,7 +51,8 @@ void GpuMemoryBar::paintEvent(QPaintEvent*) {
     int y = 0;
     for (int g = 0; g < shownBars(); ++g, y += kBarHeight + kGap) {
         p.setPen(pal.color(QPalette::Text));
-        p.drawText(QRect(0, y, kLabelWidth - 6, kBarHeight), Qt::AlignVCenter | Qt::AlignRight, tr("GPU %1").arg(g + 1));
+        p.drawText(QRect(0, y, kLabelWidth - 6, kBarHeight), Qt::AlignVCenter | Qt::AlignRight,
+                   tr("GPU %1").arg(g + 1));
         double x = kLabelWidth;
         for (const Segment& s : segments_) {
             const double w = static_cast<double>(s.bytes) * per_byte;
@@ -65,7 +67,8 @@ void GpuMemoryBar::paintEvent(QPaintEvent*) {
             x += w;
         }
         if (overflow_) {
-            const QRectF r(kLabelWidth + width, y, std::min(static_cast<double>(overflow_) * per_byte, width * 0.17), kBarHeight);
+            const QRectF r(kLabelWidth + width, y, std::min(static_cast<double>(overflow_) * per_byte, width * 0.17),
+                           kBarHeight);
             p.fillRect(r, QBrush(QColor(0xd6, 0x30, 0x31), Qt::BDiagPattern));
         }
         p.setPen(QPen(pal.color(QPalette::Text), 1));

@@ -1,5 +1,6 @@
 #include "kvscope/ui/inputs_panel.h"
 
+#include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCompleter>
@@ -8,7 +9,6 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QToolButton>
-#include <QAction>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -58,16 +58,15 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     picker_->completer()->setCompletionMode(QCompleter::PopupCompletion);
     picker_->lineEdit()->setPlaceholderText(tr("Search models…"));
     for (const CatalogModel& m : model_->catalog().models()) {
-        picker_->addItem(q(m.name) + "  ·  " + q(attention_label(m.model.arch)) + ", " + QString::number(m.model.arch.layers) +
-                             tr(" layers"),
+        picker_->addItem(q(m.name) + "  ·  " + q(attention_label(m.model.arch)) + ", " +
+                             QString::number(m.model.arch.layers) + tr(" layers"),
                          q(m.id));
         picker_->setItemData(picker_->count() - 1, q(m.hf_repo.empty() ? m.source : m.hf_repo), Qt::ToolTipRole);
     }
     picker_->setAccessibleName(tr("Model"));
     picker_->setToolTip(tr("A published model from the catalog; type any part of its name to search."));
-    connect(picker_, &QComboBox::activated, this, [this](int index) {
-        model_->loadCatalogModel(picker_->itemData(index).toString());
-    });
+    connect(picker_, &QComboBox::activated, this,
+            [this](int index) { model_->loadCatalogModel(picker_->itemData(index).toString()); });
     import_->setToolButtonStyle(Qt::ToolButtonTextOnly);
     source_->setWordWrap(true);
     source_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -93,27 +92,43 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     errors_->setStyleSheet("color: #d63031;");
     errors_->setAccessibleName(tr("Input problems"));
 
-    const std::initializer_list<std::pair<QWidget*, const char*>> names{
-        {layers_, "Layers"}, {query_heads_, "Query heads"}, {kv_heads_, "KV heads"}, {head_dim_, "Head dim"},
-        {hidden_, "Model dim"}, {kv_dtype_, "KV dtype"}, {context_->spinBox(), "Context"}, {batch_, "Sequences"},
-        {block_, "Block size"}, {tp_, "TP"}, {pp_, "PP"}};
+    const std::initializer_list<std::pair<QWidget*, const char*>> names{{layers_, "Layers"},
+                                                                        {query_heads_, "Query heads"},
+                                                                        {kv_heads_, "KV heads"},
+                                                                        {head_dim_, "Head dim"},
+                                                                        {hidden_, "Model dim"},
+                                                                        {kv_dtype_, "KV dtype"},
+                                                                        {context_->spinBox(), "Context"},
+                                                                        {batch_, "Sequences"},
+                                                                        {block_, "Block size"},
+                                                                        {tp_, "TP"},
+                                                                        {pp_, "PP"}};
     for (const auto& [w, name] : names) w->setAccessibleName(tr(name));
 
-    marks_.add(layers_, {"layers", "layer_windows", "first_k_dense_replace"}, tr("Transformer layers; each stores its own keys and values."));
+    marks_.add(layers_, {"layers", "layer_windows", "first_k_dense_replace"},
+               tr("Transformer layers; each stores its own keys and values."));
     marks_.add(query_heads_, {"query_heads"}, tr("Attention heads that ask queries; KV heads are shared among them."));
     marks_.add(kv_heads_, {"kv_heads"},
                tr("Key/value heads stored per layer: equal to query heads is MHA, 1 is MQA, in between is GQA. "
                   "The list offers the divisors of the query heads."));
-    marks_.add(head_dim_, {"head_dim", "head_dim_v", "qk_nope_head_dim"}, tr("Values per head in each key and value vector."));
-    marks_.add(hidden_, {"hidden_size"}, tr("Model (embedding) dimension; head dim follows it ÷ query heads until you set head dim."));
-    marks_.add(kv_dtype_, {"kv_dtype"}, tr("Number format of the cached keys and values (fp8 halves fp16, q4_0 is about a quarter)."));
+    marks_.add(head_dim_, {"head_dim", "head_dim_v", "qk_nope_head_dim"},
+               tr("Values per head in each key and value vector."));
+    marks_.add(hidden_, {"hidden_size"},
+               tr("Model (embedding) dimension; head dim follows it ÷ query heads until you set head dim."));
+    marks_.add(kv_dtype_, {"kv_dtype"},
+               tr("Number format of the cached keys and values (fp8 halves fp16, q4_0 is about a quarter)."));
     marks_.add(context_->spinBox(), {"context_tokens", "max_tokens"},
                tr("Tokens per sequence, prompt plus output; type 8k, 128k or 1M, or drag the slider."));
     marks_.add(batch_, {"batch"}, tr("Sequences decoded at the same time, each with its own cache."));
-    marks_.add(block_, {"block_size"}, tr("Paged-attention block in tokens; each sequence's cache is rounded up to whole blocks (1 = contiguous)."));
-    marks_.add(tp_, {"tp"}, tr("Tensor-parallel GPUs: KV heads are split across them (and copied when there are fewer heads than GPUs)."));
+    marks_.add(
+        block_, {"block_size"},
+        tr("Paged-attention block in tokens; each sequence's cache is rounded up to whole blocks (1 = contiguous)."));
+    marks_.add(
+        tp_, {"tp"},
+        tr("Tensor-parallel GPUs: KV heads are split across them (and copied when there are fewer heads than GPUs)."));
     marks_.add(pp_, {"pp"}, tr("Pipeline-parallel GPUs: layers are split across them."));
-    full_window_->setToolTip(tr("Some engines store every token on sliding-window layers too; tick to count the cache that way."));
+    full_window_->setToolTip(
+        tr("Some engines store every token on sliding-window layers too; tick to count the cache that way."));
     context_->slider()->setToolTip(context_->spinBox()->toolTip());
 
     auto* head_dim_row = new QWidget;
@@ -166,9 +181,8 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     number_edit(head_dim_, &ScenarioModel::setHeadDim);
     number_edit(hidden_, &ScenarioModel::setHiddenSize);
     auto workload_edit = [this](BigSpinBox* box, const QString& what, auto apply) {
-        connect(box, &BigSpinBox::valueEdited, this, [this, what, apply](std::uint64_t v) {
-            model_->edit(what, [&](Scenario& s) { apply(s, v); });
-        });
+        connect(box, &BigSpinBox::valueEdited, this,
+                [this, what, apply](std::uint64_t v) { model_->edit(what, [&](Scenario& s) { apply(s, v); }); });
         connect(box, &BigSpinBox::problemChanged, this, &InputsPanel::sync);
     };
     workload_edit(batch_, tr("Change sequences"), [](Scenario& s, std::uint64_t v) { s.workload.batch = v; });
@@ -182,7 +196,8 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
         if (s.deployment) s.deployment->gpu_count = s.parallel.gpus();
     });
     connect(context_, &ContextInput::valueEdited, this, [this](std::uint64_t t, bool dragging) {
-        model_->edit(tr("Change context"), [t](Scenario& s) { s.workload.context_tokens = t; }, dragging ? kContextDrag : -1);
+        model_->edit(
+            tr("Change context"), [t](Scenario& s) { s.workload.context_tokens = t; }, dragging ? kContextDrag : -1);
     });
     connect(context_->spinBox(), &BigSpinBox::problemChanged, this, &InputsPanel::sync);
     connect(kv_heads_, &QComboBox::activated, this, [this] { commitKvHeads(); });
@@ -228,8 +243,10 @@ void InputsPanel::sync() {
     const int index = picker_->findData(QString::fromStdString(s.model_id));
     const CatalogModel* preset = model_->catalog().find_model(s.model_id);
     const bool edited = preset && !(preset->model.arch == a);
-    if (index >= 0) picker_->setCurrentIndex(index);
-    else picker_->setEditText(model_->description());
+    if (index >= 0)
+        picker_->setCurrentIndex(index);
+    else
+        picker_->setEditText(model_->description());
     if (!picker_->lineEdit()->hasFocus()) picker_->lineEdit()->setCursorPosition(0);  // show the name's start
     QString source = index >= 0 ? QString::fromStdString(preset->hf_repo.empty() ? preset->source : preset->hf_repo)
                                 : model_->description();
@@ -244,8 +261,9 @@ void InputsPanel::sync() {
     head_dim_hint_->setText(a.mla ? tr("MLA: latent %1 + rope %2").arg(a.mla->kv_lora_rank).arg(a.mla->qk_rope_head_dim)
                             : model_->headDimFollows() ? tr("auto")
                                                        : tr("set"));
-    head_dim_hint_->setToolTip(model_->headDimFollows() ? tr("Follows model dim ÷ query heads until you set it")
-                                                        : tr("Set by hand or by the model's config; model dim no longer changes it"));
+    head_dim_hint_->setToolTip(model_->headDimFollows()
+                                   ? tr("Follows model dim ÷ query heads until you set it")
+                                   : tr("Set by hand or by the model's config; model dim no longer changes it"));
     // KV heads offers the divisors of the query heads (MHA … MQA).
     kv_heads_->clear();
     std::vector<std::uint64_t> divisors;

@@ -15,16 +15,16 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QPushButton>
+#include <QSaveFile>
 #include <QScrollArea>
 #include <QScrollBar>
-#include <QSaveFile>
 #include <QSettings>
-#include <QStandardPaths>
-#include <QTimer>
 #include <QSplitter>
+#include <QStandardPaths>
 #include <QStatusBar>
 #include <QStyle>
 #include <QTabWidget>
+#include <QTimer>
 #include <QToolBar>
 #include <QVBoxLayout>
 
@@ -112,7 +112,8 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     auto* left = static_cast<QScrollArea*>(scrollable(inputs_));
     // The inputs scroll vertically only: they never hide behind a horizontal scroll bar.
     left->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    left->setMinimumWidth(std::max(400, inputs_->minimumSizeHint().width() + left->verticalScrollBar()->sizeHint().width() + 4));
+    left->setMinimumWidth(
+        std::max(400, inputs_->minimumSizeHint().width() + left->verticalScrollBar()->sizeHint().width() + 4));
     splitter_->addWidget(left);
     splitter_->addWidget(tabs_);
     splitter_->setStretchFactor(1, 1);
@@ -156,50 +157,75 @@ void MainWindow::createActions() {
         connect(a, &QAction::triggered, this, slot);
         return a;
     };
-    QAction* open = make(tr("&Open scenario…"), QKeySequence::Open, tr("Open a saved .kvscope.json scenario"), [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Open scenario or config.json"), last_dir_,
-                                                          tr("KVScope scenarios (*.kvscope.json);;JSON files (*.json);;All files (*)"));
-        if (!path.isEmpty()) openAny(path);
-    }, QStyle::SP_DialogOpenButton);
-    QAction* save = make(tr("&Save scenario"), QKeySequence::Save, tr("Save the inputs to a .kvscope.json file"), [this] {
-        const QString path = current_file_.endsWith(QString::fromUtf8(kScenarioFileSuffix.data())) ? current_file_
-            : askSavePath(tr("Save scenario"), tr("KVScope scenarios (*.kvscope.json)"), ".kvscope.json");
-        if (!path.isEmpty()) saveScenarioFile(path);
-    }, QStyle::SP_DialogSaveButton);
-    QAction* save_as = make(tr("Save scenario &as…"), QKeySequence::SaveAs, tr("Save the inputs under a new name"), [this] {
-        const QString path = askSavePath(tr("Save scenario"), tr("KVScope scenarios (*.kvscope.json)"), ".kvscope.json");
-        if (!path.isEmpty()) saveScenarioFile(path);
-    });
-    QAction* import = make(tr("&Import config.json…"), QKeySequence(tr("Ctrl+I")),
-                           tr("Read a Hugging Face config.json (you can also drop it on the window)"), [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Import config.json"), last_dir_, tr("JSON files (*.json);;All files (*)"));
-        if (!path.isEmpty()) importConfigFile(path);
-    }, QStyle::SP_FileDialogStart);
-    QAction* export_chart = make(tr("Export &chart…"), QKeySequence(tr("Ctrl+E")), tr("Save the chart as PNG, SVG or PDF"), [this] {
-        const QString path = askSavePath(tr("Export chart"), tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"), ".png");
-        if (path.isEmpty()) return;
-        ChartSize size;
-        if (path.endsWith(".png", Qt::CaseInsensitive)) {
-            ExportDialog dialog(size, this);
-            if (dialog.exec() != QDialog::Accepted) return;
-            size = dialog.chartSize();
-        }
-        exportChartTo(path, size);
-    }, QStyle::SP_DriveFDIcon);
-    QAction* export_csv = make(tr("Export data as CS&V…"), {}, tr("Save memory against context as CSV (exact bytes)"), [this] {
-        const QString path = askSavePath(tr("Export CSV"), tr("CSV (*.csv)"), ".csv");
-        if (!path.isEmpty()) exportCsvTo(path);
-    });
-    QAction* export_json = make(tr("Export data as &JSON…"), {}, tr("Save the inputs and every result as JSON"), [this] {
-        const QString path = askSavePath(tr("Export JSON"), tr("JSON (*.json)"), ".json");
-        if (!path.isEmpty()) exportJsonTo(path);
-    });
-    QAction* export_report = make(tr("Export &report (PDF)…"), QKeySequence(tr("Ctrl+Shift+E")),
-                                  tr("A one-page PDF with the inputs, the numbers, the comparison and the chart"), [this] {
-        const QString path = askSavePath(tr("Export report"), tr("PDF document (*.pdf)"), ".pdf");
-        if (!path.isEmpty()) exportReportTo(path);
-    }, QStyle::SP_FileDialogDetailedView);
-    QAction* quit = make(tr("&Quit"), QKeySequence::Quit, tr("Close KVScope (the scenario is kept for next time)"), [this] { close(); });
+    QAction* open = make(
+        tr("&Open scenario…"), QKeySequence::Open, tr("Open a saved .kvscope.json scenario"),
+        [this] {
+            const QString path = QFileDialog::getOpenFileName(
+                this, tr("Open scenario or config.json"), last_dir_,
+                tr("KVScope scenarios (*.kvscope.json);;JSON files (*.json);;All files (*)"));
+            if (!path.isEmpty()) openAny(path);
+        },
+        QStyle::SP_DialogOpenButton);
+    QAction* save = make(
+        tr("&Save scenario"), QKeySequence::Save, tr("Save the inputs to a .kvscope.json file"),
+        [this] {
+            const QString path =
+                current_file_.endsWith(QString::fromUtf8(kScenarioFileSuffix.data()))
+                    ? current_file_
+                    : askSavePath(tr("Save scenario"), tr("KVScope scenarios (*.kvscope.json)"), ".kvscope.json");
+            if (!path.isEmpty()) saveScenarioFile(path);
+        },
+        QStyle::SP_DialogSaveButton);
+    QAction* save_as =
+        make(tr("Save scenario &as…"), QKeySequence::SaveAs, tr("Save the inputs under a new name"), [this] {
+            const QString path =
+                askSavePath(tr("Save scenario"), tr("KVScope scenarios (*.kvscope.json)"), ".kvscope.json");
+            if (!path.isEmpty()) saveScenarioFile(path);
+        });
+    QAction* import = make(
+        tr("&Import config.json…"), QKeySequence(tr("Ctrl+I")),
+        tr("Read a Hugging Face config.json (you can also drop it on the window)"),
+        [this] {
+            const QString path = QFileDialog::getOpenFileName(this, tr("Import config.json"), last_dir_,
+                                                              tr("JSON files (*.json);;All files (*)"));
+            if (!path.isEmpty()) importConfigFile(path);
+        },
+        QStyle::SP_FileDialogStart);
+    QAction* export_chart = make(
+        tr("Export &chart…"), QKeySequence(tr("Ctrl+E")), tr("Save the chart as PNG, SVG or PDF"),
+        [this] {
+            const QString path = askSavePath(
+                tr("Export chart"), tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"), ".png");
+            if (path.isEmpty()) return;
+            ChartSize size;
+            if (path.endsWith(".png", Qt::CaseInsensitive)) {
+                ExportDialog dialog(size, this);
+                if (dialog.exec() != QDialog::Accepted) return;
+                size = dialog.chartSize();
+            }
+            exportChartTo(path, size);
+        },
+        QStyle::SP_DriveFDIcon);
+    QAction* export_csv =
+        make(tr("Export data as CS&V…"), {}, tr("Save memory against context as CSV (exact bytes)"), [this] {
+            const QString path = askSavePath(tr("Export CSV"), tr("CSV (*.csv)"), ".csv");
+            if (!path.isEmpty()) exportCsvTo(path);
+        });
+    QAction* export_json =
+        make(tr("Export data as &JSON…"), {}, tr("Save the inputs and every result as JSON"), [this] {
+            const QString path = askSavePath(tr("Export JSON"), tr("JSON (*.json)"), ".json");
+            if (!path.isEmpty()) exportJsonTo(path);
+        });
+    QAction* export_report = make(
+        tr("Export &report (PDF)…"), QKeySequence(tr("Ctrl+Shift+E")),
+        tr("A one-page PDF with the inputs, the numbers, the comparison and the chart"),
+        [this] {
+            const QString path = askSavePath(tr("Export report"), tr("PDF document (*.pdf)"), ".pdf");
+            if (!path.isEmpty()) exportReportTo(path);
+        },
+        QStyle::SP_FileDialogDetailedView);
+    QAction* quit = make(tr("&Quit"), QKeySequence::Quit, tr("Close KVScope (the scenario is kept for next time)"),
+                         [this] { close(); });
 
     QAction* undo = model_->undoStack()->createUndoAction(this, tr("&Undo"));
     undo->setShortcut(QKeySequence::Undo);
@@ -207,16 +233,16 @@ void MainWindow::createActions() {
     QAction* redo = model_->undoStack()->createRedoAction(this, tr("&Redo"));
     redo->setShortcuts({QKeySequence::Redo, QKeySequence(tr("Ctrl+Y"))});
     redo->setIcon(style()->standardIcon(QStyle::SP_ArrowForward));
-    QAction* copy_chart = make(tr("Copy c&hart"), QKeySequence(tr("Ctrl+Shift+C")), tr("Copy the chart to the clipboard as an image"),
-                               [this] {
-        QApplication::clipboard()->setImage(chart_image(*chart_));
-        statusBar()->showMessage(tr("Chart copied"), 3000);
-    });
+    QAction* copy_chart = make(tr("Copy c&hart"), QKeySequence(tr("Ctrl+Shift+C")),
+                               tr("Copy the chart to the clipboard as an image"), [this] {
+                                   QApplication::clipboard()->setImage(chart_image(*chart_));
+                                   statusBar()->showMessage(tr("Chart copied"), 3000);
+                               });
     QAction* copy_table = make(tr("Copy &table"), QKeySequence(tr("Ctrl+Alt+C")),
                                tr("Copy the MHA/GQA/MQA comparison as tab-separated text"), [this] {
-        QApplication::clipboard()->setText(overview_->comparison()->toTsv());
-        statusBar()->showMessage(tr("Comparison table copied"), 3000);
-    });
+                                   QApplication::clipboard()->setText(overview_->comparison()->toTsv());
+                                   statusBar()->showMessage(tr("Comparison table copied"), 3000);
+                               });
 
     log_tokens_ = make(tr("&Log tokens axis"), QKeySequence(tr("Ctrl+L")), tr("Log-scale context axis"),
                        [this](bool on) { chart_->setLogTokens(on); });
@@ -339,16 +365,22 @@ bool MainWindow::saveScenarioFile(const QString& path) {
 bool MainWindow::exportChartTo(const QString& path, ChartSize size) {
     return report(export_chart(*chart_, path, size), tr("Chart written to %1").arg(path));
 }
-bool MainWindow::exportCsvTo(const QString& path) { return report(export_csv(*model_, path), tr("CSV written to %1").arg(path)); }
-bool MainWindow::exportJsonTo(const QString& path) { return report(export_json(*model_, path), tr("JSON written to %1").arg(path)); }
+bool MainWindow::exportCsvTo(const QString& path) {
+    return report(export_csv(*model_, path), tr("CSV written to %1").arg(path));
+}
+bool MainWindow::exportJsonTo(const QString& path) {
+    return report(export_json(*model_, path), tr("JSON written to %1").arg(path));
+}
 bool MainWindow::exportReportTo(const QString& path) {
     return report(export_report(*chart_, *model_, path), tr("Report written to %1").arg(path));
 }
 
 void MainWindow::openAny(const QString& path) {
     // A scenario names its format; anything else is read as a Hugging Face config.json.
-    if (path.endsWith(QString::fromUtf8(kScenarioFileSuffix.data()), Qt::CaseInsensitive)) openScenarioFile(path);
-    else importConfigFile(path);
+    if (path.endsWith(QString::fromUtf8(kScenarioFileSuffix.data()), Qt::CaseInsensitive))
+        openScenarioFile(path);
+    else
+        importConfigFile(path);
 }
 
 void MainWindow::showScenario(const Scenario& scenario, const QString& description, const QStringList& notes) {
@@ -389,16 +421,19 @@ void MainWindow::updateTitleAndStatus() {
     QString text = tr("%1 · %2 tokens × %3 · %4 · KV cache %5")
                        .arg(model_->description(), q(format_tokens(r.scenario.workload.context_tokens)))
                        .arg(r.scenario.workload.batch)
-                       .arg(q(std::string(to_string(r.scenario.kv_dtype))), both_units(r.kv.total_bytes, model_->units() == UnitSystem::binary));
-    if (r.fit) text += r.fit->fits ? tr(" · fits on %1 × %2").arg(r.fit->gpus).arg(q(r.scenario.deployment->gpu.name))
-                                   : tr(" · does not fit on %1 × %2").arg(r.fit->gpus).arg(q(r.scenario.deployment->gpu.name));
+                       .arg(q(std::string(to_string(r.scenario.kv_dtype))),
+                            both_units(r.kv.total_bytes, model_->units() == UnitSystem::binary));
+    if (r.fit)
+        text += r.fit->fits ? tr(" · fits on %1 × %2").arg(r.fit->gpus).arg(q(r.scenario.deployment->gpu.name))
+                            : tr(" · does not fit on %1 × %2").arg(r.fit->gpus).arg(q(r.scenario.deployment->gpu.name));
     if (!model_->errors().empty()) text = tr("Inputs need attention; showing the last valid results — ") + text;
     status_->setText(text);
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
     const auto urls = event->mimeData()->urls();
-    if (urls.size() == 1 && urls.front().isLocalFile() && urls.front().toLocalFile().endsWith(".json", Qt::CaseInsensitive))
+    if (urls.size() == 1 && urls.front().isLocalFile() &&
+        urls.front().toLocalFile().endsWith(".json", Qt::CaseInsensitive))
         event->acceptProposedAction();
 }
 
@@ -459,12 +494,13 @@ void MainWindow::offerRecovery() {
                              .arg(s.arch.layers)
                              .arg(q(format_tokens(s.workload.context_tokens)))
                              .arg(s.workload.batch);
-    messages_->showMessage(tr("KVScope did not close normally last time. Its unsaved scenario (%1) can be restored.").arg(what),
-                           MessageBar::Kind::info, tr("&Restore it"), [this, s] {
-                               QString name = QString::fromStdString(s.arch.name);
-                               if (const CatalogModel* m = model_->catalog().find_model(s.model_id)) name = q(m->name);
-                               model_->replace(s, name, {tr("recovered after an unexpected exit")}, tr("Restore unsaved work"));
-                           });
+    messages_->showMessage(
+        tr("KVScope did not close normally last time. Its unsaved scenario (%1) can be restored.").arg(what),
+        MessageBar::Kind::info, tr("&Restore it"), [this, s] {
+            QString name = QString::fromStdString(s.arch.name);
+            if (const CatalogModel* m = model_->catalog().find_model(s.model_id)) name = q(m->name);
+            model_->replace(s, name, {tr("recovered after an unexpected exit")}, tr("Restore unsaved work"));
+        });
 }
 
 void MainWindow::restoreSettings() {
@@ -486,8 +522,8 @@ void MainWindow::restoreSettings() {
     if (!last.isEmpty()) {
         auto s = scenario_from_json(last.toStdString(), "settings");
         if (s) {
-            model_->replace(*s, settings.value("scenario/description").toString(), settings.value("scenario/notes").toStringList(),
-                            tr("Restore the last scenario"));
+            model_->replace(*s, settings.value("scenario/description").toString(),
+                            settings.value("scenario/notes").toStringList(), tr("Restore the last scenario"));
             // Restoring is where the user left off, not an edit to undo.
             model_->undoStack()->clear();
         } else {

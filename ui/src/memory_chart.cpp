@@ -44,8 +44,9 @@ MemoryChart::MemoryChart(ScenarioModel* model, QWidget* parent)
     setRenderHint(QPainter::Antialiasing);
     setRubberBand(QChartView::RectangleRubberBand);
     setMouseTracking(true);
-    setToolTip(tr("Drag to zoom, wheel to zoom, right-click to zoom out, Ctrl+0 to reset; "
-                  "click a legend entry to hide or show its line"));
+    setToolTip(
+        tr("Drag to zoom, wheel to zoom, right-click to zoom out, Ctrl+0 to reset; "
+           "click a legend entry to hide or show its line"));
     chart_->setMargins(QMargins(6, 6, 12, 6));
     chart_->legend()->setAlignment(Qt::AlignBottom);
 
@@ -79,8 +80,10 @@ MemoryChart::MemoryChart(ScenarioModel* model, QWidget* parent)
         connect(marker, &QLegendMarker::clicked, this, [this, marker] {
             QAbstractSeries* s = marker->series();
             const QString key = s->objectName();
-            if (hidden_by_user_.contains(key)) hidden_by_user_.remove(key);
-            else hidden_by_user_.insert(key);
+            if (hidden_by_user_.contains(key))
+                hidden_by_user_.remove(key);
+            else
+                hidden_by_user_.insert(key);
             refresh();
         });
     }
@@ -164,24 +167,29 @@ void MemoryChart::refresh() {
 
     const double weights = static_cast<double>(r.weights_bytes);
     horizontal(weights_, weights);
-    weights_->setName(tr("Weights %1%2").arg(QString::fromStdString(format_bytes(r.weights_bytes, units)),
-                                             r.weights_estimated ? tr(" (estimated)") : QString()));
+    weights_->setName(tr("Weights %1%2")
+                          .arg(QString::fromStdString(format_bytes(r.weights_bytes, units)),
+                               r.weights_estimated ? tr(" (estimated)") : QString()));
     const bool has_budget = r.fit && r.fit->kv_budget_bytes > 0;
     if (has_budget) {
         horizontal(budget_, static_cast<double>(r.fit->kv_budget_bytes));
-        budget_->setName(tr("KV budget %1")
-                             .arg(QString::fromStdString(format_bytes(static_cast<std::uint64_t>(r.fit->kv_budget_bytes), units))));
+        budget_->setName(
+            tr("KV budget %1")
+                .arg(QString::fromStdString(format_bytes(static_cast<std::uint64_t>(r.fit->kv_budget_bytes), units))));
     } else {
         budget_->clear();
     }
     auto marker = [&](QScatterSeries* s, const std::optional<std::uint64_t>& at, double bytes) {
-        if (at && *at >= tokens.front() && *at <= tokens.back()) s->replace(QList<QPointF>{{xOf(static_cast<double>(*at)), yOf(bytes)}});
-        else s->clear();
+        if (at && *at >= tokens.front() && *at <= tokens.back())
+            s->replace(QList<QPointF>{{xOf(static_cast<double>(*at)), yOf(bytes)}});
+        else
+            s->clear();
     };
     marker(outgrows_, r.kv_exceeds_weights_at, weights);
-    outgrows_->setName(r.kv_exceeds_weights_at
-                           ? tr("KV > weights (%1)").arg(QString::fromStdString(format_tokens(*r.kv_exceeds_weights_at)))
-                           : tr("KV stays below the weights"));
+    outgrows_->setName(
+        r.kv_exceeds_weights_at
+            ? tr("KV > weights (%1)").arg(QString::fromStdString(format_tokens(*r.kv_exceeds_weights_at)))
+            : tr("KV stays below the weights"));
     marker(stops_, r.stops_fitting_at, has_budget ? static_cast<double>(r.fit->kv_budget_bytes) : 0);
     stops_->setName(r.stops_fitting_at
                         ? tr("no fit from %1").arg(QString::fromStdString(format_tokens(*r.stops_fitting_at)))
@@ -291,7 +299,8 @@ void MemoryChart::showCrosshair(const QPointF& widget_pos) {
     QRectF box(0, 0, text.width() + 12, text.height() + 10);
     double left = x + 10;
     if (left + box.width() > plot.right()) left = x - 10 - box.width();
-    double top = std::clamp(in_chart.y() - box.height() / 2, plot.top(), std::max(plot.top(), plot.bottom() - box.height()));
+    double top =
+        std::clamp(in_chart.y() - box.height() / 2, plot.top(), std::max(plot.top(), plot.bottom() - box.height()));
     cross_box_->setRect(box);
     cross_box_->setPos(left, top);
     cross_box_->setBrush(palette().color(QPalette::ToolTipBase));

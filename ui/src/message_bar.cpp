@@ -37,8 +37,9 @@ void MessageBar::showMessage(const QString& text, Kind kind, const QString& acti
     action_->setVisible(!action_text.isEmpty());
     on_action_ = std::move(action);
     // Translucent tints keep the text readable on light and dark palettes.
-    setStyleSheet(kind == Kind::error ? "MessageBar { background: rgba(214, 48, 49, 45); border: 1px solid rgba(214, 48, 49, 140); }"
-                                      : "MessageBar { background: rgba(39, 174, 96, 40); border: 1px solid rgba(39, 174, 96, 120); }");
+    setStyleSheet(kind == Kind::error
+                      ? "MessageBar { background: rgba(214, 48, 49, 45); border: 1px solid rgba(214, 48, 49, 140); }"
+                      : "MessageBar { background: rgba(39, 174, 96, 40); border: 1px solid rgba(39, 174, 96, 120); }");
     show();
 }
 

@@ -87,8 +87,8 @@ void OverviewView::refresh() {
     const ParameterCount params = parameters(s.arch);
     headline_->setText(tr("<b>%1</b> · %2 · %3 parameters%4 · %5 tokens × %6 sequence(s) · %7")
                            .arg(model_->description().toHtmlEscaped(), q(attention_label(s.arch)),
-                                q(format_si(static_cast<double>(params.total))), params.estimated ? tr(" (estimated)") : "",
-                                q(format_count(s.workload.context_tokens)))
+                                q(format_si(static_cast<double>(params.total))),
+                                params.estimated ? tr(" (estimated)") : "", q(format_count(s.workload.context_tokens)))
                            .arg(s.workload.batch)
                            .arg(q(std::string(to_string(s.kv_dtype)))));
     total_->setText(tr("KV cache: %1").arg(both_units(r.kv.total_bytes, binary)));
@@ -99,12 +99,14 @@ void OverviewView::refresh() {
         lo = std::min(lo, l.bytes);
         hi = std::max(hi, l.bytes);
     }
-    const QString per_layer = r.kv.layers.empty() ? "—"
-                              : lo == hi          ? q(format_bytes(lo, units))
-                                                  : tr("%1 (sliding) … %2 (full)").arg(q(format_bytes(lo, units)), q(format_bytes(hi, units)));
+    const QString per_layer =
+        r.kv.layers.empty() ? "—"
+        : lo == hi          ? q(format_bytes(lo, units))
+                   : tr("%1 (sliding) … %2 (full)").arg(q(format_bytes(lo, units)), q(format_bytes(hi, units)));
     QStringList rows;
     rows << tr("Per token: %1 · per sequence: %2 · per layer: %3")
-                .arg(q(format_bytes(r.kv.bytes_per_token, units)), q(format_bytes(r.kv.per_sequence_bytes, units)), per_layer);
+                .arg(q(format_bytes(r.kv.bytes_per_token, units)), q(format_bytes(r.kv.per_sequence_bytes, units)),
+                     per_layer);
     if (r.kv.gpus > 1)
         rows << tr("Per GPU (%1 GPUs, heaviest): %2").arg(r.kv.gpus).arg(both_units(r.kv.per_gpu_bytes, binary));
     rows << tr("Exactly %1 bytes.").arg(q(format_count(r.kv.total_bytes)));

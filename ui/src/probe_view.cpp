@@ -13,8 +13,8 @@
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QThread>
-#include <QValueAxis>
 #include <QVBoxLayout>
+#include <QValueAxis>
 
 #include "kvscope/calculator/units.h"
 #include "kvscope/ui/scenario_model.h"
@@ -62,13 +62,17 @@ ProbeView::ProbeView(ScenarioModel* model, QWidget* parent)
     backend_->addItem(tr("CPU"), "cpu");
     backend_->setToolTip(tr("Where to allocate the cache: auto picks the GPU when one answers"));
     banner_->setWordWrap(true);
-    banner_->setStyleSheet("background: rgba(230, 126, 34, 45); border: 1px solid rgba(230, 126, 34, 140); padding: 6px;");
-    banner_->setText(tr("Only the CPU backend is available here: the probe allocates the cache in host memory and times "
-                        "attention on the CPU. On a machine with an NVIDIA GPU and driver it measures the GPU."));
+    banner_->setStyleSheet(
+        "background: rgba(230, 126, 34, 45); border: 1px solid rgba(230, 126, 34, 140); padding: 6px;");
+    banner_->setText(
+        tr("Only the CPU backend is available here: the probe allocates the cache in host memory and times "
+           "attention on the CPU. On a machine with an NVIDIA GPU and driver it measures the GPU."));
     banner_->hide();
-    probe_button_->setToolTip(tr("Allocate the current scenario's KV cache here, compare its size with the prediction, "
-                                 "and time one decode step's attention"));
-    stopwatch_button_->setToolTip(tr("A small transformer generates text twice: with its KV cache, and recomputing the whole prefix"));
+    probe_button_->setToolTip(
+        tr("Allocate the current scenario's KV cache here, compare its size with the prediction, "
+           "and time one decode step's attention"));
+    stopwatch_button_->setToolTip(
+        tr("A small transformer generates text twice: with its KV cache, and recomputing the whole prefix"));
     cancel_button_->setToolTip(tr("Stop the run; everything it allocated is freed"));
     cancel_button_->setEnabled(false);
     tokens_->setRange(8, 2048);
@@ -160,7 +164,8 @@ void ProbeView::showEvent(QShowEvent* event) {
     if (devices_listed_ || lister_) return;
     lister_ = QThread::create([this] {
         const auto devices = probe::list_devices();
-        QMetaObject::invokeMethod(this, [this, devices] { applyDevices(devices); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this, [this, devices] { applyDevices(devices); }, Qt::QueuedConnection);
     });
     connect(lister_, &QThread::finished, lister_, &QObject::deleteLater);
     connect(lister_, &QThread::finished, this, [this] { lister_ = nullptr; });
@@ -205,13 +210,17 @@ void ProbeView::start(const QString& what, std::function<void(probe::Backend&, c
         probe::Control control;
         control.cancel = &cancel_;
         control.progress = [this](double f, const std::string& text) {
-            QMetaObject::invokeMethod(this, [this, f, t = q(text)] {
-                progress_->setValue(static_cast<int>(f * 1000));
-                status_->setText(t);
-            }, Qt::QueuedConnection);
+            QMetaObject::invokeMethod(
+                this,
+                [this, f, t = q(text)] {
+                    progress_->setValue(static_cast<int>(f * 1000));
+                    status_->setText(t);
+                },
+                Qt::QueuedConnection);
         };
         control.stopwatch_step = [this](bool cached, double ms) {
-            QMetaObject::invokeMethod(this, [this, cached, ms] { addStep(cached, ms); }, Qt::QueuedConnection);
+            QMetaObject::invokeMethod(
+                this, [this, cached, ms] { addStep(cached, ms); }, Qt::QueuedConnection);
         };
         work(*shared, control);
     });
@@ -239,13 +248,15 @@ void ProbeView::runProbe() {
     request.dtype = s.kv_dtype;
     if (s.kv_dtype != KvDtype::fp32 && s.kv_dtype != KvDtype::fp16 && s.kv_dtype != KvDtype::bf16) {
         request.dtype = KvDtype::fp16;
-        note = tr("The probe stores fp32, fp16 or bf16; this run uses fp16 instead of %1. ").arg(q(std::string(to_string(s.kv_dtype))));
+        note = tr("The probe stores fp32, fp16 or bf16; this run uses fp16 instead of %1. ")
+                   .arg(q(std::string(to_string(s.kv_dtype))));
     }
     if (s.parallel.gpus() > 1) note += tr("One device holds the whole cache here (TP/PP are not split). ");
     table_->setRowCount(0);
     start(tr("Allocating the cache…"), [this, request, note](probe::Backend& b, const probe::Control& c) {
         const probe::ProbeReport r = b.probe(request, c);
-        QMetaObject::invokeMethod(this, [this, r, note] { showProbe(r, note); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this, [this, r, note] { showProbe(r, note); }, Qt::QueuedConnection);
     });
 }
 
@@ -260,7 +271,8 @@ void ProbeView::runStopwatch() {
     y_->setRange(0, 1);
     start(tr("Generating with the cache…"), [this, request](probe::Backend& b, const probe::Control& c) {
         const probe::StopwatchReport r = b.stopwatch(request, c);
-        QMetaObject::invokeMethod(this, [this, r] { showStopwatch(r); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this, [this, r] { showStopwatch(r); }, Qt::QueuedConnection);
     });
 }
 
@@ -282,17 +294,20 @@ void ProbeView::showProbe(const probe::ProbeReport& r, const QString& note) {
     const auto diff = static_cast<std::int64_t>(a.measured_bytes) - static_cast<std::int64_t>(a.predicted_bytes);
     const QList<std::pair<QString, QString>> rows{
         {tr("Device"), q(r.device.backend) + " — " + q(r.device.name)},
-        {tr("Predicted (calculator)"), q(format_bytes(a.predicted_bytes) + " (" + format_count(a.predicted_bytes) + " B)")},
+        {tr("Predicted (calculator)"),
+         q(format_bytes(a.predicted_bytes) + " (" + format_count(a.predicted_bytes) + " B)")},
         {tr("Requested (%1 allocations)").arg(a.allocations),
          q(format_bytes(a.requested_bytes) + " (" + format_count(a.requested_bytes) + " B)") +
              (a.requested_bytes == a.predicted_bytes ? tr(" = predicted") : tr(" ≠ predicted"))},
         {tr("Measured (%1)").arg(r.device.backend == "cuda" ? tr("device memory drop") : tr("resident growth")),
          q(format_bytes(a.measured_bytes) + " (" + format_count(a.measured_bytes) + " B)")},
-        {tr("Measured − predicted"), q(format_signed_bytes(diff)) + tr(" (granularity %1)").arg(q(format_bytes(a.granularity_bytes)))},
+        {tr("Measured − predicted"),
+         q(format_signed_bytes(diff)) + tr(" (granularity %1)").arg(q(format_bytes(a.granularity_bytes)))},
         {tr("Workspace (not cache)"), q(format_bytes(a.workspace_bytes))},
         {tr("Decode attention"), tr("%1 ms per step (median of %2)").arg(at.median_ms, 0, 'f', 2).arg(at.runs)},
         {tr("KV read per step"), q(format_bytes(at.kv_bytes_read)) + tr(" at %1 GB/s").arg(at.kv_read_gbps, 0, 'f', 1)},
-        {tr("Read ceiling (same run)"), tr("%1 GB/s → %2% of it").arg(at.ceiling_gbps, 0, 'f', 1).arg(at.fraction_of_ceiling * 100, 0, 'f', 0)},
+        {tr("Read ceiling (same run)"),
+         tr("%1 GB/s → %2% of it").arg(at.ceiling_gbps, 0, 'f', 1).arg(at.fraction_of_ceiling * 100, 0, 'f', 0)},
         {tr("Max relative error"), QString::number(at.max_rel_error, 'e', 2) + tr(" against float64")},
     };
     table_->setRowCount(static_cast<int>(rows.size()));
@@ -311,11 +326,12 @@ void ProbeView::showStopwatch(const probe::StopwatchReport& r) {
     y_->setRange(0, std::max(cum_cached_, cum_uncached_) * 1.05);
     y_->applyNiceNumbers();
     x_->applyNiceNumbers();
-    texts_->setText(tr("<b>With the cache:</b> %1<br><b>Recomputing:</b> %2<br>%3")
-                        .arg(q(r.text_cached).toHtmlEscaped(), q(r.text_uncached).toHtmlEscaped(),
-                             r.tokens_identical ? tr("Identical token for token (largest logit difference %1).")
-                                                      .arg(r.max_logit_diff, 0, 'e', 1)
-                                                : tr("The texts differ.")));
+    texts_->setText(
+        tr("<b>With the cache:</b> %1<br><b>Recomputing:</b> %2<br>%3")
+            .arg(q(r.text_cached).toHtmlEscaped(), q(r.text_uncached).toHtmlEscaped(),
+                 r.tokens_identical
+                     ? tr("Identical token for token (largest logit difference %1).").arg(r.max_logit_diff, 0, 'e', 1)
+                     : tr("The texts differ.")));
     done(q(r.message), true);
 }
 

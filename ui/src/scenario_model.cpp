@@ -53,8 +53,7 @@ Scenario scenario_for(const CatalogModel& m) {
     s.model_id = m.id;
     s.arch = m.model.arch;
     s.kv_dtype = m.model.kv_dtype;
-    s.workload.context_tokens =
-        s.arch.max_positions > 0 ? std::min<std::uint64_t>(8192, s.arch.max_positions) : 8192;
+    s.workload.context_tokens = s.arch.max_positions > 0 ? std::min<std::uint64_t>(8192, s.arch.max_positions) : 8192;
     return s;
 }
 
@@ -68,8 +67,7 @@ Scenario default_scenario(const Catalog& catalog) {
 
 ScenarioModel::ScenarioModel(const Catalog& catalog, QObject* parent) : QObject(parent), catalog_(catalog) {
     scenario_ = default_scenario(catalog_);
-    if (const CatalogModel* m = catalog_.find_model(scenario_.model_id))
-        description_ = QString::fromStdString(m->name);
+    if (const CatalogModel* m = catalog_.find_model(scenario_.model_id)) description_ = QString::fromStdString(m->name);
     head_dim_follows_ = head_dim_is_derived(scenario_.arch);
     recompute();
 }
@@ -90,8 +88,7 @@ void ScenarioModel::setCurveSpacing(Spacing spacing) {
 void ScenarioModel::edit(const QString& what, const std::function<void(Scenario&)>& change, int merge_id) {
     Scenario next = scenario_;
     change(next);
-    if (next == scenario_)
-        return;  // nothing changed: no undo step
+    if (next == scenario_) return;  // nothing changed: no undo step
     undo_.push(new EditCommand(this, state(), {next, head_dim_follows_, description_, notes_}, what, merge_id));
 }
 
@@ -134,7 +131,8 @@ void ScenarioModel::setHeadDim(std::uint64_t head_dim) {
     if (next.arch == before.arch) return;
     // Setting head dim by hand stops it following the model dimension (until it matches again).
     undo_.push(new EditCommand(this, {before, follows_before, description_, notes_},
-                               {next, head_dim_is_derived(next.arch), description_, notes_}, tr("Change head dimension"), -1));
+                               {next, head_dim_is_derived(next.arch), description_, notes_},
+                               tr("Change head dimension"), -1));
 }
 
 void ScenarioModel::loadCatalogModel(const QString& id) {
@@ -180,15 +178,15 @@ std::optional<QString> ScenarioModel::saveScenario(const QString& path) const {
     QSaveFile file(path);
     const std::string text = scenario_to_json(scenario_);
     if (!file.open(QIODevice::WriteOnly) ||
-        file.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size()) ||
-        !file.commit())
+        file.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size()) || !file.commit())
         return tr("Could not save %1: %2").arg(path, file.errorString());
     return std::nullopt;
 }
 
 void ScenarioModel::replace(const Scenario& scenario, const QString& description, const QStringList& notes,
                             const QString& what) {
-    undo_.push(new EditCommand(this, state(), {scenario, head_dim_is_derived(scenario.arch), description, notes}, what, -1));
+    undo_.push(
+        new EditCommand(this, state(), {scenario, head_dim_is_derived(scenario.arch), description, notes}, what, -1));
 }
 
 ScenarioModel::State ScenarioModel::state() const { return {scenario_, head_dim_follows_, description_, notes_}; }
@@ -222,7 +220,8 @@ void ScenarioModel::recompute() {
         const KvDtype weight_dtype = s.deployment ? s.deployment->weight_dtype : KvDtype::bf16;
         const ParameterCount params = parameters(s.arch);
         auto weights = weights_bytes(params.total, weight_dtype);
-        for (const Errors* e : {&variants.errors(), &formula.errors(), &curves.errors(), &weights.errors()}) collect(*e);
+        for (const Errors* e : {&variants.errors(), &formula.errors(), &curves.errors(), &weights.errors()})
+            collect(*e);
         if (errors.empty()) {
             r.variants = *variants;
             r.formula = *formula;
@@ -231,20 +230,24 @@ void ScenarioModel::recompute() {
             r.weights_estimated = params.estimated;
         }
         auto layout = KvLayout::make(s.arch, s.kv_dtype, s.workload, s.parallel);
-        if (errors.empty() && layout) r.kv_exceeds_weights_at = context_where_kv_exceeds(*layout, s.workload, r.weights_bytes);
+        if (errors.empty() && layout)
+            r.kv_exceeds_weights_at = context_where_kv_exceeds(*layout, s.workload, r.weights_bytes);
         if (errors.empty() && s.deployment) {
             auto f = fit(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment);
-            if (!f) collect(f.errors());
+            if (!f)
+                collect(f.errors());
             else {
                 auto d = decode_estimate(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment, *f);
-                if (!d) collect(d.errors());
+                if (!d)
+                    collect(d.errors());
                 else {
                     r.fit = *f;
                     r.decode = *d;
                     r.weights_bytes = f->weights_bytes;
                     if (f->max_context > 0 && f->max_context < options.max_tokens && !f->max_context_limited_by_model)
                         r.stops_fitting_at = f->max_context + 1;
-                    if (layout) r.kv_exceeds_weights_at = context_where_kv_exceeds(*layout, s.workload, r.weights_bytes);
+                    if (layout)
+                        r.kv_exceeds_weights_at = context_where_kv_exceeds(*layout, s.workload, r.weights_bytes);
                 }
             }
         }

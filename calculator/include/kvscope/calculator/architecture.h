@@ -81,9 +81,9 @@ std::string attention_label(const Architecture& arch);
 
 struct ParameterCount {
     std::uint64_t total = 0;
-    std::uint64_t active = 0;        // per token (MoE: routed experts in use + shared)
-    std::uint64_t embedding = 0;     // the input embedding table (read one row per token)
-    bool estimated = false;          // true: computed from the shape, not published
+    std::uint64_t active = 0;     // per token (MoE: routed experts in use + shared)
+    std::uint64_t embedding = 0;  // the input embedding table (read one row per token)
+    bool estimated = false;       // true: computed from the shape, not published
 };
 
 // Published counts when the architecture carries them, else the estimate.

@@ -12,12 +12,12 @@
 namespace kvscope {
 
 struct CatalogModel {
-    std::string id;        // "llama-3-8b"
-    std::string name;      // "Llama 3 8B"
-    std::string hf_repo;   // "meta-llama/Meta-Llama-3-8B"
-    std::string source;    // where the config was published
+    std::string id;       // "llama-3-8b"
+    std::string name;     // "Llama 3 8B"
+    std::string hf_repo;  // "meta-llama/Meta-Llama-3-8B"
+    std::string source;   // where the config was published
     std::vector<std::string> aliases;
-    ImportedModel model;   // architecture with published parameter counts
+    ImportedModel model;              // architecture with published parameter counts
     std::string origin = "built-in";  // or the user file it came from
 };
 

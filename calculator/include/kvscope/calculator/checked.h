@@ -46,9 +46,7 @@ private:
 constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0); }
 
 // Rounds a up to a multiple of b (b >= 1); overflow-aware.
-constexpr Checked round_up(std::uint64_t a, std::uint64_t b) {
-    return Checked(ceil_div(a, b)) * b;
-}
+constexpr Checked round_up(std::uint64_t a, std::uint64_t b) { return Checked(ceil_div(a, b)) * b; }
 
 constexpr std::uint64_t kGiB = 1ull << 30;
 constexpr std::uint64_t kMiB = 1ull << 20;

@@ -18,9 +18,9 @@ namespace kvscope {
 struct ImportedModel {
     Architecture arch;
     std::string model_type;
-    std::string hf_repo;             // from _name_or_path when it names a repo
+    std::string hf_repo;  // from _name_or_path when it names a repo
     KvDtype kv_dtype = KvDtype::fp16;
-    std::string kv_dtype_source;     // "torch_dtype bfloat16" or why the default was used
+    std::string kv_dtype_source;  // "torch_dtype bfloat16" or why the default was used
     KvDtype weight_dtype = KvDtype::fp16;
     std::string weight_dtype_source;
     std::vector<std::string> assumed;  // "max_position_embeddings = 2048 (falcon default)"

@@ -32,7 +32,7 @@ struct Curves {
 // Integer token counts from min to max inclusive, linear or log spaced, duplicates removed.
 std::vector<std::uint64_t> spaced_tokens(const CurveOptions& options);
 
-Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload& workload,
-                         const Parallelism& parallel, CurveOptions options = {});
+Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload& workload, const Parallelism& parallel,
+                         CurveOptions options = {});
 
 }  // namespace kvscope

@@ -13,15 +13,15 @@ struct DecodeEstimate {
     std::uint64_t weight_bytes_read_per_gpu = 0;  // active weights, one pass per step
     std::uint64_t kv_bytes_read_per_gpu = 0;      // every sequence's cache at the context
     std::uint64_t bytes_read_per_step_per_gpu = 0;
-    double step_time_floor_s = 0;                 // bytes / bandwidth, pipeline stages in turn
+    double step_time_floor_s = 0;  // bytes / bandwidth, pipeline stages in turn
     double tokens_per_s_per_sequence = 0;
     double tokens_per_s_total = 0;
     // Work for the token at position T (the context), one sequence.
     double flops_per_token_cached = 0;    // 2·active params + attention over T cached keys
     double flops_per_token_uncached = 0;  // the whole prefix again: 2·params·T + attention Σ_{i≤T}
     // Generating T tokens from an empty context, one sequence.
-    double cumulative_flops_cached = 0;   // grows linearly
-    double cumulative_flops_uncached = 0; // grows with the n(n+1)/2 sum
+    double cumulative_flops_cached = 0;    // grows linearly
+    double cumulative_flops_uncached = 0;  // grows with the n(n+1)/2 sum
     // Smallest context at which the KV cache (all sequences) outweighs the weights; none when
     // sliding windows cap the cache below them.
     std::optional<std::uint64_t> kv_exceeds_weights_at_tokens;
@@ -30,12 +30,10 @@ struct DecodeEstimate {
 // Attention FLOPs (q·Kᵀ and ·V) for one query attending to `tokens` cached positions, all layers.
 double attention_flops(const Architecture& arch, const Workload& workload, std::uint64_t tokens);
 
-Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtype,
-                                       const Workload& workload, const Parallelism& parallel,
-                                       const Deployment& deployment);
+Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtype, const Workload& workload,
+                                       const Parallelism& parallel, const Deployment& deployment);
 // The same from a fit already computed for these inputs, so callers that show both work it out once.
-Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtype,
-                                       const Workload& workload, const Parallelism& parallel,
-                                       const Deployment& deployment, const FitReport& fit);
+Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtype, const Workload& workload,
+                                       const Parallelism& parallel, const Deployment& deployment, const FitReport& fit);
 
 }  // namespace kvscope

@@ -39,7 +39,7 @@ struct Deployment {
     GpuSpec gpu;
     std::uint64_t gpu_count = 1;
     Engine engine = Engine::vllm;
-    double fraction = 0.90;                              // the engine's memory fraction
+    double fraction = 0.90;  // the engine's memory fraction
     KvDtype weight_dtype = KvDtype::bf16;
     std::uint64_t activation_reserve_bytes = 1ull << 30;  // activations at peak prefill
     std::uint64_t runtime_overhead_bytes = 1ull << 29;    // CUDA context, graphs, library workspaces
@@ -55,26 +55,26 @@ struct FitReport {
     Engine engine = Engine::vllm;
     std::uint64_t gpus = 1;
     std::uint64_t memory_bytes_per_gpu = 0;
-    std::uint64_t weights_bytes = 0;          // all GPUs
+    std::uint64_t weights_bytes = 0;  // all GPUs
     std::uint64_t weights_bytes_per_gpu = 0;
     std::uint64_t parameters = 0;
     bool parameters_estimated = false;
-    std::uint64_t reserve_bytes_per_gpu = 0;  // activation reserve + runtime overhead the rule subtracts
-    std::int64_t kv_budget_bytes_per_gpu = 0; // negative: the weights alone do not fit
-    std::int64_t kv_budget_bytes = 0;         // all GPUs
-    std::uint64_t kv_bytes_per_gpu = 0;       // what the workload needs on the heaviest GPU
+    std::uint64_t reserve_bytes_per_gpu = 0;   // activation reserve + runtime overhead the rule subtracts
+    std::int64_t kv_budget_bytes_per_gpu = 0;  // negative: the weights alone do not fit
+    std::int64_t kv_budget_bytes = 0;          // all GPUs
+    std::uint64_t kv_bytes_per_gpu = 0;        // what the workload needs on the heaviest GPU
     bool fits = false;
-    std::int64_t headroom_bytes_per_gpu = 0;  // budget - need; negative = short by
-    std::uint64_t free_bytes_per_gpu = 0;     // memory the rule leaves unused (fraction < 1)
-    std::uint64_t max_batch = 0;              // concurrent sequences at the workload's context
-    std::uint64_t max_context = 0;            // tokens per sequence at the workload's batch
+    std::int64_t headroom_bytes_per_gpu = 0;    // budget - need; negative = short by
+    std::uint64_t free_bytes_per_gpu = 0;       // memory the rule leaves unused (fraction < 1)
+    std::uint64_t max_batch = 0;                // concurrent sequences at the workload's context
+    std::uint64_t max_context = 0;              // tokens per sequence at the workload's batch
     bool max_context_limited_by_model = false;  // the budget allows more than max positions
-    std::uint64_t tokens_capacity = 0;        // tokens the budget holds (full attention per token)
+    std::uint64_t tokens_capacity = 0;          // tokens the budget holds (full attention per token)
     std::vector<std::string> notes;
 };
 
-Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload& workload,
-                      const Parallelism& parallel, const Deployment& deployment);
+Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload& workload, const Parallelism& parallel,
+                      const Deployment& deployment);
 
 // Weights in bytes for `params` parameters stored as `dtype`.
 Result<std::uint64_t> weights_bytes(std::uint64_t params, KvDtype dtype);

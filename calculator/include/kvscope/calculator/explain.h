@@ -26,6 +26,6 @@ std::string curves_csv(const Curves& curves);
 // sequences, summed over every GPU, holds more than `limit_bytes`; none below 2^48 tokens
 // (sliding windows can cap the cache below any limit).
 std::optional<std::uint64_t> context_where_kv_exceeds(const KvLayout& layout, const Workload& workload,
-                                                       std::uint64_t limit_bytes);
+                                                      std::uint64_t limit_bytes);
 
 }  // namespace kvscope

@@ -76,10 +76,10 @@ struct LayerKv {
 };
 
 struct KvCacheReport {
-    std::uint64_t total_bytes = 0;           // all sequences, all GPUs, replicas counted
-    std::uint64_t per_gpu_bytes = 0;         // the heaviest GPU
-    std::uint64_t per_sequence_bytes = 0;    // one sequence, all GPUs
-    std::uint64_t bytes_per_token = 0;       // one more token of one sequence, all layers, no window cap
+    std::uint64_t total_bytes = 0;         // all sequences, all GPUs, replicas counted
+    std::uint64_t per_gpu_bytes = 0;       // the heaviest GPU
+    std::uint64_t per_sequence_bytes = 0;  // one sequence, all GPUs
+    std::uint64_t bytes_per_token = 0;     // one more token of one sequence, all layers, no window cap
     std::uint64_t bytes_per_token_per_gpu = 0;
     std::uint64_t kv_heads_per_gpu = 0;
     std::uint64_t replication = 1;
@@ -88,11 +88,11 @@ struct KvCacheReport {
     std::vector<std::string> warnings;  // things worth knowing that are not errors
 };
 
-Result<KvCacheReport> kv_cache_report(const Architecture& arch, KvDtype dtype,
-                                      const Workload& workload, const Parallelism& parallel = {});
+Result<KvCacheReport> kv_cache_report(const Architecture& arch, KvDtype dtype, const Workload& workload,
+                                      const Parallelism& parallel = {});
 // The same report from a layout already made of these inputs (callers that also need the layout).
-Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture& arch,
-                                      const Workload& workload, const Parallelism& parallel);
+Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture& arch, const Workload& workload,
+                                      const Parallelism& parallel);
 
 // The overflow message for `tokens`, naming the input responsible.
 FieldError overflow_error(const std::string& field, const std::string& what);

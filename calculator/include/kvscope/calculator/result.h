@@ -25,8 +25,8 @@ std::string join_errors(const Errors& errors);
 template <class T>
 class Result {
 public:
-    Result(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
-    Result(Errors errors) : state_(std::move(errors)) {}  // NOLINT(google-explicit-constructor)
+    Result(T value) : state_(std::move(value)) {}                   // NOLINT(google-explicit-constructor)
+    Result(Errors errors) : state_(std::move(errors)) {}            // NOLINT(google-explicit-constructor)
     Result(FieldError error) : state_(Errors{std::move(error)}) {}  // NOLINT
 
     [[nodiscard]] bool ok() const { return std::holds_alternative<T>(state_); }

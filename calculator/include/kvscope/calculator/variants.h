@@ -13,13 +13,13 @@
 namespace kvscope {
 
 struct Variant {
-    std::string name;          // "MHA", "GQA-8", "MQA", "MLA"
+    std::string name;  // "MHA", "GQA-8", "MQA", "MLA"
     AttentionKind kind = AttentionKind::MHA;
     std::uint64_t kv_heads = 0;  // MLA: 1 (one shared latent)
     std::uint64_t kv_cache_bytes = 0;
     std::uint64_t bytes_per_token = 0;
     double percent_of_mha = 0;
-    bool is_model = false;     // the model's own layout
+    bool is_model = false;  // the model's own layout
 };
 
 // The architecture with `kv_heads` KV heads (MLA removed; MHA head dims taken from MLA's).
@@ -41,7 +41,7 @@ struct VariantShape {
 std::vector<VariantShape> variant_shapes(const Architecture& arch);
 
 // Each shape's cache for this workload; shapes the parallel layout cannot express are left out.
-Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype dtype,
-                                              const Workload& workload, const Parallelism& parallel = {});
+Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype dtype, const Workload& workload,
+                                              const Parallelism& parallel = {});
 
 }  // namespace kvscope

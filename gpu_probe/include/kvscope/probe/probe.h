@@ -57,7 +57,7 @@ struct ProbeRequest {
     Architecture arch;
     KvDtype dtype = KvDtype::fp16;  // fp32, fp16 or bf16
     Workload workload;
-    int timing_runs = 10;           // after one warm-up run
+    int timing_runs = 10;  // after one warm-up run
     // Size of the read-only pass that measures the bandwidth ceiling (0: several times the
     // last-level cache, at least 256 MiB and at most 1 GiB).
     std::uint64_t ceiling_bytes = 0;
@@ -86,17 +86,17 @@ struct AllocationCheck {
 };
 
 struct AttentionTiming {
-    double median_ms = 0;               // one decode step, every layer and sequence
+    double median_ms = 0;  // one decode step, every layer and sequence
     double min_ms = 0;
     int runs = 0;
     unsigned threads = 0;
-    std::uint64_t kv_bytes_read = 0;    // per step: every stored K and V byte once
+    std::uint64_t kv_bytes_read = 0;  // per step: every stored K and V byte once
     double kv_read_gbps = 0;
-    double ceiling_gbps = 0;            // a large read-only pass measured in the same run
+    double ceiling_gbps = 0;  // a large read-only pass measured in the same run
     double fraction_of_ceiling = 0;
-    double single_thread_gbps = 0;      // CPU only: the same step on one thread
-    double max_rel_error = 0;           // against a float64 reference on the same random inputs
-    bool cache_resident = false;        // the KV fits in the last-level cache: figures are optimistic
+    double single_thread_gbps = 0;  // CPU only: the same step on one thread
+    double max_rel_error = 0;       // against a float64 reference on the same random inputs
+    bool cache_resident = false;    // the KV fits in the last-level cache: figures are optimistic
 };
 
 struct ProbeReport {

@@ -16,9 +16,9 @@
 #include "kvscope/calculator/curves.h"
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
-#include "kvscope/calculator/variants.h"
 #include "kvscope/calculator/scenario.h"
 #include "kvscope/calculator/units.h"
+#include "kvscope/calculator/variants.h"
 
 namespace kvscope::ui {
 
