@@ -92,6 +92,7 @@ const Entry* find_by_name(const std::vector<Entry>& entries, std::string_view ke
 template <class Entry>
 std::vector<std::string> suggest_by_name(const std::vector<Entry>& entries, std::string_view key) {
     std::vector<std::vector<std::string>> names;
+    names.reserve(entries.size());
     for (const auto& e : entries) names.push_back(names_of(e));
     return suggest(key, names);
 }
@@ -210,7 +211,7 @@ const Catalog& Catalog::builtin() {
         if (!list)
             problems.push_back(list.error_text());
         else
-            for (auto& g : *list) c.upsert(std::move(g));
+            for (auto& g : list.value()) c.upsert(std::move(g));
         // The compiled-in data is tested; a broken entry is a build defect, not user input.
         if (!problems.empty()) throw std::logic_error("built-in catalog: " + problems.front());
         return c;
@@ -274,7 +275,7 @@ void Catalog::add_folder(const std::string& folder, std::vector<std::string>& pr
         if (!list)
             problems.push_back(list.error_text());
         else
-            for (auto& g : *list) upsert(std::move(g));
+            for (auto& g : list.value()) upsert(std::move(g));
     }
 }
 

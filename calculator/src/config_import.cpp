@@ -499,7 +499,7 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
         if (const Value* t = obj->find("model_type"); t && t->is_string()) out.model_type = t->as_string();
     }
     if (out.model_type == "gemma3") out.model_type = "gemma3_text";
-    if (text_config && text_config->is_object()) out.notes.push_back("read the language model from text_config");
+    if (text_config && text_config->is_object()) out.notes.emplace_back("read the language model from text_config");
     if (const Value* n = root.find("_name_or_path"); n && n->is_string() &&
                                                      n->as_string().find('/') != std::string::npos &&
                                                      n->as_string().front() != '/' && n->as_string().front() != '.')

@@ -98,7 +98,7 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
     const Workload workload = engine_workload(workload_in, d.engine);
     FitReport r;
     if (workload.block_size != workload_in.block_size)
-        r.notes.push_back("llama.cpp keeps one contiguous cache: the block size is taken as 1");
+        r.notes.emplace_back("llama.cpp keeps one contiguous cache: the block size is taken as 1");
     Errors errors = validate(d, parallel);
     auto layout_or = KvLayout::make(arch, kv_dtype, workload, parallel);
     auto kv =
@@ -150,7 +150,7 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
     r.kv_budget_bytes = clamp_i64(budget * static_cast<i128>(gpus));
     r.headroom_bytes_per_gpu = clamp_i64(budget - static_cast<i128>(r.kv_bytes_per_gpu));
     r.fits = budget >= 0 && budget >= static_cast<i128>(r.kv_bytes_per_gpu);
-    if (budget < 0) r.notes.push_back("the weights and reserves alone exceed the memory the engine may use");
+    if (budget < 0) r.notes.emplace_back("the weights and reserves alone exceed the memory the engine may use");
 
     const std::uint64_t budget_u = budget > 0 ? static_cast<std::uint64_t>(budget) : 0;
     const Checked per_seq = layout.gpu_bytes_per_sequence(workload.context_tokens);

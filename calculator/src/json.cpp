@@ -151,7 +151,7 @@ void Value::dump_to(std::string& out, int indent, int depth) const {
     auto newline = [&](int d) {
         if (indent <= 0) return;
         out += '\n';
-        out.append(static_cast<std::size_t>(indent * d), ' ');
+        out.append(static_cast<std::size_t>(indent) * static_cast<std::size_t>(d), ' ');
     };
     switch (type_) {
         case Type::null:

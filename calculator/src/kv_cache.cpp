@@ -158,7 +158,7 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
         r.warnings.push_back("the MLA latent is shared by all heads: each of the " + std::to_string(parallel.tp) +
                              " tensor-parallel GPUs keeps a full copy");
     if (workload.full_window && arch.has_sliding_layers())
-        r.warnings.push_back("sliding-window layers keep the full context (the engine ignores their windows)");
+        r.warnings.emplace_back("sliding-window layers keep the full context (the engine ignores their windows)");
     return r;
 }
 

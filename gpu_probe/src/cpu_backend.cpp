@@ -287,10 +287,10 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
         at.max_rel_error = std::max(at.max_rel_error, max_relative_error(sc.out.data(), ref));
     }
     control.report(1.0, "done");
-    r.message =
-        "predicted " + format_count(a.predicted_bytes) + " bytes, allocated " + format_count(a.requested_bytes) +
-        ", resident growth " + format_count(a.measured_bytes) + "; attention reads the cache at " +
-        std::to_string(static_cast<int>(at.fraction_of_ceiling * 100 + 0.5)) + "% of the measured read bandwidth";
+    r.message = "predicted " + format_count(a.predicted_bytes) + " bytes, allocated " +
+                format_count(a.requested_bytes) + ", resident growth " + format_count(a.measured_bytes) +
+                "; attention reads the cache at " + std::to_string(std::lround(at.fraction_of_ceiling * 100)) +
+                "% of the measured read bandwidth";
     if (at.cache_resident) r.message += " (the cache fits in the CPU caches, so this is optimistic)";
     return r;
 }

@@ -74,8 +74,8 @@ void rope(std::vector<float>& v, int position) {
         for (int i = 0; i < M::kHeadDim / 2; ++i) {
             const double theta = position * std::pow(10000.0, -2.0 * i / M::kHeadDim);
             const float c = static_cast<float>(std::cos(theta)), s = static_cast<float>(std::sin(theta));
-            float& a = v[static_cast<std::size_t>(h * M::kHeadDim + 2 * i)];
-            float& b = v[static_cast<std::size_t>(h * M::kHeadDim + 2 * i + 1)];
+            float& a = v[static_cast<std::size_t>(h) * M::kHeadDim + 2 * static_cast<std::size_t>(i)];
+            float& b = v[static_cast<std::size_t>(h) * M::kHeadDim + 2 * static_cast<std::size_t>(i) + 1];
             const float a0 = a, b0 = b;
             a = a0 * c - b0 * s;
             b = a0 * s + b0 * c;
@@ -168,8 +168,9 @@ void TinyTransformer::forward_position(int token, int position, std::vector<std:
             for (int t = 0; t < n; ++t) {
                 float dot = 0;
                 for (int d = 0; d < kHeadDim; ++d)
-                    dot += q[static_cast<std::size_t>(hd * kHeadDim + d)] *
-                           K[static_cast<std::size_t>(t * kModel + hd * kHeadDim + d)];
+                    dot += q[static_cast<std::size_t>(hd) * kHeadDim + static_cast<std::size_t>(d)] *
+                           K[static_cast<std::size_t>(t) * kModel + static_cast<std::size_t>(hd) * kHeadDim +
+                             static_cast<std::size_t>(d)];
                 scores[static_cast<std::size_t>(t)] = dot * scale;
                 mx = std::max(mx, dot * scale);
             }
@@ -178,8 +179,9 @@ void TinyTransformer::forward_position(int token, int position, std::vector<std:
             for (int t = 0; t < n; ++t) {
                 const float p = scores[static_cast<std::size_t>(t)] / sum;
                 for (int d = 0; d < kHeadDim; ++d)
-                    attn[static_cast<std::size_t>(hd * kHeadDim + d)] +=
-                        p * V[static_cast<std::size_t>(t * kModel + hd * kHeadDim + d)];
+                    attn[static_cast<std::size_t>(hd) * kHeadDim + static_cast<std::size_t>(d)] +=
+                        p * V[static_cast<std::size_t>(t) * kModel + static_cast<std::size_t>(hd) * kHeadDim +
+                              static_cast<std::size_t>(d)];
             }
         }
         const std::vector<float> o = matvec(L.wo, attn, kModel);
