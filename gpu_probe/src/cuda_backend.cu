@@ -129,16 +129,16 @@ struct ShapeDev {
 constexpr int kGroupChunk = 8;  // queries whose accumulators live in registers at once
 
 // scores[slot][query head][t] = q·K[t] / sqrt(dk): one warp per (token, KV head), the K row read
-// once per chunk of its query group. Grid: x = token blocks, y = slot × KV head.
+// once per chunk of its query group. Grid: x = slot × KV head (up to 2^31 − 1), y = token blocks.
 __global__ void scores_kernel(const SlotDev* slots, const float* q, float* scores, ShapeDev sh, int dtype,
                               std::uint64_t max_tokens) {
-    const unsigned slot = blockIdx.y / sh.kv_heads, h = blockIdx.y % sh.kv_heads;
+    const unsigned slot = blockIdx.x / sh.kv_heads, h = blockIdx.x % sh.kv_heads;
     const SlotDev s = slots[slot];
     const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
     const float scale = rsqrtf(static_cast<float>(sh.dk));
     const float* qs = q + (static_cast<std::size_t>(s.layer) * sh.q_heads + h * sh.group) * sh.dk;
-    for (std::uint64_t t = blockIdx.x * warps + warp; t < s.tokens;
-         t += static_cast<std::uint64_t>(gridDim.x) * warps) {
+    for (std::uint64_t t = blockIdx.y * warps + warp; t < s.tokens;
+         t += static_cast<std::uint64_t>(gridDim.y) * warps) {
         const std::size_t row = t * sh.row_k + h * sh.dk;
         for (unsigned g0 = 0; g0 < sh.group; g0 += kGroupChunk) {
             const unsigned gn = min(kGroupChunk, static_cast<int>(sh.group - g0));
@@ -198,12 +198,12 @@ __global__ void softmax_kernel(const SlotDev* slots, float* scores, ShapeDev sh,
 }
 
 // out[slot][query head][d] += Σ_t p[t]·V[t][d] over one chunk of tokens (atomics join the chunks).
-// Grid: x = token chunks, y = slot × KV head; threads over d.
+// Grid: x = slot × KV head, y = token chunks; threads over d.
 __global__ void output_kernel(const SlotDev* slots, const float* scores, float* out, ShapeDev sh, int dtype,
                               std::uint64_t max_tokens, std::uint64_t chunk) {
-    const unsigned slot = blockIdx.y / sh.kv_heads, h = blockIdx.y % sh.kv_heads;
+    const unsigned slot = blockIdx.x / sh.kv_heads, h = blockIdx.x % sh.kv_heads;
     const SlotDev s = slots[slot];
-    const std::uint64_t t0 = blockIdx.x * chunk, t1 = min(s.tokens, t0 + chunk);
+    const std::uint64_t t0 = blockIdx.y * chunk, t1 = min(s.tokens, t0 + chunk);
     if (t0 >= t1) return;
     for (unsigned d = threadIdx.x; d < sh.dv; d += blockDim.x) {
         for (unsigned g0 = 0; g0 < sh.group; g0 += kGroupChunk) {
@@ -421,11 +421,11 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     const unsigned chunks = static_cast<unsigned>((max_tokens + chunk - 1) / chunk);
     auto step = [&] {
         KVSCOPE_CUDA(cudaMemsetAsync(out.get(), 0, out_bytes));
-        scores_kernel<<<dim3(token_blocks, static_cast<unsigned>(pairs)), 256>>>(
+        scores_kernel<<<dim3(static_cast<unsigned>(pairs), token_blocks), 256>>>(
             slot_table.get<SlotDev>(), q.get<float>(), scores.get<float>(), shd, dtype, max_tokens);
         softmax_kernel<<<static_cast<unsigned>(slots.size() * sh.q_heads), 256>>>(slot_table.get<SlotDev>(),
                                                                                   scores.get<float>(), shd, max_tokens);
-        output_kernel<<<dim3(chunks, static_cast<unsigned>(pairs)),
+        output_kernel<<<dim3(static_cast<unsigned>(pairs), chunks),
                         std::min<unsigned>(256, ((shd.dv + 31) / 32) * 32)>>>(
             slot_table.get<SlotDev>(), scores.get<float>(), out.get<float>(), shd, dtype, max_tokens, chunk);
         KVSCOPE_CUDA(cudaGetLastError());
