@@ -1,5 +1,6 @@
 #include "kvscope/ui/deployment_view.h"
 
+#include <QBoxLayout>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
@@ -122,9 +123,12 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     results->addWidget(bars_);
     results->addWidget(figures_);
     results->addStretch(1);
-    auto* layout = new QHBoxLayout(this);
-    layout->addWidget(box_, 2);
-    layout->addLayout(results, 4);
+    columns_ = new QBoxLayout(QBoxLayout::LeftToRight, this);
+    columns_->addWidget(box_, 2);
+    columns_->addLayout(results, 4);
+    // Long GPU names must not widen the form past a small window.
+    gpu_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    gpu_->setMinimumContentsLength(18);
 
     auto edit = [this](const QString& what, auto change, int merge_id = -1) {
         if (syncing_ || !model_->scenario().deployment) return;
@@ -186,6 +190,12 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     connect(model_, &ScenarioModel::changed, this, &DeploymentView::sync);
     connect(model_, &ScenarioModel::unitsChanged, this, &DeploymentView::sync);
     sync();
+}
+
+void DeploymentView::resizeEvent(QResizeEvent* event) {
+    // Side by side when there is room; the results under the form in a narrow window.
+    columns_->setDirection(width() < 860 ? QBoxLayout::TopToBottom : QBoxLayout::LeftToRight);
+    QWidget::resizeEvent(event);
 }
 
 void DeploymentView::commitCustom() {

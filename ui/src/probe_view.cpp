@@ -89,6 +89,7 @@ ProbeView::ProbeView(ScenarioModel* model, QWidget* parent)
     table_->horizontalHeader()->setStretchLastSection(true);
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     table_->setMinimumHeight(260);
+    table_->setWordWrap(true);
 
     auto* chart = new QChart;
     cached_->setName(tr("with the KV cache"));
@@ -118,6 +119,7 @@ ProbeView::ProbeView(ScenarioModel* model, QWidget* parent)
     view->setRenderHint(QPainter::Antialiasing);
     view->setMinimumHeight(260);
     texts_->setWordWrap(true);
+    texts_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Minimum);
     texts_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
     auto* controls = new QHBoxLayout;
@@ -137,8 +139,8 @@ ProbeView::ProbeView(ScenarioModel* model, QWidget* parent)
     right->addWidget(new QLabel(tr("<b>Stopwatch</b>")));
     right->addWidget(view, 1);
     right->addWidget(texts_);
-    columns->addLayout(left, 2);
-    columns->addLayout(right, 3);
+    columns->addLayout(left, 1);
+    columns->addLayout(right, 1);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(banner_);
     layout->addWidget(devices_);
@@ -313,8 +315,11 @@ void ProbeView::showProbe(const probe::ProbeReport& r, const QString& note) {
     table_->setRowCount(static_cast<int>(rows.size()));
     for (int i = 0; i < rows.size(); ++i) {
         table_->setItem(i, 0, new QTableWidgetItem(rows[i].first));
-        table_->setItem(i, 1, new QTableWidgetItem(rows[i].second));
+        auto* value = new QTableWidgetItem(rows[i].second);
+        value->setToolTip(rows[i].second);  // the whole value when a narrow window cuts it
+        table_->setItem(i, 1, value);
     }
+    table_->resizeRowsToContents();
     done(note + q(r.message), true);
 }
 

@@ -9,6 +9,7 @@
 
 class QComboBox;
 class QDoubleSpinBox;
+class QBoxLayout;
 class QGroupBox;
 class QLabel;
 class QLineEdit;
@@ -31,6 +32,9 @@ public:
     [[nodiscard]] QLabel* figuresLabel() const { return figures_; }
     [[nodiscard]] GpuMemoryBar* bars() const { return bars_; }
 
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
 private:
     void sync();
     void refreshResults();
@@ -50,6 +54,7 @@ private:
     GpuMemoryBar* bars_;
     QLabel* figures_;
     QLabel* errors_;
+    QBoxLayout* columns_ = nullptr;
     FieldMarks marks_;
     QMap<QWidget*, QString> typed_;
     bool syncing_ = false;
