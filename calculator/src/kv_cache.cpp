@@ -67,8 +67,7 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
 }
 
 std::uint64_t KvLayout::stored_tokens(std::uint64_t window, std::uint64_t tokens) const {
-    const std::uint64_t kept = window == 0 ? tokens : std::min(tokens, window);
-    const Checked rounded = round_up(kept, block_);
+    const Checked rounded = round_up(kept_tokens(window, tokens), block_);
     return rounded.overflow() ? std::numeric_limits<std::uint64_t>::max() : rounded.value();
 }
 

@@ -5,10 +5,16 @@
 #include <string>
 
 #include "kvscope/probe/probe.h"
+#include "reference.h"
 
 namespace kvscope::probe {
 
 std::unique_ptr<Backend> make_cpu_backend();
+
+// The attention's view of the cache: heads, dimensions and row lengths (MLA: one latent "head").
+AttentionShape attention_shape(const Architecture& arch);
+// Bytes one decode step reads: every tensor's attended tokens (the block padding is never read).
+std::uint64_t kv_bytes_read(const std::vector<KvTensor>& tensors);
 // Read bandwidth of host memory over `bytes`, all threads, median of a few passes (GB/s).
 double measure_host_read_gbps(std::uint64_t bytes);
 // nullptr with `why` set when this build has no CUDA or no device answers.

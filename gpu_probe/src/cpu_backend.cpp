@@ -59,15 +59,6 @@ struct Slot {
 
 using Shape = AttentionShape;
 
-Shape shape_of(const Architecture& a) {
-    if (a.mla) {
-        const std::uint64_t latent = a.mla->kv_lora_rank + a.mla->qk_rope_head_dim;
-        return {a.query_heads, 1, latent, a.mla->kv_lora_rank, latent, latent};
-    }
-    return {
-        a.query_heads, a.kv_heads, a.head_dim_k, a.head_dim_v, a.kv_heads * a.head_dim_k, a.kv_heads * a.head_dim_v};
-}
-
 // One decode step's attention for one slot, every query head, grouped-query aware:
 // each token's K and V rows are read once (converted in registers) for every query of its group.
 void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, float* scores, float* out) {
@@ -143,7 +134,7 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     auto kv = kv_cache_report(request.arch, request.dtype, request.workload, Parallelism{});
     if (!kv) return fail(Status::invalid_input, kv.error_text());
 
-    const Shape sh = shape_of(request.arch);
+    const Shape sh = attention_shape(request.arch);
     const unsigned threads = host::threads();
     AllocationCheck& a = r.allocation;
     a.predicted_bytes = kv->total_bytes;
@@ -197,21 +188,15 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
 
     // Slots: K and V of one layer for one sequence.
     std::vector<Slot> slots;
-    const std::uint64_t context = request.workload.context_tokens;
     for (std::size_t i = 0; i < tensors->size(); ++i) {
         const KvTensor& t = (*tensors)[i];
         if (t.is_value) continue;
-        const std::uint64_t window = request.arch.window_of(t.layer);
-        const std::uint64_t attended =
-            request.workload.full_window || window == 0 ? context : std::min(context, window);
-        Slot s{buffers[i].get(), request.arch.mla ? buffers[i].get() : buffers[i + 1].get(), t.layer,
-               std::min(attended, t.tokens)};
-        slots.push_back(s);
+        slots.push_back(
+            {buffers[i].get(), request.arch.mla ? buffers[i].get() : buffers[i + 1].get(), t.layer, t.attended});
     }
     AttentionTiming& at = r.attention;
     at.threads = threads;
-    const std::size_t eb = cpu::element_bytes(request.dtype);
-    for (const Slot& s : slots) at.kv_bytes_read += s.tokens * (sh.row_k + (request.arch.mla ? 0 : sh.row_v)) * eb;
+    at.kv_bytes_read = kv_bytes_read(*tensors);
     at.cache_resident = at.kv_bytes_read < host::last_level_cache_bytes();
 
     // Random queries, one set per layer (fresh inputs, never zeros).

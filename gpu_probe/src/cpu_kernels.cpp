@@ -82,71 +82,6 @@ void axpy_plain(float p, const float* x, float* y, std::size_t n) {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, std::size_t n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    std::size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-        s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
-        s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
-    }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    const __m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-    float sum = _mm_cvtss_f32(h);
-    for (; i < n; ++i) sum += a[i] * b[i];
-    return sum;
-}
-
-__attribute__((target("avx2,fma"))) void axpy_avx2(float p, const float* x, float* y, std::size_t n) {
-    const __m256 pv = _mm256_set1_ps(p);
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(pv, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-    for (; i < n; ++i) y[i] += p * x[i];
-}
-
-// Groups of up to 8 queries keep their accumulators in registers.
-__attribute__((target("avx2,fma"))) void dot_group_avx2(const float* q, std::size_t groups, const float* k,
-                                                        std::size_t n, float* out) {
-    for (std::size_t g0 = 0; g0 < groups; g0 += 8) {
-        const std::size_t gn = std::min<std::size_t>(8, groups - g0);
-        __m256 acc[8];
-        for (std::size_t g = 0; g < gn; ++g) acc[g] = _mm256_setzero_ps();
-        std::size_t i = 0;
-        for (; i + 8 <= n; i += 8) {
-            const __m256 kv = _mm256_loadu_ps(k + i);
-            for (std::size_t g = 0; g < gn; ++g)
-                acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(q + (g0 + g) * n + i), kv, acc[g]);
-        }
-        for (std::size_t g = 0; g < gn; ++g) {
-            __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[g]), _mm256_extractf128_ps(acc[g], 1));
-            h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-            h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-            float sum = _mm_cvtss_f32(h);
-            for (std::size_t j = i; j < n; ++j) sum += q[(g0 + g) * n + j] * k[j];
-            out[g0 + g] = sum;
-        }
-    }
-}
-
-__attribute__((target("avx2,fma"))) void axpy_group_avx2(const float* p, std::size_t groups, const float* x, float* y,
-                                                         std::size_t n) {
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 xv = _mm256_loadu_ps(x + i);
-        for (std::size_t g = 0; g < groups; ++g) {
-            float* yg = y + g * n + i;
-            _mm256_storeu_ps(yg, _mm256_fmadd_ps(_mm256_set1_ps(p[g]), xv, _mm256_loadu_ps(yg)));
-        }
-    }
-    for (; i < n; ++i)
-        for (std::size_t g = 0; g < groups; ++g) y[g * n + i] += p[g] * x[i];
-}
-
 // exp(x) for 8 lanes: 2^n · p(r) with r = x − n·ln2, |r| ≤ ln2/2 (Cephes' polynomial).
 __attribute__((target("avx2,fma"))) __m256 exp8(__m256 x) {
     x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.0f)), _mm256_set1_ps(-87.0f));
@@ -183,6 +118,13 @@ __attribute__((target("avx2,f16c"))) inline __m256 load8(KvDtype dtype, const vo
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
 }
 
+__attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+    return _mm_cvtss_f32(h);
+}
+
 __attribute__((target("avx2,fma,f16c"))) void dot_group_raw_avx2(KvDtype dtype, const float* q, std::size_t groups,
                                                                  const void* k, std::size_t n, float* out) {
     for (std::size_t g0 = 0; g0 < groups; g0 += 8) {
@@ -198,21 +140,11 @@ __attribute__((target("avx2,fma,f16c"))) void dot_group_raw_avx2(KvDtype dtype, 
         float tail[8] = {};
         if (i < n) to_float_plain(dtype, static_cast<const std::byte*>(k) + i * element_bytes(dtype), tail, n - i);
         for (std::size_t g = 0; g < gn; ++g) {
-            __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[g]), _mm256_extractf128_ps(acc[g], 1));
-            h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-            h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-            float sum = _mm_cvtss_f32(h);
+            float sum = hsum(acc[g]);
             for (std::size_t j = i; j < n; ++j) sum += q[(g0 + g) * n + j] * tail[j - i];
             out[g0 + g] = sum;
         }
     }
-}
-
-__attribute__((target("avx2,fma,f16c"))) inline float hsum(__m256 v) {
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
-    return _mm_cvtss_f32(h);
 }
 
 __attribute__((target("avx2,fma,f16c"))) void dot_group_raw2_avx2(KvDtype dtype, const float* q, std::size_t groups,
@@ -342,7 +274,6 @@ std::uint64_t next(std::uint64_t& s) {  // xorshift64*
 }  // namespace
 
 std::size_t element_bytes(KvDtype dtype) { return dtype == KvDtype::fp32 ? 4 : 2; }
-bool supported(KvDtype dtype) { return dtype == KvDtype::fp32 || dtype == KvDtype::fp16 || dtype == KvDtype::bf16; }
 bool vectorized() { return has_avx2_f16c(); }
 
 void to_float(KvDtype dtype, const void* src, float* dst, std::size_t n) {
@@ -350,34 +281,6 @@ void to_float(KvDtype dtype, const void* src, float* dst, std::size_t n) {
     if (has_avx2_f16c()) return to_float_avx2(dtype, src, dst, n);
 #endif
     to_float_plain(dtype, src, dst, n);
-}
-
-float dot(const float* a, const float* b, std::size_t n) {
-#if defined(__x86_64__)
-    if (has_avx2_f16c()) return dot_avx2(a, b, n);
-#endif
-    return dot_plain(a, b, n);
-}
-
-void axpy(float p, const float* x, float* y, std::size_t n) {
-#if defined(__x86_64__)
-    if (has_avx2_f16c()) return axpy_avx2(p, x, y, n);
-#endif
-    axpy_plain(p, x, y, n);
-}
-
-void dot_group(const float* q, std::size_t groups, const float* k, std::size_t n, float* out) {
-#if defined(__x86_64__)
-    if (has_avx2_f16c()) return dot_group_avx2(q, groups, k, n, out);
-#endif
-    for (std::size_t g = 0; g < groups; ++g) out[g] = dot_plain(q + g * n, k, n);
-}
-
-void axpy_group(const float* p, std::size_t groups, const float* x, float* y, std::size_t n) {
-#if defined(__x86_64__)
-    if (has_avx2_f16c()) return axpy_group_avx2(p, groups, x, y, n);
-#endif
-    for (std::size_t g = 0; g < groups; ++g) axpy_plain(p[g], x, y + g * n, n);
 }
 
 void exp_sub_accumulate(float* x, const float* m, float* sum, std::size_t n) {

@@ -12,7 +12,6 @@ namespace kvscope::probe::cpu {
 
 // Bytes per element of the formats the probe stores (fp32, fp16, bf16).
 std::size_t element_bytes(KvDtype dtype);
-bool supported(KvDtype dtype);
 
 // dst[i] = value of src element i.
 void to_float(KvDtype dtype, const void* src, float* dst, std::size_t n);
@@ -20,19 +19,11 @@ void to_float(KvDtype dtype, const void* src, float* dst, std::size_t n);
 void fill_random(KvDtype dtype, void* data, std::size_t elements, std::uint64_t seed);
 // Sums `words` 64-bit words (a read-only pass; the sum keeps the compiler from skipping it).
 std::uint64_t read_pass(const std::uint64_t* data, std::size_t words);
-// Σ a[i]·b[i] over n floats.
-float dot(const float* a, const float* b, std::size_t n);
-// y[i] += p·x[i] over n floats.
-void axpy(float p, const float* x, float* y, std::size_t n);
-// out[g] = Σ q[g·n + i]·k[i] for g < groups: one K row against a whole query group,
-// so the row is loaded once for every query that shares it (grouped-query attention).
-void dot_group(const float* q, std::size_t groups, const float* k, std::size_t n, float* out);
-// y[g·n + i] += p[g]·x[i] for g < groups: one V row into every output of the group.
-void axpy_group(const float* p, std::size_t groups, const float* x, float* y, std::size_t n);
 // x[i] = exp(x[i] - m[i]) and sum[i] += the result (one softmax row step; relative error < 1e-6).
 void exp_sub_accumulate(float* x, const float* m, float* sum, std::size_t n);
-// The same two reading the stored format directly (converted in registers, never written out).
-// dot_group_raw: out[g] = Σ q[g·n + i]·k[i].
+// Grouped-query kernels reading the stored format directly (converted in registers, never written
+// out), so each K or V row is loaded once for every query that shares it.
+// dot_group_raw: out[g] = Σ q[g·n + i]·k[i] for g < groups.
 void dot_group_raw(KvDtype dtype, const float* q, std::size_t groups, const void* k, std::size_t n, float* out);
 // Two K rows at once (each query load feeds two multiply-adds): out0[g], out1[g].
 void dot_group_raw2(KvDtype dtype, const float* q, std::size_t groups, const void* k0, const void* k1, std::size_t n,

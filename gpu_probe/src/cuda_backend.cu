@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends.h"
+#include "cpu_kernels.h"
 #include "cuda_check.h"
 #include "cuda_stopwatch.h"
 #include "kvscope/calculator/kv_cache.h"
@@ -317,18 +318,7 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     a.granularity_bytes = 2ull << 20;  // cudaMalloc hands out large allocations in 2 MiB pages
 
     const bool mla = request.arch.mla.has_value();
-    AttentionShape sh{};
-    if (mla) {
-        const std::uint64_t latent = request.arch.mla->kv_lora_rank + request.arch.mla->qk_rope_head_dim;
-        sh = {request.arch.query_heads, 1, latent, request.arch.mla->kv_lora_rank, latent, latent};
-    } else {
-        sh = {request.arch.query_heads,
-              request.arch.kv_heads,
-              request.arch.head_dim_k,
-              request.arch.head_dim_v,
-              request.arch.kv_heads * request.arch.head_dim_k,
-              request.arch.kv_heads * request.arch.head_dim_v};
-    }
+    const AttentionShape sh = attention_shape(request.arch);
     std::uint64_t max_tokens = 1;
     std::vector<SlotDev> slots;
     for (const KvTensor& t : *tensors) max_tokens = std::max(max_tokens, t.tokens);
@@ -372,35 +362,24 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     a.measured_bytes = free1 > free2 ? free1 - free2 : 0;
 
     const int dtype = code_of(request.dtype);
-    const std::size_t eb = request.dtype == KvDtype::fp32 ? 4 : 2;
+    const std::size_t eb = cpu::element_bytes(request.dtype);
     for (std::size_t i = 0; i < buffers.size(); ++i)
         fill_kernel<<<1024, 256>>>(buffers[i].get(), (*tensors)[i].bytes / eb, dtype, i + 1);
     KVSCOPE_CUDA(cudaGetLastError());
     for (std::size_t i = 0; i < tensors->size(); ++i) {
         const KvTensor& t = (*tensors)[i];
         if (t.is_value) continue;
-        const std::uint64_t window = request.arch.window_of(t.layer);
-        const std::uint64_t context = request.workload.context_tokens;
-        const std::uint64_t attended =
-            request.workload.full_window || window == 0 ? context : std::min(context, window);
-        slots.push_back({buffers[i].get(), mla ? buffers[i].get() : buffers[i + 1].get(), std::min(attended, t.tokens),
+        slots.push_back({buffers[i].get(), mla ? buffers[i].get() : buffers[i + 1].get(), t.attended,
                          static_cast<std::uint32_t>(t.layer)});
     }
     KVSCOPE_CUDA(cudaMemcpy(slot_table.get(), slots.data(), slots.size() * sizeof(SlotDev), cudaMemcpyHostToDevice));
     std::vector<float> host_q(q_bytes / sizeof(float));
-    {
-        std::uint64_t s = 7919;
-        for (float& x : host_q) {  // the same magnitudes as the cache: 1/8 … 1, random signs
-            s = s * 6364136223846793005ull + 1442695040888963407ull;
-            const float m = 0.125f + 0.875f * static_cast<float>(s >> 40) / 16777216.0f;
-            x = (s >> 20) & 1 ? -m : m;
-        }
-    }
+    cpu::fill_random(KvDtype::fp32, host_q.data(), host_q.size(), 7919);  // random, never zero
     KVSCOPE_CUDA(cudaMemcpy(q.get(), host_q.data(), q_bytes, cudaMemcpyHostToDevice));
     KVSCOPE_CUDA(cudaDeviceSynchronize());
 
     AttentionTiming& at = r.attention;
-    for (const SlotDev& s : slots) at.kv_bytes_read += s.tokens * (sh.row_k + (mla ? 0 : sh.row_v)) * eb;
+    at.kv_bytes_read = kv_bytes_read(*tensors);
     at.threads = r.device.compute_units;
     at.cache_resident = at.kv_bytes_read < 2 * l2;
 

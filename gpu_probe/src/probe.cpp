@@ -1,6 +1,7 @@
 #include "kvscope/probe/probe.h"
 
 #include "backends.h"
+#include "cpu_kernels.h"
 #include "kvscope/calculator/kv_cache.h"
 
 namespace kvscope::probe {
@@ -25,8 +26,10 @@ std::string_view to_string(Status status) {
     return "failed";
 }
 
+bool can_store(KvDtype dtype) { return dtype == KvDtype::fp32 || dtype == KvDtype::fp16 || dtype == KvDtype::bf16; }
+
 Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
-    if (request.dtype != KvDtype::fp32 && request.dtype != KvDtype::fp16 && request.dtype != KvDtype::bf16)
+    if (!can_store(request.dtype))
         return FieldError{"kv_dtype",
                           "the probe stores fp32, fp16 or bf16 (not " + std::string(to_string(request.dtype)) + ")"};
     auto layout = KvLayout::make(request.arch, request.dtype, request.workload, Parallelism{});
@@ -36,17 +39,34 @@ Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
     const std::uint64_t heads = mla ? 1 : request.arch.kv_heads;
     const std::uint64_t dims_k =
         mla ? request.arch.mla->kv_lora_rank + request.arch.mla->qk_rope_head_dim : request.arch.head_dim_k;
-    const std::uint64_t bytes_per_value = request.dtype == KvDtype::fp32 ? 4 : 2;
+    const std::uint64_t bytes_per_value = cpu::element_bytes(request.dtype);
+    const std::uint64_t context = request.workload.context_tokens;
     for (std::uint64_t layer = 0; layer < request.arch.layers; ++layer) {
-        const std::uint64_t tokens = layout->stored_tokens(layout->window(layer), request.workload.context_tokens);
+        const std::uint64_t tokens = layout->stored_tokens(layout->window(layer), context);
+        const std::uint64_t attended = KvLayout::kept_tokens(layout->window(layer), context);
         for (std::uint64_t seq = 0; seq < request.workload.batch; ++seq) {
-            tensors.push_back({layer, false, seq, tokens, tokens * heads * dims_k * bytes_per_value});
+            tensors.push_back({layer, false, seq, tokens, attended, tokens * heads * dims_k * bytes_per_value});
             if (!mla)
                 tensors.push_back(
-                    {layer, true, seq, tokens, tokens * heads * request.arch.head_dim_v * bytes_per_value});
+                    {layer, true, seq, tokens, attended, tokens * heads * request.arch.head_dim_v * bytes_per_value});
         }
     }
     return tensors;
+}
+
+AttentionShape attention_shape(const Architecture& a) {
+    if (a.mla) {
+        const std::uint64_t latent = a.mla->kv_lora_rank + a.mla->qk_rope_head_dim;
+        return {a.query_heads, 1, latent, a.mla->kv_lora_rank, latent, latent};
+    }
+    return {
+        a.query_heads, a.kv_heads, a.head_dim_k, a.head_dim_v, a.kv_heads * a.head_dim_k, a.kv_heads * a.head_dim_v};
+}
+
+std::uint64_t kv_bytes_read(const std::vector<KvTensor>& tensors) {
+    std::uint64_t sum = 0;
+    for (const KvTensor& t : tensors) sum += t.tokens ? t.bytes / t.tokens * t.attended : 0;
+    return sum;
 }
 
 Result<std::unique_ptr<Backend>> make_backend(const std::string& name) {

@@ -248,7 +248,7 @@ void ProbeView::runProbe() {
     request.workload = s.workload;
     QString note;
     request.dtype = s.kv_dtype;
-    if (s.kv_dtype != KvDtype::fp32 && s.kv_dtype != KvDtype::fp16 && s.kv_dtype != KvDtype::bf16) {
+    if (!probe::can_store(s.kv_dtype)) {
         request.dtype = KvDtype::fp16;
         note = tr("The probe stores fp32, fp16 or bf16; this run uses fp16 instead of %1. ")
                    .arg(q(std::string(to_string(s.kv_dtype))));

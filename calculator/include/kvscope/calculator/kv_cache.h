@@ -9,6 +9,7 @@
 //
 // Every KV byte count in the program comes from here.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,7 +42,11 @@ public:
     // Bytes for one more token of one sequence, all layers, no window cap, all GPUs / heaviest GPU.
     [[nodiscard]] Checked bytes_per_token_all_gpus() const;
     [[nodiscard]] Checked bytes_per_token_per_gpu() const;
-    // Tokens actually stored for layer window `window` at context `tokens`.
+    // Tokens a layer with window `window` keeps (and a decode step attends to) at context `tokens`.
+    [[nodiscard]] static std::uint64_t kept_tokens(std::uint64_t window, std::uint64_t tokens) {
+        return window == 0 ? tokens : std::min(tokens, window);
+    }
+    // Tokens actually stored for layer window `window` at context `tokens`: kept, rounded up to blocks.
     [[nodiscard]] std::uint64_t stored_tokens(std::uint64_t window, std::uint64_t tokens) const;
 
     // The honoured window of `layer` (0 = full context).

@@ -68,9 +68,13 @@ struct KvTensor {
     std::uint64_t layer = 0;
     bool is_value = false;
     std::uint64_t sequence = 0;
-    std::uint64_t tokens = 0;  // stored, after the window and block rounding
+    std::uint64_t tokens = 0;    // stored, after the window and block rounding
+    std::uint64_t attended = 0;  // read by one decode step: the window's tokens, not the block padding
     std::uint64_t bytes = 0;
 };
+
+// The formats the probe can store and compute with: fp32, fp16, bf16.
+bool can_store(KvDtype dtype);
 
 // The calculator's layout as a list of allocations; their sum is the predicted bytes.
 Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request);
