@@ -15,22 +15,12 @@ namespace {
 
 using json::Value;
 
-std::string both_units(std::uint64_t bytes, UnitSystem primary) {
-    const UnitSystem other = primary == UnitSystem::binary ? UnitSystem::decimal : UnitSystem::binary;
-    return format_bytes(bytes, primary) + " (" + format_bytes(bytes, other) + ")";
-}
-
 std::string percent(double p) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f%%", p);
     return buf;
 }
 
-std::string fixed(double v, int decimals) {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
-}
 
 std::string usage_error(const Errors& errors, const std::string& command) {
     std::string line = "kvscope-cli" + (command.empty() ? "" : " " + command) + ": " + join_errors(errors);
@@ -152,7 +142,7 @@ Output cmd_gpus(const Options& o, const Catalog& catalog) {
     }
     Table t({"id", "name", "memory", "bandwidth", "bf16 dense"});
     for (const auto& g : catalog.gpus())
-        t.add({g.id, g.name, both_units(g.memory_bytes, o.units),
+        t.add({g.id, g.name, format_bytes_both(g.memory_bytes, o.units),
                fixed(static_cast<double>(g.bandwidth_bytes_per_s) / 1e12, 2) + " TB/s",
                fixed(g.bf16_tflops, 0) + " TFLOP/s"});
     r.out = o.format == Format::csv ? t.csv() : t.text();
@@ -198,12 +188,12 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
     r.out = header(s, src) + "\n";
     if (!compare_only) {
         std::vector<std::pair<std::string, std::string>> rows{
-            {"KV cache", both_units(kv->total_bytes, o.units) + " — " + format_count(kv->total_bytes) + " bytes"},
+            {"KV cache", format_bytes_both(kv->total_bytes, o.units) + " — " + format_count(kv->total_bytes) + " bytes"},
         };
         if (kv->gpus > 1)
-            rows.emplace_back("per GPU", both_units(kv->per_gpu_bytes, o.units) + " on the busiest of " +
+            rows.emplace_back("per GPU", format_bytes_both(kv->per_gpu_bytes, o.units) + " on the busiest of " +
                                              std::to_string(kv->gpus) + " GPUs");
-        rows.emplace_back("per sequence", both_units(kv->per_sequence_bytes, o.units));
+        rows.emplace_back("per sequence", format_bytes_both(kv->per_sequence_bytes, o.units));
         rows.emplace_back("per token", format_bytes(kv->bytes_per_token, o.units) + " (" +
                                            format_count(kv->bytes_per_token) + " bytes, all layers)");
         r.out += key_values(rows) + "\n";
@@ -289,10 +279,10 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
     const UnitSystem u = o.units;
     std::vector<std::pair<std::string, std::string>> rows{
         {"GPUs",
-         std::to_string(f->gpus) + " × " + dep.gpu.name + ", " + both_units(f->memory_bytes_per_gpu, u) + " each"},
+         std::to_string(f->gpus) + " × " + dep.gpu.name + ", " + format_bytes_both(f->memory_bytes_per_gpu, u) + " each"},
         {"engine", std::string(to_string(dep.engine)) + " (fraction " + fixed(dep.fraction, 2) +
                        "): " + std::string(budget_rule(dep.engine))},
-        {"weights", both_units(f->weights_bytes, u) + " in " + std::string(to_string(dep.weight_dtype)) + " (" +
+        {"weights", format_bytes_both(f->weights_bytes, u) + " in " + std::string(to_string(dep.weight_dtype)) + " (" +
                         format_si(static_cast<double>(f->parameters)) + " parameters" +
                         (f->parameters_estimated ? ", estimated" : "") + "); " +
                         format_bytes(f->weights_bytes_per_gpu, u) + " per GPU"},

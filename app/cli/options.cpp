@@ -131,6 +131,21 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
     return o;
 }
 
+Errors apply_workload_options(const Options& o, Scenario& s) {
+    Errors errors;
+    if (o.kv_dtype) {
+        if (auto d = parse_kv_dtype(*o.kv_dtype)) s.kv_dtype = *d;
+        else errors.push_back({"--kv-dtype", "'" + *o.kv_dtype + "' is not a KV format (" + kv_dtype_list() + ")"});
+    }
+    if (o.context) s.workload.context_tokens = *o.context;
+    if (o.batch) s.workload.batch = *o.batch;
+    if (o.block_size) s.workload.block_size = *o.block_size;
+    if (o.full_window) s.workload.full_window = true;
+    if (o.tp) s.parallel.tp = *o.tp;
+    if (o.pp) s.parallel.pp = *o.pp;
+    return errors;
+}
+
 Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, ScenarioSource& source) {
     Scenario s;
     std::optional<KvDtype> model_dtype;
@@ -164,24 +179,10 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
         model_weight_dtype = m->model.weight_dtype;
     }
 
-    Errors errors;
     s.kv_dtype = model_dtype.value_or(KvDtype::fp16);
-    if (o.kv_dtype) {
-        if (auto d = parse_kv_dtype(*o.kv_dtype)) {
-            s.kv_dtype = *d;
-            source.kv_dtype_source = "--kv-dtype";
-        } else {
-            errors.push_back({"--kv-dtype", "'" + *o.kv_dtype + "' is not a KV format (" + kv_dtype_list() + ")"});
-        }
-    }
-    const std::uint64_t default_context =
-        s.arch.max_positions > 0 ? std::min<std::uint64_t>(8192, s.arch.max_positions) : 8192;
-    s.workload.context_tokens = o.context.value_or(default_context);
-    s.workload.batch = o.batch.value_or(1);
-    s.workload.block_size = o.block_size.value_or(1);
-    s.workload.full_window = o.full_window;
-    s.parallel.tp = o.tp.value_or(1);
-    s.parallel.pp = o.pp.value_or(1);
+    s.workload.context_tokens = default_context_tokens(s.arch);
+    Errors errors = apply_workload_options(o, s);
+    if (o.kv_dtype) source.kv_dtype_source = "--kv-dtype";
 
     const bool wants_deployment = o.command == "fit" || o.gpu || o.gpu_memory;
     if (wants_deployment) {

@@ -48,6 +48,10 @@ struct ScenarioSource {
     std::string kv_dtype_source;
 };
 
+// Sets what the workload options give (--kv-dtype, --context, --batch, --block-size,
+// --full-window, --tp, --pp) on `s`, keeping the rest; errors name the option.
+Errors apply_workload_options(const Options& o, Scenario& s);
+
 // Resolves the model (catalog or config file), the workload, and for `fit` the deployment.
 Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, ScenarioSource& source);
 

@@ -52,17 +52,7 @@ int exit_status(Status s) {
     }
 }
 
-std::string fixed(double v, int decimals) {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
-}
 
-std::string sci(double v) {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%.2e", v);
-    return buf;
-}
 
 Value device_json(const probe::DeviceInfo& d) {
     Value o = Value::object();
@@ -195,7 +185,7 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
         {"ceiling", fixed(at.ceiling_gbps, 1) + " GB/s read-only pass, same run → " +
                         fixed(at.fraction_of_ceiling * 100, 0) + "% of it" +
                         (at.threads > 1 ? " (one thread: " + fixed(at.single_thread_gbps, 1) + " GB/s)" : "")},
-        {"accuracy", "max relative error " + sci(at.max_rel_error) + " against float64"},
+        {"accuracy", "max relative error " + scientific(at.max_rel_error) + " against float64"},
     });
     if (at.cache_resident) r.out += "note: the cache fits in the CPU caches, so the bandwidth is optimistic\n";
     return r;
@@ -251,7 +241,7 @@ Output cmd_stopwatch(const Options& o) {
     }
     r.out = "backend:  " + w.device.backend + " — " + w.device.name + "\n" + t.text() +
             "\nwith the cache:  " + w.text_cached + "\nrecomputing:     " + w.text_uncached + "\n" + w.message +
-            ", largest logit difference " + sci(w.max_logit_diff) + "\n";
+            ", largest logit difference " + scientific(w.max_logit_diff) + "\n";
     return r;
 }
 

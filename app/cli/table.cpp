@@ -1,5 +1,7 @@
 #include "table.h"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <cctype>
 
@@ -66,6 +68,18 @@ std::string key_values(const std::vector<std::pair<std::string, std::string>>& r
     std::string out;
     for (const auto& [k, v] : rows) out += k + ":" + std::string(w - width(k) + 2, ' ') + v + "\n";
     return out;
+}
+
+std::string fixed(double v, int decimals) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+std::string scientific(double v) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.2e", v);
+    return buf;
 }
 
 }  // namespace kvscope::cli

@@ -19,6 +19,10 @@ private:
     std::vector<std::vector<std::string>> rows_;
 };
 
+// 3.14159, 2 -> "3.14"; 0.0000123 -> "1.23e-05" (figures in tables and key-value lines).
+std::string fixed(double v, int decimals);
+std::string scientific(double v);
+
 // "key:  value" lines with the keys aligned.
 std::string key_values(const std::vector<std::pair<std::string, std::string>>& rows);
 

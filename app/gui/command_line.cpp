@@ -3,6 +3,7 @@
 #include <map>
 
 #include "kvscope/calculator/scenario_file.h"
+#include "kvscope/ui/scenario_model.h"
 
 namespace kvscope::gui {
 
@@ -109,31 +110,18 @@ Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const 
             return FieldError{"--scenario", "give either --scenario or --model/--config, not both"};
         auto s = read_scenario_file(c.scenario_file->toStdString());
         if (!s) return s.errors();
-        ChosenScenario chosen{*s, QString::fromStdString(s->arch.name), {QString("from %1").arg(*c.scenario_file)}};
-        if (const CatalogModel* m = catalog.find_model(s->model_id))
-            chosen.description = QString::fromStdString(m->name);
+        ChosenScenario chosen{*s, ui::display_name(catalog, *s), {QString("from %1").arg(*c.scenario_file)}};
         // Options given beside the file override it.
-        Scenario& sc = chosen.scenario;
-        if (o.context) sc.workload.context_tokens = *o.context;
-        if (o.batch) sc.workload.batch = *o.batch;
-        if (o.block_size) sc.workload.block_size = *o.block_size;
-        if (o.tp) sc.parallel.tp = *o.tp;
-        if (o.pp) sc.parallel.pp = *o.pp;
-        if (o.full_window) sc.workload.full_window = true;
-        if (o.kv_dtype) {
-            auto d = parse_kv_dtype(*o.kv_dtype);
-            if (!d)
-                return FieldError{"--kv-dtype", "'" + *o.kv_dtype + "' is not a KV format (" + kv_dtype_list() + ")"};
-            sc.kv_dtype = *d;
-        }
+        Errors errors = cli::apply_workload_options(o, chosen.scenario);
+        if (!errors.empty()) return errors;
         return std::optional<ChosenScenario>(chosen);
     }
     if (!c.has_scenario_options) return std::optional<ChosenScenario>();
     cli::ScenarioSource source;
     auto s = cli::build_scenario(o, catalog, source);
     if (!s) return s.errors();
-    ChosenScenario chosen{*s, QString::fromStdString(source.description), {}};
-    if (const CatalogModel* m = catalog.find_model(s->model_id)) chosen.description = QString::fromStdString(m->name);
+    // A config.json keeps the description build_scenario gave it (path and repo).
+    ChosenScenario chosen{*s, o.config ? QString::fromStdString(source.description) : ui::display_name(catalog, *s), {}};
     for (const auto& a : source.assumed) chosen.notes << QString("assumed: %1").arg(QString::fromStdString(a));
     for (const auto& n : source.notes) chosen.notes << QString::fromStdString(n);
     return std::optional<ChosenScenario>(chosen);

@@ -30,11 +30,15 @@ Result<std::string> kv_formula_text(const Architecture& arch, KvDtype dtype, con
     if (!layout) return layout.errors();
     auto report = kv_cache_report(*layout, arch, workload, parallel);
     if (!report) return report.errors();
+    return kv_formula_text(*layout, arch, dtype, workload, *report, units);
+}
 
+std::string kv_formula_text(const KvLayout& layout, const Architecture& arch, KvDtype dtype, const Workload& workload,
+                            const KvCacheReport& report, UnitSystem units) {
     // Layers grouped by the tokens they store (sliding windows store fewer).
     std::map<std::uint64_t, std::uint64_t> layers_by_tokens;
     for (std::uint64_t l = 0; l < arch.layers; ++l)
-        ++layers_by_tokens[layout->stored_tokens(layout->window(l), workload.context_tokens)];
+        ++layers_by_tokens[layout.stored_tokens(layout.window(l), workload.context_tokens)];
 
     // What one token of one layer stores, as factors.
     std::string row;
@@ -62,10 +66,10 @@ Result<std::string> kv_formula_text(const Architecture& arch, KvDtype dtype, con
     }
     if (workload.block_size > 1) text += " (rounded up to blocks of " + format_count(workload.block_size) + ")";
     text += " × " + plural(workload.batch, "sequence", "sequences");
-    if (layout->replication() > 1)
-        text += " × " + std::to_string(layout->replication()) + " copies (tensor parallel " +
-                std::to_string(layout->tp()) + " replicates each KV head)";
-    text += " = " + format_count(report->total_bytes) + " bytes = " + format_bytes(report->total_bytes, units);
+    if (layout.replication() > 1)
+        text += " × " + std::to_string(layout.replication()) + " copies (tensor parallel " +
+                std::to_string(layout.tp()) + " replicates each KV head)";
+    text += " = " + format_count(report.total_bytes) + " bytes = " + format_bytes(report.total_bytes, units);
     return text;
 }
 

@@ -208,7 +208,7 @@ void read_deployment(Reader& r, const Value& o, Deployment& d) {
 
 }  // namespace
 
-std::string scenario_to_json(const Scenario& s) {
+Value scenario_json(const Scenario& s) {
     Value o = Value::object();
     o.set("kvscope_scenario", u64(kScenarioFormatVersion));
     o.set("model_id", Value::string(s.model_id));
@@ -246,8 +246,10 @@ std::string scenario_to_json(const Scenario& s) {
         dv.set("runtime_overhead_bytes", u64(d.runtime_overhead_bytes));
         o.set("deployment", std::move(dv));
     }
-    return o.dump() + "\n";
+    return o;
 }
+
+std::string scenario_to_json(const Scenario& s) { return scenario_json(s).dump() + "\n"; }
 
 Result<Scenario> scenario_from_json(std::string_view text, const std::string& source) {
     const json::ParseResult parsed = json::parse(text);

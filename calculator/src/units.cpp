@@ -99,6 +99,11 @@ std::string format_bytes(std::uint64_t bytes, UnitSystem units) {
     return three_digits(v) + " " + names[u];
 }
 
+std::string format_bytes_both(std::uint64_t bytes, UnitSystem primary) {
+    const UnitSystem other = primary == UnitSystem::binary ? UnitSystem::decimal : UnitSystem::binary;
+    return format_bytes(bytes, primary) + " (" + format_bytes(bytes, other) + ")";
+}
+
 std::string format_signed_bytes(std::int64_t bytes, UnitSystem units) {
     if (bytes >= 0) return format_bytes(static_cast<std::uint64_t>(bytes), units);
     const std::uint64_t magnitude = static_cast<std::uint64_t>(-(bytes + 1)) + 1;

@@ -1,8 +1,15 @@
 #include "kvscope/calculator/workload.h"
 
+#include <algorithm>
+
 #include <string>
 
 namespace kvscope {
+
+std::uint64_t default_context_tokens(const Architecture& arch) {
+    constexpr std::uint64_t kDefault = 8192;
+    return arch.max_positions > 0 ? std::min(kDefault, arch.max_positions) : kDefault;
+}
 
 Errors validate(const Workload& w) {
     Errors e;

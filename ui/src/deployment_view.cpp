@@ -249,7 +249,6 @@ void DeploymentView::sync() {
 void DeploymentView::refreshResults() {
     const Results& r = model_->results();
     const UnitSystem units = model_->units();
-    const bool binary = units == UnitSystem::binary;
     if (!model_->scenario().deployment) {
         verdict_->setText(tr("Tick “Check a deployment” to see whether this fits on your GPUs."));
         verdict_->setStyleSheet({});
@@ -269,27 +268,26 @@ void DeploymentView::refreshResults() {
                               .arg(q(format_bytes(static_cast<std::uint64_t>(-f.kv_budget_bytes_per_gpu), units))));
     } else if (f.fits) {
         verdict_->setText(
-            tr("Fits, with %1 to spare per GPU").arg(both_units(static_cast<std::uint64_t>(headroom), binary)));
+            tr("Fits, with %1 to spare per GPU").arg(both_units(static_cast<std::uint64_t>(headroom), units)));
     } else {
         verdict_->setText(
-            tr("Does not fit: short by %1 per GPU").arg(both_units(static_cast<std::uint64_t>(-headroom), binary)));
+            tr("Does not fit: short by %1 per GPU").arg(both_units(static_cast<std::uint64_t>(-headroom), units)));
     }
     verdict_->setStyleSheet(f.fits ? "color: #27ae60;" : "color: #d63031;");
 
     const std::uint64_t budget =
         f.kv_budget_bytes_per_gpu > 0 ? static_cast<std::uint64_t>(f.kv_budget_bytes_per_gpu) : 0;
     const std::uint64_t kv_shown = std::min(f.kv_bytes_per_gpu, budget);
+    // The fit's headroom is budget − need: what is left when it fits, what does not fit otherwise.
+    const std::uint64_t spare = f.headroom_bytes_per_gpu > 0 ? static_cast<std::uint64_t>(f.headroom_bytes_per_gpu) : 0;
+    const std::uint64_t overflow = f.headroom_bytes_per_gpu < 0 ? static_cast<std::uint64_t>(-f.headroom_bytes_per_gpu) : 0;
     QList<GpuMemoryBar::Segment> segments{
         {tr("weights"), std::min(f.weights_bytes_per_gpu, f.memory_bytes_per_gpu), QColor(0x2e, 0x86, 0xde)},
         {tr("KV cache"), kv_shown, f.fits ? QColor(0x2a, 0x9d, 0x8f) : QColor(0xd6, 0x30, 0x31)},
-        {tr("free KV budget"), budget - kv_shown, QColor(0xa8, 0xe6, 0xcf)},
+        {tr("free KV budget"), spare, QColor(0xa8, 0xe6, 0xcf)},
         {tr("reserve"), f.reserve_bytes_per_gpu, QColor(0x95, 0xa5, 0xa6)},
         {tr("left unused"), f.free_bytes_per_gpu, QColor(0xdf, 0xe6, 0xe9)},
     };
-    const std::uint64_t overflow = f.fits ? 0
-                                   : f.kv_budget_bytes_per_gpu < 0
-                                       ? static_cast<std::uint64_t>(-f.kv_budget_bytes_per_gpu) + f.kv_bytes_per_gpu
-                                       : f.kv_bytes_per_gpu - budget;
     bars_->setData(segments, f.memory_bytes_per_gpu, overflow, static_cast<int>(f.gpus), units);
 
     const Scenario& s = r.scenario;

@@ -106,8 +106,7 @@ QByteArray results_json(const ScenarioModel& model) {
     const Results& r = model.results();
     json::Value o = json::Value::object();
     o.set("kvscope_results", json::Value::number(std::uint64_t{1}));
-    auto scenario = json::parse(scenario_to_json(r.scenario));
-    if (scenario) o.set("scenario", *scenario.value);
+    o.set("scenario", scenario_json(r.scenario));
     o.set("kv", kv_report_json(r.scenario, r.kv, r.variants));
     if (r.fit && r.decode) o.set("fit", fit_report_json(r.scenario, *r.fit, *r.decode));
     o.set("curves", curves_json(r.scenario, r.curves));
@@ -124,7 +123,6 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
     const Results& r = model.results();
     const Scenario& s = r.scenario;
     const UnitSystem units = model.units();
-    const bool binary = units == UnitSystem::binary;
 
     auto draw = [&](QPainter& p, QPdfWriter&) {
         const double left = 40, width = 595 - 80;
@@ -171,7 +169,7 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                           .arg(q(std::string(to_string(s.deployment->weight_dtype))));
         block(inputs.join('\n'), 9);
         y += 4;
-        block(QObject::tr("KV cache: %1").arg(both_units(r.kv.total_bytes, binary)), 13, true);
+        block(QObject::tr("KV cache: %1").arg(both_units(r.kv.total_bytes, units)), 13, true);
         block(QObject::tr("%1 bytes · per token %2 · per sequence %3 · per GPU %4")
                   .arg(q(format_count(r.kv.total_bytes)), q(format_bytes(r.kv.bytes_per_token, units)),
                        q(format_bytes(r.kv.per_sequence_bytes, units)), q(format_bytes(r.kv.per_gpu_bytes, units))),

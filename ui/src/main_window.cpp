@@ -422,7 +422,7 @@ void MainWindow::updateTitleAndStatus() {
                        .arg(model_->description(), q(format_tokens(r.scenario.workload.context_tokens)))
                        .arg(r.scenario.workload.batch)
                        .arg(q(std::string(to_string(r.scenario.kv_dtype))),
-                            both_units(r.kv.total_bytes, model_->units() == UnitSystem::binary));
+                            both_units(r.kv.total_bytes, model_->units()));
     if (r.fit)
         text += r.fit->fits ? tr(" · fits on %1 × %2").arg(r.fit->gpus).arg(q(r.scenario.deployment->gpu.name))
                             : tr(" · does not fit on %1 × %2").arg(r.fit->gpus).arg(q(r.scenario.deployment->gpu.name));
@@ -497,9 +497,8 @@ void MainWindow::offerRecovery() {
     messages_->showMessage(
         tr("KVScope did not close normally last time. Its unsaved scenario (%1) can be restored.").arg(what),
         MessageBar::Kind::info, tr("&Restore it"), [this, s] {
-            QString name = QString::fromStdString(s.arch.name);
-            if (const CatalogModel* m = model_->catalog().find_model(s.model_id)) name = q(m->name);
-            model_->replace(s, name, {tr("recovered after an unexpected exit")}, tr("Restore unsaved work"));
+            model_->replace(s, display_name(model_->catalog(), s), {tr("recovered after an unexpected exit")},
+                            tr("Restore unsaved work"));
         });
 }
 

@@ -17,11 +17,7 @@ namespace {
 QString q(const std::string& s) { return QString::fromStdString(s); }
 }  // namespace
 
-QString both_units(std::uint64_t bytes, bool binary_first) {
-    const QString gib = q(format_bytes(bytes, UnitSystem::binary));
-    const QString gb = q(format_bytes(bytes, UnitSystem::decimal));
-    return binary_first ? gib + " (" + gb + ")" : gb + " (" + gib + ")";
-}
+QString both_units(std::uint64_t bytes, UnitSystem primary) { return QString::fromStdString(format_bytes_both(bytes, primary)); }
 
 OverviewView::OverviewView(ScenarioModel* model, QWidget* parent)
     : QWidget(parent),
@@ -81,7 +77,6 @@ void OverviewView::refresh() {
     if (!model_->hasResults()) return;
     const Results& r = model_->results();
     const Scenario& s = r.scenario;
-    const bool binary = model_->units() == UnitSystem::binary;
     const UnitSystem units = model_->units();
 
     const ParameterCount params = parameters(s.arch);
@@ -91,7 +86,7 @@ void OverviewView::refresh() {
                                 params.estimated ? tr(" (estimated)") : "", q(format_count(s.workload.context_tokens)))
                            .arg(s.workload.batch)
                            .arg(q(std::string(to_string(s.kv_dtype)))));
-    total_->setText(tr("KV cache: %1").arg(both_units(r.kv.total_bytes, binary)));
+    total_->setText(tr("KV cache: %1").arg(both_units(r.kv.total_bytes, model_->units())));
 
     // Per layer: one value when every layer stores the same, else the range.
     std::uint64_t lo = ~0ull, hi = 0;
@@ -108,7 +103,7 @@ void OverviewView::refresh() {
                 .arg(q(format_bytes(r.kv.bytes_per_token, units)), q(format_bytes(r.kv.per_sequence_bytes, units)),
                      per_layer);
     if (r.kv.gpus > 1)
-        rows << tr("Per GPU (%1 GPUs, heaviest): %2").arg(r.kv.gpus).arg(both_units(r.kv.per_gpu_bytes, binary));
+        rows << tr("Per GPU (%1 GPUs, heaviest): %2").arg(r.kv.gpus).arg(both_units(r.kv.per_gpu_bytes, model_->units()));
     rows << tr("Exactly %1 bytes.").arg(q(format_count(r.kv.total_bytes)));
     figures_->setText(rows.join('\n'));
     formula_->setText(q(r.formula));

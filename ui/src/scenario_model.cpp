@@ -48,12 +48,17 @@ bool head_dim_is_derived(const Architecture& a) {
 
 }  // namespace
 
+QString display_name(const Catalog& catalog, const Scenario& scenario) {
+    if (const CatalogModel* m = catalog.find_model(scenario.model_id)) return QString::fromStdString(m->name);
+    return QString::fromStdString(scenario.arch.name);
+}
+
 Scenario scenario_for(const CatalogModel& m) {
     Scenario s;
     s.model_id = m.id;
     s.arch = m.model.arch;
     s.kv_dtype = m.model.kv_dtype;
-    s.workload.context_tokens = s.arch.max_positions > 0 ? std::min<std::uint64_t>(8192, s.arch.max_positions) : 8192;
+    s.workload.context_tokens = default_context_tokens(s.arch);
     return s;
 }
 
@@ -168,9 +173,7 @@ std::optional<QString> ScenarioModel::importConfig(const QString& path) {
 std::optional<QString> ScenarioModel::openScenario(const QString& path) {
     auto s = read_scenario_file(path.toStdString());
     if (!s) return error_text(s.errors());
-    QString name = QString::fromStdString(s->arch.name);
-    if (const CatalogModel* m = catalog_.find_model(s->model_id)) name = QString::fromStdString(m->name);
-    replace(*s, name, {tr("opened from %1").arg(path)}, tr("Open %1").arg(QFileInfo(path).fileName()));
+    replace(*s, display_name(catalog_, *s), {tr("opened from %1").arg(path)}, tr("Open %1").arg(QFileInfo(path).fileName()));
     return std::nullopt;
 }
 
@@ -206,49 +209,42 @@ void ScenarioModel::recompute() {
 
     Results r;
     r.scenario = s;
-    auto kv = kv_cache_report(s.arch, s.kv_dtype, s.workload, s.parallel);
+    // One layout for the report, the formula and the crossing search.
+    auto layout = KvLayout::make(s.arch, s.kv_dtype, s.workload, s.parallel);
+    auto kv = layout ? kv_cache_report(*layout, s.arch, s.workload, s.parallel) : Result<KvCacheReport>(layout.errors());
     if (!kv) collect(kv.errors());
     if (s.deployment) collect(validate(*s.deployment, s.parallel));
     if (errors.empty()) {
         r.kv = *kv;
+        r.formula = kv_formula_text(*layout, s.arch, s.kv_dtype, s.workload, *kv, units_);
         auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel);
-        auto formula = kv_formula_text(s.arch, s.kv_dtype, s.workload, s.parallel, units_);
         CurveOptions options;
         options.spacing = spacing_;
         options.max_tokens = std::max(s.arch.max_positions, s.workload.context_tokens);
         auto curves = kv_curves(s.arch, s.kv_dtype, s.workload, s.parallel, options);
+        // The deployment's weight format when there is one (the fit counts the same weights).
         const KvDtype weight_dtype = s.deployment ? s.deployment->weight_dtype : KvDtype::bf16;
         const ParameterCount params = parameters(s.arch);
         auto weights = weights_bytes(params.total, weight_dtype);
-        for (const Errors* e : {&variants.errors(), &formula.errors(), &curves.errors(), &weights.errors()})
-            collect(*e);
+        for (const Errors* e : {&variants.errors(), &curves.errors(), &weights.errors()}) collect(*e);
         if (errors.empty()) {
             r.variants = *variants;
-            r.formula = *formula;
             r.curves = *curves;
             r.weights_bytes = *weights;
             r.weights_estimated = params.estimated;
-        }
-        auto layout = KvLayout::make(s.arch, s.kv_dtype, s.workload, s.parallel);
-        if (errors.empty() && layout)
             r.kv_exceeds_weights_at = context_where_kv_exceeds(*layout, s.workload, r.weights_bytes);
+        }
         if (errors.empty() && s.deployment) {
             auto f = fit(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment);
-            if (!f)
-                collect(f.errors());
-            else {
-                auto d = decode_estimate(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment, *f);
-                if (!d)
-                    collect(d.errors());
-                else {
-                    r.fit = *f;
-                    r.decode = *d;
-                    r.weights_bytes = f->weights_bytes;
-                    if (f->max_context > 0 && f->max_context < options.max_tokens && !f->max_context_limited_by_model)
-                        r.stops_fitting_at = f->max_context + 1;
-                    if (layout)
-                        r.kv_exceeds_weights_at = context_where_kv_exceeds(*layout, s.workload, r.weights_bytes);
-                }
+            auto d = f ? decode_estimate(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment, *f)
+                       : Result<DecodeEstimate>(f.errors());
+            if (!d) {
+                collect(d.errors());
+            } else {
+                r.fit = *f;
+                r.decode = *d;
+                if (f->max_context > 0 && f->max_context < options.max_tokens && !f->max_context_limited_by_model)
+                    r.stops_fitting_at = f->max_context + 1;
             }
         }
     }

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "kvscope/calculator/json.h"
 #include "kvscope/calculator/result.h"
 #include "kvscope/calculator/scenario.h"
 
@@ -20,6 +21,8 @@ namespace kvscope {
 constexpr std::uint64_t kScenarioFormatVersion = 1;
 constexpr std::string_view kScenarioFileSuffix = ".kvscope.json";
 
+// The file's JSON document (for embedding it in larger documents), and its text.
+json::Value scenario_json(const Scenario& scenario);
 std::string scenario_to_json(const Scenario& scenario);
 // `source` names the file in messages ("my.kvscope.json").
 Result<Scenario> scenario_from_json(std::string_view text, const std::string& source);

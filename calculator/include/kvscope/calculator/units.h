@@ -13,6 +13,8 @@ enum class UnitSystem { binary, decimal };  // KiB/MiB/GiB or kB/MB/GB
 
 // Three significant digits: "4.00 GiB", "128 MiB", "512 B", "85.9 GB".
 std::string format_bytes(std::uint64_t bytes, UnitSystem units = UnitSystem::binary);
+// Both unit systems, the preferred first: "4.00 GiB (4.29 GB)".
+std::string format_bytes_both(std::uint64_t bytes, UnitSystem primary = UnitSystem::binary);
 // Signed variant for headroom: "-3.20 GiB".
 std::string format_signed_bytes(std::int64_t bytes, UnitSystem units = UnitSystem::binary);
 // 1234567 -> "1,234,567".

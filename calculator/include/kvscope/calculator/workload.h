@@ -28,6 +28,9 @@ struct Parallelism {
 // while leaving room for absurd-but-explorable inputs.
 constexpr std::uint64_t kMaxTpOrPp = 4096;
 
+// The context a scenario starts from: 8192 tokens, or the model's limit when it is shorter.
+std::uint64_t default_context_tokens(const Architecture& arch);
+
 Errors validate(const Workload& w);
 Errors validate(const Parallelism& p, const Architecture& arch);
 

@@ -5,6 +5,8 @@
 
 #include <QWidget>
 
+#include "kvscope/calculator/units.h"
+
 class QLabel;
 class QTableView;
 
@@ -38,7 +40,7 @@ private:
     ComparisonModel* comparison_;
 };
 
-// "4.00 GiB (4.29 GB)": the preferred unit first, the other in brackets.
-QString both_units(std::uint64_t bytes, bool binary_first);
+// "4.00 GiB (4.29 GB)": the preferred unit first, the other in brackets (format_bytes_both).
+QString both_units(std::uint64_t bytes, UnitSystem primary);
 
 }  // namespace kvscope::ui

@@ -115,6 +115,9 @@ private:
     QUndoStack undo_;
 };
 
+// What to call a scenario's model: the catalog's name when it is a catalog model, else its own.
+QString display_name(const Catalog& catalog, const Scenario& scenario);
+
 // The scenario a new window opens on: the lesson's 32-layer model at 8192 tokens in fp16.
 Scenario default_scenario(const Catalog& catalog);
 // The scenario for catalog model `m`: its shape, its KV format, a context of min(8192, max positions).
