@@ -94,19 +94,8 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
     const Workload stored = engine_workload(workload, deployment.engine);  // as the fit stored it
     auto layout = KvLayout::make(arch, kv_dtype, stored, parallel);
     if (!layout) return layout.errors();
-    auto exceeds = [&](std::uint64_t t) {
-        const Checked kv = layout->gpu_bytes_per_sequence(t) * stored.batch;
-        return kv.overflow() || kv.value() > f.weights_bytes_per_gpu;
-    };
-    constexpr std::uint64_t kSearchLimit = 1ull << 48;
-    if (exceeds(kSearchLimit)) {
-        std::uint64_t lo = 0, hi = kSearchLimit;  // !exceeds(lo), exceeds(hi)
-        while (hi - lo > 1) {
-            const std::uint64_t mid = lo + (hi - lo) / 2;
-            (exceeds(mid) ? hi : lo) = mid;
-        }
-        d.kv_exceeds_weights_at_tokens = hi;
-    }
+    d.kv_exceeds_weights_at_tokens =
+        context_where_kv_exceeds(*layout, stored, f.weights_bytes_per_gpu, KvScope::heaviest_gpu);
     return d;
 }
 

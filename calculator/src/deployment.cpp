@@ -158,24 +158,11 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
     const Checked per_token = layout.bytes_per_token_per_gpu();
     r.tokens_capacity = per_token.value() > 0 ? budget_u / per_token.value() : 0;
 
-    // Largest context whose cache for `batch` sequences fits; the need is non-decreasing in T.
-    auto need = [&](std::uint64_t t) { return layout.gpu_bytes_per_sequence(t) * workload.batch; };
-    auto fits_at = [&](std::uint64_t t) {
-        const Checked n = need(t);
-        return !n.overflow() && n.value() <= budget_u;
-    };
+    // Largest context whose cache for `batch` sequences fits: one token before it first exceeds the budget.
     const std::uint64_t cap = arch.max_positions > 0 ? arch.max_positions : (1ull << 40);
-    if (fits_at(cap)) {
-        r.max_context = cap;
-        r.max_context_limited_by_model = arch.max_positions > 0;
-    } else {
-        std::uint64_t lo = 0, hi = cap;  // fits_at(lo) (0 tokens) holds or lo = 0; !fits_at(hi)
-        while (hi - lo > 1) {
-            const std::uint64_t mid = lo + (hi - lo) / 2;
-            (fits_at(mid) ? lo : hi) = mid;
-        }
-        r.max_context = lo;
-    }
+    const auto over = context_where_kv_exceeds(layout, workload, budget_u, KvScope::heaviest_gpu, cap);
+    r.max_context = over ? *over - 1 : cap;
+    r.max_context_limited_by_model = !over && arch.max_positions > 0;
     if (params.estimated)
         r.notes.push_back("parameter count estimated from the architecture: " + format_count(params.total));
     return r;

@@ -85,20 +85,4 @@ std::string curves_csv(const Curves& curves) {
     return out;
 }
 
-std::optional<std::uint64_t> context_where_kv_exceeds(const KvLayout& layout, const Workload& workload,
-                                                      std::uint64_t limit_bytes) {
-    auto exceeds = [&](std::uint64_t t) {
-        const Checked kv = layout.all_gpu_bytes_per_sequence(t) * workload.batch;
-        return kv.overflow() || kv.value() > limit_bytes;
-    };
-    constexpr std::uint64_t kSearchLimit = 1ull << 48;
-    if (!exceeds(kSearchLimit)) return std::nullopt;
-    std::uint64_t lo = 0, hi = kSearchLimit;  // !exceeds(lo), exceeds(hi)
-    while (hi - lo > 1) {
-        const std::uint64_t mid = lo + (hi - lo) / 2;
-        (exceeds(mid) ? hi : lo) = mid;
-    }
-    return hi;
-}
-
 }  // namespace kvscope

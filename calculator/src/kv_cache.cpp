@@ -161,4 +161,23 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
     return r;
 }
 
+std::optional<std::uint64_t> context_where_kv_exceeds(const KvLayout& layout, const Workload& workload,
+                                                      std::uint64_t limit_bytes, KvScope scope,
+                                                      std::uint64_t search_limit) {
+    // The cache never shrinks as the context grows, so the first token over the limit is found by bisection.
+    auto exceeds = [&](std::uint64_t t) {
+        const Checked per_sequence =
+            scope == KvScope::all_gpus ? layout.all_gpu_bytes_per_sequence(t) : layout.gpu_bytes_per_sequence(t);
+        const Checked kv = per_sequence * workload.batch;
+        return kv.overflow() || kv.value() > limit_bytes;
+    };
+    if (!exceeds(search_limit)) return std::nullopt;
+    std::uint64_t lo = 0, hi = search_limit;  // !exceeds(lo), exceeds(hi)
+    while (hi - lo > 1) {
+        const std::uint64_t mid = lo + (hi - lo) / 2;
+        (exceeds(mid) ? hi : lo) = mid;
+    }
+    return hi;
+}
+
 }  // namespace kvscope

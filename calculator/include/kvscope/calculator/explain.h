@@ -25,10 +25,4 @@ std::string kv_formula_text(const KvLayout& layout, const Architecture& arch, Kv
 // "tokens,MHA,GQA-8,MQA" then one row per token count, exact byte counts.
 std::string curves_csv(const Curves& curves);
 
-// The smallest context (tokens per sequence) at which the cache of all `workload.batch`
-// sequences, summed over every GPU, holds more than `limit_bytes`; none below 2^48 tokens
-// (sliding windows can cap the cache below any limit).
-std::optional<std::uint64_t> context_where_kv_exceeds(const KvLayout& layout, const Workload& workload,
-                                                      std::uint64_t limit_bytes);
-
 }  // namespace kvscope

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,17 @@ Result<KvCacheReport> kv_cache_report(const Architecture& arch, KvDtype dtype, c
 // The same report from a layout already made of these inputs (callers that also need the layout).
 Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture& arch, const Workload& workload,
                                       const Parallelism& parallel);
+
+// Whose bytes a search compares: the heaviest GPU's, or the sum over every GPU.
+enum class KvScope { heaviest_gpu, all_gpus };
+
+// The smallest context (tokens per sequence) at which the cache of `workload.batch` sequences
+// holds more than `limit_bytes`; none up to `search_limit` tokens (sliding windows can cap the
+// cache below any limit). The one search behind "where the cache outgrows the weights" and
+// "the longest context that fits".
+std::optional<std::uint64_t> context_where_kv_exceeds(const KvLayout& layout, const Workload& workload,
+                                                      std::uint64_t limit_bytes, KvScope scope = KvScope::all_gpus,
+                                                      std::uint64_t search_limit = 1ull << 48);
 
 // The overflow message for `tokens`, naming the input responsible.
 FieldError overflow_error(const std::string& field, const std::string& what);
