@@ -196,19 +196,22 @@ void ProbeView::cancel() {
 
 void ProbeView::start(const QString& what, std::function<void(probe::Backend&, const probe::Control&)> work) {
     if (thread_) return;
-    auto backend = probe::make_backend(backend_->currentData().toString().toStdString());
-    if (!backend) {
-        done(q(backend.error_text()), false);
-        return;
-    }
+    const std::string backend_name = backend_->currentData().toString().toStdString();
     cancel_ = false;
     probe_button_->setEnabled(false);
     stopwatch_button_->setEnabled(false);
     cancel_button_->setEnabled(true);
     progress_->setValue(0);
     status_->setText(what);
-    std::shared_ptr<probe::Backend> shared(std::move(backend).value().release());
-    thread_ = QThread::create([this, shared, work] {
+    // Everything device-side runs on the worker, opening the backend included (a GPU driver can
+    // take a moment to answer the first time).
+    thread_ = QThread::create([this, backend_name, work] {
+        auto backend = probe::make_backend(backend_name);
+        if (!backend) {
+            QMetaObject::invokeMethod(
+                this, [this, why = q(backend.error_text())] { done(why, false); }, Qt::QueuedConnection);
+            return;
+        }
         probe::Control control;
         control.cancel = &cancel_;
         control.progress = [this](double f, const std::string& text) {
@@ -224,7 +227,7 @@ void ProbeView::start(const QString& what, std::function<void(probe::Backend&, c
             QMetaObject::invokeMethod(
                 this, [this, cached, ms] { addStep(cached, ms); }, Qt::QueuedConnection);
         };
-        work(*shared, control);
+        work(*backend.value(), control);
     });
     connect(thread_, &QThread::finished, this, [this] {
         thread_->deleteLater();
