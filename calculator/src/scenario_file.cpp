@@ -54,6 +54,34 @@ Value architecture_value(const Architecture& a) {
     return o;
 }
 
+// How each member type is read from a JSON value, and what it must be when it is not.
+template <class T>
+struct Typed;
+template <>
+struct Typed<std::uint64_t> {
+    static std::optional<std::uint64_t> get(const Value& v) { return v.as_u64(); }
+    static constexpr const char* expected = "must be a whole number of 0 or more";
+};
+template <>
+struct Typed<bool> {
+    static std::optional<bool> get(const Value& v) { return v.is_bool() ? std::optional(v.as_bool()) : std::nullopt; }
+    static constexpr const char* expected = "must be true or false";
+};
+template <>
+struct Typed<double> {
+    static std::optional<double> get(const Value& v) {
+        return v.is_number() ? std::optional(v.as_double()) : std::nullopt;
+    }
+    static constexpr const char* expected = "must be a number";
+};
+template <>
+struct Typed<std::string> {
+    static std::optional<std::string> get(const Value& v) {
+        return v.is_string() ? std::optional(v.as_string()) : std::nullopt;
+    }
+    static constexpr const char* expected = "must be a string";
+};
+
 // Reads typed members, collecting every problem as "file:line field: message".
 class Reader {
 public:
@@ -64,36 +92,29 @@ public:
         if (!v && required) fail(object, std::string(key), "is missing");
         return v;
     }
-    void read(const Value& object, std::string_view key, std::uint64_t& out, bool required = true) {
+    // One typed member: converted, or the reason it could not be recorded against its line.
+    template <class T>
+    void read(const Value& object, std::string_view key, T& out, bool required = true) {
         if (const Value* v = member(object, key, required)) {
-            if (auto n = v->as_u64())
-                out = *n;
+            if (auto x = Typed<T>::get(*v))
+                out = *x;
             else
-                fail(*v, std::string(key), "must be a whole number of 0 or more");
+                fail(*v, std::string(key), Typed<T>::expected);
         }
     }
-    void read(const Value& object, std::string_view key, bool& out, bool required = true) {
-        if (const Value* v = member(object, key, required)) {
-            if (v->is_bool())
-                out = v->as_bool();
-            else
-                fail(*v, std::string(key), "must be true or false");
+    // A list of typed items; `not_a_list` is the message for a member that is no list (empty: ignore it).
+    template <class T>
+    void read_list(const Value& list, const std::string& field, std::vector<T>& out, const std::string& not_a_list,
+                   const std::string& bad_item) {
+        if (!list.is_array()) {
+            if (!not_a_list.empty()) fail(list, field, not_a_list);
+            return;
         }
-    }
-    void read(const Value& object, std::string_view key, double& out, bool required = true) {
-        if (const Value* v = member(object, key, required)) {
-            if (v->is_number())
-                out = v->as_double();
+        for (const Value& item : list.items()) {
+            if (auto x = Typed<T>::get(item))
+                out.push_back(*x);
             else
-                fail(*v, std::string(key), "must be a number");
-        }
-    }
-    void read(const Value& object, std::string_view key, std::string& out, bool required = true) {
-        if (const Value* v = member(object, key, required)) {
-            if (v->is_string())
-                out = v->as_string();
-            else
-                fail(*v, std::string(key), "must be a string");
+                fail(item, field, bad_item);
         }
     }
     template <class T>
@@ -135,18 +156,9 @@ void read_architecture(Reader& r, const Value& o, Architecture& a) {
     r.read(o, "head_dim_k", a.head_dim_k);
     r.read(o, "head_dim_v", a.head_dim_v);
     r.read(o, "hidden_size", a.hidden_size);
-    if (const Value* w = r.member(o, "layer_windows", false)) {
-        if (!w->is_array()) {
-            r.fail(*w, "layer_windows", "must be a list of whole numbers (0 = full attention)");
-        } else {
-            for (const Value& item : w->items()) {
-                if (auto n = item.as_u64())
-                    a.layer_windows.push_back(*n);
-                else
-                    r.fail(item, "layer_windows", "must hold whole numbers (0 = full attention)");
-            }
-        }
-    }
+    if (const Value* w = r.member(o, "layer_windows", false))
+        r.read_list(*w, "layer_windows", a.layer_windows, "must be a list of whole numbers (0 = full attention)",
+                    "must hold whole numbers (0 = full attention)");
     if (const Value* m = r.object(o, "mla", false)) {
         MlaDims d;
         r.read(*m, "kv_lora_rank", d.kv_lora_rank);
@@ -189,14 +201,8 @@ void read_deployment(Reader& r, const Value& o, Deployment& d) {
         r.read(*g, "bandwidth_bytes_per_s", d.gpu.bandwidth_bytes_per_s);
         r.read(*g, "bf16_tflops", d.gpu.bf16_tflops, false);
         r.read(*g, "source", d.gpu.source, false);
-        if (const Value* a = r.member(*g, "aliases", false)) {
-            for (const Value& item : a->items()) {
-                if (item.is_string())
-                    d.gpu.aliases.push_back(item.as_string());
-                else
-                    r.fail(item, "aliases", "must hold strings");
-            }
-        }
+        if (const Value* a = r.member(*g, "aliases", false))
+            r.read_list(*a, "aliases", d.gpu.aliases, "", "must hold strings");
     }
     r.read(o, "gpu_count", d.gpu_count);
     r.read_enum<Engine>(o, "engine", d.engine, parse_engine, engine_list());
