@@ -280,7 +280,8 @@ void DeploymentView::refreshResults() {
     const std::uint64_t kv_shown = std::min(f.kv_bytes_per_gpu, budget);
     // The fit's headroom is budget − need: what is left when it fits, what does not fit otherwise.
     const std::uint64_t spare = f.headroom_bytes_per_gpu > 0 ? static_cast<std::uint64_t>(f.headroom_bytes_per_gpu) : 0;
-    const std::uint64_t overflow = f.headroom_bytes_per_gpu < 0 ? static_cast<std::uint64_t>(-f.headroom_bytes_per_gpu) : 0;
+    const std::uint64_t overflow =
+        f.headroom_bytes_per_gpu < 0 ? static_cast<std::uint64_t>(-f.headroom_bytes_per_gpu) : 0;
     QList<GpuMemoryBar::Segment> segments{
         {tr("weights"), std::min(f.weights_bytes_per_gpu, f.memory_bytes_per_gpu), QColor(0x2e, 0x86, 0xde)},
         {tr("KV cache"), kv_shown, f.fits ? QColor(0x2a, 0x9d, 0x8f) : QColor(0xd6, 0x30, 0x31)},

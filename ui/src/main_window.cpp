@@ -346,20 +346,23 @@ bool MainWindow::importConfigFile(const QString& path) {
 bool MainWindow::openScenarioFile(const QString& path) {
     last_dir_ = QFileInfo(path).absolutePath();
     if (!report(model_->openScenario(path), tr("Opened %1").arg(path))) return false;
-    current_file_ = path;
-    model_->undoStack()->setClean();
-    addRecent(path);
+    adoptScenarioFile(path);
     return true;
 }
 
 bool MainWindow::saveScenarioFile(const QString& path) {
     last_dir_ = QFileInfo(path).absolutePath();
     if (!report(model_->saveScenario(path), tr("Saved %1").arg(path))) return false;
+    adoptScenarioFile(path);
+    return true;
+}
+
+void MainWindow::adoptScenarioFile(const QString& path) {
+    // The window now stands for this file: its name in the title, no unsaved changes, a recent entry.
     current_file_ = path;
     model_->undoStack()->setClean();
     addRecent(path);
     updateTitleAndStatus();
-    return true;
 }
 
 bool MainWindow::exportChartTo(const QString& path, ChartSize size) {
@@ -418,11 +421,11 @@ void MainWindow::updateTitleAndStatus() {
         return;
     }
     const Results& r = model_->results();
-    QString text = tr("%1 · %2 tokens × %3 · %4 · KV cache %5")
-                       .arg(model_->description(), q(format_tokens(r.scenario.workload.context_tokens)))
-                       .arg(r.scenario.workload.batch)
-                       .arg(q(std::string(to_string(r.scenario.kv_dtype))),
-                            both_units(r.kv.total_bytes, model_->units()));
+    QString text =
+        tr("%1 · %2 tokens × %3 · %4 · KV cache %5")
+            .arg(model_->description(), q(format_tokens(r.scenario.workload.context_tokens)))
+            .arg(r.scenario.workload.batch)
+            .arg(q(std::string(to_string(r.scenario.kv_dtype))), both_units(r.kv.total_bytes, model_->units()));
     if (r.fit)
         text += r.fit->fits ? tr(" · fits on %1 × %2").arg(r.fit->gpus).arg(q(r.scenario.deployment->gpu.name))
                             : tr(" · does not fit on %1 × %2").arg(r.fit->gpus).arg(q(r.scenario.deployment->gpu.name));

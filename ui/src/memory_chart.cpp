@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "kvscope/ui/axis_ticks.h"
+#include "kvscope/ui/chart_palette.h"
 
 namespace kvscope::ui {
 
@@ -344,17 +345,7 @@ void MemoryChart::changeEvent(QEvent* event) {
 void MemoryChart::applyPalette() {
     // Follow the system palette (dark mode included) rather than a fixed chart theme.
     const QPalette p = palette();
-    chart_->setBackgroundBrush(p.color(QPalette::Base));
-    chart_->setBackgroundRoundness(0);
-    chart_->legend()->setLabelColor(p.color(QPalette::Text));
-    QColor grid = p.color(QPalette::Text);
-    grid.setAlpha(40);
-    for (QCategoryAxis* axis : {x_, y_}) {
-        axis->setLabelsColor(p.color(QPalette::Text));
-        axis->setTitleBrush(p.color(QPalette::Text));
-        axis->setGridLineColor(grid);
-        axis->setLinePenColor(p.color(QPalette::Mid));
-    }
+    follow_palette(chart_, p);
     QPen weights_pen(p.color(QPalette::Text), 1.8, Qt::DashDotLine);
     weights_->setPen(weights_pen);
     budget_->setPen(QPen(kBudgetColor, 2.2, Qt::DashLine));

@@ -17,7 +17,9 @@ namespace {
 QString q(const std::string& s) { return QString::fromStdString(s); }
 }  // namespace
 
-QString both_units(std::uint64_t bytes, UnitSystem primary) { return QString::fromStdString(format_bytes_both(bytes, primary)); }
+QString both_units(std::uint64_t bytes, UnitSystem primary) {
+    return QString::fromStdString(format_bytes_both(bytes, primary));
+}
 
 OverviewView::OverviewView(ScenarioModel* model, QWidget* parent)
     : QWidget(parent),
@@ -103,7 +105,9 @@ void OverviewView::refresh() {
                 .arg(q(format_bytes(r.kv.bytes_per_token, units)), q(format_bytes(r.kv.per_sequence_bytes, units)),
                      per_layer);
     if (r.kv.gpus > 1)
-        rows << tr("Per GPU (%1 GPUs, heaviest): %2").arg(r.kv.gpus).arg(both_units(r.kv.per_gpu_bytes, model_->units()));
+        rows << tr("Per GPU (%1 GPUs, heaviest): %2")
+                    .arg(r.kv.gpus)
+                    .arg(both_units(r.kv.per_gpu_bytes, model_->units()));
     rows << tr("Exactly %1 bytes.").arg(q(format_count(r.kv.total_bytes)));
     figures_->setText(rows.join('\n'));
     formula_->setText(q(r.formula));

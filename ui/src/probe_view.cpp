@@ -17,6 +17,7 @@
 #include <QValueAxis>
 
 #include "kvscope/calculator/units.h"
+#include "kvscope/ui/chart_palette.h"
 #include "kvscope/ui/scenario_model.h"
 
 namespace kvscope::ui {
@@ -109,12 +110,7 @@ ProbeView::ProbeView(ScenarioModel* model, QWidget* parent)
         s->attachAxis(y_);
     }
     chart->legend()->setAlignment(Qt::AlignBottom);
-    chart->setBackgroundBrush(palette().color(QPalette::Base));
-    chart->legend()->setLabelColor(palette().color(QPalette::Text));
-    for (QValueAxis* a : {x_, y_}) {
-        a->setLabelsColor(palette().color(QPalette::Text));
-        a->setTitleBrush(palette().color(QPalette::Text));
-    }
+    follow_palette(chart, palette());
     auto* view = new QChartView(chart);
     view->setRenderHint(QPainter::Antialiasing);
     view->setMinimumHeight(260);

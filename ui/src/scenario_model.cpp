@@ -173,7 +173,8 @@ std::optional<QString> ScenarioModel::importConfig(const QString& path) {
 std::optional<QString> ScenarioModel::openScenario(const QString& path) {
     auto s = read_scenario_file(path.toStdString());
     if (!s) return error_text(s.errors());
-    replace(*s, display_name(catalog_, *s), {tr("opened from %1").arg(path)}, tr("Open %1").arg(QFileInfo(path).fileName()));
+    replace(*s, display_name(catalog_, *s), {tr("opened from %1").arg(path)},
+            tr("Open %1").arg(QFileInfo(path).fileName()));
     return std::nullopt;
 }
 
@@ -211,7 +212,8 @@ void ScenarioModel::recompute() {
     r.scenario = s;
     // One layout for the report, the formula and the crossing search.
     auto layout = KvLayout::make(s.arch, s.kv_dtype, s.workload, s.parallel);
-    auto kv = layout ? kv_cache_report(*layout, s.arch, s.workload, s.parallel) : Result<KvCacheReport>(layout.errors());
+    auto kv =
+        layout ? kv_cache_report(*layout, s.arch, s.workload, s.parallel) : Result<KvCacheReport>(layout.errors());
     if (!kv) collect(kv.errors());
     if (s.deployment) collect(validate(*s.deployment, s.parallel));
     if (errors.empty()) {

@@ -76,6 +76,7 @@ private:
     void restoreSettings();
     void offerRecovery();
     void addRecent(const QString& path);
+    void adoptScenarioFile(const QString& path);
     void rebuildRecentMenu();
     void updateTitleAndStatus();
     bool report(const std::optional<QString>& problem, const QString& done);
