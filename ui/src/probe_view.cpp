@@ -110,6 +110,7 @@ ProbeView::ProbeView(ScenarioModel* model, QWidget* parent)
         s->attachAxis(y_);
     }
     chart->legend()->setAlignment(Qt::AlignBottom);
+    chart_ = chart;
     follow_palette(chart, palette());
     auto* view = new QChartView(chart);
     view->setRenderHint(QPainter::Antialiasing);
@@ -168,6 +169,11 @@ void ProbeView::showEvent(QShowEvent* event) {
     connect(lister_, &QThread::finished, lister_, &QObject::deleteLater);
     connect(lister_, &QThread::finished, this, [this] { lister_ = nullptr; });
     lister_->start();
+}
+
+void ProbeView::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::PaletteChange && chart_) follow_palette(chart_, palette());  // dark mode at run time
+    QWidget::changeEvent(event);
 }
 
 void ProbeView::refreshDevices() { applyDevices(probe::list_devices()); }

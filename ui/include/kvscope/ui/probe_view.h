@@ -11,6 +11,7 @@
 
 #include "kvscope/probe/probe.h"
 
+class QChart;
 class QComboBox;
 class QLabel;
 class QLineSeries;
@@ -54,6 +55,7 @@ signals:
 
 protected:
     void showEvent(QShowEvent* event) override;
+    void changeEvent(QEvent* event) override;
 
 private:
     void applyDevices(const std::vector<probe::DeviceInfo>& devices);
@@ -78,6 +80,7 @@ private:
     QLineSeries* uncached_;
     QValueAxis* x_;
     QValueAxis* y_;
+    QChart* chart_ = nullptr;
     QLabel* texts_;
     QThread* thread_ = nullptr;
     std::atomic<bool> cancel_{false};
