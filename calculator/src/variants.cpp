@@ -7,6 +7,18 @@
 
 namespace kvscope {
 
+std::vector<std::uint64_t> kv_head_choices(const Architecture& arch) {
+    std::vector<std::uint64_t> divisors;
+    const std::uint64_t q = arch.query_heads;
+    for (std::uint64_t d = 1; q <= kMaxHeads && d * d <= q; ++d) {
+        if (q % d != 0) continue;
+        divisors.push_back(d);
+        if (d != q / d) divisors.push_back(q / d);
+    }
+    std::sort(divisors.rbegin(), divisors.rend());
+    return divisors;
+}
+
 Architecture with_kv_heads(const Architecture& arch, std::uint64_t kv_heads) {
     Architecture a = arch;
     if (a.mla) {

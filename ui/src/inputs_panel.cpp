@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "kvscope/calculator/variants.h"
 #include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/context_input.h"
 #include "kvscope/ui/scenario_model.h"
@@ -266,20 +267,11 @@ void InputsPanel::sync() {
                                    : tr("Set by hand or by the model's config; model dim no longer changes it"));
     // KV heads offers the divisors of the query heads (MHA … MQA).
     kv_heads_->clear();
-    std::vector<std::uint64_t> divisors;
-    // (Only for head counts the calculator accepts; the field shows the error otherwise.)
-    for (std::uint64_t d = 1; a.query_heads <= kMaxHeads && d * d <= a.query_heads; ++d) {
-        if (a.query_heads % d != 0) continue;
-        divisors.push_back(d);
-        if (d != a.query_heads / d) divisors.push_back(a.query_heads / d);
-    }
-    std::sort(divisors.rbegin(), divisors.rend());
-    {
-        for (const std::uint64_t d : divisors) {
-            const QString kind = d == a.query_heads ? "MHA" : d == 1 ? "MQA" : QString("GQA-%1").arg(d);
-            kv_heads_->addItem(QString::number(d), QVariant::fromValue<qulonglong>(d));
-            kv_heads_->setItemData(kv_heads_->count() - 1, kind, Qt::ToolTipRole);
-        }
+    for (const std::uint64_t d : kv_head_choices(a)) {
+        Architecture layout = a;
+        layout.kv_heads = d;
+        kv_heads_->addItem(QString::number(d), QVariant::fromValue<qulonglong>(d));
+        kv_heads_->setItemData(kv_heads_->count() - 1, q(attention_label(layout)), Qt::ToolTipRole);  // MHA, GQA-8, MQA
     }
     if (!kv_heads_->lineEdit()->hasFocus() || kv_heads_problem_.isEmpty())
         kv_heads_->setEditText(a.mla ? tr("MLA latent") : QString::number(a.kv_heads));

@@ -25,6 +25,10 @@ struct Variant {
 // The architecture with `kv_heads` KV heads (MLA removed; MHA head dims taken from MLA's).
 Architecture with_kv_heads(const Architecture& arch, std::uint64_t kv_heads);
 
+// The KV head counts that are valid with `arch`'s query heads (its divisors), MHA first, MQA last;
+// empty when the query heads are 0 or beyond what the calculator accepts.
+std::vector<std::uint64_t> kv_head_choices(const Architecture& arch);
+
 // The GQA group count shown for a model: its own when it is GQA, else 8 when 8
 // divides the query heads, else the largest divisor below 8; 0 when none exists.
 std::uint64_t comparison_gqa_heads(const Architecture& arch);
