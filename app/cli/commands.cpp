@@ -21,7 +21,6 @@ std::string percent(double p) {
     return buf;
 }
 
-
 std::string usage_error(const Errors& errors, const std::string& command) {
     std::string line = "kvscope-cli" + (command.empty() ? "" : " " + command) + ": " + join_errors(errors);
     return line + "\n";
@@ -188,7 +187,8 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
     r.out = header(s, src) + "\n";
     if (!compare_only) {
         std::vector<std::pair<std::string, std::string>> rows{
-            {"KV cache", format_bytes_both(kv->total_bytes, o.units) + " — " + format_count(kv->total_bytes) + " bytes"},
+            {"KV cache",
+             format_bytes_both(kv->total_bytes, o.units) + " — " + format_count(kv->total_bytes) + " bytes"},
         };
         if (kv->gpus > 1)
             rows.emplace_back("per GPU", format_bytes_both(kv->per_gpu_bytes, o.units) + " on the busiest of " +
@@ -278,8 +278,8 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
     const auto& dep = *s.deployment;
     const UnitSystem u = o.units;
     std::vector<std::pair<std::string, std::string>> rows{
-        {"GPUs",
-         std::to_string(f->gpus) + " × " + dep.gpu.name + ", " + format_bytes_both(f->memory_bytes_per_gpu, u) + " each"},
+        {"GPUs", std::to_string(f->gpus) + " × " + dep.gpu.name + ", " + format_bytes_both(f->memory_bytes_per_gpu, u) +
+                     " each"},
         {"engine", std::string(to_string(dep.engine)) + " (fraction " + fixed(dep.fraction, 2) +
                        "): " + std::string(budget_rule(dep.engine))},
         {"weights", format_bytes_both(f->weights_bytes, u) + " in " + std::string(to_string(dep.weight_dtype)) + " (" +

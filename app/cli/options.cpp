@@ -134,8 +134,10 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
 Errors apply_workload_options(const Options& o, Scenario& s) {
     Errors errors;
     if (o.kv_dtype) {
-        if (auto d = parse_kv_dtype(*o.kv_dtype)) s.kv_dtype = *d;
-        else errors.push_back({"--kv-dtype", "'" + *o.kv_dtype + "' is not a KV format (" + kv_dtype_list() + ")"});
+        if (auto d = parse_kv_dtype(*o.kv_dtype))
+            s.kv_dtype = *d;
+        else
+            errors.push_back({"--kv-dtype", "'" + *o.kv_dtype + "' is not a KV format (" + kv_dtype_list() + ")"});
     }
     if (o.context) s.workload.context_tokens = *o.context;
     if (o.batch) s.workload.batch = *o.batch;

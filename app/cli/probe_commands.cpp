@@ -52,8 +52,6 @@ int exit_status(Status s) {
     }
 }
 
-
-
 Value device_json(const probe::DeviceInfo& d) {
     Value o = Value::object();
     o.set("backend", Value::string(d.backend));

@@ -121,7 +121,8 @@ Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const 
     auto s = cli::build_scenario(o, catalog, source);
     if (!s) return s.errors();
     // A config.json keeps the description build_scenario gave it (path and repo).
-    ChosenScenario chosen{*s, o.config ? QString::fromStdString(source.description) : ui::display_name(catalog, *s), {}};
+    ChosenScenario chosen{
+        *s, o.config ? QString::fromStdString(source.description) : ui::display_name(catalog, *s), {}};
     for (const auto& a : source.assumed) chosen.notes << QString("assumed: %1").arg(QString::fromStdString(a));
     for (const auto& n : source.notes) chosen.notes << QString::fromStdString(n);
     return std::optional<ChosenScenario>(chosen);
