@@ -198,6 +198,9 @@ void ProbeView::cancel() {
 
 void ProbeView::start(const QString& what, std::function<void(probe::Backend&, const probe::Control&)> work) {
     if (thread_) return;
+    // The device listing measures host bandwidth with a buffer of its own; a probe running beside it
+    // would count that buffer's release against the cache's resident growth.
+    if (lister_) lister_->wait();
     const std::string backend_name = backend_->currentData().toString().toStdString();
     cancel_ = false;
     probe_button_->setEnabled(false);
