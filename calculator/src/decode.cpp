@@ -48,6 +48,31 @@ double attention_flops(const Architecture& arch, const Workload& workload, std::
     return static_cast<double>(sum);
 }
 
+std::uint64_t matmul_parameters(const Architecture& arch) {
+    const ParameterCount params = parameters(arch);
+    const std::uint64_t embedding_read = arch.tied_embeddings ? 0 : params.embedding;
+    return params.active > embedding_read ? params.active - embedding_read : params.active;
+}
+
+TokenWork token_work(const Architecture& arch, const Workload& workload, std::uint64_t tokens) {
+    const ld n = static_cast<ld>(tokens);
+    const ld two_n = 2.0L * static_cast<ld>(matmul_parameters(arch));
+    const ld per = attention_flops_per_position(arch);
+    ld attn_at_t = 0, attn_prefix = 0, attn_cumulative = 0;
+    for (const auto& [w, layers] : window_groups(arch, workload)) {
+        const ld lw = static_cast<ld>(w), count = static_cast<ld>(layers);
+        attn_at_t += per * count * (w == 0 ? n : std::min(n, lw));
+        attn_prefix += per * count * prefix_positions(n, lw);
+        attn_cumulative += per * count * prefix_positions_cumulative(n, lw);
+    }
+    TokenWork t;
+    t.flops_cached = static_cast<double>(two_n + attn_at_t);
+    t.flops_uncached = static_cast<double>(two_n * n + attn_prefix);
+    t.cumulative_cached = static_cast<double>(two_n * n + attn_prefix);
+    t.cumulative_uncached = static_cast<double>(two_n * n * (n + 1) / 2 + attn_cumulative);
+    return t;
+}
+
 Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtype, const Workload& workload,
                                        const Parallelism& parallel, const Deployment& deployment) {
     auto f = fit(arch, kv_dtype, workload, parallel, deployment);
@@ -57,10 +82,7 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
 
 Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtype, const Workload& workload,
                                        const Parallelism& parallel, const Deployment& deployment, const FitReport& f) {
-    const ParameterCount params = parameters(arch);
-    // The input embedding is a lookup (one row per token); everything else active is read.
-    const std::uint64_t embedding_read = arch.tied_embeddings ? 0 : params.embedding;
-    const std::uint64_t matmul_params = params.active > embedding_read ? params.active - embedding_read : params.active;
+    const std::uint64_t matmul_params = matmul_parameters(arch);
     auto read = weights_bytes(matmul_params, deployment.weight_dtype);
     if (!read) return read.errors();
 
@@ -75,20 +97,11 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
     d.tokens_per_s_per_sequence = d.step_time_floor_s > 0 ? 1.0 / d.step_time_floor_s : 0.0;
     d.tokens_per_s_total = d.tokens_per_s_per_sequence * static_cast<double>(workload.batch);
 
-    const ld n = static_cast<ld>(workload.context_tokens);
-    const ld two_n = 2.0L * static_cast<ld>(matmul_params);
-    const ld per = attention_flops_per_position(arch);
-    ld attn_at_t = 0, attn_prefix = 0, attn_cumulative = 0;
-    for (const auto& [w, layers] : window_groups(arch, workload)) {
-        const ld lw = static_cast<ld>(w), count = static_cast<ld>(layers);
-        attn_at_t += per * count * (w == 0 ? n : std::min(n, lw));
-        attn_prefix += per * count * prefix_positions(n, lw);
-        attn_cumulative += per * count * prefix_positions_cumulative(n, lw);
-    }
-    d.flops_per_token_cached = static_cast<double>(two_n + attn_at_t);
-    d.flops_per_token_uncached = static_cast<double>(two_n * n + attn_prefix);
-    d.cumulative_flops_cached = static_cast<double>(two_n * n + attn_prefix);
-    d.cumulative_flops_uncached = static_cast<double>(two_n * n * (n + 1) / 2 + attn_cumulative);
+    const TokenWork work = token_work(arch, workload, workload.context_tokens);
+    d.flops_per_token_cached = work.flops_cached;
+    d.flops_per_token_uncached = work.flops_uncached;
+    d.cumulative_flops_cached = work.cumulative_cached;
+    d.cumulative_flops_uncached = work.cumulative_uncached;
 
     // Smallest context where the cache on a GPU outweighs that GPU's share of the weights.
     const Workload stored = engine_workload(workload, deployment.engine);  // as the fit stored it

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "kvscope/calculator/derivation.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/calculator/variants.h"
@@ -163,6 +164,24 @@ TEST(Properties, ScenariosSurviveSaveAndOpen) {
         auto back = scenario_from_json(scenario_to_json(s), "p.kvscope.json");
         ASSERT_TRUE(back.ok()) << describe(c) << ": " << back.error_text();
         EXPECT_EQ(*back, s) << describe(c);
+    }
+}
+
+TEST(Properties, TheShownDerivationMultipliesToTheCacheSize) {
+    // What the Learn tab shows, factor by factor, multiplied by hand, is the report's byte count —
+    // for every format (block formats round rows), windows, blocks and tensor-parallel replicas.
+    Shapes shapes(7);
+    for (int i = 0; i < kCases; ++i) {
+        const Case c = shapes.next();
+        for (std::uint64_t tp : {1, 2, 32}) {
+            const Parallelism p{tp, 1};
+            auto report = kv_cache_report(c.arch, c.dtype, c.workload, p);
+            if (!report) continue;  // e.g. 32 GPUs that do not divide the KV heads
+            auto d = derive_kv_bytes(c.arch, c.dtype, c.workload, p);
+            ASSERT_TRUE(d.ok()) << describe(c) << " tp " << tp << ": " << d.error_text();
+            EXPECT_EQ(product_of_factors(*d), report->total_bytes) << describe(c) << " tp " << tp;
+            EXPECT_EQ(d->total_bytes, report->total_bytes);
+        }
     }
 }
 

@@ -27,6 +27,21 @@ struct DecodeEstimate {
     std::optional<std::uint64_t> kv_exceeds_weights_at_tokens;
 };
 
+// The work of generating the token at position `tokens` of one sequence, with the cache and
+// recomputing the whole prefix (which is a prefill of `tokens` tokens), and of generating
+// `tokens` tokens from an empty context both ways.
+struct TokenWork {
+    double flops_cached = 0;         // 2·matmul params + attention over the cached positions
+    double flops_uncached = 0;       // 2·params·T + attention Σ_{i≤T}
+    double cumulative_cached = 0;    // grows linearly
+    double cumulative_uncached = 0;  // grows with the n(n+1)/2 sum
+};
+TokenWork token_work(const Architecture& arch, const Workload& workload, std::uint64_t tokens);
+
+// Parameters every generated token is multiplied through: the active ones, less the input
+// embedding when it is a lookup (untied).
+std::uint64_t matmul_parameters(const Architecture& arch);
+
 // Attention FLOPs (q·Kᵀ and ·V) for one query attending to `tokens` cached positions, all layers.
 double attention_flops(const Architecture& arch, const Workload& workload, std::uint64_t tokens);
 

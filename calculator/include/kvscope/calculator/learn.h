@@ -1,0 +1,75 @@
+#pragma once
+// The numbers behind the Learn tab, all from the current scenario: prefill against decode,
+// the cost of recomputing without a cache, one-click what-ifs, and what a conversation
+// longer than the context window leaves each layer able to see.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/scenario.h"
+
+namespace kvscope {
+
+// The weight format a scenario's weights are counted in: its deployment's, else bf16.
+KvDtype weight_dtype_of(const Scenario& scenario);
+
+// The prompt's one parallel pass against one decode step, for every sequence of the scenario.
+struct PhaseCosts {
+    std::uint64_t prompt_tokens = 0;  // per sequence: the scenario's context
+    std::uint64_t sequences = 1;
+    double prefill_flops = 0;                  // every prompt token at once, every sequence
+    std::uint64_t prefill_kv_written_bytes = 0;  // the whole cache, written once
+    std::uint64_t decode_weight_bytes_read = 0;  // every weight multiplied once per step
+    std::uint64_t decode_kv_bytes_read = 0;      // the whole cache read once per step
+    double decode_flops_cached = 0;              // one new token per sequence
+    double decode_flops_uncached = 0;            // the same token without a cache: a prefill again
+    double arithmetic_intensity_prefill = 0;     // FLOPs per byte moved (weights + KV)
+    double arithmetic_intensity_decode = 0;
+};
+Result<PhaseCosts> phase_costs(const Scenario& scenario);
+
+// Work per generated token and cumulative work, one sequence, from an empty context to `max_tokens`.
+struct RecomputeCurve {
+    std::vector<std::uint64_t> tokens;  // 1 … max_tokens, evenly spaced
+    std::vector<double> per_token_cached, per_token_uncached;
+    std::vector<double> cumulative_cached, cumulative_uncached;
+    // Total uncached work over total cached work at max_tokens: the most the cache can save.
+    double speedup_bound = 1;
+};
+Result<RecomputeCurve> recompute_curve(const Architecture& arch, const Workload& workload, std::uint64_t max_tokens,
+                                       std::size_t points = 200);
+
+// One change to try on the current scenario, with the cache before and after.
+struct WhatIf {
+    std::string id;     // "halve_kv_heads", "mqa", "fp8", "double_context", "tp2"
+    std::string title;  // "Halve the KV heads (8 → 4)"
+    std::string why;    // what the change does to the formula, one sentence
+    bool available = false;
+    std::string unavailable_reason;  // when not available
+    Scenario scenario;               // the changed scenario
+    std::uint64_t total_before = 0, total_after = 0;      // all GPUs
+    std::uint64_t per_gpu_before = 0, per_gpu_after = 0;  // the heaviest GPU
+    double percent_change = 0;                            // of the total (per GPU for tensor parallel)
+};
+std::vector<WhatIf> what_ifs(const Scenario& scenario);
+
+// A conversation of `conversation_tokens` against the model's context window and each
+// sliding-window layer group's window.
+struct WindowRow {
+    std::string label;        // "32 full-attention layers", "21 sliding-window layers (4,096)"
+    std::uint64_t layers = 0;
+    std::uint64_t window = 0;   // tokens these layers can attend to; 0 = the whole context window
+    std::uint64_t visible = 0;  // the last `visible` tokens of the conversation
+};
+struct ContextWindowView {
+    std::uint64_t conversation = 0;
+    std::uint64_t context_window = 0;  // the model's limit (max positions); 0 when unknown
+    std::uint64_t in_window = 0;       // the last tokens the model still has
+    std::uint64_t dropped = 0;         // the earliest tokens that have left the window
+    std::vector<WindowRow> rows;       // full attention first, then windows from widest
+};
+ContextWindowView context_window_view(const Architecture& arch, std::uint64_t conversation_tokens);
+
+}  // namespace kvscope

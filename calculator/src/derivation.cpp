@@ -1,0 +1,231 @@
+#include "kvscope/calculator/derivation.h"
+
+#include <cstdio>
+#include <map>
+
+#include "kvscope/calculator/units.h"
+
+namespace kvscope {
+
+namespace {
+
+std::string plural(std::uint64_t n, const std::string& one, const std::string& many) {
+    return format_count(n) + " " + (n == 1 ? one : many);
+}
+
+Factor element_factor(KvDtype dtype) {
+    const KvDtypeInfo& i = info(dtype);
+    Factor f;
+    f.value = i.bits_per_block;
+    f.divisor = 8 * i.values_per_block;
+    f.text = element_size_text(dtype);
+    f.field = "kv_dtype";
+    f.note = "Bytes each stored value takes in the KV cache format " + std::string(i.id) + ".";
+    return f;
+}
+
+// The row factors with the exact value they multiply to (numerator / denominator).
+struct Row {
+    std::optional<Factor> kv_pair;
+    std::vector<Factor> factors;
+};
+
+Row row_factors(const Architecture& arch, KvDtype dtype) {
+    Row r;
+    if (arch.mla) {
+        Factor latent;
+        latent.value = arch.mla->kv_lora_rank + arch.mla->qk_rope_head_dim;
+        latent.text = "(" + format_count(arch.mla->kv_lora_rank) + " latent + " +
+                      format_count(arch.mla->qk_rope_head_dim) + " rope) values";
+        latent.note = "MLA stores one compressed latent per token and layer, shared by every head, instead of K "
+                      "and V per head; its size is fixed by the model.";
+        r.factors.push_back(latent);
+    } else {
+        Factor heads;
+        heads.value = arch.kv_heads;
+        heads.text = plural(arch.kv_heads, "KV head", "KV heads");
+        heads.field = "kv_heads";
+        heads.note = "Each KV head stores its own key and value; query heads in a group share one.";
+        Factor dim;
+        dim.field = "head_dim";
+        if (arch.head_dim_k == arch.head_dim_v) {
+            Factor pair;
+            pair.value = 2;
+            pair.text = "2 (K and V)";
+            pair.note = "Every token keeps a key and a value.";
+            r.kv_pair = pair;
+            dim.value = arch.head_dim_k;
+            dim.text = format_count(arch.head_dim_k) + " head dim";
+            dim.note = "Values in one head's key (and in its value).";
+        } else {
+            dim.value = arch.head_dim_k + arch.head_dim_v;
+            dim.text = "(" + format_count(arch.head_dim_k) + " K + " + format_count(arch.head_dim_v) + " V) head dims";
+            dim.note = "Keys and values have different sizes in this model, so they are added, not doubled.";
+        }
+        r.factors.push_back(heads);
+        r.factors.push_back(dim);
+    }
+    r.factors.push_back(element_factor(dtype));
+    return r;
+}
+
+// Exact value of a list of factors, or none when not a whole number or too large.
+std::optional<std::uint64_t> exact_product(const std::optional<Factor>& lead, const std::vector<Factor>& factors) {
+    __extension__ using u128 = unsigned __int128;
+    u128 num = lead ? lead->value : 1, den = 1;
+    constexpr u128 limit = static_cast<u128>(1) << 100;
+    for (const Factor& f : factors) {
+        num *= f.value;
+        den *= f.divisor;
+        if (num > limit || den > limit) return std::nullopt;
+    }
+    if (den == 0 || num % den != 0) return std::nullopt;
+    const u128 v = num / den;
+    if (v > std::numeric_limits<std::uint64_t>::max()) return std::nullopt;
+    return static_cast<std::uint64_t>(v);
+}
+
+}  // namespace
+
+std::string element_size_text(KvDtype dtype) {
+    const KvDtypeInfo& i = info(dtype);
+    if (i.values_per_block == 1 && i.bits_per_block % 8 == 0)
+        return plural(i.bits_per_block / 8, "byte", "bytes") + " (" + std::string(i.id) + ")";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", bits_per_value(dtype) / 8.0);
+    if (i.values_per_block == 1) return std::string(buf) + " bytes (" + std::string(i.id) + ")";
+    return std::string(buf) + " bytes (" + std::string(i.id) + ", " + std::to_string(i.bits_per_block / 8) +
+           " bytes per " + std::to_string(i.values_per_block) + " values)";
+}
+
+Result<KvDerivation> derive_kv_bytes(const Architecture& arch, KvDtype dtype, const Workload& workload,
+                                     const Parallelism& parallel) {
+    auto layout = KvLayout::make(arch, dtype, workload, parallel);
+    if (!layout) return layout.errors();
+    auto report = kv_cache_report(*layout, arch, workload, parallel);
+    if (!report) return report.errors();
+    return derive_kv_bytes(*layout, arch, dtype, workload, *report);
+}
+
+Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture& arch, KvDtype dtype,
+                                     const Workload& workload, const KvCacheReport& report) {
+    KvDerivation d;
+    d.form = attention_label(arch);
+    // Layers grouped by the tokens they store, most first.
+    std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> by_tokens;  // tokens -> (layers, window)
+    for (std::uint64_t l = 0; l < arch.layers; ++l) {
+        auto& [count, window] = by_tokens[layout.stored_tokens(layout.window(l), workload.context_tokens)];
+        ++count;
+        window = layout.window(l);
+    }
+    bool windowed = false;
+    for (auto it = by_tokens.rbegin(); it != by_tokens.rend(); ++it) {
+        const auto& [tokens, lw] = *it;
+        const auto& [layers, window] = lw;
+        LayerGroup g;
+        g.window = window;
+        g.layers.value = layers;
+        g.layers.text = plural(layers, "layer", "layers");
+        g.layers.field = "layers";
+        g.layers.note = "Every layer keeps its own cache.";
+        g.tokens.value = tokens;
+        g.tokens.text = plural(tokens, "token", "tokens");
+        const std::uint64_t kept = KvLayout::kept_tokens(window, workload.context_tokens);
+        if (kept < workload.context_tokens) {
+            windowed = true;
+            g.tokens.text += " (sliding window)";
+            g.tokens.field = "full_window";
+            g.tokens.note = "These layers attend only to the last " + format_count(window) +
+                            " tokens, so they keep no more than that.";
+        } else {
+            g.tokens.field = "context_tokens";
+            g.tokens.note = "Every token of the context (prompt and generated) is kept.";
+        }
+        if (tokens != kept) {
+            g.tokens.text += " (" + format_count(kept) + " rounded up to blocks of " + format_count(layout.block_size()) +
+                             ")";
+            g.tokens.note += " Paged engines allocate whole blocks of " + format_count(layout.block_size()) + ".";
+        }
+        d.groups.push_back(std::move(g));
+    }
+    if (windowed) d.form = "sliding window + " + d.form;
+
+    Row row = row_factors(arch, dtype);
+    const std::uint64_t row_all_gpus = layout.row_bytes_per_gpu() * layout.tp();
+    if (layout.replication() > 1) {
+        Factor copies;
+        copies.value = layout.replication();
+        copies.field = "tp";
+        if (arch.mla) {
+            copies.text = std::to_string(layout.replication()) + " copies (every tensor-parallel GPU keeps the latent)";
+            copies.note = "The latent is shared by all heads, so each of the " + std::to_string(layout.tp()) +
+                          " GPUs keeps all of it.";
+        } else {
+            copies.text = std::to_string(layout.replication()) + " copies (tensor parallel " +
+                          std::to_string(layout.tp()) + " replicates each KV head)";
+            copies.note = "More GPUs than KV heads: each head is stored on several GPUs.";
+        }
+        row.factors.push_back(copies);
+    }
+    const auto exact = exact_product(row.kv_pair, row.factors);
+    if (exact && *exact == row_all_gpus) {
+        d.kv_pair = row.kv_pair;
+        d.row = std::move(row.factors);
+    } else {
+        // Block formats round each row up to whole blocks: show the row as the bytes it takes.
+        Factor whole;
+        whole.value = row_all_gpus;
+        whole.text = format_count(row_all_gpus) + " bytes per token per layer (K and V rows of " +
+                     std::string(to_string(dtype)) + ", rounded up to whole blocks)";
+        whole.field = "kv_dtype";
+        whole.note = "Quantized formats store values in blocks with a scale; a row is rounded up to whole blocks.";
+        d.row = {whole};
+    }
+    d.row_bytes = row_all_gpus;
+
+    Factor sequences;
+    sequences.value = workload.batch;
+    sequences.text = plural(workload.batch, "sequence", "sequences");
+    sequences.field = "batch";
+    sequences.note = "Every concurrent sequence keeps its own cache.";
+    d.tail.push_back(sequences);
+
+    d.total_bytes = report.total_bytes;
+    const auto product = product_of_factors(d);
+    if (!product || *product != report.total_bytes)
+        return Errors{{"kv_cache", "the factor-by-factor derivation does not reproduce the cache size " +
+                                       format_count(report.total_bytes) + " bytes; please report this scenario"}};
+    return d;
+}
+
+std::string derivation_text(const KvDerivation& d, UnitSystem units) {
+    std::string text = d.kv_pair ? d.kv_pair->text + " × " : "";
+    std::string row;
+    for (const Factor& f : d.row) row += " × " + f.text;
+    if (d.groups.size() == 1) {
+        text += d.groups[0].layers.text + row + " × " + d.groups[0].tokens.text;
+    } else {
+        std::string sum;
+        for (const LayerGroup& g : d.groups)
+            sum += (sum.empty() ? "" : " + ") + g.layers.text + " × " + g.tokens.text;
+        text += "(" + sum + ")" + row;
+    }
+    for (const Factor& f : d.tail) text += " × " + f.text;
+    return text + " = " + format_count(d.total_bytes) + " bytes = " + format_bytes(d.total_bytes, units);
+}
+
+std::optional<std::uint64_t> product_of_factors(const KvDerivation& d) {
+    const auto row = exact_product(d.kv_pair, d.row);
+    if (!row) return std::nullopt;
+    Checked rows;
+    for (const LayerGroup& g : d.groups) rows += Checked(g.layers.value) * g.tokens.value;
+    Checked total = rows * *row;
+    for (const Factor& f : d.tail) {
+        if (f.divisor != 1) return std::nullopt;
+        total *= Checked(f.value);
+    }
+    if (total.overflow()) return std::nullopt;
+    return total.value();
+}
+
+}  // namespace kvscope

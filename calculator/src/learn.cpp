@@ -1,0 +1,210 @@
+#include "kvscope/calculator/learn.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "kvscope/calculator/derivation.h"
+#include "kvscope/calculator/units.h"
+
+namespace kvscope {
+
+namespace {
+
+std::string plural(std::uint64_t n, const std::string& one, const std::string& many) {
+    return format_count(n) + " " + (n == 1 ? one : many);
+}
+
+// Validation errors of `s` as one sentence, naming the field.
+std::string first_problem(const Errors& errors) {
+    if (errors.empty()) return {};
+    return errors.front().field + ": " + errors.front().message;
+}
+
+}  // namespace
+
+KvDtype weight_dtype_of(const Scenario& scenario) {
+    return scenario.deployment ? scenario.deployment->weight_dtype : KvDtype::bf16;
+}
+
+Result<PhaseCosts> phase_costs(const Scenario& s) {
+    auto kv = kv_cache_report(s.arch, s.kv_dtype, s.workload, s.parallel);
+    if (!kv) return kv.errors();
+    auto weights = weights_bytes(matmul_parameters(s.arch), weight_dtype_of(s));
+    if (!weights) return weights.errors();
+    const TokenWork work = token_work(s.arch, s.workload, s.workload.context_tokens);
+    const double sequences = static_cast<double>(s.workload.batch);
+
+    PhaseCosts p;
+    p.prompt_tokens = s.workload.context_tokens;
+    p.sequences = s.workload.batch;
+    // Without a cache the step at position T redoes the prompt's pass: the same work as prefill.
+    p.prefill_flops = work.flops_uncached * sequences;
+    p.prefill_kv_written_bytes = kv->total_bytes;
+    p.decode_weight_bytes_read = *weights;
+    p.decode_kv_bytes_read = kv->total_bytes;
+    p.decode_flops_cached = work.flops_cached * sequences;
+    p.decode_flops_uncached = work.flops_uncached * sequences;
+    const double moved_prefill = static_cast<double>(*weights) + static_cast<double>(kv->total_bytes);
+    const double moved_decode = static_cast<double>(*weights) + static_cast<double>(kv->total_bytes);
+    p.arithmetic_intensity_prefill = moved_prefill > 0 ? p.prefill_flops / moved_prefill : 0;
+    p.arithmetic_intensity_decode = moved_decode > 0 ? p.decode_flops_cached / moved_decode : 0;
+    return p;
+}
+
+Result<RecomputeCurve> recompute_curve(const Architecture& arch, const Workload& workload, std::uint64_t max_tokens,
+                                       std::size_t points) {
+    Errors errors = validate(arch);
+    if (max_tokens == 0) errors.push_back({"tokens", "at least one generated token is needed"});
+    if (!errors.empty()) return errors;
+    points = std::max<std::size_t>(2, points);
+    RecomputeCurve c;
+    for (std::size_t i = 0; i < points; ++i) {
+        const auto t = static_cast<std::uint64_t>(
+            std::llround(1.0 + static_cast<double>(max_tokens - 1) * static_cast<double>(i) /
+                                   static_cast<double>(points - 1)));
+        if (!c.tokens.empty() && c.tokens.back() >= t) continue;
+        const TokenWork w = token_work(arch, workload, t);
+        c.tokens.push_back(t);
+        c.per_token_cached.push_back(w.flops_cached);
+        c.per_token_uncached.push_back(w.flops_uncached);
+        c.cumulative_cached.push_back(w.cumulative_cached);
+        c.cumulative_uncached.push_back(w.cumulative_uncached);
+    }
+    const TokenWork last = token_work(arch, workload, max_tokens);
+    c.speedup_bound = last.cumulative_cached > 0 ? last.cumulative_uncached / last.cumulative_cached : 1;
+    return c;
+}
+
+std::vector<WhatIf> what_ifs(const Scenario& s) {
+    std::vector<WhatIf> out;
+    auto base = kv_cache_report(s.arch, s.kv_dtype, s.workload, s.parallel);
+    const bool per_gpu_matters = s.parallel.tp > 1 || s.parallel.pp > 1;
+
+    // `change` edits the copy, or returns why it cannot.
+    auto add = [&](std::string id, std::string title, std::string why,
+                   const std::function<std::string(Scenario&)>& change, bool compare_per_gpu = false) {
+        WhatIf w;
+        w.id = std::move(id);
+        w.title = std::move(title);
+        w.why = std::move(why);
+        w.scenario = s;
+        if (!base) {
+            w.unavailable_reason = "fix the inputs first (" + first_problem(base.errors()) + ")";
+            out.push_back(std::move(w));
+            return;
+        }
+        w.total_before = base->total_bytes;
+        w.per_gpu_before = base->per_gpu_bytes;
+        w.unavailable_reason = change(w.scenario);
+        if (w.unavailable_reason.empty()) {
+            auto after = kv_cache_report(w.scenario.arch, w.scenario.kv_dtype, w.scenario.workload,
+                                         w.scenario.parallel);
+            Errors deployment_errors;
+            if (w.scenario.deployment) deployment_errors = validate(*w.scenario.deployment, w.scenario.parallel);
+            if (!after) {
+                w.unavailable_reason = first_problem(after.errors());
+            } else if (!deployment_errors.empty()) {
+                w.unavailable_reason = first_problem(deployment_errors);
+            } else {
+                w.available = true;
+                w.total_after = after->total_bytes;
+                w.per_gpu_after = after->per_gpu_bytes;
+                const bool gpu = compare_per_gpu || per_gpu_matters;
+                const double before = static_cast<double>(gpu ? w.per_gpu_before : w.total_before);
+                const double now = static_cast<double>(gpu ? w.per_gpu_after : w.total_after);
+                w.percent_change = before > 0 ? 100.0 * (now - before) / before : 0;
+            }
+        }
+        out.push_back(std::move(w));
+    };
+
+    const std::uint64_t kv = s.arch.kv_heads;
+    add("halve_kv_heads",
+        kv >= 2 && kv % 2 == 0 ? "Halve the KV heads (" + format_count(kv) + " → " + format_count(kv / 2) + ")"
+                               : "Halve the KV heads",
+        "Each KV head stores a key and a value per token, so half the heads store half the bytes; query heads "
+        "share them in groups twice as large.",
+        [&](Scenario& c) -> std::string {
+            if (c.arch.mla) return "MLA stores one shared latent, not KV heads";
+            if (kv == 1) return "1 KV head (MQA) is the fewest there can be";
+            if (kv % 2 != 0) return format_count(kv) + " KV heads cannot be halved evenly";
+            c.arch.kv_heads = kv / 2;
+            return {};
+        });
+    add("mqa", "Multi-query attention (1 KV head)",
+        "Every query head shares one key and one value: the smallest cache this layout allows, at some cost "
+        "in quality.",
+        [&](Scenario& c) -> std::string {
+            if (c.arch.mla) return "MLA stores one shared latent already";
+            if (kv == 1) return "the model already has 1 KV head";
+            c.arch.kv_heads = 1;
+            return {};
+        });
+    add("fp8", "fp8 cache (" + std::string(to_string(s.kv_dtype)) + " → fp8_e4m3)",
+        "The cache's values take 1 byte each instead of " + element_size_text(s.kv_dtype) +
+            "; engines scale them per tensor to keep accuracy.",
+        [&](Scenario& c) -> std::string {
+            if (c.kv_dtype == KvDtype::fp8_e4m3) return "the cache is already fp8";
+            c.kv_dtype = KvDtype::fp8_e4m3;
+            return {};
+        });
+    const std::uint64_t t = s.workload.context_tokens;
+    add("double_context",
+        "Double the context (" + format_tokens(t) + " → " + format_tokens(t * 2) + " tokens)",
+        "The cache grows with every token kept: twice the tokens, twice the bytes — except in sliding-window "
+        "layers, which keep only their window.",
+        [&](Scenario& c) -> std::string {
+            if (t > (1ull << 62)) return "the context is already as long as the calculator counts";
+            c.workload.context_tokens = t * 2;
+            return {};
+        });
+    if (s.arch.max_positions > 0 && t * 2 > s.arch.max_positions && out.back().available)
+        out.back().why += " Note that " + format_count(t * 2) + " tokens is beyond the model's " +
+                          format_count(s.arch.max_positions) + "-token context window.";
+    const std::uint64_t tp = s.parallel.tp;
+    add("tp2",
+        tp == 1 ? "Tensor parallel 2 (split over 2 GPUs)"
+                : "Double tensor parallel (" + std::to_string(tp) + " → " + std::to_string(tp * 2) + " GPUs)",
+        "Each GPU keeps only its share of the KV heads, so the cache per GPU halves while the total stays — "
+        "until there are more GPUs than KV heads and heads are copied.",
+        [&](Scenario& c) -> std::string {
+            c.parallel.tp = tp * 2;
+            if (c.deployment) c.deployment->gpu_count = c.parallel.tp * c.parallel.pp;
+            return {};
+        },
+        true);
+    return out;
+}
+
+ContextWindowView context_window_view(const Architecture& arch, std::uint64_t conversation) {
+    ContextWindowView v;
+    v.conversation = conversation;
+    v.context_window = arch.max_positions;
+    v.in_window = v.context_window > 0 ? std::min(conversation, v.context_window) : conversation;
+    v.dropped = conversation - v.in_window;
+    std::map<std::uint64_t, std::uint64_t> layers_by_window;
+    for (std::uint64_t l = 0; l < arch.layers; ++l) ++layers_by_window[arch.window_of(l)];
+    // Full attention (window 0) first, then the widest windows.
+    if (auto full = layers_by_window.find(0); full != layers_by_window.end()) {
+        WindowRow r;
+        r.layers = full->second;
+        r.label = plural(r.layers, "full-attention layer", "full-attention layers");
+        r.visible = v.in_window;
+        v.rows.push_back(r);
+    }
+    for (auto it = layers_by_window.rbegin(); it != layers_by_window.rend(); ++it) {
+        if (it->first == 0) continue;
+        WindowRow r;
+        r.layers = it->second;
+        r.window = it->first;
+        r.label = plural(r.layers, "sliding-window layer", "sliding-window layers") + " (window " +
+                  format_count(r.window) + ")";
+        r.visible = std::min(r.window, v.in_window);
+        v.rows.push_back(r);
+    }
+    return v;
+}
+
+}  // namespace kvscope

@@ -1,0 +1,238 @@
+#include "kvscope/calculator/quiz.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "kvscope/calculator/derivation.h"
+#include "kvscope/calculator/learn.h"
+#include "kvscope/calculator/variants.h"
+
+namespace kvscope {
+
+namespace {
+
+std::string bytes_answer(std::uint64_t bytes, UnitSystem units) {
+    return format_bytes(bytes, units) + " (" + format_count(bytes) + " bytes)";
+}
+
+std::string percent_text(double p) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, p < 10 ? "%.2f%%" : "%.1f%%", p);
+    return buf;
+}
+
+const char* hint_for(AnswerUnit unit) {
+    switch (unit) {
+    case AnswerUnit::bytes: return "a size such as 1.5 GiB, 1.6 GB or 1610612736";
+    case AnswerUnit::tokens: return "a token count such as 12000, 12,000 or 12k";
+    case AnswerUnit::percent: return "a percentage such as 25 or 25%";
+    }
+    return "";
+}
+
+std::string lower_trimmed(std::string_view text) {
+    std::string out;
+    for (char c : text)
+        if (!std::isspace(static_cast<unsigned char>(c)) && c != ',' && c != '_')
+            out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+// The row factors (with K and V) as text: "2 (K and V) × 8 KV heads × 128 head dim × 2 bytes (fp16)".
+std::string row_text(const KvDerivation& d) {
+    std::string text = d.kv_pair ? d.kv_pair->text : "";
+    for (const Factor& f : d.row) text += (text.empty() ? "" : " × ") + f.text;
+    return text;
+}
+
+}  // namespace
+
+std::optional<double> parse_answer(std::string_view typed, AnswerUnit unit) {
+    const std::string t = lower_trimmed(typed);
+    if (t.empty() || t[0] == '-') return std::nullopt;
+    char* end = nullptr;
+    const double number = std::strtod(t.c_str(), &end);
+    if (end == t.c_str() || !std::isfinite(number)) return std::nullopt;
+    const std::string suffix(end);
+    struct Scale {
+        const char* suffix;
+        double factor;
+    };
+    static constexpr Scale kBytes[] = {{"", 1},          {"b", 1},           {"bytes", 1},       {"kib", 1024.0},
+                                       {"mib", 1048576.0}, {"gib", 1073741824.0}, {"tib", 1099511627776.0},
+                                       {"kb", 1e3},      {"mb", 1e6},        {"gb", 1e9},        {"tb", 1e12},
+                                       {"k", 1024.0},    {"m", 1048576.0},   {"g", 1073741824.0}, {"t", 1099511627776.0}};
+    static constexpr Scale kTokens[] = {{"", 1}, {"tokens", 1}, {"k", 1024.0}, {"m", 1048576.0}};
+    static constexpr Scale kPercent[] = {{"", 1}, {"%", 1}};
+    auto pick = [&](const auto& table) -> std::optional<double> {
+        for (const Scale& s : table)
+            if (suffix == s.suffix) return number * s.factor;
+        return std::nullopt;
+    };
+    switch (unit) {
+    case AnswerUnit::bytes: return pick(kBytes);
+    case AnswerUnit::tokens: return pick(kTokens);
+    case AnswerUnit::percent: return pick(kPercent);
+    }
+    return std::nullopt;
+}
+
+AnswerCheck check_answer(const Question& q, std::string_view typed, UnitSystem units) {
+    AnswerCheck c;
+    const auto value = parse_answer(typed, q.unit);
+    if (!value) {
+        c.message = "Type " + std::string(hint_for(q.unit)) + ".";
+        return c;
+    }
+    c.understood = true;
+    c.correct = std::fabs(*value - q.answer) <= q.tolerance * std::fabs(q.answer);
+    std::string said;
+    switch (q.unit) {
+    case AnswerUnit::bytes: said = format_bytes(static_cast<std::uint64_t>(std::llround(*value)), units); break;
+    case AnswerUnit::tokens: said = format_count(static_cast<std::uint64_t>(std::llround(*value))) + " tokens"; break;
+    case AnswerUnit::percent: said = percent_text(*value); break;
+    }
+    c.message = c.correct ? "Right: " + q.answer_text + "."
+                          : "Not quite: you answered " + said + "; the answer is " + q.answer_text + ".";
+    return c;
+}
+
+std::vector<Question> questions_for(const Scenario& s, UnitSystem units) {
+    std::vector<Question> out;
+    auto layout = KvLayout::make(s.arch, s.kv_dtype, s.workload, s.parallel);
+    if (!layout) return out;
+    auto report = kv_cache_report(*layout, s.arch, s.workload, s.parallel);
+    if (!report) return out;
+    auto derivation = derive_kv_bytes(*layout, s.arch, s.kv_dtype, s.workload, *report);
+    if (!derivation) return out;
+    auto add = [&](Question q) {
+        q.hint = hint_for(q.unit);
+        out.push_back(std::move(q));
+    };
+
+    // 1. Another KV head count: the cache scales with it.
+    if (!s.arch.mla) {
+        const auto choices = kv_head_choices(s.arch);
+        std::uint64_t other = 0;
+        for (std::uint64_t k : choices)  // the largest count below the model's, else the next above
+            if (k < s.arch.kv_heads) {
+                other = k;
+                break;
+            }
+        for (auto it = choices.rbegin(); other == 0 && it != choices.rend(); ++it)
+            if (*it > s.arch.kv_heads) other = *it;
+        Scenario changed = s;
+        changed.arch.kv_heads = other;
+        auto d = other ? derive_kv_bytes(changed.arch, s.kv_dtype, s.workload, s.parallel)
+                       : Result<KvDerivation>(Errors{{"kv_heads", "no other count"}});
+        if (d) {
+            Question q;
+            q.id = "other_kv_heads";
+            q.text = "With " + format_count(other) + " KV heads instead of " + format_count(s.arch.kv_heads) +
+                     ", and everything else as it is, how big is the cache?";
+            q.answer = static_cast<double>(d->total_bytes);
+            q.answer_text = bytes_answer(d->total_bytes, units);
+            q.worked = derivation_text(*d, units) + ". The cache is proportional to the KV heads: " +
+                       format_count(other) + "/" + format_count(s.arch.kv_heads) + " of " +
+                       format_bytes(report->total_bytes, units) + ".";
+            add(std::move(q));
+        }
+    }
+
+    // 2. One more token.
+    {
+        Question q;
+        q.id = "per_token";
+        q.text = "How many bytes does one more token add to one sequence's cache, over all " +
+                 format_count(s.arch.layers) + " layers?";
+        q.answer = static_cast<double>(report->bytes_per_token);
+        q.answer_text = bytes_answer(report->bytes_per_token, units);
+        q.worked = row_text(*derivation) + " = " + format_count(derivation->row_bytes) +
+                   " bytes per layer, × " + format_count(s.arch.layers) + " layers = " +
+                   format_count(report->bytes_per_token) + " bytes.";
+        add(std::move(q));
+    }
+
+    // 3. Where the cache outgrows the weights.
+    const KvDtype wd = weight_dtype_of(s);
+    auto weights = weights_bytes(parameters(s.arch).total, wd);
+    if (weights) {
+        const auto at = context_where_kv_exceeds(*layout, s.workload, *weights);
+        if (at) {
+            Question q;
+            q.id = "outgrows_weights";
+            q.text = "The weights take " + format_bytes(*weights, units) + " in " + std::string(to_string(wd)) +
+                     ". With " + format_count(s.workload.batch) +
+                     (s.workload.batch == 1 ? " sequence" : " sequences") +
+                     ", at what context (tokens per sequence) does the cache outgrow them?";
+            q.unit = AnswerUnit::tokens;
+            q.answer = static_cast<double>(*at);
+            q.answer_text = format_count(*at) + " tokens";
+            q.tolerance = 0.05;
+            const std::uint64_t per_context_token = report->bytes_per_token * s.workload.batch;
+            q.worked = "Each token of context adds " + format_bytes(report->bytes_per_token, units) + " × " +
+                       format_count(s.workload.batch) + " = " + format_bytes(per_context_token, units) + "; " +
+                       format_bytes(*weights, units) + " ÷ " + format_bytes(per_context_token, units) + " ≈ " +
+                       format_count(*weights / std::max<std::uint64_t>(1, per_context_token)) + " tokens";
+            if (derivation->groups.size() > 1 || layout->block_size() > 1)
+                q.worked += " before sliding windows and blocks; the exact search gives " + format_count(*at);
+            q.worked += ".";
+            add(std::move(q));
+        }
+    }
+
+    // 4. Share of MHA (or MQA's share when the model is MHA).
+    auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel);
+    if (variants && !variants->empty()) {
+        const Variant* mha = nullptr;
+        const Variant* own = nullptr;
+        const Variant* mqa = nullptr;
+        for (const Variant& v : *variants) {
+            if (v.kind == AttentionKind::MHA) mha = &v;
+            if (v.is_model) own = &v;
+            if (v.kind == AttentionKind::MQA) mqa = &v;
+        }
+        const Variant* asked = own && own->kind != AttentionKind::MHA ? own : mqa;
+        if (mha && asked && mha->kv_cache_bytes > 0 && asked != mha) {
+            Question q;
+            q.id = "share_of_mha";
+            q.text = asked == own ? "What percentage of the MHA cache (" + format_count(mha->kv_heads) +
+                                        " KV heads) does this model's " + own->name + " layout take?"
+                                  : "This model is MHA. What percentage of its cache would MQA (1 KV head) take?";
+            q.unit = AnswerUnit::percent;
+            q.answer = asked->percent_of_mha;
+            q.answer_text = percent_text(asked->percent_of_mha);
+            q.worked = format_bytes(asked->kv_cache_bytes, units) + " ÷ " + format_bytes(mha->kv_cache_bytes, units) +
+                       " = " + percent_text(asked->percent_of_mha) +
+                       (asked->kind == AttentionKind::MLA
+                            ? ": MLA's latent replaces every head's K and V."
+                            : ": the cache scales with the KV heads, " + format_count(asked->kv_heads) + " of " +
+                                  format_count(mha->kv_heads) + ".");
+            add(std::move(q));
+        }
+    }
+
+    // 5. Twice the context.
+    if (s.workload.context_tokens <= (1ull << 40)) {
+        Workload w = s.workload;
+        w.context_tokens *= 2;
+        auto d = derive_kv_bytes(s.arch, s.kv_dtype, w, s.parallel);
+        if (d) {
+            Question q;
+            q.id = "double_context";
+            q.text = "At twice the context (" + format_count(w.context_tokens) + " tokens), how big is the cache?";
+            q.answer = static_cast<double>(d->total_bytes);
+            q.answer_text = bytes_answer(d->total_bytes, units);
+            q.worked = derivation_text(*d, units) +
+                       (d->groups.size() > 1 ? ". Sliding-window layers keep only their window, so the cache grows "
+                                               "by less than double."
+                                             : ". Twice the tokens, twice the bytes.");
+            add(std::move(q));
+        }
+    }
+    return out;
+}
+
+}  // namespace kvscope
