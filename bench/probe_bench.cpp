@@ -6,9 +6,8 @@
 #include <numeric>
 
 #include "kvscope/calculator/catalog.h"
-#include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/learn.h"
 #include "kvscope/probe/probe.h"
-#include "tiny_transformer.h"
 
 using namespace kvscope;
 
@@ -41,13 +40,9 @@ int main(int argc, char** argv) {
     const double cached = std::accumulate(w.cached_ms.begin(), w.cached_ms.end(), 0.0);
     const double uncached = std::accumulate(w.uncached_ms.begin(), w.uncached_ms.end(), 0.0);
     // The calculator's bound: FLOPs of generating from scratch at every step over FLOPs with the cache.
-    const probe::TinyTransformer model;
-    Deployment d;
-    d.gpu.memory_bytes = 1ull << 30;
-    d.gpu.bandwidth_bytes_per_s = 1'000'000'000;
     const Workload wl{static_cast<std::uint64_t>(s.tokens), 1, 1, false};
-    const auto est = decode_estimate(model.architecture(), KvDtype::fp32, wl, {}, d);
-    const double bound = est ? est->cumulative_flops_uncached / est->cumulative_flops_cached : 0;
+    const auto curve = recompute_curve(probe::stopwatch_architecture(), wl, wl.context_tokens, 2);
+    const double bound = curve ? curve->speedup_bound : 0;
     std::printf(
         "stopwatch %d tokens: %.1f ms cached, %.1f ms recomputing: %.1fx | calculator's FLOP bound %.1fx: %.2f of it | "
         "texts %s\n",

@@ -7,6 +7,7 @@
 #include <QLineEdit>
 #include <QMouseEvent>
 #include <QPalette>
+#include <QPlainTextEdit>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QUndoStack>
@@ -16,10 +17,15 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/inputs_panel.h"
+#include "kvscope/ui/learn_view.h"
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/memory_chart.h"
+#include "kvscope/ui/notes_view.h"
 #include "kvscope/ui/probe_view.h"
+#include "kvscope/ui/quiz_view.h"
+#include "kvscope/ui/recompute_view.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/window_strip.h"
 
 namespace kvscope::gui {
 
@@ -33,6 +39,76 @@ bool save(QWidget* w, const QString& path) {
     settle();
     const bool ok = w->grab().save(path);
     std::printf("%s %s\n", ok ? "wrote" : "could not write", qPrintable(path));
+    return ok;
+}
+
+// The Learn tab's pages at 1280×800, and the first page again at a small window size.
+bool render_learn(ui::MainWindow& window, const QDir& dir) {
+    ui::ScenarioModel* model = window.model();
+    ui::LearnView* learn = window.learn();
+    window.resize(1280, 800);
+    window.tabs()->setCurrentIndex(ui::MainWindow::LearnTab);
+    model->loadCatalogModel("llama-3-8b");
+    model->edit("Set up the example", [](Scenario& s) {
+        s.kv_dtype = KvDtype::bf16;
+        s.workload = {8192, 4, 1, false};
+        s.parallel = {};
+        s.deployment.reset();
+    });
+    bool ok = true;
+    learn->setPage(ui::LearnView::ShowWork);
+    settle();
+    window.inputs()->highlightField("kv_heads");  // as while the pointer is on "8 KV heads"
+    ok &= save(&window, dir.filePath("learn-show-work.png"));
+    window.inputs()->highlightField({});
+
+    learn->setPage(ui::LearnView::Phases);
+    ok &= save(&window, dir.filePath("learn-prefill-decode.png"));
+
+    learn->setPage(ui::LearnView::Recompute);
+    learn->recompute()->setCumulative(true);
+    {
+        QEventLoop loop;
+        QObject::connect(window.probe(), &ui::ProbeView::finished, &loop, &QEventLoop::quit);
+        window.probe()->tokensField()->setValue(160);
+        window.probe()->runStopwatch();
+        loop.exec();
+    }
+    ok &= save(&window, dir.filePath("learn-recompute.png"));
+
+    learn->setPage(ui::LearnView::WhatIfs);
+    ok &= save(&window, dir.filePath("learn-what-if.png"));
+
+    model->loadCatalogModel("gemma-2-9b");
+    learn->setPage(ui::LearnView::ContextWindow);
+    learn->contextWindow()->setConversation(10000);
+    ok &= save(&window, dir.filePath("learn-context-window.png"));
+
+    model->loadCatalogModel("llama-3-8b");
+    learn->setPage(ui::LearnView::Quiz);
+    ui::QuizView* quiz = learn->quiz();
+    if (quiz->count() >= 2) {
+        quiz->answerField(0)->setText(QString::number(quiz->question(0).answer / double(1ull << 30), 'f', 2) + " GiB");
+        quiz->check(0);
+        quiz->answerField(1)->setText("64 KiB");
+        quiz->check(1);
+    }
+    ok &= save(&window, dir.filePath("learn-quiz.png"));
+
+    learn->setPage(ui::LearnView::Notes);
+    ui::NotesView* notes = learn->notes();
+    notes->newNote();
+    notes->claimField()->setText("GQA-8 should cut the cache to a quarter of MHA");
+    notes->evidenceField()->setPlainText(
+        "Llama 3 8B has 32 query heads and 8 KV heads. Overview: GQA-8 1.00 GiB against MHA 4.00 GiB at 8k, "
+        "25.0%. The what-if 'Multi-query attention' takes it to 128 MiB.");
+    Q_EMIT notes->claimField()->textEdited(notes->claimField()->text());
+    ok &= save(&window, dir.filePath("learn-notes.png"));
+
+    window.resize(1024, 640);
+    learn->setPage(ui::LearnView::ShowWork);
+    ok &= save(&window, dir.filePath("learn-small.png"));
+    window.resize(1360, 860);
     return ok;
 }
 
@@ -109,6 +185,8 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     model->loadCatalogModel("deepseek-v3");
     model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 32768; });
     ok &= save(&window, dir.filePath("mla.png"));
+
+    ok &= render_learn(window, dir);
 
     // Dark mode: the system palette, followed by every view and the chart.
     model->loadCatalogModel("kvscope-teaching-32l");

@@ -10,13 +10,8 @@ Result<std::string> kv_formula_text(const Architecture& arch, KvDtype dtype, con
     if (!layout) return layout.errors();
     auto report = kv_cache_report(*layout, arch, workload, parallel);
     if (!report) return report.errors();
-    return kv_formula_text(*layout, arch, dtype, workload, *report, units);
-}
-
-std::string kv_formula_text(const KvLayout& layout, const Architecture& arch, KvDtype dtype, const Workload& workload,
-                            const KvCacheReport& report, UnitSystem units) {
-    auto d = derive_kv_bytes(layout, arch, dtype, workload, report);
-    if (!d) return d.errors().front().message;
+    auto d = derive_kv_bytes(*layout, arch, dtype, workload, *report);
+    if (!d) return d.errors();
     return derivation_text(*d, units);
 }
 

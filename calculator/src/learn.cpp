@@ -61,9 +61,8 @@ Result<RecomputeCurve> recompute_curve(const Architecture& arch, const Workload&
     points = std::max<std::size_t>(2, points);
     RecomputeCurve c;
     for (std::size_t i = 0; i < points; ++i) {
-        const auto t = static_cast<std::uint64_t>(
-            std::llround(1.0 + static_cast<double>(max_tokens - 1) * static_cast<double>(i) /
-                                   static_cast<double>(points - 1)));
+        const auto t = static_cast<std::uint64_t>(std::llround(
+            1.0 + static_cast<double>(max_tokens - 1) * static_cast<double>(i) / static_cast<double>(points - 1)));
         if (!c.tokens.empty() && c.tokens.back() >= t) continue;
         const TokenWork w = token_work(arch, workload, t);
         c.tokens.push_back(t);
@@ -99,8 +98,8 @@ std::vector<WhatIf> what_ifs(const Scenario& s) {
         w.per_gpu_before = base->per_gpu_bytes;
         w.unavailable_reason = change(w.scenario);
         if (w.unavailable_reason.empty()) {
-            auto after = kv_cache_report(w.scenario.arch, w.scenario.kv_dtype, w.scenario.workload,
-                                         w.scenario.parallel);
+            auto after =
+                kv_cache_report(w.scenario.arch, w.scenario.kv_dtype, w.scenario.workload, w.scenario.parallel);
             Errors deployment_errors;
             if (w.scenario.deployment) deployment_errors = validate(*w.scenario.deployment, w.scenario.parallel);
             if (!after) {
@@ -151,10 +150,11 @@ std::vector<WhatIf> what_ifs(const Scenario& s) {
             return {};
         });
     const std::uint64_t t = s.workload.context_tokens;
-    add("double_context",
-        "Double the context (" + format_tokens(t) + " → " + format_tokens(t * 2) + " tokens)",
-        "The cache grows with every token kept: twice the tokens, twice the bytes — except in sliding-window "
-        "layers, which keep only their window.",
+    add("double_context", "Double the context (" + format_tokens(t) + " → " + format_tokens(t * 2) + " tokens)",
+        s.arch.has_sliding_layers()
+            ? "The cache grows with every token kept — but sliding-window layers keep only their window, so it "
+              "grows by less than double."
+            : "The cache grows with every token kept: twice the tokens, twice the bytes.",
         [&](Scenario& c) -> std::string {
             if (t > (1ull << 62)) return "the context is already as long as the calculator counts";
             c.workload.context_tokens = t * 2;
@@ -164,7 +164,8 @@ std::vector<WhatIf> what_ifs(const Scenario& s) {
         out.back().why += " Note that " + format_count(t * 2) + " tokens is beyond the model's " +
                           format_count(s.arch.max_positions) + "-token context window.";
     const std::uint64_t tp = s.parallel.tp;
-    add("tp2",
+    add(
+        "tp2",
         tp == 1 ? "Tensor parallel 2 (split over 2 GPUs)"
                 : "Double tensor parallel (" + std::to_string(tp) + " → " + std::to_string(tp * 2) + " GPUs)",
         "Each GPU keeps only its share of the KV heads, so the cache per GPU halves while the total stays — "

@@ -3,6 +3,7 @@
 #include "backends.h"
 #include "cpu_kernels.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "tiny_transformer.h"
 
 namespace kvscope::probe {
 
@@ -79,6 +80,8 @@ Result<std::unique_ptr<Backend>> make_backend(const std::string& name) {
     }
     return FieldError{"--backend", "'" + name + "' is not a backend (auto, cpu, cuda)"};
 }
+
+Architecture stopwatch_architecture() { return TinyTransformer::architecture(); }
 
 std::vector<DeviceInfo> list_devices() {
     std::vector<DeviceInfo> out;

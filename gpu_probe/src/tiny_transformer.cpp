@@ -107,7 +107,7 @@ TinyTransformer::TinyTransformer(std::uint64_t seed) {
 
 int TinyTransformer::vocab() const { return kVocab; }
 
-Architecture TinyTransformer::architecture() const {
+Architecture TinyTransformer::architecture() {
     Architecture a;
     a.name = "stopwatch transformer";
     a.layers = kLayers;

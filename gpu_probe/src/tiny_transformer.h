@@ -21,7 +21,7 @@ public:
 
     [[nodiscard]] int vocab() const;
     // The model's shape for the calculator (its decode-cost formulas give the stopwatch's bound).
-    [[nodiscard]] Architecture architecture() const;
+    [[nodiscard]] static Architecture architecture();
     [[nodiscard]] std::vector<int> encode(const std::string& text) const;
     [[nodiscard]] std::string decode(const std::vector<int>& tokens) const;
 

@@ -33,4 +33,10 @@ bool FieldMarks::isMarked(const QWidget* widget) const {
     return false;
 }
 
+QWidget* FieldMarks::widgetFor(const QString& field) const {
+    for (const Entry& e : entries_)
+        if (e.fields.contains(field)) return e.widget;
+    return nullptr;
+}
+
 }  // namespace kvscope::ui

@@ -5,9 +5,11 @@
 #include <QComboBox>
 #include <QCompleter>
 #include <QFormLayout>
+#include <QFrame>
 #include <QIntValidator>
 #include <QLabel>
 #include <QLineEdit>
+#include <QScrollArea>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -48,7 +50,15 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
       tp_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::doubling)),
       pp_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::by_one)),
       full_window_(new QCheckBox(tr("Engine keeps the full context on sliding layers"))),
-      errors_(new QLabel) {
+      errors_(new QLabel),
+      spotlight_(new QFrame(this)) {
+    // The Learn tab's pointer to an input: a frame in the highlight colour over the field.
+    spotlight_->setObjectName("fieldSpotlight");
+    spotlight_->setAttribute(Qt::WA_TransparentForMouseEvents);
+    spotlight_->setStyleSheet(
+        "#fieldSpotlight { border: 2px solid palette(highlight); border-radius: 4px; "
+        "background: transparent; }");
+    spotlight_->hide();
     // Preset picker: type any part of a name or id to filter.
     picker_->setEditable(true);
     // Long model names must not make the whole panel wide.
@@ -128,8 +138,8 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
         tp_, {"tp"},
         tr("Tensor-parallel GPUs: KV heads are split across them (and copied when there are fewer heads than GPUs)."));
     marks_.add(pp_, {"pp"}, tr("Pipeline-parallel GPUs: layers are split across them."));
-    full_window_->setToolTip(
-        tr("Some engines store every token on sliding-window layers too; tick to count the cache that way."));
+    marks_.add(full_window_, {"full_window"},
+               tr("Some engines store every token on sliding-window layers too; tick to count the cache that way."));
     context_->slider()->setToolTip(context_->spinBox()->toolTip());
 
     auto* head_dim_row = new QWidget;
@@ -296,6 +306,32 @@ void InputsPanel::sync() {
                                         : tr("Showing the last valid results. Fix:\n• %1").arg(problems.join("\n• ")));
     errors_->setVisible(!problems.isEmpty());
     syncing_ = false;
+}
+
+}  // namespace kvscope::ui
+
+namespace kvscope::ui {
+
+void InputsPanel::highlightField(const QString& field) {
+    QWidget* w = field.isEmpty() ? nullptr : marks_.widgetFor(field);
+    highlighted_ = w && w->isVisible() ? w : nullptr;
+    if (!highlighted_) {
+        spotlight_->hide();
+        return;
+    }
+    for (QWidget* p = parentWidget(); p; p = p->parentWidget())
+        if (auto* area = qobject_cast<QScrollArea*>(p)) {
+            area->ensureWidgetVisible(highlighted_);
+            break;
+        }
+    const QRect r(highlighted_->mapTo(this, QPoint(0, 0)), highlighted_->size());
+    spotlight_->setGeometry(r.adjusted(-4, -3, 4, 3));
+    spotlight_->show();
+    spotlight_->raise();
+}
+
+void InputsPanel::focusField(const QString& field) {
+    if (QWidget* w = marks_.widgetFor(field)) w->setFocus(Qt::OtherFocusReason);
 }
 
 }  // namespace kvscope::ui

@@ -19,6 +19,7 @@
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -35,11 +36,14 @@
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/export_dialog.h"
 #include "kvscope/ui/inputs_panel.h"
+#include "kvscope/ui/learn_view.h"
 #include "kvscope/ui/memory_chart.h"
 #include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/overview_view.h"
 #include "kvscope/ui/probe_view.h"
+#include "kvscope/ui/recompute_view.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/scrollable.h"
 
 namespace kvscope::ui {
 
@@ -47,14 +51,6 @@ namespace {
 
 constexpr int kMaxRecent = 8;
 QString q(const std::string& s) { return QString::fromStdString(s); }
-
-QWidget* scrollable(QWidget* w) {
-    auto* area = new QScrollArea;
-    area->setWidget(w);
-    area->setWidgetResizable(true);
-    area->setFrameShape(QFrame::NoFrame);
-    return area;
-}
 
 }  // namespace
 
@@ -66,6 +62,7 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
       chart_(new MemoryChart(model_)),
       deployment_(new DeploymentView(model_)),
       probe_(new ProbeView(model_)),
+      learn_(new LearnView(model_)),
       messages_(new MessageBar),
       tabs_(new QTabWidget),
       splitter_(new QSplitter(Qt::Horizontal)),
@@ -107,6 +104,7 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     tabs_->addTab(chart_page, tr("Memory vs &context"));
     tabs_->addTab(scrollable(deployment_), tr("&Deployment fit"));
     tabs_->addTab(scrollable(probe_), tr("&Probe this machine"));
+    tabs_->addTab(learn_, tr("&Learn"));
     tabs_->setDocumentMode(true);
 
     auto* left = static_cast<QScrollArea*>(scrollable(inputs_));
@@ -128,6 +126,22 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     layout->addWidget(splitter_, 1);
     setCentralWidget(central);
     statusBar()->addPermanentWidget(status_, 1);
+
+    // Learn: factors point at their inputs; the stopwatch is shared with the Probe tab.
+    connect(learn_, &LearnView::fieldHovered, inputs_, &InputsPanel::highlightField);
+    connect(learn_, &LearnView::fieldActivated, inputs_, &InputsPanel::focusField);
+    connect(learn_, &LearnView::stopwatchRequested, this, [this](int tokens) {
+        probe_->tokensField()->setValue(tokens);
+        probe_->runStopwatch();
+    });
+    connect(learn_, &LearnView::message, this, [this](const QString& text, bool error) {
+        messages_->showMessage(text, error ? MessageBar::Kind::error : MessageBar::Kind::info);
+    });
+    RecomputeView* recompute = learn_->recompute();
+    connect(probe_, &ProbeView::stopwatchStarted, recompute, &RecomputeView::stopwatchStarted);
+    connect(probe_, &ProbeView::stopwatchStep, recompute, &RecomputeView::addStopwatchStep);
+    connect(probe_, &ProbeView::stopwatchFinished, recompute, &RecomputeView::setStopwatch);
+    connect(probe_, &ProbeView::finished, recompute, &RecomputeView::probeIdle);
 
     createActions();
     connect(model_, &ScenarioModel::changed, this, &MainWindow::updateTitleAndStatus);

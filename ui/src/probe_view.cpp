@@ -271,6 +271,7 @@ void ProbeView::runProbe() {
 }
 
 void ProbeView::runStopwatch() {
+    if (thread_) return;
     cached_->clear();
     uncached_->clear();
     cum_cached_ = cum_uncached_ = 0;
@@ -279,6 +280,7 @@ void ProbeView::runStopwatch() {
     request.tokens = tokens_->value();
     x_->setRange(0, request.tokens);
     y_->setRange(0, 1);
+    emit stopwatchStarted();
     start(tr("Generating with the cache…"), [this, request](probe::Backend& b, const probe::Control& c) {
         const probe::StopwatchReport r = b.stopwatch(request, c);
         QMetaObject::invokeMethod(
@@ -292,6 +294,7 @@ void ProbeView::addStep(bool cached, double ms) {
     cum += ms;
     s->append(s->count() + 1, cum);
     if (cum > y_->max()) y_->setRange(0, cum * 1.1);
+    emit stopwatchStep(cached, ms);
 }
 
 void ProbeView::showProbe(const probe::ProbeReport& r, const QString& note) {
@@ -332,6 +335,7 @@ void ProbeView::showProbe(const probe::ProbeReport& r, const QString& note) {
 }
 
 void ProbeView::showStopwatch(const probe::StopwatchReport& r) {
+    emit stopwatchFinished(r);
     if (r.status != probe::Status::ok) {
         done(q(std::string(to_string(r.status))) + ": " + q(r.message), false);
         return;

@@ -218,7 +218,13 @@ void ScenarioModel::recompute() {
     if (s.deployment) collect(validate(*s.deployment, s.parallel));
     if (errors.empty()) {
         r.kv = *kv;
-        r.formula = kv_formula_text(*layout, s.arch, s.kv_dtype, s.workload, *kv, units_);
+        auto derivation = derive_kv_bytes(*layout, s.arch, s.kv_dtype, s.workload, *kv);
+        if (!derivation) {
+            collect(derivation.errors());
+        } else {
+            r.derivation = *derivation;
+            r.formula = derivation_text(*derivation, units_);
+        }
         auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel);
         CurveOptions options;
         options.spacing = spacing_;

@@ -18,9 +18,7 @@ namespace kvscope {
 // The total printed is the report's, so the text can never disagree with the numbers.
 Result<std::string> kv_formula_text(const Architecture& arch, KvDtype dtype, const Workload& workload,
                                     const Parallelism& parallel, UnitSystem units = UnitSystem::binary);
-// The same from a layout and report already made of these inputs (callers that show both).
-std::string kv_formula_text(const KvLayout& layout, const Architecture& arch, KvDtype dtype, const Workload& workload,
-                            const KvCacheReport& report, UnitSystem units = UnitSystem::binary);
+// (derive_kv_bytes in derivation.h gives the same factor by factor.)
 
 // "tokens,MHA,GQA-8,MQA" then one row per token count, exact byte counts.
 std::string curves_csv(const Curves& curves);

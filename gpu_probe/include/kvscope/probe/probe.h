@@ -127,6 +127,9 @@ struct StopwatchReport {
     double max_logit_diff = 0;
 };
 
+// The stopwatch model's shape, for the calculator's bound on what the cache saves it.
+Architecture stopwatch_architecture();
+
 class Backend {
 public:
     virtual ~Backend() = default;

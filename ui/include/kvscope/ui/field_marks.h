@@ -19,6 +19,8 @@ public:
     // for these widgets, each starting with the widget's label.
     QStringList apply(const Errors& errors, const QMap<QWidget*, QString>& extra = {});
     [[nodiscard]] bool isMarked(const QWidget* widget) const;
+    // The widget that answers for calculator field `field`; null when none does.
+    [[nodiscard]] QWidget* widgetFor(const QString& field) const;
 
 private:
     struct Entry {

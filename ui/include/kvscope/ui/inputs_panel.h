@@ -9,6 +9,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QFrame;
 class QLabel;
 class QToolButton;
 
@@ -38,6 +39,15 @@ public:
     [[nodiscard]] QLabel* errorLabel() const { return errors_; }
     [[nodiscard]] const FieldMarks& marks() const { return marks_; }
 
+    // Draws a frame around the input behind calculator field `field` ("kv_heads", "batch", …) and
+    // scrolls it into view, as while the Learn tab's matching factor is hovered; an empty or
+    // unknown name clears the frame.
+    void highlightField(const QString& field);
+    // The input framed now, or null.
+    [[nodiscard]] QWidget* highlightedField() const { return highlighted_; }
+    // Moves the keyboard focus to the input behind `field`.
+    void focusField(const QString& field);
+
 private:
     void sync();
     void commitKvHeads();
@@ -61,6 +71,8 @@ private:
     QCheckBox* full_window_;
     QLabel* errors_;
     FieldMarks marks_;
+    QFrame* spotlight_;
+    QWidget* highlighted_ = nullptr;
     QString kv_heads_problem_;
     bool syncing_ = false;
 };

@@ -1,7 +1,7 @@
 #pragma once
 // The KVScope window: inputs on the left; overview, memory chart and deployment
 // fit as tabs; menus, toolbar, shortcuts, drag and drop, recent files, and the
-// last scenario and layout restored at start.
+// last scenario and layout restored at start. A Learn tab for people learning how it works.
 
 #include <QMainWindow>
 
@@ -25,6 +25,7 @@ namespace kvscope::ui {
 
 class DeploymentView;
 class InputsPanel;
+class LearnView;
 class MemoryChart;
 class MessageBar;
 class OverviewView;
@@ -34,7 +35,7 @@ class ScenarioModel;
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    enum Tab { OverviewTab, ChartTab, DeploymentTab, ProbeTab };
+    enum Tab { OverviewTab, ChartTab, DeploymentTab, ProbeTab, LearnTab };
     // `restore`: reopen the last scenario, layout and preferences from QSettings.
     explicit MainWindow(const Catalog& catalog, bool restore = true, QWidget* parent = nullptr);
 
@@ -44,6 +45,7 @@ public:
     [[nodiscard]] MemoryChart* chart() const { return chart_; }
     [[nodiscard]] DeploymentView* deployment() const { return deployment_; }
     [[nodiscard]] ProbeView* probe() const { return probe_; }
+    [[nodiscard]] LearnView* learn() const { return learn_; }
     [[nodiscard]] MessageBar* messages() const { return messages_; }
     [[nodiscard]] QTabWidget* tabs() const { return tabs_; }
     [[nodiscard]] QString statusSummary() const;
@@ -89,6 +91,7 @@ private:
     MemoryChart* chart_;
     DeploymentView* deployment_;
     ProbeView* probe_;
+    LearnView* learn_;
     MessageBar* messages_;
     QTabWidget* tabs_;
     QSplitter* splitter_;

@@ -52,6 +52,10 @@ public slots:
 
 signals:
     void finished();
+    // The stopwatch, for views that overlay it: started, one step measured, its report.
+    void stopwatchStarted();
+    void stopwatchStep(bool cached, double ms);
+    void stopwatchFinished(const probe::StopwatchReport& report);
 
 protected:
     void showEvent(QShowEvent* event) override;

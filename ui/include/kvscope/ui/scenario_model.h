@@ -15,6 +15,7 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/curves.h"
 #include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/derivation.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/scenario.h"
 #include "kvscope/calculator/units.h"
@@ -28,7 +29,8 @@ struct Results {
     KvCacheReport kv;
     std::vector<Variant> variants;
     Curves curves;
-    std::string formula;
+    KvDerivation derivation;          // the formula factor by factor
+    std::string formula;              // the same as one line
     std::uint64_t weights_bytes = 0;  // all GPUs, in the deployment's (or the model's) weight format
     bool weights_estimated = false;
     std::optional<FitReport> fit;

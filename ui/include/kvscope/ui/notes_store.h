@@ -1,0 +1,60 @@
+#pragma once
+// The learner's claim-and-evidence notes, each with the scenario it was written about.
+// Kept in one JSON file on this machine only; exported as Markdown on request.
+
+#include <QDateTime>
+#include <QList>
+#include <QString>
+
+#include <optional>
+
+#include "kvscope/calculator/scenario.h"
+#include "kvscope/calculator/units.h"
+
+namespace kvscope {
+class Catalog;
+}
+
+namespace kvscope::ui {
+
+struct Note {
+    QString id;
+    QDateTime created, modified;
+    QString claim;     // "I expect GQA-8 to cut the cache to a quarter because …"
+    QString evidence;  // what the numbers showed
+    Scenario scenario;
+    QString model;  // the model's name when the scenario was attached
+};
+
+class NotesStore {
+public:
+    explicit NotesStore(QString path = defaultPath());
+    // notes.json in the app's data folder (per user, this machine).
+    static QString defaultPath();
+
+    [[nodiscard]] const QString& path() const { return path_; }
+    // Reads the file; a missing file is an empty pad. A file that cannot be read is copied aside
+    // (its path is in the message) so nothing written before is lost, and the pad starts empty.
+    std::optional<QString> load();
+    // Writes every note (atomically); the message says why not.
+    [[nodiscard]] std::optional<QString> save() const;
+
+    [[nodiscard]] QList<Note>& notes() { return notes_; }
+    [[nodiscard]] const QList<Note>& notes() const { return notes_; }
+    Note& add(const Scenario& scenario, const QString& model);
+
+    // Every note as Markdown: claim as heading, the scenario in words with its cache size, the
+    // evidence, and the scenario file for reopening it.
+    [[nodiscard]] QString markdown(UnitSystem units = UnitSystem::binary) const;
+    [[nodiscard]] std::optional<QString> exportMarkdown(const QString& path, UnitSystem units) const;
+
+private:
+    QString path_;
+    QList<Note> notes_;
+    bool writable_ = true;  // false while an unreadable file could not be copied aside
+};
+
+// "Llama 3 8B · GQA-8 · 8,192 tokens × 1 sequence · fp16 → KV cache 1.00 GiB (1.07 GB)".
+QString scenario_summary(const Scenario& scenario, const QString& model, UnitSystem units = UnitSystem::binary);
+
+}  // namespace kvscope::ui

@@ -1,0 +1,61 @@
+#include "kvscope/ui/learn_view.h"
+
+#include <QHBoxLayout>
+#include <QListWidget>
+#include <QScrollArea>
+#include <QStackedWidget>
+
+#include "kvscope/ui/notes_view.h"
+#include "kvscope/ui/phases_view.h"
+#include "kvscope/ui/quiz_view.h"
+#include "kvscope/ui/recompute_view.h"
+#include "kvscope/ui/scrollable.h"
+#include "kvscope/ui/show_work_view.h"
+#include "kvscope/ui/what_if_view.h"
+#include "kvscope/ui/window_strip.h"
+
+namespace kvscope::ui {
+
+LearnView::LearnView(ScenarioModel* model, const QString& notes_path, QWidget* parent)
+    : QWidget(parent),
+      pages_list_(new QListWidget),
+      stack_(new QStackedWidget),
+      show_work_(new ShowWorkView(model)),
+      phases_(new PhasesView(model)),
+      recompute_(new RecomputeView(model)),
+      what_ifs_(new WhatIfView(model)),
+      context_window_(new ContextWindowPage(model)),
+      quiz_(new QuizView(model)),
+      notes_(new NotesView(model, notes_path)) {
+    const QList<std::pair<QString, QWidget*>> pages{{tr("Show your work"), scrollable(show_work_)},
+                                                    {tr("Prefill and decode"), scrollable(phases_)},
+                                                    {tr("Cost of recomputing"), recompute_},
+                                                    {tr("What if…"), scrollable(what_ifs_)},
+                                                    {tr("Context window"), scrollable(context_window_)},
+                                                    {tr("Check yourself"), scrollable(quiz_)},
+                                                    {tr("Notes"), notes_}};
+    for (const auto& [title, page] : pages) {
+        pages_list_->addItem(title);
+        stack_->addWidget(page);
+    }
+    pages_list_->setAccessibleName(tr("Lessons"));
+    pages_list_->setStyleSheet("QListWidget::item { padding: 6px 8px; }");
+    pages_list_->setFixedWidth(pages_list_->sizeHintForColumn(0) + 24);
+    pages_list_->setCurrentRow(0);
+    auto* layout = new QHBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(pages_list_);
+    layout->addWidget(stack_, 1);
+
+    connect(pages_list_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
+    connect(show_work_, &ShowWorkView::fieldHovered, this, &LearnView::fieldHovered);
+    connect(show_work_, &ShowWorkView::fieldActivated, this, &LearnView::fieldActivated);
+    connect(recompute_, &RecomputeView::stopwatchRequested, this, &LearnView::stopwatchRequested);
+    connect(notes_, &NotesView::message, this, &LearnView::message);
+}
+
+void LearnView::setPage(Page page) { pages_list_->setCurrentRow(page); }
+
+LearnView::Page LearnView::page() const { return static_cast<Page>(pages_list_->currentRow()); }
+
+}  // namespace kvscope::ui

@@ -1,0 +1,194 @@
+#include "kvscope/ui/show_work_view.h"
+
+#include <QEvent>
+#include <QHeaderView>
+#include <QLabel>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include "kvscope/ui/scenario_model.h"
+
+namespace kvscope::ui {
+
+namespace {
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+
+// Where a factor's value is set, in the words of the inputs panel.
+QString source_of(const QString& field) {
+    static const QMap<QString, QString> names{{"layers", QObject::tr("Layers")},
+                                              {"kv_heads", QObject::tr("KV heads")},
+                                              {"head_dim", QObject::tr("Head dim")},
+                                              {"kv_dtype", QObject::tr("KV dtype")},
+                                              {"context_tokens", QObject::tr("Context")},
+                                              {"batch", QObject::tr("Sequences")},
+                                              {"tp", QObject::tr("TP")},
+                                              {"full_window", QObject::tr("Full-context switch + model's window")},
+                                              {"block_size", QObject::tr("Block size")}};
+    return field.isEmpty() ? QObject::tr("the model / a constant") : names.value(field, field);
+}
+
+}  // namespace
+
+QColor factor_colour(const QString& field) {
+    static const QMap<QString, QColor> colours{
+        {"layers", QColor(0x2e, 0x86, 0xde)},         {"kv_heads", QColor(0x27, 0xae, 0x60)},
+        {"head_dim", QColor(0x8e, 0x44, 0xad)},       {"kv_dtype", QColor(0xe6, 0x7e, 0x22)},
+        {"context_tokens", QColor(0xc0, 0x39, 0x2b)}, {"full_window", QColor(0xd3, 0x54, 0x9a)},
+        {"batch", QColor(0x16, 0xa0, 0x85)},          {"tp", QColor(0x9c, 0x6b, 0x30)}};
+    return colours.value(field, QColor(0x7f, 0x8c, 0x8d));
+}
+
+ShowWorkView::ShowWorkView(ScenarioModel* model, QWidget* parent)
+    : QWidget(parent),
+      model_(model),
+      form_(new QLabel),
+      formula_(new QLabel),
+      product_(new QLabel),
+      table_(new QTableWidget(0, 4)) {
+    form_->setWordWrap(true);
+    formula_->setWordWrap(true);
+    formula_->setTextFormat(Qt::RichText);
+    formula_->setTextInteractionFlags(Qt::LinksAccessibleByMouse | Qt::LinksAccessibleByKeyboard);
+    formula_->setFrameShape(QFrame::StyledPanel);
+    formula_->setMargin(10);
+    formula_->setAccessibleName(tr("The formula, factor by factor"));
+    formula_->setToolTip(tr("Point at a factor to see the input it comes from; click it to go there."));
+    QFont big = product_->font();
+    big.setPointSizeF(big.pointSizeF() * 1.4);
+    big.setBold(true);
+    product_->setFont(big);
+    product_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    product_->setWordWrap(true);
+
+    table_->setHorizontalHeaderLabels({tr("Factor"), tr("Value"), tr("Set by"), tr("Why")});
+    table_->verticalHeader()->hide();
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->setSelectionMode(QAbstractItemView::NoSelection);
+    table_->setWordWrap(true);
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->horizontalHeader()->setSectionResizeMode(3, QHeaderView::Stretch);
+    table_->setMouseTracking(true);
+    table_->viewport()->installEventFilter(this);
+    table_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    table_->setAccessibleName(tr("Factors of the formula"));
+
+    auto* layout = new QVBoxLayout(this);
+    auto* intro =
+        new QLabel(tr("<h3>Show your work</h3>The KV cache holds a key and a value for every token, in "
+                      "every layer, for every KV head. Multiply it out — point at a factor to see "
+                      "which input sets it:"));
+    intro->setWordWrap(true);
+    layout->addWidget(intro);
+    layout->addWidget(form_);
+    layout->addWidget(formula_);
+    layout->addWidget(product_);
+    layout->addWidget(table_);
+    layout->addStretch(1);
+
+    connect(formula_, &QLabel::linkHovered, this, [this](const QString& link) { emit fieldHovered(link); });
+    connect(formula_, &QLabel::linkActivated, this, &ShowWorkView::fieldActivated);
+    connect(table_, &QTableWidget::cellEntered, this,
+            [this](int row, int) { emit fieldHovered(table_->item(row, 0)->data(FieldRole).toString()); });
+    connect(table_, &QTableWidget::cellClicked, this,
+            [this](int row, int) { emit fieldActivated(table_->item(row, 0)->data(FieldRole).toString()); });
+    connect(model_, &ScenarioModel::changed, this, &ShowWorkView::refresh);
+    connect(model_, &ScenarioModel::unitsChanged, this, &ShowWorkView::refresh);
+    refresh();
+}
+
+bool ShowWorkView::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == table_->viewport() && event->type() == QEvent::Leave) emit fieldHovered(QString());
+    return QWidget::eventFilter(watched, event);
+}
+
+void ShowWorkView::refresh() {
+    if (!model_->hasResults()) return;
+    const Results& r = model_->results();
+    const KvDerivation& d = r.derivation;
+    const UnitSystem units = model_->units();
+
+    QString form = tr("<b>Form:</b> %1. ").arg(q(d.form));
+    if (r.scenario.arch.mla)
+        form +=
+            tr("Multi-head latent attention stores one compressed latent per token and layer, shared by "
+               "every head: no ×2 for K and V, and no KV heads.");
+    else if (d.groups.size() > 1)
+        form +=
+            tr("Sliding-window layers keep only their last tokens, so layers are summed in groups by "
+               "the tokens they store.");
+    else
+        form += tr("2 × layers × KV heads × head dim × bytes per element × tokens × sequences.");
+    form_->setText(form);
+
+    // The formula as coloured, linked factors.
+    auto chip = [](const Factor& f) {
+        const QString field = q(f.field);
+        const QColor c = factor_colour(field);
+        const QString text = q(f.text).toHtmlEscaped().replace(' ', "&nbsp;");
+        if (field.isEmpty()) return QStringLiteral("<span style=\"color:%1\">%2</span>").arg(c.name(), text);
+        return QStringLiteral("<a href=\"%1\" style=\"color:%2; text-decoration:none\"><b>%3</b></a>")
+            .arg(field, c.name(), text);
+    };
+    QStringList parts;
+    if (d.kv_pair) parts << chip(*d.kv_pair);
+    QStringList row;
+    for (const Factor& f : d.row) row << chip(f);
+    if (d.groups.size() == 1) {
+        parts << chip(d.groups[0].layers) << row << chip(d.groups[0].tokens);
+    } else {
+        QStringList sum;
+        for (const LayerGroup& g : d.groups) sum << chip(g.layers) + " × " + chip(g.tokens);
+        parts << "(" + sum.join(" + ") + ")" << row;
+    }
+    for (const Factor& f : d.tail) parts << chip(f);
+    formula_->setText("<span style=\"font-size:large\">" + parts.join(" × ") + "</span>");
+    product_->setText(
+        tr("= %1 bytes = %2").arg(q(format_count(d.total_bytes)), q(format_bytes_both(d.total_bytes, units))));
+
+    // One row per factor, in the order of the formula.
+    std::vector<const Factor*> factors;
+    if (d.kv_pair) factors.push_back(&*d.kv_pair);
+    if (d.groups.size() == 1) {
+        factors.push_back(&d.groups[0].layers);
+        for (const Factor& f : d.row) factors.push_back(&f);
+        factors.push_back(&d.groups[0].tokens);
+    } else {
+        for (const LayerGroup& g : d.groups) {
+            factors.push_back(&g.layers);
+            factors.push_back(&g.tokens);
+        }
+        for (const Factor& f : d.row) factors.push_back(&f);
+    }
+    for (const Factor& f : d.tail) factors.push_back(&f);
+    table_->setRowCount(static_cast<int>(factors.size()));
+    for (int i = 0; i < static_cast<int>(factors.size()); ++i) {
+        const Factor& f = *factors[static_cast<std::size_t>(i)];
+        const QString field = q(f.field);
+        auto* name = new QTableWidgetItem(q(f.text));
+        name->setForeground(factor_colour(field));
+        name->setData(FieldRole, field);
+        name->setData(ValueRole, QVariant::fromValue<qulonglong>(f.value));
+        name->setData(DivisorRole, QVariant::fromValue<qulonglong>(f.divisor));
+        // Sub-byte and block formats: the exact fraction beside its decimal (q8_0: 272/256 = 1.0625).
+        const QString value = f.value % f.divisor == 0
+                                  ? q(format_count(f.value / f.divisor))
+                                  : QStringLiteral("%1/%2 = %3")
+                                        .arg(f.value)
+                                        .arg(f.divisor)
+                                        .arg(static_cast<double>(f.value) / static_cast<double>(f.divisor), 0, 'g', 6);
+        table_->setItem(i, 0, name);
+        table_->setItem(i, 1, new QTableWidgetItem(value));
+        table_->setItem(i, 2, new QTableWidgetItem(source_of(field)));
+        auto* why = new QTableWidgetItem(q(f.note));
+        why->setToolTip(q(f.note));
+        table_->setItem(i, 3, why);
+    }
+    table_->resizeRowsToContents();
+    // The whole table shows without a scroll bar of its own; the page scrolls instead.
+    int height = table_->horizontalHeader()->height() + 2 * table_->frameWidth();
+    for (int i = 0; i < table_->rowCount(); ++i) height += table_->rowHeight(i);
+    table_->setFixedHeight(height);
+}
+
+}  // namespace kvscope::ui
