@@ -40,6 +40,14 @@ namespace {
 
 __extension__ using u128 = unsigned __int128;
 
+// Opens the Learn tab on `page`, as a user does before reading it (hidden pages catch up when shown).
+void show_page(MainWindow& w, LearnView::Page page) {
+    w.show();
+    w.tabs()->setCurrentIndex(MainWindow::LearnTab);
+    w.learn()->setPage(page);
+    QApplication::processEvents();
+}
+
 // What a reader gets multiplying the table's factors (exact: value / divisor each).
 std::uint64_t product_of_rows(QTableWidget* t) {
     u128 num = 1, den = 1;
@@ -52,6 +60,7 @@ std::uint64_t product_of_rows(QTableWidget* t) {
 
 TEST(LearnShowWork, TheShownProductIsTheCalculatorsBytes) {
     MainWindow w(testing::catalog(), false);
+    show_page(w, LearnView::ShowWork);
     ShowWorkView* v = w.learn()->showWork();
     struct Case {
         const char* model;
@@ -89,9 +98,7 @@ TEST(LearnShowWork, TheShownProductIsTheCalculatorsBytes) {
 
 TEST(LearnShowWork, PointingAtAFactorFramesItsInput) {
     MainWindow w(testing::catalog(), false);
-    w.show();
-    w.tabs()->setCurrentIndex(MainWindow::LearnTab);
-    QApplication::processEvents();
+    show_page(w, LearnView::ShowWork);
     ShowWorkView* v = w.learn()->showWork();
     emit v->formulaLabel()->linkHovered("kv_heads");
     EXPECT_EQ(w.inputs()->highlightedField(), static_cast<QWidget*>(w.inputs()->kvHeadsField()));
@@ -114,6 +121,7 @@ TEST(LearnShowWork, PointingAtAFactorFramesItsInput) {
 TEST(LearnWhatIf, AppliesAndReverts) {
     MainWindow w(testing::catalog(), false);
     w.model()->loadCatalogModel("llama-3-8b");  // 8 KV heads
+    show_page(w, LearnView::WhatIfs);
     WhatIfView* v = w.learn()->whatIfs();
     const std::uint64_t before = w.model()->results().kv.total_bytes;
     EXPECT_TRUE(v->changeLabel("halve_kv_heads")->text().contains("-50.0%"));
@@ -145,6 +153,7 @@ TEST(LearnQuiz, ARightAnswerIsAcceptedAndAWrongOneShowsTheWorking) {
         s.kv_dtype = KvDtype::fp16;
         s.workload = {8192, 1, 1, false};
     });
+    show_page(w, LearnView::Quiz);
     QuizView* quiz = w.learn()->quiz();
     ASSERT_GE(quiz->count(), 4);
     int heads = -1;
@@ -169,6 +178,17 @@ TEST(LearnQuiz, ARightAnswerIsAcceptedAndAWrongOneShowsTheWorking) {
     w.model()->edit("gqa", [](Scenario& s) { s.arch.kv_heads = 8; });
     EXPECT_TRUE(quiz->question(0).text.starts_with("With 4 KV heads instead of 8"));
     EXPECT_TRUE(quiz->answerField(0)->text().isEmpty());
+}
+
+TEST(LearnPages, AHiddenPageShowsTheCurrentScenarioWhenOpened) {
+    MainWindow w(testing::catalog(), false);
+    show_page(w, LearnView::Notes);  // the quiz is hidden while the scenario changes
+    w.model()->loadCatalogModel("kvscope-teaching-32l");
+    w.model()->edit("heads", [](Scenario& s) { s.arch.kv_heads = 8; });
+    w.learn()->setPage(LearnView::Quiz);
+    QApplication::processEvents();
+    ASSERT_GE(w.learn()->quiz()->count(), 1);
+    EXPECT_TRUE(w.learn()->quiz()->question(0).text.starts_with("With 4 KV heads instead of 8"));
 }
 
 TEST(LearnNotes, SurviveARestartAndExportAsMarkdown) {
@@ -220,6 +240,7 @@ TEST(LearnNotes, AnUnreadableFileIsKeptAsideNotOverwritten) {
 TEST(LearnContextWindow, TheStripCountsWhatEachLayerStillSees) {
     MainWindow w(testing::catalog(), false);
     w.model()->loadCatalogModel("gemma-2-9b");  // 8,192-token window; half the layers slide over 4,096
+    show_page(w, LearnView::ContextWindow);
     ContextWindowPage* page = w.learn()->contextWindow();
     page->setConversation(10000);
     const ContextWindowView& v = page->strip()->view();
@@ -243,6 +264,7 @@ TEST(LearnContextWindow, TheStripCountsWhatEachLayerStillSees) {
 
 TEST(LearnRecompute, FlatAgainstGrowingAndTheStopwatchOverlaid) {
     MainWindow w(testing::catalog(), false);
+    show_page(w, LearnView::Recompute);
     RecomputeView* r = w.learn()->recompute();
     r->tokensField()->setValue(64);
     const auto cached = r->cachedSeries()->points();

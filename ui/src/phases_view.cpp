@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "kvscope/calculator/learn.h"
+#include "kvscope/ui/refresh_when_shown.h"
 #include "kvscope/ui/scenario_model.h"
 
 namespace kvscope::ui {
@@ -47,9 +48,9 @@ PhasesView::PhasesView(ScenarioModel* model, QWidget* parent)
     layout->addWidget(table_);
     layout->addWidget(summary_);
     layout->addStretch(1);
-    connect(model_, &ScenarioModel::changed, this, &PhasesView::refresh);
-    connect(model_, &ScenarioModel::unitsChanged, this, &PhasesView::refresh);
-    refresh();
+    auto* lazy = new RefreshWhenShown(this, [this] { refresh(); });
+    connect(model_, &ScenarioModel::changed, lazy, &RefreshWhenShown::request);
+    connect(model_, &ScenarioModel::unitsChanged, lazy, &RefreshWhenShown::request);
 }
 
 void PhasesView::refresh() {

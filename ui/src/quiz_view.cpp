@@ -7,6 +7,7 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include "kvscope/ui/refresh_when_shown.h"
 #include "kvscope/ui/scenario_model.h"
 
 namespace kvscope::ui {
@@ -30,9 +31,9 @@ QuizView::QuizView(ScenarioModel* model, QWidget* parent)
     layout->addWidget(empty_);
     layout->addLayout(list_);
     layout->addStretch(1);
-    connect(model_, &ScenarioModel::changed, this, &QuizView::refresh);
-    connect(model_, &ScenarioModel::unitsChanged, this, &QuizView::refresh);
-    refresh();
+    auto* lazy = new RefreshWhenShown(this, [this] { refresh(); });
+    connect(model_, &ScenarioModel::changed, lazy, &RefreshWhenShown::request);
+    connect(model_, &ScenarioModel::unitsChanged, lazy, &RefreshWhenShown::request);
 }
 
 void QuizView::refresh() {

@@ -20,6 +20,7 @@
 
 #include "kvscope/calculator/learn.h"
 #include "kvscope/ui/chart_palette.h"
+#include "kvscope/ui/refresh_when_shown.h"
 #include "kvscope/ui/scenario_model.h"
 
 namespace kvscope::ui {
@@ -120,8 +121,8 @@ RecomputeView::RecomputeView(ScenarioModel* model, QWidget* parent)
     connect(mode_, &QComboBox::currentIndexChanged, this, [this](int i) { setCumulative(i == 1); });
     connect(tokens_, &QSpinBox::valueChanged, this, &RecomputeView::refresh);
     connect(run_, &QPushButton::clicked, this, [this] { emit stopwatchRequested(std::min(tokens_->value(), 4096)); });
-    connect(model_, &ScenarioModel::changed, this, &RecomputeView::refresh);
-    refresh();
+    auto* lazy = new RefreshWhenShown(this, [this] { refresh(); });
+    connect(model_, &ScenarioModel::changed, lazy, &RefreshWhenShown::request);
 }
 
 void RecomputeView::setCumulative(bool on) {

@@ -6,6 +6,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include "kvscope/ui/refresh_when_shown.h"
 #include "kvscope/ui/scenario_model.h"
 
 namespace kvscope::ui {
@@ -92,9 +93,9 @@ ShowWorkView::ShowWorkView(ScenarioModel* model, QWidget* parent)
             [this](int row, int) { emit fieldHovered(table_->item(row, 0)->data(FieldRole).toString()); });
     connect(table_, &QTableWidget::cellClicked, this,
             [this](int row, int) { emit fieldActivated(table_->item(row, 0)->data(FieldRole).toString()); });
-    connect(model_, &ScenarioModel::changed, this, &ShowWorkView::refresh);
-    connect(model_, &ScenarioModel::unitsChanged, this, &ShowWorkView::refresh);
-    refresh();
+    auto* lazy = new RefreshWhenShown(this, [this] { refresh(); });
+    connect(model_, &ScenarioModel::changed, lazy, &RefreshWhenShown::request);
+    connect(model_, &ScenarioModel::unitsChanged, lazy, &RefreshWhenShown::request);
 }
 
 bool ShowWorkView::eventFilter(QObject* watched, QEvent* event) {

@@ -6,6 +6,7 @@
 #include <QUndoStack>
 #include <QVBoxLayout>
 
+#include "kvscope/ui/refresh_when_shown.h"
 #include "kvscope/ui/scenario_model.h"
 
 namespace kvscope::ui {
@@ -56,9 +57,9 @@ WhatIfView::WhatIfView(ScenarioModel* model, QWidget* parent)
     connect(model_->undoStack(), &QUndoStack::indexChanged, this, [this] {
         if (!applying_) updateRevert();
     });
-    connect(model_, &ScenarioModel::changed, this, &WhatIfView::refresh);
-    connect(model_, &ScenarioModel::unitsChanged, this, &WhatIfView::refresh);
-    refresh();
+    auto* lazy = new RefreshWhenShown(this, [this] { refresh(); });
+    connect(model_, &ScenarioModel::changed, lazy, &RefreshWhenShown::request);
+    connect(model_, &ScenarioModel::unitsChanged, lazy, &RefreshWhenShown::request);
 }
 
 QPushButton* WhatIfView::applyButton(const QString& id) const {

@@ -11,6 +11,7 @@
 
 #include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/context_input.h"
+#include "kvscope/ui/refresh_when_shown.h"
 #include "kvscope/ui/scenario_model.h"
 
 namespace kvscope::ui {
@@ -133,8 +134,8 @@ ContextWindowPage::ContextWindowPage(ScenarioModel* model, QWidget* parent)
     connect(timer_, &QTimer::timeout, this, &ContextWindowPage::step);
     connect(play_, &QPushButton::toggled, this, &ContextWindowPage::play);
     connect(conversation_, &ContextInput::valueEdited, this, [this](std::uint64_t t, bool) { setConversation(t); });
-    connect(model_, &ScenarioModel::changed, this, &ContextWindowPage::refresh);
-    refresh();
+    auto* lazy = new RefreshWhenShown(this, [this] { refresh(); });
+    connect(model_, &ScenarioModel::changed, lazy, &RefreshWhenShown::request);
 }
 
 void ContextWindowPage::setConversation(std::uint64_t tokens) {
