@@ -190,6 +190,10 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
 
     // Dark mode: the system palette, followed by every view and the chart.
     model->loadCatalogModel("kvscope-teaching-32l");
+    model->edit("Set up the example", [](Scenario& s) {
+        s.kv_dtype = KvDtype::fp16;
+        s.workload = {8192, 1, 1, false};
+    });
     QPalette dark;
     const QColor window_bg(0x2b, 0x2d, 0x30), base(0x1e, 0x1f, 0x22), text(0xe6, 0xe6, 0xe6);
     dark.setColor(QPalette::Window, window_bg);
