@@ -9,10 +9,6 @@ namespace kvscope {
 
 namespace {
 
-std::string plural(std::uint64_t n, const std::string& one, const std::string& many) {
-    return format_count(n) + " " + (n == 1 ? one : many);
-}
-
 Factor element_factor(KvDtype dtype) {
     const KvDtypeInfo& i = info(dtype);
     Factor f;
@@ -37,13 +33,14 @@ Row row_factors(const Architecture& arch, KvDtype dtype) {
         latent.value = arch.mla->kv_lora_rank + arch.mla->qk_rope_head_dim;
         latent.text = "(" + format_count(arch.mla->kv_lora_rank) + " latent + " +
                       format_count(arch.mla->qk_rope_head_dim) + " rope) values";
-        latent.note = "MLA stores one compressed latent per token and layer, shared by every head, instead of K "
-                      "and V per head; its size is fixed by the model.";
+        latent.note =
+            "MLA stores one compressed latent per token and layer, shared by every head, instead of K "
+            "and V per head; its size is fixed by the model.";
         r.factors.push_back(latent);
     } else {
         Factor heads;
         heads.value = arch.kv_heads;
-        heads.text = plural(arch.kv_heads, "KV head", "KV heads");
+        heads.text = format_count_of(arch.kv_heads, "KV head", "KV heads");
         heads.field = "kv_heads";
         heads.note = "Each KV head stores its own key and value; query heads in a group share one.";
         Factor dim;
@@ -90,7 +87,7 @@ std::optional<std::uint64_t> exact_product(const std::optional<Factor>& lead, co
 std::string element_size_text(KvDtype dtype) {
     const KvDtypeInfo& i = info(dtype);
     if (i.values_per_block == 1 && i.bits_per_block % 8 == 0)
-        return plural(i.bits_per_block / 8, "byte", "bytes") + " (" + std::string(i.id) + ")";
+        return format_count_of(i.bits_per_block / 8, "byte", "bytes") + " (" + std::string(i.id) + ")";
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.6g", bits_per_value(dtype) / 8.0);
     if (i.values_per_block == 1) return std::string(buf) + " bytes (" + std::string(i.id) + ")";
@@ -125,11 +122,11 @@ Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture&
         LayerGroup g;
         g.window = window;
         g.layers.value = layers;
-        g.layers.text = plural(layers, "layer", "layers");
+        g.layers.text = format_count_of(layers, "layer", "layers");
         g.layers.field = "layers";
         g.layers.note = "Every layer keeps its own cache.";
         g.tokens.value = tokens;
-        g.tokens.text = plural(tokens, "token", "tokens");
+        g.tokens.text = format_count_of(tokens, "token", "tokens");
         const std::uint64_t kept = KvLayout::kept_tokens(window, workload.context_tokens);
         if (kept < workload.context_tokens) {
             windowed = true;
@@ -142,8 +139,8 @@ Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture&
             g.tokens.note = "Every token of the context (prompt and generated) is kept.";
         }
         if (tokens != kept) {
-            g.tokens.text += " (" + format_count(kept) + " rounded up to blocks of " + format_count(layout.block_size()) +
-                             ")";
+            g.tokens.text +=
+                " (" + format_count(kept) + " rounded up to blocks of " + format_count(layout.block_size()) + ")";
             g.tokens.note += " Paged engines allocate whole blocks of " + format_count(layout.block_size()) + ".";
         }
         d.groups.push_back(std::move(g));
@@ -185,7 +182,7 @@ Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture&
 
     Factor sequences;
     sequences.value = workload.batch;
-    sequences.text = plural(workload.batch, "sequence", "sequences");
+    sequences.text = format_count_of(workload.batch, "sequence", "sequences");
     sequences.field = "batch";
     sequences.note = "Every concurrent sequence keeps its own cache.";
     d.tail.push_back(sequences);
@@ -206,8 +203,7 @@ std::string derivation_text(const KvDerivation& d, UnitSystem units) {
         text += d.groups[0].layers.text + row + " × " + d.groups[0].tokens.text;
     } else {
         std::string sum;
-        for (const LayerGroup& g : d.groups)
-            sum += (sum.empty() ? "" : " + ") + g.layers.text + " × " + g.tokens.text;
+        for (const LayerGroup& g : d.groups) sum += (sum.empty() ? "" : " + ") + g.layers.text + " × " + g.tokens.text;
         text += "(" + sum + ")" + row;
     }
     for (const Factor& f : d.tail) text += " × " + f.text;

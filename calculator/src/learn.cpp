@@ -12,10 +12,6 @@ namespace kvscope {
 
 namespace {
 
-std::string plural(std::uint64_t n, const std::string& one, const std::string& many) {
-    return format_count(n) + " " + (n == 1 ? one : many);
-}
-
 // Validation errors of `s` as one sentence, naming the field.
 std::string first_problem(const Errors& errors) {
     if (errors.empty()) return {};
@@ -110,9 +106,9 @@ std::vector<WhatIf> what_ifs(const Scenario& s) {
                 w.available = true;
                 w.total_after = after->total_bytes;
                 w.per_gpu_after = after->per_gpu_bytes;
-                const bool gpu = compare_per_gpu || per_gpu_matters;
-                const double before = static_cast<double>(gpu ? w.per_gpu_before : w.total_before);
-                const double now = static_cast<double>(gpu ? w.per_gpu_after : w.total_after);
+                w.per_gpu = compare_per_gpu || per_gpu_matters;
+                const double before = static_cast<double>(w.per_gpu ? w.per_gpu_before : w.total_before);
+                const double now = static_cast<double>(w.per_gpu ? w.per_gpu_after : w.total_after);
                 w.percent_change = before > 0 ? 100.0 * (now - before) / before : 0;
             }
         }
@@ -191,7 +187,7 @@ ContextWindowView context_window_view(const Architecture& arch, std::uint64_t co
     if (auto full = layers_by_window.find(0); full != layers_by_window.end()) {
         WindowRow r;
         r.layers = full->second;
-        r.label = plural(r.layers, "full-attention layer", "full-attention layers");
+        r.label = format_count_of(r.layers, "full-attention layer", "full-attention layers");
         r.visible = v.in_window;
         v.rows.push_back(r);
     }
@@ -200,7 +196,7 @@ ContextWindowView context_window_view(const Architecture& arch, std::uint64_t co
         WindowRow r;
         r.layers = it->second;
         r.window = it->first;
-        r.label = plural(r.layers, "sliding-window layer", "sliding-window layers") + " (window " +
+        r.label = format_count_of(r.layers, "sliding-window layer", "sliding-window layers") + " (window " +
                   format_count(r.window) + ")";
         r.visible = std::min(r.window, v.in_window);
         v.rows.push_back(r);

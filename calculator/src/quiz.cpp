@@ -25,9 +25,12 @@ std::string percent_text(double p) {
 
 const char* hint_for(AnswerUnit unit) {
     switch (unit) {
-    case AnswerUnit::bytes: return "a size such as 1.5 GiB, 1.6 GB or 1610612736";
-    case AnswerUnit::tokens: return "a token count such as 12000, 12,000 or 12k";
-    case AnswerUnit::percent: return "a percentage such as 25 or 25%";
+        case AnswerUnit::bytes:
+            return "a size such as 1.5 GiB, 1.6 GB or 1610612736";
+        case AnswerUnit::tokens:
+            return "a token count such as 12000, 12,000 or 12k";
+        case AnswerUnit::percent:
+            return "a percentage such as 25 or 25%";
     }
     return "";
 }
@@ -60,10 +63,21 @@ std::optional<double> parse_answer(std::string_view typed, AnswerUnit unit) {
         const char* suffix;
         double factor;
     };
-    static constexpr Scale kBytes[] = {{"", 1},          {"b", 1},           {"bytes", 1},       {"kib", 1024.0},
-                                       {"mib", 1048576.0}, {"gib", 1073741824.0}, {"tib", 1099511627776.0},
-                                       {"kb", 1e3},      {"mb", 1e6},        {"gb", 1e9},        {"tb", 1e12},
-                                       {"k", 1024.0},    {"m", 1048576.0},   {"g", 1073741824.0}, {"t", 1099511627776.0}};
+    static constexpr Scale kBytes[] = {{"", 1},
+                                       {"b", 1},
+                                       {"bytes", 1},
+                                       {"kib", 1024.0},
+                                       {"mib", 1048576.0},
+                                       {"gib", 1073741824.0},
+                                       {"tib", 1099511627776.0},
+                                       {"kb", 1e3},
+                                       {"mb", 1e6},
+                                       {"gb", 1e9},
+                                       {"tb", 1e12},
+                                       {"k", 1024.0},
+                                       {"m", 1048576.0},
+                                       {"g", 1073741824.0},
+                                       {"t", 1099511627776.0}};
     static constexpr Scale kTokens[] = {{"", 1}, {"tokens", 1}, {"k", 1024.0}, {"m", 1048576.0}};
     static constexpr Scale kPercent[] = {{"", 1}, {"%", 1}};
     auto pick = [&](const auto& table) -> std::optional<double> {
@@ -72,9 +86,12 @@ std::optional<double> parse_answer(std::string_view typed, AnswerUnit unit) {
         return std::nullopt;
     };
     switch (unit) {
-    case AnswerUnit::bytes: return pick(kBytes);
-    case AnswerUnit::tokens: return pick(kTokens);
-    case AnswerUnit::percent: return pick(kPercent);
+        case AnswerUnit::bytes:
+            return pick(kBytes);
+        case AnswerUnit::tokens:
+            return pick(kTokens);
+        case AnswerUnit::percent:
+            return pick(kPercent);
     }
     return std::nullopt;
 }
@@ -90,9 +107,15 @@ AnswerCheck check_answer(const Question& q, std::string_view typed, UnitSystem u
     c.correct = std::fabs(*value - q.answer) <= q.tolerance * std::fabs(q.answer);
     std::string said;
     switch (q.unit) {
-    case AnswerUnit::bytes: said = format_bytes(static_cast<std::uint64_t>(std::llround(*value)), units); break;
-    case AnswerUnit::tokens: said = format_count(static_cast<std::uint64_t>(std::llround(*value))) + " tokens"; break;
-    case AnswerUnit::percent: said = percent_text(*value); break;
+        case AnswerUnit::bytes:
+            said = format_bytes(static_cast<std::uint64_t>(std::llround(*value)), units);
+            break;
+        case AnswerUnit::tokens:
+            said = format_count(static_cast<std::uint64_t>(std::llround(*value))) + " tokens";
+            break;
+        case AnswerUnit::percent:
+            said = percent_text(*value);
+            break;
     }
     c.message = c.correct ? "Right: " + q.answer_text + "."
                           : "Not quite: you answered " + said + "; the answer is " + q.answer_text + ".";
@@ -134,9 +157,9 @@ std::vector<Question> questions_for(const Scenario& s, UnitSystem units) {
                      ", and everything else as it is, how big is the cache?";
             q.answer = static_cast<double>(d->total_bytes);
             q.answer_text = bytes_answer(d->total_bytes, units);
-            q.worked = derivation_text(*d, units) + ". The cache is proportional to the KV heads: " +
-                       format_count(other) + "/" + format_count(s.arch.kv_heads) + " of " +
-                       format_bytes(report->total_bytes, units) + ".";
+            q.worked = derivation_text(*d, units) +
+                       ". The cache is proportional to the KV heads: " + format_count(other) + "/" +
+                       format_count(s.arch.kv_heads) + " of " + format_bytes(report->total_bytes, units) + ".";
             add(std::move(q));
         }
     }
@@ -149,9 +172,8 @@ std::vector<Question> questions_for(const Scenario& s, UnitSystem units) {
                  format_count(s.arch.layers) + " layers?";
         q.answer = static_cast<double>(report->bytes_per_token);
         q.answer_text = bytes_answer(report->bytes_per_token, units);
-        q.worked = row_text(*derivation) + " = " + format_count(derivation->row_bytes) +
-                   " bytes per layer, × " + format_count(s.arch.layers) + " layers = " +
-                   format_count(report->bytes_per_token) + " bytes.";
+        q.worked = row_text(*derivation) + " = " + format_count(derivation->row_bytes) + " bytes per layer, × " +
+                   format_count(s.arch.layers) + " layers = " + format_count(report->bytes_per_token) + " bytes.";
         add(std::move(q));
     }
 
@@ -164,8 +186,7 @@ std::vector<Question> questions_for(const Scenario& s, UnitSystem units) {
             Question q;
             q.id = "outgrows_weights";
             q.text = "The weights take " + format_bytes(*weights, units) + " in " + std::string(to_string(wd)) +
-                     ". With " + format_count(s.workload.batch) +
-                     (s.workload.batch == 1 ? " sequence" : " sequences") +
+                     ". With " + format_count(s.workload.batch) + (s.workload.batch == 1 ? " sequence" : " sequences") +
                      ", at what context (tokens per sequence) does the cache outgrow them?";
             q.unit = AnswerUnit::tokens;
             q.answer = static_cast<double>(*at);

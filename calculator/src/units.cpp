@@ -119,6 +119,10 @@ std::string format_count(std::uint64_t n) {
     return out;
 }
 
+std::string format_count_of(std::uint64_t n, const std::string& one, const std::string& many) {
+    return format_count(n) + " " + (n == 1 ? one : many);
+}
+
 std::string format_tokens(std::uint64_t n) {
     if (n >= (1ull << 20) && n % (1ull << 20) == 0) return std::to_string(n >> 20) + "M";
     if (n >= (1ull << 10) && n % (1ull << 10) == 0) return std::to_string(n >> 10) + "k";

@@ -134,8 +134,7 @@ TEST(RecomputeCurve, FlatWithTheCacheAndQuadraticWithout) {
     const std::size_t half = n / 2;
     const double t_half = static_cast<double>(c->tokens[half]), t_end = static_cast<double>(c->tokens.back());
     EXPECT_NEAR(c->cumulative_cached.back() / c->cumulative_cached[half], t_end / t_half, 0.1);
-    EXPECT_NEAR(c->cumulative_uncached.back() / c->cumulative_uncached[half], (t_end * t_end) / (t_half * t_half),
-                0.3);
+    EXPECT_NEAR(c->cumulative_uncached.back() / c->cumulative_uncached[half], (t_end * t_end) / (t_half * t_half), 0.3);
     EXPECT_NEAR(c->speedup_bound, 4097.0 / 2, 150);
     EXPECT_FIELD_ERROR(recompute_curve(s.arch, s.workload, 0), "tokens", "at least one");
 }
@@ -155,6 +154,7 @@ TEST(WhatIfs, EachShowsTheNewSizeAndTheChange) {
     EXPECT_EQ(halve.total_before, 1ull << 30);
     EXPECT_EQ(halve.total_after, 1ull << 29);
     EXPECT_DOUBLE_EQ(halve.percent_change, -50);
+    EXPECT_FALSE(halve.per_gpu) << "one GPU: the total is what changes";
     EXPECT_EQ(halve.scenario.arch.kv_heads, 4u);
     EXPECT_EQ(find(all, "mqa").total_after, 128ull << 20);
     EXPECT_DOUBLE_EQ(find(all, "fp8").percent_change, -50);
@@ -164,6 +164,7 @@ TEST(WhatIfs, EachShowsTheNewSizeAndTheChange) {
     EXPECT_EQ(tp.total_after, tp.total_before) << "tensor parallel splits the cache, it does not shrink it";
     EXPECT_EQ(tp.per_gpu_after, tp.per_gpu_before / 2);
     EXPECT_DOUBLE_EQ(tp.percent_change, -50);
+    EXPECT_TRUE(tp.per_gpu);
 }
 
 TEST(WhatIfs, SayWhyOneDoesNotApply) {

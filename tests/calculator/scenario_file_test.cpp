@@ -114,7 +114,8 @@ TEST(KvFormula, TotalIsTheReportsForEveryCatalogModel) {
     auto gemma = kv_formula_text(Catalog::builtin().find_model("gemma-2-9b")->model.arch, KvDtype::bf16,
                                  {32768, 1, 1, false}, {});
     ASSERT_TRUE(gemma.ok());
-    EXPECT_NE(gemma->find("(21 layers × 32,768 tokens + 21 layers × 4,096 tokens (sliding window))"), std::string::npos) << *gemma;
+    EXPECT_NE(gemma->find("(21 layers × 32,768 tokens + 21 layers × 4,096 tokens (sliding window))"), std::string::npos)
+        << *gemma;
 }
 
 TEST(KvFormula, InvalidInputsGiveTheCalculatorsErrors) {

@@ -89,7 +89,7 @@ void WhatIfView::refresh() {
             row.change->setText(tr("<i>Not possible here: %1.</i>").arg(q(w.unavailable_reason).toHtmlEscaped()));
             continue;
         }
-        const bool per_gpu = w.id == "tp2" || w.scenario.parallel.gpus() > 1;
+        const bool per_gpu = w.per_gpu;
         const std::uint64_t before = per_gpu ? w.per_gpu_before : w.total_before;
         const std::uint64_t after = per_gpu ? w.per_gpu_after : w.total_after;
         const QString colour = w.percent_change < 0 ? "#27ae60" : w.percent_change > 0 ? "#c0392b" : "gray";

@@ -19,7 +19,7 @@ KvDtype weight_dtype_of(const Scenario& scenario);
 struct PhaseCosts {
     std::uint64_t prompt_tokens = 0;  // per sequence: the scenario's context
     std::uint64_t sequences = 1;
-    double prefill_flops = 0;                  // every prompt token at once, every sequence
+    double prefill_flops = 0;                    // every prompt token at once, every sequence
     std::uint64_t prefill_kv_written_bytes = 0;  // the whole cache, written once
     std::uint64_t decode_weight_bytes_read = 0;  // every weight multiplied once per step
     std::uint64_t decode_kv_bytes_read = 0;      // the whole cache read once per step
@@ -47,18 +47,19 @@ struct WhatIf {
     std::string title;  // "Halve the KV heads (8 → 4)"
     std::string why;    // what the change does to the formula, one sentence
     bool available = false;
-    std::string unavailable_reason;  // when not available
-    Scenario scenario;               // the changed scenario
+    std::string unavailable_reason;                       // when not available
+    Scenario scenario;                                    // the changed scenario
     std::uint64_t total_before = 0, total_after = 0;      // all GPUs
     std::uint64_t per_gpu_before = 0, per_gpu_after = 0;  // the heaviest GPU
-    double percent_change = 0;                            // of the total (per GPU for tensor parallel)
+    bool per_gpu = false;       // the change that matters is per GPU (tensor parallel, or several GPUs)
+    double percent_change = 0;  // of the total, or of the heaviest GPU's share when per_gpu
 };
 std::vector<WhatIf> what_ifs(const Scenario& scenario);
 
 // A conversation of `conversation_tokens` against the model's context window and each
 // sliding-window layer group's window.
 struct WindowRow {
-    std::string label;        // "32 full-attention layers", "21 sliding-window layers (4,096)"
+    std::string label;  // "32 full-attention layers", "21 sliding-window layers (4,096)"
     std::uint64_t layers = 0;
     std::uint64_t window = 0;   // tokens these layers can attend to; 0 = the whole context window
     std::uint64_t visible = 0;  // the last `visible` tokens of the conversation

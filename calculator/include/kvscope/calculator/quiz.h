@@ -32,7 +32,7 @@ std::vector<Question> questions_for(const Scenario& scenario, UnitSystem units =
 struct AnswerCheck {
     bool understood = false;  // the typed text is a number in a known unit
     bool correct = false;
-    std::string message;      // "Right: 1.00 GiB." / "Not quite: you said 2 GiB; it is 1.00 GiB." / how to type it
+    std::string message;  // "Right: 1.00 GiB." / "Not quite: you said 2 GiB; it is 1.00 GiB." / how to type it
 };
 AnswerCheck check_answer(const Question& question, std::string_view typed, UnitSystem units = UnitSystem::binary);
 

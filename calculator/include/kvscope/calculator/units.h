@@ -19,6 +19,8 @@ std::string format_bytes_both(std::uint64_t bytes, UnitSystem primary = UnitSyst
 std::string format_signed_bytes(std::int64_t bytes, UnitSystem units = UnitSystem::binary);
 // 1234567 -> "1,234,567".
 std::string format_count(std::uint64_t n);
+// (3, "layer", "layers") -> "3 layers"; (1, …) -> "1 layer".
+std::string format_count_of(std::uint64_t n, const std::string& one, const std::string& many);
 // Token counts the way people say them: 8192 -> "8k", 131072 -> "128k", 1048576 -> "1M", 1000 -> "1000".
 std::string format_tokens(std::uint64_t n);
 // 1.234e12 -> "1.23 T" (FLOPs and other large non-byte figures).
