@@ -1,9 +1,11 @@
 // Any text as a size or a token count: a value or a message naming the field; values that parse
-// format back without wrapping, and a formatted token count parses to itself.
+// format back without wrapping, and a formatted token count parses to itself; as a quiz answer,
+// a finite non-negative number or nothing.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "kvscope/calculator/quiz.h"
 #include "kvscope/calculator/units.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -23,6 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         (void)kvscope::format_bytes(*bytes, kvscope::UnitSystem::decimal);
     } else if (bytes.errors().front().field != "--gpu-memory") {
         __builtin_trap();
+    }
+    // The same text typed as a quiz answer: a finite, non-negative number or nothing.
+    for (auto unit : {kvscope::AnswerUnit::bytes, kvscope::AnswerUnit::tokens, kvscope::AnswerUnit::percent}) {
+        const auto answer = kvscope::parse_answer(text, unit);
+        if (answer && !(*answer >= 0 && *answer <= 1e300)) __builtin_trap();
     }
     return 0;
 }
