@@ -24,6 +24,7 @@
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/gpu_memory_bar.h"
 #include "kvscope/ui/inputs_panel.h"
+#include "kvscope/ui/learn_view.h"
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/memory_chart.h"
 #include "kvscope/ui/message_bar.h"
@@ -78,6 +79,8 @@ TEST(Window, TheLastScenarioUnitsAndAxesComeBackAtStart) {
         first.model()->edit("ctx", [](Scenario& s) { s.workload.context_tokens = 65536; });
         first.model()->setUnits(UnitSystem::decimal);
         first.chart()->setLogBytes(true);
+        first.tabs()->setCurrentIndex(MainWindow::LearnTab);
+        first.learn()->setPage(LearnView::WhatIfs);
         first.close();  // closing saves
     }
     MainWindow second(catalog(), true);
@@ -85,6 +88,8 @@ TEST(Window, TheLastScenarioUnitsAndAxesComeBackAtStart) {
     EXPECT_EQ(second.model()->scenario().workload.context_tokens, 65536u);
     EXPECT_EQ(second.model()->units(), UnitSystem::decimal);
     EXPECT_TRUE(second.chart()->logBytes());
+    EXPECT_EQ(second.tabs()->currentIndex(), MainWindow::LearnTab);
+    EXPECT_EQ(second.learn()->page(), LearnView::WhatIfs);
     EXPECT_EQ(second.model()->undoStack()->count(), 0);  // restoring is not an edit
     QSettings().clear();
 }
@@ -227,6 +232,10 @@ TEST(Window, MenusHaveTheShortcutsUsersExpect) {
         EXPECT_EQ(a->shortcut(), QKeySequence(key)) << text.toStdString();
         EXPECT_FALSE(a->toolTip().isEmpty());
     }
+    // Ctrl+5 opens the Learn tab like Ctrl+1…4 open the others.
+    for (QAction* a : w.findChildren<QAction*>())
+        if (a->shortcut() == QKeySequence("Ctrl+5")) a->trigger();
+    EXPECT_EQ(w.tabs()->currentIndex(), MainWindow::LearnTab);
     bool has_undo = false;
     for (QAction* a : w.findChildren<QAction*>()) has_undo |= a->shortcut() == QKeySequence(QKeySequence::Undo);
     EXPECT_TRUE(has_undo);

@@ -477,6 +477,7 @@ void MainWindow::saveSettings() const {
     settings.setValue("window/state", saveState());
     settings.setValue("window/splitter", splitter_->saveState());
     settings.setValue("window/tab", tabs_->currentIndex());
+    settings.setValue("window/learnPage", static_cast<int>(learn_->page()));
     settings.setValue("view/units", model_->units() == UnitSystem::binary ? "binary" : "decimal");
     settings.setValue("view/logTokens", chart_->logTokens());
     settings.setValue("view/logBytes", chart_->logBytes());
@@ -525,6 +526,8 @@ void MainWindow::restoreSettings() {
     restoreState(settings.value("window/state").toByteArray());
     splitter_->restoreState(settings.value("window/splitter").toByteArray());
     tabs_->setCurrentIndex(settings.value("window/tab", 0).toInt());
+    learn_->setPage(static_cast<LearnView::Page>(
+        std::clamp(settings.value("window/learnPage", 0).toInt(), 0, static_cast<int>(LearnView::Notes))));
     if (settings.value("view/units").toString() == "decimal") {
         model_->setUnits(UnitSystem::decimal);
         units_decimal_->setChecked(true);
