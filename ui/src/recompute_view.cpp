@@ -28,6 +28,8 @@ namespace kvscope::ui {
 namespace {
 QString q(const std::string& s) { return QString::fromStdString(s); }
 QString flops(double f) { return q(format_si(f)) + QObject::tr("FLOP"); }
+// Recomputing grows with the square of the tokens: 256 take seconds on a laptop CPU, 4096 would take an hour.
+constexpr int kMaxStopwatchTokens = 256;
 
 QLineSeries* line(const QString& name, const QColor& colour, bool dashed) {
     auto* s = new QLineSeries;
@@ -65,9 +67,9 @@ RecomputeView::RecomputeView(ScenarioModel* model, QWidget* parent)
     tokens_->setPrefix(tr("Generate "));
     tokens_->setSuffix(tr(" tokens"));
     tokens_->setToolTip(tr("How many tokens to generate from an empty context"));
-    run_->setToolTip(
-        tr("Time the stopwatch model generating this many tokens both ways on this machine "
-           "(the Probe tab shows its details)"));
+    run_->setToolTip(tr("Time the stopwatch's small model generating this many tokens (at most %1) both ways "
+                        "on this machine; the Probe tab shows its progress and Cancel")
+                         .arg(kMaxStopwatchTokens));
     summary_->setWordWrap(true);
     measured_->setWordWrap(true);
     measured_->setText(
@@ -120,7 +122,8 @@ RecomputeView::RecomputeView(ScenarioModel* model, QWidget* parent)
 
     connect(mode_, &QComboBox::currentIndexChanged, this, [this](int i) { setCumulative(i == 1); });
     connect(tokens_, &QSpinBox::valueChanged, this, &RecomputeView::refresh);
-    connect(run_, &QPushButton::clicked, this, [this] { emit stopwatchRequested(std::min(tokens_->value(), 4096)); });
+    connect(run_, &QPushButton::clicked, this,
+            [this] { emit stopwatchRequested(std::clamp(tokens_->value(), 8, kMaxStopwatchTokens)); });
     auto* lazy = new RefreshWhenShown(this, [this] { refresh(); });
     connect(model_, &ScenarioModel::changed, lazy, &RefreshWhenShown::request);
 }
