@@ -182,14 +182,16 @@ TEST(WhatIfs, SayWhyOneDoesNotApply) {
     }
     // Past the model's context window the change still applies, and says so.
     Scenario near_limit = catalog_scenario("llama-3-8b", 8192);
-    const WhatIf& longer = find(what_ifs(near_limit), "double_context");
+    const auto near_limit_ifs = what_ifs(near_limit);
+    const WhatIf& longer = find(near_limit_ifs, "double_context");
     EXPECT_TRUE(longer.available);
     EXPECT_NE(longer.why.find("beyond the model's 8,192-token context window"), std::string::npos) << longer.why;
     // A deployment follows the GPU count of tensor parallel.
     Scenario deployed = lesson(8);
     deployed.deployment = Deployment{};
     deployed.deployment->gpu = *Catalog::builtin().find_gpu("h100-sxm");
-    const WhatIf& tp = find(what_ifs(deployed), "tp2");
+    const auto deployed_ifs = what_ifs(deployed);
+    const WhatIf& tp = find(deployed_ifs, "tp2");
     ASSERT_TRUE(tp.available) << tp.unavailable_reason;
     EXPECT_EQ(tp.scenario.deployment->gpu_count, 2u);
 }
