@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 #include "kvscope/calculator/derivation.h"
 #include "kvscope/calculator/learn.h"
@@ -33,6 +34,11 @@ const char* hint_for(AnswerUnit unit) {
             return "a percentage such as 25 or 25%";
     }
     return "";
+}
+
+std::uint64_t to_count(double v) {
+    constexpr double kTop = 18446744073709549568.0;  // the largest double below 2^64
+    return v >= kTop ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(std::round(v));
 }
 
 std::string lower_trimmed(std::string_view text) {
@@ -80,9 +86,15 @@ std::optional<double> parse_answer(std::string_view typed, AnswerUnit unit) {
                                        {"t", 1099511627776.0}};
     static constexpr Scale kTokens[] = {{"", 1}, {"tokens", 1}, {"k", 1024.0}, {"m", 1048576.0}};
     static constexpr Scale kPercent[] = {{"", 1}, {"%", 1}};
+    // No answer here is beyond 2^64 (bytes or tokens); larger numbers are typing slips, not answers.
+    constexpr double kLargest = 18446744073709551616.0;
     auto pick = [&](const auto& table) -> std::optional<double> {
         for (const Scale& s : table)
-            if (suffix == s.suffix) return number * s.factor;
+            if (suffix == s.suffix) {
+                const double v = number * s.factor;
+                if (!(v <= kLargest)) return std::nullopt;
+                return v;
+            }
         return std::nullopt;
     };
     switch (unit) {
@@ -100,7 +112,7 @@ AnswerCheck check_answer(const Question& q, std::string_view typed, UnitSystem u
     AnswerCheck c;
     const auto value = parse_answer(typed, q.unit);
     if (!value) {
-        c.message = "Type " + std::string(hint_for(q.unit)) + ".";
+        c.message = "Type " + std::string(hint_for(q.unit)) + " (at most 2^64).";
         return c;
     }
     c.understood = true;
@@ -108,10 +120,10 @@ AnswerCheck check_answer(const Question& q, std::string_view typed, UnitSystem u
     std::string said;
     switch (q.unit) {
         case AnswerUnit::bytes:
-            said = format_bytes(static_cast<std::uint64_t>(std::llround(*value)), units);
+            said = format_bytes(to_count(*value), units);
             break;
         case AnswerUnit::tokens:
-            said = format_count(static_cast<std::uint64_t>(std::llround(*value))) + " tokens";
+            said = format_count(to_count(*value)) + " tokens";
             break;
         case AnswerUnit::percent:
             said = percent_text(*value);

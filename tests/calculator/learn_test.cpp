@@ -235,9 +235,11 @@ TEST(Quiz, QuestionsComeFromTheScenarioAndAnswersAreChecked) {
     EXPECT_FALSE(wrong.correct);
     EXPECT_EQ(wrong.message, "Not quite: you answered 4.00 GiB; the answer is 2.00 GiB (2,147,483,648 bytes).");
     EXPECT_NE(heads.worked.find("16 KV heads"), std::string::npos) << heads.worked;
+    const AnswerCheck huge = check_answer(heads, "18446744073709551616");
+    EXPECT_EQ(huge.message, "Not quite: you answered 16.0 EiB; the answer is 2.00 GiB (2,147,483,648 bytes).");
     const AnswerCheck garbled = check_answer(heads, "lots");
     EXPECT_FALSE(garbled.understood);
-    EXPECT_EQ(garbled.message, "Type a size such as 1.5 GiB, 1.6 GB or 1610612736.");
+    EXPECT_EQ(garbled.message, "Type a size such as 1.5 GiB, 1.6 GB or 1610612736 (at most 2^64).");
 
     const Question& per_token = question(qs, "per_token");
     EXPECT_TRUE(check_answer(per_token, "512 KiB").correct);
@@ -273,6 +275,11 @@ TEST(Quiz, ParsesTheWaysPeopleTypeNumbers) {
     EXPECT_FALSE(parse_answer("-3 GiB", AnswerUnit::bytes).has_value());
     EXPECT_FALSE(parse_answer("3 parsecs", AnswerUnit::bytes).has_value());
     EXPECT_FALSE(parse_answer("", AnswerUnit::tokens).has_value());
+    // Beyond 2^64 (or infinite once scaled) is a slip, not an answer (the units fuzzer found 1e308k).
+    EXPECT_FALSE(parse_answer("1e308k", AnswerUnit::bytes).has_value());
+    EXPECT_FALSE(parse_answer("5555555555555555555500000000000000000", AnswerUnit::tokens).has_value());
+    EXPECT_FALSE(parse_answer("nan", AnswerUnit::percent).has_value());
+    EXPECT_EQ(parse_answer("18446744073709551616", AnswerUnit::bytes), 18446744073709551616.0);  // 2^64 itself
 }
 
 }  // namespace

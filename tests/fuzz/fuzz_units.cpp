@@ -1,6 +1,6 @@
 // Any text as a size or a token count: a value or a message naming the field; values that parse
 // format back without wrapping, and a formatted token count parses to itself; as a quiz answer,
-// a finite non-negative number or nothing.
+// a number from 0 to 2^64 or nothing.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -26,10 +26,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } else if (bytes.errors().front().field != "--gpu-memory") {
         __builtin_trap();
     }
-    // The same text typed as a quiz answer: a finite, non-negative number or nothing.
+    // The same text typed as a quiz answer: a number from 0 to 2^64 or nothing.
     for (auto unit : {kvscope::AnswerUnit::bytes, kvscope::AnswerUnit::tokens, kvscope::AnswerUnit::percent}) {
         const auto answer = kvscope::parse_answer(text, unit);
-        if (answer && !(*answer >= 0 && *answer <= 1e300)) __builtin_trap();
+        if (answer && !(*answer >= 0 && *answer <= 18446744073709551616.0)) __builtin_trap();
     }
     return 0;
 }
