@@ -39,8 +39,12 @@ LearnView::LearnView(ScenarioModel* model, const QString& notes_path, QWidget* p
         stack_->addWidget(page);
     }
     pages_list_->setAccessibleName(tr("Lessons"));
-    pages_list_->setStyleSheet("QListWidget::item { padding: 6px 8px; }");
-    pages_list_->setFixedWidth(pages_list_->sizeHintForColumn(0) + 24);
+    // Roomy rows by size hint, not a style sheet (a styled list would not follow a later palette change).
+    const int text_width = pages_list_->sizeHintForColumn(0);
+    const int row_height = pages_list_->fontMetrics().height() + 14;
+    for (int i = 0; i < pages_list_->count(); ++i)
+        pages_list_->item(i)->setSizeHint(QSize(text_width + 16, row_height));
+    pages_list_->setFixedWidth(text_width + 24);
     pages_list_->setCurrentRow(0);
     auto* layout = new QHBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);

@@ -104,7 +104,7 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     tabs_->addTab(chart_page, tr("Memory vs &context"));
     tabs_->addTab(scrollable(deployment_), tr("&Deployment fit"));
     tabs_->addTab(scrollable(probe_), tr("&Probe this machine"));
-    tabs_->addTab(learn_, tr("&Learn"));
+    tabs_->addTab(learn_, tr("Le&arn"));
     tabs_->setDocumentMode(true);
 
     auto* left = static_cast<QScrollArea*>(scrollable(inputs_));
