@@ -147,6 +147,34 @@ __attribute__((target("avx2,fma,f16c"))) void dot_group_raw_avx2(KvDtype dtype, 
     }
 }
 
+// Four queries × two K rows, format fixed at compile time: eight accumulators that stay in
+// registers, summed in one pass (hadd tree) into out0[0..3] and out1[0..3].
+template <KvDtype D>
+__attribute__((target("avx2,fma,f16c"))) void dot4x2(const float* q, const void* k0, const void* k1, std::size_t n,
+                                                     float* out0, float* out1) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    for (std::size_t i = 0; i < n; i += 8) {
+        const __m256 x0 = load8(D, k0, i), x1 = load8(D, k1, i);
+        __m256 qv = _mm256_loadu_ps(q + i);
+        a0 = _mm256_fmadd_ps(qv, x0, a0);
+        b0 = _mm256_fmadd_ps(qv, x1, b0);
+        qv = _mm256_loadu_ps(q + n + i);
+        a1 = _mm256_fmadd_ps(qv, x0, a1);
+        b1 = _mm256_fmadd_ps(qv, x1, b1);
+        qv = _mm256_loadu_ps(q + 2 * n + i);
+        a2 = _mm256_fmadd_ps(qv, x0, a2);
+        b2 = _mm256_fmadd_ps(qv, x1, b2);
+        qv = _mm256_loadu_ps(q + 3 * n + i);
+        a3 = _mm256_fmadd_ps(qv, x0, a3);
+        b3 = _mm256_fmadd_ps(qv, x1, b3);
+    }
+    // hadd tree: lanes 0-3 of u hold the low-half sums of a0..a3, lanes 4-7 their high-half sums.
+    const __m256 ua = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    const __m256 ub = _mm256_hadd_ps(_mm256_hadd_ps(b0, b1), _mm256_hadd_ps(b2, b3));
+    _mm_storeu_ps(out0, _mm_add_ps(_mm256_castps256_ps128(ua), _mm256_extractf128_ps(ua, 1)));
+    _mm_storeu_ps(out1, _mm_add_ps(_mm256_castps256_ps128(ub), _mm256_extractf128_ps(ub, 1)));
+}
+
 __attribute__((target("avx2,fma,f16c"))) void dot_group_raw2_avx2(KvDtype dtype, const float* q, std::size_t groups,
                                                                   const void* k0, const void* k1, std::size_t n,
                                                                   float* out0, float* out1) {
@@ -155,7 +183,17 @@ __attribute__((target("avx2,fma,f16c"))) void dot_group_raw2_avx2(KvDtype dtype,
         dot_group_raw_avx2(dtype, q, groups, k1, n, out1);
         return;
     }
-    for (std::size_t g0 = 0; g0 < groups; g0 += 4) {
+    std::size_t g0 = 0;
+    for (; g0 + 4 <= groups; g0 += 4) {  // GQA groups of 4 and 8 (most models) take this path only
+        const float* qg = q + g0 * n;
+        if (dtype == KvDtype::bf16)
+            dot4x2<KvDtype::bf16>(qg, k0, k1, n, out0 + g0, out1 + g0);
+        else if (dtype == KvDtype::fp16)
+            dot4x2<KvDtype::fp16>(qg, k0, k1, n, out0 + g0, out1 + g0);
+        else
+            dot4x2<KvDtype::fp32>(qg, k0, k1, n, out0 + g0, out1 + g0);
+    }
+    for (; g0 < groups; g0 += 4) {
         const std::size_t gn = std::min<std::size_t>(4, groups - g0);
         __m256 a0[4], a1[4];
         for (std::size_t g = 0; g < 4; ++g) a0[g] = a1[g] = _mm256_setzero_ps();
@@ -174,12 +212,64 @@ __attribute__((target("avx2,fma,f16c"))) void dot_group_raw2_avx2(KvDtype dtype,
     }
 }
 
+// Four queries' outputs over 16 values at a time, format fixed at compile time: the eight
+// accumulators stay in registers across every token (independent chains hide the FMA latency),
+// and each token's four weights are loaded once for both 8-value halves.
+template <KvDtype D>
+__attribute__((target("avx2,fma,f16c"))) void axpy4x16(const float* p, std::size_t p_stride, const std::byte* base,
+                                                       std::size_t row_bytes, std::size_t tokens, float* y,
+                                                       std::size_t n) {
+    for (std::size_t i = 0; i + 16 <= n; i += 16) {
+        __m256 y0 = _mm256_loadu_ps(y + i), y1 = _mm256_loadu_ps(y + n + i);
+        __m256 y2 = _mm256_loadu_ps(y + 2 * n + i), y3 = _mm256_loadu_ps(y + 3 * n + i);
+        __m256 z0 = _mm256_loadu_ps(y + i + 8), z1 = _mm256_loadu_ps(y + n + i + 8);
+        __m256 z2 = _mm256_loadu_ps(y + 2 * n + i + 8), z3 = _mm256_loadu_ps(y + 3 * n + i + 8);
+        for (std::size_t t = 0; t < tokens; ++t) {
+            const std::byte* row = base + t * row_bytes;
+            const __m256 xa = load8(D, row, i), xb = load8(D, row, i + 8);
+            const float* pt = p + t * p_stride;
+            __m256 w = _mm256_broadcast_ss(pt);
+            y0 = _mm256_fmadd_ps(w, xa, y0);
+            z0 = _mm256_fmadd_ps(w, xb, z0);
+            w = _mm256_broadcast_ss(pt + 1);
+            y1 = _mm256_fmadd_ps(w, xa, y1);
+            z1 = _mm256_fmadd_ps(w, xb, z1);
+            w = _mm256_broadcast_ss(pt + 2);
+            y2 = _mm256_fmadd_ps(w, xa, y2);
+            z2 = _mm256_fmadd_ps(w, xb, z2);
+            w = _mm256_broadcast_ss(pt + 3);
+            y3 = _mm256_fmadd_ps(w, xa, y3);
+            z3 = _mm256_fmadd_ps(w, xb, z3);
+        }
+        _mm256_storeu_ps(y + i, y0);
+        _mm256_storeu_ps(y + n + i, y1);
+        _mm256_storeu_ps(y + 2 * n + i, y2);
+        _mm256_storeu_ps(y + 3 * n + i, y3);
+        _mm256_storeu_ps(y + i + 8, z0);
+        _mm256_storeu_ps(y + n + i + 8, z1);
+        _mm256_storeu_ps(y + 2 * n + i + 8, z2);
+        _mm256_storeu_ps(y + 3 * n + i + 8, z3);
+    }
+}
+
 __attribute__((target("avx2,fma,f16c"))) void axpy_tokens_raw_avx2(KvDtype dtype, const float* p, std::size_t p_stride,
                                                                    std::size_t groups, const void* x,
                                                                    std::size_t stride, std::size_t tokens, float* y,
                                                                    std::size_t n) {
     const std::size_t eb = element_bytes(dtype);
     const auto* base = static_cast<const std::byte*>(x);
+    if (groups % 4 == 0 && n % 16 == 0) {  // GQA groups of 4 and 8 with the usual head sizes
+        for (std::size_t g0 = 0; g0 < groups; g0 += 4) {
+            float* yg = y + g0 * n;
+            if (dtype == KvDtype::bf16)
+                axpy4x16<KvDtype::bf16>(p + g0, p_stride, base, stride * eb, tokens, yg, n);
+            else if (dtype == KvDtype::fp16)
+                axpy4x16<KvDtype::fp16>(p + g0, p_stride, base, stride * eb, tokens, yg, n);
+            else
+                axpy4x16<KvDtype::fp32>(p + g0, p_stride, base, stride * eb, tokens, yg, n);
+        }
+        return;
+    }
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         std::size_t t = 0;
