@@ -340,6 +340,42 @@ __attribute__((target("avx2"))) std::uint64_t read_pass_avx2(const std::uint64_t
     return lanes[0] + lanes[1] + lanes[2] + lanes[3] + read_pass_plain(data + i, words - i);
 }
 
+__attribute__((target("avx512vl,avx512bf16,avx2,fma"))) inline __m256bh row(const std::uint16_t* p) {
+    return (__m256bh)_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// Four bf16 queries × two bf16 K rows, sixteen values per step (vdpbf16ps: two products per lane).
+__attribute__((target("avx512vl,avx512bf16,avx2,fma"))) void dot4x2_bf16(const std::uint16_t* q,
+                                                                         const std::uint16_t* k0,
+                                                                         const std::uint16_t* k1, std::size_t n,
+                                                                         float* out0, float* out1) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    for (std::size_t i = 0; i < n; i += 16) {
+        const __m256bh x0 = row(k0 + i), x1 = row(k1 + i);
+        __m256bh qv = row(q + i);
+        a0 = _mm256_dpbf16_ps(a0, qv, x0);
+        b0 = _mm256_dpbf16_ps(b0, qv, x1);
+        qv = row(q + n + i);
+        a1 = _mm256_dpbf16_ps(a1, qv, x0);
+        b1 = _mm256_dpbf16_ps(b1, qv, x1);
+        qv = row(q + 2 * n + i);
+        a2 = _mm256_dpbf16_ps(a2, qv, x0);
+        b2 = _mm256_dpbf16_ps(b2, qv, x1);
+        qv = row(q + 3 * n + i);
+        a3 = _mm256_dpbf16_ps(a3, qv, x0);
+        b3 = _mm256_dpbf16_ps(b3, qv, x1);
+    }
+    const __m256 ua = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    const __m256 ub = _mm256_hadd_ps(_mm256_hadd_ps(b0, b1), _mm256_hadd_ps(b2, b3));
+    _mm_storeu_ps(out0, _mm_add_ps(_mm256_castps256_ps128(ua), _mm256_extractf128_ps(ua, 1)));
+    _mm_storeu_ps(out1, _mm_add_ps(_mm256_castps256_ps128(ub), _mm256_extractf128_ps(ub, 1)));
+}
+
+bool has_bf16_dot_cpu() {
+    static const bool yes = __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+    return yes;
+}
+
 bool has_avx2_f16c() {
     // AVX2 through the compiler (it also checks that the OS saves the wide registers);
     // F16C and FMA from CPUID leaf 1 (not every compiler's builtin knows their names).
@@ -352,6 +388,7 @@ bool has_avx2_f16c() {
 }
 #else
 bool has_avx2_f16c() { return false; }
+bool has_bf16_dot_cpu() { return false; }
 #endif
 
 std::uint64_t next(std::uint64_t& s) {  // xorshift64*
@@ -409,6 +446,26 @@ void axpy_tokens_raw(KvDtype dtype, const float* p, std::size_t p_stride, std::s
         to_float_plain(dtype, static_cast<const std::byte*>(x) + t * stride * eb, row.data(), n);
         for (std::size_t g = 0; g < groups; ++g) axpy_plain(p[t * p_stride + g], row.data(), y + g * n, n);
     }
+}
+
+bool has_bf16_dot() { return has_avx2_f16c() && has_bf16_dot_cpu(); }
+
+void to_bf16(const float* src, std::uint16_t* dst, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, src + i, sizeof bits);
+        bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest, ties to even
+        dst[i] = static_cast<std::uint16_t>(bits >> 16);
+    }
+}
+
+void dot_group_bf16x2(const std::uint16_t* q, std::size_t groups, const std::uint16_t* k0, const std::uint16_t* k1,
+                      std::size_t n, float* out0, float* out1) {
+#if defined(__x86_64__)
+    for (std::size_t g0 = 0; g0 < groups; g0 += 4) dot4x2_bf16(q + g0 * n, k0, k1, n, out0 + g0, out1 + g0);
+#else
+    (void)q, (void)groups, (void)k0, (void)k1, (void)n, (void)out0, (void)out1;
+#endif
 }
 
 std::uint64_t read_pass(const std::uint64_t* data, std::size_t words) {

@@ -35,4 +35,14 @@ void axpy_tokens_raw(KvDtype dtype, const float* p, std::size_t p_stride, std::s
 // True when the vector versions are in use.
 bool vectorized();
 
+// A bf16 cache with queries rounded to bf16 (as GPU bf16 kernels keep them): the CPU's BF16 dot
+// instruction does two multiply-adds per lane, more than twice the fp32 rate. True when this CPU
+// has it (AVX-512 BF16 with its 256-bit forms).
+bool has_bf16_dot();
+// dst[i] = src[i] rounded to the nearest bf16.
+void to_bf16(const float* src, std::uint16_t* dst, std::size_t n);
+// Like dot_group_raw2 for bf16 queries and rows; needs has_bf16_dot(), groups % 4 == 0, n % 16 == 0.
+void dot_group_bf16x2(const std::uint16_t* q, std::size_t groups, const std::uint16_t* k0, const std::uint16_t* k1,
+                      std::size_t n, float* out0, float* out1);
+
 }  // namespace kvscope::probe::cpu
