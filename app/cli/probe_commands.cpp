@@ -165,7 +165,8 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
         {"model", src.description},
         {"workload", format_tokens(s.workload.context_tokens) + " tokens × " + std::to_string(s.workload.batch) + ", " +
                          std::string(to_string(s.kv_dtype))},
-        {"backend", p.device.backend + " — " + p.device.name + " (" + std::to_string(at.threads) + " threads)"},
+        {"backend", p.device.backend + " — " + p.device.name + " (" + std::to_string(at.threads) + " threads)" +
+                        (p.device.note.empty() ? "" : "; " + p.device.note)},
         {"predicted", format_bytes(a.predicted_bytes) + " (" + format_count(a.predicted_bytes) + " bytes)"},
         {"requested", format_bytes(a.requested_bytes) + " (" + format_count(a.requested_bytes) + " bytes, " +
                           format_count(a.allocations) + " allocations)" +
