@@ -147,6 +147,13 @@ __attribute__((target("avx2,fma,f16c"))) void dot_group_raw_avx2(KvDtype dtype, 
     }
 }
 
+// out[0..3] = the sums of v0..v3's lanes, by one hadd tree (lanes 0-3 of u hold the low-half sums,
+// lanes 4-7 the high-half sums).
+__attribute__((target("avx2"))) inline void store_sums(__m256 v0, __m256 v1, __m256 v2, __m256 v3, float* out) {
+    const __m256 u = _mm256_hadd_ps(_mm256_hadd_ps(v0, v1), _mm256_hadd_ps(v2, v3));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1)));
+}
+
 // Four queries × two K rows, format fixed at compile time: eight accumulators that stay in
 // registers, summed in one pass (hadd tree) into out0[0..3] and out1[0..3].
 template <KvDtype D>
@@ -168,11 +175,8 @@ __attribute__((target("avx2,fma,f16c"))) void dot4x2(const float* q, const void*
         a3 = _mm256_fmadd_ps(qv, x0, a3);
         b3 = _mm256_fmadd_ps(qv, x1, b3);
     }
-    // hadd tree: lanes 0-3 of u hold the low-half sums of a0..a3, lanes 4-7 their high-half sums.
-    const __m256 ua = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-    const __m256 ub = _mm256_hadd_ps(_mm256_hadd_ps(b0, b1), _mm256_hadd_ps(b2, b3));
-    _mm_storeu_ps(out0, _mm_add_ps(_mm256_castps256_ps128(ua), _mm256_extractf128_ps(ua, 1)));
-    _mm_storeu_ps(out1, _mm_add_ps(_mm256_castps256_ps128(ub), _mm256_extractf128_ps(ub, 1)));
+    store_sums(a0, a1, a2, a3, out0);
+    store_sums(b0, b1, b2, b3, out1);
 }
 
 __attribute__((target("avx2,fma,f16c"))) void dot_group_raw2_avx2(KvDtype dtype, const float* q, std::size_t groups,
@@ -365,10 +369,8 @@ __attribute__((target("avx512vl,avx512bf16,avx2,fma"))) void dot4x2_bf16(const s
         a3 = _mm256_dpbf16_ps(a3, qv, x0);
         b3 = _mm256_dpbf16_ps(b3, qv, x1);
     }
-    const __m256 ua = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-    const __m256 ub = _mm256_hadd_ps(_mm256_hadd_ps(b0, b1), _mm256_hadd_ps(b2, b3));
-    _mm_storeu_ps(out0, _mm_add_ps(_mm256_castps256_ps128(ua), _mm256_extractf128_ps(ua, 1)));
-    _mm_storeu_ps(out1, _mm_add_ps(_mm256_castps256_ps128(ub), _mm256_extractf128_ps(ub, 1)));
+    store_sums(a0, a1, a2, a3, out0);
+    store_sums(b0, b1, b2, b3, out1);
 }
 
 bool has_bf16_dot_cpu() {
