@@ -42,10 +42,10 @@ Result<PhaseCosts> phase_costs(const Scenario& s) {
     p.decode_kv_bytes_read = kv->total_bytes;
     p.decode_flops_cached = work.flops_cached * sequences;
     p.decode_flops_uncached = work.flops_uncached * sequences;
-    const double moved_prefill = static_cast<double>(*weights) + static_cast<double>(kv->total_bytes);
-    const double moved_decode = static_cast<double>(*weights) + static_cast<double>(kv->total_bytes);
-    p.arithmetic_intensity_prefill = moved_prefill > 0 ? p.prefill_flops / moved_prefill : 0;
-    p.arithmetic_intensity_decode = moved_decode > 0 ? p.decode_flops_cached / moved_decode : 0;
+    // Both phases move the weights once and the whole cache once (prefill writes it, a step reads it).
+    const double moved = static_cast<double>(*weights) + static_cast<double>(kv->total_bytes);
+    p.arithmetic_intensity_prefill = moved > 0 ? p.prefill_flops / moved : 0;
+    p.arithmetic_intensity_decode = moved > 0 ? p.decode_flops_cached / moved : 0;
     return p;
 }
 

@@ -65,47 +65,30 @@ std::optional<double> parse_answer(std::string_view typed, AnswerUnit unit) {
     const double number = std::strtod(t.c_str(), &end);
     if (end == t.c_str() || !std::isfinite(number)) return std::nullopt;
     const std::string suffix(end);
-    struct Scale {
-        const char* suffix;
-        double factor;
-    };
-    static constexpr Scale kBytes[] = {{"", 1},
-                                       {"b", 1},
-                                       {"bytes", 1},
-                                       {"kib", 1024.0},
-                                       {"mib", 1048576.0},
-                                       {"gib", 1073741824.0},
-                                       {"tib", 1099511627776.0},
-                                       {"kb", 1e3},
-                                       {"mb", 1e6},
-                                       {"gb", 1e9},
-                                       {"tb", 1e12},
-                                       {"k", 1024.0},
-                                       {"m", 1048576.0},
-                                       {"g", 1073741824.0},
-                                       {"t", 1099511627776.0}};
-    static constexpr Scale kTokens[] = {{"", 1}, {"tokens", 1}, {"k", 1024.0}, {"m", 1048576.0}};
-    static constexpr Scale kPercent[] = {{"", 1}, {"%", 1}};
-    // No answer here is beyond 2^64 (bytes or tokens); larger numbers are typing slips, not answers.
-    constexpr double kLargest = 18446744073709551616.0;
-    auto pick = [&](const auto& table) -> std::optional<double> {
-        for (const Scale& s : table)
-            if (suffix == s.suffix) {
-                const double v = number * s.factor;
-                if (!(v <= kLargest)) return std::nullopt;
-                return v;
-            }
+    // What the suffix multiplies by; none when it is not one this unit takes.
+    auto factor = [&]() -> std::optional<double> {
+        switch (unit) {
+            case AnswerUnit::bytes:
+                if (suffix.empty() || suffix == "bytes") return 1.0;
+                for (const SizeSuffix& u : size_suffixes())  // the same suffixes as every size field
+                    if (suffix == u.suffix) return static_cast<double>(u.multiplier);
+                return std::nullopt;
+            case AnswerUnit::tokens:
+                if (suffix.empty() || suffix == "tokens") return 1.0;
+                if (suffix == "k") return 1024.0;
+                if (suffix == "m") return 1048576.0;
+                return std::nullopt;
+            case AnswerUnit::percent:
+                if (suffix.empty() || suffix == "%") return 1.0;
+                return std::nullopt;
+        }
         return std::nullopt;
-    };
-    switch (unit) {
-        case AnswerUnit::bytes:
-            return pick(kBytes);
-        case AnswerUnit::tokens:
-            return pick(kTokens);
-        case AnswerUnit::percent:
-            return pick(kPercent);
-    }
-    return std::nullopt;
+    }();
+    if (!factor) return std::nullopt;
+    // No answer here is beyond 2^64 (bytes or tokens); larger numbers are typing slips, not answers.
+    const double v = number * *factor;
+    if (!(v <= 18446744073709551616.0)) return std::nullopt;
+    return v;
 }
 
 AnswerCheck check_answer(const Question& q, std::string_view typed, UnitSystem units) {

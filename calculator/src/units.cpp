@@ -153,16 +153,8 @@ Result<std::uint64_t> parse_count(std::string_view text, const std::string& fiel
     return parse_with_kilo(text, field, "a whole number (8192, 8k, 128k, 1M)");
 }
 
-Result<std::uint64_t> parse_bytes(std::string_view raw, const std::string& field) {
-    std::string text = trim(raw);
-    const std::string what = "a size (80GiB, 80GB, 24g, or bytes)";
-    if (text.empty()) return FieldError{field, "a value is needed"};
-    if (text[0] == '-') return FieldError{field, "'" + text + "' is negative; " + what + " is needed"};
-    struct Unit {
-        const char* suffix;
-        std::uint64_t mult;
-    };
-    static constexpr Unit kUnits[] = {
+std::span<const SizeSuffix> size_suffixes() {
+    static constexpr SizeSuffix kSuffixes[] = {
         {"kib", 1ull << 10},
         {"mib", 1ull << 20},
         {"gib", 1ull << 30},
@@ -177,13 +169,23 @@ Result<std::uint64_t> parse_bytes(std::string_view raw, const std::string& field
         {"t", 1ull << 40},
         {"b", 1},
     };
+    return kSuffixes;
+}
+
+std::string format_flops(double flops) { return format_si(flops) + "FLOP"; }
+
+Result<std::uint64_t> parse_bytes(std::string_view raw, const std::string& field) {
+    std::string text = trim(raw);
+    const std::string what = "a size (80GiB, 80GB, 24g, or bytes)";
+    if (text.empty()) return FieldError{field, "a value is needed"};
+    if (text[0] == '-') return FieldError{field, "'" + text + "' is negative; " + what + " is needed"};
     std::string lower;
     for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (const auto& u : kUnits) {
+    for (const SizeSuffix& u : size_suffixes()) {
         const std::string_view s = u.suffix;
         if (lower.size() > s.size() && lower.ends_with(s)) {
             std::string number = trim(std::string_view(text).substr(0, text.size() - s.size()));
-            return parse_scaled(number, number.size(), u.mult, field, what);
+            return parse_scaled(number, number.size(), u.multiplier, field, what);
         }
     }
     return parse_scaled(text, text.size(), 1, field, what);

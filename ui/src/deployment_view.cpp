@@ -14,12 +14,12 @@
 #include "kvscope/ui/gpu_memory_bar.h"
 #include "kvscope/ui/overview_view.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
 
 namespace {
 
-QString q(const std::string& s) { return QString::fromStdString(s); }
 const QString kCustom = QStringLiteral("custom");
 constexpr int kFractionEdits = 2;  // undo merge id (1 is the context slider's)
 

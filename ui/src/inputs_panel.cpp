@@ -19,12 +19,11 @@
 #include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/context_input.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
 
 namespace {
-
-QString q(const std::string& s) { return QString::fromStdString(s); }
 
 // A KV-heads edit merges with the next one only when typed; each preset stays its own step.
 enum MergeIds { kContextDrag = 1 };

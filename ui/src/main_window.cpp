@@ -44,13 +44,13 @@
 #include "kvscope/ui/recompute_view.h"
 #include "kvscope/ui/scenario_model.h"
 #include "kvscope/ui/scrollable.h"
+#include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
 
 namespace {
 
 constexpr int kMaxRecent = 8;
-QString q(const std::string& s) { return QString::fromStdString(s); }
 
 }  // namespace
 

@@ -12,11 +12,11 @@
 
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/scenario_file.h"
+#include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) { return QString::fromStdString(s); }
 constexpr int kVersion = 1;
 }  // namespace
 

@@ -17,6 +17,17 @@
 
 namespace kvscope::ui {
 
+namespace {
+
+// A note in the list: its claim, then its model and date.
+void describe(QListWidgetItem* item, const Note& n) {
+    const QString claim = n.claim.trimmed().isEmpty() ? QObject::tr("(no claim yet)") : n.claim.trimmed();
+    item->setText(claim + "\n" + n.model + " · " + n.created.toString("yyyy-MM-dd HH:mm"));
+    item->setToolTip(claim);
+}
+
+}  // namespace
+
 NotesView::NotesView(ScenarioModel* model, const QString& path, QWidget* parent)
     : QWidget(parent),
       model_(model),
@@ -128,9 +139,8 @@ void NotesView::refreshList() {
     const QSignalBlocker quiet(list_);
     list_->clear();
     for (const Note& n : store_.notes()) {
-        const QString claim = n.claim.trimmed().isEmpty() ? tr("(no claim yet)") : n.claim.trimmed();
-        auto* item = new QListWidgetItem(claim + "\n" + n.model + " · " + n.created.toString("yyyy-MM-dd HH:mm"));
-        item->setToolTip(claim);
+        auto* item = new QListWidgetItem;
+        describe(item, n);
         list_->addItem(item);
     }
     list_->setCurrentRow(std::min(row, static_cast<int>(store_.notes().size()) - 1));
@@ -162,10 +172,7 @@ void NotesView::edited() {
     n->claim = claim_->text();
     n->evidence = evidence_->toPlainText();
     n->modified = QDateTime::currentDateTime();
-    if (QListWidgetItem* item = list_->currentItem()) {
-        const QString claim = n->claim.trimmed().isEmpty() ? tr("(no claim yet)") : n->claim.trimmed();
-        item->setText(claim + "\n" + n->model + " · " + n->created.toString("yyyy-MM-dd HH:mm"));
-    }
+    if (QListWidgetItem* item = list_->currentItem()) describe(item, *n);
     save_timer_->start();
 }
 

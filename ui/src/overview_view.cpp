@@ -10,12 +10,9 @@
 #include "kvscope/ui/bar_delegate.h"
 #include "kvscope/ui/comparison_model.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
-
-namespace {
-QString q(const std::string& s) { return QString::fromStdString(s); }
-}  // namespace
 
 QString both_units(std::uint64_t bytes, UnitSystem primary) {
     return QString::fromStdString(format_bytes_both(bytes, primary));

@@ -10,13 +10,9 @@
 #include "kvscope/calculator/learn.h"
 #include "kvscope/ui/refresh_when_shown.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
-
-namespace {
-QString q(const std::string& s) { return QString::fromStdString(s); }
-QString flops(double f) { return q(format_si(f)) + QObject::tr("FLOP"); }
-}  // namespace
 
 PhasesView::PhasesView(ScenarioModel* model, QWidget* parent)
     : QWidget(parent), model_(model), summary_(new QLabel), table_(new QTableWidget(Rows, 2)) {
@@ -70,12 +66,12 @@ void PhasesView::refresh() {
     };
     set(Tokens, 0, tr("%1 prompt tokens × %2").arg(q(format_count(p->prompt_tokens)), seqs));
     set(Tokens, 1, tr("1 new token × %1").arg(seqs));
-    set(Flops, 0, flops(p->prefill_flops));
-    set(Flops, 1, flops(p->decode_flops_cached));
+    set(Flops, 0, q(format_flops(p->prefill_flops)));
+    set(Flops, 1, q(format_flops(p->decode_flops_cached)));
     set(FlopsWithoutCache, 0, tr("— (prefill builds the cache)"));
     set(FlopsWithoutCache, 1,
         tr("%1 (%2× the cached step: a whole prefill again)")
-            .arg(flops(p->decode_flops_uncached))
+            .arg(q(format_flops(p->decode_flops_uncached)))
             .arg(p->decode_flops_uncached / std::max(1.0, p->decode_flops_cached), 0, 'f', 0));
     set(KvCache, 0, tr("%1 written").arg(q(format_bytes(p->prefill_kv_written_bytes, units))));
     set(KvCache, 1, tr("%1 read").arg(q(format_bytes(p->decode_kv_bytes_read, units))));

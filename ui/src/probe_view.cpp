@@ -19,12 +19,11 @@
 #include "kvscope/calculator/units.h"
 #include "kvscope/ui/chart_palette.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
 
 namespace {
-
-QString q(const std::string& s) { return QString::fromStdString(s); }
 
 QString device_line(const probe::DeviceInfo& d) {
     if (d.name == "unavailable") return QObject::tr("%1: unavailable — %2").arg(q(d.backend), q(d.note));

@@ -9,12 +9,9 @@
 
 #include "kvscope/ui/refresh_when_shown.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
-
-namespace {
-QString q(const std::string& s) { return QString::fromStdString(s); }
-}  // namespace
 
 QuizView::QuizView(ScenarioModel* model, QWidget* parent)
     : QWidget(parent), model_(model), list_(new QVBoxLayout), empty_(new QLabel), score_(new QLabel) {

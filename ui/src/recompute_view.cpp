@@ -22,12 +22,11 @@
 #include "kvscope/ui/chart_palette.h"
 #include "kvscope/ui/refresh_when_shown.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) { return QString::fromStdString(s); }
-QString flops(double f) { return q(format_si(f)) + QObject::tr("FLOP"); }
 // Recomputing grows with the square of the tokens: 256 take seconds on a laptop CPU, 4096 would take an hour.
 constexpr int kMaxStopwatchTokens = 256;
 
@@ -173,9 +172,10 @@ void RecomputeView::refresh() {
     summary_->setText(
         tr("Generating %1 tokens: %2 with the cache, %3 recomputing — %4× the work. The cached step stays "
            "near %5 per token; without the cache the last token alone costs %6.")
-            .arg(q(format_count(n)), flops(curve->cumulative_cached.back()), flops(curve->cumulative_uncached.back()))
+            .arg(q(format_count(n)), q(format_flops(curve->cumulative_cached.back())),
+                 q(format_flops(curve->cumulative_uncached.back())))
             .arg(curve->speedup_bound, 0, 'f', 0)
-            .arg(flops(curve->per_token_cached.back()), flops(curve->per_token_uncached.back())));
+            .arg(q(format_flops(curve->per_token_cached.back())), q(format_flops(curve->per_token_uncached.back()))));
 }
 
 void RecomputeView::stopwatchStarted() {
@@ -212,8 +212,6 @@ void RecomputeView::setStopwatch(const probe::StopwatchReport& r) {
         const QSignalBlocker quiet(tokens_);
         tokens_->setValue(std::max(2, static_cast<int>(cached_ms_.size())));
     }
-    device_ = q(r.device.name);
-    identical_ = r.tokens_identical;
     plotMeasured();
     const double cached = std::accumulate(cached_ms_.begin(), cached_ms_.end(), 0.0);
     const double uncached = std::accumulate(uncached_ms_.begin(), uncached_ms_.end(), 0.0);
@@ -222,13 +220,13 @@ void RecomputeView::setStopwatch(const probe::StopwatchReport& r) {
     measured_->setText(
         tr("<b>Measured</b> (the stopwatch's 4-layer model on %1, %2 tokens): %3 ms with the cache, %4 ms "
            "recomputing — %5× slower. The calculator's bound for that model is %6×. Texts %7.")
-            .arg(device_.toHtmlEscaped())
+            .arg(q(r.device.name).toHtmlEscaped())
             .arg(n)
             .arg(cached, 0, 'f', 1)
             .arg(uncached, 0, 'f', 1)
             .arg(cached > 0 ? uncached / cached : 0, 0, 'f', 1)
             .arg(bound ? bound->speedup_bound : 0, 0, 'f', 1)
-            .arg(identical_ ? tr("identical token for token") : tr("differ")));
+            .arg(r.tokens_identical ? tr("identical token for token") : tr("differ")));
     refresh();
 }
 

@@ -8,12 +8,11 @@
 
 #include "kvscope/ui/refresh_when_shown.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
 
 namespace {
-
-QString q(const std::string& s) { return QString::fromStdString(s); }
 
 // Where a factor's value is set, in the words of the inputs panel.
 QString source_of(const QString& field) {

@@ -8,12 +8,9 @@
 
 #include "kvscope/ui/refresh_when_shown.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
-
-namespace {
-QString q(const std::string& s) { return QString::fromStdString(s); }
-}  // namespace
 
 WhatIfView::WhatIfView(ScenarioModel* model, QWidget* parent)
     : QWidget(parent), model_(model), grid_(new QGridLayout), applied_(new QLabel), revert_(new QPushButton) {
@@ -53,10 +50,8 @@ WhatIfView::WhatIfView(ScenarioModel* model, QWidget* parent)
     layout->addLayout(grid_);
     layout->addStretch(1);
     connect(revert_, &QPushButton::clicked, this, &WhatIfView::revert);
-    // Undo and redo move the index after the model's change signal: check Revert again then.
-    connect(model_->undoStack(), &QUndoStack::indexChanged, this, [this] {
-        if (!applying_) updateRevert();
-    });
+    // Any step taken or undone after an Apply makes Revert meaningless; the index says so.
+    connect(model_->undoStack(), &QUndoStack::indexChanged, this, &WhatIfView::updateRevert);
     auto* lazy = new RefreshWhenShown(this, [this] { refresh(); });
     connect(model_, &ScenarioModel::changed, lazy, &RefreshWhenShown::request);
     connect(model_, &ScenarioModel::unitsChanged, lazy, &RefreshWhenShown::request);
@@ -102,38 +97,30 @@ void WhatIfView::refresh() {
                         .arg(q(format_bytes(w.total_before, units)), q(format_bytes(w.total_after, units)));
         row.change->setText(text);
     }
-    if (!applying_) updateRevert();
 }
 
 void WhatIfView::updateRevert() {
     // Revert stays offered while the applied change is the last step in the history.
-    const bool can_revert = before_ && model_->undoStack()->index() == applied_index_;
+    const bool can_revert = applied_index_ >= 0 && model_->undoStack()->index() == applied_index_;
     applied_->setVisible(can_revert);
     revert_->setVisible(can_revert);
-    if (!can_revert) before_.reset();
+    if (!can_revert) applied_index_ = -1;
 }
 
 void WhatIfView::apply(const QString& id) {
     auto it = std::find_if(what_ifs_.begin(), what_ifs_.end(), [&](const WhatIf& w) { return q(w.id) == id; });
     if (it == what_ifs_.end() || !it->available) return;
     const WhatIf w = *it;
-    const Scenario before = model_->scenario();
-    before_ = before;
-    applied_index_ = model_->undoStack()->index() + 1;
     applied_->setText(
         tr("Applied: <b>%1</b>. Every tab now shows the changed scenario.").arg(q(w.title).toHtmlEscaped()));
-    // The undo index moves only after the edit's own change signal, so Revert is offered after it.
-    applying_ = true;
+    const int index = model_->undoStack()->index();
     model_->edit(tr("What if: %1").arg(q(w.title)), [scenario = w.scenario](Scenario& s) { s = scenario; });
-    applying_ = false;
+    applied_index_ = model_->undoStack()->index() != index ? model_->undoStack()->index() : -1;
     updateRevert();
 }
 
 void WhatIfView::revert() {
-    if (!before_) return;
-    if (model_->undoStack()->index() == applied_index_) model_->undoStack()->undo();
-    before_.reset();
-    refresh();
+    if (applied_index_ >= 0 && model_->undoStack()->index() == applied_index_) model_->undoStack()->undo();
 }
 
 }  // namespace kvscope::ui

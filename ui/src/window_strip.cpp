@@ -13,11 +13,11 @@
 #include "kvscope/ui/context_input.h"
 #include "kvscope/ui/refresh_when_shown.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
 
 namespace {
-QString q(const std::string& s) { return QString::fromStdString(s); }
 QString count(std::uint64_t n) { return q(format_count(n)); }
 constexpr int kBar = 20, kGap = 10;
 }  // namespace

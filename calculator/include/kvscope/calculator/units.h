@@ -2,6 +2,7 @@
 // Readable numbers, always labelled: GiB (2^30) and GB (10^9) are different units.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,8 @@ std::string format_count_of(std::uint64_t n, const std::string& one, const std::
 std::string format_tokens(std::uint64_t n);
 // 1.234e12 -> "1.23 T" (FLOPs and other large non-byte figures).
 std::string format_si(double value);
+// Work in floating-point operations: "15.1 GFLOP", "2.41 TFLOP".
+std::string format_flops(double flops);
 
 // Token counts: "8192", "8k" (= 8192), "128K", "1M" (= 1048576), "1.5k" (= 1536).
 // `field` names the input in the error ("context_tokens", "--context").
@@ -33,5 +36,13 @@ Result<std::uint64_t> parse_token_count(std::string_view text, const std::string
 Result<std::uint64_t> parse_count(std::string_view text, const std::string& field);
 // Sizes: "80GiB", "80 GB", "24g" (= GiB), "85899345920" (bytes).
 Result<std::uint64_t> parse_bytes(std::string_view text, const std::string& field);
+
+// The size suffixes people type, lower case, longest first ("gib" = 2^30, "gb" = 10^9, "g" = 2^30,
+// "b" = 1): the one list behind parse_bytes and the Learn tab's answers.
+struct SizeSuffix {
+    const char* suffix;
+    std::uint64_t multiplier;
+};
+std::span<const SizeSuffix> size_suffixes();
 
 }  // namespace kvscope

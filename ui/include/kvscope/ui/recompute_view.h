@@ -72,8 +72,6 @@ private:
     QValueAxis* y_ms_;
     bool cumulative_ = false;
     std::vector<double> cached_ms_, uncached_ms_;
-    QString device_;
-    bool identical_ = false;
     bool waiting_ = false;
 };
 

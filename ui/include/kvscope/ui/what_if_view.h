@@ -5,7 +5,6 @@
 
 #include <QWidget>
 
-#include <optional>
 #include <vector>
 
 #include "kvscope/calculator/learn.h"
@@ -49,10 +48,8 @@ private:
         QPushButton* apply;
     };
     std::vector<Row> rows_;
-    // The scenario before the last Apply, and the undo index right after it.
-    std::optional<Scenario> before_;
+    // The undo index right after the last Apply; -1 when there is nothing to revert.
     int applied_index_ = -1;
-    bool applying_ = false;
 };
 
 }  // namespace kvscope::ui
