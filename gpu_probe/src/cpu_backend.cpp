@@ -59,64 +59,97 @@ struct Slot {
 
 using Shape = AttentionShape;
 
-// Requests every cache line of [p, p + bytes) without waiting for them.
+// Requests every cache line of [p, p + bytes) without waiting for them. On x86-64 as an asm
+// statement: a loop of __builtin_prefetch has no effects the compiler must keep, and GCC 12
+// deletes it at -O2.
 void prefetch(const std::byte* p, std::size_t bytes) {
-    for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b);
+    for (std::size_t b = 0; b < bytes; b += 64) {
+#if defined(__x86_64__)
+        asm volatile("prefetcht0 %0" : : "m"(*reinterpret_cast<const char*>(p + b)));
+#else
+        __builtin_prefetch(p + b);
+#endif
+    }
 }
 
-// One decode step's attention for one slot, every query head, grouped-query aware:
-// each token's K and V rows are read once (converted in registers) for every query of its group.
-void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, float* scores, float* out) {
+// A bf16 cache on a CPU with a BF16 dot instruction, in groups of four with rows of whole vectors:
+// the queries are rounded to bf16, as GPU kernels keep them.
+bool uses_bf16_dot(KvDtype dtype, const Shape& sh) {
+    return dtype == KvDtype::bf16 && cpu::has_bf16_dot() && (sh.q_heads / sh.kv_heads) % 4 == 0 && sh.dk % 16 == 0;
+}
+
+constexpr std::uint64_t kTile = 128;  // tokens per tile: its scores stay in L1, its V rows in L2
+
+// One decode step's attention for one slot, every query head, grouped-query aware (each token's
+// K and V rows are read once, converted in registers, for every query of its group), in
+// flash-decoding order: tile by tile, the tile's scores, then an online softmax (a running
+// maximum and sum per query head; the output so far is rescaled when the maximum grows), then the
+// tile's V. Scores never leave the tile, so nothing is read twice and no pass runs over the whole
+// context's scores. `q_bf16` (queries rounded to bf16) is used when the bf16 dot path applies.
+// `scores` holds kTile × q_heads floats.
+void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, const std::uint16_t* q_bf16, float* scores,
+            float* out) {
     const std::uint64_t group = sh.q_heads / sh.kv_heads;
     const float scale = 1.0f / std::sqrt(static_cast<float>(sh.dk));
     const std::size_t eb = cpu::element_bytes(dtype);
     const std::uint64_t dv_stride = sh.row_v / sh.kv_heads;
     const auto* k = static_cast<const std::byte*>(s.k);
-    // scores are stored token-major ([t][query head]); tokens go in pairs so each query load is used twice.
-    // A bf16 cache on a CPU with a BF16 dot instruction: queries rounded to bf16, as GPU kernels keep them.
-    const bool bf16_dot = dtype == KvDtype::bf16 && cpu::has_bf16_dot() && group % 4 == 0 && sh.dk % 16 == 0;
-    std::vector<std::uint16_t> q_bf16(bf16_dot ? sh.q_heads * sh.dk : 0);
-    if (bf16_dot) cpu::to_bf16(q, q_bf16.data(), q_bf16.size());
-    const auto* k16 = static_cast<const std::uint16_t*>(s.k);
-    std::uint64_t pair = 0;
-    for (; pair + 2 <= s.tokens; pair += 2) {
-        // Ask for every line of the pair's two rows at once: the misses then overlap instead of
-        // arriving one head at a time (1.5x on one core of the development machine).
-        prefetch(k + pair * sh.row_k * eb, 2 * sh.row_k * eb);
-        for (std::uint64_t h = 0; h < sh.kv_heads; ++h) {
-            float* out0 = scores + pair * sh.q_heads + h * group;
-            float* out1 = scores + (pair + 1) * sh.q_heads + h * group;
-            if (bf16_dot)
-                cpu::dot_group_bf16x2(q_bf16.data() + h * group * sh.dk, group, k16 + pair * sh.row_k + h * sh.dk,
-                                      k16 + (pair + 1) * sh.row_k + h * sh.dk, sh.dk, out0, out1);
-            else
-                cpu::dot_group_raw2(dtype, q + h * group * sh.dk, group, k + (pair * sh.row_k + h * sh.dk) * eb,
-                                    k + ((pair + 1) * sh.row_k + h * sh.dk) * eb, sh.dk, out0, out1);
-        }
-    }
-    for (; pair < s.tokens; ++pair)
-        for (std::uint64_t h = 0; h < sh.kv_heads; ++h)
-            cpu::dot_group_raw(dtype, q + h * group * sh.dk, group, k + (pair * sh.row_k + h * sh.dk) * eb, sh.dk,
-                               scores + pair * sh.q_heads + h * group);
-    for (std::uint64_t i = 0; i < s.tokens * sh.q_heads; ++i) scores[i] *= scale;
-    // Softmax over tokens for every query head.
-    std::vector<float> mx(sh.q_heads, -1e30f), sum(sh.q_heads, 0.0f);
-    for (std::uint64_t t = 0; t < s.tokens; ++t)
-        for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) mx[qh] = std::max(mx[qh], scores[t * sh.q_heads + qh]);
-    for (std::uint64_t t = 0; t < s.tokens; ++t)
-        cpu::exp_sub_accumulate(scores + t * sh.q_heads, mx.data(), sum.data(), sh.q_heads);
-    std::fill(out, out + sh.q_heads * sh.dv, 0.0f);
     const auto* v = static_cast<const std::byte*>(s.v);
-    // Normalise in place, then accumulate V in tiles of tokens (each output touched once per tile).
-    for (std::uint64_t t = 0; t < s.tokens; ++t)
-        for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) scores[t * sh.q_heads + qh] /= sum[qh];
-    constexpr std::uint64_t kTile = 128;  // rows stay in L2 while every KV head reads its part
+    const auto* k16 = static_cast<const std::uint16_t*>(s.k);
+    const bool bf16_dot = q_bf16 && uses_bf16_dot(dtype, sh);
+    std::vector<float> run_max(sh.q_heads, -1e30f), run_sum(sh.q_heads, 0.0f), tile_max(sh.q_heads);
+    std::fill(out, out + sh.q_heads * sh.dv, 0.0f);
     for (std::uint64_t t0 = 0; t0 < s.tokens; t0 += kTile) {
         const std::uint64_t n = std::min(kTile, s.tokens - t0);
+        // Scores, stored token-major ([t][query head]); tokens go in pairs so each query load is used twice.
+        std::uint64_t i = 0;
+        for (; i + 2 <= n; i += 2) {
+            const std::uint64_t t = t0 + i;
+            // Ask for every line of the pair's two rows at once: the misses then overlap instead of
+            // arriving one head at a time.
+            prefetch(k + t * sh.row_k * eb, 2 * sh.row_k * eb);
+            for (std::uint64_t h = 0; h < sh.kv_heads; ++h) {
+                float* out0 = scores + i * sh.q_heads + h * group;
+                float* out1 = out0 + sh.q_heads;
+                if (bf16_dot)
+                    cpu::dot_group_bf16x2(q_bf16 + h * group * sh.dk, group, k16 + t * sh.row_k + h * sh.dk,
+                                          k16 + (t + 1) * sh.row_k + h * sh.dk, sh.dk, out0, out1);
+                else
+                    cpu::dot_group_raw2(dtype, q + h * group * sh.dk, group, k + (t * sh.row_k + h * sh.dk) * eb,
+                                        k + ((t + 1) * sh.row_k + h * sh.dk) * eb, sh.dk, out0, out1);
+            }
+        }
+        for (; i < n; ++i)
+            for (std::uint64_t h = 0; h < sh.kv_heads; ++h)
+                cpu::dot_group_raw(dtype, q + h * group * sh.dk, group, k + ((t0 + i) * sh.row_k + h * sh.dk) * eb,
+                                   sh.dk, scores + i * sh.q_heads + h * group);
+        // Online softmax: scale, the tile's maximum, rescale what came before if the maximum grew.
+        std::fill(tile_max.begin(), tile_max.end(), -1e30f);
+        for (std::uint64_t t = 0; t < n; ++t)
+            for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
+                float& x = scores[t * sh.q_heads + qh];
+                x *= scale;
+                tile_max[qh] = std::max(tile_max[qh], x);
+            }
+        for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
+            if (tile_max[qh] <= run_max[qh]) continue;
+            const float c = std::exp(run_max[qh] - tile_max[qh]);
+            run_max[qh] = tile_max[qh];
+            run_sum[qh] *= c;
+            if (t0 > 0)
+                for (std::uint64_t d = 0; d < sh.dv; ++d) out[qh * sh.dv + d] *= c;
+        }
+        for (std::uint64_t t = 0; t < n; ++t)
+            cpu::exp_sub_accumulate(scores + t * sh.q_heads, run_max.data(), run_sum.data(), sh.q_heads);
+        // The tile's V rows (all of them in flight at once), weighted by the unnormalised probabilities.
         prefetch(v + t0 * sh.row_v * eb, n * sh.row_v * eb);
         for (std::uint64_t h = 0; h < sh.kv_heads; ++h)
-            cpu::axpy_tokens_raw(dtype, scores + t0 * sh.q_heads + h * group, sh.q_heads, group,
-                                 v + (t0 * sh.row_v + h * dv_stride) * eb, sh.row_v, n, out + h * group * sh.dv, sh.dv);
+            cpu::axpy_tokens_raw(dtype, scores + h * group, sh.q_heads, group, v + (t0 * sh.row_v + h * dv_stride) * eb,
+                                 sh.row_v, n, out + h * group * sh.dv, sh.dv);
+    }
+    for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
+        const float inv = 1.0f / run_sum[qh];
+        for (std::uint64_t d = 0; d < sh.dv; ++d) out[qh * sh.dv + d] *= inv;
     }
 }
 
@@ -130,10 +163,11 @@ public:
         d.free_bytes = host::available_bytes();
         d.compute_units = host::threads();
         d.cache_bytes = host::last_level_cache_bytes();
-        d.note = !cpu::vectorized()    ? "plain conversion loops"
-                 : cpu::has_bf16_dot() ? "AVX2 + F16C conversion; bf16 caches read with AVX-512 BF16 dot products "
-                                         "(queries rounded to bf16)"
-                                       : "AVX2 + F16C conversion";
+        d.note = std::string(!cpu::vectorized()    ? "plain conversion loops"
+                             : cpu::has_bf16_dot() ? "AVX2 + F16C conversion; bf16 caches read with AVX-512 BF16 dot "
+                                                     "products (queries rounded to bf16)"
+                                                   : "AVX2 + F16C conversion") +
+                 "; cache and read-ceiling buffers on transparent huge pages where the system grants them";
         return d;
     }
 
@@ -165,10 +199,8 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     for (const KvTensor& t : *tensors) a.requested_bytes += t.bytes;
     a.allocations = tensors->size();
     a.granularity_bytes = host::page_bytes();
-    std::uint64_t longest = 0;
-    for (const KvTensor& t : *tensors) longest = std::max(longest, t.tokens);
-    // Per thread: scores for every query head over the longest slot, and the output.
-    a.workspace_bytes = threads * (sh.q_heads * longest + sh.q_heads * sh.dv) * sizeof(float);
+    // Per thread: one tile's scores for every query head, and the output.
+    a.workspace_bytes = threads * (sh.q_heads * kTile + sh.q_heads * sh.dv) * sizeof(float);
 
     const std::uint64_t limit = control.memory_limit_bytes ? control.memory_limit_bytes : host::available_bytes();
     const std::uint64_t ceiling_bytes =
@@ -195,6 +227,7 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
             if (control.cancelled()) return fail(Status::cancelled, "cancelled while allocating; all memory was freed");
             void* p = std::malloc(std::max<std::uint64_t>((*tensors)[i].bytes, 1));
             if (!p) throw std::bad_alloc();
+            host::advise_huge_pages(p, (*tensors)[i].bytes);
             buffers.emplace_back(p);
         }
         parallel_for(tensors->size(), threads, [&](std::size_t i) {
@@ -227,6 +260,15 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     std::vector<std::vector<float>> queries(request.arch.layers, std::vector<float>(sh.q_heads * sh.dk));
     for (std::uint64_t l = 0; l < request.arch.layers; ++l)
         cpu::fill_random(KvDtype::fp32, queries[l].data(), queries[l].size(), 7919 + l);
+    std::vector<std::vector<std::uint16_t>> queries_bf16(uses_bf16_dot(request.dtype, sh) ? request.arch.layers : 0);
+    for (std::size_t l = 0; l < queries_bf16.size(); ++l) {
+        queries_bf16[l].resize(queries[l].size());
+        cpu::to_bf16(queries[l].data(), queries_bf16[l].data(), queries[l].size());
+    }
+    auto attend_slot = [&](const Slot& s, float* scores, float* out) {
+        attend(s, sh, request.dtype, queries[s.layer].data(),
+               queries_bf16.empty() ? nullptr : queries_bf16[s.layer].data(), scores, out);
+    };
 
     struct Scratch {
         std::vector<float> scores, out;
@@ -234,7 +276,7 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     };
     std::vector<Scratch> scratch(threads);
     for (Scratch& s : scratch) {
-        s.scores.resize(sh.q_heads * longest);
+        s.scores.resize(sh.q_heads * kTile);
         s.out.resize(sh.q_heads * sh.dv);
     }
     auto step = [&](unsigned use_threads) {
@@ -243,7 +285,7 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
         auto work = [&] {
             Scratch& sc = scratch[ids++];
             for (std::size_t i = next++; i < slots.size(); i = next++) {
-                attend(slots[i], sh, request.dtype, queries[slots[i].layer].data(), sc.scores.data(), sc.out.data());
+                attend_slot(slots[i], sc.scores.data(), sc.out.data());
                 sc.checksum += sc.out[0];
             }
         };
@@ -290,7 +332,7 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     for (const std::size_t i : {std::size_t{0}, slots.size() - 1}) {
         Scratch& sc = scratch[0];
         const Slot& s = slots[i];
-        attend(s, sh, request.dtype, queries[s.layer].data(), sc.scores.data(), sc.out.data());
+        attend_slot(s, sc.scores.data(), sc.out.data());
         const std::vector<double> ref =
             attention_reference(s.k, s.v, s.tokens, sh, request.dtype, queries[s.layer].data());
         at.max_rel_error = std::max(at.max_rel_error, max_relative_error(sc.out.data(), ref));
@@ -311,15 +353,16 @@ double measure_host_read_gbps(std::uint64_t bytes) {
     const std::size_t words = bytes / 8;
     Buffer big(std::malloc(words * 8));
     if (!big) return 0;
-    std::memset(big.get(), 0x5a, words * 8);  // any non-zero pattern: only the reads matter here
+    host::advise_huge_pages(big.get(), words * 8);  // allocated as the cache is, so the two compare
+    std::memset(big.get(), 0x5a, words * 8);        // any non-zero pattern: only the reads matter here
+    const std::size_t chunk = (words + threads - 1) / threads;
     const auto* data = static_cast<const std::uint64_t*>(big.get());
     std::atomic<std::uint64_t> sink{0};
     std::vector<double> runs;
     for (int run = 0; run < 6; ++run) {
         const auto start = Clock::now();
-        const std::size_t chunk = (words + threads - 1) / threads;
         parallel_for(threads, threads, [&](std::size_t t) {
-            const std::size_t lo = t * chunk, hi = std::min(words, lo + chunk);
+            const std::size_t lo = std::min(words, t * chunk), hi = std::min(words, lo + chunk);
             if (lo < hi) sink += cpu::read_pass(data + lo, hi - lo);
         });
         const double ms = ms_since(start);

@@ -1,6 +1,9 @@
 #include "host_memory.h"
 
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include <fstream>
 #include <sstream>
@@ -62,5 +65,18 @@ std::string cpu_name() {
 }
 
 unsigned threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+void advise_huge_pages(void* p, std::uint64_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    constexpr std::uintptr_t huge = 2u << 20;
+    const auto addr = reinterpret_cast<std::uintptr_t>(p);
+    const std::uintptr_t skip = ((addr + huge - 1) & ~(huge - 1)) - addr;  // to the first 2 MiB boundary
+    if (bytes <= skip) return;
+    const std::uintptr_t length = (bytes - skip) & ~(huge - 1);
+    if (length > 0) madvise(static_cast<char*>(p) + skip, length, MADV_HUGEPAGE);  // a hint: errors change nothing
+#else
+    (void)p, (void)bytes;
+#endif
+}
 
 }  // namespace kvscope::probe::host

@@ -84,6 +84,21 @@ TEST(CpuBackend, AttentionMatchesTheFloat64ReferenceInEveryFormat) {
     }
 }
 
+TEST(CpuBackend, AttentionIsRightAtTheEdgesOfItsTilesAndPairs) {
+    // Attention runs over tiles of 128 tokens, two tokens at a time, with a running softmax that
+    // rescales the earlier tiles' output when a later tile holds a larger score: one token, an odd
+    // count, one either side of a tile, and several tiles with a short odd tail.
+    for (std::uint64_t context : {1, 2, 127, 128, 129, 333}) {
+        for (KvDtype dtype : {KvDtype::fp32, KvDtype::bf16}) {
+            const ProbeReport p = cpu()->probe(request_for("llama-3-8b", context, dtype), {});
+            ASSERT_EQ(p.status, Status::ok) << p.message;
+            EXPECT_LT(p.attention.max_rel_error, tolerance(dtype)) << context << " tokens, " << to_string(dtype);
+            // One token's weight is exactly 1, so its output is its V row, exactly.
+            if (context > 1) EXPECT_GT(p.attention.max_rel_error, 0.0) << context << " tokens, " << to_string(dtype);
+        }
+    }
+}
+
 TEST(CpuBackend, GroupedAndLatentLayoutsAreChecked) {
     for (const char* model : {"kvscope-teaching-32l", "deepseek-v3", "gemma-3-27b"}) {
         const ProbeReport p = cpu()->probe(request_for(model, 256, KvDtype::bf16), {});
