@@ -31,16 +31,17 @@ double median(std::vector<double> v) {
     return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// Runs fn(i) for i in [0, n) on `threads` threads, handing out items one at a time.
+// Runs fn(i, worker) for i in [0, n) on `threads` threads (worker in [0, threads)), handing out
+// items one at a time.
 template <class Fn>
 void parallel_for(std::size_t n, unsigned threads, Fn fn) {
     std::atomic<std::size_t> next{0};
-    auto work = [&] {
-        for (std::size_t i = next++; i < n; i = next++) fn(i);
+    auto work = [&](unsigned worker) {
+        for (std::size_t i = next++; i < n; i = next++) fn(i, worker);
     };
     std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-    work();
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
+    work(0);
     for (auto& t : pool) t.join();
 }
 
@@ -80,15 +81,30 @@ bool uses_bf16_dot(KvDtype dtype, const Shape& sh) {
 
 constexpr std::uint64_t kTile = 128;  // tokens per tile: its scores stay in L1, its V rows in L2
 
+// One thread's working memory for attend: a tile's scores ([token][query head]), the output, and
+// the running softmax. Allocated once per probe; its size is the report's workspace.
+struct Scratch {
+    explicit Scratch(const Shape& sh)
+        : scores(sh.q_heads * kTile),
+          out(sh.q_heads * sh.dv),
+          run_max(sh.q_heads),
+          run_sum(sh.q_heads),
+          tile_max(sh.q_heads) {}
+    std::uint64_t bytes() const {
+        return (scores.size() + out.size() + run_max.size() + run_sum.size() + tile_max.size()) * sizeof(float);
+    }
+    std::vector<float> scores, out, run_max, run_sum, tile_max;
+    double checksum = 0;
+};
+
 // One decode step's attention for one slot, every query head, grouped-query aware (each token's
 // K and V rows are read once, converted in registers, for every query of its group), in
 // flash-decoding order: tile by tile, the tile's scores, then an online softmax (a running
 // maximum and sum per query head; the output so far is rescaled when the maximum grows), then the
 // tile's V. Scores never leave the tile, so nothing is read twice and no pass runs over the whole
 // context's scores. `q_bf16` (queries rounded to bf16) is used when the bf16 dot path applies.
-// `scores` holds kTile × q_heads floats.
-void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, const std::uint16_t* q_bf16, float* scores,
-            float* out) {
+// The result is left in sc.out.
+void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, const std::uint16_t* q_bf16, Scratch& sc) {
     const std::uint64_t group = sh.q_heads / sh.kv_heads;
     const float scale = 1.0f / std::sqrt(static_cast<float>(sh.dk));
     const std::size_t eb = cpu::element_bytes(dtype);
@@ -97,7 +113,11 @@ void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, const
     const auto* v = static_cast<const std::byte*>(s.v);
     const auto* k16 = static_cast<const std::uint16_t*>(s.k);
     const bool bf16_dot = q_bf16 && uses_bf16_dot(dtype, sh);
-    std::vector<float> run_max(sh.q_heads, -1e30f), run_sum(sh.q_heads, 0.0f), tile_max(sh.q_heads);
+    float* scores = sc.scores.data();
+    float* out = sc.out.data();
+    std::vector<float>&run_max = sc.run_max, &run_sum = sc.run_sum, &tile_max = sc.tile_max;
+    std::fill(run_max.begin(), run_max.end(), -1e30f);
+    std::fill(run_sum.begin(), run_sum.end(), 0.0f);
     std::fill(out, out + sh.q_heads * sh.dv, 0.0f);
     for (std::uint64_t t0 = 0; t0 < s.tokens; t0 += kTile) {
         const std::uint64_t n = std::min(kTile, s.tokens - t0);
@@ -199,8 +219,8 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     for (const KvTensor& t : *tensors) a.requested_bytes += t.bytes;
     a.allocations = tensors->size();
     a.granularity_bytes = host::page_bytes();
-    // Per thread: one tile's scores for every query head, and the output.
-    a.workspace_bytes = threads * (sh.q_heads * kTile + sh.q_heads * sh.dv) * sizeof(float);
+    std::vector<Scratch> scratch(threads, Scratch(sh));
+    a.workspace_bytes = threads * scratch.front().bytes();
 
     const std::uint64_t limit = control.memory_limit_bytes ? control.memory_limit_bytes : host::available_bytes();
     const std::uint64_t ceiling_bytes =
@@ -230,7 +250,7 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
             host::advise_huge_pages(p, (*tensors)[i].bytes);
             buffers.emplace_back(p);
         }
-        parallel_for(tensors->size(), threads, [&](std::size_t i) {
+        parallel_for(tensors->size(), threads, [&](std::size_t i, unsigned) {
             cpu::fill_random(request.dtype, buffers[i].get(), (*tensors)[i].bytes / cpu::element_bytes(request.dtype),
                              i + 1);
         });
@@ -265,34 +285,15 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
         queries_bf16[l].resize(queries[l].size());
         cpu::to_bf16(queries[l].data(), queries_bf16[l].data(), queries[l].size());
     }
-    auto attend_slot = [&](const Slot& s, float* scores, float* out) {
+    auto attend_slot = [&](const Slot& s, Scratch& sc) {
         attend(s, sh, request.dtype, queries[s.layer].data(),
-               queries_bf16.empty() ? nullptr : queries_bf16[s.layer].data(), scores, out);
+               queries_bf16.empty() ? nullptr : queries_bf16[s.layer].data(), sc);
     };
-
-    struct Scratch {
-        std::vector<float> scores, out;
-        double checksum = 0;
-    };
-    std::vector<Scratch> scratch(threads);
-    for (Scratch& s : scratch) {
-        s.scores.resize(sh.q_heads * kTile);
-        s.out.resize(sh.q_heads * sh.dv);
-    }
     auto step = [&](unsigned use_threads) {
-        std::atomic<unsigned> ids{0};
-        std::atomic<std::size_t> next{0};
-        auto work = [&] {
-            Scratch& sc = scratch[ids++];
-            for (std::size_t i = next++; i < slots.size(); i = next++) {
-                attend_slot(slots[i], sc.scores.data(), sc.out.data());
-                sc.checksum += sc.out[0];
-            }
-        };
-        std::vector<std::thread> pool;
-        for (unsigned t = 1; t < use_threads; ++t) pool.emplace_back(work);
-        work();
-        for (auto& t : pool) t.join();
+        parallel_for(slots.size(), use_threads, [&](std::size_t i, unsigned worker) {
+            attend_slot(slots[i], scratch[worker]);
+            scratch[worker].checksum += scratch[worker].out[0];
+        });
     };
 
     // 2. The read ceiling: a read-only pass over memory several times the last-level cache.
@@ -332,7 +333,7 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     for (const std::size_t i : {std::size_t{0}, slots.size() - 1}) {
         Scratch& sc = scratch[0];
         const Slot& s = slots[i];
-        attend_slot(s, sc.scores.data(), sc.out.data());
+        attend_slot(s, sc);
         const std::vector<double> ref =
             attention_reference(s.k, s.v, s.tokens, sh, request.dtype, queries[s.layer].data());
         at.max_rel_error = std::max(at.max_rel_error, max_relative_error(sc.out.data(), ref));
@@ -361,7 +362,7 @@ double measure_host_read_gbps(std::uint64_t bytes) {
     std::vector<double> runs;
     for (int run = 0; run < 6; ++run) {
         const auto start = Clock::now();
-        parallel_for(threads, threads, [&](std::size_t t) {
+        parallel_for(threads, threads, [&](std::size_t t, unsigned) {
             const std::size_t lo = std::min(words, t * chunk), hi = std::min(words, lo + chunk);
             if (lo < hi) sink += cpu::read_pass(data + lo, hi - lo);
         });
