@@ -6,7 +6,6 @@
 #include <numeric>
 
 #include "kvscope/calculator/catalog.h"
-#include "kvscope/calculator/learn.h"
 #include "kvscope/probe/probe.h"
 
 using namespace kvscope;
@@ -40,9 +39,7 @@ int main(int argc, char** argv) {
     const double cached = std::accumulate(w.cached_ms.begin(), w.cached_ms.end(), 0.0);
     const double uncached = std::accumulate(w.uncached_ms.begin(), w.uncached_ms.end(), 0.0);
     // The calculator's bound: FLOPs of generating from scratch at every step over FLOPs with the cache.
-    const Workload wl{static_cast<std::uint64_t>(s.tokens), 1, 1, false};
-    const auto curve = recompute_curve(probe::stopwatch_architecture(), wl, wl.context_tokens, 2);
-    const double bound = curve ? curve->speedup_bound : 0;
+    const double bound = w.speedup_bound;
     std::printf(
         "stopwatch %d tokens: %.1f ms cached, %.1f ms recomputing: %.1fx | calculator's FLOP bound %.1fx: %.2f of it | "
         "texts %s\n",

@@ -69,6 +69,7 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
         {"--tokens", parsed(o.tokens, parse_count)},
         {"--runs", parsed(o.runs, parse_count)},
         {"--memory-limit", parsed(o.memory_limit, parse_bytes)},
+        {"--ceiling-size", parsed(o.ceiling_size, parse_bytes)},
         {"--units",
          [&](const std::string& name, const std::string& v) {
              if (v == "gib" || v == "binary" || v == "GiB")

@@ -34,7 +34,7 @@ struct Options {
     bool all_layers = false;
     // probe, stopwatch
     std::optional<std::string> backend, prompt;
-    std::optional<std::uint64_t> tokens, runs, memory_limit;
+    std::optional<std::uint64_t> tokens, runs, memory_limit, ceiling_size;
 };
 
 // Usage errors carry the option's name: "--context: '12q' is not a whole number …".

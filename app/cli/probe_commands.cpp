@@ -81,7 +81,7 @@ std::string probe_help(const std::string& command) {
         return "usage: kvscope-cli probe (--model ID | --config FILE) --context N [--batch N] [--kv-dtype "
                "fp32|fp16|bf16]\n"
                "                         [--block-size N] [--backend auto|cpu|cuda] [--runs N] [--memory-limit SIZE] "
-               "[--json]\n"
+               "[--ceiling-size SIZE] [--json]\n"
                "Allocates the model's KV cache on this machine exactly as the calculator lays it out, compares the\n"
                "bytes, and times one decode step's attention over it against a read-bandwidth ceiling measured in\n"
                "the same run. Ctrl+C cancels (everything is freed).\n";
@@ -120,6 +120,14 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
     request.dtype = s.kv_dtype;
     request.workload = s.workload;
     if (o.runs) request.timing_runs = static_cast<int>(std::min<std::uint64_t>(*o.runs, 1000));
+    if (o.ceiling_size) {
+        if (*o.ceiling_size < (1ull << 20))
+            return {"",
+                    "kvscope-cli probe: --ceiling-size: " + format_bytes(*o.ceiling_size) +
+                        " is too small to time; give at least 1 MiB (default: several times the last-level cache)\n",
+                    kExitUsage};
+        request.ceiling_bytes = *o.ceiling_size;
+    }
     const probe::ProbeReport p = (*backend)->probe(request, make_control(o));
     const auto& a = p.allocation;
     const auto& at = p.attention;
@@ -153,6 +161,7 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
         v.set("single_thread_gbps", Value::number(at.single_thread_gbps));
         v.set("max_rel_error", Value::number(at.max_rel_error));
         v.set("cache_resident", Value::boolean(at.cache_resident));
+        v.set("kernel", Value::string(at.kernel));
         r.out = v.dump() + "\n";
         return r;
     }
@@ -174,7 +183,8 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
         {"measured", format_bytes(a.measured_bytes) + " (" + format_count(a.measured_bytes) + " bytes; " +
                          (diff >= 0 ? "+" : "") + format_signed_bytes(diff) + " against requested, granularity " +
                          format_bytes(a.granularity_bytes) + ")"},
-        {"workspace", format_bytes(a.workspace_bytes) + " (scores and outputs, not part of the cache)"},
+        {"workspace",
+         format_bytes(a.workspace_bytes) + " (the attention's scratch: scores and outputs; not part of the cache)"},
         {"context", a.context_bytes ? format_bytes(a.context_bytes) +
                                           " in use on the device before the cache (CUDA context and other processes)"
                                     : "none (host memory)"},
@@ -185,6 +195,7 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
                         fixed(at.fraction_of_ceiling * 100, 0) + "% of it" +
                         (at.threads > 1 ? " (one thread: " + fixed(at.single_thread_gbps, 1) + " GB/s)" : "")},
         {"accuracy", "max relative error " + scientific(at.max_rel_error) + " against float64"},
+        {"kernel", at.kernel},
     });
     if (at.cache_resident) r.out += "note: the cache fits in the CPU caches, so the bandwidth is optimistic\n";
     return r;
@@ -220,6 +231,8 @@ Output cmd_stopwatch(const Options& o) {
         v.set("text_uncached", Value::string(w.text_uncached));
         v.set("tokens_identical", Value::boolean(w.tokens_identical));
         v.set("max_logit_diff", Value::number(w.max_logit_diff));
+        v.set("speedup", Value::number(w.speedup));
+        v.set("speedup_bound", Value::number(w.speedup_bound));
         r.out = v.dump() + "\n";
         return r;
     }

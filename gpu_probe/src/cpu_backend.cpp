@@ -275,6 +275,9 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     at.threads = threads;
     at.kv_bytes_read = kv_bytes_read(*tensors);
     at.cache_resident = at.kv_bytes_read < host::last_level_cache_bytes();
+    at.kernel = "flash-decoding order on " + std::to_string(threads) + " threads: " + std::to_string(kTile) +
+                "-token tiles, each K/V row read once for its query group" +
+                (uses_bf16_dot(request.dtype, sh) ? ", K by AVX-512 BF16 dot products" : "");
 
     // Random queries, one set per layer (fresh inputs, never zeros).
     std::vector<std::vector<float>> queries(request.arch.layers, std::vector<float>(sh.q_heads * sh.dk));

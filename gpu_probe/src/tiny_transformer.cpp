@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
+
+#include "kvscope/calculator/learn.h"
 
 namespace kvscope::probe {
 
@@ -285,9 +288,15 @@ StopwatchReport generate_both(const TinyTransformer& model, const StopwatchReque
     double cached = 0, uncached = 0;
     for (double ms : r.cached_ms) cached += ms;
     for (double ms : r.uncached_ms) uncached += ms;
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "%d tokens%s: %.1f ms with the cache, %.1f ms recomputing (%.1f× slower); texts %s",
-                  request.tokens, g.where.c_str(), cached, uncached, cached > 0 ? uncached / cached : 0.0,
+    r.speedup = cached > 0 ? uncached / cached : 0.0;
+    const auto n = static_cast<std::uint64_t>(request.tokens);
+    if (auto curve = recompute_curve(TinyTransformer::architecture(), {n, 1, 1, false}, n, 2))
+        r.speedup_bound = curve->speedup_bound;
+    char buf[240];
+    std::snprintf(buf, sizeof buf,
+                  "%d tokens%s: %.1f ms with the cache, %.1f ms recomputing (%.1f× slower; the calculator's FLOP "
+                  "bound is %.1f×); texts %s",
+                  request.tokens, g.where.c_str(), cached, uncached, r.speedup, r.speedup_bound,
                   r.tokens_identical ? "identical" : "differ");
     r.message = buf;
     return r;

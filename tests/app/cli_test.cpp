@@ -200,6 +200,8 @@ TEST(Cli, ProbeOnTheCpuChecksThePredictionAndReportsBandwidth) {
     for (const char* key : {"decode_attention_ms", "kv_read_gbps", "ceiling_gbps", "fraction_of_ceiling"})
         EXPECT_GT(v.find(key)->as_double(), 0.0) << key;
     EXPECT_LT(v.find("max_rel_error")->as_double(), 1e-4);
+    // How the step was computed, so that figures from two machines can be compared.
+    EXPECT_NE(v.find("kernel")->as_string().find("flash-decoding order"), std::string::npos);
 }
 
 TEST(Cli, ProbeRefusesWhatDoesNotFitAndFormatsItCannotStore) {
@@ -210,6 +212,9 @@ TEST(Cli, ProbeRefusesWhatDoesNotFitAndFormatsItCannotStore) {
     r = cli("probe --backend cpu --model llama-3-8b --context 8k --kv-dtype q8_0");
     EXPECT_EQ(r.status, 2);
     EXPECT_NE(r.err.find("fp32, fp16 or bf16"), std::string::npos) << r.err;
+    r = cli("probe --backend cpu --model llama-3-8b --context 1k --ceiling-size 4KiB");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("--ceiling-size: 4.00 KiB is too small"), std::string::npos) << r.err;
     r = cli("probe --backend tpu --model llama-3-8b");
     EXPECT_EQ(r.status, 2);
     EXPECT_NE(r.err.find("'tpu' is not a backend"), std::string::npos) << r.err;
@@ -224,6 +229,10 @@ TEST(Cli, StopwatchJsonHasBothRunsAndTheirTexts) {
     EXPECT_TRUE(v.find("tokens_identical")->as_bool());
     EXPECT_EQ(v.find("text_cached")->as_string(), v.find("text_uncached")->as_string());
     EXPECT_FALSE(v.find("text_cached")->as_string().empty());
+    // The measured ratio beside the calculator's bound for 12 tokens (about 6.5× the work).
+    EXPECT_GT(v.find("speedup")->as_double(), 1.0);
+    EXPECT_GT(v.find("speedup_bound")->as_double(), 3.0);
+    EXPECT_LT(v.find("speedup_bound")->as_double(), 12.0);
 }
 
 TEST(Cli, DevicesListsTheCpuAndSaysWhyCudaIsMissing) {

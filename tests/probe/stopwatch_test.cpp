@@ -31,6 +31,12 @@ TEST(Stopwatch, BothRunsWriteTheSameTextAndOnlyRecomputingGrowsWithTheContext) {
     // recompute 3× … 5× more than the first 16 (shape, not speed: both halves run on the same machine).
     EXPECT_GT(sum(r.uncached_ms, 32, 48), 2.0 * sum(r.uncached_ms, 0, 16));
     EXPECT_GT(sum(r.uncached_ms, 0, 48), 4.0 * sum(r.cached_ms, 0, 48));
+    // The report carries the ratio and the calculator's bound beside it: at 48 tokens recomputing
+    // does about (48 + 1) / 2 times the work, so the bound lies well between 10× and 48×.
+    EXPECT_DOUBLE_EQ(r.speedup, sum(r.uncached_ms, 0, 48) / sum(r.cached_ms, 0, 48));
+    EXPECT_GT(r.speedup_bound, 10.0);
+    EXPECT_LT(r.speedup_bound, 48.0);
+    EXPECT_NE(r.message.find("bound is"), std::string::npos) << r.message;
 }
 
 TEST(Stopwatch, TheModelIsDeterministicAndReadsWords) {

@@ -41,6 +41,7 @@ TEST(ProbeView, ChecksTheCurrentScenariosCacheOnThisMachine) {
         << p->statusLabel()->text().toStdString();
     EXPECT_TRUE(cell_of(p->results(), "Requested").endsWith("= predicted"));
     EXPECT_FALSE(cell_of(p->results(), "Read ceiling").isEmpty());
+    EXPECT_TRUE(cell_of(p->results(), "Kernel").contains(cuda_answers() ? "split-K" : "flash-decoding order"));
     EXPECT_TRUE(p->statusLabel()->text().contains("measured read bandwidth")) << p->statusLabel()->text().toStdString();
 }
 

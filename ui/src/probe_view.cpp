@@ -321,6 +321,7 @@ void ProbeView::showProbe(const probe::ProbeReport& r, const QString& note) {
         {tr("Read ceiling (same run)"),
          tr("%1 GB/s → %2% of it").arg(at.ceiling_gbps, 0, 'f', 1).arg(at.fraction_of_ceiling * 100, 0, 'f', 0)},
         {tr("Max relative error"), QString::number(at.max_rel_error, 'e', 2) + tr(" against float64")},
+        {tr("Kernel"), q(at.kernel)},
     };
     table_->setRowCount(static_cast<int>(rows.size()));
     for (int i = 0; i < rows.size(); ++i) {

@@ -216,7 +216,6 @@ void RecomputeView::setStopwatch(const probe::StopwatchReport& r) {
     const double cached = std::accumulate(cached_ms_.begin(), cached_ms_.end(), 0.0);
     const double uncached = std::accumulate(uncached_ms_.begin(), uncached_ms_.end(), 0.0);
     const auto n = static_cast<std::uint64_t>(cached_ms_.size());
-    auto bound = recompute_curve(probe::stopwatch_architecture(), {n, 1, 1, false}, std::max<std::uint64_t>(n, 1), 2);
     measured_->setText(
         tr("<b>Measured</b> (the stopwatch's 4-layer model on %1, %2 tokens): %3 ms with the cache, %4 ms "
            "recomputing — %5× slower. The calculator's bound for that model is %6×. Texts %7.")
@@ -224,8 +223,8 @@ void RecomputeView::setStopwatch(const probe::StopwatchReport& r) {
             .arg(n)
             .arg(cached, 0, 'f', 1)
             .arg(uncached, 0, 'f', 1)
-            .arg(cached > 0 ? uncached / cached : 0, 0, 'f', 1)
-            .arg(bound ? bound->speedup_bound : 0, 0, 'f', 1)
+            .arg(r.speedup, 0, 'f', 1)
+            .arg(r.speedup_bound, 0, 'f', 1)
             .arg(r.tokens_identical ? tr("identical token for token") : tr("differ")));
     refresh();
 }

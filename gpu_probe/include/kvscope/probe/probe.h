@@ -101,6 +101,7 @@ struct AttentionTiming {
     double single_thread_gbps = 0;  // CPU only: the same step on one thread
     double max_rel_error = 0;       // against a float64 reference on the same random inputs
     bool cache_resident = false;    // the KV fits in the last-level cache: figures are optimistic
+    std::string kernel;             // how the step was computed (tiles, splits, instructions)
 };
 
 struct ProbeReport {
@@ -125,6 +126,8 @@ struct StopwatchReport {
     std::string text_cached, text_uncached;
     bool tokens_identical = false;
     double max_logit_diff = 0;
+    double speedup = 0;        // total time recomputing over total time with the cache
+    double speedup_bound = 0;  // the calculator's FLOP ratio for the same model and tokens
 };
 
 // The stopwatch model's shape, for the calculator's bound on what the cache saves it.
