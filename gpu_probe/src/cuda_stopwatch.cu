@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "cuda_block_reduce.cuh"
 #include "cuda_check.h"
 #include "tiny_transformer.h"
 
@@ -83,33 +84,35 @@ __global__ void rope_kernel(float* v, int first) {
     a[1] = a0 * s + b0 * c;
 }
 
-// Causal attention: query row i (position first + i) over keys 0 … first + i. One block per (row, head).
+// Causal attention: query row i (position first + i) over keys 0 … first + i. One block per
+// (row, head); the scores sit in shared memory (scores_floats(first + rows) floats).
 __global__ void attention_kernel(const float* q, const float* k, const float* v, float* out, int first) {
     extern __shared__ float scores[];
-    __shared__ float reduce[2];
     const int row = blockIdx.x, head = blockIdx.y, n = first + row + 1;
     const float* qh = q + row * M::kModel + head * M::kHeadDim;
     const float scale = rsqrtf(static_cast<float>(M::kHeadDim));
+    float mx = -INFINITY;
     for (int t = threadIdx.x; t < n; t += blockDim.x) {
         float dot = 0;
         for (int d = 0; d < M::kHeadDim; ++d) dot += qh[d] * k[t * M::kModel + head * M::kHeadDim + d];
         scores[t] = dot * scale;
+        mx = fmaxf(mx, scores[t]);
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float mx = -INFINITY, sum = 0;
-        for (int t = 0; t < n; ++t) mx = fmaxf(mx, scores[t]);
-        for (int t = 0; t < n; ++t) sum += expf(scores[t] - mx);
-        reduce[0] = mx;
-        reduce[1] = sum;
-    }
-    __syncthreads();
+    mx = cuda::block_max(mx);
+    float sum = 0;
+    for (int t = threadIdx.x; t < n; t += blockDim.x) sum += (scores[t] = expf(scores[t] - mx));
+    const float inv = 1.0f / cuda::block_sum(sum);  // its barriers also publish the weights
     for (int d = threadIdx.x; d < M::kHeadDim; d += blockDim.x) {
         float acc = 0;
-        for (int t = 0; t < n; ++t) acc += expf(scores[t] - reduce[0]) * v[t * M::kModel + head * M::kHeadDim + d];
-        out[row * M::kModel + head * M::kHeadDim + d] = acc / reduce[1];
+        for (int t = 0; t < n; ++t) acc += scores[t] * v[t * M::kModel + head * M::kHeadDim + d];
+        out[row * M::kModel + head * M::kHeadDim + d] = acc * inv;
     }
 }
+
+// Shared memory for `keys` scores, rounded up to whole 16-byte words with one word to spare:
+// compute-sanitizer saw the compiled score loop read 12 bytes at once past a one- or two-score
+// allocation.
+constexpr std::size_t scores_bytes(int keys) { return (static_cast<std::size_t>(keys) + 7) / 4 * 16; }
 
 __global__ void add_kernel(float* x, const float* y, int count) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -156,7 +159,7 @@ public:
             project(blas_, L->wv.get(), h_.get(), vc, n, M::kModel, M::kModel);
             rope_kernel<<<n, M::kModel / 2>>>(q_.get(), first);
             rope_kernel<<<n, M::kModel / 2>>>(kc, first);
-            attention_kernel<<<dim3(n, M::kHeads), 128, static_cast<std::size_t>(first + n) * sizeof(float)>>>(
+            attention_kernel<<<dim3(n, M::kHeads), 128, scores_bytes(first + n)>>>(
                 q_.get(), L->k_cache.get(), L->v_cache.get(), attn_.get(), first);
             project(blas_, L->wo.get(), attn_.get(), o_.get(), n, M::kModel, M::kModel);
             add_kernel<<<(n * M::kModel + 255) / 256, 256>>>(x_.get(), o_.get(), n * M::kModel);

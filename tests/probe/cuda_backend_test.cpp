@@ -35,6 +35,57 @@ TEST(CudaBackend, AllocationDropMatchesThePredictionAndAttentionIsChecked) {
     EXPECT_GT(p.attention.fraction_of_ceiling, 0.0);
 }
 
+// Every kernel the backend can pick — the fused one for each format and each number of query
+// heads a block serves (1, 2, 4, 8; groups of 7, 16, 71 and 128 split into several blocks), MLA's
+// shared latent, sliding windows, several sequences, tile and split edges — and the three-kernel
+// path for a head shape that is not 16-byte aligned, each against float64 on fresh random data.
+TEST(CudaBackend, EveryKernelShapeMatchesTheFloat64Reference) {
+    std::string why;
+    auto cuda = cuda_or_skip(why);
+    if (!cuda) GTEST_SKIP() << "no CUDA device: " << why;
+    struct Case {
+        std::string model;
+        KvDtype dtype;
+        std::uint64_t context, batch;
+    };
+    std::vector<Case> cases;
+    for (KvDtype d : {KvDtype::bf16, KvDtype::fp16, KvDtype::fp32})
+        for (std::uint64_t ctx : {1, 63, 64, 65, 777, 3000}) cases.push_back({"llama-3-8b", d, ctx, 1});
+    cases.push_back({"llama-3-8b", KvDtype::bf16, 1000, 3});
+    cases.push_back({"kvscope-teaching-32l", KvDtype::fp16, 777, 1});  // MHA: one head per block
+    cases.push_back({"gemma-2-9b", KvDtype::fp32, 5000, 1});           // groups of 2, head dim 256, windows
+    cases.push_back({"qwen2.5-7b", KvDtype::bf16, 777, 1});            // groups of 7
+    cases.push_back({"falcon-7b", KvDtype::bf16, 777, 1});             // MQA, 71 heads, head dim 64
+    cases.push_back({"llama-3.1-405b", KvDtype::bf16, 300, 1});        // groups of 16
+    cases.push_back({"phi-3-mini", KvDtype::fp16, 777, 1});            // head dim 96
+    cases.push_back({"deepseek-v3", KvDtype::bf16, 500, 1});           // MLA: 576-wide latent, 128 heads
+    cases.push_back({"deepseek-v3", KvDtype::fp32, 200, 1});
+    cases.push_back({"unaligned", KvDtype::bf16, 300, 2});
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.model + " " + std::string(to_string(c.dtype)) + " context " + std::to_string(c.context) +
+                     " batch " + std::to_string(c.batch));
+        ProbeRequest r;
+        if (c.model == "unaligned") {
+            r.arch = teaching_model();
+            r.arch.layers = 4;
+            r.arch.query_heads = r.arch.kv_heads = 6;
+            r.arch.head_dim_k = r.arch.head_dim_v = 20;  // 40-byte rows: no 16-byte loads
+        } else {
+            r.arch = Catalog::builtin().find_model(c.model)->model.arch;
+        }
+        r.dtype = c.dtype;
+        r.workload = {c.context, c.batch, 1, false};
+        r.timing_runs = 1;
+        r.ceiling_bytes = 64ull << 20;
+        const ProbeReport p = cuda->probe(r, {});
+        ASSERT_EQ(p.status, Status::ok) << p.message;
+        EXPECT_LT(p.attention.max_rel_error, 1e-4) << p.attention.kernel;
+        EXPECT_GT(p.attention.median_ms, 0.0);
+        const bool fused = p.attention.kernel.find("fused") != std::string::npos;
+        EXPECT_EQ(fused, c.model != "unaligned") << p.attention.kernel;
+    }
+}
+
 TEST(CudaBackend, MoreThanTheDeviceHoldsIsOutOfMemoryNotACrash) {
     std::string why;
     auto cuda = cuda_or_skip(why);
