@@ -68,8 +68,26 @@ Value device_json(const probe::DeviceInfo& d) {
     return o;
 }
 
-Result<std::unique_ptr<probe::Backend>> backend_of(const Options& o) {
-    return probe::make_backend(o.backend.value_or("auto"));
+probe::BackendChoice backend_of(const Options& o) { return probe::choose_backend(o.backend.value_or("auto")); }
+
+// When the chosen backend cannot run here: a name that is not a backend is a usage error; a
+// missing device or an old driver is a result (JSON with its status under --json), exit 1.
+Output unavailable(const std::string& command, const Options& o, const probe::BackendChoice& c) {
+    const std::string name = o.backend.value_or("auto");
+    Output r;
+    r.status = exit_status(c.status);
+    if (c.status != Status::invalid_input && o.format == Format::json) {
+        Value v = Value::object();
+        v.set("status", Value::string(std::string(to_string(c.status))));
+        v.set("message", Value::string("--backend " + name + ": " + c.message));
+        v.set("backend", Value::string(name));
+        r.out = v.dump() + "\n";
+        return r;
+    }
+    r.err = "kvscope-cli " + command + ": " +
+            (c.status == Status::invalid_input ? "" : std::string(to_string(c.status)) + ": ") + "--backend " + name +
+            ": " + c.message + "\n";
+    return r;
 }
 
 }  // namespace
@@ -114,7 +132,7 @@ Output cmd_devices(const Options& o) {
 
 Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src) {
     auto backend = backend_of(o);
-    if (!backend) return {"", "kvscope-cli probe: " + backend.error_text() + "\n", kExitUsage};
+    if (!backend.backend) return unavailable("probe", o, backend);
     probe::ProbeRequest request;
     request.arch = s.arch;
     request.dtype = s.kv_dtype;
@@ -128,7 +146,7 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
                     kExitUsage};
         request.ceiling_bytes = *o.ceiling_size;
     }
-    const probe::ProbeReport p = (*backend)->probe(request, make_control(o));
+    const probe::ProbeReport p = backend.backend->probe(request, make_control(o));
     const auto& a = p.allocation;
     const auto& at = p.attention;
     Output r;
@@ -203,11 +221,11 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
 
 Output cmd_stopwatch(const Options& o) {
     auto backend = backend_of(o);
-    if (!backend) return {"", "kvscope-cli stopwatch: " + backend.error_text() + "\n", kExitUsage};
+    if (!backend.backend) return unavailable("stopwatch", o, backend);
     probe::StopwatchRequest request;
     if (o.tokens) request.tokens = static_cast<int>(std::min<std::uint64_t>(*o.tokens, 100000));
     if (o.prompt) request.prompt = *o.prompt;
-    const probe::StopwatchReport w = (*backend)->stopwatch(request, make_control(o));
+    const probe::StopwatchReport w = backend.backend->stopwatch(request, make_control(o));
     Output r;
     r.status = exit_status(w.status);
     double cached = 0, uncached = 0;

@@ -799,7 +799,8 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(std::string& why) {
+std::unique_ptr<Backend> make_cuda_backend(std::string& why, Status& status) {
+    status = Status::no_device;
     int count = 0;
     const cudaError_t e = cudaGetDeviceCount(&count);
     if (e == cudaErrorInsufficientDriver) {
@@ -811,6 +812,7 @@ std::unique_ptr<Backend> make_cuda_backend(std::string& why) {
             why = "no NVIDIA driver is loaded on this machine, so no CUDA device can answer";
             return nullptr;
         }
+        status = Status::driver_mismatch;
         why = "the NVIDIA driver supports CUDA " + std::to_string(driver / 1000) + "." +
               std::to_string(driver % 1000 / 10) + " but this build needs " + std::to_string(runtime / 1000) + "." +
               std::to_string(runtime % 1000 / 10) + "; update the driver";

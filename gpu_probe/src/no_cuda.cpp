@@ -3,7 +3,8 @@
 
 namespace kvscope::probe {
 
-std::unique_ptr<Backend> make_cuda_backend(std::string& why) {
+std::unique_ptr<Backend> make_cuda_backend(std::string& why, Status& status) {
+    status = Status::no_device;
     why = "this build has no CUDA backend (the CUDA toolkit was not found, or KVSCOPE_CUDA=OFF)";
     return nullptr;
 }

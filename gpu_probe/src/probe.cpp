@@ -70,15 +70,28 @@ std::uint64_t kv_bytes_read(const std::vector<KvTensor>& tensors) {
     return sum;
 }
 
-Result<std::unique_ptr<Backend>> make_backend(const std::string& name) {
-    if (name == "cpu") return make_cpu_backend();
-    if (name == "cuda" || name == "auto") {
-        std::string why;
-        if (auto cuda = make_cuda_backend(why)) return cuda;
-        if (name == "auto") return make_cpu_backend();
-        return FieldError{"--backend", why};
+BackendChoice choose_backend(const std::string& name) {
+    BackendChoice c;
+    if (name == "cpu") {
+        c.backend = make_cpu_backend();
+    } else if (name == "cuda" || name == "auto") {
+        c.backend = make_cuda_backend(c.message, c.status);
+        if (!c.backend && name == "auto") c.backend = make_cpu_backend();
+    } else {
+        c.status = Status::invalid_input;
+        c.message = "'" + name + "' is not a backend (auto, cpu, cuda)";
     }
-    return FieldError{"--backend", "'" + name + "' is not a backend (auto, cpu, cuda)"};
+    if (c.backend) {
+        c.status = Status::ok;
+        c.message.clear();
+    }
+    return c;
+}
+
+Result<std::unique_ptr<Backend>> make_backend(const std::string& name) {
+    BackendChoice c = choose_backend(name);
+    if (!c.backend) return FieldError{"--backend", c.message};
+    return std::move(c.backend);
 }
 
 Architecture stopwatch_architecture() { return TinyTransformer::architecture(); }
@@ -87,14 +100,14 @@ std::vector<DeviceInfo> list_devices() {
     std::vector<DeviceInfo> out;
     out.push_back(make_cpu_backend()->device());
     out.back().measured_gbps = measure_host_read_gbps(256ull << 20);
-    std::string why;
-    if (auto cuda = make_cuda_backend(why)) {
-        out.push_back(cuda->device());
+    BackendChoice cuda = choose_backend("cuda");
+    if (cuda.backend) {
+        out.push_back(cuda.backend->device());
     } else {
         DeviceInfo none;
         none.backend = "cuda";
         none.name = "unavailable";
-        none.note = why;
+        none.note = cuda.message;
         out.push_back(none);
     }
     return out;

@@ -235,6 +235,24 @@ TEST(Cli, StopwatchJsonHasBothRunsAndTheirTexts) {
     EXPECT_LT(v.find("speedup_bound")->as_double(), 12.0);
 }
 
+TEST(Cli, AMissingGpuIsAJsonResultWithItsStatus) {
+    const CliRun devices = cli("devices --json");
+    ASSERT_EQ(devices.status, 0) << devices.err;
+    if (json_of(devices).items().at(1).find("name")->as_string() != "unavailable")
+        GTEST_SKIP() << "a CUDA device answers here, so there is no missing device to report";
+    for (const char* command : {"probe --model llama-3-8b --context 1k", "stopwatch --tokens 4"}) {
+        const CliRun r = cli(std::string(command) + " --backend cuda --json");
+        EXPECT_EQ(r.status, 1) << command;  // a result, not a usage error
+        const auto v = json_of(r);
+        EXPECT_EQ(v.find("status")->as_string(), "no_device") << command;
+        EXPECT_EQ(v.find("backend")->as_string(), "cuda");
+        EXPECT_NE(v.find("message")->as_string().find("--backend cuda: "), std::string::npos);
+    }
+    const CliRun text = cli("probe --model llama-3-8b --context 1k --backend cuda");
+    EXPECT_EQ(text.status, 1);
+    EXPECT_NE(text.err.find("kvscope-cli probe: no_device: --backend cuda: "), std::string::npos) << text.err;
+}
+
 TEST(Cli, DevicesListsTheCpuAndSaysWhyCudaIsMissing) {
     const CliRun r = cli("devices --json");
     ASSERT_EQ(r.status, 0) << r.err;

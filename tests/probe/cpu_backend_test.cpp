@@ -188,6 +188,23 @@ TEST(Backends, CpuIsAlwaysListedAndAutoFallsBackToIt) {
     EXPECT_FALSE(make_backend("tpu").ok());
 }
 
+TEST(Backends, AnUnavailableBackendIsAStatusWithItsReason) {
+    const BackendChoice tpu = choose_backend("tpu");
+    EXPECT_EQ(tpu.backend, nullptr);
+    EXPECT_EQ(tpu.status, Status::invalid_input);
+    EXPECT_NE(tpu.message.find("'tpu' is not a backend"), std::string::npos) << tpu.message;
+    const BackendChoice cpu_choice = choose_backend("cpu");
+    ASSERT_NE(cpu_choice.backend, nullptr);
+    EXPECT_EQ(cpu_choice.status, Status::ok);
+    const BackendChoice cuda = choose_backend("cuda");
+    if (cuda.backend) GTEST_SKIP() << "a CUDA device answers here, so there is no missing device to report";
+    // No driver, no device or a build without CUDA is no_device; a driver older than the
+    // runtime is driver_mismatch. Either way the message says which.
+    EXPECT_TRUE(cuda.status == Status::no_device || cuda.status == Status::driver_mismatch) << to_string(cuda.status);
+    EXPECT_FALSE(cuda.message.empty());
+    EXPECT_EQ(list_devices()[1].note, cuda.message);  // the devices list says the same
+}
+
 }  // namespace
 }  // namespace kvscope::probe
 

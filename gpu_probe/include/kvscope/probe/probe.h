@@ -141,8 +141,18 @@ public:
     virtual StopwatchReport stopwatch(const StopwatchRequest& request, const Control& control) = 0;
 };
 
-// "cpu" always works; "cuda" when built with CUDA and a device answers; "auto" picks CUDA
-// when it can. The error names why ("no CUDA device: …", "built without CUDA").
+// A backend by name, or why it cannot run here: "cpu" always works; "cuda" when built with CUDA
+// and a device answers; "auto" picks CUDA when it can, else the CPU. Otherwise `backend` is null
+// and `status` says why — no_device (no driver, no device, or a build without CUDA),
+// driver_mismatch (a driver older than this build's runtime), invalid_input (not a backend) —
+// with a message that names the cause.
+struct BackendChoice {
+    std::unique_ptr<Backend> backend;
+    Status status = Status::ok;
+    std::string message;
+};
+BackendChoice choose_backend(const std::string& name);
+// The same, with the reason as an error on the field --backend.
 Result<std::unique_ptr<Backend>> make_backend(const std::string& name);
 
 // Every backend this build has, each with its device or the reason it is unavailable.
