@@ -6,6 +6,7 @@
 
 #include "cuda_block_reduce.cuh"
 #include "cuda_check.h"
+#include "cuda_memory.h"
 #include "tiny_transformer.h"
 
 namespace kvscope::probe {
@@ -14,22 +15,7 @@ namespace {
 
 using M = TinyTransformer;
 
-// Device memory for `n` values of T, freed on every path.
-template <class T>
-class DeviceArray {
-public:
-    explicit DeviceArray(std::size_t n) { KVSCOPE_CUDA(cudaMalloc(&p_, std::max<std::size_t>(n, 1) * sizeof(T))); }
-    explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
-        KVSCOPE_CUDA(cudaMemcpy(p_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-    }
-    ~DeviceArray() { KVSCOPE_CUDA_NOTHROW(cudaFree(p_)); }
-    DeviceArray(const DeviceArray&) = delete;
-    DeviceArray& operator=(const DeviceArray&) = delete;
-    T* get() const { return p_; }
-
-private:
-    T* p_ = nullptr;
-};
+using cuda::DeviceArray;
 using Floats = DeviceArray<float>;
 
 class Cublas {

@@ -3,7 +3,6 @@
 #include "backends.h"
 #include "cpu_kernels.h"
 #include "kvscope/calculator/kv_cache.h"
-#include "tiny_transformer.h"
 
 namespace kvscope::probe {
 
@@ -93,8 +92,6 @@ Result<std::unique_ptr<Backend>> make_backend(const std::string& name) {
     if (!c.backend) return FieldError{"--backend", c.message};
     return std::move(c.backend);
 }
-
-Architecture stopwatch_architecture() { return TinyTransformer::architecture(); }
 
 std::vector<DeviceInfo> list_devices() {
     std::vector<DeviceInfo> out;

@@ -130,9 +130,6 @@ struct StopwatchReport {
     double speedup_bound = 0;  // the calculator's FLOP ratio for the same model and tokens
 };
 
-// The stopwatch model's shape, for the calculator's bound on what the cache saves it.
-Architecture stopwatch_architecture();
-
 class Backend {
 public:
     virtual ~Backend() = default;

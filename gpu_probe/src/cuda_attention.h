@@ -1,0 +1,76 @@
+#pragma once
+// One decode step's attention on the GPU over the probe's cache, grouped-query aware: q·Kᵀ,
+// softmax, ·V for every layer of every sequence. plan_decode chooses how (one fused split-K
+// kernel, or three simple kernels for head shapes that are not 16-byte aligned) and sizes the
+// workspace; launch_decode enqueues one step. Host interface only: the kernels live in
+// cuda_attention.cu.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "kvscope/calculator/kv_dtype.h"
+#include "reference.h"
+
+namespace kvscope::probe::cuda {
+
+// The cache formats, as the kernels take them.
+enum : int { kFp32 = 0, kFp16 = 1, kBf16 = 2 };
+inline int code_of(KvDtype d) { return d == KvDtype::fp32 ? kFp32 : d == KvDtype::fp16 ? kFp16 : kBf16; }
+
+// One layer of one sequence: its K and V rows (token-major; MLA: v == k) and how many are read.
+struct SlotDev {
+    const void* k;
+    const void* v;
+    std::uint64_t tokens;
+    std::uint32_t layer;
+};
+
+struct ShapeDev {
+    std::uint32_t q_heads, kv_heads, dk, dv, row_k, row_v, v_stride, group;
+};
+
+// How the fused kernel splits the tokens: split_tokens per block, head_chunks blocks per KV head.
+struct SplitDev {
+    std::uint64_t split_tokens;
+    std::uint32_t splits, head_chunks;
+};
+
+using DecodeFn = void (*)(const SlotDev*, const float*, ShapeDev, SplitDev, float*, float*);
+
+struct DecodePlan {
+    ShapeDev shape{};
+    int dtype = kFp16;
+    std::uint64_t slots = 0, max_tokens = 0;
+    bool fused = false;
+    // The fused kernel.
+    DecodeFn kernel = nullptr;
+    SplitDev split{};
+    std::uint64_t blocks = 0;
+    std::size_t shared_bytes = 0;
+    // The three kernels.
+    unsigned token_blocks = 1, chunks = 1;
+    std::uint64_t chunk = 0;
+    // Device memory the step writes: the scores (three kernels), the splits' partial outputs and
+    // their running max and sum (fused), and the output, slots × query heads × dv floats.
+    std::uint64_t scores_bytes = 0, part_out_bytes = 0, part_ml_bytes = 0, out_bytes = 0;
+    std::string description;  // for the report's kernel line
+};
+
+// `slots` = layers × sequences, `max_tokens` the longest slot, `sms` the device's multiprocessors.
+DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t slots, std::uint64_t max_tokens,
+                       unsigned sms);
+
+struct DecodeBuffers {
+    const SlotDev* slots;  // plan.slots of them
+    const float* q;        // layers × query heads × dk
+    float* scores;         // plan.scores_bytes
+    float* part_out;       // plan.part_out_bytes
+    float* part_ml;        // plan.part_ml_bytes
+    float* out;            // plan.out_bytes: [slot][query head][dv]
+};
+
+// One step on the default stream; the launches are checked.
+void launch_decode(const DecodePlan& plan, const DecodeBuffers& buffers);
+
+}  // namespace kvscope::probe::cuda
