@@ -165,6 +165,7 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
         v.set("requested_bytes", Value::number(a.requested_bytes));
         v.set("measured_bytes", Value::number(a.measured_bytes));
         v.set("granularity_bytes", Value::number(a.granularity_bytes));
+        v.set("granularity_source", Value::string(a.granularity_source));
         v.set("allocations", Value::number(a.allocations));
         v.set("context_bytes", Value::number(a.context_bytes));
         v.set("workspace_bytes", Value::number(a.workspace_bytes));
@@ -199,8 +200,8 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
                           format_count(a.allocations) + " allocations)" +
                           (a.requested_bytes == a.predicted_bytes ? " = predicted" : " ≠ predicted")},
         {"measured", format_bytes(a.measured_bytes) + " (" + format_count(a.measured_bytes) + " bytes; " +
-                         (diff >= 0 ? "+" : "") + format_signed_bytes(diff) + " against requested, granularity " +
-                         format_bytes(a.granularity_bytes) + ")"},
+                         (diff >= 0 ? "+" : "") + format_signed_bytes(diff) + " against requested; granularity " +
+                         format_bytes(a.granularity_bytes) + ", from " + a.granularity_source + ")"},
         {"workspace",
          format_bytes(a.workspace_bytes) + " (the attention's scratch: scores and outputs; not part of the cache)"},
         {"context", a.context_bytes ? format_bytes(a.context_bytes) +

@@ -219,6 +219,7 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     for (const KvTensor& t : *tensors) a.requested_bytes += t.bytes;
     a.allocations = tensors->size();
     a.granularity_bytes = host::page_bytes();
+    a.granularity_source = "the system's page size";
     std::vector<Scratch> scratch(threads, Scratch(sh));
     a.workspace_bytes = threads * scratch.front().bytes();
 

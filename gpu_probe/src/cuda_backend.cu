@@ -2,6 +2,8 @@
 // out, the device's memory drop measured with cudaMemGetInfo, and one decode step's
 // attention (cuda_attention.h) timed with CUDA events against a read-only pass over device
 // memory measured in the same run, and checked against float64 on the host.
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -70,6 +72,26 @@ __global__ void read_kernel(const uint4* data, std::size_t n, unsigned int* sink
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }
     if (acc == 0x9e3779b9u) *sink = acc;
+}
+
+// The driver's smallest allocation granularity for device memory on `device`, looked up through
+// the runtime so that nothing links libcuda; 0 when the driver does not provide it.
+std::uint64_t driver_granularity(int device) {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAllocationGranularity", &fn, 10020, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess || fn == nullptr) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    std::size_t granularity = 0;
+    const auto query = reinterpret_cast<PFN_cuMemGetAllocationGranularity_v10020>(fn);
+    return query(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS ? granularity : 0;
 }
 
 double median(std::vector<double> v) {
@@ -163,7 +185,13 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     a.predicted_bytes = kv->total_bytes;
     for (const KvTensor& t : *tensors) a.requested_bytes += t.bytes;
     a.allocations = tensors->size();
-    a.granularity_bytes = 2ull << 20;  // cudaMalloc hands out large allocations in 2 MiB pages
+    if (const std::uint64_t g = driver_granularity(device_)) {
+        a.granularity_bytes = g;
+        a.granularity_source = "the driver (cuMemGetAllocationGranularity)";
+    } else {
+        a.granularity_bytes = 2ull << 20;  // cudaMalloc hands out large allocations in 2 MiB pages
+        a.granularity_source = "CUDA's documented 2 MiB pages (the driver did not report its granularity)";
+    }
 
     const bool mla = request.arch.mla.has_value();
     const AttentionShape sh = attention_shape(request.arch);

@@ -197,6 +197,7 @@ TEST(Cli, ProbeOnTheCpuChecksThePredictionAndReportsBandwidth) {
     EXPECT_EQ(u64(v, "requested_bytes"), 512ull << 20);
     EXPECT_GT(u64(v, "measured_bytes"), 500ull << 20);
     EXPECT_EQ(u64(v, "granularity_bytes"), 4096u);
+    EXPECT_EQ(v.find("granularity_source")->as_string(), "the system's page size");
     for (const char* key : {"decode_attention_ms", "kv_read_gbps", "ceiling_gbps", "fraction_of_ceiling"})
         EXPECT_GT(v.find(key)->as_double(), 0.0) << key;
     EXPECT_LT(v.find("max_rel_error")->as_double(), 1e-4);

@@ -84,6 +84,7 @@ struct AllocationCheck {
     std::uint64_t requested_bytes = 0;  // the sum of the allocations made
     std::uint64_t measured_bytes = 0;   // what the device lost (GPU: cudaMemGetInfo drop; CPU: resident growth)
     std::uint64_t granularity_bytes = 0;
+    std::string granularity_source;  // who said so: the driver, the system's page size, or the documentation
     std::uint64_t allocations = 0;
     std::uint64_t context_bytes = 0;    // runtime context creation, reported on its own
     std::uint64_t workspace_bytes = 0;  // scratch for the attention (scores, outputs), on its own
