@@ -108,9 +108,10 @@ __global__ void output_kernel(const SlotDev* slots, const float* scores, float* 
 // Nothing of the size of the context is written to device memory. K and V go from device memory
 // straight into registers, several 16-byte loads per thread issued before the first is used; on
 // an H200 this beat copying tiles into shared memory ahead of use with cp.async (0.74 against
-// 0.65 of the read ceiling at 128k; docs/gpu-results.md). Used when every row and head starts on a
-// 16-byte boundary and a V row is at most 128 loads wide (every model in the catalog); other shapes
-// use the three kernels above.
+// 0.65 of the read ceiling at 128k; docs/gpu-results.md). Used, when every row and head starts on
+// a 16-byte boundary and a V row is at most 128 loads wide, for what the stream kernel below does
+// not take or measured slower at: fp32 caches, one query head per KV head (MHA), and K and V of
+// different widths (MLA). Other shapes use the three kernels above.
 constexpr unsigned kThreads = 128;  // four warps
 constexpr unsigned kTile = 64;      // tokens whose scores sit in shared memory at once
 constexpr unsigned kLanesPerToken = 8;
@@ -158,6 +159,34 @@ __device__ __forceinline__ void to_floats<__nv_bfloat16>(const uint4& raw, float
     }
 }
 
+// What one block of a fused kernel reads: blocks are numbered (slot, KV head, split, chunk of up to
+// `g` query heads), the chunk innermost.
+struct BlockWork {
+    unsigned split, slot, h;
+    unsigned head0;  // first query head of the block, within its layer
+    unsigned heads;  // query heads of the chunk: g, or fewer in a group's last chunk
+    SlotDev s;
+    std::uint64_t t_begin, t_end;
+};
+
+__device__ __forceinline__ BlockWork block_work(const SlotDev* slots, const ShapeDev& sh, const SplitDev& sp,
+                                                unsigned g) {
+    BlockWork w;
+    unsigned index = blockIdx.x;
+    const unsigned chunk = index % sp.head_chunks;
+    index /= sp.head_chunks;
+    w.split = index % sp.splits;
+    const unsigned pair = index / sp.splits;
+    w.slot = pair / sh.kv_heads;
+    w.h = pair % sh.kv_heads;
+    w.s = slots[w.slot];
+    w.head0 = w.h * sh.group + chunk * g;
+    w.heads = min(g, sh.group - chunk * g);
+    w.t_begin = static_cast<std::uint64_t>(w.split) * sp.split_tokens;
+    w.t_end = min(w.s.tokens, w.t_begin + sp.split_tokens);
+    return w;
+}
+
 // Shared memory of decode_kernel, in floats.
 constexpr std::size_t decode_shared_floats(unsigned g, std::uint64_t dk, std::uint64_t dv) {
     return g * (dk + kTile + dv + 3);
@@ -175,15 +204,10 @@ __global__ void __launch_bounds__(kThreads)
     float* l_s = m_s + G;          // G running sums
     float* c_s = l_s + G;          // G factors that rescale the output so far
 
-    unsigned index = blockIdx.x;
-    const unsigned chunk = index % sp.head_chunks;
-    index /= sp.head_chunks;
-    const unsigned split = index % sp.splits, pair = index / sp.splits;
-    const unsigned slot = pair / sh.kv_heads, h = pair % sh.kv_heads;
-    const SlotDev s = slots[slot];
-    const unsigned head0 = h * sh.group + chunk * G;  // first query head of the block, within its layer
-    const std::uint64_t t_begin = static_cast<std::uint64_t>(split) * sp.split_tokens;
-    const std::uint64_t t_end = min(s.tokens, t_begin + sp.split_tokens);
+    const BlockWork w = block_work(slots, sh, sp, G);
+    const unsigned split = w.split, slot = w.slot, h = w.h, head0 = w.head0;
+    const SlotDev s = w.s;
+    const std::uint64_t t_begin = w.t_begin, t_end = w.t_end;
 
     const float scale = rsqrtf(static_cast<float>(sh.dk));
     const float* qg = q + (static_cast<std::size_t>(s.layer) * sh.q_heads + head0) * sh.dk;
@@ -335,6 +359,175 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
+// ---- Fused decode attention, one warp per stream of tokens ------------------------------------
+// For fp16 and bf16 caches with at least two query heads per KV head and K and V heads of 64, 128
+// or 256 values (8, 16 or 32 loads of 16 bytes): every GQA and MQA model in the catalog. On an
+// H200, Llama 3 8B in bf16 reads at 0.83 / 0.89 / 0.91 of the same-run ceiling at 8k / 32k / 128k
+// with it, against 0.58 / 0.72 / 0.76 with the tile kernel above (docs/gpu-results.md). Each lane owns one 16-byte
+// column of the head, so its slice of the queries and of the output stays in registers: L lanes per token, 32/L tokens
+// per warp at once, U tokens per lane group per step, K and V loads of a step issued together. Every lane group keeps
+// its own running softmax (max and sum in base 2, the log2(e) folded into the query scale), so the loop has no barrier
+// and nothing in shared memory; the warps and the lane groups are joined once, at the end of the block, into the same
+// partial results the tile kernel writes. The tile kernel above read the queries and the weights from shared memory for
+// every token and stalled on those reads (Nsight Compute, docs/gpu-results.md). A group that does not divide into
+// chunks of 2, 4 or 8 heads runs with the last chunk's spare heads idle.
+constexpr unsigned kStreamWarps = 4;  // 8 measured worse: 0.67 / 0.73 / 0.75 against 0.76 / 0.85 / 0.86
+constexpr unsigned kStreamWaves = 4;  // when no whole number of waves fits (whole_waves)
+
+// Tokens per lane group and step, so 2U loads in flight per lane. At four heads: 8 measured 0.79 /
+// 0.89 / 0.92 against 0.70 / 0.78 / 0.78 with 2, 0.76 / 0.85 / 0.86 with 4, and 0.74 / 0.78 / 0.80
+// with 16 (255 registers, two blocks per SM). At eight heads 4, not 2: Llama 3 70B at 32k 0.50
+// against 0.41, at the same two blocks per SM.
+template <int G>
+constexpr int stream_unroll() {
+    return G >= 8 ? 4 : 8;
+}
+// Blocks per SM the registers must allow: 3 at four heads (168 registers; at 192, two blocks per
+// SM read 8k at 0.66 of the ceiling instead of 0.83).
+template <int G>
+constexpr int stream_min_blocks() {
+    return G >= 8 ? 2 : G >= 4 ? 3 : 4;
+}
+
+template <class T, int G, int L>
+__global__ void __launch_bounds__(kStreamWarps * 32, stream_min_blocks<G>())
+    decode_stream_kernel(const SlotDev* slots, const float* q, ShapeDev sh, SplitDev sp, float* part_out,
+                         float* part_ml) {
+    constexpr int V = 16 / sizeof(T);  // elements per load; a head is L × V wide
+    constexpr int TG = 32 / L;         // token groups per warp
+    constexpr int U = stream_unroll<G>();
+    constexpr unsigned kStep = TG * U;  // tokens per warp and step
+    __shared__ float o_w[kStreamWarps][G][L * V];
+    __shared__ float m_w[kStreamWarps][G], l_w[kStreamWarps][G];
+
+    const BlockWork w = block_work(slots, sh, sp, G);
+    const unsigned split = w.split, slot = w.slot, h = w.h, head0 = w.head0, heads = w.heads;
+    const SlotDev s = w.s;
+    const std::uint64_t t_begin = w.t_begin, t_end = w.t_end;
+
+    const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const unsigned sub = lane % L, group_lane = lane / L;
+    // Scores in base 2: q·k / sqrt(dk) · log2(e), so that exp2 gives e^(score − max).
+    const float scale = rsqrtf(static_cast<float>(L * V)) * 1.4426950408889634f;
+    const float* qg = q + (static_cast<std::size_t>(s.layer) * sh.q_heads + head0) * (L * V) + sub * V;
+    float qr[G][V];
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+        for (int e = 0; e < V; ++e) qr[g][e] = g < static_cast<int>(heads) ? qg[g * L * V + e] * scale : 0.0f;
+
+    const uint4* k16 = static_cast<const uint4*>(s.k) + (h * L) + sub;
+    const uint4* v16 = static_cast<const uint4*>(s.v) + (h * sh.v_stride) / V + sub;
+    const std::uint64_t row_k = sh.row_k / V, row_v = sh.row_v / V;
+    float o[G][V] = {}, m[G], l[G] = {};
+#pragma unroll
+    for (int g = 0; g < G; ++g) m[g] = -INFINITY;
+
+    for (std::uint64_t t0 = t_begin + warp * kStep; t0 < t_end; t0 += kStreamWarps * kStep) {
+        uint4 kr[U], vr[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const std::uint64_t t = t0 + u * TG + group_lane;
+            kr[u] = t < t_end ? __ldg(k16 + t * row_k) : make_uint4(0, 0, 0, 0);
+            vr[u] = t < t_end ? __ldg(v16 + t * row_v) : make_uint4(0, 0, 0, 0);
+        }
+        float sc[U][G];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            float f[V];
+            to_floats<T>(kr[u], f);
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+                float x = 0;
+#pragma unroll
+                for (int e = 0; e < V; ++e) x += f[e] * qr[g][e];
+                sc[u][g] = x;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int g = 0; g < G; ++g) {
+#pragma unroll
+                for (int off = L / 2; off > 0; off /= 2) sc[u][g] += __shfl_xor_sync(0xffffffffu, sc[u][g], off);
+                if (t0 + u * TG + group_lane >= t_end) sc[u][g] = -INFINITY;
+            }
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            float mx = m[g];
+#pragma unroll
+            for (int u = 0; u < U; ++u) mx = fmaxf(mx, sc[u][g]);
+            const float base = mx == -INFINITY ? 0.0f : mx;  // nothing seen yet: every weight is 0
+            const float c = exp2f(m[g] - base);
+            m[g] = mx;
+            l[g] *= c;
+#pragma unroll
+            for (int e = 0; e < V; ++e) o[g][e] *= c;
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                sc[u][g] = exp2f(sc[u][g] - base);
+                l[g] += sc[u][g];
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            float f[V];
+            to_floats<T>(vr[u], f);
+#pragma unroll
+            for (int g = 0; g < G; ++g)
+#pragma unroll
+                for (int e = 0; e < V; ++e) o[g][e] += sc[u][g] * f[e];
+        }
+    }
+
+    // Join the warp's lane groups, then the block's warps.
+#pragma unroll
+    for (int off = L; off < 32; off *= 2)
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+            const float m2 = __shfl_xor_sync(0xffffffffu, m[g], off), l2 = __shfl_xor_sync(0xffffffffu, l[g], off);
+            const float mx = fmaxf(m[g], m2), base = mx == -INFINITY ? 0.0f : mx;
+            const float a = exp2f(m[g] - base), b = exp2f(m2 - base);
+            m[g] = mx;
+            l[g] = l[g] * a + l2 * b;
+#pragma unroll
+            for (int e = 0; e < V; ++e) o[g][e] = o[g][e] * a + __shfl_xor_sync(0xffffffffu, o[g][e], off) * b;
+        }
+    if (group_lane == 0) {
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+#pragma unroll
+            for (int e = 0; e < V; ++e) o_w[warp][g][sub * V + e] = o[g][e];
+            if (sub == 0) {
+                m_w[warp][g] = m[g];
+                l_w[warp][g] = l[g];
+            }
+        }
+    }
+    __syncthreads();
+    const std::size_t first_row = static_cast<std::size_t>(slot) * sh.q_heads + head0;
+    constexpr float kLn2 = 0.6931471805599453f;
+    for (unsigned i = threadIdx.x; i < heads * L * V; i += kStreamWarps * 32) {
+        const unsigned g = i / (L * V), d = i % (L * V);
+        float mx = -INFINITY;
+#pragma unroll
+        for (unsigned w = 0; w < kStreamWarps; ++w) mx = fmaxf(mx, m_w[w][g]);
+        const float base = mx == -INFINITY ? 0.0f : mx;
+        float acc = 0, sum = 0;
+#pragma unroll
+        for (unsigned w = 0; w < kStreamWarps; ++w) {
+            const float a = exp2f(m_w[w][g] - base);
+            acc += o_w[w][g][d] * a;
+            sum += l_w[w][g] * a;
+        }
+        part_out[((first_row + g) * sp.splits + split) * sh.dv + d] = acc;
+        if (d == 0) {  // combine_kernel works in base e
+            part_ml[((first_row + g) * sp.splits + split) * 2] = mx * kLn2;
+            part_ml[((first_row + g) * sp.splits + split) * 2 + 1] = sum;
+        }
+    }
+}
+
 // out[row] = Σ_split e^(m − M)·partial / Σ_split e^(m − M)·l, one block per (slot, query head).
 __global__ void combine_kernel(const float* part_out, const float* part_ml, float* out, unsigned splits, unsigned dv) {
     const std::size_t row = blockIdx.x;
@@ -364,6 +557,44 @@ DecodeFn decode_for_group(unsigned g) {
     }
 }
 
+template <class T, int L>
+DecodeFn stream_for_group(unsigned g) {
+    return g == 8   ? decode_stream_kernel<T, 8, L>
+           : g == 4 ? decode_stream_kernel<T, 4, L>
+                    : decode_stream_kernel<T, 2, L>;
+}
+
+// The stream kernel for `loads` 16-byte loads per head row (8, 16 or 32), else nullptr.
+template <class T>
+DecodeFn stream_kernel(unsigned g, std::uint64_t loads) {
+    return loads == 8    ? stream_for_group<T, 8>(g)
+           : loads == 16 ? stream_for_group<T, 16>(g)
+           : loads == 32 ? stream_for_group<T, 32>(g)
+                         : nullptr;
+}
+
+// Tokens per split for `splits` splits: whole 64-token tiles.
+std::uint64_t split_size(std::uint64_t max_tokens, std::uint64_t splits) {
+    return ((max_tokens + splits - 1) / splits + kTile - 1) / kTile * kTile;
+}
+
+// The fewest splits whose blocks fill at least one wave of the `resident` block slots and leave at
+// most kWaveSlackPercent of the last wave's slots empty (a partly filled last wave leaves SMs idle
+// while it runs); `fallback` when no count up to `most` does. For the stream kernel at 8k: 3 splits,
+// 1.94 waves, 0.84 of the ceiling, against 7 splits, 4.5 waves, 0.79; at least 3 waves measured
+// 0.82.
+constexpr std::uint64_t kWaveSlackPercent = 4;
+std::uint64_t whole_waves(std::uint64_t max_tokens, std::uint64_t per_split, std::uint64_t resident, std::uint64_t most,
+                          std::uint64_t fallback) {
+    for (std::uint64_t s = (resident + per_split - 1) / per_split; s <= most && s * per_split <= 64 * resident; ++s) {
+        const std::uint64_t size = split_size(max_tokens, s);
+        const std::uint64_t blocks = (max_tokens + size - 1) / size * per_split;
+        const std::uint64_t waves = (blocks + resident - 1) / resident;
+        if (blocks >= resident && 100 * blocks >= (100 - kWaveSlackPercent) * waves * resident) return s;
+    }
+    return fallback;
+}
+
 }  // namespace
 
 DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t slots, std::uint64_t max_tokens,
@@ -387,11 +618,24 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
                                                    : group % 4 == 0 ? 4u
                                                    : group % 2 == 0 ? 2u
                                                                     : 1u);
-    plan.shared_bytes = decode_shared_floats(g, sh.dk, sh.dv) * sizeof(float);
     const bool aligned = sh.dk % per16 == 0 && sh.dv % per16 == 0 && sh.row_k % per16 == 0 && sh.row_v % per16 == 0 &&
                          v_stride % per16 == 0;
-    const std::uint64_t per_split = slots * sh.kv_heads * (group / g);  // blocks for one split of the tokens
-    if (!aligned || sh.dv / per16 > kThreads || plan.shared_bytes > 48 * 1024 || per_split >= (1ull << 31)) {
+    // The stream kernel takes any group: chunks of up to 8 query heads, the last one possibly short
+    // (a group of 7 is one chunk of 8 with one head idle, not 7 reads of K and V).
+    const std::uint64_t stream_chunks = (group + 7) / 8, stream_heads = (group + stream_chunks - 1) / stream_chunks;
+    const unsigned stream_g = stream_heads > 4 ? 8u : stream_heads > 2 ? 4u : 2u;
+    const std::uint64_t loads = sh.dk / per16;
+    // Measured on an H200 (docs/gpu-results.md), the tile kernel is the faster one for an fp32
+    // cache (0.84 of the read ceiling against 0.64) and for one query head per KV head (MHA, 0.95
+    // against 0.89); the stream kernel for 16-bit caches shared by 2 or more heads (0.83-0.91
+    // against 0.58-0.76 at four heads; 0.50 against 0.34 at eight).
+    const DecodeFn stream = !aligned || sh.dk != sh.dv || group < 2 || plan.dtype == kFp32 ? nullptr
+                            : plan.dtype == kFp16 ? stream_kernel<__half>(stream_g, loads)
+                                                  : stream_kernel<__nv_bfloat16>(stream_g, loads);
+    const std::uint64_t head_chunks = stream ? (group + stream_g - 1) / stream_g : group / g;
+    const std::uint64_t per_split = slots * sh.kv_heads * head_chunks;  // blocks for one split of the tokens
+    const std::size_t tile_shared = decode_shared_floats(g, sh.dk, sh.dv) * sizeof(float);
+    if (per_split >= (1ull << 31) || (!stream && (!aligned || sh.dv / per16 > kThreads || tile_shared > 48 * 1024))) {
         const std::uint64_t pairs = slots * sh.kv_heads;
         // Enough token blocks that every SM has several blocks in flight.
         plan.token_blocks = static_cast<unsigned>(std::max<std::uint64_t>(
@@ -403,28 +647,42 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
         return plan;
     }
     plan.fused = true;
-    plan.kernel = plan.dtype == kFp32   ? decode_for_group<float>(g)
-                  : plan.dtype == kFp16 ? decode_for_group<__half>(g)
-                                        : decode_for_group<__nv_bfloat16>(g);
+    unsigned waves = kWaves;
+    if (stream) {
+        plan.kernel = stream;
+        plan.threads = kStreamWarps * 32;
+        waves = kStreamWaves;
+    } else {
+        plan.kernel = plan.dtype == kFp32   ? decode_for_group<float>(g)
+                      : plan.dtype == kFp16 ? decode_for_group<__half>(g)
+                                            : decode_for_group<__nv_bfloat16>(g);
+        plan.threads = kThreads;
+        plan.shared_bytes = tile_shared;
+    }
     int per_sm = 0;
-    KVSCOPE_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, plan.kernel, kThreads, plan.shared_bytes));
-    // About kWaves waves of blocks, so that the last, partly filled one costs little; at least four
-    // tiles per split, so that joining the splits stays small next to reading the cache.
-    const std::uint64_t want = std::uint64_t{kWaves} * sms * static_cast<std::uint64_t>(std::max(per_sm, 1));
-    const std::uint64_t most = std::max<std::uint64_t>(1, max_tokens / (4 * kTile));
-    std::uint64_t splits = std::clamp<std::uint64_t>((want + per_split - 1) / per_split, 1, most);
-    splits = std::min<std::uint64_t>(splits, ((1ull << 31) - 1) / per_split);
-    std::uint64_t split_tokens = (max_tokens + splits - 1) / splits;
-    split_tokens = (split_tokens + kTile - 1) / kTile * kTile;
+    KVSCOPE_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, plan.kernel, static_cast<int>(plan.threads),
+                                                               plan.shared_bytes));
+    // At least four 64-token tiles per split, so that joining the splits stays small next to
+    // reading the cache.
+    const std::uint64_t resident = sms * static_cast<std::uint64_t>(std::max(per_sm, 1));
+    const std::uint64_t most =
+        std::min<std::uint64_t>(std::max<std::uint64_t>(1, max_tokens / (4 * kTile)), ((1ull << 31) - 1) / per_split);
+    std::uint64_t splits = std::clamp<std::uint64_t>((waves * resident + per_split - 1) / per_split, 1, most);
+    if (stream) splits = whole_waves(max_tokens, per_split, resident, most, splits);
+    const std::uint64_t split_tokens = split_size(max_tokens, splits);
     splits = (max_tokens + split_tokens - 1) / split_tokens;
-    plan.split = {split_tokens, static_cast<std::uint32_t>(splits), static_cast<std::uint32_t>(group / g)};
+    plan.split = {split_tokens, static_cast<std::uint32_t>(splits), static_cast<std::uint32_t>(head_chunks)};
     plan.blocks = per_split * splits;
     const std::uint64_t partial_rows = slots * sh.q_heads * splits;
     plan.part_out_bytes = partial_rows * sh.dv * sizeof(float);
     plan.part_ml_bytes = partial_rows * 2 * sizeof(float);
-    plan.description = "fused split-K decode kernel: " + std::to_string(splits) + " splits of " +
-                       std::to_string(split_tokens) + " tokens in " + std::to_string(kTile) + "-token tiles, " +
-                       std::to_string(g) + " query heads per K/V read, " + std::to_string(plan.blocks) + " blocks (" +
+    const std::string how =
+        stream ? "fused split-K decode kernel, a warp per stream of tokens: " + std::to_string(splits) + " splits of " +
+                     std::to_string(split_tokens) + " tokens, " + std::to_string(loads) + " lanes per token, "
+               : "fused split-K decode kernel: " + std::to_string(splits) + " splits of " +
+                     std::to_string(split_tokens) + " tokens in " + std::to_string(kTile) + "-token tiles, ";
+    plan.description = how + std::to_string(stream ? std::min<std::uint64_t>(stream_g, group) : g) +
+                       " query heads per K/V read, " + std::to_string(plan.blocks) + " blocks (" +
                        std::to_string(per_sm) + " per SM)";
     return plan;
 }
@@ -432,8 +690,8 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
 void launch_decode(const DecodePlan& p, const DecodeBuffers& b) {
     const ShapeDev& sh = p.shape;
     if (p.fused) {
-        p.kernel<<<static_cast<unsigned>(p.blocks), kThreads, p.shared_bytes>>>(b.slots, b.q, sh, p.split, b.part_out,
-                                                                                b.part_ml);
+        p.kernel<<<static_cast<unsigned>(p.blocks), p.threads, p.shared_bytes>>>(b.slots, b.q, sh, p.split, b.part_out,
+                                                                                 b.part_ml);
         combine_kernel<<<static_cast<unsigned>(p.slots * sh.q_heads), 128>>>(b.part_out, b.part_ml, b.out,
                                                                              p.split.splits, sh.dv);
     } else {

@@ -1,7 +1,8 @@
 #pragma once
 // One decode step's attention on the GPU over the probe's cache, grouped-query aware: q·Kᵀ,
-// softmax, ·V for every layer of every sequence. plan_decode chooses how (one fused split-K
-// kernel, or three simple kernels for head shapes that are not 16-byte aligned) and sizes the
+// softmax, ·V for every layer of every sequence. plan_decode chooses how (a fused split-K kernel —
+// one warp per stream of tokens for 16-bit GQA caches, 64-token tiles otherwise — or three simple
+// kernels for head shapes that are not 16-byte aligned) and sizes the
 // workspace; launch_decode enqueues one step. Host interface only: the kernels live in
 // cuda_attention.cu.
 
@@ -47,6 +48,7 @@ struct DecodePlan {
     DecodeFn kernel = nullptr;
     SplitDev split{};
     std::uint64_t blocks = 0;
+    unsigned threads = 0;
     std::size_t shared_bytes = 0;
     // The three kernels.
     unsigned token_blocks = 1, chunks = 1;
