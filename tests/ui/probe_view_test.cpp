@@ -41,6 +41,10 @@ TEST(ProbeView, ChecksTheCurrentScenariosCacheOnThisMachine) {
         << p->statusLabel()->text().toStdString();
     EXPECT_TRUE(cell_of(p->results(), "Requested").endsWith("= predicted"));
     EXPECT_FALSE(cell_of(p->results(), "Read ceiling").isEmpty());
+    // Where the granularity comes from, so a reader knows it was asked, not assumed.
+    EXPECT_TRUE(cell_of(p->results(), "Measured − predicted")
+                    .contains(cuda_answers() ? "from the driver" : "from the system's page size"))
+        << cell_of(p->results(), "Measured − predicted").toStdString();
     EXPECT_TRUE(cell_of(p->results(), "Kernel").contains(cuda_answers() ? "split-K" : "flash-decoding order"));
     EXPECT_TRUE(p->statusLabel()->text().contains("measured read bandwidth")) << p->statusLabel()->text().toStdString();
 }

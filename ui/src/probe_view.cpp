@@ -314,7 +314,8 @@ void ProbeView::showProbe(const probe::ProbeReport& r, const QString& note) {
         {tr("Measured (%1)").arg(r.device.backend == "cuda" ? tr("device memory drop") : tr("resident growth")),
          q(format_bytes(a.measured_bytes) + " (" + format_count(a.measured_bytes) + " B)")},
         {tr("Measured − predicted"),
-         q(format_signed_bytes(diff)) + tr(" (granularity %1)").arg(q(format_bytes(a.granularity_bytes)))},
+         q(format_signed_bytes(diff)) +
+             tr(" (granularity %1, from %2)").arg(q(format_bytes(a.granularity_bytes)), q(a.granularity_source))},
         {tr("Workspace (not cache)"), q(format_bytes(a.workspace_bytes))},
         {tr("Decode attention"), tr("%1 ms per step (median of %2)").arg(at.median_ms, 0, 'f', 2).arg(at.runs)},
         {tr("KV read per step"), q(format_bytes(at.kv_bytes_read)) + tr(" at %1 GB/s").arg(at.kv_read_gbps, 0, 'f', 1)},
