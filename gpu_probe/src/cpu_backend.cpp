@@ -60,19 +60,6 @@ struct Slot {
 
 using Shape = AttentionShape;
 
-// Requests every cache line of [p, p + bytes) without waiting for them. On x86-64 as an asm
-// statement: a loop of __builtin_prefetch has no effects the compiler must keep, and GCC 12
-// deletes it at -O2.
-void prefetch(const std::byte* p, std::size_t bytes) {
-    for (std::size_t b = 0; b < bytes; b += 64) {
-#if defined(__x86_64__)
-        asm volatile("prefetcht0 %0" : : "m"(*reinterpret_cast<const char*>(p + b)));
-#else
-        __builtin_prefetch(p + b);
-#endif
-    }
-}
-
 // A bf16 cache on a CPU with a BF16 dot instruction, in groups of four with rows of whole vectors:
 // the queries are rounded to bf16, as GPU kernels keep them.
 bool uses_bf16_dot(KvDtype dtype, const Shape& sh) {
@@ -127,7 +114,8 @@ void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, const
             const std::uint64_t t = t0 + i;
             // Ask for every line of the pair's two rows at once: the misses then overlap instead of
             // arriving one head at a time.
-            prefetch(k + t * sh.row_k * eb, 2 * sh.row_k * eb);
+            cpu::prefetch(k + t * sh.row_k * eb, 2 * sh.row_k * eb, cpu::CacheLevel::l1);
+            cpu::prefetch(v + t * sh.row_v * eb, 2 * sh.row_v * eb, cpu::CacheLevel::l2);  // for the V pass below
             for (std::uint64_t h = 0; h < sh.kv_heads; ++h) {
                 float* out0 = scores + i * sh.q_heads + h * group;
                 float* out1 = out0 + sh.q_heads;
@@ -161,11 +149,13 @@ void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, const
         }
         for (std::uint64_t t = 0; t < n; ++t)
             cpu::exp_sub_accumulate(scores + t * sh.q_heads, run_max.data(), run_sum.data(), sh.q_heads);
-        // The tile's V rows (all of them in flight at once), weighted by the unnormalised probabilities.
-        prefetch(v + t0 * sh.row_v * eb, n * sh.row_v * eb);
+        // The tile's V rows (asked for during the scores), weighted by the unnormalised
+        // probabilities, while the next tile's K rows are asked for.
+        const std::uint64_t next = std::min(s.tokens, t0 + kTile), next_end = std::min(s.tokens, t0 + 2 * kTile);
+        cpu::Ahead ahead{k + next * sh.row_k * eb, k + next_end * sh.row_k * eb};
         for (std::uint64_t h = 0; h < sh.kv_heads; ++h)
             cpu::axpy_tokens_raw(dtype, scores + h * group, sh.q_heads, group, v + (t0 * sh.row_v + h * dv_stride) * eb,
-                                 sh.row_v, n, out + h * group * sh.dv, sh.dv);
+                                 sh.row_v, n, out + h * group * sh.dv, sh.dv, &ahead);
     }
     for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
         const float inv = 1.0f / run_sum[qh];

@@ -222,13 +222,19 @@ __attribute__((target("avx2,fma,f16c"))) void dot_group_raw2_avx2(KvDtype dtype,
 template <KvDtype D>
 __attribute__((target("avx2,fma,f16c"))) void axpy4x16(const float* p, std::size_t p_stride, const std::byte* base,
                                                        std::size_t row_bytes, std::size_t tokens, float* y,
-                                                       std::size_t n) {
+                                                       std::size_t n, Ahead* ahead) {
+    const std::byte* a = ahead ? ahead->next : nullptr;
+    const std::byte* const a_end = ahead ? ahead->end : nullptr;
     for (std::size_t i = 0; i + 16 <= n; i += 16) {
         __m256 y0 = _mm256_loadu_ps(y + i), y1 = _mm256_loadu_ps(y + n + i);
         __m256 y2 = _mm256_loadu_ps(y + 2 * n + i), y3 = _mm256_loadu_ps(y + 3 * n + i);
         __m256 z0 = _mm256_loadu_ps(y + i + 8), z1 = _mm256_loadu_ps(y + n + i + 8);
         __m256 z2 = _mm256_loadu_ps(y + 2 * n + i + 8), z3 = _mm256_loadu_ps(y + 3 * n + i + 8);
         for (std::size_t t = 0; t < tokens; ++t) {
+            if (a < a_end && (t & 1)) {  // a line per two tokens: a 128-token tile of K over the V pass
+                _mm_prefetch(reinterpret_cast<const char*>(a), _MM_HINT_T1);
+                a += 64;
+            }
             const std::byte* row = base + t * row_bytes;
             const __m256 xa = load8(D, row, i), xb = load8(D, row, i + 8);
             const float* pt = p + t * p_stride;
@@ -254,23 +260,24 @@ __attribute__((target("avx2,fma,f16c"))) void axpy4x16(const float* p, std::size
         _mm256_storeu_ps(y + 2 * n + i + 8, z2);
         _mm256_storeu_ps(y + 3 * n + i + 8, z3);
     }
+    if (ahead) ahead->next = a;
 }
 
 __attribute__((target("avx2,fma,f16c"))) void axpy_tokens_raw_avx2(KvDtype dtype, const float* p, std::size_t p_stride,
                                                                    std::size_t groups, const void* x,
                                                                    std::size_t stride, std::size_t tokens, float* y,
-                                                                   std::size_t n) {
+                                                                   std::size_t n, Ahead* ahead) {
     const std::size_t eb = element_bytes(dtype);
     const auto* base = static_cast<const std::byte*>(x);
     if (groups % 4 == 0 && n % 16 == 0) {  // GQA groups of 4 and 8 with the usual head sizes
         for (std::size_t g0 = 0; g0 < groups; g0 += 4) {
             float* yg = y + g0 * n;
             if (dtype == KvDtype::bf16)
-                axpy4x16<KvDtype::bf16>(p + g0, p_stride, base, stride * eb, tokens, yg, n);
+                axpy4x16<KvDtype::bf16>(p + g0, p_stride, base, stride * eb, tokens, yg, n, ahead);
             else if (dtype == KvDtype::fp16)
-                axpy4x16<KvDtype::fp16>(p + g0, p_stride, base, stride * eb, tokens, yg, n);
+                axpy4x16<KvDtype::fp16>(p + g0, p_stride, base, stride * eb, tokens, yg, n, ahead);
             else
-                axpy4x16<KvDtype::fp32>(p + g0, p_stride, base, stride * eb, tokens, yg, n);
+                axpy4x16<KvDtype::fp32>(p + g0, p_stride, base, stride * eb, tokens, yg, n, ahead);
         }
         return;
     }
@@ -438,10 +445,11 @@ void dot_group_raw2(KvDtype dtype, const float* q, std::size_t groups, const voi
 }
 
 void axpy_tokens_raw(KvDtype dtype, const float* p, std::size_t p_stride, std::size_t groups, const void* x,
-                     std::size_t stride, std::size_t tokens, float* y, std::size_t n) {
+                     std::size_t stride, std::size_t tokens, float* y, std::size_t n, Ahead* ahead) {
 #if defined(__x86_64__)
-    if (has_avx2_f16c()) return axpy_tokens_raw_avx2(dtype, p, p_stride, groups, x, stride, tokens, y, n);
+    if (has_avx2_f16c()) return axpy_tokens_raw_avx2(dtype, p, p_stride, groups, x, stride, tokens, y, n, ahead);
 #endif
+    (void)ahead;
     std::vector<float> row(n);
     const std::size_t eb = element_bytes(dtype);
     for (std::size_t t = 0; t < tokens; ++t) {
@@ -451,6 +459,24 @@ void axpy_tokens_raw(KvDtype dtype, const float* p, std::size_t p_stride, std::s
 }
 
 bool has_bf16_dot() { return has_avx2_f16c() && has_bf16_dot_cpu(); }
+
+void prefetch(const std::byte* p, std::size_t bytes, CacheLevel level) {
+    // On x86-64 as asm statements: a loop of __builtin_prefetch has no effects the compiler must
+    // keep, and GCC 12 deletes it at -O2.
+    for (std::size_t b = 0; b < bytes; b += 64) {
+#if defined(__x86_64__)
+        if (level == CacheLevel::l1)
+            asm volatile("prefetcht0 %0" : : "m"(*reinterpret_cast<const char*>(p + b)));
+        else
+            asm volatile("prefetcht1 %0" : : "m"(*reinterpret_cast<const char*>(p + b)));
+#else
+        if (level == CacheLevel::l1)
+            __builtin_prefetch(p + b, 0, 3);
+        else
+            __builtin_prefetch(p + b, 0, 2);
+#endif
+    }
+}
 
 void to_bf16(const float* src, std::uint16_t* dst, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
