@@ -363,14 +363,16 @@ __global__ void __launch_bounds__(kThreads)
 // For fp16 and bf16 caches with at least two query heads per KV head and K and V heads of 64, 128
 // or 256 values (8, 16 or 32 loads of 16 bytes): every GQA and MQA model in the catalog. On an
 // H200, Llama 3 8B in bf16 reads at 0.83 / 0.89 / 0.91 of the same-run ceiling at 8k / 32k / 128k
-// with it, against 0.58 / 0.72 / 0.76 with the tile kernel above (docs/gpu-results.md). Each lane owns one 16-byte
-// column of the head, so its slice of the queries and of the output stays in registers: L lanes per token, 32/L tokens
-// per warp at once, U tokens per lane group per step, K and V loads of a step issued together. Every lane group keeps
-// its own running softmax (max and sum in base 2, the log2(e) folded into the query scale), so the loop has no barrier
-// and nothing in shared memory; the warps and the lane groups are joined once, at the end of the block, into the same
-// partial results the tile kernel writes. The tile kernel above read the queries and the weights from shared memory for
-// every token and stalled on those reads (Nsight Compute, docs/gpu-results.md). A group that does not divide into
-// chunks of 2, 4 or 8 heads runs with the last chunk's spare heads idle.
+// with it, against 0.58 / 0.72 / 0.76 with the tile kernel above (docs/gpu-results.md).
+// Each lane owns one 16-byte column of the head, so its slice of the queries and of the output
+// stays in registers: L lanes per token, 32/L tokens per warp at once, U tokens per lane group per
+// step, K and V loads of a step issued together. Every lane group keeps its own running softmax
+// (max and sum in base 2, the log2(e) folded into the query scale), so the loop has no barrier and
+// nothing in shared memory; the warps and the lane groups are joined once, at the end of the
+// block, into the same partial results the tile kernel writes. The tile kernel read the queries
+// and the weights from shared memory for every token and stalled on those reads (Nsight Compute,
+// docs/gpu-results.md). A group that does not divide into chunks of 2, 4 or 8 heads runs with the
+// last chunk's spare heads idle.
 constexpr unsigned kStreamWarps = 4;  // 8 measured worse: 0.67 / 0.73 / 0.75 against 0.76 / 0.85 / 0.86
 constexpr unsigned kStreamWaves = 4;  // when no whole number of waves fits (whole_waves)
 
