@@ -28,16 +28,16 @@ void dot_group_raw(KvDtype dtype, const float* q, std::size_t groups, const void
 // Two K rows at once (each query load feeds two multiply-adds): out0[g], out1[g].
 void dot_group_raw2(KvDtype dtype, const float* q, std::size_t groups, const void* k0, const void* k1, std::size_t n,
                     float* out0, float* out1);
-// Memory a kernel asks the cache for while it computes, one 64-byte line per inner step (into L2),
-// so that the next phase's reads overlap this phase's arithmetic instead of following it. The
-// kernel advances `next`; nothing is read from it.
+// Memory a kernel asks the cache for while it computes, one 64-byte line at a time (into L2), so
+// that the next phase's reads overlap this phase's arithmetic instead of following it. The kernel
+// advances `next`; nothing is read from it.
 struct Ahead {
     const std::byte* next = nullptr;
     const std::byte* end = nullptr;
 };
 // axpy_tokens_raw: for `tokens` rows x_t (row stride `stride` elements, n used),
 // y[g·n + i] += Σ_t p[t·p_stride + g]·x_t[i]: several tokens per pass over y. With `ahead`, the
-// grouped-query kernel (groups of 4 and 8) asks for one line of it per token it weighs.
+// grouped-query kernel (groups of 4 and 8) asks for one line of it per two tokens it weighs.
 void axpy_tokens_raw(KvDtype dtype, const float* p, std::size_t p_stride, std::size_t groups, const void* x,
                      std::size_t stride, std::size_t tokens, float* y, std::size_t n, Ahead* ahead = nullptr);
 // Asks for every 64-byte line of [p, p + bytes) without waiting for them: into L1 (and L2) for
