@@ -2,9 +2,9 @@
 // One decode step's attention on the GPU over the probe's cache, grouped-query aware: q·Kᵀ,
 // softmax, ·V for every layer of every sequence. plan_decode chooses how (a fused split-K kernel —
 // one warp per stream of tokens for 16-bit GQA caches, 64-token tiles otherwise — or three simple
-// kernels for head shapes that are not 16-byte aligned) and sizes the
-// workspace; launch_decode enqueues one step. Host interface only: the kernels live in
-// cuda_attention.cu.
+// kernels for head shapes that are not 16-byte aligned) and sizes the workspace; launch_decode
+// enqueues one step. Host interface only: the kernels live in cuda_attention.cu (the three simple
+// ones and the one that joins the splits), cuda_decode_tile.cu and cuda_decode_stream.cu.
 
 #include <cstddef>
 #include <cstdint>
