@@ -6,6 +6,7 @@
 
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/report_json.h"
 #include "probe_commands.h"
 #include "table.h"
@@ -15,11 +16,7 @@ namespace {
 
 using json::Value;
 
-std::string percent(double p) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f%%", p);
-    return buf;
-}
+std::string percent(double p) { return number_text(p, Notation::fixed, 1) + "%"; }
 
 std::string usage_error(const Errors& errors, const std::string& command) {
     std::string line = "kvscope-cli" + (command.empty() ? "" : " " + command) + ": " + join_errors(errors);

@@ -1,17 +1,25 @@
 #include "options.h"
 
-#include <charconv>
+#include <algorithm>
 #include <functional>
 #include <map>
+
+#include "kvscope/calculator/numbers.h"
 
 namespace kvscope::cli {
 namespace {
 
+// Command-line numbers are the same in every locale (numbers.h), so scripts work anywhere.
 Result<double> parse_fraction(const std::string& text, const std::string& field) {
-    double v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || end != text.data() + text.size())
-        return FieldError{field, "'" + text + "' is not a number (for example 0.9)"};
+    const auto parsed = number_from_text(text);
+    if (!parsed && text.find(',') != std::string::npos) {
+        std::string with_point = text;
+        std::replace(with_point.begin(), with_point.end(), ',', '.');
+        return FieldError{
+            field, "'" + text + "': the command line takes a decimal point in every locale (" + with_point + ")"};
+    }
+    if (!parsed) return FieldError{field, "'" + text + "' is not a number (for example 0.9)"};
+    const double v = *parsed;
     if (!(v > 0.0 && v <= 1.0)) return FieldError{field, "'" + text + "' must be above 0 and at most 1"};
     return v;
 }

@@ -1,9 +1,9 @@
 #include "table.h"
 
-#include <cstdio>
-
 #include <algorithm>
 #include <cctype>
+
+#include "kvscope/calculator/numbers.h"
 
 namespace kvscope::cli {
 namespace {
@@ -70,16 +70,8 @@ std::string key_values(const std::vector<std::pair<std::string, std::string>>& r
     return out;
 }
 
-std::string fixed(double v, int decimals) {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
-}
+std::string fixed(double v, int decimals) { return number_text(v, Notation::fixed, decimals); }
 
-std::string scientific(double v) {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%.2e", v);
-    return buf;
-}
+std::string scientific(double v) { return number_text(v, Notation::scientific, 2); }
 
 }  // namespace kvscope::cli

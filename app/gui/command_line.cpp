@@ -110,7 +110,9 @@ Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const 
             return FieldError{"--scenario", "give either --scenario or --model/--config, not both"};
         auto s = read_scenario_file(c.scenario_file->toStdString());
         if (!s) return s.errors();
-        ChosenScenario chosen{*s, ui::display_name(catalog, *s), {QString("from %1").arg(*c.scenario_file)}};
+        ChosenScenario chosen{
+            s->scenario, ui::display_name(catalog, s->scenario), {QString("from %1").arg(*c.scenario_file)}};
+        if (!s->repaired.empty()) chosen.notes << QString::fromStdString(s->repaired);
         // Options given beside the file override it.
         Errors errors = cli::apply_workload_options(o, chosen.scenario);
         if (!errors.empty()) return errors;

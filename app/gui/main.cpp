@@ -9,6 +9,7 @@
 
 #include "command_line.h"
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/numbers.h"
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/memory_chart.h"
 #include "kvscope/ui/scenario_model.h"
@@ -138,7 +139,8 @@ int main(int argc, char** argv) {
             explicit FirstPaint(QElapsedTimer* t) : timer(t) {}
             bool eventFilter(QObject*, QEvent* e) override {
                 if (e->type() == QEvent::Paint && timer->isValid()) {
-                    std::printf("first-paint-ms %.2f\n", static_cast<double>(timer->nsecsElapsed()) / 1e6);
+                    const double ms = static_cast<double>(timer->nsecsElapsed()) / 1e6;
+                    std::printf("first-paint-ms %s\n", kvscope::number_text(ms, kvscope::Notation::fixed, 2).c_str());
                     std::fflush(stdout);
                     timer->invalidate();
                     QTimer::singleShot(0, qApp, &QApplication::quit);

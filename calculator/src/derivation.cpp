@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <map>
 
+#include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/units.h"
 
 namespace kvscope {
@@ -88,11 +89,10 @@ std::string element_size_text(KvDtype dtype) {
     const KvDtypeInfo& i = info(dtype);
     if (i.values_per_block == 1 && i.bits_per_block % 8 == 0)
         return format_count_of(i.bits_per_block / 8, "byte", "bytes") + " (" + std::string(i.id) + ")";
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", bits_per_value(dtype) / 8.0);
-    if (i.values_per_block == 1) return std::string(buf) + " bytes (" + std::string(i.id) + ")";
-    return std::string(buf) + " bytes (" + std::string(i.id) + ", " + std::to_string(i.bits_per_block / 8) +
-           " bytes per " + std::to_string(i.values_per_block) + " values)";
+    const std::string buf = number_text(bits_per_value(dtype) / 8.0, Notation::general, 6);
+    if (i.values_per_block == 1) return buf + " bytes (" + std::string(i.id) + ")";
+    return buf + " bytes (" + std::string(i.id) + ", " + std::to_string(i.bits_per_block / 8) + " bytes per " +
+           std::to_string(i.values_per_block) + " values)";
 }
 
 Result<KvDerivation> derive_kv_bytes(const Architecture& arch, KvDtype dtype, const Workload& workload,

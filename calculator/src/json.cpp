@@ -1,10 +1,10 @@
 #include "kvscope/calculator/json.h"
 
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <limits>
+
+#include "kvscope/calculator/numbers.h"
 
 namespace kvscope::json {
 
@@ -166,18 +166,7 @@ void Value::dump_to(std::string& out, int indent, int depth) const {
             } else if (!std::isfinite(double_)) {
                 out += "null";
             } else {
-                char buf[40];
-                std::snprintf(buf, sizeof buf, "%.17g", double_);
-                // Shortest text that reads back the same double.
-                for (int p = 6; p <= 17; ++p) {
-                    char shorter[40];
-                    std::snprintf(shorter, sizeof shorter, "%.*g", p, double_);
-                    if (std::strtod(shorter, nullptr) == double_) {
-                        std::snprintf(buf, sizeof buf, "%s", shorter);
-                        break;
-                    }
-                }
-                out += buf;
+                out += number_text(double_);  // shortest text that reads back the same double
             }
             break;
         case Type::string:
@@ -493,15 +482,14 @@ private:
             while (peek() >= '0' && peek() <= '9') advance();
         }
         v.text_ = std::string(s_.substr(start, pos_ - start));
-        v.double_ = std::strtod(v.text_.c_str(), nullptr);
+        // Out of a double's range: infinite, or zero for a tiny magnitude ("1e-400").
+        const bool tiny = v.text_.find("e-") != std::string::npos || v.text_.find("E-") != std::string::npos;
+        v.double_ = number_from_text(v.text_).value_or(tiny ? 0.0 : negative ? -HUGE_VAL : HUGE_VAL);
         if (!real) {
-            errno = 0;
             if (negative) {
-                const long long n = std::strtoll(v.text_.c_str(), nullptr, 10);
-                if (errno == 0) v.number_kind_ = Value::NumberKind::i64, v.i64_ = n;
+                if (auto n = i64_from_text(v.text_)) v.number_kind_ = Value::NumberKind::i64, v.i64_ = *n;
             } else {
-                const unsigned long long n = std::strtoull(v.text_.c_str(), nullptr, 10);
-                if (errno == 0) v.number_kind_ = Value::NumberKind::u64, v.u64_ = n;
+                if (auto n = u64_from_text(v.text_)) v.number_kind_ = Value::NumberKind::u64, v.u64_ = *n;
             }
         }
         return true;
@@ -514,5 +502,66 @@ private:
 };
 
 ParseResult parse(std::string_view text) { return Parser(text).run(); }
+
+std::optional<RepairedText> repair_decimal_commas(std::string_view text) {
+    RepairedText out{std::string(text), {}};
+    std::string& s = out.text;
+    std::vector<char> open;  // '{' or '[' for each container around the position
+    std::string last_string, key;
+    bool in_string = false;
+    int line = 1;
+    auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+    auto number_around = [&s, &is_digit](std::size_t comma) {
+        std::size_t b = comma, e = comma + 1;
+        while (b > 0 && (is_digit(s[b - 1]) || s[b - 1] == '-')) --b;
+        while (e < s.size() && (is_digit(s[e]) || s[e] == 'e' || s[e] == 'E' || s[e] == '+' || s[e] == '-')) ++e;
+        return std::pair{b, e};
+    };
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (c == '\n') ++line;
+        if (in_string) {
+            if (c == '\\') {
+                if (i + 1 < s.size()) last_string += s[++i];
+            } else if (c == '"') {
+                in_string = false;
+            } else {
+                last_string += c;
+            }
+            continue;
+        }
+        switch (c) {
+            case '"':
+                in_string = true;
+                last_string.clear();
+                break;
+            case ':':
+                key = last_string;
+                break;
+            case '{':
+            case '[':
+                open.push_back(c);
+                break;
+            case '}':
+            case ']':
+                if (!open.empty()) open.pop_back();
+                break;
+            case ',':
+                if (!open.empty() && open.back() == '{' && i > 0 && is_digit(s[i - 1]) && i + 1 < s.size() &&
+                    is_digit(s[i + 1])) {
+                    const auto [b, e] = number_around(i);
+                    DecimalCommaRepair r{line, key, s.substr(b, e - b), {}};
+                    s[i] = '.';
+                    r.after = s.substr(b, e - b);
+                    out.repairs.push_back(std::move(r));
+                }
+                break;
+            default:
+                break;
+        }
+    }
+    if (out.repairs.empty()) return std::nullopt;
+    return out;
+}
 
 }  // namespace kvscope::json

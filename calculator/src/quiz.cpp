@@ -8,6 +8,7 @@
 
 #include "kvscope/calculator/derivation.h"
 #include "kvscope/calculator/learn.h"
+#include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/variants.h"
 
 namespace kvscope {
@@ -18,11 +19,7 @@ std::string bytes_answer(std::uint64_t bytes, UnitSystem units) {
     return format_bytes(bytes, units) + " (" + format_count(bytes) + " bytes)";
 }
 
-std::string percent_text(double p) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, p < 10 ? "%.2f%%" : "%.1f%%", p);
-    return buf;
-}
+std::string percent_text(double p) { return number_text(p, Notation::fixed, p < 10 ? 2 : 1) + "%"; }
 
 const char* hint_for(AnswerUnit unit) {
     switch (unit) {
@@ -41,11 +38,10 @@ std::uint64_t to_count(double v) {
     return v >= kTop ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(std::round(v));
 }
 
-std::string lower_trimmed(std::string_view text) {
+// Lower case, spaces and group separators left in place (read_typed_decimal reads them).
+std::string lower(std::string_view text) {
     std::string out;
-    for (char c : text)
-        if (!std::isspace(static_cast<unsigned char>(c)) && c != ',' && c != '_')
-            out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (char c : text) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
 }
 
@@ -59,12 +55,33 @@ std::string row_text(const KvDerivation& d) {
 }  // namespace
 
 std::optional<double> parse_answer(std::string_view typed, AnswerUnit unit) {
-    const std::string t = lower_trimmed(typed);
-    if (t.empty() || t[0] == '-') return std::nullopt;
-    char* end = nullptr;
-    const double number = std::strtod(t.c_str(), &end);
-    if (end == t.c_str() || !std::isfinite(number)) return std::nullopt;
-    const std::string suffix(end);
+    // The number as people write it (0.85, 0,85, 90,533, 1.5e9), then its unit: "1,5 GiB", "12k".
+    const std::string t = lower(typed);
+    std::size_t n = 0;
+    while (n < t.size() && std::isspace(static_cast<unsigned char>(t[n]))) ++n;
+    const std::size_t start = n;
+    auto part_of_number = [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == ',' || c == '_' || c == '\'' ||
+               c == ' ' || static_cast<unsigned char>(c) >= 0x80;  // no-break spaces
+    };
+    while (n < t.size() && part_of_number(t[n])) ++n;
+    std::size_t number_end = n;
+    while (number_end > start && t[number_end - 1] == ' ') --number_end;
+    std::string exponent;
+    if (n + 1 < t.size() && t[n] == 'e' &&
+        (std::isdigit(static_cast<unsigned char>(t[n + 1])) || t[n + 1] == '+' || t[n + 1] == '-')) {
+        exponent = "e";
+        for (++n; n < t.size() && (std::isdigit(static_cast<unsigned char>(t[n])) || t[n] == '+' || t[n] == '-');)
+            exponent += t[n++];
+    }
+    std::string suffix;
+    for (; n < t.size(); ++n)
+        if (!std::isspace(static_cast<unsigned char>(t[n]))) suffix += t[n];
+    const TypedDecimal typed_number = read_typed_decimal(std::string_view(t).substr(start, number_end - start));
+    if (!typed_number.error.empty()) return std::nullopt;
+    const auto parsed = number_from_text(typed_number.plain + exponent);
+    if (!parsed) return std::nullopt;
+    const double number = *parsed;
     // What the suffix multiplies by; none when it is not one this unit takes.
     auto factor = [&]() -> std::optional<double> {
         switch (unit) {

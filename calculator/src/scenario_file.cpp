@@ -257,10 +257,34 @@ Value scenario_json(const Scenario& s) {
 
 std::string scenario_to_json(const Scenario& s) { return scenario_json(s).dump() + "\n"; }
 
-Result<Scenario> scenario_from_json(std::string_view text, const std::string& source) {
-    const json::ParseResult parsed = json::parse(text);
+namespace {
+
+// The repairs in one sentence: "source was written with decimal commas …: line 40 fraction 0,85 -> 0.85".
+std::string repair_note(const std::string& source, const std::vector<json::DecimalCommaRepair>& repairs) {
+    std::string list;
+    for (const auto& r : repairs)
+        list += (list.empty() ? "" : ", ") + (r.key.empty() ? "" : r.key + " ") + r.before + " -> " + r.after +
+                " (line " + std::to_string(r.line) + ")";
+    return source +
+           " held numbers written with a decimal comma (KVScope 0.1 saved them so in a German, French or "
+           "other comma locale); they were read as decimals: " +
+           list + ". Save the scenario to store the repaired file.";
+}
+
+}  // namespace
+
+Result<LoadedScenario> scenario_from_json(std::string_view text, const std::string& source) {
+    json::ParseResult parsed = json::parse(text);
+    std::string repaired;
     if (!parsed) {
-        return FieldError{source + ":" + std::to_string(parsed.error.line), "not valid JSON: " + parsed.error.message};
+        // Only the exact damage of the 0.1 writer is repaired, and only when the result then reads.
+        auto fixed = json::repair_decimal_commas(text);
+        json::ParseResult again = fixed ? json::parse(fixed->text) : json::ParseResult{};
+        if (!again)
+            return FieldError{source + ":" + std::to_string(parsed.error.line),
+                              "not valid JSON: " + parsed.error.message};
+        parsed = std::move(again);
+        repaired = repair_note(source, fixed->repairs);
     }
     const Value& root = *parsed.value;
     if (!root.is_object()) return FieldError{source, "is not a KVScope scenario (expected a JSON object)"};
@@ -303,10 +327,10 @@ Result<Scenario> scenario_from_json(std::string_view text, const std::string& so
     }
     Errors errors = r.take();
     if (!errors.empty()) return errors;
-    return s;
+    return LoadedScenario{s, repaired};
 }
 
-Result<Scenario> read_scenario_file(const std::string& path) {
+Result<LoadedScenario> read_scenario_file(const std::string& path) {
     auto text = read_text_file(path);
     if (!text) return text.errors();
     return scenario_from_json(*text, path);

@@ -7,21 +7,13 @@
 #include <limits>
 
 #include "kvscope/calculator/checked.h"
+#include "kvscope/calculator/numbers.h"
 
 namespace kvscope {
 
 namespace {
 
-std::string three_digits(double v) {
-    char buf[32];
-    if (v >= 99.95)
-        std::snprintf(buf, sizeof buf, "%.0f", v);
-    else if (v >= 9.995)
-        std::snprintf(buf, sizeof buf, "%.1f", v);
-    else
-        std::snprintf(buf, sizeof buf, "%.2f", v);
-    return buf;
-}
+std::string three_digits(double v) { return number_text(v, Notation::fixed, v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2); }
 
 std::string trim(std::string_view s) {
     std::size_t b = 0, e = s.size();
@@ -30,22 +22,21 @@ std::string trim(std::string_view s) {
     return std::string(s.substr(b, e - b));
 }
 
-// Parses "<digits>[.<digits>]" followed by a suffix; the value times the suffix's
-// multiplier must be a whole number. Exact: decimal fractions are handled as integers.
+// Parses a number as people type it (numbers.h: 1.5, 1,5, 131,072, 131_072) followed by a suffix;
+// the value times the suffix's multiplier must be a whole number. Exact: decimal fractions are
+// handled as integers.
 Result<std::uint64_t> parse_scaled(const std::string& text, std::size_t number_end, std::uint64_t multiplier,
                                    const std::string& field, const std::string& what) {
     const std::string bad = "'" + text + "' is not " + what;
+    const TypedDecimal typed = read_typed_decimal(trim(std::string_view(text).substr(0, number_end)));
+    if (!typed.error.empty()) return FieldError{field, bad + ": " + typed.error};
     std::uint64_t whole = 0, frac = 0, frac_scale = 1;
-    bool seen_digit = false, in_frac = false;
-    for (std::size_t i = 0; i < number_end; ++i) {
-        const char c = text[i];
-        if (c == '.' && !in_frac) {
+    bool in_frac = false;
+    for (const char c : typed.plain) {
+        if (c == '.') {
             in_frac = true;
             continue;
         }
-        if (c == '_' || c == ',') continue;  // 131_072, 131,072
-        if (!std::isdigit(static_cast<unsigned char>(c))) return FieldError{field, bad};
-        seen_digit = true;
         const std::uint64_t d = static_cast<std::uint64_t>(c - '0');
         if (in_frac) {
             if (frac_scale > 1'000'000'000'000ull) return FieldError{field, bad + " (too many decimals)"};
@@ -57,7 +48,6 @@ Result<std::uint64_t> parse_scaled(const std::string& text, std::size_t number_e
             whole = w.value();
         }
     }
-    if (!seen_digit) return FieldError{field, bad};
     const Checked scaled_whole = Checked(whole) * multiplier;
     // frac / frac_scale * multiplier must be an integer.
     __extension__ using u128 = unsigned __int128;
@@ -135,9 +125,7 @@ std::string format_si(double value) {
     std::size_t u = 0;
     while (u + 1 < kNames.size() && std::fabs(v) >= 999.5) v /= 1000.0, ++u;
     if (u + 1 == kNames.size() && std::fabs(v) >= 1000.0) {
-        char buf[48];
-        std::snprintf(buf, sizeof buf, "%.3g", value);
-        return buf;
+        return number_text(value, Notation::general, 3);
     }
     return three_digits(v) + kNames[u];
 }

@@ -6,16 +6,26 @@
 #endif
 
 #include <fstream>
-#include <sstream>
+#include <locale>
 #include <thread>
+
+#include "kvscope/calculator/numbers.h"
 
 namespace kvscope::probe::host {
 
 namespace {
 
+// The kernel's files, read with the classic locale whatever the process's global one is.
+std::ifstream system_file(const char* path) {
+    std::ifstream in;
+    in.imbue(std::locale::classic());
+    in.open(path);
+    return in;
+}
+
 // "MemAvailable:   12345 kB" → bytes; 0 when the field is missing.
 std::uint64_t meminfo(const std::string& key) {
-    std::ifstream in("/proc/meminfo");
+    std::ifstream in = system_file("/proc/meminfo");
     std::string name, unit;
     std::uint64_t kib = 0;
     while (in >> name >> kib >> unit)
@@ -26,7 +36,7 @@ std::uint64_t meminfo(const std::string& key) {
 }  // namespace
 
 std::uint64_t resident_bytes() {
-    std::ifstream in("/proc/self/statm");
+    std::ifstream in = system_file("/proc/self/statm");
     std::uint64_t size = 0, resident = 0;
     in >> size >> resident;
     return resident * page_bytes();
@@ -42,11 +52,13 @@ std::uint64_t last_level_cache_bytes() {
     long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
     if (l2 > 0) return static_cast<std::uint64_t>(l2);
     // Some virtual machines report nothing: assume a generous 32 MiB so the checks stay safe.
-    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index3/size");
+    std::ifstream in = system_file("/sys/devices/system/cpu/cpu0/cache/index3/size");
     std::string text;
     if (in >> text && !text.empty()) {
-        const char unit = text.back();
-        const std::uint64_t n = std::stoull(text);
+        const char unit = text.back();  // "32768K", "32M" or bytes
+        const bool has_unit = unit == 'K' || unit == 'M';
+        const std::uint64_t n = u64_from_text(std::string_view(text).substr(0, text.size() - has_unit)).value_or(0);
+        if (n == 0) return 32ull << 20;
         return unit == 'K' ? n << 10 : unit == 'M' ? n << 20 : n;
     }
     return 32ull << 20;

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <sstream>
+#include <string>
 
 #include "kvscope/calculator/learn.h"
+#include "kvscope/calculator/numbers.h"
 
 namespace kvscope::probe {
 
@@ -126,9 +126,11 @@ Architecture TinyTransformer::architecture() {
 
 std::vector<int> TinyTransformer::encode(const std::string& text) const {
     std::vector<int> out;
-    std::istringstream in(text);
-    std::string word;
-    while (in >> word) {
+    for (std::size_t end = 0, start = 0; start < text.size(); start = end) {
+        start = text.find_first_not_of(" \t\n\r", start);
+        if (start == std::string::npos) break;
+        end = std::min(text.find_first_of(" \t\n\r", start), text.size());
+        const std::string word = text.substr(start, end - start);
         const auto* found = std::find(std::begin(kWords), std::end(kWords), word);
         // Unknown words map to a fixed token by their letters, so any prompt works.
         std::uint64_t h = 1469598103934665603ull;
@@ -292,13 +294,11 @@ StopwatchReport generate_both(const TinyTransformer& model, const StopwatchReque
     const auto n = static_cast<std::uint64_t>(request.tokens);
     if (auto curve = recompute_curve(TinyTransformer::architecture(), {n, 1, 1, false}, n, 2))
         r.speedup_bound = curve->speedup_bound;
-    char buf[240];
-    std::snprintf(buf, sizeof buf,
-                  "%d tokens%s: %.1f ms with the cache, %.1f ms recomputing (%.1f× slower; the calculator's FLOP "
-                  "bound is %.1f×); texts %s",
-                  request.tokens, g.where.c_str(), cached, uncached, r.speedup, r.speedup_bound,
-                  r.tokens_identical ? "identical" : "differ");
-    r.message = buf;
+    auto one_decimal = [](double v) { return number_text(v, Notation::fixed, 1); };
+    r.message = std::to_string(request.tokens) + " tokens" + g.where + ": " + one_decimal(cached) +
+                " ms with the cache, " + one_decimal(uncached) + " ms recomputing (" + one_decimal(r.speedup) +
+                "× slower; the calculator's FLOP bound is " + one_decimal(r.speedup_bound) + "×); texts " +
+                (r.tokens_identical ? "identical" : "differ");
     return r;
 }
 

@@ -264,3 +264,32 @@ TEST(Cli, DevicesListsTheCpuAndSaysWhyCudaIsMissing) {
 }
 
 }  // namespace
+
+namespace {
+
+// ctest also runs this suite with LC_ALL=de_DE.UTF-8 and fr_FR.UTF-8, which kvscope-cli inherits
+// and adopts: its numbers must not notice.
+TEST(Cli, FractionalOptionsAndJsonAreTheSameInEveryLocale) {
+    const CliRun r = cli("fit --model llama-3-70b --context 32k --gpu h100-sxm --gpus 2 --utilization 0.85 --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json_of(r);
+    const auto* utilization = v.find("utilization");
+    ASSERT_NE(utilization, nullptr) << r.out;
+    EXPECT_EQ(utilization->as_double(), 0.85);
+    const auto* per_sequence = v.find("decode_tokens_per_s_per_sequence");
+    ASSERT_NE(per_sequence, nullptr) << r.out;
+    EXPECT_GT(per_sequence->as_double(), 44.0);  // 44.7: its whole part alone would read 44
+    EXPECT_LT(per_sequence->as_double(), 45.0);
+    const CliRun table = cli("fit --model llama-3-70b --context 32k --gpu h100-sxm --gpus 2 --utilization 0.85");
+    EXPECT_NE(table.out.find("fraction 0.85"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("22.35 ms per step"), std::string::npos) << table.out;
+
+    // A decimal comma is refused with the spelling that works, whatever the locale.
+    const CliRun comma = cli("fit --model llama-3-70b --gpu h100-sxm --utilization 0,85");
+    EXPECT_EQ(comma.status, 2);
+    EXPECT_NE(comma.err.find("--utilization: '0,85': the command line takes a decimal point in every locale (0.85)"),
+              std::string::npos)
+        << comma.err;
+}
+
+}  // namespace

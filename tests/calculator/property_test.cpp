@@ -163,7 +163,7 @@ TEST(Properties, ScenariosSurviveSaveAndOpen) {
         s.workload = c.workload;
         auto back = scenario_from_json(scenario_to_json(s), "p.kvscope.json");
         ASSERT_TRUE(back.ok()) << describe(c) << ": " << back.error_text();
-        EXPECT_EQ(*back, s) << describe(c);
+        EXPECT_EQ(back->scenario, s) << describe(c);
     }
 }
 

@@ -36,15 +36,15 @@ TEST(ScenarioFile, EveryCatalogModelRoundTripsExactly) {
         s.arch = m.model.arch;  // windows, MLA, MoE and published counts included
         auto back = scenario_from_json(scenario_to_json(s), "x.kvscope.json");
         ASSERT_TRUE(back.ok()) << m.id << ": " << back.error_text();
-        EXPECT_EQ(back->arch, s.arch) << m.id;
-        EXPECT_EQ(back->model_id, m.id);
-        EXPECT_EQ(back->kv_dtype, KvDtype::fp8_e4m3);
-        EXPECT_EQ(back->workload, s.workload);
-        EXPECT_EQ(back->parallel, s.parallel);
-        ASSERT_TRUE(back->deployment.has_value());
-        EXPECT_EQ(back->deployment->gpu.memory_bytes, s.deployment->gpu.memory_bytes);
-        EXPECT_EQ(back->deployment->engine, Engine::sglang);
-        EXPECT_DOUBLE_EQ(back->deployment->fraction, 0.88);
+        EXPECT_EQ(back->scenario.arch, s.arch) << m.id;
+        EXPECT_EQ(back->scenario.model_id, m.id);
+        EXPECT_EQ(back->scenario.kv_dtype, KvDtype::fp8_e4m3);
+        EXPECT_EQ(back->scenario.workload, s.workload);
+        EXPECT_EQ(back->scenario.parallel, s.parallel);
+        ASSERT_TRUE(back->scenario.deployment.has_value());
+        EXPECT_EQ(back->scenario.deployment->gpu.memory_bytes, s.deployment->gpu.memory_bytes);
+        EXPECT_EQ(back->scenario.deployment->engine, Engine::sglang);
+        EXPECT_DOUBLE_EQ(back->scenario.deployment->fraction, 0.88);
     }
 }
 
@@ -54,8 +54,8 @@ TEST(ScenarioFile, KeepsInputsTheCalculatorWouldReject) {
     s.arch = make_arch(32, 32, 5, 128);
     auto back = scenario_from_json(scenario_to_json(s), "draft.kvscope.json");
     ASSERT_TRUE(back.ok()) << back.error_text();
-    EXPECT_EQ(back->arch.kv_heads, 5u);
-    EXPECT_FALSE(back->deployment.has_value());
+    EXPECT_EQ(back->scenario.arch.kv_heads, 5u);
+    EXPECT_FALSE(back->scenario.deployment.has_value());
 }
 
 TEST(ScenarioFile, NewerVersionIsRefusedWithAnUpdateHint) {

@@ -1,4 +1,5 @@
 // kvscope on the command line: exports without a window, and clear errors.
+#include <QDir>
 #include <QImage>
 #include <QProcess>
 #include <QSvgRenderer>
@@ -6,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kvscope/calculator/json.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "widget_testing.h"
 
@@ -93,6 +95,36 @@ TEST(Headless, HelpListsTheExports) {
     const AppRun r = kvscope_app({"--help"});
     EXPECT_EQ(r.status, 0);
     EXPECT_TRUE(r.out.contains("--export-chart OUT.png|svg|pdf"));
+}
+
+// The report's command: on a German or French desktop (ctest's @de_DE and @fr_FR runs, which the
+// app inherits) the JSON must still be JSON, and a file saved anywhere opens with the same numbers.
+TEST(Headless, ExportsAndScenariosAreTheSameInEveryLocale) {
+    QTemporaryDir dir;
+    const QString folder = dir.filePath(QString::fromUtf8("Prüfungen/Plan 1"));
+    QDir().mkpath(folder);
+    const AppRun r =
+        kvscope_app({"--model", "llama-3-70b", "--context", "32k", "--gpu", "h100-sxm", "--gpus", "2", "--utilization",
+                     "0.85", "--export-json", folder + "/x.json", "--export-csv", folder + "/x.csv"});
+    ASSERT_EQ(r.status, 0) << r.err.toStdString();
+    const std::string text = read_all(folder + "/x.json").toStdString();
+    auto parsed = json::parse(text);
+    ASSERT_TRUE(parsed) << parsed.error.message << "\n" << text;
+    const json::Value* scenario = parsed.value->find("scenario");
+    ASSERT_NE(scenario, nullptr);
+    auto again = scenario_from_json(scenario->dump(), "x.json");
+    ASSERT_TRUE(again.ok()) << again.error_text();
+    ASSERT_TRUE(again->scenario.deployment.has_value());
+    EXPECT_EQ(again->scenario.deployment->fraction, 0.85);
+    EXPECT_TRUE(again->repaired.empty());
+    EXPECT_TRUE(read_all(folder + "/x.csv").startsWith("tokens,"));
+
+    // That scenario, saved, gives the same JSON again when opened by the app in this locale.
+    testing::write_all(folder + "/Plan 1.kvscope.json", QByteArray::fromStdString(scenario->dump() + "\n"));
+    const AppRun reopened =
+        kvscope_app({"--scenario", folder + "/Plan 1.kvscope.json", "--export-json", folder + "/y.json"});
+    ASSERT_EQ(reopened.status, 0) << reopened.err.toStdString();
+    EXPECT_EQ(read_all(folder + "/y.json"), read_all(folder + "/x.json"));
 }
 
 }  // namespace

@@ -1,13 +1,23 @@
-// The UI tests' main: offscreen unless the caller chose a platform, settings in a
-// throwaway folder, and one QApplication for every test (hotspot's testutils.h does the same).
+// The UI tests' main: offscreen unless the caller chose a platform, the locale of the environment
+// (ctest runs the suite in C, de_DE and fr_FR), settings in a throwaway folder, and one QApplication for every test
+// (hotspot's testutils.h does the same).
 #include <QApplication>
 #include <QTemporaryDir>
 
 #include <gtest/gtest.h>
 
+#include <clocale>
+#include <cstdio>
 #include <cstdlib>
 
 int main(int argc, char** argv) {
+    // QApplication takes the locale from the environment and says nothing when it is missing;
+    // ctest's de_DE and fr_FR runs must not quietly test the C locale again (tests/CMakeLists.txt).
+    if (std::setlocale(LC_ALL, "") == nullptr) {
+        std::fprintf(stderr, "the locale %s is not installed here; scripts/setup generates it\n",
+                     std::getenv("LC_ALL") ? std::getenv("LC_ALL") : "of this environment");
+        return 1;
+    }
     if (std::getenv("QT_QPA_PLATFORM") == nullptr) setenv("QT_QPA_PLATFORM", "offscreen", 1);
     QTemporaryDir config;  // QSettings and the user catalog folder land here, never in $HOME
     setenv("XDG_CONFIG_HOME", qPrintable(config.path()), 1);

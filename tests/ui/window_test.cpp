@@ -318,9 +318,10 @@ namespace kvscope::ui {
 namespace {
 
 TEST(Window, UnsavedWorkIsOfferedBackAfterAnUnexpectedExit) {
-    QFile::remove(MainWindow::recoveryPath());
+    QString crashed_copy;
     {
         auto* crashed = new MainWindow(testing::catalog(), true);
+        crashed_copy = crashed->recoveryPath();
         crashed->model()->edit("ctx", [](Scenario& s) {
             s.workload.context_tokens = 12288;
             s.workload.batch = 3;
@@ -336,8 +337,9 @@ TEST(Window, UnsavedWorkIsOfferedBackAfterAnUnexpectedExit) {
     next.messages()->actionButton()->click();
     EXPECT_EQ(next.model()->scenario().workload.context_tokens, 12288u);
     EXPECT_EQ(next.model()->scenario().workload.batch, 3u);
-    next.close();  // a normal close removes the copy
-    EXPECT_FALSE(QFile::exists(MainWindow::recoveryPath()));
+    next.close();  // a normal close removes the copy it took over, and its own
+    EXPECT_FALSE(QFile::exists(crashed_copy));
+    EXPECT_FALSE(QFile::exists(next.recoveryPath()));
     QSettings().clear();
 }
 

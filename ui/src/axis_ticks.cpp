@@ -5,6 +5,10 @@
 
 namespace kvscope::ui {
 
+QString axis_label_format(AxisDigits kind, int digits) {
+    return QStringLiteral("%.%1%2").arg(digits).arg(kind == AxisDigits::fixed ? 'f' : 'g');
+}
+
 namespace {
 
 // Powers of two as tick positions on a log2 axis, every `stride` exponents.

@@ -2,7 +2,6 @@
 
 #include <QBoxLayout>
 #include <QComboBox>
-#include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -11,6 +10,7 @@
 #include <QVBoxLayout>
 
 #include "kvscope/ui/big_spin_box.h"
+#include "kvscope/ui/decimal_spin_box.h"
 #include "kvscope/ui/gpu_memory_bar.h"
 #include "kvscope/ui/overview_view.h"
 #include "kvscope/ui/scenario_model.h"
@@ -48,7 +48,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
       memory_(new QLineEdit),
       bandwidth_(new QLineEdit),
       engine_(new QComboBox),
-      fraction_(new QDoubleSpinBox),
+      fraction_(new DecimalSpinBox),
       weight_dtype_(new QComboBox),
       rule_(new QLabel),
       verdict_(new QLabel),

@@ -1,15 +1,15 @@
 #include "kvscope/ui/export_dialog.h"
 
 #include <QDialogButtonBox>
-#include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QLabel>
 #include <QSpinBox>
+#include "kvscope/ui/decimal_spin_box.h"
 
 namespace kvscope::ui {
 
 ExportDialog::ExportDialog(ChartSize initial, QWidget* parent)
-    : QDialog(parent), width_(new QSpinBox), height_(new QSpinBox), scale_(new QDoubleSpinBox) {
+    : QDialog(parent), width_(new QSpinBox), height_(new QSpinBox), scale_(new DecimalSpinBox) {
     setWindowTitle(tr("Chart image size"));
     width_->setRange(100, 20000);
     height_->setRange(100, 20000);

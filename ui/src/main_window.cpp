@@ -149,6 +149,16 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     resize(1280, 800);
     if (restore) {
         restoreSettings();
+        // This window's recovery copy, locked for as long as the window lives.
+        static int windows = 0;
+        QDir().mkpath(recoveryFolder());
+        recovery_path_ =
+            QDir(recoveryFolder())
+                .filePath(
+                    QString("recovery-%1-%2.kvscope.json").arg(QCoreApplication::applicationPid()).arg(++windows));
+        recovery_lock_ = std::make_unique<QLockFile>(recovery_path_ + ".lock");
+        recovery_lock_->setStaleLockTime(0);  // stale only when its process is gone
+        recovery_lock_->tryLock(0);
         offerRecovery();
         // Only the real session keeps a recovery copy (windows made for tests and exports do not).
         recovery_timer_ = new QTimer(this);
@@ -359,8 +369,15 @@ bool MainWindow::importConfigFile(const QString& path) {
 
 bool MainWindow::openScenarioFile(const QString& path) {
     last_dir_ = QFileInfo(path).absolutePath();
-    if (!report(model_->openScenario(path), tr("Opened %1").arg(path))) return false;
+    QString repaired;
+    if (!report(model_->openScenario(path, &repaired), tr("Opened %1").arg(path))) return false;
     adoptScenarioFile(path);
+    if (!repaired.isEmpty()) {
+        // The numbers came back; the file on disk is still the damaged one until it is saved again.
+        messages_->showMessage(repaired, MessageBar::Kind::info);
+        model_->undoStack()->resetClean();
+        updateTitleAndStatus();
+    }
     return true;
 }
 
@@ -466,7 +483,8 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     saveSettings();
     if (recovery_timer_) {
         recovery_timer_->stop();
-        QFile::remove(recoveryPath());
+        QFile::remove(recovery_path_);
+        if (!adopted_recovery_.isEmpty()) QFile::remove(adopted_recovery_);
     }
     event->accept();
 }
@@ -488,40 +506,65 @@ void MainWindow::saveSettings() const {
     settings.setValue("scenario/notes", model_->notes());
 }
 
-QString MainWindow::recoveryPath() {
-    return QDir(QStandardPaths::writableLocation(QStandardPaths::AppDataLocation)).filePath("recovery.kvscope.json");
-}
+QString MainWindow::recoveryFolder() { return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation); }
 
-void MainWindow::writeRecovery() const {
-    QDir().mkpath(QFileInfo(recoveryPath()).absolutePath());
-    QSaveFile file(recoveryPath());
+void MainWindow::writeRecovery() {
+    if (recovery_path_.isEmpty()) return;
+    QSaveFile file(recovery_path_);
     const std::string text = scenario_to_json(model_->scenario());
-    if (file.open(QIODevice::WriteOnly)) {
-        file.write(text.data(), static_cast<qint64>(text.size()));
-        file.commit();
+    const bool written =
+        file.open(QIODevice::WriteOnly) &&
+        file.write(text.data(), static_cast<qint64>(text.size())) == static_cast<qint64>(text.size()) && file.commit();
+    if (!written && !recovery_problem_shown_) {
+        // A read-only or missing data folder: say once that a crash would lose the changes.
+        recovery_problem_shown_ = true;
+        messages_->showMessage(tr("Unsaved changes cannot be kept for after a crash: %1 cannot be written (%2). "
+                                  "Save the scenario (Ctrl+S) to keep your work.")
+                                   .arg(QDir::toNativeSeparators(recovery_path_), file.errorString()),
+                               MessageBar::Kind::error);
     }
 }
 
 void MainWindow::offerRecovery() {
-    const QString path = recoveryPath();
-    if (!QFileInfo::exists(path)) return;
-    auto recovered = read_scenario_file(path.toStdString());
-    if (!recovered || *recovered == model_->scenario()) return;
-    const Scenario s = *recovered;
-    const QString what = tr("%1 layers, %2 tokens × %3")
-                             .arg(s.arch.layers)
-                             .arg(q(format_tokens(s.workload.context_tokens)))
-                             .arg(s.workload.batch);
-    messages_->showMessage(
-        tr("KVScope did not close normally last time. Its unsaved scenario (%1) can be restored.").arg(what),
-        MessageBar::Kind::info, tr("&Restore it"), [this, s] {
-            model_->replace(s, display_name(model_->catalog(), s), {tr("recovered after an unexpected exit")},
-                            tr("Restore unsaved work"));
-        });
+    // Copies whose lock is free belong to windows that are gone; the newest is offered.
+    const QFileInfoList copies =
+        QDir(recoveryFolder()).entryInfoList({"recovery*.kvscope.json"}, QDir::Files, QDir::Time);
+    for (const QFileInfo& copy : copies) {
+        const QString path = copy.absoluteFilePath();
+        if (path == recovery_path_) continue;
+        auto lock = std::make_unique<QLockFile>(path + ".lock");
+        lock->setStaleLockTime(0);
+        if (!lock->tryLock(0)) continue;  // another window that is still open
+        auto recovered = read_scenario_file(path.toStdString());
+        if (!recovered) continue;  // left where it is: never delete what could not be read
+        if (recovered->scenario == model_->scenario()) {
+            QFile::remove(path);  // nothing in it that is not already here
+            continue;
+        }
+        adopted_recovery_ = path;
+        adopted_lock_ = std::move(lock);
+        const Scenario s = recovered->scenario;
+        const QString what = tr("%1 layers, %2 tokens × %3")
+                                 .arg(s.arch.layers)
+                                 .arg(q(format_tokens(s.workload.context_tokens)))
+                                 .arg(s.workload.batch);
+        messages_->showMessage(
+            tr("KVScope did not close normally last time. Its unsaved scenario (%1) can be restored.").arg(what),
+            MessageBar::Kind::info, tr("&Restore it"), [this, s] {
+                model_->replace(s, display_name(model_->catalog(), s), {tr("recovered after an unexpected exit")},
+                                tr("Restore unsaved work"));
+            });
+        return;
+    }
 }
 
 void MainWindow::restoreSettings() {
     QSettings settings;
+    if (!settings.isWritable())
+        messages_->showMessage(tr("Settings cannot be saved: %1 is read-only or cannot be created. The window's "
+                                  "layout, recent files and last scenario will not be remembered.")
+                                   .arg(QDir::toNativeSeparators(settings.fileName())),
+                               MessageBar::Kind::info);
     restoreGeometry(settings.value("window/geometry").toByteArray());
     restoreState(settings.value("window/state").toByteArray());
     splitter_->restoreState(settings.value("window/splitter").toByteArray());
@@ -541,7 +584,7 @@ void MainWindow::restoreSettings() {
     if (!last.isEmpty()) {
         auto s = scenario_from_json(last.toStdString(), "settings");
         if (s) {
-            model_->replace(*s, settings.value("scenario/description").toString(),
+            model_->replace(s->scenario, settings.value("scenario/description").toString(),
                             settings.value("scenario/notes").toStringList(), tr("Restore the last scenario"));
             // Restoring is where the user left off, not an edit to undo.
             model_->undoStack()->clear();

@@ -6,9 +6,12 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLockFile>
 #include <QSaveFile>
 #include <QStandardPaths>
 #include <QUuid>
+
+#include <algorithm>
 
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/scenario_file.h"
@@ -41,6 +44,7 @@ QString NotesStore::defaultPath() {
 
 std::optional<QString> NotesStore::load() {
     notes_.clear();
+    deleted_.clear();
     QFile file(path_);
     if (!file.exists()) return std::nullopt;
     auto set_aside = [this](const QString& why) -> QString {
@@ -80,7 +84,7 @@ std::optional<QString> NotesStore::load() {
         n.claim = o.value("claim").toString();
         n.evidence = o.value("evidence").toString();
         n.model = o.value("model").toString();
-        n.scenario = *scenario;
+        n.scenario = scenario->scenario;
         notes_.append(n);
     }
     if (!skipped.isEmpty())
@@ -88,8 +92,29 @@ std::optional<QString> NotesStore::load() {
     return std::nullopt;
 }
 
-std::optional<QString> NotesStore::save() const {
+std::optional<QString> NotesStore::save() {
     if (!writable_) return QObject::tr("Notes not saved: %1 could not be read or copied aside.").arg(path_);
+    if (!QDir().mkpath(QFileInfo(path_).absolutePath()))
+        return QObject::tr("Notes not saved: the folder %1 cannot be created.").arg(QFileInfo(path_).absolutePath());
+    // One writer at a time across windows and processes; a lock left by a process that died is
+    // taken over (QLockFile checks whether its owner still runs).
+    QLockFile lock(path_ + ".lock");
+    if (!lock.tryLock(5000))
+        return QObject::tr("Notes not saved: %1 is locked by another KVScope window (%2).")
+            .arg(path_, lock.error() == QLockFile::PermissionError ? QObject::tr("no permission to lock it")
+                                                                   : QObject::tr("still busy after 5 s"));
+    // What another window wrote since this pad read the file.
+    NotesStore on_disk(path_);
+    if (QFileInfo::exists(path_) && !on_disk.load()) {
+        for (const Note& theirs : std::as_const(on_disk.notes_)) {
+            if (deleted_.contains(theirs.id)) continue;
+            auto mine = std::find_if(notes_.begin(), notes_.end(), [&](const Note& n) { return n.id == theirs.id; });
+            if (mine == notes_.end())
+                notes_.append(theirs);
+            else if (theirs.modified > mine->modified)
+                *mine = theirs;
+        }
+    }
     QJsonArray list;
     for (const Note& n : notes_) {
         QJsonObject o;
@@ -106,13 +131,18 @@ std::optional<QString> NotesStore::save() const {
     root["format"] = "kvscope-notes";
     root["version"] = kVersion;
     root["notes"] = list;
-    QDir().mkpath(QFileInfo(path_).absolutePath());
     QSaveFile file(path_);
     if (!file.open(QIODevice::WriteOnly))
         return QObject::tr("Notes not saved to %1: %2").arg(path_, file.errorString());
     file.write(QJsonDocument(root).toJson());
     if (!file.commit()) return QObject::tr("Notes not saved to %1: %2").arg(path_, file.errorString());
     return std::nullopt;
+}
+
+void NotesStore::remove(qsizetype index) {
+    if (index < 0 || index >= notes_.size()) return;
+    deleted_ << notes_.at(index).id;
+    notes_.removeAt(index);
 }
 
 Note& NotesStore::add(const Scenario& scenario, const QString& model) {

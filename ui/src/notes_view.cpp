@@ -187,7 +187,7 @@ void NotesView::newNote() {
 void NotesView::deleteCurrent() {
     const int row = list_->currentRow();
     if (row < 0 || row >= store_.notes().size()) return;
-    store_.notes().removeAt(row);
+    store_.remove(row);
     refreshList();
     select(std::min(row, static_cast<int>(store_.notes().size()) - 1));
     flush();
@@ -211,7 +211,13 @@ void NotesView::openNoteScenario() {
 
 void NotesView::flush() {
     save_timer_->stop();
+    const qsizetype shown = store_.notes().size();
     if (auto problem = store_.save()) emit message(*problem, true);
+    if (store_.notes().size() != shown) {  // another window's notes were merged in
+        const int row = list_->currentRow();
+        refreshList();
+        select(row);
+    }
 }
 
 bool NotesView::exportMarkdownTo(const QString& path) {

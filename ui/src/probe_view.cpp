@@ -17,6 +17,7 @@
 #include <QValueAxis>
 
 #include "kvscope/calculator/units.h"
+#include "kvscope/ui/axis_ticks.h"
 #include "kvscope/ui/chart_palette.h"
 #include "kvscope/ui/scenario_model.h"
 #include "kvscope/ui/text.h"
@@ -101,7 +102,7 @@ ProbeView::ProbeView(ScenarioModel* model, QWidget* parent)
     x_->setTitleText(tr("generated tokens"));
     y_->setTitleText(tr("cumulative time (ms)"));
     x_->setLabelFormat("%d");
-    y_->setLabelFormat("%.0f");
+    y_->setLabelFormat(axis_label_format(AxisDigits::fixed, 0));
     chart->addAxis(x_, Qt::AlignBottom);
     chart->addAxis(y_, Qt::AlignLeft);
     for (QLineSeries* s : {cached_, uncached_}) {

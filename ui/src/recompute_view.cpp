@@ -19,6 +19,7 @@
 #include <numeric>
 
 #include "kvscope/calculator/learn.h"
+#include "kvscope/ui/axis_ticks.h"
 #include "kvscope/ui/chart_palette.h"
 #include "kvscope/ui/refresh_when_shown.h"
 #include "kvscope/ui/scenario_model.h"
@@ -79,9 +80,9 @@ RecomputeView::RecomputeView(ScenarioModel* model, QWidget* parent)
     x_->setTitleText(tr("generated tokens"));
     x_->setLabelFormat("%d");
     y_->setTitleText(tr("FLOP"));
-    y_->setLabelFormat("%.3g");
+    y_->setLabelFormat(axis_label_format(AxisDigits::significant, 3));
     y_ms_->setTitleText(tr("measured ms (dashed)"));
-    y_ms_->setLabelFormat("%.4g");
+    y_ms_->setLabelFormat(axis_label_format(AxisDigits::significant, 4));
     chart_->addAxis(x_, Qt::AlignBottom);
     chart_->addAxis(y_, Qt::AlignLeft);
     chart_->addAxis(y_ms_, Qt::AlignRight);
@@ -252,7 +253,7 @@ void RecomputeView::plotMeasured() {
     if (any) {
         y_ms_->setRange(0, top * 1.05);
         y_ms_->applyNiceNumbers();
-        y_ms_->setLabelFormat(y_ms_->max() >= 10 ? "%.0f" : "%.2f");
+        y_ms_->setLabelFormat(axis_label_format(AxisDigits::fixed, y_ms_->max() >= 10 ? 0 : 2));
         const double measured_tokens = static_cast<double>(std::max(cached_ms_.size(), uncached_ms_.size()));
         if (measured_tokens > x_->max()) x_->setRange(1, measured_tokens);
     }

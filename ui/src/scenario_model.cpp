@@ -7,6 +7,7 @@
 
 #include "kvscope/calculator/explain.h"
 #include "kvscope/calculator/scenario_file.h"
+#include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
 
@@ -170,11 +171,13 @@ std::optional<QString> ScenarioModel::importConfig(const QString& path) {
     return std::nullopt;
 }
 
-std::optional<QString> ScenarioModel::openScenario(const QString& path) {
+std::optional<QString> ScenarioModel::openScenario(const QString& path, QString* repaired) {
     auto s = read_scenario_file(path.toStdString());
     if (!s) return error_text(s.errors());
-    replace(*s, display_name(catalog_, *s), {tr("opened from %1").arg(path)},
-            tr("Open %1").arg(QFileInfo(path).fileName()));
+    QStringList notes{tr("opened from %1").arg(path)};
+    if (!s->repaired.empty()) notes << q(s->repaired);
+    if (repaired) *repaired = q(s->repaired);
+    replace(s->scenario, display_name(catalog_, s->scenario), notes, tr("Open %1").arg(QFileInfo(path).fileName()));
     return std::nullopt;
 }
 

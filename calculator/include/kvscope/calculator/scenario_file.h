@@ -24,8 +24,15 @@ constexpr std::string_view kScenarioFileSuffix = ".kvscope.json";
 // The file's JSON document (for embedding it in larger documents), and its text.
 json::Value scenario_json(const Scenario& scenario);
 std::string scenario_to_json(const Scenario& scenario);
+// A scenario read back, and what had to be repaired to read it: a file written by KVScope 0.1 in
+// a decimal-comma locale ("fraction": 0,85; json::repair_decimal_commas) opens with its numbers
+// intact, and `repaired` says so in words the window and the CLI show.
+struct LoadedScenario {
+    Scenario scenario;
+    std::string repaired;  // "repaired 2 numbers written with a decimal comma: fraction 0,85 -> 0.85, …"; or empty
+};
 // `source` names the file in messages ("my.kvscope.json").
-Result<Scenario> scenario_from_json(std::string_view text, const std::string& source);
-Result<Scenario> read_scenario_file(const std::string& path);
+Result<LoadedScenario> scenario_from_json(std::string_view text, const std::string& source);
+Result<LoadedScenario> read_scenario_file(const std::string& path);
 
 }  // namespace kvscope

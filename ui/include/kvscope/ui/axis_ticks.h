@@ -20,6 +20,13 @@ struct Tick {
 // "0 B", "512 MiB", "1.5 GiB", "48 GiB"; decimal: "80 GB".
 QString compact_bytes(double bytes, UnitSystem units);
 
+// How a Qt Charts value axis writes its labels: `digits` after the point (AxisDigits::fixed) or
+// significant digits (AxisDigits::significant). Qt Charts formats them with QString::asprintf,
+// which always writes a decimal point, like every number on screen here (QChart::localizeNumbers
+// stays off); this is the one place that spells those formats.
+enum class AxisDigits { fixed, significant };
+QString axis_label_format(AxisDigits kind, int digits);
+
 // Ticks inside [lo, hi], at most about `max_ticks`, at round values of the unit system.
 std::vector<Tick> byte_ticks(double lo, double hi, bool log2_axis, UnitSystem units, int max_ticks = 8);
 std::vector<Tick> token_ticks(double lo, double hi, bool log2_axis, int max_ticks = 10);

@@ -8,13 +8,14 @@
 #include "kvscope/ui/field_marks.h"
 
 class QComboBox;
-class QDoubleSpinBox;
 class QBoxLayout;
 class QGroupBox;
 class QLabel;
 class QLineEdit;
 
 namespace kvscope::ui {
+
+class DecimalSpinBox;
 
 class BigSpinBox;
 class GpuMemoryBar;
@@ -47,7 +48,7 @@ private:
     QLineEdit* memory_;
     QLineEdit* bandwidth_;
     QComboBox* engine_;
-    QDoubleSpinBox* fraction_;
+    DecimalSpinBox* fraction_;
     QComboBox* weight_dtype_;
     QLabel* rule_;
     QLabel* verdict_;

@@ -6,9 +6,10 @@
 #include "kvscope/ui/exporter.h"
 
 class QSpinBox;
-class QDoubleSpinBox;
 
 namespace kvscope::ui {
+
+class DecimalSpinBox;
 
 class ExportDialog : public QDialog {
     Q_OBJECT
@@ -19,7 +20,7 @@ public:
 private:
     QSpinBox* width_;
     QSpinBox* height_;
-    QDoubleSpinBox* scale_;
+    DecimalSpinBox* scale_;
 };
 
 }  // namespace kvscope::ui

@@ -3,8 +3,10 @@
 // fit as tabs; menus, toolbar, shortcuts, drag and drop, recent files, and the
 // last scenario and layout restored at start. A Learn tab for people learning how it works.
 
+#include <QLockFile>
 #include <QMainWindow>
 
+#include <memory>
 #include <optional>
 
 #include "kvscope/ui/exporter.h"
@@ -63,10 +65,13 @@ public:
     void showScenario(const Scenario& scenario, const QString& description, const QStringList& notes);
 
     void saveSettings() const;
-    // Work in progress is copied here after each change and removed on a normal close; finding
-    // it at start means KVScope did not close normally, and the work is offered back.
-    static QString recoveryPath();
-    void writeRecovery() const;
+    // Work in progress is copied to this window's own file after each change and removed on a
+    // normal close. Each window holds a lock on its copy, so a second window never writes over
+    // the first one's; a copy whose lock is free (its window died) means KVScope did not close
+    // normally, and the work is offered back. Empty for windows made for tests and exports.
+    [[nodiscard]] QString recoveryPath() const { return recovery_path_; }
+    static QString recoveryFolder();
+    void writeRecovery();
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -105,6 +110,11 @@ private:
     QAction* units_binary_ = nullptr;
     QAction* units_decimal_ = nullptr;
     QTimer* recovery_timer_ = nullptr;
+    QString recovery_path_;
+    std::unique_ptr<QLockFile> recovery_lock_;
+    QString adopted_recovery_;  // a copy left by a window that died, offered back by this one
+    std::unique_ptr<QLockFile> adopted_lock_;
+    bool recovery_problem_shown_ = false;
 };
 
 }  // namespace kvscope::ui

@@ -5,6 +5,7 @@
 #include <QDateTime>
 #include <QList>
 #include <QString>
+#include <QStringList>
 
 #include <optional>
 
@@ -36,12 +37,16 @@ public:
     // Reads the file; a missing file is an empty pad. A file that cannot be read is copied aside
     // (its path is in the message) so nothing written before is lost, and the pad starts empty.
     std::optional<QString> load();
-    // Writes every note (atomically); the message says why not.
-    [[nodiscard]] std::optional<QString> save() const;
+    // Writes every note (atomically); the message says why not. Another window of the app may
+    // have written the file since it was read: its notes are merged in, not written over (a
+    // note both changed keeps the later change; a note this pad deleted stays deleted), under a
+    // lock file so two windows never write at once. Notes it merged in appear in notes().
+    [[nodiscard]] std::optional<QString> save();
 
     [[nodiscard]] QList<Note>& notes() { return notes_; }
     [[nodiscard]] const QList<Note>& notes() const { return notes_; }
     Note& add(const Scenario& scenario, const QString& model);
+    void remove(qsizetype index);  // remembered, so a merge with the file does not bring it back
 
     // Every note as Markdown: claim as heading, the scenario in words with its cache size, the
     // evidence, and the scenario file for reopening it.
@@ -52,6 +57,7 @@ private:
     QString path_;
     QList<Note> notes_;
     bool writable_ = true;  // false while an unreadable file could not be copied aside
+    QStringList deleted_;   // ids removed in this window: a merge never brings them back
 };
 
 // "Llama 3 8B · GQA-8 · 8,192 tokens × 1 sequence · fp16 → KV cache 1.00 GiB (1.07 GB)".

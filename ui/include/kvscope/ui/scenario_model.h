@@ -81,7 +81,9 @@ public:
     void loadCatalogModel(const QString& id);
     // Errors name the file and line; the scenario is untouched when the import fails.
     std::optional<QString> importConfig(const QString& path);
-    std::optional<QString> openScenario(const QString& path);
+    // `repaired`, when given, receives what had to be repaired to read the file (a 0.1 file with
+    // decimal commas), or an empty text.
+    std::optional<QString> openScenario(const QString& path, QString* repaired = nullptr);
     std::optional<QString> saveScenario(const QString& path) const;
     void replace(const Scenario& scenario, const QString& description, const QStringList& notes, const QString& what);
 

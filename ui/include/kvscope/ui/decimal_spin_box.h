@@ -1,0 +1,26 @@
+#pragma once
+// A decimal field that shows numbers as every other number in the window (0.85: a decimal point,
+// whatever the desktop's locale) and reads what people type in either habit: 0.85 and 0,85 are the
+// same value, on a German desktop as on an English one (kvscope::read_typed_decimal).
+
+#include <QDoubleSpinBox>
+
+#include <optional>
+
+namespace kvscope::ui {
+
+class DecimalSpinBox : public QDoubleSpinBox {
+    Q_OBJECT
+public:
+    explicit DecimalSpinBox(QWidget* parent = nullptr);
+
+    [[nodiscard]] QString textFromValue(double value) const override;
+    [[nodiscard]] double valueFromText(const QString& text) const override;
+    QValidator::State validate(QString& input, int& pos) const override;
+
+private:
+    // The typed text (prefix and suffix removed) as a number; nullopt when it is not one yet.
+    [[nodiscard]] std::optional<double> parse(const QString& text) const;
+};
+
+}  // namespace kvscope::ui
