@@ -4,22 +4,27 @@
 #include <QComboBox>
 #include <QDir>
 #include <QEventLoop>
+#include <QFile>
 #include <QLineEdit>
+#include <QLocale>
 #include <QMouseEvent>
 #include <QPalette>
 #include <QPlainTextEdit>
 #include <QSpinBox>
 #include <QTabWidget>
+#include <QTemporaryDir>
 #include <QUndoStack>
 
 #include <cstdio>
 
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/scenario_file.h"
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/learn_view.h"
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/memory_chart.h"
+#include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/notes_view.h"
 #include "kvscope/ui/probe_view.h"
 #include "kvscope/ui/quiz_view.h"
@@ -150,6 +155,26 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
 
     window.tabs()->setCurrentIndex(ui::MainWindow::DeploymentTab);
     ok &= save(&window, dir.filePath("deployment.png"));
+
+    // A scenario that KVScope 0.1 saved on a German desktop ("fraction": 0,85), opened again
+    // with the window in a German locale: the repair is named, the fields show 0.85.
+    {
+        const QLocale before;
+        QLocale::setDefault(QLocale(QLocale::German, QLocale::Germany));
+        QTemporaryDir scratch;
+        Scenario s = model->scenario();
+        s.deployment->fraction = 0.85;
+        std::string text = scenario_to_json(s);
+        text.replace(text.find("0.85"), 4, "0,85");
+        const QString path = scratch.filePath(QString::fromUtf8("Prüfung 1.kvscope.json"));
+        QFile file(path);
+        if (file.open(QIODevice::WriteOnly)) file.write(text.data(), static_cast<qint64>(text.size()));
+        file.close();
+        window.openScenarioFile(path);
+        ok &= save(&window, dir.filePath("repaired-file.png"));
+        window.messages()->hide();
+        QLocale::setDefault(before);
+    }
 
     // A learner's view: the lesson's model, with an invalid KV head count being corrected.
     model->loadCatalogModel("kvscope-teaching-32l");
