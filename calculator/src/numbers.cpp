@@ -1,5 +1,6 @@
 #include "kvscope/calculator/numbers.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <vector>
@@ -90,8 +91,9 @@ TypedDecimal read_typed_decimal(std::string_view raw) {
     if (runs.back().empty()) return {{}, raw.empty() ? "a number is needed" : "a digit is needed at the end"};
 
     // Which separator is the decimal one: the later of '.' and ',' when both occur; a lone '.';
-    // a lone ',' unless exactly three digits follow a non-zero whole part (131,072 — the way this
-    // program writes counts); none when one occurs more than once (1.234.567).
+    // a lone ',' unless exactly three digits follow a non-zero whole part and no other group
+    // separator occurs (131,072 — the way this program writes counts; but 1 000,500 is 1000.5);
+    // none when one occurs more than once (1.234.567).
     std::size_t dots = 0, commas = 0, last_dot = seps.size(), last_comma = seps.size();
     for (std::size_t i = 0; i < seps.size(); ++i) {
         if (seps[i] == '.') ++dots, last_dot = i;
@@ -104,7 +106,8 @@ TypedDecimal read_typed_decimal(std::string_view raw) {
     } else if (dots == 1) {
         decimal = last_dot;
     } else if (commas == 1) {
-        const bool grouped = runs[last_comma + 1].size() == 3 && runs[last_comma] != "0";
+        const bool spaced = std::find(seps.begin(), seps.end(), ' ') != seps.end();
+        const bool grouped = !spaced && runs[last_comma + 1].size() == 3 && runs[last_comma] != "0";
         if (!grouped) decimal = last_comma;
     }
     if (decimal != seps.size() && decimal + 1 != seps.size()) return {{}, "a separator follows the decimal one"};

@@ -199,6 +199,8 @@ TEST(TypedDecimal, ReadsTheCommonHabitsAndRefusesWhatCouldMeanTwoNumbers) {
     EXPECT_EQ(plain("1\xC2\xA0"
                     "024,5"),
               "1024.5");
+    EXPECT_EQ(plain("1 000,500"), "1000.500");  // French: spaces group, so the comma is decimal
+    EXPECT_EQ(plain("131.072"), "131.072");     // a lone point is always a decimal point
     for (const char* bad : {"1,2,3", "12,34,567", "1.2.3,4,5", "1,234,5", "1.", "1..2", "", "0x10", "1 2"})
         EXPECT_FALSE(read_typed_decimal(bad).error.empty()) << bad << " read as " << plain(bad);
     EXPECT_NE(parse_count("12,34,567", "f").error_text().find("digit groups are three digits"), std::string::npos);

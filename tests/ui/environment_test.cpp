@@ -76,6 +76,10 @@ TEST(Environment, TheFractionFieldTakesAPointOrACommaAndShowsAPoint) {
     EXPECT_EQ(box.validate(half, pos), QValidator::Intermediate);  // still typing
     QString too_big = "1,5";
     EXPECT_EQ(box.validate(too_big, pos), QValidator::Intermediate);
+    box.setValue(0.6);
+    QString slip = "0,5,";  // not a number: the value stays, nothing else is guessed
+    box.fixup(slip);
+    EXPECT_EQ(slip, "0.60");
     box.setValue(0.9);
     EXPECT_EQ(box.text(), "0.90");  // as every other number in the window and the CLI
     QLocale::setDefault(before);
@@ -152,14 +156,21 @@ TEST(Environment, TwoWindowsKeepEachOthersNotes) {
     ASSERT_FALSE(second.save().has_value());
     EXPECT_EQ(second.notes().size(), 2);  // the first window's note is merged in, not written over
 
+    EXPECT_TRUE(second.mergeChangedNotes());
+
     // A later edit of the first window wins over the second's older copy; a note deleted in one
-    // window is not brought back by its merge.
+    // window stays deleted, in the file and in the other window.
     first.notes()[0].claim = "edited";
     first.notes()[0].modified = QDateTime::currentDateTime().addSecs(5);
     ASSERT_FALSE(first.save().has_value());
+    EXPECT_EQ(first.notes().size(), 2);  // the second window's note came in
     ASSERT_EQ(second.notes()[0].claim, "second window's claim");
     second.remove(0);
     ASSERT_FALSE(second.save().has_value());
+    EXPECT_EQ(second.notes()[0].claim, "edited");  // the first window's edit came in
+    ASSERT_FALSE(first.save().has_value());
+    EXPECT_TRUE(first.mergeChangedNotes());
+    ASSERT_EQ(first.notes().size(), 1);  // the second window's deletion came in, not undone
     NotesStore reread(path);
     ASSERT_FALSE(reread.load().has_value());
     ASSERT_EQ(reread.notes().size(), 1);

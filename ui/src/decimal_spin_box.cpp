@@ -27,11 +27,15 @@ QString DecimalSpinBox::textFromValue(double value) const {
     return QString::fromStdString(number_text(value, Notation::fixed, decimals()));
 }
 
+void DecimalSpinBox::fixup(QString& input) const {
+    if (const auto v = parse(input); !v || *v < minimum() || *v > maximum()) input = textFromValue(value());
+}
+
 double DecimalSpinBox::valueFromText(const QString& text) const { return parse(text).value_or(value()); }
 
 QValidator::State DecimalSpinBox::validate(QString& input, int&) const {
     const auto v = parse(input);
-    // Half-typed text ("0," or "") may still become a number; fixup() restores the value on leaving.
+    // Half-typed text ("0," or "") may still become a number; fixup() puts the value back on leaving.
     if (!v) return QValidator::Intermediate;
     return *v >= minimum() && *v <= maximum() ? QValidator::Acceptable : QValidator::Intermediate;
 }

@@ -149,16 +149,23 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     resize(1280, 800);
     if (restore) {
         restoreSettings();
-        // This window's recovery copy, locked for as long as the window lives.
+        // This window's recovery copy, locked for as long as the window lives: a name no other
+        // copy has (a crashed run may have had this process id) whose lock this window holds.
         static int windows = 0;
         QDir().mkpath(recoveryFolder());
-        recovery_path_ =
-            QDir(recoveryFolder())
-                .filePath(
-                    QString("recovery-%1-%2.kvscope.json").arg(QCoreApplication::applicationPid()).arg(++windows));
-        recovery_lock_ = std::make_unique<QLockFile>(recovery_path_ + ".lock");
-        recovery_lock_->setStaleLockTime(0);  // stale only when its process is gone
-        recovery_lock_->tryLock(0);
+        for (int tries = 0; tries < 100 && !recovery_lock_; ++tries) {
+            const QString path =
+                QDir(recoveryFolder())
+                    .filePath(
+                        QString("recovery-%1-%2.kvscope.json").arg(QCoreApplication::applicationPid()).arg(++windows));
+            auto lock = std::make_unique<QLockFile>(path + ".lock");
+            lock->setStaleLockTime(0);  // stale only when its process is gone
+            if (QFileInfo::exists(path) || !lock->tryLock(0)) continue;
+            recovery_path_ = path;
+            recovery_lock_ = std::move(lock);
+        }
+        if (!recovery_lock_)  // the folder cannot be written: writeRecovery says so at the first change
+            recovery_path_ = QDir(recoveryFolder()).filePath("recovery-unwritable.kvscope.json");
         offerRecovery();
         // Only the real session keeps a recovery copy (windows made for tests and exports do not).
         recovery_timer_ = new QTimer(this);

@@ -44,7 +44,8 @@ QString NotesStore::defaultPath() {
 
 std::optional<QString> NotesStore::load() {
     notes_.clear();
-    deleted_.clear();
+    synced_.clear();
+    synced_at_ = QDateTime::currentDateTime();
     QFile file(path_);
     if (!file.exists()) return std::nullopt;
     auto set_aside = [this](const QString& why) -> QString {
@@ -86,6 +87,7 @@ std::optional<QString> NotesStore::load() {
         n.model = o.value("model").toString();
         n.scenario = scenario->scenario;
         notes_.append(n);
+        synced_ << n.id;
     }
     if (!skipped.isEmpty())
         return set_aside(QObject::tr("%1 note(s) had a scenario that could not be read").arg(skipped.size()));
@@ -103,17 +105,33 @@ std::optional<QString> NotesStore::save() {
         return QObject::tr("Notes not saved: %1 is locked by another KVScope window (%2).")
             .arg(path_, lock.error() == QLockFile::PermissionError ? QObject::tr("no permission to lock it")
                                                                    : QObject::tr("still busy after 5 s"));
-    // What another window wrote since this pad read the file.
-    NotesStore on_disk(path_);
-    if (QFileInfo::exists(path_) && !on_disk.load()) {
+    // What another window wrote since this pad last read or wrote the file. A file that reads
+    // only in part was copied aside by load() (its readable notes are merged); one that could
+    // not be copied aside is not written over.
+    merge_changed_ = false;
+    if (QFileInfo::exists(path_)) {
+        NotesStore on_disk(path_);
+        const auto problem = on_disk.load();
+        if (!on_disk.writable_) return problem;
+        QStringList on_disk_ids;
         for (const Note& theirs : std::as_const(on_disk.notes_)) {
-            if (deleted_.contains(theirs.id)) continue;
+            on_disk_ids << theirs.id;
             auto mine = std::find_if(notes_.begin(), notes_.end(), [&](const Note& n) { return n.id == theirs.id; });
-            if (mine == notes_.end())
-                notes_.append(theirs);
-            else if (theirs.modified > mine->modified)
+            if (mine == notes_.end()) {
+                if (synced_.contains(theirs.id)) continue;  // deleted in this window
+                notes_.append(theirs);                      // written by another one
+                merge_changed_ = true;
+            } else if (theirs.modified > mine->modified) {
                 *mine = theirs;
+                merge_changed_ = true;
+            }
         }
+        // Deleted by another window: gone here too, unless this window changed it since.
+        const auto removed = std::remove_if(notes_.begin(), notes_.end(), [&](const Note& n) {
+            return synced_.contains(n.id) && !on_disk_ids.contains(n.id) && n.modified <= synced_at_;
+        });
+        merge_changed_ = merge_changed_ || removed != notes_.end();
+        notes_.erase(removed, notes_.end());
     }
     QJsonArray list;
     for (const Note& n : notes_) {
@@ -136,13 +154,14 @@ std::optional<QString> NotesStore::save() {
         return QObject::tr("Notes not saved to %1: %2").arg(path_, file.errorString());
     file.write(QJsonDocument(root).toJson());
     if (!file.commit()) return QObject::tr("Notes not saved to %1: %2").arg(path_, file.errorString());
+    synced_.clear();
+    for (const Note& n : std::as_const(notes_)) synced_ << n.id;
+    synced_at_ = QDateTime::currentDateTime();
     return std::nullopt;
 }
 
 void NotesStore::remove(qsizetype index) {
-    if (index < 0 || index >= notes_.size()) return;
-    deleted_ << notes_.at(index).id;
-    notes_.removeAt(index);
+    if (index >= 0 && index < notes_.size()) notes_.removeAt(index);
 }
 
 Note& NotesStore::add(const Scenario& scenario, const QString& model) {

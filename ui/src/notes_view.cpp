@@ -211,12 +211,11 @@ void NotesView::openNoteScenario() {
 
 void NotesView::flush() {
     save_timer_->stop();
-    const qsizetype shown = store_.notes().size();
     if (auto problem = store_.save()) emit message(*problem, true);
-    if (store_.notes().size() != shown) {  // another window's notes were merged in
+    if (store_.mergeChangedNotes()) {  // another window's notes or edits were merged in
         const int row = list_->currentRow();
         refreshList();
-        select(row);
+        select(std::min(row, static_cast<int>(store_.notes().size()) - 1));
     }
 }
 

@@ -7,7 +7,8 @@
 // locale-dependent conversions everywhere else.
 //
 // What a person types into a field is read by read_typed_decimal: it also takes a decimal comma
-// (0,85) and digit grouping (131,072 · 131.072 · 131_072), and refuses what could mean two numbers.
+// (0,85) and digit grouping (131,072 · 131.072.000 · 131_072 · 131 072), and refuses text that is
+// not one number in either habit (1,2,3).
 
 #include <cstdint>
 #include <optional>
@@ -35,9 +36,11 @@ std::optional<std::int64_t> i64_from_text(std::string_view text);
 
 // A number as people type it, in any of the common conventions, rewritten as plain digits with
 // at most one '.' (what number_from_text reads): "0,85" -> "0.85", "1.234,5" -> "1234.5",
-// "131,072" -> "131072", "131.072.000" -> "131072000", "1 024" -> "1024". A separator followed
-// by exactly three digits is a group separator when the text could not mean a fraction there
-// ("131,072"; but "0,850" is 0.85); groups must be three digits. The reason is in the error.
+// "131,072" -> "131072", "131.072.000" -> "131072000", "1 024" -> "1024". A lone '.' is always
+// a decimal point ("131.072" is 131.072); a lone ',' followed by exactly three digits groups
+// thousands, as this program writes counts ("131,072", "2,048"), unless the whole part is 0 or
+// spaces group the digits ("0,850" and "1 000,500" are fractions). Groups must be three digits.
+// The reason is in the error.
 struct TypedDecimal {
     std::string plain;  // digits and at most one '.', or empty on error
     std::string error;  // why the text is not one number ("a separator follows the decimal one"), or empty

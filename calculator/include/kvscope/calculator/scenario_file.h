@@ -26,7 +26,7 @@ json::Value scenario_json(const Scenario& scenario);
 std::string scenario_to_json(const Scenario& scenario);
 // A scenario read back, and what had to be repaired to read it: a file written by KVScope 0.1 in
 // a decimal-comma locale ("fraction": 0,85; json::repair_decimal_commas) opens with its numbers
-// intact, and `repaired` says so in words the window and the CLI show.
+// intact, and `repaired` says so in words the window and `kvscope --scenario` show.
 struct LoadedScenario {
     Scenario scenario;
     std::string repaired;  // "repaired 2 numbers written with a decimal comma: fraction 0,85 -> 0.85, …"; or empty

@@ -17,6 +17,9 @@ public:
     [[nodiscard]] QString textFromValue(double value) const override;
     [[nodiscard]] double valueFromText(const QString& text) const override;
     QValidator::State validate(QString& input, int& pos) const override;
+    // Text that is not a number on leaving the field goes back to the value (QDoubleSpinBox's own
+    // fixup would drop ',' as the C locale's group separator: "0,5," would become 5).
+    void fixup(QString& input) const override;
 
 private:
     // The typed text (prefix and suffix removed) as a number; nullopt when it is not one yet.

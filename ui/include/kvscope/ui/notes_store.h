@@ -38,15 +38,17 @@ public:
     // (its path is in the message) so nothing written before is lost, and the pad starts empty.
     std::optional<QString> load();
     // Writes every note (atomically); the message says why not. Another window of the app may
-    // have written the file since it was read: its notes are merged in, not written over (a
-    // note both changed keeps the later change; a note this pad deleted stays deleted), under a
-    // lock file so two windows never write at once. Notes it merged in appear in notes().
+    // have written the file since this pad last read or wrote it: its changes are merged in, not
+    // written over — its new notes are added, a note both changed keeps the later change, and a
+    // note either window deleted stays deleted — under a lock file so two windows never write at
+    // once. What the merge changed appears in notes(), and mergeChangedNotes() says so.
     [[nodiscard]] std::optional<QString> save();
+    [[nodiscard]] bool mergeChangedNotes() const { return merge_changed_; }
 
     [[nodiscard]] QList<Note>& notes() { return notes_; }
     [[nodiscard]] const QList<Note>& notes() const { return notes_; }
     Note& add(const Scenario& scenario, const QString& model);
-    void remove(qsizetype index);  // remembered, so a merge with the file does not bring it back
+    void remove(qsizetype index);
 
     // Every note as Markdown: claim as heading, the scenario in words with its cache size, the
     // evidence, and the scenario file for reopening it.
@@ -57,7 +59,9 @@ private:
     QString path_;
     QList<Note> notes_;
     bool writable_ = true;  // false while an unreadable file could not be copied aside
-    QStringList deleted_;   // ids removed in this window: a merge never brings them back
+    QStringList synced_;    // ids in the file when this pad last read or wrote it
+    QDateTime synced_at_;   // and when
+    bool merge_changed_ = false;
 };
 
 // "Llama 3 8B · GQA-8 · 8,192 tokens × 1 sequence · fp16 → KV cache 1.00 GiB (1.07 GB)".
