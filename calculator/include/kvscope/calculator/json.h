@@ -92,7 +92,7 @@ constexpr std::size_t kMaxInputBytes = 64ull << 20;
 ParseResult parse(std::string_view text);
 
 // Files written by KVScope 0.1 in a locale with a decimal comma (de_DE, fr_FR …) hold numbers such
-// as `"fraction": 0,85`: its writer used snprintf("%g"), which follows the C locale. That text is
+// as `"fraction": 0,85`: its writer used snprintf with a %g format, which follows the C locale. That text is
 // not JSON, but the damage is recognisable: inside an object a member's value is followed by a
 // comma and then a key, which starts with '"', never with a digit; so a digit, a comma and a
 // digit there can only be a decimal comma. This rewrites exactly those commas as points and

@@ -3,7 +3,7 @@
 // the clipboard, a CSV, the JSON contract or the command line goes through this one pair
 // (number_text / number_from_text), built on std::to_chars and std::from_chars, which never
 // consult the C locale: QApplication adopts the desktop's locale for the C library, and there
-// snprintf("%g") writes 0,85 and strtod reads "0.85" as 0. scripts/lint refuses the C library's
+// snprintf with %g writes 0,85 and strtod reads "0.85" as 0. scripts/lint refuses the C library's
 // locale-dependent conversions everywhere else.
 //
 // What a person types into a field is read by read_typed_decimal: it also takes a decimal comma
