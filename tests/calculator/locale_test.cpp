@@ -184,6 +184,32 @@ TEST_P(InEveryLocale, TypedNumbersAcceptEitherHabit) {
     EXPECT_EQ(parse_answer("1.6e9", AnswerUnit::bytes), 1.6e9);
 }
 
+TEST(LocaleRoundTrip, ASavedScenarioOpensInEveryOtherLocaleWithTheSameResults) {
+    const char* locales[] = {"C", "de_DE.UTF-8", "fr_FR.UTF-8"};
+    const Scenario s = fractional_scenario();
+    for (const char* saved_in : locales) {
+        std::string text;
+        {
+            const CLocale here(saved_in);
+            ASSERT_TRUE(here.ok()) << saved_in;
+            text = scenario_to_json(s);
+        }
+        for (const char* opened_in : locales) {
+            const CLocale there(opened_in);
+            ASSERT_TRUE(there.ok()) << opened_in;
+            auto back = scenario_from_json(text, "plan.kvscope.json");
+            ASSERT_TRUE(back.ok()) << saved_in << " -> " << opened_in << ": " << back.error_text();
+            EXPECT_EQ(back->scenario, s) << saved_in << " -> " << opened_in;
+            const Scenario& r = back->scenario;
+            auto f = fit(r.arch, r.kv_dtype, r.workload, r.parallel, *r.deployment);
+            auto expected = fit(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment);
+            ASSERT_TRUE(f.ok() && expected.ok());
+            EXPECT_EQ(f->kv_budget_bytes, expected->kv_budget_bytes) << saved_in << " -> " << opened_in;
+            EXPECT_EQ(f->max_context, expected->max_context) << saved_in << " -> " << opened_in;
+        }
+    }
+}
+
 TEST(TypedDecimal, ReadsTheCommonHabitsAndRefusesWhatCouldMeanTwoNumbers) {
     auto plain = [](const char* t) { return read_typed_decimal(t).plain; };
     EXPECT_EQ(plain("0,85"), "0.85");
