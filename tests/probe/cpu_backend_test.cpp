@@ -63,7 +63,13 @@ TEST(CpuBackend, AllocatesExactlyThePredictionAndMeasuresIt) {
     EXPECT_EQ(a.granularity_bytes, host::page_bytes());
     // Resident growth: the cache, rounded to pages per allocation, give or take the allocator's own pages.
     EXPECT_GE(a.measured_bytes + (4ull << 20), a.requested_bytes);
-    EXPECT_LE(a.measured_bytes, a.requested_bytes + a.allocations * a.granularity_bytes + (16ull << 20));
+    std::uint64_t slack = 16ull << 20;
+#if defined(__SANITIZE_ADDRESS__)
+    // Under AddressSanitizer (scripts/test's asan run) the process also grows by the shadow of the
+    // buffers it tracks, one byte per eight; the product itself carries no such shadow.
+    slack += a.requested_bytes / 8;
+#endif
+    EXPECT_LE(a.measured_bytes, a.requested_bytes + a.allocations * a.granularity_bytes + slack);
 }
 
 // The float64 reference keeps the queries in fp32. Where a bf16 cache is read with the CPU's BF16
