@@ -21,6 +21,7 @@
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/calculator/units.h"
 #include "kvscope/calculator/variants.h"
+#include "sample_scenarios.h"
 
 namespace kvscope {
 namespace {
@@ -55,27 +56,11 @@ protected:
 
 INSTANTIATE_TEST_SUITE_P(Locales, InEveryLocale, ::testing::Values("C", "de_DE.UTF-8", "fr_FR.UTF-8"),
                          [](const auto& info) {
-                             return std::string(info.param).substr(0, 5) == "de_DE"   ? "German"
-                                    : std::string(info.param).substr(0, 5) == "fr_FR" ? "French"
-                                                                                      : "C";
+                             const std::string name = info.param;
+                             return name.starts_with("de_DE") ? "German" : name.starts_with("fr_FR") ? "French" : "C";
                          });
 
-Scenario fractional_scenario() {
-    const Catalog& c = Catalog::builtin();
-    Scenario s;
-    s.model_id = "llama-3-70b";
-    s.arch = c.find_model("llama-3-70b")->model.arch;
-    s.workload = {32768, 4, 16, false};
-    s.parallel = {2, 1};
-    Deployment d;
-    d.gpu = *c.find_gpu("h100-sxm");
-    d.gpu.bf16_tflops = 989.5;
-    d.gpu_count = 2;
-    d.engine = Engine::vllm;
-    d.fraction = 0.85;
-    s.deployment = d;
-    return s;
-}
+using testing::fractional_deployment;
 
 TEST_P(InEveryLocale, TheCLibraryIsTheOneAskedFor) {
     // Without this the other tests could pass only because the locale never changed.
@@ -101,7 +86,7 @@ TEST_P(InEveryLocale, NumbersAreWrittenAndReadWithAPoint) {
 }
 
 TEST_P(InEveryLocale, ASavedScenarioIsJsonAndReadsBackTheSame) {
-    const Scenario s = fractional_scenario();
+    const Scenario s = fractional_deployment();
     const std::string text = scenario_to_json(s);
     EXPECT_NE(text.find("\"fraction\": 0.85,"), std::string::npos) << text;
     EXPECT_NE(text.find("\"bf16_tflops\": 989.5,"), std::string::npos) << text;
@@ -114,7 +99,7 @@ TEST_P(InEveryLocale, ASavedScenarioIsJsonAndReadsBackTheSame) {
 }
 
 TEST_P(InEveryLocale, TheJsonContractAndTheCsvParse) {
-    const Scenario s = fractional_scenario();
+    const Scenario s = fractional_deployment();
     auto kv = kv_cache_report(s.arch, s.kv_dtype, s.workload, s.parallel);
     ASSERT_TRUE(kv.ok()) << kv.error_text();
     auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel);
@@ -186,7 +171,7 @@ TEST_P(InEveryLocale, TypedNumbersAcceptEitherHabit) {
 
 TEST(LocaleRoundTrip, ASavedScenarioOpensInEveryOtherLocaleWithTheSameResults) {
     const char* locales[] = {"C", "de_DE.UTF-8", "fr_FR.UTF-8"};
-    const Scenario s = fractional_scenario();
+    const Scenario s = fractional_deployment();
     for (const char* saved_in : locales) {
         std::string text;
         {
@@ -234,7 +219,7 @@ TEST(TypedDecimal, ReadsTheCommonHabitsAndRefusesWhatCouldMeanTwoNumbers) {
 
 TEST(DecimalCommaRepair, RepairsExactlyWhatTheOldWriterDamaged) {
     // What KVScope 0.1 wrote in a German locale: every fraction with a comma.
-    std::string text = scenario_to_json(fractional_scenario());
+    std::string text = scenario_to_json(fractional_deployment());
     for (auto [from, to] : {std::pair{"0.85", "0,85"}, std::pair{"989.5", "989,5"}}) {
         const auto at = text.find(from);
         ASSERT_NE(at, std::string::npos);
@@ -243,7 +228,7 @@ TEST(DecimalCommaRepair, RepairsExactlyWhatTheOldWriterDamaged) {
     ASSERT_FALSE(json::parse(text));
     auto back = scenario_from_json(text, "Plan 1.kvscope.json");
     ASSERT_TRUE(back.ok()) << back.error_text();
-    EXPECT_EQ(back->scenario, fractional_scenario());
+    EXPECT_EQ(back->scenario, fractional_deployment());
     EXPECT_NE(back->repaired.find("fraction 0,85 -> 0.85"), std::string::npos) << back->repaired;
     EXPECT_NE(back->repaired.find("bf16_tflops 989,5 -> 989.5"), std::string::npos) << back->repaired;
     EXPECT_NE(back->repaired.find("Plan 1.kvscope.json"), std::string::npos) << back->repaired;

@@ -19,31 +19,18 @@
 #include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/notes_store.h"
 #include "kvscope/ui/scenario_model.h"
+#include "sample_scenarios.h"
 #include "widget_testing.h"
 
 namespace kvscope::ui {
 namespace {
 
+using kvscope::testing::fractional_deployment;
 using testing::read_all;
 using testing::write_all;
 
 // The locale this run of the suite was started in, as the user's desktop would set it.
 bool comma_locale() { return std::string(std::localeconv()->decimal_point) == ","; }
-
-Scenario planned() {
-    const Catalog& c = testing::catalog();
-    Scenario s;
-    s.model_id = "llama-3-70b";
-    s.arch = c.find_model("llama-3-70b")->model.arch;
-    s.workload = {32768, 4, 16, false};
-    s.parallel = {2, 1};
-    Deployment d;
-    d.gpu = *c.find_gpu("h100-sxm");
-    d.gpu_count = 2;
-    d.fraction = 0.85;
-    s.deployment = d;
-    return s;
-}
 
 // A folder "Prüfungen/Plan 1" inside a temporary one: spaces and a non-ASCII letter.
 QString awkward_folder(const QTemporaryDir& dir) {
@@ -94,7 +81,7 @@ TEST(Environment, AScenarioSavedInAnAwkwardFolderOpensWithTheSameNumbers) {
     const QString folder = awkward_folder(dir);
     const QString path = folder + "/Plan 1.kvscope.json";
     MainWindow w(testing::catalog(), false);
-    w.showScenario(planned(), "Plan", {});
+    w.showScenario(fractional_deployment(), "Plan", {});
     ASSERT_TRUE(w.saveScenarioFile(path)) << w.messages()->text().toStdString();
     const QByteArray text = read_all(path);
     EXPECT_TRUE(text.contains("\"fraction\": 0.85,")) << text.constData();
@@ -102,7 +89,7 @@ TEST(Environment, AScenarioSavedInAnAwkwardFolderOpensWithTheSameNumbers) {
 
     MainWindow other(testing::catalog(), false);
     ASSERT_TRUE(other.openScenarioFile(path)) << other.messages()->text().toStdString();
-    EXPECT_EQ(other.model()->scenario(), planned());
+    EXPECT_EQ(other.model()->scenario(), fractional_deployment());
     EXPECT_EQ(other.model()->results().fit->kv_budget_bytes, w.model()->results().fit->kv_budget_bytes);
 
     // The exports land there too, and parse.
@@ -130,12 +117,12 @@ TEST(Environment, AConfigInAnAwkwardFolderImports) {
 TEST(Environment, AFileDamagedByTheOldCommaWriterOpensAndSaysWhatWasRepaired) {
     QTemporaryDir dir;
     const QString path = awkward_folder(dir) + "/alt.kvscope.json";
-    std::string text = scenario_to_json(planned());
+    std::string text = scenario_to_json(fractional_deployment());
     text.replace(text.find("0.85"), 4, "0,85");  // what 0.1 wrote on a German desktop
     write_all(path, QByteArray::fromStdString(text));
     MainWindow w(testing::catalog(), false);
     ASSERT_TRUE(w.openScenarioFile(path)) << w.messages()->text().toStdString();
-    EXPECT_EQ(w.model()->scenario(), planned());
+    EXPECT_EQ(w.model()->scenario(), fractional_deployment());
     EXPECT_TRUE(w.messages()->isVisibleTo(&w));
     EXPECT_TRUE(w.messages()->text().contains("decimal comma")) << w.messages()->text().toStdString();
     EXPECT_TRUE(w.messages()->text().contains("fraction 0,85 -> 0.85")) << w.messages()->text().toStdString();
@@ -150,9 +137,9 @@ TEST(Environment, TwoWindowsKeepEachOthersNotes) {
     NotesStore first(path), second(path);
     ASSERT_FALSE(first.load().has_value());
     ASSERT_FALSE(second.load().has_value());  // both read the file before either wrote
-    first.add(planned(), "Llama 3 70B").claim = "first window's claim";
+    first.add(fractional_deployment(), "Llama 3 70B").claim = "first window's claim";
     ASSERT_FALSE(first.save().has_value());
-    second.add(planned(), "Llama 3 70B").claim = "second window's claim";
+    second.add(fractional_deployment(), "Llama 3 70B").claim = "second window's claim";
     ASSERT_FALSE(second.save().has_value());
     EXPECT_EQ(second.notes().size(), 2);  // the first window's note is merged in, not written over
 
@@ -175,7 +162,7 @@ TEST(Environment, TwoWindowsKeepEachOthersNotes) {
     ASSERT_FALSE(reread.load().has_value());
     ASSERT_EQ(reread.notes().size(), 1);
     EXPECT_EQ(reread.notes()[0].claim, "edited");
-    EXPECT_EQ(reread.notes()[0].scenario, planned());
+    EXPECT_EQ(reread.notes()[0].scenario, fractional_deployment());
 }
 
 TEST(Environment, TwoWindowsKeepTheirOwnRecoveryCopies) {
@@ -206,7 +193,7 @@ TEST(Environment, AFolderThatCannotBeWrittenGetsAMessageNotACrash) {
 
     NotesStore notes(blocked + "/kvscope/notes.json");
     EXPECT_FALSE(notes.load().has_value());
-    notes.add(planned(), "Llama 3 70B");
+    notes.add(fractional_deployment(), "Llama 3 70B");
     const auto problem = notes.save();
     ASSERT_TRUE(problem.has_value());
     EXPECT_TRUE(problem->contains("cannot be created")) << problem->toStdString();

@@ -517,18 +517,15 @@ QString MainWindow::recoveryFolder() { return QStandardPaths::writableLocation(Q
 
 void MainWindow::writeRecovery() {
     if (recovery_path_.isEmpty()) return;
-    QSaveFile file(recovery_path_);
-    const std::string text = scenario_to_json(model_->scenario());
-    const bool written =
-        file.open(QIODevice::WriteOnly) &&
-        file.write(text.data(), static_cast<qint64>(text.size())) == static_cast<qint64>(text.size()) && file.commit();
-    if (!written && !recovery_problem_shown_) {
+    // Written as a saved scenario is (atomically), without changing which file the window stands for.
+    const auto problem = model_->saveScenario(recovery_path_);
+    if (problem && !recovery_problem_shown_) {
         // A read-only or missing data folder: say once that a crash would lose the changes.
         recovery_problem_shown_ = true;
-        messages_->showMessage(tr("Unsaved changes cannot be kept for after a crash: %1 cannot be written (%2). "
-                                  "Save the scenario (Ctrl+S) to keep your work.")
-                                   .arg(QDir::toNativeSeparators(recovery_path_), file.errorString()),
-                               MessageBar::Kind::error);
+        messages_->showMessage(
+            tr("Unsaved changes cannot be kept for after a crash (%1). Save the scenario (Ctrl+S) to keep your work.")
+                .arg(*problem),
+            MessageBar::Kind::error);
     }
 }
 

@@ -48,6 +48,7 @@ std::optional<QString> NotesStore::load() {
     synced_at_ = QDateTime::currentDateTime();
     QFile file(path_);
     if (!file.exists()) return std::nullopt;
+    remember_file_state();  // read now, or copied aside: either way nothing more to merge from it
     auto set_aside = [this](const QString& why) -> QString {
         const QString aside = path_ + ".unreadable-" + QDateTime::currentDateTime().toString("yyyyMMdd-HHmmss");
         const bool copied = QFile::copy(path_, aside);
@@ -109,7 +110,8 @@ std::optional<QString> NotesStore::save() {
     // only in part was copied aside by load() (its readable notes are merged); one that could
     // not be copied aside is not written over.
     merge_changed_ = false;
-    if (QFileInfo::exists(path_)) {
+    const QFileInfo now(path_);
+    if (now.exists() && (now.lastModified() != synced_file_time_ || now.size() != synced_file_size_)) {
         NotesStore on_disk(path_);
         const auto problem = on_disk.load();
         if (!on_disk.writable_) return problem;
@@ -157,7 +159,14 @@ std::optional<QString> NotesStore::save() {
     synced_.clear();
     for (const Note& n : std::as_const(notes_)) synced_ << n.id;
     synced_at_ = QDateTime::currentDateTime();
+    remember_file_state();
     return std::nullopt;
+}
+
+void NotesStore::remember_file_state() {
+    const QFileInfo info(path_);
+    synced_file_time_ = info.exists() ? info.lastModified() : QDateTime();
+    synced_file_size_ = info.exists() ? info.size() : -1;
 }
 
 void NotesStore::remove(qsizetype index) {

@@ -56,11 +56,15 @@ public:
     [[nodiscard]] std::optional<QString> exportMarkdown(const QString& path, UnitSystem units) const;
 
 private:
+    void remember_file_state();
+
     QString path_;
     QList<Note> notes_;
-    bool writable_ = true;  // false while an unreadable file could not be copied aside
-    QStringList synced_;    // ids in the file when this pad last read or wrote it
-    QDateTime synced_at_;   // and when
+    bool writable_ = true;        // false while an unreadable file could not be copied aside
+    QStringList synced_;          // ids in the file when this pad last read or wrote it
+    QDateTime synced_at_;         // and when
+    QDateTime synced_file_time_;  // the file's modification time then: unchanged means nothing to merge
+    qint64 synced_file_size_ = -1;
     bool merge_changed_ = false;
 };
 
