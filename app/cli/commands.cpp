@@ -7,6 +7,7 @@
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/report_json.h"
 #include "probe_commands.h"
 #include "table.h"
@@ -64,7 +65,9 @@ Table variants_table(const std::vector<Variant>& variants, UnitSystem units) {
         const auto bar = static_cast<std::size_t>(top > 0 ? 20.0 * v.percent_of_mha / top + 0.5 : 0);
         std::string bars;
         for (std::size_t i = 0; i < bar; ++i) bars += "█";
-        t.add({v.name + (v.is_model ? " *" : ""), std::to_string(v.kv_heads), format_bytes(v.kv_cache_bytes, units),
+        t.add({v.name + (v.is_model ? " *" : "") +
+                   (v.replication > 1 ? " (" + replication_text(v.replication) + ")" : ""),
+               std::to_string(v.kv_heads), format_bytes(v.kv_cache_bytes, units),
                format_bytes(v.bytes_per_token, units), percent(v.percent_of_mha), bars});
     }
     return t;
@@ -165,10 +168,12 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
     }
     if (o.format == Format::csv) {
         if (compare_only) {
-            Table t({"name", "kv_heads", "kv_cache_bytes", "bytes_per_token", "percent_of_mha", "is_model"});
+            Table t(
+                {"name", "kv_heads", "kv_cache_bytes", "bytes_per_token", "percent_of_mha", "is_model", "replication"});
             for (const auto& v : *variants)
                 t.add({v.name, std::to_string(v.kv_heads), std::to_string(v.kv_cache_bytes),
-                       std::to_string(v.bytes_per_token), fixed(v.percent_of_mha, 3), v.is_model ? "true" : "false"});
+                       std::to_string(v.bytes_per_token), fixed(v.percent_of_mha, 3), v.is_model ? "true" : "false",
+                       std::to_string(v.replication)});
             r.out = t.csv();
         } else {
             Table t({"model", "context_tokens", "batch", "kv_dtype", "tp", "pp", "kv_cache_bytes",
@@ -312,6 +317,52 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
     return r;
 }
 
+Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) {
+    PlanLimits limits;
+    if (o.gpus_per_node) limits.gpus_per_node = *o.gpus_per_node;
+    if (o.max_pp) limits.max_pp = *o.max_pp;
+    auto plan = plan_deployments(s.arch, s.kv_dtype, s.workload, *s.deployment, limits);
+    if (!plan) return {"", usage_error(plan.errors(), o.command), kExitUsage};
+    Output r;
+    if (o.format == Format::json) {
+        r.out = plan_json(s, *plan, limits).dump() + "\n";
+        return r;
+    }
+    if (o.format == Format::csv) {
+        Table t({"gpus", "tp", "pp", "replicas", "fits", "sequences_per_replica", "headroom_bytes_per_gpu", "max_batch",
+                 "max_context", "decode_tokens_per_s_per_sequence", "decode_tokens_per_s"});
+        for (const PlanOption& p : plan->options)
+            t.add({std::to_string(p.gpus), std::to_string(p.tp), std::to_string(p.pp), std::to_string(p.replicas),
+                   p.fits ? "true" : "false", std::to_string(p.sequences_per_replica),
+                   std::to_string(p.headroom_bytes_per_gpu), std::to_string(p.max_batch), std::to_string(p.max_context),
+                   fixed(p.decode_tokens_per_s_per_sequence, 1), fixed(p.decode_tokens_per_s, 1)});
+        r.out = t.csv();
+        return r;
+    }
+    const auto& dep = *s.deployment;
+    const UnitSystem u = o.units;
+    Table t({"GPUs", "TP × PP × replicas", "fits", "headroom per GPU", "max seqs", "max context", "tok/s per seq",
+             "tok/s in all"});
+    for (const PlanOption& p : plan->options)
+        t.add({std::to_string(p.gpus), plan_layout_text(p), p.fits ? "yes" : "no",
+               p.fits ? format_signed_bytes(p.headroom_bytes_per_gpu, u) : "—",
+               p.fits ? std::to_string(p.max_batch) : "0",
+               p.fits ? format_count(p.max_context) + (p.max_context_limited_by_model ? " (model max)" : "") : "—",
+               p.fits ? fixed(p.decode_tokens_per_s_per_sequence, 1) : "—",
+               p.fits ? fixed(p.decode_tokens_per_s, 0) : "—"});
+    std::vector<std::pair<std::string, std::string>> rows{
+        {"GPU", dep.gpu.name + ", " + format_bytes_both(dep.gpu.memory_bytes, u) + " each"},
+        {"engine", std::string(to_string(dep.engine)) + " (fraction " + fixed(dep.fraction, 2) + ")"},
+        {"weights", std::string(to_string(dep.weight_dtype))},
+    };
+    r.out = header(s, src) + "\n" + key_values(rows) + "\n" + t.text();
+    r.out += "max seqs: sequences one replica holds at this context; headroom at the sequences each replica serves\n";
+    for (const auto& n : plan->notes) r.out += "note: " + n + "\n";
+    for (const PlanOption& p : plan->options)
+        if (!p.fits) r.out += "TP " + std::to_string(p.tp) + " × PP " + std::to_string(p.pp) + ": " + p.why_not + "\n";
+    return r;
+}
+
 }  // namespace
 
 std::string general_help() {
@@ -326,6 +377,7 @@ commands:
   compare   the same model as MHA, GQA, MQA (and MLA): bytes and % of MHA
   sweep     KV bytes against context length, one column per variant
   fit       will it fit on these GPUs, how many sequences, how long a context, how fast
+  plan      how many GPUs: every TP × PP layout and the replicas the sequences need
   devices   the probe's backends and devices (cpu, cuda)
   probe     allocate the cache on this machine, check its size, time decode attention
   stopwatch a small transformer generating with and without its KV cache
@@ -334,6 +386,7 @@ Run 'kvscope-cli COMMAND --help' for a command's options.
 Examples:
   kvscope-cli kv --model llama-3-8b --context 128k --batch 8
   kvscope-cli fit --model llama-3-70b --context 32k --batch 16 --gpu h100-sxm --gpus 2 --kv-dtype fp8
+  kvscope-cli plan --model llama-3-70b --context 32k --batch 64 --gpu h100-sxm --kv-dtype fp8
   kvscope-cli sweep --config ./config.json --csv > curve.csv
 )";
 }
@@ -390,6 +443,17 @@ output:
                "  --weight-dtype D    weights' format (default: the config's dtype or quantization)\n"
                "  --reserve SIZE      activation reserve per GPU (default 1GiB)\n"
                "  --overhead SIZE     runtime overhead per GPU: CUDA context, graphs (default 512MiB)\n";
+    if (command == "plan")
+        return "usage: kvscope-cli plan (--model ID | --config FILE) --gpu ID [options]\n"
+               "How many GPUs: every tensor x pipeline parallel layout the heads allow (TP within a node, PP "
+               "across nodes), each with its fit, and the replicas (data parallel) that serve --batch sequences; "
+               "GPUs = TP x PP x replicas, smallest first.\n\n" +
+               model +
+               "deployment: as for fit (--gpu, --gpu-memory, --gpu-bandwidth, --engine, --utilization, "
+               "--weight-dtype, --reserve, --overhead), without --gpus, --tp and --pp\n"
+               "plan:\n"
+               "  --gpus-per-node N   GPUs in a node, the most tensor parallel uses (default 8)\n"
+               "  --max-pp N          the most pipeline stages (nodes) to try (default 8)\n";
     return general_help();
 }
 
@@ -403,15 +467,15 @@ Output run(const std::vector<std::string>& args) {
                 kExitUsage};
     }
     const Options& o = *parsed;
-    static const char* kCommands[] = {"models", "gpus",    "kv",    "compare",  "sweep",
-                                      "fit",    "devices", "probe", "stopwatch"};
+    static const char* kCommands[] = {"models", "gpus", "kv",      "compare", "sweep",
+                                      "fit",    "plan", "devices", "probe",   "stopwatch"};
     const bool known = std::find(std::begin(kCommands), std::end(kCommands), o.command) != std::end(kCommands);
     if (o.command.empty() || o.command == "help")
         return {general_help(), "", o.command.empty() && !o.help ? kExitUsage : kExitOk};
     if (!known)
         return {"",
                 "kvscope-cli: unknown command '" + o.command +
-                    "' (models, gpus, kv, compare, sweep, fit, devices, probe, stopwatch)\n",
+                    "' (models, gpus, kv, compare, sweep, fit, plan, devices, probe, stopwatch)\n",
                 kExitUsage};
     if (o.help) return {command_help(o.command), "", kExitOk};
 
@@ -441,6 +505,8 @@ Output run(const std::vector<std::string>& args) {
             result = cmd_sweep(o, *s, src);
         else if (o.command == "probe")
             result = cmd_probe(o, *s, src);
+        else if (o.command == "plan")
+            result = cmd_plan(o, *s, src);
         else
             result = cmd_fit(o, *s, src);
     }

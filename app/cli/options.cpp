@@ -78,6 +78,8 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
         {"--runs", parsed(o.runs, parse_count)},
         {"--memory-limit", parsed(o.memory_limit, parse_bytes)},
         {"--ceiling-size", parsed(o.ceiling_size, parse_bytes)},
+        {"--gpus-per-node", parsed(o.gpus_per_node, parse_count)},
+        {"--max-pp", parsed(o.max_pp, parse_count)},
         {"--units",
          [&](const std::string& name, const std::string& v) {
              if (v == "gib" || v == "binary" || v == "GiB")
@@ -166,8 +168,7 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
         if (!imported) return imported.errors();
         s.arch = imported->arch;
         s.model_id = *o.config;
-        if (s.arch.name.empty()) s.arch.name = *o.config;
-        source.description = *o.config + (imported->hf_repo.empty() ? "" : " (" + imported->hf_repo + ")");
+        source.description = *o.config + " (" + s.arch.name + ")";
         source.assumed = imported->assumed;
         source.notes = imported->notes;
         source.kv_dtype_source = imported->kv_dtype_source;
@@ -195,7 +196,15 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
     Errors errors = apply_workload_options(o, s);
     if (o.kv_dtype) source.kv_dtype_source = "--kv-dtype";
 
-    const bool wants_deployment = o.command == "fit" || o.gpu || o.gpu_memory;
+    // The planner tries every layout itself: a fixed one would be silently ignored.
+    if (o.command == "plan")
+        for (const auto& [given, name] : {std::pair{o.tp.has_value(), "--tp"}, std::pair{o.pp.has_value(), "--pp"},
+                                          std::pair{o.gpus.has_value(), "--gpus"}})
+            if (given)
+                errors.push_back({name,
+                                  "plan tries every TP × PP layout and replica count itself; use fit for one "
+                                  "layout"});
+    const bool wants_deployment = o.command == "fit" || o.command == "plan" || o.gpu || o.gpu_memory;
     if (wants_deployment) {
         Deployment d;
         if (o.gpu) {
@@ -210,7 +219,8 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
         } else if (!o.gpu_memory) {
             errors.push_back(
                 {"--gpu",
-                 "fit needs a GPU: --gpu ID (kvscope-cli gpus lists them), or --gpu-memory and --gpu-bandwidth"});
+                 o.command +
+                     " needs a GPU: --gpu ID (kvscope-cli gpus lists them), or --gpu-memory and --gpu-bandwidth"});
         } else {
             d.gpu.id = "custom";
             d.gpu.name = "custom GPU";

@@ -28,6 +28,8 @@ struct Options {
     std::optional<std::string> gpu, engine, weight_dtype;
     std::optional<std::uint64_t> gpus, gpu_memory, gpu_bandwidth, reserve, overhead;
     std::optional<double> utilization;
+    // plan
+    std::optional<std::uint64_t> gpus_per_node, max_pp;
     // sweep
     std::optional<std::uint64_t> points, from, to;
     bool linear = false;

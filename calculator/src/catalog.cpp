@@ -69,11 +69,7 @@ std::vector<std::string> suggest(std::string_view key, const std::vector<std::ve
 }
 
 // Every name an entry answers to, its id first.
-std::vector<std::string> names_of(const CatalogModel& m) {
-    std::vector<std::string> n{m.id, m.hf_repo};
-    n.insert(n.end(), m.aliases.begin(), m.aliases.end());
-    return n;
-}
+std::vector<std::string> names_of(const CatalogModel& m) { return model_names(m); }
 std::vector<std::string> names_of(const GpuSpec& g) {
     std::vector<std::string> n{g.id, g.name};
     n.insert(n.end(), g.aliases.begin(), g.aliases.end());
@@ -305,6 +301,26 @@ std::string default_user_folder() {
     if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) return std::string(x) + "/kvscope";
     if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.config/kvscope";
     return {};
+}
+
+std::vector<std::string> model_names(const CatalogModel& m) {
+    std::vector<std::string> n{m.id, m.hf_repo, m.name};
+    n.insert(n.end(), m.aliases.begin(), m.aliases.end());
+    return n;
+}
+
+std::vector<const CatalogModel*> Catalog::matching_models(std::string_view text) const {
+    if (const CatalogModel* exact = find_model(text)) return {exact};
+    std::vector<const CatalogModel*> out;
+    const std::string k = lower(text);
+    if (k.empty()) return out;
+    for (const auto& m : models_)
+        for (const auto& n : model_names(m))
+            if (lower(n).find(k) != std::string::npos) {
+                out.push_back(&m);
+                break;
+            }
+    return out;
 }
 
 }  // namespace kvscope

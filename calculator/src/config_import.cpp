@@ -1,6 +1,7 @@
 #include "kvscope/calculator/config_import.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <map>
@@ -543,10 +544,45 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
     return out;
 }
 
+std::string model_name_from_path(const std::string& path) {
+    // Folders of the path, innermost last; both separators, so a Windows path names its folder too.
+    std::vector<std::string> parts;
+    std::string part;
+    for (const char c : path) {
+        if (c == '/' || c == '\\') {
+            if (!part.empty()) parts.push_back(part);
+            part.clear();
+        } else {
+            part += c;
+        }
+    }
+    if (!part.empty()) parts.push_back(part);
+    // A Hugging Face hub cache keeps a repo's files under models--ORG--NAME/snapshots/REVISION/
+    // (huggingface_hub file_download.py, repo_folder_name: "/" becomes "--").
+    for (std::size_t i = 0; i + 2 < parts.size(); ++i) {
+        const std::string& folder = parts[i];
+        if (!folder.starts_with("models--") || parts[i + 1] != "snapshots") continue;
+        const std::string repo = folder.substr(8);
+        const auto sep = repo.find("--");
+        return sep == std::string::npos ? repo : repo.substr(0, sep) + "/" + repo.substr(sep + 2);
+    }
+    // Otherwise the folder that holds the file (a model's own folder), or the file's name.
+    if (parts.size() >= 2 && parts[parts.size() - 2] != "." && parts[parts.size() - 2] != "..")
+        return parts[parts.size() - 2];
+    return parts.empty() ? path : parts.back();
+}
+
 Result<ImportedModel> import_config_file(const std::string& path) {
     auto text = read_text_file(path);
     if (!text) return text.errors();
-    return import_config(*text, path);
+    auto imported = import_config(*text, path);
+    if (imported && imported.value().arch.name.empty()) {
+        // The absolute path, so that "config.json" given in the model's folder names that folder too.
+        std::error_code error;
+        const auto absolute = std::filesystem::absolute(std::filesystem::path(path), error).lexically_normal();
+        imported.value().arch.name = model_name_from_path(error ? path : absolute.string());
+    }
+    return imported;
 }
 
 }  // namespace kvscope

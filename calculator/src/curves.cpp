@@ -47,6 +47,7 @@ Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload
         Curve curve;
         curve.name = shape.name;
         curve.is_model = shape.is_model;
+        curve.replication = layout->replication();
         curve.bytes.reserve(c.tokens.size());
         for (const auto t : c.tokens)
             curve.bytes.push_back((layout->all_gpu_bytes_per_sequence(t) * workload.batch).value());

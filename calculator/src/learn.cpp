@@ -29,6 +29,9 @@ Result<PhaseCosts> phase_costs(const Scenario& s) {
     if (!kv) return kv.errors();
     auto weights = weights_bytes(matmul_parameters(s.arch), weight_dtype_of(s));
     if (!weights) return weights.errors();
+    const ParameterCount params = parameters(s.arch);
+    auto stored = weights_bytes(params.total, weight_dtype_of(s));
+    if (!stored) return stored.errors();
     const TokenWork work = token_work(s.arch, s.workload, s.workload.context_tokens);
     const double sequences = static_cast<double>(s.workload.batch);
 
@@ -39,6 +42,13 @@ Result<PhaseCosts> phase_costs(const Scenario& s) {
     p.prefill_flops = work.flops_uncached * sequences;
     p.prefill_kv_written_bytes = kv->total_bytes;
     p.decode_weight_bytes_read = *weights;
+    p.weights_bytes = *stored;
+    // The same reasons matmul_parameters (decode.cpp) leaves weights out of a step's reads.
+    std::vector<std::string> reasons;
+    if (params.active < params.total) reasons.emplace_back("only the experts the router picks are read");
+    if (!s.arch.tied_embeddings && params.embedding > 0 && params.active > params.embedding)
+        reasons.emplace_back("the embedding table is looked up, one row per token, not read whole");
+    for (const auto& reason : reasons) p.weights_read_reason += (p.weights_read_reason.empty() ? "" : "; ") + reason;
     p.decode_kv_bytes_read = kv->total_bytes;
     p.decode_flops_cached = work.flops_cached * sequences;
     p.decode_flops_uncached = work.flops_uncached * sequences;

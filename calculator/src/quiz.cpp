@@ -197,19 +197,28 @@ std::vector<Question> questions_for(const Scenario& s, UnitSystem units) {
         if (at) {
             Question q;
             q.id = "outgrows_weights";
+            // All the weights, as stored (the fit's figure); a decode step reads fewer (learn.h's phase_costs).
             q.text = "The weights take " + format_bytes(*weights, units) + " in " + std::string(to_string(wd)) +
-                     ". With " + format_count(s.workload.batch) + (s.workload.batch == 1 ? " sequence" : " sequences") +
+                     " (all of them, as stored). With " + format_count(s.workload.batch) +
+                     (s.workload.batch == 1 ? " sequence" : " sequences") +
                      ", at what context (tokens per sequence) does the cache outgrow them?";
             q.unit = AnswerUnit::tokens;
             q.answer = static_cast<double>(*at);
             q.answer_text = format_count(*at) + " tokens";
             q.tolerance = 0.05;
             const std::uint64_t per_context_token = report->bytes_per_token * s.workload.batch;
+            // One rounding rule with the answer: the cache outgrows the weights at the first whole token
+            // past weights ÷ bytes per context token.
+            const std::uint64_t per = std::max<std::uint64_t>(1, per_context_token);
+            const std::uint64_t first_past = *weights / per + 1;
             q.worked = "Each token of context adds " + format_bytes(report->bytes_per_token, units) + " × " +
                        format_count(s.workload.batch) + " = " + format_bytes(per_context_token, units) + "; " +
-                       format_bytes(*weights, units) + " ÷ " + format_bytes(per_context_token, units) + " ≈ " +
-                       format_count(*weights / std::max<std::uint64_t>(1, per_context_token)) + " tokens";
-            if (derivation->groups.size() > 1 || layout->block_size() > 1)
+                       format_bytes(*weights, units) + " ÷ " + format_bytes(per_context_token, units) + " = " +
+                       format_count(*weights / per) + "." +
+                       std::to_string(static_cast<int>(10.0L * static_cast<long double>(*weights % per) /
+                                                       static_cast<long double>(per))) +
+                       " tokens, so the first whole token past it is " + format_count(first_past);
+            if (first_past != *at)
                 q.worked += " before sliding windows and blocks; the exact search gives " + format_count(*at);
             q.worked += ".";
             add(std::move(q));

@@ -64,6 +64,7 @@ Value variants_json(const std::vector<Variant>& variants) {
         o.set("bytes_per_token", Value::number(v.bytes_per_token));
         o.set("percent_of_mha", Value::number(v.percent_of_mha));
         o.set("is_model", Value::boolean(v.is_model));
+        o.set("replication", Value::number(v.replication));
         list.push(std::move(o));
     }
     return list;
@@ -157,6 +158,45 @@ Value curves_json(const Scenario& s, const Curves& c) {
         series.push(std::move(x));
     }
     o.set("series", std::move(series));
+    return o;
+}
+
+Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits) {
+    Value o = Value::object();
+    o.set("model", Value::string(s.model_id));
+    o.set("context_tokens", Value::number(s.workload.context_tokens));
+    o.set("sequences", Value::number(plan.sequences));
+    o.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
+    o.set("block_size", Value::number(s.workload.block_size));
+    if (s.deployment) {
+        o.set("gpu", Value::string(s.deployment->gpu.id));
+        o.set("gpu_name", Value::string(s.deployment->gpu.name));
+        o.set("engine", Value::string(std::string(to_string(s.deployment->engine))));
+        o.set("utilization", Value::number(s.deployment->fraction));
+        o.set("weight_dtype", Value::string(std::string(to_string(s.deployment->weight_dtype))));
+    }
+    o.set("gpus_per_node", Value::number(limits.gpus_per_node));
+    o.set("max_pp", Value::number(limits.max_pp));
+    Value options = Value::array();
+    for (const PlanOption& p : plan.options) {
+        Value x = Value::object();
+        x.set("tp", Value::number(p.tp));
+        x.set("pp", Value::number(p.pp));
+        x.set("replicas", Value::number(p.replicas));
+        x.set("gpus", Value::number(p.gpus));
+        x.set("fits", Value::boolean(p.fits));
+        x.set("sequences_per_replica", Value::number(p.sequences_per_replica));
+        x.set("headroom_bytes_per_gpu", Value::number_signed(p.headroom_bytes_per_gpu));
+        x.set("max_batch", Value::number(p.max_batch));
+        x.set("max_context", Value::number(p.max_context));
+        x.set("max_context_limited_by_model", Value::boolean(p.max_context_limited_by_model));
+        x.set("decode_tokens_per_s_per_sequence", Value::number(p.decode_tokens_per_s_per_sequence));
+        x.set("decode_tokens_per_s", Value::number(p.decode_tokens_per_s));
+        x.set("why_not", p.fits ? Value() : Value::string(p.why_not));
+        options.push(std::move(x));
+    }
+    o.set("options", std::move(options));
+    o.set("notes", strings(plan.notes));
     return o;
 }
 

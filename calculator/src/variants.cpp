@@ -52,6 +52,10 @@ std::vector<VariantShape> variant_shapes(const Architecture& arch) {
     return shapes;
 }
 
+std::string replication_text(std::uint64_t replication) {
+    return replication > 1 ? "replicated on " + std::to_string(replication) + " GPUs" : std::string();
+}
+
 Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype dtype, const Workload& workload,
                                               const Parallelism& parallel) {
     // The model's own layout must work; a variant the parallel layout cannot
@@ -73,6 +77,7 @@ Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype 
         v.kv_cache_bytes = report.total_bytes;
         v.bytes_per_token = report.bytes_per_token;
         v.is_model = shape.is_model;
+        v.replication = report.replication;
         out.push_back(std::move(v));
     }
     const auto mha =

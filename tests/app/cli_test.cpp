@@ -133,9 +133,9 @@ TEST(Cli, ConfigFileAndCsv) {
     std::filesystem::remove(path);
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
-              "name,kv_heads,kv_cache_bytes,bytes_per_token,percent_of_mha,is_model");
+              "name,kv_heads,kv_cache_bytes,bytes_per_token,percent_of_mha,is_model,replication");
     // GQA-2 is the model's own: 2 layers x 2 (K,V) x 2 heads x 64 dims x 2 bytes x 1024 tokens.
-    EXPECT_NE(r.out.find("GQA-2,2,1048576,1024,25.000,true"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("GQA-2,2,1048576,1024,25.000,true,1"), std::string::npos) << r.out;
 }
 
 TEST(Cli, SweepCsvHasOneColumnPerVariant) {
@@ -290,6 +290,54 @@ TEST(Cli, FractionalOptionsAndJsonAreTheSameInEveryLocale) {
     EXPECT_NE(comma.err.find("--utilization: '0,85': the command line takes a decimal point in every locale (0.85)"),
               std::string::npos)
         << comma.err;
+}
+
+TEST(Cli, PlanListsEveryLayoutSmallestFirstInJsonAndATable) {
+    const CliRun r = cli("plan --model llama-3-70b --context 8k --batch 64 --gpu h100-sxm --kv-dtype fp8 --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json_of(r);
+    EXPECT_EQ(u64(v, "sequences"), 64u);
+    EXPECT_EQ(u64(v, "context_tokens"), 8192u);
+    EXPECT_EQ(v.find("gpu")->as_string(), "h100-sxm");
+    const auto* options = v.find("options");
+    ASSERT_NE(options, nullptr);
+    ASSERT_GE(options->items().size(), 4u);
+    std::uint64_t previous = 0;
+    bool eight = false;
+    for (const auto& o : options->items()) {
+        for (const char* key : {"tp", "pp", "replicas", "gpus", "max_batch", "max_context"})
+            EXPECT_NE(o.find(key), nullptr) << key;
+        for (const char* key :
+             {"fits", "headroom_bytes_per_gpu", "decode_tokens_per_s_per_sequence", "decode_tokens_per_s"})
+            EXPECT_NE(o.find(key), nullptr) << key;
+        EXPECT_EQ(u64(o, "gpus"), u64(o, "tp") * u64(o, "pp") * u64(o, "replicas"));
+        EXPECT_GE(u64(o, "gpus"), previous);
+        previous = u64(o, "gpus");
+        eight |= u64(o, "tp") == 8 && u64(o, "pp") == 1 && o.find("fits")->as_bool() && u64(o, "replicas") == 1;
+    }
+    EXPECT_TRUE(eight) << "TP 8 on one H100 node serves 64 sequences of 8k with an fp8 cache";
+    EXPECT_FALSE(options->items().front().find("fits")->as_bool()) << "one GPU cannot hold 141 GB of weights";
+
+    const CliRun table = cli("plan --model llama-3-70b --context 8k --batch 64 --gpu h100-sxm --kv-dtype fp8");
+    ASSERT_EQ(table.status, 0) << table.err;
+    EXPECT_NE(table.out.find("TP 8 × PP 1"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("TP 1 × PP 1: the weights"), std::string::npos) << table.out;
+}
+
+TEST(Cli, PlanRefusesAFixedLayoutAndNeedsAGpu) {
+    const CliRun fixed = cli("plan --model llama-3-8b --gpu h100-sxm --tp 2");
+    EXPECT_EQ(fixed.status, 2);
+    EXPECT_NE(fixed.err.find("--tp: plan tries every TP × PP layout"), std::string::npos) << fixed.err;
+    const CliRun no_gpu = cli("plan --model llama-3-8b");
+    EXPECT_EQ(no_gpu.status, 2);
+    EXPECT_NE(no_gpu.err.find("--gpu: plan needs a GPU"), std::string::npos) << no_gpu.err;
+}
+
+TEST(Cli, ReplicatedHeadsAreSaidInTheCompareTable) {
+    const CliRun r = cli("compare --model kvscope-teaching-32l --tp 2");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("MQA (replicated on 2 GPUs)"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("GQA-8 (replicated"), std::string::npos) << r.out;
 }
 
 }  // namespace

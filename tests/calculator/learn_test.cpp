@@ -118,6 +118,19 @@ TEST(PhaseCosts, PrefillIsOneBigPassAndDecodeReadsEverything) {
     // Prefill does thousands of FLOPs per byte; decode about one: why decode is memory-bound.
     EXPECT_GT(p->arithmetic_intensity_prefill, 1000);
     EXPECT_LT(p->arithmetic_intensity_decode, 2);
+    // The quiz and the fit count every stored weight; the step reads fewer, and says why.
+    auto stored = weights_bytes(parameters(s.arch).total, KvDtype::bf16);
+    EXPECT_EQ(p->weights_bytes, *stored);
+    EXPECT_LT(p->decode_weight_bytes_read, p->weights_bytes);
+    EXPECT_EQ(p->weights_read_reason, "the embedding table is looked up, one row per token, not read whole");
+}
+
+TEST(PhaseCosts, AMixtureOfExpertsReadsOnlyTheRoutedExperts) {
+    const Scenario s = catalog_scenario("mixtral-8x7b", 4096);
+    auto p = phase_costs(s);
+    ASSERT_TRUE(p.ok()) << p.error_text();
+    EXPECT_LT(p->decode_weight_bytes_read * 2, p->weights_bytes);
+    EXPECT_NE(p->weights_read_reason.find("only the experts the router picks are read"), std::string::npos);
 }
 
 TEST(RecomputeCurve, FlatWithTheCacheAndQuadraticWithout) {
@@ -252,6 +265,12 @@ TEST(Quiz, QuestionsComeFromTheScenarioAndAnswersAreChecked) {
     const Question& crossing = question(qs, "outgrows_weights");
     EXPECT_EQ(crossing.unit, AnswerUnit::tokens);
     EXPECT_GT(crossing.answer, 1000);
+    // One rounding rule: the worked answer ends on the answer itself, the first whole token past the quotient.
+    const std::string answer = format_count(static_cast<std::uint64_t>(crossing.answer));
+    EXPECT_NE(crossing.worked.find("so the first whole token past it is " + answer + "."), std::string::npos)
+        << crossing.worked;
+    EXPECT_EQ(crossing.worked.find("≈"), std::string::npos) << crossing.worked;
+    EXPECT_NE(crossing.text.find("(all of them, as stored)"), std::string::npos) << crossing.text;
     EXPECT_TRUE(check_answer(crossing, std::to_string(static_cast<long long>(crossing.answer * 1.03))).correct);
     EXPECT_FALSE(check_answer(crossing, std::to_string(static_cast<long long>(crossing.answer * 1.5))).correct);
 

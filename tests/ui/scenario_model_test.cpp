@@ -1,4 +1,5 @@
 // The Scenario model: the calculator's answers, undo, and inputs that stay put on errors.
+#include <QSignalSpy>
 #include <QTemporaryDir>
 
 #include <gtest/gtest.h>
@@ -86,8 +87,9 @@ TEST(ScenarioModel, LayerChangesKeepTheSlidingWindowPattern) {
     EXPECT_EQ(m.scenario().arch.layer_windows[43], windows[1]);
 }
 
-TEST(ScenarioModel, SwitchingModelsKeepsTheWorkload) {
+TEST(ScenarioModel, SwitchingModelsKeepsTheWorkloadAndTakesTheModelsFormat) {
     ScenarioModel m(catalog());
+    QSignalSpy notices(&m, &ScenarioModel::notice);
     m.edit("w", [](Scenario& s) {
         s.workload.context_tokens = 65536;
         s.kv_dtype = KvDtype::fp8_e4m3;
@@ -95,8 +97,18 @@ TEST(ScenarioModel, SwitchingModelsKeepsTheWorkload) {
     m.loadCatalogModel("llama-3-8b");
     EXPECT_EQ(m.scenario().model_id, "llama-3-8b");
     EXPECT_EQ(m.scenario().workload.context_tokens, 65536u);
+    // The model's own format, as kvscope-cli gives it; the replaced choice is said in the status line.
+    EXPECT_EQ(m.scenario().kv_dtype, catalog().find_model("llama-3-8b")->model.kv_dtype);
+    ASSERT_EQ(notices.size(), 1);
+    EXPECT_TRUE(notices.front().front().toString().startsWith("KV format fp8_e4m3 replaced by Llama 3 8B's own bf16"))
+        << notices.front().front().toString().toStdString();
+    // A format picked after the model stays until another model is picked.
+    m.edit("dtype", [](Scenario& s) { s.kv_dtype = KvDtype::fp8_e4m3; });
+    m.edit("context", [](Scenario& s) { s.workload.context_tokens = 4096; });
     EXPECT_EQ(m.scenario().kv_dtype, KvDtype::fp8_e4m3);
     EXPECT_EQ(m.description(), "Llama 3 8B");
+    m.undoStack()->undo();
+    m.undoStack()->undo();
     m.undoStack()->undo();
     EXPECT_EQ(m.scenario().arch.layers, 32u);
     EXPECT_EQ(m.scenario().arch.kv_heads, 32u);

@@ -3,6 +3,8 @@
 #include <QFont>
 #include <QPalette>
 
+#include "kvscope/ui/text.h"
+
 namespace kvscope::ui {
 
 ComparisonModel::ComparisonModel(ScenarioModel* model, QObject* parent) : QAbstractTableModel(parent), model_(model) {
@@ -35,7 +37,8 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
     if (role == Qt::DisplayRole) {
         switch (index.column()) {
             case Layout:
-                return QString::fromStdString(v.name) + (v.is_model ? tr("  (this model)") : QString());
+                return QString::fromStdString(v.name) + (v.is_model ? tr("  (this model)") : QString()) +
+                       (v.replication > 1 ? "  · " + q(replication_text(v.replication)) : QString());
             case KvHeads:
                 return v.kind == AttentionKind::MLA ? tr("latent") : QString::number(v.kv_heads);
             case Bytes:

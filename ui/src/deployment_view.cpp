@@ -9,10 +9,10 @@
 #include <QLineEdit>
 #include <QVBoxLayout>
 
-#include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/decimal_spin_box.h"
 #include "kvscope/ui/gpu_memory_bar.h"
 #include "kvscope/ui/overview_view.h"
+#include "kvscope/ui/plan_view.h"
 #include "kvscope/ui/scenario_model.h"
 #include "kvscope/ui/text.h"
 
@@ -44,7 +44,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
       model_(model),
       box_(new QGroupBox(tr("Check a deployment"))),
       gpu_(new QComboBox),
-      count_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::doubling)),
+      count_(new QLabel),
       memory_(new QLineEdit),
       bandwidth_(new QLineEdit),
       engine_(new QComboBox),
@@ -54,14 +54,15 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
       verdict_(new QLabel),
       bars_(new GpuMemoryBar),
       figures_(new QLabel),
-      errors_(new QLabel) {
+      errors_(new QLabel),
+      plan_(new PlanView(model)) {
     box_->setCheckable(true);
     for (const GpuSpec& g : model_->catalog().gpus()) {
         gpu_->addItem(q(g.name), q(g.id));
         gpu_->setItemData(gpu_->count() - 1, q(g.source), Qt::ToolTipRole);
     }
     gpu_->addItem(tr("Custom GPU (enter memory and bandwidth)"), kCustom);
-    count_->setRange(1, 4096);
+    count_->setWordWrap(true);
     memory_->setPlaceholderText(tr("e.g. 80GiB"));
     bandwidth_->setPlaceholderText(tr("e.g. 3350GB (per second)"));
     for (Engine e : {Engine::vllm, Engine::sglang, Engine::tensorrt_llm, Engine::llama_cpp, Engine::plain}) {
@@ -95,8 +96,10 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                                                                         {weight_dtype_, "Weights"}};
     for (const auto& [w, name] : names) w->setAccessibleName(tr(name));
     marks_.add(gpu_, {}, tr("The GPU model, from the catalog, or Custom to enter your own memory and bandwidth."));
+    // The GPU count is TP × PP: it is set there (or by a row of the plan), never guessed from a count.
     marks_.add(count_, {"gpus", "tp"},
-               tr("How many GPUs serve one copy of the model (tensor parallel × pipeline parallel)."));
+               tr("GPUs that serve one copy of the model: tensor parallel × pipeline parallel, set under Parallel "
+                  "or by a row of “How many GPUs?”."));
     marks_.add(memory_, {"gpu_memory", "memory_bytes"}, tr("Memory of one GPU: 80GiB, 141 GB, or bytes."));
     marks_.add(bandwidth_, {"gpu_bandwidth", "bandwidth_bytes_per_s"},
                tr("Memory bandwidth of one GPU per second: 3350GB, or bytes."));
@@ -109,7 +112,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     auto* form = new QFormLayout(box_);
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     form->addRow(tr("&GPU"), gpu_);
-    form->addRow(tr("GPU &count"), count_);
+    form->addRow(tr("GPUs"), count_);
     form->addRow(tr("Memory"), memory_);
     form->addRow(tr("Bandwidth"), bandwidth_);
     form->addRow(tr("&Engine"), engine_);
@@ -123,9 +126,13 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     results->addWidget(bars_);
     results->addWidget(figures_);
     results->addStretch(1);
-    columns_ = new QBoxLayout(QBoxLayout::LeftToRight, this);
+    auto* page = new QVBoxLayout(this);
+    columns_ = new QBoxLayout(QBoxLayout::LeftToRight);
     columns_->addWidget(box_, 2);
     columns_->addLayout(results, 4);
+    page->addLayout(columns_);
+    page->addWidget(plan_);
+    connect(plan_, &PlanView::notice, this, &DeploymentView::notice);
     // Long GPU names must not widen the form past a small window.
     gpu_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     gpu_->setMinimumContentsLength(18);
@@ -155,17 +162,6 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                 d.gpu.id = "custom";
                 d.gpu.name = "custom GPU";
                 d.gpu.source = "entered by hand";
-            }
-        });
-    });
-    connect(count_, &BigSpinBox::valueEdited, this, [edit](std::uint64_t n) {
-        edit(QObject::tr("Change GPU count"), [n](Deployment& d, Scenario& s) {
-            // The count is tensor parallel × pipeline parallel; a new count changes tensor parallel.
-            d.gpu_count = n;
-            s.parallel.tp = std::max<std::uint64_t>(1, n / std::max<std::uint64_t>(1, s.parallel.pp));
-            if (s.parallel.tp * s.parallel.pp != n) {
-                s.parallel.pp = 1;
-                s.parallel.tp = n;
             }
         });
     });
@@ -228,7 +224,7 @@ void DeploymentView::sync() {
         const Deployment& d = *s.deployment;
         const int gi = gpu_->findData(q(d.gpu.id));
         gpu_->setCurrentIndex(gi >= 0 ? gi : gpu_->findData(kCustom));
-        count_->setValue(d.gpu_count);
+        count_->setText(tr("%1 = TP %2 × PP %3").arg(d.gpu_count).arg(s.parallel.tp).arg(s.parallel.pp));
         if (!memory_->hasFocus() && !typed_.contains(memory_))
             memory_->setText(q(format_bytes(d.gpu.memory_bytes, model_->units())));
         if (!bandwidth_->hasFocus() && !typed_.contains(bandwidth_))
@@ -282,9 +278,14 @@ void DeploymentView::refreshResults() {
     const std::uint64_t spare = f.headroom_bytes_per_gpu > 0 ? static_cast<std::uint64_t>(f.headroom_bytes_per_gpu) : 0;
     const std::uint64_t overflow =
         f.headroom_bytes_per_gpu < 0 ? static_cast<std::uint64_t>(-f.headroom_bytes_per_gpu) : 0;
+    // The KV cache keeps its own colour; what does not fit is the hatched red beyond the bar.
+    const QString kv_legend =
+        f.fits ? QString()
+               : tr("KV budget %1 of the %2 needed")
+                     .arg(q(format_bytes(kv_shown, units)), q(format_bytes(f.kv_bytes_per_gpu, units)));
     QList<GpuMemoryBar::Segment> segments{
         {tr("weights"), std::min(f.weights_bytes_per_gpu, f.memory_bytes_per_gpu), QColor(0x2e, 0x86, 0xde)},
-        {tr("KV cache"), kv_shown, f.fits ? QColor(0x2a, 0x9d, 0x8f) : QColor(0xd6, 0x30, 0x31)},
+        {tr("KV cache"), kv_shown, QColor(0x2a, 0x9d, 0x8f), kv_legend},
         {tr("free KV budget"), spare, QColor(0xa8, 0xe6, 0xcf)},
         {tr("reserve"), f.reserve_bytes_per_gpu, QColor(0x95, 0xa5, 0xa6)},
         {tr("left unused"), f.free_bytes_per_gpu, QColor(0xdf, 0xe6, 0xe9)},

@@ -181,7 +181,8 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
         QStringList rows;
         for (const Variant& v : r.variants)
             rows << QObject::tr("%1%2: %3 KV heads, %4, %5% of MHA")
-                        .arg(q(v.name), v.is_model ? QObject::tr(" (this model)") : QString())
+                        .arg(q(v.name), (v.is_model ? QObject::tr(" (this model)") : QString()) +
+                                            (v.replication > 1 ? ", " + q(replication_text(v.replication)) : QString()))
                         .arg(v.kv_heads)
                         .arg(q(format_bytes(v.kv_cache_bytes, units)))
                         .arg(v.percent_of_mha, 0, 'f', 1);

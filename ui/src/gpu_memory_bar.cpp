@@ -13,6 +13,8 @@ constexpr int kLabelWidth = 56;
 constexpr int kMaxBars = 8;
 }  // namespace
 
+QBrush GpuMemoryBar::overflowBrush() { return {QColor(0xd6, 0x30, 0x31), Qt::BDiagPattern}; }
+
 GpuMemoryBar::GpuMemoryBar(QWidget* parent) : QWidget(parent) {
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
     setAccessibleName(tr("Memory per GPU"));
@@ -32,7 +34,10 @@ void GpuMemoryBar::setData(QList<Segment> segments, std::uint64_t memory, std::u
 int GpuMemoryBar::shownBars() const { return std::min(gpus_, kMaxBars); }
 
 QSize GpuMemoryBar::sizeHint() const {
-    const int legend_rows = (static_cast<int>(segments_.size()) + (overflow_ ? 1 : 0) + 1) / 2;
+    // Two entries to a row; an entry with its own longer text takes a whole row.
+    int halves = overflow_ ? 1 : 0, wide = 0;
+    for (const Segment& s : segments_) (s.legend.isEmpty() ? halves : wide) += 1;
+    const int legend_rows = (halves + 1) / 2 + wide;
     const int h = shownBars() * (kBarHeight + kGap) + (gpus_ > kMaxBars ? fontMetrics().height() : 0) +
                   legend_rows * (fontMetrics().height() + 4) + 8;
     return {480, h};
@@ -69,7 +74,7 @@ void GpuMemoryBar::paintEvent(QPaintEvent*) {
         if (overflow_) {
             const QRectF r(kLabelWidth + width, y, std::min(static_cast<double>(overflow_) * per_byte, width * 0.17),
                            kBarHeight);
-            p.fillRect(r, QBrush(QColor(0xd6, 0x30, 0x31), Qt::BDiagPattern));
+            p.fillRect(r, overflowBrush());
         }
         p.setPen(QPen(pal.color(QPalette::Text), 1));
         p.setBrush(Qt::NoBrush);
@@ -84,16 +89,31 @@ void GpuMemoryBar::paintEvent(QPaintEvent*) {
     // Legend: a swatch and "label size" per segment, two to a row.
     const int col_w = (this->width() - kLabelWidth) / 2;
     const int line_h = fontMetrics().height() + 4;
-    int i = 0;
     QList<Segment> legend = segments_;
-    if (overflow_) legend.append({tr("does not fit"), overflow_, QColor(0xd6, 0x30, 0x31)});
-    for (const Segment& s : legend) {
-        const int lx = kLabelWidth + (i % 2) * col_w, ly = y + (i / 2) * line_h + 2;
-        p.fillRect(QRect(lx, ly + 3, 12, 12), s.color);
+    if (overflow_) legend.append({tr("does not fit"), overflow_, overflowBrush().color()});
+    int row = 0, column = 0;  // column 0 or 1; a wide entry starts a row of its own
+    for (qsizetype i = 0; i < legend.size(); ++i) {
+        const Segment& s = legend.at(i);
+        const bool whole_row = !s.legend.isEmpty();
+        if (whole_row && column == 1) ++row, column = 0;
+        const int lx = kLabelWidth + column * col_w, ly = y + row * line_h + 2;
+        const int text_w = (whole_row ? 2 * col_w : col_w) - 20;
+        const QRect swatch(lx, ly + 3, 12, 12);
+        const bool hatched = overflow_ && i == legend.size() - 1;
+        p.fillRect(swatch, hatched ? overflowBrush() : QBrush(s.color));
+        if (hatched) {
+            p.setPen(QPen(s.color, 1));
+            p.drawRect(swatch);
+        }
         p.setPen(pal.color(QPalette::Text));
-        p.drawText(QRect(lx + 18, ly, col_w - 20, line_h), Qt::AlignLeft | Qt::AlignVCenter,
-                   s.label + " " + QString::fromStdString(format_bytes(s.bytes, units_)));
-        ++i;
+        const QString text =
+            s.legend.isEmpty() ? s.label + " " + QString::fromStdString(format_bytes(s.bytes, units_)) : s.legend;
+        p.drawText(QRect(lx + 18, ly, text_w, line_h), Qt::AlignLeft | Qt::AlignVCenter,
+                   p.fontMetrics().elidedText(text, Qt::ElideRight, text_w));
+        if (whole_row || column == 1)
+            ++row, column = 0;
+        else
+            column = 1;
     }
 }
 

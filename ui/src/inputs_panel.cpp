@@ -1,6 +1,8 @@
 #include "kvscope/ui/inputs_panel.h"
 
+#include <QAbstractItemView>
 #include <QAction>
+#include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCompleter>
@@ -15,6 +17,7 @@
 
 #include <algorithm>
 
+#include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/variants.h"
 #include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/context_input.h"
@@ -27,6 +30,17 @@ namespace {
 
 // A KV-heads edit merges with the next one only when typed; each preset stays its own step.
 enum MergeIds { kContextDrag = 1 };
+
+// Every name a catalog model answers to (id, repo id, name, aliases), for the picker's search.
+constexpr int kSearchRole = Qt::UserRole + 1;
+
+// Searches the picker's items by every name they answer to, and writes the item's display text,
+// not the search text, into the box.
+class ModelCompleter : public QCompleter {
+public:
+    using QCompleter::QCompleter;
+    QString pathFromIndex(const QModelIndex& index) const override { return index.data(Qt::DisplayRole).toString(); }
+};
 
 }  // namespace
 
@@ -64,19 +78,39 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     picker_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     picker_->setMinimumContentsLength(22);
     picker_->setInsertPolicy(QComboBox::NoInsert);
-    picker_->completer()->setFilterMode(Qt::MatchContains);
-    picker_->completer()->setCompletionMode(QCompleter::PopupCompletion);
     picker_->lineEdit()->setPlaceholderText(tr("Search models…"));
     for (const CatalogModel& m : model_->catalog().models()) {
-        picker_->addItem(q(m.name) + "  ·  " + q(attention_label(m.model.arch)) + ", " +
-                             QString::number(m.model.arch.layers) + tr(" layers"),
-                         q(m.id));
-        picker_->setItemData(picker_->count() - 1, q(m.hf_repo.empty() ? m.source : m.hf_repo), Qt::ToolTipRole);
+        const QString shown = q(m.name) + "  ·  " + q(attention_label(m.model.arch)) + ", " +
+                              QString::number(m.model.arch.layers) + tr(" layers");
+        picker_->addItem(shown, q(m.id));
+        const int row = picker_->count() - 1;
+        picker_->setItemData(row, q(m.hf_repo.empty() ? m.source : m.hf_repo), Qt::ToolTipRole);
+        QStringList names{shown};
+        for (const std::string& n : model_names(m)) names << q(n);
+        picker_->setItemData(row, names.join('\n'), kSearchRole);
     }
+    auto* completer = new ModelCompleter(picker_->model(), picker_);
+    completer->setCompletionRole(kSearchRole);
+    completer->setFilterMode(Qt::MatchContains);
+    completer->setCaseSensitivity(Qt::CaseInsensitive);
+    completer->setCompletionMode(QCompleter::PopupCompletion);
+    picker_->setCompleter(completer);
     picker_->setAccessibleName(tr("Model"));
-    picker_->setToolTip(tr("A published model from the catalog; type any part of its name to search."));
+    picker_->setToolTip(
+        tr("A published model from the catalog; type any part of its name, its id (llama-3-70b) or its "
+           "Hugging Face id (meta-llama/Meta-Llama-3-70B) and press Enter."));
     connect(picker_, &QComboBox::activated, this,
             [this](int index) { model_->loadCatalogModel(picker_->itemData(index).toString()); });
+    // Enter loads the model the text names; text that names none is said so and put back.
+    connect(picker_->lineEdit(), &QLineEdit::returnPressed, this, &InputsPanel::pickTypedModel);
+    // Leaving the box with unfinished text shows the model in use again (editingFinished is not
+    // emitted while the completion list is open, so the focus change itself is watched).
+    connect(qApp, &QApplication::focusChanged, this, [this](QWidget* old, QWidget* now) {
+        const auto inside_picker = [this](QWidget* w) {
+            return w && (w == picker_ || picker_->isAncestorOf(w) || w == picker_->completer()->popup());
+        };
+        if (inside_picker(old) && !inside_picker(now) && !syncing_) showModelInPicker();
+    });
     import_->setToolButtonStyle(Qt::ToolButtonTextOnly);
     source_->setWordWrap(true);
     source_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -231,6 +265,48 @@ void InputsPanel::setImportAction(QAction* action) {
     connect(import_, &QToolButton::clicked, action, &QAction::trigger);
 }
 
+void InputsPanel::showModelInPicker() {
+    const bool was_syncing = syncing_;
+    syncing_ = true;
+    const int index = picker_->findData(q(model_->scenario().model_id));
+    if (index >= 0) picker_->setCurrentIndex(index);
+    picker_->setEditText(index >= 0 ? picker_->itemText(index) : model_->description());
+    picker_->lineEdit()->setCursorPosition(0);  // show the name's start
+    syncing_ = was_syncing;
+}
+
+void InputsPanel::pickTypedModel() {
+    const QString typed = picker_->lineEdit()->text().trimmed();
+    const int current = picker_->findData(q(model_->scenario().model_id));
+    if (current >= 0 && typed == picker_->itemText(current)) return;  // the model in use, as shown
+    // The shown text of an item, or any name a model answers to, or a part of exactly one name.
+    const int shown = picker_->findText(typed, Qt::MatchFixedString);
+    std::vector<const CatalogModel*> found;
+    if (shown >= 0) {
+        found.push_back(model_->catalog().find_model(picker_->itemData(shown).toString().toStdString()));
+    } else {
+        found = model_->catalog().matching_models(typed.toStdString());
+    }
+    if (found.size() == 1 && found.front()) {
+        model_->loadCatalogModel(q(found.front()->id));
+        showModelInPicker();
+        return;
+    }
+    QString text;
+    if (found.empty()) {
+        text = tr("No model in the catalog matches '%1'; still showing %2.").arg(typed, model_->description());
+    } else {
+        QStringList names;
+        for (const CatalogModel* m : found) names << q(m->id);
+        text = tr("'%1' matches %2 models (%3); pick one from the list.")
+                   .arg(typed)
+                   .arg(found.size())
+                   .arg(names.mid(0, 5).join(", ") + (names.size() > 5 ? ", …" : ""));
+    }
+    showModelInPicker();
+    emit notice(text);
+}
+
 void InputsPanel::commitKvHeads() {
     if (syncing_) return;
     bool ok = false;
@@ -253,11 +329,7 @@ void InputsPanel::sync() {
     const int index = picker_->findData(QString::fromStdString(s.model_id));
     const CatalogModel* preset = model_->catalog().find_model(s.model_id);
     const bool edited = preset && !(preset->model.arch == a);
-    if (index >= 0)
-        picker_->setCurrentIndex(index);
-    else
-        picker_->setEditText(model_->description());
-    if (!picker_->lineEdit()->hasFocus()) picker_->lineEdit()->setCursorPosition(0);  // show the name's start
+    if (!picker_->lineEdit()->hasFocus()) showModelInPicker();  // never another model's name over these numbers
     QString source = index >= 0 ? QString::fromStdString(preset->hf_repo.empty() ? preset->source : preset->hf_repo)
                                 : model_->description();
     if (edited) source += tr(" — edited");

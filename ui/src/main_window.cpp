@@ -126,6 +126,11 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     layout->addWidget(splitter_, 1);
     setCentralWidget(central);
     statusBar()->addPermanentWidget(status_, 1);
+    // Notices about what an edit did stay in the status line long enough to be read.
+    auto notice = [this](const QString& text) { statusBar()->showMessage(text, 10000); };
+    connect(model_, &ScenarioModel::notice, this, notice);
+    connect(inputs_, &InputsPanel::notice, this, notice);
+    connect(deployment_, &DeploymentView::notice, this, notice);
 
     // Learn: factors point at their inputs; the stopwatch is shared with the Probe tab.
     connect(learn_, &LearnView::fieldHovered, inputs_, &InputsPanel::highlightField);

@@ -15,6 +15,7 @@
 
 #include "kvscope/ui/axis_ticks.h"
 #include "kvscope/ui/chart_palette.h"
+#include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
 
@@ -154,7 +155,8 @@ void MemoryChart::refresh() {
             if (b > 0 && (y_min_positive == 0 || b < y_min_positive)) y_min_positive = b;
         }
         s->replace(points);
-        s->setName(QString::fromStdString(c.name) + (c.is_model ? tr(" (model)") : QString()));
+        s->setName(QString::fromStdString(c.name) + (c.is_model ? tr(" (model)") : QString()) +
+                   (c.replication > 1 ? ", " + q(replication_text(c.replication)) : QString()));
         QPen pen(kVariantColors.at(static_cast<std::size_t>(slot)));
         pen.setWidthF(c.is_model ? 3.2 : 1.6);
         if (!c.is_model) pen.setStyle(Qt::DashLine);

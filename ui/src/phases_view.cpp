@@ -75,8 +75,13 @@ void PhasesView::refresh() {
             .arg(p->decode_flops_uncached / std::max(1.0, p->decode_flops_cached), 0, 'f', 0));
     set(KvCache, 0, tr("%1 written").arg(q(format_bytes(p->prefill_kv_written_bytes, units))));
     set(KvCache, 1, tr("%1 read").arg(q(format_bytes(p->decode_kv_bytes_read, units))));
-    const QString weights = tr("%1 (%2)").arg(q(format_bytes(p->decode_weight_bytes_read, units)),
-                                              q(std::string(to_string(weight_dtype_of(s)))));
+    // The step reads fewer bytes than the weights take when some are looked up or not routed to:
+    // both figures, and why, so that it agrees with the quiz and the fit (which count all of them).
+    QString weights = tr("%1 (%2)").arg(q(format_bytes(p->decode_weight_bytes_read, units)),
+                                        q(std::string(to_string(weight_dtype_of(s)))));
+    if (p->decode_weight_bytes_read != p->weights_bytes)
+        weights = tr("%1 of the %2 stored: %3")
+                      .arg(weights, q(format_bytes(p->weights_bytes, units)), q(p->weights_read_reason));
     set(Weights, 0, weights);
     set(Weights, 1, weights);
     set(Intensity, 0,

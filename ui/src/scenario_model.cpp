@@ -144,13 +144,26 @@ void ScenarioModel::setHeadDim(std::uint64_t head_dim) {
 void ScenarioModel::loadCatalogModel(const QString& id) {
     const CatalogModel* m = catalog_.find_model(id.toStdString());
     if (!m) return;
-    Scenario s = scenario_;  // the workload, deployment and KV format stay as the user set them
+    // The workload and deployment stay as the user set them; the KV and weight formats become the
+    // model's own, as kvscope-cli gives them for --model (the same inputs, the same numbers).
+    Scenario s = scenario_;
     s.model_id = m->id;
     s.arch = m->model.arch;
+    s.kv_dtype = m->model.kv_dtype;
     if (s.deployment) s.deployment->weight_dtype = m->model.weight_dtype;
     QStringList notes = to_qt(m->model.assumed);
     notes += to_qt(m->model.notes);
-    replace(s, QString::fromStdString(m->name), notes, tr("Load %1").arg(QString::fromStdString(m->name)));
+    const QString name = QString::fromStdString(m->name);
+    const KvDtype before = scenario_.kv_dtype;
+    replace(s, name, notes, tr("Load %1").arg(name));
+    announceKvFormat(before, name, q(m->model.kv_dtype_source));
+}
+
+void ScenarioModel::announceKvFormat(KvDtype before, const QString& model, const QString& source) {
+    if (scenario_.kv_dtype == before) return;
+    emit notice(
+        tr("KV format %1 replaced by %2's own %3 (%4); choose another in KV dtype.")
+            .arg(q(std::string(to_string(before))), model, q(std::string(to_string(scenario_.kv_dtype))), source));
 }
 
 std::optional<QString> ScenarioModel::importConfig(const QString& path) {
@@ -158,16 +171,17 @@ std::optional<QString> ScenarioModel::importConfig(const QString& path) {
     if (!imported) return error_text(imported.errors());
     Scenario s = scenario_;
     s.model_id = path.toStdString();
-    s.arch = imported->arch;
-    if (s.arch.name.empty()) s.arch.name = QFileInfo(path).dir().dirName().toStdString();
+    s.arch = imported->arch;  // named by import_config_file, as kvscope-cli names it
     s.kv_dtype = imported->kv_dtype;
     if (s.deployment) s.deployment->weight_dtype = imported->weight_dtype;
     QStringList notes;
     for (const auto& a : imported->assumed) notes << tr("assumed: %1").arg(QString::fromStdString(a));
     notes += to_qt(imported->notes);
     notes << tr("KV format from %1").arg(QString::fromStdString(imported->kv_dtype_source));
-    const QString name = imported->hf_repo.empty() ? path : QString::fromStdString(imported->hf_repo);
-    replace(s, name, notes, tr("Import %1").arg(QFileInfo(path).fileName()));
+    const QString name = q(s.arch.name);
+    const KvDtype before = scenario_.kv_dtype;
+    replace(s, name, notes, tr("Import %1").arg(name));
+    announceKvFormat(before, name, q(imported->kv_dtype_source));
     return std::nullopt;
 }
 
@@ -249,11 +263,13 @@ void ScenarioModel::recompute() {
             auto f = fit(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment);
             auto d = f ? decode_estimate(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment, *f)
                        : Result<DecodeEstimate>(f.errors());
-            if (!d) {
-                collect(d.errors());
+            auto plan = d ? plan_deployments(s.arch, s.kv_dtype, s.workload, *s.deployment) : Result<Plan>(d.errors());
+            if (!plan) {
+                collect(plan.errors());
             } else {
                 r.fit = *f;
                 r.decode = *d;
+                r.plan = *plan;
                 if (f->max_context > 0 && f->max_context < options.max_tokens && !f->max_context_limited_by_model)
                     r.stops_fitting_at = f->max_context + 1;
             }

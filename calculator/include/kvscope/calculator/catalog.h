@@ -38,8 +38,11 @@ public:
     [[nodiscard]] const std::vector<CatalogModel>& models() const { return models_; }
     [[nodiscard]] const std::vector<GpuSpec>& gpus() const { return gpus_; }
 
-    // Matches id, aliases and Hugging Face repo id, case-insensitively.
+    // Matches id, Hugging Face repo id, name and aliases, case-insensitively.
     [[nodiscard]] const CatalogModel* find_model(std::string_view key) const;
+    // The model `text` names exactly (as find_model), else every model with a name containing it,
+    // in any case: what a search box offers for what was typed.
+    [[nodiscard]] std::vector<const CatalogModel*> matching_models(std::string_view text) const;
     [[nodiscard]] const GpuSpec* find_gpu(std::string_view key) const;
 
     // Close matches for an unknown name ("did you mean …").
@@ -52,6 +55,9 @@ private:
     std::vector<CatalogModel> models_;
     std::vector<GpuSpec> gpus_;
 };
+
+// Every name a model answers to: id, Hugging Face repo id, display name, aliases.
+std::vector<std::string> model_names(const CatalogModel& m);
 
 // $KVSCOPE_DATA_DIR, else $XDG_CONFIG_HOME/kvscope, else ~/.config/kvscope.
 std::string default_user_folder();

@@ -29,7 +29,12 @@ struct ImportedModel {
 
 // `source` names the file in messages ("config.json", a path).
 Result<ImportedModel> import_config(std::string_view text, const std::string& source);
+// Reads `path`; the model is named, in this order, by the config's `_name_or_path` when it names a
+// repo, by the Hugging Face cache folder it lies in (org/name), or by its folder.
 Result<ImportedModel> import_config_file(const std::string& path);
+
+// "org/name" for a file in a Hugging Face cache snapshot, else the name of the folder holding it.
+std::string model_name_from_path(const std::string& path);
 
 // Reads a whole file, or an error naming the path and the reason.
 Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes = 64ull << 20);

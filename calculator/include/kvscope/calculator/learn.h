@@ -22,10 +22,14 @@ struct PhaseCosts {
     double prefill_flops = 0;                    // every prompt token at once, every sequence
     std::uint64_t prefill_kv_written_bytes = 0;  // the whole cache, written once
     std::uint64_t decode_weight_bytes_read = 0;  // every weight multiplied once per step
-    std::uint64_t decode_kv_bytes_read = 0;      // the whole cache read once per step
-    double decode_flops_cached = 0;              // one new token per sequence
-    double decode_flops_uncached = 0;            // the same token without a cache: a prefill again
-    double arithmetic_intensity_prefill = 0;     // FLOPs per byte moved (weights + KV)
+    std::uint64_t weights_bytes = 0;             // every weight stored (the quiz's and the fit's figure)
+    // Why a step reads fewer bytes than are stored, when it does ("the embedding table is looked up, one
+    // row per token"); empty when the two are equal.
+    std::string weights_read_reason;
+    std::uint64_t decode_kv_bytes_read = 0;   // the whole cache read once per step
+    double decode_flops_cached = 0;           // one new token per sequence
+    double decode_flops_uncached = 0;         // the same token without a cache: a prefill again
+    double arithmetic_intensity_prefill = 0;  // FLOPs per byte moved (weights + KV)
     double arithmetic_intensity_decode = 0;
 };
 Result<PhaseCosts> phase_costs(const Scenario& scenario);

@@ -6,6 +6,7 @@
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/scenario.h"
 #include "kvscope/calculator/variants.h"
 
@@ -16,5 +17,7 @@ json::Value variants_json(const std::vector<Variant>& variants);
 json::Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std::vector<Variant>& variants);
 json::Value fit_report_json(const Scenario& s, const FitReport& fit, const DecodeEstimate& decode);
 json::Value curves_json(const Scenario& s, const Curves& curves);
+// The planner's answer: the workload, the GPU and engine, then `options` smallest GPU count first.
+json::Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits);
 
 }  // namespace kvscope

@@ -20,7 +20,14 @@ struct Variant {
     std::uint64_t bytes_per_token = 0;
     double percent_of_mha = 0;
     bool is_model = false;  // the model's own layout
+    // GPUs that keep a copy of each KV head: tensor parallel beyond the KV heads replicates them
+    // (vLLM, SGLang), and every copy counts in the bytes above.
+    std::uint64_t replication = 1;
 };
+
+// "replicated on 2 GPUs" when each KV head is kept on more than one GPU, else empty: said beside
+// every figure that replication changes (table, chart, report, CLI).
+std::string replication_text(std::uint64_t replication);
 
 // The architecture with `kv_heads` KV heads (MLA removed; MHA head dims taken from MLA's).
 Architecture with_kv_heads(const Architecture& arch, std::uint64_t kv_heads);

@@ -17,8 +17,8 @@ namespace kvscope::ui {
 
 class DecimalSpinBox;
 
-class BigSpinBox;
 class GpuMemoryBar;
+class PlanView;
 class ScenarioModel;
 
 class DeploymentView : public QWidget {
@@ -28,7 +28,14 @@ public:
 
     [[nodiscard]] QGroupBox* enableBox() const { return box_; }
     [[nodiscard]] QComboBox* gpuField() const { return gpu_; }
-    [[nodiscard]] BigSpinBox* gpuCountField() const { return count_; }
+    [[nodiscard]] QLabel* gpuCountLabel() const { return count_; }
+    [[nodiscard]] PlanView* plan() const { return plan_; }
+
+signals:
+    // A message for the status line.
+    void notice(const QString& text);
+
+public:
     [[nodiscard]] QLabel* verdictLabel() const { return verdict_; }
     [[nodiscard]] QLabel* figuresLabel() const { return figures_; }
     [[nodiscard]] GpuMemoryBar* bars() const { return bars_; }
@@ -44,7 +51,7 @@ private:
     ScenarioModel* model_;
     QGroupBox* box_;
     QComboBox* gpu_;
-    BigSpinBox* count_;
+    QLabel* count_;
     QLineEdit* memory_;
     QLineEdit* bandwidth_;
     QComboBox* engine_;
@@ -55,6 +62,7 @@ private:
     GpuMemoryBar* bars_;
     QLabel* figures_;
     QLabel* errors_;
+    PlanView* plan_;
     QBoxLayout* columns_ = nullptr;
     FieldMarks marks_;
     QMap<QWidget*, QString> typed_;

@@ -19,7 +19,11 @@ public:
         QString label;
         std::uint64_t bytes = 0;
         QColor color;
+        // The legend's text when not "label size" (e.g. "KV budget 2.47 GiB of the 40 GiB needed").
+        QString legend = {};
     };
+    // The colour of what does not fit, drawn hatched in the bar and in its legend swatch.
+    static QBrush overflowBrush();
     explicit GpuMemoryBar(QWidget* parent = nullptr);
 
     // `segments` for one GPU, in order; `memory` is the GPU's size; `overflow` what does not fit.

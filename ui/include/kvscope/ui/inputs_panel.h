@@ -48,9 +48,17 @@ public:
     // Moves the keyboard focus to the input behind `field`.
     void focusField(const QString& field);
 
+signals:
+    // A message for the status line ("No model in the catalog matches …").
+    void notice(const QString& text);
+
 private:
     void sync();
     void commitKvHeads();
+    // Enter in the model picker: loads the model the typed text names.
+    void pickTypedModel();
+    // The model in use, by its list entry (or its imported name), in the picker's box.
+    void showModelInPicker();
 
     ScenarioModel* model_;
     QComboBox* picker_;

@@ -17,6 +17,7 @@
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/derivation.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/scenario.h"
 #include "kvscope/calculator/units.h"
 #include "kvscope/calculator/variants.h"
@@ -35,6 +36,8 @@ struct Results {
     bool weights_estimated = false;
     std::optional<FitReport> fit;
     std::optional<DecodeEstimate> decode;
+    // "How many GPUs?": every TP × PP layout of the deployment's GPU with its replicas, when there is a deployment.
+    std::optional<Plan> plan;
     // Tokens per sequence at which the cache (all sequences, all GPUs) outgrows the weights,
     // and at which it stops fitting the deployment's budget.
     std::optional<std::uint64_t> kv_exceeds_weights_at;
@@ -102,9 +105,14 @@ signals:
     // Inputs, errors or results changed.
     void changed();
     void unitsChanged();
+    // Something the user should know about an edit they made, for the status line
+    // ("KV format fp8_e4m3 replaced by Gemma 2 9B's own fp32 …").
+    void notice(const QString& text);
 
 private:
     void recompute();
+    // Says so when loading a model replaced the KV format that was in use.
+    void announceKvFormat(KvDtype before, const QString& model, const QString& source);
 
     const Catalog& catalog_;
     Scenario scenario_;

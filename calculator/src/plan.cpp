@@ -1,0 +1,101 @@
+#include "kvscope/calculator/plan.h"
+
+#include <algorithm>
+
+#include "kvscope/calculator/checked.h"
+#include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/units.h"
+
+namespace kvscope {
+namespace {
+
+// Why a replica of this layout holds no sequence at the context, in words.
+std::string why_not_text(const FitReport& f, std::uint64_t context, UnitSystem units) {
+    if (f.kv_budget_bytes_per_gpu < 0)
+        return "the weights (" + format_bytes(f.weights_bytes_per_gpu, units) +
+               " per GPU) and reserves exceed what the engine may use";
+    return "one sequence of " + format_count(context) + " tokens needs more than the " +
+           format_bytes(static_cast<std::uint64_t>(f.kv_budget_bytes_per_gpu), units) + " KV budget per GPU";
+}
+
+}  // namespace
+
+std::string plan_layout_text(const PlanOption& o) {
+    return "TP " + std::to_string(o.tp) + " × PP " + std::to_string(o.pp) +
+           (o.replicas > 1 ? " × " + std::to_string(o.replicas) + " replicas" : "");
+}
+
+Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const Workload& workload,
+                              const Deployment& deployment, const PlanLimits& limits) {
+    Errors errors = validate(arch);
+    for (auto& e : validate(workload)) errors.push_back(std::move(e));
+    if (limits.gpus_per_node == 0) errors.push_back({"gpus_per_node", "a node needs at least 1 GPU"});
+    if (limits.max_pp == 0) errors.push_back({"max_pp", "at least 1 pipeline stage is needed"});
+    if (!errors.empty()) return errors;
+
+    Plan plan;
+    plan.sequences = workload.batch;
+    for (std::uint64_t tp = 1; tp <= limits.gpus_per_node; ++tp) {
+        // Engines split the query and KV heads evenly (or replicate KV heads): validate(Parallelism) says which.
+        if (!validate(Parallelism{tp, 1}, arch).empty()) continue;
+        for (std::uint64_t pp = 1; pp <= limits.max_pp && pp <= arch.layers; ++pp) {
+            const Parallelism parallel{tp, pp};
+            Deployment d = deployment;
+            d.gpu_count = tp * pp;
+            Workload one = workload;
+            one.batch = 1;
+            auto single = fit(arch, kv_dtype, one, parallel, d);
+            if (!single) return single.errors();  // the inputs themselves are wrong: say so, not a plan
+
+            PlanOption o;
+            o.tp = tp;
+            o.pp = pp;
+            o.max_batch = single->max_batch;
+            o.fits = single->max_batch > 0;
+            if (o.fits) {
+                o.replicas = (workload.batch + o.max_batch - 1) / o.max_batch;
+                o.sequences_per_replica = (workload.batch + o.replicas - 1) / o.replicas;
+            } else {
+                o.replicas = 1;
+                o.sequences_per_replica = workload.batch;
+                o.why_not = why_not_text(*single, workload.context_tokens, UnitSystem::binary);
+            }
+            const Checked gpus = Checked(tp) * pp * o.replicas;
+            if (gpus.overflow()) continue;
+            o.gpus = gpus.value();
+
+            Workload served = workload;
+            served.batch = o.sequences_per_replica;
+            auto f = fit(arch, kv_dtype, served, parallel, d);
+            if (!f) return f.errors();
+            o.headroom_bytes_per_gpu = f->headroom_bytes_per_gpu;
+            o.max_context = f->max_context;
+            o.max_context_limited_by_model = f->max_context_limited_by_model;
+            if (o.fits) {
+                auto decode = decode_estimate(arch, kv_dtype, served, parallel, d, *f);
+                if (!decode) return decode.errors();
+                o.decode_tokens_per_s_per_sequence = decode->tokens_per_s_per_sequence;
+                o.decode_tokens_per_s = decode->tokens_per_s_per_sequence * static_cast<double>(workload.batch);
+            }
+            plan.options.push_back(std::move(o));
+            // Deeper pipelines only add GPUs once one replica serves every sequence.
+            if (plan.options.back().fits && plan.options.back().replicas == 1) break;
+        }
+    }
+    std::stable_sort(plan.options.begin(), plan.options.end(), [](const PlanOption& a, const PlanOption& b) {
+        if (a.gpus != b.gpus) return a.gpus < b.gpus;
+        if (a.fits != b.fits) return a.fits;
+        return a.decode_tokens_per_s > b.decode_tokens_per_s;
+    });
+    plan.notes.push_back("tensor parallel within a node of " + std::to_string(limits.gpus_per_node) +
+                         " GPUs, pipeline parallel up to " + std::to_string(limits.max_pp) +
+                         " stages, replicas (data parallel) for the rest of the " + format_count(workload.batch) +
+                         (workload.batch == 1 ? " sequence" : " sequences"));
+    if (std::none_of(plan.options.begin(), plan.options.end(), [](const PlanOption& o) { return o.fits; }))
+        plan.notes.push_back(
+            "no layout within these limits holds one sequence at this context: shorten the "
+            "context, choose a smaller KV or weight format, or a GPU with more memory");
+    return plan;
+}
+
+}  // namespace kvscope

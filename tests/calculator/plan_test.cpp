@@ -1,0 +1,102 @@
+// "How many GPUs do I need?": the planner's layouts, replicas and order.
+#include <gtest/gtest.h>
+
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/config_import.h"
+#include "kvscope/calculator/plan.h"
+#include "testing.h"
+
+namespace kvscope {
+namespace {
+
+Deployment h100() {
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
+    d.engine = Engine::vllm;
+    d.fraction = 0.90;
+    d.weight_dtype = KvDtype::bf16;
+    return d;
+}
+
+const Architecture& arch_of(const char* id) { return Catalog::builtin().find_model(id)->model.arch; }
+
+// Llama 3 70B in bf16 (141 GB of weights) with an fp8 cache, 64 sequences of 8k on H100 SXM 80GB.
+TEST(Plan, Llama3_70bDoesNotFitOneGpuAndReplicasServeTheRest) {
+    const Workload w{.context_tokens = 8192, .batch = 64};
+    auto plan = plan_deployments(arch_of("llama-3-70b"), KvDtype::fp8_e4m3, w, h100());
+    ASSERT_TRUE(plan) << plan.error_text();
+    EXPECT_EQ(plan->sequences, 64u);
+    ASSERT_FALSE(plan->options.empty());
+    // One GPU cannot hold the weights: listed first, as not fitting, with the reason.
+    const PlanOption& one = plan->options.front();
+    EXPECT_EQ(one.gpus, 1u);
+    EXPECT_FALSE(one.fits);
+    EXPECT_NE(one.why_not.find("the weights"), std::string::npos) << one.why_not;
+    std::uint64_t previous = 0;
+    for (const PlanOption& o : plan->options) {
+        EXPECT_GE(o.gpus, previous) << "smallest GPU count first";
+        previous = o.gpus;
+        EXPECT_EQ(o.gpus, o.tp * o.pp * o.replicas);
+        EXPECT_EQ(64 % o.tp, 0u) << "tensor parallel divides the query heads";
+        EXPECT_LE(o.tp, 8u) << "within a node";
+        if (!o.fits) continue;
+        // Each replica holds its share, and together they serve every sequence.
+        EXPECT_GE(o.replicas * o.sequences_per_replica, 64u);
+        EXPECT_LE(o.sequences_per_replica, o.max_batch);
+        EXPECT_GE(o.headroom_bytes_per_gpu, 0);
+        // The same fit the fit command gives for one replica at its share of the sequences.
+        Workload share = w;
+        share.batch = o.sequences_per_replica;
+        Deployment d = h100();
+        d.gpu_count = o.tp * o.pp;
+        auto f = fit(arch_of("llama-3-70b"), KvDtype::fp8_e4m3, share, {.tp = o.tp, .pp = o.pp}, d);
+        ASSERT_TRUE(f);
+        EXPECT_TRUE(f->fits);
+        EXPECT_EQ(f->headroom_bytes_per_gpu, o.headroom_bytes_per_gpu);
+        EXPECT_NEAR(o.decode_tokens_per_s, o.decode_tokens_per_s_per_sequence * 64, 1e-6);
+    }
+    // TP 8 on one node holds all 64 sequences: one replica, 8 GPUs.
+    const auto tp8 = std::find_if(plan->options.begin(), plan->options.end(),
+                                  [](const PlanOption& o) { return o.tp == 8 && o.pp == 1; });
+    ASSERT_NE(tp8, plan->options.end());
+    EXPECT_TRUE(tp8->fits);
+    EXPECT_EQ(tp8->replicas, 1u);
+    EXPECT_EQ(tp8->gpus, 8u);
+    EXPECT_EQ(plan_layout_text(*tp8), "TP 8 × PP 1");
+}
+
+TEST(Plan, KvHeadsThatCannotBeSplitAreLeftOut) {
+    // 32 query heads and 8 KV heads: TP 3, 5, 6, 7 divide neither.
+    auto plan = plan_deployments(arch_of("llama-3-8b"), KvDtype::bf16, {.context_tokens = 8192, .batch = 1}, h100());
+    ASSERT_TRUE(plan) << plan.error_text();
+    for (const PlanOption& o : plan->options) EXPECT_TRUE(o.tp == 1 || o.tp == 2 || o.tp == 4 || o.tp == 8) << o.tp;
+    // Llama 3 8B fits one H100 with one sequence: the first option, one GPU.
+    EXPECT_TRUE(plan->options.front().fits);
+    EXPECT_EQ(plan->options.front().gpus, 1u);
+    EXPECT_EQ(plan_layout_text(plan->options.front()), "TP 1 × PP 1");
+}
+
+TEST(Plan, NothingFitsIsSaidAndBadInputsAreErrors) {
+    Deployment small = h100();
+    small.gpu.memory_bytes = 1ull << 30;
+    auto plan = plan_deployments(arch_of("llama-3-70b"), KvDtype::bf16, {.context_tokens = 8192, .batch = 1}, small,
+                                 {.gpus_per_node = 2, .max_pp = 2});
+    ASSERT_TRUE(plan);
+    for (const PlanOption& o : plan->options) EXPECT_FALSE(o.fits);
+    ASSERT_EQ(plan->notes.size(), 2u);
+    EXPECT_NE(plan->notes.back().find("no layout within these limits"), std::string::npos);
+    auto bad = plan_deployments(arch_of("llama-3-70b"), KvDtype::bf16, {.context_tokens = 0, .batch = 1}, h100());
+    EXPECT_FALSE(bad);
+}
+
+TEST(ModelName, AHuggingFaceSnapshotIsNamedByItsRepoElseByItsFolder) {
+    EXPECT_EQ(model_name_from_path("/home/a/.cache/huggingface/hub/models--Qwen--Qwen2.5-7B-Instruct/snapshots/"
+                                   "a09a35458c702b33eeacc393d103063234e8bc28/config.json"),
+              "Qwen/Qwen2.5-7B-Instruct");
+    EXPECT_EQ(model_name_from_path("/srv/models/Llama 3 70B – Kopie/config.json"), "Llama 3 70B – Kopie");
+    EXPECT_EQ(model_name_from_path("C:\\models\\mistral\\config.json"), "mistral");
+    EXPECT_EQ(model_name_from_path("config.json"), "config.json");
+}
+
+}  // namespace
+}  // namespace kvscope

@@ -1,0 +1,232 @@
+// The window agrees with kvscope-cli: a model picked from the picker gives the CLI's bytes, fit
+// and decode figures; the picker finds what people type; replication is said wherever it counts;
+// the planner's table is the CLI's plan.
+#include <QComboBox>
+#include <QCompleter>
+#include <QGroupBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLineSeries>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QStatusBar>
+#include <QTableWidget>
+#include <QTest>
+
+#include <gtest/gtest.h>
+
+#include "kvscope/calculator/plan.h"
+#include "kvscope/ui/big_spin_box.h"
+#include "kvscope/ui/comparison_model.h"
+#include "kvscope/ui/deployment_view.h"
+#include "kvscope/ui/inputs_panel.h"
+#include "kvscope/ui/main_window.h"
+#include "kvscope/ui/memory_chart.h"
+#include "kvscope/ui/overview_view.h"
+#include "kvscope/ui/plan_view.h"
+#include "kvscope/ui/scenario_model.h"
+#include "options.h"
+#include "widget_testing.h"
+
+namespace kvscope::ui {
+namespace {
+
+using testing::catalog;
+
+// Types `text` into the model picker and presses Enter, as a user would.
+void pick(MainWindow& w, const QString& text) {
+    QLineEdit* edit = w.inputs()->modelPicker()->lineEdit();
+    edit->setFocus();
+    edit->selectAll();
+    QTest::keyClicks(edit, text);
+    QTest::keyClick(edit, Qt::Key_Return);
+}
+
+// The scenario kvscope-cli builds from `args`.
+Scenario cli_scenario(const std::vector<std::string>& args) {
+    auto options = cli::parse_options(args);
+    EXPECT_TRUE(options) << options.error_text();
+    cli::ScenarioSource source;
+    auto s = cli::build_scenario(*options, catalog(), source);
+    EXPECT_TRUE(s) << s.error_text();
+    return s ? *s : Scenario{};
+}
+
+TEST(Agreement, EveryCatalogModelPickedInTheWindowGivesTheClisNumbers) {
+    MainWindow w(catalog(), false);
+    w.show();
+    w.deployment()->enableBox()->setChecked(true);  // H100 SXM, vLLM, as `--gpu h100-sxm` gives
+    ASSERT_TRUE(w.model()->scenario().deployment);
+    int compared = 0;
+    for (const CatalogModel& m : catalog().models()) {
+        // A format chosen before the pick must not survive it (the CLI never sees it).
+        w.model()->edit("dtype", [](Scenario& s) { s.kv_dtype = KvDtype::fp8_e5m2; });
+        pick(w, QString::fromStdString(m.id));
+        ASSERT_EQ(w.model()->scenario().model_id, m.id) << "the picker did not load " << m.id;
+        const bool tp2 = validate(Parallelism{2, 1}, m.model.arch).empty();
+        const std::string tp = tp2 ? "2" : "1";
+        w.model()->edit("workload", [tp2](Scenario& s) {
+            s.workload.context_tokens = 32768;
+            s.workload.batch = 16;
+            s.parallel.tp = tp2 ? 2 : 1;
+            s.deployment->gpu_count = s.parallel.tp;
+        });
+        const Scenario cli = cli_scenario(
+            {"fit", "--model", m.id, "--context", "32k", "--batch", "16", "--gpu", "h100-sxm", "--tp", tp});
+        ASSERT_TRUE(w.model()->errors().empty()) << m.id << ": " << join_errors(w.model()->errors());
+        const Results& r = w.model()->results();
+        ASSERT_TRUE(r.fit && r.decode) << m.id;
+        EXPECT_EQ(r.scenario.kv_dtype, cli.kv_dtype) << m.id;
+        EXPECT_EQ(r.scenario.deployment->weight_dtype, cli.deployment->weight_dtype) << m.id;
+        auto kv = kv_cache_report(cli.arch, cli.kv_dtype, cli.workload, cli.parallel);
+        auto f = fit(cli.arch, cli.kv_dtype, cli.workload, cli.parallel, *cli.deployment);
+        ASSERT_TRUE(kv && f) << m.id;
+        auto d = decode_estimate(cli.arch, cli.kv_dtype, cli.workload, cli.parallel, *cli.deployment, *f);
+        ASSERT_TRUE(d) << m.id;
+        EXPECT_EQ(r.kv.total_bytes, kv->total_bytes) << m.id;
+        EXPECT_EQ(r.fit->headroom_bytes_per_gpu, f->headroom_bytes_per_gpu) << m.id;
+        EXPECT_EQ(r.fit->max_batch, f->max_batch) << m.id;
+        EXPECT_EQ(r.fit->max_context, f->max_context) << m.id;
+        EXPECT_EQ(r.fit->weights_bytes, f->weights_bytes) << m.id;
+        EXPECT_EQ(r.decode->tokens_per_s_total, d->tokens_per_s_total) << m.id;
+        ++compared;
+    }
+    EXPECT_GE(compared, 20);
+}
+
+TEST(Agreement, ThePickerFindsIdsRepoIdsNamesAndAliasesInAnyCase) {
+    MainWindow w(catalog(), false);
+    w.show();
+    const std::vector<std::pair<QString, std::string>> typed{
+        {"llama-3-70b", "llama-3-70b"},          {"qwen2.5-72b", "qwen2.5-72b"}, {"Qwen/Qwen2.5-72B", "qwen2.5-72b"},
+        {"meta-llama/llama-2-7b", "llama-2-7b"}, {"LLAMA 3 8B", "llama-3-8b"},   {"teaching", "kvscope-teaching-32l"},
+    };
+    for (const auto& [text, id] : typed) {
+        pick(w, text);
+        EXPECT_EQ(w.model()->scenario().model_id, id) << text.toStdString();
+        // The box names the model whose numbers are shown.
+        QComboBox* picker = w.inputs()->modelPicker();
+        EXPECT_EQ(picker->currentText(), picker->itemText(picker->findData(QString::fromStdString(id))));
+    }
+    // The list offers a model for its id and its repo id while typing.
+    QCompleter* completer = w.inputs()->modelPicker()->completer();
+    for (const QString& prefix : {QString("qwen2.5-72b"), QString("Qwen/Qwen2.5-72B")}) {
+        completer->setCompletionPrefix(prefix);
+        ASSERT_GE(completer->completionCount(), 1) << prefix.toStdString();
+        EXPECT_TRUE(completer->currentCompletion().startsWith("Qwen2.5 72B")) << prefix.toStdString();
+    }
+}
+
+TEST(Agreement, EnterOnTextThatMatchesNothingSaysSoAndShowsTheModelInUse) {
+    MainWindow w(catalog(), false);
+    w.show();
+    pick(w, "qwen2.5-72b");
+    ASSERT_EQ(w.model()->scenario().model_id, "qwen2.5-72b");
+    QSignalSpy notices(w.inputs(), &InputsPanel::notice);
+    pick(w, "llama-3-700b-nonsense");
+    EXPECT_EQ(w.model()->scenario().model_id, "qwen2.5-72b");
+    QComboBox* picker = w.inputs()->modelPicker();
+    EXPECT_TRUE(picker->currentText().startsWith("Qwen2.5 72B")) << picker->currentText().toStdString();
+    ASSERT_EQ(notices.size(), 1);
+    EXPECT_TRUE(notices.front().front().toString().contains("No model in the catalog matches 'llama-3-700b-nonsense'"));
+    EXPECT_TRUE(w.statusBar()->currentMessage().contains("No model")) << w.statusBar()->currentMessage().toStdString();
+    // Leaving the box with half-typed text puts the model in use back too.
+    QApplication::setActiveWindow(&w);
+    picker->lineEdit()->setFocus();
+    picker->lineEdit()->selectAll();
+    QTest::keyClicks(picker->lineEdit(), "llama");
+    ASSERT_EQ(picker->currentText(), "llama");
+    w.inputs()->layersField()->setFocus();
+    EXPECT_TRUE(picker->currentText().startsWith("Qwen2.5 72B")) << picker->currentText().toStdString();
+    EXPECT_EQ(w.model()->scenario().model_id, "qwen2.5-72b");
+}
+
+TEST(Agreement, ReplicatedHeadsAreSaidInTheTableAndTheChart) {
+    MainWindow w(catalog(), false);
+    w.model()->edit("tp", [](Scenario& s) { s.parallel.tp = 2; });
+    const ComparisonModel* c = w.overview()->comparison();
+    bool said = false;
+    for (int row = 0; row < c->rowCount(); ++row) {
+        const QString layout = c->data(c->index(row, ComparisonModel::Layout), Qt::DisplayRole).toString();
+        if (layout.startsWith("MQA")) {
+            EXPECT_TRUE(layout.contains("replicated on 2 GPUs")) << layout.toStdString();
+            said = true;
+        } else {
+            EXPECT_FALSE(layout.contains("replicated")) << layout.toStdString();
+        }
+    }
+    EXPECT_TRUE(said);
+    bool in_chart = false;
+    for (int i = 0; i < 4; ++i) in_chart |= w.chart()->variantSeries(i)->name().startsWith("MQA, replicated on 2 GPUs");
+    EXPECT_TRUE(in_chart);
+}
+
+TEST(Agreement, ThePlannerTableIsTheClisPlanAndAppliesALayout) {
+    MainWindow w(catalog(), false);
+    w.resize(1200, 900);
+    w.show();
+    pick(w, "llama-3-70b");
+    w.deployment()->enableBox()->setChecked(true);
+    w.model()->edit("workload", [](Scenario& s) {
+        s.workload.context_tokens = 8192;
+        s.workload.batch = 64;
+        s.kv_dtype = KvDtype::fp8_e4m3;
+    });
+    w.tabs()->setCurrentIndex(w.tabs()->indexOf(w.tabs()->widget(2)));  // Deployment fit: the plan is drawn when shown
+    QApplication::processEvents();
+    const Scenario cli = cli_scenario({"plan", "--model", "llama-3-70b", "--context", "8k", "--batch", "64", "--gpu",
+                                       "h100-sxm", "--kv-dtype", "fp8"});
+    auto plan = plan_deployments(cli.arch, cli.kv_dtype, cli.workload, *cli.deployment);
+    ASSERT_TRUE(plan);
+    QTableWidget* table = w.deployment()->plan()->table();
+    ASSERT_EQ(table->rowCount(), static_cast<int>(plan->options.size()));
+    for (int row = 0; row < table->rowCount(); ++row) {
+        const PlanOption& o = plan->options[static_cast<std::size_t>(row)];
+        EXPECT_EQ(table->item(row, PlanView::Gpus)->text().toULongLong(), o.gpus);
+        EXPECT_TRUE(table->item(row, PlanView::Layout)->text().startsWith(QString::fromStdString(plan_layout_text(o))));
+        EXPECT_EQ(table->item(row, PlanView::Fits)->text(), o.fits ? "yes" : "no");
+    }
+    // The smallest layout that fits in one replica, applied from its row: TP and PP change, one undo step.
+    int row = 0;
+    while (row < table->rowCount() && !(plan->options[static_cast<std::size_t>(row)].fits &&
+                                        plan->options[static_cast<std::size_t>(row)].replicas == 1))
+        ++row;
+    ASSERT_LT(row, table->rowCount());
+    const PlanOption& chosen = plan->options[static_cast<std::size_t>(row)];
+    table->selectRow(row);
+    w.deployment()->plan()->applyButton()->click();
+    EXPECT_EQ(w.model()->scenario().parallel.tp, chosen.tp);
+    EXPECT_EQ(w.model()->scenario().parallel.pp, chosen.pp);
+    EXPECT_EQ(w.model()->scenario().deployment->gpu_count, chosen.tp * chosen.pp);
+    ASSERT_TRUE(w.model()->results().fit);
+    EXPECT_TRUE(w.model()->results().fit->fits);
+    EXPECT_TRUE(w.deployment()->gpuCountLabel()->text().contains("TP " + QString::number(chosen.tp)));
+    w.model()->undoStack()->undo();
+    EXPECT_EQ(w.model()->scenario().parallel.tp, 1u);
+}
+
+TEST(Agreement, AnImportedModelHasOneNameEverywhere) {
+    QTemporaryDir dir;
+    const QString folder = dir.filePath("hub/models--acme--Tiny-LM-2B/snapshots/0123abcd");
+    ASSERT_TRUE(QDir().mkpath(folder));
+    const QString path = folder + "/config.json";
+    testing::write_all(path, R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "max_position_embeddings": 4096})");
+    MainWindow w(catalog(), false);
+    ASSERT_TRUE(w.importConfigFile(path));
+    EXPECT_EQ(w.model()->description(), "acme/Tiny-LM-2B");
+    EXPECT_EQ(w.inputs()->modelPicker()->currentText(), "acme/Tiny-LM-2B");
+    EXPECT_FALSE(w.windowTitle().contains(folder)) << w.windowTitle().toStdString();
+    // kvscope-cli names it the same.
+    EXPECT_EQ(cli_scenario({"kv", "--config", path.toStdString()}).arch.name, "acme/Tiny-LM-2B");
+    // Saved and opened again: the same name.
+    const QString saved = dir.filePath("tiny.kvscope.json");
+    ASSERT_TRUE(w.saveScenarioFile(saved));
+    MainWindow other(catalog(), false);
+    ASSERT_TRUE(other.openScenarioFile(saved));
+    EXPECT_EQ(other.model()->description(), "acme/Tiny-LM-2B");
+    EXPECT_EQ(other.inputs()->modelPicker()->currentText(), "acme/Tiny-LM-2B");
+}
+
+}  // namespace
+}  // namespace kvscope::ui

@@ -1,0 +1,142 @@
+#include "kvscope/ui/plan_view.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/units.h"
+#include "kvscope/ui/refresh_when_shown.h"
+#include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/text.h"
+
+namespace kvscope::ui {
+
+namespace {
+constexpr int kTpRole = Qt::UserRole;
+constexpr int kPpRole = Qt::UserRole + 1;
+constexpr int kReplicasRole = Qt::UserRole + 2;
+}  // namespace
+
+PlanView::PlanView(ScenarioModel* model, QWidget* parent)
+    : QWidget(parent),
+      model_(model),
+      caption_(new QLabel),
+      table_(new QTableWidget(0, ColumnCount)),
+      apply_(new QPushButton(tr("&Use this layout"))) {
+    auto* title = new QLabel(tr("<b>How many GPUs?</b>"));
+    caption_->setWordWrap(true);
+    caption_->setForegroundRole(QPalette::PlaceholderText);
+    // The same columns, in the same words, as kvscope-cli plan.
+    table_->setHorizontalHeaderLabels({tr("GPUs"), tr("TP × PP × replicas"), tr("Fits"), tr("Headroom per GPU"),
+                                       tr("Max seqs"), tr("Max context"), tr("tok/s per seq"), tr("tok/s in all")});
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table_->setSelectionMode(QAbstractItemView::SingleSelection);
+    table_->verticalHeader()->hide();
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    table_->horizontalHeader()->setStretchLastSection(true);
+    table_->setSizeAdjustPolicy(QAbstractScrollArea::AdjustToContents);
+    table_->setAccessibleName(tr("Deployment plans"));
+    table_->setToolTip(tr("Double-click a row, or select it and press Use this layout, to set TP and PP."));
+    apply_->setEnabled(false);
+
+    auto* buttons = new QHBoxLayout;
+    buttons->addStretch(1);
+    buttons->addWidget(apply_);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 8, 0, 0);
+    layout->addWidget(title);
+    layout->addWidget(caption_);
+    layout->addWidget(table_);
+    layout->addLayout(buttons);
+
+    connect(table_, &QTableWidget::itemSelectionChanged, this,
+            [this] { apply_->setEnabled(!table_->selectedItems().isEmpty()); });
+    connect(table_, &QTableWidget::itemDoubleClicked, this, &PlanView::applySelected);
+    connect(apply_, &QPushButton::clicked, this, &PlanView::applySelected);
+    auto* lazy = new RefreshWhenShown(this, [this] { refresh(); });
+    connect(model_, &ScenarioModel::changed, lazy, &RefreshWhenShown::request);
+    connect(model_, &ScenarioModel::unitsChanged, lazy, &RefreshWhenShown::request);
+}
+
+void PlanView::refresh() {
+    const Results& r = model_->results();
+    table_->setRowCount(0);
+    apply_->setEnabled(false);
+    if (!model_->hasResults() || !r.plan || !r.scenario.deployment) {
+        caption_->setText(tr("Tick “Check a deployment” to see every layout of its GPU."));
+        return;
+    }
+    const Plan& plan = *r.plan;
+    const Scenario& s = r.scenario;
+    const UnitSystem units = model_->units();
+    caption_->setText(tr("%1 sequences of %2 tokens on %3 with %4. Max seqs: what one replica holds at this "
+                         "context; headroom at the sequences each replica serves. %5.")
+                          .arg(q(format_count(plan.sequences)), q(format_tokens(s.workload.context_tokens)),
+                               q(s.deployment->gpu.name), q(std::string(to_string(s.deployment->engine))),
+                               [&plan] {
+                                   QString note = plan.notes.empty() ? QString() : q(plan.notes.front());
+                                   if (!note.isEmpty()) note[0] = note[0].toUpper();
+                                   return note;
+                               }()));
+    table_->setRowCount(static_cast<int>(plan.options.size()));
+    int row = 0;
+    for (const PlanOption& o : plan.options) {
+        const bool in_use = o.tp == s.parallel.tp && o.pp == s.parallel.pp;
+        const QStringList cells{
+            QString::number(o.gpus),
+            q(plan_layout_text(o)) + (in_use ? tr("  (in use)") : QString()),
+            o.fits ? tr("yes") : tr("no"),
+            o.fits ? q(format_signed_bytes(o.headroom_bytes_per_gpu, units)) : tr("—"),
+            QString::number(o.max_batch),
+            o.fits ? q(format_count(o.max_context)) + (o.max_context_limited_by_model ? tr(" (model max)") : QString())
+                   : tr("—"),
+            o.fits ? q(number_text(o.decode_tokens_per_s_per_sequence, Notation::fixed, 1)) : tr("—"),
+            o.fits ? q(number_text(o.decode_tokens_per_s, Notation::fixed, 0)) : tr("—"),
+        };
+        for (int c = 0; c < ColumnCount; ++c) {
+            auto* item = new QTableWidgetItem(cells.at(c));
+            if (c != Layout && c != Fits) item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            item->setData(kTpRole, QVariant::fromValue<qulonglong>(o.tp));
+            item->setData(kPpRole, QVariant::fromValue<qulonglong>(o.pp));
+            item->setData(kReplicasRole, QVariant::fromValue<qulonglong>(o.replicas));
+            if (!o.fits) {
+                item->setToolTip(q(o.why_not));
+                item->setForeground(palette().color(QPalette::PlaceholderText));
+            }
+            if (in_use) {
+                QFont bold = item->font();
+                bold.setBold(true);
+                item->setFont(bold);
+            }
+            table_->setItem(row, c, item);
+        }
+        ++row;
+    }
+}
+
+void PlanView::applySelected() {
+    const QList<QTableWidgetItem*> selected = table_->selectedItems();
+    if (selected.isEmpty()) return;
+    const QTableWidgetItem* item = selected.front();
+    const std::uint64_t tp = item->data(kTpRole).toULongLong(), pp = item->data(kPpRole).toULongLong();
+    const std::uint64_t replicas = item->data(kReplicasRole).toULongLong();
+    model_->edit(tr("Use TP %1 × PP %2").arg(tp).arg(pp), [tp, pp](Scenario& s) {
+        s.parallel.tp = tp;
+        s.parallel.pp = pp;
+        if (s.deployment) s.deployment->gpu_count = tp * pp;
+    });
+    const std::uint64_t sequences = model_->scenario().workload.batch;
+    emit notice(replicas > 1 ? tr("TP %1 × PP %2 set. %3 sequences need %4 replicas of it; the fit above shows one "
+                                  "replica holding all of them.")
+                                   .arg(tp)
+                                   .arg(pp)
+                                   .arg(q(format_count(sequences)))
+                                   .arg(replicas)
+                             : tr("TP %1 × PP %2 set: %3 GPUs.").arg(tp).arg(pp).arg(tp * pp));
+}
+
+}  // namespace kvscope::ui
