@@ -19,7 +19,8 @@ QString usage() {
         "  --context N   --batch N   --kv-dtype T   --block-size N   --tp N   --pp N   --full-window\n"
         "  --gpu ID   --gpus N   --engine E   --utilization F   --weight-dtype T\n"
         "  --gpu-memory SIZE   --gpu-bandwidth SIZE   --reserve SIZE   --overhead SIZE\n"
-        "  --units gib|gb   --linear (linear token axis)   --log-bytes (log bytes axis)   --data-dir DIR\n"
+        "  --units gib|gb   --linear (linear token axis)   --log-bytes | --linear-bytes (bytes axis; default:\n"
+        "  log when MHA would squash the model's own curve)   --data-dir DIR\n"
         "\n"
         "Exports (no window is shown):\n"
         "  --export-chart OUT.png|svg|pdf   --export-csv OUT.csv   --export-json OUT.json\n"
@@ -62,6 +63,8 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
             c.startup_probe = true;
         else if (arg == "--log-bytes")
             c.log_bytes = true;
+        else if (arg == "--linear-bytes")
+            c.log_bytes = false;
         else if (auto p = paths.find(arg); p != paths.end())
             *p->second = value();
         else if (arg == "--size") {

@@ -21,7 +21,7 @@ struct CommandLine {
     ui::ChartSize chart_size;
     std::optional<QString> screenshots_dir;  // render every screen into this folder and exit
     bool startup_probe = false;              // exit at the first painted frame (bench/)
-    bool log_bytes = false;                  // chart: log-scale bytes axis
+    std::optional<bool> log_bytes;           // chart: log or linear bytes axis; unset: the chart chooses
     cli::Options options;                    // the scenario options, as kvscope-cli reads them
     bool has_scenario_options = false;
 

@@ -45,7 +45,7 @@ int run_exports(const kvscope::gui::CommandLine& c, const kvscope::gui::ChosenSc
     }
     MemoryChart chart(&model);
     chart.setLogTokens(!c.options.linear);
-    chart.setLogBytes(c.log_bytes);
+    if (c.log_bytes) chart.setLogBytes(*c.log_bytes);
     chart.resize(c.chart_size.logical);
     int status = 0;
     auto check = [&status](const std::optional<QString>& problem, const QString& path) {
@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
     kvscope::ui::MainWindow window(catalog, /*restore=*/!c.startup_probe);
     if (*chosen) window.showScenario((*chosen)->scenario, (*chosen)->description, (*chosen)->notes);
     if (c.options.linear) window.chart()->setLogTokens(false);
-    if (c.log_bytes) window.chart()->setLogBytes(true);
+    if (c.log_bytes) window.chart()->setLogBytes(*c.log_bytes);
     if (c.startup_probe) {
         // bench/: report the time to the first painted frame, then leave.
         struct FirstPaint : QObject {

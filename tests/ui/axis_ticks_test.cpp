@@ -29,11 +29,17 @@ TEST(AxisTicks, LinearTokensStepByPowersOfTwo) {
 
 TEST(AxisTicks, BytesUseBinaryOrDecimalUnits) {
     EXPECT_EQ(labels(byte_ticks(0, 64.0 * (1ull << 30), false, UnitSystem::binary)),
-              QStringList({"0 B", "8 GiB", "16 GiB", "24 GiB", "32 GiB", "40 GiB", "48 GiB", "56 GiB", "64 GiB"}));
+              QStringList({"0 GiB", "8 GiB", "16 GiB", "24 GiB", "32 GiB", "40 GiB", "48 GiB", "56 GiB", "64 GiB"}));
     EXPECT_EQ(labels(byte_ticks(0, 80e9, false, UnitSystem::decimal)),
-              QStringList({"0 B", "10 GB", "20 GB", "30 GB", "40 GB", "50 GB", "60 GB", "70 GB", "80 GB"}));
+              QStringList({"0 GB", "10 GB", "20 GB", "30 GB", "40 GB", "50 GB", "60 GB", "70 GB", "80 GB"}));
     EXPECT_EQ(labels(byte_ticks(20, 40, true, UnitSystem::binary)),
               QStringList({"1 MiB", "32 MiB", "1 GiB", "32 GiB", "1 TiB"}));
+}
+
+TEST(AxisTicks, ALinearBytesAxisSpeaksOneUnit) {
+    // Up to 1.3 TiB: every tick in TiB, not 512 GiB among them.
+    EXPECT_EQ(labels(byte_ticks(0, 1.3 * (1ull << 40), false, UnitSystem::binary)),
+              QStringList({"0 TiB", "0.25 TiB", "0.5 TiB", "0.75 TiB", "1 TiB", "1.25 TiB"}));
 }
 
 TEST(AxisTicks, CompactBytesDropTrailingZeros) {

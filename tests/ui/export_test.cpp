@@ -1,6 +1,7 @@
 // Every export writes a file a report pipeline can use; failures lose nothing.
 #include <QFileInfo>
 #include <QImage>
+#include <QLineSeries>
 #include <QSvgRenderer>
 #include <QTemporaryDir>
 
@@ -8,6 +9,7 @@
 
 #include "kvscope/calculator/json.h"
 #include "kvscope/ui/main_window.h"
+#include "kvscope/ui/memory_chart.h"
 #include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/scenario_model.h"
 #include "widget_testing.h"
@@ -43,6 +45,64 @@ TEST(Export, ChartAsSvgParsesAndPdfStartsWithTheMagic) {
     EXPECT_TRUE(read_all(dir.filePath("chart.svg")).contains("GQA-8"));  // legend text is in the drawing
     ASSERT_TRUE(w.exportChartTo(dir.filePath("chart.pdf")));
     EXPECT_TRUE(read_all(dir.filePath("chart.pdf")).startsWith("%PDF"));
+}
+
+TEST(Export, TheChartSaysWhatItShowsInEveryFormat) {
+    QTemporaryDir dir;
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("llama-3-70b");
+    w.model()->edit("example", [](Scenario& s) {
+        s.kv_dtype = KvDtype::fp8_e4m3;
+        s.workload.context_tokens = 131072;
+        s.workload.batch = 8;
+        s.parallel.tp = 2;
+        Deployment d;
+        d.gpu = *catalog().find_gpu("h100-sxm");
+        d.gpu_count = 2;
+        s.deployment = d;
+    });
+    MemoryChart* chart = w.chart();
+    EXPECT_EQ(chart->titleText(), "KV cache against context length: Llama 3 70B");
+    EXPECT_EQ(chart->subtitleText(),
+              "fp8_e4m3 KV · 128k tokens × 8 sequences · TP 2 × PP 1 · 2 × NVIDIA H100 SXM 80GB · vllm");
+    EXPECT_TRUE(chart->chart()->title().contains(chart->subtitleText().toHtmlEscaped()));
+
+    ASSERT_TRUE(w.exportChartTo(dir.filePath("chart.svg")));
+    const QByteArray svg = read_all(dir.filePath("chart.svg"));
+    EXPECT_TRUE(svg.contains("<title>KV cache against context length: Llama 3 70B</title>")) << svg.left(600).data();
+    EXPECT_TRUE(svg.contains(chart->subtitleText().toUtf8()));
+    // Text at the size it has beside the lines in the window and the PNG: the legend's point size at
+    // the screen's resolution, in the SVG's own units (one per pixel of the 1200-wide chart).
+    const int legend_px = qRound(chart->chart()->legend()->font().pointSizeF() * chart->logicalDpiY() / 72.0);
+    EXPECT_TRUE(svg.contains(QString("font-size=\"%1\"").arg(legend_px).toUtf8())) << legend_px;
+    ASSERT_TRUE(w.exportChartTo(dir.filePath("chart.pdf")));
+    EXPECT_TRUE(read_all(dir.filePath("chart.pdf")).contains("/Title"));
+}
+
+TEST(Export, TheChosenContextIsMarkedAndMhaDoesNotSquashTheModel) {
+    MainWindow w(catalog(), false);
+    MemoryChart* chart = w.chart();
+    // The lesson's model is MHA at 8k: every line reads on a linear axis.
+    EXPECT_FALSE(chart->logBytes());
+    EXPECT_TRUE(chart->contextMarker()->isVisible());
+    EXPECT_EQ(chart->contextMarker()->name(), "context 8k");
+    ASSERT_EQ(chart->contextMarker()->count(), 2);
+    EXPECT_DOUBLE_EQ(chart->contextMarker()->at(0).x(), 13.0);  // log2(8192) on the log tokens axis
+    // Llama 3 70B with MHA's terabytes beside an 9 GiB budget: the bytes axis turns logarithmic by itself.
+    w.model()->loadCatalogModel("llama-3-70b");
+    w.model()->edit("example", [](Scenario& s) {
+        s.workload.context_tokens = 131072;
+        s.workload.batch = 8;
+    });
+    EXPECT_TRUE(chart->logBytes());
+    EXPECT_TRUE(chart->bytesAxisAutomatic());
+    // Once the user chooses, the choice stays.
+    chart->setLogBytes(false);
+    w.model()->edit("batch", [](Scenario& s) { s.workload.batch = 16; });
+    EXPECT_FALSE(chart->logBytes());
+    EXPECT_FALSE(chart->bytesAxisAutomatic());
+    // Hovering shows the crosshair's readout, and no tooltip covers it.
+    EXPECT_TRUE(chart->toolTip().isEmpty());
 }
 
 TEST(Export, CsvHasExactBytesPerLayout) {

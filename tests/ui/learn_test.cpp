@@ -3,9 +3,12 @@
 // restart, the context-window strip counts what each layer still sees, and the recompute chart
 // takes the stopwatch's measured curves.
 #include <QApplication>
+#include <QChartView>
 #include <QComboBox>
 #include <QDir>
 #include <QLabel>
+#include <QLegend>
+#include <QLegendMarker>
 #include <QLineEdit>
 #include <QLineSeries>
 #include <QListWidget>
@@ -17,6 +20,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUndoStack>
+#include <QValueAxis>
 
 #include <gtest/gtest.h>
 
@@ -277,6 +281,12 @@ TEST(LearnRecompute, FlatAgainstGrowingAndTheStopwatchOverlaid) {
     r->setCumulative(true);
     EXPECT_GT(r->uncachedSeries()->points().back().y(), 20 * r->cachedSeries()->points().back().y());
     EXPECT_EQ(r->measuredCachedSeries()->count(), 0);
+    // Before any run the legend lists only what is drawn, and the work axis writes whole numbers.
+    QLegend* legend = r->chartView()->chart()->legend();
+    for (QLineSeries* s : {r->measuredCachedSeries(), r->measuredUncachedSeries()})
+        for (QLegendMarker* m : legend->markers(s)) EXPECT_FALSE(m->isVisible()) << s->name().toStdString();
+    for (QAbstractAxis* axis : r->chartView()->chart()->axes(Qt::Vertical))
+        if (auto* value = qobject_cast<QValueAxis*>(axis)) EXPECT_FALSE(value->labelFormat().contains('g'));
 
     // The Learn page's button runs the stopwatch through the Probe tab; its times are overlaid.
     QSignalSpy finished(w.probe(), &ProbeView::finished);

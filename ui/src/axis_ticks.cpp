@@ -50,17 +50,27 @@ QString trimmed_number(double v) {
 
 }  // namespace
 
-QString compact_bytes(double bytes, UnitSystem units) {
+namespace {
+
+double unit_base(UnitSystem units) { return units == UnitSystem::binary ? 1024.0 : 1000.0; }
+
+// The unit (0 = B, 1 = KiB/kB …) in which `bytes` reads between 1 and the base.
+int unit_of(double bytes, UnitSystem units) {
+    int i = 0;
+    for (double b = std::abs(bytes); b >= unit_base(units) && i < 6; b /= unit_base(units)) ++i;
+    return i;
+}
+
+QString bytes_in_unit(double bytes, UnitSystem units, int unit) {
     static const char* binary[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     static const char* decimal[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
-    const double base = units == UnitSystem::binary ? 1024.0 : 1000.0;
-    int i = 0;
-    while (std::abs(bytes) >= base && i < 6) {
-        bytes /= base;
-        ++i;
-    }
-    return trimmed_number(bytes) + " " + (units == UnitSystem::binary ? binary[i] : decimal[i]);
+    return trimmed_number(bytes / std::pow(unit_base(units), unit)) + " " +
+           (units == UnitSystem::binary ? binary[unit] : decimal[unit]);
 }
+
+}  // namespace
+
+QString compact_bytes(double bytes, UnitSystem units) { return bytes_in_unit(bytes, units, unit_of(bytes, units)); }
 
 std::vector<Tick> byte_ticks(double lo, double hi, bool log2_axis, UnitSystem units, int max_ticks) {
     std::vector<Tick> ticks;
@@ -78,9 +88,11 @@ std::vector<Tick> byte_ticks(double lo, double hi, bool log2_axis, UnitSystem un
             }
         }
     } else {
+        // One unit along a linear axis, the largest tick's: 0.5 TiB, 0.75 TiB, 1 TiB — not 512 GiB among TiB.
         const auto positions = units == UnitSystem::binary ? linear_positions(lo, hi, max_ticks, 2, {1, 1, 1})
                                                            : linear_positions(lo, hi, max_ticks, 10, {1, 2, 5});
-        for (double v : positions) ticks.push_back({v, compact_bytes(v, units)});
+        const int unit = positions.empty() ? 0 : unit_of(positions.back(), units);
+        for (double v : positions) ticks.push_back({v, bytes_in_unit(v, units, unit)});
     }
     return ticks;
 }

@@ -35,15 +35,17 @@ std::optional<QString> no_results(const ScenarioModel& model) {
     return QObject::tr("Nothing to export yet: the inputs are not valid (%1)").arg(q(join_errors(model.errors())));
 }
 
-QByteArray pdf_of(const std::function<void(QPainter&, QPdfWriter&)>& draw, const QPageSize& page) {
+QByteArray pdf_of(const std::function<void(QPainter&, QPdfWriter&)>& draw, const QPageSize& page, const QString& title,
+                  int resolution = 72) {
     QByteArray bytes;
     QBuffer buffer(&bytes);
     buffer.open(QIODevice::WriteOnly);
     QPdfWriter pdf(&buffer);
     pdf.setPageSize(page);
     pdf.setPageMargins(QMarginsF(0, 0, 0, 0));
-    pdf.setResolution(72);  // one unit = one point
+    pdf.setResolution(resolution);  // 72: one unit = one point
     pdf.setCreator("KVScope");
+    pdf.setTitle(title);
     QPainter painter(&pdf);
     draw(painter, pdf);
     painter.end();
@@ -71,6 +73,10 @@ std::optional<QString> export_chart(MemoryChart& chart, const QString& path, Cha
             .arg(size.logical.height());
     if (!(size.scale >= 0.5 && size.scale <= 8)) return QObject::tr("Chart scale %1 is outside 0.5…8").arg(size.scale);
     const QRectF target(QPointF(0, 0), QSizeF(size.logical));
+    // Text is laid out at the screen's resolution; SVG and PDF draw it at the same, so it keeps the
+    // size it has beside the lines in the window and the PNG.
+    const int dpi = chart.logicalDpiY();
+    const QString title = chart.titleText() + " (" + chart.subtitleText() + ")";
     QByteArray bytes;
     if (suffix == "png") {
         QBuffer buffer(&bytes);
@@ -83,13 +89,17 @@ std::optional<QString> export_chart(MemoryChart& chart, const QString& path, Cha
         svg.setOutputDevice(&buffer);
         svg.setSize(size.logical);
         svg.setViewBox(target);
-        svg.setTitle("KVScope: KV cache against context length");
+        svg.setResolution(dpi);
+        svg.setTitle(chart.titleText());
+        svg.setDescription(chart.subtitleText());
         QPainter painter(&svg);
         chart.renderTo(&painter, target, QSizeF(size.logical));
         painter.end();
     } else if (suffix == "pdf") {
-        bytes = pdf_of([&](QPainter& p, QPdfWriter&) { chart.renderTo(&p, target, QSizeF(size.logical)); },
-                       QPageSize(QSizeF(size.logical), QPageSize::Point));
+        // The page is the chart's size in points; drawn at the screen's resolution, it fills the page.
+        const QRectF page(QPointF(0, 0), QSizeF(size.logical) * (dpi / 72.0));
+        bytes = pdf_of([&](QPainter& p, QPdfWriter&) { chart.renderTo(&p, page, QSizeF(size.logical)); },
+                       QPageSize(QSizeF(size.logical), QPageSize::Point), title, dpi);
     } else {
         return QObject::tr("%1: choose a .png, .svg or .pdf file name for the chart").arg(path);
     }
@@ -203,7 +213,8 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
         const double chart_height = std::min(420.0, 842 - 30 - y);
         chart.renderTo(&p, QRectF(left, y, width, chart_height), QSizeF(900, 900 * chart_height / width));
     };
-    return write_file(path, pdf_of(draw, QPageSize(QPageSize::A4)));
+    return write_file(
+        path, pdf_of(draw, QPageSize(QPageSize::A4), QObject::tr("KV cache report — %1").arg(model.description())));
 }
 
 }  // namespace kvscope::ui

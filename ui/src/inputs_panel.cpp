@@ -105,7 +105,7 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     connect(picker_->lineEdit(), &QLineEdit::returnPressed, this, &InputsPanel::pickTypedModel);
     // Leaving the box with unfinished text shows the model in use again (editingFinished is not
     // emitted while the completion list is open, so the focus change itself is watched).
-    connect(qApp, &QApplication::focusChanged, this, [this](QWidget* old, QWidget* now) {
+    focus_watch_ = connect(qApp, &QApplication::focusChanged, this, [this](QWidget* old, QWidget* now) {
         const auto inside_picker = [this](QWidget* w) {
             return w && (w == picker_ || picker_->isAncestorOf(w) || w == picker_->completer()->popup());
         };
@@ -256,6 +256,11 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     });
     connect(model_, &ScenarioModel::changed, this, &InputsPanel::sync);
     sync();
+}
+
+InputsPanel::~InputsPanel() {
+    // Deleting the fields below moves the focus; the picker must not be asked about it by then.
+    disconnect(focus_watch_);
 }
 
 void InputsPanel::setImportAction(QAction* action) {

@@ -83,7 +83,12 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     chart_bar->addWidget(log_x);
     chart_bar->addWidget(log_y);
     chart_bar->addStretch(1);
-    chart_bar->addWidget(new QLabel(tr("Drag to zoom · hover for exact values")));
+    auto* hint = new QLabel(tr("Drag to zoom · hover for exact values"));
+    hint->setToolTip(
+        tr("Drag to zoom, wheel to zoom, right-click to zoom out, Ctrl+0 to reset; click a legend entry to hide or "
+           "show its line. The bytes axis turns logarithmic by itself when MHA would squash this model's curve; "
+           "tick or untick Log bytes axis to choose."));
+    chart_bar->addWidget(hint);
     chart_bar->addWidget(reset);
     auto* chart_layout = new QVBoxLayout(chart_page);
     chart_layout->addLayout(chart_bar);
@@ -94,6 +99,8 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     connect(log_y, &QCheckBox::toggled, chart_, &MemoryChart::setLogBytes);
     connect(reset, &QPushButton::clicked, chart_, &MemoryChart::resetZoom);
     connect(chart_, &MemoryChart::axesModeChanged, this, [this, log_x, log_y] {
+        // Showing the chart's state is not a choice of the user's (the bytes axis stays automatic).
+        const QSignalBlocker quiet_x(log_x), quiet_y(log_y);
         log_x->setChecked(chart_->logTokens());
         log_y->setChecked(chart_->logBytes());
         if (log_tokens_) log_tokens_->setChecked(chart_->logTokens());
@@ -510,7 +517,10 @@ void MainWindow::saveSettings() const {
     settings.setValue("window/learnPage", static_cast<int>(learn_->page()));
     settings.setValue("view/units", model_->units() == UnitSystem::binary ? "binary" : "decimal");
     settings.setValue("view/logTokens", chart_->logTokens());
-    settings.setValue("view/logBytes", chart_->logBytes());
+    if (chart_->bytesAxisAutomatic())
+        settings.remove("view/logBytes");  // chosen by the chart for each model
+    else
+        settings.setValue("view/logBytes", chart_->logBytes());
     settings.setValue("files/recent", recent_);
     settings.setValue("files/lastDir", last_dir_);
     settings.setValue("scenario/last", QString::fromStdString(scenario_to_json(model_->scenario())));
@@ -585,7 +595,7 @@ void MainWindow::restoreSettings() {
         units_decimal_->setChecked(true);
     }
     chart_->setLogTokens(settings.value("view/logTokens", true).toBool());
-    chart_->setLogBytes(settings.value("view/logBytes", false).toBool());
+    if (settings.contains("view/logBytes")) chart_->setLogBytes(settings.value("view/logBytes").toBool());
     recent_ = settings.value("files/recent").toStringList();
     last_dir_ = settings.value("files/lastDir", QDir::homePath()).toString();
     rebuildRecentMenu();

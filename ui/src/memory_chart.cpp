@@ -46,11 +46,10 @@ MemoryChart::MemoryChart(ScenarioModel* model, QWidget* parent)
     setRenderHint(QPainter::Antialiasing);
     setRubberBand(QChartView::RectangleRubberBand);
     setMouseTracking(true);
-    setToolTip(
-        tr("Drag to zoom, wheel to zoom, right-click to zoom out, Ctrl+0 to reset; "
-           "click a legend entry to hide or show its line"));
+    // No tooltip on the plot: it would cover the crosshair's readout (the hint sits above the chart).
     chart_->setMargins(QMargins(6, 6, 12, 6));
-    chart_->legend()->setAlignment(Qt::AlignBottom);
+    // On the right, one entry a line: a row along the bottom cut the numbers off in a small window.
+    chart_->legend()->setAlignment(Qt::AlignRight);
 
     x_ = new QCategoryAxis;
     y_ = new QCategoryAxis;
@@ -70,6 +69,7 @@ MemoryChart::MemoryChart(ScenarioModel* model, QWidget* parent)
     add(budget_ = new QLineSeries(this));
     add(outgrows_ = new QScatterSeries(this));
     add(stops_ = new QScatterSeries(this));
+    add(context_ = new QLineSeries(this));
     outgrows_->setName(tr("KV cache outgrows the weights"));
     outgrows_->setMarkerShape(QScatterSeries::MarkerShapeCircle);
     outgrows_->setMarkerSize(11);
@@ -95,6 +95,7 @@ MemoryChart::MemoryChart(ScenarioModel* model, QWidget* parent)
     budget_->setObjectName("budget");
     outgrows_->setObjectName("outgrows");
     stops_->setObjectName("stops");
+    context_->setObjectName("context");
 
     cross_line_ = new QGraphicsLineItem(chart_);
     cross_box_ = new QGraphicsRectItem(chart_);
@@ -126,6 +127,7 @@ void MemoryChart::setLogTokens(bool on) {
 }
 
 void MemoryChart::setLogBytes(bool on) {
+    bytes_axis_automatic_ = false;
     if (on == log_y_) return;
     log_y_ = on;
     refresh();
@@ -198,6 +200,11 @@ void MemoryChart::refresh() {
                         ? tr("no fit from %1").arg(QString::fromStdString(format_tokens(*r.stops_fitting_at)))
                         : tr("stops fitting"));
 
+    // The scenario's context, marked where it lies within the curves.
+    const std::uint64_t context = r.scenario.workload.context_tokens;
+    context_->setName(tr("context %1").arg(q(format_tokens(context))));
+    const bool context_shown = context >= tokens.front() && context <= tokens.back();
+
     // Visibility: lines this model has, minus the ones the user switched off in the legend.
     auto show = [this](QAbstractSeries* s, bool present) {
         s->setVisible(present && !hidden_by_user_.contains(s->objectName()));
@@ -213,6 +220,29 @@ void MemoryChart::refresh() {
     show(budget_, has_budget);
     show(outgrows_, outgrows_->count() > 0);
     show(stops_, stops_->count() > 0);
+    show(context_, context_shown);
+
+    // The default bytes axis: log when the highest line is more than 10× the smallest of what this
+    // model needs read — its own cache at the chosen context, its weights, its budget — which MHA's
+    // terabytes would otherwise squash into the bottom of the plot.
+    if (bytes_axis_automatic_) {
+        double smallest = weights;
+        for (const Curve& c : r.curves.series) {
+            if (!c.is_model) continue;
+            const auto at = std::lower_bound(tokens.begin(), tokens.end(), context);
+            const std::size_t i =
+                at == tokens.end() ? tokens.size() - 1 : static_cast<std::size_t>(at - tokens.begin());
+            if (c.bytes[i] > 0) smallest = std::min(smallest, static_cast<double>(c.bytes[i]));
+        }
+        if (has_budget) smallest = std::min(smallest, static_cast<double>(r.fit->kv_budget_bytes));
+        const bool want_log = smallest > 0 && y_max > 10 * smallest;
+        if (want_log != log_y_) {
+            log_y_ = want_log;
+            emit axesModeChanged();
+            refresh();  // again, with every point on the chosen axis
+            return;
+        }
+    }
 
     full_x_lo_ = x_lo;
     full_x_hi_ = x_hi > x_lo ? x_hi : x_lo + 1;
@@ -223,8 +253,34 @@ void MemoryChart::refresh() {
         full_y_lo_ = 0;
         full_y_hi_ = std::max(y_max * 1.06, 1.0);
     }
+    if (context_shown) {
+        const double x = xOf(static_cast<double>(context));
+        context_->replace(QList<QPointF>{{x, full_y_lo_}, {x, full_y_hi_}});
+    } else {
+        context_->clear();
+    }
+    updateTitle();
     chart_->zoomReset();
     setRanges(full_x_lo_, full_x_hi_, full_y_lo_, full_y_hi_);
+}
+
+void MemoryChart::updateTitle() {
+    const Results& r = model_->results();
+    const Scenario& s = r.scenario;
+    title_ = tr("KV cache against context length: %1").arg(display_name(model_->catalog(), s));
+    QStringList parts;
+    parts << tr("%1 KV").arg(q(std::string(to_string(s.kv_dtype))));
+    parts << tr("%1 tokens × %2")
+                 .arg(q(format_tokens(s.workload.context_tokens)),
+                      s.workload.batch == 1 ? tr("1 sequence")
+                                            : tr("%1 sequences").arg(q(format_count(s.workload.batch))));
+    if (s.parallel.tp > 1 || s.parallel.pp > 1) parts << tr("TP %1 × PP %2").arg(s.parallel.tp).arg(s.parallel.pp);
+    if (s.deployment)
+        parts << tr("%1 × %2").arg(s.deployment->gpu_count).arg(q(s.deployment->gpu.name))
+              << q(std::string(to_string(s.deployment->engine)));
+    subtitle_ = parts.join(" · ");
+    chart_->setTitle(QStringLiteral("<b>%1</b><br><span style=\"font-size: small\">%2</span>")
+                         .arg(title_.toHtmlEscaped(), subtitle_.toHtmlEscaped()));
 }
 
 void MemoryChart::setRanges(double x_lo, double x_hi, double y_lo, double y_hi) {
@@ -351,6 +407,7 @@ void MemoryChart::applyPalette() {
     QPen weights_pen(p.color(QPalette::Text), 1.8, Qt::DashDotLine);
     weights_->setPen(weights_pen);
     budget_->setPen(QPen(kBudgetColor, 2.2, Qt::DashLine));
+    context_->setPen(QPen(p.color(QPalette::Text), 1.4, Qt::DotLine));
     outgrows_->setColor(p.color(QPalette::Text));
     outgrows_->setBorderColor(p.color(QPalette::Base));
 }

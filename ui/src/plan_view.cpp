@@ -76,8 +76,7 @@ void PlanView::refresh() {
     caption_->setText(tr("%1 sequences of %2 tokens on %3 with %4. Max seqs: what one replica holds at this "
                          "context; headroom at the sequences each replica serves. %5.")
                           .arg(q(format_count(plan.sequences)), q(format_tokens(s.workload.context_tokens)),
-                               q(s.deployment->gpu.name), q(std::string(to_string(s.deployment->engine))),
-                               [&plan] {
+                               q(s.deployment->gpu.name), q(std::string(to_string(s.deployment->engine))), [&plan] {
                                    QString note = plan.notes.empty() ? QString() : q(plan.notes.front());
                                    if (!note.isEmpty()) note[0] = note[0].toUpper();
                                    return note;

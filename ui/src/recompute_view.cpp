@@ -80,9 +80,9 @@ RecomputeView::RecomputeView(ScenarioModel* model, QWidget* parent)
     x_->setTitleText(tr("generated tokens"));
     x_->setLabelFormat("%d");
     y_->setTitleText(tr("FLOP"));
-    y_->setLabelFormat(axis_label_format(AxisDigits::significant, 3));
+    y_->setLabelFormat(axis_label_format(AxisDigits::fixed, 0));
     y_ms_->setTitleText(tr("measured ms (dashed)"));
-    y_ms_->setLabelFormat(axis_label_format(AxisDigits::significant, 4));
+    y_ms_->setLabelFormat(axis_label_format(AxisDigits::fixed, 0));
     chart_->addAxis(x_, Qt::AlignBottom);
     chart_->addAxis(y_, Qt::AlignLeft);
     chart_->addAxis(y_ms_, Qt::AlignRight);
@@ -167,6 +167,8 @@ void RecomputeView::refresh() {
     x_->setRange(1, std::max(static_cast<double>(n), measured_tokens));
     y_->setRange(0, b.back() / scale * 1.05);
     y_->applyNiceNumbers();
+    // Fixed digits: a significant-digit format writes 1000 as 1e+03.
+    y_->setLabelFormat(axis_label_format(AxisDigits::fixed, y_->max() >= 10 ? 0 : 2));
     y_->setTitleText((cumulative_ ? tr("%1FLOP, all tokens so far") : tr("%1FLOP for this token"))
                          .arg(QString::fromLatin1(kPrefix[power])));
 

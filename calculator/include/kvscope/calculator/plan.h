@@ -28,9 +28,9 @@ struct PlanOption {
     std::uint64_t gpus = 1;      // tp × pp × replicas
     bool fits = false;           // one replica holds the weights and at least one sequence at the context
     std::uint64_t sequences_per_replica = 0;
-    std::int64_t headroom_bytes_per_gpu = 0;  // at sequences_per_replica; negative = short by
-    std::uint64_t max_batch = 0;              // sequences one replica holds at the context
-    std::uint64_t max_context = 0;            // tokens per sequence one replica holds at sequences_per_replica
+    std::int64_t headroom_bytes_per_gpu = 0;    // at sequences_per_replica; negative = short by
+    std::uint64_t max_batch = 0;                // sequences one replica holds at the context
+    std::uint64_t max_context = 0;              // tokens per sequence one replica holds at sequences_per_replica
     bool max_context_limited_by_model = false;  // memory allows more than the model's max positions
     double decode_tokens_per_s_per_sequence = 0;
     double decode_tokens_per_s = 0;  // every sequence of every replica

@@ -23,6 +23,7 @@ class InputsPanel : public QWidget {
     Q_OBJECT
 public:
     explicit InputsPanel(ScenarioModel* model, QWidget* parent = nullptr);
+    ~InputsPanel() override;
 
     void setImportAction(QAction* action);
 
@@ -83,6 +84,7 @@ private:
     QWidget* highlighted_ = nullptr;
     QString kv_heads_problem_;
     bool syncing_ = false;
+    QMetaObject::Connection focus_watch_;
 };
 
 }  // namespace kvscope::ui

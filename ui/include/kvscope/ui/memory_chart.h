@@ -33,6 +33,15 @@ public:
     [[nodiscard]] QLineSeries* budgetSeries() const { return budget_; }
     [[nodiscard]] QScatterSeries* outgrowsMarker() const { return outgrows_; }
     [[nodiscard]] QScatterSeries* stopsFittingMarker() const { return stops_; }
+    // The vertical line at the scenario's context.
+    [[nodiscard]] QLineSeries* contextMarker() const { return context_; }
+    // What the chart shows, as its title says and every export carries it: "KV cache against context
+    // length: Llama 3 70B", and "fp8_e4m3 KV · 32k tokens × 16 sequences · TP 2 · 2 × H100 · vllm".
+    [[nodiscard]] QString titleText() const { return title_; }
+    [[nodiscard]] QString subtitleText() const { return subtitle_; }
+    // True until the user chooses the bytes axis: the chart then picks log bytes when the head layouts
+    // span more than 10× the model's own curve, its weights and its budget, so those stay readable.
+    [[nodiscard]] bool bytesAxisAutomatic() const { return bytes_axis_automatic_; }
     // The crosshair's text at `tokens` (the nearest plotted point), as shown on hover.
     [[nodiscard]] QString readout(std::uint64_t tokens) const;
 
@@ -41,6 +50,7 @@ public:
 
 public slots:
     void setLogTokens(bool on);
+    // The user's choice: from then on the bytes axis is no longer chosen automatically.
     void setLogBytes(bool on);
     void resetZoom();
 
@@ -57,6 +67,7 @@ protected:
 private:
     void refresh();
     void applyPalette();
+    void updateTitle();
     void setRanges(double x_lo, double x_hi, double y_lo, double y_hi);
     void relabel();
     [[nodiscard]] double xOf(double tokens) const;
@@ -72,6 +83,9 @@ private:
     QLineSeries* budget_;
     QScatterSeries* outgrows_;
     QScatterSeries* stops_;
+    QLineSeries* context_;
+    QString title_, subtitle_;
+    bool bytes_axis_automatic_ = true;
     QCategoryAxis* x_;
     QCategoryAxis* y_;
     QGraphicsLineItem* cross_line_ = nullptr;
