@@ -176,6 +176,20 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
         QLocale::setDefault(before);
     }
 
+    // Picking another model by its id: its own KV format replaces fp8, and the status line says so.
+    {
+        QLineEdit* picker = window.inputs()->modelPicker()->lineEdit();
+        picker->setText("gemma-2-9b");
+        emit picker->returnPressed();
+        window.tabs()->setCurrentIndex(ui::MainWindow::DeploymentTab);
+        ok &= save(&window, dir.filePath("picked-model.png"));
+        // The chart in a small window, as a laptop shows it.
+        window.resize(1024, 640);
+        window.tabs()->setCurrentIndex(ui::MainWindow::ChartTab);
+        ok &= save(&window, dir.filePath("chart-small.png"));
+        window.resize(1360, 860);
+    }
+
     // A learner's view: the lesson's model, with an invalid KV head count being corrected.
     model->loadCatalogModel("kvscope-teaching-32l");
     model->edit("Set up the example", [](Scenario& s) {

@@ -52,7 +52,7 @@ Errors validate(const Architecture& a) {
             e.push_back({"kv_heads", "KV heads (" + std::to_string(a.kv_heads) + ") must divide the query heads (" +
                                          std::to_string(a.query_heads) + ") so each KV head serves a whole group"});
     }
-    if (!a.layer_windows.empty() && a.layer_windows.size() != a.layers)
+    if (!a.layer_windows.empty() && a.layers > 0 && a.layer_windows.size() != a.layers)  // 0 layers is said once
         e.push_back({"layer_windows", "there are " + std::to_string(a.layer_windows.size()) +
                                           " per-layer windows for " + std::to_string(a.layers) + " layers"});
     if (a.mla) {

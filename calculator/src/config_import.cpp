@@ -169,10 +169,13 @@ public:
         : root_(root), cfg_(cfg), source_(std::move(source)), out_(out) {}
 
     Errors errors;
-    std::map<std::string, int> lines;  // Architecture field -> line it came from
+    std::map<std::string, int> lines;         // Architecture field -> line it came from
+    std::map<std::string, std::string> keys;  // Architecture field -> the config key that gave it
 
     std::string at(int line) const { return source_ + ":" + std::to_string(line) + ": "; }
 
+    // Messages name the config key themselves ("num_attention_heads must be …"); join_errors then
+    // leaves out the field in front, so the key is said once.
     void error(const std::string& key, int line, const std::string& message) {
         errors.push_back({key, at(line) + message});
     }
@@ -391,7 +394,7 @@ void read_windows(Reader& r, const Value& cfg, ImportedModel& out) {
 void read_attention(Reader& r, ImportedModel& out) {
     Architecture& a = out.arch;
     const auto q = r.required({"num_attention_heads", "n_head", "n_heads", "num_heads"});
-    if (q) a.query_heads = q->value, r.lines["query_heads"] = q->line;
+    if (q) a.query_heads = q->value, r.lines["query_heads"] = q->line, r.keys["query_heads"] = q->key;
 
     // KV heads: explicit counts, then the multi-query switches, then "same as query heads".
     auto kv = r.number({"num_key_value_heads", "n_head_kv", "num_kv_heads", "n_kv_heads"});
@@ -411,7 +414,7 @@ void read_attention(Reader& r, ImportedModel& out) {
         out.assumed.push_back("num_key_value_heads = num_attention_heads = " + std::to_string(q->value) +
                               " (no KV head count in the file: multi-head attention)");
     }
-    if (kv) a.kv_heads = kv->value, r.lines["kv_heads"] = kv->line;
+    if (kv) a.kv_heads = kv->value, r.lines["kv_heads"] = kv->line, r.keys["kv_heads"] = kv->key;
 
     const auto hidden = r.required({"hidden_size", "n_embd", "d_model", "dim"});
     if (hidden) a.hidden_size = hidden->value;
@@ -510,7 +513,7 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
     Architecture& a = out.arch;
     a.name = out.hf_repo;
     if (const auto layers = r.required({"num_hidden_layers", "n_layer", "num_layers", "n_layers"}))
-        a.layers = layers->value, r.lines["layers"] = layers->line;
+        a.layers = layers->value, r.lines["layers"] = layers->line, r.keys["layers"] = layers->key;
     read_attention(r, out);
     if (const auto vocab = r.number_or_default({"vocab_size", "padded_vocab_size"})) a.vocab_size = vocab->value;
     if (const auto inter = r.number_or_default({"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"}))
@@ -536,8 +539,11 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
 
     // Structural checks (kv heads dividing the query heads, …) carry the file's name too.
     Errors problems = validate(a);
+    // "num_hidden_layers: config.json:3: the number of layers must be at least 1": the key that gave
+    // the value (what the user edits in the file), the place, and what is wrong, each once.
     for (auto& p : problems) {
         const auto line = r.lines.find(p.field);
+        if (const auto key = r.keys.find(p.field); key != r.keys.end()) p.field = key->second;
         p.message = r.at(line != r.lines.end() ? line->second : cfg.line()) + p.message;
     }
     if (!problems.empty()) return problems;

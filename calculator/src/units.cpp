@@ -1,10 +1,12 @@
 #include "kvscope/calculator/units.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 
 #include "kvscope/calculator/checked.h"
 #include "kvscope/calculator/numbers.h"
@@ -58,10 +60,53 @@ Result<std::uint64_t> parse_scaled(const std::string& text, std::size_t number_e
     return total.value();
 }
 
+// "1e15", "1.5e6": a whole number written with a power of ten, read exactly (digits times 10^n),
+// or nullopt when `text` is not written that way. An answer that is not whole, or beyond 2^64, is an error.
+std::optional<Result<std::uint64_t>> power_of_ten(const std::string& text, const std::string& field,
+                                                  const std::string& what) {
+    const auto e = text.find_first_of("eE");
+    if (e == std::string::npos || e == 0 || e + 1 >= text.size()) return std::nullopt;
+    const std::string mantissa = text.substr(0, e), exponent = text.substr(e + 1);
+    if (!std::all_of(exponent.begin(), exponent.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return std::nullopt;
+    std::string digits;
+    std::size_t decimals = 0;
+    bool point = false;
+    for (const char c : mantissa) {
+        if (c == '.' && !point) {
+            point = true;
+        } else if (c >= '0' && c <= '9') {
+            digits += c;
+            decimals += point ? 1 : 0;
+        } else {
+            return std::nullopt;
+        }
+    }
+    if (digits.empty() || exponent.size() > 3) return std::nullopt;
+    std::size_t power = 0;
+    for (const char c : exponent) power = power * 10 + static_cast<std::size_t>(c - '0');
+    const FieldError too_big{field, "'" + text + "' is more than 2^64; " + what + " is needed"};
+    if (power < decimals) {
+        // 1.5e0: whole only when the dropped digits are zeros.
+        const std::string dropped = digits.substr(digits.size() - (decimals - power));
+        if (dropped.find_first_not_of('0') != std::string::npos)
+            return Result<std::uint64_t>(
+                FieldError{field, "'" + text + "' is not a whole number; " + what + " is needed"});
+        digits.resize(digits.size() - (decimals - power));
+    } else {
+        digits.append(power - decimals, '0');
+    }
+    Checked value(0);
+    for (const char c : digits) value = value * 10 + static_cast<std::uint64_t>(c - '0');
+    if (value.overflow()) return Result<std::uint64_t>(too_big);
+    return Result<std::uint64_t>(value.value());
+}
+
 Result<std::uint64_t> parse_with_kilo(std::string_view raw, const std::string& field, const std::string& what) {
     const std::string text = trim(raw);
     if (text.empty()) return FieldError{field, "a value is needed"};
     if (text[0] == '-') return FieldError{field, "'" + text + "' is negative; " + what + " is needed"};
+    if (auto scientific = power_of_ten(text, field, what)) return *scientific;
     std::size_t end = text.size();
     std::uint64_t mult = 1;
     const char last = static_cast<char>(std::tolower(static_cast<unsigned char>(text.back())));
@@ -114,8 +159,11 @@ std::string format_count_of(std::uint64_t n, const std::string& one, const std::
 }
 
 std::string format_tokens(std::uint64_t n) {
-    if (n >= (1ull << 20) && n % (1ull << 20) == 0) return std::to_string(n >> 20) + "M";
-    if (n >= (1ull << 10) && n % (1ull << 10) == 0) return std::to_string(n >> 10) + "k";
+    // 8k, 128k, 1M — a short name for the counts people choose; beyond 99,999 of a unit the digits
+    // read better (10^15 tokens is 1,000,000,000,000,000, not 976562500000k).
+    constexpr std::uint64_t kShort = 100000;
+    if (n >= (1ull << 20) && n % (1ull << 20) == 0 && (n >> 20) < kShort) return std::to_string(n >> 20) + "M";
+    if (n >= (1ull << 10) && n % (1ull << 10) == 0 && (n >> 10) < kShort) return std::to_string(n >> 10) + "k";
     return format_count(n);
 }
 

@@ -330,7 +330,7 @@ TEST(Cli, PlanRefusesAFixedLayoutAndNeedsAGpu) {
     EXPECT_NE(fixed.err.find("--tp: plan tries every TP × PP layout"), std::string::npos) << fixed.err;
     const CliRun no_gpu = cli("plan --model llama-3-8b");
     EXPECT_EQ(no_gpu.status, 2);
-    EXPECT_NE(no_gpu.err.find("--gpu: plan needs a GPU"), std::string::npos) << no_gpu.err;
+    EXPECT_NE(no_gpu.err.find("plan needs a GPU: --gpu ID"), std::string::npos) << no_gpu.err;
 }
 
 TEST(Cli, ReplicatedHeadsAreSaidInTheCompareTable) {

@@ -155,7 +155,7 @@ TEST(ConfigImport, KvHeadsThatDoNotDivideAreReportedAtTheirLine) {
     auto m = import(
         "{\n  \"num_hidden_layers\": 2,\n  \"num_attention_heads\": 32,\n  \"num_key_value_heads\": 5,\n"
         "  \"hidden_size\": 4096\n}");
-    EXPECT_FIELD_ERROR(m, "kv_heads", "config.json:4: KV heads (5) must divide the query heads (32)");
+    EXPECT_FIELD_ERROR(m, "num_key_value_heads", "config.json:4: KV heads (5) must divide the query heads (32)");
 }
 
 TEST(ConfigImport, MalformedJsonGivesLineAndColumn) {
@@ -219,7 +219,8 @@ TEST(ConfigImport, AbsurdLayerCountWithSlidingWindowsIsAnErrorNotAnAllocation) {
         "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096, "intermediate_size": 14336,
         "vocab_size": 32000, "max_position_embeddings": 32768, "sliding_window": 4096})",
                                         "config.json");
-    EXPECT_FIELD_ERROR(imported, "layers", "config.json:1: the number of layers (1,000,000,000,000) is more than");
+    EXPECT_FIELD_ERROR(imported, "num_hidden_layers",
+                       "config.json:1: the number of layers (1,000,000,000,000) is more than");
 }
 
 }  // namespace

@@ -18,6 +18,16 @@ TEST(Units, TokenCountsTheWayPeopleWriteThem) {
     EXPECT_FIELD_ERROR(parse_token_count("", "--context"), "--context", "a value is needed");
     EXPECT_FIELD_ERROR(parse_token_count("1.0001k", "--context"), "--context", "not a whole number");
     EXPECT_FIELD_ERROR(parse_token_count("99999999999999999999", "--context"), "--context", "too large");
+    // Powers of ten, read exactly.
+    EXPECT_EQ(*parse_token_count("1e15", "--context"), 1'000'000'000'000'000u);
+    EXPECT_EQ(*parse_token_count("1.5E3", "--context"), 1500u);
+    EXPECT_FIELD_ERROR(parse_token_count("1.25e1", "--context"), "--context", "'1.25e1' is not a whole number");
+    EXPECT_FIELD_ERROR(parse_token_count("1e30", "--context"), "--context", "more than 2^64");
+    // Echoed as people read it: 8k and 1M, but 10^15 in digits, not 976562500000k.
+    EXPECT_EQ(format_tokens(8192), "8k");
+    EXPECT_EQ(format_tokens(1u << 20), "1M");
+    EXPECT_EQ(format_tokens(1'000'000'000'000'000u), "1,000,000,000,000,000");
+    EXPECT_EQ(format_tokens(99999ull << 20), "99999M");
 }
 
 TEST(Units, ByteSizes) {

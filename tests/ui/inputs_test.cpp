@@ -101,7 +101,7 @@ TEST(Inputs, AnInvalidEntryIsMarkedAndTheResultsStay) {
     type_into(kv->lineEdit(), "5");
     EXPECT_TRUE(w.inputs()->marks().isMarked(kv));
     EXPECT_TRUE(kv->toolTip().contains("must divide the query heads (32)")) << kv->toolTip().toStdString();
-    EXPECT_TRUE(w.inputs()->errorLabel()->text().contains("KV heads: KV heads (5) must divide"));
+    EXPECT_TRUE(w.inputs()->errorLabel()->text().contains("• KV heads (5) must divide"));  // the name once
     EXPECT_TRUE(w.overview()->totalLabel()->text().contains("4.00 GiB"));
     EXPECT_TRUE(w.statusSummary().startsWith("Inputs need attention"));
     type_into(kv->lineEdit(), "4");

@@ -18,11 +18,18 @@ QStringList FieldMarks::apply(const Errors& errors, const QMap<QWidget*, QString
                 reasons << QString::fromStdString(error.message);
         if (extra.contains(e.widget)) reasons << extra.value(e.widget);
         e.marked = !reasons.isEmpty();
-        // A translucent red reads on light and dark palettes alike.
-        e.widget->setStyleSheet(e.marked ? QStringLiteral("background-color: rgba(214, 48, 49, 60);") : QString());
+        // A translucent red reads on light and dark palettes alike. The field's style sheet would reach
+        // its tooltip too (black on dark red): the tooltip keeps the palette's own colours.
+        e.widget->setStyleSheet(e.marked ? QStringLiteral("* { background-color: rgba(214, 48, 49, 60); } "
+                                                          "QToolTip { color: palette(tool-tip-text); "
+                                                          "background-color: palette(tool-tip-base); "
+                                                          "border: 1px solid palette(mid); }")
+                                         : QString());
         e.widget->setToolTip(e.marked ? e.tooltip + "\n\n" + reasons.join('\n') : e.tooltip);
         const QString name = e.widget->accessibleName();
-        for (const QString& r : reasons) shown << (name.isEmpty() ? r : name + ": " + r);
+        // The field's name once: "KV heads (5) must divide …", not "KV heads: KV heads (5) must divide …".
+        for (const QString& r : reasons)
+            shown << (name.isEmpty() || r.contains(name, Qt::CaseInsensitive) ? r : name + ": " + r);
     }
     return shown;
 }

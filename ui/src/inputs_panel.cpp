@@ -124,8 +124,9 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
         kv_dtype_->addItem(q(std::string(i.id)), static_cast<int>(i.dtype));
         kv_dtype_->setItemData(kv_dtype_->count() - 1, q(std::string(i.description)), Qt::ToolTipRole);
     }
-    layers_->setRange(1, 1u << 20);
-    query_heads_->setRange(1, 1u << 20);
+    // The calculator's own bounds, so a field never accepts what the calculator then refuses.
+    layers_->setRange(1, kMaxLayers);
+    query_heads_->setRange(1, kMaxHeads);
     head_dim_->setRange(1, 1u << 20);
     hidden_->setRange(1, 1u << 30);
     batch_->setRange(1, 1u << 24);

@@ -1,16 +1,20 @@
 #include "kvscope/ui/main_window.h"
 
+#include <QAbstractSpinBox>
 #include <QAction>
 #include <QActionGroup>
 #include <QApplication>
 #include <QCheckBox>
 #include <QClipboard>
 #include <QCloseEvent>
+#include <QDesktopServices>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
@@ -27,6 +31,7 @@
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
+#include <QUrl>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -35,6 +40,7 @@
 #include "kvscope/ui/comparison_model.h"
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/export_dialog.h"
+#include "kvscope/ui/help_dialogs.h"
 #include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/learn_view.h"
 #include "kvscope/ui/memory_chart.h"
@@ -132,7 +138,11 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     layout->addWidget(messages_);
     layout->addWidget(splitter_, 1);
     setCentralWidget(central);
-    statusBar()->addPermanentWidget(status_, 1);
+    // A normal widget, not a permanent one: a temporary message (a notice, "Saved …") takes its place
+    // for a few seconds instead of having no room beside it.
+    statusBar()->addWidget(status_, 1);
+    // One undo story: a field's own text undo would swallow Ctrl+Z while the toolbar offers the scenario's.
+    qApp->installEventFilter(this);
     // Notices about what an edit did stay in the status line long enough to be read.
     auto notice = [this](const QString& text) { statusBar()->showMessage(text, 10000); };
     connect(model_, &ScenarioModel::notice, this, notice);
@@ -346,7 +356,14 @@ void MainWindow::createActions() {
     view->addSeparator();
     view->addAction(units_binary_);
     view->addAction(units_decimal_);
-    menuBar()->addMenu(tr("&Help"))->addAction(about);
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(make(tr("&How it calculates"), QKeySequence::HelpContents,
+                         tr("The formula, the engines' budget rules, replication and the planner"),
+                         [this] { show_help_page(this, tr("How KVScope calculates"), how_it_calculates_html()); }));
+    help->addAction(make(tr("&Keyboard shortcuts"), QKeySequence(tr("Ctrl+/")), tr("Every shortcut of the menus"),
+                         [this] { show_help_page(this, tr("Keyboard shortcuts"), shortcuts_html(menuBar())); }));
+    help->addSeparator();
+    help->addAction(about);
 
     QToolBar* bar = addToolBar(tr("Main"));
     bar->setObjectName("mainToolBar");
@@ -360,10 +377,21 @@ void MainWindow::createActions() {
     rebuildRecentMenu();
 }
 
-QString MainWindow::askSavePath(const QString& title, const QString& filter, const QString& suffix) {
-    QString base = QFileInfo(model_->description()).baseName().replace(' ', '-').toLower();
+QString MainWindow::suggestedFileName(const QString& suffix) const {
+    // "Qwen2.5 72B" -> qwen2.5-72b, "acme/Tiny-LM" -> acme-tiny-lm: the whole name, safe in any folder.
+    QString base;
+    for (const QChar c : model_->description().toLower())
+        base += c.isLetterOrNumber() || c == '.' || c == '_' ? c : QChar('-');
+    while (base.contains("--")) base.replace("--", "-");
+    while (base.startsWith('-') || base.startsWith('.')) base.remove(0, 1);
+    while (base.endsWith('-') || base.endsWith('.')) base.chop(1);
     if (base.isEmpty()) base = "kvscope";
-    QString path = QFileDialog::getSaveFileName(this, title, QDir(last_dir_).filePath(base + suffix), filter);
+    return base + suffix;
+}
+
+QString MainWindow::askSavePath(const QString& title, const QString& filter, const QString& suffix) {
+    QString path =
+        QFileDialog::getSaveFileName(this, title, QDir(last_dir_).filePath(suggestedFileName(suffix)), filter);
     if (!path.isEmpty() && QFileInfo(path).suffix().isEmpty()) path += suffix;
     return path;
 }
@@ -415,17 +443,26 @@ void MainWindow::adoptScenarioFile(const QString& path) {
     updateTitleAndStatus();
 }
 
+bool MainWindow::exported(const std::optional<QString>& problem, const QString& done, const QString& path) {
+    if (!report(problem, done)) return false;
+    // Where it went, with the way there: the message stays until closed, the status line for a while.
+    const QString folder = QFileInfo(path).absolutePath();
+    messages_->showMessage(done, MessageBar::Kind::info, tr("&Open folder"),
+                           [folder] { QDesktopServices::openUrl(QUrl::fromLocalFile(folder)); });
+    return true;
+}
+
 bool MainWindow::exportChartTo(const QString& path, ChartSize size) {
-    return report(export_chart(*chart_, path, size), tr("Chart written to %1").arg(path));
+    return exported(export_chart(*chart_, path, size), tr("Chart written to %1").arg(path), path);
 }
 bool MainWindow::exportCsvTo(const QString& path) {
-    return report(export_csv(*model_, path), tr("CSV written to %1").arg(path));
+    return exported(export_csv(*model_, path), tr("CSV written to %1").arg(path), path);
 }
 bool MainWindow::exportJsonTo(const QString& path) {
-    return report(export_json(*model_, path), tr("JSON written to %1").arg(path));
+    return exported(export_json(*model_, path), tr("JSON written to %1").arg(path), path);
 }
 bool MainWindow::exportReportTo(const QString& path) {
-    return report(export_report(*chart_, *model_, path), tr("Report written to %1").arg(path));
+    return exported(export_report(*chart_, *model_, path), tr("Report written to %1").arg(path), path);
 }
 
 void MainWindow::openAny(const QString& path) {
@@ -497,6 +534,20 @@ void MainWindow::dropEvent(QDropEvent* event) {
     event->acceptProposedAction();
 }
 
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+    if (event->type() == QEvent::ShortcutOverride) {
+        auto* key = static_cast<QKeyEvent*>(event);
+        auto* field = qobject_cast<QWidget*>(watched);
+        const bool text_field = qobject_cast<QLineEdit*>(watched) || qobject_cast<QAbstractSpinBox*>(watched);
+        if (text_field && field->window() == this &&
+            (key->matches(QKeySequence::Undo) || key->matches(QKeySequence::Redo))) {
+            event->ignore();  // not the field's: the window's Undo/Redo shortcut takes it
+            return true;
+        }
+    }
+    return QMainWindow::eventFilter(watched, event);
+}
+
 void MainWindow::closeEvent(QCloseEvent* event) {
     // The scenario comes back at the next start, so closing never loses work.
     saveSettings();
@@ -526,6 +577,9 @@ void MainWindow::saveSettings() const {
     settings.setValue("scenario/last", QString::fromStdString(scenario_to_json(model_->scenario())));
     settings.setValue("scenario/description", model_->description());
     settings.setValue("scenario/notes", model_->notes());
+    // The file the window stood for, and whether it had unsaved changes: both come back at the next start.
+    settings.setValue("scenario/file", current_file_);
+    settings.setValue("scenario/modified", !model_->undoStack()->isClean());
 }
 
 QString MainWindow::recoveryFolder() { return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation); }
@@ -607,6 +661,12 @@ void MainWindow::restoreSettings() {
                             settings.value("scenario/notes").toStringList(), tr("Restore the last scenario"));
             // Restoring is where the user left off, not an edit to undo.
             model_->undoStack()->clear();
+            const QString file = settings.value("scenario/file").toString();
+            if (!file.isEmpty()) {
+                current_file_ = file;  // Ctrl+S writes it again, as before the restart
+                if (settings.value("scenario/modified").toBool()) model_->undoStack()->resetClean();
+                updateTitleAndStatus();
+            }
         } else {
             messages_->showMessage(tr("The last scenario could not be restored (%1); starting from the default.")
                                        .arg(q(join_errors(s.errors()))),

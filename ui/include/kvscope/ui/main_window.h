@@ -51,6 +51,8 @@ public:
     [[nodiscard]] MessageBar* messages() const { return messages_; }
     [[nodiscard]] QTabWidget* tabs() const { return tabs_; }
     [[nodiscard]] QString statusSummary() const;
+    // The name the save and export dialogs offer: the model's whole name, lowercase, with `suffix`.
+    [[nodiscard]] QString suggestedFileName(const QString& suffix) const;
 
     // The file operations behind the menus, without dialogs. Each returns false and shows
     // the reason in the message bar when it fails, leaving the scenario as it was.
@@ -75,6 +77,8 @@ public:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    // Ctrl+Z / Ctrl+Shift+Z in this window's text fields undo the scenario, as everywhere else.
+    bool eventFilter(QObject* watched, QEvent* event) override;
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
 
@@ -87,6 +91,8 @@ private:
     void rebuildRecentMenu();
     void updateTitleAndStatus();
     bool report(const std::optional<QString>& problem, const QString& done);
+    // As report(), and on success says where the file went with a button that opens its folder.
+    bool exported(const std::optional<QString>& problem, const QString& done, const QString& path);
     void openAny(const QString& path);
     QString askSavePath(const QString& title, const QString& filter, const QString& suffix);
 

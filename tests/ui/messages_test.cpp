@@ -1,0 +1,125 @@
+// Input and messages: one undo story, readable marks, one message per problem, the file a window
+// stood for coming back after a restart, export names and confirmations, the Help pages.
+#include <QApplication>
+#include <QComboBox>
+#include <QDialog>
+#include <QGroupBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTextBrowser>
+#include <QUndoStack>
+
+#include <gtest/gtest.h>
+
+#include "kvscope/ui/deployment_view.h"
+#include "kvscope/ui/help_dialogs.h"
+#include "kvscope/ui/inputs_panel.h"
+#include "kvscope/ui/main_window.h"
+#include "kvscope/ui/message_bar.h"
+#include "kvscope/ui/scenario_model.h"
+#include "widget_testing.h"
+
+namespace kvscope::ui {
+namespace {
+
+using testing::catalog;
+
+TEST(Messages, CtrlZInADeploymentFieldUndoesTheScenario) {
+    MainWindow w(catalog(), false);
+    w.show();
+    QApplication::setActiveWindow(&w);
+    w.deployment()->enableBox()->setChecked(true);
+    w.model()->edit("batch", [](Scenario& s) { s.workload.batch = 4; });
+    ASSERT_EQ(w.model()->scenario().workload.batch, 4u);
+    auto* memory = w.deployment()->findChildren<QLineEdit*>().front();
+    for (QLineEdit* field : w.deployment()->findChildren<QLineEdit*>())
+        if (field->accessibleName() == "Memory") memory = field;
+    memory->setFocus();
+    ASSERT_TRUE(memory->hasFocus());
+    QTest::keyClick(memory, Qt::Key_Z, Qt::ControlModifier);
+    EXPECT_EQ(w.model()->scenario().workload.batch, 1u) << "Ctrl+Z in the field undid the last scenario change";
+    EXPECT_TRUE(w.model()->scenario().deployment) << "one step only";
+}
+
+TEST(Messages, AMarkedFieldsTooltipKeepsThePalettesColours) {
+    MainWindow w(catalog(), false);
+    w.model()->edit("kv", [](Scenario& s) { s.arch.kv_heads = 5; });
+    QWidget* kv = w.inputs()->kvHeadsField();
+    ASSERT_TRUE(w.inputs()->marks().isMarked(kv));
+    EXPECT_TRUE(kv->styleSheet().contains("QToolTip { color: palette(tool-tip-text)"))
+        << kv->styleSheet().toStdString();
+    // The reason is listed once, without the field's name twice.
+    const QString listed = w.inputs()->errorLabel()->text();
+    EXPECT_TRUE(listed.contains("KV heads (5) must divide the query heads (32)")) << listed.toStdString();
+    EXPECT_FALSE(listed.contains("KV heads: KV heads")) << listed.toStdString();
+    // Fixed, the message goes.
+    w.model()->edit("kv", [](Scenario& s) { s.arch.kv_heads = 8; });
+    EXPECT_FALSE(w.inputs()->marks().isMarked(kv));
+    EXPECT_TRUE(w.inputs()->errorLabel()->isHidden());
+}
+
+TEST(Messages, ZeroLayersIsOneProblemNotTwo) {
+    ScenarioModel m(catalog());
+    m.loadCatalogModel("gemma-2-9b");  // 42 layers with a window each
+    m.edit("layers", [](Scenario& s) { s.arch.layers = 0; });
+    ASSERT_EQ(m.errors().size(), 1u) << join_errors(m.errors());
+    EXPECT_EQ(m.errors().front().field, "layers");
+}
+
+TEST(Messages, AfterQuitTheFileAndItsUnsavedMarkComeBack) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("plan 1 – Größe.kvscope.json");
+    {
+        MainWindow first(catalog(), true);
+        first.model()->loadCatalogModel("llama-3-8b");
+        ASSERT_TRUE(first.saveScenarioFile(path));
+        first.model()->edit("batch", [](Scenario& s) { s.workload.batch = 12; });
+        ASSERT_TRUE(first.isWindowModified());
+        first.close();
+    }
+    MainWindow second(catalog(), true);
+    EXPECT_EQ(second.model()->scenario().workload.batch, 12u);
+    EXPECT_TRUE(second.windowTitle().startsWith("plan 1 – Größe.kvscope.json")) << second.windowTitle().toStdString();
+    EXPECT_TRUE(second.isWindowModified());
+    // Ctrl+S writes the same file again.
+    ASSERT_TRUE(second.saveScenarioFile(path));
+    EXPECT_FALSE(second.isWindowModified());
+    QSettings().clear();
+}
+
+TEST(Messages, ExportNamesKeepTheWholeModelNameAndSayWhereTheyWrote) {
+    QTemporaryDir dir;
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("qwen2.5-72b");
+    EXPECT_EQ(w.suggestedFileName(".png"), "qwen2.5-72b.png");
+    const QString path = dir.filePath("chart.svg");
+    ASSERT_TRUE(w.exportChartTo(path));
+    EXPECT_TRUE(w.messages()->text().contains("Chart written to " + path)) << w.messages()->text().toStdString();
+    ASSERT_NE(w.messages()->actionButton(), nullptr);
+    EXPECT_TRUE(w.messages()->actionButton()->text().contains("Open folder"));
+}
+
+TEST(Messages, HelpListsEveryShortcutAndHowItCalculates) {
+    MainWindow w(catalog(), false);
+    const QString keys = shortcuts_html(w.menuBar());
+    for (const char* k : {"Ctrl+Z", "Ctrl+S", "Ctrl+0", "Ctrl+Shift+E", "Ctrl+/"}) EXPECT_TRUE(keys.contains(k)) << k;
+    EXPECT_TRUE(keys.contains("Undo"));
+    const QString how = how_it_calculates_html();
+    EXPECT_TRUE(how.contains("round_up(min(T, window), block)"));
+    EXPECT_TRUE(how.contains("replicated on N GPUs"));
+    EXPECT_TRUE(how.contains("GPUs = TP × PP × replicas"));
+    for (const char* engine : {"vllm", "sglang", "tensorrt-llm", "llama.cpp"})
+        EXPECT_TRUE(how.contains(engine)) << engine;
+    QDialog* page = show_help_page(&w, "How KVScope calculates", how);
+    ASSERT_NE(page->findChild<QTextBrowser*>(), nullptr);
+    EXPECT_TRUE(page->findChild<QTextBrowser*>()->toPlainText().contains("How KVScope calculates"));
+    page->close();
+}
+
+}  // namespace
+}  // namespace kvscope::ui
