@@ -92,7 +92,7 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
                          " stages, replicas (data parallel) for the rest of the " + format_count(workload.batch) +
                          (workload.batch == 1 ? " sequence" : " sequences"));
     if (std::none_of(plan.options.begin(), plan.options.end(), [](const PlanOption& o) { return o.fits; }))
-        plan.notes.push_back(
+        plan.notes.emplace_back(
             "no layout within these limits holds one sequence at this context: shorten the "
             "context, choose a smaller KV or weight format, or a GPU with more memory");
     return plan;

@@ -195,6 +195,15 @@ TEST(Window, CustomGpuMemoryAndBandwidthAreReadAsTyped) {
     emit mem->editingFinished();
     EXPECT_EQ(w.model()->scenario().deployment->gpu.memory_bytes, 24ull << 30);  // unchanged
     EXPECT_TRUE(mem->toolTip().contains("lots")) << mem->toolTip().toStdString();
+    // Choosing a catalog GPU instead leaves no stale error behind.
+    QComboBox* gpu = w.deployment()->gpuField();
+    const int h200 = gpu->findData("h200");
+    ASSERT_GE(h200, 0);
+    gpu->setCurrentIndex(h200);
+    emit gpu->activated(h200);
+    EXPECT_EQ(w.model()->scenario().deployment->gpu.id, "h200");
+    EXPECT_FALSE(mem->toolTip().contains("lots")) << mem->toolTip().toStdString();
+    EXPECT_FALSE(mem->text().contains("lots"));
 }
 
 TEST(Window, SpinningTheMemoryFractionIsOneUndoStep) {

@@ -144,6 +144,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     };
     connect(box_, &QGroupBox::toggled, this, [this](bool on) {
         if (syncing_) return;
+        typed_.clear();
         const Catalog& catalog = model_->catalog();
         model_->edit(on ? tr("Check a deployment") : tr("Remove the deployment"), [on, &catalog](Scenario& s) {
             if (on)
@@ -153,6 +154,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         });
     });
     connect(gpu_, &QComboBox::activated, this, [this, edit](int index) {
+        typed_.clear();  // a catalog GPU replaces whatever was mistyped in Memory or Bandwidth: no stale error
         const QString id = gpu_->itemData(index).toString();
         const GpuSpec* g = model_->catalog().find_gpu(id.toStdString());
         edit(tr("Change GPU"), [g](Deployment& d, Scenario&) {
