@@ -322,7 +322,13 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
     if (o.gpus_per_node) limits.gpus_per_node = *o.gpus_per_node;
     if (o.max_pp) limits.max_pp = *o.max_pp;
     auto plan = plan_deployments(s.arch, s.kv_dtype, s.workload, *s.deployment, limits);
-    if (!plan) return {"", usage_error(plan.errors(), o.command), kExitUsage};
+    if (!plan) {
+        Errors errors = plan.errors();
+        for (auto& e : errors)  // the limits are the options that set them
+            if (e.field == "gpus_per_node" || e.field == "max_pp")
+                e.field = e.field == "max_pp" ? "--max-pp" : "--gpus-per-node";
+        return {"", usage_error(errors, o.command), kExitUsage};
+    }
     Output r;
     if (o.format == Format::json) {
         r.out = plan_json(s, *plan, limits).dump() + "\n";

@@ -29,8 +29,14 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
                               const Deployment& deployment, const PlanLimits& limits) {
     Errors errors = validate(arch);
     for (auto& e : validate(workload)) errors.push_back(std::move(e));
-    if (limits.gpus_per_node == 0) errors.push_back({"gpus_per_node", "a node needs at least 1 GPU"});
-    if (limits.max_pp == 0) errors.push_back({"max_pp", "at least 1 pipeline stage is needed"});
+    Deployment one_gpu = deployment;
+    one_gpu.gpu_count = 1;
+    for (auto& e : validate(one_gpu, Parallelism{})) errors.push_back(std::move(e));  // the GPU and engine
+    // The same bounds as --tp and --pp (workload.h): beyond them a plan would only count for ever.
+    if (limits.gpus_per_node == 0 || limits.gpus_per_node > kMaxTpOrPp)
+        errors.push_back({"gpus_per_node", "GPUs per node must be between 1 and " + std::to_string(kMaxTpOrPp)});
+    if (limits.max_pp == 0 || limits.max_pp > kMaxTpOrPp)
+        errors.push_back({"max_pp", "pipeline stages must be between 1 and " + std::to_string(kMaxTpOrPp)});
     if (!errors.empty()) return errors;
 
     Plan plan;
@@ -44,36 +50,51 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
             d.gpu_count = tp * pp;
             Workload one = workload;
             one.batch = 1;
-            auto single = fit(arch, kv_dtype, one, parallel, d);
-            if (!single) return single.errors();  // the inputs themselves are wrong: say so, not a plan
-
             PlanOption o;
             o.tp = tp;
             o.pp = pp;
+            o.sequences_per_replica = workload.batch;
+            o.gpus = tp * pp;  // both at most kMaxTpOrPp
+            // A layout the calculator cannot evaluate (its replicated cache beyond 2^64 bytes, …) is a
+            // row that does not fit, with the reason; it never hides the other layouts.
+            auto not_fitting = [&](const std::string& why) {
+                o.fits = false;
+                o.why_not = why;
+                plan.options.push_back(o);
+            };
+            auto single = fit(arch, kv_dtype, one, parallel, d);
+            if (!single) {
+                not_fitting(join_errors(single.errors()));
+                continue;
+            }
             o.max_batch = single->max_batch;
             o.fits = single->max_batch > 0;
             if (o.fits) {
-                o.replicas = (workload.batch + o.max_batch - 1) / o.max_batch;
-                o.sequences_per_replica = (workload.batch + o.replicas - 1) / o.replicas;
+                o.replicas = ceil_div(workload.batch, o.max_batch);
+                o.sequences_per_replica = ceil_div(workload.batch, o.replicas);
+                const Checked gpus = Checked(tp) * pp * o.replicas;
+                if (gpus.overflow()) {
+                    not_fitting("more than 2^64 GPUs would be needed");
+                    continue;
+                }
+                o.gpus = gpus.value();
             } else {
-                o.replicas = 1;
-                o.sequences_per_replica = workload.batch;
                 o.why_not = why_not_text(*single, workload.context_tokens, UnitSystem::binary);
             }
-            const Checked gpus = Checked(tp) * pp * o.replicas;
-            if (gpus.overflow()) continue;
-            o.gpus = gpus.value();
 
             Workload served = workload;
             served.batch = o.sequences_per_replica;
             auto f = fit(arch, kv_dtype, served, parallel, d);
-            if (!f) return f.errors();
+            auto decode = f && o.fits ? decode_estimate(arch, kv_dtype, served, parallel, d, *f)
+                                      : Result<DecodeEstimate>(DecodeEstimate{});
+            if (!f || !decode) {
+                not_fitting(join_errors(!f ? f.errors() : decode.errors()));
+                continue;
+            }
             o.headroom_bytes_per_gpu = f->headroom_bytes_per_gpu;
             o.max_context = f->max_context;
             o.max_context_limited_by_model = f->max_context_limited_by_model;
             if (o.fits) {
-                auto decode = decode_estimate(arch, kv_dtype, served, parallel, d, *f);
-                if (!decode) return decode.errors();
                 o.decode_tokens_per_s_per_sequence = decode->tokens_per_s_per_sequence;
                 o.decode_tokens_per_s = decode->tokens_per_s_per_sequence * static_cast<double>(workload.batch);
             }

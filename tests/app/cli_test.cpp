@@ -328,6 +328,10 @@ TEST(Cli, PlanRefusesAFixedLayoutAndNeedsAGpu) {
     const CliRun fixed = cli("plan --model llama-3-8b --gpu h100-sxm --tp 2");
     EXPECT_EQ(fixed.status, 2);
     EXPECT_NE(fixed.err.find("--tp: plan tries every TP × PP layout"), std::string::npos) << fixed.err;
+    const CliRun huge = cli("plan --model llama-3-8b --gpu h100-sxm --gpus-per-node 1e15");
+    EXPECT_EQ(huge.status, 2);
+    EXPECT_NE(huge.err.find("--gpus-per-node: GPUs per node must be between 1 and 4096"), std::string::npos)
+        << huge.err;
     const CliRun no_gpu = cli("plan --model llama-3-8b");
     EXPECT_EQ(no_gpu.status, 2);
     EXPECT_NE(no_gpu.err.find("plan needs a GPU: --gpu ID"), std::string::npos) << no_gpu.err;

@@ -3,6 +3,7 @@
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/config_import.h"
+#include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/plan.h"
 #include "testing.h"
 
@@ -53,7 +54,10 @@ TEST(Plan, Llama3_70bDoesNotFitOneGpuAndReplicasServeTheRest) {
         ASSERT_TRUE(f);
         EXPECT_TRUE(f->fits);
         EXPECT_EQ(f->headroom_bytes_per_gpu, o.headroom_bytes_per_gpu);
-        EXPECT_NEAR(o.decode_tokens_per_s, o.decode_tokens_per_s_per_sequence * 64, 1e-6);
+        // The fit command's decode floor for one replica at its share: the same per-sequence speed.
+        auto d2 = decode_estimate(arch_of("llama-3-70b"), KvDtype::fp8_e4m3, share, {.tp = o.tp, .pp = o.pp}, d);
+        ASSERT_TRUE(d2);
+        EXPECT_DOUBLE_EQ(o.decode_tokens_per_s_per_sequence, d2->tokens_per_s_per_sequence);
     }
     // TP 8 on one node holds all 64 sequences: one replica, 8 GPUs.
     const auto tp8 = std::find_if(plan->options.begin(), plan->options.end(),
@@ -87,6 +91,26 @@ TEST(Plan, NothingFitsIsSaidAndBadInputsAreErrors) {
     EXPECT_NE(plan->notes.back().find("no layout within these limits"), std::string::npos);
     auto bad = plan_deployments(arch_of("llama-3-70b"), KvDtype::bf16, {.context_tokens = 0, .batch = 1}, h100());
     EXPECT_FALSE(bad);
+}
+
+TEST(Plan, AbsurdInputsAreErrorsOrRowsNeverACrashOrAHang) {
+    EXPECT_FALSE(plan_deployments(arch_of("llama-3-8b"), KvDtype::bf16, {.context_tokens = 8192, .batch = 1}, h100(),
+                                  {.gpus_per_node = 1'000'000'000'000'000, .max_pp = 8}));
+    EXPECT_FALSE(plan_deployments(arch_of("llama-3-8b"), KvDtype::bf16, {.context_tokens = 8192, .batch = 1}, h100(),
+                                  {.gpus_per_node = 8, .max_pp = 0}));
+    // 2^64 - 1 sequences: replicas without wrapping, and the GPU count that cannot be said is a reason.
+    const std::uint64_t all = ~0ull;
+    auto plan = plan_deployments(arch_of("llama-3-8b"), KvDtype::bf16, {.context_tokens = 8192, .batch = all}, h100());
+    ASSERT_TRUE(plan) << plan.error_text();
+    ASSERT_FALSE(plan->options.empty());
+    for (const PlanOption& o : plan->options) {
+        if (!o.fits) {
+            EXPECT_FALSE(o.why_not.empty());
+            continue;
+        }
+        EXPECT_GE(static_cast<unsigned __int128>(o.replicas) * o.sequences_per_replica, all);
+        EXPECT_EQ(static_cast<unsigned __int128>(o.gpus), static_cast<unsigned __int128>(o.tp) * o.pp * o.replicas);
+    }
 }
 
 TEST(ModelName, AHuggingFaceSnapshotIsNamedByItsRepoElseByItsFolder) {

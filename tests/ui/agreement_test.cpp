@@ -3,6 +3,7 @@
 // the planner's table is the CLI's plan.
 #include <QComboBox>
 #include <QCompleter>
+#include <QDir>
 #include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
@@ -11,10 +12,12 @@
 #include <QSignalSpy>
 #include <QStatusBar>
 #include <QTableWidget>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <gtest/gtest.h>
 
+#include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/plan.h"
 #include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/comparison_model.h"
@@ -185,6 +188,17 @@ TEST(Agreement, ThePlannerTableIsTheClisPlanAndAppliesALayout) {
         EXPECT_EQ(table->item(row, PlanView::Gpus)->text().toULongLong(), o.gpus);
         EXPECT_TRUE(table->item(row, PlanView::Layout)->text().startsWith(QString::fromStdString(plan_layout_text(o))));
         EXPECT_EQ(table->item(row, PlanView::Fits)->text(), o.fits ? "yes" : "no");
+        EXPECT_EQ(table->item(row, PlanView::MaxSequences)->text().toULongLong(), o.max_batch);
+        if (!o.fits) continue;
+        EXPECT_EQ(table->item(row, PlanView::Headroom)->text(),
+                  QString::fromStdString(format_signed_bytes(o.headroom_bytes_per_gpu, UnitSystem::binary)));
+        EXPECT_TRUE(table->item(row, PlanView::MaxContext)
+                        ->text()
+                        .startsWith(QString::fromStdString(format_count(o.max_context))));
+        EXPECT_EQ(table->item(row, PlanView::PerSequence)->text(),
+                  QString::fromStdString(number_text(o.decode_tokens_per_s_per_sequence, Notation::fixed, 1)));
+        EXPECT_EQ(table->item(row, PlanView::InAll)->text(),
+                  QString::fromStdString(number_text(o.decode_tokens_per_s, Notation::fixed, 0)));
     }
     // The smallest layout that fits in one replica, applied from its row: TP and PP change, one undo step.
     int row = 0;
@@ -203,6 +217,22 @@ TEST(Agreement, ThePlannerTableIsTheClisPlanAndAppliesALayout) {
     EXPECT_TRUE(w.deployment()->gpuCountLabel()->text().contains("TP " + QString::number(chosen.tp)));
     w.model()->undoStack()->undo();
     EXPECT_EQ(w.model()->scenario().parallel.tp, 1u);
+}
+
+TEST(Agreement, AnImportedModelsWeightFormatStartsItsDeploymentAsInTheCli) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("half/config.json");
+    ASSERT_TRUE(QDir().mkpath(dir.filePath("half")));
+    testing::write_all(path, R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "max_position_embeddings": 4096, "torch_dtype": "float16"})");
+    MainWindow w(catalog(), false);
+    ASSERT_TRUE(w.importConfigFile(path));
+    w.deployment()->enableBox()->setChecked(true);
+    const Scenario cli = cli_scenario({"fit", "--config", path.toStdString(), "--gpu", "h100-sxm"});
+    ASSERT_TRUE(w.model()->scenario().deployment && cli.deployment);
+    EXPECT_EQ(w.model()->scenario().deployment->weight_dtype, KvDtype::fp16);
+    EXPECT_EQ(w.model()->scenario().deployment->weight_dtype, cli.deployment->weight_dtype);
+    EXPECT_EQ(w.model()->scenario().kv_dtype, cli.kv_dtype);
 }
 
 TEST(Agreement, AnImportedModelHasOneNameEverywhere) {

@@ -19,8 +19,10 @@
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/help_dialogs.h"
 #include "kvscope/ui/inputs_panel.h"
+#include "kvscope/ui/learn_view.h"
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/message_bar.h"
+#include "kvscope/ui/quiz_view.h"
 #include "kvscope/ui/scenario_model.h"
 #include "widget_testing.h"
 
@@ -44,6 +46,23 @@ TEST(Messages, CtrlZInADeploymentFieldUndoesTheScenario) {
     QTest::keyClick(memory, Qt::Key_Z, Qt::ControlModifier);
     EXPECT_EQ(w.model()->scenario().workload.batch, 1u) << "Ctrl+Z in the field undid the last scenario change";
     EXPECT_TRUE(w.model()->scenario().deployment) << "one step only";
+}
+
+TEST(Messages, CtrlZInAQuizAnswerUndoesTheTypingNotTheScenario) {
+    MainWindow w(catalog(), false);
+    w.show();
+    QApplication::setActiveWindow(&w);
+    w.model()->edit("batch", [](Scenario& s) { s.workload.batch = 4; });
+    w.tabs()->setCurrentIndex(MainWindow::LearnTab);
+    w.learn()->setPage(LearnView::Quiz);
+    QApplication::processEvents();
+    ASSERT_GT(w.learn()->quiz()->count(), 0);
+    QLineEdit* answer = w.learn()->quiz()->answerField(0);
+    answer->setFocus();
+    QTest::keyClicks(answer, "2 GiB");
+    QTest::keyClick(answer, Qt::Key_Z, Qt::ControlModifier);
+    EXPECT_EQ(w.model()->scenario().workload.batch, 4u) << "the scenario is untouched";
+    EXPECT_NE(answer->text(), "2 GiB") << "the answer's own typing was undone";
 }
 
 TEST(Messages, AMarkedFieldsTooltipKeepsThePalettesColours) {
@@ -89,6 +108,13 @@ TEST(Messages, AfterQuitTheFileAndItsUnsavedMarkComeBack) {
     // Ctrl+S writes the same file again.
     ASSERT_TRUE(second.saveScenarioFile(path));
     EXPECT_FALSE(second.isWindowModified());
+    second.close();
+    // A scenario given on the command line is not that file: saving must not write over it.
+    MainWindow third(catalog(), true);
+    EXPECT_TRUE(third.windowTitle().startsWith("plan 1"));
+    Scenario other = default_scenario(catalog());
+    third.showScenario(other, "Teaching model", {});
+    EXPECT_FALSE(third.windowTitle().contains("plan 1")) << third.windowTitle().toStdString();
     QSettings().clear();
 }
 

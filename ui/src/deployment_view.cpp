@@ -25,7 +25,7 @@ constexpr int kFractionEdits = 2;  // undo merge id (1 is the context slider's)
 
 // The deployment a user starts from when they tick the box: the first catalog GPU (or an
 // 80 GiB one), as many GPUs as the parallel layout uses, vLLM's rule.
-Deployment starting_deployment(const Catalog& catalog, const Scenario& s) {
+Deployment starting_deployment(const Catalog& catalog, const Scenario& s, KvDtype model_weights) {
     Deployment d;
     if (const GpuSpec* h100 = catalog.find_gpu("h100-sxm"))
         d.gpu = *h100;
@@ -33,7 +33,7 @@ Deployment starting_deployment(const Catalog& catalog, const Scenario& s) {
         d.gpu = catalog.gpus().front();
     d.gpu_count = s.parallel.gpus();
     d.fraction = default_fraction(d.engine);
-    if (const CatalogModel* m = catalog.find_model(s.model_id)) d.weight_dtype = m->model.weight_dtype;
+    d.weight_dtype = model_weights;  // the model's own, catalog or imported, as kvscope-cli gives it
     return d;
 }
 
@@ -146,9 +146,10 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         if (syncing_) return;
         typed_.clear();
         const Catalog& catalog = model_->catalog();
-        model_->edit(on ? tr("Check a deployment") : tr("Remove the deployment"), [on, &catalog](Scenario& s) {
+        const KvDtype weights = model_->modelWeightDtype();
+        model_->edit(on ? tr("Check a deployment") : tr("Remove the deployment"), [on, &catalog, weights](Scenario& s) {
             if (on)
-                s.deployment = starting_deployment(catalog, s);
+                s.deployment = starting_deployment(catalog, s, weights);
             else
                 s.deployment.reset();
         });

@@ -285,6 +285,7 @@ void InputsPanel::pickTypedModel() {
     const QString typed = picker_->lineEdit()->text().trimmed();
     const int current = picker_->findData(q(model_->scenario().model_id));
     if (current >= 0 && typed == picker_->itemText(current)) return;  // the model in use, as shown
+    if (current < 0 && typed == model_->description()) return;        // an imported model, as shown
     // The shown text of an item, or any name a model answers to, or a part of exactly one name.
     const int shown = picker_->findText(typed, Qt::MatchFixedString);
     std::vector<const CatalogModel*> found;

@@ -475,6 +475,10 @@ void MainWindow::openAny(const QString& path) {
 
 void MainWindow::showScenario(const Scenario& scenario, const QString& description, const QStringList& notes) {
     model_->replace(scenario, description, notes, tr("Open from the command line"));
+    // The window no longer stands for the file restored from the last session: Ctrl+S must not
+    // write this scenario over it.
+    current_file_.clear();
+    updateTitleAndStatus();
 }
 
 void MainWindow::addRecent(const QString& path) {
@@ -539,8 +543,9 @@ bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
         auto* key = static_cast<QKeyEvent*>(event);
         auto* field = qobject_cast<QWidget*>(watched);
         const bool text_field = qobject_cast<QLineEdit*>(watched) || qobject_cast<QAbstractSpinBox*>(watched);
-        if (text_field && field->window() == this &&
-            (key->matches(QKeySequence::Undo) || key->matches(QKeySequence::Redo))) {
+        // The scenario's own fields only: a quiz answer or a note keeps its text undo.
+        const bool scenario_field = field && (inputs_->isAncestorOf(field) || deployment_->isAncestorOf(field));
+        if (text_field && scenario_field && (key->matches(QKeySequence::Undo) || key->matches(QKeySequence::Redo))) {
             event->ignore();  // not the field's: the window's Undo/Redo shortcut takes it
             return true;
         }
@@ -662,7 +667,7 @@ void MainWindow::restoreSettings() {
             // Restoring is where the user left off, not an edit to undo.
             model_->undoStack()->clear();
             const QString file = settings.value("scenario/file").toString();
-            if (!file.isEmpty()) {
+            if (!file.isEmpty() && QFileInfo::exists(file)) {
                 current_file_ = file;  // Ctrl+S writes it again, as before the restart
                 if (settings.value("scenario/modified").toBool()) model_->undoStack()->resetClean();
                 updateTitleAndStatus();

@@ -73,7 +73,10 @@ Scenario default_scenario(const Catalog& catalog) {
 
 ScenarioModel::ScenarioModel(const Catalog& catalog, QObject* parent) : QObject(parent), catalog_(catalog) {
     scenario_ = default_scenario(catalog_);
-    if (const CatalogModel* m = catalog_.find_model(scenario_.model_id)) description_ = QString::fromStdString(m->name);
+    if (const CatalogModel* m = catalog_.find_model(scenario_.model_id)) {
+        description_ = QString::fromStdString(m->name);
+        model_weight_dtype_ = m->model.weight_dtype;
+    }
     head_dim_follows_ = head_dim_is_derived(scenario_.arch);
     recompute();
 }
@@ -95,7 +98,8 @@ void ScenarioModel::edit(const QString& what, const std::function<void(Scenario&
     Scenario next = scenario_;
     change(next);
     if (next == scenario_) return;  // nothing changed: no undo step
-    undo_.push(new EditCommand(this, state(), {next, head_dim_follows_, description_, notes_}, what, merge_id));
+    undo_.push(new EditCommand(this, state(), {next, head_dim_follows_, description_, notes_, model_weight_dtype_},
+                               what, merge_id));
 }
 
 void ScenarioModel::setLayers(std::uint64_t layers) {
@@ -136,8 +140,8 @@ void ScenarioModel::setHeadDim(std::uint64_t head_dim) {
     next.arch.head_dim_k = next.arch.head_dim_v = head_dim;
     if (next.arch == before.arch) return;
     // Setting head dim by hand stops it following the model dimension (until it matches again).
-    undo_.push(new EditCommand(this, {before, follows_before, description_, notes_},
-                               {next, head_dim_is_derived(next.arch), description_, notes_},
+    undo_.push(new EditCommand(this, {before, follows_before, description_, notes_, model_weight_dtype_},
+                               {next, head_dim_is_derived(next.arch), description_, notes_, model_weight_dtype_},
                                tr("Change head dimension"), -1));
 }
 
@@ -155,7 +159,7 @@ void ScenarioModel::loadCatalogModel(const QString& id) {
     notes += to_qt(m->model.notes);
     const QString name = QString::fromStdString(m->name);
     const KvDtype before = scenario_.kv_dtype;
-    replace(s, name, notes, tr("Load %1").arg(name));
+    replace(s, name, notes, tr("Load %1").arg(name), m->model.weight_dtype);
     announceKvFormat(before, name, q(m->model.kv_dtype_source));
 }
 
@@ -180,7 +184,7 @@ std::optional<QString> ScenarioModel::importConfig(const QString& path) {
     notes << tr("KV format from %1").arg(QString::fromStdString(imported->kv_dtype_source));
     const QString name = q(s.arch.name);
     const KvDtype before = scenario_.kv_dtype;
-    replace(s, name, notes, tr("Import %1").arg(name));
+    replace(s, name, notes, tr("Import %1").arg(name), imported->weight_dtype);
     announceKvFormat(before, name, q(imported->kv_dtype_source));
     return std::nullopt;
 }
@@ -205,18 +209,29 @@ std::optional<QString> ScenarioModel::saveScenario(const QString& path) const {
 }
 
 void ScenarioModel::replace(const Scenario& scenario, const QString& description, const QStringList& notes,
-                            const QString& what) {
-    undo_.push(
-        new EditCommand(this, state(), {scenario, head_dim_is_derived(scenario.arch), description, notes}, what, -1));
+                            const QString& what, std::optional<KvDtype> model_weight_dtype) {
+    // The model's own weight format: given, else the deployment's, else the catalog's, else bf16.
+    KvDtype weights = KvDtype::bf16;
+    if (model_weight_dtype)
+        weights = *model_weight_dtype;
+    else if (scenario.deployment)
+        weights = scenario.deployment->weight_dtype;
+    else if (const CatalogModel* m = catalog_.find_model(scenario.model_id))
+        weights = m->model.weight_dtype;
+    undo_.push(new EditCommand(this, state(),
+                               {scenario, head_dim_is_derived(scenario.arch), description, notes, weights}, what, -1));
 }
 
-ScenarioModel::State ScenarioModel::state() const { return {scenario_, head_dim_follows_, description_, notes_}; }
+ScenarioModel::State ScenarioModel::state() const {
+    return {scenario_, head_dim_follows_, description_, notes_, model_weight_dtype_};
+}
 
 void ScenarioModel::restore(const State& state) {
     scenario_ = state.scenario;
     head_dim_follows_ = state.head_dim_follows;
     description_ = state.description;
     notes_ = state.notes;
+    model_weight_dtype_ = state.model_weight_dtype;
     recompute();
 }
 
@@ -263,13 +278,13 @@ void ScenarioModel::recompute() {
             auto f = fit(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment);
             auto d = f ? decode_estimate(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment, *f)
                        : Result<DecodeEstimate>(f.errors());
-            auto plan = d ? plan_deployments(s.arch, s.kv_dtype, s.workload, *s.deployment) : Result<Plan>(d.errors());
-            if (!plan) {
-                collect(plan.errors());
+            if (!d) {
+                collect(d.errors());
             } else {
                 r.fit = *f;
                 r.decode = *d;
-                r.plan = *plan;
+                // The plan adds to the fit and never takes it away: a plan that cannot be made is left out.
+                if (auto plan = plan_deployments(s.arch, s.kv_dtype, s.workload, *s.deployment)) r.plan = *plan;
                 if (f->max_context > 0 && f->max_context < options.max_tokens && !f->max_context_limited_by_model)
                     r.stops_fitting_at = f->max_context + 1;
             }

@@ -49,7 +49,8 @@ std::string plan_layout_text(const PlanOption& option);
 // The workload's batch is the number of concurrent sequences to serve in all; `deployment` gives
 // the GPU, engine, memory fraction, weight format and reserves (its GPU count is ignored). Options
 // come smallest GPU count first; layouts the heads cannot split are left out, and for each TP the
-// pipeline depth grows only until one replica fits.
+// pipeline depth grows only until one replica holds every sequence. A layout the calculator cannot
+// evaluate is listed as not fitting, with the reason.
 Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const Workload& workload,
                               const Deployment& deployment, const PlanLimits& limits = {});
 

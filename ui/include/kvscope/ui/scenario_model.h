@@ -88,7 +88,12 @@ public:
     // decimal commas), or an empty text.
     std::optional<QString> openScenario(const QString& path, QString* repaired = nullptr);
     std::optional<QString> saveScenario(const QString& path) const;
-    void replace(const Scenario& scenario, const QString& description, const QStringList& notes, const QString& what);
+    // `model_weight_dtype`: the model's own weight format (see modelWeightDtype), when known.
+    void replace(const Scenario& scenario, const QString& description, const QStringList& notes, const QString& what,
+                 std::optional<KvDtype> model_weight_dtype = std::nullopt);
+    // The weight format the model was published in (its config's dtype or quantization): what a new
+    // deployment starts with, as kvscope-cli gives it for --model and --config.
+    [[nodiscard]] KvDtype modelWeightDtype() const { return model_weight_dtype_; }
 
     // Everything an undo step puts back.
     struct State {
@@ -96,6 +101,7 @@ public:
         bool head_dim_follows = true;
         QString description;
         QStringList notes;
+        KvDtype model_weight_dtype = KvDtype::bf16;
     };
     [[nodiscard]] State state() const;
     // Used by undo/redo: sets the inputs without recording a step.
@@ -122,6 +128,7 @@ private:
     QString description_;
     QStringList notes_;
     bool head_dim_follows_ = true;
+    KvDtype model_weight_dtype_ = KvDtype::bf16;
     UnitSystem units_ = UnitSystem::binary;
     Spacing spacing_ = Spacing::log;
     QUndoStack undo_;
