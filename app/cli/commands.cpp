@@ -189,8 +189,9 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
     r.out = header(s, src) + "\n";
     if (!compare_only) {
         std::vector<std::pair<std::string, std::string>> rows{
-            {"KV cache",
-             format_bytes_both(kv->total_bytes, o.units) + " — " + format_count(kv->total_bytes) + " bytes"},
+            {"KV cache", format_bytes_both(kv->total_bytes, o.units) + " — " + format_count(kv->total_bytes) +
+                             " bytes" +
+                             (s.arch.not_exact.empty() ? "" : " — NOT EXACT: every layer counted as full attention")},
         };
         if (kv->gpus > 1)
             rows.emplace_back("per GPU", format_bytes_both(kv->per_gpu_bytes, o.units) + " on the busiest of " +

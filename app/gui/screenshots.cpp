@@ -225,6 +225,22 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 32768; });
     ok &= save(&window, dir.filePath("mla.png"));
 
+    // A hybrid model whose layout is not modelled yet: its figures come with "not exact".
+    {
+        QTemporaryDir scratch;
+        const QString path = scratch.filePath("Qwen3-Next-80B-A3B/config.json");
+        QDir().mkpath(scratch.filePath("Qwen3-Next-80B-A3B"));
+        QFile file(path);
+        if (file.open(QIODevice::WriteOnly))
+            file.write(R"({"model_type": "qwen3_next", "num_hidden_layers": 48, "num_attention_heads": 16,
+  "num_key_value_heads": 2, "hidden_size": 2048, "head_dim": 256, "max_position_embeddings": 262144,
+  "full_attention_interval": 4, "linear_num_value_heads": 32, "torch_dtype": "bfloat16"})");
+        file.close();
+        window.importConfigFile(path);
+        model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 131072; });
+        ok &= save(&window, dir.filePath("not-exact.png"));
+    }
+
     ok &= render_learn(window, dir);
 
     // Dark mode: the system palette, followed by every view and the chart.

@@ -284,7 +284,16 @@ void read_dtypes(const Value& root, const Value& cfg, ImportedModel& out) {
             if (!dtype)
                 if (const Value* v = obj->find(k); v && v->is_string()) dtype = v, key = k;
     if (dtype) {
-        if (const auto d = dtype_from_torch(dtype->as_string())) {
+        if (const auto d = dtype_from_torch(dtype->as_string()); d == KvDtype::fp32) {
+            // Engines do not serve a float32 checkpoint in float32: vLLM's dtype="auto" downcasts it to
+            // the platform's preferred dtype, bfloat16 on GPUs that have it (compute capability 8.0+)
+            // (vllm/config/model.py, _resolve_auto_dtype: "Downcast for float32 models"), and the KV
+            // cache follows the model dtype (cache_dtype "auto").
+            out.kv_dtype = KvDtype::bf16;
+            out.kv_dtype_source =
+                key + " " + dtype->as_string() +
+                ", served as bf16 (vLLM dtype=auto downcasts float32; --kv-dtype fp32 for the file's own)";
+        } else if (d) {
             out.kv_dtype = *d;
             out.kv_dtype_source = key + " " + dtype->as_string();
         } else {
@@ -311,6 +320,89 @@ void read_dtypes(const Value& root, const Value& cfg, ImportedModel& out) {
     }
 }
 
+// Config fields that change which layers keep a KV cache, and what the others keep instead. The
+// calculator does not model these layouts yet; a model that has one is computed as if every layer
+// were full attention and says so (Architecture::not_exact), never as an exact answer.
+void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel& out) {
+    struct Known {
+        const char* key;
+        const char* meaning;  // and where the rule is defined
+    };
+    static const Known kKnown[] = {
+        {"full_attention_interval",
+         "only every n-th layer attends, the others keep a fixed linear-attention state "
+         "(transformers configuration_qwen3_next.py)"},
+        {"attn_layer_period",
+         "attention only every n-th layer, the others are Mamba layers with a fixed state "
+         "(transformers configuration_jamba.py)"},
+        {"attn_layer_offset", "the offset of Jamba's attention layers (transformers configuration_jamba.py)"},
+        {"hybrid_override_pattern",
+         "a per-layer pattern of Mamba-2 (M), attention (*) and MLP (-) layers "
+         "(transformers configuration_nemotron_h.py)"},
+        {"layers_block_type",
+         "per-layer Mamba or attention blocks (transformers configuration_zamba2.py, "
+         "configuration_granitemoehybrid.py)"},
+        {"block_types", "recurrent and attention blocks (transformers configuration_recurrent_gemma.py)"},
+        {"attn_type_list", "per-layer linear (lightning) or softmax attention (MiniMax configuration)"},
+        {"linear_attn_config", "linear-attention layers with a fixed state (Kimi Linear configuration)"},
+        {"num_kv_shared_layers",
+         "the last layers reuse earlier layers' KV cache "
+         "(transformers configuration_gemma3n.py)"},
+        {"attention_chunk_size",
+         "attention within chunks on most layers (transformers configuration_llama4.py; "
+         "vLLM keeps at most one chunk for those layers)"},
+        {"index_topk", "a sparse-attention indexer with its own key cache (DeepSeek-V3.2 configuration)"},
+        {"index_head_dim", "the indexer's key cache (DeepSeek-V3.2 configuration)"},
+    };
+    // Pure state-space models keep no KV cache at all (transformers configuration_mamba.py,
+    // configuration_mamba2.py, configuration_falcon_mamba.py, configuration_rwkv.py).
+    static const char* kStateSpace[] = {"mamba", "mamba2", "falcon_mamba", "rwkv"};
+    // Layout fields the importer reads (read_windows): not reported.
+    static const char* kRead[] = {"sliding_window_pattern", "layer_types"};
+    // The sizes of a recurrent state, which is memory too and is not counted yet.
+    static const char* kStatePrefixes[] = {"mamba_",      "ssm_",    "linear_",    "conv_L",
+                                           "conv_kernel", "d_state", "state_size", "time_step"};
+
+    std::vector<std::string>& reasons = out.arch.not_exact;
+    const auto line_of = [](const Value& v) { return " (line " + std::to_string(v.line()) + ")"; };
+    for (const char* type : kStateSpace)
+        if (out.model_type == type)
+            reasons.push_back("model_type " + out.model_type +
+                              " is a state-space model: no layer keeps a KV cache and its fixed state per "
+                              "sequence is not counted yet");
+    std::vector<std::string> seen;
+    bool state = false;
+    for (const Value* obj : {&cfg, &root}) {
+        for (const auto& member : obj->members()) {
+            const std::string& key = member.first;  // named, not a structured binding: lambdas below use it
+            const Value& value = member.second;
+            if (value.is_null() || std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+            if (std::any_of(std::begin(kRead), std::end(kRead), [&](const char* k) { return key == k; })) continue;
+            const auto known =
+                std::find_if(std::begin(kKnown), std::end(kKnown), [&](const Known& k) { return key == k.key; });
+            const bool layout_like =
+                key.ends_with("_interval") || key.ends_with("_period") || key.find("pattern") != std::string::npos;
+            if (known != std::end(kKnown)) {
+                seen.push_back(key);
+                reasons.push_back(key + line_of(value) + ": " + known->meaning +
+                                  "; counted here as every layer full attention");
+            } else if (layout_like) {
+                seen.push_back(key);
+                reasons.push_back(key + line_of(value) +
+                                  " may change which layers keep a KV cache, and KVScope does not know it; "
+                                  "counted here as every layer full attention");
+            } else if (!state && std::any_of(std::begin(kStatePrefixes), std::end(kStatePrefixes),
+                                             [&](const char* p) { return key.starts_with(p); })) {
+                state = true;
+                seen.push_back(key);
+                reasons.push_back(key + line_of(value) +
+                                  " sizes a recurrent state (Mamba, linear attention or convolution), which is "
+                                  "memory per sequence that is not counted yet");
+            }
+        }
+    }
+}
+
 void read_windows(Reader& r, const Value& cfg, ImportedModel& out) {
     Architecture& a = out.arch;
     // Per-layer windows are a table of one entry per layer; validate() names an absurd count.
@@ -330,6 +422,7 @@ void read_windows(Reader& r, const Value& cfg, ImportedModel& out) {
         }
         std::optional<Found> w;
         a.layer_windows.assign(a.layers, 0);
+        std::map<std::string, std::uint64_t> unmodelled;  // layer type -> layers counted as full attention
         for (std::size_t i = 0; i < types->items().size(); ++i) {
             const Value& t = types->items()[i];
             const std::string s = t.is_string() ? t.as_string() : "";
@@ -342,10 +435,15 @@ void read_windows(Reader& r, const Value& cfg, ImportedModel& out) {
                 }
                 a.layer_windows[i] = w->value;
             } else if (s != "full_attention") {
-                out.notes.push_back("layer " + std::to_string(i) + " has layer type '" + s +
-                                    "', taken as full attention");
+                ++unmodelled[s];
             }
         }
+        // chunked_attention (Llama 4), linear_attention (Qwen3-Next), mamba, conv (LFM2), …: each keeps
+        // something else than a full KV cache (transformers' configuration_*.py layer_types values).
+        for (const auto& [type, count] : unmodelled)
+            a.not_exact.push_back("layer_types (line " + std::to_string(types->line()) + ") lists " +
+                                  std::to_string(count) + " '" + type + "' layer" + (count == 1 ? "" : "s") +
+                                  ", counted here as full attention (what such a layer keeps is not modelled yet)");
         return;
     }
 
@@ -403,9 +501,15 @@ void read_attention(Reader& r, ImportedModel& out) {
     const auto mqa_group = r.flag("multi_query_attention");
     if (!kv && mqa_group.value_or(false)) kv = r.number({"multi_query_group_num"});
     if (kv && multi_query.value_or(false) && !new_arch.value_or(false) && kv->value != 1) {
+        // Falcon's modeling code decides by the switches, not by the saved count: without
+        // new_decoder_architecture, multi_query means one KV head whatever num_kv_heads says
+        // (transformers modeling_falcon.py FalconAttention.__init__; vLLM model_executor/models/falcon.py).
         const Value* v = r.get("multi_query");
-        r.error("multi_query", v ? v->line() : 0,
-                "multi_query is true but " + kv->key + " is " + std::to_string(kv->value));
+        out.assumed.push_back("1 KV head: multi_query is true" +
+                              (v ? " (line " + std::to_string(v->line()) + ")" : std::string()) + " and " + kv->key +
+                              " = " + std::to_string(kv->value) +
+                              " is not used without new_decoder_architecture (as transformers and vLLM run it)");
+        kv = Found{1, "multi_query", v ? v->line() : 0};
     }
     if (!kv && multi_query.value_or(false) && !new_arch.value_or(false)) kv = Found{1, "multi_query", 0};
     if (!kv) kv = r.number_or_default({"num_key_value_heads"});
@@ -534,6 +638,7 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
         a.attention_bias = out.model_type == "qwen2" || out.model_type == "gpt2" || r.flag("bias").value_or(false);
     read_moe(r, out);
     if (r.errors.empty()) read_windows(r, cfg, out);
+    find_unmodelled_layouts(cfg, root, out);
     read_dtypes(root, cfg, out);
     if (!r.errors.empty()) return r.errors;
 

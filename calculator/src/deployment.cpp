@@ -165,6 +165,7 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
     r.max_context_limited_by_model = !over && arch.max_positions > 0;
     if (params.estimated)
         r.notes.push_back("parameter count estimated from the architecture: " + format_count(params.total));
+    for (const auto& reason : arch.not_exact) r.notes.push_back("not exact: " + reason);
     return r;
 }
 

@@ -158,6 +158,7 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
                              " tensor-parallel GPUs keeps a full copy");
     if (workload.full_window && arch.has_sliding_layers())
         r.warnings.emplace_back("sliding-window layers keep the full context (the engine ignores their windows)");
+    for (const auto& reason : arch.not_exact) r.warnings.push_back("not exact: " + reason);
     return r;
 }
 

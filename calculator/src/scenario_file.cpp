@@ -25,6 +25,11 @@ Value architecture_value(const Architecture& a) {
     Value windows = Value::array();
     for (auto w : a.layer_windows) windows.push(u64(w));
     o.set("layer_windows", std::move(windows));
+    if (!a.not_exact.empty()) {
+        Value reasons = Value::array();
+        for (const auto& reason : a.not_exact) reasons.push(Value::string(reason));
+        o.set("not_exact", std::move(reasons));  // a reopened file keeps saying its figures are not exact
+    }
     if (a.mla) {
         Value m = Value::object();
         m.set("kv_lora_rank", u64(a.mla->kv_lora_rank));
@@ -159,6 +164,8 @@ void read_architecture(Reader& r, const Value& o, Architecture& a) {
     if (const Value* w = r.member(o, "layer_windows", false))
         r.read_list(*w, "layer_windows", a.layer_windows, "must be a list of whole numbers (0 = full attention)",
                     "must hold whole numbers (0 = full attention)");
+    if (const Value* n = r.member(o, "not_exact", false))
+        r.read_list(*n, "not_exact", a.not_exact, "must be a list of texts", "must hold texts");
     if (const Value* m = r.object(o, "mla", false)) {
         MlaDims d;
         r.read(*m, "kv_lora_rank", d.kv_lora_rank);

@@ -344,4 +344,26 @@ TEST(Cli, ReplicatedHeadsAreSaidInTheCompareTable) {
     EXPECT_EQ(r.out.find("GQA-8 (replicated"), std::string::npos) << r.out;
 }
 
+TEST(Cli, AnUnmodelledLayoutIsAWarningInTheTableAndTheJson) {
+    const auto path =
+        std::filesystem::temp_directory_path() / ("kvscope-cli-jamba-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(path) << R"({"model_type": "jamba", "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "hidden_size": 4096, "attn_layer_period": 8, "attn_layer_offset": 4,
+        "mamba_d_state": 16})";
+    const CliRun table = cli("kv --config " + path.string() + " --context 128k");
+    const CliRun json = cli("kv --config " + path.string() + " --context 128k --json");
+    std::filesystem::remove(path);
+    ASSERT_EQ(table.status, 0) << table.err;
+    EXPECT_NE(table.out.find("warning: not exact: attn_layer_period (line 2)"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("bytes — NOT EXACT: every layer counted as full attention"), std::string::npos)
+        << table.out;
+    ASSERT_EQ(json.status, 0) << json.err;
+    const auto v = json_of(json);
+    const auto* warnings = v.find("warnings");
+    ASSERT_NE(warnings, nullptr);
+    bool named = false;
+    for (const auto& w : warnings->items()) named |= w.as_string().starts_with("not exact: mamba_d_state (line 3)");
+    EXPECT_TRUE(named) << json.out;
+}
+
 }  // namespace

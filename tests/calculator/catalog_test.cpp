@@ -34,7 +34,7 @@ TEST(Catalog, BytesPerTokenOfEveryModelMatchesTheHandArithmetic) {
         {"qwen2.5-7b", 2ull * 28 * 4 * 128 * 2},             // 57,344 bf16 (3584 / 28 = 128)
         {"qwen2.5-72b", 2ull * 80 * 8 * 128 * 2},            // 327,680 bf16
         {"qwen3-8b", 2ull * 36 * 8 * 128 * 2},               // 147,456 bf16 (explicit head_dim 128)
-        {"gemma-2-9b", 2ull * 42 * 8 * 256 * 4},             // 688,128 float32 as published
+        {"gemma-2-9b", 2ull * 42 * 8 * 256 * 2},             // 344,064: float32 as published, served as bf16
         {"gemma-3-27b", 2ull * 62 * 16 * 128 * 2},           // 507,904 bf16 (text_config)
         {"phi-3-mini", 2ull * 32 * 32 * 96 * 2},             // 393,216 bf16 (3072 / 32 = 96)
         {"falcon-7b", 2ull * 32 * 1 * 64 * 2},               // 8,192 bf16 (multi_query, 4544 / 71 = 64)

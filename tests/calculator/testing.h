@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "kvscope/calculator/architecture.h"
 #include "kvscope/calculator/result.h"
@@ -24,6 +25,13 @@ inline Architecture make_arch(std::uint64_t layers, std::uint64_t q, std::uint64
     a.vocab_size = 32000;
     a.max_positions = 1u << 20;
     return a;
+}
+
+// The texts one to a line, for failure messages.
+inline std::string join(const std::vector<std::string>& texts) {
+    std::string out;
+    for (const auto& t : texts) out += "\n  " + t;
+    return out;
 }
 
 inline bool has_error(const Errors& errors, const std::string& field, const std::string& fragment = "") {

@@ -235,6 +235,29 @@ TEST(Agreement, AnImportedModelsWeightFormatStartsItsDeploymentAsInTheCli) {
     EXPECT_EQ(w.model()->scenario().kv_dtype, cli.kv_dtype);
 }
 
+TEST(Agreement, AHybridLayoutIsNotExactOnScreenAsOnTheCli) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("next/config.json");
+    ASSERT_TRUE(QDir().mkpath(dir.filePath("next")));
+    testing::write_all(path, R"({"model_type": "qwen3_next", "num_hidden_layers": 48, "num_attention_heads": 16,
+        "num_key_value_heads": 2, "hidden_size": 2048, "head_dim": 256, "max_position_embeddings": 262144,
+        "full_attention_interval": 4, "torch_dtype": "bfloat16"})");
+    MainWindow w(catalog(), false);
+    ASSERT_TRUE(w.importConfigFile(path));
+    const QString shown = w.overview()->warningsLabel()->text();
+    EXPECT_TRUE(w.overview()->warningsLabel()->isVisibleTo(&w));
+    EXPECT_TRUE(shown.contains("not exact: full_attention_interval (line 3)")) << shown.toStdString();
+    // The headline figure is not presented as exact.
+    EXPECT_TRUE(w.overview()->totalLabel()->text().endsWith("— not exact"))
+        << w.overview()->totalLabel()->text().toStdString();
+    EXPECT_FALSE(w.overview()->figuresText().contains("Exactly"));
+    const Scenario cli = cli_scenario({"kv", "--config", path.toStdString()});
+    auto kv = kv_cache_report(cli.arch, cli.kv_dtype, cli.workload, cli.parallel);
+    ASSERT_TRUE(kv);
+    ASSERT_FALSE(kv->warnings.empty());
+    EXPECT_TRUE(shown.contains(QString::fromStdString(kv->warnings.back())));
+}
+
 TEST(Agreement, AnImportedModelHasOneNameEverywhere) {
     QTemporaryDir dir;
     const QString folder = dir.filePath("hub/models--acme--Tiny-LM-2B/snapshots/0123abcd");

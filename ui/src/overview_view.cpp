@@ -85,7 +85,10 @@ void OverviewView::refresh() {
                                 params.estimated ? tr(" (estimated)") : "", q(format_count(s.workload.context_tokens)))
                            .arg(s.workload.batch)
                            .arg(q(std::string(to_string(s.kv_dtype)))));
-    total_->setText(tr("KV cache: %1").arg(both_units(r.kv.total_bytes, model_->units())));
+    // A layout the calculator does not model is never shown as an exact figure.
+    const bool exact = s.arch.not_exact.empty();
+    total_->setText(exact ? tr("KV cache: %1").arg(both_units(r.kv.total_bytes, model_->units()))
+                          : tr("KV cache: %1 — not exact").arg(both_units(r.kv.total_bytes, model_->units())));
 
     // Per layer: one value when every layer stores the same, else the range.
     std::uint64_t lo = ~0ull, hi = 0;
@@ -105,7 +108,9 @@ void OverviewView::refresh() {
         rows << tr("Per GPU (%1 GPUs, heaviest): %2")
                     .arg(r.kv.gpus)
                     .arg(both_units(r.kv.per_gpu_bytes, model_->units()));
-    rows << tr("Exactly %1 bytes.").arg(q(format_count(r.kv.total_bytes)));
+    rows << (exact ? tr("Exactly %1 bytes.").arg(q(format_count(r.kv.total_bytes)))
+                   : tr("%1 bytes if every layer were full attention; not exact for this model (below).")
+                         .arg(q(format_count(r.kv.total_bytes))));
     figures_->setText(rows.join('\n'));
     formula_->setText(q(r.formula));
     QStringList warnings;

@@ -56,6 +56,10 @@ struct Architecture {
     // Published counts (0 = estimate from the shape).
     std::uint64_t params_total = 0;
     std::uint64_t params_active = 0;
+    // Why the figures for this model are not exact: config fields that change which layers cache
+    // what (hybrid, chunked, shared-KV layouts) that the calculator does not model yet. Every
+    // report of this model carries them as warnings; empty for a model that is described exactly.
+    std::vector<std::string> not_exact;
 
     friend bool operator==(const Architecture&, const Architecture&) = default;
 

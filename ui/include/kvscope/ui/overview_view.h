@@ -22,6 +22,7 @@ public:
 
     [[nodiscard]] QLabel* totalLabel() const { return total_; }
     [[nodiscard]] QLabel* formulaLabel() const { return formula_; }
+    [[nodiscard]] QLabel* warningsLabel() const { return warnings_; }
     [[nodiscard]] QTableView* comparisonTable() const { return table_; }
     [[nodiscard]] ComparisonModel* comparison() const { return comparison_; }
     // "Per token", "Per sequence", … with their values, as shown.

@@ -1,0 +1,127 @@
+// Never a silent wrong answer: a config whose layer layout the calculator does not model yet
+// (hybrid, recurrent, chunked, shared-KV) gets its figures with a warning naming the field, in the
+// report's warnings and the fit's notes; engines' dtype and multi-query rules are followed.
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/config_import.h"
+#include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/scenario_file.h"
+#include "testing.h"
+
+namespace kvscope {
+namespace {
+
+Result<ImportedModel> import(const std::string& extra, const std::string& type = "llama") {
+    return import_config(R"({"model_type": ")" + type + R"(", "num_hidden_layers": 8, "num_attention_heads": 16,
+        "num_key_value_heads": 2, "hidden_size": 2048, "max_position_embeddings": 32768)" +
+                             (extra.empty() ? "" : ",\n" + extra) + "}",
+                         "config.json");
+}
+
+// The one reason naming `fragment`, or an empty text.
+std::string reason(const Architecture& a, const std::string& fragment) {
+    for (const auto& r : a.not_exact)
+        if (r.find(fragment) != std::string::npos) return r;
+    return {};
+}
+
+TEST(Layouts, EveryHybridSpellingIsNamedWithItsLine) {
+    const std::vector<std::pair<std::string, std::string>> spellings{
+        {R"("full_attention_interval": 4)", "full_attention_interval (line 3): only every n-th layer attends"},
+        {R"("attn_layer_period": 8, "attn_layer_offset": 4)", "attn_layer_period (line 3): attention only"},
+        {R"("hybrid_override_pattern": "M-M-M*-M")", "hybrid_override_pattern (line 3)"},
+        {R"("layers_block_type": ["mamba", "attention"])", "layers_block_type (line 3)"},
+        {R"("block_types": ["recurrent", "recurrent", "attention"])", "block_types (line 3)"},
+        {R"("attn_type_list": [0, 0, 0, 1, 0, 0, 0, 1])", "attn_type_list (line 3)"},
+        {R"("linear_attn_config": {"kda_layers": [1, 2, 3]})", "linear_attn_config (line 3)"},
+        {R"("num_kv_shared_layers": 10)", "num_kv_shared_layers (line 3): the last layers reuse"},
+        {R"("attention_chunk_size": 8192)", "attention_chunk_size (line 3): attention within chunks"},
+        {R"("index_topk": 2048)", "index_topk (line 3)"},
+        {R"("moe_attention_interval": 3)", "moe_attention_interval (line 3) may change which layers"},
+        {R"("mamba_d_state": 128)", "mamba_d_state (line 3) sizes a recurrent state"},
+    };
+    for (const auto& [extra, expected] : spellings) {
+        auto m = import(extra);
+        ASSERT_TRUE(m) << extra << ": " << m.error_text();
+        EXPECT_NE(reason(m->arch, expected), "") << extra << " gave: " << testing::join(m->arch.not_exact);
+        // The figures come with it wherever they are shown.
+        auto kv = kv_cache_report(m->arch, KvDtype::bf16, {.context_tokens = 8192});
+        ASSERT_TRUE(kv);
+        EXPECT_TRUE(std::any_of(kv->warnings.begin(), kv->warnings.end(), [&](const std::string& w) {
+            return w.starts_with("not exact: ") && w.find(expected) != std::string::npos;
+        })) << extra;
+    }
+}
+
+TEST(Layouts, UnknownLayerTypesAreCountedNotSilent) {
+    auto m = import(R"("layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention",
+        "linear_attention", "linear_attention", "linear_attention", "full_attention"])");
+    ASSERT_TRUE(m) << m.error_text();
+    EXPECT_NE(reason(m->arch, "layer_types (line 3) lists 6 'linear_attention' layers, counted here as full attention"),
+              "")
+        << testing::join(m->arch.not_exact);
+    // Known values stay exact: sliding and full layers.
+    auto exact = import(R"("sliding_window": 4096, "layer_types": ["sliding_attention", "full_attention",
+        "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention",
+        "full_attention"])");
+    ASSERT_TRUE(exact) << exact.error_text();
+    EXPECT_TRUE(exact->arch.not_exact.empty()) << testing::join(exact->arch.not_exact);
+}
+
+TEST(Layouts, APureStateSpaceModelSaysItKeepsNoKvCache) {
+    auto m = import(R"("state_size": 128)", "mamba2");
+    ASSERT_TRUE(m) << m.error_text();
+    EXPECT_NE(reason(m->arch, "model_type mamba2 is a state-space model: no layer keeps a KV cache"), "");
+}
+
+TEST(Layouts, TheFitCarriesTheWarningAndAScenarioFileKeepsIt) {
+    auto m = import(R"("attention_chunk_size": 8192)");
+    ASSERT_TRUE(m);
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
+    auto f = fit(m->arch, KvDtype::bf16, {.context_tokens = 131072}, {}, d);
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(std::any_of(f->notes.begin(), f->notes.end(),
+                            [](const std::string& n) { return n.starts_with("not exact: attention_chunk_size"); }));
+    Scenario s;
+    s.arch = m->arch;
+    auto back = scenario_from_json(scenario_to_json(s), "plan.kvscope.json");
+    ASSERT_TRUE(back) << back.error_text();
+    EXPECT_EQ(back->scenario.arch.not_exact, m->arch.not_exact);
+}
+
+TEST(Layouts, EveryCatalogModelIsDescribedExactly) {
+    // No false alarms: the built-in models are all ones the calculator describes exactly.
+    for (const CatalogModel& c : Catalog::builtin().models())
+        EXPECT_TRUE(c.model.arch.not_exact.empty()) << c.id << ": " << testing::join(c.model.arch.not_exact);
+}
+
+TEST(Layouts, AFloat32ConfigIsServedInBf16AsVllmDoes) {
+    // vllm/config/model.py _resolve_auto_dtype: dtype="auto" downcasts a float32 checkpoint.
+    auto m = import(R"("torch_dtype": "float32")", "gemma2");
+    ASSERT_TRUE(m) << m.error_text();
+    EXPECT_EQ(m->kv_dtype, KvDtype::bf16);
+    EXPECT_EQ(m->weight_dtype, KvDtype::bf16);
+    EXPECT_EQ(
+        m->kv_dtype_source,
+        "torch_dtype float32, served as bf16 (vLLM dtype=auto downcasts float32; --kv-dtype fp32 for the file's own)");
+    // Gemma 2 9B was published in float32: 42 layers x 2 (K, V) x 8 KV heads x 256 dims x 2 bytes per token.
+    const CatalogModel* g = Catalog::builtin().find_model("gemma-2-9b");
+    ASSERT_NE(g, nullptr);
+    EXPECT_EQ(g->model.kv_dtype, KvDtype::bf16);
+}
+
+TEST(Layouts, FalconMultiQueryRunsWithOneKvHeadWhateverTheSavedCount) {
+    // transformers modeling_falcon.py: without new_decoder_architecture, multi_query means 1 KV head.
+    auto m = import_config(R"({"model_type": "falcon", "num_hidden_layers": 32, "num_attention_heads": 71,
+        "num_kv_heads": 71, "multi_query": true, "hidden_size": 4544})",
+                           "config.json");
+    ASSERT_TRUE(m) << m.error_text();
+    EXPECT_EQ(m->arch.kv_heads, 1u);
+    EXPECT_TRUE(std::any_of(m->assumed.begin(), m->assumed.end(), [](const std::string& a) {
+        return a.starts_with("1 KV head: multi_query is true (line 2) and num_kv_heads = 71 is not used");
+    })) << testing::join(m->assumed);
+}
+
+}  // namespace
+}  // namespace kvscope
