@@ -26,4 +26,16 @@ inline Scenario fractional_deployment() {
     return s;
 }
 
+// The README's question on a picked model: 128k tokens × 8 in fp8, TP 2 on 2 × H100 SXM (vLLM).
+inline void readme_example(Scenario& s) {
+    s.kv_dtype = KvDtype::fp8_e4m3;
+    s.workload.context_tokens = 131072;
+    s.workload.batch = 8;
+    s.parallel.tp = 2;
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
+    d.gpu_count = 2;
+    s.deployment = d;
+}
+
 }  // namespace kvscope::testing

@@ -12,6 +12,7 @@
 #include "kvscope/ui/memory_chart.h"
 #include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/scenario_model.h"
+#include "sample_scenarios.h"
 #include "widget_testing.h"
 
 namespace kvscope::ui {
@@ -51,16 +52,7 @@ TEST(Export, TheChartSaysWhatItShowsInEveryFormat) {
     QTemporaryDir dir;
     MainWindow w(catalog(), false);
     w.model()->loadCatalogModel("llama-3-70b");
-    w.model()->edit("example", [](Scenario& s) {
-        s.kv_dtype = KvDtype::fp8_e4m3;
-        s.workload.context_tokens = 131072;
-        s.workload.batch = 8;
-        s.parallel.tp = 2;
-        Deployment d;
-        d.gpu = *catalog().find_gpu("h100-sxm");
-        d.gpu_count = 2;
-        s.deployment = d;
-    });
+    w.model()->edit("example", kvscope::testing::readme_example);
     MemoryChart* chart = w.chart();
     EXPECT_EQ(chart->titleText(), "KV cache against context length: Llama 3 70B");
     EXPECT_EQ(chart->subtitleText(),

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "kvscope/ui/scenario_model.h"
+#include "sample_scenarios.h"
 #include "widget_testing.h"
 
 namespace kvscope::ui {
@@ -170,16 +171,7 @@ TEST(ScenarioModel, NewerOrBrokenScenarioFilesAreRefused) {
 TEST(ScenarioModel, DeploymentAddsFitDecodeAndChartMarkers) {
     ScenarioModel m(catalog());
     m.loadCatalogModel("llama-3-70b");
-    m.edit("fit", [](Scenario& s) {
-        s.kv_dtype = KvDtype::fp8_e4m3;
-        s.workload.context_tokens = 131072;
-        s.workload.batch = 8;
-        s.parallel.tp = 2;
-        Deployment d;
-        d.gpu = *catalog().find_gpu("h100-sxm");
-        d.gpu_count = 2;
-        s.deployment = d;
-    });
+    m.edit("fit", kvscope::testing::readme_example);
     const Results& r = m.results();
     ASSERT_TRUE(r.fit && r.decode);
     EXPECT_FALSE(r.fit->fits);
