@@ -1,5 +1,6 @@
 // Speed of the calculator and the CLI. Targets (issue: calculator core):
-//   a full scenario recompute — every report plus three 512-point curves — under 50 µs;
+//   a full scenario recompute — every report plus three 512-point curves — under 50 µs (the
+//   window plans every layout only while its Deployment tab is shown: BM_Plan, for reference);
 //   kvscope-cli from start to answer, printed for reference.
 // The recompute prints its ratio to the 50 µs target; the CLI its ratio to starting /bin/true,
 // measured in the same run.
@@ -17,6 +18,7 @@
 #include "kvscope/calculator/curves.h"
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/plan.h"
 
 extern char** environ;
 
@@ -53,6 +55,24 @@ void BM_FullScenarioRecompute(benchmark::State& state, const char* model_id) {
 BENCHMARK_CAPTURE(BM_FullScenarioRecompute, llama_3_70b, "llama-3-70b")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_FullScenarioRecompute, gemma_3_27b_windows, "gemma-3-27b")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_FullScenarioRecompute, llama_3_1_405b_126_layers, "llama-3.1-405b")->Unit(benchmark::kMicrosecond);
+
+// "How many GPUs?" alone: every TP within a node × PP until one replica serves 64 sequences.
+void BM_Plan(benchmark::State& state, const char* model_id) {
+    const auto& catalog = Catalog::builtin();
+    const auto& arch = catalog.find_model(model_id)->model.arch;
+    Deployment d;
+    d.gpu = *catalog.find_gpu("h100-sxm");
+    const Workload w{.context_tokens = 32768, .batch = 64};
+    std::size_t rows = 0;
+    for (auto _ : state) {
+        auto plan = plan_deployments(arch, KvDtype::fp8_e4m3, w, d);
+        rows = plan->options.size();
+        benchmark::DoNotOptimize(rows);
+    }
+    state.counters["layouts"] = static_cast<double>(rows);
+}
+BENCHMARK_CAPTURE(BM_Plan, llama_3_70b, "llama-3-70b")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Plan, llama_3_1_405b_126_layers, "llama-3.1-405b")->Unit(benchmark::kMicrosecond);
 
 // Starts `argv` (stdout to /dev/null), waits for it, and returns the wall time in ms; negative
 // when it cannot be started.

@@ -7,6 +7,7 @@
 #include <QVBoxLayout>
 
 #include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/units.h"
 #include "kvscope/ui/refresh_when_shown.h"
 #include "kvscope/ui/scenario_model.h"
@@ -66,12 +67,18 @@ void PlanView::refresh() {
     const Results& r = model_->results();
     table_->setRowCount(0);
     apply_->setEnabled(false);
-    if (!model_->hasResults() || !r.plan || !r.scenario.deployment) {
+    if (!model_->hasResults() || !r.scenario.deployment) {
         caption_->setText(tr("Tick “Check a deployment” to see every layout of its GPU."));
         return;
     }
-    const Plan& plan = *r.plan;
     const Scenario& s = r.scenario;
+    // Planned here, while the tab is shown (tens of fits: more than an edit should pay for elsewhere).
+    const auto planned = plan_deployments(s.arch, s.kv_dtype, s.workload, *s.deployment);
+    if (!planned) {
+        caption_->setText(q(planned.error_text()));
+        return;
+    }
+    const Plan& plan = *planned;
     const UnitSystem units = model_->units();
     caption_->setText(tr("%1 sequences of %2 tokens on %3 with %4. Max seqs: what one replica holds at this "
                          "context; headroom at the sequences each replica serves. %5.")

@@ -283,8 +283,6 @@ void ScenarioModel::recompute() {
             } else {
                 r.fit = *f;
                 r.decode = *d;
-                // The plan adds to the fit and never takes it away: a plan that cannot be made is left out.
-                if (auto plan = plan_deployments(s.arch, s.kv_dtype, s.workload, *s.deployment)) r.plan = *plan;
                 if (f->max_context > 0 && f->max_context < options.max_tokens && !f->max_context_limited_by_model)
                     r.stops_fitting_at = f->max_context + 1;
             }

@@ -17,7 +17,6 @@
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/derivation.h"
 #include "kvscope/calculator/kv_cache.h"
-#include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/scenario.h"
 #include "kvscope/calculator/units.h"
 #include "kvscope/calculator/variants.h"
@@ -36,8 +35,6 @@ struct Results {
     bool weights_estimated = false;
     std::optional<FitReport> fit;
     std::optional<DecodeEstimate> decode;
-    // "How many GPUs?": every TP × PP layout of the deployment's GPU with its replicas, when there is a deployment.
-    std::optional<Plan> plan;
     // Tokens per sequence at which the cache (all sequences, all GPUs) outgrows the weights,
     // and at which it stops fitting the deployment's budget.
     std::optional<std::uint64_t> kv_exceeds_weights_at;
