@@ -1,7 +1,6 @@
 #include "kvscope/ui/field_marks.h"
 
 #include <QLabel>
-#include <QRegularExpression>
 
 namespace kvscope::ui {
 
@@ -29,9 +28,8 @@ QStringList FieldMarks::apply(const Errors& errors, const QMap<QWidget*, QString
         e.widget->setToolTip(e.marked ? e.tooltip + "\n\n" + reasons.join('\n') : e.tooltip);
         const QString name = e.widget->accessibleName();
         // The field's name once: "KV heads (5) must divide …", not "KV heads: KV heads (5) must divide …".
-        const QRegularExpression as_word("(?<![\\w])" + QRegularExpression::escape(name) + "(?![\\w])",
-                                         QRegularExpression::CaseInsensitiveOption);
-        for (const QString& r : reasons) shown << (name.isEmpty() || as_word.match(r).hasMatch() ? r : name + ": " + r);
+        for (const QString& r : reasons)
+            shown << (name.isEmpty() || names_word(r.toStdString(), name.toStdString(), true) ? r : name + ": " + r);
     }
     return shown;
 }

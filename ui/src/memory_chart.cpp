@@ -141,6 +141,10 @@ void MemoryChart::refresh() {
     const UnitSystem units = model_->units();
     const auto& tokens = r.curves.tokens;
     if (tokens.empty()) return;
+    if (bytes_axis_automatic_ && chooseBytesAxis(r) != log_y_) {
+        log_y_ = !log_y_;
+        emit axesModeChanged();
+    }
 
     std::array<bool, 4> used{};
     double y_max = 0, y_min_positive = 0;
@@ -222,28 +226,6 @@ void MemoryChart::refresh() {
     show(stops_, stops_->count() > 0);
     show(context_, context_shown);
 
-    // The default bytes axis: log when the highest line is more than 10× the smallest of what this
-    // model needs read — its own cache at the chosen context, its weights, its budget — which MHA's
-    // terabytes would otherwise squash into the bottom of the plot.
-    if (bytes_axis_automatic_) {
-        double smallest = weights;
-        for (const Curve& c : r.curves.series) {
-            if (!c.is_model) continue;
-            const auto at = std::lower_bound(tokens.begin(), tokens.end(), context);
-            const std::size_t i =
-                at == tokens.end() ? tokens.size() - 1 : static_cast<std::size_t>(at - tokens.begin());
-            if (c.bytes[i] > 0) smallest = std::min(smallest, static_cast<double>(c.bytes[i]));
-        }
-        if (has_budget) smallest = std::min(smallest, static_cast<double>(r.fit->kv_budget_bytes));
-        const bool want_log = smallest > 0 && y_max > 10 * smallest;
-        if (want_log != log_y_) {
-            log_y_ = want_log;
-            emit axesModeChanged();
-            refresh();  // again, with every point on the chosen axis
-            return;
-        }
-    }
-
     full_x_lo_ = x_lo;
     full_x_hi_ = x_hi > x_lo ? x_hi : x_lo + 1;
     if (log_y_) {
@@ -281,6 +263,26 @@ void MemoryChart::updateTitle() {
     subtitle_ = parts.join(" · ");
     chart_->setTitle(QStringLiteral("<b>%1</b><br><span style=\"font-size: small\">%2</span>")
                          .arg(title_.toHtmlEscaped(), subtitle_.toHtmlEscaped()));
+}
+
+bool MemoryChart::chooseBytesAxis(const Results& r) const {
+    // Log when the highest line is more than 10× the smallest of what this model needs read — its own
+    // cache at the chosen context, its weights, its budget — which MHA's terabytes would otherwise
+    // squash into the bottom of the plot.
+    const auto& tokens = r.curves.tokens;
+    const double weights = static_cast<double>(r.weights_bytes);
+    const bool has_budget = r.fit && r.fit->kv_budget_bytes > 0;
+    double highest = std::max(weights, has_budget ? static_cast<double>(r.fit->kv_budget_bytes) : 0.0);
+    double smallest = weights;
+    const auto at = std::lower_bound(tokens.begin(), tokens.end(), r.scenario.workload.context_tokens);
+    const std::size_t i = at == tokens.end() ? tokens.size() - 1 : static_cast<std::size_t>(at - tokens.begin());
+    for (const Curve& c : r.curves.series) {
+        if (!c.bytes.empty())
+            highest = std::max(highest, static_cast<double>(*std::max_element(c.bytes.begin(), c.bytes.end())));
+        if (c.is_model && c.bytes[i] > 0) smallest = std::min(smallest, static_cast<double>(c.bytes[i]));
+    }
+    if (has_budget) smallest = std::min(smallest, static_cast<double>(r.fit->kv_budget_bytes));
+    return smallest > 0 && highest > 10 * smallest;
 }
 
 void MemoryChart::setRanges(double x_lo, double x_hi, double y_lo, double y_hi) {

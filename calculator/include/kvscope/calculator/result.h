@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -21,6 +22,11 @@ using Errors = std::vector<FieldError>;
 
 // "field: message; field: message" — for one-line reports (CLI stderr).
 std::string join_errors(const Errors& errors);
+
+// True when `word` stands in `text` on its own, not inside a longer name ("layers" in "the number of
+// layers", not in "num_hidden_layers"): how a message is known to name its field already, so the
+// field is not put in front of it again (join_errors; the window's field marks, ignoring case).
+bool names_word(std::string_view text, std::string_view word, bool ignore_case = false);
 
 template <class T>
 class Result {

@@ -68,6 +68,8 @@ private:
     void refresh();
     void applyPalette();
     void updateTitle();
+    // The bytes axis the chart picks for `r` while the user has not chosen: true for log.
+    [[nodiscard]] bool chooseBytesAxis(const Results& r) const;
     void setRanges(double x_lo, double x_hi, double y_lo, double y_hi);
     void relabel();
     [[nodiscard]] double xOf(double tokens) const;
