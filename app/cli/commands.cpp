@@ -24,11 +24,20 @@ std::string usage_error(const Errors& errors, const std::string& command) {
     return line + "\n";
 }
 
+// Layers of more than full attention and sliding windows, or a recurrent state: the text says what each keeps.
+bool mixed_layers(const Architecture& a) {
+    return a.attention_layers() != a.layers || a.state_layers() > 0 || a.count_layers(LayerKind::chunked) > 0 ||
+           std::any_of(a.layer_specs.begin(), a.layer_specs.end(),
+                       [](const LayerSpec& l) { return l.kv_heads > 0 || l.head_dim_k > 0 || l.head_dim_v > 0; });
+}
+
 std::string header(const Scenario& s, const ScenarioSource& src) {
     std::vector<std::pair<std::string, std::string>> rows{
         {"model", src.description},
         {"attention",
-         attention_label(s.arch) + " — " + std::to_string(s.arch.layers) + " layers, " +
+         s.arch.attention_layers() == 0
+             ? "none — " + std::to_string(s.arch.layers) + " recurrent layers, no KV cache"
+             : attention_label(s.arch) + " — " + std::to_string(s.arch.layers) + " layers, " +
              std::to_string(s.arch.query_heads) + " query heads, " +
              (s.arch.mla
                   ? "MLA latent " + std::to_string(s.arch.mla->kv_lora_rank) + " + rope " +
@@ -45,12 +54,13 @@ std::string header(const Scenario& s, const ScenarioSource& src) {
     };
     if (s.arch.has_sliding_layers()) {
         std::uint64_t sliding = 0, window = 0;
-        for (auto w : s.arch.layer_windows)
-            if (w) ++sliding, window = w;
+        for (std::uint64_t l = 0; l < s.arch.layers; ++l)
+            if (const auto w = s.arch.window_of(l)) ++sliding, window = w;
         rows.emplace_back("windows", std::to_string(sliding) + " of " + std::to_string(s.arch.layers) +
                                          " layers slide over " + format_tokens(window) + " tokens" +
                                          (s.workload.full_window ? " (ignored: --full-window)" : ""));
     }
+    if (mixed_layers(s.arch)) rows.emplace_back("layer mix", layer_mix_text(s.arch));
     std::string out = key_values(rows);
     for (const auto& a : src.assumed) out += "assumed: " + a + "\n";
     for (const auto& n : src.notes) out += "note: " + n + "\n";
@@ -112,8 +122,10 @@ Output cmd_models(const Options& o, const Catalog& catalog) {
         const auto p = parameters(a);
         t.add({m.id, m.name, std::to_string(a.layers),
                std::to_string(a.query_heads) + "/" + (a.mla ? std::string("latent") : std::to_string(a.kv_heads)),
-               std::to_string(a.head_dim_k), attention_label(a) + (a.has_sliding_layers() ? "+SWA" : ""),
-               format_tokens(a.max_positions), format_si(static_cast<double>(p.total)) + (p.estimated ? "~" : ""),
+               std::to_string(a.head_dim_k),
+               attention_label(a) + (a.has_sliding_layers() ? "+SWA" : "") +
+                   (a.count_layers(LayerKind::chunked) ? "+chunked" : "") + (a.state_layers() ? "+state" : ""),
+               a.max_positions ? format_tokens(a.max_positions) : "—", format_si(static_cast<double>(p.total)) + (p.estimated ? "~" : ""),
                std::string(to_string(m.model.kv_dtype)), per_token ? format_bytes(*per_token, o.units) : "?"});
     }
     r.out = o.format == Format::csv ? t.csv() : t.text() + "(params ending in ~ are estimated from the architecture)\n";
@@ -191,8 +203,16 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
         std::vector<std::pair<std::string, std::string>> rows{
             {"KV cache", format_bytes_both(kv->total_bytes, o.units) + " — " + format_count(kv->total_bytes) +
                              " bytes" +
-                             (s.arch.not_exact.empty() ? "" : " — NOT EXACT: every layer counted as full attention")},
+                             (s.arch.not_exact.empty() ? "" : " — NOT EXACT: see the warnings below")},
         };
+        if (kv->state_bytes > 0) {
+            rows.emplace_back("state", format_bytes_both(kv->state_bytes, o.units) + " — " +
+                                           format_count(kv->state_bytes) + " bytes of recurrent state, " +
+                                           format_bytes(kv->state_bytes_per_sequence, o.units) +
+                                           " per sequence whatever the context");
+            rows.emplace_back("KV + state", format_bytes_both(kv->memory_bytes, o.units) + " — " +
+                                                format_count(kv->memory_bytes) + " bytes");
+        }
         if (kv->gpus > 1)
             rows.emplace_back("per GPU", format_bytes_both(kv->per_gpu_bytes, o.units) + " on the busiest of " +
                                              std::to_string(kv->gpus) + " GPUs");
@@ -200,22 +220,46 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
         rows.emplace_back("per token", format_bytes(kv->bytes_per_token, o.units) + " (" +
                                            format_count(kv->bytes_per_token) + " bytes, all layers)");
         r.out += key_values(rows) + "\n";
-        // Per layer: grouped by window unless --all-layers.
-        Table layers({"layers", "window", "tokens kept", "bytes per layer"});
+        // Per layer: grouped by what they keep unless --all-layers. A model with layers of several kinds
+        // (or a recurrent state) gets the kind and state columns.
+        const bool state = kv->state_bytes > 0, mixed = mixed_layers(s.arch);
+        std::vector<std::string> head{"layers"};
+        if (mixed) head.emplace_back("kind");
+        for (const char* h : {"window", "tokens kept", "bytes per layer"}) head.emplace_back(h);
+        if (state) head.emplace_back("state per layer");
+        Table layers(head);
+        const auto kind_text = [&](const LayerKv& l) {
+            return l.kind == LayerKind::full && s.arch.mla ? std::string("mla") : std::string(to_string(l.kind));
+        };
+        const auto row = [&](const std::string& count, const LayerKv& l) {
+            const bool caches = l.kind == LayerKind::full || l.kind == LayerKind::sliding || l.kind == LayerKind::chunked;
+            std::vector<std::string> cells{count};
+            if (mixed) cells.push_back(kind_text(l));
+            cells.push_back(!caches ? "—" : l.window ? format_tokens(l.window) : "full");
+            cells.push_back(format_count(l.stored_tokens));
+            cells.push_back(format_bytes(l.bytes, o.units));
+            if (state) cells.push_back(format_bytes(l.state_bytes, o.units));
+            layers.add(cells);
+        };
         if (o.all_layers) {
-            for (const auto& l : kv->layers)
-                layers.add({std::to_string(l.layer), l.window ? format_tokens(l.window) : "full",
-                            format_count(l.stored_tokens), format_bytes(l.bytes, o.units)});
+            for (const auto& l : kv->layers) row(std::to_string(l.layer), l);
         } else {
-            std::map<std::uint64_t, std::pair<std::uint64_t, const LayerKv*>> groups;
+            // Groups in the order of their first layer.
+            std::vector<std::pair<std::uint64_t, const LayerKv*>> groups;
             for (const auto& l : kv->layers) {
-                auto& g = groups[l.window];
-                ++g.first;
-                g.second = &l;
+                auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
+                    return g.second->kind == l.kind && g.second->window == l.window && g.second->bytes == l.bytes &&
+                           g.second->state_bytes == l.state_bytes;
+                });
+                if (it == groups.end())
+                    groups.emplace_back(1, &l);
+                else
+                    ++it->first;
             }
-            for (const auto& [window, g] : groups)
-                layers.add({std::to_string(g.first), window ? format_tokens(window) : "full",
-                            format_count(g.second->stored_tokens), format_bytes(g.second->bytes, o.units)});
+            if (!mixed)  // as before: full attention first, then the windows in increasing order
+                std::stable_sort(groups.begin(), groups.end(),
+                                 [](const auto& a, const auto& b) { return a.second->window < b.second->window; });
+            for (const auto& [count, l] : groups) row(std::to_string(count), *l);
         }
         r.out += layers.text() + "\n";
     }

@@ -162,6 +162,7 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
         v.set("batch", Value::number(s.workload.batch));
         v.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
         v.set("predicted_bytes", Value::number(a.predicted_bytes));
+        v.set("predicted_state_bytes", Value::number(a.predicted_state_bytes));
         v.set("requested_bytes", Value::number(a.requested_bytes));
         v.set("measured_bytes", Value::number(a.measured_bytes));
         v.set("granularity_bytes", Value::number(a.granularity_bytes));
@@ -195,7 +196,11 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
                          std::string(to_string(s.kv_dtype))},
         {"backend", p.device.backend + " — " + p.device.name + " (" + std::to_string(at.threads) + " threads)" +
                         (p.device.note.empty() ? "" : "; " + p.device.note)},
-        {"predicted", format_bytes(a.predicted_bytes) + " (" + format_count(a.predicted_bytes) + " bytes)"},
+        {"predicted", format_bytes(a.predicted_bytes) + " (" + format_count(a.predicted_bytes) + " bytes" +
+                          (a.predicted_state_bytes > 0
+                               ? ", of which " + format_bytes(a.predicted_state_bytes) + " recurrent state"
+                               : std::string()) +
+                          ")"},
         {"requested", format_bytes(a.requested_bytes) + " (" + format_count(a.requested_bytes) + " bytes, " +
                           format_count(a.allocations) + " allocations)" +
                           (a.requested_bytes == a.predicted_bytes ? " = predicted" : " ≠ predicted")},
@@ -216,6 +221,11 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
         {"accuracy", "max relative error " + scientific(at.max_rel_error) + " against float64"},
         {"kernel", at.kernel},
     });
+    if (at.runs == 0) {  // nothing attends (a pure state-space model): the allocation rows only
+        r.out = r.out.substr(0, r.out.find("attention:"));
+        r.out += "attention:  none — no layer keeps a KV cache; the recurrent state was allocated and measured\n";
+        return r;
+    }
     if (at.cache_resident) r.out += "note: the cache fits in the CPU caches, so the bandwidth is optimistic\n";
     return r;
 }

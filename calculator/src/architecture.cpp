@@ -21,8 +21,162 @@ std::string_view to_string(AttentionKind kind) {
     return "?";
 }
 
-bool Architecture::has_sliding_layers() const {
-    return std::any_of(layer_windows.begin(), layer_windows.end(), [](auto w) { return w != 0; });
+namespace {
+
+struct KindName {
+    LayerKind kind;
+    std::string_view id;
+};
+constexpr KindName kLayerKinds[] = {
+    {LayerKind::full, "full"},       {LayerKind::sliding, "sliding"},     {LayerKind::chunked, "chunked"},
+    {LayerKind::shared, "shared"},   {LayerKind::recurrent, "recurrent"}, {LayerKind::none, "none"},
+};
+
+struct StateName {
+    StateKind kind;
+    std::string_view id;
+    std::string_view words;  // in the layer mix
+};
+constexpr StateName kStateKinds[] = {
+    {StateKind::mamba, "mamba", "Mamba"},
+    {StateKind::mamba2, "mamba2", "Mamba-2"},
+    {StateKind::gated_delta_net, "gated_delta_net", "linear attention (gated DeltaNet)"},
+    {StateKind::linear_attention, "linear_attention", "linear attention"},
+    {StateKind::short_conv, "short_conv", "short convolution"},
+};
+
+}  // namespace
+
+std::string_view to_string(LayerKind kind) {
+    for (const auto& k : kLayerKinds)
+        if (k.kind == kind) return k.id;
+    return "?";
+}
+
+std::optional<LayerKind> parse_layer_kind(std::string_view text) {
+    for (const auto& k : kLayerKinds)
+        if (k.id == text) return k.kind;
+    return std::nullopt;
+}
+
+std::string_view to_string(StateKind kind) {
+    for (const auto& k : kStateKinds)
+        if (k.kind == kind) return k.id;
+    return "?";
+}
+
+std::optional<StateKind> parse_state_kind(std::string_view text) {
+    for (const auto& k : kStateKinds)
+        if (k.id == text) return k.kind;
+    return std::nullopt;
+}
+
+bool Architecture::has_sliding_layers() const { return count_layers(LayerKind::sliding) > 0; }
+
+std::uint64_t Architecture::count_layers(LayerKind kind) const {
+    if (layer_specs.empty()) return kind == LayerKind::full ? layers : 0;
+    return static_cast<std::uint64_t>(
+        std::count_if(layer_specs.begin(), layer_specs.end(), [kind](const LayerSpec& s) { return s.kind == kind; }));
+}
+
+std::uint64_t Architecture::attention_layers() const {
+    if (layer_specs.empty()) return layers;
+    return static_cast<std::uint64_t>(
+        std::count_if(layer_specs.begin(), layer_specs.end(), [](const LayerSpec& s) { return s.attends(); }));
+}
+
+std::uint64_t Architecture::state_layers() const {
+    return static_cast<std::uint64_t>(
+        std::count_if(layer_specs.begin(), layer_specs.end(), [](const LayerSpec& s) { return s.keeps_state(); }));
+}
+
+std::uint64_t Architecture::kv_heads_of(std::uint64_t l) const {
+    const LayerSpec s = layer(l);
+    return s.kv_heads > 0 ? s.kv_heads : kv_heads;
+}
+std::uint64_t Architecture::head_dim_k_of(std::uint64_t l) const {
+    const LayerSpec s = layer(l);
+    return s.head_dim_k > 0 ? s.head_dim_k : head_dim_k;
+}
+std::uint64_t Architecture::head_dim_v_of(std::uint64_t l) const {
+    const LayerSpec s = layer(l);
+    return s.head_dim_v > 0 ? s.head_dim_v : head_dim_v;
+}
+
+Architecture Architecture::all_full_attention() const {
+    Architecture a = *this;
+    // Every layer attends to everything; a layer's own heads and dimensions stay (Gemma 4's global layers).
+    bool own_heads = false;
+    for (auto& l : a.layer_specs) {
+        l = {LayerKind::full, 0, l.kv_heads, l.head_dim_k, l.head_dim_v, false};
+        own_heads = own_heads || l != LayerSpec{};
+    }
+    if (!own_heads) a.layer_specs.clear();
+    a.recurrent.reset();
+    a.name = name + " (every layer full attention)";
+    return a;
+}
+
+std::vector<LayerSpec> sliding_layers(const std::vector<std::uint64_t>& windows) {
+    std::vector<LayerSpec> out;
+    out.reserve(windows.size());
+    for (const auto w : windows) out.push_back({w ? LayerKind::sliding : LayerKind::full, w});
+    return out;
+}
+
+std::vector<std::uint64_t> layer_windows(const Architecture& a) {
+    std::vector<std::uint64_t> out;
+    for (std::uint64_t l = 0; l < a.layer_specs.size(); ++l) out.push_back(a.window_of(l));
+    return out;
+}
+
+std::string layer_mix_text(const Architecture& a) {
+    if (a.layer_specs.empty()) return "";
+    const std::string state_words = [&] {
+        if (!a.recurrent) return std::string("recurrent");
+        for (const auto& k : kStateKinds)
+            if (k.kind == a.recurrent->kind) return std::string(k.words);
+        return std::string("recurrent");
+    }();
+    // Parts in the order of first appearance, each a description and a count.
+    std::vector<std::pair<std::string, std::uint64_t>> parts;
+    for (std::uint64_t l = 0; l < a.layer_specs.size(); ++l) {
+        const LayerSpec& s = a.layer_specs[l];
+        std::string what;
+        switch (s.kind) {
+            case LayerKind::full:
+                what = a.mla ? "MLA" : "full attention";
+                break;
+            case LayerKind::sliding:
+                what = "sliding window " + format_count(s.window);
+                break;
+            case LayerKind::chunked:
+                what = "chunked attention " + format_count(s.window);
+                break;
+            case LayerKind::shared:
+                what = "shared KV (no cache of their own)";
+                break;
+            case LayerKind::recurrent:
+                what = state_words;
+                break;
+            case LayerKind::none:
+                what = "MLP only";
+                break;
+        }
+        if (s.state && s.kind != LayerKind::recurrent) what += " + " + state_words;
+        if (s.attends() && (s.kv_heads > 0 || s.head_dim_k > 0))
+            what += " (" + std::to_string(a.kv_heads_of(l)) + " KV heads × " + std::to_string(a.head_dim_k_of(l)) + ")";
+        auto it = std::find_if(parts.begin(), parts.end(), [&](const auto& p) { return p.first == what; });
+        if (it == parts.end())
+            parts.emplace_back(what, 1);
+        else
+            ++it->second;
+    }
+    if (parts.size() == 1 && parts.front().first == "full attention") return "";
+    std::string out = std::to_string(a.layers) + " layers: ";
+    for (std::size_t i = 0; i < parts.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(parts[i].second) + " " + parts[i].first;
+    return out;
 }
 
 Errors validate(const Architecture& a) {
@@ -31,7 +185,9 @@ Errors validate(const Architecture& a) {
         if (v == 0) e.push_back({field, std::string(what) + " must be at least 1"});
     };
     need_positive(a.layers, "layers", "the number of layers");
-    need_positive(a.query_heads, "query_heads", "the number of query heads");
+    // A model none of whose layers attends (a pure state-space model) has no heads to check.
+    const bool attends = a.layers == 0 || a.attention_layers() > 0;
+    if (attends) need_positive(a.query_heads, "query_heads", "the number of query heads");
     auto at_most = [&](std::uint64_t v, std::uint64_t limit, const char* field, const char* what) {
         if (v > limit)
             e.push_back({field, std::string(what) + " (" + format_count(v) + ") is more than the " +
@@ -39,7 +195,7 @@ Errors validate(const Architecture& a) {
     };
     at_most(a.layers, kMaxLayers, "layers", "the number of layers");
     at_most(a.query_heads, kMaxHeads, "query_heads", "the number of query heads");
-    if (!a.mla) {
+    if (!a.mla && attends) {
         need_positive(a.kv_heads, "kv_heads", "the number of KV heads");
         need_positive(a.head_dim_k, "head_dim", "the key head dimension");
         need_positive(a.head_dim_v, "head_dim_v", "the value head dimension");
@@ -52,9 +208,45 @@ Errors validate(const Architecture& a) {
             e.push_back({"kv_heads", "KV heads (" + std::to_string(a.kv_heads) + ") must divide the query heads (" +
                                          std::to_string(a.query_heads) + ") so each KV head serves a whole group"});
     }
-    if (!a.layer_windows.empty() && a.layers > 0 && a.layer_windows.size() != a.layers)  // 0 layers is said once
-        e.push_back({"layer_windows", "there are " + std::to_string(a.layer_windows.size()) +
-                                          " per-layer windows for " + std::to_string(a.layers) + " layers"});
+    if (!a.layer_specs.empty() && a.layers > 0 && a.layer_specs.size() != a.layers)  // 0 layers is said once
+        e.push_back({"layer_specs", "there are " + std::to_string(a.layer_specs.size()) +
+                                        " per-layer descriptions for " + std::to_string(a.layers) + " layers"});
+    for (std::size_t l = 0; l < a.layer_specs.size(); ++l) {
+        const LayerSpec& s = a.layer_specs[l];
+        const std::string which = "layer " + std::to_string(l) + " (" + std::string(to_string(s.kind)) + ")";
+        if ((s.kind == LayerKind::sliding || s.kind == LayerKind::chunked) && s.window == 0) {
+            e.push_back({s.kind == LayerKind::sliding ? "sliding_window" : "attention_chunk_size",
+                         which + " needs a window of at least 1 token"});
+            break;
+        }
+        if (s.kv_heads > kMaxHeads || s.head_dim_k > kMaxHeads || s.head_dim_v > kMaxHeads) {
+            e.push_back({"kv_heads", which + ": its heads or head dimensions are beyond the " +
+                                         format_count(kMaxHeads) + " supported"});
+            break;
+        }
+        if (s.kv_heads > 0 && a.query_heads > 0 && a.query_heads % s.kv_heads != 0) {
+            e.push_back({"kv_heads", which + ": KV heads (" + std::to_string(s.kv_heads) +
+                                         ") must divide the query heads (" + std::to_string(a.query_heads) + ")"});
+            break;
+        }
+        if (s.keeps_state() && !a.recurrent) {
+            e.push_back({"recurrent_state", which + " keeps a recurrent state, but the model describes none"});
+            break;
+        }
+    }
+    if (a.recurrent) {
+        const RecurrentState& r = *a.recurrent;
+        for (const std::uint64_t v : {r.conv_kernel, r.conv_channels, r.groups, r.heads, r.head_dim, r.state_size})
+            if (v > (1ull << 24)) {
+                e.push_back({"recurrent_state", "a recurrent state dimension (" + format_count(v) +
+                                                    ") is beyond the 16,777,216 supported"});
+                break;
+            }
+        if (r.conv_kernel == 1 || (r.conv_kernel == 0 && r.heads == 0))
+            e.push_back({"conv_kernel", "the recurrent state needs a convolution of width 2 or more, or SSM heads"});
+        if (r.heads > 0 && (r.head_dim == 0 || r.state_size == 0))
+            e.push_back({"state_size", "the SSM state needs a head dimension and a state size of at least 1"});
+    }
     if (a.mla) {
         need_positive(a.mla->kv_lora_rank, "kv_lora_rank", "the MLA latent rank");
         need_positive(a.mla->v_head_dim, "v_head_dim", "the MLA value head dimension");
@@ -76,12 +268,14 @@ Errors validate(const Architecture& a) {
 
 AttentionKind attention_kind(const Architecture& a) {
     if (a.mla) return AttentionKind::MLA;
+    if (a.kv_heads == 0) return AttentionKind::MHA;
     if (a.kv_heads == a.query_heads) return AttentionKind::MHA;
     if (a.kv_heads == 1) return AttentionKind::MQA;
     return AttentionKind::GQA;
 }
 
 std::string attention_label(const Architecture& a) {
+    if (a.attention_layers() == 0) return "no attention";
     const auto kind = attention_kind(a);
     if (kind == AttentionKind::GQA) return "GQA-" + std::to_string(a.kv_heads);
     return std::string(to_string(kind));

@@ -42,15 +42,17 @@ Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload
         auto layout = KvLayout::make(shape.arch, dtype, workload, parallel);
         if (!layout) continue;  // as in compare_variants: a layout tensor parallelism cannot express
         // The curve rises with tokens: if its end fits in 64 bits, every point does.
-        if ((layout->all_gpu_bytes_per_sequence(c.tokens.back()) * workload.batch).overflow())
+        if ((layout->all_gpu_bytes_per_sequence(c.tokens.back(), Memory::kv_and_state) * workload.batch).overflow())
             return overflow_error("max_tokens", "the curve's end at " + format_count(c.tokens.back()) + " tokens");
         Curve curve;
         curve.name = shape.name;
         curve.is_model = shape.is_model;
         curve.replication = layout->replication();
+        curve.state_bytes = (layout->all_gpu_state_bytes_per_sequence() * workload.batch).value();
         curve.bytes.reserve(c.tokens.size());
         for (const auto t : c.tokens)
-            curve.bytes.push_back((layout->all_gpu_bytes_per_sequence(t) * workload.batch).value());
+            curve.bytes.push_back(
+                (layout->all_gpu_bytes_per_sequence(t, Memory::kv_and_state) * workload.batch).value());
         c.series.push_back(std::move(curve));
     }
     return c;

@@ -9,10 +9,12 @@ namespace {
 
 using ld = long double;
 
-// Layers grouped by the window the engine honours (0 = full context).
+// Attending layers grouped by the window the engine honours (0 = full context). Recurrent and
+// MLP-only layers attend to nothing; shared layers attend over another layer's cache.
 std::map<std::uint64_t, std::uint64_t> window_groups(const Architecture& arch, const Workload& workload) {
     std::map<std::uint64_t, std::uint64_t> groups;
-    for (std::uint64_t l = 0; l < arch.layers; ++l) ++groups[honoured_window(arch, workload, l)];
+    for (std::uint64_t l = 0; l < arch.layers; ++l)
+        if (arch.layer(l).attends()) ++groups[honoured_window(arch, workload, l)];
     return groups;
 }
 
@@ -90,7 +92,8 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
     const std::uint64_t gpus = parallel.gpus();
     d.weight_bytes_read_per_gpu = ceil_div(*read, gpus);
     d.kv_bytes_read_per_gpu = f.kv_bytes_per_gpu;
-    d.bytes_read_per_step_per_gpu = d.weight_bytes_read_per_gpu + d.kv_bytes_read_per_gpu;
+    d.state_bytes_read_per_gpu = f.state_bytes_per_gpu;  // every step reads (and rewrites) the whole state
+    d.bytes_read_per_step_per_gpu = d.weight_bytes_read_per_gpu + d.kv_bytes_read_per_gpu + d.state_bytes_read_per_gpu;
     // Tensor-parallel GPUs read their shares at once; pipeline stages take their turns.
     d.step_time_floor_s = static_cast<double>(parallel.pp) * static_cast<double>(d.bytes_read_per_step_per_gpu) /
                           static_cast<double>(deployment.gpu.bandwidth_bytes_per_s);

@@ -120,6 +120,8 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
     r.weights_bytes = *weights;
     r.weights_bytes_per_gpu = ceil_div(*weights, gpus);
     r.kv_bytes_per_gpu = kv->per_gpu_bytes;
+    r.state_bytes_per_gpu = kv->state_bytes_per_gpu;
+    r.memory_bytes_per_gpu_needed = kv->memory_bytes_per_gpu;
 
     const i128 mem = d.gpu.memory_bytes, w = r.weights_bytes_per_gpu;
     const i128 act = d.activation_reserve_bytes, overhead = d.runtime_overhead_bytes;
@@ -148,23 +150,33 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
     r.free_bytes_per_gpu = static_cast<std::uint64_t>(std::max<i128>(0, unused));
     r.kv_budget_bytes_per_gpu = clamp_i64(budget);
     r.kv_budget_bytes = clamp_i64(budget * static_cast<i128>(gpus));
-    r.headroom_bytes_per_gpu = clamp_i64(budget - static_cast<i128>(r.kv_bytes_per_gpu));
-    r.fits = budget >= 0 && budget >= static_cast<i128>(r.kv_bytes_per_gpu);
+    const i128 need = r.memory_bytes_per_gpu_needed;
+    r.headroom_bytes_per_gpu = clamp_i64(budget - need);
+    r.fits = budget >= 0 && budget >= need;
     if (budget < 0) r.notes.emplace_back("the weights and reserves alone exceed the memory the engine may use");
 
     const std::uint64_t budget_u = budget > 0 ? static_cast<std::uint64_t>(budget) : 0;
-    const Checked per_seq = layout.gpu_bytes_per_sequence(workload.context_tokens);
+    // A sequence needs its KV cache and its recurrent state; both count against the budget.
+    const Checked per_seq = layout.gpu_bytes_per_sequence(workload.context_tokens, Memory::kv_and_state);
     r.max_batch = per_seq.value() > 0 ? budget_u / per_seq.value() : 0;
     const Checked per_token = layout.bytes_per_token_per_gpu();
-    r.tokens_capacity = per_token.value() > 0 ? budget_u / per_token.value() : 0;
+    const std::uint64_t after_state =
+        budget_u > r.state_bytes_per_gpu ? budget_u - r.state_bytes_per_gpu : 0;
+    r.tokens_capacity = per_token.value() > 0 ? after_state / per_token.value() : 0;
 
-    // Largest context whose cache for `batch` sequences fits: one token before it first exceeds the budget.
+    // Largest context whose cache and state for `batch` sequences fit: one token before it first exceeds
+    // the budget (0 when the state alone does not fit).
     const std::uint64_t cap = arch.max_positions > 0 ? arch.max_positions : (1ull << 40);
-    const auto over = context_where_kv_exceeds(layout, workload, budget_u, KvScope::heaviest_gpu, cap);
-    r.max_context = over ? *over - 1 : cap;
+    const auto over =
+        context_where_kv_exceeds(layout, workload, budget_u, KvScope::heaviest_gpu, cap, Memory::kv_and_state);
+    r.max_context = over ? (*over > 0 ? *over - 1 : 0) : cap;
     r.max_context_limited_by_model = !over && arch.max_positions > 0;
     if (params.estimated)
         r.notes.push_back("parameter count estimated from the architecture: " + format_count(params.total));
+    if (r.state_bytes_per_gpu > 0)
+        r.notes.push_back("the recurrent state of " + format_count_of(workload.batch, "sequence", "sequences") +
+                          " takes " + format_bytes(r.state_bytes_per_gpu) +
+                          " per GPU beside the KV cache, whatever the context");
     for (const auto& reason : arch.not_exact) r.notes.push_back("not exact: " + reason);
     return r;
 }

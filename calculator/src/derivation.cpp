@@ -1,5 +1,6 @@
 #include "kvscope/calculator/derivation.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -108,9 +109,20 @@ Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture&
                                      const Workload& workload, const KvCacheReport& report) {
     KvDerivation d;
     d.form = attention_label(arch);
-    // Layers grouped by the tokens they store, most first.
+    // The layers that keep a KV cache of their own, grouped by the tokens they store, most first.
+    // Shared, recurrent and MLP-only layers keep no KV (their state, if any, is reported beside it).
     std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> by_tokens;  // tokens -> (layers, window)
+    std::uint64_t row_per_gpu = 0, caching = 0;
+    bool chunked = false;
     for (std::uint64_t l = 0; l < arch.layers; ++l) {
+        const std::uint64_t row = layout.row_bytes_per_gpu(l);
+        if (row == 0) continue;
+        if (row_per_gpu != 0 && row != row_per_gpu)
+            return Errors{{"kv_heads", "the layers of this model have different KV heads or head dimensions; the "
+                                       "derivation shows one row for all layers (the figures themselves are exact)"}};
+        row_per_gpu = row;
+        ++caching;
+        chunked = chunked || (arch.layer(l).kind == LayerKind::chunked && layout.window(l) > 0);
         auto& [count, window] = by_tokens[layout.stored_tokens(layout.window(l), workload.context_tokens)];
         ++count;
         window = layout.window(l);
@@ -124,16 +136,24 @@ Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture&
         g.layers.value = layers;
         g.layers.text = format_count_of(layers, "layer", "layers");
         g.layers.field = "layers";
-        g.layers.note = "Every layer keeps its own cache.";
+        g.layers.note = caching == arch.layers ? "Every layer keeps its own cache."
+                                               : "The layers that keep a KV cache of their own (" +
+                                                     layer_mix_text(arch) + ").";
         g.tokens.value = tokens;
         g.tokens.text = format_count_of(tokens, "token", "tokens");
         const std::uint64_t kept = KvLayout::kept_tokens(window, workload.context_tokens);
         if (kept < workload.context_tokens) {
             windowed = true;
-            g.tokens.text += " (sliding window)";
+            const bool chunk = chunked && std::any_of(arch.layer_specs.begin(), arch.layer_specs.end(), [&](const auto& s) {
+                return s.kind == LayerKind::chunked && s.window == window;
+            });
+            g.tokens.text += chunk ? " (chunk)" : " (sliding window)";
             g.tokens.field = "full_window";
-            g.tokens.note = "These layers attend only to the last " + format_count(window) +
-                            " tokens, so they keep no more than that.";
+            g.tokens.note = chunk ? "These layers attend within chunks of " + format_count(window) +
+                                        " tokens; the engine keeps at most one chunk (vLLM "
+                                        "ChunkedLocalAttentionSpec)."
+                                  : "These layers attend only to the last " + format_count(window) +
+                                        " tokens, so they keep no more than that.";
         } else {
             g.tokens.field = "context_tokens";
             g.tokens.note = "Every token of the context (prompt and generated) is kept.";
@@ -148,7 +168,7 @@ Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture&
     if (windowed) d.form = "sliding window + " + d.form;
 
     Row row = row_factors(arch, dtype);
-    const std::uint64_t row_all_gpus = layout.row_bytes_per_gpu() * layout.tp();
+    const std::uint64_t row_all_gpus = row_per_gpu * layout.tp();
     if (layout.replication() > 1) {
         Factor copies;
         copies.value = layout.replication();
@@ -196,6 +216,7 @@ Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture&
 }
 
 std::string derivation_text(const KvDerivation& d, UnitSystem units) {
+    if (d.groups.empty()) return "no layer keeps a KV cache = 0 bytes";
     std::string text = d.kv_pair ? d.kv_pair->text + " × " : "";
     std::string row;
     for (const Factor& f : d.row) row += " × " + f.text;

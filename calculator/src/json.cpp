@@ -213,7 +213,7 @@ std::string Value::dump(int indent) const {
 
 class Parser {
 public:
-    explicit Parser(std::string_view text) : s_(text) {}
+    explicit Parser(std::string_view text, bool python_numbers = false) : s_(text), python_(python_numbers) {}
 
     ParseResult run() {
         ParseResult r;
@@ -287,6 +287,16 @@ private:
                 v.type_ = Type::null;
                 return expect_word("null");
             default:
+                if (python_)
+                    for (const auto& [word, value] : {std::pair{std::string_view("NaN"), std::numeric_limits<double>::quiet_NaN()},
+                                                      std::pair{std::string_view("Infinity"), HUGE_VAL},
+                                                      std::pair{std::string_view("-Infinity"), -HUGE_VAL}})
+                        if (s_.substr(pos_, word.size()) == word) {
+                            v.type_ = Type::number;
+                            v.text_ = std::string(word);
+                            v.double_ = value;
+                            return expect_word(word);
+                        }
                 if (peek() == '-' || (peek() >= '0' && peek() <= '9')) return parse_number(v);
                 if (s_.substr(pos_, 3) == "NaN" || s_.substr(pos_, 8) == "Infinity")
                     return fail("NaN and Infinity are not JSON numbers");
@@ -496,12 +506,14 @@ private:
     }
 
     std::string_view s_;
+    bool python_ = false;
     std::size_t pos_ = 0;
     int line_ = 1, column_ = 1;
     ParseError error_;
 };
 
 ParseResult parse(std::string_view text) { return Parser(text).run(); }
+ParseResult parse_python_json(std::string_view text) { return Parser(text, true).run(); }
 
 std::optional<RepairedText> repair_decimal_commas(std::string_view text) {
     RepairedText out{std::string(text), {}};

@@ -11,7 +11,32 @@ FieldError overflow_error(const std::string& field, const std::string& what) {
 }
 
 std::uint64_t honoured_window(const Architecture& arch, const Workload& workload, std::uint64_t layer) {
-    return workload.full_window ? 0 : arch.window_of(layer);
+    const LayerSpec s = arch.layer(layer);
+    if (s.kind != LayerKind::sliding && s.kind != LayerKind::chunked) return 0;
+    return workload.full_window ? 0 : s.window;
+}
+
+StateValues state_values_per_gpu(const RecurrentState& r, std::uint64_t tp) {
+    // vllm/model_executor/layers/mamba/mamba_utils.py (MambaStateShapeCalculator): each state tensor is
+    // split over the tensor-parallel GPUs along its channels or heads. Mamba-2 pads its B/C groups to a
+    // multiple of the GPUs when they do not divide (extra_groups_for_head_shards: a single group is
+    // replicated on every GPU).
+    Checked conv;
+    if (r.conv_kernel > 1) {
+        std::uint64_t groups = r.groups;
+        if (r.kind == StateKind::mamba2 && groups > 0 && groups % tp != 0) groups += tp - groups;
+        const Checked channels = Checked(r.conv_channels) + Checked(2) * groups * r.state_size;
+        conv = (channels.overflow() ? channels : Checked(channels.value() / tp)) * (r.conv_kernel - 1);
+    }
+    Checked ssm;
+    if (r.heads > 0) ssm = Checked(r.heads / tp) * r.head_dim * r.state_size;
+    return {conv, ssm};
+}
+
+Checked state_bytes_per_gpu(const RecurrentState& r, std::uint64_t tp) {
+    const StateValues v = state_values_per_gpu(r, tp);
+    if (v.conv.overflow() || v.ssm.overflow()) return Checked::overflowed();
+    return row_bytes(r.conv_dtype, v.conv.value()) + row_bytes(r.ssm_dtype, v.ssm.value());
 }
 
 Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const Workload& workload,
@@ -25,26 +50,49 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
     k.tp_ = parallel.tp;
     k.block_ = workload.block_size;
     k.layers_ = arch.layers;
-    Checked row;
     if (arch.mla) {
         // The latent is shared by every head, so every tensor-parallel rank keeps all of it.
         k.kv_heads_per_gpu_ = 1;
         k.replication_ = parallel.tp;
-        row = row_bytes(dtype, arch.mla->kv_lora_rank + arch.mla->qk_rope_head_dim);
-    } else {
+    } else if (arch.kv_heads > 0) {
         k.kv_heads_per_gpu_ = std::max<std::uint64_t>(1, arch.kv_heads / parallel.tp);
         k.replication_ = parallel.tp > arch.kv_heads ? parallel.tp / arch.kv_heads : 1;
-        const Checked values_k = Checked(k.kv_heads_per_gpu_) * arch.head_dim_k;
-        const Checked values_v = Checked(k.kv_heads_per_gpu_) * arch.head_dim_v;
-        if (values_k.overflow() || values_v.overflow())
-            return overflow_error("head_dim", "a KV row of these heads and head dimensions");
-        row = row_bytes(dtype, values_k.value()) + row_bytes(dtype, values_v.value());
     }
-    if (row.overflow()) return overflow_error("head_dim", "a KV row of these dimensions");
-    k.row_bytes_ = row.value();
+    std::uint64_t state = 0;
+    if (arch.recurrent) {
+        const Checked s = state_bytes_per_gpu(*arch.recurrent, parallel.tp);
+        if (s.overflow()) return overflow_error("recurrent_state", "a recurrent state of these dimensions");
+        state = s.value();
+    }
 
-    k.layer_windows_.resize(arch.layers);
-    for (std::uint64_t l = 0; l < arch.layers; ++l) k.layer_windows_[l] = honoured_window(arch, workload, l);
+    k.layer_row_.resize(arch.layers);
+    std::optional<std::uint64_t> model_row;  // the row of a layer with the model's own heads, made once
+    for (std::uint64_t l = 0; l < arch.layers; ++l) {
+        const LayerSpec spec = arch.layer(l);
+        Row& row = k.layer_row_[l];
+        row.window = honoured_window(arch, workload, l);
+        if (spec.keeps_state()) row.state = state;
+        if (!spec.caches_kv()) continue;
+        const bool own_heads = spec.kv_heads == 0 && spec.head_dim_k == 0 && spec.head_dim_v == 0;
+        if (own_heads && model_row) {
+            row.kv = *model_row;
+            continue;
+        }
+        Checked bytes;
+        if (arch.mla) {
+            bytes = row_bytes(dtype, arch.mla->kv_lora_rank + arch.mla->qk_rope_head_dim);
+        } else {
+            const std::uint64_t heads = std::max<std::uint64_t>(1, arch.kv_heads_of(l) / parallel.tp);
+            const Checked values_k = Checked(heads) * arch.head_dim_k_of(l);
+            const Checked values_v = Checked(heads) * arch.head_dim_v_of(l);
+            if (values_k.overflow() || values_v.overflow())
+                return overflow_error("head_dim", "a KV row of these heads and head dimensions");
+            bytes = row_bytes(dtype, values_k.value()) + row_bytes(dtype, values_v.value());
+        }
+        if (bytes.overflow()) return overflow_error("head_dim", "a KV row of these dimensions");
+        row.kv = bytes.value();
+        if (own_heads) model_row = row.kv;
+    }
 
     // Contiguous pipeline stages; the first (layers % pp) stages take one layer more.
     const std::uint64_t base = arch.layers / parallel.pp, extra = arch.layers % parallel.pp;
@@ -52,16 +100,23 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
     for (std::uint64_t s = 0; s < parallel.pp; ++s) {
         const std::uint64_t count = base + (s < extra ? 1 : 0);
         std::vector<Group> groups;
+        Checked stage_state;
         for (std::uint64_t l = next; l < next + count; ++l) {
-            const std::uint64_t w = k.layer_windows_[l];
-            auto it = std::find_if(groups.begin(), groups.end(), [w](const Group& g) { return g.window == w; });
+            const Row& row = k.layer_row_[l];
+            stage_state += Checked(row.state);
+            if (row.kv == 0) continue;
+            auto it = std::find_if(groups.begin(), groups.end(), [&row](const Group& g) {
+                return g.window == row.window && g.row_bytes == row.kv;
+            });
             if (it == groups.end())
-                groups.push_back({w, 1});
+                groups.push_back({row.window, row.kv, 1});
             else
                 ++it->layers;
         }
+        if (stage_state.overflow()) return overflow_error("recurrent_state", "the recurrent state of these layers");
         next += count;
         k.stages_.push_back(std::move(groups));
+        k.stage_state_.push_back(stage_state.value());
     }
     return k;
 }
@@ -71,41 +126,54 @@ std::uint64_t KvLayout::stored_tokens(std::uint64_t window, std::uint64_t tokens
     return rounded.overflow() ? std::numeric_limits<std::uint64_t>::max() : rounded.value();
 }
 
-Checked KvLayout::stage_bytes_per_sequence(std::size_t stage, std::uint64_t tokens) const {
+Checked KvLayout::stage_bytes_per_sequence(std::size_t stage, std::uint64_t tokens, Memory what) const {
     Checked sum;
     for (const auto& g : stages_[stage]) {
         const std::uint64_t kept = g.window == 0 ? tokens : std::min(tokens, g.window);
-        sum += round_up(kept, block_) * g.layers * row_bytes_;
+        sum += round_up(kept, block_) * g.layers * g.row_bytes;
     }
+    if (what == Memory::kv_and_state) sum += Checked(stage_state_[stage]);
     return sum;
 }
 
-Checked KvLayout::gpu_bytes_per_sequence(std::uint64_t tokens) const {
+Checked KvLayout::gpu_bytes_per_sequence(std::uint64_t tokens, Memory what) const {
     Checked most;
     for (std::size_t s = 0; s < stages_.size(); ++s) {
-        const Checked b = stage_bytes_per_sequence(s, tokens);
+        const Checked b = stage_bytes_per_sequence(s, tokens, what);
         if (b.overflow()) return b;
         if (b.value() > most.value()) most = b;
     }
     return most;
 }
 
-Checked KvLayout::all_gpu_bytes_per_sequence(std::uint64_t tokens) const {
+Checked KvLayout::all_gpu_bytes_per_sequence(std::uint64_t tokens, Memory what) const {
     Checked sum;
-    for (std::size_t s = 0; s < stages_.size(); ++s) sum += stage_bytes_per_sequence(s, tokens);
+    for (std::size_t s = 0; s < stages_.size(); ++s) sum += stage_bytes_per_sequence(s, tokens, what);
     return sum * tp_;
 }
 
-Checked KvLayout::bytes_per_token_all_gpus() const { return Checked(layers_) * row_bytes_ * tp_; }
+Checked KvLayout::all_gpu_state_bytes_per_sequence() const {
+    Checked sum;
+    for (const std::uint64_t s : stage_state_) sum += Checked(s);
+    return sum * tp_;
+}
+
+Checked KvLayout::bytes_per_token_all_gpus() const {
+    Checked sum;
+    for (const auto& stage : stages_)
+        for (const auto& g : stage) sum += Checked(g.layers) * g.row_bytes;
+    return sum * tp_;
+}
 
 Checked KvLayout::bytes_per_token_per_gpu() const {
-    std::uint64_t most = 0;
+    Checked most;
     for (const auto& stage : stages_) {
-        std::uint64_t layers = 0;
-        for (const auto& g : stage) layers += g.layers;
-        most = std::max(most, layers);
+        Checked sum;
+        for (const auto& g : stage) sum += Checked(g.layers) * g.row_bytes;
+        if (sum.overflow()) return sum;
+        if (sum.value() > most.value()) most = sum;
     }
-    return Checked(most) * row_bytes_;
+    return most;
 }
 
 Result<KvCacheReport> kv_cache_report(const Architecture& arch, KvDtype dtype, const Workload& workload,
@@ -128,6 +196,15 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
     const Checked per_gpu = layout.gpu_bytes_per_sequence(T) * workload.batch;
     const Checked per_token = layout.bytes_per_token_all_gpus();
     if (per_token.overflow()) return overflow_error("layers", "one token across these layers");
+    const Checked state_per_sequence = layout.all_gpu_state_bytes_per_sequence();
+    std::uint64_t state_per_gpu = 0;
+    for (std::size_t s = 0; s < layout.stages(); ++s)
+        state_per_gpu = std::max(state_per_gpu, layout.stage_state_bytes_per_sequence(s));
+    const Checked state = state_per_sequence * workload.batch;
+    const Checked memory = total + state;
+    const Checked memory_per_gpu = layout.gpu_bytes_per_sequence(T, Memory::kv_and_state) * workload.batch;
+    if (state.overflow() || memory.overflow() || memory_per_gpu.overflow())
+        return overflow_error("batch", "the recurrent state of " + std::to_string(workload.batch) + " sequences");
 
     KvCacheReport r;
     r.total_bytes = total.value();
@@ -135,15 +212,22 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
     r.per_sequence_bytes = per_sequence.value();
     r.bytes_per_token = per_token.value();
     r.bytes_per_token_per_gpu = layout.bytes_per_token_per_gpu().value();
+    r.state_bytes = state.value();
+    r.state_bytes_per_sequence = state_per_sequence.value();
+    r.state_bytes_per_gpu = (Checked(state_per_gpu) * workload.batch).value();
+    r.memory_bytes = memory.value();
+    r.memory_bytes_per_gpu = memory_per_gpu.value();
     r.kv_heads_per_gpu = layout.kv_heads_per_gpu();
     r.replication = layout.replication();
     r.gpus = parallel.gpus();
     r.layers.reserve(arch.layers);
     for (std::uint64_t l = 0; l < arch.layers; ++l) {
         const std::uint64_t w = layout.window(l);
-        const std::uint64_t stored = layout.stored_tokens(w, T);
-        // Each factor is bounded by the checked total above, so these products fit.
-        r.layers.push_back({l, w, stored, stored * layout.row_bytes_per_gpu() * workload.batch * parallel.tp});
+        const std::uint64_t row = layout.row_bytes_per_gpu(l);
+        const std::uint64_t stored = row > 0 ? layout.stored_tokens(w, T) : 0;
+        // Each factor is bounded by the checked totals above, so these products fit.
+        r.layers.push_back({l, arch.layer(l).kind, w, stored, stored * row * workload.batch * parallel.tp,
+                            layout.layer_state_bytes_per_gpu(l) * workload.batch * parallel.tp});
     }
 
     if (arch.max_positions > 0 && T > arch.max_positions)
@@ -158,20 +242,25 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
                              " tensor-parallel GPUs keeps a full copy");
     if (workload.full_window && arch.has_sliding_layers())
         r.warnings.emplace_back("sliding-window layers keep the full context (the engine ignores their windows)");
+    if (workload.full_window && arch.count_layers(LayerKind::chunked) > 0)
+        r.warnings.emplace_back("chunked-attention layers keep the full context (the engine ignores their chunks)");
+    if (arch.attention_layers() == 0)
+        r.warnings.emplace_back("no layer of this model attends: it keeps no KV cache, only its recurrent state");
     for (const auto& reason : arch.not_exact) r.warnings.push_back("not exact: " + reason);
     return r;
 }
 
 std::optional<std::uint64_t> context_where_kv_exceeds(const KvLayout& layout, const Workload& workload,
                                                       std::uint64_t limit_bytes, KvScope scope,
-                                                      std::uint64_t search_limit) {
+                                                      std::uint64_t search_limit, Memory what) {
     // The cache never shrinks as the context grows, so the first token over the limit is found by bisection.
     auto exceeds = [&](std::uint64_t t) {
-        const Checked per_sequence =
-            scope == KvScope::all_gpus ? layout.all_gpu_bytes_per_sequence(t) : layout.gpu_bytes_per_sequence(t);
+        const Checked per_sequence = scope == KvScope::all_gpus ? layout.all_gpu_bytes_per_sequence(t, what)
+                                                                : layout.gpu_bytes_per_sequence(t, what);
         const Checked kv = per_sequence * workload.batch;
         return kv.overflow() || kv.value() > limit_bytes;
     };
+    if (exceeds(0)) return 0;  // the recurrent state alone is over the limit
     if (!exceeds(search_limit)) return std::nullopt;
     std::uint64_t lo = 0, hi = search_limit;  // !exceeds(lo), exceeds(hi)
     while (hi - lo > 1) {

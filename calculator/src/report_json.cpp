@@ -36,9 +36,31 @@ Value architecture_json(const Architecture& a) {
     o.set("hidden_size", Value::number(a.hidden_size));
     o.set("attention", Value::string(std::string(to_string(attention_kind(a)))));
     o.set("max_positions", Value::number(a.max_positions));
-    std::uint64_t sliding = 0;
-    for (auto w : a.layer_windows) sliding += w != 0;
-    o.set("sliding_window_layers", Value::number(sliding));
+    o.set("sliding_window_layers", Value::number(a.count_layers(LayerKind::sliding)));
+    // Layers by what they keep (MLA models' full-attention layers are "mla").
+    Value kinds = Value::object();
+    for (const LayerKind k : {LayerKind::full, LayerKind::sliding, LayerKind::chunked, LayerKind::shared,
+                              LayerKind::recurrent, LayerKind::none}) {
+        const std::uint64_t n = a.count_layers(k);
+        if (n > 0) kinds.set(k == LayerKind::full && a.mla ? "mla" : std::string(to_string(k)), Value::number(n));
+    }
+    o.set("layer_kinds", std::move(kinds));
+    o.set("layer_mix", Value::string(layer_mix_text(a)));
+    if (a.recurrent) {
+        const RecurrentState& r = *a.recurrent;
+        Value m = Value::object();
+        m.set("kind", Value::string(std::string(to_string(r.kind))));
+        m.set("layers", Value::number(a.state_layers()));
+        m.set("conv_kernel", Value::number(r.conv_kernel));
+        m.set("conv_channels", Value::number(r.conv_channels));
+        m.set("groups", Value::number(r.groups));
+        m.set("heads", Value::number(r.heads));
+        m.set("head_dim", Value::number(r.head_dim));
+        m.set("state_size", Value::number(r.state_size));
+        m.set("conv_dtype", Value::string(std::string(to_string(r.conv_dtype))));
+        m.set("ssm_dtype", Value::string(std::string(to_string(r.ssm_dtype))));
+        o.set("recurrent_state", std::move(m));
+    }
     if (a.mla) {
         Value m = Value::object();
         m.set("kv_lora_rank", Value::number(a.mla->kv_lora_rank));
@@ -78,6 +100,11 @@ Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std::vect
     o.set("bytes_per_sequence", Value::number(kv.per_sequence_bytes));
     o.set("bytes_per_token", Value::number(kv.bytes_per_token));
     o.set("bytes_per_token_per_gpu", Value::number(kv.bytes_per_token_per_gpu));
+    o.set("state_bytes", Value::number(kv.state_bytes));
+    o.set("state_bytes_per_sequence", Value::number(kv.state_bytes_per_sequence));
+    o.set("state_bytes_per_gpu", Value::number(kv.state_bytes_per_gpu));
+    o.set("memory_bytes", Value::number(kv.memory_bytes));
+    o.set("memory_bytes_per_gpu", Value::number(kv.memory_bytes_per_gpu));
     workload_json(s, o);
     o.set("gpus", Value::number(kv.gpus));
     o.set("kv_heads_per_gpu", Value::number(kv.kv_heads_per_gpu));
@@ -88,9 +115,13 @@ Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std::vect
     for (const auto& l : kv.layers) {
         Value x = Value::object();
         x.set("layer", Value::number(l.layer));
-        x.set("window", Value::number(l.window));
+        x.set("kind", Value::string(l.kind == LayerKind::full && s.arch.mla ? "mla" : std::string(to_string(l.kind))));
+        // Tokens the layer keeps: null = all of them; 0 for a layer that keeps no KV of its own.
+        const bool caches = l.kind == LayerKind::full || l.kind == LayerKind::sliding || l.kind == LayerKind::chunked;
+        x.set("window", caches && l.window == 0 ? Value() : Value::number(caches ? l.window : 0));
         x.set("stored_tokens", Value::number(l.stored_tokens));
         x.set("bytes", Value::number(l.bytes));
+        x.set("state_bytes", Value::number(l.state_bytes));
         layers.push(std::move(x));
     }
     o.set("layers", std::move(layers));
@@ -119,6 +150,8 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
     o.set("kv_budget_bytes", Value::number_signed(f.kv_budget_bytes));
     o.set("kv_budget_bytes_per_gpu", Value::number_signed(f.kv_budget_bytes_per_gpu));
     o.set("kv_cache_bytes_per_gpu", Value::number(f.kv_bytes_per_gpu));
+    o.set("state_bytes_per_gpu", Value::number(f.state_bytes_per_gpu));
+    o.set("memory_bytes_needed_per_gpu", Value::number(f.memory_bytes_per_gpu_needed));
     o.set("fits", Value::boolean(f.fits));
     o.set("headroom_bytes_per_gpu", Value::number_signed(f.headroom_bytes_per_gpu));
     o.set("max_batch", Value::number(f.max_batch));
@@ -127,6 +160,7 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
     o.set("tokens_capacity", Value::number(f.tokens_capacity));
     o.set("weight_bytes_read_per_step_per_gpu", Value::number(d.weight_bytes_read_per_gpu));
     o.set("kv_bytes_read_per_step_per_gpu", Value::number(d.kv_bytes_read_per_gpu));
+    o.set("state_bytes_read_per_step_per_gpu", Value::number(d.state_bytes_read_per_gpu));
     o.set("decode_step_ms", Value::number(d.step_time_floor_s * 1e3));
     o.set("decode_tokens_per_s", Value::number(d.tokens_per_s_total));
     o.set("decode_tokens_per_s_per_sequence", Value::number(d.tokens_per_s_per_sequence));
@@ -152,9 +186,15 @@ Value curves_json(const Scenario& s, const Curves& c) {
         Value x = Value::object();
         x.set("name", Value::string(curve.name));
         x.set("is_model", Value::boolean(curve.is_model));
-        Value bytes = Value::array();
-        for (auto b : curve.bytes) bytes.push(Value::number(b));
+        // kv_cache_bytes is the attention KV alone, as everywhere; memory_bytes adds the flat recurrent state.
+        Value bytes = Value::array(), memory = Value::array();
+        for (auto b : curve.bytes) {
+            bytes.push(Value::number(b - curve.state_bytes));
+            memory.push(Value::number(b));
+        }
         x.set("kv_cache_bytes", std::move(bytes));
+        x.set("state_bytes", Value::number(curve.state_bytes));
+        x.set("memory_bytes", std::move(memory));
         series.push(std::move(x));
     }
     o.set("series", std::move(series));

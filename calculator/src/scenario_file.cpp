@@ -1,5 +1,6 @@
 #include "kvscope/calculator/scenario_file.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "kvscope/calculator/config_import.h"
@@ -22,9 +23,35 @@ Value architecture_value(const Architecture& a) {
     o.set("head_dim_k", u64(a.head_dim_k));
     o.set("head_dim_v", u64(a.head_dim_v));
     o.set("hidden_size", u64(a.hidden_size));
-    Value windows = Value::array();
-    for (auto w : a.layer_windows) windows.push(u64(w));
-    o.set("layer_windows", std::move(windows));
+    if (!a.layer_specs.empty()) {
+        // One object a layer, with only what differs from a full-attention layer of the model's heads.
+        Value specs = Value::array();
+        for (const LayerSpec& l : a.layer_specs) {
+            Value spec = Value::object();
+            spec.set("kind", Value::string(std::string(to_string(l.kind))));
+            if (l.window) spec.set("window", u64(l.window));
+            if (l.kv_heads) spec.set("kv_heads", u64(l.kv_heads));
+            if (l.head_dim_k) spec.set("head_dim_k", u64(l.head_dim_k));
+            if (l.head_dim_v) spec.set("head_dim_v", u64(l.head_dim_v));
+            if (l.state) spec.set("state", Value::boolean(true));
+            specs.push(std::move(spec));
+        }
+        o.set("layer_specs", std::move(specs));
+    }
+    if (a.recurrent) {
+        const RecurrentState& r = *a.recurrent;
+        Value m = Value::object();
+        m.set("kind", Value::string(std::string(to_string(r.kind))));
+        m.set("conv_kernel", u64(r.conv_kernel));
+        m.set("conv_channels", u64(r.conv_channels));
+        m.set("groups", u64(r.groups));
+        m.set("heads", u64(r.heads));
+        m.set("head_dim", u64(r.head_dim));
+        m.set("state_size", u64(r.state_size));
+        m.set("conv_dtype", Value::string(std::string(to_string(r.conv_dtype))));
+        m.set("ssm_dtype", Value::string(std::string(to_string(r.ssm_dtype))));
+        o.set("recurrent_state", std::move(m));
+    }
     if (!a.not_exact.empty()) {
         Value reasons = Value::array();
         for (const auto& reason : a.not_exact) reasons.push(Value::string(reason));
@@ -161,9 +188,47 @@ void read_architecture(Reader& r, const Value& o, Architecture& a) {
     r.read(o, "head_dim_k", a.head_dim_k);
     r.read(o, "head_dim_v", a.head_dim_v);
     r.read(o, "hidden_size", a.hidden_size);
-    if (const Value* w = r.member(o, "layer_windows", false))
-        r.read_list(*w, "layer_windows", a.layer_windows, "must be a list of whole numbers (0 = full attention)",
+    if (const Value* w = r.member(o, "layer_windows", false)) {
+        // Files of earlier versions: one window a layer, 0 = full attention.
+        std::vector<std::uint64_t> windows;
+        r.read_list(*w, "layer_windows", windows, "must be a list of whole numbers (0 = full attention)",
                     "must hold whole numbers (0 = full attention)");
+        if (std::any_of(windows.begin(), windows.end(), [](auto x) { return x != 0; }))
+            a.layer_specs = sliding_layers(windows);
+    }
+    if (const Value* specs = r.member(o, "layer_specs", false)) {
+        static const std::vector<Value> kNone;
+        if (!specs->is_array()) r.fail(*specs, "layer_specs", "must be a list of layer descriptions");
+        for (const Value& item : specs->is_array() ? specs->items() : kNone) {
+            if (!item.is_object()) {
+                r.fail(item, "layer_specs", "must hold objects with a kind");
+                continue;
+            }
+            LayerSpec l;
+            r.read_enum<LayerKind>(item, "kind", l.kind, parse_layer_kind,
+                                   "full, sliding, chunked, shared, recurrent, none");
+            r.read(item, "window", l.window, false);
+            r.read(item, "kv_heads", l.kv_heads, false);
+            r.read(item, "head_dim_k", l.head_dim_k, false);
+            r.read(item, "head_dim_v", l.head_dim_v, false);
+            r.read(item, "state", l.state, false);
+            a.layer_specs.push_back(l);
+        }
+    }
+    if (const Value* m = r.object(o, "recurrent_state", false)) {
+        RecurrentState st;
+        r.read_enum<StateKind>(*m, "kind", st.kind, parse_state_kind,
+                               "mamba, mamba2, gated_delta_net, linear_attention, short_conv");
+        r.read(*m, "conv_kernel", st.conv_kernel);
+        r.read(*m, "conv_channels", st.conv_channels);
+        r.read(*m, "groups", st.groups, false);
+        r.read(*m, "heads", st.heads);
+        r.read(*m, "head_dim", st.head_dim, false);
+        r.read(*m, "state_size", st.state_size, false);
+        r.read_enum<KvDtype>(*m, "conv_dtype", st.conv_dtype, parse_kv_dtype, "a format name (bf16, fp16, fp32, …)");
+        r.read_enum<KvDtype>(*m, "ssm_dtype", st.ssm_dtype, parse_kv_dtype, "a format name (bf16, fp16, fp32, …)");
+        a.recurrent = st;
+    }
     if (const Value* n = r.member(o, "not_exact", false))
         r.read_list(*n, "not_exact", a.not_exact, "must be a list of texts", "must hold texts");
     if (const Value* m = r.object(o, "mla", false)) {

@@ -27,6 +27,7 @@ Architecture with_kv_heads(const Architecture& arch, std::uint64_t kv_heads) {
         a.mla.reset();
     }
     a.kv_heads = kv_heads;
+    for (auto& l : a.layer_specs) l.kv_heads = 0;  // the variant applies to every attention layer
     return a;
 }
 
@@ -44,11 +45,22 @@ std::vector<VariantShape> variant_shapes(const Architecture& arch) {
         const bool own = a == arch;
         shapes.push_back({std::move(name), kind, std::move(a), own});
     };
+    if (arch.attention_layers() == 0) {
+        // No layer attends (a pure state-space model): nothing to vary, only the model itself.
+        add("no attention", AttentionKind::MHA, arch);
+        return shapes;
+    }
     add("MHA", AttentionKind::MHA, with_kv_heads(arch, arch.query_heads));
     if (const auto g = comparison_gqa_heads(arch); g > 0)
         add("GQA-" + std::to_string(g), AttentionKind::GQA, with_kv_heads(arch, g));
     if (arch.query_heads > 1) add("MQA", AttentionKind::MQA, with_kv_heads(arch, 1));
     if (arch.mla) add("MLA", AttentionKind::MLA, arch);
+    // Layers with heads of their own (Gemma 4's global layers) match none of the uniform variants.
+    if (std::none_of(shapes.begin(), shapes.end(), [](const VariantShape& v) { return v.is_model; }))
+        add(attention_label(arch) + " (per-layer heads)", attention_kind(arch), arch);
+    // A model whose layers are not all full attention (hybrid, chunked, shared, sliding) is compared with
+    // itself as if every layer were: the saving of its design, as a number and a line.
+    if (!arch.layer_specs.empty()) add("all full attention", attention_kind(arch), arch.all_full_attention());
     return shapes;
 }
 

@@ -33,6 +33,16 @@ Errors validate(const Parallelism& p, const Architecture& arch) {
     if (p.pp > 0 && arch.layers > 0 && p.pp > arch.layers)
         e.push_back({"pp", "pipeline parallel " + std::to_string(p.pp) +
                                " needs at least that many layers (the model has " + std::to_string(arch.layers) + ")"});
+    if (p.tp > 1 && arch.recurrent) {
+        // vLLM splits each recurrent state tensor evenly (mamba_utils.py uses divide(), which asserts).
+        const RecurrentState& r = *arch.recurrent;
+        if (r.heads > 0 && r.heads % p.tp != 0)
+            e.push_back({"tp", "tensor parallel " + std::to_string(p.tp) + " must divide the " +
+                                   std::to_string(r.heads) + " heads of the recurrent state"});
+        else if (r.conv_kernel > 1 && r.conv_channels % p.tp != 0)
+            e.push_back({"tp", "tensor parallel " + std::to_string(p.tp) + " must divide the " +
+                                   std::to_string(r.conv_channels) + " channels of the recurrent state's convolution"});
+    }
     if (p.tp > 1 && arch.query_heads > 0 && arch.query_heads % p.tp != 0)
         e.push_back({"tp", "tensor parallel " + std::to_string(p.tp) + " must divide the query heads (" +
                                std::to_string(arch.query_heads) + ")"});

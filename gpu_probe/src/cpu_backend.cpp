@@ -205,7 +205,8 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     const Shape sh = attention_shape(request.arch);
     const unsigned threads = host::threads();
     AllocationCheck& a = r.allocation;
-    a.predicted_bytes = kv->total_bytes;
+    a.predicted_bytes = kv->memory_bytes;
+    a.predicted_state_bytes = kv->state_bytes;
     for (const KvTensor& t : *tensors) a.requested_bytes += t.bytes;
     a.allocations = tensors->size();
     a.granularity_bytes = host::page_bytes();
@@ -253,12 +254,20 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     const std::uint64_t after = host::resident_bytes();
     a.measured_bytes = after > before ? after - before : 0;
     control.report(0.2, "cache allocated");
+    if (std::none_of(tensors->begin(), tensors->end(), [](const KvTensor& t) { return !t.is_state; })) {
+        // A model none of whose layers keeps a KV cache: the state is allocated and measured, nothing attends.
+        control.report(1.0, "done");
+        r.message = "predicted " + format_count(a.predicted_bytes) + " bytes (recurrent state), allocated " +
+                    format_count(a.requested_bytes) + ", resident growth " + format_count(a.measured_bytes) +
+                    "; no layer attends, so there is no attention to time";
+        return r;
+    }
 
     // Slots: K and V of one layer for one sequence.
     std::vector<Slot> slots;
     for (std::size_t i = 0; i < tensors->size(); ++i) {
         const KvTensor& t = (*tensors)[i];
-        if (t.is_value) continue;
+        if (t.is_value || t.is_state) continue;
         slots.push_back(
             {buffers[i].get(), request.arch.mla ? buffers[i].get() : buffers[i + 1].get(), t.layer, t.attended});
     }

@@ -182,7 +182,8 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     KVSCOPE_CUDA(cudaMemGetInfo(&free0, &total));
     AllocationCheck& a = r.allocation;
     a.context_bytes = total - free0;  // this context plus whatever else holds device memory
-    a.predicted_bytes = kv->total_bytes;
+    a.predicted_bytes = kv->memory_bytes;
+    a.predicted_state_bytes = kv->state_bytes;
     for (const KvTensor& t : *tensors) a.requested_bytes += t.bytes;
     a.allocations = tensors->size();
     if (const std::uint64_t g = driver_granularity(device_)) {
@@ -198,7 +199,9 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     std::uint64_t max_tokens = 1;
     std::vector<SlotDev> slots;
     for (const KvTensor& t : *tensors) max_tokens = std::max(max_tokens, t.tokens);
-    const std::uint64_t slot_count = request.arch.layers * request.workload.batch;
+    // One slot per K tensor: layers without a KV cache of their own (recurrent, shared, MLP-only) attend nothing here.
+    const std::uint64_t slot_count = static_cast<std::uint64_t>(std::count_if(
+        tensors->begin(), tensors->end(), [](const KvTensor& t) { return !t.is_value && !t.is_state; }));
     const unsigned sms = std::max(1u, r.device.compute_units);
     const int dtype = cuda::code_of(request.dtype);
     const std::size_t eb = cpu::element_bytes(request.dtype);
@@ -245,9 +248,17 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     for (std::size_t i = 0; i < buffers.size(); ++i)
         fill_kernel<<<1024, 256>>>(buffers[i].get(), (*tensors)[i].bytes / eb, dtype, i + 1);
     KVSCOPE_CUDA(cudaGetLastError());
+    if (slot_count == 0) {  // a model none of whose layers keeps a KV cache: the state is allocated, nothing attends
+        KVSCOPE_CUDA(cudaDeviceSynchronize());
+        control.report(1.0, "done");
+        r.message = "predicted " + format_count(a.predicted_bytes) + " bytes (recurrent state), allocated " +
+                    format_count(a.requested_bytes) + ", device memory drop " + format_count(a.measured_bytes) +
+                    "; no layer attends, so there is no attention to time";
+        return;
+    }
     for (std::size_t i = 0; i < tensors->size(); ++i) {
         const KvTensor& t = (*tensors)[i];
-        if (t.is_value) continue;
+        if (t.is_value || t.is_state) continue;
         slots.push_back({buffers[i].get(), mla ? buffers[i].get() : buffers[i + 1].get(), t.attended,
                          static_cast<std::uint32_t>(t.layer)});
     }

@@ -35,6 +35,12 @@ Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
     auto layout = KvLayout::make(request.arch, request.dtype, request.workload, Parallelism{});
     if (!layout) return layout.errors();
     std::vector<KvTensor> tensors;
+    const Architecture& arch = request.arch;
+    for (const LayerSpec& l : arch.layer_specs)
+        if (l.caches_kv() && (l.kv_heads > 0 || l.head_dim_k > 0 || l.head_dim_v > 0))
+            return FieldError{"kv_heads",
+                              "the probe times one head layout for every layer, and this model's layers have KV "
+                              "heads or head dimensions of their own; the calculator's figures still apply"};
     const bool mla = request.arch.mla.has_value();
     const std::uint64_t heads = mla ? 1 : request.arch.kv_heads;
     const std::uint64_t dims_k =
@@ -42,13 +48,26 @@ Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
     const std::uint64_t bytes_per_value = cpu::element_bytes(request.dtype);
     const std::uint64_t context = request.workload.context_tokens;
     for (std::uint64_t layer = 0; layer < request.arch.layers; ++layer) {
+        if (layout->row_bytes_per_gpu(layer) == 0) continue;  // shared, recurrent or MLP-only: no KV of its own
         const std::uint64_t tokens = layout->stored_tokens(layout->window(layer), context);
         const std::uint64_t attended = KvLayout::kept_tokens(layout->window(layer), context);
         for (std::uint64_t seq = 0; seq < request.workload.batch; ++seq) {
-            tensors.push_back({layer, false, seq, tokens, attended, tokens * heads * dims_k * bytes_per_value});
+            tensors.push_back({layer, false, false, seq, tokens, attended, tokens * heads * dims_k * bytes_per_value});
             if (!mla)
                 tensors.push_back(
-                    {layer, true, seq, tokens, attended, tokens * heads * request.arch.head_dim_v * bytes_per_value});
+                    {layer, true, false, seq, tokens, attended, tokens * heads * request.arch.head_dim_v * bytes_per_value});
+        }
+    }
+    // The recurrent state, in vLLM's shapes and formats (the calculator's state_values_per_gpu).
+    if (arch.recurrent) {
+        const StateValues v = state_values_per_gpu(*arch.recurrent, 1);
+        const std::uint64_t conv = row_bytes(arch.recurrent->conv_dtype, v.conv.value()).value();
+        const std::uint64_t ssm = row_bytes(arch.recurrent->ssm_dtype, v.ssm.value()).value();
+        for (std::uint64_t layer = 0; layer < arch.layers; ++layer) {
+            if (!arch.layer(layer).keeps_state()) continue;
+            for (std::uint64_t seq = 0; seq < request.workload.batch; ++seq)
+                for (const std::uint64_t bytes : {conv, ssm})
+                    if (bytes > 0) tensors.push_back({layer, false, true, seq, 0, 0, bytes});
         }
     }
     return tensors;

@@ -98,7 +98,9 @@ TEST(Cli, AnswersForEveryCatalogModel) {
         // The window-free per-token size times the context bounds the cache from above.
         EXPECT_EQ(u64(v, "bytes_per_token"), u64(m, "bytes_per_token")) << id;
         EXPECT_LE(u64(v, "kv_cache_bytes"), u64(v, "bytes_per_token") * 4096 * 2) << id;
-        EXPECT_GT(u64(v, "kv_cache_bytes"), 0u) << id;
+        // Every model keeps something: a KV cache, a recurrent state, or both.
+        EXPECT_GT(u64(v, "memory_bytes"), 0u) << id;
+        EXPECT_EQ(u64(v, "memory_bytes"), u64(v, "kv_cache_bytes") + u64(v, "state_bytes")) << id;
     }
 }
 
@@ -344,25 +346,48 @@ TEST(Cli, ReplicatedHeadsAreSaidInTheCompareTable) {
     EXPECT_EQ(r.out.find("GQA-8 (replicated"), std::string::npos) << r.out;
 }
 
-TEST(Cli, AnUnmodelledLayoutIsAWarningInTheTableAndTheJson) {
+TEST(Cli, AHybridModelShowsItsLayerMixAndState) {
+    // Jamba's published layout: 4 of 32 layers attend, 28 Mamba layers keep 311,296 bytes of state each.
     const auto path =
         std::filesystem::temp_directory_path() / ("kvscope-cli-jamba-" + std::to_string(::getpid()) + ".json");
     std::ofstream(path) << R"({"model_type": "jamba", "num_hidden_layers": 32, "num_attention_heads": 32,
         "num_key_value_heads": 8, "hidden_size": 4096, "attn_layer_period": 8, "attn_layer_offset": 4,
-        "mamba_d_state": 16})";
+        "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2, "torch_dtype": "bfloat16"})";
+    const CliRun table = cli("kv --config " + path.string() + " --context 128k --batch 2");
+    const CliRun json = cli("kv --config " + path.string() + " --context 128k --batch 2 --json");
+    std::filesystem::remove(path);
+    ASSERT_EQ(table.status, 0) << table.err;
+    EXPECT_NE(table.out.find("layer mix:  32 layers: 28 Mamba, 4 full attention"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("KV cache:      4.00 GiB (4.29 GB) — 4,294,967,296 bytes\n"), std::string::npos)
+        << table.out;
+    EXPECT_NE(table.out.find("17,432,576 bytes of recurrent state, 8.31 MiB per sequence"), std::string::npos)
+        << table.out;
+    EXPECT_NE(table.out.find("    28  recurrent  —"), std::string::npos) << table.out;
+    EXPECT_EQ(table.out.find("NOT EXACT"), std::string::npos) << table.out;
+    ASSERT_EQ(json.status, 0) << json.err;
+    const auto v = json_of(json);
+    EXPECT_EQ(u64(v, "state_bytes"), 2ull * 28 * 311296);
+    EXPECT_EQ(u64(v, "memory_bytes"), (4ull << 30) + 2ull * 28 * 311296);
+    EXPECT_TRUE(v.find("warnings")->items().empty()) << json.out;
+}
+
+TEST(Cli, AnUnmodelledLayoutIsAWarningInTheTableAndTheJson) {
+    const auto path =
+        std::filesystem::temp_directory_path() / ("kvscope-cli-kimi-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(path) << R"({"model_type": "kimi_linear", "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "hidden_size": 4096,
+        "linear_attn_config": {"kda_layers": [1, 2, 3]}})";
     const CliRun table = cli("kv --config " + path.string() + " --context 128k");
     const CliRun json = cli("kv --config " + path.string() + " --context 128k --json");
     std::filesystem::remove(path);
     ASSERT_EQ(table.status, 0) << table.err;
-    EXPECT_NE(table.out.find("warning: not exact: attn_layer_period (line 2)"), std::string::npos) << table.out;
-    EXPECT_NE(table.out.find("bytes — NOT EXACT: every layer counted as full attention"), std::string::npos)
-        << table.out;
+    EXPECT_NE(table.out.find("warning: not exact: linear_attn_config (line 3)"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("bytes — NOT EXACT: see the warnings below"), std::string::npos) << table.out;
     ASSERT_EQ(json.status, 0) << json.err;
     const auto v = json_of(json);
-    const auto* warnings = v.find("warnings");
-    ASSERT_NE(warnings, nullptr);
     bool named = false;
-    for (const auto& w : warnings->items()) named |= w.as_string().starts_with("not exact: mamba_d_state (line 3)");
+    for (const auto& w : v.find("warnings")->items())
+        named |= w.as_string().starts_with("not exact: linear_attn_config (line 3)");
     EXPECT_TRUE(named) << json.out;
 }
 

@@ -90,17 +90,17 @@ TEST(ConfigImport, SlidingWindowRules) {
     auto lt = import(R"({"num_hidden_layers": 3, "num_attention_heads": 4, "hidden_size": 256, "sliding_window": 128,
         "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]})");
     ASSERT_TRUE(lt.ok()) << lt.error_text();
-    EXPECT_EQ(lt->arch.layer_windows, (std::vector<std::uint64_t>{128, 0, 128}));
+    EXPECT_EQ(layer_windows(lt->arch), (std::vector<std::uint64_t>{128, 0, 128}));
     // sliding_window_pattern: every 3rd layer global
     auto pat = import(R"({"num_hidden_layers": 6, "num_attention_heads": 4, "hidden_size": 256, "sliding_window": 512,
         "sliding_window_pattern": 3})");
     ASSERT_TRUE(pat.ok()) << pat.error_text();
-    EXPECT_EQ(pat->arch.layer_windows, (std::vector<std::uint64_t>{512, 512, 0, 512, 512, 0}));
+    EXPECT_EQ(layer_windows(pat->arch), (std::vector<std::uint64_t>{512, 512, 0, 512, 512, 0}));
     // Qwen2: use_sliding_window from max_window_layers on
     auto qwen = import(R"({"model_type": "qwen2", "num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 256,
         "num_key_value_heads": 2, "use_sliding_window": true, "sliding_window": 1000, "max_window_layers": 2})");
     ASSERT_TRUE(qwen.ok()) << qwen.error_text();
-    EXPECT_EQ(qwen->arch.layer_windows, (std::vector<std::uint64_t>{0, 0, 1000, 1000}));
+    EXPECT_EQ(layer_windows(qwen->arch), (std::vector<std::uint64_t>{0, 0, 1000, 1000}));
     auto qwen_off =
         import(R"({"model_type": "qwen2", "num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 256,
         "num_key_value_heads": 2, "use_sliding_window": false, "sliding_window": 1000})");
@@ -110,12 +110,12 @@ TEST(ConfigImport, SlidingWindowRules) {
         import(R"({"model_type": "gemma2", "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4,
         "hidden_size": 2304, "head_dim": 256, "sliding_window": 4096})");
     ASSERT_TRUE(g2.ok()) << g2.error_text();
-    EXPECT_EQ(g2->arch.layer_windows, (std::vector<std::uint64_t>{4096, 0, 4096, 0}));
+    EXPECT_EQ(layer_windows(g2->arch), (std::vector<std::uint64_t>{4096, 0, 4096, 0}));
     // Mistral: sliding_window alone applies to every layer
     auto mistral =
         import(R"({"model_type": "mistral", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256,
         "num_key_value_heads": 2, "sliding_window": 4096})");
-    EXPECT_EQ(mistral->arch.layer_windows, (std::vector<std::uint64_t>{4096, 4096}));
+    EXPECT_EQ(layer_windows(mistral->arch), (std::vector<std::uint64_t>{4096, 4096}));
 }
 
 TEST(ConfigImport, NestedTextConfigOfMultimodalModelsWithDefaultsListed) {

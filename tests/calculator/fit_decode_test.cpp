@@ -107,7 +107,7 @@ TEST(Decode, CacheOutgrowsWeightsAtTheRightContext) {
 TEST(Decode, FlopsWithAndWithoutTheCacheMatchTheSumsTheyStandFor) {
     // A sliding-window model, so the closed forms are checked on both sides of the window.
     Architecture a = testing::make_arch(4, 8, 2, 16);
-    a.layer_windows = {50, 0, 50, 0};
+    a.layer_specs = sliding_layers({50, 0, 50, 0});
     a.params_total = 100'000'000;
     Deployment d = h100s(1);
     const std::uint64_t n = 120;

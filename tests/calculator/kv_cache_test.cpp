@@ -77,7 +77,7 @@ TEST(KvCache, MlaStoresOneLatentPerTokenWithoutTimesTwo) {
 
 TEST(KvCache, SlidingWindowsCapLayersUnlessTheEngineKeepsTheFullContext) {
     Architecture a = make_arch(4, 8, 8, 64);
-    a.layer_windows = {1024, 0, 1024, 0};  // alternating local / global
+    a.layer_specs = sliding_layers({1024, 0, 1024, 0});  // alternating local / global
     const std::uint64_t per_layer_token = 2 * 8 * 64 * 2;
     auto r = kv_cache_report(a, KvDtype::fp16, {.context_tokens = 5000});
     ASSERT_TRUE(r.ok());
@@ -106,7 +106,7 @@ TEST(KvCache, PagedBlocksRoundEachSequenceUp) {
     EXPECT_EQ(r->layers[0].stored_tokens, 1008u);
     // A window rounds up too: 100 -> 112.
     Architecture w = a;
-    w.layer_windows = {100, 100};
+    w.layer_specs = sliding_layers({100, 100});
     auto rw = kv_cache_report(w, KvDtype::fp16, {.context_tokens = 1000, .block_size = 16});
     EXPECT_EQ(rw->layers[0].stored_tokens, 112u);
 }
@@ -196,12 +196,12 @@ TEST(Validation, WorkloadAndParallelism) {
     EXPECT_FIELD_ERROR(kv_cache_report(a, KvDtype::fp16, {}, {.pp = 9}), "pp", "at least that many layers");
     EXPECT_FIELD_ERROR(kv_cache_report(a, KvDtype::fp16, {}, {.tp = 0}), "tp", "at least 1");
     Architecture w = a;
-    w.layer_windows = {1, 2};
-    EXPECT_FIELD_ERROR(kv_cache_report(w, KvDtype::fp16, {}), "layer_windows", "2 per-layer windows for 8 layers");
+    w.layer_specs = sliding_layers({1, 2});
+    EXPECT_FIELD_ERROR(kv_cache_report(w, KvDtype::fp16, {}), "layer_specs", "2 per-layer descriptions for 8 layers");
     // A window larger than the max positions is allowed.
     Architecture big = a;
     big.max_positions = 4096;
-    big.layer_windows.assign(8, 1u << 20);
+    big.layer_specs.assign(8, LayerSpec{LayerKind::sliding, 1u << 20});
     EXPECT_TRUE(kv_cache_report(big, KvDtype::fp16, {}).ok());
 }
 

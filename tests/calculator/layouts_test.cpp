@@ -1,6 +1,8 @@
-// Never a silent wrong answer: a config whose layer layout the calculator does not model yet
-// (hybrid, recurrent, chunked, shared-KV) gets its figures with a warning naming the field, in the
-// report's warnings and the fit's notes; engines' dtype and multi-query rules are followed.
+// Never a silent wrong answer: a config whose layer layout the calculator does not model (a recurrent
+// Gemma, Kimi Linear's KDA layers, DeepSeek-V3.2's indexer cache, chunks outside Llama 4, unknown layer
+// kinds or layout fields) gets its figures with a warning naming the field, in the report's warnings and
+// the fit's notes; engines' dtype and multi-query rules are followed. (The layouts it does model are
+// checked against hand arithmetic in hybrid_test.cpp.)
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/deployment.h"
@@ -27,14 +29,8 @@ std::string reason(const Architecture& a, const std::string& fragment) {
 
 TEST(Layouts, EveryHybridSpellingIsNamedWithItsLine) {
     const std::vector<std::pair<std::string, std::string>> spellings{
-        {R"("full_attention_interval": 4)", "full_attention_interval (line 3): only every n-th layer attends"},
-        {R"("attn_layer_period": 8, "attn_layer_offset": 4)", "attn_layer_period (line 3): attention only"},
-        {R"("hybrid_override_pattern": "M-M-M*-M")", "hybrid_override_pattern (line 3)"},
-        {R"("layers_block_type": ["mamba", "attention"])", "layers_block_type (line 3)"},
         {R"("block_types": ["recurrent", "recurrent", "attention"])", "block_types (line 3)"},
-        {R"("attn_type_list": [0, 0, 0, 1, 0, 0, 0, 1])", "attn_type_list (line 3)"},
         {R"("linear_attn_config": {"kda_layers": [1, 2, 3]})", "linear_attn_config (line 3)"},
-        {R"("num_kv_shared_layers": 10)", "num_kv_shared_layers (line 3): the last layers reuse"},
         {R"("attention_chunk_size": 8192)", "attention_chunk_size (line 3): attention within chunks"},
         {R"("index_topk": 2048)", "index_topk (line 3)"},
         {R"("moe_attention_interval": 3)", "moe_attention_interval (line 3) may change which layers"},
@@ -54,12 +50,19 @@ TEST(Layouts, EveryHybridSpellingIsNamedWithItsLine) {
 }
 
 TEST(Layouts, UnknownLayerTypesAreCountedNotSilent) {
-    auto m = import(R"("layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention",
-        "linear_attention", "linear_attention", "linear_attention", "full_attention"])");
+    auto m = import(R"("layer_types": ["window_attention", "window_attention", "full_attention", "full_attention",
+        "full_attention", "full_attention", "full_attention", "full_attention"])");
     ASSERT_TRUE(m) << m.error_text();
-    EXPECT_NE(reason(m->arch, "layer_types (line 3) lists 6 'linear_attention' layers, counted here as full attention"),
+    EXPECT_NE(reason(m->arch, "layer_types (line 3) lists 2 'window_attention' layers, a kind KVScope does not know; "
+                              "counted here as full attention"),
               "")
         << testing::join(m->arch.not_exact);
+    // Linear-attention layers of a model type whose state KVScope cannot size keep nothing counted, and say so.
+    auto linear = import(R"("layer_types": ["linear_attention", "full_attention", "linear_attention", "full_attention",
+        "linear_attention", "full_attention", "linear_attention", "full_attention"])");
+    ASSERT_TRUE(linear) << linear.error_text();
+    EXPECT_NE(reason(linear->arch, "model_type llama has recurrent layers whose state KVScope cannot size"), "")
+        << testing::join(linear->arch.not_exact);
     // Known values stay exact: sliding and full layers.
     auto exact = import(R"("sliding_window": 4096, "layer_types": ["sliding_attention", "full_attention",
         "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention",
@@ -68,10 +71,11 @@ TEST(Layouts, UnknownLayerTypesAreCountedNotSilent) {
     EXPECT_TRUE(exact->arch.not_exact.empty()) << testing::join(exact->arch.not_exact);
 }
 
-TEST(Layouts, APureStateSpaceModelSaysItKeepsNoKvCache) {
-    auto m = import(R"("state_size": 128)", "mamba2");
+TEST(Layouts, ARecurrentModelKvScopeCannotSizeSaysSo) {
+    auto m = import(R"("attention_hidden_size": 2048)", "rwkv");
     ASSERT_TRUE(m) << m.error_text();
-    EXPECT_NE(reason(m->arch, "model_type mamba2 is a state-space model: no layer keeps a KV cache"), "");
+    EXPECT_NE(reason(m->arch, "model_type rwkv is a recurrent model whose state per sequence KVScope does not size"),
+              "");
 }
 
 TEST(Layouts, TheFitCarriesTheWarningAndAScenarioFileKeepsIt) {

@@ -131,7 +131,7 @@ TEST(ContextWhereKvExceeds, FindsTheFirstTokenOverTheLimit) {
     EXPECT_EQ(context_where_kv_exceeds(*layout, w, 1ull << 30), 1025u);
     const Architecture windowed = [] {
         auto s = make_arch(2, 8, 8, 64);
-        s.layer_windows = {128, 128};
+        s.layer_specs = sliding_layers({128, 128});
         return s;
     }();
     auto capped = KvLayout::make(windowed, KvDtype::fp16, w, {});

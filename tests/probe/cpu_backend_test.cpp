@@ -34,12 +34,42 @@ TEST(KvTensors, SumToTheCalculatorsPredictionForEveryCatalogModel) {
         ProbeRequest r = request_for(m.id, 4096, KvDtype::bf16, 2, 16);
         auto tensors = kv_tensors(r);
         ASSERT_TRUE(tensors.ok()) << m.id << ": " << tensors.error_text();
-        std::uint64_t sum = 0;
-        for (const KvTensor& t : *tensors) sum += t.bytes;
-        EXPECT_EQ(sum, kv_cache_report(r.arch, r.dtype, r.workload, {})->total_bytes) << m.id;
-        // K and V per layer per sequence (one latent for MLA).
-        EXPECT_EQ(tensors->size(), m.model.arch.layers * 2 * (m.model.arch.mla ? 1 : 2)) << m.id;
+        std::uint64_t kv = 0, state = 0;
+        for (const KvTensor& t : *tensors) (t.is_state ? state : kv) += t.bytes;
+        const auto report = kv_cache_report(r.arch, r.dtype, r.workload, {});
+        EXPECT_EQ(kv, report->total_bytes) << m.id;
+        EXPECT_EQ(state, report->state_bytes) << m.id;
+        // K and V per caching layer per sequence (one latent for MLA); a conv and an SSM state (where the
+        // kind has them) per recurrent layer per sequence.
+        const Architecture& a = m.model.arch;
+        std::uint64_t caching = 0;
+        for (std::uint64_t l = 0; l < a.layers; ++l) caching += a.layer(l).caches_kv();
+        const std::uint64_t state_tensors =
+            a.recurrent ? (a.recurrent->conv_kernel > 1) + (a.recurrent->heads > 0) : 0;
+        EXPECT_EQ(tensors->size(), 2 * (caching * (a.mla ? 1 : 2) + a.state_layers() * state_tensors)) << m.id;
     }
+}
+
+TEST(CpuBackend, AllocatesTheRecurrentStateBesideTheCache) {
+    // Qwen3-Next at 2048 tokens, 2 sequences, bf16: 12 attention layers keep K and V, 36 gated-DeltaNet
+    // layers keep 1,097,728 bytes of state each per sequence (vLLM gated_delta_net_state_shape).
+    ProbeRequest r = request_for("qwen3-next-80b-a3b", 2048, KvDtype::bf16, 2);
+    const ProbeReport p = cpu()->probe(r, {});
+    ASSERT_EQ(p.status, Status::ok) << p.message;
+    const std::uint64_t kv = 2ull * 12 * 2 * 256 * 2 * 2048 * 2;  // K+V x layers x heads x dim x bytes x tokens x seqs
+    const std::uint64_t state = 36ull * 1'097'728 * 2;
+    EXPECT_EQ(p.allocation.predicted_state_bytes, state);
+    EXPECT_EQ(p.allocation.predicted_bytes, kv + state);
+    EXPECT_EQ(p.allocation.requested_bytes, kv + state);
+    EXPECT_GT(p.attention.runs, 0);
+
+    // A pure Mamba-2 model: the state is allocated and measured, and there is no attention to time.
+    const ProbeReport mamba = cpu()->probe(request_for("mamba-codestral-7b", 4096, KvDtype::bf16), {});
+    ASSERT_EQ(mamba.status, Status::ok) << mamba.message;
+    EXPECT_EQ(mamba.allocation.predicted_bytes, 138'149'888u);  // 64 x 2,158,592 (see hybrid_test.cpp)
+    EXPECT_EQ(mamba.allocation.requested_bytes, mamba.allocation.predicted_bytes);
+    EXPECT_EQ(mamba.attention.runs, 0);
+    EXPECT_NE(mamba.message.find("no layer attends"), std::string::npos) << mamba.message;
 }
 
 TEST(KvTensors, OnlyFormatsTheProbeStoresAreAccepted) {
@@ -53,8 +83,8 @@ TEST(CpuBackend, AllocatesExactlyThePredictionAndMeasuresIt) {
     // Llama 3 8B's shape with Gemma-style alternating sliding windows of 1024, blocks of 16,
     // two sequences at 3000 tokens: every rule of the formula, 304 MiB.
     ProbeRequest r = request_for("llama-3-8b", 3000, KvDtype::fp16, 2, 16);
-    r.arch.layer_windows.assign(r.arch.layers, 0);
-    for (std::size_t l = 0; l < r.arch.layer_windows.size(); l += 2) r.arch.layer_windows[l] = 1024;
+    r.arch.layer_specs.assign(r.arch.layers, LayerSpec{});
+    for (std::size_t l = 0; l < r.arch.layer_specs.size(); l += 2) r.arch.layer_specs[l] = {LayerKind::sliding, 1024};
     const ProbeReport p = cpu()->probe(r, {});
     ASSERT_EQ(p.status, Status::ok) << p.message;
     const AllocationCheck& a = p.allocation;

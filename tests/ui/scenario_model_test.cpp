@@ -79,13 +79,13 @@ TEST(ScenarioModel, HeadDimFollowsModelDimUntilSetByHand) {
 TEST(ScenarioModel, LayerChangesKeepTheSlidingWindowPattern) {
     ScenarioModel m(catalog());
     m.loadCatalogModel("gemma-2-9b");
-    const auto windows = m.scenario().arch.layer_windows;
+    const auto windows = layer_windows(m.scenario().arch);
     ASSERT_EQ(windows.size(), 42u);
     m.setLayers(44);
     EXPECT_TRUE(m.errors().empty()) << join_errors(m.errors());
-    ASSERT_EQ(m.scenario().arch.layer_windows.size(), 44u);
-    EXPECT_EQ(m.scenario().arch.layer_windows[42], windows[0]);
-    EXPECT_EQ(m.scenario().arch.layer_windows[43], windows[1]);
+    ASSERT_EQ(layer_windows(m.scenario().arch).size(), 44u);
+    EXPECT_EQ(layer_windows(m.scenario().arch)[42], windows[0]);
+    EXPECT_EQ(layer_windows(m.scenario().arch)[43], windows[1]);
 }
 
 TEST(ScenarioModel, SwitchingModelsKeepsTheWorkloadAndTakesTheModelsFormat) {

@@ -150,7 +150,7 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
                                                                         {pp_, "PP"}};
     for (const auto& [w, name] : names) w->setAccessibleName(tr(name));
 
-    marks_.add(layers_, {"layers", "layer_windows", "first_k_dense_replace"},
+    marks_.add(layers_, {"layers", "layer_specs", "first_k_dense_replace"},
                tr("Transformer layers; each stores its own keys and values."));
     marks_.add(query_heads_, {"query_heads"}, tr("Attention heads that ask queries; KV heads are shared among them."));
     marks_.add(kv_heads_, {"kv_heads"},

@@ -104,10 +104,10 @@ void ScenarioModel::edit(const QString& what, const std::function<void(Scenario&
 
 void ScenarioModel::setLayers(std::uint64_t layers) {
     edit(tr("Change layers"), [layers](Scenario& s) {
-        auto& w = s.arch.layer_windows;
+        auto& w = s.arch.layer_specs;
         if (!w.empty() && layers > 0) {
             // Keep the model's interleaving pattern (e.g. sliding, full, sliding, full …).
-            const std::vector<std::uint64_t> pattern = w;
+            const std::vector<LayerSpec> pattern = w;
             w.resize(layers);
             for (std::size_t i = pattern.size(); i < layers; ++i) w[i] = pattern[i % pattern.size()];
         }

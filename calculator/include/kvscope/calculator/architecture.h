@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kvscope/calculator/kv_dtype.h"
 #include "kvscope/calculator/result.h"
 
 namespace kvscope {
@@ -34,6 +35,65 @@ struct MoeDims {
     friend bool operator==(const MoeDims&, const MoeDims&) = default;
 };
 
+// What one layer keeps per sequence. The importer's rule for each spelling names its source
+// (transformers' configuration_*.py, vLLM's model and cache files) beside it.
+enum class LayerKind : std::uint8_t {
+    full,       // attention over the whole context: K and V (or the MLA latent) of every token
+    sliding,    // attention over the last `window` tokens (Mistral, Gemma 2/3, gpt-oss)
+    chunked,    // attention within chunks of `window` tokens (Llama 4): the cache keeps one chunk
+    shared,     // attention over another layer's cache (Gemma 3n): no bytes of its own
+    recurrent,  // no KV: a fixed state per sequence (Mamba, linear attention, short convolution)
+    none,       // keeps nothing (an MLP-only block)
+};
+std::string_view to_string(LayerKind kind);
+std::optional<LayerKind> parse_layer_kind(std::string_view text);
+
+struct LayerSpec {
+    LayerKind kind = LayerKind::full;
+    std::uint64_t window = 0;      // sliding: tokens kept; chunked: the chunk
+    std::uint64_t kv_heads = 0;    // 0: the model's kv_heads
+    std::uint64_t head_dim_k = 0;  // 0: the model's
+    std::uint64_t head_dim_v = 0;  // 0: the model's
+    bool state = false;            // keeps the model's recurrent state (recurrent layers; Falcon-H1's
+                                   // attention layers, which run a Mamba mixer beside the attention)
+    friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
+    [[nodiscard]] bool attends() const {
+        return kind == LayerKind::full || kind == LayerKind::sliding || kind == LayerKind::chunked ||
+               kind == LayerKind::shared;
+    }
+    [[nodiscard]] bool caches_kv() const { return attends() && kind != LayerKind::shared; }
+    [[nodiscard]] bool keeps_state() const { return state || kind == LayerKind::recurrent; }
+};
+
+// The recurrent state one layer keeps per sequence, in the shapes vLLM allocates
+// (vllm/model_executor/layers/mamba/mamba_utils.py, MambaStateShapeCalculator):
+//   conv state: (conv_kernel - 1) x conv channels, the channels split over tensor parallelism;
+//   SSM state:  heads x head_dim x state_size, the heads split over tensor parallelism.
+enum class StateKind : std::uint8_t {
+    mamba,             // Mamba-1: conv (k-1) x d_inner; SSM d_inner x d_state
+    mamba2,            // Mamba-2: conv (k-1) x (d_inner + 2·groups·d_state); SSM heads x head_dim x d_state
+    gated_delta_net,   // Qwen3-Next: conv (k-1) x (2·k_heads·d_k + v_heads·d_v); SSM v_heads x d_k x d_v
+    linear_attention,  // MiniMax lightning attention: no conv; SSM heads x head_dim x head_dim
+    short_conv,        // LFM2: conv (k-1) x hidden; no SSM state
+};
+std::string_view to_string(StateKind kind);
+std::optional<StateKind> parse_state_kind(std::string_view text);
+
+struct RecurrentState {
+    StateKind kind = StateKind::mamba2;
+    std::uint64_t conv_kernel = 0;    // the convolution's width; the state keeps conv_kernel - 1 steps (0: none)
+    std::uint64_t conv_channels = 0;  // channels of the conv state besides the Mamba-2 B and C groups
+    std::uint64_t groups = 0;         // Mamba-2 B/C groups (each adds 2·state_size conv channels)
+    std::uint64_t heads = 0;          // SSM state heads (split over tensor parallelism; 0: no SSM state)
+    std::uint64_t head_dim = 0;
+    std::uint64_t state_size = 0;
+    // Formats of the two tensors (vLLM: both follow the model's dtype unless mamba_cache_dtype /
+    // mamba_ssm_cache_dtype say otherwise; vllm/config/cache.py, mamba_utils.py MambaStateDtypeCalculator).
+    KvDtype conv_dtype = KvDtype::bf16;
+    KvDtype ssm_dtype = KvDtype::bf16;
+    friend bool operator==(const RecurrentState&, const RecurrentState&) = default;
+};
+
 struct Architecture {
     std::string name;
     std::uint64_t layers = 0;
@@ -42,9 +102,11 @@ struct Architecture {
     std::uint64_t head_dim_k = 0;
     std::uint64_t head_dim_v = 0;
     std::uint64_t hidden_size = 0;
-    // Empty: every layer attends to the full context. Otherwise one entry per
-    // layer: 0 = full attention, w > 0 = sliding window of w tokens.
-    std::vector<std::uint64_t> layer_windows;
+    // What each layer keeps. Empty: every layer is full attention with the model's heads.
+    // Otherwise one entry per layer.
+    std::vector<LayerSpec> layer_specs;
+    // The state of the layers that keep one (LayerSpec::keeps_state).
+    std::optional<RecurrentState> recurrent;
     std::optional<MlaDims> mla;
     std::optional<MoeDims> moe;
     std::uint64_t vocab_size = 0;
@@ -63,10 +125,23 @@ struct Architecture {
 
     friend bool operator==(const Architecture&, const Architecture&) = default;
 
-    [[nodiscard]] std::uint64_t window_of(std::uint64_t layer) const {
-        return layer_windows.empty() ? 0 : layer_windows.at(layer);
+    [[nodiscard]] LayerSpec layer(std::uint64_t l) const { return layer_specs.empty() ? LayerSpec{} : layer_specs.at(l); }
+    // The window of a sliding layer, else 0.
+    [[nodiscard]] std::uint64_t window_of(std::uint64_t l) const {
+        const LayerSpec s = layer(l);
+        return s.kind == LayerKind::sliding ? s.window : 0;
     }
     [[nodiscard]] bool has_sliding_layers() const;
+    [[nodiscard]] std::uint64_t count_layers(LayerKind kind) const;
+    // Layers that attend (full, sliding, chunked or shared): the variants MHA/GQA/MQA apply to these.
+    [[nodiscard]] std::uint64_t attention_layers() const;
+    [[nodiscard]] std::uint64_t state_layers() const;
+    // The layer's KV heads and head dimensions (its own, or the model's).
+    [[nodiscard]] std::uint64_t kv_heads_of(std::uint64_t l) const;
+    [[nodiscard]] std::uint64_t head_dim_k_of(std::uint64_t l) const;
+    [[nodiscard]] std::uint64_t head_dim_v_of(std::uint64_t l) const;
+    // Every layer full attention with the model's heads: the comparison a hybrid design is measured against.
+    [[nodiscard]] Architecture all_full_attention() const;
 };
 
 // Upper bounds far above any published model (the largest have about 130 layers and
@@ -79,6 +154,15 @@ constexpr std::uint64_t kMaxHeads = 1ull << 20;
 Errors validate(const Architecture& arch);
 
 AttentionKind attention_kind(const Architecture& arch);
+
+// One spec a layer from one window a layer: 0 = full attention, w = a sliding window of w tokens.
+std::vector<LayerSpec> sliding_layers(const std::vector<std::uint64_t>& windows);
+// The sliding window of each layer (0 for any other layer); empty when the model has no per-layer description.
+std::vector<std::uint64_t> layer_windows(const Architecture& arch);
+
+// "48 layers: 12 full attention, 36 linear attention"-style summary of the layer mix; "" when every
+// layer is full attention.
+std::string layer_mix_text(const Architecture& arch);
 
 // "GQA-8" style label: MHA, GQA-8, MQA, MLA.
 std::string attention_label(const Architecture& arch);

@@ -22,7 +22,8 @@ struct Curve {
     std::string name;  // variant name
     bool is_model = false;
     std::uint64_t replication = 1;     // GPUs that hold each KV head (tensor parallel beyond the heads)
-    std::vector<std::uint64_t> bytes;  // all sequences, all GPUs; one per token count
+    std::vector<std::uint64_t> bytes;  // KV cache + recurrent state, all sequences, all GPUs; one per token count
+    std::uint64_t state_bytes = 0;     // the recurrent state in each of them: the flat part under the curve
 };
 
 struct Curves {

@@ -62,7 +62,9 @@ struct FitReport {
     std::uint64_t reserve_bytes_per_gpu = 0;   // activation reserve + runtime overhead the rule subtracts
     std::int64_t kv_budget_bytes_per_gpu = 0;  // negative: the weights alone do not fit
     std::int64_t kv_budget_bytes = 0;          // all GPUs
-    std::uint64_t kv_bytes_per_gpu = 0;        // what the workload needs on the heaviest GPU
+    std::uint64_t kv_bytes_per_gpu = 0;        // what the workload's KV cache needs on the heaviest GPU
+    std::uint64_t state_bytes_per_gpu = 0;     // its recurrent state there (flat in the context)
+    std::uint64_t memory_bytes_per_gpu_needed = 0;  // KV + state on the heaviest GPU: what the budget must hold
     bool fits = false;
     std::int64_t headroom_bytes_per_gpu = 0;    // budget - need; negative = short by
     std::uint64_t free_bytes_per_gpu = 0;       // memory the rule leaves unused (fraction < 1)
@@ -70,6 +72,7 @@ struct FitReport {
     std::uint64_t max_context = 0;              // tokens per sequence at the workload's batch
     bool max_context_limited_by_model = false;  // the budget allows more than max positions
     std::uint64_t tokens_capacity = 0;          // tokens the budget holds (full attention per token)
+                                                // after the recurrent state of the workload's sequences
     std::vector<std::string> notes;
 };
 

@@ -90,6 +90,10 @@ constexpr std::size_t kMaxDepth = 200;
 constexpr std::size_t kMaxInputBytes = 64ull << 20;
 
 ParseResult parse(std::string_view text);
+// As parse, but also takes the bare NaN, Infinity and -Infinity that Python's json module writes
+// (Hugging Face config.json files of Mamba-2 models hold "time_step_limit": [0.0, Infinity]); they
+// read as non-finite numbers, never as whole numbers.
+ParseResult parse_python_json(std::string_view text);
 
 // Files written by KVScope 0.1 in a locale with a decimal comma (de_DE, fr_FR …) hold numbers such
 // as `"fraction": 0,85`: its writer used snprintf with a %g format, which follows the C locale. That text is

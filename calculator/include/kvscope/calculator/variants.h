@@ -48,7 +48,9 @@ struct VariantShape {
     bool is_model = false;  // the model's own layout (arch equals the model's)
 };
 
-// MHA, GQA (see above), MQA, then MLA where the model has it.
+// MHA, GQA (see above), MQA, then MLA where the model has it, then "all full attention" for a model
+// with layers of other kinds (the head variants apply to its attention layers only). A model none of
+// whose layers attends has just itself ("no attention").
 std::vector<VariantShape> variant_shapes(const Architecture& arch);
 
 // Each shape's cache for this workload; shapes the parallel layout cannot express are left out.

@@ -63,10 +63,12 @@ struct ProbeRequest {
     std::uint64_t ceiling_bytes = 0;
 };
 
-// One tensor of the cache: K or V (or an MLA latent) of one layer for one sequence.
+// One tensor of the cache: K or V (or an MLA latent) of one layer for one sequence, or one of the two
+// tensors of a recurrent layer's state (its convolution state, its SSM state) for one sequence.
 struct KvTensor {
     std::uint64_t layer = 0;
     bool is_value = false;
+    bool is_state = false;  // recurrent state: allocated and measured, not attended
     std::uint64_t sequence = 0;
     std::uint64_t tokens = 0;    // stored, after the window and block rounding
     std::uint64_t attended = 0;  // read by one decode step: the window's tokens, not the block padding
@@ -76,11 +78,13 @@ struct KvTensor {
 // The formats the probe can store and compute with: fp32, fp16, bf16.
 bool can_store(KvDtype dtype);
 
-// The calculator's layout as a list of allocations; their sum is the predicted bytes.
+// The calculator's layout as a list of allocations (KV cache, then recurrent state); their sum is the
+// predicted bytes. The attention timing needs one head layout: layers with heads of their own are refused.
 Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request);
 
 struct AllocationCheck {
-    std::uint64_t predicted_bytes = 0;  // the calculator's total
+    std::uint64_t predicted_bytes = 0;        // the calculator's total: KV cache + recurrent state
+    std::uint64_t predicted_state_bytes = 0;  // the recurrent state in it
     std::uint64_t requested_bytes = 0;  // the sum of the allocations made
     std::uint64_t measured_bytes = 0;   // what the device lost (GPU: cudaMemGetInfo drop; CPU: resident growth)
     std::uint64_t granularity_bytes = 0;

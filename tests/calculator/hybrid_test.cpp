@@ -1,0 +1,348 @@
+// Hybrid, recurrent, chunked and shared-KV layouts, exact: every spelling transformers uses and every
+// such catalog model, against bytes worked out by hand from the published config.json, with the engine
+// file each rule follows. bf16 = 2 bytes, fp32 = 4.
+#include <algorithm>
+
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/config_import.h"
+#include "kvscope/calculator/curves.h"
+#include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/json.h"
+#include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/report_json.h"
+#include "kvscope/calculator/scenario_file.h"
+#include "kvscope/calculator/variants.h"
+#include "testing.h"
+
+namespace kvscope {
+namespace {
+
+const Architecture& catalog_arch(const std::string& id) {
+    const CatalogModel* m = Catalog::builtin().find_model(id);
+    EXPECT_NE(m, nullptr) << id;
+    return m->model.arch;
+}
+
+KvCacheReport report(const Architecture& a, std::uint64_t tokens, std::uint64_t batch = 1, std::uint64_t tp = 1) {
+    auto r = kv_cache_report(a, KvDtype::bf16, {.context_tokens = tokens, .batch = batch}, {.tp = tp});
+    EXPECT_TRUE(r) << a.name << ": " << r.error_text();
+    return r ? *r : KvCacheReport{};
+}
+
+Result<ImportedModel> import(const std::string& body) { return import_config("{" + body + "}", "config.json"); }
+
+TEST(Hybrid, CatalogModelsMatchTheHandArithmetic) {
+    struct Expected {
+        const char* id;
+        std::uint64_t kv_per_token;       // all layers, one sequence, bf16
+        std::uint64_t state_per_sequence;  // every recurrent layer, one sequence
+        const char* mix;
+    };
+    const Expected expected[] = {
+        // Qwen3-Next: full_attention_interval 4 -> 12 of 48 layers attend (2 KV heads x 256). The 36 gated
+        // DeltaNet layers keep conv 3 x (2·16·128 + 32·128) = 24,576 values and SSM 32 x 128 x 128 = 524,288
+        // values, bf16: 1,097,728 bytes each (vllm qwen3_next.py -> gated_delta_net_state_shape).
+        {"qwen3-next-80b-a3b", 2ull * 12 * 2 * 256 * 2, 36ull * (3 * 8192 + 32 * 128 * 128) * 2,
+         "48 layers: 36 linear attention (gated DeltaNet), 12 full attention"},
+        // Qwen3.5-35B-A3B: layer_types lists 10 full of 40; the SSM state is fp32 (mamba_ssm_dtype float32,
+        // read by vLLM's Qwen3_5ForConditionalGenerationConfig), the conv state bf16.
+        {"qwen3.5-35b-a3b", 2ull * 10 * 2 * 256 * 2, 30ull * (3 * 8192 * 2 + 32 * 128 * 128 * 4),
+         "40 layers: 30 linear attention (gated DeltaNet), 10 full attention"},
+        // Jamba v0.1: layer i attends when i % 8 == 4 (4 of 32; 8 KV heads x 128). Mamba-1 layers (vllm
+        // jamba.py): d_inner = 2 x 4096; conv 3 x 8192, SSM 8192 x 16.
+        {"jamba-v0.1", 2ull * 4 * 8 * 128 * 2, 28ull * (3 * 8192 + 8192 * 16) * 2, "32 layers: 28 Mamba, 4 full attention"},
+        // Nemotron-H 56B: hybrid_override_pattern has 10 '*', 54 'M', 54 '-'. Mamba-2 (vllm nemotron_h.py):
+        // d_inner = 256 heads x 64; conv 3 x (16384 + 2·8·256) bf16; SSM 256 x 64 x 256 in fp32 (vLLM's
+        // NemotronHForCausalLMConfig default).
+        {"nemotron-h-56b", 2ull * 10 * 8 * 128 * 2, 54ull * (3 * (16384 + 2 * 8 * 256) * 2 + 256 * 64 * 256 * 4),
+         "118 layers: 54 Mamba-2, 54 MLP only, 10 full attention"},
+        // LFM2-700M: full_attn_idxs lists 6 of 16 layers (8 KV heads x 1536/24 = 64); the 10 short
+        // convolutions keep (conv_L_cache 3 - 1) x 1536 values (vllm lfm2.py -> short_conv_state_shape).
+        {"lfm2-700m", 2ull * 6 * 8 * 64 * 2, 10ull * 2 * 1536 * 2, "16 layers: 10 short convolution, 6 full attention"},
+        // Mamba-Codestral: 64 Mamba-2 layers, no attention. d_inner = 2 x 4096; conv 3 x (8192 + 2·8·128),
+        // SSM 128 heads x 64 x 128 (vllm mamba2.py).
+        {"mamba-codestral-7b", 0, 64ull * (3 * (8192 + 2 * 8 * 128) + 128 * 64 * 128) * 2, "64 layers: 64 Mamba-2"},
+        // Llama 4: 3 of every 4 layers attend within 8,192-token chunks; per token every layer stores a row.
+        {"llama-4-scout", 2ull * 48 * 8 * 128 * 2, 0, "48 layers: 36 chunked attention 8,192, 12 full attention"},
+        {"llama-4-maverick", 2ull * 48 * 8 * 128 * 2, 0, "48 layers: 36 chunked attention 8,192, 12 full attention"},
+        // Plain models of today: every layer full attention.
+        {"qwen3-30b-a3b", 2ull * 48 * 4 * 128 * 2, 0, ""},
+        {"qwen3-235b-a22b", 2ull * 94 * 4 * 128 * 2, 0, ""},
+        {"kimi-k2", 61ull * (512 + 64) * 2, 0, ""},  // MLA latent + rope, no x2
+        {"glm-4.7", 2ull * 92 * 8 * 128 * 2, 0, ""},
+        // Gemma 3 4B: 34 layers (29 sliding 1024, 5 global), 4 KV heads x 256 (gemma3_text defaults).
+        {"gemma-3-4b", 2ull * 34 * 4 * 256 * 2, 0, "34 layers: 29 sliding window 1,024, 5 full attention"},
+    };
+    for (const Expected& e : expected) {
+        const Architecture& a = catalog_arch(e.id);
+        const KvCacheReport r = report(a, 4096, 3);
+        EXPECT_EQ(r.bytes_per_token, e.kv_per_token) << e.id;
+        EXPECT_EQ(r.state_bytes_per_sequence, e.state_per_sequence) << e.id;
+        EXPECT_EQ(r.state_bytes, 3 * e.state_per_sequence) << e.id;
+        EXPECT_EQ(r.memory_bytes, r.total_bytes + r.state_bytes) << e.id;
+        EXPECT_EQ(layer_mix_text(a), e.mix) << e.id;
+        EXPECT_TRUE(a.not_exact.empty()) << e.id << ": " << testing::join(a.not_exact);
+    }
+}
+
+TEST(Hybrid, TheIssuesThreeExamplesAtOneHundredTwentyEightK) {
+    // Qwen3-Next: 3.0 GiB of KV (not 12.0) plus its linear-attention state.
+    EXPECT_EQ(report(catalog_arch("qwen3-next-80b-a3b"), 131072).total_bytes, 3ull << 30);
+    // Jamba: 2.0 GiB of KV (not 16.0) plus the Mamba state.
+    EXPECT_EQ(report(catalog_arch("jamba-v0.1"), 131072).total_bytes, 2ull << 30);
+    // Llama 4 Scout: 12 full layers x 131,072 + 36 chunked layers x 8,192 tokens, 4,096 bytes each:
+    // 7.125 GiB (not 24.0). vLLM keeps at most a chunk for those layers (ChunkedLocalAttentionSpec).
+    EXPECT_EQ(report(catalog_arch("llama-4-scout"), 131072).total_bytes,
+              (12ull * 131072 + 36ull * 8192) * 4096);
+}
+
+TEST(Hybrid, EverySpellingIsReadWithItsRule) {
+    const std::string base = R"("num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 512, "head_dim": 64, )";
+    struct Case {
+        const char* name;
+        std::string body;
+        std::vector<LayerKind> kinds;
+    };
+    using K = LayerKind;
+    const Case cases[] = {
+        // transformers configuration_qwen3_next.py: layer_types names linear_attention layers.
+        {"layer_types", R"("model_type": "qwen3_next", "num_hidden_layers": 4, )" + base +
+                            R"("layer_types": ["linear_attention", "full_attention", "linear_attention", "full_attention"])",
+         {K::recurrent, K::full, K::recurrent, K::full}},
+        // configuration_qwen3_next.py: (i + 1) % full_attention_interval == 0 attends.
+        {"full_attention_interval", R"("model_type": "qwen3_next", "num_hidden_layers": 6, )" + base +
+                                        R"("full_attention_interval": 3)",
+         {K::recurrent, K::recurrent, K::full, K::recurrent, K::recurrent, K::full}},
+        // configuration_jamba.py: i % attn_layer_period == attn_layer_offset attends.
+        {"attn_layer_period", R"("model_type": "jamba", "num_hidden_layers": 6, )" + base +
+                                  R"("attn_layer_period": 4, "attn_layer_offset": 1)",
+         {K::recurrent, K::full, K::recurrent, K::recurrent, K::recurrent, K::full}},
+        // configuration_nemotron_h.py: M Mamba-2, * attention, - MLP, E experts.
+        {"hybrid_override_pattern", R"("model_type": "nemotron_h", "num_hidden_layers": 5, )" + base +
+                                        R"("hybrid_override_pattern": "M*-EM")",
+         {K::recurrent, K::full, K::none, K::none, K::recurrent}},
+        // configuration_granitemoehybrid.py: layers_block_type "mamba" / "attention".
+        {"layers_block_type", R"("model_type": "granitemoehybrid", "num_hidden_layers": 3, )" + base +
+                                  R"("layers_block_type": ["mamba", "attention", "mamba"])",
+         {K::recurrent, K::full, K::recurrent}},
+        // MiniMax (hub configuration_minimax_text_01.py, vllm minimax_text_01.py): 0 linear, 1 softmax.
+        {"attn_type_list", R"("model_type": "minimax", "num_hidden_layers": 4, )" + base +
+                               R"("attn_type_list": [0, 0, 0, 1])",
+         {K::recurrent, K::recurrent, K::recurrent, K::full}},
+        // configuration_lfm2.py: full_attn_idxs attend, the rest are short convolutions.
+        {"full_attn_idxs", R"("model_type": "lfm2", "num_hidden_layers": 4, )" + base + R"("full_attn_idxs": [1, 3])",
+         {K::recurrent, K::full, K::recurrent, K::full}},
+        // configuration_bamba.py: attn_layer_indices attend, the rest are Mamba-2.
+        {"attn_layer_indices", R"("model_type": "bamba", "num_hidden_layers": 3, )" + base +
+                                   R"("attn_layer_indices": [2])",
+         {K::recurrent, K::recurrent, K::full}},
+        // configuration_llama4.py: RoPE layers (no_rope_layers[i] == 1) attend within attention_chunk_size.
+        {"attention_chunk_size", R"("model_type": "llama4_text", "num_hidden_layers": 4, )" + base +
+                                     R"("attention_chunk_size": 1024, "no_rope_layers": [1, 0, 1, 1])",
+         {K::chunked, K::full, K::chunked, K::chunked}},
+        // configuration_gemma3n.py: the last num_kv_shared_layers layers keep no cache of their own.
+        {"num_kv_shared_layers", R"("model_type": "gemma3n_text", "num_hidden_layers": 5, )" + base +
+                                     R"("sliding_window": 512, "layer_types": ["sliding_attention", "sliding_attention",
+                                     "full_attention", "sliding_attention", "full_attention"], "num_kv_shared_layers": 2)",
+         {K::sliding, K::sliding, K::full, K::shared, K::shared}},
+        // configuration_utils.py ALLOWED_LAYER_TYPES: "hybrid" (attention beside a recurrent mixer), "moe" and
+        // nemotron_h's "mlp" (no mixer), legacy "mamba"/"attention".
+        {"layer_types hybrid", R"("model_type": "falcon_h1", "num_hidden_layers": 3, )" + base +
+                                   R"("layer_types": ["hybrid", "mlp", "attention"])",
+         {K::full, K::none, K::full}},
+    };
+    for (const Case& c : cases) {
+        auto m = import(c.body);
+        ASSERT_TRUE(m) << c.name << ": " << m.error_text();
+        std::vector<LayerKind> kinds;
+        for (std::uint64_t l = 0; l < m->arch.layers; ++l) kinds.push_back(m->arch.layer(l).kind);
+        EXPECT_EQ(kinds, c.kinds) << c.name;
+        EXPECT_TRUE(m->arch.not_exact.empty()) << c.name << ": " << testing::join(m->arch.not_exact);
+        // A recurrent layer always comes with a state it can size.
+        if (m->arch.state_layers() > 0) EXPECT_TRUE(m->arch.recurrent.has_value()) << c.name;
+    }
+}
+
+TEST(Hybrid, StateShapesFollowVllmForEveryKind) {
+    // One recurrent layer each, bf16, one sequence; the arithmetic of vllm mamba_utils.py beside each.
+    struct Case {
+        const char* name;
+        std::string body;
+        std::uint64_t state_bytes;
+    };
+    const Case cases[] = {
+        // Mamba-1 (mamba.py): conv (4-1) x 1024, SSM 1024 x 16.
+        {"mamba", R"("model_type": "mamba", "num_hidden_layers": 1, "hidden_size": 512, "intermediate_size": 1024,
+            "state_size": 16, "conv_kernel": 4)",
+         (3 * 1024 + 1024 * 16) * 2},
+        // Falcon-H1 (falcon_h1.py): mamba_d_ssm 1024, 1 group of 128; conv 3 x (1024 + 2·128); SSM 16 x 64 x 128;
+        // and every layer also attends.
+        {"falcon_h1", R"("model_type": "falcon_h1", "num_hidden_layers": 1, "num_attention_heads": 8,
+            "num_key_value_heads": 2, "hidden_size": 512, "head_dim": 64, "mamba_d_ssm": 1024, "mamba_n_groups": 1,
+            "mamba_n_heads": 16, "mamba_d_head": 64, "mamba_d_state": 128, "mamba_d_conv": 4)",
+         (3 * (1024 + 2 * 128) + 16 * 64 * 128) * 2},
+        // MiniMax lightning attention (minimax_text_01.py): 8 heads x 64 x 64, no conv.
+        {"minimax", R"("model_type": "minimax", "num_hidden_layers": 1, "num_attention_heads": 8,
+            "num_key_value_heads": 8, "hidden_size": 512, "head_dim": 64, "attn_type_list": [0])",
+         8 * 64 * 64 * 2},
+        // Granite 4.0-H (granitemoehybrid.py): d_inner = mamba_expand 2 x 512; conv 3 x (1024 + 2·1·64);
+        // SSM 8 x 128 x 64.
+        {"granitemoehybrid", R"("model_type": "granitemoehybrid", "num_hidden_layers": 1, "num_attention_heads": 8,
+            "num_key_value_heads": 2, "hidden_size": 512, "layer_types": ["mamba"], "mamba_expand": 2,
+            "mamba_n_groups": 1, "mamba_n_heads": 8, "mamba_d_head": 128, "mamba_d_state": 64, "mamba_d_conv": 4)",
+         (3 * (1024 + 2 * 64) + 8 * 128 * 64) * 2},
+    };
+    for (const Case& c : cases) {
+        auto m = import(c.body);
+        ASSERT_TRUE(m) << c.name << ": " << m.error_text();
+        EXPECT_EQ(report(m->arch, 1000).state_bytes_per_sequence, c.state_bytes) << c.name;
+        EXPECT_TRUE(m->arch.not_exact.empty()) << c.name << ": " << testing::join(m->arch.not_exact);
+    }
+}
+
+TEST(Hybrid, TensorParallelSplitsTheStateAsVllmDoes) {
+    // Qwen3-Next on 2 GPUs: each keeps conv 3 x 4,096 and SSM 16 x 128 x 128 per layer: half, and the sum stays.
+    const Architecture& next = catalog_arch("qwen3-next-80b-a3b");
+    const KvCacheReport one = report(next, 4096), two = report(next, 4096, 1, 2);
+    EXPECT_EQ(two.state_bytes_per_gpu, 36ull * (3 * 4096 + 16 * 128 * 128) * 2);
+    EXPECT_EQ(two.state_bytes, one.state_bytes);
+    // Mamba-2 with one B/C group on 2 GPUs: the group is replicated (extra_groups_for_head_shards), so each GPU
+    // keeps conv 3 x (1024 + 2·2·64) / 2 values, and the sum over GPUs grows by the copy.
+    RecurrentState st{StateKind::mamba2, 4, 1024, 1, 16, 64, 64, KvDtype::bf16, KvDtype::bf16};
+    EXPECT_EQ(state_bytes_per_gpu(st, 2).value(), (3 * (1024 + 2 * 2 * 64) / 2 + 8 * 64 * 64) * 2);
+    // A degree that does not divide the state's heads is what vLLM refuses too: an error naming tp.
+    EXPECT_FIELD_ERROR(kv_cache_report(next, KvDtype::bf16, {}, {.tp = 3}), "tp", "heads of the recurrent state");
+}
+
+TEST(Hybrid, TheFitCountsTheStateInTheBudgetBatchAndContext) {
+    const CatalogModel* m = Catalog::builtin().find_model("nemotron-h-56b");
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
+    d.weight_dtype = KvDtype::fp8_e4m3;
+    const Workload w{.context_tokens = 8192, .batch = 8};
+    auto f = fit(m->model.arch, KvDtype::bf16, w, {}, d);
+    ASSERT_TRUE(f) << f.error_text();
+    const KvCacheReport kv = report(m->model.arch, 8192, 8);
+    EXPECT_EQ(f->state_bytes_per_gpu, kv.state_bytes);
+    EXPECT_EQ(f->memory_bytes_per_gpu_needed, kv.total_bytes + kv.state_bytes);
+    EXPECT_EQ(f->headroom_bytes_per_gpu, f->kv_budget_bytes_per_gpu - static_cast<std::int64_t>(kv.memory_bytes));
+    // max_batch: whole sequences of KV + state in the budget.
+    const std::uint64_t per_sequence = (kv.total_bytes + kv.state_bytes) / 8;
+    EXPECT_EQ(f->max_batch, static_cast<std::uint64_t>(f->kv_budget_bytes_per_gpu) / per_sequence);
+    EXPECT_TRUE(std::any_of(f->notes.begin(), f->notes.end(),
+                            [](const std::string& n) { return n.starts_with("the recurrent state of 8 sequences"); }))
+        << testing::join(f->notes);
+
+    // When the state of the batch alone is over the budget, no context fits.
+    const Workload huge{.context_tokens = 1, .batch = 200000};
+    auto g = fit(m->model.arch, KvDtype::bf16, huge, {}, d);
+    ASSERT_TRUE(g);
+    EXPECT_FALSE(g->fits);
+    EXPECT_EQ(g->max_context, 0u);
+}
+
+TEST(Hybrid, APureStateSpaceModelSaysSoAndDividesByNothing) {
+    const Architecture& a = catalog_arch("mamba-codestral-7b");
+    const KvCacheReport r = report(a, 1'000'000, 4);
+    EXPECT_EQ(r.total_bytes, 0u);
+    EXPECT_EQ(r.bytes_per_token, 0u);
+    EXPECT_EQ(r.state_bytes, 4 * 138'149'888ull);
+    EXPECT_TRUE(std::any_of(r.warnings.begin(), r.warnings.end(),
+                            [](const std::string& w) { return w.starts_with("no layer of this model attends"); }));
+    auto v = compare_variants(a, KvDtype::bf16, {.context_tokens = 4096});
+    ASSERT_TRUE(v);
+    ASSERT_EQ(v->size(), 1u);
+    EXPECT_EQ(v->front().name, "no attention");
+    auto c = kv_curves(a, KvDtype::bf16, {.context_tokens = 4096, .batch = 2}, {}, {.points = 8, .max_tokens = 65536});
+    ASSERT_TRUE(c) << c.error_text();
+    for (auto b : c->series.front().bytes) EXPECT_EQ(b, 2 * 138'149'888ull);  // flat: the state alone
+}
+
+TEST(Hybrid, TheAllFullAttentionComparisonPutsTheSavingInNumbers) {
+    const Architecture& a = catalog_arch("qwen3-next-80b-a3b");
+    auto v = compare_variants(a, KvDtype::bf16, {.context_tokens = 131072});
+    ASSERT_TRUE(v);
+    const auto full = std::find_if(v->begin(), v->end(), [](const Variant& x) { return x.name == "all full attention"; });
+    ASSERT_NE(full, v->end());
+    EXPECT_EQ(full->kv_cache_bytes, 12ull << 30);  // 48 layers x 2 x 2 x 256 x 2 x 131,072
+    const auto own = std::find_if(v->begin(), v->end(), [](const Variant& x) { return x.is_model; });
+    EXPECT_EQ(own->kv_cache_bytes, 3ull << 30);
+    // The head variants apply to the attention layers only: MHA is 16 heads on 12 layers.
+    EXPECT_EQ(v->front().kv_cache_bytes, 2ull * 12 * 16 * 256 * 2 * 131072);
+    // On the chart the comparison is a line; the model's line stands on its flat state.
+    auto c = kv_curves(a, KvDtype::bf16, {.context_tokens = 4096}, {}, {.points = 4, .max_tokens = 8192});
+    ASSERT_TRUE(c);
+    const auto own_curve =
+        std::find_if(c->series.begin(), c->series.end(), [](const Curve& x) { return x.is_model; });
+    EXPECT_EQ(own_curve->state_bytes, 36ull * 1'097'728);
+    EXPECT_EQ(own_curve->bytes.back(), 8192ull * 24576 + own_curve->state_bytes);
+}
+
+TEST(Hybrid, ASavedScenarioKeepsTheLayerDescriptionAndState) {
+    Scenario s;
+    s.model_id = "nemotron-h-56b";
+    s.arch = catalog_arch("nemotron-h-56b");
+    auto back = scenario_from_json(scenario_to_json(s), "nemotron.kvscope.json");
+    ASSERT_TRUE(back) << back.error_text();
+    EXPECT_EQ(back->scenario.arch, s.arch);
+    // A file of an earlier version (one window a layer) still opens, as sliding and full layers.
+    const std::string old = R"({"kvscope_scenario": 1, "model_id": "x", "architecture": {"name": "x", "layers": 2,
+        "query_heads": 8, "kv_heads": 2, "head_dim_k": 64, "head_dim_v": 64, "hidden_size": 512,
+        "layer_windows": [128, 0]}, "kv_dtype": "bf16", "workload": {"context_tokens": 1000, "batch": 1,
+        "block_size": 1, "full_window": false}, "parallel": {"tp": 1, "pp": 1}})";
+    auto legacy = scenario_from_json(old, "old.kvscope.json");
+    ASSERT_TRUE(legacy) << legacy.error_text();
+    EXPECT_EQ(legacy->scenario.arch.layer_specs, sliding_layers({128, 0}));
+}
+
+TEST(Hybrid, TheJsonCarriesKindsWindowsAndState) {
+    Scenario s;
+    s.model_id = "jamba-v0.1";
+    s.arch = catalog_arch("jamba-v0.1");
+    s.kv_dtype = KvDtype::bf16;
+    s.workload = {.context_tokens = 4096, .batch = 2};
+    const KvCacheReport kv = report(s.arch, 4096, 2);
+    const auto v = kv_report_json(s, kv, *compare_variants(s.arch, s.kv_dtype, s.workload));
+    EXPECT_EQ(v.find("kv_cache_bytes")->as_u64(), 2ull * 4 * 2 * 8 * 128 * 2 * 4096);
+    EXPECT_EQ(v.find("state_bytes")->as_u64(), 2 * 8'716'288ull);
+    EXPECT_EQ(v.find("state_bytes_per_sequence")->as_u64(), 8'716'288ull);
+    EXPECT_EQ(v.find("memory_bytes")->as_u64(), kv.total_bytes + kv.state_bytes);
+    const auto* kinds = v.find("architecture")->find("layer_kinds");
+    EXPECT_EQ(kinds->find("full")->as_u64(), 4u);
+    EXPECT_EQ(kinds->find("recurrent")->as_u64(), 28u);
+    const auto& layers = v.find("layers")->items();
+    EXPECT_EQ(layers[4].find("kind")->as_string(), "full");
+    EXPECT_TRUE(layers[4].find("window")->is_null());  // null: every token kept
+    EXPECT_EQ(layers[0].find("kind")->as_string(), "recurrent");
+    EXPECT_EQ(layers[0].find("state_bytes")->as_u64(), 2 * 311'296ull);
+    EXPECT_EQ(layers[0].find("bytes")->as_u64(), 0u);
+}
+
+TEST(Hybrid, PythonsInfinityInAConfigIsRead) {
+    // Mamba-2 and Nemotron-H configs hold "time_step_limit": [0.0, Infinity], which Python's json writes.
+    auto m = import(R"("model_type": "mamba2", "num_hidden_layers": 2, "hidden_size": 256, "expand": 2,
+        "n_groups": 1, "num_heads": 8, "head_dim": 64, "state_size": 16, "conv_kernel": 4,
+        "time_step_limit": [0.0, Infinity], "other": -Infinity, "x": NaN)");
+    ASSERT_TRUE(m) << m.error_text();
+    EXPECT_EQ(m->arch.attention_layers(), 0u);
+    // A scenario file stays strict JSON.
+    EXPECT_FALSE(json::parse(R"({"a": Infinity})"));
+}
+
+TEST(Hybrid, BadLayoutFieldsAreNamed) {
+    EXPECT_FIELD_ERROR(import(R"("model_type": "nemotron_h", "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "hybrid_override_pattern": "M*M")"),
+                       "hybrid_override_pattern", "one letter per layer (4)");
+    EXPECT_FIELD_ERROR(import(R"("model_type": "nemotron_h", "num_hidden_layers": 3, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "hybrid_override_pattern": "M*X")"),
+                       "hybrid_override_pattern", "holds 'X'");
+    EXPECT_FIELD_ERROR(import(R"("model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "num_kv_shared_layers": 4)"),
+                       "num_kv_shared_layers", "must be fewer than the 4 layers");
+    EXPECT_FIELD_ERROR(import(R"("model_type": "lfm2", "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "full_attn_idxs": [1, 9])"),
+                       "full_attn_idxs", "layer numbers below 4");
+}
+
+}  // namespace
+}  // namespace kvscope
