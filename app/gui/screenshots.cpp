@@ -225,16 +225,28 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 32768; });
     ok &= save(&window, dir.filePath("mla.png"));
 
-    // A hybrid model whose layout is not modelled yet: its figures come with "not exact".
+    // A hybrid model: 12 of 48 layers attend, 36 keep a fixed linear-attention state; the comparison with every
+    // layer full attention is a row and a line.
+    model->loadCatalogModel("qwen3-next-80b-a3b");
+    model->edit("Set up the example", [](Scenario& s) {
+        s.workload.context_tokens = 131072;
+        s.workload.batch = 8;
+    });
+    ok &= save(&window, dir.filePath("hybrid.png"));
+    window.tabs()->setCurrentIndex(ui::MainWindow::ChartTab);
+    ok &= save(&window, dir.filePath("hybrid-chart.png"));
+    window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
+
+    // A layout KVScope does not model: its figures come with "not exact".
     {
         QTemporaryDir scratch;
-        const QString path = scratch.filePath("Qwen3-Next-80B-A3B/config.json");
-        QDir().mkpath(scratch.filePath("Qwen3-Next-80B-A3B"));
+        const QString path = scratch.filePath("Kimi-Linear-48B/config.json");
+        QDir().mkpath(scratch.filePath("Kimi-Linear-48B"));
         QFile file(path);
         if (file.open(QIODevice::WriteOnly))
-            file.write(R"({"model_type": "qwen3_next", "num_hidden_layers": 48, "num_attention_heads": 16,
-  "num_key_value_heads": 2, "hidden_size": 2048, "head_dim": 256, "max_position_embeddings": 262144,
-  "full_attention_interval": 4, "linear_num_value_heads": 32, "torch_dtype": "bfloat16"})");
+            file.write(R"({"model_type": "kimi_linear", "num_hidden_layers": 27, "num_attention_heads": 32,
+  "num_key_value_heads": 32, "hidden_size": 2304, "head_dim": 72, "max_position_embeddings": 1048576,
+  "linear_attn_config": {"kda_layers": [1, 2, 3], "full_attn_layers": [4]}, "torch_dtype": "bfloat16"})");
         file.close();
         window.importConfigFile(path);
         model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 131072; });

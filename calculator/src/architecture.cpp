@@ -130,6 +130,52 @@ std::vector<std::uint64_t> layer_windows(const Architecture& a) {
     return out;
 }
 
+std::uint64_t attention_period(const Architecture& a) {
+    if (a.state_layers() == 0) return 0;
+    std::vector<std::uint64_t> attending;
+    for (const LayerSpec& s : a.layer_specs)
+        if (s.state && s.attends()) return 0;  // attention beside a recurrent mixer in one layer (Falcon-H1)
+    for (std::uint64_t l = 0; l < a.layers; ++l)
+        if (a.layer(l).kind == LayerKind::full) attending.push_back(l);
+        else if (a.layer(l).kind != LayerKind::recurrent) return 0;  // other kinds: not a simple period
+    if (attending.empty()) return 0;
+    const std::uint64_t n = attending.size() > 1 ? attending[1] - attending[0] : a.layers;
+    if (n == 0 || attending.front() >= n) return 0;
+    for (std::uint64_t l = 0; l < a.layers; ++l)
+        if ((l % n == attending.front()) != (a.layer(l).kind == LayerKind::full)) return 0;
+    return n;
+}
+
+Architecture with_attention_period(const Architecture& a, std::uint64_t n) {
+    Architecture out = a;
+    if (n == 0 || a.layer_specs.empty()) return out;
+    std::uint64_t first = n - 1;  // Qwen3-Next's rule, (i + 1) % n == 0, when no attention layer exists yet
+    for (std::uint64_t l = 0; l < a.layers; ++l)
+        if (a.layer(l).kind == LayerKind::full) {
+            first = std::min(l, n - 1);
+            break;
+        }
+    for (std::uint64_t l = 0; l < out.layers; ++l) {
+        LayerSpec& s = out.layer_specs[l];
+        s.kind = l % n == first ? LayerKind::full : LayerKind::recurrent;
+        s.window = 0;
+    }
+    return out;
+}
+
+std::uint64_t layer_window(const Architecture& a, LayerKind kind) {
+    for (const LayerSpec& s : a.layer_specs)
+        if (s.kind == kind) return s.window;
+    return 0;
+}
+
+Architecture with_layer_window(const Architecture& a, LayerKind kind, std::uint64_t window) {
+    Architecture out = a;
+    for (LayerSpec& s : out.layer_specs)
+        if (s.kind == kind) s.window = window;
+    return out;
+}
+
 std::string layer_mix_text(const Architecture& a) {
     if (a.layer_specs.empty()) return "";
     const std::string state_words = [&] {

@@ -84,6 +84,50 @@ std::optional<std::uint64_t> exact_product(const std::optional<Factor>& lead, co
     return static_cast<std::uint64_t>(v);
 }
 
+// Layers with KV heads or head dimensions of their own (Gemma 4's global layers): no common row, so each
+// group of layers shows its tokens times its own row bytes.
+Result<KvDerivation> derive_per_layer_rows(const KvLayout& layout, const Architecture& arch, const Workload& workload,
+                                           const KvCacheReport& report) {
+    KvDerivation d;
+    d.form = attention_label(arch) + " with per-layer heads";
+    std::map<std::pair<std::uint64_t, std::uint64_t>, std::pair<std::uint64_t, std::uint64_t>> groups;  // (tokens, row)
+    for (std::uint64_t l = 0; l < arch.layers; ++l) {
+        const std::uint64_t row = layout.row_bytes_per_gpu(l) * layout.tp();
+        if (row == 0) continue;
+        auto& [count, window] = groups[{layout.stored_tokens(layout.window(l), workload.context_tokens), row}];
+        ++count;
+        window = layout.window(l);
+    }
+    for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
+        const auto& [tokens, row] = it->first;
+        LayerGroup g;
+        g.window = it->second.second;
+        g.layers.value = it->second.first;
+        g.layers.text = format_count_of(g.layers.value, "layer", "layers");
+        g.layers.field = "layers";
+        g.layers.note = "Layers with the same heads, head dimensions and tokens kept.";
+        const Checked value = Checked(tokens) * row;
+        if (value.overflow()) return overflow_error("context_tokens", "the cache of these layers");
+        g.tokens.value = value.value();
+        g.tokens.text = format_count_of(tokens, "token", "tokens") + " × " + format_count(row) + " bytes";
+        g.tokens.field = "context_tokens";
+        g.tokens.note = "Tokens kept times the bytes of one token of one such layer (K and V of its own heads).";
+        d.groups.push_back(std::move(g));
+    }
+    Factor sequences;
+    sequences.value = workload.batch;
+    sequences.text = format_count_of(workload.batch, "sequence", "sequences");
+    sequences.field = "batch";
+    sequences.note = "Every concurrent sequence keeps its own cache.";
+    d.tail.push_back(sequences);
+    d.total_bytes = report.total_bytes;
+    const auto product = product_of_factors(d);
+    if (!product || *product != report.total_bytes)
+        return Errors{{"kv_cache", "the factor-by-factor derivation does not reproduce the cache size " +
+                                       format_count(report.total_bytes) + " bytes; please report this scenario"}};
+    return d;
+}
+
 }  // namespace
 
 std::string element_size_text(KvDtype dtype) {
@@ -117,9 +161,7 @@ Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture&
     for (std::uint64_t l = 0; l < arch.layers; ++l) {
         const std::uint64_t row = layout.row_bytes_per_gpu(l);
         if (row == 0) continue;
-        if (row_per_gpu != 0 && row != row_per_gpu)
-            return Errors{{"kv_heads", "the layers of this model have different KV heads or head dimensions; the "
-                                       "derivation shows one row for all layers (the figures themselves are exact)"}};
+        if (row_per_gpu != 0 && row != row_per_gpu) return derive_per_layer_rows(layout, arch, workload, report);
         row_per_gpu = row;
         ++caching;
         chunked = chunked || (arch.layer(l).kind == LayerKind::chunked && layout.window(l) > 0);
@@ -243,6 +285,33 @@ std::optional<std::uint64_t> product_of_factors(const KvDerivation& d) {
     }
     if (total.overflow()) return std::nullopt;
     return total.value();
+}
+
+}  // namespace kvscope
+
+namespace kvscope {
+
+std::string state_derivation_text(const Architecture& arch, const Parallelism& parallel, std::uint64_t sequences,
+                                  UnitSystem units) {
+    if (!arch.recurrent || arch.state_layers() == 0) return {};
+    const RecurrentState& st = *arch.recurrent;
+    const StateValues v = state_values_per_gpu(st, parallel.tp);
+    const Checked per_gpu = state_bytes_per_gpu(st, parallel.tp);
+    const Checked total = per_gpu * arch.state_layers() * sequences * parallel.tp;
+    if (v.conv.overflow() || v.ssm.overflow() || total.overflow()) return {};
+    std::vector<std::string> parts;
+    if (v.conv.value() > 0)
+        parts.push_back("conv " + format_count(st.conv_kernel - 1) + " × " +
+                        format_count(v.conv.value() / (st.conv_kernel - 1)) + " values × " +
+                        element_size_text(st.conv_dtype));
+    if (v.ssm.value() > 0)
+        parts.push_back("SSM " + format_count(st.heads / parallel.tp) + " × " + format_count(st.head_dim) + " × " +
+                        format_count(st.state_size) + " values × " + element_size_text(st.ssm_dtype));
+    std::string text = format_count_of(arch.state_layers(), "layer", "layers") + " × ";
+    text += parts.size() == 1 ? parts.front() : "(" + parts[0] + " + " + parts[1] + ")";
+    text += " × " + format_count_of(sequences, "sequence", "sequences");
+    if (parallel.tp > 1) text += " × " + std::to_string(parallel.tp) + " GPUs";
+    return text + " = " + format_count(total.value()) + " bytes = " + format_bytes(total.value(), units);
 }
 
 }  // namespace kvscope

@@ -12,6 +12,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QScrollArea>
+#include <QSpinBox>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -64,6 +65,12 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
       pp_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::by_one)),
       full_window_(new QCheckBox(tr("Engine keeps the full context on sliding layers"))),
       errors_(new QLabel),
+      layer_mix_(new QLabel),
+      layer_mix_row_(new QWidget),
+      attention_every_(new QSpinBox),
+      attention_every_label_(new QLabel(tr("attention every"))),
+      window_(new QSpinBox),
+      window_label_(new QLabel),
       spotlight_(new QFrame(this)) {
     // The Learn tab's pointer to an input: a frame in the highlight colour over the field.
     spotlight_->setObjectName("fieldSpotlight");
@@ -182,9 +189,33 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     hd->addWidget(head_dim_, 1);
     hd->addWidget(head_dim_hint_);
 
+    // The layer mix: what the layers keep, and the two edits a learner asks for (how often attention
+    // comes in a hybrid model; the window or chunk of the local layers).
+    layer_mix_->setWordWrap(true);
+    layer_mix_->setForegroundRole(QPalette::PlaceholderText);
+    attention_every_->setRange(1, static_cast<int>(kMaxLayers));
+    attention_every_->setSuffix(tr(" layers"));
+    attention_every_->setAccessibleName(tr("Attention every N layers"));
+    attention_every_->setToolTip(
+        tr("One layer in N attends (and keeps a KV cache); the others keep only their fixed recurrent state"));
+    window_->setRange(1, 1 << 30);
+    window_->setSuffix(tr(" tokens"));
+    window_->setGroupSeparatorShown(true);
+    auto* mix_edits = new QHBoxLayout;
+    mix_edits->setContentsMargins(0, 0, 0, 0);
+    mix_edits->addWidget(attention_every_label_);
+    mix_edits->addWidget(attention_every_, 1);
+    mix_edits->addWidget(window_label_);
+    mix_edits->addWidget(window_, 1);
+    auto* mix_column = new QVBoxLayout(layer_mix_row_);
+    mix_column->setContentsMargins(0, 0, 0, 0);
+    mix_column->addWidget(layer_mix_);
+    mix_column->addLayout(mix_edits);
+
     auto* form = new QFormLayout;
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     form->addRow(tr("&Layers"), layers_);
+    form->addRow(QString(), layer_mix_row_);
     form->addRow(tr("&Query heads"), query_heads_);
     form->addRow(tr("&KV heads"), kv_heads_);
     form->addRow(tr("&Head dim"), head_dim_row);
@@ -250,6 +281,23 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     connect(kv_dtype_, &QComboBox::activated, this, [this](int index) {
         const auto dtype = static_cast<KvDtype>(kv_dtype_->itemData(index).toInt());
         model_->edit(tr("Change KV dtype"), [dtype](Scenario& s) { s.kv_dtype = dtype; });
+    });
+    // Without keyboard tracking a value counts once typed in full (Enter, leaving the field) or stepped.
+    attention_every_->setKeyboardTracking(false);
+    window_->setKeyboardTracking(false);
+    connect(attention_every_, &QSpinBox::valueChanged, this, [this] {
+        const auto n = static_cast<std::uint64_t>(attention_every_->value());
+        if (syncing_ || n == attention_period(model_->scenario().arch)) return;
+        model_->edit(tr("Change attention every N layers"),
+                     [n](Scenario& s) { s.arch = with_attention_period(s.arch, n); });
+    });
+    connect(window_, &QSpinBox::valueChanged, this, [this] {
+        const Architecture& a = model_->scenario().arch;
+        const LayerKind kind = a.count_layers(LayerKind::sliding) > 0 ? LayerKind::sliding : LayerKind::chunked;
+        const auto w = static_cast<std::uint64_t>(window_->value());
+        if (syncing_ || w == layer_window(a, kind)) return;
+        model_->edit(kind == LayerKind::sliding ? tr("Change sliding window") : tr("Change attention chunk"),
+                     [kind, w](Scenario& s) { s.arch = with_layer_window(s.arch, kind, w); });
     });
     connect(full_window_, &QCheckBox::toggled, this, [this](bool on) {
         if (syncing_) return;
@@ -374,6 +422,24 @@ void InputsPanel::sync() {
     pp_->setValue(s.parallel.pp);
     full_window_->setChecked(s.workload.full_window);
     full_window_->setEnabled(a.has_sliding_layers());
+    const std::string mix = layer_mix_text(a);
+    layer_mix_->setText(q(mix));
+    const std::uint64_t period = attention_period(a);
+    const LayerKind local = a.count_layers(LayerKind::sliding) > 0 ? LayerKind::sliding : LayerKind::chunked;
+    const std::uint64_t window = layer_window(a, local);
+    attention_every_->setVisible(period > 0);
+    attention_every_label_->setVisible(period > 0);
+    if (period > 0 && !attention_every_->hasFocus())
+        attention_every_->setValue(static_cast<int>(std::min<std::uint64_t>(period, kMaxLayers)));
+    window_->setVisible(window > 0);
+    window_label_->setVisible(window > 0);
+    window_label_->setText(local == LayerKind::sliding ? tr("window") : tr("chunk"));
+    window_->setAccessibleName(local == LayerKind::sliding ? tr("Sliding window") : tr("Attention chunk"));
+    window_->setToolTip(local == LayerKind::sliding
+                            ? tr("Tokens each sliding-window layer keeps")
+                            : tr("Tokens each chunked-attention layer attends to (the engine keeps one chunk)"));
+    if (window > 0 && !window_->hasFocus()) window_->setValue(static_cast<int>(std::min<std::uint64_t>(window, 1 << 30)));
+    layer_mix_row_->setVisible(!mix.empty());
 
     QMap<QWidget*, QString> typed;
     for (BigSpinBox* box : {layers_, query_heads_, head_dim_, hidden_, context_->spinBox(), batch_, block_, tp_, pp_})

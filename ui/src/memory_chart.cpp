@@ -249,7 +249,12 @@ void MemoryChart::refresh() {
 void MemoryChart::updateTitle() {
     const Results& r = model_->results();
     const Scenario& s = r.scenario;
-    title_ = tr("KV cache against context length: %1").arg(display_name(model_->catalog(), s));
+    // A model with a recurrent state: every line stands on it (it does not grow with the context).
+    const bool state = r.kv.state_bytes > 0;
+    title_ = (state ? tr("KV cache and recurrent state against context length: %1")
+                    : tr("KV cache against context length: %1"))
+                 .arg(display_name(model_->catalog(), s));
+    y_->setTitleText(state ? tr("KV cache + state (all sequences, all GPUs)") : tr("KV cache (all sequences, all GPUs)"));
     QStringList parts;
     parts << tr("%1 KV").arg(q(std::string(to_string(s.kv_dtype))));
     parts << tr("%1 tokens × %2")
@@ -257,6 +262,7 @@ void MemoryChart::updateTitle() {
                       s.workload.batch == 1 ? tr("1 sequence")
                                             : tr("%1 sequences").arg(q(format_count(s.workload.batch))));
     if (s.parallel.tp > 1 || s.parallel.pp > 1) parts << tr("TP %1 × PP %2").arg(s.parallel.tp).arg(s.parallel.pp);
+    if (state) parts << tr("state %1 (the flat part)").arg(q(format_bytes(r.kv.state_bytes, model_->units())));
     if (s.deployment)
         parts << tr("%1 × %2").arg(s.deployment->gpu_count).arg(q(s.deployment->gpu.name))
               << q(std::string(to_string(s.deployment->engine)));

@@ -90,17 +90,21 @@ void OverviewView::refresh() {
     total_->setText(exact ? tr("KV cache: %1").arg(both_units(r.kv.total_bytes, model_->units()))
                           : tr("KV cache: %1 — not exact").arg(both_units(r.kv.total_bytes, model_->units())));
 
-    // Per layer: one value when every layer stores the same, else the range.
-    std::uint64_t lo = ~0ull, hi = 0;
+    // Per layer: one value when every layer with a KV cache stores the same, else the range.
+    std::uint64_t lo = ~0ull, hi = 0, caching = 0;
     for (const LayerKv& l : r.kv.layers) {
+        if (l.bytes == 0 && l.stored_tokens == 0) continue;  // recurrent, shared or MLP-only: no KV of its own
+        ++caching;
         lo = std::min(lo, l.bytes);
         hi = std::max(hi, l.bytes);
     }
-    const QString per_layer =
-        r.kv.layers.empty() ? "—"
-        : lo == hi          ? q(format_bytes(lo, units))
-                   : tr("%1 (sliding) … %2 (full)").arg(q(format_bytes(lo, units)), q(format_bytes(hi, units)));
+    QString per_layer = caching == 0 ? tr("none (no layer keeps a KV cache)")
+                        : lo == hi   ? q(format_bytes(lo, units))
+                                     : tr("%1 … %2").arg(q(format_bytes(lo, units)), q(format_bytes(hi, units)));
+    if (caching > 0 && caching < r.kv.layers.size())
+        per_layer += tr(" (%1 of %2 layers keep one)").arg(caching).arg(r.kv.layers.size());
     QStringList rows;
+    if (const std::string mix = layer_mix_text(s.arch); !mix.empty()) rows << tr("Layer mix: %1").arg(q(mix));
     rows << tr("Per token: %1 · per sequence: %2 · per layer: %3")
                 .arg(q(format_bytes(r.kv.bytes_per_token, units)), q(format_bytes(r.kv.per_sequence_bytes, units)),
                      per_layer);
@@ -109,10 +113,15 @@ void OverviewView::refresh() {
                     .arg(r.kv.gpus)
                     .arg(both_units(r.kv.per_gpu_bytes, model_->units()));
     rows << (exact ? tr("Exactly %1 bytes.").arg(q(format_count(r.kv.total_bytes)))
-                   : tr("%1 bytes if every layer were full attention; not exact for this model (below).")
-                         .arg(q(format_count(r.kv.total_bytes))));
+                   : tr("%1 bytes; not exact for this model (below).").arg(q(format_count(r.kv.total_bytes))));
+    if (r.kv.state_bytes > 0)
+        rows << tr("Recurrent state: %1 — %2 per sequence, whatever the context · KV cache + state: %3")
+                    .arg(both_units(r.kv.state_bytes, model_->units()),
+                         q(format_bytes(r.kv.state_bytes_per_sequence, units)),
+                         both_units(r.kv.memory_bytes, model_->units()));
     figures_->setText(rows.join('\n'));
-    formula_->setText(q(r.formula));
+    formula_->setText(r.state_formula.empty() ? q(r.formula)
+                                              : q(r.formula) + "\n" + tr("state: ") + q(r.state_formula));
     QStringList warnings;
     for (const auto& w : r.kv.warnings) warnings << q(w);
     warnings_->setText(warnings.join('\n'));

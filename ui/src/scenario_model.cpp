@@ -257,6 +257,7 @@ void ScenarioModel::recompute() {
             r.derivation = *derivation;
             r.formula = derivation_text(*derivation, units_);
         }
+        r.state_formula = state_derivation_text(s.arch, s.parallel, s.workload.batch, units_);
         auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel);
         CurveOptions options;
         options.spacing = spacing_;

@@ -160,6 +160,15 @@ std::vector<LayerSpec> sliding_layers(const std::vector<std::uint64_t>& windows)
 // The sliding window of each layer (0 for any other layer); empty when the model has no per-layer description.
 std::vector<std::uint64_t> layer_windows(const Architecture& arch);
 
+// Edits a learner makes to the layer mix. The attention layers of a hybrid model are every n-th layer when
+// they are evenly spaced (Qwen3-Next: n = 4, Jamba: n = 8); attention_period is that n, or 0. Setting it
+// keeps the first attention layer's place within the period and makes the others recurrent.
+std::uint64_t attention_period(const Architecture& arch);
+Architecture with_attention_period(const Architecture& arch, std::uint64_t n);
+// The window of the sliding layers (or the chunk of the chunked ones), 0 when none; setting it changes them all.
+std::uint64_t layer_window(const Architecture& arch, LayerKind kind);
+Architecture with_layer_window(const Architecture& arch, LayerKind kind, std::uint64_t window);
+
 // "48 layers: 12 full attention, 36 linear attention"-style summary of the layer mix; "" when every
 // layer is full attention.
 std::string layer_mix_text(const Architecture& arch);

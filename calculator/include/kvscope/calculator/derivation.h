@@ -52,6 +52,11 @@ std::optional<std::uint64_t> product_of_factors(const KvDerivation& d);
 // × 8,192 tokens × 1 sequence = 1,073,741,824 bytes = 1.00 GiB".
 std::string derivation_text(const KvDerivation& d, UnitSystem units = UnitSystem::binary);
 
+// The recurrent state as one line: "36 layers × (conv 3 × 8,192 values × 2 bytes (bf16) + SSM 32 × 128 × 128
+// values × 2 bytes (bf16)) × 8 sequences = 316,162,048 bytes = 302 MiB"; empty for a model without one.
+std::string state_derivation_text(const Architecture& arch, const Parallelism& parallel, std::uint64_t sequences,
+                                  UnitSystem units = UnitSystem::binary);
+
 // "2 bytes (fp16)" or "1.0625 bytes (q8_0, 34 bytes per 32 values)".
 std::string element_size_text(KvDtype dtype);
 

@@ -11,6 +11,7 @@ class QCheckBox;
 class QComboBox;
 class QFrame;
 class QLabel;
+class QSpinBox;
 class QToolButton;
 
 namespace kvscope::ui {
@@ -38,6 +39,10 @@ public:
     [[nodiscard]] ContextInput* contextField() const { return context_; }
     [[nodiscard]] BigSpinBox* batchField() const { return batch_; }
     [[nodiscard]] QLabel* errorLabel() const { return errors_; }
+    // The layer mix ("48 layers: 36 linear attention (gated DeltaNet), 12 full attention") and its edits.
+    [[nodiscard]] QLabel* layerMixLabel() const { return layer_mix_; }
+    [[nodiscard]] QSpinBox* attentionEveryField() const { return attention_every_; }
+    [[nodiscard]] QSpinBox* windowField() const { return window_; }
     [[nodiscard]] const FieldMarks& marks() const { return marks_; }
 
     // Draws a frame around the input behind calculator field `field` ("kv_heads", "batch", …) and
@@ -79,6 +84,12 @@ private:
     BigSpinBox* pp_;
     QCheckBox* full_window_;
     QLabel* errors_;
+    QLabel* layer_mix_;
+    QWidget* layer_mix_row_;
+    QSpinBox* attention_every_;
+    QLabel* attention_every_label_;
+    QSpinBox* window_;
+    QLabel* window_label_;
     FieldMarks marks_;
     QFrame* spotlight_;
     QWidget* highlighted_ = nullptr;

@@ -31,6 +31,7 @@ struct Results {
     Curves curves;
     KvDerivation derivation;          // the formula factor by factor
     std::string formula;              // the same as one line
+    std::string state_formula;        // the recurrent state as one line; empty for a model without one
     std::uint64_t weights_bytes = 0;  // all GPUs, in the deployment's (or the model's) weight format
     bool weights_estimated = false;
     std::optional<FitReport> fit;
