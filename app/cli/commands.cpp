@@ -335,7 +335,11 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
                         format_bytes(f->weights_bytes_per_gpu, u) + " per GPU"},
         {"reserved", format_bytes(f->reserve_bytes_per_gpu, u) + " per GPU (activations, runtime)"},
         {"KV budget", format_signed_bytes(f->kv_budget_bytes_per_gpu, u) + " per GPU"},
-        {"KV needed", format_bytes(f->kv_bytes_per_gpu, u) + " per GPU"},
+        {"KV needed", f->state_bytes_per_gpu == 0
+                          ? format_bytes(f->kv_bytes_per_gpu, u) + " per GPU"
+                          : format_bytes(f->memory_bytes_per_gpu_needed, u) + " per GPU (" +
+                                format_bytes(f->kv_bytes_per_gpu, u) + " KV cache + " +
+                                format_bytes(f->state_bytes_per_gpu, u) + " recurrent state)"},
         {"verdict", f->fits
                         ? "FITS with " + format_signed_bytes(f->headroom_bytes_per_gpu, u) + " to spare per GPU"
                         : "DOES NOT FIT: short by " + format_signed_bytes(-f->headroom_bytes_per_gpu, u) + " per GPU"},
@@ -349,7 +353,11 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
                              fixed(d->tokens_per_s_total, 0) + " tokens/s in all"},
         {"bytes per step", format_bytes(d->bytes_read_per_step_per_gpu, u) + " per GPU (" +
                                format_bytes(d->weight_bytes_read_per_gpu, u) + " weights + " +
-                               format_bytes(d->kv_bytes_read_per_gpu, u) + " KV)"},
+                               format_bytes(d->kv_bytes_read_per_gpu, u) + " KV" +
+                               (d->state_bytes_read_per_gpu > 0
+                                    ? " + " + format_bytes(d->state_bytes_read_per_gpu, u) + " state"
+                                    : std::string()) +
+                               ")"},
         {"FLOPs/token", format_si(d->flops_per_token_cached) + " with the cache, " +
                             format_si(d->flops_per_token_uncached) + " recomputing the prefix"},
         {"KV > weights", d->kv_exceeds_weights_at_tokens

@@ -10,6 +10,7 @@
 #include <QLineSeries>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QStatusBar>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -87,6 +88,8 @@ TEST(Agreement, EveryCatalogModelPickedInTheWindowGivesTheClisNumbers) {
         auto d = decode_estimate(cli.arch, cli.kv_dtype, cli.workload, cli.parallel, *cli.deployment, *f);
         ASSERT_TRUE(d) << m.id;
         EXPECT_EQ(r.kv.total_bytes, kv->total_bytes) << m.id;
+        EXPECT_EQ(r.kv.state_bytes, kv->state_bytes) << m.id;
+        EXPECT_EQ(r.fit->state_bytes_per_gpu, f->state_bytes_per_gpu) << m.id;
         EXPECT_EQ(r.fit->headroom_bytes_per_gpu, f->headroom_bytes_per_gpu) << m.id;
         EXPECT_EQ(r.fit->max_batch, f->max_batch) << m.id;
         EXPECT_EQ(r.fit->max_context, f->max_context) << m.id;
@@ -95,6 +98,41 @@ TEST(Agreement, EveryCatalogModelPickedInTheWindowGivesTheClisNumbers) {
         ++compared;
     }
     EXPECT_GE(compared, 20);
+}
+
+TEST(Agreement, TheLayerMixIsShownAndALearnerCanChangeIt) {
+    MainWindow w(catalog(), false);
+    w.show();
+    pick(w, "qwen3-next-80b-a3b");
+    w.model()->edit("context", [](Scenario& s) { s.workload.context_tokens = 131072; });
+    InputsPanel* in = w.inputs();
+    EXPECT_EQ(in->layerMixLabel()->text(), "48 layers: 36 linear attention (gated DeltaNet), 12 full attention");
+    EXPECT_TRUE(in->attentionEveryField()->isVisibleTo(&w));
+    EXPECT_EQ(in->attentionEveryField()->value(), 4);
+    EXPECT_FALSE(in->windowField()->isVisibleTo(&w));
+    // The overview says what the state takes, and the formula shows it.
+    EXPECT_TRUE(w.overview()->figuresText().contains("Recurrent state: 37.7 MiB")) << w.overview()->figuresText().toStdString();
+    EXPECT_EQ(w.model()->results().kv.total_bytes, 3ull << 30);
+
+    // Attention every 2 layers: 24 layers keep a KV cache, 24 a state; the CLI's answer for that layout agrees.
+    in->attentionEveryField()->setValue(2);
+    const Results& r = w.model()->results();
+    EXPECT_EQ(r.kv.total_bytes, 6ull << 30);
+    EXPECT_EQ(r.kv.state_bytes, 24ull * 1'097'728);
+    EXPECT_EQ(in->layerMixLabel()->text(), "48 layers: 24 linear attention (gated DeltaNet), 24 full attention");
+    // One undo step puts the published mix back.
+    w.model()->undoStack()->undo();
+    EXPECT_EQ(w.model()->results().kv.total_bytes, 3ull << 30);
+
+    // A sliding-window model offers its window: Gemma 3 4B keeps 1,024 tokens on 29 of 34 layers.
+    pick(w, "gemma-3-4b");
+    EXPECT_FALSE(in->attentionEveryField()->isVisibleTo(&w));
+    ASSERT_TRUE(in->windowField()->isVisibleTo(&w));
+    EXPECT_EQ(in->windowField()->value(), 1024);
+    w.model()->edit("context", [](Scenario& s) { s.workload.context_tokens = 32768; });
+    in->windowField()->setValue(4096);
+    // 29 sliding layers x 4,096 + 5 global layers x 32,768 tokens, 4 KV heads x 256 x 2 (K, V) x 2 bytes.
+    EXPECT_EQ(w.model()->results().kv.total_bytes, (29ull * 4096 + 5ull * 32768) * 4096);
 }
 
 TEST(Agreement, ThePickerFindsIdsRepoIdsNamesAndAliasesInAnyCase) {

@@ -34,10 +34,18 @@ void GpuMemoryBar::setData(QList<Segment> segments, std::uint64_t memory, std::u
 int GpuMemoryBar::shownBars() const { return std::min(gpus_, kMaxBars); }
 
 QSize GpuMemoryBar::sizeHint() const {
-    // Two entries to a row; an entry with its own longer text takes a whole row.
-    int halves = overflow_ ? 1 : 0, wide = 0;
-    for (const Segment& s : segments_) (s.legend.isEmpty() ? halves : wide) += 1;
-    const int legend_rows = (halves + 1) / 2 + wide;
+    // Two entries to a row; an entry with its own longer text takes a whole row (as paintEvent places them).
+    int rows = 0, column = 0;
+    const auto place = [&](bool whole_row) {
+        if (whole_row && column == 1) ++rows, column = 0;
+        if (whole_row || column == 1)
+            ++rows, column = 0;
+        else
+            column = 1;
+    };
+    for (const Segment& s : segments_) place(!s.legend.isEmpty());
+    if (overflow_) place(false);
+    const int legend_rows = rows + column;
     const int h = shownBars() * (kBarHeight + kGap) + (gpus_ > kMaxBars ? fontMetrics().height() : 0) +
                   legend_rows * (fontMetrics().height() + 4) + 8;
     return {480, h};

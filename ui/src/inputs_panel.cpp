@@ -67,6 +67,7 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
       errors_(new QLabel),
       layer_mix_(new QLabel),
       layer_mix_row_(new QWidget),
+      mix_edits_(new QWidget),
       attention_every_(new QSpinBox),
       attention_every_label_(new QLabel(tr("attention every"))),
       window_(new QSpinBox),
@@ -201,7 +202,7 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     window_->setRange(1, 1 << 30);
     window_->setSuffix(tr(" tokens"));
     window_->setGroupSeparatorShown(true);
-    auto* mix_edits = new QHBoxLayout;
+    auto* mix_edits = new QHBoxLayout(mix_edits_);
     mix_edits->setContentsMargins(0, 0, 0, 0);
     mix_edits->addWidget(attention_every_label_);
     mix_edits->addWidget(attention_every_, 1);
@@ -210,7 +211,7 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     auto* mix_column = new QVBoxLayout(layer_mix_row_);
     mix_column->setContentsMargins(0, 0, 0, 0);
     mix_column->addWidget(layer_mix_);
-    mix_column->addLayout(mix_edits);
+    mix_column->addWidget(mix_edits_);
 
     auto* form = new QFormLayout;
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -439,6 +440,7 @@ void InputsPanel::sync() {
                             ? tr("Tokens each sliding-window layer keeps")
                             : tr("Tokens each chunked-attention layer attends to (the engine keeps one chunk)"));
     if (window > 0 && !window_->hasFocus()) window_->setValue(static_cast<int>(std::min<std::uint64_t>(window, 1 << 30)));
+    mix_edits_->setVisible(period > 0 || window > 0);
     layer_mix_row_->setVisible(!mix.empty());
 
     QMap<QWidget*, QString> typed;

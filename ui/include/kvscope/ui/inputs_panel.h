@@ -86,6 +86,7 @@ private:
     QLabel* errors_;
     QLabel* layer_mix_;
     QWidget* layer_mix_row_;
+    QWidget* mix_edits_;
     QSpinBox* attention_every_;
     QLabel* attention_every_label_;
     QSpinBox* window_;
