@@ -337,7 +337,10 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
         {"KV budget", format_signed_bytes(f->kv_budget_bytes_per_gpu, u) + " per GPU"},
         {"KV needed", f->state_bytes_per_gpu == 0
                           ? format_bytes(f->kv_bytes_per_gpu, u) + " per GPU"
-                          : format_bytes(f->memory_bytes_per_gpu_needed, u) + " per GPU (" +
+                          : format_bytes(f->memory_bytes_per_gpu_needed, u) + " per GPU" +
+                                (f->engine_pages ? " in vLLM's hybrid layout (plain sum " +
+                                                       format_bytes(f->plain_memory_bytes_per_gpu, u) + ": "
+                                                 : " (") +
                                 format_bytes(f->kv_bytes_per_gpu, u) + " KV cache + " +
                                 format_bytes(f->state_bytes_per_gpu, u) + " recurrent state)"},
         {"verdict", f->fits

@@ -121,7 +121,14 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
     r.weights_bytes_per_gpu = ceil_div(*weights, gpus);
     r.kv_bytes_per_gpu = kv->per_gpu_bytes;
     r.state_bytes_per_gpu = kv->state_bytes_per_gpu;
-    r.memory_bytes_per_gpu_needed = kv->memory_bytes_per_gpu;
+    r.memory_bytes_per_gpu_needed = r.plain_memory_bytes_per_gpu = kv->memory_bytes_per_gpu;
+    // vLLM's hybrid cache manager lays out a model with recurrent and attention layers in pages of its own.
+    if (d.engine == Engine::vllm) r.engine_pages = vllm_hybrid_pages(arch, kv_dtype, workload, parallel);
+    if (r.engine_pages) {
+        const Checked need = r.engine_pages->bytes_per_sequence(workload.context_tokens) * workload.batch;
+        if (need.overflow()) return overflow_error("batch", "the cache of " + std::to_string(workload.batch) + " sequences");
+        r.memory_bytes_per_gpu_needed = need.value();
+    }
 
     const i128 mem = d.gpu.memory_bytes, w = r.weights_bytes_per_gpu;
     const i128 act = d.activation_reserve_bytes, overhead = d.runtime_overhead_bytes;
@@ -157,7 +164,8 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
 
     const std::uint64_t budget_u = budget > 0 ? static_cast<std::uint64_t>(budget) : 0;
     // A sequence needs its KV cache and its recurrent state; both count against the budget.
-    const Checked per_seq = layout.gpu_bytes_per_sequence(workload.context_tokens, Memory::kv_and_state);
+    const Checked per_seq = r.engine_pages ? r.engine_pages->bytes_per_sequence(workload.context_tokens)
+                                           : layout.gpu_bytes_per_sequence(workload.context_tokens, Memory::kv_and_state);
     r.max_batch = per_seq.value() > 0 ? budget_u / per_seq.value() : 0;
     const Checked per_token = layout.bytes_per_token_per_gpu();
     const std::uint64_t after_state =
@@ -171,6 +179,22 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
         context_where_kv_exceeds(layout, workload, budget_u, KvScope::heaviest_gpu, cap, Memory::kv_and_state);
     r.max_context = over ? (*over > 0 ? *over - 1 : 0) : cap;
     r.max_context_limited_by_model = !over && arch.max_positions > 0;
+    if (r.engine_pages) {
+        const std::uint64_t tokens = r.engine_pages->max_tokens(budget_u, workload.batch);
+        r.max_context = std::min(cap, tokens);
+        r.max_context_limited_by_model = tokens > cap && arch.max_positions > 0;
+        const HybridPages& h = *r.engine_pages;
+        const HybridPages::Stage& st = h.stages.front();
+        r.notes.push_back(
+            "vLLM's hybrid cache manager: attention blocks of " + format_count(h.attention_block) +
+            " tokens so that one page (" + format_count(h.page_bytes) + " bytes) holds a layer's recurrent state (" +
+            format_count(h.state_bytes) + " bytes, padded), layers in groups of " + format_count(st.group_size) +
+            " (" + std::to_string(st.attention_groups) + " attention, " + std::to_string(st.state_groups) +
+            " state); " + format_bytes(r.memory_bytes_per_gpu_needed) + " per GPU against " +
+            format_bytes(r.plain_memory_bytes_per_gpu) +
+            " as the plain per-layer sum (vllm/platforms/interface.py, vllm/v1/core/kv_cache_utils.py; "
+            "--engine plain for the plain figure)");
+    }
     if (params.estimated)
         r.notes.push_back("parameter count estimated from the architecture: " + format_count(params.total));
     if (r.state_bytes_per_gpu > 0)

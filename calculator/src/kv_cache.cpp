@@ -250,6 +250,84 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
     return r;
 }
 
+Checked HybridPages::bytes_per_sequence(std::uint64_t tokens) const {
+    Checked most;
+    for (const Stage& s : stages) {
+        const Checked pages = Checked(s.attention_groups) * ceil_div(tokens, attention_block) + s.state_groups;
+        const Checked bytes = Checked(s.group_size) * page_bytes * pages;
+        if (bytes.overflow()) return bytes;
+        if (bytes.value() > most.value()) most = bytes;
+    }
+    return most;
+}
+
+std::uint64_t HybridPages::max_tokens(std::uint64_t budget, std::uint64_t sequences) const {
+    std::uint64_t best = std::numeric_limits<std::uint64_t>::max();
+    for (const Stage& s : stages) {
+        // sequences x group_size x page x (attention_groups x blocks + state_groups) <= budget
+        const Checked per_page_set = Checked(sequences) * s.group_size * page_bytes;
+        if (per_page_set.overflow() || per_page_set.value() == 0) continue;
+        const std::uint64_t pages = budget / per_page_set.value();
+        if (pages < s.state_groups) return 0;
+        if (s.attention_groups == 0) continue;
+        const std::uint64_t blocks = (pages - s.state_groups) / s.attention_groups;
+        const Checked tokens = Checked(blocks) * attention_block;
+        best = std::min(best, tokens.overflow() ? std::numeric_limits<std::uint64_t>::max() : tokens.value());
+    }
+    return best;
+}
+
+std::optional<HybridPages> vllm_hybrid_pages(const Architecture& arch, KvDtype dtype, const Workload& workload,
+                                             const Parallelism& parallel) {
+    if (!arch.recurrent || arch.state_layers() == 0 || arch.attention_layers() == 0) return std::nullopt;
+    auto layout = KvLayout::make(arch, dtype, workload, parallel);
+    if (!layout) return std::nullopt;
+    std::uint64_t row = 0, state = 0;
+    for (std::uint64_t l = 0; l < arch.layers; ++l) {
+        const LayerSpec spec = arch.layer(l);
+        if (spec.attends() && spec.kind != LayerKind::full) return std::nullopt;  // sliding, chunked, shared: not modelled here
+        const std::uint64_t r = layout->row_bytes_per_gpu(l);
+        if (r > 0 && row > 0 && r != row) return std::nullopt;
+        if (r > 0) row = r;
+        if (spec.keeps_state()) state = layout->layer_state_bytes_per_gpu(l);
+    }
+    if (row == 0 || state == 0) return std::nullopt;
+    HybridPages h;
+    // _align_hybrid_block_size: the attention block, a multiple of the kernel block, such that one block of
+    // one attention layer holds one layer's state; the state's page is then padded to that size.
+    const std::uint64_t kernel_block = std::max<std::uint64_t>(16, workload.block_size);
+    h.attention_block = kernel_block * ceil_div(state, kernel_block * row);
+    h.page_bytes = h.attention_block * row;
+    h.state_bytes = state;
+    // Contiguous pipeline stages, as KvLayout splits them; in each, layers of a kind form groups of
+    // group_size: the smallest kind's count, or the largest when it is under 1.5 times the smallest.
+    const std::uint64_t base = arch.layers / parallel.pp, extra = arch.layers % parallel.pp;
+    std::uint64_t next = 0;
+    for (std::uint64_t s = 0; s < parallel.pp; ++s) {
+        const std::uint64_t count = base + (s < extra ? 1 : 0);
+        std::uint64_t attention = 0, states = 0;
+        for (std::uint64_t l = next; l < next + count; ++l) {
+            attention += layout->row_bytes_per_gpu(l) > 0;
+            states += arch.layer(l).keeps_state();
+        }
+        next += count;
+        HybridPages::Stage st;
+        if (attention == 0 || states == 0) {
+            // One kind only in this stage: one group of all its layers.
+            st.group_size = std::max(attention, states);
+            st.attention_groups = attention > 0 ? 1 : 0;
+            st.state_groups = states > 0 ? 1 : 0;
+        } else {
+            const std::uint64_t lo = std::min(attention, states), hi = std::max(attention, states);
+            st.group_size = 2 * hi < 3 * lo ? hi : lo;
+            st.attention_groups = ceil_div(attention, st.group_size);
+            st.state_groups = ceil_div(states, st.group_size);
+        }
+        h.stages.push_back(st);
+    }
+    return h;
+}
+
 std::optional<std::uint64_t> context_where_kv_exceeds(const KvLayout& layout, const Workload& workload,
                                                       std::uint64_t limit_bytes, KvScope scope,
                                                       std::uint64_t search_limit, Memory what) {

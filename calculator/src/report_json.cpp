@@ -152,6 +152,19 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
     o.set("kv_cache_bytes_per_gpu", Value::number(f.kv_bytes_per_gpu));
     o.set("state_bytes_per_gpu", Value::number(f.state_bytes_per_gpu));
     o.set("memory_bytes_needed_per_gpu", Value::number(f.memory_bytes_per_gpu_needed));
+    o.set("plain_memory_bytes_per_gpu", Value::number(f.plain_memory_bytes_per_gpu));
+    if (f.engine_pages) {
+        Value p = Value::object();
+        p.set("attention_block_tokens", Value::number(f.engine_pages->attention_block));
+        p.set("page_bytes", Value::number(f.engine_pages->page_bytes));
+        p.set("state_bytes_per_layer", Value::number(f.engine_pages->state_bytes));
+        p.set("group_size", Value::number(f.engine_pages->stages.front().group_size));
+        p.set("attention_groups", Value::number(f.engine_pages->stages.front().attention_groups));
+        p.set("state_groups", Value::number(f.engine_pages->stages.front().state_groups));
+        o.set("vllm_hybrid_layout", std::move(p));
+    } else {
+        o.set("vllm_hybrid_layout", Value());
+    }
     o.set("fits", Value::boolean(f.fits));
     o.set("headroom_bytes_per_gpu", Value::number_signed(f.headroom_bytes_per_gpu));
     o.set("max_batch", Value::number(f.max_batch));

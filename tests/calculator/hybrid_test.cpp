@@ -219,6 +219,7 @@ TEST(Hybrid, TheFitCountsTheStateInTheBudgetBatchAndContext) {
     Deployment d;
     d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
     d.weight_dtype = KvDtype::fp8_e4m3;
+    d.engine = Engine::plain;  // the plain per-layer sum (vLLM's own layout: the next test)
     const Workload w{.context_tokens = 8192, .batch = 8};
     auto f = fit(m->model.arch, KvDtype::bf16, w, {}, d);
     ASSERT_TRUE(f) << f.error_text();
@@ -239,6 +240,49 @@ TEST(Hybrid, TheFitCountsTheStateInTheBudgetBatchAndContext) {
     ASSERT_TRUE(g);
     EXPECT_FALSE(g->fits);
     EXPECT_EQ(g->max_context, 0u);
+}
+
+TEST(Hybrid, TheVllmEngineLaysOutHybridModelsInItsPages) {
+    // vllm/platforms/interface.py _align_hybrid_block_size: the attention block is 16 x cdiv(state page,
+    // 16 x attention bytes per token); the state page is padded to block x attention bytes per token.
+    const Architecture& next = catalog_arch("qwen3-next-80b-a3b");
+    // bf16 cache: an attention layer stores 2 x 2 x 256 x 2 = 2,048 bytes a token; a state is 1,097,728 bytes.
+    auto bf16 = vllm_hybrid_pages(next, KvDtype::bf16, {.context_tokens = 131072}, {});
+    ASSERT_TRUE(bf16);
+    EXPECT_EQ(bf16->attention_block, 16u * ((1'097'728 + 32'767) / 32'768));  // 544
+    EXPECT_EQ(bf16->page_bytes, 544u * 2048);
+    // 12 attention and 36 state layers: groups of 12 (36 >= 1.5 x 12), 1 attention group and 3 state groups.
+    ASSERT_EQ(bf16->stages.size(), 1u);
+    EXPECT_EQ(bf16->stages[0].group_size, 12u);
+    EXPECT_EQ(bf16->stages[0].attention_groups, 1u);
+    EXPECT_EQ(bf16->stages[0].state_groups, 3u);
+    EXPECT_EQ(bf16->bytes_per_sequence(131072).value(), 12ull * 1'114'112 * ((131072 + 543) / 544 + 3));
+    // An fp8 cache halves the attention row: vLLM logs "Setting attention block size to 1072 tokens".
+    EXPECT_EQ(vllm_hybrid_pages(next, KvDtype::fp8_e4m3, {}, {})->attention_block, 1072u);
+
+    // The fit of the vllm engine uses it, says so and keeps the plain figure; the plain engine does not.
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h200");
+    d.gpu_count = 2;
+    d.weight_dtype = KvDtype::fp8_e4m3;
+    const Workload w{.context_tokens = 131072, .batch = 8};
+    auto f = fit(next, KvDtype::bf16, w, {.tp = 2}, d);
+    ASSERT_TRUE(f) << f.error_text();
+    ASSERT_TRUE(f->engine_pages);
+    EXPECT_EQ(f->memory_bytes_per_gpu_needed, 8 * f->engine_pages->bytes_per_sequence(131072).value());
+    EXPECT_EQ(f->plain_memory_bytes_per_gpu, f->kv_bytes_per_gpu + f->state_bytes_per_gpu);
+    EXPECT_GT(f->memory_bytes_per_gpu_needed, f->plain_memory_bytes_per_gpu);
+    EXPECT_EQ(f->max_batch, static_cast<std::uint64_t>(f->kv_budget_bytes_per_gpu) /
+                                f->engine_pages->bytes_per_sequence(131072).value());
+    EXPECT_TRUE(std::any_of(f->notes.begin(), f->notes.end(),
+                            [](const std::string& n) { return n.starts_with("vLLM's hybrid cache manager"); }));
+    d.engine = Engine::plain;
+    auto plain = fit(next, KvDtype::bf16, w, {.tp = 2}, d);
+    ASSERT_TRUE(plain);
+    EXPECT_FALSE(plain->engine_pages);
+    EXPECT_EQ(plain->memory_bytes_per_gpu_needed, plain->plain_memory_bytes_per_gpu);
+    // A model without recurrent layers has no such layout.
+    EXPECT_FALSE(vllm_hybrid_pages(catalog_arch("llama-3-8b"), KvDtype::bf16, {}, {}));
 }
 
 TEST(Hybrid, APureStateSpaceModelSaysSoAndDividesByNothing) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kvscope/calculator/architecture.h"
+#include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/kv_dtype.h"
 #include "kvscope/calculator/result.h"
 #include "kvscope/calculator/workload.h"
@@ -65,6 +66,10 @@ struct FitReport {
     std::uint64_t kv_bytes_per_gpu = 0;        // what the workload's KV cache needs on the heaviest GPU
     std::uint64_t state_bytes_per_gpu = 0;     // its recurrent state there (flat in the context)
     std::uint64_t memory_bytes_per_gpu_needed = 0;  // KV + state on the heaviest GPU: what the budget must hold
+    // The plain per-layer sum of KV + state there; it differs from the need above when the engine lays the
+    // cache out otherwise (vLLM's hybrid cache manager pads each state to an attention page).
+    std::uint64_t plain_memory_bytes_per_gpu = 0;
+    std::optional<HybridPages> engine_pages;  // vLLM's hybrid layout, when it applies
     bool fits = false;
     std::int64_t headroom_bytes_per_gpu = 0;    // budget - need; negative = short by
     std::uint64_t free_bytes_per_gpu = 0;       // memory the rule leaves unused (fraction < 1)

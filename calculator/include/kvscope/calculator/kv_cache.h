@@ -142,6 +142,33 @@ Result<KvCacheReport> kv_cache_report(const Architecture& arch, KvDtype dtype, c
 Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture& arch, const Workload& workload,
                                       const Parallelism& parallel);
 
+// How vLLM's hybrid KV cache manager lays out a model with recurrent and full-attention layers, on one GPU
+// of each pipeline stage: the attention block is raised so that one block of one attention layer (a page)
+// holds a layer's recurrent state, every state is padded to that page, and layers are grouped so that each
+// group's tensors are shared page by page (vllm/platforms/interface.py _align_hybrid_block_size,
+// vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size, MambaSpec: one page a sequence).
+struct HybridPages {
+    std::uint64_t attention_block = 0;  // tokens per attention block
+    std::uint64_t page_bytes = 0;       // one block of one attention layer = one padded state
+    std::uint64_t state_bytes = 0;      // one layer's state before padding
+    struct Stage {
+        std::uint64_t group_size = 0;  // layers per group
+        std::uint64_t attention_groups = 0;
+        std::uint64_t state_groups = 0;
+    };
+    std::vector<Stage> stages;
+    // One sequence on the heaviest GPU at `tokens`: group size x page x (attention groups x blocks + state groups).
+    [[nodiscard]] Checked bytes_per_sequence(std::uint64_t tokens) const;
+    // The longest context whose `sequences` fit in `budget` bytes on every GPU; 0 when not even one token does.
+    [[nodiscard]] std::uint64_t max_tokens(std::uint64_t budget, std::uint64_t sequences) const;
+};
+
+// vLLM's layout for a model with recurrent layers beside full-attention layers of one row size; none for
+// any other model (the plain per-layer sum is what vLLM allocates then). `block_size` below 16 is taken
+// as vLLM's smallest kernel block, 16.
+std::optional<HybridPages> vllm_hybrid_pages(const Architecture& arch, KvDtype dtype, const Workload& workload,
+                                             const Parallelism& parallel);
+
 // Whose bytes a search compares: the heaviest GPU's, or the sum over every GPU.
 enum class KvScope { heaviest_gpu, all_gpus };
 
