@@ -259,24 +259,25 @@ Errors validate(const Architecture& a) {
                                         " per-layer descriptions for " + std::to_string(a.layers) + " layers"});
     for (std::size_t l = 0; l < a.layer_specs.size(); ++l) {
         const LayerSpec& s = a.layer_specs[l];
-        const std::string which = "layer " + std::to_string(l) + " (" + std::string(to_string(s.kind)) + ")";
+        // Named only when something is wrong: validation runs on every recompute, layer by layer.
+        const auto which = [&] { return "layer " + std::to_string(l) + " (" + std::string(to_string(s.kind)) + ")"; };
         if ((s.kind == LayerKind::sliding || s.kind == LayerKind::chunked) && s.window == 0) {
             e.push_back({s.kind == LayerKind::sliding ? "sliding_window" : "attention_chunk_size",
-                         which + " needs a window of at least 1 token"});
+                         which() + " needs a window of at least 1 token"});
             break;
         }
         if (s.kv_heads > kMaxHeads || s.head_dim_k > kMaxHeads || s.head_dim_v > kMaxHeads) {
-            e.push_back({"kv_heads", which + ": its heads or head dimensions are beyond the " +
+            e.push_back({"kv_heads", which() + ": its heads or head dimensions are beyond the " +
                                          format_count(kMaxHeads) + " supported"});
             break;
         }
         if (s.kv_heads > 0 && a.query_heads > 0 && a.query_heads % s.kv_heads != 0) {
-            e.push_back({"kv_heads", which + ": KV heads (" + std::to_string(s.kv_heads) +
+            e.push_back({"kv_heads", which() + ": KV heads (" + std::to_string(s.kv_heads) +
                                          ") must divide the query heads (" + std::to_string(a.query_heads) + ")"});
             break;
         }
         if (s.keeps_state() && !a.recurrent) {
-            e.push_back({"recurrent_state", which + " keeps a recurrent state, but the model describes none"});
+            e.push_back({"recurrent_state", which() + " keeps a recurrent state, but the model describes none"});
             break;
         }
     }

@@ -14,12 +14,12 @@ std::vector<std::uint64_t> spaced_tokens(const CurveOptions& o) {
     const std::uint64_t hi = std::max(lo, o.max_tokens);
     const std::uint64_t n = std::max<std::uint64_t>(2, o.points);
     out.reserve(n);
+    const double log_lo = std::log(static_cast<double>(lo)), log_hi = std::log(static_cast<double>(hi));
     for (std::uint64_t i = 0; i < n; ++i) {
         const double f = static_cast<double>(i) / static_cast<double>(n - 1);
         double x;
         if (o.spacing == Spacing::log)
-            x = std::exp(std::log(static_cast<double>(lo)) +
-                         f * (std::log(static_cast<double>(hi)) - std::log(static_cast<double>(lo))));
+            x = std::exp(log_lo + f * (log_hi - log_lo));
         else
             x = static_cast<double>(lo) + f * static_cast<double>(hi - lo);
         std::uint64_t t = i == 0 ? lo : i == n - 1 ? hi : static_cast<std::uint64_t>(std::llround(x));

@@ -123,7 +123,7 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
     r.state_bytes_per_gpu = kv->state_bytes_per_gpu;
     r.memory_bytes_per_gpu_needed = r.plain_memory_bytes_per_gpu = kv->memory_bytes_per_gpu;
     // vLLM's hybrid cache manager lays out a model with recurrent and attention layers in pages of its own.
-    if (d.engine == Engine::vllm) r.engine_pages = vllm_hybrid_pages(arch, kv_dtype, workload, parallel);
+    if (d.engine == Engine::vllm) r.engine_pages = vllm_hybrid_pages(*layout_or, arch, workload, parallel);
     if (r.engine_pages) {
         const Checked need = r.engine_pages->bytes_per_sequence(workload.context_tokens) * workload.batch;
         if (need.overflow()) return overflow_error("batch", "the cache of " + std::to_string(workload.batch) + " sequences");

@@ -67,10 +67,13 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
 
     k.layer_row_.resize(arch.layers);
     std::optional<std::uint64_t> model_row;  // the row of a layer with the model's own heads, made once
+    static const LayerSpec kFull{};
     for (std::uint64_t l = 0; l < arch.layers; ++l) {
-        const LayerSpec spec = arch.layer(l);
+        const LayerSpec& spec = arch.layer_specs.empty() ? kFull : arch.layer_specs[l];
         Row& row = k.layer_row_[l];
-        row.window = honoured_window(arch, workload, l);
+        // honoured_window, without fetching the layer again (this loop runs on every recompute)
+        if ((spec.kind == LayerKind::sliding || spec.kind == LayerKind::chunked) && !workload.full_window)
+            row.window = spec.window;
         if (spec.keeps_state()) row.state = state;
         if (!spec.caches_kv()) continue;
         const bool own_heads = spec.kv_heads == 0 && spec.head_dim_k == 0 && spec.head_dim_v == 0;
@@ -109,11 +112,16 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
                 return g.window == row.window && g.row_bytes == row.kv;
             });
             if (it == groups.end())
-                groups.push_back({row.window, row.kv, 1});
+                groups.push_back({row.window, row.kv, 1, 0});
             else
                 ++it->layers;
         }
         if (stage_state.overflow()) return overflow_error("recurrent_state", "the recurrent state of these layers");
+        for (auto& g : groups) {
+            const Checked bytes = Checked(g.layers) * g.row_bytes;  // one token of every layer of the group
+            if (bytes.overflow()) return overflow_error("layers", "one token across these layers");
+            g.token_bytes = bytes.value();
+        }
         next += count;
         k.stages_.push_back(std::move(groups));
         k.stage_state_.push_back(stage_state.value());
@@ -130,7 +138,8 @@ Checked KvLayout::stage_bytes_per_sequence(std::size_t stage, std::uint64_t toke
     Checked sum;
     for (const auto& g : stages_[stage]) {
         const std::uint64_t kept = g.window == 0 ? tokens : std::min(tokens, g.window);
-        sum += round_up(kept, block_) * g.layers * g.row_bytes;
+        // Curves evaluate this thousands of times: no division when the cache is contiguous.
+        sum += (block_ == 1 ? Checked(kept) : round_up(kept, block_)) * g.token_bytes;
     }
     if (what == Memory::kv_and_state) sum += Checked(stage_state_[stage]);
     return sum;
@@ -161,7 +170,7 @@ Checked KvLayout::all_gpu_state_bytes_per_sequence() const {
 Checked KvLayout::bytes_per_token_all_gpus() const {
     Checked sum;
     for (const auto& stage : stages_)
-        for (const auto& g : stage) sum += Checked(g.layers) * g.row_bytes;
+        for (const auto& g : stage) sum += Checked(g.token_bytes);
     return sum * tp_;
 }
 
@@ -169,7 +178,7 @@ Checked KvLayout::bytes_per_token_per_gpu() const {
     Checked most;
     for (const auto& stage : stages_) {
         Checked sum;
-        for (const auto& g : stage) sum += Checked(g.layers) * g.row_bytes;
+        for (const auto& g : stage) sum += Checked(g.token_bytes);
         if (sum.overflow()) return sum;
         if (sum.value() > most.value()) most = sum;
     }
@@ -282,6 +291,13 @@ std::optional<HybridPages> vllm_hybrid_pages(const Architecture& arch, KvDtype d
     if (!arch.recurrent || arch.state_layers() == 0 || arch.attention_layers() == 0) return std::nullopt;
     auto layout = KvLayout::make(arch, dtype, workload, parallel);
     if (!layout) return std::nullopt;
+    return vllm_hybrid_pages(*layout, arch, workload, parallel);
+}
+
+std::optional<HybridPages> vllm_hybrid_pages(const KvLayout& made, const Architecture& arch, const Workload& workload,
+                                             const Parallelism& parallel) {
+    if (!arch.recurrent || arch.state_layers() == 0 || arch.attention_layers() == 0) return std::nullopt;
+    const KvLayout* layout = &made;
     std::uint64_t row = 0, state = 0;
     for (std::uint64_t l = 0; l < arch.layers; ++l) {
         const LayerSpec spec = arch.layer(l);

@@ -76,20 +76,26 @@ Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype 
     if (!own) return own.errors();
     std::vector<Variant> out;
     for (auto& shape : variant_shapes(arch)) {
-        std::optional<Result<KvCacheReport>> other;
-        if (!shape.is_model) {
-            other = kv_cache_report(shape.arch, dtype, workload, parallel);
-            if (!*other) continue;
-        }
-        const KvCacheReport& report = shape.is_model ? *own : other->value();
         Variant v;
+        if (shape.is_model) {
+            v.kv_cache_bytes = own->total_bytes;
+            v.bytes_per_token = own->bytes_per_token;
+            v.replication = own->replication;
+        } else {
+            // The other shapes need only their totals: the layout's, without a per-layer report.
+            auto layout = KvLayout::make(shape.arch, dtype, workload, parallel);
+            if (!layout) continue;
+            const Checked total = layout->all_gpu_bytes_per_sequence(workload.context_tokens) * workload.batch;
+            const Checked per_token = layout->bytes_per_token_all_gpus();
+            if (total.overflow() || per_token.overflow()) continue;
+            v.kv_cache_bytes = total.value();
+            v.bytes_per_token = per_token.value();
+            v.replication = layout->replication();
+        }
         v.name = std::move(shape.name);
         v.kind = shape.kind;
         v.kv_heads = shape.kind == AttentionKind::MLA ? 1 : shape.arch.kv_heads;
-        v.kv_cache_bytes = report.total_bytes;
-        v.bytes_per_token = report.bytes_per_token;
         v.is_model = shape.is_model;
-        v.replication = report.replication;
         out.push_back(std::move(v));
     }
     const auto mha =

@@ -187,5 +187,74 @@ TEST(Properties, TheShownDerivationMultipliesToTheCacheSize) {
     }
 }
 
+// Random hybrid layouts: each layer full, sliding, chunked, shared, recurrent (with a Mamba-2 state) or
+// nothing, and sometimes full attention beside a recurrent mixer (Falcon-H1).
+Case hybrid_case(std::mt19937& rng) {
+    Shapes shapes(static_cast<std::uint32_t>(rng()));
+    Case c = shapes.next();
+    c.arch.recurrent = RecurrentState{StateKind::mamba2, 4, 64 * c.arch.hidden_size / 64, 2, 16, 64, 128,
+                                      KvDtype::bf16, KvDtype::fp32};
+    c.arch.layer_specs.assign(c.arch.layers, LayerSpec{});
+    std::uniform_int_distribution<int> kind(0, 6);
+    for (auto& l : c.arch.layer_specs) {
+        switch (kind(rng)) {
+            case 0: l = {LayerKind::sliding, 1024}; break;
+            case 1: l = {LayerKind::chunked, 8192}; break;
+            case 2: l = {LayerKind::shared}; break;
+            case 3: l = {LayerKind::recurrent}; break;
+            case 4: l = {LayerKind::none}; break;
+            case 5: l = {LayerKind::full, 0, 0, 0, 0, true}; break;
+            default: break;
+        }
+    }
+    return c;
+}
+
+TEST(Properties, TheStateIsFlatInTheContextAndGrowsWithSequences) {
+    std::mt19937 rng(11);
+    for (int i = 0; i < kCases; ++i) {
+        const Case c = hybrid_case(rng);
+        auto a = kv_cache_report(c.arch, c.dtype, c.workload);
+        Case longer = c;
+        longer.workload.context_tokens *= 2;
+        auto b = kv_cache_report(longer.arch, longer.dtype, longer.workload);
+        ASSERT_TRUE(a && b) << describe(c) << ": " << a.error_text() << b.error_text();
+        EXPECT_EQ(a->state_bytes, b->state_bytes) << describe(c);
+        EXPECT_EQ(a->state_bytes, a->state_bytes_per_sequence * c.workload.batch) << describe(c);
+        EXPECT_EQ(a->state_bytes > 0, c.arch.state_layers() > 0) << describe(c);
+        EXPECT_EQ(a->memory_bytes, a->total_bytes + a->state_bytes) << describe(c);
+        EXPECT_GE(b->total_bytes, a->total_bytes) << describe(c);
+    }
+}
+
+TEST(Properties, AHybridLayoutNeverCachesMoreThanEveryLayerFullAttention) {
+    std::mt19937 rng(12);
+    for (int i = 0; i < kCases; ++i) {
+        const Case c = hybrid_case(rng);
+        auto own = kv_cache_report(c.arch, c.dtype, c.workload);
+        auto full = kv_cache_report(c.arch.all_full_attention(), c.dtype, c.workload);
+        ASSERT_TRUE(own && full) << describe(c);
+        EXPECT_LE(own->total_bytes, full->total_bytes) << describe(c);
+        EXPECT_EQ(full->state_bytes, 0u) << describe(c);
+    }
+}
+
+TEST(Properties, SharedLayersAddNothing) {
+    std::mt19937 rng(13);
+    for (int i = 0; i < kCases; ++i) {
+        Case c = hybrid_case(rng);
+        auto before = kv_cache_report(c.arch, c.dtype, c.workload);
+        ASSERT_TRUE(before) << describe(c);
+        // One more layer that reads another's cache: the KV cache and the state stay byte for byte.
+        c.arch.layers += 1;
+        c.arch.layer_specs.push_back({LayerKind::shared});
+        auto after = kv_cache_report(c.arch, c.dtype, c.workload);
+        ASSERT_TRUE(after) << describe(c);
+        EXPECT_EQ(after->total_bytes, before->total_bytes) << describe(c);
+        EXPECT_EQ(after->state_bytes, before->state_bytes) << describe(c);
+        EXPECT_EQ(after->bytes_per_token, before->bytes_per_token) << describe(c);
+    }
+}
+
 }  // namespace
 }  // namespace kvscope

@@ -91,6 +91,7 @@ private:
         std::uint64_t window;     // 0 = full context
         std::uint64_t row_bytes;  // K + V (or the MLA latent) for one token, one layer, one GPU
         std::uint64_t layers;
+        std::uint64_t token_bytes;  // layers x row_bytes: one token of every layer of the group
     };
     struct Row {
         std::uint64_t window = 0;  // honoured: 0 = full context
@@ -168,6 +169,9 @@ struct HybridPages {
 // as vLLM's smallest kernel block, 16.
 std::optional<HybridPages> vllm_hybrid_pages(const Architecture& arch, KvDtype dtype, const Workload& workload,
                                              const Parallelism& parallel);
+// The same from a layout already made of these inputs.
+std::optional<HybridPages> vllm_hybrid_pages(const KvLayout& layout, const Architecture& arch,
+                                             const Workload& workload, const Parallelism& parallel);
 
 // Whose bytes a search compares: the heaviest GPU's, or the sum over every GPU.
 enum class KvScope { heaviest_gpu, all_gpus };
