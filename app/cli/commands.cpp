@@ -462,6 +462,9 @@ workload:
   --context N         tokens per sequence: 8192, 8k (= 8192), 128k, 1M; default 8k or the model's max
   --batch N           concurrent sequences (default 1)
   --kv-dtype D        fp32 fp16 bf16 fp8_e4m3 fp8_e5m2 int8 int4 q8_0 q4_0 mxfp4 (default: the config's dtype)
+  --mamba-cache-dtype D, --mamba-ssm-cache-dtype D
+                      the recurrent state's formats, as vLLM's options: auto float32 float16 bfloat16
+                      (default auto: the model's dtype, or the SSM format its config or vLLM names)
   --block-size N      paged-attention block in tokens (default 1 = contiguous)
   --tp N, --pp N      tensor and pipeline parallel degrees
   --full-window       the engine keeps the whole context on sliding-window layers
@@ -479,7 +482,7 @@ output:
     if (command == "kv")
         return "usage: kvscope-cli kv (--model ID | --config FILE) [options]\n"
                "The KV cache: total, per GPU, per sequence, per token, per layer, and the MHA/GQA/MQA variants.\n\n" +
-               model + "  --all-layers        list every layer instead of grouping them by window\n";
+               model + "  --all-layers        list every layer instead of grouping them by kind and window\n";
     if (command == "compare")
         return "usage: kvscope-cli compare (--model ID | --config FILE) [options]\n"
                "The same model as MHA, GQA, MQA (and MLA where it has it): bytes and % of MHA.\n\n" +

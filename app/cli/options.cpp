@@ -60,6 +60,8 @@ Result<Options> parse_options(const std::vector<std::string>& args) {
         {"--tp", parsed(o.tp, parse_count)},
         {"--pp", parsed(o.pp, parse_count)},
         {"--kv-dtype", text(o.kv_dtype)},
+        {"--mamba-cache-dtype", text(o.mamba_cache_dtype)},
+        {"--mamba-ssm-cache-dtype", text(o.mamba_ssm_cache_dtype)},
         {"--gpu", text(o.gpu)},
         {"--gpus", parsed(o.gpus, parse_count)},
         {"--engine", text(o.engine)},
@@ -150,6 +152,30 @@ Errors apply_workload_options(const Options& o, Scenario& s) {
         else
             errors.push_back({"--kv-dtype", "'" + *o.kv_dtype + "' is not a KV format (" + kv_dtype_list() + ")"});
     }
+    // vLLM's MambaDType: auto (the model's rule), float32, float16, bfloat16 (vllm/config/cache.py). As in
+    // vLLM, --mamba-cache-dtype sets the conv state and the SSM state unless the model's own rule
+    // (Nemotron-H, Qwen3.5) or --mamba-ssm-cache-dtype sets the SSM state's.
+    const auto state_dtype = [&](const std::optional<std::string>& text, const char* option) -> std::optional<KvDtype> {
+        if (!text || *text == "auto") return std::nullopt;
+        const auto d = parse_kv_dtype(*text);
+        if (!d || (*d != KvDtype::fp32 && *d != KvDtype::fp16 && *d != KvDtype::bf16)) {
+            errors.push_back({option, "'" + *text + "' is not a state format (auto, float32, float16, bfloat16)"});
+            return std::nullopt;
+        }
+        if (!s.arch.recurrent) {
+            errors.push_back({option, "this model keeps no recurrent state"});
+            return std::nullopt;
+        }
+        return d;
+    };
+    const auto conv = state_dtype(o.mamba_cache_dtype, "--mamba-cache-dtype");
+    const auto ssm = state_dtype(o.mamba_ssm_cache_dtype, "--mamba-ssm-cache-dtype");
+    if (conv && s.arch.recurrent) {
+        const bool model_sets_ssm = s.arch.recurrent->ssm_dtype != s.arch.recurrent->conv_dtype;
+        s.arch.recurrent->conv_dtype = *conv;
+        if (!model_sets_ssm) s.arch.recurrent->ssm_dtype = *conv;
+    }
+    if (ssm && s.arch.recurrent) s.arch.recurrent->ssm_dtype = *ssm;
     if (o.context) s.workload.context_tokens = *o.context;
     if (o.batch) s.workload.batch = *o.batch;
     if (o.block_size) s.workload.block_size = *o.block_size;

@@ -24,6 +24,8 @@ struct Options {
     std::optional<std::uint64_t> context, batch, block_size, tp, pp;
     bool full_window = false;
     std::optional<std::string> kv_dtype;
+    // The recurrent state's formats, as vLLM's --mamba-cache-dtype and --mamba-ssm-cache-dtype.
+    std::optional<std::string> mamba_cache_dtype, mamba_ssm_cache_dtype;
     // fit
     std::optional<std::string> gpu, engine, weight_dtype;
     std::optional<std::uint64_t> gpus, gpu_memory, gpu_bandwidth, reserve, overhead;
@@ -50,8 +52,8 @@ struct ScenarioSource {
     std::string kv_dtype_source;
 };
 
-// Sets what the workload options give (--kv-dtype, --context, --batch, --block-size,
-// --full-window, --tp, --pp) on `s`, keeping the rest; errors name the option.
+// Sets what the workload options give (--kv-dtype, --mamba-cache-dtype, --mamba-ssm-cache-dtype, --context,
+// --batch, --block-size, --full-window, --tp, --pp) on `s`, keeping the rest; errors name the option.
 Errors apply_workload_options(const Options& o, Scenario& s);
 
 // Resolves the model (catalog or config file), the workload, and for `fit` the deployment.

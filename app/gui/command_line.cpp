@@ -17,6 +17,7 @@ QString usage() {
         "  --model ID | --config FILE   a catalog model (kvscope-cli models) or a config.json\n"
         "  --scenario FILE              a saved .kvscope.json (the options above and below override it)\n"
         "  --context N   --batch N   --kv-dtype T   --block-size N   --tp N   --pp N   --full-window\n"
+        "  --mamba-cache-dtype T   --mamba-ssm-cache-dtype T   (a recurrent state's formats, as in vLLM)\n"
         "  --gpu ID   --gpus N   --engine E   --utilization F   --weight-dtype T\n"
         "  --gpu-memory SIZE   --gpu-bandwidth SIZE   --reserve SIZE   --overhead SIZE\n"
         "  --units gib|gb   --linear (linear token axis)   --log-bytes | --linear-bytes (bytes axis; default:\n"
@@ -98,7 +99,7 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
         const cli::Options& o = c.options;
         c.has_scenario_options = o.model || o.config || o.context || o.batch || o.block_size || o.tp || o.pp ||
                                  o.full_window || o.kv_dtype || o.gpu || o.gpu_memory || o.engine || o.gpus ||
-                                 o.utilization || o.weight_dtype;
+                                 o.utilization || o.weight_dtype || o.mamba_cache_dtype || o.mamba_ssm_cache_dtype;
     }
     if (c.exports() && c.screenshots_dir)
         errors.push_back({"--screenshots", "cannot be combined with the export options"});

@@ -371,6 +371,32 @@ TEST(Cli, AHybridModelShowsItsLayerMixAndState) {
     EXPECT_TRUE(v.find("warnings")->items().empty()) << json.out;
 }
 
+TEST(Cli, TheStateFormatsAreVllmsOptions) {
+    // Qwen3-Next's 36 gated-DeltaNet layers: conv 24,576 values and SSM 524,288 values each.
+    const auto state = [](const std::string& extra) {
+        const CliRun r = cli("kv --model qwen3-next-80b-a3b --json " + extra);
+        EXPECT_EQ(r.status, 0) << r.err;
+        return u64(json_of(r), "state_bytes_per_sequence");
+    };
+    EXPECT_EQ(state(""), 36ull * (24576 + 524288) * 2);  // auto: the model's bf16
+    EXPECT_EQ(state("--mamba-cache-dtype float32"), 36ull * (24576 + 524288) * 4);
+    EXPECT_EQ(state("--mamba-ssm-cache-dtype float32"), 36ull * (24576 * 2 + 524288 * 4));
+    EXPECT_EQ(state("--mamba-cache-dtype auto --mamba-ssm-cache-dtype auto"), 36ull * (24576 + 524288) * 2);
+    // Nemotron-H keeps its SSM state in fp32 (vLLM's rule for it) whatever --mamba-cache-dtype says.
+    const CliRun n = cli("kv --model nemotron-h-56b --json --mamba-cache-dtype float16");
+    ASSERT_EQ(n.status, 0) << n.err;
+    EXPECT_EQ(json_of(n).find("architecture")->find("recurrent_state")->find("ssm_dtype")->as_string(), "fp32");
+    // Errors name the option.
+    const CliRun bad = cli("kv --model qwen3-next-80b-a3b --mamba-cache-dtype fp8");
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_NE(bad.err.find("--mamba-cache-dtype: 'fp8' is not a state format (auto, float32, float16, bfloat16)"),
+              std::string::npos)
+        << bad.err;
+    const CliRun none = cli("kv --model llama-3-8b --mamba-ssm-cache-dtype float32");
+    EXPECT_NE(none.err.find("--mamba-ssm-cache-dtype: this model keeps no recurrent state"), std::string::npos)
+        << none.err;
+}
+
 TEST(Cli, AnUnmodelledLayoutIsAWarningInTheTableAndTheJson) {
     const auto path =
         std::filesystem::temp_directory_path() / ("kvscope-cli-kimi-" + std::to_string(::getpid()) + ".json");
