@@ -11,6 +11,7 @@
 #include <QPalette>
 #include <QPlainTextEdit>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QUndoStack>
@@ -263,6 +264,7 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
         window.importConfigFile(path);
         model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 131072; });
         ok &= save(&window, dir.filePath("not-exact.png"));
+        window.statusBar()->clearMessage();  // the import's temporary path is no part of the pictures after it
     }
 
     ok &= render_learn(window, dir);
