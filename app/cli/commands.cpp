@@ -38,12 +38,12 @@ std::string header(const Scenario& s, const ScenarioSource& src) {
          s.arch.attention_layers() == 0
              ? "none — " + std::to_string(s.arch.layers) + " recurrent layers, no KV cache"
              : attention_label(s.arch) + " — " + std::to_string(s.arch.layers) + " layers, " +
-             std::to_string(s.arch.query_heads) + " query heads, " +
-             (s.arch.mla
-                  ? "MLA latent " + std::to_string(s.arch.mla->kv_lora_rank) + " + rope " +
-                        std::to_string(s.arch.mla->qk_rope_head_dim)
-                  : std::to_string(s.arch.kv_heads) + " KV heads, head dim " + std::to_string(s.arch.head_dim_k) +
-                        (s.arch.head_dim_v != s.arch.head_dim_k ? "/" + std::to_string(s.arch.head_dim_v) : ""))},
+                   std::to_string(s.arch.query_heads) + " query heads, " +
+                   (s.arch.mla
+                        ? "MLA latent " + std::to_string(s.arch.mla->kv_lora_rank) + " + rope " +
+                              std::to_string(s.arch.mla->qk_rope_head_dim)
+                        : std::to_string(s.arch.kv_heads) + " KV heads, head dim " + std::to_string(s.arch.head_dim_k) +
+                              (s.arch.head_dim_v != s.arch.head_dim_k ? "/" + std::to_string(s.arch.head_dim_v) : ""))},
         {"workload", format_tokens(s.workload.context_tokens) + " tokens × " + std::to_string(s.workload.batch) +
                          (s.workload.batch == 1 ? " sequence" : " sequences") +
                          (s.workload.block_size > 1 ? ", blocks of " + std::to_string(s.workload.block_size) : "") +
@@ -125,7 +125,8 @@ Output cmd_models(const Options& o, const Catalog& catalog) {
                std::to_string(a.head_dim_k),
                attention_label(a) + (a.has_sliding_layers() ? "+SWA" : "") +
                    (a.count_layers(LayerKind::chunked) ? "+chunked" : "") + (a.state_layers() ? "+state" : ""),
-               a.max_positions ? format_tokens(a.max_positions) : "—", format_si(static_cast<double>(p.total)) + (p.estimated ? "~" : ""),
+               a.max_positions ? format_tokens(a.max_positions) : "—",
+               format_si(static_cast<double>(p.total)) + (p.estimated ? "~" : ""),
                std::string(to_string(m.model.kv_dtype)), per_token ? format_bytes(*per_token, o.units) : "?"});
     }
     r.out = o.format == Format::csv ? t.csv() : t.text() + "(params ending in ~ are estimated from the architecture)\n";
@@ -202,8 +203,7 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
     if (!compare_only) {
         std::vector<std::pair<std::string, std::string>> rows{
             {"KV cache", format_bytes_both(kv->total_bytes, o.units) + " — " + format_count(kv->total_bytes) +
-                             " bytes" +
-                             (s.arch.not_exact.empty() ? "" : " — NOT EXACT: see the warnings below")},
+                             " bytes" + (s.arch.not_exact.empty() ? "" : " — NOT EXACT: see the warnings below")},
         };
         if (kv->state_bytes > 0) {
             rows.emplace_back("state", format_bytes_both(kv->state_bytes, o.units) + " — " +
@@ -232,7 +232,8 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
             return l.kind == LayerKind::full && s.arch.mla ? std::string("mla") : std::string(to_string(l.kind));
         };
         const auto row = [&](const std::string& count, const LayerKv& l) {
-            const bool caches = l.kind == LayerKind::full || l.kind == LayerKind::sliding || l.kind == LayerKind::chunked;
+            const bool caches =
+                l.kind == LayerKind::full || l.kind == LayerKind::sliding || l.kind == LayerKind::chunked;
             std::vector<std::string> cells{count};
             if (mixed) cells.push_back(kind_text(l));
             cells.push_back(!caches ? "—" : l.window ? format_tokens(l.window) : "full");
@@ -354,13 +355,13 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
         {"decode floor", fixed(d->step_time_floor_s * 1e3, 2) + " ms per step → " +
                              fixed(d->tokens_per_s_per_sequence, 1) + " tokens/s per sequence, " +
                              fixed(d->tokens_per_s_total, 0) + " tokens/s in all"},
-        {"bytes per step", format_bytes(d->bytes_read_per_step_per_gpu, u) + " per GPU (" +
-                               format_bytes(d->weight_bytes_read_per_gpu, u) + " weights + " +
-                               format_bytes(d->kv_bytes_read_per_gpu, u) + " KV" +
-                               (d->state_bytes_read_per_gpu > 0
-                                    ? " + " + format_bytes(d->state_bytes_read_per_gpu, u) + " state"
-                                    : std::string()) +
-                               ")"},
+        {"bytes per step",
+         format_bytes(d->bytes_read_per_step_per_gpu, u) + " per GPU (" +
+             format_bytes(d->weight_bytes_read_per_gpu, u) + " weights + " + format_bytes(d->kv_bytes_read_per_gpu, u) +
+             " KV" +
+             (d->state_bytes_read_per_gpu > 0 ? " + " + format_bytes(d->state_bytes_read_per_gpu, u) + " state"
+                                              : std::string()) +
+             ")"},
         {"FLOPs/token", format_si(d->flops_per_token_cached) + " with the cache, " +
                             format_si(d->flops_per_token_uncached) + " recomputing the prefix"},
         {"KV > weights", d->kv_exceeds_weights_at_tokens

@@ -196,11 +196,11 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
                          std::string(to_string(s.kv_dtype))},
         {"backend", p.device.backend + " — " + p.device.name + " (" + std::to_string(at.threads) + " threads)" +
                         (p.device.note.empty() ? "" : "; " + p.device.note)},
-        {"predicted", format_bytes(a.predicted_bytes) + " (" + format_count(a.predicted_bytes) + " bytes" +
-                          (a.predicted_state_bytes > 0
-                               ? ", of which " + format_bytes(a.predicted_state_bytes) + " recurrent state"
-                               : std::string()) +
-                          ")"},
+        {"predicted",
+         format_bytes(a.predicted_bytes) + " (" + format_count(a.predicted_bytes) + " bytes" +
+             (a.predicted_state_bytes > 0 ? ", of which " + format_bytes(a.predicted_state_bytes) + " recurrent state"
+                                          : std::string()) +
+             ")"},
         {"requested", format_bytes(a.requested_bytes) + " (" + format_count(a.requested_bytes) + " bytes, " +
                           format_count(a.allocations) + " allocations)" +
                           (a.requested_bytes == a.predicted_bytes ? " = predicted" : " ≠ predicted")},

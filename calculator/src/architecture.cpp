@@ -28,8 +28,8 @@ struct KindName {
     std::string_view id;
 };
 constexpr KindName kLayerKinds[] = {
-    {LayerKind::full, "full"},       {LayerKind::sliding, "sliding"},     {LayerKind::chunked, "chunked"},
-    {LayerKind::shared, "shared"},   {LayerKind::recurrent, "recurrent"}, {LayerKind::none, "none"},
+    {LayerKind::full, "full"},     {LayerKind::sliding, "sliding"},     {LayerKind::chunked, "chunked"},
+    {LayerKind::shared, "shared"}, {LayerKind::recurrent, "recurrent"}, {LayerKind::none, "none"},
 };
 
 struct StateName {
@@ -136,8 +136,10 @@ std::uint64_t attention_period(const Architecture& a) {
     for (const LayerSpec& s : a.layer_specs)
         if (s.state && s.attends()) return 0;  // attention beside a recurrent mixer in one layer (Falcon-H1)
     for (std::uint64_t l = 0; l < a.layers; ++l)
-        if (a.layer(l).kind == LayerKind::full) attending.push_back(l);
-        else if (a.layer(l).kind != LayerKind::recurrent) return 0;  // other kinds: not a simple period
+        if (a.layer(l).kind == LayerKind::full)
+            attending.push_back(l);
+        else if (a.layer(l).kind != LayerKind::recurrent)
+            return 0;  // other kinds: not a simple period
     if (attending.empty()) return 0;
     const std::uint64_t n = attending.size() > 1 ? attending[1] - attending[0] : a.layers;
     if (n == 0 || attending.front() >= n) return 0;

@@ -378,8 +378,9 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
                 reasons.push_back(key + line_of(value) +
                                   " may change which layers keep a KV cache, and KVScope does not know it; "
                                   "counted here as every layer full attention");
-            } else if (!state && !out.arch.recurrent && std::any_of(std::begin(kStatePrefixes), std::end(kStatePrefixes),
-                                             [&](const char* p) { return key.starts_with(p); })) {
+            } else if (!state && !out.arch.recurrent &&
+                       std::any_of(std::begin(kStatePrefixes), std::end(kStatePrefixes),
+                                   [&](const char* p) { return key.starts_with(p); })) {
                 state = true;
                 seen.push_back(key);
                 reasons.push_back(key + line_of(value) +
@@ -416,8 +417,8 @@ std::optional<RecurrentState> read_state(Reader& r, ImportedModel& out) {
                                   " default; not in the file)");
             return fallback;
         }
-        r.error(*keys.begin(), r.cfg_.line(), std::string(*keys.begin()) + " is missing; the " + t +
-                                                  " recurrent state cannot be sized without it");
+        r.error(*keys.begin(), r.cfg_.line(),
+                std::string(*keys.begin()) + " is missing; the " + t + " recurrent state cannot be sized without it");
         return 0;
     };
     if (one_of(t, {"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"})) {
@@ -434,8 +435,8 @@ std::optional<RecurrentState> read_state(Reader& r, ImportedModel& out) {
         // Mamba-1 (vllm jamba.py: d_inner = mamba_expand·hidden; mamba.py: intermediate_size):
         // conv (k - 1) x d_inner, SSM d_inner x d_state.
         st.kind = StateKind::mamba;
-        const std::uint64_t inner = t == "jamba" ? need({"mamba_expand"}, 2) * hidden
-                                                 : need({"intermediate_size"}, 2 * hidden);
+        const std::uint64_t inner =
+            t == "jamba" ? need({"mamba_expand"}, 2) * hidden : need({"intermediate_size"}, 2 * hidden);
         st.conv_kernel = t == "jamba" ? need({"mamba_d_conv"}, 4) : need({"conv_kernel"}, 4);
         st.conv_channels = st.heads = inner;
         st.head_dim = 1;
@@ -485,7 +486,8 @@ std::optional<RecurrentState> read_state(Reader& r, ImportedModel& out) {
     const Value* ssm_dtype = r.get("mamba_ssm_cache_dtype");
     if (!ssm_dtype) ssm_dtype = r.get("mamba_ssm_dtype");
     if (ssm_dtype && ssm_dtype->is_string()) {
-        // NemotronHForCausalLMConfig reads mamba_ssm_cache_dtype; Qwen3_5ForConditionalGenerationConfig mamba_ssm_dtype.
+        // NemotronHForCausalLMConfig reads mamba_ssm_cache_dtype; Qwen3_5ForConditionalGenerationConfig
+        // mamba_ssm_dtype.
         if (const auto d = dtype_from_torch(ssm_dtype->as_string())) {
             st.ssm_dtype = *d;
             out.notes.push_back("the SSM state is kept in " + std::string(to_string(*d)) + " (" +
@@ -531,9 +533,9 @@ bool read_hybrid_layout(Reader& r, ImportedModel& out) {
     } else if (const Value* pattern = take("hybrid_override_pattern")) {
         // transformers configuration_nemotron_h.py: M = Mamba-2, * = attention, - = MLP, E = mixture of experts.
         if (!pattern->is_string() || pattern->as_string().size() != a.layers) {
-            r.error("hybrid_override_pattern", pattern->line(),
-                    "hybrid_override_pattern must be a text of one letter per layer (" + std::to_string(a.layers) +
-                        ")");
+            r.error(
+                "hybrid_override_pattern", pattern->line(),
+                "hybrid_override_pattern must be a text of one letter per layer (" + std::to_string(a.layers) + ")");
             return true;
         }
         for (const char c : pattern->as_string()) {
@@ -609,7 +611,8 @@ bool read_hybrid_layout(Reader& r, ImportedModel& out) {
         for (const Value& v : list->items()) {
             const auto n = v.as_u64();
             if (!n || *n > 1) {
-                r.error("attn_type_list", v.line(), "attn_type_list holds " + Reader::describe(v) + "; 0 or 1 expected");
+                r.error("attn_type_list", v.line(),
+                        "attn_type_list holds " + Reader::describe(v) + "; 0 or 1 expected");
                 return true;
             }
             specs.push_back({*n == 1 ? LayerKind::full : LayerKind::recurrent});
@@ -637,9 +640,9 @@ bool read_hybrid_layout(Reader& r, ImportedModel& out) {
             for (const Value& v : idx->items()) {
                 const auto n = v.as_u64();
                 if (!n || *n >= a.layers) {
-                    r.error("full_attn_idxs", v.line(), "full_attn_idxs holds " + Reader::describe(v) +
-                                                            "; layer numbers below " + std::to_string(a.layers) +
-                                                            " expected");
+                    r.error("full_attn_idxs", v.line(),
+                            "full_attn_idxs holds " + Reader::describe(v) + "; layer numbers below " +
+                                std::to_string(a.layers) + " expected");
                     return true;
                 }
                 specs[*n] = {LayerKind::full};
@@ -690,7 +693,8 @@ bool read_hybrid_layout(Reader& r, ImportedModel& out) {
             take("attention_chunk_size");
             const auto c = r.number({"attention_chunk_size"});
             if (!c || c->value == 0) {
-                r.error("attention_chunk_size", r.cfg_.line(), "chunked_attention layers need an attention_chunk_size above 0");
+                r.error("attention_chunk_size", r.cfg_.line(),
+                        "chunked_attention layers need an attention_chunk_size above 0");
                 return true;
             }
             l.window = c->value;

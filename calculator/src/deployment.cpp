@@ -126,7 +126,8 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
     if (d.engine == Engine::vllm) r.engine_pages = vllm_hybrid_pages(*layout_or, arch, workload, parallel);
     if (r.engine_pages) {
         const Checked need = r.engine_pages->bytes_per_sequence(workload.context_tokens) * workload.batch;
-        if (need.overflow()) return overflow_error("batch", "the cache of " + std::to_string(workload.batch) + " sequences");
+        if (need.overflow())
+            return overflow_error("batch", "the cache of " + std::to_string(workload.batch) + " sequences");
         r.memory_bytes_per_gpu_needed = need.value();
     }
 
@@ -164,12 +165,12 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
 
     const std::uint64_t budget_u = budget > 0 ? static_cast<std::uint64_t>(budget) : 0;
     // A sequence needs its KV cache and its recurrent state; both count against the budget.
-    const Checked per_seq = r.engine_pages ? r.engine_pages->bytes_per_sequence(workload.context_tokens)
-                                           : layout.gpu_bytes_per_sequence(workload.context_tokens, Memory::kv_and_state);
+    const Checked per_seq = r.engine_pages
+                                ? r.engine_pages->bytes_per_sequence(workload.context_tokens)
+                                : layout.gpu_bytes_per_sequence(workload.context_tokens, Memory::kv_and_state);
     r.max_batch = per_seq.value() > 0 ? budget_u / per_seq.value() : 0;
     const Checked per_token = layout.bytes_per_token_per_gpu();
-    const std::uint64_t after_state =
-        budget_u > r.state_bytes_per_gpu ? budget_u - r.state_bytes_per_gpu : 0;
+    const std::uint64_t after_state = budget_u > r.state_bytes_per_gpu ? budget_u - r.state_bytes_per_gpu : 0;
     r.tokens_capacity = per_token.value() > 0 ? after_state / per_token.value() : 0;
 
     // Largest context whose cache and state for `batch` sequences fit: one token before it first exceeds
@@ -185,15 +186,15 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
         r.max_context_limited_by_model = tokens > cap && arch.max_positions > 0;
         const HybridPages& h = *r.engine_pages;
         const HybridPages::Stage& st = h.stages.front();
-        r.notes.push_back(
-            "vLLM's hybrid cache manager: attention blocks of " + format_count(h.attention_block) +
-            " tokens so that one page (" + format_count(h.page_bytes) + " bytes) holds a layer's recurrent state (" +
-            format_count(h.state_bytes) + " bytes, padded), layers in groups of " + format_count(st.group_size) +
-            " (" + std::to_string(st.attention_groups) + " attention, " + std::to_string(st.state_groups) +
-            " state); " + format_bytes(r.memory_bytes_per_gpu_needed) + " per GPU against " +
-            format_bytes(r.plain_memory_bytes_per_gpu) +
-            " as the plain per-layer sum (vllm/platforms/interface.py, vllm/v1/core/kv_cache_utils.py; "
-            "--engine plain for the plain figure)");
+        r.notes.push_back("vLLM's hybrid cache manager: attention blocks of " + format_count(h.attention_block) +
+                          " tokens so that one page (" + format_count(h.page_bytes) +
+                          " bytes) holds a layer's recurrent state (" + format_count(h.state_bytes) +
+                          " bytes, padded), layers in groups of " + format_count(st.group_size) + " (" +
+                          std::to_string(st.attention_groups) + " attention, " + std::to_string(st.state_groups) +
+                          " state); " + format_bytes(r.memory_bytes_per_gpu_needed) + " per GPU against " +
+                          format_bytes(r.plain_memory_bytes_per_gpu) +
+                          " as the plain per-layer sum (vllm/platforms/interface.py, vllm/v1/core/kv_cache_utils.py; "
+                          "--engine plain for the plain figure)");
     }
     if (params.estimated)
         r.notes.push_back("parameter count estimated from the architecture: " + format_count(params.total));

@@ -178,17 +178,18 @@ Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture&
         g.layers.value = layers;
         g.layers.text = format_count_of(layers, "layer", "layers");
         g.layers.field = "layers";
-        g.layers.note = caching == arch.layers ? "Every layer keeps its own cache."
-                                               : "The layers that keep a KV cache of their own (" +
-                                                     layer_mix_text(arch) + ").";
+        g.layers.note = caching == arch.layers
+                            ? "Every layer keeps its own cache."
+                            : "The layers that keep a KV cache of their own (" + layer_mix_text(arch) + ").";
         g.tokens.value = tokens;
         g.tokens.text = format_count_of(tokens, "token", "tokens");
         const std::uint64_t kept = KvLayout::kept_tokens(window, workload.context_tokens);
         if (kept < workload.context_tokens) {
             windowed = true;
-            const bool chunk = chunked && std::any_of(arch.layer_specs.begin(), arch.layer_specs.end(), [&](const auto& s) {
-                return s.kind == LayerKind::chunked && s.window == window;
-            });
+            const std::uint64_t w = window;  // named, not a structured binding: the lambda below uses it
+            const bool chunk =
+                chunked && std::any_of(arch.layer_specs.begin(), arch.layer_specs.end(),
+                                       [w](const auto& s) { return s.kind == LayerKind::chunked && s.window == w; });
             g.tokens.text += chunk ? " (chunk)" : " (sliding window)";
             g.tokens.field = "full_window";
             g.tokens.note = chunk ? "These layers attend within chunks of " + format_count(window) +

@@ -288,9 +288,10 @@ private:
                 return expect_word("null");
             default:
                 if (python_)
-                    for (const auto& [word, value] : {std::pair{std::string_view("NaN"), std::numeric_limits<double>::quiet_NaN()},
-                                                      std::pair{std::string_view("Infinity"), HUGE_VAL},
-                                                      std::pair{std::string_view("-Infinity"), -HUGE_VAL}})
+                    for (const auto& [word, value] :
+                         {std::pair{std::string_view("NaN"), std::numeric_limits<double>::quiet_NaN()},
+                          std::pair{std::string_view("Infinity"), HUGE_VAL},
+                          std::pair{std::string_view("-Infinity"), -HUGE_VAL}})
                         if (s_.substr(pos_, word.size()) == word) {
                             v.type_ = Type::number;
                             v.text_ = std::string(word);

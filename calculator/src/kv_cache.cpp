@@ -108,9 +108,8 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
             const Row& row = k.layer_row_[l];
             stage_state += Checked(row.state);
             if (row.kv == 0) continue;
-            auto it = std::find_if(groups.begin(), groups.end(), [&row](const Group& g) {
-                return g.window == row.window && g.row_bytes == row.kv;
-            });
+            auto it = std::find_if(groups.begin(), groups.end(),
+                                   [&row](const Group& g) { return g.window == row.window && g.row_bytes == row.kv; });
             if (it == groups.end())
                 groups.push_back({row.window, row.kv, 1, 0});
             else
@@ -301,7 +300,8 @@ std::optional<HybridPages> vllm_hybrid_pages(const KvLayout& made, const Archite
     std::uint64_t row = 0, state = 0;
     for (std::uint64_t l = 0; l < arch.layers; ++l) {
         const LayerSpec spec = arch.layer(l);
-        if (spec.attends() && spec.kind != LayerKind::full) return std::nullopt;  // sliding, chunked, shared: not modelled here
+        if (spec.attends() && spec.kind != LayerKind::full)
+            return std::nullopt;  // sliding, chunked, shared: not modelled here
         const std::uint64_t r = layout->row_bytes_per_gpu(l);
         if (r > 0 && row > 0 && r != row) return std::nullopt;
         if (r > 0) row = r;

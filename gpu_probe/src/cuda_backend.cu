@@ -200,8 +200,8 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     std::vector<SlotDev> slots;
     for (const KvTensor& t : *tensors) max_tokens = std::max(max_tokens, t.tokens);
     // One slot per K tensor: layers without a KV cache of their own (recurrent, shared, MLP-only) attend nothing here.
-    const std::uint64_t slot_count = static_cast<std::uint64_t>(std::count_if(
-        tensors->begin(), tensors->end(), [](const KvTensor& t) { return !t.is_value && !t.is_state; }));
+    const std::uint64_t slot_count = static_cast<std::uint64_t>(
+        std::count_if(tensors->begin(), tensors->end(), [](const KvTensor& t) { return !t.is_value && !t.is_state; }));
     const unsigned sms = std::max(1u, r.device.compute_units);
     const int dtype = cuda::code_of(request.dtype);
     const std::size_t eb = cpu::element_bytes(request.dtype);

@@ -54,8 +54,8 @@ Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
         for (std::uint64_t seq = 0; seq < request.workload.batch; ++seq) {
             tensors.push_back({layer, false, false, seq, tokens, attended, tokens * heads * dims_k * bytes_per_value});
             if (!mla)
-                tensors.push_back(
-                    {layer, true, false, seq, tokens, attended, tokens * heads * request.arch.head_dim_v * bytes_per_value});
+                tensors.push_back({layer, true, false, seq, tokens, attended,
+                                   tokens * heads * request.arch.head_dim_v * bytes_per_value});
         }
     }
     // The recurrent state, in vLLM's shapes and formats (the calculator's state_values_per_gpu).

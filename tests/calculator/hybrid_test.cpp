@@ -34,7 +34,7 @@ Result<ImportedModel> import(const std::string& body) { return import_config("{"
 TEST(Hybrid, CatalogModelsMatchTheHandArithmetic) {
     struct Expected {
         const char* id;
-        std::uint64_t kv_per_token;       // all layers, one sequence, bf16
+        std::uint64_t kv_per_token;        // all layers, one sequence, bf16
         std::uint64_t state_per_sequence;  // every recurrent layer, one sequence
         const char* mix;
     };
@@ -50,7 +50,8 @@ TEST(Hybrid, CatalogModelsMatchTheHandArithmetic) {
          "40 layers: 30 linear attention (gated DeltaNet), 10 full attention"},
         // Jamba v0.1: layer i attends when i % 8 == 4 (4 of 32; 8 KV heads x 128). Mamba-1 layers (vllm
         // jamba.py): d_inner = 2 x 4096; conv 3 x 8192, SSM 8192 x 16.
-        {"jamba-v0.1", 2ull * 4 * 8 * 128 * 2, 28ull * (3 * 8192 + 8192 * 16) * 2, "32 layers: 28 Mamba, 4 full attention"},
+        {"jamba-v0.1", 2ull * 4 * 8 * 128 * 2, 28ull * (3 * 8192 + 8192 * 16) * 2,
+         "32 layers: 28 Mamba, 4 full attention"},
         // Nemotron-H 56B: hybrid_override_pattern has 10 '*', 54 'M', 54 '-'. Mamba-2 (vllm nemotron_h.py):
         // d_inner = 256 heads x 64; conv 3 x (16384 + 2·8·256) bf16; SSM 256 x 64 x 256 in fp32 (vLLM's
         // NemotronHForCausalLMConfig default).
@@ -92,12 +93,12 @@ TEST(Hybrid, TheIssuesThreeExamplesAtOneHundredTwentyEightK) {
     EXPECT_EQ(report(catalog_arch("jamba-v0.1"), 131072).total_bytes, 2ull << 30);
     // Llama 4 Scout: 12 full layers x 131,072 + 36 chunked layers x 8,192 tokens, 4,096 bytes each:
     // 7.125 GiB (not 24.0). vLLM keeps at most a chunk for those layers (ChunkedLocalAttentionSpec).
-    EXPECT_EQ(report(catalog_arch("llama-4-scout"), 131072).total_bytes,
-              (12ull * 131072 + 36ull * 8192) * 4096);
+    EXPECT_EQ(report(catalog_arch("llama-4-scout"), 131072).total_bytes, (12ull * 131072 + 36ull * 8192) * 4096);
 }
 
 TEST(Hybrid, EverySpellingIsReadWithItsRule) {
-    const std::string base = R"("num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 512, "head_dim": 64, )";
+    const std::string base =
+        R"("num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 512, "head_dim": 64, )";
     struct Case {
         const char* name;
         std::string body;
@@ -106,49 +107,56 @@ TEST(Hybrid, EverySpellingIsReadWithItsRule) {
     using K = LayerKind;
     const Case cases[] = {
         // transformers configuration_qwen3_next.py: layer_types names linear_attention layers.
-        {"layer_types", R"("model_type": "qwen3_next", "num_hidden_layers": 4, )" + base +
-                            R"("layer_types": ["linear_attention", "full_attention", "linear_attention", "full_attention"])",
+        {"layer_types",
+         R"("model_type": "qwen3_next", "num_hidden_layers": 4, )" + base +
+             R"("layer_types": ["linear_attention", "full_attention", "linear_attention", "full_attention"])",
          {K::recurrent, K::full, K::recurrent, K::full}},
         // configuration_qwen3_next.py: (i + 1) % full_attention_interval == 0 attends.
-        {"full_attention_interval", R"("model_type": "qwen3_next", "num_hidden_layers": 6, )" + base +
-                                        R"("full_attention_interval": 3)",
+        {"full_attention_interval",
+         R"("model_type": "qwen3_next", "num_hidden_layers": 6, )" + base + R"("full_attention_interval": 3)",
          {K::recurrent, K::recurrent, K::full, K::recurrent, K::recurrent, K::full}},
         // configuration_jamba.py: i % attn_layer_period == attn_layer_offset attends.
-        {"attn_layer_period", R"("model_type": "jamba", "num_hidden_layers": 6, )" + base +
-                                  R"("attn_layer_period": 4, "attn_layer_offset": 1)",
+        {"attn_layer_period",
+         R"("model_type": "jamba", "num_hidden_layers": 6, )" + base +
+             R"("attn_layer_period": 4, "attn_layer_offset": 1)",
          {K::recurrent, K::full, K::recurrent, K::recurrent, K::recurrent, K::full}},
         // configuration_nemotron_h.py: M Mamba-2, * attention, - MLP, E experts.
-        {"hybrid_override_pattern", R"("model_type": "nemotron_h", "num_hidden_layers": 5, )" + base +
-                                        R"("hybrid_override_pattern": "M*-EM")",
+        {"hybrid_override_pattern",
+         R"("model_type": "nemotron_h", "num_hidden_layers": 5, )" + base + R"("hybrid_override_pattern": "M*-EM")",
          {K::recurrent, K::full, K::none, K::none, K::recurrent}},
         // configuration_granitemoehybrid.py: layers_block_type "mamba" / "attention".
-        {"layers_block_type", R"("model_type": "granitemoehybrid", "num_hidden_layers": 3, )" + base +
-                                  R"("layers_block_type": ["mamba", "attention", "mamba"])",
+        {"layers_block_type",
+         R"("model_type": "granitemoehybrid", "num_hidden_layers": 3, )" + base +
+             R"("layers_block_type": ["mamba", "attention", "mamba"])",
          {K::recurrent, K::full, K::recurrent}},
         // MiniMax (hub configuration_minimax_text_01.py, vllm minimax_text_01.py): 0 linear, 1 softmax.
-        {"attn_type_list", R"("model_type": "minimax", "num_hidden_layers": 4, )" + base +
-                               R"("attn_type_list": [0, 0, 0, 1])",
+        {"attn_type_list",
+         R"("model_type": "minimax", "num_hidden_layers": 4, )" + base + R"("attn_type_list": [0, 0, 0, 1])",
          {K::recurrent, K::recurrent, K::recurrent, K::full}},
         // configuration_lfm2.py: full_attn_idxs attend, the rest are short convolutions.
-        {"full_attn_idxs", R"("model_type": "lfm2", "num_hidden_layers": 4, )" + base + R"("full_attn_idxs": [1, 3])",
+        {"full_attn_idxs",
+         R"("model_type": "lfm2", "num_hidden_layers": 4, )" + base + R"("full_attn_idxs": [1, 3])",
          {K::recurrent, K::full, K::recurrent, K::full}},
         // configuration_bamba.py: attn_layer_indices attend, the rest are Mamba-2.
-        {"attn_layer_indices", R"("model_type": "bamba", "num_hidden_layers": 3, )" + base +
-                                   R"("attn_layer_indices": [2])",
+        {"attn_layer_indices",
+         R"("model_type": "bamba", "num_hidden_layers": 3, )" + base + R"("attn_layer_indices": [2])",
          {K::recurrent, K::recurrent, K::full}},
         // configuration_llama4.py: RoPE layers (no_rope_layers[i] == 1) attend within attention_chunk_size.
-        {"attention_chunk_size", R"("model_type": "llama4_text", "num_hidden_layers": 4, )" + base +
-                                     R"("attention_chunk_size": 1024, "no_rope_layers": [1, 0, 1, 1])",
+        {"attention_chunk_size",
+         R"("model_type": "llama4_text", "num_hidden_layers": 4, )" + base +
+             R"("attention_chunk_size": 1024, "no_rope_layers": [1, 0, 1, 1])",
          {K::chunked, K::full, K::chunked, K::chunked}},
         // configuration_gemma3n.py: the last num_kv_shared_layers layers keep no cache of their own.
-        {"num_kv_shared_layers", R"("model_type": "gemma3n_text", "num_hidden_layers": 5, )" + base +
-                                     R"("sliding_window": 512, "layer_types": ["sliding_attention", "sliding_attention",
+        {"num_kv_shared_layers",
+         R"("model_type": "gemma3n_text", "num_hidden_layers": 5, )" + base +
+             R"("sliding_window": 512, "layer_types": ["sliding_attention", "sliding_attention",
                                      "full_attention", "sliding_attention", "full_attention"], "num_kv_shared_layers": 2)",
          {K::sliding, K::sliding, K::full, K::shared, K::shared}},
         // configuration_utils.py ALLOWED_LAYER_TYPES: "hybrid" (attention beside a recurrent mixer), "moe" and
         // nemotron_h's "mlp" (no mixer), legacy "mamba"/"attention".
-        {"layer_types hybrid", R"("model_type": "falcon_h1", "num_hidden_layers": 3, )" + base +
-                                   R"("layer_types": ["hybrid", "mlp", "attention"])",
+        {"layer_types hybrid",
+         R"("model_type": "falcon_h1", "num_hidden_layers": 3, )" + base +
+             R"("layer_types": ["hybrid", "mlp", "attention"])",
          {K::full, K::none, K::full}},
     };
     for (const Case& c : cases) {
@@ -230,9 +238,9 @@ TEST(Hybrid, TheFitCountsTheStateInTheBudgetBatchAndContext) {
     // max_batch: whole sequences of KV + state in the budget.
     const std::uint64_t per_sequence = (kv.total_bytes + kv.state_bytes) / 8;
     EXPECT_EQ(f->max_batch, static_cast<std::uint64_t>(f->kv_budget_bytes_per_gpu) / per_sequence);
-    EXPECT_TRUE(std::any_of(f->notes.begin(), f->notes.end(),
-                            [](const std::string& n) { return n.starts_with("the recurrent state of 8 sequences"); }))
-        << testing::join(f->notes);
+    EXPECT_TRUE(std::any_of(f->notes.begin(), f->notes.end(), [](const std::string& n) {
+        return n.starts_with("the recurrent state of 8 sequences");
+    })) << testing::join(f->notes);
 
     // When the state of the batch alone is over the budget, no context fits.
     const Workload huge{.context_tokens = 1, .batch = 200000};
@@ -306,7 +314,8 @@ TEST(Hybrid, TheAllFullAttentionComparisonPutsTheSavingInNumbers) {
     const Architecture& a = catalog_arch("qwen3-next-80b-a3b");
     auto v = compare_variants(a, KvDtype::bf16, {.context_tokens = 131072});
     ASSERT_TRUE(v);
-    const auto full = std::find_if(v->begin(), v->end(), [](const Variant& x) { return x.name == "all full attention"; });
+    const auto full =
+        std::find_if(v->begin(), v->end(), [](const Variant& x) { return x.name == "all full attention"; });
     ASSERT_NE(full, v->end());
     EXPECT_EQ(full->kv_cache_bytes, 12ull << 30);  // 48 layers x 2 x 2 x 256 x 2 x 131,072
     const auto own = std::find_if(v->begin(), v->end(), [](const Variant& x) { return x.is_model; });
@@ -316,8 +325,7 @@ TEST(Hybrid, TheAllFullAttentionComparisonPutsTheSavingInNumbers) {
     // On the chart the comparison is a line; the model's line stands on its flat state.
     auto c = kv_curves(a, KvDtype::bf16, {.context_tokens = 4096}, {}, {.points = 4, .max_tokens = 8192});
     ASSERT_TRUE(c);
-    const auto own_curve =
-        std::find_if(c->series.begin(), c->series.end(), [](const Curve& x) { return x.is_model; });
+    const auto own_curve = std::find_if(c->series.begin(), c->series.end(), [](const Curve& x) { return x.is_model; });
     EXPECT_EQ(own_curve->state_bytes, 36ull * 1'097'728);
     EXPECT_EQ(own_curve->bytes.back(), 8192ull * 24576 + own_curve->state_bytes);
 }

@@ -53,8 +53,9 @@ TEST(Layouts, UnknownLayerTypesAreCountedNotSilent) {
     auto m = import(R"("layer_types": ["window_attention", "window_attention", "full_attention", "full_attention",
         "full_attention", "full_attention", "full_attention", "full_attention"])");
     ASSERT_TRUE(m) << m.error_text();
-    EXPECT_NE(reason(m->arch, "layer_types (line 3) lists 2 'window_attention' layers, a kind KVScope does not know; "
-                              "counted here as full attention"),
+    EXPECT_NE(reason(m->arch,
+                     "layer_types (line 3) lists 2 'window_attention' layers, a kind KVScope does not know; "
+                     "counted here as full attention"),
               "")
         << testing::join(m->arch.not_exact);
     // Linear-attention layers of a model type whose state KVScope cannot size keep nothing counted, and say so.

@@ -192,19 +192,32 @@ TEST(Properties, TheShownDerivationMultipliesToTheCacheSize) {
 Case hybrid_case(std::mt19937& rng) {
     Shapes shapes(static_cast<std::uint32_t>(rng()));
     Case c = shapes.next();
-    c.arch.recurrent = RecurrentState{StateKind::mamba2, 4, 64 * c.arch.hidden_size / 64, 2, 16, 64, 128,
-                                      KvDtype::bf16, KvDtype::fp32};
+    c.arch.recurrent = RecurrentState{StateKind::mamba2, 4, 64 * c.arch.hidden_size / 64, 2, 16, 64, 128, KvDtype::bf16,
+                                      KvDtype::fp32};
     c.arch.layer_specs.assign(c.arch.layers, LayerSpec{});
     std::uniform_int_distribution<int> kind(0, 6);
     for (auto& l : c.arch.layer_specs) {
         switch (kind(rng)) {
-            case 0: l = {LayerKind::sliding, 1024}; break;
-            case 1: l = {LayerKind::chunked, 8192}; break;
-            case 2: l = {LayerKind::shared}; break;
-            case 3: l = {LayerKind::recurrent}; break;
-            case 4: l = {LayerKind::none}; break;
-            case 5: l = {LayerKind::full, 0, 0, 0, 0, true}; break;
-            default: break;
+            case 0:
+                l = {LayerKind::sliding, 1024};
+                break;
+            case 1:
+                l = {LayerKind::chunked, 8192};
+                break;
+            case 2:
+                l = {LayerKind::shared};
+                break;
+            case 3:
+                l = {LayerKind::recurrent};
+                break;
+            case 4:
+                l = {LayerKind::none};
+                break;
+            case 5:
+                l = {LayerKind::full, 0, 0, 0, 0, true};
+                break;
+            default:
+                break;
         }
     }
     return c;

@@ -44,8 +44,7 @@ TEST(KvTensors, SumToTheCalculatorsPredictionForEveryCatalogModel) {
         const Architecture& a = m.model.arch;
         std::uint64_t caching = 0;
         for (std::uint64_t l = 0; l < a.layers; ++l) caching += a.layer(l).caches_kv();
-        const std::uint64_t state_tensors =
-            a.recurrent ? (a.recurrent->conv_kernel > 1) + (a.recurrent->heads > 0) : 0;
+        const std::uint64_t state_tensors = a.recurrent ? (a.recurrent->conv_kernel > 1) + (a.recurrent->heads > 0) : 0;
         EXPECT_EQ(tensors->size(), 2 * (caching * (a.mla ? 1 : 2) + a.state_layers() * state_tensors)) << m.id;
     }
 }

@@ -111,7 +111,8 @@ TEST(Agreement, TheLayerMixIsShownAndALearnerCanChangeIt) {
     EXPECT_EQ(in->attentionEveryField()->value(), 4);
     EXPECT_FALSE(in->windowField()->isVisibleTo(&w));
     // The overview says what the state takes, and the formula shows it.
-    EXPECT_TRUE(w.overview()->figuresText().contains("Recurrent state: 37.7 MiB")) << w.overview()->figuresText().toStdString();
+    EXPECT_TRUE(w.overview()->figuresText().contains("Recurrent state: 37.7 MiB"))
+        << w.overview()->figuresText().toStdString();
     EXPECT_EQ(w.model()->results().kv.total_bytes, 3ull << 30);
 
     // Attention every 2 layers: 24 layers keep a KV cache, 24 a state; the CLI's answer for that layout agrees.

@@ -284,11 +284,10 @@ void DeploymentView::refreshResults() {
     const std::uint64_t overflow =
         f.headroom_bytes_per_gpu < 0 ? static_cast<std::uint64_t>(-f.headroom_bytes_per_gpu) : 0;
     // The KV cache keeps its own colour; what does not fit is the hatched red beyond the bar.
-    const QString kv_legend =
-        kv_shown == f.kv_bytes_per_gpu
-            ? QString()
-            : tr("KV budget %1 of the %2 needed")
-                  .arg(q(format_bytes(kv_shown, units)), q(format_bytes(f.kv_bytes_per_gpu, units)));
+    const QString kv_legend = kv_shown == f.kv_bytes_per_gpu ? QString()
+                                                             : tr("KV budget %1 of the %2 needed")
+                                                                   .arg(q(format_bytes(kv_shown, units)),
+                                                                        q(format_bytes(f.kv_bytes_per_gpu, units)));
     const QString state_legend =
         state_shown == f.state_bytes_per_gpu
             ? QString()
@@ -301,7 +300,8 @@ void DeploymentView::refreshResults() {
         {tr("reserve"), f.reserve_bytes_per_gpu, QColor(0x95, 0xa5, 0xa6)},
         {tr("left unused"), f.free_bytes_per_gpu, QColor(0xdf, 0xe6, 0xe9)},
     };
-    if (f.state_bytes_per_gpu > 0) segments.insert(2, {tr("recurrent state"), state_shown, QColor(0x8e, 0x6c, 0xc9), state_legend});
+    if (f.state_bytes_per_gpu > 0)
+        segments.insert(2, {tr("recurrent state"), state_shown, QColor(0x8e, 0x6c, 0xc9), state_legend});
     bars_->setData(segments, f.memory_bytes_per_gpu, overflow, static_cast<int>(f.gpus), units);
 
     const Scenario& s = r.scenario;
@@ -321,12 +321,11 @@ void DeploymentView::refreshResults() {
                 .arg(q(format_bytes(f.weights_bytes_per_gpu, units)), q(format_si(static_cast<double>(f.parameters))),
                      f.parameters_estimated ? tr(", estimated") : QString(),
                      q(format_signed_bytes(f.kv_budget_bytes_per_gpu, units)),
-                     f.state_bytes_per_gpu == 0
-                         ? q(format_bytes(f.kv_bytes_per_gpu, units))
-                         : tr("%1 (%2 KV cache + %3 recurrent state)")
-                               .arg(q(format_bytes(f.memory_bytes_per_gpu_needed, units)),
-                                    q(format_bytes(f.kv_bytes_per_gpu, units)),
-                                    q(format_bytes(f.state_bytes_per_gpu, units))));
+                     f.state_bytes_per_gpu == 0 ? q(format_bytes(f.kv_bytes_per_gpu, units))
+                                                : tr("%1 (%2 KV cache + %3 recurrent state)")
+                                                      .arg(q(format_bytes(f.memory_bytes_per_gpu_needed, units)),
+                                                           q(format_bytes(f.kv_bytes_per_gpu, units)),
+                                                           q(format_bytes(f.state_bytes_per_gpu, units))));
     for (const auto& n : f.notes) rows << q(n).toHtmlEscaped();
     figures_->setText(rows.join("<br>"));
 }

@@ -439,7 +439,8 @@ void InputsPanel::sync() {
     window_->setToolTip(local == LayerKind::sliding
                             ? tr("Tokens each sliding-window layer keeps")
                             : tr("Tokens each chunked-attention layer attends to (the engine keeps one chunk)"));
-    if (window > 0 && !window_->hasFocus()) window_->setValue(static_cast<int>(std::min<std::uint64_t>(window, 1 << 30)));
+    if (window > 0 && !window_->hasFocus())
+        window_->setValue(static_cast<int>(std::min<std::uint64_t>(window, 1 << 30)));
     mix_edits_->setVisible(period > 0 || window > 0);
     layer_mix_row_->setVisible(!mix.empty());
 

@@ -254,7 +254,8 @@ void MemoryChart::updateTitle() {
     title_ = (state ? tr("KV cache and recurrent state against context length: %1")
                     : tr("KV cache against context length: %1"))
                  .arg(display_name(model_->catalog(), s));
-    y_->setTitleText(state ? tr("KV cache + state (all sequences, all GPUs)") : tr("KV cache (all sequences, all GPUs)"));
+    y_->setTitleText(state ? tr("KV cache + state (all sequences, all GPUs)")
+                           : tr("KV cache (all sequences, all GPUs)"));
     QStringList parts;
     parts << tr("%1 KV").arg(q(std::string(to_string(s.kv_dtype))));
     parts << tr("%1 tokens × %2")

@@ -125,7 +125,9 @@ struct Architecture {
 
     friend bool operator==(const Architecture&, const Architecture&) = default;
 
-    [[nodiscard]] LayerSpec layer(std::uint64_t l) const { return layer_specs.empty() ? LayerSpec{} : layer_specs.at(l); }
+    [[nodiscard]] LayerSpec layer(std::uint64_t l) const {
+        return layer_specs.empty() ? LayerSpec{} : layer_specs.at(l);
+    }
     // The window of a sliding layer, else 0.
     [[nodiscard]] std::uint64_t window_of(std::uint64_t l) const {
         const LayerSpec s = layer(l);

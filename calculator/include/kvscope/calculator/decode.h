@@ -11,8 +11,8 @@ namespace kvscope {
 
 struct DecodeEstimate {
     std::uint64_t weight_bytes_read_per_gpu = 0;  // active weights, one pass per step
-    std::uint64_t kv_bytes_read_per_gpu = 0;     // every sequence's cache at the context
-    std::uint64_t state_bytes_read_per_gpu = 0;  // every sequence's recurrent state
+    std::uint64_t kv_bytes_read_per_gpu = 0;      // every sequence's cache at the context
+    std::uint64_t state_bytes_read_per_gpu = 0;   // every sequence's recurrent state
     std::uint64_t bytes_read_per_step_per_gpu = 0;
     double step_time_floor_s = 0;  // bytes / bandwidth, pipeline stages in turn
     double tokens_per_s_per_sequence = 0;

@@ -60,11 +60,11 @@ struct FitReport {
     std::uint64_t weights_bytes_per_gpu = 0;
     std::uint64_t parameters = 0;
     bool parameters_estimated = false;
-    std::uint64_t reserve_bytes_per_gpu = 0;   // activation reserve + runtime overhead the rule subtracts
-    std::int64_t kv_budget_bytes_per_gpu = 0;  // negative: the weights alone do not fit
-    std::int64_t kv_budget_bytes = 0;          // all GPUs
-    std::uint64_t kv_bytes_per_gpu = 0;        // what the workload's KV cache needs on the heaviest GPU
-    std::uint64_t state_bytes_per_gpu = 0;     // its recurrent state there (flat in the context)
+    std::uint64_t reserve_bytes_per_gpu = 0;        // activation reserve + runtime overhead the rule subtracts
+    std::int64_t kv_budget_bytes_per_gpu = 0;       // negative: the weights alone do not fit
+    std::int64_t kv_budget_bytes = 0;               // all GPUs
+    std::uint64_t kv_bytes_per_gpu = 0;             // what the workload's KV cache needs on the heaviest GPU
+    std::uint64_t state_bytes_per_gpu = 0;          // its recurrent state there (flat in the context)
     std::uint64_t memory_bytes_per_gpu_needed = 0;  // KV + state on the heaviest GPU: what the budget must hold
     // The plain per-layer sum of KV + state there; it differs from the need above when the engine lays the
     // cache out otherwise (vLLM's hybrid cache manager pads each state to an attention page).

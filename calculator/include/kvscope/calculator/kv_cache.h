@@ -170,8 +170,8 @@ struct HybridPages {
 std::optional<HybridPages> vllm_hybrid_pages(const Architecture& arch, KvDtype dtype, const Workload& workload,
                                              const Parallelism& parallel);
 // The same from a layout already made of these inputs.
-std::optional<HybridPages> vllm_hybrid_pages(const KvLayout& layout, const Architecture& arch,
-                                             const Workload& workload, const Parallelism& parallel);
+std::optional<HybridPages> vllm_hybrid_pages(const KvLayout& layout, const Architecture& arch, const Workload& workload,
+                                             const Parallelism& parallel);
 
 // Whose bytes a search compares: the heaviest GPU's, or the sum over every GPU.
 enum class KvScope { heaviest_gpu, all_gpus };

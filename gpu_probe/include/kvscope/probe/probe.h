@@ -85,8 +85,8 @@ Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request);
 struct AllocationCheck {
     std::uint64_t predicted_bytes = 0;        // the calculator's total: KV cache + recurrent state
     std::uint64_t predicted_state_bytes = 0;  // the recurrent state in it
-    std::uint64_t requested_bytes = 0;  // the sum of the allocations made
-    std::uint64_t measured_bytes = 0;   // what the device lost (GPU: cudaMemGetInfo drop; CPU: resident growth)
+    std::uint64_t requested_bytes = 0;        // the sum of the allocations made
+    std::uint64_t measured_bytes = 0;         // what the device lost (GPU: cudaMemGetInfo drop; CPU: resident growth)
     std::uint64_t granularity_bytes = 0;
     std::string granularity_source;  // who said so: the driver, the system's page size, or the documentation
     std::uint64_t allocations = 0;
