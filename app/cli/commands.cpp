@@ -68,17 +68,25 @@ std::string header(const Scenario& s, const ScenarioSource& src) {
 }
 
 Table variants_table(const std::vector<Variant>& variants, UnitSystem units) {
-    Table t({"variant", "KV heads", "KV cache", "per token", "% of MHA", ""});
+    // A hybrid model's layouts also keep a recurrent state: its own column, so that the cache and the state
+    // are both in view (the percentages compare the KV cache).
+    const bool state =
+        std::any_of(variants.begin(), variants.end(), [](const Variant& v) { return v.state_bytes > 0; });
+    std::vector<std::string> head{"variant", "KV heads", "KV cache", "per token", "% of MHA", ""};
+    if (state) head.insert(head.begin() + 3, "+ state");
+    Table t(head);
     double top = 0;
     for (const auto& v : variants) top = std::max(top, v.percent_of_mha);
     for (const auto& v : variants) {
         const auto bar = static_cast<std::size_t>(top > 0 ? 20.0 * v.percent_of_mha / top + 0.5 : 0);
         std::string bars;
         for (std::size_t i = 0; i < bar; ++i) bars += "█";
-        t.add({v.name + (v.is_model ? " *" : "") +
-                   (v.replication > 1 ? " (" + replication_text(v.replication) + ")" : ""),
-               std::to_string(v.kv_heads), format_bytes(v.kv_cache_bytes, units),
-               format_bytes(v.bytes_per_token, units), percent(v.percent_of_mha), bars});
+        std::vector<std::string> row{v.name + (v.is_model ? " *" : "") +
+                                         (v.replication > 1 ? " (" + replication_text(v.replication) + ")" : ""),
+                                     std::to_string(v.kv_heads), format_bytes(v.kv_cache_bytes, units),
+                                     format_bytes(v.bytes_per_token, units), percent(v.percent_of_mha), bars};
+        if (state) row.insert(row.begin() + 3, format_bytes(v.state_bytes, units));
+        t.add(row);
     }
     return t;
 }
@@ -182,19 +190,22 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
     if (o.format == Format::csv) {
         if (compare_only) {
             Table t(
-                {"name", "kv_heads", "kv_cache_bytes", "bytes_per_token", "percent_of_mha", "is_model", "replication"});
+                {"name", "kv_heads", "kv_cache_bytes", "bytes_per_token", "percent_of_mha", "is_model", "replication",
+                 "state_bytes"});
             for (const auto& v : *variants)
                 t.add({v.name, std::to_string(v.kv_heads), std::to_string(v.kv_cache_bytes),
                        std::to_string(v.bytes_per_token), fixed(v.percent_of_mha, 3), v.is_model ? "true" : "false",
-                       std::to_string(v.replication)});
+                       std::to_string(v.replication), std::to_string(v.state_bytes)});
             r.out = t.csv();
         } else {
             Table t({"model", "context_tokens", "batch", "kv_dtype", "tp", "pp", "kv_cache_bytes",
-                     "kv_cache_bytes_per_gpu", "bytes_per_sequence", "bytes_per_token"});
+                     "kv_cache_bytes_per_gpu", "bytes_per_sequence", "bytes_per_token", "state_bytes",
+                     "memory_bytes"});
             t.add({s.model_id, std::to_string(s.workload.context_tokens), std::to_string(s.workload.batch),
                    std::string(to_string(s.kv_dtype)), std::to_string(s.parallel.tp), std::to_string(s.parallel.pp),
                    std::to_string(kv->total_bytes), std::to_string(kv->per_gpu_bytes),
-                   std::to_string(kv->per_sequence_bytes), std::to_string(kv->bytes_per_token)});
+                   std::to_string(kv->per_sequence_bytes), std::to_string(kv->bytes_per_token),
+                   std::to_string(kv->state_bytes), std::to_string(kv->memory_bytes)});
             r.out = t.csv();
         }
         return r;
@@ -312,13 +323,15 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
     }
     if (o.format == Format::csv) {
         Table t({"model", "gpu", "gpus", "engine", "context_tokens", "batch", "kv_dtype", "weights_bytes",
-                 "kv_budget_bytes", "kv_cache_bytes_per_gpu", "fits", "headroom_bytes_per_gpu", "max_batch",
-                 "max_context", "decode_tokens_per_s"});
+                 "kv_budget_bytes", "kv_cache_bytes_per_gpu", "state_bytes_per_gpu", "memory_bytes_needed_per_gpu",
+                 "fits", "headroom_bytes_per_gpu", "max_batch", "max_context", "decode_tokens_per_s"});
         t.add({s.model_id, s.deployment->gpu.id, std::to_string(f->gpus), std::string(to_string(f->engine)),
                std::to_string(s.workload.context_tokens), std::to_string(s.workload.batch),
                std::string(to_string(s.kv_dtype)), std::to_string(f->weights_bytes), std::to_string(f->kv_budget_bytes),
-               std::to_string(f->kv_bytes_per_gpu), f->fits ? "true" : "false",
-               std::to_string(f->headroom_bytes_per_gpu), std::to_string(f->max_batch), std::to_string(f->max_context),
+               std::to_string(f->kv_bytes_per_gpu), std::to_string(f->state_bytes_per_gpu),
+               std::to_string(f->memory_bytes_per_gpu_needed), f->fits ? "true" : "false",
+               std::to_string(f->headroom_bytes_per_gpu), std::to_string(f->max_batch),
+               f->max_context_unbounded ? std::string() : std::to_string(f->max_context),
                fixed(d->tokens_per_s_total, 1)});
         r.out = t.csv();
         return r;
@@ -349,9 +362,11 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
                         : "DOES NOT FIT: short by " + format_signed_bytes(-f->headroom_bytes_per_gpu, u) + " per GPU"},
         {"max batch", std::to_string(f->max_batch) + (f->max_batch == 1 ? " sequence at " : " sequences at ") +
                           format_tokens(s.workload.context_tokens) + " tokens"},
-        {"max context", format_count(f->max_context) + " tokens at batch " + std::to_string(s.workload.batch) +
-                            (f->max_context_limited_by_model ? " (the model's limit; memory allows more)" : "")},
-        {"cache holds", format_count(f->tokens_capacity) + " tokens in all"},
+        {"max context", f->max_context_unbounded
+                            ? "no limit: no layer keeps a KV cache, so the context does not change the memory"
+                            : format_count(f->max_context) + " tokens at batch " + std::to_string(s.workload.batch) +
+                                  (f->max_context_limited_by_model ? " (the model's limit; memory allows more)" : "")},
+        {"cache holds", f->max_context_unbounded ? "no KV cache" : format_count(f->tokens_capacity) + " tokens in all"},
         {"decode floor", fixed(d->step_time_floor_s * 1e3, 2) + " ms per step → " +
                              fixed(d->tokens_per_s_per_sequence, 1) + " tokens/s per sequence, " +
                              fixed(d->tokens_per_s_total, 0) + " tokens/s in all"},
@@ -410,7 +425,9 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
         t.add({std::to_string(p.gpus), plan_layout_text(p), p.fits ? "yes" : "no",
                p.fits ? format_signed_bytes(p.headroom_bytes_per_gpu, u) : "—",
                p.fits ? std::to_string(p.max_batch) : "0",
-               p.fits ? format_count(p.max_context) + (p.max_context_limited_by_model ? " (model max)" : "") : "—",
+               !p.fits                  ? "—"
+               : p.max_context_unbounded ? "no limit"
+                                         : format_count(p.max_context) + (p.max_context_limited_by_model ? " (model max)" : ""),
                p.fits ? fixed(p.decode_tokens_per_s_per_sequence, 1) : "—",
                p.fits ? fixed(p.decode_tokens_per_s, 0) : "—"});
     std::vector<std::pair<std::string, std::string>> rows{

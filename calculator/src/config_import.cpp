@@ -336,8 +336,6 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
         {"attention_chunk_size",
          "attention within chunks on some layers; which layers is known for Llama 4 only "
          "(transformers configuration_llama4.py)"},
-        {"index_topk", "a sparse-attention indexer with its own key cache (DeepSeek-V3.2 configuration)"},
-        {"index_head_dim", "the indexer's key cache (DeepSeek-V3.2 configuration)"},
     };
     // Recurrent models whose state KVScope does not size (transformers configuration_rwkv.py).
     static const char* kStateSpace[] = {"rwkv"};
@@ -751,10 +749,9 @@ void read_shared_layers(Reader& r, ImportedModel& out) {
         return;
     }
     if (a.layer_specs.empty()) a.layer_specs.assign(a.layers, LayerSpec{});
-    for (std::uint64_t i = a.layers - shared->value; i < a.layers; ++i) {
-        a.layer_specs[i].kind = LayerKind::shared;
-        a.layer_specs[i].window = 0;
-    }
+    // A shared layer keeps the window it attends within (it reads a layer of its own kind), for the
+    // attention it computes; it stores nothing.
+    for (std::uint64_t i = a.layers - shared->value; i < a.layers; ++i) a.layer_specs[i].kind = LayerKind::shared;
 }
 
 void read_windows(Reader& r, const Value& cfg, ImportedModel& out) {
@@ -848,7 +845,13 @@ void read_attention(Reader& r, ImportedModel& out) {
         const auto v = r.required({"v_head_dim"});
         const auto qr = r.number({"q_lora_rank"});
         if (!rank || !rope || !nope || !v) return;
-        m = {rank->value, rope->value, nope->value, v->value, qr ? qr->value : 0};
+        m = {rank->value, rope->value, nope->value, v->value, qr ? qr->value : 0, 0};
+        // DeepSeek-V3.2 (configuration_deepseek_v32.py): the indexer's own key cache of index_head_dim
+        // values; index_topk and index_n_heads change what it reads, not what it keeps.
+        if (const auto idx = r.number({"index_head_dim"})) {
+            m.indexer_head_dim = idx->value;
+            for (const char* k : {"index_head_dim", "index_topk", "index_n_heads"}) r.layout_keys.emplace_back(k);
+        }
         a.mla = m;
         a.head_dim_k = m.qk_nope_head_dim + m.qk_rope_head_dim;
         a.head_dim_v = m.v_head_dim;

@@ -180,6 +180,7 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
         context_where_kv_exceeds(layout, workload, budget_u, KvScope::heaviest_gpu, cap, Memory::kv_and_state);
     r.max_context = over ? (*over > 0 ? *over - 1 : 0) : cap;
     r.max_context_limited_by_model = !over && arch.max_positions > 0;
+    r.max_context_unbounded = !over && arch.max_positions == 0 && per_token.value() == 0;
     if (r.engine_pages) {
         const std::uint64_t tokens = r.engine_pages->max_tokens(budget_u, workload.batch);
         r.max_context = std::min(cap, tokens);

@@ -235,10 +235,18 @@ Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture&
         // Block formats round each row up to whole blocks: show the row as the bytes it takes.
         Factor whole;
         whole.value = row_all_gpus;
-        whole.text = format_count(row_all_gpus) + " bytes per token per layer (K and V rows of " +
-                     std::string(to_string(dtype)) + ", rounded up to whole blocks)";
         whole.field = "kv_dtype";
-        whole.note = "Quantized formats store values in blocks with a scale; a row is rounded up to whole blocks.";
+        if (arch.mla && arch.mla->indexer_head_dim > 0) {
+            whole.text = format_count(row_all_gpus) + " bytes per token per layer (the MLA latent in " +
+                         std::string(to_string(dtype)) + " and the indexer's key)";
+            whole.note = "DeepSeek-V3.2 keeps, beside its latent, a key for its sparse-attention indexer: " +
+                         format_count(arch.mla->indexer_head_dim) +
+                         " fp8 values and a scale per token and layer, as vLLM stores them.";
+        } else {
+            whole.text = format_count(row_all_gpus) + " bytes per token per layer (K and V rows of " +
+                         std::string(to_string(dtype)) + ", rounded up to whole blocks)";
+            whole.note = "Quantized formats store values in blocks with a scale; a row is rounded up to whole blocks.";
+        }
         d.row = {whole};
     }
     d.row_bytes = row_all_gpus;
@@ -308,6 +316,7 @@ std::string state_derivation_text(const Architecture& arch, const Parallelism& p
     if (v.ssm.value() > 0)
         parts.push_back("SSM " + format_count(st.heads / parallel.tp) + " × " + format_count(st.head_dim) + " × " +
                         format_count(st.state_size) + " values × " + element_size_text(st.ssm_dtype));
+    if (parts.empty()) return {};
     std::string text = format_count_of(arch.state_layers(), "layer", "layers") + " × ";
     text += parts.size() == 1 ? parts.front() : "(" + parts[0] + " + " + parts[1] + ")";
     text += " × " + format_count_of(sequences, "sequence", "sequences");

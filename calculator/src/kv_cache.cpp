@@ -12,7 +12,7 @@ FieldError overflow_error(const std::string& field, const std::string& what) {
 
 std::uint64_t honoured_window(const Architecture& arch, const Workload& workload, std::uint64_t layer) {
     const LayerSpec s = arch.layer(layer);
-    if (s.kind != LayerKind::sliding && s.kind != LayerKind::chunked) return 0;
+    if (s.kind != LayerKind::sliding && s.kind != LayerKind::chunked && s.kind != LayerKind::shared) return 0;
     return workload.full_window ? 0 : s.window;
 }
 
@@ -31,6 +31,14 @@ StateValues state_values_per_gpu(const RecurrentState& r, std::uint64_t tp) {
     Checked ssm;
     if (r.heads > 0) ssm = Checked(r.heads / tp) * r.head_dim * r.state_size;
     return {conv, ssm};
+}
+
+Checked mla_row_bytes(const MlaDims& mla, KvDtype dtype) {
+    if (mla.indexer_head_dim == 0) return row_bytes(dtype, mla.kv_lora_rank + mla.qk_rope_head_dim);
+    const Checked indexer = Checked(mla.indexer_head_dim) + Checked(ceil_div(mla.indexer_head_dim, 128)) * 4;
+    const bool ds_mla = dtype == KvDtype::fp8_e4m3 && mla.kv_lora_rank == 512 && mla.qk_rope_head_dim == 64;
+    const Checked latent = ds_mla ? Checked(656) : row_bytes(dtype, mla.kv_lora_rank + mla.qk_rope_head_dim);
+    return latent + indexer;
 }
 
 Checked state_bytes_per_gpu(const RecurrentState& r, std::uint64_t tp) {
@@ -83,7 +91,7 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
         }
         Checked bytes;
         if (arch.mla) {
-            bytes = row_bytes(dtype, arch.mla->kv_lora_rank + arch.mla->qk_rope_head_dim);
+            bytes = mla_row_bytes(*arch.mla, dtype);
         } else {
             const std::uint64_t heads = std::max<std::uint64_t>(1, arch.kv_heads_of(l) / parallel.tp);
             const Checked values_k = Checked(heads) * arch.head_dim_k_of(l);
@@ -311,8 +319,8 @@ std::optional<HybridPages> vllm_hybrid_pages(const KvLayout& made, const Archite
     HybridPages h;
     // _align_hybrid_block_size: the attention block, a multiple of the kernel block, such that one block of
     // one attention layer holds one layer's state; the state's page is then padded to that size.
-    const std::uint64_t kernel_block = std::max<std::uint64_t>(16, workload.block_size);
-    h.attention_block = kernel_block * ceil_div(state, kernel_block * row);
+    // (aligned to vLLM's 16-token kernel block; a larger --block-size of the user's is kept when it is larger)
+    h.attention_block = std::max<std::uint64_t>(workload.block_size, 16 * ceil_div(state, 16 * row));
     h.page_bytes = h.attention_block * row;
     h.state_bytes = state;
     // Contiguous pipeline stages, as KvLayout splits them; in each, layers of a kind form groups of

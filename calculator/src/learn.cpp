@@ -156,10 +156,17 @@ std::vector<WhatIf> what_ifs(const Scenario& s) {
             return {};
         });
     const std::uint64_t t = s.workload.context_tokens;
+    const bool local = s.arch.has_sliding_layers() || s.arch.count_layers(LayerKind::chunked) > 0;
+    const bool state = s.arch.state_layers() > 0;
     add("double_context", "Double the context (" + format_tokens(t) + " → " + format_tokens(t * 2) + " tokens)",
-        s.arch.has_sliding_layers()
-            ? "The cache grows with every token kept — but sliding-window layers keep only their window, so it "
-              "grows by less than double."
+        s.arch.attention_layers() == 0
+            ? "No layer of this model keeps a KV cache: its recurrent state stays the same size whatever the context."
+        : local || state
+            ? std::string("The cache grows with every token kept — but ") +
+                  (local ? "sliding-window and chunked layers keep only their window or chunk" : "") +
+                  (local && state ? ", and " : "") +
+                  (state ? "the recurrent state of the other layers stays the same size" : "") +
+                  ", so the memory grows by less than double."
             : "The cache grows with every token kept: twice the tokens, twice the bytes.",
         [&](Scenario& c) -> std::string {
             if (t > (1ull << 62)) return "the context is already as long as the calculator counts";
@@ -191,24 +198,60 @@ ContextWindowView context_window_view(const Architecture& arch, std::uint64_t co
     v.context_window = arch.max_positions;
     v.in_window = v.context_window > 0 ? std::min(conversation, v.context_window) : conversation;
     v.dropped = conversation - v.in_window;
-    std::map<std::uint64_t, std::uint64_t> layers_by_window;
-    for (std::uint64_t l = 0; l < arch.layers; ++l) ++layers_by_window[arch.window_of(l)];
-    // Full attention (window 0) first, then the widest windows.
-    if (auto full = layers_by_window.find(0); full != layers_by_window.end()) {
-        WindowRow r;
-        r.layers = full->second;
-        r.label = format_count_of(r.layers, "full-attention layer", "full-attention layers");
-        r.visible = v.in_window;
-        v.rows.push_back(r);
+    // Layers by what they see: full attention, then sliding windows and chunks (widest first), then the
+    // recurrent layers, whose fixed state summarises every token. A shared layer sees what the layer it
+    // reads keeps (its window, or everything); an MLP-only block attends to nothing and is left out.
+    enum Order { full, sliding, chunked, recurrent };
+    std::map<std::pair<int, std::uint64_t>, std::uint64_t> groups;  // (order, -window) -> layers
+    for (std::uint64_t l = 0; l < arch.layers; ++l) {
+        const LayerSpec spec = arch.layer(l);
+        switch (spec.kind) {
+            case LayerKind::full:
+                ++groups[{full, 0}];
+                break;
+            case LayerKind::sliding:
+                ++groups[{sliding, ~spec.window}];
+                break;
+            case LayerKind::chunked:
+                ++groups[{chunked, ~spec.window}];
+                break;
+            case LayerKind::shared:
+                ++groups[spec.window > 0 ? std::pair<int, std::uint64_t>{sliding, ~spec.window}
+                                         : std::pair<int, std::uint64_t>{full, 0}];
+                break;
+            case LayerKind::recurrent:
+                ++groups[{recurrent, 0}];
+                break;
+            case LayerKind::none:
+                break;
+        }
     }
-    for (auto it = layers_by_window.rbegin(); it != layers_by_window.rend(); ++it) {
-        if (it->first == 0) continue;
+    for (const auto& [key, layers] : groups) {
         WindowRow r;
-        r.layers = it->second;
-        r.window = it->first;
-        r.label = format_count_of(r.layers, "sliding-window layer", "sliding-window layers") + " (window " +
-                  format_count(r.window) + ")";
-        r.visible = std::min(r.window, v.in_window);
+        r.layers = layers;
+        r.window = key.first == sliding || key.first == chunked ? ~key.second : 0;
+        switch (key.first) {
+            case full:
+                r.label = format_count_of(layers, "full-attention layer", "full-attention layers");
+                r.visible = v.in_window;
+                break;
+            case sliding:
+                r.label = format_count_of(layers, "sliding-window layer", "sliding-window layers") + " (window " +
+                          format_count(r.window) + ")";
+                r.visible = std::min(r.window, v.in_window);
+                break;
+            case chunked:
+                // Within the current chunk only: the tokens since the last multiple of the chunk.
+                r.label = format_count_of(layers, "chunked-attention layer", "chunked-attention layers") +
+                          " (chunk " + format_count(r.window) + ")";
+                r.visible = v.in_window == 0 ? 0 : (v.in_window - 1) % r.window + 1;
+                break;
+            default:
+                r.label = format_count_of(layers, "recurrent layer", "recurrent layers") +
+                          " (a fixed state that summarises every token)";
+                r.visible = v.in_window;
+                break;
+        }
         v.rows.push_back(r);
     }
     return v;

@@ -94,6 +94,7 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
             o.headroom_bytes_per_gpu = f->headroom_bytes_per_gpu;
             o.max_context = f->max_context;
             o.max_context_limited_by_model = f->max_context_limited_by_model;
+            o.max_context_unbounded = f->max_context_unbounded;
             if (o.fits) {
                 o.decode_tokens_per_s_per_sequence = decode->tokens_per_s_per_sequence;
                 o.decode_tokens_per_s = decode->tokens_per_s_per_sequence * static_cast<double>(workload.batch);

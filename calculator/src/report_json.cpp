@@ -34,7 +34,8 @@ Value architecture_json(const Architecture& a) {
     o.set("head_dim", Value::number(a.head_dim_k));
     o.set("head_dim_v", Value::number(a.head_dim_v));
     o.set("hidden_size", Value::number(a.hidden_size));
-    o.set("attention", Value::string(std::string(to_string(attention_kind(a)))));
+    o.set("attention", Value::string(a.attention_layers() == 0 ? std::string("none")
+                                                               : std::string(to_string(attention_kind(a)))));
     o.set("max_positions", Value::number(a.max_positions));
     o.set("sliding_window_layers", Value::number(a.count_layers(LayerKind::sliding)));
     // Layers by what they keep (MLA models' full-attention layers are "mla").
@@ -67,6 +68,7 @@ Value architecture_json(const Architecture& a) {
         m.set("qk_rope_head_dim", Value::number(a.mla->qk_rope_head_dim));
         m.set("qk_nope_head_dim", Value::number(a.mla->qk_nope_head_dim));
         m.set("v_head_dim", Value::number(a.mla->v_head_dim));
+        m.set("indexer_head_dim", Value::number(a.mla->indexer_head_dim));
         o.set("mla", std::move(m));
     }
     const ParameterCount p = parameters(a);
@@ -84,6 +86,7 @@ Value variants_json(const std::vector<Variant>& variants) {
         o.set("kv_heads", Value::number(v.kv_heads));
         o.set("kv_cache_bytes", Value::number(v.kv_cache_bytes));
         o.set("bytes_per_token", Value::number(v.bytes_per_token));
+        o.set("state_bytes", Value::number(v.state_bytes));
         o.set("percent_of_mha", Value::number(v.percent_of_mha));
         o.set("is_model", Value::boolean(v.is_model));
         o.set("replication", Value::number(v.replication));
@@ -168,7 +171,7 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
     o.set("fits", Value::boolean(f.fits));
     o.set("headroom_bytes_per_gpu", Value::number_signed(f.headroom_bytes_per_gpu));
     o.set("max_batch", Value::number(f.max_batch));
-    o.set("max_context", Value::number(f.max_context));
+    o.set("max_context", f.max_context_unbounded ? Value() : Value::number(f.max_context));  // null: no limit
     o.set("max_context_limited_by_model", Value::boolean(f.max_context_limited_by_model));
     o.set("tokens_capacity", Value::number(f.tokens_capacity));
     o.set("weight_bytes_read_per_step_per_gpu", Value::number(d.weight_bytes_read_per_gpu));
@@ -241,7 +244,7 @@ Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits) {
         x.set("sequences_per_replica", Value::number(p.sequences_per_replica));
         x.set("headroom_bytes_per_gpu", Value::number_signed(p.headroom_bytes_per_gpu));
         x.set("max_batch", Value::number(p.max_batch));
-        x.set("max_context", Value::number(p.max_context));
+        x.set("max_context", p.max_context_unbounded ? Value() : Value::number(p.max_context));
         x.set("max_context_limited_by_model", Value::boolean(p.max_context_limited_by_model));
         x.set("decode_tokens_per_s_per_sequence", Value::number(p.decode_tokens_per_s_per_sequence));
         x.set("decode_tokens_per_s", Value::number(p.decode_tokens_per_s));

@@ -64,6 +64,7 @@ Value architecture_value(const Architecture& a) {
         m.set("qk_nope_head_dim", u64(a.mla->qk_nope_head_dim));
         m.set("v_head_dim", u64(a.mla->v_head_dim));
         m.set("q_lora_rank", u64(a.mla->q_lora_rank));
+        if (a.mla->indexer_head_dim) m.set("indexer_head_dim", u64(a.mla->indexer_head_dim));
         o.set("mla", std::move(m));
     }
     if (a.moe) {
@@ -238,6 +239,7 @@ void read_architecture(Reader& r, const Value& o, Architecture& a) {
         r.read(*m, "qk_nope_head_dim", d.qk_nope_head_dim, false);
         r.read(*m, "v_head_dim", d.v_head_dim, false);
         r.read(*m, "q_lora_rank", d.q_lora_rank, false);
+        r.read(*m, "indexer_head_dim", d.indexer_head_dim, false);
         a.mla = d;
     }
     if (const Value* m = r.object(o, "moe", false)) {

@@ -80,6 +80,7 @@ Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype 
         if (shape.is_model) {
             v.kv_cache_bytes = own->total_bytes;
             v.bytes_per_token = own->bytes_per_token;
+            v.state_bytes = own->state_bytes;
             v.replication = own->replication;
         } else {
             // The other shapes need only their totals: the layout's, without a per-layer report.
@@ -87,7 +88,9 @@ Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype 
             if (!layout) continue;
             const Checked total = layout->all_gpu_bytes_per_sequence(workload.context_tokens) * workload.batch;
             const Checked per_token = layout->bytes_per_token_all_gpus();
-            if (total.overflow() || per_token.overflow()) continue;
+            const Checked state = layout->all_gpu_state_bytes_per_sequence() * workload.batch;
+            if (total.overflow() || per_token.overflow() || state.overflow()) continue;
+            v.state_bytes = state.value();
             v.kv_cache_bytes = total.value();
             v.bytes_per_token = per_token.value();
             v.replication = layout->replication();

@@ -39,6 +39,10 @@ Errors validate(const Parallelism& p, const Architecture& arch) {
         if (r.heads > 0 && r.heads % p.tp != 0)
             e.push_back({"tp", "tensor parallel " + std::to_string(p.tp) + " must divide the " +
                                    std::to_string(r.heads) + " heads of the recurrent state"});
+        else if (r.kind == StateKind::mamba2 && r.groups > 1 && r.groups % p.tp != 0)
+            // vLLM's MambaMixer2 shards the B/C groups: n_groups % tp == 0, or a single group replicated.
+            e.push_back({"tp", "tensor parallel " + std::to_string(p.tp) + " must divide the " +
+                                   std::to_string(r.groups) + " groups of the Mamba-2 state"});
         else if (r.conv_kernel > 1 && r.conv_channels % p.tp != 0)
             e.push_back({"tp", "tensor parallel " + std::to_string(p.tp) + " must divide the " +
                                    std::to_string(r.conv_channels) + " channels of the recurrent state's convolution"});

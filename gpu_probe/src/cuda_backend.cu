@@ -205,7 +205,9 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     const unsigned sms = std::max(1u, r.device.compute_units);
     const int dtype = cuda::code_of(request.dtype);
     const std::size_t eb = cpu::element_bytes(request.dtype);
-    const cuda::DecodePlan plan = cuda::plan_decode(sh, request.dtype, slot_count, max_tokens, sms);
+    // No slot (nothing attends): no plan, whose shape would divide by 0 KV heads; its buffers stay 1 byte.
+    const cuda::DecodePlan plan =
+        slot_count > 0 ? cuda::plan_decode(sh, request.dtype, slot_count, max_tokens, sms) : cuda::DecodePlan{};
     const std::uint64_t q_bytes = request.arch.layers * sh.q_heads * sh.dk * sizeof(float);
     const std::uint64_t l2 = r.device.cache_bytes;
     const std::uint64_t ceiling_bytes =

@@ -41,6 +41,10 @@ Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
             return FieldError{"kv_heads",
                               "the probe times one head layout for every layer, and this model's layers have KV "
                               "heads or head dimensions of their own; the calculator's figures still apply"};
+    if (arch.mla && arch.mla->indexer_head_dim > 0)
+        return FieldError{"index_head_dim",
+                          "the probe stores MLA latents, not DeepSeek-V3.2's indexer keys; the calculator's figures "
+                          "still apply"};
     const bool mla = request.arch.mla.has_value();
     const std::uint64_t heads = mla ? 1 : request.arch.kv_heads;
     const std::uint64_t dims_k =

@@ -135,9 +135,9 @@ TEST(Cli, ConfigFileAndCsv) {
     std::filesystem::remove(path);
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
-              "name,kv_heads,kv_cache_bytes,bytes_per_token,percent_of_mha,is_model,replication");
-    // GQA-2 is the model's own: 2 layers x 2 (K,V) x 2 heads x 64 dims x 2 bytes x 1024 tokens.
-    EXPECT_NE(r.out.find("GQA-2,2,1048576,1024,25.000,true,1"), std::string::npos) << r.out;
+              "name,kv_heads,kv_cache_bytes,bytes_per_token,percent_of_mha,is_model,replication,state_bytes");
+    // GQA-2 is the model's own: 2 layers x 2 (K,V) x 2 heads x 64 dims x 2 bytes x 1024 tokens; no state.
+    EXPECT_NE(r.out.find("GQA-2,2,1048576,1024,25.000,true,1,0"), std::string::npos) << r.out;
 }
 
 TEST(Cli, SweepCsvHasOneColumnPerVariant) {

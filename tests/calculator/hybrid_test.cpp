@@ -7,7 +7,10 @@
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/curves.h"
 #include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/derivation.h"
 #include "kvscope/calculator/json.h"
+#include "kvscope/calculator/learn.h"
+#include "kvscope/calculator/quiz.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/report_json.h"
 #include "kvscope/calculator/scenario_file.h"
@@ -368,6 +371,86 @@ TEST(Hybrid, TheJsonCarriesKindsWindowsAndState) {
     EXPECT_EQ(layers[0].find("kind")->as_string(), "recurrent");
     EXPECT_EQ(layers[0].find("state_bytes")->as_u64(), 2 * 311'296ull);
     EXPECT_EQ(layers[0].find("bytes")->as_u64(), 0u);
+}
+
+TEST(Hybrid, DeepSeekV32KeepsItsIndexersKeysBesideTheLatent) {
+    // configuration_deepseek_v32.py: MLA (512 latent + 64 rope) and an indexer key of index_head_dim 128.
+    // vLLM (deepseek_v2.py Indexer): 128 fp8 values + one fp32 scale = 132 bytes a token a layer, whatever
+    // the cache format; an fp8 latent is fp8_ds_mla, 656 bytes (512 fp8 + 4 fp32 scales + 64 bf16 rope).
+    auto m = import(R"("model_type": "deepseek_v32", "num_hidden_layers": 61, "num_attention_heads": 128,
+        "num_key_value_heads": 128, "hidden_size": 7168, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128, "v_head_dim": 128, "q_lora_rank": 1536, "index_head_dim": 128,
+        "index_n_heads": 64, "index_topk": 2048, "torch_dtype": "bfloat16")");
+    ASSERT_TRUE(m) << m.error_text();
+    EXPECT_TRUE(m->arch.not_exact.empty()) << testing::join(m->arch.not_exact);
+    EXPECT_EQ(report(m->arch, 1000).bytes_per_token, 61ull * (576 * 2 + 132));
+    auto fp8 = kv_cache_report(m->arch, KvDtype::fp8_e4m3, {.context_tokens = 1000});
+    ASSERT_TRUE(fp8);
+    EXPECT_EQ(fp8->bytes_per_token, 61ull * (656 + 132));
+    // The derivation still multiplies to the exact bytes, with the row as the bytes it takes.
+    auto d = derive_kv_bytes(m->arch, KvDtype::bf16, {.context_tokens = 1000}, {});
+    ASSERT_TRUE(d) << d.error_text();
+    EXPECT_NE(derivation_text(*d).find("1,284 bytes per token per layer (the MLA latent in bf16 and the indexer's key)"),
+              std::string::npos)
+        << derivation_text(*d);
+    Scenario s;
+    s.arch = m->arch;
+    auto back = scenario_from_json(scenario_to_json(s), "v32.kvscope.json");
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->scenario.arch.mla->indexer_head_dim, 128u);
+}
+
+TEST(Hybrid, LearnersSeeWhatEachKindOfLayerKeeps) {
+    Scenario s;
+    s.arch = catalog_arch("qwen3-next-80b-a3b");
+    s.kv_dtype = KvDtype::bf16;
+    s.workload = {.context_tokens = 4096};
+    // The context window: 12 layers see every token, 36 keep a state that summarises them.
+    const ContextWindowView v = context_window_view(s.arch, 10000);
+    ASSERT_EQ(v.rows.size(), 2u);
+    EXPECT_EQ(v.rows[0].label, "12 full-attention layers");
+    EXPECT_EQ(v.rows[1].label, "36 recurrent layers (a fixed state that summarises every token)");
+    // Llama 4's chunked layers see the tokens of the current chunk only: 10,000 = 8,192 + 1,808.
+    const ContextWindowView llama = context_window_view(catalog_arch("llama-4-scout"), 10000);
+    ASSERT_EQ(llama.rows.size(), 2u);
+    EXPECT_EQ(llama.rows[1].label, "36 chunked-attention layers (chunk 8,192)");
+    EXPECT_EQ(llama.rows[1].visible, 1808u);
+    // The quiz's worked answer for one more token counts the layers that keep a KV cache.
+    const auto questions = questions_for(s);
+    const auto per_token =
+        std::find_if(questions.begin(), questions.end(), [](const Question& q) { return q.id == "per_token"; });
+    ASSERT_NE(per_token, questions.end());
+    EXPECT_NE(per_token->worked.find("× 12 of the 48 layers (the others keep no KV cache) = 24,576 bytes."),
+              std::string::npos)
+        << per_token->worked;
+}
+
+TEST(Hybrid, WhatVllmRefusesOrCannotSizeIsNamed) {
+    // A state with no values at all (expand 0, no heads) is no state: named, not a crash.
+    EXPECT_FIELD_ERROR(import(R"("model_type": "mamba2", "num_hidden_layers": 2, "hidden_size": 64, "expand": 0,
+        "n_groups": 0, "num_heads": 0, "head_dim": 64, "state_size": 16, "conv_kernel": 4)"),
+                       "state_size", "the recurrent state has no values");
+    // vLLM's MambaMixer2 needs the groups to divide over the GPUs (or a single group): Nemotron-H has 8.
+    EXPECT_FIELD_ERROR(kv_cache_report(catalog_arch("nemotron-h-56b"), KvDtype::bf16, {}, {.tp = 16}), "tp",
+                       "groups of the Mamba-2 state");
+    // A block size of the user's larger than vLLM's alignment is kept; a smaller one is not.
+    const Architecture& next = catalog_arch("qwen3-next-80b-a3b");
+    EXPECT_EQ(vllm_hybrid_pages(next, KvDtype::bf16, {.block_size = 64}, {})->attention_block, 544u);
+    EXPECT_EQ(vllm_hybrid_pages(next, KvDtype::bf16, {.block_size = 1024}, {})->attention_block, 1024u);
+    // A model with no KV cache and no max positions has no context limit, and says so instead of a number.
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
+    auto f = fit(catalog_arch("mamba-codestral-7b"), KvDtype::bf16, {.context_tokens = 4096, .batch = 8}, {}, d);
+    ASSERT_TRUE(f) << f.error_text();
+    EXPECT_TRUE(f->max_context_unbounded);
+    // Gemma 3n's shared layers keep the window of the layers they read (for the attention they compute).
+    auto g = import(R"("model_type": "gemma3n_text", "num_hidden_layers": 3, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "head_dim": 64, "sliding_window": 512,
+        "layer_types": ["sliding_attention", "full_attention", "sliding_attention"], "num_kv_shared_layers": 1)");
+    ASSERT_TRUE(g) << g.error_text();
+    EXPECT_EQ(g->arch.layer(2).kind, LayerKind::shared);
+    EXPECT_EQ(g->arch.layer(2).window, 512u);
+    EXPECT_EQ(report(g->arch, 4096).total_bytes, (512ull + 4096) * 2 * 2 * 64 * 2);  // the shared layer adds nothing
 }
 
 TEST(Hybrid, PythonsInfinityInAConfigIsRead) {

@@ -40,6 +40,30 @@ TEST(CudaBackend, AllocationDropMatchesThePredictionAndAttentionIsChecked) {
         << p.allocation.granularity_source;
 }
 
+TEST(CudaBackend, AllocatesTheRecurrentStateAndTimesOnlyTheAttentionLayers) {
+    std::string why;
+    auto cuda = cuda_or_skip(why);
+    if (!cuda) GTEST_SKIP() << "no CUDA device: " << why;
+    // Qwen3-Next: 12 attention layers are timed, 36 gated-DeltaNet layers' states are allocated beside them.
+    ProbeRequest r;
+    r.arch = Catalog::builtin().find_model("qwen3-next-80b-a3b")->model.arch;
+    r.dtype = KvDtype::bf16;
+    r.workload = {8192, 2, 1, false};
+    const ProbeReport p = cuda->probe(r, {});
+    ASSERT_EQ(p.status, Status::ok) << p.message;
+    EXPECT_EQ(p.allocation.predicted_state_bytes, 2ull * 36 * 1'097'728);
+    EXPECT_EQ(p.allocation.requested_bytes, p.allocation.predicted_bytes);
+    EXPECT_NEAR(static_cast<double>(p.allocation.measured_bytes), static_cast<double>(p.allocation.requested_bytes),
+                2.0 * (1 << 20) * static_cast<double>(p.allocation.allocations));
+    EXPECT_LT(p.attention.max_rel_error, 1e-3);
+    // A pure Mamba-2 model: the state is allocated and measured, nothing is timed, nothing divides by 0 heads.
+    r.arch = Catalog::builtin().find_model("mamba-codestral-7b")->model.arch;
+    const ProbeReport m = cuda->probe(r, {});
+    ASSERT_EQ(m.status, Status::ok) << m.message;
+    EXPECT_EQ(m.allocation.requested_bytes, 2ull * 138'149'888);
+    EXPECT_EQ(m.attention.runs, 0);
+}
+
 // Every kernel the backend can pick, and that it picks the one it should — the stream kernel for
 // 16-bit GQA and MQA caches (heads of 64, 128 and 256; 2, 4 and 8 query heads per block; groups of
 // 7 and 71, whose last chunk has idle heads, and of 16 and 128 over several blocks), the tile

@@ -42,7 +42,10 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
             case KvHeads:
                 return v.kind == AttentionKind::MLA ? tr("latent") : QString::number(v.kv_heads);
             case Bytes:
-                return QString::fromStdString(format_bytes(v.kv_cache_bytes, units));
+                // A hybrid model's recurrent state stands beside its cache (every layout but "all full attention").
+                return QString::fromStdString(format_bytes(v.kv_cache_bytes, units)) +
+                       (v.state_bytes > 0 ? tr(" + %1 state").arg(QString::fromStdString(format_bytes(v.state_bytes, units)))
+                                          : QString());
             case PerToken:
                 return QString::fromStdString(format_bytes(v.bytes_per_token, units));
             case PercentOfMha:
@@ -53,7 +56,11 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
     }
     if (role == FractionRole && index.column() == Bar) return v.percent_of_mha / 100.0;
     if (role == Qt::ToolTipRole && index.column() == Bytes)
-        return tr("%1 bytes, all sequences").arg(QString::fromStdString(format_count(v.kv_cache_bytes)));
+        return v.state_bytes > 0
+                   ? tr("%1 bytes of KV cache and %2 bytes of recurrent state, all sequences")
+                         .arg(QString::fromStdString(format_count(v.kv_cache_bytes)),
+                              QString::fromStdString(format_count(v.state_bytes)))
+                   : tr("%1 bytes, all sequences").arg(QString::fromStdString(format_count(v.kv_cache_bytes)));
     if (role == Qt::FontRole && v.is_model) {
         QFont f;
         f.setBold(true);

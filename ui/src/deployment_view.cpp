@@ -279,6 +279,11 @@ void DeploymentView::refreshResults() {
     const std::uint64_t kv_shown = std::min(f.kv_bytes_per_gpu, budget);
     // The recurrent state (hybrid and state-space models) shares the budget with the KV cache.
     const std::uint64_t state_shown = std::min(f.state_bytes_per_gpu, budget - kv_shown);
+    // vLLM's hybrid layout takes more than the plain sum (blocks and states padded to its pages): drawn too.
+    const std::uint64_t padding = f.memory_bytes_per_gpu_needed > f.plain_memory_bytes_per_gpu
+                                      ? f.memory_bytes_per_gpu_needed - f.plain_memory_bytes_per_gpu
+                                      : 0;
+    const std::uint64_t padding_shown = std::min(padding, budget - kv_shown - state_shown);
     // The fit's headroom is budget − need: what is left when it fits, what does not fit otherwise.
     const std::uint64_t spare = f.headroom_bytes_per_gpu > 0 ? static_cast<std::uint64_t>(f.headroom_bytes_per_gpu) : 0;
     const std::uint64_t overflow =
@@ -300,6 +305,7 @@ void DeploymentView::refreshResults() {
         {tr("reserve"), f.reserve_bytes_per_gpu, QColor(0x95, 0xa5, 0xa6)},
         {tr("left unused"), f.free_bytes_per_gpu, QColor(0xdf, 0xe6, 0xe9)},
     };
+    if (padding > 0) segments.insert(2, {tr("vLLM page padding"), padding_shown, QColor(0xc3, 0xb1, 0xe1)});
     if (f.state_bytes_per_gpu > 0)
         segments.insert(2, {tr("recurrent state"), state_shown, QColor(0x8e, 0x6c, 0xc9), state_legend});
     bars_->setData(segments, f.memory_bytes_per_gpu, overflow, static_cast<int>(f.gpus), units);
@@ -308,10 +314,14 @@ void DeploymentView::refreshResults() {
     QStringList rows;
     rows << tr("Max concurrent sequences at %1 tokens: <b>%2</b>")
                 .arg(q(format_tokens(s.workload.context_tokens)), q(format_count(f.max_batch)));
-    rows << tr("Max context at %1 sequence(s): <b>%2 tokens</b>%3")
-                .arg(s.workload.batch)
-                .arg(q(format_count(f.max_context)))
-                .arg(f.max_context_limited_by_model ? tr(" (the model's limit)") : QString());
+    if (f.max_context_unbounded)
+        rows << tr("Max context: <b>no limit</b> — no layer keeps a KV cache, so the context does not change the "
+                   "memory");
+    else
+        rows << tr("Max context at %1 sequence(s): <b>%2 tokens</b>%3")
+                    .arg(s.workload.batch)
+                    .arg(q(format_count(f.max_context)))
+                    .arg(f.max_context_limited_by_model ? tr(" (the model's limit)") : QString());
     rows << tr("Decode estimate: <b>%1 tokens/s</b> per sequence, %2 tokens/s in all (memory-bandwidth floor, %3 ms "
                "per step)")
                 .arg(d.tokens_per_s_per_sequence, 0, 'f', 1)

@@ -22,6 +22,9 @@ struct MlaDims {
     std::uint64_t qk_nope_head_dim = 0;
     std::uint64_t v_head_dim = 0;
     std::uint64_t q_lora_rank = 0;  // 0: queries are projected directly
+    // DeepSeek-V3.2's sparse-attention indexer keeps its own key of this many values per token and
+    // layer (0: none); see mla_row_bytes.
+    std::uint64_t indexer_head_dim = 0;
     friend bool operator==(const MlaDims&, const MlaDims&) = default;
 };
 

@@ -76,6 +76,9 @@ struct FitReport {
     std::uint64_t max_batch = 0;                // concurrent sequences at the workload's context
     std::uint64_t max_context = 0;              // tokens per sequence at the workload's batch
     bool max_context_limited_by_model = false;  // the budget allows more than max positions
+    // No KV cache (a pure state-space model) and no max positions: the context does not change the memory,
+    // and max_context is only the search's bound, never shown as a figure.
+    bool max_context_unbounded = false;
     std::uint64_t tokens_capacity = 0;          // tokens the budget holds (full attention per token)
                                                 // after the recurrent state of the workload's sequences
     std::vector<std::string> notes;

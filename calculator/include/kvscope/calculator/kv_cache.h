@@ -31,6 +31,14 @@ namespace kvscope {
 // when the layer has none or the engine keeps the full context on sliding layers.
 std::uint64_t honoured_window(const Architecture& arch, const Workload& workload, std::uint64_t layer);
 
+// One token of one MLA layer on one GPU: the latent and rope values in `dtype`, and, for DeepSeek-V3.2,
+// the indexer's key. As vLLM stores them (vllm/v1/kv_cache_interface.py MLAAttentionSpec,
+// vllm/model_executor/models/deepseek_v2.py Indexer): the indexer's key is index_head_dim fp8 values
+// plus one fp32 scale per 128 of them whatever the cache format (132 bytes for 128), and a model with
+// an indexer keeps an fp8 latent as fp8_ds_mla, 656 bytes (512 fp8 values, 4 fp32 scales, 64 bf16
+// rope values), for FlashMLA's sparse kernels.
+Checked mla_row_bytes(const MlaDims& mla, KvDtype dtype);
+
 // One layer's recurrent state for one sequence on one GPU of `tp` tensor-parallel GPUs, in vLLM's shapes:
 // the values of its convolution state and of its SSM state, and their bytes in their formats.
 struct StateValues {
@@ -165,8 +173,8 @@ struct HybridPages {
 };
 
 // vLLM's layout for a model with recurrent layers beside full-attention layers of one row size; none for
-// any other model (the plain per-layer sum is what vLLM allocates then). `block_size` below 16 is taken
-// as vLLM's smallest kernel block, 16.
+// any other model (the plain per-layer sum is what vLLM allocates then). The attention block is vLLM's
+// (a multiple of 16 tokens), or the workload's block size when that is larger.
 std::optional<HybridPages> vllm_hybrid_pages(const Architecture& arch, KvDtype dtype, const Workload& workload,
                                              const Parallelism& parallel);
 // The same from a layout already made of these inputs.

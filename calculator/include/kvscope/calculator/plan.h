@@ -32,6 +32,7 @@ struct PlanOption {
     std::uint64_t max_batch = 0;                // sequences one replica holds at the context
     std::uint64_t max_context = 0;              // tokens per sequence one replica holds at sequences_per_replica
     bool max_context_limited_by_model = false;  // memory allows more than the model's max positions
+    bool max_context_unbounded = false;         // no KV cache and no max positions: no limit
     double decode_tokens_per_s_per_sequence = 0;
     double decode_tokens_per_s = 0;  // every sequence of every replica
     std::string why_not;             // when it does not fit: the fit's reason, in words

@@ -18,6 +18,9 @@ struct Variant {
     std::uint64_t kv_heads = 0;  // MLA: 1 (one shared latent)
     std::uint64_t kv_cache_bytes = 0;
     std::uint64_t bytes_per_token = 0;
+    // The recurrent state beside the KV cache (all sequences, all GPUs): the same for every head layout of a
+    // hybrid model, 0 for "all full attention". The percentages compare the KV cache alone.
+    std::uint64_t state_bytes = 0;
     double percent_of_mha = 0;
     bool is_model = false;  // the model's own layout
     // GPUs that keep a copy of each KV head: tensor parallel beyond the KV heads replicates them
