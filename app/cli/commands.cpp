@@ -81,10 +81,13 @@ Table variants_table(const std::vector<Variant>& variants, UnitSystem units) {
         const auto bar = static_cast<std::size_t>(top > 0 ? 20.0 * v.percent_of_mha / top + 0.5 : 0);
         std::string bars;
         for (std::size_t i = 0; i < bar; ++i) bars += "█";
-        std::vector<std::string> row{v.name + (v.is_model ? " *" : "") +
-                                         (v.replication > 1 ? " (" + replication_text(v.replication) + ")" : ""),
-                                     std::to_string(v.kv_heads), format_bytes(v.kv_cache_bytes, units),
-                                     format_bytes(v.bytes_per_token, units), percent(v.percent_of_mha), bars};
+        std::vector<std::string> row{
+            v.name + (v.is_model ? " *" : "") + (v.replication > 1 ? " (" + replication_text(v.replication) + ")" : ""),
+            std::to_string(v.kv_heads),
+            format_bytes(v.kv_cache_bytes, units),
+            format_bytes(v.bytes_per_token, units),
+            percent(v.percent_of_mha),
+            bars};
         if (state) row.insert(row.begin() + 3, format_bytes(v.state_bytes, units));
         t.add(row);
     }
@@ -189,9 +192,8 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
     }
     if (o.format == Format::csv) {
         if (compare_only) {
-            Table t(
-                {"name", "kv_heads", "kv_cache_bytes", "bytes_per_token", "percent_of_mha", "is_model", "replication",
-                 "state_bytes"});
+            Table t({"name", "kv_heads", "kv_cache_bytes", "bytes_per_token", "percent_of_mha", "is_model",
+                     "replication", "state_bytes"});
             for (const auto& v : *variants)
                 t.add({v.name, std::to_string(v.kv_heads), std::to_string(v.kv_cache_bytes),
                        std::to_string(v.bytes_per_token), fixed(v.percent_of_mha, 3), v.is_model ? "true" : "false",
@@ -199,8 +201,7 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
             r.out = t.csv();
         } else {
             Table t({"model", "context_tokens", "batch", "kv_dtype", "tp", "pp", "kv_cache_bytes",
-                     "kv_cache_bytes_per_gpu", "bytes_per_sequence", "bytes_per_token", "state_bytes",
-                     "memory_bytes"});
+                     "kv_cache_bytes_per_gpu", "bytes_per_sequence", "bytes_per_token", "state_bytes", "memory_bytes"});
             t.add({s.model_id, std::to_string(s.workload.context_tokens), std::to_string(s.workload.batch),
                    std::string(to_string(s.kv_dtype)), std::to_string(s.parallel.tp), std::to_string(s.parallel.pp),
                    std::to_string(kv->total_bytes), std::to_string(kv->per_gpu_bytes),
@@ -382,7 +383,8 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
         {"KV > weights", d->kv_exceeds_weights_at_tokens
                              ? "from " + format_count(*d->kv_exceeds_weights_at_tokens) +
                                    " tokens per sequence at batch " + std::to_string(s.workload.batch)
-                             : "never (sliding windows cap the cache)"},
+                         : s.arch.attention_layers() == 0 ? "never (no layer keeps a KV cache)"
+                                                          : "never (sliding windows or chunks cap the cache)"},
     };
     r.out = header(s, src) + "\n" + key_values(rows);
     for (const auto& n : f->notes) r.out += "note: " + n + "\n";
@@ -425,9 +427,10 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
         t.add({std::to_string(p.gpus), plan_layout_text(p), p.fits ? "yes" : "no",
                p.fits ? format_signed_bytes(p.headroom_bytes_per_gpu, u) : "—",
                p.fits ? std::to_string(p.max_batch) : "0",
-               !p.fits                  ? "—"
-               : p.max_context_unbounded ? "no limit"
-                                         : format_count(p.max_context) + (p.max_context_limited_by_model ? " (model max)" : ""),
+               !p.fits ? "—"
+               : p.max_context_unbounded
+                   ? "no limit"
+                   : format_count(p.max_context) + (p.max_context_limited_by_model ? " (model max)" : ""),
                p.fits ? fixed(p.decode_tokens_per_s_per_sequence, 1) : "—",
                p.fits ? fixed(p.decode_tokens_per_s, 0) : "—"});
     std::vector<std::pair<std::string, std::string>> rows{

@@ -295,8 +295,9 @@ Errors validate(const Architecture& a) {
             e.push_back({"conv_kernel", "the recurrent state needs a convolution of width 2 or more, or SSM heads"});
         else if ((r.conv_kernel < 2 || r.conv_channels + r.groups * r.state_size == 0) &&
                  (r.heads == 0 || r.head_dim == 0 || r.state_size == 0))
-            e.push_back({"state_size", "the recurrent state has no values: its convolution has no channels and its "
-                                       "SSM state no heads (expand, n_groups or num_heads may be 0)"});
+            e.push_back({"state_size",
+                         "the recurrent state has no values: its convolution has no channels and its "
+                         "SSM state no heads (expand, n_groups or num_heads may be 0)"});
         if (r.heads > 0 && (r.head_dim == 0 || r.state_size == 0))
             e.push_back({"state_size", "the SSM state needs a head dimension and a state size of at least 1"});
     }

@@ -84,6 +84,22 @@ std::optional<std::uint64_t> exact_product(const std::optional<Factor>& lead, co
     return static_cast<std::uint64_t>(v);
 }
 
+// The sequences factor, then the check that every factor multiplies to the report's exact bytes.
+Result<KvDerivation> finish(KvDerivation d, const Workload& workload, const KvCacheReport& report) {
+    Factor sequences;
+    sequences.value = workload.batch;
+    sequences.text = format_count_of(workload.batch, "sequence", "sequences");
+    sequences.field = "batch";
+    sequences.note = "Every concurrent sequence keeps its own cache.";
+    d.tail.push_back(sequences);
+    d.total_bytes = report.total_bytes;
+    const auto product = product_of_factors(d);
+    if (!product || *product != report.total_bytes)
+        return Errors{{"kv_cache", "the factor-by-factor derivation does not reproduce the cache size " +
+                                       format_count(report.total_bytes) + " bytes; please report this scenario"}};
+    return d;
+}
+
 // Layers with KV heads or head dimensions of their own (Gemma 4's global layers): no common row, so each
 // group of layers shows its tokens times its own row bytes.
 Result<KvDerivation> derive_per_layer_rows(const KvLayout& layout, const Architecture& arch, const Workload& workload,
@@ -114,18 +130,7 @@ Result<KvDerivation> derive_per_layer_rows(const KvLayout& layout, const Archite
         g.tokens.note = "Tokens kept times the bytes of one token of one such layer (K and V of its own heads).";
         d.groups.push_back(std::move(g));
     }
-    Factor sequences;
-    sequences.value = workload.batch;
-    sequences.text = format_count_of(workload.batch, "sequence", "sequences");
-    sequences.field = "batch";
-    sequences.note = "Every concurrent sequence keeps its own cache.";
-    d.tail.push_back(sequences);
-    d.total_bytes = report.total_bytes;
-    const auto product = product_of_factors(d);
-    if (!product || *product != report.total_bytes)
-        return Errors{{"kv_cache", "the factor-by-factor derivation does not reproduce the cache size " +
-                                       format_count(report.total_bytes) + " bytes; please report this scenario"}};
-    return d;
+    return finish(std::move(d), workload, report);
 }
 
 }  // namespace
@@ -251,19 +256,7 @@ Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture&
     }
     d.row_bytes = row_all_gpus;
 
-    Factor sequences;
-    sequences.value = workload.batch;
-    sequences.text = format_count_of(workload.batch, "sequence", "sequences");
-    sequences.field = "batch";
-    sequences.note = "Every concurrent sequence keeps its own cache.";
-    d.tail.push_back(sequences);
-
-    d.total_bytes = report.total_bytes;
-    const auto product = product_of_factors(d);
-    if (!product || *product != report.total_bytes)
-        return Errors{{"kv_cache", "the factor-by-factor derivation does not reproduce the cache size " +
-                                       format_count(report.total_bytes) + " bytes; please report this scenario"}};
-    return d;
+    return finish(std::move(d), workload, report);
 }
 
 std::string derivation_text(const KvDerivation& d, UnitSystem units) {

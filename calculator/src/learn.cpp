@@ -161,13 +161,12 @@ std::vector<WhatIf> what_ifs(const Scenario& s) {
     add("double_context", "Double the context (" + format_tokens(t) + " → " + format_tokens(t * 2) + " tokens)",
         s.arch.attention_layers() == 0
             ? "No layer of this model keeps a KV cache: its recurrent state stays the same size whatever the context."
-        : local || state
-            ? std::string("The cache grows with every token kept — but ") +
-                  (local ? "sliding-window and chunked layers keep only their window or chunk" : "") +
-                  (local && state ? ", and " : "") +
-                  (state ? "the recurrent state of the other layers stays the same size" : "") +
-                  ", so the memory grows by less than double."
-            : "The cache grows with every token kept: twice the tokens, twice the bytes.",
+        : local || state ? std::string("The cache grows with every token kept — but ") +
+                               (local ? "sliding-window and chunked layers keep only their window or chunk" : "") +
+                               (local && state ? ", and " : "") +
+                               (state ? "the recurrent state of the other layers stays the same size" : "") +
+                               ", so the memory grows by less than double."
+                         : "The cache grows with every token kept: twice the tokens, twice the bytes.",
         [&](Scenario& c) -> std::string {
             if (t > (1ull << 62)) return "the context is already as long as the calculator counts";
             c.workload.context_tokens = t * 2;
@@ -242,8 +241,8 @@ ContextWindowView context_window_view(const Architecture& arch, std::uint64_t co
                 break;
             case chunked:
                 // Within the current chunk only: the tokens since the last multiple of the chunk.
-                r.label = format_count_of(layers, "chunked-attention layer", "chunked-attention layers") +
-                          " (chunk " + format_count(r.window) + ")";
+                r.label = format_count_of(layers, "chunked-attention layer", "chunked-attention layers") + " (chunk " +
+                          format_count(r.window) + ")";
                 r.visible = v.in_window == 0 ? 0 : (v.in_window - 1) % r.window + 1;
                 break;
             default:

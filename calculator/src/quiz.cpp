@@ -187,15 +187,15 @@ std::vector<Question> questions_for(const Scenario& s, UnitSystem units) {
         // Only the layers with a KV cache of their own add bytes (recurrent, shared and MLP-only layers do not).
         std::uint64_t caching = 0;
         for (const auto& g : derivation->groups) caching += g.layers.value;
-        const std::string layers_text = caching == s.arch.layers ? format_count(s.arch.layers) + " layers"
-                                                                 : format_count(caching) + " of the " +
-                                                                       format_count(s.arch.layers) +
-                                                                       " layers (the others keep no KV cache)";
+        const std::string layers_text = caching == s.arch.layers
+                                            ? format_count(s.arch.layers) + " layers"
+                                            : format_count(caching) + " of the " + format_count(s.arch.layers) +
+                                                  " layers (the others keep no KV cache)";
         q.worked = derivation->row_bytes > 0
                        ? row_text(*derivation) + " = " + format_count(derivation->row_bytes) + " bytes per layer, × " +
                              layers_text + " = " + format_count(report->bytes_per_token) + " bytes."
-                       : "each group of layers' bytes per token (their own heads), summed over " + layers_text +
-                             " = " + format_count(report->bytes_per_token) + " bytes.";
+                       : "each group of layers' bytes per token (their own heads), summed over " + layers_text + " = " +
+                             format_count(report->bytes_per_token) + " bytes.";
         add(std::move(q));
     }
 

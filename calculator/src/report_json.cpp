@@ -34,8 +34,8 @@ Value architecture_json(const Architecture& a) {
     o.set("head_dim", Value::number(a.head_dim_k));
     o.set("head_dim_v", Value::number(a.head_dim_v));
     o.set("hidden_size", Value::number(a.hidden_size));
-    o.set("attention", Value::string(a.attention_layers() == 0 ? std::string("none")
-                                                               : std::string(to_string(attention_kind(a)))));
+    o.set("attention",
+          Value::string(a.attention_layers() == 0 ? std::string("none") : std::string(to_string(attention_kind(a)))));
     o.set("max_positions", Value::number(a.max_positions));
     o.set("sliding_window_layers", Value::number(a.count_layers(LayerKind::sliding)));
     // Layers by what they keep (MLA models' full-attention layers are "mla").

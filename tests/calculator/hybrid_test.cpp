@@ -9,9 +9,9 @@
 #include "kvscope/calculator/deployment.h"
 #include "kvscope/calculator/derivation.h"
 #include "kvscope/calculator/json.h"
+#include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/learn.h"
 #include "kvscope/calculator/quiz.h"
-#include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/report_json.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/calculator/variants.h"
@@ -390,8 +390,9 @@ TEST(Hybrid, DeepSeekV32KeepsItsIndexersKeysBesideTheLatent) {
     // The derivation still multiplies to the exact bytes, with the row as the bytes it takes.
     auto d = derive_kv_bytes(m->arch, KvDtype::bf16, {.context_tokens = 1000}, {});
     ASSERT_TRUE(d) << d.error_text();
-    EXPECT_NE(derivation_text(*d).find("1,284 bytes per token per layer (the MLA latent in bf16 and the indexer's key)"),
-              std::string::npos)
+    EXPECT_NE(
+        derivation_text(*d).find("1,284 bytes per token per layer (the MLA latent in bf16 and the indexer's key)"),
+        std::string::npos)
         << derivation_text(*d);
     Scenario s;
     s.arch = m->arch;

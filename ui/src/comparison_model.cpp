@@ -44,8 +44,9 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
             case Bytes:
                 // A hybrid model's recurrent state stands beside its cache (every layout but "all full attention").
                 return QString::fromStdString(format_bytes(v.kv_cache_bytes, units)) +
-                       (v.state_bytes > 0 ? tr(" + %1 state").arg(QString::fromStdString(format_bytes(v.state_bytes, units)))
-                                          : QString());
+                       (v.state_bytes > 0
+                            ? tr(" + %1 state").arg(QString::fromStdString(format_bytes(v.state_bytes, units)))
+                            : QString());
             case PerToken:
                 return QString::fromStdString(format_bytes(v.bytes_per_token, units));
             case PercentOfMha:

@@ -305,7 +305,12 @@ void DeploymentView::refreshResults() {
         {tr("reserve"), f.reserve_bytes_per_gpu, QColor(0x95, 0xa5, 0xa6)},
         {tr("left unused"), f.free_bytes_per_gpu, QColor(0xdf, 0xe6, 0xe9)},
     };
-    if (padding > 0) segments.insert(2, {tr("vLLM page padding"), padding_shown, QColor(0xc3, 0xb1, 0xe1)});
+    if (padding > 0)
+        segments.insert(2, {tr("vLLM page padding"), padding_shown, QColor(0xc3, 0xb1, 0xe1),
+                            padding_shown == padding
+                                ? QString()
+                                : tr("vLLM page padding %1 of the %2 needed")
+                                      .arg(q(format_bytes(padding_shown, units)), q(format_bytes(padding, units)))});
     if (f.state_bytes_per_gpu > 0)
         segments.insert(2, {tr("recurrent state"), state_shown, QColor(0x8e, 0x6c, 0xc9), state_legend});
     bars_->setData(segments, f.memory_bytes_per_gpu, overflow, static_cast<int>(f.gpus), units);
@@ -315,8 +320,9 @@ void DeploymentView::refreshResults() {
     rows << tr("Max concurrent sequences at %1 tokens: <b>%2</b>")
                 .arg(q(format_tokens(s.workload.context_tokens)), q(format_count(f.max_batch)));
     if (f.max_context_unbounded)
-        rows << tr("Max context: <b>no limit</b> — no layer keeps a KV cache, so the context does not change the "
-                   "memory");
+        rows << tr(
+            "Max context: <b>no limit</b> — no layer keeps a KV cache, so the context does not change the "
+            "memory");
     else
         rows << tr("Max context at %1 sequence(s): <b>%2 tokens</b>%3")
                     .arg(s.workload.batch)

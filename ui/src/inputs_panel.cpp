@@ -422,7 +422,8 @@ void InputsPanel::sync() {
     tp_->setValue(s.parallel.tp);
     pp_->setValue(s.parallel.pp);
     full_window_->setChecked(s.workload.full_window);
-    full_window_->setEnabled(a.has_sliding_layers() || a.count_layers(LayerKind::chunked) > 0 || s.workload.full_window);
+    full_window_->setEnabled(a.has_sliding_layers() || a.count_layers(LayerKind::chunked) > 0 ||
+                             s.workload.full_window);
     const std::string mix = layer_mix_text(a);
     layer_mix_->setText(q(mix));
     const std::uint64_t period = attention_period(a);

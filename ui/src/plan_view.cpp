@@ -98,10 +98,10 @@ void PlanView::refresh() {
             o.fits ? tr("yes") : tr("no"),
             o.fits ? q(format_signed_bytes(o.headroom_bytes_per_gpu, units)) : tr("—"),
             QString::number(o.max_batch),
-            !o.fits                  ? tr("—")
-            : o.max_context_unbounded ? tr("no limit")
-                                      : q(format_count(o.max_context)) +
-                                            (o.max_context_limited_by_model ? tr(" (model max)") : QString()),
+            !o.fits ? tr("—")
+            : o.max_context_unbounded
+                ? tr("no limit")
+                : q(format_count(o.max_context)) + (o.max_context_limited_by_model ? tr(" (model max)") : QString()),
             o.fits ? q(number_text(o.decode_tokens_per_s_per_sequence, Notation::fixed, 1)) : tr("—"),
             o.fits ? q(number_text(o.decode_tokens_per_s, Notation::fixed, 0)) : tr("—"),
         };

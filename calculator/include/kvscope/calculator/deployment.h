@@ -79,8 +79,8 @@ struct FitReport {
     // No KV cache (a pure state-space model) and no max positions: the context does not change the memory,
     // and max_context is only the search's bound, never shown as a figure.
     bool max_context_unbounded = false;
-    std::uint64_t tokens_capacity = 0;          // tokens the budget holds (full attention per token)
-                                                // after the recurrent state of the workload's sequences
+    std::uint64_t tokens_capacity = 0;  // tokens the budget holds (full attention per token)
+                                        // after the recurrent state of the workload's sequences
     std::vector<std::string> notes;
 };
 
