@@ -67,6 +67,16 @@ bool render_learn(ui::MainWindow& window, const QDir& dir) {
     window.inputs()->highlightField("kv_heads");  // as while the pointer is on "8 KV heads"
     ok &= save(&window, dir.filePath("learn-show-work.png"));
     window.inputs()->highlightField({});
+    // A hybrid: the product counts the attention layers, and the state has its own.
+    model->loadCatalogModel("qwen3-next-80b-a3b");
+    model->edit("Set up the example", [](Scenario& s) { s.workload = {131072, 8, 1, false}; });
+    settle();
+    ok &= save(&window, dir.filePath("learn-show-work-hybrid.png"));
+    model->loadCatalogModel("llama-3-8b");
+    model->edit("Set up the example", [](Scenario& s) {
+        s.kv_dtype = KvDtype::bf16;
+        s.workload = {8192, 4, 1, false};
+    });
 
     learn->setPage(ui::LearnView::Phases);
     ok &= save(&window, dir.filePath("learn-prefill-decode.png"));

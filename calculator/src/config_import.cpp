@@ -964,9 +964,12 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
         a.attention_bias = out.model_type == "qwen2" || out.model_type == "gpt2" || r.flag("bias").value_or(false);
     read_moe(r, out);
     read_dtypes(root, cfg, out);
-    if (r.errors.empty() && !read_hybrid_layout(r, out)) read_windows(r, cfg, out);
-    if (r.errors.empty()) read_global_heads(r, out);
-    if (r.errors.empty()) read_shared_layers(r, out);
+    // Per-layer descriptions are tables of one entry per layer: an absurd layer count is named by validate()
+    // below, never allocated.
+    const bool layout = r.errors.empty() && a.layers <= kMaxLayers;
+    if (layout && !read_hybrid_layout(r, out)) read_windows(r, cfg, out);
+    if (layout && r.errors.empty()) read_global_heads(r, out);
+    if (layout && r.errors.empty()) read_shared_layers(r, out);
     if (r.errors.empty() && a.state_layers() > 0) {
         if (auto st = read_state(r, out))
             a.recurrent = *st;

@@ -98,6 +98,21 @@ TEST(LearnShowWork, TheShownProductIsTheCalculatorsBytes) {
     EXPECT_TRUE(v->productLabel()->text().contains(QString::fromStdString(format_count(bytes))));
     EXPECT_TRUE(v->formulaLabel()->text().contains("4,096&nbsp;tokens&nbsp;(sliding&nbsp;window)"));
     EXPECT_TRUE(v->formulaLabel()->text().contains(" + ")) << "two layer groups summed";
+    EXPECT_FALSE(v->stateLabel()->isVisibleTo(&w));
+
+    // A hybrid: the product counts the 12 attention layers, and the state has a product of its own.
+    w.model()->loadCatalogModel("qwen3-next-80b-a3b");
+    w.model()->edit("eight", [](Scenario& s) {
+        s.workload.context_tokens = 131072;
+        s.workload.batch = 8;
+    });
+    EXPECT_EQ(product_of_rows(v->factorsTable()), 3ull << 33);
+    EXPECT_TRUE(v->formulaLabel()->text().contains("12&nbsp;layers")) << v->formulaLabel()->text().toStdString();
+    ASSERT_TRUE(v->stateLabel()->isVisibleTo(&w));
+    EXPECT_TRUE(
+        v->stateLabel()->text().contains("36 layers × (conv 3 × 8,192 values × 2 bytes (bf16) + SSM 32 × "
+                                         "128 × 128 values × 2 bytes (bf16)) × 8 sequences = 316,145,664 bytes"))
+        << v->stateLabel()->text().toStdString();
 }
 
 TEST(LearnShowWork, PointingAtAFactorFramesItsInput) {

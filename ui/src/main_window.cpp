@@ -517,6 +517,7 @@ void MainWindow::updateTitleAndStatus() {
             .arg(model_->description(), q(format_tokens(r.scenario.workload.context_tokens)))
             .arg(r.scenario.workload.batch)
             .arg(q(std::string(to_string(r.scenario.kv_dtype))), both_units(r.kv.total_bytes, model_->units()));
+    if (r.kv.state_bytes > 0) text += tr(" + state %1").arg(q(format_bytes(r.kv.state_bytes, model_->units())));
     if (r.fit)
         text += r.fit->fits ? tr(" · fits on %1 × %2").arg(r.fit->gpus).arg(q(r.scenario.deployment->gpu.name))
                             : tr(" · does not fit on %1 × %2").arg(r.fit->gpus).arg(q(r.scenario.deployment->gpu.name));

@@ -45,7 +45,10 @@ ShowWorkView::ShowWorkView(ScenarioModel* model, QWidget* parent)
       form_(new QLabel),
       formula_(new QLabel),
       product_(new QLabel),
+      state_(new QLabel),
       table_(new QTableWidget(0, 4)) {
+    state_->setWordWrap(true);
+    state_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     form_->setWordWrap(true);
     formula_->setWordWrap(true);
     formula_->setTextFormat(Qt::RichText);
@@ -83,6 +86,7 @@ ShowWorkView::ShowWorkView(ScenarioModel* model, QWidget* parent)
     layout->addWidget(form_);
     layout->addWidget(formula_);
     layout->addWidget(product_);
+    layout->addWidget(state_);
     layout->addWidget(table_);
     layout->addStretch(1);
 
@@ -115,10 +119,19 @@ void ShowWorkView::refresh() {
                "every head: no ×2 for K and V, and no KV heads.");
     else if (d.groups.size() > 1)
         form +=
-            tr("Sliding-window layers keep only their last tokens, so layers are summed in groups by "
+            tr("Sliding-window and chunked layers keep only their last tokens, so layers are summed in groups by "
                "the tokens they store.");
     else
         form += tr("2 × layers × KV heads × head dim × bytes per element × tokens × sequences.");
+    // A hybrid model: only the layers with a KV cache of their own are in the product.
+    const Architecture& a = r.scenario.arch;
+    std::uint64_t caching = 0;
+    for (const LayerGroup& g : d.groups) caching += g.layers.value;
+    if (caching < a.layers)
+        form += tr(" Only %1 of the %2 layers keep a KV cache (%3); the others add nothing to it.")
+                    .arg(caching)
+                    .arg(a.layers)
+                    .arg(q(layer_mix_text(a)));
     form_->setText(form);
 
     // The formula as coloured, linked factors.
@@ -145,6 +158,13 @@ void ShowWorkView::refresh() {
     formula_->setText("<span style=\"font-size:large\">" + parts.join(" × ") + "</span>");
     product_->setText(
         tr("= %1 bytes = %2").arg(q(format_count(d.total_bytes)), q(format_bytes_both(d.total_bytes, units))));
+    // The recurrent state beside the cache: its own product, flat in the context.
+    state_->setText(r.state_formula.empty()
+                        ? QString()
+                        : tr("<b>Beside the cache, the recurrent state</b> (the same whatever the context, one per "
+                             "sequence): %1")
+                              .arg(q(r.state_formula).toHtmlEscaped()));
+    state_->setVisible(!r.state_formula.empty());
 
     // One row per factor, in the order of the formula.
     std::vector<const Factor*> factors;

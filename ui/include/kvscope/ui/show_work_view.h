@@ -24,6 +24,7 @@ public:
     [[nodiscard]] QLabel* formulaLabel() const { return formula_; }
     [[nodiscard]] QTableWidget* factorsTable() const { return table_; }
     [[nodiscard]] QLabel* productLabel() const { return product_; }
+    [[nodiscard]] QLabel* stateLabel() const { return state_; }
     // Roles on the table's first column: the input field, and the factor as value / divisor.
     static constexpr int FieldRole = Qt::UserRole;
     static constexpr int ValueRole = Qt::UserRole + 1;
@@ -45,6 +46,7 @@ private:
     QLabel* form_;
     QLabel* formula_;
     QLabel* product_;
+    QLabel* state_;
     QTableWidget* table_;
 };
 
