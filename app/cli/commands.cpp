@@ -240,9 +240,7 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
         for (const char* h : {"window", "tokens kept", "bytes per layer"}) head.emplace_back(h);
         if (state) head.emplace_back("state per layer");
         Table layers(head);
-        const auto kind_text = [&](const LayerKv& l) {
-            return l.kind == LayerKind::full && s.arch.mla ? std::string("mla") : std::string(to_string(l.kind));
-        };
+        const auto kind_text = [&](const LayerKv& l) { return std::string(layer_kind_name(s.arch, l.kind)); };
         const auto row = [&](const std::string& count, const LayerKv& l) {
             const bool caches =
                 l.kind == LayerKind::full || l.kind == LayerKind::sliding || l.kind == LayerKind::chunked;

@@ -47,28 +47,31 @@ constexpr StateName kStateKinds[] = {
 
 }  // namespace
 
-std::string_view to_string(LayerKind kind) {
-    for (const auto& k : kLayerKinds)
+namespace {
+
+// An enum's id in its table, and back.
+template <class Table, class Kind>
+std::string_view id_of(const Table& table, Kind kind) {
+    for (const auto& k : table)
         if (k.kind == kind) return k.id;
     return "?";
 }
-
-std::optional<LayerKind> parse_layer_kind(std::string_view text) {
-    for (const auto& k : kLayerKinds)
+template <class Table>
+auto kind_of(const Table& table, std::string_view text) -> std::optional<decltype(table[0].kind)> {
+    for (const auto& k : table)
         if (k.id == text) return k.kind;
     return std::nullopt;
 }
 
-std::string_view to_string(StateKind kind) {
-    for (const auto& k : kStateKinds)
-        if (k.kind == kind) return k.id;
-    return "?";
-}
+}  // namespace
 
-std::optional<StateKind> parse_state_kind(std::string_view text) {
-    for (const auto& k : kStateKinds)
-        if (k.id == text) return k.kind;
-    return std::nullopt;
+std::string_view to_string(LayerKind kind) { return id_of(kLayerKinds, kind); }
+std::optional<LayerKind> parse_layer_kind(std::string_view text) { return kind_of(kLayerKinds, text); }
+std::string_view to_string(StateKind kind) { return id_of(kStateKinds, kind); }
+std::optional<StateKind> parse_state_kind(std::string_view text) { return kind_of(kStateKinds, text); }
+
+std::string_view layer_kind_name(const Architecture& a, LayerKind kind) {
+    return kind == LayerKind::full && a.mla ? "mla" : to_string(kind);
 }
 
 bool Architecture::has_sliding_layers() const { return count_layers(LayerKind::sliding) > 0; }

@@ -10,10 +10,13 @@ FieldError overflow_error(const std::string& field, const std::string& what) {
     return {field, what + " needs more than 2^64 bytes (16 EiB); no machine holds that — reduce it"};
 }
 
-std::uint64_t honoured_window(const Architecture& arch, const Workload& workload, std::uint64_t layer) {
-    const LayerSpec s = arch.layer(layer);
+std::uint64_t honoured_window(const LayerSpec& s, const Workload& workload) {
     if (s.kind != LayerKind::sliding && s.kind != LayerKind::chunked && s.kind != LayerKind::shared) return 0;
     return workload.full_window ? 0 : s.window;
+}
+
+std::uint64_t honoured_window(const Architecture& arch, const Workload& workload, std::uint64_t layer) {
+    return honoured_window(arch.layer(layer), workload);
 }
 
 StateValues state_values_per_gpu(const RecurrentState& r, std::uint64_t tp) {
@@ -79,9 +82,7 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
     for (std::uint64_t l = 0; l < arch.layers; ++l) {
         const LayerSpec& spec = arch.layer_specs.empty() ? kFull : arch.layer_specs[l];
         Row& row = k.layer_row_[l];
-        // honoured_window, without fetching the layer again (this loop runs on every recompute)
-        if ((spec.kind == LayerKind::sliding || spec.kind == LayerKind::chunked) && !workload.full_window)
-            row.window = spec.window;
+        row.window = honoured_window(spec, workload);
         if (spec.keeps_state()) row.state = state;
         if (!spec.caches_kv()) continue;
         const bool own_heads = spec.kv_heads == 0 && spec.head_dim_k == 0 && spec.head_dim_v == 0;

@@ -25,6 +25,20 @@ Value workload_json(const Scenario& s, Value& out) {
 
 }  // namespace
 
+Value recurrent_state_json(const RecurrentState& r) {
+    Value m = Value::object();
+    m.set("kind", Value::string(std::string(to_string(r.kind))));
+    m.set("conv_kernel", Value::number(r.conv_kernel));
+    m.set("conv_channels", Value::number(r.conv_channels));
+    m.set("groups", Value::number(r.groups));
+    m.set("heads", Value::number(r.heads));
+    m.set("head_dim", Value::number(r.head_dim));
+    m.set("state_size", Value::number(r.state_size));
+    m.set("conv_dtype", Value::string(std::string(to_string(r.conv_dtype))));
+    m.set("ssm_dtype", Value::string(std::string(to_string(r.ssm_dtype))));
+    return m;
+}
+
 Value architecture_json(const Architecture& a) {
     Value o = Value::object();
     o.set("name", Value::string(a.name));
@@ -43,23 +57,13 @@ Value architecture_json(const Architecture& a) {
     for (const LayerKind k : {LayerKind::full, LayerKind::sliding, LayerKind::chunked, LayerKind::shared,
                               LayerKind::recurrent, LayerKind::none}) {
         const std::uint64_t n = a.count_layers(k);
-        if (n > 0) kinds.set(k == LayerKind::full && a.mla ? "mla" : std::string(to_string(k)), Value::number(n));
+        if (n > 0) kinds.set(std::string(layer_kind_name(a, k)), Value::number(n));
     }
     o.set("layer_kinds", std::move(kinds));
     o.set("layer_mix", Value::string(layer_mix_text(a)));
     if (a.recurrent) {
-        const RecurrentState& r = *a.recurrent;
-        Value m = Value::object();
-        m.set("kind", Value::string(std::string(to_string(r.kind))));
+        Value m = recurrent_state_json(*a.recurrent);
         m.set("layers", Value::number(a.state_layers()));
-        m.set("conv_kernel", Value::number(r.conv_kernel));
-        m.set("conv_channels", Value::number(r.conv_channels));
-        m.set("groups", Value::number(r.groups));
-        m.set("heads", Value::number(r.heads));
-        m.set("head_dim", Value::number(r.head_dim));
-        m.set("state_size", Value::number(r.state_size));
-        m.set("conv_dtype", Value::string(std::string(to_string(r.conv_dtype))));
-        m.set("ssm_dtype", Value::string(std::string(to_string(r.ssm_dtype))));
         o.set("recurrent_state", std::move(m));
     }
     if (a.mla) {
@@ -118,7 +122,7 @@ Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std::vect
     for (const auto& l : kv.layers) {
         Value x = Value::object();
         x.set("layer", Value::number(l.layer));
-        x.set("kind", Value::string(l.kind == LayerKind::full && s.arch.mla ? "mla" : std::string(to_string(l.kind))));
+        x.set("kind", Value::string(std::string(layer_kind_name(s.arch, l.kind))));
         // Tokens the layer keeps: null = all of them; 0 for a layer that keeps no KV of its own.
         const bool caches = l.kind == LayerKind::full || l.kind == LayerKind::sliding || l.kind == LayerKind::chunked;
         x.set("window", caches && l.window == 0 ? Value() : Value::number(caches ? l.window : 0));

@@ -5,6 +5,7 @@
 
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/json.h"
+#include "kvscope/calculator/report_json.h"
 
 namespace kvscope {
 
@@ -38,20 +39,7 @@ Value architecture_value(const Architecture& a) {
         }
         o.set("layer_specs", std::move(specs));
     }
-    if (a.recurrent) {
-        const RecurrentState& r = *a.recurrent;
-        Value m = Value::object();
-        m.set("kind", Value::string(std::string(to_string(r.kind))));
-        m.set("conv_kernel", u64(r.conv_kernel));
-        m.set("conv_channels", u64(r.conv_channels));
-        m.set("groups", u64(r.groups));
-        m.set("heads", u64(r.heads));
-        m.set("head_dim", u64(r.head_dim));
-        m.set("state_size", u64(r.state_size));
-        m.set("conv_dtype", Value::string(std::string(to_string(r.conv_dtype))));
-        m.set("ssm_dtype", Value::string(std::string(to_string(r.ssm_dtype))));
-        o.set("recurrent_state", std::move(m));
-    }
+    if (a.recurrent) o.set("recurrent_state", recurrent_state_json(*a.recurrent));
     if (!a.not_exact.empty()) {
         Value reasons = Value::array();
         for (const auto& reason : a.not_exact) reasons.push(Value::string(reason));

@@ -160,6 +160,9 @@ Errors validate(const Architecture& arch);
 
 AttentionKind attention_kind(const Architecture& arch);
 
+// The kind as reports name it: "mla" for an MLA model's full-attention layers, else to_string(kind).
+std::string_view layer_kind_name(const Architecture& arch, LayerKind kind);
+
 // One spec a layer from one window a layer: 0 = full attention, w = a sliding window of w tokens.
 std::vector<LayerSpec> sliding_layers(const std::vector<std::uint64_t>& windows);
 // The sliding window of each layer (0 for any other layer); empty when the model has no per-layer description.

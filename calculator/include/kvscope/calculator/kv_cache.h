@@ -30,6 +30,7 @@ namespace kvscope {
 // The window the engine honours on `layer` (a sliding window or a chunk), or 0 (the full context)
 // when the layer has none or the engine keeps the full context on sliding layers.
 std::uint64_t honoured_window(const Architecture& arch, const Workload& workload, std::uint64_t layer);
+std::uint64_t honoured_window(const LayerSpec& layer, const Workload& workload);
 
 // One token of one MLA layer on one GPU: the latent and rope values in `dtype`, and, for DeepSeek-V3.2,
 // the indexer's key. As vLLM stores them (vllm/v1/kv_cache_interface.py MLAAttentionSpec,

@@ -12,6 +12,8 @@
 
 namespace kvscope {
 
+// A recurrent state's shape and formats: the same object in reports and in saved scenarios.
+json::Value recurrent_state_json(const RecurrentState& state);
 json::Value architecture_json(const Architecture& arch);
 json::Value variants_json(const std::vector<Variant>& variants);
 json::Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std::vector<Variant>& variants);

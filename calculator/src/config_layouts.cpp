@@ -1,0 +1,514 @@
+// What each layer of a config.json keeps: the per-layer description (full, sliding, chunked, shared,
+// recurrent, none) from every layout spelling of transformers' config classes, the recurrent state in vLLM's
+// shapes, and the not-exact reasons for layout fields KVScope does not model. Each rule names its source.
+#include <algorithm>
+#include <map>
+
+#include "config_reader.h"
+#include "kvscope/calculator/units.h"
+
+namespace kvscope::importer {
+namespace {
+
+// Config fields that change which layers keep a KV cache, and what the others keep instead. The
+// calculator does not model these layouts yet; a model that has one is computed as if every layer
+// were full attention and says so (Architecture::not_exact), never as an exact answer.
+void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel& out,
+                             const std::vector<std::string>& read) {
+    struct Known {
+        const char* key;
+        const char* meaning;  // and where the rule is defined
+    };
+    static const Known kKnown[] = {
+        {"block_types", "recurrent and attention blocks (transformers configuration_recurrent_gemma.py)"},
+        {"linear_attn_config", "linear-attention layers with a fixed state (Kimi Linear configuration)"},
+        {"attention_chunk_size",
+         "attention within chunks on some layers; which layers is known for Llama 4 only "
+         "(transformers configuration_llama4.py)"},
+    };
+    // Recurrent models whose state KVScope does not size (transformers configuration_rwkv.py).
+    static const char* kStateSpace[] = {"rwkv"};
+    // Layout fields the importer reads (read_windows): not reported.
+    // expert_layer_period/offset place Jamba's experts (an MLP matter, not a cache one).
+    static const char* kRead[] = {"sliding_window_pattern", "layer_types", "expert_layer_period",
+                                  "expert_layer_offset"};
+    // The sizes of a recurrent state, which is memory too and is not counted yet.
+    static const char* kStatePrefixes[] = {"mamba_",      "ssm_",    "linear_",    "conv_L",
+                                           "conv_kernel", "d_state", "state_size", "time_step"};
+
+    std::vector<std::string>& reasons = out.arch.not_exact;
+    const auto line_of = [](const Value& v) { return " (line " + std::to_string(v.line()) + ")"; };
+    for (const char* type : kStateSpace)
+        if (out.model_type == type)
+            reasons.push_back("model_type " + out.model_type +
+                              " is a recurrent model whose state per sequence KVScope does not size");
+    std::vector<std::string> seen;
+    bool state = false;
+    for (const Value* obj : {&cfg, &root}) {
+        for (const auto& member : obj->members()) {
+            const std::string& key = member.first;  // named, not a structured binding: lambdas below use it
+            const Value& value = member.second;
+            if (value.is_null() || std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+            if (std::any_of(std::begin(kRead), std::end(kRead), [&](const char* k) { return key == k; }) ||
+                std::find(read.begin(), read.end(), key) != read.end())
+                continue;
+            const auto known =
+                std::find_if(std::begin(kKnown), std::end(kKnown), [&](const Known& k) { return key == k.key; });
+            const bool layout_like =
+                key.ends_with("_interval") || key.ends_with("_period") || key.find("pattern") != std::string::npos;
+            if (known != std::end(kKnown)) {
+                seen.push_back(key);
+                reasons.push_back(key + line_of(value) + ": " + known->meaning +
+                                  "; counted here as every layer full attention");
+            } else if (layout_like) {
+                seen.push_back(key);
+                reasons.push_back(key + line_of(value) +
+                                  " may change which layers keep a KV cache, and KVScope does not know it; "
+                                  "counted here as every layer full attention");
+            } else if (!state && !out.arch.recurrent &&
+                       std::any_of(std::begin(kStatePrefixes), std::end(kStatePrefixes),
+                                   [&](const char* p) { return key.starts_with(p); })) {
+                state = true;
+                seen.push_back(key);
+                reasons.push_back(key + line_of(value) +
+                                  " sizes a recurrent state (Mamba, linear attention or convolution), which is "
+                                  "memory per sequence that is not counted yet");
+            }
+        }
+    }
+}
+
+bool one_of(const std::string& s, std::initializer_list<const char*> names) {
+    return std::any_of(names.begin(), names.end(), [&](const char* n) { return s == n; });
+}
+
+// The recurrent state of a model type's recurrent layers, from its config fields, with the shapes of vLLM's
+// MambaStateShapeCalculator (vllm/model_executor/layers/mamba/mamba_utils.py) and the arguments each vLLM
+// model file passes to it. Formats follow the model's dtype (vLLM mamba_cache_dtype "auto"), with the
+// engine's own overrides where vLLM has them. nullopt, with a not-exact reason, for a type not known.
+std::optional<RecurrentState> read_state(Reader& r, ImportedModel& out) {
+    const std::string& t = out.model_type;
+    const std::uint64_t hidden = out.arch.hidden_size;
+    RecurrentState st;
+    const auto need = [&](std::initializer_list<const char*> keys, std::uint64_t fallback = 0) -> std::uint64_t {
+        if (const auto f = r.number(keys)) {
+            r.layout_keys.emplace_back(f->key);
+            return f->value;
+        }
+        if (fallback > 0) {
+            out.assumed.push_back(std::string(*keys.begin()) + " = " + std::to_string(fallback) + " (" + t +
+                                  " default; not in the file)");
+            return fallback;
+        }
+        r.error(*keys.begin(), r.cfg_.line(),
+                std::string(*keys.begin()) + " is missing; the " + t + " recurrent state cannot be sized without it");
+        return 0;
+    };
+    if (one_of(t, {"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"})) {
+        // Gated DeltaNet (vllm/model_executor/models/qwen3_next.py, qwen3_5.py -> gated_delta_net_state_shape):
+        // conv (k - 1) x (2·k_heads·d_k + v_heads·d_v), SSM v_heads x d_k x d_v. Defaults: transformers
+        // configuration_qwen3_next.py (16 key heads, 32 value heads, 128 and 128, kernel 4).
+        const std::uint64_t hk = need({"linear_num_key_heads"}, 16), hv = need({"linear_num_value_heads"}, 32);
+        const std::uint64_t dk = need({"linear_key_head_dim"}, 128), dv = need({"linear_value_head_dim"}, 128);
+        st.kind = StateKind::gated_delta_net;
+        st.conv_kernel = need({"linear_conv_kernel_dim"}, 4);
+        st.conv_channels = 2 * hk * dk + hv * dv;
+        st.heads = hv, st.head_dim = dk, st.state_size = dv;
+    } else if (one_of(t, {"jamba", "mamba", "falcon_mamba"})) {
+        // Mamba-1 (vllm jamba.py: d_inner = mamba_expand·hidden; mamba.py: intermediate_size):
+        // conv (k - 1) x d_inner, SSM d_inner x d_state.
+        st.kind = StateKind::mamba;
+        const std::uint64_t inner =
+            t == "jamba" ? need({"mamba_expand"}, 2) * hidden : need({"intermediate_size"}, 2 * hidden);
+        st.conv_kernel = t == "jamba" ? need({"mamba_d_conv"}, 4) : need({"conv_kernel"}, 4);
+        st.conv_channels = st.heads = inner;
+        st.head_dim = 1;
+        st.state_size = t == "jamba" ? need({"mamba_d_state"}, 16) : need({"state_size"}, 16);
+    } else if (t == "mamba2") {
+        // vllm mamba2.py: d_inner = expand·hidden, groups n_groups, heads num_heads x head_dim, d_state state_size.
+        st.kind = StateKind::mamba2;
+        st.conv_channels = need({"expand"}, 2) * hidden;
+        st.groups = need({"n_groups"}, 8);
+        st.heads = need({"num_heads"}, 128), st.head_dim = need({"head_dim"}, 64);
+        st.state_size = need({"state_size"}, 128);
+        st.conv_kernel = need({"conv_kernel"}, 4);
+    } else if (t == "nemotron_h") {
+        // vllm nemotron_h.py: d_inner = mamba_num_heads·mamba_head_dim, groups n_groups, d_state ssm_state_size.
+        st.kind = StateKind::mamba2;
+        st.heads = need({"mamba_num_heads"}, 128), st.head_dim = need({"mamba_head_dim"}, 64);
+        st.conv_channels = st.heads * st.head_dim;
+        st.groups = need({"n_groups"}, 8);
+        st.state_size = need({"ssm_state_size"}, 128);
+        st.conv_kernel = need({"conv_kernel"}, 4);
+    } else if (one_of(t, {"bamba", "granitemoehybrid", "falcon_h1"})) {
+        // vllm bamba.py, granitemoehybrid.py: d_inner = mamba_expand·hidden; falcon_h1.py: mamba_d_ssm when given.
+        st.kind = StateKind::mamba2;
+        const auto ssm = t == "falcon_h1" ? r.number({"mamba_d_ssm"}) : std::nullopt;
+        if (ssm) r.layout_keys.emplace_back("mamba_d_ssm");
+        st.conv_channels = ssm ? ssm->value : need({"mamba_expand"}, 2) * hidden;
+        st.groups = need({"mamba_n_groups"}, 1);
+        st.heads = need({"mamba_n_heads"}, 128), st.head_dim = need({"mamba_d_head"}, 64);
+        st.state_size = need({"mamba_d_state"}, 256);
+        st.conv_kernel = need({"mamba_d_conv"}, 4);
+    } else if (one_of(t, {"lfm2", "lfm2_moe"})) {
+        // vllm lfm2.py -> short_conv_state_shape: conv (conv_L_cache - 1) x hidden; no SSM state.
+        st.kind = StateKind::short_conv;
+        st.conv_kernel = need({"conv_L_cache"}, 3);
+        st.conv_channels = hidden;
+    } else if (one_of(t, {"minimax", "minimax_text_01", "minimax_m1"})) {
+        // vllm minimax_text_01.py -> linear_attention_state_shape: heads x head_dim x head_dim, no conv.
+        st.kind = StateKind::linear_attention;
+        st.heads = out.arch.query_heads;
+        st.head_dim = st.state_size = out.arch.head_dim_k;
+    } else {
+        return std::nullopt;
+    }
+    // Formats: the model's dtype (vLLM mamba_cache_dtype / mamba_ssm_cache_dtype "auto"), except where vLLM
+    // sets the SSM state's format for the model (vllm/model_executor/models/config.py).
+    st.conv_dtype = st.ssm_dtype = out.kv_dtype;
+    const Value* ssm_dtype = r.get("mamba_ssm_cache_dtype");
+    if (!ssm_dtype) ssm_dtype = r.get("mamba_ssm_dtype");
+    if (ssm_dtype && ssm_dtype->is_string()) {
+        // NemotronHForCausalLMConfig reads mamba_ssm_cache_dtype; Qwen3_5ForConditionalGenerationConfig
+        // mamba_ssm_dtype.
+        if (const auto d = dtype_from_torch(ssm_dtype->as_string())) {
+            st.ssm_dtype = *d;
+            out.notes.push_back("the SSM state is kept in " + std::string(to_string(*d)) + " (" +
+                                ssm_dtype->as_string() + " in the config, as vLLM reads it)");
+        }
+    } else if (t == "nemotron_h") {
+        st.ssm_dtype = KvDtype::fp32;  // NemotronHForCausalLMConfig: DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32"
+        out.notes.emplace_back("the SSM state is kept in fp32, as vLLM does for Nemotron-H by default");
+    }
+    return st;
+}
+
+// One layer kind per `layer_types` value (transformers configuration_utils.py ALLOWED_LAYER_TYPES, with its
+// legacy names "mamba" and "attention"; nemotron_h's "mlp"; configuration_lfm2.py "conv").
+std::optional<LayerSpec> spec_of_layer_type(const std::string& s) {
+    if (one_of(s, {"full_attention", "attention", "deepseek_sparse_attention"})) return LayerSpec{LayerKind::full};
+    if (s == "sliding_attention") return LayerSpec{LayerKind::sliding};
+    if (s == "chunked_attention") return LayerSpec{LayerKind::chunked};
+    if (one_of(s, {"linear_attention", "mamba", "conv"})) return LayerSpec{LayerKind::recurrent};
+    if (s == "hybrid") {  // attention and a recurrent mixer side by side (Falcon-H1, Zamba2)
+        LayerSpec l{LayerKind::full};
+        l.state = true;
+        return l;
+    }
+    if (one_of(s, {"mlp", "moe", "dense", "sparse"})) return LayerSpec{LayerKind::none};
+    return std::nullopt;
+}
+
+// A list of one layer kind name per layer (layer_types, layers_block_type) into `specs`; names KVScope does
+// not know are counted by value as not exact (as full attention). False, with an error naming `key`, for a
+// list that is not one name per layer.
+bool read_named_kinds(Reader& r, const char* key, const Value& list, Architecture& a, std::vector<LayerSpec>& specs) {
+    if (!list.is_array()) {
+        r.error(key, list.line(), std::string(key) + " must be an array of strings");
+        return false;
+    }
+    if (list.items().size() != a.layers) {
+        r.error(key, list.line(),
+                std::string(key) + " lists " + std::to_string(list.items().size()) + " layers but the model has " +
+                    std::to_string(a.layers));
+        return false;
+    }
+    std::map<std::string, std::uint64_t> unknown;
+    for (const Value& v : list.items()) {
+        const std::string name = v.is_string() ? v.as_string() : "";
+        const auto spec = spec_of_layer_type(name);
+        if (!spec) ++unknown[name];
+        specs.push_back(spec.value_or(LayerSpec{}));
+    }
+    for (const auto& [type, count] : unknown)
+        a.not_exact.push_back(std::string(key) + " (line " + std::to_string(list.line()) + ") lists " +
+                              std::to_string(count) + " '" + type + "' layer" + (count == 1 ? "" : "s") +
+                              ", a kind KVScope does not know; counted here as full attention");
+    return true;
+}
+
+// The per-layer description of hybrid, chunked and shared-KV layouts. Returns true when one of their
+// spellings decided the layout (read_windows then only fills in sliding windows it left open).
+bool read_hybrid_layout(Reader& r, ImportedModel& out) {
+    Architecture& a = out.arch;
+    const std::string& t = out.model_type;
+    std::vector<LayerSpec> specs;
+    const auto take = [&](const char* key) {
+        r.layout_keys.emplace_back(key);
+        return r.get(key);
+    };
+
+    if (state_space_type(t)) {
+        specs.assign(a.layers, LayerSpec{LayerKind::recurrent});
+    } else if (const Value* pattern = take("hybrid_override_pattern")) {
+        // transformers configuration_nemotron_h.py: M = Mamba-2, * = attention, - = MLP, E = mixture of experts.
+        if (!pattern->is_string() || pattern->as_string().size() != a.layers) {
+            r.error(
+                "hybrid_override_pattern", pattern->line(),
+                "hybrid_override_pattern must be a text of one letter per layer (" + std::to_string(a.layers) + ")");
+            return true;
+        }
+        for (const char c : pattern->as_string()) {
+            if (c == 'M')
+                specs.push_back({LayerKind::recurrent});
+            else if (c == '*')
+                specs.push_back({LayerKind::full});
+            else if (c == '-' || c == 'E')
+                specs.push_back({LayerKind::none});
+            else {
+                r.error("hybrid_override_pattern", pattern->line(),
+                        std::string("hybrid_override_pattern holds '") + c + "'; known are M, *, - and E");
+                return true;
+            }
+        }
+    } else if (const Value* types = r.get("layer_types")) {
+        r.layout_keys.emplace_back("layer_types");
+        // An explicit list wins over the spellings it may have been made from (configuration_qwen3_next.py,
+        // configuration_jamba.py, configuration_lfm2.py, …: layer_types first, the others only without it).
+        for (const char* k : {"full_attention_interval", "attn_layer_period", "attn_layer_offset", "attn_type_list",
+                              "full_attn_idxs", "attn_layer_indices", "layers_block_type"})
+            r.layout_keys.emplace_back(k);
+        if (!read_named_kinds(r, "layer_types", *types, a, specs)) return true;
+    } else if (t == "jamba" || r.get("attn_layer_period")) {
+        // transformers configuration_jamba.py: layer i attends when i % attn_layer_period == attn_layer_offset
+        // (defaults 8 and 4); the others are Mamba layers.
+        take("attn_layer_period"), take("attn_layer_offset");
+        const auto period = r.number({"attn_layer_period"}), offset = r.number({"attn_layer_offset"});
+        const std::uint64_t p = period ? period->value : 8, o = offset ? offset->value : 4;
+        if (!period || !offset)
+            out.assumed.push_back("attn_layer_period = " + std::to_string(p) + ", attn_layer_offset = " +
+                                  std::to_string(o) + " (jamba defaults where not in the file)");
+        if (p == 0) {
+            r.error("attn_layer_period", period ? period->line : 0, "attn_layer_period must be at least 1");
+            return true;
+        }
+        for (std::uint64_t i = 0; i < a.layers; ++i)
+            specs.push_back({i % p == o ? LayerKind::full : LayerKind::recurrent});
+    } else if (t == "falcon_h1") {
+        // transformers modeling_falcon_h1.py FalconH1DecoderLayer: every layer runs attention and a
+        // Mamba-2 mixer in parallel (vLLM falcon_h1.py FalconH1ParallelHybrid): KV and state on every layer.
+        LayerSpec both{LayerKind::full};
+        both.state = true;
+        specs.assign(a.layers, both);
+    } else if (const Value* list = take("attn_type_list")) {
+        // MiniMax (configuration_minimax_text_01.py of the hub, vLLM minimax_text_01.py): 0 = linear
+        // (lightning) attention, 1 = softmax attention.
+        if (!list->is_array() || list->items().size() != a.layers) {
+            r.error("attn_type_list", list->line(),
+                    "attn_type_list must list one 0 or 1 per layer (" + std::to_string(a.layers) + ")");
+            return true;
+        }
+        for (const Value& v : list->items()) {
+            const auto n = v.as_u64();
+            if (!n || *n > 1) {
+                r.error("attn_type_list", v.line(),
+                        "attn_type_list holds " + Reader::describe(v) + "; 0 or 1 expected");
+                return true;
+            }
+            specs.push_back({*n == 1 ? LayerKind::full : LayerKind::recurrent});
+        }
+    } else if (const Value* layers_block = take("layers_block_type")) {
+        // transformers configuration_granitemoehybrid.py / configuration_zamba2.py: "mamba" or "attention".
+        if (!read_named_kinds(r, "layers_block_type", *layers_block, a, specs)) return true;
+    } else if (const Value* idx = take("full_attn_idxs"); idx || one_of(t, {"lfm2", "lfm2_moe"})) {
+        // transformers configuration_lfm2.py: layers listed in full_attn_idxs attend, the others are short
+        // convolutions; with neither layer_types nor full_attn_idxs every layer attends.
+        specs.assign(a.layers, LayerSpec{idx ? LayerKind::recurrent : LayerKind::full});
+        if (idx && idx->is_array())
+            for (const Value& v : idx->items()) {
+                const auto n = v.as_u64();
+                if (!n || *n >= a.layers) {
+                    r.error("full_attn_idxs", v.line(),
+                            "full_attn_idxs holds " + Reader::describe(v) + "; layer numbers below " +
+                                std::to_string(a.layers) + " expected");
+                    return true;
+                }
+                specs[*n] = {LayerKind::full};
+            }
+    } else if (const Value* idx2 = take("attn_layer_indices"); idx2 || t == "bamba") {
+        // transformers configuration_bamba.py: attn_layer_indices attend, every other layer is Mamba-2.
+        specs.assign(a.layers, LayerSpec{LayerKind::recurrent});
+        if (idx2 && idx2->is_array())
+            for (const Value& v : idx2->items())
+                if (const auto n = v.as_u64(); n && *n < a.layers) specs[*n] = {LayerKind::full};
+    } else if (one_of(t, {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}) || r.get("full_attention_interval")) {
+        // transformers configuration_qwen3_next.py: layer i is full attention when (i + 1) %
+        // full_attention_interval == 0 (default 4), else linear attention (gated DeltaNet).
+        take("full_attention_interval");
+        const auto interval = r.number({"full_attention_interval"});
+        const std::uint64_t n = interval ? interval->value : 4;
+        if (!interval) out.assumed.emplace_back("full_attention_interval = 4 (" + t + " default; not in the file)");
+        if (n == 0) {
+            r.error("full_attention_interval", interval->line, "full_attention_interval must be at least 1");
+            return true;
+        }
+        for (std::uint64_t i = 0; i < a.layers; ++i)
+            specs.push_back({(i + 1) % n == 0 ? LayerKind::full : LayerKind::recurrent});
+    } else if (one_of(t, {"llama4", "llama4_text"})) {
+        // transformers configuration_llama4.py: a layer with RoPE (no_rope_layers[i] == 1; default every
+        // layer but each 4th) attends within attention_chunk_size; NoPE layers attend to everything
+        // (vLLM llama4.py: chunked local attention on the RoPE layers).
+        take("attention_chunk_size"), take("no_rope_layers"), take("no_rope_layer_interval");
+        const auto chunk = r.number({"attention_chunk_size"});
+        const Value* nope = r.get("no_rope_layers");
+        const auto interval = r.number({"no_rope_layer_interval"});
+        const std::uint64_t every = interval ? interval->value : 4;
+        for (std::uint64_t i = 0; i < a.layers; ++i) {
+            bool rope = every == 0 || (i + 1) % every != 0;
+            if (nope && nope->is_array() && nope->items().size() == a.layers)
+                rope = nope->items()[i].as_u64().value_or(1) != 0;
+            specs.push_back(rope && chunk && chunk->value > 0 ? LayerSpec{LayerKind::chunked, chunk->value}
+                                                              : LayerSpec{LayerKind::full});
+        }
+    } else {
+        if (r.get("attention_chunk_size")) return false;  // left to find_unmodelled_layouts
+        return false;
+    }
+
+    // Chunked layers take attention_chunk_size; sliding layers sliding_window.
+    for (auto& l : specs) {
+        if (l.kind == LayerKind::chunked && l.window == 0) {
+            take("attention_chunk_size");
+            const auto c = r.number({"attention_chunk_size"});
+            if (!c || c->value == 0) {
+                r.error("attention_chunk_size", r.cfg_.line(),
+                        "chunked_attention layers need an attention_chunk_size above 0");
+                return true;
+            }
+            l.window = c->value;
+        }
+        if (l.kind == LayerKind::sliding && l.window == 0) {
+            const auto w = r.number_or_default({"sliding_window"});
+            if (!w || w->value == 0) {
+                r.error("sliding_window", r.cfg_.line(), "sliding_attention layers need a sliding_window above 0");
+                return true;
+            }
+            l.window = w->value;
+        }
+    }
+    a.layer_specs = std::move(specs);
+    return true;
+}
+
+// Gemma 4 (configuration_gemma4.py): the full-attention layers have their own KV heads and head
+// dimension (num_global_key_value_heads, global_head_dim); the sliding layers keep the model's.
+void read_global_heads(Reader& r, ImportedModel& out) {
+    Architecture& a = out.arch;
+    const auto heads = r.number({"num_global_key_value_heads"});
+    const auto dim = r.number({"global_head_dim"});
+    r.layout_keys.emplace_back("num_global_key_value_heads");
+    r.layout_keys.emplace_back("global_head_dim");
+    if ((!heads || heads->value == 0) && (!dim || dim->value == 0)) return;
+    if (a.layer_specs.empty()) a.layer_specs.assign(a.layers, LayerSpec{});
+    for (auto& l : a.layer_specs) {
+        if (l.kind != LayerKind::full) continue;
+        if (heads && heads->value > 0) l.kv_heads = heads->value;
+        if (dim && dim->value > 0) l.head_dim_k = l.head_dim_v = dim->value;
+    }
+    if (const auto k_eq_v = r.flag("attention_k_eq_v"); k_eq_v.value_or(false)) {
+        r.layout_keys.emplace_back("attention_k_eq_v");
+        const Value* v = r.get("attention_k_eq_v");
+        a.not_exact.push_back("attention_k_eq_v (line " + std::to_string(v ? v->line() : 0) +
+                              "): the full-attention layers use one tensor as key and value; KVScope counts "
+                              "both, as an engine that stores K and V separately does");
+    }
+}
+
+// Gemma 3n (transformers configuration_gemma3n.py): the last num_kv_shared_layers layers read the cache of the
+// last earlier layer of their own kind and keep none (vLLM gemma3n.py: kv_sharing_target_layer_name; a
+// shared layer is given no cache).
+void read_shared_layers(Reader& r, ImportedModel& out) {
+    Architecture& a = out.arch;
+    const auto shared = r.number({"num_kv_shared_layers"});
+    r.layout_keys.emplace_back("num_kv_shared_layers");
+    if (!shared || shared->value == 0) return;
+    if (shared->value >= a.layers) {
+        r.error("num_kv_shared_layers", shared->line,
+                "num_kv_shared_layers (" + std::to_string(shared->value) + ") must be fewer than the " +
+                    std::to_string(a.layers) + " layers");
+        return;
+    }
+    if (a.layer_specs.empty()) a.layer_specs.assign(a.layers, LayerSpec{});
+    // A shared layer keeps the window it attends within (it reads a layer of its own kind), for the
+    // attention it computes; it stores nothing.
+    for (std::uint64_t i = a.layers - shared->value; i < a.layers; ++i) a.layer_specs[i].kind = LayerKind::shared;
+}
+
+void read_windows(Reader& r, const Value& cfg, ImportedModel& out) {
+    Architecture& a = out.arch;
+    // Per-layer windows are a table of one entry per layer; validate() names an absurd count.
+    if (a.layers > kMaxLayers) return;
+    const auto window = [&]() -> std::optional<Found> { return r.number_or_default({"sliding_window"}); };
+
+    const bool gemma3 = out.model_type == "gemma3_text";
+    const auto pattern = r.number_or_default({"sliding_window_pattern"});
+    if (pattern || gemma3) {
+        const auto w = window();
+        if (!pattern || pattern->value == 0 || !w || w->value == 0) {
+            r.error("sliding_window_pattern", cfg.line(), "sliding_window_pattern needs a sliding_window above 0");
+            return;
+        }
+        a.layer_specs.assign(a.layers, LayerSpec{});
+        // Every pattern-th layer is global; the others are local (transformers' Gemma 3 rule).
+        for (std::uint64_t i = 0; i < a.layers; ++i)
+            if ((i + 1) % pattern->value != 0) a.layer_specs[i] = {LayerKind::sliding, w->value};
+        return;
+    }
+
+    if (out.model_type == "gemma2") {
+        const auto w = window();
+        if (!w || w->value == 0) return;
+        a.layer_specs.assign(a.layers, LayerSpec{});
+        // Gemma 2 alternates: even layers local, odd layers global.
+        for (std::uint64_t i = 0; i < a.layers; i += 2) a.layer_specs[i] = {LayerKind::sliding, w->value};
+        return;
+    }
+
+    if (const auto use = r.flag("use_sliding_window"); use.has_value()) {
+        if (!*use) return;
+        const auto w = r.number({"sliding_window"});
+        if (!w || w->value == 0) {
+            r.error("sliding_window", cfg.line(), "use_sliding_window is true but sliding_window is missing or 0");
+            return;
+        }
+        const auto first = r.number_or_default({"max_window_layers"});
+        const std::uint64_t from = first ? first->value : 0;
+        a.layer_specs.assign(a.layers, LayerSpec{});
+        // Qwen2's rule: layers from max_window_layers on use the window.
+        for (std::uint64_t i = from; i < a.layers; ++i) a.layer_specs[i] = {LayerKind::sliding, w->value};
+        return;
+    }
+
+    if (const auto w = r.number({"sliding_window"}); w && w->value > 0)
+        a.layer_specs.assign(a.layers, LayerSpec{LayerKind::sliding, w->value});
+}
+
+}  // namespace
+
+bool state_space_type(const std::string& type) { return one_of(type, {"mamba", "mamba2", "falcon_mamba"}); }
+
+void read_layouts(Reader& r, const Value& cfg, const Value& root, ImportedModel& out) {
+    Architecture& a = out.arch;
+    // Per-layer descriptions are tables of one entry per layer: an absurd layer count is named by validate()
+    // afterwards, never allocated.
+    const bool layout = r.errors.empty() && a.layers <= kMaxLayers;
+    if (layout && !read_hybrid_layout(r, out)) read_windows(r, cfg, out);
+    if (layout && r.errors.empty()) read_global_heads(r, out);
+    if (layout && r.errors.empty()) read_shared_layers(r, out);
+    if (r.errors.empty() && a.state_layers() > 0) {
+        if (auto st = read_state(r, out))
+            a.recurrent = *st;
+        else {
+            // Recurrent layers of a type whose state KVScope cannot size: counted as keeping nothing.
+            for (auto& l : a.layer_specs) {
+                l.state = false;
+                if (l.kind == LayerKind::recurrent) l.kind = LayerKind::none;
+            }
+            a.not_exact.push_back("model_type " + out.model_type +
+                                  " has recurrent layers whose state KVScope cannot size; their state is not counted");
+        }
+    }
+    find_unmodelled_layouts(cfg, root, out, r.layout_keys);
+}
+
+}  // namespace kvscope::importer

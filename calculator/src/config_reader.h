@@ -1,0 +1,146 @@
+#pragma once
+// Inside the config.json importer (config_import.cpp: the shape, attention, experts and formats;
+// config_layouts.cpp: what each layer keeps and the recurrent state): the reader of typed fields that
+// both use. Not a public header.
+
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvscope/calculator/config_import.h"
+#include "kvscope/calculator/json.h"
+
+namespace kvscope::importer {
+
+using json::Value;
+
+// Defaults of transformers' configuration classes, for the fields KVScope reads.
+const std::map<std::string, std::map<std::string, std::uint64_t>>& type_defaults();
+
+struct Found {
+    std::uint64_t value = 0;
+    std::string key;
+    int line = 0;
+    bool assumed = false;
+};
+
+class Reader {
+public:
+    Reader(const Value& root, const Value& cfg, std::string source, ImportedModel& out)
+        : root_(root), cfg_(cfg), source_(std::move(source)), out_(out) {}
+
+    Errors errors;
+    std::map<std::string, int> lines;         // Architecture field -> line it came from
+    std::map<std::string, std::string> keys;  // Architecture field -> the config key that gave it
+    std::vector<std::string> layout_keys;     // layout fields the importer read (never reported as unknown)
+
+    std::string at(int line) const { return source_ + ":" + std::to_string(line) + ": "; }
+
+    // Messages name the config key themselves ("num_attention_heads must be …"); join_errors then
+    // leaves out the field in front, so the key is said once.
+    void error(const std::string& key, int line, const std::string& message) {
+        errors.push_back({key, at(line) + message});
+    }
+
+    const Value* get(const char* key) const {
+        const Value* v = cfg_.find(key);
+        return v && !v->is_null() ? v : nullptr;
+    }
+
+    // A whole number under any of `spellings`; spellings that disagree are an error.
+    std::optional<Found> number(std::initializer_list<const char*> spellings) {
+        std::optional<Found> found;
+        for (const char* key : spellings) {
+            const Value* v = get(key);
+            if (!v) continue;
+            const auto n = v->as_u64();
+            if (!n) {
+                error(key, v->line(),
+                      std::string(key) + " must be a whole number of at least 0, found " + describe(*v));
+                return std::nullopt;
+            }
+            if (found && found->value != *n) {
+                error(key, v->line(),
+                      std::string(key) + " (" + std::to_string(*n) + ") contradicts " + found->key + " (" +
+                          std::to_string(found->value) + ") on line " + std::to_string(found->line));
+                return std::nullopt;
+            }
+            if (!found) found = Found{*n, key, v->line()};
+        }
+        return found;
+    }
+
+    std::optional<std::uint64_t> type_default(const std::string& canonical) const {
+        const auto& table = type_defaults();
+        const auto t = table.find(out_.model_type);
+        if (t == table.end()) return std::nullopt;
+        const auto d = t->second.find(canonical);
+        if (d == t->second.end()) return std::nullopt;
+        return d->second;
+    }
+
+    // The field, else the model type's default (listed as assumed), else nullopt.
+    std::optional<Found> number_or_default(std::initializer_list<const char*> spellings) {
+        const std::size_t before = errors.size();
+        if (auto f = number(spellings)) return f;
+        if (errors.size() != before) return std::nullopt;
+        const std::string canonical = *spellings.begin();
+        if (const auto d = type_default(canonical)) {
+            out_.assumed.push_back(canonical + " = " + std::to_string(*d) + " (" + out_.model_type +
+                                   " default; not in the file)");
+            return Found{*d, canonical, cfg_.line(), true};
+        }
+        return std::nullopt;
+    }
+
+    // As above, but absence is an error naming the field.
+    std::optional<Found> required(std::initializer_list<const char*> spellings) {
+        const std::size_t before = errors.size();
+        auto f = number_or_default(spellings);
+        if (!f && errors.size() == before) {
+            std::string also;
+            for (auto it = spellings.begin() + 1; it != spellings.end(); ++it)
+                also += std::string(also.empty() ? "" : ", ") + *it;
+            error(*spellings.begin(), cfg_.line(),
+                  std::string(*spellings.begin()) + " is missing" +
+                      (also.empty() ? "" : " (also looked for " + also + ")") +
+                      (out_.model_type.empty() ? "" : "; model_type '" + out_.model_type + "' has no default for it"));
+        }
+        return f;
+    }
+
+    std::optional<bool> flag(const char* key) {
+        const Value* v = get(key);
+        if (!v) return std::nullopt;
+        if (!v->is_bool()) {
+            error(key, v->line(), std::string(key) + " must be true or false, found " + describe(*v));
+            return std::nullopt;
+        }
+        return v->as_bool();
+    }
+
+    static std::string describe(const Value& v) {
+        if (v.is_string()) return "\"" + v.as_string() + "\" (a string)";
+        if (v.is_number()) return v.as_double() < 0 ? "a negative number" : "a fraction";
+        return std::string(json::to_string(v.type()));
+    }
+
+    const Value& root_;
+    const Value& cfg_;
+    std::string source_;
+    ImportedModel& out_;
+};
+
+// "bfloat16" -> bf16 and so on; none for a name that is no torch dtype.
+std::optional<KvDtype> dtype_from_torch(const std::string& name);
+
+// Model types whose layers are all recurrent: no attention, no KV cache.
+bool state_space_type(const std::string& type);
+
+// What each layer keeps (the per-layer description, Architecture::layer_specs), the recurrent state of the
+// layers that keep one, and the not-exact reasons for layout fields KVScope does not model.
+void read_layouts(Reader& r, const Value& cfg, const Value& root, ImportedModel& out);
+
+}  // namespace kvscope::importer
