@@ -263,13 +263,14 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     // A layout KVScope does not model: its figures come with "not exact".
     {
         QTemporaryDir scratch;
-        const QString path = scratch.filePath("Kimi-Linear-48B/config.json");
-        QDir().mkpath(scratch.filePath("Kimi-Linear-48B"));
+        // attention_chunk_size outside Llama 4: which layers attend within chunks is not known.
+        const QString path = scratch.filePath("chunked-8B/config.json");
+        QDir().mkpath(scratch.filePath("chunked-8B"));
         QFile file(path);
         if (file.open(QIODevice::WriteOnly))
-            file.write(R"({"model_type": "kimi_linear", "num_hidden_layers": 27, "num_attention_heads": 32,
-  "num_key_value_heads": 32, "hidden_size": 2304, "head_dim": 72, "max_position_embeddings": 1048576,
-  "linear_attn_config": {"kda_layers": [1, 2, 3], "full_attn_layers": [4]}, "torch_dtype": "bfloat16"})");
+            file.write(R"({"model_type": "llama", "num_hidden_layers": 32, "num_attention_heads": 32,
+  "num_key_value_heads": 8, "hidden_size": 4096, "head_dim": 128, "max_position_embeddings": 1048576,
+  "vocab_size": 128256, "intermediate_size": 14336, "attention_chunk_size": 8192, "torch_dtype": "bfloat16"})");
         file.close();
         window.importConfigFile(path);
         model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 131072; });

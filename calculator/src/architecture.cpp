@@ -43,6 +43,8 @@ constexpr StateName kStateKinds[] = {
     {StateKind::gated_delta_net, "gated_delta_net", "linear attention (gated DeltaNet)"},
     {StateKind::linear_attention, "linear_attention", "linear attention"},
     {StateKind::short_conv, "short_conv", "short convolution"},
+    {StateKind::kimi_delta, "kimi_delta_attention", "linear attention (Kimi Delta Attention)"},
+    {StateKind::rg_lru, "rg_lru", "RG-LRU recurrence"},
 };
 
 }  // namespace
@@ -62,9 +64,17 @@ auto kind_of(const Table& table, std::string_view text) -> std::optional<decltyp
         if (k.id == text) return k.kind;
     return std::nullopt;
 }
+template <class Table>
+std::string ids_of(const Table& table) {
+    std::string out;
+    for (const auto& k : table) out += (out.empty() ? "" : ", ") + std::string(k.id);
+    return out;
+}
 
 }  // namespace
 
+std::string layer_kind_ids() { return ids_of(kLayerKinds); }
+std::string state_kind_ids() { return ids_of(kStateKinds); }
 std::string_view to_string(LayerKind kind) { return id_of(kLayerKinds, kind); }
 std::optional<LayerKind> parse_layer_kind(std::string_view text) { return kind_of(kLayerKinds, text); }
 std::string_view to_string(StateKind kind) { return id_of(kStateKinds, kind); }
@@ -318,6 +328,8 @@ Errors validate(const Architecture& a) {
                                                   ") cannot exceed the number of experts (" +
                                                   std::to_string(a.moe->experts) + ")"});
         if (a.moe->dense_layers > a.layers) e.push_back({"first_k_dense_replace", "more dense layers than layers"});
+        if (a.moe->period == 0 || (a.moe->period > 1 && a.moe->offset >= a.moe->period))
+            e.push_back({"expert_layer_period", "the experts' layer offset must be below their period (at least 1)"});
     }
     if (a.params_active > a.params_total) e.push_back({"params_active", "active parameters exceed the total"});
     return e;
@@ -336,67 +348,6 @@ std::string attention_label(const Architecture& a) {
     const auto kind = attention_kind(a);
     if (kind == AttentionKind::GQA) return "GQA-" + std::to_string(a.kv_heads);
     return std::string(to_string(kind));
-}
-
-ParameterCount estimate_parameters(const Architecture& a) {
-    const std::uint64_t H = a.hidden_size;
-    Checked attention;
-    if (a.mla) {
-        const auto& m = *a.mla;
-        const std::uint64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
-        const Checked q = m.q_lora_rank
-                              ? Checked(H) * m.q_lora_rank + m.q_lora_rank + Checked(m.q_lora_rank) * a.query_heads * qk
-                              : Checked(H) * a.query_heads * qk;
-        const Checked kv_down = Checked(H) * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank;
-        const Checked kv_up = Checked(m.kv_lora_rank) * a.query_heads * (m.qk_nope_head_dim + m.v_head_dim);
-        const Checked o = Checked(a.query_heads) * m.v_head_dim * H;
-        attention = q + kv_down + kv_up + o;
-    } else {
-        const Checked q_out = Checked(a.query_heads) * a.head_dim_k;
-        const Checked kv_out = Checked(a.kv_heads) * (a.head_dim_k + a.head_dim_v);
-        attention = Checked(H) * (q_out + kv_out) + Checked(a.query_heads) * a.head_dim_v * H;
-        if (a.attention_bias) attention += q_out + kv_out + H;
-    }
-    const std::uint64_t mats = a.gated_mlp ? 3 : 2;
-    const Checked dense_mlp = Checked(mats) * H * a.intermediate_size;
-    const Checked norms = Checked(2) * H;
-
-    Checked total_layers, active_layers;
-    for (std::uint64_t l = 0; l < a.layers; ++l) {
-        Checked mlp_total = dense_mlp, mlp_active = dense_mlp;
-        if (a.moe && l >= a.moe->dense_layers) {
-            const Checked expert = Checked(mats) * H * a.moe->expert_intermediate_size;
-            const Checked shared = expert * a.moe->shared_experts;
-            const Checked router = Checked(H) * a.moe->experts;
-            mlp_total = expert * a.moe->experts + shared + router;
-            mlp_active = expert * a.moe->experts_per_token + shared + router;
-        }
-        total_layers += attention + mlp_total + norms;
-        active_layers += attention + mlp_active + norms;
-    }
-    const Checked embedding = Checked(a.vocab_size) * H;
-    const Checked head = a.tied_embeddings ? Checked(0) : embedding;
-    const Checked total = total_layers + embedding + head + H;
-    const Checked active = active_layers + embedding + head + H;
-    ParameterCount p;
-    p.estimated = true;
-    // A shape that overflows 64 bits of parameters is rejected by validation
-    // long before; saturate rather than wrap for display.
-    constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
-    p.total = total.overflow() ? kMax : total.value();
-    p.active = active.overflow() ? kMax : active.value();
-    p.embedding = embedding.overflow() ? kMax : embedding.value();
-    return p;
-}
-
-ParameterCount parameters(const Architecture& a) {
-    ParameterCount p = estimate_parameters(a);
-    if (a.params_total > 0) {
-        p.total = a.params_total;
-        p.active = a.params_active > 0 ? a.params_active : a.params_total;
-        p.estimated = false;
-    }
-    return p;
 }
 
 Architecture teaching_model() {

@@ -66,6 +66,14 @@ const std::map<std::string, std::map<std::string, std::uint64_t>>& type_defaults
           {"max_position_embeddings", 32768},
           {"max_window_layers", 28},
           {"tie_word_embeddings", 0}}},
+        // configuration_recurrent_gemma.py.
+        {"recurrent_gemma",
+         {{"vocab_size", 256000},
+          {"hidden_size", 2560},
+          {"intermediate_size", 7680},
+          {"num_hidden_layers", 26},
+          {"num_attention_heads", 10},
+          {"tie_word_embeddings", 1}}},
         {"gemma2",
          {{"vocab_size", 256000},
           {"hidden_size", 2304},
@@ -162,8 +170,9 @@ using namespace importer;
 
 // Model types whose MLP has two matrices (up, down) rather than a gated three.
 bool ungated_mlp(const std::string& type) {
-    static const char* kTypes[] = {"gpt2",        "falcon", "gpt_neox",   "gptj", "opt",    "bloom",
-                                   "gpt_bigcode", "phi",    "starcoder2", "mpt",  "gpt_neo"};
+    // nemotron_h: NemotronHMLP is up_proj and down_proj with relu2 (modeling_nemotron_h.py).
+    static const char* kTypes[] = {"gpt2",        "falcon", "gpt_neox",   "gptj", "opt",     "bloom",
+                                   "gpt_bigcode", "phi",    "starcoder2", "mpt",  "gpt_neo", "nemotron_h"};
     return std::any_of(std::begin(kTypes), std::end(kTypes), [&](const char* t) { return type == t; });
 }
 
@@ -300,6 +309,14 @@ void read_moe(Reader& r, ImportedModel& out) {
     m.expert_intermediate_size = size ? size->value : out.arch.intermediate_size;
     if (const auto shared = r.number({"n_shared_experts", "num_shared_experts"})) m.shared_experts = shared->value;
     if (const auto dense = r.number({"first_k_dense_replace"})) m.dense_layers = dense->value;
+    if (const auto period = r.number({"expert_layer_period"}); period && period->value > 1) {
+        // configuration_jamba.py: layer i has experts when i % expert_layer_period == expert_layer_offset.
+        const auto offset = r.number({"expert_layer_offset"});
+        m.period = period->value, m.offset = offset ? offset->value % period->value : 0;
+    } else if (const auto step = r.number({"interleave_moe_layer_step"}); step && step->value > 1) {
+        // configuration_llama4.py: moe_layers = range(step - 1, layers, step).
+        m.period = step->value, m.offset = step->value - 1;
+    }
     out.arch.moe = m;
 }
 
@@ -348,6 +365,8 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
     if (const auto layers = r.required({"num_hidden_layers", "n_layer", "num_layers", "n_layers"}))
         a.layers = layers->value, r.lines["layers"] = layers->line, r.keys["layers"] = layers->key;
     if (state_space_type(out.model_type)) {
+        // modeling_mamba.py / modeling_mamba2.py: a block is a norm and the mixer, with no MLP.
+        a.mlp_beside_mixer = false;
         // No attention: only the width matters (for the state and the parameter estimate).
         if (const auto hidden = r.required({"hidden_size", "d_model"})) a.hidden_size = hidden->value;
     } else {
@@ -356,6 +375,9 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
     if (const auto vocab = r.number_or_default({"vocab_size", "padded_vocab_size"})) a.vocab_size = vocab->value;
     if (const auto inter = r.number_or_default({"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"}))
         a.intermediate_size = inter->value;
+    // modeling_recurrent_gemma.py RecurrentGemmaMlp: gate and up project to intermediate_size // 2.
+    if (out.model_type == "recurrent_gemma")
+        a.intermediate_size /= 2;
     else if (ungated_mlp(out.model_type) && a.hidden_size > 0)
         a.intermediate_size = 4 * a.hidden_size;  // GPT-2 / Falcon: n_inner None means 4 x hidden
     if (const auto pos = r.number_or_default(

@@ -20,8 +20,6 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
         const char* meaning;  // and where the rule is defined
     };
     static const Known kKnown[] = {
-        {"block_types", "recurrent and attention blocks (transformers configuration_recurrent_gemma.py)"},
-        {"linear_attn_config", "linear-attention layers with a fixed state (Kimi Linear configuration)"},
         {"attention_chunk_size",
          "attention within chunks on some layers; which layers is known for Llama 4 only "
          "(transformers configuration_llama4.py)"},
@@ -155,6 +153,37 @@ std::optional<RecurrentState> read_state(Reader& r, ImportedModel& out) {
         st.kind = StateKind::short_conv;
         st.conv_kernel = need({"conv_L_cache"}, 3);
         st.conv_channels = hidden;
+    } else if (t == "kimi_linear") {
+        // vllm kimi_linear.py -> MambaStateShapeCalculator.kda_state_shape(num_heads, head_dim,
+        // short_conv_kernel_size): q, k and v conv states of (k - 1) x heads·head_dim each, and a
+        // heads x head_dim x head_dim recurrent state. All three sizes sit in linear_attn_config.
+        const Value* lin = r.get("linear_attn_config");
+        const auto sub = [&](const char* key) -> std::uint64_t {
+            const Value* v = lin && lin->is_object() ? lin->find(key) : nullptr;
+            const auto n = v ? v->as_u64() : std::nullopt;
+            if (!n || *n == 0) {
+                r.error("linear_attn_config", lin ? lin->line() : r.cfg_.line(),
+                        std::string("linear_attn_config.") + key +
+                            " must be a whole number above 0; the Kimi Delta Attention state cannot be sized "
+                            "without it");
+                return 0;
+            }
+            return *n;
+        };
+        const std::uint64_t heads = sub("num_heads"), dim = sub("head_dim");
+        st.kind = StateKind::kimi_delta;
+        st.conv_kernel = sub("short_conv_kernel_size");
+        st.conv_channels = 3 * heads * dim;
+        st.heads = heads, st.head_dim = st.state_size = dim;
+    } else if (t == "recurrent_gemma") {
+        // transformers modeling_recurrent_gemma.py, RecurrentGemmaRecurrentBlock._setup_cache: a conv state of
+        // hidden_size x (conv1d_width - 1) in the model's dtype and an RG-LRU state of lru_width values
+        // (configuration_recurrent_gemma.py: lru_width defaults to hidden_size). vLLM does not serve the model.
+        st.kind = StateKind::rg_lru;
+        st.conv_kernel = need({"conv1d_width"}, 4);
+        st.conv_channels = hidden;
+        st.heads = need({"lru_width"}, hidden);
+        st.head_dim = st.state_size = 1;
     } else if (one_of(t, {"minimax", "minimax_text_01", "minimax_m1"})) {
         // vllm minimax_text_01.py -> linear_attention_state_shape: heads x head_dim x head_dim, no conv.
         st.kind = StateKind::linear_attention;
@@ -179,6 +208,14 @@ std::optional<RecurrentState> read_state(Reader& r, ImportedModel& out) {
     } else if (t == "nemotron_h") {
         st.ssm_dtype = KvDtype::fp32;  // NemotronHForCausalLMConfig: DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32"
         out.notes.emplace_back("the SSM state is kept in fp32, as vLLM does for Nemotron-H by default");
+    }
+    if (st.kind == StateKind::kimi_delta) {
+        st.ssm_dtype = KvDtype::fp32;  // vllm mamba_utils.py MambaStateDtypeCalculator.kda_state_dtype
+        out.notes.emplace_back("the Kimi Delta Attention state is kept in fp32, as vLLM always keeps it");
+    } else if (st.kind == StateKind::rg_lru) {
+        st.ssm_dtype =
+            KvDtype::fp32;  // modeling_recurrent_gemma.py: "recurrent_states always computed in full precision"
+        out.notes.emplace_back("the RG-LRU state is kept in fp32, as transformers keeps it");
     }
     return st;
 }
@@ -227,6 +264,69 @@ bool read_named_kinds(Reader& r, const char* key, const Value& list, Architectur
     return true;
 }
 
+// RecurrentGemma (transformers configuration_recurrent_gemma.py): layer i is block_types[i % n] (the config's
+// layers_block_type repeats the list; default recurrent, recurrent, attention). The attention layers are local:
+// modeling_recurrent_gemma.py keeps attention_window_size tokens (default 2048) of their keys and values.
+// Another block name is refused, as transformers refuses it (TEMPORAL_BLOCK_CLASSES has these two).
+bool read_block_types(Reader& r, const Value* blocks, ImportedModel& out, std::vector<LayerSpec>& specs) {
+    std::vector<std::string> cycle = {"recurrent", "recurrent", "attention"};
+    if (blocks) {
+        cycle.clear();
+        if (blocks->is_array())
+            for (const Value& v : blocks->items()) cycle.push_back(v.is_string() ? v.as_string() : "");
+        if (cycle.empty()) {
+            r.error("block_types", blocks->line(), "block_types must be a non-empty array of block names");
+            return false;
+        }
+    } else {
+        out.assumed.emplace_back("block_types = recurrent, recurrent, attention (" + out.model_type +
+                                 " default; not in the file)");
+    }
+    r.layout_keys.emplace_back("attention_window_size");
+    const auto window = r.number({"attention_window_size"});
+    const std::uint64_t w = window ? window->value : 2048;
+    if (!window) out.assumed.push_back("attention_window_size = 2048 (recurrent_gemma default; not in the file)");
+    for (std::uint64_t i = 0; i < out.arch.layers; ++i) {
+        const std::string& name = cycle[i % cycle.size()];
+        if (name == "recurrent")
+            specs.push_back({LayerKind::recurrent});
+        else if (name == "attention" && w > 0)
+            specs.push_back({LayerKind::sliding, w});
+        else {
+            r.error("block_types", blocks ? blocks->line() : r.cfg_.line(),
+                    name == "attention" ? "attention_window_size must be above 0"
+                                        : "block_types holds '" + name + "'; known are recurrent and attention");
+            return false;
+        }
+    }
+    return true;
+}
+
+// Kimi Linear (the configuration_kimi.py it ships; vLLM kimi_linear.py KimiDecoderLayer): layer i runs Kimi
+// Delta Attention, a recurrent layer, when i + 1 is listed in linear_attn_config.kda_layers (the list counts from
+// 1); every other layer runs MLA attention and keeps its latent.
+bool read_kda_layers(Reader& r, const Value& lin, ImportedModel& out, std::vector<LayerSpec>& specs) {
+    const Value* kda = lin.is_object() ? lin.find("kda_layers") : nullptr;
+    if (!kda || !kda->is_array()) {
+        r.error("linear_attn_config", lin.line(),
+                "linear_attn_config must hold kda_layers, the list of linear-attention layers (counted from 1)");
+        return false;
+    }
+    const std::uint64_t layers = out.arch.layers;
+    specs.assign(layers, LayerSpec{LayerKind::full});
+    for (const Value& v : kda->items()) {
+        const auto n = v.as_u64();
+        if (!n || *n == 0 || *n > layers) {
+            r.error("linear_attn_config", v.line(),
+                    "linear_attn_config.kda_layers holds " + Reader::describe(v) + "; layer numbers from 1 to " +
+                        std::to_string(layers) + " expected");
+            return false;
+        }
+        specs[*n - 1] = {LayerKind::recurrent};
+    }
+    return true;
+}
+
 // The per-layer description of hybrid, chunked and shared-KV layouts. Returns true when one of their
 // spellings decided the layout (read_windows then only fills in sliding windows it left open).
 bool read_hybrid_layout(Reader& r, ImportedModel& out) {
@@ -241,7 +341,9 @@ bool read_hybrid_layout(Reader& r, ImportedModel& out) {
     if (state_space_type(t)) {
         specs.assign(a.layers, LayerSpec{LayerKind::recurrent});
     } else if (const Value* pattern = take("hybrid_override_pattern")) {
-        // transformers configuration_nemotron_h.py: M = Mamba-2, * = attention, - = MLP, E = mixture of experts.
+        // transformers configuration_nemotron_h.py: M = Mamba-2, * = attention, - = MLP, E = mixture of experts;
+        // each layer is one of these blocks (modeling_nemotron_h.py NemotronHBlock), so no mixer has an MLP.
+        a.mlp_beside_mixer = false;
         if (!pattern->is_string() || pattern->as_string().size() != a.layers) {
             r.error(
                 "hybrid_override_pattern", pattern->line(),
@@ -265,10 +367,15 @@ bool read_hybrid_layout(Reader& r, ImportedModel& out) {
         r.layout_keys.emplace_back("layer_types");
         // An explicit list wins over the spellings it may have been made from (configuration_qwen3_next.py,
         // configuration_jamba.py, configuration_lfm2.py, …: layer_types first, the others only without it).
-        for (const char* k : {"full_attention_interval", "attn_layer_period", "attn_layer_offset", "attn_type_list",
-                              "full_attn_idxs", "attn_layer_indices", "layers_block_type"})
+        for (const char* k :
+             {"full_attention_interval", "attn_layer_period", "attn_layer_offset", "attn_type_list", "full_attn_idxs",
+              "attn_layer_indices", "layers_block_type", "block_types", "linear_attn_config"})
             r.layout_keys.emplace_back(k);
         if (!read_named_kinds(r, "layer_types", *types, a, specs)) return true;
+    } else if (const Value* blocks = take("block_types"); blocks || t == "recurrent_gemma") {
+        if (!read_block_types(r, blocks, out, specs)) return true;
+    } else if (const Value* lin = take("linear_attn_config")) {
+        if (!read_kda_layers(r, *lin, out, specs)) return true;
     } else if (t == "jamba" || r.get("attn_layer_period")) {
         // transformers configuration_jamba.py: layer i attends when i % attn_layer_period == attn_layer_offset
         // (defaults 8 and 4); the others are Mamba layers.

@@ -123,6 +123,7 @@ public:
 
     static std::string describe(const Value& v) {
         if (v.is_string()) return "\"" + v.as_string() + "\" (a string)";
+        if (const auto n = v.as_u64()) return std::to_string(*n);
         if (v.is_number()) return v.as_double() < 0 ? "a negative number" : "a fraction";
         return std::string(json::to_string(v.type()));
     }

@@ -306,7 +306,10 @@ std::string state_derivation_text(const Architecture& arch, const Parallelism& p
         parts.push_back("conv " + format_count(st.conv_kernel - 1) + " × " +
                         format_count(v.conv.value() / (st.conv_kernel - 1)) + " values × " +
                         element_size_text(st.conv_dtype));
-    if (v.ssm.value() > 0)
+    if (v.ssm.value() > 0 && st.head_dim == 1 && st.state_size == 1)  // one value per channel (RG-LRU)
+        parts.push_back("recurrence " + format_count(st.heads / parallel.tp) + " values × " +
+                        element_size_text(st.ssm_dtype));
+    else if (v.ssm.value() > 0)
         parts.push_back("SSM " + format_count(st.heads / parallel.tp) + " × " + format_count(st.head_dim) + " × " +
                         format_count(st.state_size) + " values × " + element_size_text(st.ssm_dtype));
     if (parts.empty()) return {};

@@ -62,12 +62,15 @@ Value architecture_value(const Architecture& a) {
         m.set("expert_intermediate_size", u64(a.moe->expert_intermediate_size));
         m.set("shared_experts", u64(a.moe->shared_experts));
         m.set("dense_layers", u64(a.moe->dense_layers));
+        m.set("period", u64(a.moe->period));
+        m.set("offset", u64(a.moe->offset));
         o.set("moe", std::move(m));
     }
     o.set("vocab_size", u64(a.vocab_size));
     o.set("intermediate_size", u64(a.intermediate_size));
     o.set("max_positions", u64(a.max_positions));
     o.set("gated_mlp", Value::boolean(a.gated_mlp));
+    o.set("mlp_beside_mixer", Value::boolean(a.mlp_beside_mixer));
     o.set("tied_embeddings", Value::boolean(a.tied_embeddings));
     o.set("attention_bias", Value::boolean(a.attention_bias));
     o.set("params_total", u64(a.params_total));
@@ -194,8 +197,7 @@ void read_architecture(Reader& r, const Value& o, Architecture& a) {
                 continue;
             }
             LayerSpec l;
-            r.read_enum<LayerKind>(item, "kind", l.kind, parse_layer_kind,
-                                   "full, sliding, chunked, shared, recurrent, none");
+            r.read_enum<LayerKind>(item, "kind", l.kind, parse_layer_kind, layer_kind_ids());
             r.read(item, "window", l.window, false);
             r.read(item, "kv_heads", l.kv_heads, false);
             r.read(item, "head_dim_k", l.head_dim_k, false);
@@ -206,8 +208,7 @@ void read_architecture(Reader& r, const Value& o, Architecture& a) {
     }
     if (const Value* m = r.object(o, "recurrent_state", false)) {
         RecurrentState st;
-        r.read_enum<StateKind>(*m, "kind", st.kind, parse_state_kind,
-                               "mamba, mamba2, gated_delta_net, linear_attention, short_conv");
+        r.read_enum<StateKind>(*m, "kind", st.kind, parse_state_kind, state_kind_ids());
         r.read(*m, "conv_kernel", st.conv_kernel);
         r.read(*m, "conv_channels", st.conv_channels);
         r.read(*m, "groups", st.groups, false);
@@ -237,12 +238,15 @@ void read_architecture(Reader& r, const Value& o, Architecture& a) {
         r.read(*m, "expert_intermediate_size", d.expert_intermediate_size, false);
         r.read(*m, "shared_experts", d.shared_experts, false);
         r.read(*m, "dense_layers", d.dense_layers, false);
+        r.read(*m, "period", d.period, false);
+        r.read(*m, "offset", d.offset, false);
         a.moe = d;
     }
     r.read(o, "vocab_size", a.vocab_size, false);
     r.read(o, "intermediate_size", a.intermediate_size, false);
     r.read(o, "max_positions", a.max_positions, false);
     r.read(o, "gated_mlp", a.gated_mlp, false);
+    r.read(o, "mlp_beside_mixer", a.mlp_beside_mixer, false);
     r.read(o, "tied_embeddings", a.tied_embeddings, false);
     r.read(o, "attention_bias", a.attention_bias, false);
     r.read(o, "params_total", a.params_total, false);

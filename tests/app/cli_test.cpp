@@ -399,21 +399,22 @@ TEST(Cli, TheStateFormatsAreVllmsOptions) {
 
 TEST(Cli, AnUnmodelledLayoutIsAWarningInTheTableAndTheJson) {
     const auto path =
-        std::filesystem::temp_directory_path() / ("kvscope-cli-kimi-" + std::to_string(::getpid()) + ".json");
-    std::ofstream(path) << R"({"model_type": "kimi_linear", "num_hidden_layers": 32, "num_attention_heads": 32,
+        std::filesystem::temp_directory_path() / ("kvscope-cli-chunked-" + std::to_string(::getpid()) + ".json");
+    // attention_chunk_size outside Llama 4: which layers attend within chunks is not known.
+    std::ofstream(path) << R"({"model_type": "llama", "num_hidden_layers": 32, "num_attention_heads": 32,
         "num_key_value_heads": 8, "hidden_size": 4096,
-        "linear_attn_config": {"kda_layers": [1, 2, 3]}})";
+        "attention_chunk_size": 8192})";
     const CliRun table = cli("kv --config " + path.string() + " --context 128k");
     const CliRun json = cli("kv --config " + path.string() + " --context 128k --json");
     std::filesystem::remove(path);
     ASSERT_EQ(table.status, 0) << table.err;
-    EXPECT_NE(table.out.find("warning: not exact: linear_attn_config (line 3)"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("warning: not exact: attention_chunk_size (line 3)"), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("bytes — NOT EXACT: see the warnings below"), std::string::npos) << table.out;
     ASSERT_EQ(json.status, 0) << json.err;
     const auto v = json_of(json);
     bool named = false;
     for (const auto& w : v.find("warnings")->items())
-        named |= w.as_string().starts_with("not exact: linear_attn_config (line 3)");
+        named |= w.as_string().starts_with("not exact: attention_chunk_size (line 3)");
     EXPECT_TRUE(named) << json.out;
 }
 

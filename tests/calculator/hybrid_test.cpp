@@ -66,6 +66,19 @@ TEST(Hybrid, CatalogModelsMatchTheHandArithmetic) {
         // Mamba-Codestral: 64 Mamba-2 layers, no attention. d_inner = 2 x 4096; conv 3 x (8192 + 2·8·128),
         // SSM 128 heads x 64 x 128 (vllm mamba2.py).
         {"mamba-codestral-7b", 0, 64ull * (3 * (8192 + 2 * 8 * 128) + 128 * 64 * 128) * 2, "64 layers: 64 Mamba-2"},
+        // MiniMax-M1: attn_type_list has 10 softmax layers of 80 (8 KV heads x 128); the 70 lightning-attention
+        // layers keep 64 heads x 128 x 128 each (vllm minimax_text_01.py -> linear_attention_state_shape).
+        {"minimax-m1", 2ull * 10 * 8 * 128 * 2, 70ull * 64 * 128 * 128 * 2,
+         "80 layers: 70 linear attention, 10 full attention"},
+        // RecurrentGemma 9B: block_types recurrent, recurrent, attention repeated: 12 local-attention layers of 38
+        // (1 KV head x 256, window 2,048). Each RG-LRU layer keeps conv 3 x 4,096 bf16 and 4,096 fp32 values
+        // (modeling_recurrent_gemma.py _setup_cache).
+        {"recurrentgemma-9b", 2ull * 12 * 1 * 256 * 2, 26ull * (3 * 4096 * 2 + 4096 * 4),
+         "38 layers: 26 RG-LRU recurrence, 12 sliding window 2,048"},
+        // Nemotron 3 Nano: hybrid_override_pattern has 6 '*', 23 'M', 23 'E'. Mamba-2: 64 heads x 64 = 4,096,
+        // 8 groups of 128; conv 3 x (4096 + 2·8·128) bf16; SSM 64 x 64 x 128 fp32 (mamba_ssm_cache_dtype).
+        {"nemotron-3-nano-30b-a3b", 2ull * 6 * 2 * 128 * 2, 23ull * (3 * (4096 + 2 * 8 * 128) * 2 + 64 * 64 * 128 * 4),
+         "52 layers: 23 Mamba-2, 23 MLP only, 6 full attention"},
         // Llama 4: 3 of every 4 layers attend within 8,192-token chunks; per token every layer stores a row.
         {"llama-4-scout", 2ull * 48 * 8 * 128 * 2, 0, "48 layers: 36 chunked attention 8,192, 12 full attention"},
         {"llama-4-maverick", 2ull * 48 * 8 * 128 * 2, 0, "48 layers: 36 chunked attention 8,192, 12 full attention"},
@@ -155,6 +168,18 @@ TEST(Hybrid, EverySpellingIsReadWithItsRule) {
              R"("sliding_window": 512, "layer_types": ["sliding_attention", "sliding_attention",
                                      "full_attention", "sliding_attention", "full_attention"], "num_kv_shared_layers": 2)",
          {K::sliding, K::sliding, K::full, K::shared, K::shared}},
+        // configuration_recurrent_gemma.py: layers_block_type repeats block_types; attention layers are local.
+        {"block_types",
+         R"("model_type": "recurrent_gemma", "num_hidden_layers": 5, )" + base +
+             R"("attention_window_size": 256, "block_types": ["recurrent", "attention"])",
+         {K::recurrent, K::sliding, K::recurrent, K::sliding, K::recurrent}},
+        // Kimi Linear (vllm kimi_linear.py): kda_layers, counted from 1, are Kimi Delta Attention; the rest MLA.
+        {"linear_attn_config",
+         R"("model_type": "kimi_linear", "num_hidden_layers": 4, )" + base +
+             R"("kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
+             "linear_attn_config": {"kda_layers": [1, 2, 3], "full_attn_layers": [4], "num_heads": 8,
+             "head_dim": 64, "short_conv_kernel_size": 4})",
+         {K::recurrent, K::recurrent, K::recurrent, K::full}},
         // configuration_utils.py ALLOWED_LAYER_TYPES: "hybrid" (attention beside a recurrent mixer), "moe" and
         // nemotron_h's "mlp" (no mixer), legacy "mamba"/"attention".
         {"layer_types hybrid",
@@ -196,6 +221,18 @@ TEST(Hybrid, StateShapesFollowVllmForEveryKind) {
         {"minimax", R"("model_type": "minimax", "num_hidden_layers": 1, "num_attention_heads": 8,
             "num_key_value_heads": 8, "hidden_size": 512, "head_dim": 64, "attn_type_list": [0])",
          8 * 64 * 64 * 2},
+        // Kimi Linear (kimi_linear.py -> kda_state_shape): q, k, v convs of 3 x 8·64 bf16 and a recurrent state
+        // of 8 x 64 x 64 always in fp32 (MambaStateDtypeCalculator.kda_state_dtype).
+        {"kimi_linear", R"("model_type": "kimi_linear", "num_hidden_layers": 2, "num_attention_heads": 8,
+            "num_key_value_heads": 8, "hidden_size": 512, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+            "qk_nope_head_dim": 128, "v_head_dim": 128, "linear_attn_config": {"kda_layers": [1],
+            "num_heads": 8, "head_dim": 64, "short_conv_kernel_size": 4})",
+         3 * 3 * 8 * 64 * 2 + 8 * 64 * 64 * 4},
+        // RecurrentGemma (modeling_recurrent_gemma.py): conv 3 x hidden 512 bf16; RG-LRU lru_width 256 in fp32.
+        {"recurrent_gemma", R"("model_type": "recurrent_gemma", "num_hidden_layers": 1, "num_attention_heads": 8,
+            "num_key_value_heads": 1, "hidden_size": 512, "lru_width": 256, "conv1d_width": 4,
+            "block_types": ["recurrent"])",
+         3 * 512 * 2 + 256 * 4},
         // Granite 4.0-H (granitemoehybrid.py): d_inner = mamba_expand 2 x 512; conv 3 x (1024 + 2·1·64);
         // SSM 8 x 128 x 64.
         {"granitemoehybrid", R"("model_type": "granitemoehybrid", "num_hidden_layers": 1, "num_attention_heads": 8,
@@ -334,12 +371,20 @@ TEST(Hybrid, TheAllFullAttentionComparisonPutsTheSavingInNumbers) {
 }
 
 TEST(Hybrid, ASavedScenarioKeepsTheLayerDescriptionAndState) {
-    Scenario s;
-    s.model_id = "nemotron-h-56b";
-    s.arch = catalog_arch("nemotron-h-56b");
-    auto back = scenario_from_json(scenario_to_json(s), "nemotron.kvscope.json");
-    ASSERT_TRUE(back) << back.error_text();
-    EXPECT_EQ(back->scenario.arch, s.arch);
+    // Every kind of layout and state, and what the parameter estimate reads (no MLP beside Nemotron's mixers,
+    // Jamba's experts every other layer, RecurrentGemma's fp32 RG-LRU state), comes back whole.
+    for (const char* id : {"nemotron-h-56b", "nemotron-3-nano-30b-a3b", "jamba-v0.1", "recurrentgemma-9b"}) {
+        Scenario s;
+        s.model_id = id;
+        s.arch = catalog_arch(id);
+        auto back = scenario_from_json(scenario_to_json(s), "saved.kvscope.json");
+        ASSERT_TRUE(back) << id << ": " << back.error_text();
+        EXPECT_EQ(back->scenario.arch, s.arch) << id;
+        EXPECT_EQ(estimate_parameters(back->scenario.arch).total, estimate_parameters(s.arch).total) << id;
+    }
+    EXPECT_FALSE(catalog_arch("nemotron-3-nano-30b-a3b").mlp_beside_mixer);
+    EXPECT_EQ(catalog_arch("jamba-v0.1").moe->period, 2u);
+    EXPECT_EQ(catalog_arch("jamba-v0.1").moe->offset, 1u);
     // A file of an earlier version (one window a layer) still opens, as sliding and full layers.
     const std::string old = R"({"kvscope_scenario": 1, "model_id": "x", "architecture": {"name": "x", "layers": 2,
         "query_heads": 8, "kv_heads": 2, "head_dim_k": 64, "head_dim_v": 64, "hidden_size": 512,
@@ -478,6 +523,24 @@ TEST(Hybrid, BadLayoutFieldsAreNamed) {
     EXPECT_FIELD_ERROR(import(R"("model_type": "lfm2", "num_hidden_layers": 4, "num_attention_heads": 8,
         "num_key_value_heads": 2, "hidden_size": 512, "full_attn_idxs": [1, 9])"),
                        "full_attn_idxs", "layer numbers below 4");
+    // The layer number itself is named, not "a fraction".
+    EXPECT_FIELD_ERROR(import(R"("model_type": "lfm2", "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "full_attn_idxs": [1, 9])"),
+                       "full_attn_idxs", "holds 9;");
+    // transformers has no other temporal block than recurrent and attention.
+    EXPECT_FIELD_ERROR(import(R"("model_type": "recurrent_gemma", "num_hidden_layers": 3, "num_attention_heads": 8,
+        "num_key_value_heads": 1, "hidden_size": 512, "block_types": ["recurrent", "mlstm"])"),
+                       "block_types", "holds 'mlstm'; known are recurrent and attention");
+    // Kimi Linear counts its layers from 1; 0 is no layer.
+    const std::string kimi = R"("model_type": "kimi_linear", "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 8, "hidden_size": 512, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128, "v_head_dim": 128, )";
+    EXPECT_FIELD_ERROR(import(kimi + R"("linear_attn_config": {"kda_layers": [0, 1], "num_heads": 8, "head_dim": 64,
+        "short_conv_kernel_size": 4})"),
+                       "linear_attn_config", "kda_layers holds 0; layer numbers from 1 to 4");
+    EXPECT_FIELD_ERROR(import(kimi + R"("linear_attn_config": {"kda_layers": [1], "head_dim": 64,
+        "short_conv_kernel_size": 4})"),
+                       "linear_attn_config", "linear_attn_config.num_heads must be a whole number above 0");
 }
 
 }  // namespace

@@ -29,8 +29,6 @@ std::string reason(const Architecture& a, const std::string& fragment) {
 
 TEST(Layouts, EveryHybridSpellingIsNamedWithItsLine) {
     const std::vector<std::pair<std::string, std::string>> spellings{
-        {R"("block_types": ["recurrent", "recurrent", "attention"])", "block_types (line 3)"},
-        {R"("linear_attn_config": {"kda_layers": [1, 2, 3]})", "linear_attn_config (line 3)"},
         {R"("attention_chunk_size": 8192)", "attention_chunk_size (line 3): attention within chunks"},
         {R"("moe_attention_interval": 3)", "moe_attention_interval (line 3) may change which layers"},
         {R"("mamba_d_state": 128)", "mamba_d_state (line 3) sizes a recurrent state"},

@@ -28,14 +28,20 @@ struct MlaDims {
     friend bool operator==(const MlaDims&, const MlaDims&) = default;
 };
 
-// Mixture of experts. Layers before `dense_layers` use the dense MLP.
+// Mixture of experts. Layers before `dense_layers` use the dense MLP, and so do the layers between the experts'
+// layers when they come every `period` layers (at `offset` within it: Jamba, Llama 4 Maverick).
 struct MoeDims {
     std::uint64_t experts = 0;
     std::uint64_t experts_per_token = 0;
     std::uint64_t expert_intermediate_size = 0;
     std::uint64_t shared_experts = 0;
     std::uint64_t dense_layers = 0;
+    std::uint64_t period = 1;
+    std::uint64_t offset = 0;
     friend bool operator==(const MoeDims&, const MoeDims&) = default;
+    [[nodiscard]] bool has_experts(std::uint64_t layer) const {
+        return layer >= dense_layers && (period <= 1 || layer % period == offset);
+    }
 };
 
 // What one layer keeps per sequence. The importer's rule for each spelling names its source
@@ -50,6 +56,7 @@ enum class LayerKind : std::uint8_t {
 };
 std::string_view to_string(LayerKind kind);
 std::optional<LayerKind> parse_layer_kind(std::string_view text);
+std::string layer_kind_ids();  // "full, sliding, …": the names parse_layer_kind reads
 
 struct LayerSpec {
     LayerKind kind = LayerKind::full;
@@ -78,9 +85,12 @@ enum class StateKind : std::uint8_t {
     gated_delta_net,   // Qwen3-Next: conv (k-1) x (2·k_heads·d_k + v_heads·d_v); SSM v_heads x d_k x d_v
     linear_attention,  // MiniMax lightning attention: no conv; SSM heads x head_dim x head_dim
     short_conv,        // LFM2: conv (k-1) x hidden; no SSM state
+    kimi_delta,        // Kimi Linear's KDA: conv (k-1) x 3·heads·head_dim (q, k, v); SSM heads x head_dim x head_dim
+    rg_lru,            // RecurrentGemma's RG-LRU: conv (k-1) x hidden; a recurrence of lru_width values
 };
 std::string_view to_string(StateKind kind);
 std::optional<StateKind> parse_state_kind(std::string_view text);
+std::string state_kind_ids();  // the names parse_state_kind reads
 
 struct RecurrentState {
     StateKind kind = StateKind::mamba2;
@@ -116,6 +126,9 @@ struct Architecture {
     std::uint64_t intermediate_size = 0;
     std::uint64_t max_positions = 0;
     bool gated_mlp = true;  // SwiGLU/GeGLU: three matrices; false: two (GPT-2, Falcon)
+    // false: a layer is a mixer (attention, recurrent) or an MLP, never both (Nemotron-H's pattern); true: every
+    // mixer has an MLP beside it. For the parameter estimate.
+    bool mlp_beside_mixer = true;
     bool tied_embeddings = false;
     bool attention_bias = false;
     // Published counts (0 = estimate from the shape).

@@ -1,0 +1,149 @@
+// The parameter count of a model from its shape, layer by layer: attention on the layers that attend, the
+// recurrent mixer on the layers that keep a state, the MLP or experts where the layer has one. Published
+// counts win (parameters()); the estimate says it is one.
+#include <limits>
+
+#include "kvscope/calculator/architecture.h"
+#include "kvscope/calculator/checked.h"
+
+namespace kvscope {
+namespace {
+
+// q, k, v and o projections of one attention layer with its own heads and head dims (MLA: the latent's
+// down and up projections; deepseek_v2 / deepseek_v3 modeling files).
+Checked attention_parameters(const Architecture& a, std::uint64_t l) {
+    const std::uint64_t H = a.hidden_size;
+    if (a.mla) {
+        const auto& m = *a.mla;
+        const std::uint64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+        const Checked q = m.q_lora_rank
+                              ? Checked(H) * m.q_lora_rank + m.q_lora_rank + Checked(m.q_lora_rank) * a.query_heads * qk
+                              : Checked(H) * a.query_heads * qk;
+        const Checked kv_down = Checked(H) * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank;
+        const Checked kv_up = Checked(m.kv_lora_rank) * a.query_heads * (m.qk_nope_head_dim + m.v_head_dim);
+        const Checked o = Checked(a.query_heads) * m.v_head_dim * H;
+        return q + kv_down + kv_up + o;
+    }
+    const std::uint64_t dk = a.head_dim_k_of(l), dv = a.head_dim_v_of(l);
+    const Checked q_out = Checked(a.query_heads) * dk;
+    const Checked kv_out = Checked(a.kv_heads_of(l)) * (dk + dv);
+    Checked p = Checked(H) * (q_out + kv_out) + Checked(a.query_heads) * dv * H;
+    if (a.attention_bias) p += q_out + kv_out + H;
+    return p;
+}
+
+// The weights of one recurrent mixer, from the state's dimensions and the model width, after the modeling
+// file of each kind (biases and per-channel vectors included where they are whole vectors).
+Checked mixer_parameters(const Architecture& a) {
+    if (!a.recurrent) return {};
+    const RecurrentState& r = *a.recurrent;
+    const std::uint64_t H = a.hidden_size, k = r.conv_kernel;
+    switch (r.kind) {
+        case StateKind::mamba: {
+            // modeling_mamba.py / modeling_jamba.py: in_proj H -> 2·d_inner, conv d_inner x k (+ bias),
+            // x_proj d_inner -> dt_rank + 2·d_state, dt_proj dt_rank -> d_inner (+ bias), A_log d_inner x d_state,
+            // D d_inner, out_proj d_inner -> H; dt_rank = ceil(H / 16).
+            const std::uint64_t d = r.conv_channels, n = r.state_size, dt = (H + 15) / 16;
+            return Checked(H) * 2 * d + Checked(d) * (k + 1) + Checked(d) * (dt + 2 * n) + Checked(dt) * d + d +
+                   Checked(d) * n + d + Checked(d) * H;
+        }
+        case StateKind::mamba2: {
+            // modeling_mamba2.py / nemotron_h / bamba: in_proj H -> 2·d_inner + 2·groups·d_state + heads, conv over
+            // d_inner + 2·groups·d_state (+ bias), dt_bias, A_log, D per head, a gated norm of d_inner, out_proj.
+            const std::uint64_t d = r.heads * r.head_dim, gn = r.groups * r.state_size;
+            return Checked(H) * (2 * d + 2 * gn + r.heads) + Checked(d + 2 * gn) * (k + 1) + Checked(3) * r.heads + d +
+                   Checked(d) * H;
+        }
+        case StateKind::gated_delta_net: {
+            // modeling_qwen3_next.py: in_proj_qkvz H -> 2·key_dim + 2·value_dim, in_proj_ba H -> 2·v_heads, conv
+            // over 2·key_dim + value_dim, dt_bias and A_log per value head, a norm of d_v, out_proj value_dim -> H.
+            const std::uint64_t value = r.heads * r.state_size, key = (r.conv_channels - value) / 2;
+            return Checked(H) * (2 * key + 2 * value) + Checked(H) * 2 * r.heads + Checked(r.conv_channels) * k +
+                   Checked(2) * r.heads + r.state_size + Checked(value) * H;
+        }
+        case StateKind::kimi_delta: {
+            // Kimi Linear's KimiDeltaAttention (vLLM kda.py): q, k, v projections H -> heads·d and o_proj back,
+            // their short convolutions, low-rank gates f and g (H -> d -> heads·d), beta H -> heads, A_log, dt_bias.
+            const std::uint64_t p = r.heads * r.head_dim;
+            return Checked(H) * 4 * p + Checked(3) * p * k +
+                   Checked(2) * (Checked(H) * r.head_dim + Checked(r.head_dim) * p) + Checked(H) * r.heads +
+                   Checked(2) * p;
+        }
+        case StateKind::linear_attention: {
+            // MiniMax lightning attention (modeling_minimax.py): qkv H -> 3·heads·d, output_gate H -> heads·d,
+            // a norm of heads·d, out_proj heads·d -> H.
+            const std::uint64_t p = r.heads * r.head_dim;
+            return Checked(H) * 5 * p + p;
+        }
+        case StateKind::short_conv:
+            // modeling_lfm2.py Lfm2ShortConv: in_proj H -> 3·H, a depthwise conv of H x k, out_proj H -> H.
+            return Checked(H) * 4 * H + Checked(H) * k;
+        case StateKind::rg_lru: {
+            // modeling_recurrent_gemma.py: linear_x, linear_y H -> lru, linear_out lru -> H (each with a bias),
+            // conv lru x k (+ bias), the RG-LRU's input and recurrence gates (block-diagonal: lru²/heads each, with
+            // biases) and its recurrent parameter.
+            const std::uint64_t lru = r.heads, width = lru / (a.query_heads > 0 ? a.query_heads : 1);
+            return Checked(3) * H * lru + Checked(2) * lru + H + Checked(lru) * (k + 1) +
+                   Checked(2) * (Checked(lru) * width + lru) + lru;
+        }
+    }
+    return {};
+}
+
+}  // namespace
+
+ParameterCount estimate_parameters(const Architecture& a) {
+    const std::uint64_t H = a.hidden_size;
+    const std::uint64_t mats = a.gated_mlp ? 3 : 2;
+    const Checked dense_mlp = Checked(mats) * H * a.intermediate_size;
+    const Checked norms = Checked(2) * H;
+    const Checked mixer = mixer_parameters(a);
+
+    Checked total_layers, active_layers;
+    for (std::uint64_t l = 0; l < a.layers; ++l) {
+        const LayerSpec s = a.layer(l);
+        Checked own = norms;
+        if (s.attends()) own += attention_parameters(a, l);
+        if (s.keeps_state()) own += mixer;
+        // A layer without a mixer is an MLP block; the others carry one beside their mixer unless the model
+        // alternates mixers and MLPs as separate blocks (Nemotron-H).
+        const bool mlp = s.kind == LayerKind::none || a.mlp_beside_mixer;
+        Checked mlp_total, mlp_active;
+        if (mlp && a.moe && a.moe->has_experts(l)) {
+            const Checked expert = Checked(mats) * H * a.moe->expert_intermediate_size;
+            const Checked shared = expert * a.moe->shared_experts;
+            const Checked router = Checked(H) * a.moe->experts;
+            mlp_total = expert * a.moe->experts + shared + router;
+            mlp_active = expert * a.moe->experts_per_token + shared + router;
+        } else if (mlp) {
+            mlp_total = mlp_active = dense_mlp;
+        }
+        total_layers += own + mlp_total;
+        active_layers += own + mlp_active;
+    }
+    const Checked embedding = Checked(a.vocab_size) * H;
+    const Checked head = a.tied_embeddings ? Checked(0) : embedding;
+    const Checked total = total_layers + embedding + head + H;
+    const Checked active = active_layers + embedding + head + H;
+    ParameterCount p;
+    p.estimated = true;
+    // A shape that overflows 64 bits of parameters is rejected by validation
+    // long before; saturate rather than wrap for display.
+    constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
+    p.total = total.overflow() ? kMax : total.value();
+    p.active = active.overflow() ? kMax : active.value();
+    p.embedding = embedding.overflow() ? kMax : embedding.value();
+    return p;
+}
+
+ParameterCount parameters(const Architecture& a) {
+    ParameterCount p = estimate_parameters(a);
+    if (a.params_total > 0) {
+        p.total = a.params_total;
+        p.active = a.params_active > 0 ? a.params_active : a.params_total;
+        p.estimated = false;
+    }
+    return p;
+}
+
+}  // namespace kvscope
