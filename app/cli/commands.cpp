@@ -41,7 +41,10 @@ std::string header(const Scenario& s, const ScenarioSource& src) {
                    std::to_string(s.arch.query_heads) + " query heads, " +
                    (s.arch.mla
                         ? "MLA latent " + std::to_string(s.arch.mla->kv_lora_rank) + " + rope " +
-                              std::to_string(s.arch.mla->qk_rope_head_dim)
+                              std::to_string(s.arch.mla->qk_rope_head_dim) +
+                              (s.arch.mla->indexer_head_dim > 0
+                                   ? " + indexer key " + std::to_string(s.arch.mla->indexer_head_dim)
+                                   : "")
                         : std::to_string(s.arch.kv_heads) + " KV heads, head dim " + std::to_string(s.arch.head_dim_k) +
                               (s.arch.head_dim_v != s.arch.head_dim_k ? "/" + std::to_string(s.arch.head_dim_v) : ""))},
         {"workload", format_tokens(s.workload.context_tokens) + " tokens × " + std::to_string(s.workload.batch) +

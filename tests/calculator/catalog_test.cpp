@@ -56,6 +56,8 @@ TEST(Catalog, BytesPerTokenOfEveryModelMatchesTheHandArithmetic) {
         {"nemotron-h-56b", 2ull * 10 * 8 * 128 * 2},          // 40,960: 10 of 118
         {"lfm2-700m", 2ull * 6 * 8 * 64 * 2},                 // 12,288: 6 of 16
         {"mamba-codestral-7b", 0},                            // no attention
+        {"deepseek-v3.2", 61ull * ((512 + 64) * 2 + 128 + 4)},  // 78,324: latent + the indexer's fp8 key and scale
+        {"mistral-small-3.1-24b", 2ull * 40 * 8 * 128 * 2},     // 163,840 bf16 (text_config)
         {"minimax-m1", 2ull * 10 * 8 * 128 * 2},              // 40,960: 10 of 80 (fp16: no dtype in the file)
         {"recurrentgemma-9b", 2ull * 12 * 1 * 256 * 2},       // 12,288: 12 of 38, each within 2,048 tokens
         {"nemotron-3-nano-30b-a3b", 2ull * 6 * 2 * 128 * 2},  // 6,144: 6 of 52

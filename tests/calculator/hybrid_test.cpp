@@ -444,6 +444,10 @@ TEST(Hybrid, DeepSeekV32KeepsItsIndexersKeysBesideTheLatent) {
     auto back = scenario_from_json(scenario_to_json(s), "v32.kvscope.json");
     ASSERT_TRUE(back);
     EXPECT_EQ(back->scenario.arch.mla->indexer_head_dim, 128u);
+    // The catalog's DeepSeek-V3.2 is the same shape: fp8, as vLLM serves it with --kv-cache-dtype fp8.
+    auto catalog_fp8 = kv_cache_report(catalog_arch("deepseek-v3.2"), KvDtype::fp8_e4m3, {.context_tokens = 131072});
+    ASSERT_TRUE(catalog_fp8);
+    EXPECT_EQ(catalog_fp8->total_bytes, 131072ull * 61 * (656 + 132));
 }
 
 TEST(Hybrid, LearnersSeeWhatEachKindOfLayerKeeps) {
