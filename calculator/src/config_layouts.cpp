@@ -285,7 +285,7 @@ bool read_block_types(Reader& r, const Value* blocks, ImportedModel& out, std::v
     r.layout_keys.emplace_back("attention_window_size");
     const auto window = r.number({"attention_window_size"});
     const std::uint64_t w = window ? window->value : 2048;
-    if (!window) out.assumed.push_back("attention_window_size = 2048 (recurrent_gemma default; not in the file)");
+    if (!window) out.assumed.emplace_back("attention_window_size = 2048 (recurrent_gemma default; not in the file)");
     for (std::uint64_t i = 0; i < out.arch.layers; ++i) {
         const std::string& name = cycle[i % cycle.size()];
         if (name == "recurrent")

@@ -36,9 +36,14 @@ StateValues state_values_per_gpu(const RecurrentState& r, std::uint64_t tp) {
     return {conv, ssm};
 }
 
+Checked indexer_row_bytes(const MlaDims& mla) {
+    if (mla.indexer_head_dim == 0) return {};
+    return Checked(mla.indexer_head_dim) + Checked(ceil_div(mla.indexer_head_dim, 128)) * 4;
+}
+
 Checked mla_row_bytes(const MlaDims& mla, KvDtype dtype) {
     if (mla.indexer_head_dim == 0) return row_bytes(dtype, mla.kv_lora_rank + mla.qk_rope_head_dim);
-    const Checked indexer = Checked(mla.indexer_head_dim) + Checked(ceil_div(mla.indexer_head_dim, 128)) * 4;
+    const Checked indexer = indexer_row_bytes(mla);
     const bool ds_mla = dtype == KvDtype::fp8_e4m3 && mla.kv_lora_rank == 512 && mla.qk_rope_head_dim == 64;
     const Checked latent = ds_mla ? Checked(656) : row_bytes(dtype, mla.kv_lora_rank + mla.qk_rope_head_dim);
     return latent + indexer;

@@ -267,7 +267,7 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     std::vector<Slot> slots;
     for (std::size_t i = 0; i < tensors->size(); ++i) {
         const KvTensor& t = (*tensors)[i];
-        if (t.is_value || t.is_state) continue;
+        if (!t.is_key()) continue;
         slots.push_back(
             {buffers[i].get(), request.arch.mla ? buffers[i].get() : buffers[i + 1].get(), t.layer, t.attended});
     }

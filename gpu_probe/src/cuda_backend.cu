@@ -201,7 +201,7 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     for (const KvTensor& t : *tensors) max_tokens = std::max(max_tokens, t.tokens);
     // One slot per K tensor: layers without a KV cache of their own (recurrent, shared, MLP-only) attend nothing here.
     const std::uint64_t slot_count = static_cast<std::uint64_t>(
-        std::count_if(tensors->begin(), tensors->end(), [](const KvTensor& t) { return !t.is_value && !t.is_state; }));
+        std::count_if(tensors->begin(), tensors->end(), [](const KvTensor& t) { return t.is_key(); }));
     const unsigned sms = std::max(1u, r.device.compute_units);
     const int dtype = cuda::code_of(request.dtype);
     const std::size_t eb = cpu::element_bytes(request.dtype);
@@ -260,7 +260,7 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     }
     for (std::size_t i = 0; i < tensors->size(); ++i) {
         const KvTensor& t = (*tensors)[i];
-        if (t.is_value || t.is_state) continue;
+        if (!t.is_key()) continue;
         slots.push_back({buffers[i].get(), mla ? buffers[i].get() : buffers[i + 1].get(), t.attended,
                          static_cast<std::uint32_t>(t.layer)});
     }

@@ -41,10 +41,9 @@ Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
             return FieldError{"kv_heads",
                               "the probe times one head layout for every layer, and this model's layers have KV "
                               "heads or head dimensions of their own; the calculator's figures still apply"};
-    if (arch.mla && arch.mla->indexer_head_dim > 0)
-        return FieldError{"index_head_dim",
-                          "the probe stores MLA latents, not DeepSeek-V3.2's indexer keys; the calculator's figures "
-                          "still apply"};
+    // DeepSeek-V3.2's indexer keys are stored beside each latent, in their own fp8 format whatever the cache
+    // format (vLLM deepseek_v2.py Indexer), allocated and measured but not attended.
+    const std::uint64_t indexer_row = arch.mla ? indexer_row_bytes(*arch.mla).value() : 0;
     const bool mla = request.arch.mla.has_value();
     const std::uint64_t heads = mla ? 1 : request.arch.kv_heads;
     const std::uint64_t dims_k =
@@ -57,6 +56,11 @@ Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
         const std::uint64_t attended = KvLayout::kept_tokens(layout->window(layer), context);
         for (std::uint64_t seq = 0; seq < request.workload.batch; ++seq) {
             tensors.push_back({layer, false, false, seq, tokens, attended, tokens * heads * dims_k * bytes_per_value});
+            if (indexer_row > 0) {
+                KvTensor indexer{layer, false, false, seq, tokens, 0, tokens * indexer_row};
+                indexer.is_indexer = true;
+                tensors.push_back(indexer);
+            }
             if (!mla)
                 tensors.push_back({layer, true, false, seq, tokens, attended,
                                    tokens * heads * request.arch.head_dim_v * bytes_per_value});

@@ -43,24 +43,24 @@ TEST(Catalog, BytesPerTokenOfEveryModelMatchesTheHandArithmetic) {
         {"gpt-oss-20b", 2ull * 24 * 8 * 64 * 2},             // 49,152 fp16 (no dtype: default)
         {"gpt-oss-120b", 2ull * 36 * 8 * 64 * 2},            // 73,728 fp16
         // Today's models (their layer mixes and states: hybrid_test.cpp). Only layers with a KV cache count.
-        {"qwen3-30b-a3b", 2ull * 48 * 4 * 128 * 2},           // 98,304 bf16
-        {"qwen3-235b-a22b", 2ull * 94 * 4 * 128 * 2},         // 192,512 bf16
-        {"qwen3-next-80b-a3b", 2ull * 12 * 2 * 256 * 2},      // 24,576: 12 of 48 layers attend
-        {"qwen3.5-35b-a3b", 2ull * 10 * 2 * 256 * 2},         // 20,480: 10 of 40
-        {"llama-4-scout", 2ull * 48 * 8 * 128 * 2},           // 196,608 (chunked layers keep a row per token too)
-        {"llama-4-maverick", 2ull * 48 * 8 * 128 * 2},        // 196,608
-        {"gemma-3-4b", 2ull * 34 * 4 * 256 * 2},              // 139,264 (gemma3_text defaults)
-        {"kimi-k2", 61ull * (512 + 64) * 2},                  // 70,272 MLA
-        {"glm-4.7", 2ull * 92 * 8 * 128 * 2},                 // 376,832
-        {"jamba-v0.1", 2ull * 4 * 8 * 128 * 2},               // 16,384: 4 of 32 layers attend
-        {"nemotron-h-56b", 2ull * 10 * 8 * 128 * 2},          // 40,960: 10 of 118
-        {"lfm2-700m", 2ull * 6 * 8 * 64 * 2},                 // 12,288: 6 of 16
-        {"mamba-codestral-7b", 0},                            // no attention
+        {"qwen3-30b-a3b", 2ull * 48 * 4 * 128 * 2},             // 98,304 bf16
+        {"qwen3-235b-a22b", 2ull * 94 * 4 * 128 * 2},           // 192,512 bf16
+        {"qwen3-next-80b-a3b", 2ull * 12 * 2 * 256 * 2},        // 24,576: 12 of 48 layers attend
+        {"qwen3.5-35b-a3b", 2ull * 10 * 2 * 256 * 2},           // 20,480: 10 of 40
+        {"llama-4-scout", 2ull * 48 * 8 * 128 * 2},             // 196,608 (chunked layers keep a row per token too)
+        {"llama-4-maverick", 2ull * 48 * 8 * 128 * 2},          // 196,608
+        {"gemma-3-4b", 2ull * 34 * 4 * 256 * 2},                // 139,264 (gemma3_text defaults)
+        {"kimi-k2", 61ull * (512 + 64) * 2},                    // 70,272 MLA
+        {"glm-4.7", 2ull * 92 * 8 * 128 * 2},                   // 376,832
+        {"jamba-v0.1", 2ull * 4 * 8 * 128 * 2},                 // 16,384: 4 of 32 layers attend
+        {"nemotron-h-56b", 2ull * 10 * 8 * 128 * 2},            // 40,960: 10 of 118
+        {"lfm2-700m", 2ull * 6 * 8 * 64 * 2},                   // 12,288: 6 of 16
+        {"mamba-codestral-7b", 0},                              // no attention
         {"deepseek-v3.2", 61ull * ((512 + 64) * 2 + 128 + 4)},  // 78,324: latent + the indexer's fp8 key and scale
         {"mistral-small-3.1-24b", 2ull * 40 * 8 * 128 * 2},     // 163,840 bf16 (text_config)
-        {"minimax-m1", 2ull * 10 * 8 * 128 * 2},              // 40,960: 10 of 80 (fp16: no dtype in the file)
-        {"recurrentgemma-9b", 2ull * 12 * 1 * 256 * 2},       // 12,288: 12 of 38, each within 2,048 tokens
-        {"nemotron-3-nano-30b-a3b", 2ull * 6 * 2 * 128 * 2},  // 6,144: 6 of 52
+        {"minimax-m1", 2ull * 10 * 8 * 128 * 2},                // 40,960: 10 of 80 (fp16: no dtype in the file)
+        {"recurrentgemma-9b", 2ull * 12 * 1 * 256 * 2},         // 12,288: 12 of 38, each within 2,048 tokens
+        {"nemotron-3-nano-30b-a3b", 2ull * 6 * 2 * 128 * 2},    // 6,144: 6 of 52
     };
     const auto& catalog = Catalog::builtin();
     EXPECT_EQ(catalog.models().size(), expected.size());

@@ -1,8 +1,7 @@
-// Never a silent wrong answer: a config whose layer layout the calculator does not model (a recurrent
-// Gemma, Kimi Linear's KDA layers, DeepSeek-V3.2's indexer cache, chunks outside Llama 4, unknown layer
-// kinds or layout fields) gets its figures with a warning naming the field, in the report's warnings and
-// the fit's notes; engines' dtype and multi-query rules are followed. (The layouts it does model are
-// checked against hand arithmetic in hybrid_test.cpp.)
+// Never a silent wrong answer: a config whose layer layout the calculator does not model (chunks outside
+// Llama 4, a recurrent model type whose state it cannot size, unknown layer kinds or layout fields) gets its figures
+// with a warning naming the field, in the report's warnings and the fit's notes; engines' dtype and multi-query rules
+// are followed. (The layouts it does model are checked against hand arithmetic in hybrid_test.cpp.)
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/deployment.h"

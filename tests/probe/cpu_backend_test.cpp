@@ -39,14 +39,27 @@ TEST(KvTensors, SumToTheCalculatorsPredictionForEveryCatalogModel) {
         const auto report = kv_cache_report(r.arch, r.dtype, r.workload, {});
         EXPECT_EQ(kv, report->total_bytes) << m.id;
         EXPECT_EQ(state, report->state_bytes) << m.id;
-        // K and V per caching layer per sequence (one latent for MLA); a conv and an SSM state (where the
-        // kind has them) per recurrent layer per sequence.
+        // K and V per caching layer per sequence (one latent for MLA, and DeepSeek-V3.2's indexer keys beside
+        // it); a conv and an SSM state (where the kind has them) per recurrent layer per sequence.
         const Architecture& a = m.model.arch;
         std::uint64_t caching = 0;
         for (std::uint64_t l = 0; l < a.layers; ++l) caching += a.layer(l).caches_kv();
         const std::uint64_t state_tensors = a.recurrent ? (a.recurrent->conv_kernel > 1) + (a.recurrent->heads > 0) : 0;
-        EXPECT_EQ(tensors->size(), 2 * (caching * (a.mla ? 1 : 2) + a.state_layers() * state_tensors)) << m.id;
+        const std::uint64_t per_layer = a.mla ? (a.mla->indexer_head_dim > 0 ? 2 : 1) : 2;
+        EXPECT_EQ(tensors->size(), 2 * (caching * per_layer + a.state_layers() * state_tensors)) << m.id;
     }
+}
+
+TEST(CpuBackend, AllocatesDeepSeekV32sIndexerKeysBesideTheLatentAndTimesTheLatent) {
+    // 61 layers x 1,024 tokens x 2 sequences: bf16 latents of 576 x 2 bytes and indexer keys of 128 fp8 values
+    // and one fp32 scale (vLLM deepseek_v2.py Indexer), 132 bytes, a token a layer.
+    ProbeRequest r = request_for("deepseek-v3.2", 1024, KvDtype::bf16, 2);
+    const ProbeReport p = cpu()->probe(r, {});
+    ASSERT_EQ(p.status, Status::ok) << p.message;
+    EXPECT_EQ(p.allocation.predicted_bytes, 61ull * 1024 * 2 * (576 * 2 + 132));
+    EXPECT_EQ(p.allocation.requested_bytes, p.allocation.predicted_bytes);
+    // Attention reads the latents only: the indexer keys are allocated, not attended.
+    EXPECT_EQ(p.attention.kv_bytes_read, 61ull * 1024 * 2 * 576 * 2);
 }
 
 TEST(CpuBackend, AllocatesTheRecurrentStateBesideTheCache) {

@@ -39,6 +39,8 @@ std::uint64_t honoured_window(const LayerSpec& layer, const Workload& workload);
 // an indexer keeps an fp8 latent as fp8_ds_mla, 656 bytes (512 fp8 values, 4 fp32 scales, 64 bf16
 // rope values), for FlashMLA's sparse kernels.
 Checked mla_row_bytes(const MlaDims& mla, KvDtype dtype);
+// The indexer's key alone (0 without an indexer): index_head_dim fp8 values and an fp32 scale per 128.
+Checked indexer_row_bytes(const MlaDims& mla);
 
 // One layer's recurrent state for one sequence on one GPU of `tp` tensor-parallel GPUs, in vLLM's shapes:
 // the values of its convolution state and of its SSM state, and their bytes in their formats.

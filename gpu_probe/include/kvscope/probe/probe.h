@@ -73,6 +73,9 @@ struct KvTensor {
     std::uint64_t tokens = 0;    // stored, after the window and block rounding
     std::uint64_t attended = 0;  // read by one decode step: the window's tokens, not the block padding
     std::uint64_t bytes = 0;
+    bool is_indexer = false;  // DeepSeek-V3.2's indexer keys beside the latent: allocated and measured, not attended
+    // The probe's attention reads this tensor (and its value tensor): the keys of a layer that caches K and V.
+    [[nodiscard]] bool is_key() const { return !is_value && !is_state && !is_indexer; }
 };
 
 // The formats the probe can store and compute with: fp32, fp16, bf16.
