@@ -17,8 +17,8 @@ AttentionShape attention_shape(const Architecture& arch);
 std::uint64_t kv_bytes_read(const std::vector<KvTensor>& tensors);
 // Read bandwidth of host memory over `bytes`, all threads, median of a few passes (GB/s).
 double measure_host_read_gbps(std::uint64_t bytes);
-// nullptr with `why` and `status` (no_device or driver_mismatch) set when this build has no CUDA
-// or no device answers.
+// nullptr with `why` and `status` (no_device or driver_mismatch) set when no device answers. Defined in the
+// CUDA plugin (gpu_probe/cuda/), which plugins.cpp loads.
 std::unique_ptr<Backend> make_cuda_backend(std::string& why, Status& status);
 
 }  // namespace kvscope::probe

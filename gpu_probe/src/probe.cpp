@@ -96,45 +96,10 @@ std::uint64_t kv_bytes_read(const std::vector<KvTensor>& tensors) {
     return sum;
 }
 
-BackendChoice choose_backend(const std::string& name) {
-    BackendChoice c;
-    if (name == "cpu") {
-        c.backend = make_cpu_backend();
-    } else if (name == "cuda" || name == "auto") {
-        c.backend = make_cuda_backend(c.message, c.status);
-        if (!c.backend && name == "auto") c.backend = make_cpu_backend();
-    } else {
-        c.status = Status::invalid_input;
-        c.message = "'" + name + "' is not a backend (auto, cpu, cuda)";
-    }
-    if (c.backend) {
-        c.status = Status::ok;
-        c.message.clear();
-    }
-    return c;
-}
-
 Result<std::unique_ptr<Backend>> make_backend(const std::string& name) {
     BackendChoice c = choose_backend(name);
     if (!c.backend) return FieldError{"--backend", c.message};
     return std::move(c.backend);
-}
-
-std::vector<DeviceInfo> list_devices() {
-    std::vector<DeviceInfo> out;
-    out.push_back(make_cpu_backend()->device());
-    out.back().measured_gbps = measure_host_read_gbps(256ull << 20);
-    BackendChoice cuda = choose_backend("cuda");
-    if (cuda.backend) {
-        out.push_back(cuda.backend->device());
-    } else {
-        DeviceInfo none;
-        none.backend = "cuda";
-        none.name = "unavailable";
-        none.note = cuda.message;
-        out.push_back(none);
-    }
-    return out;
 }
 
 }  // namespace kvscope::probe

@@ -18,6 +18,7 @@
 #include "cuda_stopwatch.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/units.h"
+#include "kvscope/probe/plugin.h"
 #include "reference.h"
 #include "tiny_transformer.h"
 
@@ -370,3 +371,16 @@ std::unique_ptr<Backend> make_cuda_backend(std::string& why, Status& status) {
 }
 
 }  // namespace kvscope::probe
+
+// The plugin's two entry points (kvscope/probe/plugin.h).
+KVSCOPE_PLUGIN_EXPORT int kvscope_probe_plugin_abi() { return kvscope::probe::kPluginAbi; }
+
+KVSCOPE_PLUGIN_EXPORT void kvscope_probe_plugin_create(kvscope::probe::BackendChoice* out) {
+    try {
+        out->backend = kvscope::probe::make_cuda_backend(out->message, out->status);
+    } catch (const std::exception& e) {
+        out->backend.reset();
+        out->status = kvscope::probe::Status::no_device;
+        out->message = std::string("the CUDA backend could not start: ") + e.what();
+    }
+}
