@@ -450,22 +450,17 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
 }  // namespace
 
 std::string general_help() {
-    return R"(kvscope-cli — KV cache memory, deployment fit and decode cost for transformer models
-
-usage: kvscope-cli COMMAND [options]
-
-commands:
-  models    the built-in (and your own) models
-  gpus      the built-in (and your own) GPUs
-  kv        KV cache size: total, per GPU, per sequence, per token, per layer, and the variants
-  compare   the same model as MHA, GQA, MQA (and MLA): bytes and % of MHA
-  sweep     KV bytes against context length, one column per variant
-  fit       will it fit on these GPUs, how many sequences, how long a context, how fast
-  plan      how many GPUs: every TP × PP layout and the replicas the sequences need
-  devices   the probe's backends and devices (cpu, cuda)
-  probe     allocate the cache on this machine, check its size, time decode attention
-  stopwatch a small transformer generating with and without its KV cache
-
+    std::string out =
+        "kvscope-cli — KV cache memory, deployment fit and decode cost for transformer models\n\n"
+        "usage: kvscope-cli COMMAND [options]\n\ncommands:\n";
+    for (std::size_t i = 0; i < kCommandCount; ++i) {
+        const auto c = static_cast<Command>(i);
+        if (c == Command::window) continue;
+        std::string name(to_string(c));
+        out += "  " + name + std::string(name.size() < 10 ? 10 - name.size() : 1, ' ') + std::string(command_brief(c)) +
+               "\n";
+    }
+    return out + R"(
 Run 'kvscope-cli COMMAND --help' for a command's options.
 Examples:
   kvscope-cli kv --model llama-3-8b --context 128k --batch 8
@@ -475,73 +470,30 @@ Examples:
 )";
 }
 
+// `text` in lines of at most `width` characters, broken between words.
+std::string wrapped(std::string_view text, std::size_t width = 100) {
+    std::string out, line;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find(' ', start);
+        if (end == std::string_view::npos) end = text.size();
+        const std::string_view word = text.substr(start, end - start);
+        if (!line.empty() && line.size() + 1 + word.size() > width) {
+            out += line + "\n";
+            line.clear();
+        }
+        line += (line.empty() ? "" : " ") + std::string(word);
+        start = end + 1;
+    }
+    return out + line + "\n";
+}
+
 std::string command_help(const std::string& command) {
-    const std::string model = R"(model:
-  --model ID          a catalog id (llama-3-8b), alias or Hugging Face repo id; default: the teaching model
-  --config FILE       a Hugging Face config.json instead
-  --data-dir DIR      your own models/ and gpus.json (default $KVSCOPE_DATA_DIR or ~/.config/kvscope)
-workload:
-  --context N         tokens per sequence: 8192, 8k (= 8192), 128k, 1M; default 8k or the model's max
-  --batch N           concurrent sequences (default 1)
-  --kv-dtype D        fp32 fp16 bf16 fp8_e4m3 fp8_e5m2 int8 int4 q8_0 q4_0 mxfp4 (default: the config's dtype)
-  --mamba-cache-dtype D, --mamba-ssm-cache-dtype D
-                      the recurrent state's formats, as vLLM's options: auto float32 float16 bfloat16
-                      (default auto: the model's dtype, or the SSM format its config or vLLM names)
-  --block-size N      paged-attention block in tokens (default 1 = contiguous)
-  --tp N, --pp N      tensor and pipeline parallel degrees
-  --full-window       the engine keeps the whole context on sliding-window layers
-output:
-  --json, --csv       machine-readable output (default: a table)
-  --units gib|gb      binary (GiB) or decimal (GB) units first
-)";
-    if (command == "devices" || command == "probe" || command == "stopwatch") return probe_help(command);
-    if (command == "models")
-        return "usage: kvscope-cli models [--json|--csv] [--data-dir DIR]\nLists every model: id, shape, parameters "
-               "and KV bytes per token.\n";
-    if (command == "gpus")
-        return "usage: kvscope-cli gpus [--json|--csv] [--data-dir DIR]\nLists every GPU: memory, bandwidth, dense "
-               "bf16 TFLOP/s.\n";
-    if (command == "kv")
-        return "usage: kvscope-cli kv (--model ID | --config FILE) [options]\n"
-               "The KV cache: total, per GPU, per sequence, per token, per layer, and the MHA/GQA/MQA variants.\n\n" +
-               model + "  --all-layers        list every layer instead of grouping them by kind and window\n";
-    if (command == "compare")
-        return "usage: kvscope-cli compare (--model ID | --config FILE) [options]\n"
-               "The same model as MHA, GQA, MQA (and MLA where it has it): bytes and % of MHA.\n\n" +
-               model;
-    if (command == "sweep")
-        return "usage: kvscope-cli sweep (--model ID | --config FILE) [options]\n"
-               "KV bytes against context length for each variant.\n\n" +
-               model +
-               "sweep:\n  --points N          how many context lengths (default 12 in a table, 512 in JSON/CSV)\n"
-               "  --from N, --to N    the range (default 128 to the model's max positions)\n"
-               "  --linear            linear spacing (default: log)\n";
-    if (command == "fit")
-        return "usage: kvscope-cli fit (--model ID | --config FILE) --gpu ID [options]\n"
-               "Will it fit: weights, the engine's KV budget, max batch, max context, decode speed floor.\n\n" +
-               model +
-               "deployment:\n"
-               "  --gpu ID            a catalog GPU (h100-sxm, h200, a100-80gb, rtx-4090, …)\n"
-               "  --gpus N            how many GPUs (default tp x pp; alone it sets --tp)\n"
-               "  --gpu-memory SIZE   your own GPU: memory (80GiB, 24GB) …\n"
-               "  --gpu-bandwidth B   … and bandwidth in bytes/s (3350GB = 3.35 TB/s)\n"
-               "  --engine E          vllm, sglang, tensorrt-llm, llama.cpp, plain (default vllm)\n"
-               "  --utilization F     the engine's memory fraction (vllm 0.90, sglang 0.88, tensorrt-llm 0.90)\n"
-               "  --weight-dtype D    weights' format (default: the config's dtype or quantization)\n"
-               "  --reserve SIZE      activation reserve per GPU (default 1GiB)\n"
-               "  --overhead SIZE     runtime overhead per GPU: CUDA context, graphs (default 512MiB)\n";
-    if (command == "plan")
-        return "usage: kvscope-cli plan (--model ID | --config FILE) --gpu ID [options]\n"
-               "How many GPUs: every tensor x pipeline parallel layout the heads allow (TP within a node, PP "
-               "across nodes), each with its fit, and the replicas (data parallel) that serve --batch sequences; "
-               "GPUs = TP x PP x replicas, smallest first.\n\n" +
-               model +
-               "deployment: as for fit (--gpu, --gpu-memory, --gpu-bandwidth, --engine, --utilization, "
-               "--weight-dtype, --reserve, --overhead), without --gpus, --tp and --pp\n"
-               "plan:\n"
-               "  --gpus-per-node N   GPUs in a node, the most tensor parallel uses (default 8)\n"
-               "  --max-pp N          the most pipeline stages (nodes) to try (default 8)\n";
-    return general_help();
+    const auto c = parse_command(command);
+    if (!c) return general_help();
+    // The usage line and what it does, then the options it takes: all from their declarations (options.cpp).
+    return "usage: kvscope-cli " + std::string(command_usage(*c)) + "\n" + wrapped(command_summary(*c)) + "\n" +
+           options_help(*c);
 }
 
 Output run(const std::vector<std::string>& args) {
@@ -554,16 +506,10 @@ Output run(const std::vector<std::string>& args) {
                 kExitUsage};
     }
     const Options& o = *parsed;
-    static const char* kCommands[] = {"models", "gpus", "kv",      "compare", "sweep",
-                                      "fit",    "plan", "devices", "probe",   "stopwatch"};
-    const bool known = std::find(std::begin(kCommands), std::end(kCommands), o.command) != std::end(kCommands);
     if (o.command.empty() || o.command == "help")
         return {general_help(), "", o.command.empty() && !o.help ? kExitUsage : kExitOk};
-    if (!known)
-        return {"",
-                "kvscope-cli: unknown command '" + o.command +
-                    "' (models, gpus, kv, compare, sweep, fit, plan, devices, probe, stopwatch)\n",
-                kExitUsage};
+    if (!o.command_id)
+        return {"", "kvscope-cli: unknown command '" + o.command + "' (" + command_list() + ")\n", kExitUsage};
     if (o.help) return {command_help(o.command), "", kExitOk};
 
     std::vector<std::string> problems;
@@ -571,31 +517,48 @@ Output run(const std::vector<std::string>& args) {
     std::string warnings;
     for (const auto& p : problems) warnings += "kvscope-cli: skipped from your data folder: " + p + "\n";
 
-    Output result;
-    if (o.command == "models")
-        result = cmd_models(o, catalog);
-    else if (o.command == "devices")
-        result = cmd_devices(o);
-    else if (o.command == "stopwatch")
-        result = cmd_stopwatch(o);
-    else if (o.command == "gpus")
-        result = cmd_gpus(o, catalog);
-    else {
+    const auto with_scenario = [&](auto&& command) -> Output {
         ScenarioSource src;
         auto s = build_scenario(o, catalog, src);
-        if (!s) return {"", warnings + usage_error(s.errors(), o.command), kExitUsage};
-        if (o.command == "kv")
-            result = cmd_kv(o, *s, src, false);
-        else if (o.command == "compare")
-            result = cmd_kv(o, *s, src, true);
-        else if (o.command == "sweep")
-            result = cmd_sweep(o, *s, src);
-        else if (o.command == "probe")
-            result = cmd_probe(o, *s, src);
-        else if (o.command == "plan")
-            result = cmd_plan(o, *s, src);
-        else
-            result = cmd_fit(o, *s, src);
+        if (!s) return {"", usage_error(s.errors(), o.command), kExitUsage};
+        return command(*s, src);
+    };
+    Output result;
+    switch (*o.command_id) {
+        case Command::models:
+            result = cmd_models(o, catalog);
+            break;
+        case Command::gpus:
+            result = cmd_gpus(o, catalog);
+            break;
+        case Command::devices:
+            result = cmd_devices(o);
+            break;
+        case Command::stopwatch:
+            result = cmd_stopwatch(o);
+            break;
+        case Command::kv:
+            result =
+                with_scenario([&](const Scenario& s, const ScenarioSource& src) { return cmd_kv(o, s, src, false); });
+            break;
+        case Command::compare:
+            result =
+                with_scenario([&](const Scenario& s, const ScenarioSource& src) { return cmd_kv(o, s, src, true); });
+            break;
+        case Command::sweep:
+            result = with_scenario([&](const Scenario& s, const ScenarioSource& src) { return cmd_sweep(o, s, src); });
+            break;
+        case Command::fit:
+            result = with_scenario([&](const Scenario& s, const ScenarioSource& src) { return cmd_fit(o, s, src); });
+            break;
+        case Command::plan:
+            result = with_scenario([&](const Scenario& s, const ScenarioSource& src) { return cmd_plan(o, s, src); });
+            break;
+        case Command::probe:
+            result = with_scenario([&](const Scenario& s, const ScenarioSource& src) { return cmd_probe(o, s, src); });
+            break;
+        case Command::window:
+            break;  // parse_command never names it
     }
     result.err = warnings + result.err;
     return result;

@@ -92,23 +92,6 @@ Output unavailable(const std::string& command, const Options& o, const probe::Ba
 
 }  // namespace
 
-std::string probe_help(const std::string& command) {
-    if (command == "devices")
-        return "usage: kvscope-cli devices [--json]\nLists the probe's backends (cpu, cuda) and their devices.\n";
-    if (command == "probe")
-        return "usage: kvscope-cli probe (--model ID | --config FILE) --context N [--batch N] [--kv-dtype "
-               "fp32|fp16|bf16]\n"
-               "                         [--block-size N] [--backend auto|cpu|cuda] [--runs N] [--memory-limit SIZE] "
-               "[--ceiling-size SIZE] [--json]\n"
-               "Allocates the model's KV cache on this machine exactly as the calculator lays it out, compares the\n"
-               "bytes, and times one decode step's attention over it against a read-bandwidth ceiling measured in\n"
-               "the same run. Ctrl+C cancels (everything is freed).\n";
-    return "usage: kvscope-cli stopwatch [--tokens N] [--prompt TEXT] [--backend auto|cpu|cuda] [--json]\n"
-           "A small real transformer generates N tokens (default 128) twice: with its KV cache, and recomputing\n"
-           "the whole prefix at every step. Prints the time per token of both, the two texts, and whether they "
-           "match.\n";
-}
-
 Output cmd_devices(const Options& o) {
     const auto devices = probe::list_devices();
     Output r;

@@ -8,6 +8,5 @@ namespace kvscope::cli {
 Output cmd_devices(const Options& o);
 Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src);
 Output cmd_stopwatch(const Options& o);
-std::string probe_help(const std::string& command);
 
 }  // namespace kvscope::cli

@@ -8,31 +8,31 @@
 namespace kvscope::gui {
 
 QString usage() {
+    // The scenario options are the ones kvscope-cli declares for the window (app/options/options.cpp).
     return QStringLiteral(
-        "usage: kvscope [SCENARIO OPTIONS] [--scenario FILE] [EXPORTS]\n"
-        "\n"
-        "Opens the KVScope window; with an export option, writes the files without a window.\n"
-        "\n"
-        "Scenario (as in kvscope-cli):\n"
-        "  --model ID | --config FILE   a catalog model (kvscope-cli models) or a config.json\n"
-        "  --scenario FILE              a saved .kvscope.json (the options above and below override it)\n"
-        "  --context N   --batch N   --kv-dtype T   --block-size N   --tp N   --pp N   --full-window\n"
-        "  --mamba-cache-dtype T   --mamba-ssm-cache-dtype T   (a recurrent state's formats, as in vLLM)\n"
-        "  --gpu ID   --gpus N   --engine E   --utilization F   --weight-dtype T\n"
-        "  --gpu-memory SIZE   --gpu-bandwidth SIZE   --reserve SIZE   --overhead SIZE\n"
-        "  --units gib|gb   --linear (linear token axis)   --log-bytes | --linear-bytes (bytes axis; default:\n"
-        "  log when MHA would squash the model's own curve)   --data-dir DIR\n"
-        "\n"
-        "Exports (no window is shown):\n"
-        "  --export-chart OUT.png|svg|pdf   --export-csv OUT.csv   --export-json OUT.json\n"
-        "  --export-report OUT.pdf          --size WIDTHxHEIGHT (default 1200x700)   --scale F (PNG, default 2)\n"
-        "\n"
-        "  -h, --help   --version\n"
-        "\n"
-        "examples:\n"
-        "  kvscope --model llama-3-70b --context 128k --kv-dtype fp8 --batch 8 --gpu h100-sxm --gpus 2\n"
-        "  kvscope --model llama-3-70b --context 128k --export-chart c.svg --export-report r.pdf\n"
-        "  kvscope --scenario plan.kvscope.json --export-csv plan.csv\n");
+               "usage: kvscope [SCENARIO OPTIONS] [--scenario FILE] [EXPORTS]\n"
+               "\n"
+               "Opens the KVScope window; with an export option, writes the files without a window.\n"
+               "\n"
+               "Scenario (as in kvscope-cli):\n"
+               "  --scenario FILE     a saved .kvscope.json (every option below overrides it)\n") +
+           QString::fromStdString(cli::options_help(cli::Command::window)) +
+           QStringLiteral(
+               "chart:\n"
+               "  --log-bytes | --linear-bytes   the bytes axis (default: log when MHA would squash the model's own "
+               "curve)\n"
+               "\n"
+               "Exports (no window is shown):\n"
+               "  --export-chart OUT.png|svg|pdf   --export-csv OUT.csv   --export-json OUT.json\n"
+               "  --export-report OUT.pdf          --size WIDTHxHEIGHT (default 1200x700)   --scale F (PNG, default "
+               "2)\n"
+               "\n"
+               "  -h, --help   --version\n"
+               "\n"
+               "examples:\n"
+               "  kvscope --model llama-3-70b --context 128k --kv-dtype fp8 --batch 8 --gpu h100-sxm --gpus 2\n"
+               "  kvscope --model llama-3-70b --context 128k --export-chart c.svg --export-report r.pdf\n"
+               "  kvscope --scenario plan.kvscope.json --export-csv plan.csv\n");
 }
 
 Result<CommandLine> parse_command_line(const QStringList& args) {
@@ -89,13 +89,12 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
             rest.push_back(args.at(i).toStdString());
         }
     }
-    auto options = cli::parse_options(rest);
+    // No word names a command here: a stray one is an "unexpected argument".
+    auto options = cli::parse_options(rest, cli::Command::window);
     if (!options) {
         for (const auto& e : options.errors()) errors.push_back(e);
     } else {
         c.options = *options;
-        if (!c.options.command.empty())
-            errors.push_back({c.options.command, "unexpected argument (kvscope takes options only; see --help)"});
         const cli::Options& o = c.options;
         c.has_scenario_options = o.model || o.config || o.context || o.batch || o.block_size || o.tp || o.pp ||
                                  o.full_window || o.kv_dtype || o.gpu || o.gpu_memory || o.engine || o.gpus ||
@@ -117,8 +116,8 @@ Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const 
         ChosenScenario chosen{
             s->scenario, ui::display_name(catalog, s->scenario), {QString("from %1").arg(*c.scenario_file)}};
         if (!s->repaired.empty()) chosen.notes << QString::fromStdString(s->repaired);
-        // Options given beside the file override it.
-        Errors errors = cli::apply_workload_options(o, chosen.scenario);
+        // Every option given beside the file overrides it: the workload's and the deployment's.
+        Errors errors = cli::apply_scenario_options(o, catalog, chosen.scenario);
         if (!errors.empty()) return errors;
         return std::optional<ChosenScenario>(chosen);
     }

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "widget_testing.h"
@@ -64,6 +65,29 @@ TEST(Headless, SavedScenarioExportsAPngOfTheChosenSize) {
                                   dir.filePath("c.png"), "--size", "640x400", "--scale", "1"});
     ASSERT_EQ(r.status, 0) << r.err.toStdString();
     EXPECT_EQ(QImage(dir.filePath("c.png")).size(), QSize(640, 400));
+}
+
+TEST(Headless, DeploymentOptionsBesideASavedScenarioOverrideIt) {
+    // The README: options beside --scenario FILE override the file, the deployment's too.
+    QTemporaryDir dir;
+    Scenario s;
+    s.model_id = "llama-3-70b";
+    s.arch = Catalog::builtin().find_model("llama-3-70b")->model.arch;
+    testing::write_all(dir.filePath("plan ü.kvscope.json"), QByteArray::fromStdString(scenario_to_json(s)));
+    const AppRun r = kvscope_app({"--scenario", dir.filePath("plan ü.kvscope.json"), "--gpu", "h200", "--engine",
+                                  "sglang", "--export-json", dir.filePath("r.json")});
+    ASSERT_EQ(r.status, 0) << r.err.toStdString();
+    auto v = json::parse(read_all(dir.filePath("r.json")).toStdString());
+    ASSERT_TRUE(v) << v.error.message;
+    const json::Value* fit = v.value->find("fit");
+    ASSERT_NE(fit, nullptr) << read_all(dir.filePath("r.json")).toStdString();
+    EXPECT_EQ(fit->find("gpu")->as_string(), "h200");
+    EXPECT_EQ(fit->find("engine")->as_string(), "sglang");
+    // An option of another command is named, not ignored.
+    const AppRun points = kvscope_app(
+        {"--scenario", dir.filePath("plan ü.kvscope.json"), "--points", "5", "--export-json", dir.filePath("r2.json")});
+    EXPECT_EQ(points.status, 2);
+    EXPECT_TRUE(points.err.contains("--points: the window does not take this option")) << points.err.toStdString();
 }
 
 TEST(Headless, BadInputNamesTheOptionAndExitsWithTwo) {

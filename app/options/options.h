@@ -1,5 +1,8 @@
 #pragma once
-// Command-line options of kvscope-cli, parsed into a Scenario.
+// The command-line options of kvscope-cli and kvscope, parsed into a Scenario. Each option is declared once
+// (options.cpp): its name, its value, the commands that take it, and its help line; the parser, the
+// scoping check (an option a command does not take is an error naming it) and the help all read that
+// declaration.
 
 #include <cstdint>
 #include <optional>
@@ -15,8 +18,21 @@ namespace kvscope::cli {
 
 enum class Format { table, json, csv };
 
+// The commands of kvscope-cli, and `window`: the desktop app, which takes the scenario options too.
+enum class Command : std::uint8_t { models, gpus, kv, compare, sweep, fit, plan, devices, probe, stopwatch, window };
+constexpr std::size_t kCommandCount = 11;
+std::string_view to_string(Command c);
+std::optional<Command> parse_command(std::string_view name);
+// "models, gpus, kv, …, stopwatch": kvscope-cli's commands.
+std::string command_list();
+// The usage line and the one-line description of a kvscope-cli command.
+std::string_view command_usage(Command c);
+std::string_view command_summary(Command c);
+std::string_view command_brief(Command c);  // a few words, for the list of commands
+
 struct Options {
     std::string command;
+    std::optional<Command> command_id;  // set when `command` is one
     bool help = false;
     Format format = Format::table;
     UnitSystem units = UnitSystem::binary;
@@ -41,8 +57,12 @@ struct Options {
     std::optional<std::uint64_t> tokens, runs, memory_limit, ceiling_size;
 };
 
-// Usage errors carry the option's name: "--context: '12q' is not a whole number …".
-Result<Options> parse_options(const std::vector<std::string>& args);
+// Usage errors carry the option's name: "--context: '12q' is not a whole number …", "--batch: models does not
+// take --batch …". `fixed`: the command is given (the desktop app), and no word may name one.
+Result<Options> parse_options(const std::vector<std::string>& args, std::optional<Command> fixed = std::nullopt);
+
+// The options `command` takes, grouped under headings ("model:", "workload:", …), one per line with its help.
+std::string options_help(Command command);
 
 // What the scenario was built from, for the table header.
 struct ScenarioSource {
@@ -58,5 +78,9 @@ Errors apply_workload_options(const Options& o, Scenario& s);
 
 // Resolves the model (catalog or config file), the workload, and for `fit` the deployment.
 Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, ScenarioSource& source);
+
+// Every scenario option given in `o` set on `s`, which came from elsewhere (a saved scenario): the workload,
+// and the deployment when a deployment option is given (on the file's own deployment, if it has one).
+Errors apply_scenario_options(const Options& o, const Catalog& catalog, Scenario& s);
 
 }  // namespace kvscope::cli

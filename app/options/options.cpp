@@ -1,0 +1,501 @@
+#include "options.h"
+
+#include <algorithm>
+#include <charconv>
+#include <functional>
+#include <iterator>
+#include <map>
+
+#include "kvscope/calculator/numbers.h"
+
+namespace kvscope::cli {
+namespace {
+
+// Command-line numbers are the same in every locale (numbers.h), so scripts work anywhere.
+Result<double> parse_fraction(const std::string& text, const std::string& field) {
+    const auto parsed = number_from_text(text);
+    if (!parsed && text.find(',') != std::string::npos) {
+        std::string with_point = text;
+        std::replace(with_point.begin(), with_point.end(), ',', '.');
+        return FieldError{
+            field, "'" + text + "': the command line takes a decimal point in every locale (" + with_point + ")"};
+    }
+    if (!parsed) return FieldError{field, "'" + text + "' is not a number (for example 0.9)"};
+    const double v = *parsed;
+    if (!(v > 0.0 && v <= 1.0)) return FieldError{field, "'" + text + "' must be above 0 and at most 1"};
+    return v;
+}
+
+// "; did you mean a, b?" or nothing.
+std::string did_you_mean(const std::vector<std::string>& names) {
+    std::string list;
+    for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
+    return list.empty() ? "" : "; did you mean " + list + "?";
+}
+
+}  // namespace
+
+namespace {
+
+// Commands as bits, for the set of commands an option belongs to.
+using Commands = std::uint16_t;
+constexpr Commands bit(Command c) { return static_cast<Commands>(1u << static_cast<unsigned>(c)); }
+constexpr Commands kModels = bit(Command::models), kGpus = bit(Command::gpus), kKv = bit(Command::kv),
+                   kCompare = bit(Command::compare), kSweep = bit(Command::sweep), kFit = bit(Command::fit),
+                   kPlan = bit(Command::plan), kDevices = bit(Command::devices), kProbe = bit(Command::probe),
+                   kStopwatch = bit(Command::stopwatch), kWindow = bit(Command::window);
+constexpr Commands kCli = static_cast<Commands>(bit(Command::window) - 1);  // every kvscope-cli command
+// The commands that compute from a scenario (a model and a workload).
+constexpr Commands kScenario = kKv | kCompare | kSweep | kFit | kPlan | kProbe | kWindow;
+
+struct CommandInfo {
+    Command id;
+    std::string_view name;
+    std::string_view brief;  // in the list of commands
+    std::string_view usage;
+    std::string_view summary;
+};
+constexpr CommandInfo kCommandInfo[] = {
+    {Command::models, "models", "the built-in (and your own) models", "models [--json|--csv] [--data-dir DIR]",
+     "Lists every model: id, shape, parameters and KV bytes per token."},
+    {Command::gpus, "gpus", "the built-in (and your own) GPUs", "gpus [--json|--csv] [--data-dir DIR]",
+     "Lists every GPU: memory, bandwidth, dense bf16 TFLOP/s."},
+    {Command::kv, "kv", "KV cache size: total, per GPU, per sequence, per token, per layer, and the variants",
+     "kv (--model ID | --config FILE) [options]",
+     "The KV cache: total, per GPU, per sequence, per token, per layer, and the MHA/GQA/MQA variants."},
+    {Command::compare, "compare", "the same model as MHA, GQA, MQA (and MLA): bytes and % of MHA",
+     "compare (--model ID | --config FILE) [options]",
+     "The same model as MHA, GQA, MQA (and MLA where it has it): bytes and % of MHA."},
+    {Command::sweep, "sweep", "KV bytes against context length, one column per variant",
+     "sweep (--model ID | --config FILE) [options]", "KV bytes against context length for each variant."},
+    {Command::fit, "fit", "will it fit on these GPUs, how many sequences, how long a context, how fast",
+     "fit (--model ID | --config FILE) --gpu ID [options]",
+     "Will it fit: weights, the engine's KV budget, max batch, max context, decode speed floor."},
+    {Command::plan, "plan", "how many GPUs: every TP × PP layout and the replicas the sequences need",
+     "plan (--model ID | --config FILE) --gpu ID [options]",
+     "How many GPUs: every tensor x pipeline parallel layout the heads allow (TP within a node, PP across "
+     "nodes), each with its fit, and the replicas (data parallel) that serve --batch sequences; GPUs = TP x PP x "
+     "replicas, smallest first."},
+    {Command::devices, "devices", "the probe's backends and devices (cpu, cuda)", "devices [--json|--csv]",
+     "Lists the probe's backends and their devices."},
+    {Command::probe, "probe", "allocate the cache on this machine, check its size, time decode attention",
+     "probe (--model ID | --config FILE) --context N [options]",
+     "Allocates the model's KV cache on this machine exactly as the calculator lays it out, compares the bytes, "
+     "and times one decode step's attention over it against a read-bandwidth ceiling measured in the same run. "
+     "Ctrl+C cancels (everything is freed)."},
+    {Command::stopwatch, "stopwatch", "a small transformer generating with and without its KV cache",
+     "stopwatch [--tokens N] [--prompt TEXT] [options]",
+     "A small real transformer generates N tokens (default 128) twice: with its KV cache, and recomputing the "
+     "whole prefix at every step. Prints the time per token of both, the two texts, and whether they match."},
+    {Command::window, "window", "the desktop app", "kvscope [options]", "The desktop app."},
+};
+static_assert(std::size(kCommandInfo) == kCommandCount, "one entry per Command");
+constexpr bool in_order() {
+    for (std::size_t i = 0; i < std::size(kCommandInfo); ++i)
+        if (static_cast<std::size_t>(kCommandInfo[i].id) != i) return false;
+    return true;
+}
+static_assert(in_order(), "kCommandInfo lists the commands in the order of the enum");
+
+enum class Section : std::uint8_t { model, workload, deployment, sweep, plan, probe, output };
+constexpr std::string_view kSectionNames[] = {"model", "workload", "deployment", "sweep", "plan", "probe", "output"};
+static_assert(std::size(kSectionNames) == static_cast<std::size_t>(Section::output) + 1);
+
+using Setter = std::function<void(Options&, const std::string& name, const std::string& value, Errors&)>;
+
+// One option: everything about it in one place.
+struct Declared {
+    std::string name;     // "--context"
+    std::string metavar;  // "N"; empty for a flag
+    Section section;
+    Commands commands;  // the commands that take it
+    std::string help;
+    Setter set;  // a flag's gets an empty value
+    // Commands that refuse it for a reason worth more than "does not take it", and the reason.
+    Commands explained = 0;
+    std::string why = {};
+};
+
+// plan tries every layout itself: a fixed one would be silently ignored.
+constexpr const char* kPlanTriesLayouts =
+    "plan tries every TP × PP layout and replica count itself; use fit for one layout";
+
+// Stores the text as given.
+template <class Member>
+Setter text(Member member) {
+    return [member](Options& o, const std::string&, const std::string& v, Errors&) { o.*member = v; };
+}
+// Parses the text with `parse` (numbers.h: the same in every locale), or records the problem.
+template <class Member, class Parse>
+Setter parsed(Member member, Parse parse) {
+    return [member, parse](Options& o, const std::string& name, const std::string& v, Errors& errors) {
+        auto r = parse(v, name);
+        if (!r)
+            errors.push_back(r.errors().front());
+        else
+            o.*member = *r;
+    };
+}
+template <class Member>
+Setter flag(Member member) {
+    return [member](Options& o, const std::string&, const std::string&, Errors&) { o.*member = true; };
+}
+Setter format(Format f) {
+    return [f](Options& o, const std::string&, const std::string&, Errors&) { o.format = f; };
+}
+
+std::string fractions_text() {
+    std::string out;
+    for (const Engine e : {Engine::vllm, Engine::sglang, Engine::tensorrt_llm}) {
+        char digits[16];
+        const auto r = std::to_chars(digits, digits + sizeof digits, default_fraction(e), std::chars_format::fixed, 2);
+        out += (out.empty() ? "" : ", ") + std::string(to_string(e)) + " " + std::string(digits, r.ptr);
+    }
+    return out;
+}
+
+const std::vector<Declared>& declared() {
+    using S = Section;
+    static const std::vector<Declared> options{
+        {"--model", "ID", S::model, kScenario,
+         "a catalog id (llama-3-8b), alias or Hugging Face repo id; default: the teaching model",
+         text(&Options::model)},
+        {"--config", "FILE", S::model, kScenario, "a Hugging Face config.json instead", text(&Options::config)},
+        {"--data-dir", "DIR", S::model, kModels | kGpus | kScenario,
+         "your own models/ and gpus.json (default $KVSCOPE_DATA_DIR or ~/.config/kvscope)", text(&Options::data_dir)},
+        {"--context", "N", S::workload, kScenario,
+         "tokens per sequence: 8192, 8k (= 8192), 128k, 1M; default 8k or the model's max",
+         parsed(&Options::context, parse_token_count)},
+        {"--batch", "N", S::workload, kScenario, "concurrent sequences (default 1)",
+         parsed(&Options::batch, parse_count)},
+        {"--kv-dtype", "D", S::workload, kScenario, kv_dtype_list() + " (default: the config's dtype)",
+         text(&Options::kv_dtype)},
+        {"--mamba-cache-dtype", "D", S::workload, kScenario,
+         "the recurrent state's conv format, as vLLM's option: auto float32 float16 bfloat16 (default auto: the "
+         "model's dtype)",
+         text(&Options::mamba_cache_dtype)},
+        {"--mamba-ssm-cache-dtype", "D", S::workload, kScenario,
+         "the SSM state's format: auto float32 float16 bfloat16 (default auto: the format its config or vLLM names)",
+         text(&Options::mamba_ssm_cache_dtype)},
+        {"--block-size", "N", S::workload, kScenario, "paged-attention block in tokens (default 1 = contiguous)",
+         parsed(&Options::block_size, parse_count)},
+        {"--tp", "N", S::workload, kScenario & ~kProbe & ~kPlan, "tensor parallel degree",
+         parsed(&Options::tp, parse_count), kPlan, kPlanTriesLayouts},
+        {"--pp", "N", S::workload, kScenario & ~kProbe & ~kPlan, "pipeline parallel degree",
+         parsed(&Options::pp, parse_count), kPlan, kPlanTriesLayouts},
+        {"--full-window", "", S::workload, kScenario, "the engine keeps the whole context on sliding-window layers",
+         flag(&Options::full_window)},
+        {"--gpu", "ID", S::deployment, kFit | kPlan | kWindow,
+         "a catalog GPU (h100-sxm, h200, a100-80gb, rtx-4090, …; kvscope-cli gpus lists them)", text(&Options::gpu)},
+        {"--gpus", "N", S::deployment, kFit | kWindow, "how many GPUs (default tp x pp; alone it sets --tp)",
+         parsed(&Options::gpus, parse_count), kPlan, kPlanTriesLayouts},
+        {"--gpu-memory", "SIZE", S::deployment, kFit | kPlan | kWindow, "your own GPU: memory (80GiB, 24GB) …",
+         parsed(&Options::gpu_memory, parse_bytes)},
+        {"--gpu-bandwidth", "B", S::deployment, kFit | kPlan | kWindow,
+         "… and bandwidth in bytes/s (3350GB = 3.35 TB/s)", parsed(&Options::gpu_bandwidth, parse_bytes)},
+        {"--engine", "E", S::deployment, kFit | kPlan | kWindow, engine_list() + " (default vllm)",
+         text(&Options::engine)},
+        {"--utilization", "F", S::deployment, kFit | kPlan | kWindow,
+         "the engine's memory fraction (" + fractions_text() + ")", parsed(&Options::utilization, parse_fraction)},
+        {"--weight-dtype", "D", S::deployment, kFit | kPlan | kWindow,
+         "weights' format (default: the config's dtype or quantization)", text(&Options::weight_dtype)},
+        {"--reserve", "SIZE", S::deployment, kFit | kPlan | kWindow, "activation reserve per GPU (default 1GiB)",
+         parsed(&Options::reserve, parse_bytes)},
+        {"--overhead", "SIZE", S::deployment, kFit | kPlan | kWindow,
+         "runtime overhead per GPU: CUDA context, graphs (default 512MiB)", parsed(&Options::overhead, parse_bytes)},
+        {"--points", "N", S::sweep, kSweep, "how many context lengths (default 12 in a table, 512 in JSON/CSV)",
+         parsed(&Options::points, parse_count)},
+        {"--from", "N", S::sweep, kSweep, "the first context length (default 128)",
+         parsed(&Options::from, parse_token_count)},
+        {"--to", "N", S::sweep, kSweep, "the last (default the model's max positions)",
+         parsed(&Options::to, parse_token_count)},
+        {"--linear", "", S::sweep, kSweep | kWindow, "linear spacing of the context lengths (default: log)",
+         flag(&Options::linear)},
+        {"--all-layers", "", S::output, kKv, "list every layer instead of grouping them by kind and window",
+         flag(&Options::all_layers)},
+        {"--gpus-per-node", "N", S::plan, kPlan, "GPUs in a node, the most tensor parallel uses (default 8)",
+         parsed(&Options::gpus_per_node, parse_count)},
+        {"--max-pp", "N", S::plan, kPlan, "the most pipeline stages (nodes) to try (default 8)",
+         parsed(&Options::max_pp, parse_count)},
+        {"--backend", "B", S::probe, kProbe | kStopwatch, "auto, cpu or cuda (default auto: the GPU when one answers)",
+         text(&Options::backend)},
+        {"--runs", "N", S::probe, kProbe, "timed decode steps (default 10)", parsed(&Options::runs, parse_count)},
+        {"--memory-limit", "SIZE", S::probe, kProbe, "refuse a cache larger than this (default: the free memory)",
+         parsed(&Options::memory_limit, parse_bytes)},
+        {"--ceiling-size", "SIZE", S::probe, kProbe,
+         "the read-only pass that sets the ceiling (default several times the last-level cache, at least 1 MiB)",
+         parsed(&Options::ceiling_size, parse_bytes)},
+        {"--tokens", "N", S::probe, kStopwatch, "tokens to generate (default 128)",
+         parsed(&Options::tokens, parse_count)},
+        {"--prompt", "TEXT", S::probe, kStopwatch, "the prompt", text(&Options::prompt)},
+        {"--json", "", S::output, kCli, "machine-readable JSON (default: a table)", format(Format::json)},
+        {"--csv", "", S::output, kCli & ~kStopwatch & ~kProbe, "CSV", format(Format::csv)},
+        {"--format", "F", S::output, kCli & ~kProbe & ~kStopwatch, "table, json or csv",
+         [](Options& o, const std::string& name, const std::string& v, Errors& errors) {
+             if (v == "table")
+                 o.format = Format::table;
+             else if (v == "json")
+                 o.format = Format::json;
+             else if (v == "csv")
+                 o.format = Format::csv;
+             else
+                 errors.push_back({name, "'" + v + "' is not a format (table, json, csv)"});
+         }},
+        {"--units", "U", S::output, (kCli & ~kDevices & ~kStopwatch & ~kProbe) | kWindow,
+         "gib (binary, the default) or gb (decimal) units first",
+         [](Options& o, const std::string& name, const std::string& v, Errors& errors) {
+             if (v == "gib" || v == "binary" || v == "GiB")
+                 o.units = UnitSystem::binary;
+             else if (v == "gb" || v == "decimal" || v == "GB")
+                 o.units = UnitSystem::decimal;
+             else
+                 errors.push_back({name, "'" + v + "' is not a unit system (GiB or GB)"});
+         }},
+        {"--help", "", S::output, kCli | kWindow, "", flag(&Options::help)},  // said in every usage line
+        {"-h", "", S::output, kCli | kWindow, "", flag(&Options::help)},
+    };
+    return options;
+}
+
+}  // namespace
+
+std::string_view to_string(Command c) { return kCommandInfo[static_cast<std::size_t>(c)].name; }
+std::string_view command_usage(Command c) { return kCommandInfo[static_cast<std::size_t>(c)].usage; }
+std::string_view command_summary(Command c) { return kCommandInfo[static_cast<std::size_t>(c)].summary; }
+std::string_view command_brief(Command c) { return kCommandInfo[static_cast<std::size_t>(c)].brief; }
+
+std::optional<Command> parse_command(std::string_view name) {
+    for (const CommandInfo& c : kCommandInfo)
+        if (c.id != Command::window && c.name == name) return c.id;
+    return std::nullopt;
+}
+
+std::string command_list() {
+    std::string out;
+    for (const CommandInfo& c : kCommandInfo)
+        if (c.id != Command::window) out += (out.empty() ? "" : ", ") + std::string(c.name);
+    return out;
+}
+
+std::string options_help(Command command) {
+    std::string out;
+    for (std::size_t section = 0; section < std::size(kSectionNames); ++section) {
+        std::string lines;
+        for (const Declared& d : declared()) {
+            if (static_cast<std::size_t>(d.section) != section || !(d.commands & bit(command)) || d.help.empty())
+                continue;
+            std::string head = "  " + d.name + (d.metavar.empty() ? "" : " " + d.metavar);
+            head += head.size() < 22 ? std::string(22 - head.size(), ' ') : "\n" + std::string(22, ' ');
+            lines += head + d.help + "\n";
+        }
+        if (!lines.empty()) out += std::string(kSectionNames[section]) + ":\n" + lines;
+    }
+    return out;
+}
+
+Result<Options> parse_options(const std::vector<std::string>& args, std::optional<Command> fixed) {
+    Options o;
+    Errors errors;
+    const auto& options = declared();
+    std::vector<const Declared*> given;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string arg = args[i];
+        if (!fixed && o.command.empty() && !arg.starts_with("-")) {
+            o.command = arg;
+            continue;
+        }
+        std::optional<std::string> inline_value;
+        if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string::npos) {
+            inline_value = arg.substr(eq + 1);
+            arg = arg.substr(0, eq);
+        }
+        const auto d = std::find_if(options.begin(), options.end(), [&](const Declared& x) { return x.name == arg; });
+        if (d == options.end() || (d->metavar.empty() && inline_value)) {
+            errors.push_back({arg, arg.starts_with("-") ? "unknown option" : "unexpected argument"});
+            continue;
+        }
+        given.push_back(&*d);
+        if (d->metavar.empty()) {
+            d->set(o, arg, "", errors);
+            continue;
+        }
+        if (!inline_value && i + 1 >= args.size()) {
+            errors.push_back({arg, "needs a value"});
+            continue;
+        }
+        d->set(o, arg, inline_value ? *inline_value : args[++i], errors);
+    }
+    o.command_id = fixed ? fixed : parse_command(o.command);
+    if (fixed) o.command = std::string(to_string(*fixed));
+    // An option the command does not take is an error naming it, never silently ignored.
+    if (o.command_id && !o.help) {
+        for (const Declared* d : given) {
+            if (d->commands & bit(*o.command_id)) continue;
+            errors.push_back({d->name, (d->explained & bit(*o.command_id)) ? d->why
+                                       : *o.command_id == Command::window  ? "the window does not take this option"
+                                                                           : "this command does not take it"});
+        }
+    }
+    if (o.model && o.config) errors.push_back({"--config", "give either --model or --config, not both"});
+    if (!errors.empty()) return errors;
+    return o;
+}
+
+Errors apply_workload_options(const Options& o, Scenario& s) {
+    Errors errors;
+    if (o.kv_dtype) {
+        if (auto d = parse_kv_dtype(*o.kv_dtype))
+            s.kv_dtype = *d;
+        else
+            errors.push_back({"--kv-dtype", "'" + *o.kv_dtype + "' is not a KV format (" + kv_dtype_list() + ")"});
+    }
+    // vLLM's MambaDType: auto (the model's rule), float32, float16, bfloat16 (vllm/config/cache.py). As in
+    // vLLM, --mamba-cache-dtype sets the conv state and the SSM state unless the model's own rule
+    // (Nemotron-H, Qwen3.5) or --mamba-ssm-cache-dtype sets the SSM state's.
+    const auto state_dtype = [&](const std::optional<std::string>& text, const char* option) -> std::optional<KvDtype> {
+        if (!text || *text == "auto") return std::nullopt;
+        const auto d = parse_kv_dtype(*text);
+        if (!d || (*d != KvDtype::fp32 && *d != KvDtype::fp16 && *d != KvDtype::bf16)) {
+            errors.push_back({option, "'" + *text + "' is not a state format (auto, float32, float16, bfloat16)"});
+            return std::nullopt;
+        }
+        if (!s.arch.recurrent) {
+            errors.push_back({option, "this model keeps no recurrent state"});
+            return std::nullopt;
+        }
+        return d;
+    };
+    const auto conv = state_dtype(o.mamba_cache_dtype, "--mamba-cache-dtype");
+    const auto ssm = state_dtype(o.mamba_ssm_cache_dtype, "--mamba-ssm-cache-dtype");
+    if (conv && s.arch.recurrent) {
+        const bool model_sets_ssm = s.arch.recurrent->ssm_dtype != s.arch.recurrent->conv_dtype;
+        s.arch.recurrent->conv_dtype = *conv;
+        if (!model_sets_ssm) s.arch.recurrent->ssm_dtype = *conv;
+    }
+    if (ssm && s.arch.recurrent) s.arch.recurrent->ssm_dtype = *ssm;
+    if (o.context) s.workload.context_tokens = *o.context;
+    if (o.batch) s.workload.batch = *o.batch;
+    if (o.block_size) s.workload.block_size = *o.block_size;
+    if (o.full_window) s.workload.full_window = true;
+    if (o.tp) s.parallel.tp = *o.tp;
+    if (o.pp) s.parallel.pp = *o.pp;
+    return errors;
+}
+
+namespace {
+
+bool any_deployment_option(const Options& o) {
+    return o.gpu || o.gpus || o.gpu_memory || o.gpu_bandwidth || o.engine || o.utilization || o.weight_dtype ||
+           o.reserve || o.overhead;
+}
+
+// The deployment the options describe, on `s`'s own when it has one (a saved scenario's): --gpu replaces the
+// GPU, the others the fields they name. Errors name the option.
+void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario& s, KvDtype default_weights,
+                              Errors& errors) {
+    const bool had = s.deployment.has_value();
+    Deployment d = s.deployment.value_or(Deployment{});
+    if (!had) d.weight_dtype = default_weights;
+    if (o.gpu) {
+        if (const GpuSpec* g = catalog.find_gpu(*o.gpu)) {
+            d.gpu = *g;
+        } else {
+            errors.push_back({"--gpu", "unknown GPU '" + *o.gpu + "'" + did_you_mean(catalog.suggest_gpus(*o.gpu)) +
+                                           " (kvscope-cli gpus lists them; --gpu-memory and --gpu-bandwidth describe "
+                                           "your own)"});
+        }
+    } else if (!o.gpu_memory && !had) {
+        errors.push_back({"--gpu", (o.command_id == Command::window ? std::string("a deployment") : o.command) +
+                                       " needs a GPU: --gpu ID (kvscope-cli gpus lists them), or --gpu-memory and "
+                                       "--gpu-bandwidth"});
+    } else if (o.gpu_memory) {
+        d.gpu.id = "custom";
+        d.gpu.name = "custom GPU";
+    }
+    if (o.gpu_memory) d.gpu.memory_bytes = *o.gpu_memory;
+    if (o.gpu_bandwidth) d.gpu.bandwidth_bytes_per_s = *o.gpu_bandwidth;
+    if (!o.gpu && o.gpu_memory && !o.gpu_bandwidth)
+        errors.push_back(
+            {"--gpu-bandwidth", "a custom GPU needs its memory bandwidth in bytes/s (for example 3350GB)"});
+    const Engine engine_before = d.engine;
+    if (o.engine) {
+        if (auto e = parse_engine(*o.engine))
+            d.engine = *e;
+        else
+            errors.push_back({"--engine", "'" + *o.engine + "' is not an engine (" + engine_list() + ")"});
+    }
+    if (o.utilization)
+        d.fraction = *o.utilization;
+    else if (!had || d.engine != engine_before)
+        d.fraction = default_fraction(d.engine);
+    if (o.weight_dtype) {
+        if (auto w = parse_kv_dtype(*o.weight_dtype))
+            d.weight_dtype = *w;
+        else
+            errors.push_back({"--weight-dtype", "'" + *o.weight_dtype + "' is not a format (" + kv_dtype_list() + ")"});
+    }
+    if (o.reserve) d.activation_reserve_bytes = *o.reserve;
+    if (o.overhead) d.runtime_overhead_bytes = *o.overhead;
+    // --gpus alone sets tensor parallel; with --tp/--pp the product must match.
+    if (o.gpus) {
+        d.gpu_count = *o.gpus;
+        if (!o.tp && !o.pp) s.parallel.tp = *o.gpus;
+    } else if (!had || o.tp || o.pp) {
+        d.gpu_count = s.parallel.tp * s.parallel.pp;
+    }
+    s.deployment = d;
+}
+
+}  // namespace
+
+Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, ScenarioSource& source) {
+    Scenario s;
+    std::optional<KvDtype> model_dtype;
+    std::optional<KvDtype> model_weight_dtype;
+    if (o.config) {
+        auto imported = import_config_file(*o.config);
+        if (!imported) return imported.errors();
+        s.arch = imported->arch;
+        s.model_id = *o.config;
+        source.description = *o.config + " (" + s.arch.name + ")";
+        source.assumed = imported->assumed;
+        source.notes = imported->notes;
+        source.kv_dtype_source = imported->kv_dtype_source;
+        model_dtype = imported->kv_dtype;
+        model_weight_dtype = imported->weight_dtype;
+    } else {
+        const std::string key = o.model.value_or("kvscope-teaching-32l");
+        const CatalogModel* m = catalog.find_model(key);
+        if (!m) {
+            return FieldError{"--model", "unknown model '" + key + "'" + did_you_mean(catalog.suggest_models(key)) +
+                                             " (kvscope-cli models lists them; --config FILE reads a config.json)"};
+        }
+        s.arch = m->model.arch;
+        s.model_id = m->id;
+        source.description = m->id + " (" + m->name + ")" + (o.model ? "" : " — the default; choose with --model");
+        source.assumed = m->model.assumed;
+        source.notes = m->model.notes;
+        source.kv_dtype_source = m->model.kv_dtype_source;
+        model_dtype = m->model.kv_dtype;
+        model_weight_dtype = m->model.weight_dtype;
+    }
+
+    s.kv_dtype = model_dtype.value_or(KvDtype::fp16);
+    s.workload.context_tokens = default_context_tokens(s.arch);
+    Errors errors = apply_workload_options(o, s);
+    if (o.kv_dtype) source.kv_dtype_source = "--kv-dtype";
+
+    if (o.command_id == Command::fit || o.command_id == Command::plan || any_deployment_option(o))
+        apply_deployment_options(o, catalog, s, model_weight_dtype.value_or(KvDtype::bf16), errors);
+    if (!errors.empty()) return errors;
+    return s;
+}
+
+Errors apply_scenario_options(const Options& o, const Catalog& catalog, Scenario& s) {
+    Errors errors = apply_workload_options(o, s);
+    if (any_deployment_option(o))
+        apply_deployment_options(o, catalog, s, s.deployment ? s.deployment->weight_dtype : KvDtype::bf16, errors);
+    return errors;
+}
+
+}  // namespace kvscope::cli
