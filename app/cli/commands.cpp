@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 
+#include "kvscope/calculator/analysis.h"
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/numbers.h"
@@ -177,10 +178,10 @@ Output cmd_gpus(const Options& o, const Catalog& catalog) {
 
 Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bool compare_only) {
     Output r;
-    auto kv = kv_cache_report(s.arch, s.kv_dtype, s.workload, s.parallel);
-    if (!kv) return {"", usage_error(kv.errors(), o.command), kExitUsage};
-    auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel);
-    if (!variants) return {"", usage_error(variants.errors(), o.command), kExitUsage};
+    auto analysis = analyze(s, {.units = o.units});
+    if (!analysis) return {"", usage_error(analysis.errors(), o.command), kExitUsage};
+    const KvCacheReport* kv = &analysis->kv;
+    const std::vector<Variant>* variants = &analysis->variants;
     if (o.format == Format::json) {
         Value v = compare_only ? Value::object() : kv_report_json(s, *kv, *variants);
         if (compare_only) {
@@ -291,8 +292,9 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
     c.max_tokens = o.to.value_or(0);
     if (c.points < 2 || c.points > 100000)
         return {"", usage_error({{"--points", "must be between 2 and 100000"}}, o.command), kExitUsage};
-    auto curves = kv_curves(s.arch, s.kv_dtype, s.workload, s.parallel, c);
-    if (!curves) return {"", usage_error(curves.errors(), o.command), kExitUsage};
+    auto analysis = analyze(s, {.units = o.units, .curves = c});
+    if (!analysis) return {"", usage_error(analysis.errors(), o.command), kExitUsage};
+    const Curves* curves = &analysis->curves;
     Output r;
     if (o.format == Format::json) {
         r.out = curves_json(s, *curves).dump() + "\n";
@@ -314,10 +316,12 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
 }
 
 Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
-    auto f = fit(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment);
-    if (!f) return {"", usage_error(f.errors(), o.command), kExitUsage};
-    auto d = decode_estimate(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment, *f);
-    if (!d) return {"", usage_error(d.errors(), o.command), kExitUsage};
+    auto analysis = analyze(s, {.units = o.units});
+    if (!analysis) return {"", usage_error(analysis.errors(), o.command), kExitUsage};
+    if (!analysis->fit || !analysis->decode)
+        return {"", usage_error({{"--gpu", "fit needs a deployment"}}, o.command), kExitUsage};
+    const FitReport* f = &*analysis->fit;
+    const DecodeEstimate* d = &*analysis->decode;
     Output r;
     if (o.format == Format::json) {
         r.out = fit_report_json(s, *f, *d).dump() + "\n";

@@ -47,6 +47,7 @@ Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload
         Curve curve;
         curve.name = shape.name;
         curve.is_model = shape.is_model;
+        curve.series = shape.series;
         curve.replication = layout->replication();
         curve.state_bytes = (layout->all_gpu_state_bytes_per_sequence() * workload.batch).value();
         curve.bytes.reserve(c.tokens.size());

@@ -41,26 +41,28 @@ std::uint64_t comparison_gqa_heads(const Architecture& arch) {
 
 std::vector<VariantShape> variant_shapes(const Architecture& arch) {
     std::vector<VariantShape> shapes;
-    auto add = [&](std::string name, AttentionKind kind, Architecture a) {
+    auto add = [&](std::string name, VariantKind series, AttentionKind kind, Architecture a) {
         const bool own = a == arch;
-        shapes.push_back({std::move(name), kind, std::move(a), own});
+        shapes.push_back({std::move(name), series, kind, std::move(a), own});
     };
+    using V = VariantKind;
     if (arch.attention_layers() == 0) {
         // No layer attends (a pure state-space model): nothing to vary, only the model itself.
-        add("no attention", AttentionKind::MHA, arch);
+        add("no attention", V::own, AttentionKind::MHA, arch);
         return shapes;
     }
-    add("MHA", AttentionKind::MHA, with_kv_heads(arch, arch.query_heads));
+    add("MHA", V::mha, AttentionKind::MHA, with_kv_heads(arch, arch.query_heads));
     if (const auto g = comparison_gqa_heads(arch); g > 0)
-        add("GQA-" + std::to_string(g), AttentionKind::GQA, with_kv_heads(arch, g));
-    if (arch.query_heads > 1) add("MQA", AttentionKind::MQA, with_kv_heads(arch, 1));
-    if (arch.mla) add("MLA", AttentionKind::MLA, arch);
+        add("GQA-" + std::to_string(g), V::gqa, AttentionKind::GQA, with_kv_heads(arch, g));
+    if (arch.query_heads > 1) add("MQA", V::mqa, AttentionKind::MQA, with_kv_heads(arch, 1));
+    if (arch.mla) add("MLA", V::mla, AttentionKind::MLA, arch);
     // Layers with heads of their own (Gemma 4's global layers) match none of the uniform variants.
     if (std::none_of(shapes.begin(), shapes.end(), [](const VariantShape& v) { return v.is_model; }))
-        add(attention_label(arch) + " (per-layer heads)", attention_kind(arch), arch);
+        add(attention_label(arch) + " (per-layer heads)", V::own, attention_kind(arch), arch);
     // A model whose layers are not all full attention (hybrid, chunked, shared, sliding) is compared with
     // itself as if every layer were: the saving of its design, as a number and a line.
-    if (!arch.layer_specs.empty()) add("all full attention", attention_kind(arch), arch.all_full_attention());
+    if (!arch.layer_specs.empty())
+        add("all full attention", V::all_full, attention_kind(arch), arch.all_full_attention());
     return shapes;
 }
 
@@ -97,6 +99,7 @@ Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype 
         }
         v.name = std::move(shape.name);
         v.kind = shape.kind;
+        v.series = shape.series;
         v.kv_heads = shape.kind == AttentionKind::MLA ? 1 : shape.arch.kv_heads;
         v.is_model = shape.is_model;
         out.push_back(std::move(v));

@@ -199,7 +199,8 @@ TEST(Agreement, ReplicatedHeadsAreSaidInTheTableAndTheChart) {
     }
     EXPECT_TRUE(said);
     bool in_chart = false;
-    for (int i = 0; i < 4; ++i) in_chart |= w.chart()->variantSeries(i)->name().startsWith("MQA, replicated on 2 GPUs");
+    for (std::size_t i = 0; i < kVariantKindCount; ++i)
+        in_chart |= w.chart()->variantSeries(static_cast<int>(i))->name().startsWith("MQA, replicated on 2 GPUs");
     EXPECT_TRUE(in_chart);
 }
 
@@ -276,10 +277,9 @@ TEST(Agreement, AnImportedModelsWeightFormatStartsItsDeploymentAsInTheCli) {
 
 TEST(Agreement, AnUnmodelledLayoutIsNotExactOnScreenAsOnTheCli) {
     QTemporaryDir dir;
-    const QString path = dir.filePath("chunked/config.json");
-    ASSERT_TRUE(QDir().mkpath(dir.filePath("chunked")));
     // attention_chunk_size outside Llama 4: which layers attend within chunks is not known.
-    testing::write_all(path, R"({"model_type": "llama", "num_hidden_layers": 48, "num_attention_heads": 16,
+    const QString path = testing::write_config(
+        dir, "chunked", R"({"model_type": "llama", "num_hidden_layers": 48, "num_attention_heads": 16,
         "num_key_value_heads": 2, "hidden_size": 2048, "head_dim": 256, "max_position_embeddings": 262144,
         "attention_chunk_size": 8192, "torch_dtype": "bfloat16"})");
     MainWindow w(catalog(), false);

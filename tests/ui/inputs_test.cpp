@@ -43,7 +43,7 @@ QString spinValueText(const MainWindow& w) {
 
 // The series the chart marks as the model's own.
 QLineSeries* model_series(MemoryChart* chart) {
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < static_cast<int>(kVariantKindCount); ++i)
         if (chart->variantSeries(i)->isVisible() && chart->variantSeries(i)->name().contains("(model)"))
             return chart->variantSeries(i);
     return nullptr;

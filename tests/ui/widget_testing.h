@@ -2,6 +2,7 @@
 // Helpers for the UI tests: real widgets, offscreen, an isolated settings folder.
 
 #include <QByteArray>
+#include <QDir>
 #include <QFile>
 #include <QTemporaryDir>
 
@@ -24,6 +25,14 @@ inline void write_all(const QString& path, const QByteArray& bytes) {
     QFile f(path);
     ASSERT_TRUE(f.open(QIODevice::WriteOnly)) << path.toStdString();
     f.write(bytes);
+}
+
+// `json` as FOLDER/config.json under `dir`, as a model's folder holds it; its path.
+inline QString write_config(const QTemporaryDir& dir, const QString& folder, const QByteArray& json) {
+    QDir().mkpath(dir.filePath(folder));
+    const QString path = dir.filePath(folder + "/config.json");
+    write_all(path, json);
+    return path;
 }
 
 }  // namespace kvscope::ui::testing

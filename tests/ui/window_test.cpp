@@ -7,6 +7,7 @@
 #include <QClipboard>
 #include <QComboBox>
 #include <QCompleter>
+#include <QDir>
 #include <QDoubleSpinBox>
 #include <QGroupBox>
 #include <QLabel>
@@ -144,6 +145,31 @@ TEST(Window, ChartSeriesAreUpdatedInPlaceNeverRebuilt) {
     const auto points = w.chart()->variantSeries(0)->points();
     ASSERT_GT(points.size(), 100);
     EXPECT_NEAR(points[2].x() - points[1].x(), points[3].x() - points[2].x(), 1.0);
+}
+
+TEST(Window, EachKindOfVariantHasItsOwnSeries) {
+    // An MLA model whose layers are not all full attention (Kimi Linear's layout) has both an MLA line and an
+    // "all full attention" line: each in its own series, neither drawn over the other.
+    QTemporaryDir dir;
+    const QString path = testing::write_config(
+        dir, "kimi-linear", R"({"model_type": "kimi_linear", "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 8, "hidden_size": 512, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128, "v_head_dim": 128, "max_position_embeddings": 65536, "torch_dtype": "bfloat16",
+        "linear_attn_config": {"kda_layers": [1, 2, 3], "num_heads": 8, "head_dim": 64, "short_conv_kernel_size": 4}})");
+    MainWindow w(catalog(), false);
+    ASSERT_TRUE(w.importConfigFile(path));
+    QLineSeries* mla = w.chart()->variantSeries(static_cast<int>(VariantKind::mla));
+    QLineSeries* full = w.chart()->variantSeries(static_cast<int>(VariantKind::all_full));
+    EXPECT_TRUE(mla->isVisible());
+    EXPECT_TRUE(mla->name().startsWith("MLA (model)")) << mla->name().toStdString();
+    EXPECT_TRUE(full->isVisible());
+    EXPECT_TRUE(full->name().startsWith("all full attention")) << full->name().toStdString();
+    EXPECT_NE(mla->pen().color(), full->pen().color());
+    // Every curve of the results is drawn in the series of its kind.
+    for (const Curve& c : w.model()->results().curves.series)
+        EXPECT_TRUE(
+            w.chart()->variantSeries(static_cast<int>(c.series))->name().startsWith(QString::fromStdString(c.name)))
+            << c.name;
 }
 
 TEST(Window, CrosshairReadoutGivesExactValues) {

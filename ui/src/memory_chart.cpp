@@ -21,16 +21,15 @@ namespace kvscope::ui {
 
 namespace {
 
-// Fixed slots so series are only ever updated in place: MHA, GQA, MQA, MLA.
-int slot_of(const std::string& name) {
-    if (name.starts_with("MHA")) return 0;
-    if (name.starts_with("GQA")) return 1;
-    if (name.starts_with("MQA")) return 2;
-    return 3;
-}
+// Fixed slots, one per VariantKind, so series are only ever updated in place.
+std::size_t slot_of(const Curve& c) { return static_cast<std::size_t>(c.series); }
 
-const std::array<QColor, 4> kVariantColors{QColor(0xd1, 0x49, 0x5b), QColor(0x2e, 0x86, 0xde), QColor(0x2a, 0x9d, 0x8f),
-                                           QColor(0x8e, 0x44, 0xad)};
+// MHA, GQA, MQA, MLA, the model's own layout when it is none of those, all full attention.
+const std::array<QColor, kVariantKindCount> kVariantColors{QColor(0xd1, 0x49, 0x5b), QColor(0x2e, 0x86, 0xde),
+                                                           QColor(0x2a, 0x9d, 0x8f), QColor(0x8e, 0x44, 0xad),
+                                                           QColor(0x34, 0x49, 0x5e), QColor(0x7f, 0x8c, 0x8d)};
+// The series' names in the legend's hidden-set (object names), in the same order.
+const std::array<const char*, kVariantKindCount> kVariantKeys{"MHA", "GQA", "MQA", "MLA", "own", "full"};
 const QColor kBudgetColor(0xe6, 0x7e, 0x22);
 const QColor kStopsColor(0xc0, 0x39, 0x2b);
 
@@ -89,8 +88,7 @@ MemoryChart::MemoryChart(ScenarioModel* model, QWidget* parent)
             refresh();
         });
     }
-    const std::array<const char*, 4> keys{"MHA", "GQA", "MQA", "MLA"};
-    for (std::size_t i = 0; i < variants_.size(); ++i) variants_[i]->setObjectName(keys[i]);
+    for (std::size_t i = 0; i < variants_.size(); ++i) variants_[i]->setObjectName(kVariantKeys.at(i));
     weights_->setObjectName("weights");
     budget_->setObjectName("budget");
     outgrows_->setObjectName("outgrows");
@@ -146,12 +144,12 @@ void MemoryChart::refresh() {
         emit axesModeChanged();
     }
 
-    std::array<bool, 4> used{};
+    std::array<bool, kVariantKindCount> used{};
     double y_max = 0, y_min_positive = 0;
     for (const Curve& c : r.curves.series) {
-        const int slot = slot_of(c.name);
-        QLineSeries* s = variants_.at(static_cast<std::size_t>(slot));
-        used.at(static_cast<std::size_t>(slot)) = true;
+        const std::size_t slot = slot_of(c);
+        QLineSeries* s = variants_.at(slot);
+        used.at(slot) = true;
         QList<QPointF> points;
         points.reserve(static_cast<qsizetype>(tokens.size()));
         for (std::size_t i = 0; i < tokens.size(); ++i) {
@@ -163,7 +161,7 @@ void MemoryChart::refresh() {
         s->replace(points);
         s->setName(QString::fromStdString(c.name) + (c.is_model ? tr(" (model)") : QString()) +
                    (c.replication > 1 ? ", " + q(replication_text(c.replication)) : QString()));
-        QPen pen(kVariantColors.at(static_cast<std::size_t>(slot)));
+        QPen pen(kVariantColors.at(slot));
         pen.setWidthF(c.is_model ? 3.2 : 1.6);
         if (!c.is_model) pen.setStyle(Qt::DashLine);
         s->setPen(pen);
@@ -336,7 +334,7 @@ QString MemoryChart::readout(std::uint64_t at) const {
                  .arg(QString::fromStdString(format_count(tokens[i])))
                  .arg(r.scenario.workload.batch);
     for (const Curve& c : r.curves.series) {
-        if (!variants_.at(static_cast<std::size_t>(slot_of(c.name)))->isVisible()) continue;
+        if (!variants_.at(slot_of(c))->isVisible()) continue;
         lines << QString::fromStdString(c.name) + (c.is_model ? "*" : "") + ": " + bytes_with_count(c.bytes[i], units);
     }
     lines << tr("Weights: %1").arg(bytes_with_count(r.weights_bytes, units));

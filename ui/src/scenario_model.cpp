@@ -236,62 +236,13 @@ void ScenarioModel::restore(const State& state) {
 }
 
 void ScenarioModel::recompute() {
-    const Scenario& s = scenario_;
-    Errors errors;
-    auto collect = [&errors](const Errors& e) { errors.insert(errors.end(), e.begin(), e.end()); };
-
-    Results r;
-    r.scenario = s;
-    // One layout for the report, the formula and the crossing search.
-    auto layout = KvLayout::make(s.arch, s.kv_dtype, s.workload, s.parallel);
-    auto kv =
-        layout ? kv_cache_report(*layout, s.arch, s.workload, s.parallel) : Result<KvCacheReport>(layout.errors());
-    if (!kv) collect(kv.errors());
-    if (s.deployment) collect(validate(*s.deployment, s.parallel));
-    if (errors.empty()) {
-        r.kv = *kv;
-        auto derivation = derive_kv_bytes(*layout, s.arch, s.kv_dtype, s.workload, *kv);
-        if (!derivation) {
-            collect(derivation.errors());
-        } else {
-            r.derivation = *derivation;
-            r.formula = derivation_text(*derivation, units_);
-        }
-        r.state_formula = state_derivation_text(s.arch, s.parallel, s.workload.batch, units_);
-        auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel);
-        CurveOptions options;
-        options.spacing = spacing_;
-        options.max_tokens = std::max(s.arch.max_positions, s.workload.context_tokens);
-        auto curves = kv_curves(s.arch, s.kv_dtype, s.workload, s.parallel, options);
-        // The deployment's weight format when there is one (the fit counts the same weights).
-        const KvDtype weight_dtype = s.deployment ? s.deployment->weight_dtype : KvDtype::bf16;
-        const ParameterCount params = parameters(s.arch);
-        auto weights = weights_bytes(params.total, weight_dtype);
-        for (const Errors* e : {&variants.errors(), &curves.errors(), &weights.errors()}) collect(*e);
-        if (errors.empty()) {
-            r.variants = *variants;
-            r.curves = *curves;
-            r.weights_bytes = *weights;
-            r.weights_estimated = params.estimated;
-            r.kv_exceeds_weights_at = context_where_kv_exceeds(*layout, s.workload, r.weights_bytes);
-        }
-        if (errors.empty() && s.deployment) {
-            auto f = fit(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment);
-            auto d = f ? decode_estimate(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment, *f)
-                       : Result<DecodeEstimate>(f.errors());
-            if (!d) {
-                collect(d.errors());
-            } else {
-                r.fit = *f;
-                r.decode = *d;
-                if (f->max_context > 0 && f->max_context < options.max_tokens && !f->max_context_limited_by_model)
-                    r.stops_fitting_at = f->max_context + 1;
-            }
-        }
-    }
-    errors_ = errors;
-    if (errors.empty()) {
-        results_ = std::move(r);
+    AnalysisOptions options;
+    options.units = units_;
+    options.curves.spacing = spacing_;
+    auto analysis = analyze(scenario_, options);
+    errors_ = analysis ? Errors{} : analysis.errors();
+    if (analysis) {
+        results_ = std::move(*analysis);
         has_results_ = true;
     }
     emit changed();

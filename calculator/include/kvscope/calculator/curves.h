@@ -20,6 +20,7 @@ struct CurveOptions {
 
 struct Curve {
     std::string name;  // variant name
+    VariantKind series = VariantKind::mha;
     bool is_model = false;
     std::uint64_t replication = 1;     // GPUs that hold each KV head (tensor parallel beyond the heads)
     std::vector<std::uint64_t> bytes;  // KV cache + recurrent state, all sequences, all GPUs; one per token count

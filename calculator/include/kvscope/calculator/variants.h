@@ -12,8 +12,15 @@
 
 namespace kvscope {
 
+// Which line of the comparison a variant is: views keep one place per kind (a chart series, a colour), so a
+// variant's place never depends on its name. `own`: the model's layout when none of the uniform ones is (a
+// model whose layers have heads of their own, or whose layers do not attend).
+enum class VariantKind : std::uint8_t { mha, gqa, mqa, mla, own, all_full };
+constexpr std::size_t kVariantKindCount = 6;
+
 struct Variant {
     std::string name;  // "MHA", "GQA-8", "MQA", "MLA"
+    VariantKind series = VariantKind::mha;
     AttentionKind kind = AttentionKind::MHA;
     std::uint64_t kv_heads = 0;  // MLA: 1 (one shared latent)
     std::uint64_t kv_cache_bytes = 0;
@@ -46,6 +53,7 @@ std::uint64_t comparison_gqa_heads(const Architecture& arch);
 // A head layout to compare: its name, kind and the architecture that has it.
 struct VariantShape {
     std::string name;
+    VariantKind series = VariantKind::mha;
     AttentionKind kind = AttentionKind::MHA;
     Architecture arch;
     bool is_model = false;  // the model's own layout (arch equals the model's)

@@ -80,7 +80,7 @@ private:
 
     ScenarioModel* model_;
     QChart* chart_;
-    std::array<QLineSeries*, 4> variants_{};
+    std::array<QLineSeries*, kVariantKindCount> variants_{};
     QLineSeries* weights_;
     QLineSeries* budget_;
     QScatterSeries* outgrows_;

@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 
+#include "kvscope/calculator/analysis.h"
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/curves.h"
 #include "kvscope/calculator/decode.h"
@@ -23,24 +24,8 @@
 
 namespace kvscope::ui {
 
-// Everything the views show for one valid scenario.
-struct Results {
-    Scenario scenario;  // the inputs these results belong to
-    KvCacheReport kv;
-    std::vector<Variant> variants;
-    Curves curves;
-    KvDerivation derivation;          // the formula factor by factor
-    std::string formula;              // the same as one line
-    std::string state_formula;        // the recurrent state as one line; empty for a model without one
-    std::uint64_t weights_bytes = 0;  // all GPUs, in the deployment's (or the model's) weight format
-    bool weights_estimated = false;
-    std::optional<FitReport> fit;
-    std::optional<DecodeEstimate> decode;
-    // Tokens per sequence at which the cache (all sequences, all GPUs) outgrows the weights,
-    // and at which it stops fitting the deployment's budget.
-    std::optional<std::uint64_t> kv_exceeds_weights_at;
-    std::optional<std::uint64_t> stops_fitting_at;
-};
+// Everything the views show for one valid scenario: the calculator's one pipeline (analysis.h).
+using Results = Analysis;
 
 class ScenarioModel : public QObject {
     Q_OBJECT
