@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kvscope/calculator/checked.h"
+#include "kvscope/calculator/tables.h"
 #include "kvscope/calculator/units.h"
 
 namespace kvscope {
@@ -46,6 +47,12 @@ constexpr StateName kStateKinds[] = {
     {StateKind::kimi_delta, "kimi_delta_attention", "linear attention (Kimi Delta Attention)"},
     {StateKind::rg_lru, "rg_lru", "RG-LRU recurrence"},
 };
+static_assert(std::size(kLayerKinds) == kLayerKindCount &&
+                  lists_in_order(kLayerKinds, [](const KindName& k) { return k.kind; }),
+              "kLayerKinds: one entry per LayerKind, in order");
+static_assert(std::size(kStateKinds) == kStateKindCount &&
+                  lists_in_order(kStateKinds, [](const StateName& k) { return k.kind; }),
+              "kStateKinds: one entry per StateKind, in order");
 
 }  // namespace
 

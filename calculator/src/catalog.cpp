@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "kvscope/calculator/json.h"
+#include "kvscope/calculator/tables.h"
 #include "kvscope/resources/embedded.h"
 
 namespace kvscope {
@@ -15,12 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using json::Value;
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
 
 std::string string_field(const Value& obj, const char* key) {
     const Value* v = obj.find(key);
@@ -48,13 +43,13 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::vector<std::string> suggest(std::string_view key, const std::vector<std::vector<std::string>>& names) {
-    const std::string k = lower(key);
+    const std::string k = ascii_lower(key);
     std::vector<std::pair<std::size_t, std::string>> scored;
     for (const auto& group : names) {
         std::size_t best = std::string::npos;
         for (const auto& n : group) {
             if (n.empty()) continue;
-            const std::string l = lower(n);
+            const std::string l = ascii_lower(n);
             const std::size_t d = l.find(k) != std::string::npos || (k.size() >= 3 && k.find(l) != std::string::npos)
                                       ? 0
                                       : edit_distance(k, l);
@@ -78,10 +73,10 @@ std::vector<std::string> names_of(const GpuSpec& g) {
 
 template <class Entry>
 const Entry* find_by_name(const std::vector<Entry>& entries, std::string_view key) {
-    const std::string k = lower(key);
+    const std::string k = ascii_lower(key);
     for (const auto& e : entries)
         for (const auto& n : names_of(e))
-            if (lower(n) == k) return &e;
+            if (ascii_lower(n) == k) return &e;
     return nullptr;
 }
 
@@ -109,7 +104,7 @@ void load_models(const std::string& index_text, const std::string& index_source,
         return;
     }
     for (const auto& entry : list->items()) {
-        const std::string id = lower(string_field(entry, "id"));
+        const std::string id = ascii_lower(string_field(entry, "id"));
         const std::string file = string_field(entry, "file");
         if (id.empty() || file.empty()) {
             problems.push_back(index_source + ":" + std::to_string(entry.line()) +
@@ -159,7 +154,7 @@ Result<std::vector<GpuSpec>> parse_gpu_list(std::string_view text, const std::st
     for (const auto& entry : list->items()) {
         const std::string at = source + ":" + std::to_string(entry.line()) + ": ";
         GpuSpec g;
-        g.id = lower(string_field(entry, "id"));
+        g.id = ascii_lower(string_field(entry, "id"));
         g.name = string_field(entry, "name");
         g.source = string_field(entry, "source");
         g.aliases = string_list(entry, "aliases");
@@ -254,7 +249,7 @@ void Catalog::add_folder(const std::string& folder, std::vector<std::string>& pr
                 continue;
             }
             CatalogModel m;
-            m.id = lower(path.stem().string());
+            m.id = ascii_lower(path.stem().string());
             m.name = path.stem().string();
             m.hf_repo = imported->hf_repo;
             m.model = std::move(imported).value();
@@ -312,11 +307,11 @@ std::vector<std::string> model_names(const CatalogModel& m) {
 std::vector<const CatalogModel*> Catalog::matching_models(std::string_view text) const {
     if (const CatalogModel* exact = find_model(text)) return {exact};
     std::vector<const CatalogModel*> out;
-    const std::string k = lower(text);
+    const std::string k = ascii_lower(text);
     if (k.empty()) return out;
     for (const auto& m : models_)
         for (const auto& n : model_names(m))
-            if (lower(n).find(k) != std::string::npos) {
+            if (ascii_lower(n).find(k) != std::string::npos) {
                 out.push_back(&m);
                 break;
             }

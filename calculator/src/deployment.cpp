@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/tables.h"
 #include "kvscope/calculator/units.h"
 
 namespace kvscope {
@@ -18,7 +19,7 @@ struct EngineInfo {
     std::string_view rule;
 };
 
-constexpr std::array<EngineInfo, 5> kEngines{{
+constexpr std::array<EngineInfo, kEngineCount> kEngines{{
     {Engine::vllm, "vllm", 0.90, "total x gpu_memory_utilization - weights - activation reserve - runtime overhead"},
     {Engine::sglang, "sglang", 0.88, "total x mem_fraction_static - weights"},
     {Engine::tensorrt_llm, "tensorrt-llm", 0.90,
@@ -27,6 +28,8 @@ constexpr std::array<EngineInfo, 5> kEngines{{
      "total - weights - compute buffers - runtime overhead; one contiguous cache for n_ctx"},
     {Engine::plain, "plain", 1.0, "total - weights - activation reserve - runtime overhead"},
 }};
+static_assert(lists_in_order(kEngines, [](const EngineInfo& e) { return e.engine; }),
+              "kEngines: one entry per Engine, in order");
 
 __extension__ using i128 = __int128;
 
@@ -49,8 +52,7 @@ double default_fraction(Engine engine) { return kEngines.at(static_cast<std::siz
 std::string_view budget_rule(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).rule; }
 
 std::optional<Engine> parse_engine(std::string_view text) {
-    std::string t;
-    for (char c : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string t = ascii_lower(text);
     for (const auto& e : kEngines)
         if (t == e.id) return e.engine;
     if (t == "trt-llm" || t == "trtllm" || t == "tensorrt_llm" || t == "tensorrtllm") return Engine::tensorrt_llm;

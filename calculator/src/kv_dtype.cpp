@@ -4,10 +4,12 @@
 #include <array>
 #include <cctype>
 
+#include "kvscope/calculator/tables.h"
+
 namespace kvscope {
 namespace {
 
-constexpr std::array<KvDtypeInfo, 10> kInfos{{
+constexpr std::array<KvDtypeInfo, kKvDtypeCount> kInfos{{
     {KvDtype::fp32, "fp32", "32-bit float", 32, 1},
     {KvDtype::fp16, "fp16", "16-bit IEEE half float", 16, 1},
     {KvDtype::bf16, "bf16", "16-bit bfloat", 16, 1},
@@ -20,12 +22,8 @@ constexpr std::array<KvDtypeInfo, 10> kInfos{{
     {KvDtype::mxfp4, "mxfp4", "OCP microscaling: 32 fp4 values + 8-bit scale = 17 bytes", 17 * 8, 32},
 }};
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
-}
+static_assert(lists_in_order(kInfos, [](const KvDtypeInfo& i) { return i.dtype; }),
+              "kInfos: one entry per KvDtype, in order");
 
 }  // namespace
 
@@ -34,7 +32,7 @@ std::span<const KvDtypeInfo> all_kv_dtypes() { return kInfos; }
 std::string_view to_string(KvDtype dtype) { return info(dtype).id; }
 
 std::optional<KvDtype> parse_kv_dtype(std::string_view text) {
-    const std::string t = lower(text);
+    const std::string t = ascii_lower(text);
     for (const auto& i : kInfos)
         if (t == i.id) return i.dtype;
     struct Alias {

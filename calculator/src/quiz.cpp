@@ -9,6 +9,7 @@
 #include "kvscope/calculator/derivation.h"
 #include "kvscope/calculator/learn.h"
 #include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/tables.h"
 #include "kvscope/calculator/variants.h"
 
 namespace kvscope {
@@ -38,13 +39,6 @@ std::uint64_t to_count(double v) {
     return v >= kTop ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(std::round(v));
 }
 
-// Lower case, spaces and group separators left in place (read_typed_decimal reads them).
-std::string lower(std::string_view text) {
-    std::string out;
-    for (char c : text) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
 // The row factors (with K and V) as text: "2 (K and V) × 8 KV heads × 128 head dim × 2 bytes (fp16)".
 std::string row_text(const KvDerivation& d) {
     std::string text = d.kv_pair ? d.kv_pair->text : "";
@@ -56,7 +50,8 @@ std::string row_text(const KvDerivation& d) {
 
 std::optional<double> parse_answer(std::string_view typed, AnswerUnit unit) {
     // The number as people write it (0.85, 0,85, 90,533, 1.5e9), then its unit: "1,5 GiB", "12k".
-    const std::string t = lower(typed);
+    // Lower case, spaces and group separators left in place (read_typed_decimal reads them).
+    const std::string t = ascii_lower(typed);
     std::size_t n = 0;
     while (n < t.size() && std::isspace(static_cast<unsigned char>(t[n]))) ++n;
     const std::size_t start = n;

@@ -107,6 +107,8 @@ public:
     DeviceInfo device() const override {
         DeviceInfo d;
         d.backend = "cuda";
+        d.host_memory = false;
+        d.units_name = "SMs";
         try {
             KVSCOPE_CUDA(cudaSetDevice(device_));
             cudaDeviceProp p{};

@@ -16,6 +16,7 @@ namespace {
 
 struct Registered {
     const char* name;
+    const char* label;                       // for people: "CUDA GPU"
     const char* words;                       // in messages: "the CUDA backend"
     std::unique_ptr<Backend> (*built_in)();  // a backend compiled into the probe, or
     const char* plugin;                      // the file of a plugin (gpu_probe/<name>/)
@@ -30,8 +31,8 @@ constexpr bool kCudaBuilt = false;
 
 // In the order "auto" tries them: the first plugin whose device answers, else the CPU.
 constexpr Registered kBackends[] = {
-    {"cuda", "the CUDA backend", nullptr, "libkvscope-probe-cuda.so", kCudaBuilt},
-    {"cpu", "the CPU backend", make_cpu_backend, nullptr, true},
+    {"cuda", "CUDA GPU", "the CUDA backend", nullptr, "libkvscope-probe-cuda.so", kCudaBuilt},
+    {"cpu", "CPU", "the CPU backend", make_cpu_backend, nullptr, true},
 };
 
 // Where plugins are looked for: $KVSCOPE_PLUGIN_DIR, the programs' own folder, ../lib/kvscope beside it
@@ -168,10 +169,12 @@ std::vector<DeviceInfo> list_devices() {
         } else {
             DeviceInfo none;
             none.backend = it->name;
+            none.available = false;
             none.name = "unavailable";
             none.note = c.message;
             out.push_back(none);
         }
+        out.back().label = it->label;
     }
     return out;
 }

@@ -34,11 +34,18 @@ TEST(Plugins, APluginInKvscopePluginDirIsLoadedAndAsked) {
     ASSERT_NE(any.backend, nullptr);
     EXPECT_EQ(any.backend->device().backend, "cpu");
     EXPECT_EQ(any.status, Status::ok);
-    // devices lists the plugin's backend with its reason.
-    bool listed = false;
-    for (const DeviceInfo& d : list_devices())
-        listed |= d.backend == "cuda" && d.name == "unavailable" && d.note == "the stand-in plugin answered: no device";
-    EXPECT_TRUE(listed);
+    // devices lists the plugin's backend with its reason; the views read what a device is from its fields.
+    const auto devices = list_devices();
+    ASSERT_EQ(devices.size(), 2u);
+    EXPECT_EQ(devices[0].backend, "cpu");
+    EXPECT_EQ(devices[0].label, "CPU");
+    EXPECT_TRUE(devices[0].available);
+    EXPECT_TRUE(devices[0].host_memory);
+    EXPECT_EQ(devices[0].units_name, "threads");
+    EXPECT_EQ(devices[1].backend, "cuda");
+    EXPECT_EQ(devices[1].label, "CUDA GPU");
+    EXPECT_FALSE(devices[1].available);
+    EXPECT_EQ(devices[1].note, "the stand-in plugin answered: no device");
 }
 
 TEST(Plugins, APluginOfAnotherVersionIsRefusedByName) {

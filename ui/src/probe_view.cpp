@@ -27,11 +27,11 @@ namespace kvscope::ui {
 namespace {
 
 QString device_line(const probe::DeviceInfo& d) {
-    if (d.name == "unavailable") return QObject::tr("%1: unavailable — %2").arg(q(d.backend), q(d.note));
+    if (!d.available) return QObject::tr("%1: unavailable — %2").arg(q(d.backend), q(d.note));
     QString line = QObject::tr("%1: %2, %3 memory (%4 free), %5 %6")
                        .arg(q(d.backend), q(d.name), q(format_bytes(d.total_bytes)), q(format_bytes(d.free_bytes)))
                        .arg(d.compute_units)
-                       .arg(d.backend == "cuda" ? QObject::tr("SMs") : QObject::tr("threads"));
+                       .arg(q(d.units_name));
     if (d.theoretical_gbps > 0) line += QObject::tr(", %1 GB/s peak").arg(d.theoretical_gbps, 0, 'f', 0);
     if (d.measured_gbps > 0) line += QObject::tr(", reads %1 GB/s (measured)").arg(d.measured_gbps, 0, 'f', 1);
     return line;
@@ -60,7 +60,7 @@ ProbeView::ProbeView(ScenarioModel* model, QWidget* parent)
     devices_->setText(tr("Looking for devices…"));
     devices_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     backend_->addItem(tr("auto"), "auto");
-    backend_->addItem(tr("CPU"), "cpu");
+    backend_->addItem(tr("CPU"), "cpu");  // built in, always there; the others join when they answer
     backend_->setToolTip(tr("Where to allocate the cache: auto picks the GPU when one answers"));
     banner_->setWordWrap(true);
     banner_->setStyleSheet(
@@ -181,14 +181,15 @@ void ProbeView::refreshDevices() { applyDevices(probe::list_devices()); }
 void ProbeView::applyDevices(const std::vector<probe::DeviceInfo>& devices) {
     devices_listed_ = true;
     QStringList lines;
-    bool cuda = false;
+    bool device = false;
     for (const probe::DeviceInfo& d : devices) {
         lines << device_line(d);
-        cuda |= d.backend == "cuda" && d.name != "unavailable";
+        // Every backend that answers can be chosen; one whose cache lives off the host is a device.
+        if (d.available && backend_->findData(q(d.backend)) < 0) backend_->addItem(q(d.label), q(d.backend));
+        device |= d.available && !d.host_memory;
     }
     devices_->setText(lines.join('\n'));
-    if (cuda && backend_->findData("cuda") < 0) backend_->addItem(tr("CUDA GPU"), "cuda");
-    banner_->setVisible(!cuda);
+    banner_->setVisible(!device);
 }
 
 void ProbeView::cancel() {
@@ -312,7 +313,7 @@ void ProbeView::showProbe(const probe::ProbeReport& r, const QString& note) {
         {tr("Requested (%1 allocations)").arg(a.allocations),
          q(format_bytes(a.requested_bytes) + " (" + format_count(a.requested_bytes) + " B)") +
              (a.requested_bytes == a.predicted_bytes ? tr(" = predicted") : tr(" ≠ predicted"))},
-        {tr("Measured (%1)").arg(r.device.backend == "cuda" ? tr("device memory drop") : tr("resident growth")),
+        {tr("Measured (%1)").arg(r.device.host_memory ? tr("resident growth") : tr("device memory drop")),
          q(format_bytes(a.measured_bytes) + " (" + format_count(a.measured_bytes) + " B)")},
         {tr("Measured − predicted"),
          q(format_signed_bytes(diff)) +

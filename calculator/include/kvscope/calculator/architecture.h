@@ -54,6 +54,7 @@ enum class LayerKind : std::uint8_t {
     recurrent,  // no KV: a fixed state per sequence (Mamba, linear attention, short convolution)
     none,       // keeps nothing (an MLP-only block)
 };
+constexpr std::size_t kLayerKindCount = 6;  // the members above
 std::string_view to_string(LayerKind kind);
 std::optional<LayerKind> parse_layer_kind(std::string_view text);
 std::string layer_kind_ids();  // "full, sliding, …": the names parse_layer_kind reads
@@ -88,6 +89,7 @@ enum class StateKind : std::uint8_t {
     kimi_delta,        // Kimi Linear's KDA: conv (k-1) x 3·heads·head_dim (q, k, v); SSM heads x head_dim x head_dim
     rg_lru,            // RecurrentGemma's RG-LRU: conv (k-1) x hidden; a recurrence of lru_width values
 };
+constexpr std::size_t kStateKindCount = 7;  // the members above
 std::string_view to_string(StateKind kind);
 std::optional<StateKind> parse_state_kind(std::string_view text);
 std::string state_kind_ids();  // the names parse_state_kind reads

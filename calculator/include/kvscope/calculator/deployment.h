@@ -27,6 +27,7 @@ struct GpuSpec {
 
 // How an inference engine decides what memory the KV cache may use.
 enum class Engine { vllm, sglang, tensorrt_llm, llama_cpp, plain };
+constexpr std::size_t kEngineCount = 5;
 std::string_view to_string(Engine engine);
 std::optional<Engine> parse_engine(std::string_view text);
 std::string engine_list();

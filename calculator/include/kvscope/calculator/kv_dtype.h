@@ -14,6 +14,7 @@
 namespace kvscope {
 
 enum class KvDtype { fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, int4, q8_0, q4_0, mxfp4 };
+constexpr std::size_t kKvDtypeCount = 10;
 
 struct KvDtypeInfo {
     KvDtype dtype;

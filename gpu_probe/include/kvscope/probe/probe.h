@@ -23,7 +23,11 @@ enum class Status { ok, cancelled, out_of_memory, no_device, driver_mismatch, in
 std::string_view to_string(Status status);
 
 struct DeviceInfo {
-    std::string backend;  // "cpu" or "cuda"
+    std::string backend;      // the registry's name: "cpu", "cuda"
+    std::string label;        // for people: "CPU", "CUDA GPU"
+    bool available = true;    // false: `note` says why
+    bool host_memory = true;  // the cache lives in host memory (measured as resident growth), else on the device
+    std::string units_name = "threads";  // what compute_units counts: "threads", "SMs"
     std::string name;
     std::uint64_t total_bytes = 0;
     std::uint64_t free_bytes = 0;
