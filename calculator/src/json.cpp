@@ -95,10 +95,14 @@ std::optional<std::int64_t> Value::as_i64() const {
 }
 
 const Value* Value::find(std::string_view key) const {
-    // Duplicate keys: the last one wins, as in Python's json module.
-    for (auto it = members_.rbegin(); it != members_.rend(); ++it)
-        if (it->first == key) return &it->second;
-    return nullptr;
+    // Duplicate keys: the last one wins, as in Python's json module (add_member keeps the last's place).
+    const auto it = index_.find(key);
+    return it == index_.end() ? nullptr : &members_[it->second].second;
+}
+
+void Value::add_member(std::string key, Value v) {
+    index_[key] = members_.size();
+    members_.emplace_back(std::move(key), std::move(v));
 }
 
 Value& Value::push(Value v) {
@@ -109,9 +113,8 @@ Value& Value::push(Value v) {
 
 Value& Value::set(std::string key, Value v) {
     type_ = Type::object;
-    for (auto& m : members_)
-        if (m.first == key) return m.second = std::move(v);
-    members_.emplace_back(std::move(key), std::move(v));
+    if (const auto it = index_.find(key); it != index_.end()) return members_[it->second].second = std::move(v);
+    add_member(std::move(key), std::move(v));
     return members_.back().second;
 }
 
@@ -325,7 +328,7 @@ private:
             skip_ws();
             Value child;
             if (!parse_value(child, depth + 1)) return false;
-            v.members_.emplace_back(std::move(key), std::move(child));
+            v.add_member(std::move(key), std::move(child));
             skip_ws();
             if (peek() == ',') {
                 advance();

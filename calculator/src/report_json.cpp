@@ -46,6 +46,7 @@ Value architecture_json(const Architecture& a) {
     o.set("query_heads", Value::number(a.query_heads));
     o.set("kv_heads", Value::number(a.kv_heads));
     o.set("head_dim", Value::number(a.head_dim_k));
+    o.set("head_dim_k", Value::number(a.head_dim_k));  // the scenario file's key for the same field
     o.set("head_dim_v", Value::number(a.head_dim_v));
     o.set("hidden_size", Value::number(a.hidden_size));
     o.set("attention",

@@ -96,5 +96,25 @@ TEST(Json, DumpRoundTrips) {
     EXPECT_EQ(back.value->find("name")->as_string(), "a \"q\"");
 }
 
+TEST(Json, KeysKeepTheirOrderAndTheLastDuplicateWins) {
+    // Setting a key again replaces it where it stands (the files KVScope writes keep their order).
+    json::Value v = json::Value::object();
+    for (const char* k : {"b", "a", "c"}) v.set(k, json::Value::number(std::uint64_t{1}));
+    v.set("a", json::Value::number(std::uint64_t{2}));
+    ASSERT_EQ(v.members().size(), 3u);
+    EXPECT_EQ(v.members()[1].first, "a");
+    EXPECT_EQ(v.find("a")->as_u64(), 2u);
+    EXPECT_EQ(v.find("d"), nullptr);
+    // A parsed object with a key twice: the last one, as Python's json module reads it.
+    auto parsed = json::parse(R"({"x": 1, "y": 2, "x": 3})");
+    ASSERT_TRUE(parsed);
+    EXPECT_EQ(parsed.value->find("x")->as_u64(), 3u);
+    // Many keys: each found where it was put.
+    json::Value big = json::Value::object();
+    for (std::uint64_t i = 0; i < 20000; ++i) big.set("k" + std::to_string(i), json::Value::number(i));
+    EXPECT_EQ(big.find("k12345")->as_u64(), 12345u);
+    EXPECT_EQ(big.members().size(), 20000u);
+}
+
 }  // namespace
 }  // namespace kvscope

@@ -5,6 +5,7 @@
 // input size are bounded so hostile files cannot exhaust the stack.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -71,7 +72,12 @@ private:
     std::int64_t i64_ = 0;
     std::vector<Value> items_;
     std::vector<std::pair<std::string, Value>> members_;
+    // Each key's place in members_ (its last occurrence): set() and find() in log time, so an object is built
+    // and read in O(n log n), not O(n²).
+    std::map<std::string, std::size_t, std::less<>> index_;
     int line_ = 0, column_ = 0;
+
+    void add_member(std::string key, Value v);
 };
 
 struct ParseError {
