@@ -71,7 +71,9 @@ static void quiet_offscreen(QtMsgType type, const QMessageLogContext& context, c
     std::fprintf(stderr, "%s\n", qPrintable(qFormatLogMessage(type, context, message)));
 }
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_app(int argc, char** argv) {
     QElapsedTimer since_start;
     since_start.start();
     // Exports and screenshots never show a window, so they need no display.
@@ -153,4 +155,15 @@ int main(int argc, char** argv) {
     }
     window.show();
     return QApplication::exec();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run_app(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "kvscope: internal error: %s\n", e.what());
+        return 1;
+    }
 }

@@ -146,7 +146,9 @@ Setter format(Format f) {
 
 std::string fractions_text() {
     std::string out;
-    for (const Engine e : {Engine::vllm, Engine::sglang, Engine::tensorrt_llm}) {
+    for (std::size_t i = 0; i < kEngineCount; ++i) {
+        const auto e = static_cast<Engine>(i);
+        if (!engine_takes_fraction(e)) continue;
         char digits[16];
         const auto r = std::to_chars(digits, digits + sizeof digits, default_fraction(e), std::chars_format::fixed, 2);
         out += (out.empty() ? "" : ", ") + std::string(to_string(e)) + " " + std::string(digits, r.ptr);
@@ -217,7 +219,8 @@ const std::vector<Declared>& declared() {
          parsed(&Options::gpus_per_node, parse_count)},
         {"--max-pp", "N", S::plan, kPlan, "the most pipeline stages (nodes) to try (default 8)",
          parsed(&Options::max_pp, parse_count)},
-        {"--backend", "B", S::probe, kProbe | kStopwatch, "auto, cpu or cuda (default auto: the GPU when one answers)",
+        {"--backend", "B", S::probe, kProbe | kStopwatch,
+         "auto, or a backend kvscope-cli devices lists (default auto: a GPU when one answers)",
          text(&Options::backend)},
         {"--runs", "N", S::probe, kProbe, "timed decode steps (default 10)", parsed(&Options::runs, parse_count)},
         {"--memory-limit", "SIZE", S::probe, kProbe, "refuse a cache larger than this (default: the free memory)",

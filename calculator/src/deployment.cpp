@@ -17,6 +17,7 @@ struct EngineInfo {
     std::string_view id;
     double fraction;
     std::string_view rule;
+    bool takes_fraction = true;  // the engine has a memory-fraction setting
 };
 
 constexpr std::array<EngineInfo, kEngineCount> kEngines{{
@@ -25,8 +26,8 @@ constexpr std::array<EngineInfo, kEngineCount> kEngines{{
     {Engine::tensorrt_llm, "tensorrt-llm", 0.90,
      "(total - weights - runtime overhead) x kv_cache_free_gpu_mem_fraction"},
     {Engine::llama_cpp, "llama.cpp", 1.0,
-     "total - weights - compute buffers - runtime overhead; one contiguous cache for n_ctx"},
-    {Engine::plain, "plain", 1.0, "total - weights - activation reserve - runtime overhead"},
+     "total - weights - compute buffers - runtime overhead; one contiguous cache for n_ctx", false},
+    {Engine::plain, "plain", 1.0, "total - weights - activation reserve - runtime overhead", false},
 }};
 static_assert(lists_in_order(kEngines, [](const EngineInfo& e) { return e.engine; }),
               "kEngines: one entry per Engine, in order");
@@ -49,6 +50,7 @@ i128 scale(i128 bytes, double fraction) {
 
 std::string_view to_string(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).id; }
 double default_fraction(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).fraction; }
+bool engine_takes_fraction(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).takes_fraction; }
 std::string_view budget_rule(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).rule; }
 
 std::optional<Engine> parse_engine(std::string_view text) {

@@ -19,7 +19,8 @@ std::vector<double> log2_positions(double lo, double hi, int max_ticks) {
     int stride = 1;
     while ((last - first) / stride + 1 > max_ticks) stride = stride < 2 ? 2 : stride < 5 ? 5 : stride * 2;
     // Align to the stride so the labels land on 1, 1k, 1M … where they can.
-    for (double e = std::ceil(first / stride) * stride; e <= last; e += stride) out.push_back(e);
+    const double start = std::ceil(first / stride) * stride;
+    for (int i = 0; start + i * stride <= last; ++i) out.push_back(start + i * stride);
     return out;
 }
 
@@ -39,7 +40,8 @@ std::vector<double> linear_positions(double lo, double hi, int max_ticks, double
         }
         if (scale > 1e30) return out;
     }
-    for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push_back(v);
+    const double start = std::ceil(lo / step) * step;
+    for (int i = 0; start + i * step <= hi + step * 1e-9; ++i) out.push_back(start + i * step);
     return out;
 }
 
@@ -80,7 +82,7 @@ std::vector<Tick> byte_ticks(double lo, double hi, bool log2_axis, UnitSystem un
         // Powers of ten, plus 2× and 5× when the range spans few decades.
         const double lo10 = lo * std::log10(2.0), hi10 = hi * std::log10(2.0);
         const bool dense = hi10 - lo10 < 3;
-        for (double k = std::floor(lo10); k <= std::ceil(hi10); ++k) {
+        for (auto k = static_cast<int>(std::floor(lo10)); k <= static_cast<int>(std::ceil(hi10)); ++k) {
             for (double m : {1.0, 2.0, 5.0}) {
                 if (m != 1.0 && !dense) continue;
                 const double e = std::log2(m * std::pow(10.0, k));

@@ -21,7 +21,7 @@ void ComparisonModel::refresh() {
         return;
     }
     rows_ = next;
-    if (!rows_.empty()) emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
+    if (!rows_.empty()) emit dataChanged(index(0, 0), index(static_cast<int>(rows_.size()) - 1, ColumnCount - 1));
 }
 
 int ComparisonModel::rowCount(const QModelIndex& parent) const {

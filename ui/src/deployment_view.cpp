@@ -65,7 +65,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     count_->setWordWrap(true);
     memory_->setPlaceholderText(tr("e.g. 80GiB"));
     bandwidth_->setPlaceholderText(tr("e.g. 3350GB (per second)"));
-    for (Engine e : {Engine::vllm, Engine::sglang, Engine::tensorrt_llm, Engine::llama_cpp, Engine::plain}) {
+    for (std::size_t i = 0; i < kEngineCount; ++i) {
+        const auto e = static_cast<Engine>(i);
         engine_->addItem(q(std::string(to_string(e))), static_cast<int>(e));
         engine_->setItemData(engine_->count() - 1, q(std::string(budget_rule(e))), Qt::ToolTipRole);
     }
@@ -234,7 +235,7 @@ void DeploymentView::sync() {
             bandwidth_->setText(q(format_bytes(d.gpu.bandwidth_bytes_per_s, UnitSystem::decimal)) + "/s");
         engine_->setCurrentIndex(engine_->findData(static_cast<int>(d.engine)));
         fraction_->setValue(d.fraction);
-        fraction_->setEnabled(d.engine != Engine::llama_cpp && d.engine != Engine::plain);
+        fraction_->setEnabled(engine_takes_fraction(d.engine));
         weight_dtype_->setCurrentIndex(weight_dtype_->findData(static_cast<int>(d.weight_dtype)));
         rule_->setText(q(std::string(budget_rule(d.engine))));
     }

@@ -25,11 +25,12 @@ namespace {
 std::size_t slot_of(const Curve& c) { return static_cast<std::size_t>(c.series); }
 
 // MHA, GQA, MQA, MLA, the model's own layout when it is none of those, all full attention.
-const std::array<QColor, kVariantKindCount> kVariantColors{QColor(0xd1, 0x49, 0x5b), QColor(0x2e, 0x86, 0xde),
-                                                           QColor(0x2a, 0x9d, 0x8f), QColor(0x8e, 0x44, 0xad),
-                                                           QColor(0x34, 0x49, 0x5e), QColor(0x7f, 0x8c, 0x8d)};
+const QColor kVariantColors[] = {QColor(0xd1, 0x49, 0x5b), QColor(0x2e, 0x86, 0xde), QColor(0x2a, 0x9d, 0x8f),
+                                 QColor(0x8e, 0x44, 0xad), QColor(0x34, 0x49, 0x5e), QColor(0x7f, 0x8c, 0x8d)};
 // The series' names in the legend's hidden-set (object names), in the same order.
-const std::array<const char*, kVariantKindCount> kVariantKeys{"MHA", "GQA", "MQA", "MLA", "own", "full"};
+constexpr const char* kVariantKeys[] = {"MHA", "GQA", "MQA", "MLA", "own", "full"};
+static_assert(std::size(kVariantKeys) == kVariantKindCount && std::size(kVariantColors) == kVariantKindCount,
+              "a key and a colour for every VariantKind");
 const QColor kBudgetColor(0xe6, 0x7e, 0x22);
 const QColor kStopsColor(0xc0, 0x39, 0x2b);
 
@@ -88,7 +89,7 @@ MemoryChart::MemoryChart(ScenarioModel* model, QWidget* parent)
             refresh();
         });
     }
-    for (std::size_t i = 0; i < variants_.size(); ++i) variants_[i]->setObjectName(kVariantKeys.at(i));
+    for (std::size_t i = 0; i < variants_.size(); ++i) variants_[i]->setObjectName(kVariantKeys[i]);
     weights_->setObjectName("weights");
     budget_->setObjectName("budget");
     outgrows_->setObjectName("outgrows");
@@ -161,7 +162,7 @@ void MemoryChart::refresh() {
         s->replace(points);
         s->setName(QString::fromStdString(c.name) + (c.is_model ? tr(" (model)") : QString()) +
                    (c.replication > 1 ? ", " + q(replication_text(c.replication)) : QString()));
-        QPen pen(kVariantColors.at(slot));
+        QPen pen(kVariantColors[slot]);
         pen.setWidthF(c.is_model ? 3.2 : 1.6);
         if (!c.is_model) pen.setStyle(Qt::DashLine);
         s->setPen(pen);

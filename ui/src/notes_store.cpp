@@ -71,7 +71,7 @@ std::optional<QString> NotesStore::load() {
         return set_aside(QObject::tr("it was written by a newer KVScope (format %1); update KVScope to read it")
                              .arg(root.value("version").toInt()));
     QStringList skipped;
-    for (const QJsonValue& v : root.value("notes").toArray()) {
+    for (const auto& v : root.value("notes").toArray()) {
         const QJsonObject o = v.toObject();
         const QByteArray scenario_text = QJsonDocument(o.value("scenario").toObject()).toJson();
         auto scenario = scenario_from_json(scenario_text.toStdString(), "note");
@@ -113,7 +113,7 @@ std::optional<QString> NotesStore::save() {
     const QFileInfo now(path_);
     if (now.exists() && (now.lastModified() != synced_file_time_ || now.size() != synced_file_size_)) {
         NotesStore on_disk(path_);
-        const auto problem = on_disk.load();
+        auto problem = on_disk.load();
         if (!on_disk.writable_) return problem;
         QStringList on_disk_ids;
         for (const Note& theirs : std::as_const(on_disk.notes_)) {

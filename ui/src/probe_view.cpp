@@ -197,7 +197,7 @@ void ProbeView::cancel() {
     status_->setText(tr("Cancelling…"));
 }
 
-void ProbeView::start(const QString& what, std::function<void(probe::Backend&, const probe::Control&)> work) {
+void ProbeView::start(const QString& what, const std::function<void(probe::Backend&, const probe::Control&)>& work) {
     if (thread_) return;
     // The device listing measures host bandwidth with a buffer of its own; a probe running beside it
     // would count that buffer's release against the cache's resident growth.

@@ -242,7 +242,7 @@ void ScenarioModel::recompute() {
     auto analysis = analyze(scenario_, options);
     errors_ = analysis ? Errors{} : analysis.errors();
     if (analysis) {
-        results_ = std::move(*analysis);
+        results_ = *analysis;
         has_results_ = true;
     }
     emit changed();

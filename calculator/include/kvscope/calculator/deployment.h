@@ -34,6 +34,8 @@ std::string engine_list();
 // The engine's own default fraction (vLLM gpu_memory_utilization 0.90, SGLang
 // mem_fraction_static 0.88, TensorRT-LLM kv_cache_free_gpu_mem_fraction 0.90; 1 otherwise).
 double default_fraction(Engine engine);
+// Whether the engine has a memory-fraction setting (llama.cpp and plain take what is left).
+bool engine_takes_fraction(Engine engine);
 // One line describing the engine's rule, for help and reports.
 std::string_view budget_rule(Engine engine);
 

@@ -63,7 +63,7 @@ protected:
 
 private:
     void applyDevices(const std::vector<probe::DeviceInfo>& devices);
-    void start(const QString& what, std::function<void(probe::Backend&, const probe::Control&)> work);
+    void start(const QString& what, const std::function<void(probe::Backend&, const probe::Control&)>& work);
     void showProbe(const probe::ProbeReport& report, const QString& note);
     void showStopwatch(const probe::StopwatchReport& report);
     void addStep(bool cached, double ms);
