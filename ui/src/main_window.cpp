@@ -152,10 +152,7 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     // Learn: factors point at their inputs; the stopwatch is shared with the Probe tab.
     connect(learn_, &LearnView::fieldHovered, inputs_, &InputsPanel::highlightField);
     connect(learn_, &LearnView::fieldActivated, inputs_, &InputsPanel::focusField);
-    connect(learn_, &LearnView::stopwatchRequested, this, [this](int tokens) {
-        probe_->tokensField()->setValue(tokens);
-        probe_->runStopwatch();
-    });
+    connect(learn_, &LearnView::stopwatchRequested, probe_, &ProbeView::runStopwatchFor);
     connect(learn_, &LearnView::message, this, [this](const QString& text, bool error) {
         messages_->showMessage(text, error ? MessageBar::Kind::error : MessageBar::Kind::info);
     });

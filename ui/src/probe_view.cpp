@@ -271,6 +271,11 @@ void ProbeView::runProbe() {
     });
 }
 
+void ProbeView::runStopwatchFor(int tokens) {
+    tokens_->setValue(tokens);
+    runStopwatch();
+}
+
 void ProbeView::runStopwatch() {
     if (thread_) return;
     cached_->clear();

@@ -48,6 +48,9 @@ public:
 public slots:
     void runProbe();
     void runStopwatch();
+    // The stopwatch for `tokens` tokens, as another page asks for it (the Learn tab's): the tab's own
+    // field shows the count, so the run and its record agree.
+    void runStopwatchFor(int tokens);
     void cancel();
 
 signals:
