@@ -178,7 +178,7 @@ Output cmd_gpus(const Options& o, const Catalog& catalog) {
 
 Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bool compare_only) {
     Output r;
-    auto analysis = analyze(s, {.units = o.units});
+    auto analysis = analyze(s, {.units = o.units, .curves = {}, .with_curves = false});
     if (!analysis) return {"", usage_error(analysis.errors(), o.command), kExitUsage};
     const KvCacheReport* kv = &analysis->kv;
     const std::vector<Variant>* variants = &analysis->variants;
@@ -289,7 +289,8 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
     c.points = o.points.value_or(o.format == Format::table ? 12 : 512);
     c.spacing = o.linear ? Spacing::linear : Spacing::log;
     c.min_tokens = o.from.value_or(o.linear ? 0 : 128);
-    c.max_tokens = o.to.value_or(0);
+    // Without --to: the model's max positions (the context when unknown), as --help says.
+    c.max_tokens = o.to.value_or(s.arch.max_positions > 0 ? s.arch.max_positions : s.workload.context_tokens);
     if (c.points < 2 || c.points > 100000)
         return {"", usage_error({{"--points", "must be between 2 and 100000"}}, o.command), kExitUsage};
     auto analysis = analyze(s, {.units = o.units, .curves = c});
@@ -316,7 +317,7 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
 }
 
 Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
-    auto analysis = analyze(s, {.units = o.units});
+    auto analysis = analyze(s, {.units = o.units, .curves = {}, .with_curves = false});
     if (!analysis) return {"", usage_error(analysis.errors(), o.command), kExitUsage};
     if (!analysis->fit || !analysis->decode)
         return {"", usage_error({{"--gpu", "fit needs a deployment"}}, o.command), kExitUsage};

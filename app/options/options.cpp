@@ -232,8 +232,8 @@ const std::vector<Declared>& declared() {
          parsed(&Options::tokens, parse_count)},
         {"--prompt", "TEXT", S::probe, kStopwatch, "the prompt", text(&Options::prompt)},
         {"--json", "", S::output, kCli, "machine-readable JSON (default: a table)", format(Format::json)},
-        {"--csv", "", S::output, kCli & ~kStopwatch & ~kProbe, "CSV", format(Format::csv)},
-        {"--format", "F", S::output, kCli & ~kProbe & ~kStopwatch, "table, json or csv",
+        {"--csv", "", S::output, kCli & ~kProbe & ~kStopwatch, "CSV", format(Format::csv)},
+        {"--format", "F", S::output, kCli, "table, json or csv (probe and stopwatch: table or json)",
          [](Options& o, const std::string& name, const std::string& v, Errors& errors) {
              if (v == "table")
                  o.format = Format::table;
@@ -340,6 +340,8 @@ Result<Options> parse_options(const std::vector<std::string>& args, std::optiona
         }
     }
     if (o.model && o.config) errors.push_back({"--config", "give either --model or --config, not both"});
+    if ((o.command_id == Command::probe || o.command_id == Command::stopwatch) && o.format == Format::csv && !o.help)
+        errors.push_back({"--format", o.command + " writes a table or JSON, not CSV"});
     if (!errors.empty()) return errors;
     return o;
 }
@@ -369,9 +371,17 @@ Errors apply_workload_options(const Options& o, Scenario& s) {
         return d;
     };
     const auto conv = state_dtype(o.mamba_cache_dtype, "--mamba-cache-dtype");
-    const auto ssm = state_dtype(o.mamba_ssm_cache_dtype, "--mamba-ssm-cache-dtype");
+    auto ssm = state_dtype(o.mamba_ssm_cache_dtype, "--mamba-ssm-cache-dtype");
+    const bool fixed = s.arch.recurrent && ssm_format_fixed(s.arch.recurrent->kind);
+    if (ssm && fixed) {
+        errors.push_back({"--mamba-ssm-cache-dtype",
+                          "this model's " + std::string(to_string(s.arch.recurrent->kind)) +
+                              " state is always kept in fp32 (vLLM kda_state_dtype; transformers' RG-LRU); the "
+                              "option does not change it"});
+        ssm.reset();
+    }
     if (conv && s.arch.recurrent) {
-        const bool model_sets_ssm = s.arch.recurrent->ssm_dtype != s.arch.recurrent->conv_dtype;
+        const bool model_sets_ssm = fixed || s.arch.recurrent->ssm_dtype != s.arch.recurrent->conv_dtype;
         s.arch.recurrent->conv_dtype = *conv;
         if (!model_sets_ssm) s.arch.recurrent->ssm_dtype = *conv;
     }
@@ -417,7 +427,7 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
     }
     if (o.gpu_memory) d.gpu.memory_bytes = *o.gpu_memory;
     if (o.gpu_bandwidth) d.gpu.bandwidth_bytes_per_s = *o.gpu_bandwidth;
-    if (!o.gpu && o.gpu_memory && !o.gpu_bandwidth)
+    if (!o.gpu && o.gpu_memory && !o.gpu_bandwidth && !had)
         errors.push_back(
             {"--gpu-bandwidth", "a custom GPU needs its memory bandwidth in bytes/s (for example 3350GB)"});
     const Engine engine_before = d.engine;
@@ -442,7 +452,9 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
     // --gpus alone sets tensor parallel; with --tp/--pp the product must match.
     if (o.gpus) {
         d.gpu_count = *o.gpus;
-        if (!o.tp && !o.pp) s.parallel.tp = *o.gpus;
+        // Alone it sets the tensor parallel degree, over the pipeline stages the scenario has.
+        if (!o.tp && !o.pp && s.parallel.pp > 0 && *o.gpus % s.parallel.pp == 0)
+            s.parallel.tp = *o.gpus / s.parallel.pp;
     } else if (!had || o.tp || o.pp) {
         d.gpu_count = s.parallel.tp * s.parallel.pp;
     }
@@ -496,8 +508,12 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
 
 Errors apply_scenario_options(const Options& o, const Catalog& catalog, Scenario& s) {
     Errors errors = apply_workload_options(o, s);
-    if (any_deployment_option(o))
-        apply_deployment_options(o, catalog, s, s.deployment ? s.deployment->weight_dtype : KvDtype::bf16, errors);
+    // A new deployment counts the weights in the catalog model's own format, as build_scenario does.
+    KvDtype weights = KvDtype::bf16;
+    if (const CatalogModel* m = catalog.find_model(s.model_id)) weights = m->model.weight_dtype;
+    // --tp and --pp change a saved deployment's GPU count too.
+    if (any_deployment_option(o) || (s.deployment && (o.tp || o.pp)))
+        apply_deployment_options(o, catalog, s, weights, errors);
     return errors;
 }
 

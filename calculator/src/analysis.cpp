@@ -29,7 +29,8 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
     CurveOptions curve_options = options.curves;
     if (curve_options.max_tokens == 0)
         curve_options.max_tokens = std::max(s.arch.max_positions, s.workload.context_tokens);
-    auto curves = kv_curves(s.arch, s.kv_dtype, s.workload, s.parallel, curve_options);
+    auto curves = options.with_curves ? kv_curves(s.arch, s.kv_dtype, s.workload, s.parallel, curve_options)
+                                      : Result<Curves>(Curves{});
     // The deployment's weight format when there is one (the fit counts the same weights).
     const KvDtype weight_dtype = s.deployment ? s.deployment->weight_dtype : KvDtype::bf16;
     const ParameterCount params = parameters(s.arch);

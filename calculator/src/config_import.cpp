@@ -309,10 +309,13 @@ void read_moe(Reader& r, ImportedModel& out) {
     m.expert_intermediate_size = size ? size->value : out.arch.intermediate_size;
     if (const auto shared = r.number({"n_shared_experts", "num_shared_experts"})) m.shared_experts = shared->value;
     if (const auto dense = r.number({"first_k_dense_replace"})) m.dense_layers = dense->value;
-    if (const auto period = r.number({"expert_layer_period"}); period && period->value > 1) {
-        // configuration_jamba.py: layer i has experts when i % expert_layer_period == expert_layer_offset.
+    const bool jamba = out.model_type == "jamba";
+    const auto period = r.number({"expert_layer_period"});
+    if (const std::uint64_t p = period ? period->value : (jamba ? 2 : 0); p > 1) {
+        // configuration_jamba.py: layer i has experts when i % expert_layer_period == expert_layer_offset
+        // (defaults 2 and 1).
         const auto offset = r.number({"expert_layer_offset"});
-        m.period = period->value, m.offset = offset ? offset->value % period->value : 0;
+        m.period = p, m.offset = (offset ? offset->value : (jamba ? 1 : 0)) % p;
     } else if (const auto step = r.number({"interleave_moe_layer_step"}); step && step->value > 1) {
         // configuration_llama4.py: moe_layers = range(step - 1, layers, step).
         m.period = step->value, m.offset = step->value - 1;
@@ -375,11 +378,10 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
     if (const auto vocab = r.number_or_default({"vocab_size", "padded_vocab_size"})) a.vocab_size = vocab->value;
     if (const auto inter = r.number_or_default({"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"}))
         a.intermediate_size = inter->value;
-    // modeling_recurrent_gemma.py RecurrentGemmaMlp: gate and up project to intermediate_size // 2.
-    if (out.model_type == "recurrent_gemma")
-        a.intermediate_size /= 2;
     else if (ungated_mlp(out.model_type) && a.hidden_size > 0)
         a.intermediate_size = 4 * a.hidden_size;  // GPT-2 / Falcon: n_inner None means 4 x hidden
+    // modeling_recurrent_gemma.py RecurrentGemmaMlp: gate and up project to intermediate_size // 2.
+    if (out.model_type == "recurrent_gemma") a.intermediate_size /= 2;
     if (const auto pos = r.number_or_default(
             {"max_position_embeddings", "n_positions", "n_ctx", "seq_length", "max_sequence_length"}))
         a.max_positions = pos->value;

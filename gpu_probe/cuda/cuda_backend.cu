@@ -129,6 +129,7 @@ public:
             d.theoretical_gbps = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
             d.note = "compute capability " + std::to_string(p.major) + "." + std::to_string(p.minor);
         } catch (const CudaError& e) {
+            d.available = false;
             d.name = "unavailable";
             d.note = e.what();
         }

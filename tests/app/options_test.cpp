@@ -5,6 +5,7 @@
 #include <regex>
 #include <set>
 
+#include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/deployment.h"
 #include "kvscope/calculator/kv_dtype.h"
 #include "options.h"
@@ -74,6 +75,62 @@ TEST(Options, TheIssuesExamplesAreErrorsNamingTheOption) {
     EXPECT_EQ(window.errors().front().field, "kv");
     // --help is always taken, whatever else is given.
     EXPECT_TRUE(parse_options({"models", "--batch", "3", "--help"}));
+}
+
+TEST(Options, OptionsBesideASavedScenarioOverrideItsDeploymentToo) {
+    const Catalog& catalog = Catalog::builtin();
+    Scenario saved;
+    saved.model_id = "gpt-oss-120b";
+    saved.arch = catalog.find_model("gpt-oss-120b")->model.arch;
+    // A new deployment: the GPU named, the weights in the model's own format (mxfp4), as build_scenario does.
+    auto gpu = parse_options({"--gpu", "h200"}, Command::window);
+    ASSERT_TRUE(gpu);
+    Scenario s = saved;
+    EXPECT_TRUE(apply_scenario_options(*gpu, catalog, s).empty());
+    ASSERT_TRUE(s.deployment);
+    EXPECT_EQ(s.deployment->gpu.id, "h200");
+    EXPECT_EQ(s.deployment->weight_dtype, catalog.find_model("gpt-oss-120b")->model.weight_dtype);
+    // --tp over a saved deployment changes its GPU count with it.
+    auto tp = parse_options({"--tp", "2"}, Command::window);
+    ASSERT_TRUE(tp);
+    EXPECT_TRUE(apply_scenario_options(*tp, catalog, s).empty());
+    EXPECT_EQ(s.parallel.tp, 2u);
+    EXPECT_EQ(s.deployment->gpu_count, 2u);
+    // --gpus alone keeps the pipeline stages: 8 GPUs over 2 stages is TP 4.
+    s.parallel = {.tp = 2, .pp = 2};
+    auto gpus = parse_options({"--gpus", "8"}, Command::window);
+    ASSERT_TRUE(gpus);
+    EXPECT_TRUE(apply_scenario_options(*gpus, catalog, s).empty());
+    EXPECT_EQ(s.parallel.tp, 4u);
+    EXPECT_EQ(s.deployment->gpu_count, 8u);
+    // Memory alone over a saved GPU keeps its bandwidth.
+    auto memory = parse_options({"--gpu-memory", "96GiB"}, Command::window);
+    ASSERT_TRUE(memory);
+    EXPECT_TRUE(apply_scenario_options(*memory, catalog, s).empty());
+    EXPECT_EQ(s.deployment->gpu.memory_bytes, 96ull << 30);
+    EXPECT_GT(s.deployment->gpu.bandwidth_bytes_per_s, 0u);
+}
+
+TEST(Options, FormatsAStateTheEngineFixesAreRefused) {
+    // probe and stopwatch write a table or JSON.
+    auto csv = parse_options({"probe", "--format", "csv"});
+    ASSERT_FALSE(csv);
+    EXPECT_EQ(csv.errors().front().field, "--format");
+    EXPECT_TRUE(parse_options({"probe", "--format", "json"}));
+    // RecurrentGemma's RG-LRU state is always fp32: the SSM format option is refused, the conv one applies.
+    const Catalog& catalog = Catalog::builtin();
+    Scenario s;
+    s.arch = catalog.find_model("recurrentgemma-9b")->model.arch;
+    auto ssm = parse_options({"kv", "--mamba-ssm-cache-dtype", "float16"});
+    ASSERT_TRUE(ssm);
+    const Errors e = apply_workload_options(*ssm, s);
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_EQ(e.front().field, "--mamba-ssm-cache-dtype");
+    auto conv = parse_options({"kv", "--mamba-cache-dtype", "float32"});
+    ASSERT_TRUE(conv);
+    EXPECT_TRUE(apply_workload_options(*conv, s).empty());
+    EXPECT_EQ(s.arch.recurrent->conv_dtype, KvDtype::fp32);
+    EXPECT_EQ(s.arch.recurrent->ssm_dtype, KvDtype::fp32);
 }
 
 TEST(Options, TheHelpsListsComeFromTheirTables) {

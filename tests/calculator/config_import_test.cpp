@@ -40,6 +40,16 @@ TEST(ConfigImport, Gpt2Spelling) {
     // No dtype: fp16, and the output says so.
     EXPECT_EQ(m->kv_dtype, KvDtype::fp16);
     EXPECT_NE(m->kv_dtype_source.find("no torch_dtype"), std::string::npos);
+    // n_inner absent: 4 x n_embd (GPT-2's rule); given, it is kept (nemotron_h's two-matrix MLP too).
+    EXPECT_EQ(m->arch.intermediate_size, 4u * 768);
+    auto given = import(R"({"model_type": "gpt2", "n_layer": 2, "n_head": 4, "n_embd": 256, "n_inner": 512})");
+    ASSERT_TRUE(given) << given.error_text();
+    EXPECT_EQ(given->arch.intermediate_size, 512u);
+    auto nemotron = import(R"({"model_type": "nemotron_h", "num_hidden_layers": 2, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "hidden_size": 4096, "intermediate_size": 21504, "hybrid_override_pattern": "*-"})");
+    ASSERT_TRUE(nemotron) << nemotron.error_text();
+    EXPECT_EQ(nemotron->arch.intermediate_size, 21504u);
+    EXPECT_FALSE(nemotron->arch.gated_mlp);
 }
 
 TEST(ConfigImport, KvHeadSpellings) {

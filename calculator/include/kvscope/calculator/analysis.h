@@ -26,6 +26,8 @@ struct AnalysisOptions {
     UnitSystem units = UnitSystem::binary;  // of the derivation's text
     // The memory-vs-context curves; max_tokens 0: the model's max positions or the context, whichever is more.
     CurveOptions curves;
+    // false: no curves (a caller that shows none, whose figures must not fail on a curve's overflow).
+    bool with_curves = true;
 };
 
 // Everything shown for one valid scenario.

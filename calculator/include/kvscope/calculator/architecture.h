@@ -93,6 +93,9 @@ constexpr std::size_t kStateKindCount = 7;  // the members above
 std::string_view to_string(StateKind kind);
 std::optional<StateKind> parse_state_kind(std::string_view text);
 std::string state_kind_ids();  // the names parse_state_kind reads
+// Kinds whose SSM state is always fp32 whatever the engine's settings (vLLM kda_state_dtype; transformers'
+// RG-LRU): --mamba-ssm-cache-dtype does not apply to them.
+constexpr bool ssm_format_fixed(StateKind kind) { return kind == StateKind::kimi_delta || kind == StateKind::rg_lru; }
 
 struct RecurrentState {
     StateKind kind = StateKind::mamba2;
