@@ -526,7 +526,7 @@ Output run(const std::vector<std::string>& args) {
         ScenarioSource src;
         auto s = build_scenario(o, catalog, src);
         if (!s) return {"", usage_error(s.errors(), o.command), kExitUsage};
-        return command(*s, src);
+        return command(o, *s, src);
     };
     Output result;
     switch (*o.command_id) {
@@ -543,24 +543,26 @@ Output run(const std::vector<std::string>& args) {
             result = cmd_stopwatch(o);
             break;
         case Command::kv:
-            result =
-                with_scenario([&](const Scenario& s, const ScenarioSource& src) { return cmd_kv(o, s, src, false); });
+            result = with_scenario([](const Options& opts, const Scenario& sc, const ScenarioSource& src) {
+                return cmd_kv(opts, sc, src, false);
+            });
             break;
         case Command::compare:
-            result =
-                with_scenario([&](const Scenario& s, const ScenarioSource& src) { return cmd_kv(o, s, src, true); });
+            result = with_scenario([](const Options& opts, const Scenario& sc, const ScenarioSource& src) {
+                return cmd_kv(opts, sc, src, true);
+            });
             break;
         case Command::sweep:
-            result = with_scenario([&](const Scenario& s, const ScenarioSource& src) { return cmd_sweep(o, s, src); });
+            result = with_scenario(cmd_sweep);
             break;
         case Command::fit:
-            result = with_scenario([&](const Scenario& s, const ScenarioSource& src) { return cmd_fit(o, s, src); });
+            result = with_scenario(cmd_fit);
             break;
         case Command::plan:
-            result = with_scenario([&](const Scenario& s, const ScenarioSource& src) { return cmd_plan(o, s, src); });
+            result = with_scenario(cmd_plan);
             break;
         case Command::probe:
-            result = with_scenario([&](const Scenario& s, const ScenarioSource& src) { return cmd_probe(o, s, src); });
+            result = with_scenario(cmd_probe);
             break;
         case Command::window:
             break;  // parse_command never names it

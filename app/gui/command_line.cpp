@@ -96,10 +96,7 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
     } else {
         c.options = *options;
         const cli::Options& o = c.options;
-        c.has_scenario_options = o.model || o.config || o.context || o.batch || o.block_size || o.tp || o.pp ||
-                                 o.full_window || o.kv_dtype || o.gpu || o.gpu_memory || o.gpu_bandwidth || o.engine ||
-                                 o.gpus || o.utilization || o.weight_dtype || o.reserve || o.overhead ||
-                                 o.mamba_cache_dtype || o.mamba_ssm_cache_dtype;
+        c.has_scenario_options = cli::names_scenario(o);
     }
     if (c.exports() && c.screenshots_dir)
         errors.push_back({"--screenshots", "cannot be combined with the export options"});

@@ -97,9 +97,11 @@ constexpr bool in_order() {
 }
 static_assert(in_order(), "kCommandInfo lists the commands in the order of the enum");
 
-enum class Section : std::uint8_t { model, workload, deployment, sweep, plan, probe, output };
-constexpr std::string_view kSectionNames[] = {"model", "workload", "deployment", "sweep", "plan", "probe", "output"};
+enum class Section : std::uint8_t { model, workload, deployment, sweep, plan, probe, files, output };
+constexpr std::string_view kSectionNames[] = {"model", "workload", "deployment", "sweep",
+                                              "plan",  "probe",    "files",      "output"};
 static_assert(std::size(kSectionNames) == static_cast<std::size_t>(Section::output) + 1);
+constexpr std::uint16_t section_bit(Section s) { return static_cast<std::uint16_t>(1u << static_cast<unsigned>(s)); }
 
 using Setter = std::function<void(Options&, const std::string& name, const std::string& value, Errors&)>;
 
@@ -163,7 +165,7 @@ const std::vector<Declared>& declared() {
          "a catalog id (llama-3-8b), alias or Hugging Face repo id; default: the teaching model",
          text(&Options::model)},
         {"--config", "FILE", S::model, kScenario, "a Hugging Face config.json instead", text(&Options::config)},
-        {"--data-dir", "DIR", S::model, kModels | kGpus | kScenario,
+        {"--data-dir", "DIR", S::files, kModels | kGpus | kScenario,
          "your own models/ and gpus.json (default $KVSCOPE_DATA_DIR or ~/.config/kvscope)", text(&Options::data_dir)},
         {"--context", "N", S::workload, kScenario,
          "tokens per sequence: 8192, 8k (= 8192), 128k, 1M; default 8k or the model's max",
@@ -280,6 +282,12 @@ std::string command_list() {
     return out;
 }
 
+bool names_scenario(const Options& o) {
+    return (o.sections_given &
+            (section_bit(Section::model) | section_bit(Section::workload) | section_bit(Section::deployment))) != 0;
+}
+bool names_deployment(const Options& o) { return (o.sections_given & section_bit(Section::deployment)) != 0; }
+
 std::string options_help(Command command) {
     std::string out;
     for (std::size_t section = 0; section < std::size(kSectionNames); ++section) {
@@ -318,6 +326,7 @@ Result<Options> parse_options(const std::vector<std::string>& args, std::optiona
             continue;
         }
         given.push_back(&*d);
+        o.sections_given |= section_bit(d->section);
         if (d->metavar.empty()) {
             d->set(o, arg, "", errors);
             continue;
@@ -396,11 +405,6 @@ Errors apply_workload_options(const Options& o, Scenario& s) {
 }
 
 namespace {
-
-bool any_deployment_option(const Options& o) {
-    return o.gpu || o.gpus || o.gpu_memory || o.gpu_bandwidth || o.engine || o.utilization || o.weight_dtype ||
-           o.reserve || o.overhead;
-}
 
 // The deployment the options describe, on `s`'s own when it has one (a saved scenario's): --gpu replaces the
 // GPU, the others the fields they name. Errors name the option.
@@ -500,7 +504,7 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
     Errors errors = apply_workload_options(o, s);
     if (o.kv_dtype) source.kv_dtype_source = "--kv-dtype";
 
-    if (o.command_id == Command::fit || o.command_id == Command::plan || any_deployment_option(o))
+    if (o.command_id == Command::fit || o.command_id == Command::plan || names_deployment(o))
         apply_deployment_options(o, catalog, s, model_weight_dtype.value_or(KvDtype::bf16), errors);
     if (!errors.empty()) return errors;
     return s;
@@ -512,7 +516,7 @@ Errors apply_scenario_options(const Options& o, const Catalog& catalog, Scenario
     KvDtype weights = KvDtype::bf16;
     if (const CatalogModel* m = catalog.find_model(s.model_id)) weights = m->model.weight_dtype;
     // --tp and --pp change a saved deployment's GPU count too.
-    if (any_deployment_option(o) || (s.deployment && (o.tp || o.pp)))
+    if (names_deployment(o) || (s.deployment && (o.tp || o.pp)))
         apply_deployment_options(o, catalog, s, weights, errors);
     return errors;
 }

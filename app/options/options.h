@@ -33,6 +33,7 @@ std::string_view command_brief(Command c);  // a few words, for the list of comm
 struct Options {
     std::string command;
     std::optional<Command> command_id;  // set when `command` is one
+    std::uint16_t sections_given = 0;   // which sections of options (options.cpp) were given
     bool help = false;
     Format format = Format::table;
     UnitSystem units = UnitSystem::binary;
@@ -60,6 +61,11 @@ struct Options {
 // Usage errors carry the option's name: "--context: '12q' is not a whole number …", "--batch: models does not
 // take --batch …". `fixed`: the command is given (the desktop app), and no word may name one.
 Result<Options> parse_options(const std::vector<std::string>& args, std::optional<Command> fixed = std::nullopt);
+
+// Whether a model, workload or deployment option was given (the window then opens on that scenario), and
+// whether a deployment option was: read from the sections the options are declared in.
+bool names_scenario(const Options& o);
+bool names_deployment(const Options& o);
 
 // The options `command` takes, grouped under headings ("model:", "workload:", …), one per line with its help.
 std::string options_help(Command command);
