@@ -405,8 +405,8 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
     if (!plan) {
         Errors errors = plan.errors();
         for (auto& e : errors)  // the limits are the options that set them
-            if (e.field == "gpus_per_node" || e.field == "max_pp")
-                e.field = e.field == "max_pp" ? "--max-pp" : "--gpus-per-node";
+            if (e.input == Field::gpus_per_node || e.input == Field::max_pp)
+                e.field = e.input == Field::max_pp ? "--max-pp" : "--gpus-per-node";
         return {"", usage_error(errors, o.command), kExitUsage};
     }
     Output r;
@@ -522,11 +522,11 @@ Output run(const std::vector<std::string>& args) {
     std::string warnings;
     for (const auto& p : problems) warnings += "kvscope-cli: skipped from your data folder: " + p + "\n";
 
-    const auto with_scenario = [&](auto&& command) -> Output {
+    const auto with_scenario = [&](auto&& run) -> Output {
         ScenarioSource src;
         auto s = build_scenario(o, catalog, src);
         if (!s) return {"", usage_error(s.errors(), o.command), kExitUsage};
-        return command(o, *s, src);
+        return run(o, *s, src);
     };
     Output result;
     switch (*o.command_id) {

@@ -64,9 +64,9 @@ bool render_learn(ui::MainWindow& window, const QDir& dir) {
     bool ok = true;
     learn->setPage(ui::LearnView::ShowWork);
     settle();
-    window.inputs()->highlightField("kv_heads");  // as while the pointer is on "8 KV heads"
+    window.inputs()->highlightField(Field::kv_heads);  // as while the pointer is on "8 KV heads"
     ok &= save(&window, dir.filePath("learn-show-work.png"));
-    window.inputs()->highlightField({});
+    window.inputs()->highlightField(Field::none);
     // A hybrid: the product counts the attention layers, and the state has its own.
     model->loadCatalogModel("qwen3-next-80b-a3b");
     model->edit("Set up the example", [](Scenario& s) { s.workload = {131072, 8, 1, false}; });

@@ -249,57 +249,57 @@ std::string layer_mix_text(const Architecture& a) {
 
 Errors validate(const Architecture& a) {
     Errors e;
-    auto need_positive = [&](std::uint64_t v, const char* field, const char* what) {
+    auto need_positive = [&](std::uint64_t v, Field field, const char* what) {
         if (v == 0) e.push_back({field, std::string(what) + " must be at least 1"});
     };
-    need_positive(a.layers, "layers", "the number of layers");
+    need_positive(a.layers, Field::layers, "the number of layers");
     // A model none of whose layers attends (a pure state-space model) has no heads to check.
     const bool attends = a.layers == 0 || a.attention_layers() > 0;
-    if (attends) need_positive(a.query_heads, "query_heads", "the number of query heads");
-    auto at_most = [&](std::uint64_t v, std::uint64_t limit, const char* field, const char* what) {
+    if (attends) need_positive(a.query_heads, Field::query_heads, "the number of query heads");
+    auto at_most = [&](std::uint64_t v, std::uint64_t limit, Field field, const char* what) {
         if (v > limit)
             e.push_back({field, std::string(what) + " (" + format_count(v) + ") is more than the " +
                                     format_count(limit) + " supported"});
     };
-    at_most(a.layers, kMaxLayers, "layers", "the number of layers");
-    at_most(a.query_heads, kMaxHeads, "query_heads", "the number of query heads");
+    at_most(a.layers, kMaxLayers, Field::layers, "the number of layers");
+    at_most(a.query_heads, kMaxHeads, Field::query_heads, "the number of query heads");
     if (!a.mla && attends) {
-        need_positive(a.kv_heads, "kv_heads", "the number of KV heads");
-        need_positive(a.head_dim_k, "head_dim", "the key head dimension");
-        need_positive(a.head_dim_v, "head_dim_v", "the value head dimension");
+        need_positive(a.kv_heads, Field::kv_heads, "the number of KV heads");
+        need_positive(a.head_dim_k, Field::head_dim, "the key head dimension");
+        need_positive(a.head_dim_v, Field::head_dim_v, "the value head dimension");
     }
     if (a.kv_heads > 0 && a.query_heads > 0 && !a.mla) {
         if (a.kv_heads > a.query_heads)
-            e.push_back({"kv_heads", "KV heads (" + std::to_string(a.kv_heads) + ") cannot exceed query heads (" +
+            e.push_back({Field::kv_heads, "KV heads (" + std::to_string(a.kv_heads) + ") cannot exceed query heads (" +
                                          std::to_string(a.query_heads) + ")"});
         else if (a.query_heads % a.kv_heads != 0)
-            e.push_back({"kv_heads", "KV heads (" + std::to_string(a.kv_heads) + ") must divide the query heads (" +
+            e.push_back({Field::kv_heads, "KV heads (" + std::to_string(a.kv_heads) + ") must divide the query heads (" +
                                          std::to_string(a.query_heads) + ") so each KV head serves a whole group"});
     }
     if (!a.layer_specs.empty() && a.layers > 0 && a.layer_specs.size() != a.layers)  // 0 layers is said once
-        e.push_back({"layer_specs", "there are " + std::to_string(a.layer_specs.size()) +
+        e.push_back({Field::layer_specs, "there are " + std::to_string(a.layer_specs.size()) +
                                         " per-layer descriptions for " + std::to_string(a.layers) + " layers"});
     for (std::size_t l = 0; l < a.layer_specs.size(); ++l) {
         const LayerSpec& s = a.layer_specs[l];
         // Named only when something is wrong: validation runs on every recompute, layer by layer.
         const auto which = [&] { return "layer " + std::to_string(l) + " (" + std::string(to_string(s.kind)) + ")"; };
         if ((s.kind == LayerKind::sliding || s.kind == LayerKind::chunked) && s.window == 0) {
-            e.push_back({s.kind == LayerKind::sliding ? "sliding_window" : "attention_chunk_size",
+            e.push_back({s.kind == LayerKind::sliding ? Field::sliding_window : Field::attention_chunk_size,
                          which() + " needs a window of at least 1 token"});
             break;
         }
         if (s.kv_heads > kMaxHeads || s.head_dim_k > kMaxHeads || s.head_dim_v > kMaxHeads) {
-            e.push_back({"kv_heads", which() + ": its heads or head dimensions are beyond the " +
+            e.push_back({Field::kv_heads, which() + ": its heads or head dimensions are beyond the " +
                                          format_count(kMaxHeads) + " supported"});
             break;
         }
         if (s.kv_heads > 0 && a.query_heads > 0 && a.query_heads % s.kv_heads != 0) {
-            e.push_back({"kv_heads", which() + ": KV heads (" + std::to_string(s.kv_heads) +
+            e.push_back({Field::kv_heads, which() + ": KV heads (" + std::to_string(s.kv_heads) +
                                          ") must divide the query heads (" + std::to_string(a.query_heads) + ")"});
             break;
         }
         if (s.keeps_state() && !a.recurrent) {
-            e.push_back({"recurrent_state", which() + " keeps a recurrent state, but the model describes none"});
+            e.push_back({Field::recurrent_state, which() + " keeps a recurrent state, but the model describes none"});
             break;
         }
     }
@@ -307,38 +307,38 @@ Errors validate(const Architecture& a) {
         const RecurrentState& r = *a.recurrent;
         for (const std::uint64_t v : {r.conv_kernel, r.conv_channels, r.groups, r.heads, r.head_dim, r.state_size})
             if (v > (1ull << 24)) {
-                e.push_back({"recurrent_state", "a recurrent state dimension (" + format_count(v) +
+                e.push_back({Field::recurrent_state, "a recurrent state dimension (" + format_count(v) +
                                                     ") is beyond the 16,777,216 supported"});
                 break;
             }
         if (r.conv_kernel == 1 || (r.conv_kernel == 0 && r.heads == 0))
-            e.push_back({"conv_kernel", "the recurrent state needs a convolution of width 2 or more, or SSM heads"});
+            e.push_back({Field::conv_kernel, "the recurrent state needs a convolution of width 2 or more, or SSM heads"});
         else if ((r.conv_kernel < 2 || r.conv_channels + r.groups * r.state_size == 0) &&
                  (r.heads == 0 || r.head_dim == 0 || r.state_size == 0))
-            e.push_back({"state_size",
+            e.push_back({Field::state_size,
                          "the recurrent state has no values: its convolution has no channels and its "
                          "SSM state no heads (expand, n_groups or num_heads may be 0)"});
         if (r.heads > 0 && (r.head_dim == 0 || r.state_size == 0))
-            e.push_back({"state_size", "the SSM state needs a head dimension and a state size of at least 1"});
+            e.push_back({Field::state_size, "the SSM state needs a head dimension and a state size of at least 1"});
     }
     if (a.mla) {
-        need_positive(a.mla->kv_lora_rank, "kv_lora_rank", "the MLA latent rank");
-        need_positive(a.mla->v_head_dim, "v_head_dim", "the MLA value head dimension");
+        need_positive(a.mla->kv_lora_rank, Field::kv_lora_rank, "the MLA latent rank");
+        need_positive(a.mla->v_head_dim, Field::v_head_dim, "the MLA value head dimension");
         if (a.mla->qk_nope_head_dim + a.mla->qk_rope_head_dim == 0)
-            e.push_back({"qk_nope_head_dim", "MLA query/key head dimensions must not both be 0"});
+            e.push_back({Field::qk_nope_head_dim, "MLA query/key head dimensions must not both be 0"});
     }
     if (a.moe) {
-        need_positive(a.moe->experts, "num_experts", "the number of experts");
-        need_positive(a.moe->experts_per_token, "experts_per_token", "experts per token");
+        need_positive(a.moe->experts, Field::num_experts, "the number of experts");
+        need_positive(a.moe->experts_per_token, Field::experts_per_token, "experts per token");
         if (a.moe->experts_per_token > a.moe->experts)
-            e.push_back({"experts_per_token", "experts per token (" + std::to_string(a.moe->experts_per_token) +
+            e.push_back({Field::experts_per_token, "experts per token (" + std::to_string(a.moe->experts_per_token) +
                                                   ") cannot exceed the number of experts (" +
                                                   std::to_string(a.moe->experts) + ")"});
-        if (a.moe->dense_layers > a.layers) e.push_back({"first_k_dense_replace", "more dense layers than layers"});
+        if (a.moe->dense_layers > a.layers) e.push_back({Field::first_k_dense_replace, "more dense layers than layers"});
         if (a.moe->period == 0 || (a.moe->period > 1 && a.moe->offset >= a.moe->period))
-            e.push_back({"expert_layer_period", "the experts' layer offset must be below their period (at least 1)"});
+            e.push_back({Field::expert_layer_period, "the experts' layer offset must be below their period (at least 1)"});
     }
-    if (a.params_active > a.params_total) e.push_back({"params_active", "active parameters exceed the total"});
+    if (a.params_active > a.params_total) e.push_back({Field::params_active, "active parameters exceed the total"});
     return e;
 }
 

@@ -223,7 +223,7 @@ void read_dtypes(const Value& root, const Value& cfg, ImportedModel& out) {
 void read_attention(Reader& r, ImportedModel& out) {
     Architecture& a = out.arch;
     const auto q = r.required({"num_attention_heads", "n_head", "n_heads", "num_heads"});
-    if (q) a.query_heads = q->value, r.lines["query_heads"] = q->line, r.keys["query_heads"] = q->key;
+    if (q) a.query_heads = q->value, r.lines[Field::query_heads] = q->line, r.keys[Field::query_heads] = q->key;
 
     // KV heads: explicit counts, then the multi-query switches, then "same as query heads".
     auto kv = r.number({"num_key_value_heads", "n_head_kv", "num_kv_heads", "n_kv_heads"});
@@ -249,7 +249,7 @@ void read_attention(Reader& r, ImportedModel& out) {
         out.assumed.push_back("num_key_value_heads = num_attention_heads = " + std::to_string(q->value) +
                               " (no KV head count in the file: multi-head attention)");
     }
-    if (kv) a.kv_heads = kv->value, r.lines["kv_heads"] = kv->line, r.keys["kv_heads"] = kv->key;
+    if (kv) a.kv_heads = kv->value, r.lines[Field::kv_heads] = kv->line, r.keys[Field::kv_heads] = kv->key;
 
     const auto hidden = r.required({"hidden_size", "n_embd", "d_model", "dim"});
     if (hidden) a.hidden_size = hidden->value;
@@ -277,14 +277,14 @@ void read_attention(Reader& r, ImportedModel& out) {
 
     if (auto hd = r.number({"head_dim", "kv_channels", "attention_head_dim"})) {
         a.head_dim_k = a.head_dim_v = hd->value;
-        r.lines["head_dim"] = r.lines["head_dim_v"] = hd->line;
+        r.lines[Field::head_dim] = r.lines[Field::head_dim_v] = hd->line;
     } else if (auto d = r.type_default("head_dim")) {
         a.head_dim_k = a.head_dim_v = *d;
         out.assumed.push_back("head_dim = " + std::to_string(*d) + " (" + out.model_type +
                               " default; not in the file)");
     } else if (hidden && q && q->value > 0) {
         if (hidden->value % q->value != 0) {
-            r.error("head_dim", hidden->line,
+            r.error(Field::head_dim, hidden->line,
                     hidden->key + " (" + std::to_string(hidden->value) + ") is not a multiple of " + q->key + " (" +
                         std::to_string(q->value) + ") and no head_dim is given");
             return;
@@ -366,7 +366,7 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
     Architecture& a = out.arch;
     a.name = out.hf_repo;
     if (const auto layers = r.required({"num_hidden_layers", "n_layer", "num_layers", "n_layers"}))
-        a.layers = layers->value, r.lines["layers"] = layers->line, r.keys["layers"] = layers->key;
+        a.layers = layers->value, r.lines[Field::layers] = layers->line, r.keys[Field::layers] = layers->key;
     if (state_space_type(out.model_type)) {
         // modeling_mamba.py / modeling_mamba2.py: a block is a norm and the mixer, with no MLP.
         a.mlp_beside_mixer = false;
@@ -404,8 +404,8 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
     // "num_hidden_layers: config.json:3: the number of layers must be at least 1": the key that gave
     // the value (what the user edits in the file), the place, and what is wrong, each once.
     for (auto& p : problems) {
-        const auto line = r.lines.find(p.field);
-        if (const auto key = r.keys.find(p.field); key != r.keys.end()) p.field = key->second;
+        const auto line = r.lines.find(p.input);
+        if (const auto key = r.keys.find(p.input); key != r.keys.end()) p.field = key->second;
         p.message = r.at(line != r.lines.end() ? line->second : cfg.line()) + p.message;
     }
     if (!problems.empty()) return problems;

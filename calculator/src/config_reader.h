@@ -32,8 +32,8 @@ public:
         : root_(root), cfg_(cfg), source_(std::move(source)), out_(out) {}
 
     Errors errors;
-    std::map<std::string, int> lines;         // Architecture field -> line it came from
-    std::map<std::string, std::string> keys;  // Architecture field -> the config key that gave it
+    std::map<Field, int> lines;                 // Architecture field -> line it came from
+    std::map<Field, std::string> keys;          // Architecture field -> the config key that gave it
     std::vector<std::string> layout_keys;     // layout fields the importer read (never reported as unknown)
 
     std::string at(int line) const { return source_ + ":" + std::to_string(line) + ": "; }
@@ -43,6 +43,8 @@ public:
     void error(const std::string& key, int line, const std::string& message) {
         errors.push_back({key, at(line) + message});
     }
+    // A value the file does not give and the importer could not derive: named by the input it is.
+    void error(Field input, int line, const std::string& message) { errors.push_back({input, at(line) + message}); }
 
     const Value* get(const char* key) const {
         const Value* v = cfg_.find(key);

@@ -43,7 +43,7 @@ Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload
         if (!layout) continue;  // as in compare_variants: a layout tensor parallelism cannot express
         // The curve rises with tokens: if its end fits in 64 bits, every point does.
         if ((layout->all_gpu_bytes_per_sequence(c.tokens.back(), Memory::kv_and_state) * workload.batch).overflow())
-            return overflow_error("max_tokens", "the curve's end at " + format_count(c.tokens.back()) + " tokens");
+            return overflow_error(Field::max_tokens, "the curve's end at " + format_count(c.tokens.back()) + " tokens");
         Curve curve;
         curve.name = shape.name;
         curve.is_model = shape.is_model;

@@ -70,24 +70,24 @@ std::string engine_list() {
 
 Result<std::uint64_t> weights_bytes(std::uint64_t params, KvDtype dtype) {
     const Checked b = row_bytes(dtype, params);
-    if (b.overflow()) return overflow_error("weight_dtype", "the weights");
+    if (b.overflow()) return overflow_error(Field::weight_dtype, "the weights");
     return b.value();
 }
 
 Errors validate(const Deployment& d, const Parallelism& parallel) {
     Errors e;
-    if (d.gpu.memory_bytes == 0) e.push_back({"gpu_memory", "the GPU's memory must be more than 0 bytes"});
+    if (d.gpu.memory_bytes == 0) e.push_back({Field::gpu_memory, "the GPU's memory must be more than 0 bytes"});
     if (d.gpu.bandwidth_bytes_per_s == 0)
-        e.push_back({"gpu_bandwidth", "the GPU's memory bandwidth must be more than 0"});
+        e.push_back({Field::gpu_bandwidth, "the GPU's memory bandwidth must be more than 0"});
     if (d.gpu_count == 0)
-        e.push_back({"gpus", "at least 1 GPU is needed"});
+        e.push_back({Field::gpus, "at least 1 GPU is needed"});
     else if (parallel.tp > 0 && parallel.pp > 0 && d.gpu_count != parallel.tp * parallel.pp)
-        e.push_back({"gpus", std::to_string(d.gpu_count) + " GPUs, but tensor parallel " + std::to_string(parallel.tp) +
+        e.push_back({Field::gpus, std::to_string(d.gpu_count) + " GPUs, but tensor parallel " + std::to_string(parallel.tp) +
                                  " x pipeline parallel " + std::to_string(parallel.pp) + " uses " +
                                  std::to_string(parallel.tp * parallel.pp) +
                                  "; set --tp/--pp so their product is the GPU count"});
     if (!(d.fraction > 0.0 && d.fraction <= 1.0))
-        e.push_back({"utilization", "the memory fraction must be above 0 and at most 1"});
+        e.push_back({Field::utilization, "the memory fraction must be above 0 and at most 1"});
     return e;
 }
 
@@ -131,7 +131,7 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
     if (r.engine_pages) {
         const Checked need = r.engine_pages->bytes_per_sequence(workload.context_tokens) * workload.batch;
         if (need.overflow())
-            return overflow_error("batch", "the cache of " + std::to_string(workload.batch) + " sequences");
+            return overflow_error(Field::batch, "the cache of " + std::to_string(workload.batch) + " sequences");
         r.memory_bytes_per_gpu_needed = need.value();
     }
 

@@ -17,7 +17,7 @@ Factor element_factor(KvDtype dtype) {
     f.value = i.bits_per_block;
     f.divisor = 8 * i.values_per_block;
     f.text = element_size_text(dtype);
-    f.field = "kv_dtype";
+    f.field = Field::kv_dtype;
     f.note = "Bytes each stored value takes in the KV cache format " + std::string(i.id) + ".";
     return f;
 }
@@ -43,10 +43,10 @@ Row row_factors(const Architecture& arch, KvDtype dtype) {
         Factor heads;
         heads.value = arch.kv_heads;
         heads.text = format_count_of(arch.kv_heads, "KV head", "KV heads");
-        heads.field = "kv_heads";
+        heads.field = Field::kv_heads;
         heads.note = "Each KV head stores its own key and value; query heads in a group share one.";
         Factor dim;
-        dim.field = "head_dim";
+        dim.field = Field::head_dim;
         if (arch.head_dim_k == arch.head_dim_v) {
             Factor pair;
             pair.value = 2;
@@ -89,7 +89,7 @@ Result<KvDerivation> finish(KvDerivation d, const Workload& workload, const KvCa
     Factor sequences;
     sequences.value = workload.batch;
     sequences.text = format_count_of(workload.batch, "sequence", "sequences");
-    sequences.field = "batch";
+    sequences.field = Field::batch;
     sequences.note = "Every concurrent sequence keeps its own cache.";
     d.tail.push_back(sequences);
     d.total_bytes = report.total_bytes;
@@ -120,13 +120,13 @@ Result<KvDerivation> derive_per_layer_rows(const KvLayout& layout, const Archite
         g.window = it->second.second;
         g.layers.value = it->second.first;
         g.layers.text = format_count_of(g.layers.value, "layer", "layers");
-        g.layers.field = "layers";
+        g.layers.field = Field::layers;
         g.layers.note = "Layers with the same heads, head dimensions and tokens kept.";
         const Checked value = Checked(tokens) * row;
-        if (value.overflow()) return overflow_error("context_tokens", "the cache of these layers");
+        if (value.overflow()) return overflow_error(Field::context_tokens, "the cache of these layers");
         g.tokens.value = value.value();
         g.tokens.text = format_count_of(tokens, "token", "tokens") + " × " + format_count(row) + " bytes";
-        g.tokens.field = "context_tokens";
+        g.tokens.field = Field::context_tokens;
         g.tokens.note = "Tokens kept times the bytes of one token of one such layer (K and V of its own heads).";
         d.groups.push_back(std::move(g));
     }
@@ -182,7 +182,7 @@ Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture&
         g.window = window;
         g.layers.value = layers;
         g.layers.text = format_count_of(layers, "layer", "layers");
-        g.layers.field = "layers";
+        g.layers.field = Field::layers;
         g.layers.note = caching == arch.layers
                             ? "Every layer keeps its own cache."
                             : "The layers that keep a KV cache of their own (" + layer_mix_text(arch) + ").";
@@ -196,14 +196,14 @@ Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture&
                 chunked && std::any_of(arch.layer_specs.begin(), arch.layer_specs.end(),
                                        [w](const auto& s) { return s.kind == LayerKind::chunked && s.window == w; });
             g.tokens.text += chunk ? " (chunk)" : " (sliding window)";
-            g.tokens.field = "full_window";
+            g.tokens.field = Field::full_window;
             g.tokens.note = chunk ? "These layers attend within chunks of " + format_count(window) +
                                         " tokens; the engine keeps at most one chunk (vLLM "
                                         "ChunkedLocalAttentionSpec)."
                                   : "These layers attend only to the last " + format_count(window) +
                                         " tokens, so they keep no more than that.";
         } else {
-            g.tokens.field = "context_tokens";
+            g.tokens.field = Field::context_tokens;
             g.tokens.note = "Every token of the context (prompt and generated) is kept.";
         }
         if (tokens != kept) {
@@ -220,7 +220,7 @@ Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture&
     if (layout.replication() > 1) {
         Factor copies;
         copies.value = layout.replication();
-        copies.field = "tp";
+        copies.field = Field::tp;
         if (arch.mla) {
             copies.text = std::to_string(layout.replication()) + " copies (every tensor-parallel GPU keeps the latent)";
             copies.note = "The latent is shared by all heads, so each of the " + std::to_string(layout.tp()) +
@@ -240,7 +240,7 @@ Result<KvDerivation> derive_kv_bytes(const KvLayout& layout, const Architecture&
         // Block formats round each row up to whole blocks: show the row as the bytes it takes.
         Factor whole;
         whole.value = row_all_gpus;
-        whole.field = "kv_dtype";
+        whole.field = Field::kv_dtype;
         if (arch.mla && arch.mla->indexer_head_dim > 0) {
             whole.text = format_count(row_all_gpus) + " bytes per token per layer (the MLA latent in " +
                          std::string(to_string(dtype)) + " and the indexer's key)";

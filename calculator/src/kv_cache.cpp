@@ -6,7 +6,7 @@
 
 namespace kvscope {
 
-FieldError overflow_error(const std::string& field, const std::string& what) {
+FieldError overflow_error(Field field, const std::string& what) {
     return {field, what + " needs more than 2^64 bytes (16 EiB); no machine holds that — reduce it"};
 }
 
@@ -77,7 +77,7 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
     std::uint64_t state = 0;
     if (arch.recurrent) {
         const Checked s = state_bytes_per_gpu(*arch.recurrent, parallel.tp);
-        if (s.overflow()) return overflow_error("recurrent_state", "a recurrent state of these dimensions");
+        if (s.overflow()) return overflow_error(Field::recurrent_state, "a recurrent state of these dimensions");
         state = s.value();
     }
 
@@ -103,10 +103,10 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
             const Checked values_k = Checked(heads) * arch.head_dim_k_of(l);
             const Checked values_v = Checked(heads) * arch.head_dim_v_of(l);
             if (values_k.overflow() || values_v.overflow())
-                return overflow_error("head_dim", "a KV row of these heads and head dimensions");
+                return overflow_error(Field::head_dim, "a KV row of these heads and head dimensions");
             bytes = row_bytes(dtype, values_k.value()) + row_bytes(dtype, values_v.value());
         }
-        if (bytes.overflow()) return overflow_error("head_dim", "a KV row of these dimensions");
+        if (bytes.overflow()) return overflow_error(Field::head_dim, "a KV row of these dimensions");
         row.kv = bytes.value();
         if (own_heads) model_row = row.kv;
     }
@@ -129,10 +129,10 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
             else
                 ++it->layers;
         }
-        if (stage_state.overflow()) return overflow_error("recurrent_state", "the recurrent state of these layers");
+        if (stage_state.overflow()) return overflow_error(Field::recurrent_state, "the recurrent state of these layers");
         for (auto& g : groups) {
             const Checked bytes = Checked(g.layers) * g.row_bytes;  // one token of every layer of the group
-            if (bytes.overflow()) return overflow_error("layers", "one token across these layers");
+            if (bytes.overflow()) return overflow_error(Field::layers, "one token across these layers");
             g.token_bytes = bytes.value();
         }
         next += count;
@@ -210,14 +210,14 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
     const std::uint64_t T = workload.context_tokens;
 
     const Checked per_sequence = layout.all_gpu_bytes_per_sequence(T);
-    if (per_sequence.overflow()) return overflow_error("context_tokens", "a context of " + format_count(T) + " tokens");
+    if (per_sequence.overflow()) return overflow_error(Field::context_tokens, "a context of " + format_count(T) + " tokens");
     const Checked total = per_sequence * workload.batch;
     if (total.overflow())
         return overflow_error(
-            "batch", std::to_string(workload.batch) + " concurrent sequences at " + format_count(T) + " tokens");
+            Field::batch, std::to_string(workload.batch) + " concurrent sequences at " + format_count(T) + " tokens");
     const Checked per_gpu = layout.gpu_bytes_per_sequence(T) * workload.batch;
     const Checked per_token = layout.bytes_per_token_all_gpus();
-    if (per_token.overflow()) return overflow_error("layers", "one token across these layers");
+    if (per_token.overflow()) return overflow_error(Field::layers, "one token across these layers");
     const Checked state_per_sequence = layout.all_gpu_state_bytes_per_sequence();
     std::uint64_t state_per_gpu = 0;
     for (std::size_t s = 0; s < layout.stages(); ++s)
@@ -226,7 +226,7 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
     const Checked memory = total + state;
     const Checked memory_per_gpu = layout.gpu_bytes_per_sequence(T, Memory::kv_and_state) * workload.batch;
     if (state.overflow() || memory.overflow() || memory_per_gpu.overflow())
-        return overflow_error("batch", "the recurrent state of " + std::to_string(workload.batch) + " sequences");
+        return overflow_error(Field::batch, "the recurrent state of " + std::to_string(workload.batch) + " sequences");
 
     KvCacheReport r;
     r.total_bytes = total.value();

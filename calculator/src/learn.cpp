@@ -62,7 +62,7 @@ Result<PhaseCosts> phase_costs(const Scenario& s) {
 Result<RecomputeCurve> recompute_curve(const Architecture& arch, const Workload& workload, std::uint64_t max_tokens,
                                        std::size_t points) {
     Errors errors = validate(arch);
-    if (max_tokens == 0) errors.push_back({"tokens", "at least one generated token is needed"});
+    if (max_tokens == 0) errors.push_back({Field::max_tokens, "at least one generated token is needed"});
     if (!errors.empty()) return errors;
     points = std::max<std::size_t>(2, points);
     RecomputeCurve c;

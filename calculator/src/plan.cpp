@@ -34,9 +34,9 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
     for (auto& e : validate(one_gpu, Parallelism{})) errors.push_back(std::move(e));  // the GPU and engine
     // The same bounds as --tp and --pp (workload.h): beyond them a plan would only count for ever.
     if (limits.gpus_per_node == 0 || limits.gpus_per_node > kMaxTpOrPp)
-        errors.push_back({"gpus_per_node", "GPUs per node must be between 1 and " + std::to_string(kMaxTpOrPp)});
+        errors.push_back({Field::gpus_per_node, "GPUs per node must be between 1 and " + std::to_string(kMaxTpOrPp)});
     if (limits.max_pp == 0 || limits.max_pp > kMaxTpOrPp)
-        errors.push_back({"max_pp", "pipeline stages must be between 1 and " + std::to_string(kMaxTpOrPp)});
+        errors.push_back({Field::max_pp, "pipeline stages must be between 1 and " + std::to_string(kMaxTpOrPp)});
     if (!errors.empty()) return errors;
 
     Plan plan;

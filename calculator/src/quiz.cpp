@@ -156,7 +156,7 @@ std::vector<Question> questions_for(const Scenario& s, UnitSystem units) {
         Scenario changed = s;
         changed.arch.kv_heads = other;
         auto d = other ? derive_kv_bytes(changed.arch, s.kv_dtype, s.workload, s.parallel)
-                       : Result<KvDerivation>(Errors{{"kv_heads", "no other count"}});
+                       : Result<KvDerivation>(Errors{{Field::kv_heads, "no other count"}});
         if (d) {
             Question q;
             q.id = "other_kv_heads";

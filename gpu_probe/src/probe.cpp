@@ -30,7 +30,7 @@ bool can_store(KvDtype dtype) { return dtype == KvDtype::fp32 || dtype == KvDtyp
 
 Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
     if (!can_store(request.dtype))
-        return FieldError{"kv_dtype",
+        return FieldError{Field::kv_dtype,
                           "the probe stores fp32, fp16 or bf16 (not " + std::string(to_string(request.dtype)) + ")"};
     auto layout = KvLayout::make(request.arch, request.dtype, request.workload, Parallelism{});
     if (!layout) return layout.errors();
@@ -38,7 +38,7 @@ Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
     const Architecture& arch = request.arch;
     for (const LayerSpec& l : arch.layer_specs)
         if (l.caches_kv() && (l.kv_heads > 0 || l.head_dim_k > 0 || l.head_dim_v > 0))
-            return FieldError{"kv_heads",
+            return FieldError{Field::kv_heads,
                               "the probe times one head layout for every layer, and this model's layers have KV "
                               "heads or head dimensions of their own; the calculator's figures still apply"};
     // DeepSeek-V3.2's indexer keys are stored beside each latent, in their own fp8 format whatever the cache

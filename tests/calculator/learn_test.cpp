@@ -44,15 +44,15 @@ TEST(Derivation, TheLessonModelFactorByFactor) {
     EXPECT_EQ(d->kv_pair->value, 2u);
     ASSERT_EQ(d->groups.size(), 1u);
     EXPECT_EQ(d->groups[0].layers.text, "32 layers");
-    EXPECT_EQ(d->groups[0].layers.field, "layers");
+    EXPECT_EQ(d->groups[0].layers.field, Field::layers);
     EXPECT_EQ(d->groups[0].tokens.text, "8,192 tokens");
-    EXPECT_EQ(d->groups[0].tokens.field, "context_tokens");
+    EXPECT_EQ(d->groups[0].tokens.field, Field::context_tokens);
     EXPECT_EQ(texts(d->row), (std::vector<std::string>{"32 KV heads", "128 head dim", "2 bytes (fp16)"}));
-    EXPECT_EQ(d->row[0].field, "kv_heads");
-    EXPECT_EQ(d->row[1].field, "head_dim");
-    EXPECT_EQ(d->row[2].field, "kv_dtype");
+    EXPECT_EQ(d->row[0].field, Field::kv_heads);
+    EXPECT_EQ(d->row[1].field, Field::head_dim);
+    EXPECT_EQ(d->row[2].field, Field::kv_dtype);
     EXPECT_EQ(texts(d->tail), (std::vector<std::string>{"1 sequence"}));
-    EXPECT_EQ(d->tail[0].field, "batch");
+    EXPECT_EQ(d->tail[0].field, Field::batch);
     EXPECT_EQ(d->row_bytes, 2u * 32 * 128 * 2);
     EXPECT_EQ(product_of_factors(*d), 4294967296u);  // 4.00 GiB
 }
@@ -88,9 +88,9 @@ TEST(Derivation, GqaMlaSlidingWindowAndReplicasMultiplyToTheReport) {
     auto g = derive_kv_bytes(sliding.arch, sliding.kv_dtype, sliding.workload, {});
     ASSERT_EQ(g->groups.size(), 2u);
     EXPECT_EQ(g->groups[1].tokens.text, "4,096 tokens (sliding window)");
-    EXPECT_EQ(g->groups[1].tokens.field, "full_window");
+    EXPECT_EQ(g->groups[1].tokens.field, Field::full_window);
     auto r = derive_kv_bytes(replicas.arch, replicas.kv_dtype, replicas.workload, replicas.parallel);
-    EXPECT_EQ(r->row.back().field, "tp");
+    EXPECT_EQ(r->row.back().field, Field::tp);
     EXPECT_EQ(r->row.back().value, 2u);
     auto b = derive_kv_bytes(blocks.arch, blocks.kv_dtype, blocks.workload, {});
     EXPECT_EQ(b->groups[0].tokens.text, "1,008 tokens (1,000 rounded up to blocks of 16)");
@@ -149,7 +149,7 @@ TEST(RecomputeCurve, FlatWithTheCacheAndQuadraticWithout) {
     EXPECT_NEAR(c->cumulative_cached.back() / c->cumulative_cached[half], t_end / t_half, 0.1);
     EXPECT_NEAR(c->cumulative_uncached.back() / c->cumulative_uncached[half], (t_end * t_end) / (t_half * t_half), 0.3);
     EXPECT_NEAR(c->speedup_bound, 4097.0 / 2, 150);
-    EXPECT_FIELD_ERROR(recompute_curve(s.arch, s.workload, 0), "tokens", "at least one");
+    EXPECT_FIELD_ERROR(recompute_curve(s.arch, s.workload, 0), "max_tokens", "at least one");
 }
 
 const WhatIf& find(const std::vector<WhatIf>& all, const std::string& id) {
@@ -299,6 +299,17 @@ TEST(Quiz, ParsesTheWaysPeopleTypeNumbers) {
     EXPECT_FALSE(parse_answer("5555555555555555555500000000000000000", AnswerUnit::tokens).has_value());
     EXPECT_FALSE(parse_answer("nan", AnswerUnit::percent).has_value());
     EXPECT_EQ(parse_answer("18446744073709551616", AnswerUnit::bytes), 18446744073709551616.0);  // 2^64 itself
+}
+
+TEST(Fields, KeysReadBackAsTheirMembers) {
+    // The Learn page's links carry a factor's key; each must lead back to its own input.
+    for (std::size_t i = 1; i < kFieldCount; ++i) {
+        const auto f = static_cast<Field>(i);
+        EXPECT_FALSE(to_string(f).empty());
+        EXPECT_EQ(parse_field(to_string(f)), f) << to_string(f);
+    }
+    EXPECT_EQ(parse_field(""), Field::none);
+    EXPECT_EQ(parse_field("num_hidden_layers"), Field::none);  // a config.json key is not an input
 }
 
 }  // namespace

@@ -34,9 +34,13 @@ inline std::string join(const std::vector<std::string>& texts) {
     return out;
 }
 
+// An error on `field` whose message holds `fragment`. Where `field` is a scenario input's key, the error
+// must name that input as its Field too: the window marks inputs by it, not by the text.
 inline bool has_error(const Errors& errors, const std::string& field, const std::string& fragment = "") {
     return std::any_of(errors.begin(), errors.end(), [&](const FieldError& e) {
-        return e.field == field && e.message.find(fragment) != std::string::npos;
+        const Field input = parse_field(field);
+        return e.field == field && (input == Field::none || e.input == input) &&
+               e.message.find(fragment) != std::string::npos;
     });
 }
 

@@ -98,16 +98,16 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     for (const auto& [w, name] : names) w->setAccessibleName(tr(name));
     marks_.add(gpu_, {}, tr("The GPU model, from the catalog, or Custom to enter your own memory and bandwidth."));
     // The GPU count is TP × PP: it is set there (or by a row of the plan), never guessed from a count.
-    marks_.add(count_, {"gpus", "tp"},
+    marks_.add(count_, {Field::gpus, Field::tp},
                tr("GPUs that serve one copy of the model: tensor parallel × pipeline parallel, set under Parallel "
                   "or by a row of “How many GPUs?”."));
-    marks_.add(memory_, {"gpu_memory", "memory_bytes"}, tr("Memory of one GPU: 80GiB, 141 GB, or bytes."));
-    marks_.add(bandwidth_, {"gpu_bandwidth", "bandwidth_bytes_per_s"},
+    marks_.add(memory_, {Field::gpu_memory}, tr("Memory of one GPU: 80GiB, 141 GB, or bytes."));
+    marks_.add(bandwidth_, {Field::gpu_bandwidth},
                tr("Memory bandwidth of one GPU per second: 3350GB, or bytes."));
     marks_.add(engine_, {}, tr("The inference engine whose rule decides how much memory the KV cache may use."));
-    marks_.add(fraction_, {"utilization"},
+    marks_.add(fraction_, {Field::utilization},
                tr("The engine's memory fraction (vLLM gpu_memory_utilization, SGLang mem_fraction_static …)."));
-    marks_.add(weight_dtype_, {"weight_dtype"},
+    marks_.add(weight_dtype_, {Field::weight_dtype},
                tr("Number format of the weights (bf16 = 2 bytes per parameter, fp8 = 1)."));
 
     auto* form = new QFormLayout(box_);

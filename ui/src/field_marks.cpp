@@ -4,7 +4,7 @@
 
 namespace kvscope::ui {
 
-void FieldMarks::add(QWidget* widget, const QStringList& fields, const QString& tooltip) {
+void FieldMarks::add(QWidget* widget, const QList<Field>& fields, const QString& tooltip) {
     widget->setToolTip(tooltip);
     entries_.append({widget, fields, tooltip});
 }
@@ -14,7 +14,7 @@ QStringList FieldMarks::apply(const Errors& errors, const QMap<QWidget*, QString
     for (Entry& e : entries_) {
         QStringList reasons;
         for (const FieldError& error : errors)
-            if (e.fields.contains(QString::fromStdString(error.field)))
+            if (error.input != Field::none && e.fields.contains(error.input))
                 reasons << QString::fromStdString(error.message);
         if (extra.contains(e.widget)) reasons << extra.value(e.widget);
         e.marked = !reasons.isEmpty();
@@ -40,9 +40,9 @@ bool FieldMarks::isMarked(const QWidget* widget) const {
     return false;
 }
 
-QWidget* FieldMarks::widgetFor(const QString& field) const {
+QWidget* FieldMarks::widgetFor(Field field) const {
     for (const Entry& e : entries_)
-        if (e.fields.contains(field)) return e.widget;
+        if (field != Field::none && e.fields.contains(field)) return e.widget;
     return nullptr;
 }
 

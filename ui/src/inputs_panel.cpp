@@ -158,29 +158,30 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
                                                                         {pp_, "PP"}};
     for (const auto& [w, name] : names) w->setAccessibleName(tr(name));
 
-    marks_.add(layers_, {"layers", "layer_specs", "first_k_dense_replace"},
+    marks_.add(layers_, {Field::layers, Field::layer_specs, Field::first_k_dense_replace},
                tr("Transformer layers; each stores its own keys and values."));
-    marks_.add(query_heads_, {"query_heads"}, tr("Attention heads that ask queries; KV heads are shared among them."));
-    marks_.add(kv_heads_, {"kv_heads"},
+    marks_.add(query_heads_, {Field::query_heads}, tr("Attention heads that ask queries; KV heads are shared among them."));
+    marks_.add(kv_heads_, {Field::kv_heads},
                tr("Key/value heads stored per layer: equal to query heads is MHA, 1 is MQA, in between is GQA. "
                   "The list offers the divisors of the query heads."));
-    marks_.add(head_dim_, {"head_dim", "head_dim_v", "qk_nope_head_dim"},
+    marks_.add(head_dim_, {Field::head_dim, Field::head_dim_v, Field::qk_nope_head_dim},
                tr("Values per head in each key and value vector."));
-    marks_.add(hidden_, {"hidden_size"},
+    // The hidden size feeds the head dim and the parameter estimate; nothing rejects it on its own.
+    marks_.add(hidden_, {},
                tr("Model (embedding) dimension; head dim follows it ÷ query heads until you set head dim."));
-    marks_.add(kv_dtype_, {"kv_dtype"},
+    marks_.add(kv_dtype_, {Field::kv_dtype},
                tr("Number format of the cached keys and values (fp8 halves fp16, q4_0 is about a quarter)."));
-    marks_.add(context_->spinBox(), {"context_tokens", "max_tokens"},
+    marks_.add(context_->spinBox(), {Field::context_tokens, Field::max_tokens},
                tr("Tokens per sequence, prompt plus output; type 8k, 128k or 1M, or drag the slider."));
-    marks_.add(batch_, {"batch"}, tr("Sequences decoded at the same time, each with its own cache."));
+    marks_.add(batch_, {Field::batch}, tr("Sequences decoded at the same time, each with its own cache."));
     marks_.add(
-        block_, {"block_size"},
+        block_, {Field::block_size},
         tr("Paged-attention block in tokens; each sequence's cache is rounded up to whole blocks (1 = contiguous)."));
     marks_.add(
-        tp_, {"tp"},
+        tp_, {Field::tp},
         tr("Tensor-parallel GPUs: KV heads are split across them (and copied when there are fewer heads than GPUs)."));
-    marks_.add(pp_, {"pp"}, tr("Pipeline-parallel GPUs: layers are split across them."));
-    marks_.add(full_window_, {"full_window"},
+    marks_.add(pp_, {Field::pp}, tr("Pipeline-parallel GPUs: layers are split across them."));
+    marks_.add(full_window_, {Field::full_window},
                tr("Some engines store every token on sliding-window layers too; tick to count the cache that way."));
     context_->slider()->setToolTip(context_->spinBox()->toolTip());
 
@@ -460,8 +461,8 @@ void InputsPanel::sync() {
 
 namespace kvscope::ui {
 
-void InputsPanel::highlightField(const QString& field) {
-    QWidget* w = field.isEmpty() ? nullptr : marks_.widgetFor(field);
+void InputsPanel::highlightField(Field field) {
+    QWidget* w = marks_.widgetFor(field);
     highlighted_ = w && w->isVisible() ? w : nullptr;
     if (!highlighted_) {
         spotlight_->hide();
@@ -478,7 +479,7 @@ void InputsPanel::highlightField(const QString& field) {
     spotlight_->raise();
 }
 
-void InputsPanel::focusField(const QString& field) {
+void InputsPanel::focusField(Field field) {
     if (QWidget* w = marks_.widgetFor(field)) w->setFocus(Qt::OtherFocusReason);
 }
 

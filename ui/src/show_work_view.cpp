@@ -15,28 +15,40 @@ namespace kvscope::ui {
 namespace {
 
 // Where a factor's value is set, in the words of the inputs panel.
-QString source_of(const QString& field) {
-    static const QMap<QString, QString> names{{"layers", QObject::tr("Layers")},
-                                              {"kv_heads", QObject::tr("KV heads")},
-                                              {"head_dim", QObject::tr("Head dim")},
-                                              {"kv_dtype", QObject::tr("KV dtype")},
-                                              {"context_tokens", QObject::tr("Context")},
-                                              {"batch", QObject::tr("Sequences")},
-                                              {"tp", QObject::tr("TP")},
-                                              {"full_window", QObject::tr("Full-context switch + model's window")},
-                                              {"block_size", QObject::tr("Block size")}};
-    return field.isEmpty() ? QObject::tr("the model / a constant") : names.value(field, field);
+QString source_of(Field field) {
+    switch (field) {
+        case Field::none: return QObject::tr("the model / a constant");
+        case Field::layers: return QObject::tr("Layers");
+        case Field::kv_heads: return QObject::tr("KV heads");
+        case Field::head_dim: return QObject::tr("Head dim");
+        case Field::kv_dtype: return QObject::tr("KV dtype");
+        case Field::context_tokens: return QObject::tr("Context");
+        case Field::batch: return QObject::tr("Sequences");
+        case Field::tp: return QObject::tr("TP");
+        case Field::full_window: return QObject::tr("Full-context switch + model's window");
+        case Field::block_size: return QObject::tr("Block size");
+        default: return q(std::string(to_string(field)));
+    }
 }
+
+// A factor's field travels in a link's address, and in its table row's data, as its key.
+QString link_of(Field field) { return q(std::string(to_string(field))); }
+Field field_of(const QVariant& v) { return parse_field(v.toString().toStdString()); }
 
 }  // namespace
 
-QColor factor_colour(const QString& field) {
-    static const QMap<QString, QColor> colours{
-        {"layers", QColor(0x2e, 0x86, 0xde)},         {"kv_heads", QColor(0x27, 0xae, 0x60)},
-        {"head_dim", QColor(0x8e, 0x44, 0xad)},       {"kv_dtype", QColor(0xe6, 0x7e, 0x22)},
-        {"context_tokens", QColor(0xc0, 0x39, 0x2b)}, {"full_window", QColor(0xd3, 0x54, 0x9a)},
-        {"batch", QColor(0x16, 0xa0, 0x85)},          {"tp", QColor(0x9c, 0x6b, 0x30)}};
-    return colours.value(field, QColor(0x7f, 0x8c, 0x8d));
+QColor factor_colour(Field field) {
+    switch (field) {
+        case Field::layers: return {0x2e, 0x86, 0xde};
+        case Field::kv_heads: return {0x27, 0xae, 0x60};
+        case Field::head_dim: return {0x8e, 0x44, 0xad};
+        case Field::kv_dtype: return {0xe6, 0x7e, 0x22};
+        case Field::context_tokens: return {0xc0, 0x39, 0x2b};
+        case Field::full_window: return {0xd3, 0x54, 0x9a};
+        case Field::batch: return {0x16, 0xa0, 0x85};
+        case Field::tp: return {0x9c, 0x6b, 0x30};
+        default: return {0x7f, 0x8c, 0x8d};
+    }
 }
 
 ShowWorkView::ShowWorkView(ScenarioModel* model, QWidget* parent)
@@ -90,19 +102,20 @@ ShowWorkView::ShowWorkView(ScenarioModel* model, QWidget* parent)
     layout->addWidget(table_);
     layout->addStretch(1);
 
-    connect(formula_, &QLabel::linkHovered, this, [this](const QString& link) { emit fieldHovered(link); });
-    connect(formula_, &QLabel::linkActivated, this, &ShowWorkView::fieldActivated);
+    connect(formula_, &QLabel::linkHovered, this, [this](const QString& link) { emit fieldHovered(field_of(link)); });
+    connect(formula_, &QLabel::linkActivated, this,
+            [this](const QString& link) { emit fieldActivated(field_of(link)); });
     connect(table_, &QTableWidget::cellEntered, this,
-            [this](int row, int) { emit fieldHovered(table_->item(row, 0)->data(FieldRole).toString()); });
+            [this](int row, int) { emit fieldHovered(field_of(table_->item(row, 0)->data(FieldRole))); });
     connect(table_, &QTableWidget::cellClicked, this,
-            [this](int row, int) { emit fieldActivated(table_->item(row, 0)->data(FieldRole).toString()); });
+            [this](int row, int) { emit fieldActivated(field_of(table_->item(row, 0)->data(FieldRole))); });
     auto* lazy = new RefreshWhenShown(this, [this] { refresh(); });
     connect(model_, &ScenarioModel::changed, lazy, &RefreshWhenShown::request);
     connect(model_, &ScenarioModel::unitsChanged, lazy, &RefreshWhenShown::request);
 }
 
 bool ShowWorkView::eventFilter(QObject* watched, QEvent* event) {
-    if (watched == table_->viewport() && event->type() == QEvent::Leave) emit fieldHovered(QString());
+    if (watched == table_->viewport() && event->type() == QEvent::Leave) emit fieldHovered(Field::none);
     return QWidget::eventFilter(watched, event);
 }
 
@@ -136,12 +149,11 @@ void ShowWorkView::refresh() {
 
     // The formula as coloured, linked factors.
     auto chip = [](const Factor& f) {
-        const QString field = q(f.field);
-        const QColor c = factor_colour(field);
+        const QColor c = factor_colour(f.field);
         const QString text = q(f.text).toHtmlEscaped().replace(' ', "&nbsp;");
-        if (field.isEmpty()) return QStringLiteral("<span style=\"color:%1\">%2</span>").arg(c.name(), text);
+        if (f.field == Field::none) return QStringLiteral("<span style=\"color:%1\">%2</span>").arg(c.name(), text);
         return QStringLiteral("<a href=\"%1\" style=\"color:%2; text-decoration:none\"><b>%3</b></a>")
-            .arg(field, c.name(), text);
+            .arg(link_of(f.field), c.name(), text);
     };
     QStringList parts;
     if (d.kv_pair) parts << chip(*d.kv_pair);
@@ -184,10 +196,10 @@ void ShowWorkView::refresh() {
     table_->setRowCount(static_cast<int>(factors.size()));
     for (int i = 0; i < static_cast<int>(factors.size()); ++i) {
         const Factor& f = *factors[static_cast<std::size_t>(i)];
-        const QString field = q(f.field);
+        const Field field = f.field;
         auto* name = new QTableWidgetItem(q(f.text));
         name->setForeground(factor_colour(field));
-        name->setData(FieldRole, field);
+        name->setData(FieldRole, link_of(field));
         name->setData(ValueRole, QVariant::fromValue<qulonglong>(f.value));
         name->setData(DivisorRole, QVariant::fromValue<qulonglong>(f.divisor));
         // Sub-byte and block formats: the exact fraction beside its decimal (q8_0: 272/256 = 1.0625).

@@ -17,7 +17,7 @@ struct Factor {
     std::uint64_t value = 1;    // the factor is value / divisor
     std::uint64_t divisor = 1;  // > 1 only for bytes per element of sub-byte and block formats
     std::string text;           // "32 layers", "2 bytes (fp16)"
-    std::string field;          // the input it comes from ("layers", "kv_heads", …); empty for a constant
+    Field field = Field::none;  // the input it comes from; none for a constant
     std::string note;           // why it has this value, one sentence
 };
 

@@ -199,6 +199,6 @@ std::optional<std::uint64_t> context_where_kv_exceeds(const KvLayout& layout, co
                                                       Memory what = Memory::kv);
 
 // The overflow message for `tokens`, naming the input responsible.
-FieldError overflow_error(const std::string& field, const std::string& what);
+FieldError overflow_error(Field field, const std::string& what);
 
 }  // namespace kvscope

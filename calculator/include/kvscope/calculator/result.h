@@ -9,10 +9,19 @@
 #include <variant>
 #include <vector>
 
+#include "kvscope/calculator/field.h"
+
 namespace kvscope {
 
 struct FieldError {
-    std::string field;    // e.g. "kv_heads", "context_tokens", "config.json:12 num_hidden_layers"
+    FieldError() = default;
+    // A problem with one of the scenario's inputs: `field` is its key.
+    FieldError(Field in, std::string text) : input(in), field(to_string(in)), message(std::move(text)) {}
+    // A problem with something that is not one input: a command-line option, a file, a config.json key.
+    FieldError(std::string where, std::string text) : field(std::move(where)), message(std::move(text)) {}
+
+    Field input = Field::none;  // the input to mark in the window; kept when `field` is reworded for a file
+    std::string field;    // as shown: "kv_heads", "--batch", "config.json:12 num_hidden_layers"
     std::string message;  // one sentence a user can act on
 
     friend bool operator==(const FieldError&, const FieldError&) = default;

@@ -2,6 +2,7 @@
 // Marks input widgets whose field the calculator rejected: a tinted background and
 // the reason in the tooltip, cleared again when the field is valid.
 
+#include <QList>
 #include <QMap>
 #include <QString>
 #include <QStringList>
@@ -13,19 +14,19 @@ namespace kvscope::ui {
 
 class FieldMarks {
 public:
-    // `fields`: the calculator's field names this widget answers for ("kv_heads", …).
-    void add(QWidget* widget, const QStringList& fields, const QString& tooltip);
+    // `fields`: the scenario inputs this widget answers for.
+    void add(QWidget* widget, const QList<Field>& fields, const QString& tooltip);
     // Marks every widget with an error on one of its fields; returns the messages shown
     // for these widgets, each starting with the widget's label.
     QStringList apply(const Errors& errors, const QMap<QWidget*, QString>& extra = {});
     [[nodiscard]] bool isMarked(const QWidget* widget) const;
-    // The widget that answers for calculator field `field`; null when none does.
-    [[nodiscard]] QWidget* widgetFor(const QString& field) const;
+    // The widget that answers for `field`; null when none does.
+    [[nodiscard]] QWidget* widgetFor(Field field) const;
 
 private:
     struct Entry {
         QWidget* widget;
-        QStringList fields;
+        QList<Field> fields;
         QString tooltip;
         bool marked = false;
     };

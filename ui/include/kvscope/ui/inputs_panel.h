@@ -45,14 +45,13 @@ public:
     [[nodiscard]] QSpinBox* windowField() const { return window_; }
     [[nodiscard]] const FieldMarks& marks() const { return marks_; }
 
-    // Draws a frame around the input behind calculator field `field` ("kv_heads", "batch", …) and
-    // scrolls it into view, as while the Learn tab's matching factor is hovered; an empty or
-    // unknown name clears the frame.
-    void highlightField(const QString& field);
+    // Draws a frame around the input behind `field` and scrolls it into view, as while the Learn tab's
+    // matching factor is hovered; Field::none, or a field no input here answers for, clears the frame.
+    void highlightField(kvscope::Field field);
     // The input framed now, or null.
     [[nodiscard]] QWidget* highlightedField() const { return highlighted_; }
     // Moves the keyboard focus to the input behind `field`.
-    void focusField(const QString& field);
+    void focusField(kvscope::Field field);
 
 signals:
     // A message for the status line ("No model in the catalog matches …").

@@ -40,8 +40,8 @@ public:
     [[nodiscard]] NotesView* notes() const { return notes_; }
 
 signals:
-    void fieldHovered(const QString& field);
-    void fieldActivated(const QString& field);
+    void fieldHovered(kvscope::Field field);
+    void fieldActivated(kvscope::Field field);
     void stopwatchRequested(int tokens);
     void message(const QString& text, bool error);
 

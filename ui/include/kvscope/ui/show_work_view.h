@@ -32,9 +32,9 @@ public:
 
 signals:
     // The pointer is over a factor that comes from `field` ("" when it leaves one).
-    void fieldHovered(const QString& field);
+    void fieldHovered(kvscope::Field field);
     // A factor was clicked: take the user to its input.
-    void fieldActivated(const QString& field);
+    void fieldActivated(kvscope::Field field);
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
@@ -51,6 +51,6 @@ private:
 };
 
 // The colour a factor from `field` is drawn in, the same in the formula and the table.
-QColor factor_colour(const QString& field);
+QColor factor_colour(Field field);
 
 }  // namespace kvscope::ui

@@ -1,0 +1,61 @@
+#pragma once
+// The inputs a scenario is made of, as one enum: errors, the derivation's factors and the window's marks
+// name them by member, so a field renamed or removed fails to compile instead of leaving a mark that never
+// lights up. Each member's name is the key it has in a scenario file and in `--json` reports.
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace kvscope {
+
+enum class Field : std::uint8_t {
+    none,  // not one input: a file, a command-line option, the whole result
+    // the architecture
+    layers,
+    layer_specs,
+    query_heads,
+    kv_heads,
+    head_dim,
+    head_dim_v,
+    sliding_window,
+    attention_chunk_size,
+    recurrent_state,
+    conv_kernel,
+    state_size,
+    kv_lora_rank,
+    v_head_dim,
+    qk_nope_head_dim,
+    num_experts,
+    experts_per_token,
+    first_k_dense_replace,
+    expert_layer_period,
+    params_active,
+    // formats
+    kv_dtype,
+    weight_dtype,
+    // the workload
+    context_tokens,
+    max_tokens,  // the longest context a curve, a sweep or the recompute page reaches
+    batch,
+    block_size,
+    full_window,
+    // parallelism and the deployment
+    tp,
+    pp,
+    gpus,
+    gpu_memory,
+    gpu_bandwidth,
+    utilization,
+    gpus_per_node,
+    max_pp,
+};
+
+inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::max_pp) + 1;
+
+// The member's key ("kv_heads"); "" for none.
+std::string_view to_string(Field field);
+// The member with this key; Field::none for any other text.
+Field parse_field(std::string_view key);
+
+}  // namespace kvscope
