@@ -115,7 +115,7 @@ Output cmd_models(const Options& o, const Catalog& catalog) {
     if (o.format == Format::json) {
         Value list = Value::array();
         for (const auto& m : catalog.models()) {
-            Value x = architecture_json(m.model.arch);
+            Value x = architecture_report_json(m.model.arch);
             x.set("id", Value::string(m.id));
             x.set("hf_repo", Value::string(m.hf_repo));
             x.set("kv_dtype", Value::string(std::string(to_string(m.model.kv_dtype))));

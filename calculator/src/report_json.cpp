@@ -1,5 +1,7 @@
 #include "kvscope/calculator/report_json.h"
 
+#include "kvscope/calculator/scenario_file.h"
+
 namespace kvscope {
 
 using json::Value;
@@ -25,33 +27,12 @@ Value workload_json(const Scenario& s, Value& out) {
 
 }  // namespace
 
-Value recurrent_state_json(const RecurrentState& r) {
-    Value m = Value::object();
-    m.set("kind", Value::string(std::string(to_string(r.kind))));
-    m.set("conv_kernel", Value::number(r.conv_kernel));
-    m.set("conv_channels", Value::number(r.conv_channels));
-    m.set("groups", Value::number(r.groups));
-    m.set("heads", Value::number(r.heads));
-    m.set("head_dim", Value::number(r.head_dim));
-    m.set("state_size", Value::number(r.state_size));
-    m.set("conv_dtype", Value::string(std::string(to_string(r.conv_dtype))));
-    m.set("ssm_dtype", Value::string(std::string(to_string(r.ssm_dtype))));
-    return m;
-}
-
-Value architecture_json(const Architecture& a) {
-    Value o = Value::object();
-    o.set("name", Value::string(a.name));
-    o.set("layers", Value::number(a.layers));
-    o.set("query_heads", Value::number(a.query_heads));
-    o.set("kv_heads", Value::number(a.kv_heads));
-    o.set("head_dim", Value::number(a.head_dim_k));
-    o.set("head_dim_k", Value::number(a.head_dim_k));  // the scenario file's key for the same field
-    o.set("head_dim_v", Value::number(a.head_dim_v));
-    o.set("hidden_size", Value::number(a.hidden_size));
+Value architecture_report_json(const Architecture& a) {
+    // Every member as a scenario file holds it, then what follows from them.
+    Value o = architecture_json(a);
+    o.set("head_dim", Value::number(a.head_dim_k));  // reports before head_dim_k named it so
     o.set("attention",
           Value::string(a.attention_layers() == 0 ? std::string("none") : std::string(to_string(attention_kind(a)))));
-    o.set("max_positions", Value::number(a.max_positions));
     o.set("sliding_window_layers", Value::number(a.count_layers(LayerKind::sliding)));
     // Layers by what they keep (MLA models' full-attention layers are "mla").
     Value kinds = Value::object();
@@ -62,19 +43,10 @@ Value architecture_json(const Architecture& a) {
     }
     o.set("layer_kinds", std::move(kinds));
     o.set("layer_mix", Value::string(layer_mix_text(a)));
-    if (a.recurrent) {
-        Value m = recurrent_state_json(*a.recurrent);
+    if (const Value* state = o.find("recurrent_state")) {
+        Value m = *state;
         m.set("layers", Value::number(a.state_layers()));
         o.set("recurrent_state", std::move(m));
-    }
-    if (a.mla) {
-        Value m = Value::object();
-        m.set("kv_lora_rank", Value::number(a.mla->kv_lora_rank));
-        m.set("qk_rope_head_dim", Value::number(a.mla->qk_rope_head_dim));
-        m.set("qk_nope_head_dim", Value::number(a.mla->qk_nope_head_dim));
-        m.set("v_head_dim", Value::number(a.mla->v_head_dim));
-        m.set("indexer_head_dim", Value::number(a.mla->indexer_head_dim));
-        o.set("mla", std::move(m));
     }
     const ParameterCount p = parameters(a);
     o.set("parameters", Value::number(p.total));
@@ -117,7 +89,7 @@ Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std::vect
     o.set("gpus", Value::number(kv.gpus));
     o.set("kv_heads_per_gpu", Value::number(kv.kv_heads_per_gpu));
     o.set("replication", Value::number(kv.replication));
-    o.set("architecture", architecture_json(s.arch));
+    o.set("architecture", architecture_report_json(s.arch));
     o.set("variants", variants_json(variants));
     Value layers = Value::array();
     for (const auto& l : kv.layers) {

@@ -1,11 +1,11 @@
 #include "kvscope/calculator/scenario_file.h"
 
 #include <algorithm>
-#include <functional>
+#include <concepts>
+#include <type_traits>
 
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/json.h"
-#include "kvscope/calculator/report_json.h"
 
 namespace kvscope {
 
@@ -13,82 +13,19 @@ using json::Value;
 
 namespace {
 
-Value u64(std::uint64_t n) { return Value::number(n); }
-
-Value architecture_value(const Architecture& a) {
-    Value o = Value::object();
-    o.set("name", Value::string(a.name));
-    o.set("layers", u64(a.layers));
-    o.set("query_heads", u64(a.query_heads));
-    o.set("kv_heads", u64(a.kv_heads));
-    o.set("head_dim_k", u64(a.head_dim_k));
-    o.set("head_dim_v", u64(a.head_dim_v));
-    o.set("hidden_size", u64(a.hidden_size));
-    if (!a.layer_specs.empty()) {
-        // One object a layer, with only what differs from a full-attention layer of the model's heads.
-        Value specs = Value::array();
-        for (const LayerSpec& l : a.layer_specs) {
-            Value spec = Value::object();
-            spec.set("kind", Value::string(std::string(to_string(l.kind))));
-            if (l.window) spec.set("window", u64(l.window));
-            if (l.kv_heads) spec.set("kv_heads", u64(l.kv_heads));
-            if (l.head_dim_k) spec.set("head_dim_k", u64(l.head_dim_k));
-            if (l.head_dim_v) spec.set("head_dim_v", u64(l.head_dim_v));
-            if (l.state) spec.set("state", Value::boolean(true));
-            specs.push(std::move(spec));
-        }
-        o.set("layer_specs", std::move(specs));
-    }
-    if (a.recurrent) o.set("recurrent_state", recurrent_state_json(*a.recurrent));
-    if (!a.not_exact.empty()) {
-        Value reasons = Value::array();
-        for (const auto& reason : a.not_exact) reasons.push(Value::string(reason));
-        o.set("not_exact", std::move(reasons));  // a reopened file keeps saying its figures are not exact
-    }
-    if (a.mla) {
-        Value m = Value::object();
-        m.set("kv_lora_rank", u64(a.mla->kv_lora_rank));
-        m.set("qk_rope_head_dim", u64(a.mla->qk_rope_head_dim));
-        m.set("qk_nope_head_dim", u64(a.mla->qk_nope_head_dim));
-        m.set("v_head_dim", u64(a.mla->v_head_dim));
-        m.set("q_lora_rank", u64(a.mla->q_lora_rank));
-        if (a.mla->indexer_head_dim) m.set("indexer_head_dim", u64(a.mla->indexer_head_dim));
-        o.set("mla", std::move(m));
-    }
-    if (a.moe) {
-        Value m = Value::object();
-        m.set("experts", u64(a.moe->experts));
-        m.set("experts_per_token", u64(a.moe->experts_per_token));
-        m.set("expert_intermediate_size", u64(a.moe->expert_intermediate_size));
-        m.set("shared_experts", u64(a.moe->shared_experts));
-        m.set("dense_layers", u64(a.moe->dense_layers));
-        m.set("period", u64(a.moe->period));
-        m.set("offset", u64(a.moe->offset));
-        o.set("moe", std::move(m));
-    }
-    o.set("vocab_size", u64(a.vocab_size));
-    o.set("intermediate_size", u64(a.intermediate_size));
-    o.set("max_positions", u64(a.max_positions));
-    o.set("gated_mlp", Value::boolean(a.gated_mlp));
-    o.set("mlp_beside_mixer", Value::boolean(a.mlp_beside_mixer));
-    o.set("tied_embeddings", Value::boolean(a.tied_embeddings));
-    o.set("attention_bias", Value::boolean(a.attention_bias));
-    o.set("params_total", u64(a.params_total));
-    o.set("params_active", u64(a.params_active));
-    return o;
-}
-
-// How each member type is read from a JSON value, and what it must be when it is not.
+// How each member type is read from a JSON value, written to one, and what it must be when it is not.
 template <class T>
 struct Typed;
 template <>
 struct Typed<std::uint64_t> {
     static std::optional<std::uint64_t> get(const Value& v) { return v.as_u64(); }
+    static Value put(std::uint64_t x) { return Value::number(x); }
     static constexpr const char* expected = "must be a whole number of 0 or more";
 };
 template <>
 struct Typed<bool> {
     static std::optional<bool> get(const Value& v) { return v.is_bool() ? std::optional(v.as_bool()) : std::nullopt; }
+    static Value put(bool x) { return Value::boolean(x); }
     static constexpr const char* expected = "must be true or false";
 };
 template <>
@@ -96,6 +33,7 @@ struct Typed<double> {
     static std::optional<double> get(const Value& v) {
         return v.is_number() ? std::optional(v.as_double()) : std::nullopt;
     }
+    static Value put(double x) { return Value::number(x); }
     static constexpr const char* expected = "must be a number";
 };
 template <>
@@ -103,6 +41,7 @@ struct Typed<std::string> {
     static std::optional<std::string> get(const Value& v) {
         return v.is_string() ? std::optional(v.as_string()) : std::nullopt;
     }
+    static Value put(const std::string& x) { return Value::string(x); }
     static constexpr const char* expected = "must be a string";
 };
 
@@ -126,12 +65,12 @@ public:
                 fail(*v, std::string(key), Typed<T>::expected);
         }
     }
-    // A list of typed items; `not_a_list` is the message for a member that is no list (empty: ignore it).
+    // A list of typed items; `not_a_list` is the message for a member that is no list.
     template <class T>
     void read_list(const Value& list, const std::string& field, std::vector<T>& out, const std::string& not_a_list,
                    const std::string& bad_item) {
         if (!list.is_array()) {
-            if (!not_a_list.empty()) fail(list, field, not_a_list);
+            fail(list, field, not_a_list);
             return;
         }
         for (const Value& item : list.items()) {
@@ -140,19 +79,6 @@ public:
             else
                 fail(item, field, bad_item);
         }
-    }
-    template <class T>
-    void read_enum(const Value& object, std::string_view key, T& out,
-                   const std::function<std::optional<T>(std::string_view)>& parse, const std::string& choices) {
-        std::string text;
-        const Value* v = member(object, key);
-        if (!v) return;
-        read(object, key, text);
-        if (!v->is_string()) return;
-        if (auto parsed = parse(text))
-            out = *parsed;
-        else
-            fail(*v, std::string(key), "'" + text + "' is not one of " + choices);
     }
     const Value* object(const Value& parent, std::string_view key, bool required = true) {
         const Value* v = member(parent, key, required);
@@ -172,86 +98,12 @@ private:
     Errors errors_;
 };
 
-void read_architecture(Reader& r, const Value& o, Architecture& a) {
-    r.read(o, "name", a.name);
-    r.read(o, "layers", a.layers);
-    r.read(o, "query_heads", a.query_heads);
-    r.read(o, "kv_heads", a.kv_heads);
-    r.read(o, "head_dim_k", a.head_dim_k);
-    r.read(o, "head_dim_v", a.head_dim_v);
-    r.read(o, "hidden_size", a.hidden_size);
-    if (const Value* w = r.member(o, "layer_windows", false)) {
-        // Files of earlier versions: one window a layer, 0 = full attention.
-        std::vector<std::uint64_t> windows;
-        r.read_list(*w, "layer_windows", windows, "must be a list of whole numbers (0 = full attention)",
-                    "must hold whole numbers (0 = full attention)");
-        if (std::any_of(windows.begin(), windows.end(), [](auto x) { return x != 0; }))
-            a.layer_specs = sliding_layers(windows);
-    }
-    if (const Value* specs = r.member(o, "layer_specs", false)) {
-        static const std::vector<Value> kNone;
-        if (!specs->is_array()) r.fail(*specs, "layer_specs", "must be a list of layer descriptions");
-        for (const Value& item : specs->is_array() ? specs->items() : kNone) {
-            if (!item.is_object()) {
-                r.fail(item, "layer_specs", "must hold objects with a kind");
-                continue;
-            }
-            LayerSpec l;
-            r.read_enum<LayerKind>(item, "kind", l.kind, parse_layer_kind, layer_kind_ids());
-            r.read(item, "window", l.window, false);
-            r.read(item, "kv_heads", l.kv_heads, false);
-            r.read(item, "head_dim_k", l.head_dim_k, false);
-            r.read(item, "head_dim_v", l.head_dim_v, false);
-            r.read(item, "state", l.state, false);
-            a.layer_specs.push_back(l);
-        }
-    }
-    if (const Value* m = r.object(o, "recurrent_state", false)) {
-        RecurrentState st;
-        r.read_enum<StateKind>(*m, "kind", st.kind, parse_state_kind, state_kind_ids());
-        r.read(*m, "conv_kernel", st.conv_kernel);
-        r.read(*m, "conv_channels", st.conv_channels);
-        r.read(*m, "groups", st.groups, false);
-        r.read(*m, "heads", st.heads);
-        r.read(*m, "head_dim", st.head_dim, false);
-        r.read(*m, "state_size", st.state_size, false);
-        r.read_enum<KvDtype>(*m, "conv_dtype", st.conv_dtype, parse_kv_dtype, "a format name (bf16, fp16, fp32, …)");
-        r.read_enum<KvDtype>(*m, "ssm_dtype", st.ssm_dtype, parse_kv_dtype, "a format name (bf16, fp16, fp32, …)");
-        a.recurrent = st;
-    }
-    if (const Value* n = r.member(o, "not_exact", false))
-        r.read_list(*n, "not_exact", a.not_exact, "must be a list of texts", "must hold texts");
-    if (const Value* m = r.object(o, "mla", false)) {
-        MlaDims d;
-        r.read(*m, "kv_lora_rank", d.kv_lora_rank);
-        r.read(*m, "qk_rope_head_dim", d.qk_rope_head_dim);
-        r.read(*m, "qk_nope_head_dim", d.qk_nope_head_dim, false);
-        r.read(*m, "v_head_dim", d.v_head_dim, false);
-        r.read(*m, "q_lora_rank", d.q_lora_rank, false);
-        r.read(*m, "indexer_head_dim", d.indexer_head_dim, false);
-        a.mla = d;
-    }
-    if (const Value* m = r.object(o, "moe", false)) {
-        MoeDims d;
-        r.read(*m, "experts", d.experts);
-        r.read(*m, "experts_per_token", d.experts_per_token);
-        r.read(*m, "expert_intermediate_size", d.expert_intermediate_size, false);
-        r.read(*m, "shared_experts", d.shared_experts, false);
-        r.read(*m, "dense_layers", d.dense_layers, false);
-        r.read(*m, "period", d.period, false);
-        r.read(*m, "offset", d.offset, false);
-        a.moe = d;
-    }
-    r.read(o, "vocab_size", a.vocab_size, false);
-    r.read(o, "intermediate_size", a.intermediate_size, false);
-    r.read(o, "max_positions", a.max_positions, false);
-    r.read(o, "gated_mlp", a.gated_mlp, false);
-    r.read(o, "mlp_beside_mixer", a.mlp_beside_mixer, false);
-    r.read(o, "tied_embeddings", a.tied_embeddings, false);
-    r.read(o, "attention_bias", a.attention_bias, false);
-    r.read(o, "params_total", a.params_total, false);
-    r.read(o, "params_active", a.params_active, false);
-}
+// Whether a member must be in a file, and whether it is written when it holds its default.
+enum class Need {
+    required,  // read: an error when missing
+    optional,  // read: kept at its default when missing; always written
+    when_set,  // as optional, and written only when it is not 0, false or empty
+};
 
 std::optional<KvDtype> dtype_by_id(std::string_view text) {
     for (const auto& i : all_kv_dtypes())
@@ -259,65 +111,285 @@ std::optional<KvDtype> dtype_by_id(std::string_view text) {
     return std::nullopt;
 }
 
-void read_deployment(Reader& r, const Value& o, Deployment& d) {
-    if (const Value* g = r.object(o, "gpu")) {
-        r.read(*g, "id", d.gpu.id);
-        r.read(*g, "name", d.gpu.name);
-        r.read(*g, "memory_bytes", d.gpu.memory_bytes);
-        r.read(*g, "bandwidth_bytes_per_s", d.gpu.bandwidth_bytes_per_s);
-        r.read(*g, "bf16_tflops", d.gpu.bf16_tflops, false);
-        r.read(*g, "source", d.gpu.source, false);
-        if (const Value* a = r.member(*g, "aliases", false))
-            r.read_list(*a, "aliases", d.gpu.aliases, "", "must hold strings");
-    }
-    r.read(o, "gpu_count", d.gpu_count);
-    r.read_enum<Engine>(o, "engine", d.engine, parse_engine, engine_list());
-    r.read(o, "fraction", d.fraction);
-    r.read_enum<KvDtype>(o, "weight_dtype", d.weight_dtype, dtype_by_id, kv_dtype_list());
-    r.read(o, "activation_reserve_bytes", d.activation_reserve_bytes, false);
-    r.read(o, "runtime_overhead_bytes", d.runtime_overhead_bytes, false);
+// The enums a file names by their ids: how each is parsed, and the choices a wrong one is told.
+template <class E>
+struct Choices;
+template <>
+struct Choices<LayerKind> {
+    static std::optional<LayerKind> parse(std::string_view t) { return parse_layer_kind(t); }
+    static std::string list() { return layer_kind_ids(); }
+};
+template <>
+struct Choices<StateKind> {
+    static std::optional<StateKind> parse(std::string_view t) { return parse_state_kind(t); }
+    static std::string list() { return state_kind_ids(); }
+};
+template <>
+struct Choices<KvDtype> {
+    static std::optional<KvDtype> parse(std::string_view t) { return dtype_by_id(t); }
+    static std::string list() { return kv_dtype_list(); }
+};
+template <>
+struct Choices<Engine> {
+    static std::optional<Engine> parse(std::string_view t) { return parse_engine(t); }
+    static std::string list() { return engine_list(); }
+};
+
+// Each struct's members, listed once, in the order a file holds them: the writer and the reader below
+// both walk these lists, so a member is saved and opened by the same line. `Self` is the struct, const
+// when it is written.
+template <class Self, class T>
+concept Of = std::same_as<std::remove_const_t<Self>, T>;
+
+template <class Self, class V>
+    requires Of<Self, LayerSpec>
+void members(Self& l, V& v) {  // only what differs from a full-attention layer of the model's heads
+    v.choice("kind", l.kind);
+    v.value("window", l.window, Need::when_set);
+    v.value("kv_heads", l.kv_heads, Need::when_set);
+    v.value("head_dim_k", l.head_dim_k, Need::when_set);
+    v.value("head_dim_v", l.head_dim_v, Need::when_set);
+    v.value("state", l.state, Need::when_set);
 }
+
+template <class Self, class V>
+    requires Of<Self, RecurrentState>
+void members(Self& r, V& v) {
+    v.choice("kind", r.kind);
+    v.value("conv_kernel", r.conv_kernel);
+    v.value("conv_channels", r.conv_channels);
+    v.value("groups", r.groups, Need::optional);
+    v.value("heads", r.heads);
+    v.value("head_dim", r.head_dim, Need::optional);
+    v.value("state_size", r.state_size, Need::optional);
+    v.choice("conv_dtype", r.conv_dtype);
+    v.choice("ssm_dtype", r.ssm_dtype);
+}
+
+template <class Self, class V>
+    requires Of<Self, MlaDims>
+void members(Self& m, V& v) {
+    v.value("kv_lora_rank", m.kv_lora_rank);
+    v.value("qk_rope_head_dim", m.qk_rope_head_dim);
+    v.value("qk_nope_head_dim", m.qk_nope_head_dim, Need::optional);
+    v.value("v_head_dim", m.v_head_dim, Need::optional);
+    v.value("q_lora_rank", m.q_lora_rank, Need::optional);
+    v.value("indexer_head_dim", m.indexer_head_dim, Need::when_set);
+}
+
+template <class Self, class V>
+    requires Of<Self, MoeDims>
+void members(Self& m, V& v) {
+    v.value("experts", m.experts);
+    v.value("experts_per_token", m.experts_per_token);
+    v.value("expert_intermediate_size", m.expert_intermediate_size, Need::optional);
+    v.value("shared_experts", m.shared_experts, Need::optional);
+    v.value("dense_layers", m.dense_layers, Need::optional);
+    v.value("period", m.period, Need::optional);
+    v.value("offset", m.offset, Need::optional);
+}
+
+template <class Self, class V>
+    requires Of<Self, Architecture>
+void members(Self& a, V& v) {
+    v.value("name", a.name);
+    v.value("layers", a.layers);
+    v.value("query_heads", a.query_heads);
+    v.value("kv_heads", a.kv_heads);
+    v.value("head_dim_k", a.head_dim_k);
+    v.value("head_dim_v", a.head_dim_v);
+    v.value("hidden_size", a.hidden_size);
+    v.list("layer_specs", a.layer_specs, "layer descriptions with a kind");
+    v.maybe("recurrent_state", a.recurrent);
+    v.texts("not_exact", a.not_exact, Need::when_set);  // a reopened file keeps saying its figures are not exact
+    v.maybe("mla", a.mla);
+    v.maybe("moe", a.moe);
+    v.value("vocab_size", a.vocab_size, Need::optional);
+    v.value("intermediate_size", a.intermediate_size, Need::optional);
+    v.value("max_positions", a.max_positions, Need::optional);
+    v.value("gated_mlp", a.gated_mlp, Need::optional);
+    v.value("mlp_beside_mixer", a.mlp_beside_mixer, Need::optional);
+    v.value("tied_embeddings", a.tied_embeddings, Need::optional);
+    v.value("attention_bias", a.attention_bias, Need::optional);
+    v.value("params_total", a.params_total, Need::optional);
+    v.value("params_active", a.params_active, Need::optional);
+}
+
+template <class Self, class V>
+    requires Of<Self, Workload>
+void members(Self& w, V& v) {
+    v.value("context_tokens", w.context_tokens);
+    v.value("batch", w.batch);
+    v.value("block_size", w.block_size, Need::optional);
+    v.value("full_window", w.full_window, Need::optional);
+}
+
+template <class Self, class V>
+    requires Of<Self, Parallelism>
+void members(Self& p, V& v) {
+    v.value("tp", p.tp, Need::optional);
+    v.value("pp", p.pp, Need::optional);
+}
+
+template <class Self, class V>
+    requires Of<Self, GpuSpec>
+void members(Self& g, V& v) {
+    v.value("id", g.id);
+    v.value("name", g.name);
+    v.value("memory_bytes", g.memory_bytes);
+    v.value("bandwidth_bytes_per_s", g.bandwidth_bytes_per_s);
+    v.value("bf16_tflops", g.bf16_tflops, Need::optional);
+    v.value("source", g.source, Need::optional);
+    v.texts("aliases", g.aliases, Need::optional);
+}
+
+template <class Self, class V>
+    requires Of<Self, Deployment>
+void members(Self& d, V& v) {
+    v.object("gpu", d.gpu);
+    v.value("gpu_count", d.gpu_count);
+    v.choice("engine", d.engine);
+    v.value("fraction", d.fraction);
+    v.choice("weight_dtype", d.weight_dtype);
+    v.value("activation_reserve_bytes", d.activation_reserve_bytes, Need::optional);
+    v.value("runtime_overhead_bytes", d.runtime_overhead_bytes, Need::optional);
+}
+
+template <class Self, class V>
+    requires Of<Self, Scenario>
+void members(Self& s, V& v) {
+    v.value("model_id", s.model_id, Need::optional);
+    v.object("architecture", s.arch);
+    v.choice("kv_dtype", s.kv_dtype);
+    v.object("workload", s.workload);
+    v.object("parallel", s.parallel, Need::optional);
+    v.maybe("deployment", s.deployment);
+}
+
+// Writes the members into a JSON object.
+class Writer {
+public:
+    explicit Writer(Value& out) : out_(out) {}
+
+    template <class T>
+    void value(std::string_view key, const T& x, Need need = Need::required) {
+        if (need == Need::when_set && x == T{}) return;
+        out_.set(std::string(key), Typed<T>::put(x));
+    }
+    template <class E>
+    void choice(std::string_view key, E x) {
+        out_.set(std::string(key), Value::string(std::string(to_string(x))));
+    }
+    void texts(std::string_view key, const std::vector<std::string>& x, Need need) {
+        if (need == Need::when_set && x.empty()) return;
+        Value list = Value::array();
+        for (const auto& t : x) list.push(Value::string(t));
+        out_.set(std::string(key), std::move(list));
+    }
+    template <class T>
+    void object(std::string_view key, const T& x, Need = Need::required) {
+        out_.set(std::string(key), write(x));
+    }
+    template <class T>
+    void maybe(std::string_view key, const std::optional<T>& x) {
+        if (x) object(key, *x);
+    }
+    template <class T>
+    void list(std::string_view key, const std::vector<T>& x, std::string_view /*what*/) {
+        if (x.empty()) return;
+        Value items = Value::array();
+        for (const T& item : x) items.push(write(item));
+        out_.set(std::string(key), std::move(items));
+    }
+
+    template <class T>
+    static Value write(const T& x) {
+        Value o = Value::object();
+        Writer w(o);
+        members(x, w);
+        return o;
+    }
+
+private:
+    Value& out_;
+};
+
+// Reads the members from a JSON object, every problem into the Reader.
+class MemberReader {
+public:
+    MemberReader(Reader& r, const Value& in) : r_(r), in_(in) {}
+
+    template <class T>
+    void value(std::string_view key, T& x, Need need = Need::required) {
+        r_.read(in_, key, x, need == Need::required);
+    }
+    template <class E>
+    void choice(std::string_view key, E& x) {
+        const Value* v = r_.member(in_, key);
+        if (!v) return;
+        std::string text;
+        r_.read(in_, key, text);
+        if (!v->is_string()) return;
+        if (auto parsed = Choices<E>::parse(text))
+            x = *parsed;
+        else
+            r_.fail(*v, std::string(key), "'" + text + "' is not one of " + Choices<E>::list());
+    }
+    void texts(std::string_view key, std::vector<std::string>& x, Need need) {
+        if (const Value* list = r_.member(in_, key, need == Need::required))
+            r_.read_list(*list, std::string(key), x, "must be a list of texts", "must hold texts");
+    }
+    template <class T>
+    void object(std::string_view key, T& x, Need need = Need::required) {
+        if (const Value* o = r_.object(in_, key, need == Need::required)) read(r_, *o, x);
+    }
+    template <class T>
+    void maybe(std::string_view key, std::optional<T>& x) {
+        if (const Value* o = r_.object(in_, key, false)) {
+            T item;
+            read(r_, *o, item);
+            x = std::move(item);
+        }
+    }
+    template <class T>
+    void list(std::string_view key, std::vector<T>& x, std::string_view what) {
+        const Value* items = r_.member(in_, key, false);
+        if (!items) return;
+        if (!items->is_array()) {
+            r_.fail(*items, std::string(key), "must be a list of " + std::string(what));
+            return;
+        }
+        for (const Value& item : items->items()) {
+            if (!item.is_object()) {
+                r_.fail(item, std::string(key), "must hold " + std::string(what));
+                continue;
+            }
+            T one;
+            read(r_, item, one);
+            x.push_back(std::move(one));
+        }
+    }
+
+    template <class T>
+    static void read(Reader& r, const Value& in, T& x) {
+        MemberReader m(r, in);
+        members(x, m);
+    }
+
+private:
+    Reader& r_;
+    const Value& in_;
+};
 
 }  // namespace
 
+Value architecture_json(const Architecture& arch) { return Writer::write(arch); }
+
 Value scenario_json(const Scenario& s) {
     Value o = Value::object();
-    o.set("kvscope_scenario", u64(kScenarioFormatVersion));
-    o.set("model_id", Value::string(s.model_id));
-    o.set("architecture", architecture_value(s.arch));
-    o.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
-    Value w = Value::object();
-    w.set("context_tokens", u64(s.workload.context_tokens));
-    w.set("batch", u64(s.workload.batch));
-    w.set("block_size", u64(s.workload.block_size));
-    w.set("full_window", Value::boolean(s.workload.full_window));
-    o.set("workload", std::move(w));
-    Value p = Value::object();
-    p.set("tp", u64(s.parallel.tp));
-    p.set("pp", u64(s.parallel.pp));
-    o.set("parallel", std::move(p));
-    if (s.deployment) {
-        const Deployment& d = *s.deployment;
-        Value g = Value::object();
-        g.set("id", Value::string(d.gpu.id));
-        g.set("name", Value::string(d.gpu.name));
-        g.set("memory_bytes", u64(d.gpu.memory_bytes));
-        g.set("bandwidth_bytes_per_s", u64(d.gpu.bandwidth_bytes_per_s));
-        g.set("bf16_tflops", Value::number(d.gpu.bf16_tflops));
-        g.set("source", Value::string(d.gpu.source));
-        Value aliases = Value::array();
-        for (const auto& a : d.gpu.aliases) aliases.push(Value::string(a));
-        g.set("aliases", std::move(aliases));
-        Value dv = Value::object();
-        dv.set("gpu", std::move(g));
-        dv.set("gpu_count", u64(d.gpu_count));
-        dv.set("engine", Value::string(std::string(to_string(d.engine))));
-        dv.set("fraction", Value::number(d.fraction));
-        dv.set("weight_dtype", Value::string(std::string(to_string(d.weight_dtype))));
-        dv.set("activation_reserve_bytes", u64(d.activation_reserve_bytes));
-        dv.set("runtime_overhead_bytes", u64(d.runtime_overhead_bytes));
-        o.set("deployment", std::move(dv));
-    }
+    o.set("kvscope_scenario", Value::number(kScenarioFormatVersion));
+    Writer w(o);
+    members(s, w);
     return o;
 }
 
@@ -373,24 +445,16 @@ Result<LoadedScenario> scenario_from_json(std::string_view text, const std::stri
 
     Reader r(source);
     Scenario s;
-    r.read(root, "model_id", s.model_id, false);
-    if (const Value* a = r.object(root, "architecture")) read_architecture(r, *a, s.arch);
-    r.read_enum<KvDtype>(root, "kv_dtype", s.kv_dtype, dtype_by_id, kv_dtype_list());
-    if (const Value* w = r.object(root, "workload")) {
-        r.read(*w, "context_tokens", s.workload.context_tokens);
-        r.read(*w, "batch", s.workload.batch);
-        r.read(*w, "block_size", s.workload.block_size, false);
-        r.read(*w, "full_window", s.workload.full_window, false);
-    }
-    if (const Value* p = r.object(root, "parallel", false)) {
-        r.read(*p, "tp", s.parallel.tp, false);
-        r.read(*p, "pp", s.parallel.pp, false);
-    }
-    if (const Value* d = r.object(root, "deployment", false)) {
-        Deployment dep;
-        read_deployment(r, *d, dep);
-        s.deployment = dep;
-    }
+    MemberReader::read(r, root, s);
+    // Files of earlier versions give one window a layer (0 = full attention) instead of layer_specs.
+    if (const Value* arch = root.find("architecture"); arch && arch->is_object())
+        if (const Value* w = r.member(*arch, "layer_windows", false)) {
+            std::vector<std::uint64_t> windows;
+            r.read_list(*w, "layer_windows", windows, "must be a list of whole numbers (0 = full attention)",
+                        "must hold whole numbers (0 = full attention)");
+            if (s.arch.layer_specs.empty() && std::any_of(windows.begin(), windows.end(), [](auto x) { return x != 0; }))
+                s.arch.layer_specs = sliding_layers(windows);
+        }
     Errors errors = r.take();
     if (!errors.empty()) return errors;
     return LoadedScenario{s, repaired};

@@ -3,6 +3,7 @@
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/explain.h"
+#include "kvscope/calculator/report_json.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "testing.h"
 
@@ -42,9 +43,27 @@ TEST(ScenarioFile, EveryCatalogModelRoundTripsExactly) {
         EXPECT_EQ(back->scenario.workload, s.workload);
         EXPECT_EQ(back->scenario.parallel, s.parallel);
         ASSERT_TRUE(back->scenario.deployment.has_value());
-        EXPECT_EQ(back->scenario.deployment->gpu.memory_bytes, s.deployment->gpu.memory_bytes);
+        EXPECT_EQ(*back->scenario.deployment, *s.deployment);  // the GPU's aliases and source too
         EXPECT_EQ(back->scenario.deployment->engine, Engine::sglang);
         EXPECT_DOUBLE_EQ(back->scenario.deployment->fraction, 0.88);
+    }
+}
+
+TEST(ScenarioFile, TheReportsArchitectureIsTheFilesAndReadsBack) {
+    // `kv --json` writes the architecture with the file's own writer, then what follows from it: a
+    // report's architecture opens as a scenario's and gives the same model, member for member.
+    for (const auto& m : Catalog::builtin().models()) {
+        Scenario s = llama70b_on_two_h100();
+        s.arch = m.model.arch;
+        s.arch.not_exact = {"a reason"};
+        s.parallel = {};  // one GPU: every catalog model has a valid report there
+        const auto kv = kv_cache_report(s.arch, s.kv_dtype, s.workload, s.parallel);
+        ASSERT_TRUE(kv.ok()) << m.id << ": " << kv.error_text();
+        json::Value doc = scenario_json(s);
+        doc.set("architecture", *kv_report_json(s, *kv, {}).find("architecture"));
+        auto back = scenario_from_json(doc.dump(), "report.json");
+        ASSERT_TRUE(back.ok()) << m.id << ": " << back.error_text();
+        EXPECT_EQ(back->scenario.arch, s.arch) << m.id;
     }
 }
 

@@ -12,9 +12,9 @@
 
 namespace kvscope {
 
-// A recurrent state's shape and formats: the same object in reports and in saved scenarios.
-json::Value recurrent_state_json(const RecurrentState& state);
-json::Value architecture_json(const Architecture& arch);
+// The architecture as a saved scenario holds it (architecture_json), then what follows from it: the
+// attention kind, the layer mix, the state's layers, the parameter counts.
+json::Value architecture_report_json(const Architecture& arch);
 json::Value variants_json(const std::vector<Variant>& variants);
 json::Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std::vector<Variant>& variants);
 json::Value fit_report_json(const Scenario& s, const FitReport& fit, const DecodeEstimate& decode);

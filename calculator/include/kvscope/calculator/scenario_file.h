@@ -21,6 +21,10 @@ namespace kvscope {
 constexpr std::uint64_t kScenarioFormatVersion = 1;
 constexpr std::string_view kScenarioFileSuffix = ".kvscope.json";
 
+// An architecture's every member, as a scenario file holds it and reads it back (one member list in
+// scenario_file.cpp is both the writer and the reader). Reports add what follows from it
+// (architecture_report_json).
+json::Value architecture_json(const Architecture& arch);
 // The file's JSON document (for embedding it in larger documents), and its text.
 json::Value scenario_json(const Scenario& scenario);
 std::string scenario_to_json(const Scenario& scenario);
