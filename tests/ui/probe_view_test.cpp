@@ -11,6 +11,7 @@
 
 #include "kvscope/probe/probe.h"
 #include "kvscope/ui/main_window.h"
+#include "kvscope/ui/probe_runner.h"
 #include "kvscope/ui/probe_view.h"
 #include "kvscope/ui/scenario_model.h"
 #include "widget_testing.h"
@@ -73,6 +74,34 @@ TEST(ProbeView, CancelStopsARunAndSaysSo) {
     ASSERT_TRUE(finished.wait(120000));
     QApplication::processEvents();
     EXPECT_TRUE(p->statusLabel()->text().startsWith("cancelled")) << p->statusLabel()->text().toStdString();
+}
+
+TEST(ProbeRunner, RunsOneAtATimeForWhoeverAsksWithoutAView) {
+    // The runner the Learn tab and the Probe tab share: no widget needed, one run at a time, the
+    // stopwatch's steps and report as signals, and a backend that cannot open said in words.
+    ProbeRunner runner;
+    runner.setBackend("cpu");
+    QSignalSpy started(&runner, &ProbeRunner::stopwatchStarted);
+    QSignalSpy steps(&runner, &ProbeRunner::stopwatchStep);
+    QSignalSpy report(&runner, &ProbeRunner::stopwatchFinished);
+    QSignalSpy finished(&runner, &ProbeRunner::finished);
+    ASSERT_TRUE(runner.stopwatch(8));
+    EXPECT_TRUE(runner.running());
+    EXPECT_FALSE(runner.stopwatch(8));  // refused while the first runs
+    ASSERT_TRUE(finished.wait(120000));
+    EXPECT_FALSE(runner.running());
+    ASSERT_EQ(started.count(), 1);
+    EXPECT_EQ(started.front().front().toInt(), 8);
+    EXPECT_EQ(steps.count(), 16);  // 8 tokens with the cache, 8 recomputing
+    ASSERT_EQ(report.count(), 1);
+    EXPECT_EQ(report.front().front().value<probe::StopwatchReport>().status, probe::Status::ok);
+
+    runner.setBackend("no-such-backend");
+    QSignalSpy failed(&runner, &ProbeRunner::failed);
+    ASSERT_TRUE(runner.stopwatch(8));
+    ASSERT_TRUE(finished.wait(120000));
+    ASSERT_EQ(failed.count(), 1);
+    EXPECT_TRUE(failed.front().front().toString().contains("no-such-backend")) << failed.front().front().toString().toStdString();
 }
 
 TEST(ProbeView, ACacheTooLargeForThisMachineIsAMessage) {

@@ -46,6 +46,7 @@
 #include "kvscope/ui/memory_chart.h"
 #include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/overview_view.h"
+#include "kvscope/ui/probe_runner.h"
 #include "kvscope/ui/probe_view.h"
 #include "kvscope/ui/recompute_view.h"
 #include "kvscope/ui/scenario_model.h"
@@ -67,7 +68,8 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
       overview_(new OverviewView(model_)),
       chart_(new MemoryChart(model_)),
       deployment_(new DeploymentView(model_)),
-      probe_(new ProbeView(model_)),
+      runner_(new ProbeRunner(this)),
+      probe_(new ProbeView(model_, runner_)),
       learn_(new LearnView(model_)),
       messages_(new MessageBar),
       tabs_(new QTabWidget),
@@ -152,15 +154,15 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     // Learn: factors point at their inputs; the stopwatch is shared with the Probe tab.
     connect(learn_, &LearnView::fieldHovered, inputs_, &InputsPanel::highlightField);
     connect(learn_, &LearnView::fieldActivated, inputs_, &InputsPanel::focusField);
-    connect(learn_, &LearnView::stopwatchRequested, probe_, &ProbeView::runStopwatchFor);
+    connect(learn_, &LearnView::stopwatchRequested, runner_, &ProbeRunner::stopwatch);
     connect(learn_, &LearnView::message, this, [this](const QString& text, bool error) {
         messages_->showMessage(text, error ? MessageBar::Kind::error : MessageBar::Kind::info);
     });
     RecomputeView* recompute = learn_->recompute();
-    connect(probe_, &ProbeView::stopwatchStarted, recompute, &RecomputeView::stopwatchStarted);
-    connect(probe_, &ProbeView::stopwatchStep, recompute, &RecomputeView::addStopwatchStep);
-    connect(probe_, &ProbeView::stopwatchFinished, recompute, &RecomputeView::setStopwatch);
-    connect(probe_, &ProbeView::finished, recompute, &RecomputeView::probeIdle);
+    connect(runner_, &ProbeRunner::stopwatchStarted, recompute, &RecomputeView::stopwatchStarted);
+    connect(runner_, &ProbeRunner::stopwatchStep, recompute, &RecomputeView::addStopwatchStep);
+    connect(runner_, &ProbeRunner::stopwatchFinished, recompute, &RecomputeView::setStopwatch);
+    connect(runner_, &ProbeRunner::finished, recompute, &RecomputeView::probeIdle);
 
     createActions();
     connect(model_, &ScenarioModel::changed, this, &MainWindow::updateTitleAndStatus);

@@ -12,13 +12,14 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTableWidget>
-#include <QThread>
 #include <QVBoxLayout>
 #include <QValueAxis>
+#include <utility>
 
 #include "kvscope/calculator/units.h"
 #include "kvscope/ui/axis_ticks.h"
 #include "kvscope/ui/chart_palette.h"
+#include "kvscope/ui/probe_runner.h"
 #include "kvscope/ui/scenario_model.h"
 #include "kvscope/ui/text.h"
 
@@ -39,9 +40,10 @@ QString device_line(const probe::DeviceInfo& d) {
 
 }  // namespace
 
-ProbeView::ProbeView(ScenarioModel* model, QWidget* parent)
+ProbeView::ProbeView(ScenarioModel* model, ProbeRunner* runner, QWidget* parent)
     : QWidget(parent),
       model_(model),
+      runner_(runner),
       backend_(new QComboBox),
       devices_(new QLabel),
       banner_(new QLabel),
@@ -149,26 +151,41 @@ ProbeView::ProbeView(ScenarioModel* model, QWidget* parent)
     connect(probe_button_, &QPushButton::clicked, this, &ProbeView::runProbe);
     connect(stopwatch_button_, &QPushButton::clicked, this, &ProbeView::runStopwatch);
     connect(cancel_button_, &QPushButton::clicked, this, &ProbeView::cancel);
+    connect(backend_, &QComboBox::currentIndexChanged, this,
+            [this] { runner_->setBackend(backend_->currentData().toString().toStdString()); });
+    runner_->setBackend(backend_->currentData().toString().toStdString());
+
+    // What the runner does, whoever asked for it (this tab or the Learn tab's stopwatch).
+    connect(runner_, &ProbeRunner::devicesListed, this, &ProbeView::applyDevices);
+    connect(runner_, &ProbeRunner::started, this, [this](const QString& what) {
+        probe_button_->setEnabled(false);
+        stopwatch_button_->setEnabled(false);
+        cancel_button_->setEnabled(true);
+        progress_->setValue(0);
+        status_->setText(what);
+    });
+    connect(runner_, &ProbeRunner::progress, this, [this](double f, const QString& text) {
+        progress_->setValue(static_cast<int>(f * 1000));
+        status_->setText(text);
+    });
+    connect(runner_, &ProbeRunner::stopwatchStarted, this, &ProbeView::clearStopwatch);
+    connect(runner_, &ProbeRunner::stopwatchStep, this, &ProbeView::addStep);
+    connect(runner_, &ProbeRunner::stopwatchFinished, this, &ProbeView::showStopwatch);
+    connect(runner_, &ProbeRunner::probeFinished, this, [this](const probe::ProbeReport& r) { showProbe(r); });
+    connect(runner_, &ProbeRunner::failed, this, [this](const QString& why) { done(why, false); });
+    connect(runner_, &ProbeRunner::finished, this, [this] {
+        probe_button_->setEnabled(true);
+        stopwatch_button_->setEnabled(true);
+        cancel_button_->setEnabled(false);
+        emit finished();
+    });
 }
 
-ProbeView::~ProbeView() {
-    // Closing the window stops a run and waits for it to free its memory.
-    cancel_ = true;
-    if (thread_) thread_->wait();
-    if (lister_) lister_->wait();
-}
+bool ProbeView::running() const { return runner_->running(); }
 
 void ProbeView::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);
-    if (devices_listed_ || lister_) return;
-    lister_ = QThread::create([this] {
-        const auto devices = probe::list_devices();
-        QMetaObject::invokeMethod(
-            this, [this, devices] { applyDevices(devices); }, Qt::QueuedConnection);
-    });
-    connect(lister_, &QThread::finished, lister_, &QObject::deleteLater);
-    connect(lister_, &QThread::finished, this, [this] { lister_ = nullptr; });
-    lister_->start();
+    if (!devices_listed_) runner_->listDevicesInBackground();
 }
 
 void ProbeView::changeEvent(QEvent* event) {
@@ -176,7 +193,7 @@ void ProbeView::changeEvent(QEvent* event) {
     QWidget::changeEvent(event);
 }
 
-void ProbeView::refreshDevices() { applyDevices(probe::list_devices()); }
+void ProbeView::refreshDevices() { runner_->listDevices(); }
 
 void ProbeView::applyDevices(const std::vector<probe::DeviceInfo>& devices) {
     devices_listed_ = true;
@@ -193,57 +210,8 @@ void ProbeView::applyDevices(const std::vector<probe::DeviceInfo>& devices) {
 }
 
 void ProbeView::cancel() {
-    cancel_ = true;
+    runner_->cancel();
     status_->setText(tr("Cancelling…"));
-}
-
-void ProbeView::start(const QString& what, const std::function<void(probe::Backend&, const probe::Control&)>& work) {
-    if (thread_) return;
-    // The device listing measures host bandwidth with a buffer of its own; a probe running beside it
-    // would count that buffer's release against the cache's resident growth.
-    if (lister_) lister_->wait();
-    const std::string backend_name = backend_->currentData().toString().toStdString();
-    cancel_ = false;
-    probe_button_->setEnabled(false);
-    stopwatch_button_->setEnabled(false);
-    cancel_button_->setEnabled(true);
-    progress_->setValue(0);
-    status_->setText(what);
-    // Everything device-side runs on the worker, opening the backend included (a GPU driver can
-    // take a moment to answer the first time).
-    thread_ = QThread::create([this, backend_name, work] {
-        auto backend = probe::make_backend(backend_name);
-        if (!backend) {
-            QMetaObject::invokeMethod(
-                this, [this, why = q(backend.error_text())] { done(why, false); }, Qt::QueuedConnection);
-            return;
-        }
-        probe::Control control;
-        control.cancel = &cancel_;
-        control.progress = [this](double f, const std::string& text) {
-            QMetaObject::invokeMethod(
-                this,
-                [this, f, t = q(text)] {
-                    progress_->setValue(static_cast<int>(f * 1000));
-                    status_->setText(t);
-                },
-                Qt::QueuedConnection);
-        };
-        control.stopwatch_step = [this](bool cached, double ms) {
-            QMetaObject::invokeMethod(
-                this, [this, cached, ms] { addStep(cached, ms); }, Qt::QueuedConnection);
-        };
-        work(*backend.value(), control);
-    });
-    connect(thread_, &QThread::finished, this, [this] {
-        thread_->deleteLater();
-        thread_ = nullptr;
-        probe_button_->setEnabled(true);
-        stopwatch_button_->setEnabled(true);
-        cancel_button_->setEnabled(false);
-        emit finished();
-    });
-    thread_->start();
 }
 
 void ProbeView::runProbe() {
@@ -263,35 +231,22 @@ void ProbeView::runProbe() {
                    .arg(q(std::string(to_string(s.kv_dtype))));
     }
     if (s.parallel.gpus() > 1) note += tr("One device holds the whole cache here (TP/PP are not split). ");
+    if (runner_->running()) return;
     table_->setRowCount(0);
-    start(tr("Allocating the cache…"), [this, request, note](probe::Backend& b, const probe::Control& c) {
-        const probe::ProbeReport r = b.probe(request, c);
-        QMetaObject::invokeMethod(
-            this, [this, r, note] { showProbe(r, note); }, Qt::QueuedConnection);
-    });
+    note_ = note;
+    runner_->probe(request);
 }
 
-void ProbeView::runStopwatchFor(int tokens) {
-    tokens_->setValue(tokens);
-    runStopwatch();
-}
+void ProbeView::runStopwatch() { runner_->stopwatch(tokens_->value()); }
 
-void ProbeView::runStopwatch() {
-    if (thread_) return;
+void ProbeView::clearStopwatch(int tokens) {
+    tokens_->setValue(tokens);  // a run another page asked for shows its count here, so run and record agree
     cached_->clear();
     uncached_->clear();
     cum_cached_ = cum_uncached_ = 0;
     texts_->clear();
-    probe::StopwatchRequest request;
-    request.tokens = tokens_->value();
-    x_->setRange(0, request.tokens);
+    x_->setRange(0, tokens);
     y_->setRange(0, 1);
-    emit stopwatchStarted();
-    start(tr("Generating with the cache…"), [this, request](probe::Backend& b, const probe::Control& c) {
-        const probe::StopwatchReport r = b.stopwatch(request, c);
-        QMetaObject::invokeMethod(
-            this, [this, r] { showStopwatch(r); }, Qt::QueuedConnection);
-    });
 }
 
 void ProbeView::addStep(bool cached, double ms) {
@@ -300,10 +255,10 @@ void ProbeView::addStep(bool cached, double ms) {
     cum += ms;
     s->append(s->count() + 1, cum);
     if (cum > y_->max()) y_->setRange(0, cum * 1.1);
-    emit stopwatchStep(cached, ms);
 }
 
-void ProbeView::showProbe(const probe::ProbeReport& r, const QString& note) {
+void ProbeView::showProbe(const probe::ProbeReport& r) {
+    const QString note = std::exchange(note_, QString());
     if (r.status != probe::Status::ok) {
         done(note + q(std::string(to_string(r.status))) + ": " + q(r.message), false);
         return;
@@ -343,7 +298,6 @@ void ProbeView::showProbe(const probe::ProbeReport& r, const QString& note) {
 }
 
 void ProbeView::showStopwatch(const probe::StopwatchReport& r) {
-    emit stopwatchFinished(r);
     if (r.status != probe::Status::ok) {
         done(q(std::string(to_string(r.status))) + ": " + q(r.message), false);
         return;

@@ -31,6 +31,7 @@ class LearnView;
 class MemoryChart;
 class MessageBar;
 class OverviewView;
+class ProbeRunner;
 class ProbeView;
 class ScenarioModel;
 
@@ -101,6 +102,7 @@ private:
     OverviewView* overview_;
     MemoryChart* chart_;
     DeploymentView* deployment_;
+    ProbeRunner* runner_;  // the probe and stopwatch runs, shared by the Probe and Learn tabs
     ProbeView* probe_;
     LearnView* learn_;
     MessageBar* messages_;

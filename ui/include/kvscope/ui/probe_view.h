@@ -6,7 +6,6 @@
 
 #include <QWidget>
 
-#include <atomic>
 #include <memory>
 
 #include "kvscope/probe/probe.h"
@@ -19,20 +18,20 @@ class QProgressBar;
 class QPushButton;
 class QSpinBox;
 class QTableWidget;
-class QThread;
 class QValueAxis;
 
 namespace kvscope::ui {
 
+class ProbeRunner;
 class ScenarioModel;
 
 class ProbeView : public QWidget {
     Q_OBJECT
 public:
-    explicit ProbeView(ScenarioModel* model, QWidget* parent = nullptr);
-    ~ProbeView() override;
+    // Runs go through `runner`, which the Learn tab's stopwatch shares.
+    ProbeView(ScenarioModel* model, ProbeRunner* runner, QWidget* parent = nullptr);
 
-    [[nodiscard]] bool running() const { return thread_ != nullptr; }
+    [[nodiscard]] bool running() const;
     [[nodiscard]] QLabel* banner() const { return banner_; }
     [[nodiscard]] QLabel* statusLabel() const { return status_; }
     [[nodiscard]] QTableWidget* results() const { return table_; }
@@ -48,17 +47,11 @@ public:
 public slots:
     void runProbe();
     void runStopwatch();
-    // The stopwatch for `tokens` tokens, as another page asks for it (the Learn tab's): the tab's own
-    // field shows the count, so the run and its record agree.
-    void runStopwatchFor(int tokens);
     void cancel();
 
 signals:
+    // A run (this tab's or another page's) is over.
     void finished();
-    // The stopwatch, for views that overlay it: started, one step measured, its report.
-    void stopwatchStarted();
-    void stopwatchStep(bool cached, double ms);
-    void stopwatchFinished(const probe::StopwatchReport& report);
 
 protected:
     void showEvent(QShowEvent* event) override;
@@ -66,13 +59,14 @@ protected:
 
 private:
     void applyDevices(const std::vector<probe::DeviceInfo>& devices);
-    void start(const QString& what, const std::function<void(probe::Backend&, const probe::Control&)>& work);
-    void showProbe(const probe::ProbeReport& report, const QString& note);
+    void clearStopwatch(int tokens);
+    void showProbe(const probe::ProbeReport& report);
     void showStopwatch(const probe::StopwatchReport& report);
     void addStep(bool cached, double ms);
     void done(const QString& message, bool ok);
 
     ScenarioModel* model_;
+    ProbeRunner* runner_;
     QComboBox* backend_;
     QLabel* devices_;
     QLabel* banner_;
@@ -89,10 +83,8 @@ private:
     QValueAxis* y_;
     QChart* chart_ = nullptr;
     QLabel* texts_;
-    QThread* thread_ = nullptr;
-    std::atomic<bool> cancel_{false};
+    QString note_;  // said before the probe's own message: what this run does differently
     double cum_cached_ = 0, cum_uncached_ = 0;
-    QThread* lister_ = nullptr;
     bool devices_listed_ = false;
 };
 
