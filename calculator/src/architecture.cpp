@@ -271,14 +271,15 @@ Errors validate(const Architecture& a) {
     if (a.kv_heads > 0 && a.query_heads > 0 && !a.mla) {
         if (a.kv_heads > a.query_heads)
             e.push_back({Field::kv_heads, "KV heads (" + std::to_string(a.kv_heads) + ") cannot exceed query heads (" +
-                                         std::to_string(a.query_heads) + ")"});
+                                              std::to_string(a.query_heads) + ")"});
         else if (a.query_heads % a.kv_heads != 0)
-            e.push_back({Field::kv_heads, "KV heads (" + std::to_string(a.kv_heads) + ") must divide the query heads (" +
-                                         std::to_string(a.query_heads) + ") so each KV head serves a whole group"});
+            e.push_back({Field::kv_heads, "KV heads (" + std::to_string(a.kv_heads) +
+                                              ") must divide the query heads (" + std::to_string(a.query_heads) +
+                                              ") so each KV head serves a whole group"});
     }
     if (!a.layer_specs.empty() && a.layers > 0 && a.layer_specs.size() != a.layers)  // 0 layers is said once
         e.push_back({Field::layer_specs, "there are " + std::to_string(a.layer_specs.size()) +
-                                        " per-layer descriptions for " + std::to_string(a.layers) + " layers"});
+                                             " per-layer descriptions for " + std::to_string(a.layers) + " layers"});
     for (std::size_t l = 0; l < a.layer_specs.size(); ++l) {
         const LayerSpec& s = a.layer_specs[l];
         // Named only when something is wrong: validation runs on every recompute, layer by layer.
@@ -290,12 +291,12 @@ Errors validate(const Architecture& a) {
         }
         if (s.kv_heads > kMaxHeads || s.head_dim_k > kMaxHeads || s.head_dim_v > kMaxHeads) {
             e.push_back({Field::kv_heads, which() + ": its heads or head dimensions are beyond the " +
-                                         format_count(kMaxHeads) + " supported"});
+                                              format_count(kMaxHeads) + " supported"});
             break;
         }
         if (s.kv_heads > 0 && a.query_heads > 0 && a.query_heads % s.kv_heads != 0) {
             e.push_back({Field::kv_heads, which() + ": KV heads (" + std::to_string(s.kv_heads) +
-                                         ") must divide the query heads (" + std::to_string(a.query_heads) + ")"});
+                                              ") must divide the query heads (" + std::to_string(a.query_heads) + ")"});
             break;
         }
         if (s.keeps_state() && !a.recurrent) {
@@ -308,11 +309,12 @@ Errors validate(const Architecture& a) {
         for (const std::uint64_t v : {r.conv_kernel, r.conv_channels, r.groups, r.heads, r.head_dim, r.state_size})
             if (v > (1ull << 24)) {
                 e.push_back({Field::recurrent_state, "a recurrent state dimension (" + format_count(v) +
-                                                    ") is beyond the 16,777,216 supported"});
+                                                         ") is beyond the 16,777,216 supported"});
                 break;
             }
         if (r.conv_kernel == 1 || (r.conv_kernel == 0 && r.heads == 0))
-            e.push_back({Field::conv_kernel, "the recurrent state needs a convolution of width 2 or more, or SSM heads"});
+            e.push_back(
+                {Field::conv_kernel, "the recurrent state needs a convolution of width 2 or more, or SSM heads"});
         else if ((r.conv_kernel < 2 || r.conv_channels + r.groups * r.state_size == 0) &&
                  (r.heads == 0 || r.head_dim == 0 || r.state_size == 0))
             e.push_back({Field::state_size,
@@ -332,11 +334,13 @@ Errors validate(const Architecture& a) {
         need_positive(a.moe->experts_per_token, Field::experts_per_token, "experts per token");
         if (a.moe->experts_per_token > a.moe->experts)
             e.push_back({Field::experts_per_token, "experts per token (" + std::to_string(a.moe->experts_per_token) +
-                                                  ") cannot exceed the number of experts (" +
-                                                  std::to_string(a.moe->experts) + ")"});
-        if (a.moe->dense_layers > a.layers) e.push_back({Field::first_k_dense_replace, "more dense layers than layers"});
+                                                       ") cannot exceed the number of experts (" +
+                                                       std::to_string(a.moe->experts) + ")"});
+        if (a.moe->dense_layers > a.layers)
+            e.push_back({Field::first_k_dense_replace, "more dense layers than layers"});
         if (a.moe->period == 0 || (a.moe->period > 1 && a.moe->offset >= a.moe->period))
-            e.push_back({Field::expert_layer_period, "the experts' layer offset must be below their period (at least 1)"});
+            e.push_back(
+                {Field::expert_layer_period, "the experts' layer offset must be below their period (at least 1)"});
     }
     if (a.params_active > a.params_total) e.push_back({Field::params_active, "active parameters exceed the total"});
     return e;

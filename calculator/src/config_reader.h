@@ -32,9 +32,9 @@ public:
         : root_(root), cfg_(cfg), source_(std::move(source)), out_(out) {}
 
     Errors errors;
-    std::map<Field, int> lines;                 // Architecture field -> line it came from
-    std::map<Field, std::string> keys;          // Architecture field -> the config key that gave it
-    std::vector<std::string> layout_keys;     // layout fields the importer read (never reported as unknown)
+    std::map<Field, int> lines;            // Architecture field -> line it came from
+    std::map<Field, std::string> keys;     // Architecture field -> the config key that gave it
+    std::vector<std::string> layout_keys;  // layout fields the importer read (never reported as unknown)
 
     std::string at(int line) const { return source_ + ":" + std::to_string(line) + ": "; }
 

@@ -82,10 +82,11 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
     if (d.gpu_count == 0)
         e.push_back({Field::gpus, "at least 1 GPU is needed"});
     else if (parallel.tp > 0 && parallel.pp > 0 && d.gpu_count != parallel.tp * parallel.pp)
-        e.push_back({Field::gpus, std::to_string(d.gpu_count) + " GPUs, but tensor parallel " + std::to_string(parallel.tp) +
-                                 " x pipeline parallel " + std::to_string(parallel.pp) + " uses " +
-                                 std::to_string(parallel.tp * parallel.pp) +
-                                 "; set --tp/--pp so their product is the GPU count"});
+        e.push_back({Field::gpus, std::to_string(d.gpu_count) + " GPUs, but tensor parallel " +
+                                      std::to_string(parallel.tp) + " x pipeline parallel " +
+                                      std::to_string(parallel.pp) + " uses " +
+                                      std::to_string(parallel.tp * parallel.pp) +
+                                      "; set --tp/--pp so their product is the GPU count"});
     if (!(d.fraction > 0.0 && d.fraction <= 1.0))
         e.push_back({Field::utilization, "the memory fraction must be above 0 and at most 1"});
     return e;

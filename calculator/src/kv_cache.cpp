@@ -129,7 +129,8 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
             else
                 ++it->layers;
         }
-        if (stage_state.overflow()) return overflow_error(Field::recurrent_state, "the recurrent state of these layers");
+        if (stage_state.overflow())
+            return overflow_error(Field::recurrent_state, "the recurrent state of these layers");
         for (auto& g : groups) {
             const Checked bytes = Checked(g.layers) * g.row_bytes;  // one token of every layer of the group
             if (bytes.overflow()) return overflow_error(Field::layers, "one token across these layers");
@@ -210,7 +211,8 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
     const std::uint64_t T = workload.context_tokens;
 
     const Checked per_sequence = layout.all_gpu_bytes_per_sequence(T);
-    if (per_sequence.overflow()) return overflow_error(Field::context_tokens, "a context of " + format_count(T) + " tokens");
+    if (per_sequence.overflow())
+        return overflow_error(Field::context_tokens, "a context of " + format_count(T) + " tokens");
     const Checked total = per_sequence * workload.batch;
     if (total.overflow())
         return overflow_error(

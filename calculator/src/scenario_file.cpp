@@ -142,7 +142,7 @@ template <class Self, class T>
 concept Of = std::same_as<std::remove_const_t<Self>, T>;
 
 template <class Self, class V>
-    requires Of<Self, LayerSpec>
+requires Of<Self, LayerSpec>
 void members(Self& l, V& v) {  // only what differs from a full-attention layer of the model's heads
     v.choice("kind", l.kind);
     v.value("window", l.window, Need::when_set);
@@ -153,7 +153,7 @@ void members(Self& l, V& v) {  // only what differs from a full-attention layer 
 }
 
 template <class Self, class V>
-    requires Of<Self, RecurrentState>
+requires Of<Self, RecurrentState>
 void members(Self& r, V& v) {
     v.choice("kind", r.kind);
     v.value("conv_kernel", r.conv_kernel);
@@ -167,7 +167,7 @@ void members(Self& r, V& v) {
 }
 
 template <class Self, class V>
-    requires Of<Self, MlaDims>
+requires Of<Self, MlaDims>
 void members(Self& m, V& v) {
     v.value("kv_lora_rank", m.kv_lora_rank);
     v.value("qk_rope_head_dim", m.qk_rope_head_dim);
@@ -178,7 +178,7 @@ void members(Self& m, V& v) {
 }
 
 template <class Self, class V>
-    requires Of<Self, MoeDims>
+requires Of<Self, MoeDims>
 void members(Self& m, V& v) {
     v.value("experts", m.experts);
     v.value("experts_per_token", m.experts_per_token);
@@ -190,7 +190,7 @@ void members(Self& m, V& v) {
 }
 
 template <class Self, class V>
-    requires Of<Self, Architecture>
+requires Of<Self, Architecture>
 void members(Self& a, V& v) {
     v.value("name", a.name);
     v.value("layers", a.layers);
@@ -216,7 +216,7 @@ void members(Self& a, V& v) {
 }
 
 template <class Self, class V>
-    requires Of<Self, Workload>
+requires Of<Self, Workload>
 void members(Self& w, V& v) {
     v.value("context_tokens", w.context_tokens);
     v.value("batch", w.batch);
@@ -225,14 +225,14 @@ void members(Self& w, V& v) {
 }
 
 template <class Self, class V>
-    requires Of<Self, Parallelism>
+requires Of<Self, Parallelism>
 void members(Self& p, V& v) {
     v.value("tp", p.tp, Need::optional);
     v.value("pp", p.pp, Need::optional);
 }
 
 template <class Self, class V>
-    requires Of<Self, GpuSpec>
+requires Of<Self, GpuSpec>
 void members(Self& g, V& v) {
     v.value("id", g.id);
     v.value("name", g.name);
@@ -244,7 +244,7 @@ void members(Self& g, V& v) {
 }
 
 template <class Self, class V>
-    requires Of<Self, Deployment>
+requires Of<Self, Deployment>
 void members(Self& d, V& v) {
     v.object("gpu", d.gpu);
     v.value("gpu_count", d.gpu_count);
@@ -256,7 +256,7 @@ void members(Self& d, V& v) {
 }
 
 template <class Self, class V>
-    requires Of<Self, Scenario>
+requires Of<Self, Scenario>
 void members(Self& s, V& v) {
     v.value("model_id", s.model_id, Need::optional);
     v.object("architecture", s.arch);
@@ -452,7 +452,8 @@ Result<LoadedScenario> scenario_from_json(std::string_view text, const std::stri
             std::vector<std::uint64_t> windows;
             r.read_list(*w, "layer_windows", windows, "must be a list of whole numbers (0 = full attention)",
                         "must hold whole numbers (0 = full attention)");
-            if (s.arch.layer_specs.empty() && std::any_of(windows.begin(), windows.end(), [](auto x) { return x != 0; }))
+            if (s.arch.layer_specs.empty() &&
+                std::any_of(windows.begin(), windows.end(), [](auto x) { return x != 0; }))
                 s.arch.layer_specs = sliding_layers(windows);
         }
     Errors errors = r.take();

@@ -32,27 +32,29 @@ Errors validate(const Parallelism& p, const Architecture& arch) {
     check_degree(p.pp, Field::pp, "the pipeline-parallel degree");
     if (p.pp > 0 && arch.layers > 0 && p.pp > arch.layers)
         e.push_back({Field::pp, "pipeline parallel " + std::to_string(p.pp) +
-                               " needs at least that many layers (the model has " + std::to_string(arch.layers) + ")"});
+                                    " needs at least that many layers (the model has " + std::to_string(arch.layers) +
+                                    ")"});
     if (p.tp > 1 && arch.recurrent) {
         // vLLM splits each recurrent state tensor evenly (mamba_utils.py uses divide(), which asserts).
         const RecurrentState& r = *arch.recurrent;
         if (r.heads > 0 && r.heads % p.tp != 0)
             e.push_back({Field::tp, "tensor parallel " + std::to_string(p.tp) + " must divide the " +
-                                   std::to_string(r.heads) + " heads of the recurrent state"});
+                                        std::to_string(r.heads) + " heads of the recurrent state"});
         else if (r.kind == StateKind::mamba2 && r.groups > 1 && r.groups % p.tp != 0)
             // vLLM's MambaMixer2 shards the B/C groups: n_groups % tp == 0, or a single group replicated.
             e.push_back({Field::tp, "tensor parallel " + std::to_string(p.tp) + " must divide the " +
-                                   std::to_string(r.groups) + " groups of the Mamba-2 state"});
+                                        std::to_string(r.groups) + " groups of the Mamba-2 state"});
         else if (r.conv_kernel > 1 && r.conv_channels % p.tp != 0)
             e.push_back({Field::tp, "tensor parallel " + std::to_string(p.tp) + " must divide the " +
-                                   std::to_string(r.conv_channels) + " channels of the recurrent state's convolution"});
+                                        std::to_string(r.conv_channels) +
+                                        " channels of the recurrent state's convolution"});
     }
     if (p.tp > 1 && arch.query_heads > 0 && arch.query_heads % p.tp != 0)
         e.push_back({Field::tp, "tensor parallel " + std::to_string(p.tp) + " must divide the query heads (" +
-                               std::to_string(arch.query_heads) + ")"});
+                                    std::to_string(arch.query_heads) + ")"});
     if (p.tp > 1 && !arch.mla && arch.kv_heads > 0 && arch.kv_heads % p.tp != 0 && p.tp % arch.kv_heads != 0)
         e.push_back({Field::tp, "tensor parallel " + std::to_string(p.tp) + " must divide the KV heads (" +
-                               std::to_string(arch.kv_heads) + ") or be a multiple of them"});
+                                    std::to_string(arch.kv_heads) + ") or be a multiple of them"});
     return e;
 }
 

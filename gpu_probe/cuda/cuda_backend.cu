@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "backends.h"
@@ -338,10 +339,10 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
             std::max(at.max_rel_error, max_relative_error(host_out.data() + i * sh.q_heads * sh.dv, ref));
     }
     control.report(1.0, "done");
-    r.message =
-        "predicted " + format_count(a.predicted_bytes) + " bytes, allocated " + format_count(a.requested_bytes) +
-        ", device memory drop " + format_count(a.measured_bytes) + "; attention reads the cache at " +
-        std::to_string(static_cast<int>(at.fraction_of_ceiling * 100 + 0.5)) + "% of the measured read bandwidth";
+    r.message = "predicted " + format_count(a.predicted_bytes) + " bytes, allocated " +
+                format_count(a.requested_bytes) + ", device memory drop " + format_count(a.measured_bytes) +
+                "; attention reads the cache at " + std::to_string(std::lround(at.fraction_of_ceiling * 100)) +
+                "% of the measured read bandwidth";
 }
 
 }  // namespace

@@ -101,7 +101,8 @@ TEST(ProbeRunner, RunsOneAtATimeForWhoeverAsksWithoutAView) {
     ASSERT_TRUE(runner.stopwatch(8));
     ASSERT_TRUE(finished.wait(120000));
     ASSERT_EQ(failed.count(), 1);
-    EXPECT_TRUE(failed.front().front().toString().contains("no-such-backend")) << failed.front().front().toString().toStdString();
+    EXPECT_TRUE(failed.front().front().toString().contains("no-such-backend"))
+        << failed.front().front().toString().toStdString();
 }
 
 TEST(ProbeView, ACacheTooLargeForThisMachineIsAMessage) {

@@ -102,8 +102,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                tr("GPUs that serve one copy of the model: tensor parallel × pipeline parallel, set under Parallel "
                   "or by a row of “How many GPUs?”."));
     marks_.add(memory_, {Field::gpu_memory}, tr("Memory of one GPU: 80GiB, 141 GB, or bytes."));
-    marks_.add(bandwidth_, {Field::gpu_bandwidth},
-               tr("Memory bandwidth of one GPU per second: 3350GB, or bytes."));
+    marks_.add(bandwidth_, {Field::gpu_bandwidth}, tr("Memory bandwidth of one GPU per second: 3350GB, or bytes."));
     marks_.add(engine_, {}, tr("The inference engine whose rule decides how much memory the KV cache may use."));
     marks_.add(fraction_, {Field::utilization},
                tr("The engine's memory fraction (vLLM gpu_memory_utilization, SGLang mem_fraction_static …)."));

@@ -160,7 +160,8 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
 
     marks_.add(layers_, {Field::layers, Field::layer_specs, Field::first_k_dense_replace},
                tr("Transformer layers; each stores its own keys and values."));
-    marks_.add(query_heads_, {Field::query_heads}, tr("Attention heads that ask queries; KV heads are shared among them."));
+    marks_.add(query_heads_, {Field::query_heads},
+               tr("Attention heads that ask queries; KV heads are shared among them."));
     marks_.add(kv_heads_, {Field::kv_heads},
                tr("Key/value heads stored per layer: equal to query heads is MHA, 1 is MQA, in between is GQA. "
                   "The list offers the divisors of the query heads."));

@@ -14,9 +14,7 @@ ProbeRunner::~ProbeRunner() {
     if (lister_) lister_->wait();
 }
 
-void ProbeRunner::post(std::function<void()> f) {
-    QMetaObject::invokeMethod(this, std::move(f), Qt::QueuedConnection);
-}
+void ProbeRunner::post(std::function<void()> f) { QMetaObject::invokeMethod(this, std::move(f), Qt::QueuedConnection); }
 
 void ProbeRunner::listDevicesInBackground() {
     if (lister_) return;

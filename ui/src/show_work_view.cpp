@@ -17,17 +17,28 @@ namespace {
 // Where a factor's value is set, in the words of the inputs panel.
 QString source_of(Field field) {
     switch (field) {
-        case Field::none: return QObject::tr("the model / a constant");
-        case Field::layers: return QObject::tr("Layers");
-        case Field::kv_heads: return QObject::tr("KV heads");
-        case Field::head_dim: return QObject::tr("Head dim");
-        case Field::kv_dtype: return QObject::tr("KV dtype");
-        case Field::context_tokens: return QObject::tr("Context");
-        case Field::batch: return QObject::tr("Sequences");
-        case Field::tp: return QObject::tr("TP");
-        case Field::full_window: return QObject::tr("Full-context switch + model's window");
-        case Field::block_size: return QObject::tr("Block size");
-        default: return q(std::string(to_string(field)));
+        case Field::none:
+            return QObject::tr("the model / a constant");
+        case Field::layers:
+            return QObject::tr("Layers");
+        case Field::kv_heads:
+            return QObject::tr("KV heads");
+        case Field::head_dim:
+            return QObject::tr("Head dim");
+        case Field::kv_dtype:
+            return QObject::tr("KV dtype");
+        case Field::context_tokens:
+            return QObject::tr("Context");
+        case Field::batch:
+            return QObject::tr("Sequences");
+        case Field::tp:
+            return QObject::tr("TP");
+        case Field::full_window:
+            return QObject::tr("Full-context switch + model's window");
+        case Field::block_size:
+            return QObject::tr("Block size");
+        default:
+            return q(std::string(to_string(field)));
     }
 }
 
@@ -39,15 +50,24 @@ Field field_of(const QVariant& v) { return parse_field(v.toString().toStdString(
 
 QColor factor_colour(Field field) {
     switch (field) {
-        case Field::layers: return {0x2e, 0x86, 0xde};
-        case Field::kv_heads: return {0x27, 0xae, 0x60};
-        case Field::head_dim: return {0x8e, 0x44, 0xad};
-        case Field::kv_dtype: return {0xe6, 0x7e, 0x22};
-        case Field::context_tokens: return {0xc0, 0x39, 0x2b};
-        case Field::full_window: return {0xd3, 0x54, 0x9a};
-        case Field::batch: return {0x16, 0xa0, 0x85};
-        case Field::tp: return {0x9c, 0x6b, 0x30};
-        default: return {0x7f, 0x8c, 0x8d};
+        case Field::layers:
+            return {0x2e, 0x86, 0xde};
+        case Field::kv_heads:
+            return {0x27, 0xae, 0x60};
+        case Field::head_dim:
+            return {0x8e, 0x44, 0xad};
+        case Field::kv_dtype:
+            return {0xe6, 0x7e, 0x22};
+        case Field::context_tokens:
+            return {0xc0, 0x39, 0x2b};
+        case Field::full_window:
+            return {0xd3, 0x54, 0x9a};
+        case Field::batch:
+            return {0x16, 0xa0, 0x85};
+        case Field::tp:
+            return {0x9c, 0x6b, 0x30};
+        default:
+            return {0x7f, 0x8c, 0x8d};
     }
 }
 

@@ -21,8 +21,8 @@ struct FieldError {
     FieldError(std::string where, std::string text) : field(std::move(where)), message(std::move(text)) {}
 
     Field input = Field::none;  // the input to mark in the window; kept when `field` is reworded for a file
-    std::string field;    // as shown: "kv_heads", "--batch", "config.json:12 num_hidden_layers"
-    std::string message;  // one sentence a user can act on
+    std::string field;          // as shown: "kv_heads", "--batch", "config.json:12 num_hidden_layers"
+    std::string message;        // one sentence a user can act on
 
     friend bool operator==(const FieldError&, const FieldError&) = default;
 };
