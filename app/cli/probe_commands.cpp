@@ -90,6 +90,93 @@ Output unavailable(const std::string& command, const Options& o, const probe::Ba
     return r;
 }
 
+// probe --step: one decode step of the whole model, beside the calculator's floor on the same bandwidth.
+Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, probe::Backend& backend) {
+    probe::StepRequest request;
+    request.arch = s.arch;
+    request.kv_dtype = s.kv_dtype;
+    request.weight_dtype = s.deployment ? s.deployment->weight_dtype : src.weight_dtype;
+    request.workload = s.workload;
+    if (o.runs) request.timing_runs = static_cast<int>(std::min<std::uint64_t>(*o.runs, 1000));
+    if (o.ceiling_size) request.ceiling_bytes = *o.ceiling_size;
+    const probe::StepReport p = backend.step(request, make_control(o));
+    const double ratio = p.step_ms > 0 ? p.predicted_step_ms / p.step_ms : 0;  // predicted ÷ measured
+    const auto batch = static_cast<double>(s.workload.batch);
+    Output r;
+    r.status = exit_status(p.status);
+    if (o.format == Format::json) {
+        Value v = Value::object();
+        v.set("status", Value::string(std::string(to_string(p.status))));
+        v.set("message", Value::string(p.message));
+        v.set("backend", Value::string(p.device.backend));
+        v.set("device", device_json(p.device));
+        v.set("model", Value::string(s.model_id));
+        v.set("context_tokens", Value::number(s.workload.context_tokens));
+        v.set("batch", Value::number(s.workload.batch));
+        v.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
+        v.set("weight_dtype", Value::string(std::string(to_string(request.weight_dtype))));
+        Value st = Value::object();
+        st.set("step_ms", Value::number(p.step_ms));
+        st.set("min_step_ms", Value::number(p.min_step_ms));
+        st.set("runs", Value::number(std::uint64_t(std::max(0, p.runs))));
+        st.set("predicted_step_ms", Value::number(p.predicted_step_ms));
+        st.set("fraction_of_prediction", Value::number(ratio));
+        st.set("tokens_per_s", Value::number(p.tokens_per_s()));
+        st.set("tokens_per_s_total", Value::number(p.tokens_per_s() * batch));
+        st.set("predicted_tokens_per_s", Value::number(p.predicted_tokens_per_s()));
+        st.set("predicted_tokens_per_s_total", Value::number(p.predicted_tokens_per_s() * batch));
+        st.set("layers_run", Value::number(p.layers_run));
+        st.set("layers_total", Value::number(p.layers_total));
+        st.set("scaled", Value::boolean(p.scaled));
+        st.set("weights_bytes_read", Value::number(p.weights_bytes_read));
+        st.set("kv_bytes_read", Value::number(p.kv_bytes_read));
+        st.set("predicted_bytes_read", Value::number(p.predicted_bytes_read));
+        st.set("experts_read", Value::number(p.experts_read));
+        Value b = Value::object();
+        b.set("weights_ms", Value::number(p.weights_ms));
+        b.set("attention_ms", Value::number(p.attention_ms));
+        b.set("other_ms", Value::number(p.other_ms));
+        st.set("breakdown", std::move(b));
+        st.set("ceiling_gbps", Value::number(p.ceiling_gbps));
+        st.set("max_rel_error", p.max_rel_error < 0 ? Value() : Value::number(p.max_rel_error));
+        st.set("kernel", Value::string(p.kernel));
+        v.set("step", std::move(st));
+        r.out = v.dump() + "\n";
+        return r;
+    }
+    if (p.status != Status::ok) {
+        r.err = "kvscope-cli probe --step: " + std::string(to_string(p.status)) + ": " + p.message + "\n";
+        return r;
+    }
+    auto ms = [](double x) { return fixed(x, x < 10 ? 2 : 1) + " ms"; };
+    r.out = key_values({
+        {"model", src.description},
+        {"workload", format_tokens(s.workload.context_tokens) + " tokens × " + std::to_string(s.workload.batch) +
+                         ", cache " + std::string(to_string(s.kv_dtype)) + ", weights " +
+                         std::string(to_string(request.weight_dtype))},
+        {"backend", p.device.backend + " — " + p.device.name},
+        {"layers", std::to_string(p.layers_run) + " of " + std::to_string(p.layers_total) +
+                       (p.scaled ? " run (the rest did not fit in memory); their time scaled to the whole model"
+                                 : " run")},
+        {"step", ms(p.step_ms) + " (median of " + std::to_string(p.runs) + ", min " + ms(p.min_step_ms) + ") → " +
+                     fixed(p.tokens_per_s(), 1) + " tokens/s per sequence, " + fixed(p.tokens_per_s() * batch, 1) +
+                     " in all"},
+        {"predicted", ms(p.predicted_step_ms) + " → " + fixed(p.predicted_tokens_per_s(), 1) +
+                          " tokens/s per sequence (the calculator's floor: " + format_bytes(p.predicted_bytes_read) +
+                          " over the " + fixed(p.ceiling_gbps, 1) + " GB/s measured in this run)"},
+        {"measured/predicted", fixed(p.predicted_step_ms > 0 ? p.step_ms / p.predicted_step_ms : 0, 2) + "× the floor"},
+        {"breakdown", "weights " + ms(p.weights_ms) + " (" + format_bytes(p.weights_bytes_read) + " read" +
+                          (p.experts_read ? ", " + format_count(p.experts_read) + " experts" : std::string()) +
+                          "), attention " + ms(p.attention_ms) + " (" + format_bytes(p.kv_bytes_read) +
+                          " of cache), the rest " + ms(p.other_ms)},
+        {"accuracy", p.max_rel_error < 0 ? std::string("not checked (the float64 check runs on models of 64 MiB or less)")
+                                         : "max relative error of the logits " + scientific(p.max_rel_error) +
+                                               " against float64"},
+        {"kernel", p.kernel},
+    });
+    return r;
+}
+
 }  // namespace
 
 Output cmd_devices(const Options& o) {
@@ -116,19 +203,18 @@ Output cmd_devices(const Options& o) {
 Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src) {
     auto backend = backend_of(o);
     if (!backend.backend) return unavailable("probe", o, backend);
+    if (o.ceiling_size && *o.ceiling_size < (1ull << 20))
+        return {"",
+                "kvscope-cli probe: --ceiling-size: " + format_bytes(*o.ceiling_size) +
+                    " is too small to time; give at least 1 MiB (default: several times the last-level cache)\n",
+                kExitUsage};
+    if (o.step) return cmd_step(o, s, src, *backend.backend);
     probe::ProbeRequest request;
     request.arch = s.arch;
     request.dtype = s.kv_dtype;
     request.workload = s.workload;
     if (o.runs) request.timing_runs = static_cast<int>(std::min<std::uint64_t>(*o.runs, 1000));
-    if (o.ceiling_size) {
-        if (*o.ceiling_size < (1ull << 20))
-            return {"",
-                    "kvscope-cli probe: --ceiling-size: " + format_bytes(*o.ceiling_size) +
-                        " is too small to time; give at least 1 MiB (default: several times the last-level cache)\n",
-                    kExitUsage};
-        request.ceiling_bytes = *o.ceiling_size;
-    }
+    if (o.ceiling_size) request.ceiling_bytes = *o.ceiling_size;
     const probe::ProbeReport p = backend.backend->probe(request, make_control(o));
     const auto& a = p.allocation;
     const auto& at = p.attention;

@@ -224,7 +224,11 @@ const std::vector<Declared>& declared() {
         {"--backend", "B", S::probe, kProbe | kStopwatch,
          "auto, or a backend kvscope-cli devices lists (default auto: a GPU when one answers)",
          text(&Options::backend)},
-        {"--runs", "N", S::probe, kProbe, "timed decode steps (default 10)", parsed(&Options::runs, parse_count)},
+        {"--step", "", S::probe, kProbe,
+         "time a decode step of the whole model (random weights in the model's format) against the calculator",
+         flag(&Options::step)},
+        {"--runs", "N", S::probe, kProbe, "timed decode steps (default 10; 3 with --step)",
+         parsed(&Options::runs, parse_count)},
         {"--memory-limit", "SIZE", S::probe, kProbe, "refuse a cache larger than this (default: the free memory)",
          parsed(&Options::memory_limit, parse_bytes)},
         {"--ceiling-size", "SIZE", S::probe, kProbe,
@@ -504,8 +508,9 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
     Errors errors = apply_workload_options(o, s);
     if (o.kv_dtype) source.kv_dtype_source = "--kv-dtype";
 
+    source.weight_dtype = model_weight_dtype.value_or(KvDtype::bf16);
     if (o.command_id == Command::fit || o.command_id == Command::plan || names_deployment(o))
-        apply_deployment_options(o, catalog, s, model_weight_dtype.value_or(KvDtype::bf16), errors);
+        apply_deployment_options(o, catalog, s, source.weight_dtype, errors);
     if (!errors.empty()) return errors;
     return s;
 }

@@ -56,6 +56,7 @@ struct Options {
     // probe, stopwatch
     std::optional<std::string> backend, prompt;
     std::optional<std::uint64_t> tokens, runs, memory_limit, ceiling_size;
+    bool step = false;
 };
 
 // Usage errors carry the option's name: "--context: '12q' is not a whole number …", "--batch: models does not
@@ -76,6 +77,7 @@ struct ScenarioSource {
     std::vector<std::string> assumed;  // from config import
     std::vector<std::string> notes;
     std::string kv_dtype_source;
+    KvDtype weight_dtype = KvDtype::bf16;  // the model's own weights (config dtype or quantization): probe --step's
 };
 
 // Sets what the workload options give (--kv-dtype, --mamba-cache-dtype, --mamba-ssm-cache-dtype, --context,

@@ -9,17 +9,27 @@
 #include <thread>
 
 #include "backends.h"
+#include "cpu_attention.h"
 #include "cpu_kernels.h"
 #include "host_memory.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/units.h"
 #include "reference.h"
+#include "step.h"
 #include "tiny_transformer.h"
 
 namespace kvscope::probe {
 
 namespace {
 
+using cpu::attend;
+using cpu::Buffer;
+using cpu::kTile;
+using cpu::parallel_for;
+using cpu::Scratch;
+using cpu::Shape;
+using cpu::Slot;
+using cpu::uses_bf16_dot;
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point start) {
@@ -29,138 +39,6 @@ double ms_since(Clock::time_point start) {
 double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0 : v[v.size() / 2];
-}
-
-// Runs fn(i, worker) for i in [0, n) on `threads` threads (worker in [0, threads)), handing out
-// items one at a time.
-template <class Fn>
-void parallel_for(std::size_t n, unsigned threads, Fn fn) {
-    std::atomic<std::size_t> next{0};
-    auto work = [&](unsigned worker) {
-        for (std::size_t i = next++; i < n; i = next++) fn(i, worker);
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
-    work(0);
-    for (auto& t : pool) t.join();
-}
-
-struct FreeDeleter {
-    void operator()(void* p) const { std::free(p); }
-};
-using Buffer = std::unique_ptr<void, FreeDeleter>;
-
-// One sequence × layer of cache, as the attention reads it.
-struct Slot {
-    const void* k = nullptr;
-    const void* v = nullptr;  // MLA: the latent again (its first kv_lora_rank values)
-    std::uint64_t layer = 0;
-    std::uint64_t tokens = 0;  // tokens attended (not the block padding)
-};
-
-using Shape = AttentionShape;
-
-// A bf16 cache on a CPU with a BF16 dot instruction, in groups of four with rows of whole vectors:
-// the queries are rounded to bf16, as GPU kernels keep them.
-bool uses_bf16_dot(KvDtype dtype, const Shape& sh) {
-    return dtype == KvDtype::bf16 && cpu::has_bf16_dot() && (sh.q_heads / sh.kv_heads) % 4 == 0 && sh.dk % 16 == 0;
-}
-
-constexpr std::uint64_t kTile = 128;  // tokens per tile: its scores stay in L1, its V rows in L2
-
-// One thread's working memory for attend: a tile's scores ([token][query head]), the output, and
-// the running softmax. Allocated once per probe; its size is the report's workspace.
-struct Scratch {
-    explicit Scratch(const Shape& sh)
-        : scores(sh.q_heads * kTile),
-          out(sh.q_heads * sh.dv),
-          run_max(sh.q_heads),
-          run_sum(sh.q_heads),
-          tile_max(sh.q_heads) {}
-    std::uint64_t bytes() const {
-        return (scores.size() + out.size() + run_max.size() + run_sum.size() + tile_max.size()) * sizeof(float);
-    }
-    std::vector<float> scores, out, run_max, run_sum, tile_max;
-    double checksum = 0;
-};
-
-// One decode step's attention for one slot, every query head, grouped-query aware (each token's
-// K and V rows are read once, converted in registers, for every query of its group), in
-// flash-decoding order: tile by tile, the tile's scores, then an online softmax (a running
-// maximum and sum per query head; the output so far is rescaled when the maximum grows), then the
-// tile's V. Scores never leave the tile, so nothing is read twice and no pass runs over the whole
-// context's scores. `q_bf16` (queries rounded to bf16) is used when the bf16 dot path applies.
-// The result is left in sc.out.
-void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, const std::uint16_t* q_bf16, Scratch& sc) {
-    const std::uint64_t group = sh.q_heads / sh.kv_heads;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(sh.dk));
-    const std::size_t eb = cpu::element_bytes(dtype);
-    const std::uint64_t dv_stride = sh.row_v / sh.kv_heads;
-    const auto* k = static_cast<const std::byte*>(s.k);
-    const auto* v = static_cast<const std::byte*>(s.v);
-    const auto* k16 = static_cast<const std::uint16_t*>(s.k);
-    const bool bf16_dot = q_bf16 && uses_bf16_dot(dtype, sh);
-    float* scores = sc.scores.data();
-    float* out = sc.out.data();
-    std::vector<float>&run_max = sc.run_max, &run_sum = sc.run_sum, &tile_max = sc.tile_max;
-    std::fill(run_max.begin(), run_max.end(), -1e30f);
-    std::fill(run_sum.begin(), run_sum.end(), 0.0f);
-    std::fill(out, out + sh.q_heads * sh.dv, 0.0f);
-    for (std::uint64_t t0 = 0; t0 < s.tokens; t0 += kTile) {
-        const std::uint64_t n = std::min(kTile, s.tokens - t0);
-        // Scores, stored token-major ([t][query head]); tokens go in pairs so each query load is used twice.
-        std::uint64_t i = 0;
-        for (; i + 2 <= n; i += 2) {
-            const std::uint64_t t = t0 + i;
-            // Ask for every line of the pair's two rows at once: the misses then overlap instead of
-            // arriving one head at a time.
-            cpu::prefetch(k + t * sh.row_k * eb, 2 * sh.row_k * eb, cpu::CacheLevel::l1);
-            cpu::prefetch(v + t * sh.row_v * eb, 2 * sh.row_v * eb, cpu::CacheLevel::l2);  // for the V pass below
-            for (std::uint64_t h = 0; h < sh.kv_heads; ++h) {
-                float* out0 = scores + i * sh.q_heads + h * group;
-                float* out1 = out0 + sh.q_heads;
-                if (bf16_dot)
-                    cpu::dot_group_bf16x2(q_bf16 + h * group * sh.dk, group, k16 + t * sh.row_k + h * sh.dk,
-                                          k16 + (t + 1) * sh.row_k + h * sh.dk, sh.dk, out0, out1);
-                else
-                    cpu::dot_group_raw2(dtype, q + h * group * sh.dk, group, k + (t * sh.row_k + h * sh.dk) * eb,
-                                        k + ((t + 1) * sh.row_k + h * sh.dk) * eb, sh.dk, out0, out1);
-            }
-        }
-        for (; i < n; ++i)
-            for (std::uint64_t h = 0; h < sh.kv_heads; ++h)
-                cpu::dot_group_raw(dtype, q + h * group * sh.dk, group, k + ((t0 + i) * sh.row_k + h * sh.dk) * eb,
-                                   sh.dk, scores + i * sh.q_heads + h * group);
-        // Online softmax: scale, the tile's maximum, rescale what came before if the maximum grew.
-        std::fill(tile_max.begin(), tile_max.end(), -1e30f);
-        for (std::uint64_t t = 0; t < n; ++t)
-            for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
-                float& x = scores[t * sh.q_heads + qh];
-                x *= scale;
-                tile_max[qh] = std::max(tile_max[qh], x);
-            }
-        for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
-            if (tile_max[qh] <= run_max[qh]) continue;
-            const float c = std::exp(run_max[qh] - tile_max[qh]);
-            run_max[qh] = tile_max[qh];
-            run_sum[qh] *= c;
-            if (t0 > 0)
-                for (std::uint64_t d = 0; d < sh.dv; ++d) out[qh * sh.dv + d] *= c;
-        }
-        for (std::uint64_t t = 0; t < n; ++t)
-            cpu::exp_sub_accumulate(scores + t * sh.q_heads, run_max.data(), run_sum.data(), sh.q_heads);
-        // The tile's V rows (asked for during the scores), weighted by the unnormalised
-        // probabilities, while the next tile's K rows are asked for.
-        const std::uint64_t next = std::min(s.tokens, t0 + kTile), next_end = std::min(s.tokens, t0 + 2 * kTile);
-        cpu::Ahead ahead{k + next * sh.row_k * eb, k + next_end * sh.row_k * eb};
-        for (std::uint64_t h = 0; h < sh.kv_heads; ++h)
-            cpu::axpy_tokens_raw(dtype, scores + h * group, sh.q_heads, group, v + (t0 * sh.row_v + h * dv_stride) * eb,
-                                 sh.row_v, n, out + h * group * sh.dv, sh.dv, &ahead);
-    }
-    for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
-        const float inv = 1.0f / run_sum[qh];
-        for (std::uint64_t d = 0; d < sh.dv; ++d) out[qh * sh.dv + d] *= inv;
-    }
 }
 
 class CpuBackend final : public Backend {
@@ -186,6 +64,9 @@ public:
         StopwatchReport r = run_stopwatch(request, control);
         r.device = device();
         return r;
+    }
+    StepReport step(const StepRequest& request, const Control& control) override {
+        return run_cpu_step(request, control, device());
     }
 };
 

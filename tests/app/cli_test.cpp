@@ -223,6 +223,46 @@ TEST(Cli, ProbeRefusesWhatDoesNotFitAndFormatsItCannotStore) {
     EXPECT_NE(r.err.find("'tpu' is not a backend"), std::string::npos) << r.err;
 }
 
+TEST(Cli, ProbeStepTimesTheWholeModelBesideTheCalculatorsFloor) {
+    const auto path =
+        std::filesystem::temp_directory_path() / ("kvscope-cli-step-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(path) << R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "intermediate_size": 1024, "vocab_size": 1000,
+        "torch_dtype": "bfloat16", "max_position_embeddings": 4096})";
+    const std::string args =
+        "probe --step --backend cpu --config " + path.string() + " --context 64 --batch 2 --runs 1 --ceiling-size 16MiB";
+    const CliRun r = cli(args + " --json");
+    const CliRun text = cli(args);
+    std::filesystem::remove(path);
+    ASSERT_EQ(r.status, 0) << r.err << r.out;
+    const auto doc = kvscope::json::parse(r.out);
+    ASSERT_TRUE(doc.value.has_value()) << r.out;
+    const kvscope::json::Value& v = *doc.value;
+    EXPECT_EQ(v.find("status")->as_string(), "ok");
+    EXPECT_EQ(v.find("weight_dtype")->as_string(), "bf16");
+    const kvscope::json::Value& st = *v.find("step");
+    EXPECT_EQ(u64(st, "layers_run"), 2u);
+    EXPECT_EQ(u64(st, "layers_total"), 2u);
+    EXPECT_FALSE(st.find("scaled")->as_bool());
+    EXPECT_GT(st.find("step_ms")->as_double(), 0.0);
+    EXPECT_GT(st.find("predicted_step_ms")->as_double(), 0.0);
+    // predicted ÷ measured, and tokens/s per sequence and for both sequences.
+    EXPECT_NEAR(st.find("fraction_of_prediction")->as_double(),
+                st.find("predicted_step_ms")->as_double() / st.find("step_ms")->as_double(), 1e-9);
+    EXPECT_NEAR(st.find("tokens_per_s_total")->as_double(), 2 * st.find("tokens_per_s")->as_double(), 1e-9);
+    // 2 sequences x 2 layers x (K + V) x 2 heads x 64 dims x 64 tokens x 2 bytes (bf16, the config's dtype).
+    EXPECT_EQ(u64(st, "kv_bytes_read"), 2u * 2 * 2 * 2 * 64 * 64 * 2);
+    ASSERT_TRUE(st.find("max_rel_error")->is_number());
+    EXPECT_LT(st.find("max_rel_error")->as_double(), 1e-4);
+    for (const char* k : {"weights_ms", "attention_ms", "other_ms"})
+        EXPECT_GE(st.find("breakdown")->find(k)->as_double(), 0.0) << k;
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("measured/predicted:"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("2 of 2 run"), std::string::npos) << text.out;
+    // Only probe takes --step.
+    EXPECT_EQ(cli("kv --model llama-3-8b --step").status, 2);
+}
+
 TEST(Cli, StopwatchJsonHasBothRunsAndTheirTexts) {
     const CliRun r = cli("stopwatch --backend cpu --tokens 12 --json");
     ASSERT_EQ(r.status, 0) << r.err;

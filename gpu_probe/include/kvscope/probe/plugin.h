@@ -7,7 +7,7 @@
 #include "kvscope/probe/probe.h"
 
 namespace kvscope::probe {
-constexpr int kPluginAbi = 1;
+constexpr int kPluginAbi = 2;  // 2: Backend::step
 }  // namespace kvscope::probe
 
 #define KVSCOPE_PLUGIN_EXPORT extern "C" __attribute__((visibility("default")))

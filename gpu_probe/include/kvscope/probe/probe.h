@@ -142,12 +142,52 @@ struct StopwatchReport {
     double speedup_bound = 0;  // the calculator's FLOP ratio for the same model and tokens
 };
 
+// One decode step of the whole model (probe --step): random weights of the model's exact shapes
+// (fixed seeds, never zero), every sequence attending its allocated cache at the context. Per layer:
+// norm, QKV projection, RoPE, the new token's K and V written into the cache, attention, output
+// projection, norm, MLP (MoE: the router picks each token's top-k experts, and the experts the batch
+// chose are the ones read); then the final norm and the LM head.
+struct StepRequest {
+    Architecture arch;
+    KvDtype kv_dtype = KvDtype::fp16;      // the cache: fp32, fp16 or bf16
+    KvDtype weight_dtype = KvDtype::bf16;  // the weights: fp32, fp16 or bf16
+    Workload workload;                     // `batch` sequences, each attending `context_tokens`
+    int timing_runs = 3;                   // after one warm-up step
+    std::uint64_t ceiling_bytes = 0;       // the read pass that measures the bandwidth (0: as the probe's)
+};
+
+struct StepReport {
+    Status status = Status::ok;
+    std::string message;
+    DeviceInfo device;
+    double step_ms = 0;  // median, the whole model (scaled from the layers run when not all fit)
+    double min_step_ms = 0;
+    int runs = 0;
+    std::uint64_t layers_run = 0, layers_total = 0;
+    bool scaled = false;                    // only `layers_run` layers fit; their time was scaled to all
+    std::uint64_t weights_bytes_read = 0;   // per step, whole model: the matrices the batch multiplies through
+    std::uint64_t kv_bytes_read = 0;        // per step, whole model: every sequence's attended cache
+    std::uint64_t experts_read = 0;         // MoE: experts the batch chose, summed over the layers (scaled)
+    double weights_ms = 0, attention_ms = 0, other_ms = 0;  // the breakdown of step_ms
+    double ceiling_gbps = 0;                // read bandwidth measured in the same run
+    double predicted_step_ms = 0;           // the calculator's floor (decode_estimate) on that bandwidth
+    std::uint64_t predicted_bytes_read = 0;  // the bytes that floor reads
+    double max_rel_error = -1;              // logits against float64 of the same layers; -1: not checked
+    std::string kernel;                     // how the step was computed
+    [[nodiscard]] double tokens_per_s() const { return step_ms > 0 ? 1000.0 / step_ms : 0; }  // per sequence
+    [[nodiscard]] double predicted_tokens_per_s() const {
+        return predicted_step_ms > 0 ? 1000.0 / predicted_step_ms : 0;
+    }
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
     [[nodiscard]] virtual DeviceInfo device() const = 0;
     virtual ProbeReport probe(const ProbeRequest& request, const Control& control) = 0;
     virtual StopwatchReport stopwatch(const StopwatchRequest& request, const Control& control) = 0;
+    // A backend without its own step says so (status failed, and which backend runs it).
+    virtual StepReport step(const StepRequest& request, const Control& control);
 };
 
 // A backend by name, or why it cannot run here: "cpu" always works; "cuda" when built with CUDA

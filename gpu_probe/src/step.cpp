@@ -1,0 +1,674 @@
+// probe --step: one decode step of the whole model on the CPU backend, timed and checked, beside the
+// calculator's prediction for the same scenario on the bandwidth measured in the same run.
+//
+// The layer is the Llama layer (transformers' modeling_llama.py, which Mistral, Qwen2/3 and their MoE
+// variants follow): RMSNorm, fused QKV projection, RoPE (theta 10,000; the rotation's cost does not depend
+// on theta), attention over the cache with the new token's K and V written into it, output projection,
+// residual; RMSNorm, gated MLP (SiLU(gate) · up, then down) or, on expert layers, the router's softmax
+// top-k over the experts (Mixtral's modeling_mixtral.py: the chosen weights renormalised) plus any
+// shared experts, residual. Then the final RMSNorm and the LM head. Norm weights are 1.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <new>
+#include <numeric>
+
+#include "backends.h"
+#include "cpu_attention.h"
+#include "cpu_kernels.h"
+#include "host_memory.h"
+#include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/units.h"
+#include "step.h"
+
+namespace kvscope::probe {
+
+StepReport Backend::step(const StepRequest&, const Control&) {
+    StepReport r;
+    r.device = device();
+    r.status = Status::failed;
+    r.message = "the " + r.device.backend +
+                " backend does not run the decode step yet; the CPU backend does (--backend cpu)";
+    return r;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using cpu::Buffer;
+using cpu::parallel_for;
+
+double ms_since(Clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+bool step_format(KvDtype d) { return d == KvDtype::fp32 || d == KvDtype::fp16 || d == KvDtype::bf16; }
+
+// The shapes one layer multiplies through.
+struct Dims {
+    std::uint64_t hidden = 0, q_heads = 0, kv_heads = 0, dk = 0, dv = 0, intermediate = 0, vocab = 0;
+    bool gated = true;
+    std::uint64_t experts = 0, top_k = 0, expert_intermediate = 0, shared = 0;
+    [[nodiscard]] std::uint64_t qkv_rows() const { return q_heads * dk + kv_heads * dk + kv_heads * dv; }
+    [[nodiscard]] std::uint64_t up_rows(std::uint64_t inter) const { return gated ? 2 * inter : inter; }
+};
+
+// One layer's matrices, row-major [out][in] in the weight format.
+struct LayerWeights {
+    bool moe = false;
+    Buffer qkv, o, up, down;  // up: the gate's rows, then the up projection's
+    Buffer router;
+    std::vector<Buffer> expert_up, expert_down;
+    Buffer shared_up, shared_down;  // the shared experts side by side
+};
+
+struct Matrix {
+    std::uint64_t rows = 0, cols = 0;
+    [[nodiscard]] std::uint64_t elements() const { return rows * cols; }
+};
+
+Buffer allocate(std::uint64_t bytes) {
+    void* p = std::malloc(std::max<std::uint64_t>(bytes, 1));
+    if (!p) throw std::bad_alloc();
+    host::advise_huge_pages(p, bytes);
+    return Buffer(p);
+}
+
+// y[b·N + n] = Σ_k x[b·K + k] · W[n·K + k]: each weight row is read once, in its stored format, for every
+// sequence of the batch (cpu::dot_group_raw2 converts it in registers).
+void matmul(KvDtype wd, const void* w, const Matrix& m, const float* x, std::uint64_t batch, float* y,
+            unsigned threads) {
+    const std::size_t eb = cpu::element_bytes(wd);
+    const auto* base = static_cast<const std::byte*>(w);
+    constexpr std::uint64_t kRows = 64;  // rows a thread takes at a time
+    const std::uint64_t blocks = (m.rows + kRows - 1) / kRows;
+    parallel_for(blocks, std::min<unsigned>(threads, static_cast<unsigned>(blocks)), [&](std::size_t blk, unsigned) {
+        std::vector<float> out0(batch), out1(batch);
+        const std::uint64_t lo = blk * kRows, hi = std::min(m.rows, lo + kRows);
+        std::uint64_t n = lo;
+        for (; n + 2 <= hi; n += 2) {
+            cpu::dot_group_raw2(wd, x, batch, base + n * m.cols * eb, base + (n + 1) * m.cols * eb, m.cols,
+                                out0.data(), out1.data());
+            for (std::uint64_t b = 0; b < batch; ++b) {
+                y[b * m.rows + n] = out0[b];
+                y[b * m.rows + n + 1] = out1[b];
+            }
+        }
+        for (; n < hi; ++n) {
+            cpu::dot_group_raw(wd, x, batch, base + n * m.cols * eb, m.cols, out0.data());
+            for (std::uint64_t b = 0; b < batch; ++b) y[b * m.rows + n] = out0[b];
+        }
+    });
+}
+
+void rms_norm(const float* x, float* out, std::uint64_t n) {
+    double ss = 0;
+    for (std::uint64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+    const auto inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + 1e-6));
+    for (std::uint64_t i = 0; i < n; ++i) out[i] = x[i] * inv;
+}
+
+// Rotates each head's pairs (i, i + d/2) by position · 10000^(−2i/d) (the Llama convention).
+void rope(float* v, std::uint64_t heads, std::uint64_t d, std::uint64_t position) {
+    const std::uint64_t half = d / 2;
+    for (std::uint64_t i = 0; i < half; ++i) {
+        const double angle = static_cast<double>(position) *
+                             std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+        const auto c = static_cast<float>(std::cos(angle)), s = static_cast<float>(std::sin(angle));
+        for (std::uint64_t h = 0; h < heads; ++h) {
+            float& a = v[h * d + i];
+            float& b = v[h * d + i + half];
+            const float x = a, y = b;
+            a = x * c - y * s;
+            b = x * s + y * c;
+        }
+    }
+}
+
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+// The new token's K or V row, written in the cache's format.
+void store_row(KvDtype dtype, const float* src, void* dst, std::uint64_t n) {
+    if (dtype == KvDtype::fp32) {
+        std::memcpy(dst, src, n * sizeof(float));
+    } else if (dtype == KvDtype::bf16) {
+        cpu::to_bf16(src, static_cast<std::uint16_t*>(dst), n);
+    } else {
+        auto* h = static_cast<_Float16*>(dst);
+        for (std::uint64_t i = 0; i < n; ++i) h[i] = static_cast<_Float16>(src[i]);
+    }
+}
+
+// A token's chosen experts and their weights (softmax over all experts, top-k, renormalised).
+struct Route {
+    std::vector<std::uint64_t> experts;
+    std::vector<float> weights;
+};
+
+Route route(const float* logits, std::uint64_t experts, std::uint64_t k) {
+    std::vector<std::uint64_t> order(experts);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                      [&](std::uint64_t a, std::uint64_t b) { return logits[a] > logits[b]; });
+    Route r;
+    r.experts.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k));
+    const float top = logits[r.experts.front()];
+    float sum = 0;
+    for (const std::uint64_t e : r.experts) sum += r.weights.emplace_back(std::exp(logits[e] - top));
+    for (float& w : r.weights) w /= sum;
+    return r;
+}
+
+// Everything the step holds, and how each phase is timed.
+class Model {
+public:
+    Model(const StepRequest& req, Dims dims, std::uint64_t layers, unsigned threads)
+        : req_(req), d_(dims), layers_(layers), threads_(threads), eb_(cpu::element_bytes(req.weight_dtype)) {}
+
+    // Bytes of one layer's weights, and of the weights outside the layers.
+    [[nodiscard]] std::uint64_t layer_bytes(std::uint64_t l) const {
+        std::uint64_t e = d_.qkv_rows() * d_.hidden + d_.hidden * d_.q_heads * d_.dv;
+        if (moe_layer(l)) {
+            e += d_.experts * d_.hidden;
+            e += d_.experts * (d_.up_rows(d_.expert_intermediate) + d_.expert_intermediate) * d_.hidden;
+            e += d_.shared * (d_.up_rows(d_.expert_intermediate) + d_.expert_intermediate) * d_.hidden;
+        } else {
+            e += (d_.up_rows(d_.intermediate) + d_.intermediate) * d_.hidden;
+        }
+        return e * eb_;
+    }
+    [[nodiscard]] std::uint64_t outer_bytes() const {
+        return (req_.arch.tied_embeddings ? 1 : 2) * d_.vocab * d_.hidden * eb_;
+    }
+    [[nodiscard]] bool moe_layer(std::uint64_t l) const {
+        return req_.arch.moe && d_.experts > 0 && req_.arch.moe->has_experts(l);
+    }
+
+    // Random weights, each matrix its own seed.
+    void allocate_weights() {
+        std::vector<std::pair<void*, std::uint64_t>> fills;  // buffer, elements
+        auto make = [&](const Matrix& m) {
+            Buffer b = allocate(m.elements() * eb_);
+            fills.emplace_back(b.get(), m.elements());
+            return b;
+        };
+        embedding_ = make({d_.vocab, d_.hidden});
+        if (!req_.arch.tied_embeddings) head_ = make({d_.vocab, d_.hidden});
+        layers_w_.resize(layers_);
+        for (std::uint64_t l = 0; l < layers_; ++l) {
+            LayerWeights& w = layers_w_[l];
+            w.qkv = make(qkv());
+            w.o = make(o());
+            w.moe = moe_layer(l);
+            if (w.moe) {
+                w.router = make({d_.experts, d_.hidden});
+                for (std::uint64_t e = 0; e < d_.experts; ++e) {
+                    w.expert_up.push_back(make(up(d_.expert_intermediate)));
+                    w.expert_down.push_back(make(down(d_.expert_intermediate)));
+                }
+                if (d_.shared > 0) {
+                    w.shared_up = make(up(d_.shared * d_.expert_intermediate));
+                    w.shared_down = make(down(d_.shared * d_.expert_intermediate));
+                }
+            } else {
+                w.up = make(up(d_.intermediate));
+                w.down = make(down(d_.intermediate));
+            }
+        }
+        // Weights of magnitude 1/8 … 1 scaled by 1/√(inputs) keep the activations near 1 through the layers,
+        // as trained weights do; the scale is applied to the products, so the stored values stay random.
+        parallel_for(fills.size(), threads_, [&](std::size_t i, unsigned) {
+            cpu::fill_random(req_.weight_dtype, fills[i].first, fills[i].second, 104729 + i);
+        });
+    }
+
+    // The cache slots of the layers run, from the probe's allocation list.
+    void set_cache(std::vector<cpu::Slot> slots, std::vector<void*> new_k, std::vector<void*> new_v) {
+        slots_ = std::move(slots);
+        new_k_ = std::move(new_k);
+        new_v_ = std::move(new_v);
+    }
+
+    struct Times {
+        double weights_ms = 0, attention_ms = 0, layers_ms = 0;  // the layers run
+        double outer_ms = 0, outer_weights_ms = 0;                 // the embedding lookup, final norm and head
+        std::uint64_t weight_bytes = 0, outer_weight_bytes = 0, experts = 0;
+    };
+
+    // One step for the batch: token ids → logits. `routes` (MoE) receives the choices made, per layer and
+    // token (the float64 check follows them).
+    Times run(const std::vector<std::uint64_t>& tokens, std::vector<float>& logits,
+              std::vector<std::vector<Route>>* routes = nullptr) {
+        Times t;
+        const std::uint64_t B = tokens.size(), H = d_.hidden;
+        const cpu::Shape sh{d_.q_heads, d_.kv_heads, d_.dk, d_.dv, d_.kv_heads * d_.dk, d_.kv_heads * d_.dv};
+        auto start = Clock::now();
+        std::vector<float> x(B * H), xn(B * H);
+        for (std::uint64_t b = 0; b < B; ++b)
+            cpu::to_float(req_.weight_dtype, static_cast<const std::byte*>(embedding_.get()) + tokens[b] * H * eb_,
+                          x.data() + b * H, H);
+        t.outer_ms += ms_since(start);
+        if (routes) routes->assign(layers_, {});
+        const float in_scale = 1.0f / std::sqrt(static_cast<float>(H));
+        std::vector<float> qkv_out(B * d_.qkv_rows()), attn(B * d_.q_heads * d_.dv), proj(B * H);
+        std::vector<cpu::Scratch> scratch(threads_, cpu::Scratch(sh));
+        const auto layers_start = Clock::now();
+        for (std::uint64_t l = 0; l < layers_; ++l) {
+            const LayerWeights& w = layers_w_[l];
+            for (std::uint64_t b = 0; b < B; ++b) rms_norm(x.data() + b * H, xn.data() + b * H, H);
+            t.weights_ms += timed([&] { matmul(req_.weight_dtype, w.qkv.get(), qkv(), xn.data(), B, qkv_out.data(), threads_); });
+            t.weight_bytes += qkv().elements() * eb_;
+            for (float& v : qkv_out) v *= in_scale;
+            t.attention_ms += timed([&] {
+                parallel_for(B, threads_, [&](std::size_t b, unsigned worker) {
+                    float* row = qkv_out.data() + b * d_.qkv_rows();
+                    const cpu::Slot& s = slots_[l * B + b];
+                    rope(row, d_.q_heads, d_.dk, s.tokens - 1);
+                    rope(row + d_.q_heads * d_.dk, d_.kv_heads, d_.dk, s.tokens - 1);
+                    store_row(req_.kv_dtype, row + d_.q_heads * d_.dk, new_k_[l * B + b], sh.row_k);
+                    store_row(req_.kv_dtype, row + d_.q_heads * d_.dk + sh.row_k, new_v_[l * B + b], sh.row_v);
+                    cpu::attend(s, sh, req_.kv_dtype, row, nullptr, scratch[worker]);
+                    std::copy(scratch[worker].out.begin(), scratch[worker].out.end(),
+                              attn.begin() + static_cast<std::ptrdiff_t>(b * d_.q_heads * d_.dv));
+                });
+            });
+            t.weights_ms += timed([&] { matmul(req_.weight_dtype, w.o.get(), o(), attn.data(), B, proj.data(), threads_); });
+            t.weight_bytes += o().elements() * eb_;
+            const float o_scale = 1.0f / std::sqrt(static_cast<float>(d_.q_heads * d_.dv));
+            for (std::uint64_t i = 0; i < B * H; ++i) x[i] += proj[i] * o_scale;
+            for (std::uint64_t b = 0; b < B; ++b) rms_norm(x.data() + b * H, xn.data() + b * H, H);
+            if (w.moe) {
+                experts(w, xn, B, proj, t, routes ? &(*routes)[l] : nullptr);
+            } else {
+                mlp(w.up.get(), w.down.get(), d_.intermediate, xn.data(), B, proj.data(), t);
+            }
+            for (std::uint64_t i = 0; i < B * H; ++i) x[i] += proj[i];
+        }
+        t.layers_ms = ms_since(layers_start);
+        start = Clock::now();
+        for (std::uint64_t b = 0; b < B; ++b) rms_norm(x.data() + b * H, xn.data() + b * H, H);
+        logits.assign(B * d_.vocab, 0.0f);
+        t.outer_weights_ms = timed([&] {
+            matmul(req_.weight_dtype, head_ ? head_.get() : embedding_.get(), {d_.vocab, H}, xn.data(), B,
+                   logits.data(), threads_);
+        });
+        for (float& v : logits) v *= in_scale;
+        t.outer_ms += ms_since(start);
+        t.outer_weight_bytes = d_.vocab * H * eb_ + B * H * eb_;  // the head, and the embedding rows looked up
+        return t;
+    }
+
+    [[nodiscard]] const Dims& dims() const { return d_; }
+    [[nodiscard]] const LayerWeights& layer(std::uint64_t l) const { return layers_w_[l]; }
+    [[nodiscard]] const void* embedding() const { return embedding_.get(); }
+    [[nodiscard]] const void* head() const { return head_ ? head_.get() : embedding_.get(); }
+    [[nodiscard]] const std::vector<cpu::Slot>& slots() const { return slots_; }
+    [[nodiscard]] const std::vector<void*>& new_k() const { return new_k_; }
+    [[nodiscard]] const std::vector<void*>& new_v() const { return new_v_; }
+    [[nodiscard]] Matrix qkv() const { return {d_.qkv_rows(), d_.hidden}; }
+    [[nodiscard]] Matrix o() const { return {d_.hidden, d_.q_heads * d_.dv}; }
+    [[nodiscard]] Matrix up(std::uint64_t inter) const { return {d_.up_rows(inter), d_.hidden}; }
+    [[nodiscard]] Matrix down(std::uint64_t inter) const { return {d_.hidden, inter}; }
+
+private:
+    template <class F>
+    static double timed(F f) {
+        const auto start = Clock::now();
+        f();
+        return ms_since(start);
+    }
+
+    // out = down(act(x · up)) for `rows` inputs, scaled as the activations of trained weights are.
+    void mlp(const void* up_w, const void* down_w, std::uint64_t inter, const float* in, std::uint64_t rows,
+             float* out, Times& t) {
+        const std::uint64_t H = d_.hidden;
+        std::vector<float> h(rows * d_.up_rows(inter)), act(rows * inter);
+        t.weights_ms += timed([&] { matmul(req_.weight_dtype, up_w, up(inter), in, rows, h.data(), threads_); });
+        const float s_in = 1.0f / std::sqrt(static_cast<float>(H));
+        for (std::uint64_t r = 0; r < rows; ++r)
+            for (std::uint64_t i = 0; i < inter; ++i) {
+                const float* hr = h.data() + r * d_.up_rows(inter);
+                act[r * inter + i] = d_.gated ? silu(hr[i] * s_in) * (hr[inter + i] * s_in) : silu(hr[i] * s_in);
+            }
+        t.weights_ms += timed([&] { matmul(req_.weight_dtype, down_w, down(inter), act.data(), rows, out, threads_); });
+        const float s_out = 1.0f / std::sqrt(static_cast<float>(inter));
+        for (std::uint64_t i = 0; i < rows * H; ++i) out[i] *= s_out;
+        t.weight_bytes += (up(inter).elements() + down(inter).elements()) * eb_;
+    }
+
+    void experts(const LayerWeights& w, const std::vector<float>& xn, std::uint64_t B, std::vector<float>& out,
+                 Times& t, std::vector<Route>* record) {
+        const std::uint64_t H = d_.hidden;
+        std::vector<float> logits(B * d_.experts);
+        t.weights_ms += timed([&] { matmul(req_.weight_dtype, w.router.get(), {d_.experts, H}, xn.data(), B, logits.data(), threads_); });
+        t.weight_bytes += d_.experts * H * eb_;
+        std::vector<Route> routes(B);
+        for (std::uint64_t b = 0; b < B; ++b)
+            routes[b] = route(logits.data() + b * d_.experts, d_.experts, d_.top_k);
+        if (record) *record = routes;
+        std::fill(out.begin(), out.end(), 0.0f);
+        // Each chosen expert once, over the tokens that chose it.
+        for (std::uint64_t e = 0; e < d_.experts; ++e) {
+            std::vector<std::uint64_t> rows;
+            std::vector<float> weights;
+            for (std::uint64_t b = 0; b < B; ++b)
+                for (std::size_t k = 0; k < routes[b].experts.size(); ++k)
+                    if (routes[b].experts[k] == e) {
+                        rows.push_back(b);
+                        weights.push_back(routes[b].weights[k]);
+                    }
+            if (rows.empty()) continue;
+            ++t.experts;
+            std::vector<float> in(rows.size() * H), y(rows.size() * H);
+            for (std::size_t r = 0; r < rows.size(); ++r)
+                std::copy_n(xn.begin() + static_cast<std::ptrdiff_t>(rows[r] * H), H, in.begin() + static_cast<std::ptrdiff_t>(r * H));
+            mlp(w.expert_up[e].get(), w.expert_down[e].get(), d_.expert_intermediate, in.data(), rows.size(), y.data(), t);
+            for (std::size_t r = 0; r < rows.size(); ++r)
+                for (std::uint64_t i = 0; i < H; ++i) out[rows[r] * H + i] += weights[r] * y[r * H + i];
+        }
+        if (d_.shared > 0) {
+            std::vector<float> y(B * H);
+            mlp(w.shared_up.get(), w.shared_down.get(), d_.shared * d_.expert_intermediate, xn.data(), B, y.data(), t);
+            for (std::uint64_t i = 0; i < B * H; ++i) out[i] += y[i];
+        }
+    }
+
+    const StepRequest& req_;
+    Dims d_;
+    std::uint64_t layers_;
+    unsigned threads_;
+    std::size_t eb_;
+    Buffer embedding_, head_;
+    std::vector<LayerWeights> layers_w_;
+    std::vector<cpu::Slot> slots_;
+    std::vector<void*> new_k_, new_v_;
+};
+
+// The same step in float64 from the same stored weights and cache (and the step's own expert choices):
+// the logits every run is checked against, for models small enough to redo this way.
+std::vector<double> reference_logits(const Model& m, const StepRequest& req, const std::vector<std::uint64_t>& tokens,
+                                     const std::vector<std::vector<Route>>& routes, std::uint64_t layers) {
+    const Dims& d = m.dims();
+    const KvDtype wd = req.weight_dtype;
+    const std::size_t eb = cpu::element_bytes(wd);
+    const std::uint64_t H = d.hidden, B = tokens.size();
+    auto row = [&](const void* w, std::uint64_t r, std::uint64_t cols) {
+        std::vector<float> f(cols);
+        cpu::to_float(wd, static_cast<const std::byte*>(w) + r * cols * eb, f.data(), cols);
+        return std::vector<double>(f.begin(), f.end());
+    };
+    auto matvec = [&](const void* w, const Matrix& mx, const std::vector<double>& x) {
+        std::vector<double> y(mx.rows);
+        for (std::uint64_t r = 0; r < mx.rows; ++r) {
+            const std::vector<double> wr = row(w, r, mx.cols);
+            y[r] = std::inner_product(wr.begin(), wr.end(), x.begin(), 0.0);
+        }
+        return y;
+    };
+    auto norm = [](std::vector<double> x) {
+        double ss = 0;
+        for (const double v : x) ss += v * v;
+        const double inv = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + 1e-6);
+        for (double& v : x) v *= inv;
+        return x;
+    };
+    auto rope_d = [](double* v, std::uint64_t heads, std::uint64_t dim, std::uint64_t pos) {
+        for (std::uint64_t i = 0; i < dim / 2; ++i) {
+            const double a = static_cast<double>(pos) *
+                             std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+            for (std::uint64_t h = 0; h < heads; ++h) {
+                double &p = v[h * dim + i], &q = v[h * dim + i + dim / 2];
+                const double x = p, y = q;
+                p = x * std::cos(a) - y * std::sin(a);
+                q = x * std::sin(a) + y * std::cos(a);
+            }
+        }
+    };
+    auto silu_d = [](double x) { return x / (1.0 + std::exp(-x)); };
+    auto mlp_d = [&](const void* up_w, const void* down_w, std::uint64_t inter, const std::vector<double>& x) {
+        const std::vector<double> h = matvec(up_w, m.up(inter), x);
+        const double s_in = 1.0 / std::sqrt(static_cast<double>(H));
+        std::vector<double> act(inter);
+        for (std::uint64_t i = 0; i < inter; ++i)
+            act[i] = d.gated ? silu_d(h[i] * s_in) * (h[inter + i] * s_in) : silu_d(h[i] * s_in);
+        std::vector<double> y = matvec(down_w, m.down(inter), act);
+        for (double& v : y) v /= std::sqrt(static_cast<double>(inter));
+        return y;
+    };
+    const cpu::Shape sh{d.q_heads, d.kv_heads, d.dk, d.dv, d.kv_heads * d.dk, d.kv_heads * d.dv};
+    std::vector<double> logits;
+    for (std::uint64_t b = 0; b < B; ++b) {
+        std::vector<double> x = row(m.embedding(), tokens[b], H);
+        for (std::uint64_t l = 0; l < layers; ++l) {
+            const LayerWeights& w = m.layer(l);
+            std::vector<double> qkv = matvec(w.qkv.get(), m.qkv(), norm(x));
+            for (double& v : qkv) v /= std::sqrt(static_cast<double>(H));
+            const cpu::Slot& s = m.slots()[l * B + b];
+            rope_d(qkv.data(), d.q_heads, d.dk, s.tokens - 1);
+            // The new K and V are in the cache already, in its format (the step wrote them).
+            const std::vector<float> q(qkv.begin(), qkv.begin() + static_cast<std::ptrdiff_t>(d.q_heads * d.dk));
+            const std::vector<double> attn = attention_reference(s.k, s.v, s.tokens, sh, req.kv_dtype, q.data());
+            const std::vector<double> o = matvec(w.o.get(), m.o(), attn);
+            for (std::uint64_t i = 0; i < H; ++i) x[i] += o[i] / std::sqrt(static_cast<double>(d.q_heads * d.dv));
+            const std::vector<double> xn = norm(x);
+            std::vector<double> y(H, 0.0);
+            if (w.moe) {
+                const Route& r = routes[l][b];
+                for (std::size_t k = 0; k < r.experts.size(); ++k) {
+                    const std::vector<double> e =
+                        mlp_d(w.expert_up[r.experts[k]].get(), w.expert_down[r.experts[k]].get(), d.expert_intermediate, xn);
+                    for (std::uint64_t i = 0; i < H; ++i) y[i] += r.weights[k] * e[i];
+                }
+                if (d.shared > 0) {
+                    const std::vector<double> e = mlp_d(w.shared_up.get(), w.shared_down.get(), d.shared * d.expert_intermediate, xn);
+                    for (std::uint64_t i = 0; i < H; ++i) y[i] += e[i];
+                }
+            } else {
+                y = mlp_d(w.up.get(), w.down.get(), d.intermediate, xn);
+            }
+            for (std::uint64_t i = 0; i < H; ++i) x[i] += y[i];
+        }
+        std::vector<double> out = matvec(m.head(), {d.vocab, H}, norm(x));
+        for (double& v : out) logits.push_back(v / std::sqrt(static_cast<double>(H)));
+    }
+    return logits;
+}
+
+StepReport fail(StepReport r, Status s, std::string message) {
+    r.status = s;
+    r.message = std::move(message);
+    return r;
+}
+
+std::string ms_text(double ms) { return number_text(ms, Notation::fixed, ms < 10 ? 2 : 1) + " ms"; }
+std::string one_decimal(double v) { return number_text(v, Notation::fixed, 1); }
+
+double median_of(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+StepReport run_cpu_step(const StepRequest& req, const Control& control, const DeviceInfo& device) {
+    StepReport r;
+    r.device = device;
+    const Architecture& a = req.arch;
+    r.layers_total = a.layers;
+    // What the step can run: every layer attending with K and V of the model's heads.
+    if (!step_format(req.kv_dtype))
+        return fail(r, Status::invalid_input,
+                    "kv_dtype: the step stores fp32, fp16 or bf16 caches (not " + std::string(to_string(req.kv_dtype)) + ")");
+    if (!step_format(req.weight_dtype))
+        return fail(r, Status::invalid_input,
+                    "weight_dtype: the CPU step multiplies fp32, fp16 or bf16 weights (not " +
+                        std::string(to_string(req.weight_dtype)) + "); give --weight-dtype bf16");
+    if (const Errors e = validate(a); !e.empty()) return fail(r, Status::invalid_input, join_errors(e));
+    if (a.mla) return fail(r, Status::invalid_input, "the step does not run MLA layers yet (this model's attention is MLA)");
+    for (const LayerSpec& l : a.layer_specs)
+        if (!l.caches_kv())
+            return fail(r, Status::invalid_input,
+                        "the step runs layers that attend with a K and V cache of their own; this model has " +
+                            layer_mix_text(a) + ", which it does not run yet");
+    if (a.hidden_size == 0 || a.vocab_size == 0 || (a.intermediate_size == 0 && !a.moe))
+        return fail(r, Status::invalid_input,
+                    "the step needs the model's hidden_size, intermediate_size and vocab_size (the config gives none "
+                    "of at least one)");
+    if (a.head_dim_k % 2 != 0)
+        return fail(r, Status::invalid_input, "head_dim: RoPE rotates pairs of values, so the key head dimension must be even");
+    Dims d;
+    d.hidden = a.hidden_size;
+    d.q_heads = a.query_heads;
+    d.kv_heads = a.kv_heads;
+    d.dk = a.head_dim_k;
+    d.dv = a.head_dim_v;
+    d.intermediate = a.intermediate_size;
+    d.vocab = a.vocab_size;
+    d.gated = a.gated_mlp;
+    if (a.moe) {
+        d.experts = a.moe->experts;
+        d.top_k = std::min(a.moe->experts_per_token, a.moe->experts);
+        d.expert_intermediate = a.moe->expert_intermediate_size ? a.moe->expert_intermediate_size : a.intermediate_size;
+        d.shared = a.moe->shared_experts;
+    }
+    ProbeRequest cache_request;
+    cache_request.arch = a;
+    cache_request.dtype = req.kv_dtype;
+    cache_request.workload = req.workload;
+    auto tensors = kv_tensors(cache_request);
+    if (!tensors) return fail(r, Status::invalid_input, tensors.error_text());
+    const std::uint64_t B = req.workload.batch;
+
+    // The read ceiling first, so its buffer is gone before the model is allocated.
+    control.report(0.02, "measuring the read bandwidth ceiling");
+    const std::uint64_t ceiling_bytes =
+        req.ceiling_bytes ? req.ceiling_bytes
+                          : std::min<std::uint64_t>(std::max<std::uint64_t>(4 * host::last_level_cache_bytes(), 256ull << 20),
+                                                    1ull << 30);
+    r.ceiling_gbps = measure_host_read_gbps(ceiling_bytes);
+    if (r.ceiling_gbps <= 0)
+        return fail(r, Status::out_of_memory, "could not allocate the " + format_bytes(ceiling_bytes) + " bandwidth buffer");
+
+    // As many layers as fit beside the embedding and the head.
+    const unsigned threads = host::threads();
+    const std::uint64_t limit = control.memory_limit_bytes ? control.memory_limit_bytes : host::available_bytes();
+    const std::uint64_t margin = 64ull << 20;  // activations, scratch and the allocator's own
+    std::vector<std::uint64_t> layer_kv(a.layers, 0);
+    for (const KvTensor& t : *tensors) layer_kv[t.layer] += t.bytes;
+    Model probe_model(req, d, 0, threads);
+    std::uint64_t need = probe_model.outer_bytes() + margin, layers_run = 0;
+    for (std::uint64_t l = 0; l < a.layers; ++l) {
+        const std::uint64_t more = probe_model.layer_bytes(l) + layer_kv[l];
+        if (need + more > limit) break;
+        need += more;
+        ++layers_run;
+    }
+    if (layers_run == 0)
+        return fail(r, Status::out_of_memory,
+                    "one layer (" + format_bytes(probe_model.layer_bytes(0) + layer_kv[0]) + " of weights and cache) beside the " +
+                        "embedding and head (" + format_bytes(probe_model.outer_bytes()) + ") needs more than the " +
+                        format_bytes(limit) +
+                        (control.memory_limit_bytes ? " the memory limit allows" : " of memory available") +
+                        "; lower the batch, the context or the weight precision");
+    r.layers_run = layers_run;
+    r.scaled = layers_run < a.layers;
+
+    Model model(req, d, layers_run, threads);
+    std::vector<Buffer> cache;
+    std::vector<cpu::Slot> slots(layers_run * B);
+    std::vector<void*> new_k(layers_run * B), new_v(layers_run * B);
+    control.report(0.1, "allocating " + format_bytes(need - margin) + " of weights and cache (" +
+                            std::to_string(layers_run) + " of " + std::to_string(a.layers) + " layers)");
+    try {
+        model.allocate_weights();
+        const std::size_t eb = cpu::element_bytes(req.kv_dtype);
+        const std::uint64_t row_k = d.kv_heads * d.dk, row_v = d.kv_heads * d.dv;
+        for (std::size_t i = 0; i < tensors->size(); ++i) {
+            const KvTensor& t = (*tensors)[i];
+            if (t.layer >= layers_run || !t.is_key()) continue;
+            if (control.cancelled()) return fail(r, Status::cancelled, "cancelled while allocating; all memory was freed");
+            const KvTensor& v = (*tensors)[i + 1];
+            void* kb = cache.emplace_back(allocate(t.bytes)).get();
+            void* vb = cache.emplace_back(allocate(v.bytes)).get();
+            cpu::fill_random(req.kv_dtype, kb, t.bytes / eb, 7 + 2 * i);
+            cpu::fill_random(req.kv_dtype, vb, v.bytes / eb, 8 + 2 * i);
+            const std::uint64_t at = t.layer * B + t.sequence;
+            slots[at] = {kb, vb, t.layer, t.attended};
+            new_k[at] = static_cast<std::byte*>(kb) + (t.attended - 1) * row_k * eb;
+            new_v[at] = static_cast<std::byte*>(vb) + (t.attended - 1) * row_v * eb;
+        }
+    } catch (const std::bad_alloc&) {
+        return fail(r, Status::out_of_memory,
+                    "the system refused to allocate " + format_bytes(need - margin) + "; all memory was freed");
+    }
+    model.set_cache(std::move(slots), std::move(new_k), std::move(new_v));
+
+    // Random token ids, one per sequence; one warm-up step, then the timed ones.
+    std::vector<std::uint64_t> tokens(B);
+    for (std::uint64_t b = 0; b < B; ++b) tokens[b] = (b * 2654435761ull + 12345) % d.vocab;
+    std::vector<float> logits;
+    std::vector<Model::Times> times;
+    std::vector<std::vector<Route>> routes;
+    const int runs = std::max(1, req.timing_runs);
+    for (int run = 0; run <= runs; ++run) {
+        if (control.cancelled()) return fail(r, Status::cancelled, "cancelled while timing; all memory was freed");
+        control.report(0.2 + 0.6 * run / (runs + 1),
+                       "timing the decode step, run " + std::to_string(run) + " of " + std::to_string(runs));
+        const Model::Times t = model.run(tokens, logits, &routes);
+        if (run > 0) times.push_back(t);
+    }
+    // The whole model's step from the layers run: the per-layer part scaled to every layer.
+    const double f = static_cast<double>(a.layers) / static_cast<double>(layers_run);
+    std::vector<double> totals;
+    for (const auto& t : times) totals.push_back(t.outer_ms + t.layers_ms * f);
+    const double med = median_of(totals);
+    const Model::Times& t = *std::find_if(times.begin(), times.end(),
+                                          [&](const Model::Times& x) { return x.outer_ms + x.layers_ms * f == med; });
+    r.runs = runs;
+    r.step_ms = med;
+    r.min_step_ms = *std::min_element(totals.begin(), totals.end());
+    r.weights_ms = t.outer_weights_ms + t.weights_ms * f;
+    r.attention_ms = t.attention_ms * f;
+    r.other_ms = std::max(0.0, r.step_ms - r.weights_ms - r.attention_ms);
+    r.weights_bytes_read = t.outer_weight_bytes + static_cast<std::uint64_t>(std::llround(static_cast<double>(t.weight_bytes) * f));
+    r.experts_read = static_cast<std::uint64_t>(std::llround(static_cast<double>(t.experts) * f));
+    r.kv_bytes_read = kv_bytes_read(*tensors);
+    r.kernel = "weights read once per step in their stored format for the whole batch (" + std::to_string(threads) +
+               " threads, 64 rows each); attention as the probe's, one sequence per thread";
+
+    // The calculator's floor for the same scenario on the bandwidth just measured.
+    Deployment here;
+    here.gpu.name = device.name;
+    here.gpu.memory_bytes = std::max<std::uint64_t>(host::total_bytes(), 1);
+    here.gpu.bandwidth_bytes_per_s = static_cast<std::uint64_t>(r.ceiling_gbps * 1e9);
+    here.engine = Engine::plain;
+    here.fraction = 1.0;
+    here.weight_dtype = req.weight_dtype;
+    if (auto est = decode_estimate(a, req.kv_dtype, req.workload, Parallelism{}, here)) {
+        r.predicted_step_ms = est->step_time_floor_s * 1000.0;
+        r.predicted_bytes_read = est->bytes_read_per_step_per_gpu;
+    }
+
+    // The check: float64 of the same layers, for models small enough to redo that way.
+    std::uint64_t run_weights = model.outer_bytes();
+    for (std::uint64_t l = 0; l < layers_run; ++l) run_weights += model.layer_bytes(l);
+    if (run_weights <= (64ull << 20)) {
+        control.report(0.9, "checking the logits against float64");
+        // The cache rows the step writes hold the last run's K and V; the reference reads them as they are.
+        const std::vector<double> ref = reference_logits(model, req, tokens, routes, layers_run);
+        r.max_rel_error = max_relative_error(logits.data(), ref);
+    }
+    control.report(1.0, "done");
+    r.message = "decode step " + ms_text(r.step_ms) + " (" + one_decimal(r.tokens_per_s()) +
+                " tokens/s per sequence) against the calculator's floor of " + ms_text(r.predicted_step_ms) +
+                " on the " + one_decimal(r.ceiling_gbps) + " GB/s measured here" +
+                (r.scaled ? "; " + std::to_string(layers_run) + " of " + std::to_string(a.layers) +
+                                " layers fit in memory, so their time was scaled to the whole model"
+                          : std::string());
+    return r;
+}
+
+}  // namespace kvscope::probe

@@ -1,0 +1,129 @@
+// probe --step on the CPU: a whole decode step of small models, checked against float64, with the bytes it
+// reads compared with the calculator's, MoE routing, scaling when only some layers fit, and refusals.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/kv_cache.h"
+#include "kvscope/probe/probe.h"
+
+namespace kvscope::probe {
+namespace {
+
+Architecture small_dense() {
+    Architecture a;
+    a.name = "small dense";
+    a.layers = 3;
+    a.query_heads = 8;
+    a.kv_heads = 2;
+    a.head_dim_k = a.head_dim_v = 16;
+    a.hidden_size = 128;
+    a.intermediate_size = 256;
+    a.vocab_size = 512;
+    a.gated_mlp = true;
+    a.tied_embeddings = false;
+    return a;
+}
+
+StepRequest request(const Architecture& a, std::uint64_t context, std::uint64_t batch,
+                    KvDtype weights = KvDtype::bf16, KvDtype cache = KvDtype::fp16) {
+    StepRequest r;
+    r.arch = a;
+    r.kv_dtype = cache;
+    r.weight_dtype = weights;
+    r.workload = {context, batch, 1, false};
+    r.timing_runs = 1;
+    r.ceiling_bytes = 32ull << 20;  // the tests check behaviour, not bandwidth
+    return r;
+}
+
+StepReport run(const StepRequest& r, std::uint64_t memory_limit = 0) {
+    Control c;
+    c.memory_limit_bytes = memory_limit;
+    return make_backend("cpu").value()->step(r, c);
+}
+
+TEST(Step, ADenseModelMatchesFloat64AndReadsWhatTheCalculatorCounts) {
+    const Architecture a = small_dense();
+    for (const KvDtype w : {KvDtype::fp32, KvDtype::bf16, KvDtype::fp16}) {
+        const StepReport r = run(request(a, 40, 3, w));
+        ASSERT_EQ(r.status, Status::ok) << r.message;
+        EXPECT_EQ(r.layers_run, 3u);
+        EXPECT_FALSE(r.scaled);
+        EXPECT_GT(r.step_ms, 0.0);
+        EXPECT_GE(r.max_rel_error, 0.0) << "a model this small is checked";
+        EXPECT_LT(r.max_rel_error, 1e-4) << to_string(w);
+        // Every matrix once per step: QKV, O, gate+up, down per layer; the head; one embedding row a sequence.
+        const std::uint64_t eb = w == KvDtype::fp32 ? 4 : 2;
+        const std::uint64_t per_layer = (8 * 16 + 2 * 2 * 16) * 128 + 128 * 8 * 16 + 2 * 256 * 128 + 128 * 256;
+        EXPECT_EQ(r.weights_bytes_read, (3 * per_layer + 512 * 128 + 3 * 128) * eb);
+        // The calculator's floor counts the same matrices (and the norms' few weights, not the embedding rows).
+        const std::uint64_t kv = kv_cache_report(a, KvDtype::fp16, {40, 3, 1, false})->total_bytes;
+        EXPECT_EQ(r.kv_bytes_read, kv);
+        EXPECT_NEAR(static_cast<double>(r.predicted_bytes_read - kv), static_cast<double>(r.weights_bytes_read),
+                    0.01 * static_cast<double>(r.weights_bytes_read));
+        EXPECT_GT(r.predicted_step_ms, 0.0);
+        EXPECT_NEAR(r.weights_ms + r.attention_ms + r.other_ms, r.step_ms, 1e-6 * r.step_ms + 1e-9);
+    }
+}
+
+TEST(Step, SlidingLayersAttendTheirWindowOnly) {
+    Architecture a = small_dense();
+    a.layer_specs = {LayerSpec{LayerKind::sliding, 16}, LayerSpec{}, LayerSpec{LayerKind::sliding, 16}};
+    const StepReport r = run(request(a, 100, 2, KvDtype::bf16, KvDtype::bf16));
+    ASSERT_EQ(r.status, Status::ok) << r.message;
+    EXPECT_LT(r.max_rel_error, 1e-4);
+    // Two sequences: 16 + 100 + 16 tokens of K and V, 2 heads of 16, bf16.
+    EXPECT_EQ(r.kv_bytes_read, 2u * (16 + 100 + 16) * 2 * 2 * 16 * 2);
+}
+
+TEST(Step, ExpertLayersReadTheExpertsTheBatchChose) {
+    Architecture a = small_dense();
+    a.moe = MoeDims{.experts = 8, .experts_per_token = 2, .expert_intermediate_size = 64, .shared_experts = 1};
+    const StepReport one = run(request(a, 32, 1));
+    ASSERT_EQ(one.status, Status::ok) << one.message;
+    EXPECT_LT(one.max_rel_error, 1e-4);
+    EXPECT_EQ(one.experts_read, 3u * 2);  // one token: its two experts on each of the three layers
+    const StepReport many = run(request(a, 32, 16));
+    ASSERT_EQ(many.status, Status::ok) << many.message;
+    EXPECT_LT(many.max_rel_error, 1e-4);
+    // Sixteen tokens choose more of the eight experts than one does, and never more than there are.
+    EXPECT_GT(many.experts_read, one.experts_read);
+    EXPECT_LE(many.experts_read, 3u * 8);
+    EXPECT_GT(many.weights_bytes_read, one.weights_bytes_read);
+}
+
+TEST(Step, WhatDoesNotFitIsRunInPartAndScaled) {
+    const Architecture a = small_dense();
+    const StepReport whole = run(request(a, 64, 1));
+    ASSERT_EQ(whole.status, Status::ok);
+    // Room for the embedding, the head and one layer (plus the step's 64 MiB margin), not three.
+    const std::uint64_t limit = (64ull << 20) + 2 * 512 * 128 * 2 + 400'000;  // a layer: 287 KB
+    const StepReport part = run(request(a, 64, 1), limit);
+    ASSERT_EQ(part.status, Status::ok) << part.message;
+    EXPECT_EQ(part.layers_run, 1u);
+    EXPECT_EQ(part.layers_total, 3u);
+    EXPECT_TRUE(part.scaled);
+    EXPECT_NE(part.message.find("1 of 3 layers"), std::string::npos) << part.message;
+    EXPECT_EQ(part.weights_bytes_read, whole.weights_bytes_read);  // scaled to the whole model
+    const StepReport none = run(request(a, 64, 1), 1 << 20);
+    EXPECT_EQ(none.status, Status::out_of_memory);
+    EXPECT_NE(none.message.find("one layer"), std::string::npos) << none.message;
+}
+
+TEST(Step, WhatItDoesNotRunIsRefusedInWords) {
+    Architecture mla = small_dense();
+    mla.mla = MlaDims{.kv_lora_rank = 64, .qk_rope_head_dim = 16, .qk_nope_head_dim = 16, .v_head_dim = 16};
+    EXPECT_EQ(run(request(mla, 32, 1)).status, Status::invalid_input);
+    EXPECT_NE(run(request(mla, 32, 1)).message.find("MLA"), std::string::npos);
+    const StepReport fp8 = run(request(small_dense(), 32, 1, KvDtype::fp8_e4m3));
+    EXPECT_EQ(fp8.status, Status::invalid_input);
+    EXPECT_NE(fp8.message.find("weight_dtype"), std::string::npos) << fp8.message;
+    Architecture no_vocab = small_dense();
+    no_vocab.vocab_size = 0;
+    EXPECT_EQ(run(request(no_vocab, 32, 1)).status, Status::invalid_input);
+}
+
+}  // namespace
+}  // namespace kvscope::probe
