@@ -478,7 +478,7 @@ bool read_hybrid_layout(Reader& r, ImportedModel& out) {
             take("attention_chunk_size");
             const auto c = r.number({"attention_chunk_size"});
             if (!c || c->value == 0) {
-                r.error("attention_chunk_size", r.cfg_.line(),
+                r.error(Field::attention_chunk_size, r.cfg_.line(),
                         "chunked_attention layers need an attention_chunk_size above 0");
                 return true;
             }
@@ -487,7 +487,7 @@ bool read_hybrid_layout(Reader& r, ImportedModel& out) {
         if (l.kind == LayerKind::sliding && l.window == 0) {
             const auto w = r.number_or_default({"sliding_window"});
             if (!w || w->value == 0) {
-                r.error("sliding_window", r.cfg_.line(), "sliding_attention layers need a sliding_window above 0");
+                r.error(Field::sliding_window, r.cfg_.line(), "sliding_attention layers need a sliding_window above 0");
                 return true;
             }
             l.window = w->value;
@@ -575,7 +575,7 @@ void read_windows(Reader& r, const Value& cfg, ImportedModel& out) {
         if (!*use) return;
         const auto w = r.number({"sliding_window"});
         if (!w || w->value == 0) {
-            r.error("sliding_window", cfg.line(), "use_sliding_window is true but sliding_window is missing or 0");
+            r.error(Field::sliding_window, cfg.line(), "use_sliding_window is true but sliding_window is missing or 0");
             return;
         }
         const auto first = r.number_or_default({"max_window_layers"});

@@ -162,8 +162,8 @@ void members(Self& r, V& v) {
     v.value("heads", r.heads);
     v.value("head_dim", r.head_dim, Need::optional);
     v.value("state_size", r.state_size, Need::optional);
-    v.choice("conv_dtype", r.conv_dtype);
-    v.choice("ssm_dtype", r.ssm_dtype);
+    v.format("conv_dtype", r.conv_dtype);
+    v.format("ssm_dtype", r.ssm_dtype);
 }
 
 template <class Self, class V>
@@ -201,7 +201,8 @@ void members(Self& a, V& v) {
     v.value("hidden_size", a.hidden_size);
     v.list("layer_specs", a.layer_specs, "layer descriptions with a kind");
     v.maybe("recurrent_state", a.recurrent);
-    v.texts("not_exact", a.not_exact, Need::when_set);  // a reopened file keeps saying its figures are not exact
+    v.texts("not_exact", a.not_exact, Need::when_set, "must be a list of texts", "must hold texts");
+    // (a reopened file keeps saying its figures are not exact)
     v.maybe("mla", a.mla);
     v.maybe("moe", a.moe);
     v.value("vocab_size", a.vocab_size, Need::optional);
@@ -240,7 +241,7 @@ void members(Self& g, V& v) {
     v.value("bandwidth_bytes_per_s", g.bandwidth_bytes_per_s);
     v.value("bf16_tflops", g.bf16_tflops, Need::optional);
     v.value("source", g.source, Need::optional);
-    v.texts("aliases", g.aliases, Need::optional);
+    v.texts("aliases", g.aliases, Need::optional, "", "must hold strings");  // not a list: ignored
 }
 
 template <class Self, class V>
@@ -280,7 +281,10 @@ public:
     void choice(std::string_view key, E x) {
         out_.set(std::string(key), Value::string(std::string(to_string(x))));
     }
-    void texts(std::string_view key, const std::vector<std::string>& x, Need need) {
+    // A state format, as the config names it; written by its id.
+    void format(std::string_view key, KvDtype x) { choice(key, x); }
+    void texts(std::string_view key, const std::vector<std::string>& x, Need need, std::string_view /*not_a_list*/,
+               std::string_view /*bad_item*/) {
         if (need == Need::when_set && x.empty()) return;
         Value list = Value::array();
         for (const auto& t : x) list.push(Value::string(t));
@@ -335,9 +339,24 @@ public:
         else
             r_.fail(*v, std::string(key), "'" + text + "' is not one of " + Choices<E>::list());
     }
-    void texts(std::string_view key, std::vector<std::string>& x, Need need) {
-        if (const Value* list = r_.member(in_, key, need == Need::required))
-            r_.read_list(*list, std::string(key), x, "must be a list of texts", "must hold texts");
+    // Any spelling parse_kv_dtype takes (bf16, bfloat16, float32, …), as in a config.
+    void format(std::string_view key, KvDtype& x) {
+        const Value* v = r_.member(in_, key);
+        if (!v) return;
+        std::string text;
+        r_.read(in_, key, text);
+        if (!v->is_string()) return;
+        if (auto parsed = parse_kv_dtype(text))
+            x = *parsed;
+        else
+            r_.fail(*v, std::string(key), "'" + text + "' is not one of a format name (bf16, fp16, fp32, …)");
+    }
+    // `not_a_list` empty: a member that is no list is ignored.
+    void texts(std::string_view key, std::vector<std::string>& x, Need need, std::string_view not_a_list,
+               std::string_view bad_item) {
+        const Value* list = r_.member(in_, key, need == Need::required);
+        if (!list || (!list->is_array() && not_a_list.empty())) return;
+        r_.read_list(*list, std::string(key), x, std::string(not_a_list), std::string(bad_item));
     }
     template <class T>
     void object(std::string_view key, T& x, Need need = Need::required) {

@@ -88,6 +88,28 @@ TEST(Messages, ZeroLayersIsOneProblemNotTwo) {
     m.edit("layers", [](Scenario& s) { s.arch.layers = 0; });
     ASSERT_EQ(m.errors().size(), 1u) << join_errors(m.errors());
     EXPECT_EQ(m.errors().front().field, "layers");
+    EXPECT_EQ(m.errors().front().input, Field::layers);
+}
+
+TEST(Messages, AProblemNoInputShowsIsStillListed) {
+    // A model whose experts per token exceed its experts: no input in the panel holds either count, so the
+    // problem is listed under the inputs rather than left unsaid.
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("mixtral-8x7b");
+    w.model()->edit("moe", [](Scenario& s) { s.arch.moe->experts_per_token = 9; });
+    ASSERT_FALSE(w.model()->errors().empty());
+    EXPECT_EQ(w.model()->errors().front().input, Field::experts_per_token);
+    EXPECT_FALSE(w.inputs()->errorLabel()->isHidden());
+    EXPECT_TRUE(w.inputs()->errorLabel()->text().contains("cannot exceed the number of experts"))
+        << w.inputs()->errorLabel()->text().toStdString();
+    w.model()->edit("moe", [](Scenario& s) { s.arch.moe->experts_per_token = 2; });
+    EXPECT_TRUE(w.inputs()->errorLabel()->isHidden()) << w.inputs()->errorLabel()->text().toStdString();
+    // A GPU memory of 0 is the Deployment tab's to mark, not listed here as well.
+    w.deployment()->enableBox()->setChecked(true);
+    ASSERT_TRUE(w.model()->scenario().deployment.has_value());
+    w.model()->edit("gpu", [](Scenario& s) { s.deployment->gpu.memory_bytes = 0; });
+    ASSERT_FALSE(w.model()->errors().empty());
+    EXPECT_TRUE(w.inputs()->errorLabel()->isHidden()) << w.inputs()->errorLabel()->text().toStdString();
 }
 
 TEST(Messages, AfterQuitTheFileAndItsUnsavedMarkComeBack) {

@@ -34,6 +34,15 @@ QStringList FieldMarks::apply(const Errors& errors, const QMap<QWidget*, QString
     return shown;
 }
 
+QStringList FieldMarks::unclaimed(const Errors& errors, const QList<Field>& elsewhere) const {
+    QStringList out;
+    for (const FieldError& error : errors) {
+        if (error.input != Field::none && (widgetFor(error.input) || elsewhere.contains(error.input))) continue;
+        out << QString::fromStdString(join_errors({error}));
+    }
+    return out;
+}
+
 bool FieldMarks::isMarked(const QWidget* widget) const {
     for (const Entry& e : entries_)
         if (e.widget == widget) return e.marked;

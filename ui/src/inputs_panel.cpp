@@ -452,6 +452,10 @@ void InputsPanel::sync() {
         if (!box->problem().isEmpty()) typed.insert(box, box->problem());
     if (!kv_heads_problem_.isEmpty()) typed.insert(kv_heads_, kv_heads_problem_);
     QStringList problems = marks_.apply(model_->errors(), typed);
+    // What no input here shows: the Deployment tab marks its own fields; the rest (a loaded model's expert
+    // counts, a window of 0, …) is listed here so that it is never left unsaid.
+    problems << marks_.unclaimed(model_->errors(), {Field::gpus, Field::gpu_memory, Field::gpu_bandwidth,
+                                                    Field::utilization, Field::weight_dtype});
     errors_->setText(problems.isEmpty() ? QString()
                                         : tr("Showing the last valid results. Fix:\n• %1").arg(problems.join("\n• ")));
     errors_->setVisible(!problems.isEmpty());

@@ -10,8 +10,15 @@ ProbeRunner::ProbeRunner(QObject* parent) : QObject(parent) {}
 
 ProbeRunner::~ProbeRunner() {
     cancel_ = true;
-    if (thread_) thread_->wait();
-    if (lister_) lister_->wait();
+    // Their own deleteLater would come after this object is gone: delete them here, once they have ended.
+    if (thread_) {
+        thread_->wait();
+        delete thread_;
+    }
+    if (lister_) {
+        lister_->wait();
+        delete lister_;
+    }
 }
 
 void ProbeRunner::post(std::function<void()> f) { QMetaObject::invokeMethod(this, std::move(f), Qt::QueuedConnection); }

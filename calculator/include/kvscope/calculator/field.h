@@ -1,7 +1,8 @@
 #pragma once
 // The inputs a scenario is made of, as one enum: errors, the derivation's factors and the window's marks
 // name them by member, so a field renamed or removed fails to compile instead of leaving a mark that never
-// lights up. Each member's name is the key it has in a scenario file and in `--json` reports.
+// lights up. Each member's name is the key errors show for it (`kv_heads: …`); most are also the input's key
+// in a scenario file (not all: `head_dim` is saved as `head_dim_k`, `gpus` as `gpu_count`).
 
 #include <cstddef>
 #include <cstdint>

@@ -19,6 +19,9 @@ public:
     // Marks every widget with an error on one of its fields; returns the messages shown
     // for these widgets, each starting with the widget's label.
     QStringList apply(const Errors& errors, const QMap<QWidget*, QString>& extra = {});
+    // The errors no widget here answers for, except those on `elsewhere` (another panel's inputs), each as
+    // one line: what a model loaded with, say, more experts per token than experts would otherwise leave unsaid.
+    [[nodiscard]] QStringList unclaimed(const Errors& errors, const QList<Field>& elsewhere) const;
     [[nodiscard]] bool isMarked(const QWidget* widget) const;
     // The widget that answers for `field`; null when none does.
     [[nodiscard]] QWidget* widgetFor(Field field) const;
