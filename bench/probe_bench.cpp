@@ -1,6 +1,7 @@
 // The probe's speed figures, printed with ratios (never asserted):
 //   CPU decode attention against the read ceiling measured in the same run (target ≥ 60%),
-//   one thread reported separately; the stopwatch's speedup against the calculator's bound.
+//   one thread reported separately; the stopwatch's speedup against the calculator's bound; the decode step of
+//   the whole model (probe --step) against the calculator's floor on the bandwidth measured in the same run.
 // On a GPU machine scripts/gpu-check prints the CUDA figures.
 #include <cstdio>
 #include <numeric>
@@ -31,6 +32,29 @@ int main(int argc, char** argv) {
             "%.2f of it (target 0.60) | one thread %5.1f GB/s: %.2f of it\n",
             ctx, a.median_ms, static_cast<double>(a.kv_bytes_read) / (1ull << 30), a.kv_read_gbps, a.ceiling_gbps,
             a.fraction_of_ceiling, a.single_thread_gbps, a.single_thread_gbps / a.ceiling_gbps);
+    }
+
+    // The decode step: Llama 3 8B's bf16 layers, as many as fit in 6 GiB beside its embedding and head, scaled.
+    for (const std::uint64_t batch : {1, 16}) {
+        probe::StepRequest st;
+        st.arch = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+        st.kv_dtype = KvDtype::bf16;
+        st.weight_dtype = KvDtype::bf16;
+        st.workload.context_tokens = 8192;
+        st.workload.batch = batch;
+        probe::Control c;
+        c.memory_limit_bytes = 6ull << 30;
+        const probe::StepReport p = (*cpu)->step(st, c);
+        if (p.status != probe::Status::ok) {
+            std::printf("llama-3-8b step batch %llu: %s\n", static_cast<unsigned long long>(batch), p.message.c_str());
+            continue;
+        }
+        std::printf(
+            "llama-3-8b 8k bf16 step, batch %-2llu: %8.1f ms (%llu of %llu layers, scaled) | calculator's floor %8.1f ms "
+            "on %5.1f GB/s: measured %.2fx the floor (target <= 1.25) | weights %.0f ms, attention %.0f ms, rest %.0f ms\n",
+            static_cast<unsigned long long>(batch), p.step_ms, static_cast<unsigned long long>(p.layers_run),
+            static_cast<unsigned long long>(p.layers_total), p.predicted_step_ms, p.ceiling_gbps,
+            p.step_ms / p.predicted_step_ms, p.weights_ms, p.attention_ms, p.other_ms);
     }
 
     probe::StopwatchRequest s;
