@@ -229,6 +229,15 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     window.probe()->tokensField()->setValue(96);
     wait_for([&] { window.probe()->runStopwatch(); });
     ok &= save(&window, dir.filePath("probe.png"));
+    // A decode step of GPT-2 (124M) for four sequences at 1k tokens, beside the calculator's floor.
+    model->loadCatalogModel("gpt2");
+    model->edit("Set up the example", [](Scenario& s) {
+        s.workload.context_tokens = 1024;
+        s.workload.batch = 4;
+    });
+    wait_for([&] { window.probe()->runStep(); });
+    ok &= save(&window, dir.filePath("probe-step.png"));
+    model->edit("Set up the example", [](Scenario& s) { s.workload.batch = 1; });
     window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
 
     // A latent-attention model: the comparison gains an MLA row.

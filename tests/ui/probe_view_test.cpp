@@ -76,6 +76,35 @@ TEST(ProbeView, CancelStopsARunAndSaysSo) {
     EXPECT_TRUE(p->statusLabel()->text().startsWith("cancelled")) << p->statusLabel()->text().toStdString();
 }
 
+TEST(ProbeView, ADecodeStepOfTheModelBesideTheCalculatorsFloor) {
+    MainWindow w(testing::catalog(), false);
+    w.model()->edit("shape", [](Scenario& s) {  // a small model, so the step is quick and checked in float64
+        s.arch.layers = 2;
+        s.arch.hidden_size = 256;
+        s.arch.intermediate_size = 512;
+        s.arch.vocab_size = 1000;
+        s.arch.query_heads = 8;
+        s.arch.kv_heads = 2;
+        s.arch.head_dim_k = s.arch.head_dim_v = 32;
+        s.arch.layer_specs.clear();
+        s.workload.context_tokens = 128;
+        s.workload.batch = 2;
+    });
+    ASSERT_TRUE(w.model()->hasResults()) << join_errors(w.model()->errors());
+    ProbeView* p = w.probe();
+    QSignalSpy finished(p, &ProbeView::finished);
+    p->runStep();
+    ASSERT_TRUE(finished.wait(120000));
+    QApplication::processEvents();
+    QTableWidget* t = p->results();
+    EXPECT_EQ(cell_of(t, "Layers run"), "all 2");
+    EXPECT_TRUE(cell_of(t, "Decode step (measured)").contains("tokens/s per sequence")) << p->statusLabel()->text().toStdString();
+    EXPECT_TRUE(cell_of(t, "Calculator's floor").contains("GB/s, measured here"));
+    EXPECT_TRUE(cell_of(t, "Measured ÷ floor").endsWith("×"));
+    EXPECT_TRUE(cell_of(t, "Max relative error").contains("against float64")) << cell_of(t, "Max relative error").toStdString();
+    EXPECT_TRUE(p->statusLabel()->text().contains("calculator's floor")) << p->statusLabel()->text().toStdString();
+}
+
 TEST(ProbeRunner, RunsOneAtATimeForWhoeverAsksWithoutAView) {
     // The runner the Learn tab and the Probe tab share: no widget needed, one run at a time, the
     // stopwatch's steps and report as signals, and a backend that cannot open said in words.

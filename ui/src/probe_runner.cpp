@@ -79,6 +79,13 @@ bool ProbeRunner::probe(const probe::ProbeRequest& request) {
     });
 }
 
+bool ProbeRunner::step(const probe::StepRequest& request) {
+    return start(tr("Allocating the model…"), [this, request](probe::Backend& b, const probe::Control& c) {
+        const probe::StepReport r = b.step(request, c);
+        post([this, r] { emit stepFinished(r); });
+    });
+}
+
 bool ProbeRunner::stopwatch(int tokens) {
     if (thread_) return false;
     probe::StopwatchRequest request;

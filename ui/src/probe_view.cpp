@@ -48,6 +48,8 @@ ProbeView::ProbeView(ScenarioModel* model, ProbeRunner* runner, QWidget* parent)
       devices_(new QLabel),
       banner_(new QLabel),
       probe_button_(new QPushButton(tr("&Run probe"))),
+      step_button_(new QPushButton(tr("Time a &decode step"))),
+      table_title_(new QLabel),
       stopwatch_button_(new QPushButton(tr("Run &stopwatch"))),
       cancel_button_(new QPushButton(tr("Cancel"))),
       tokens_(new QSpinBox),
@@ -125,6 +127,7 @@ ProbeView::ProbeView(ScenarioModel* model, ProbeRunner* runner, QWidget* parent)
     controls->addWidget(new QLabel(tr("Backend")));
     controls->addWidget(backend_);
     controls->addWidget(probe_button_);
+    controls->addWidget(step_button_);
     controls->addSpacing(12);
     controls->addWidget(tokens_);
     controls->addWidget(stopwatch_button_);
@@ -132,7 +135,8 @@ ProbeView::ProbeView(ScenarioModel* model, ProbeRunner* runner, QWidget* parent)
     controls->addStretch(1);
     auto* columns = new QHBoxLayout;
     auto* left = new QVBoxLayout;
-    left->addWidget(new QLabel(tr("<b>Allocation check and decode attention</b>")));
+    table_title_->setText(tr("<b>Allocation check and decode attention</b>"));
+    left->addWidget(table_title_);
     left->addWidget(table_, 1);
     auto* right = new QVBoxLayout;
     right->addWidget(new QLabel(tr("<b>Stopwatch</b>")));
@@ -149,6 +153,10 @@ ProbeView::ProbeView(ScenarioModel* model, ProbeRunner* runner, QWidget* parent)
     layout->addLayout(columns, 1);
 
     connect(probe_button_, &QPushButton::clicked, this, &ProbeView::runProbe);
+    connect(step_button_, &QPushButton::clicked, this, &ProbeView::runStep);
+    step_button_->setToolTip(
+        tr("Run one decode step of the whole model here (random weights of its shapes, every sequence attending "
+           "its cache) and compare its time with the calculator's floor on the bandwidth measured in the same run"));
     connect(stopwatch_button_, &QPushButton::clicked, this, &ProbeView::runStopwatch);
     connect(cancel_button_, &QPushButton::clicked, this, &ProbeView::cancel);
     connect(backend_, &QComboBox::currentIndexChanged, this,
@@ -159,6 +167,7 @@ ProbeView::ProbeView(ScenarioModel* model, ProbeRunner* runner, QWidget* parent)
     connect(runner_, &ProbeRunner::devicesListed, this, &ProbeView::applyDevices);
     connect(runner_, &ProbeRunner::started, this, [this](const QString& what) {
         probe_button_->setEnabled(false);
+        step_button_->setEnabled(false);
         stopwatch_button_->setEnabled(false);
         cancel_button_->setEnabled(true);
         progress_->setValue(0);
@@ -172,9 +181,11 @@ ProbeView::ProbeView(ScenarioModel* model, ProbeRunner* runner, QWidget* parent)
     connect(runner_, &ProbeRunner::stopwatchStep, this, &ProbeView::addStep);
     connect(runner_, &ProbeRunner::stopwatchFinished, this, &ProbeView::showStopwatch);
     connect(runner_, &ProbeRunner::probeFinished, this, [this](const probe::ProbeReport& r) { showProbe(r); });
+    connect(runner_, &ProbeRunner::stepFinished, this, &ProbeView::showStep);
     connect(runner_, &ProbeRunner::failed, this, [this](const QString& why) { done(why, false); });
     connect(runner_, &ProbeRunner::finished, this, [this] {
         probe_button_->setEnabled(true);
+        step_button_->setEnabled(true);
         stopwatch_button_->setEnabled(true);
         cancel_button_->setEnabled(false);
         emit finished();
@@ -237,6 +248,81 @@ void ProbeView::runProbe() {
     runner_->probe(request);
 }
 
+void ProbeView::runStep() {
+    if (!model_->hasResults()) {
+        done(tr("Fix the marked inputs first: the step runs the current scenario's model."), false);
+        return;
+    }
+    if (runner_->running()) return;
+    const Scenario& s = model_->results().scenario;
+    probe::StepRequest request;
+    request.arch = s.arch;
+    request.workload = s.workload;
+    request.kv_dtype = s.kv_dtype;
+    request.weight_dtype = s.deployment ? s.deployment->weight_dtype : KvDtype::bf16;
+    QString note;
+    if (!probe::can_store(s.kv_dtype)) {
+        request.kv_dtype = KvDtype::fp16;
+        note = tr("The step stores fp32, fp16 or bf16 caches; this run uses fp16 instead of %1. ")
+                   .arg(q(std::string(to_string(s.kv_dtype))));
+    }
+    if (s.parallel.gpus() > 1) note += tr("One device runs the whole model here (TP/PP are not split). ");
+    table_->setRowCount(0);
+    note_ = note;
+    runner_->step(request);
+}
+
+void ProbeView::showStep(const probe::StepReport& r) {
+    const QString note = std::exchange(note_, QString());
+    if (r.status != probe::Status::ok) {
+        done(note + q(std::string(to_string(r.status))) + ": " + q(r.message), false);
+        return;
+    }
+    const Scenario& s = model_->results().scenario;
+    const auto batch = static_cast<double>(s.workload.batch);
+    auto ms = [](double x) { return tr("%1 ms").arg(x, 0, 'f', x < 10 ? 2 : 1); };
+    table_title_->setText(tr("<b>Decode step of the whole model</b>"));
+    fillTable({
+        {tr("Device"), q(r.device.backend) + " — " + q(r.device.name)},
+        {tr("Layers run"), r.scaled ? tr("%1 of %2 (the rest did not fit in memory; their time is scaled)")
+                                          .arg(r.layers_run)
+                                          .arg(r.layers_total)
+                                    : tr("all %1").arg(r.layers_total)},
+        {tr("Decode step (measured)"), tr("%1 → %2 tokens/s per sequence, %3 in all")
+                                           .arg(ms(r.step_ms))
+                                           .arg(r.tokens_per_s(), 0, 'f', 1)
+                                           .arg(r.tokens_per_s() * batch, 0, 'f', 1)},
+        {tr("Calculator's floor"), tr("%1 → %2 tokens/s per sequence (%3 read at %4 GB/s, measured here)")
+                                       .arg(ms(r.predicted_step_ms))
+                                       .arg(r.predicted_tokens_per_s(), 0, 'f', 1)
+                                       .arg(q(format_bytes(r.predicted_bytes_read)))
+                                       .arg(r.ceiling_gbps, 0, 'f', 1)},
+        {tr("Measured ÷ floor"),
+         tr("%1×").arg(r.predicted_step_ms > 0 ? r.step_ms / r.predicted_step_ms : 0, 0, 'f', 2)},
+        {tr("Weights"), tr("%1 (%2 read%3)")
+                            .arg(ms(r.weights_ms), q(format_bytes(r.weights_bytes_read)),
+                                 r.experts_read ? tr(", %1 experts").arg(r.experts_read) : QString())},
+        {tr("Attention"), tr("%1 (%2 of cache)").arg(ms(r.attention_ms), q(format_bytes(r.kv_bytes_read)))},
+        {tr("The rest"), ms(r.other_ms)},
+        {tr("Max relative error"), r.max_rel_error < 0 ? tr("not checked (models of 64 MiB or less are)")
+                                                       : QString::number(r.max_rel_error, 'e', 2) +
+                                                             tr(" (logits against float64)")},
+        {tr("Kernel"), q(r.kernel)},
+    });
+    done(note + q(r.message), true);
+}
+
+void ProbeView::fillTable(const QList<std::pair<QString, QString>>& rows) {
+    table_->setRowCount(static_cast<int>(rows.size()));
+    for (int i = 0; i < rows.size(); ++i) {
+        table_->setItem(i, 0, new QTableWidgetItem(rows[i].first));
+        auto* value = new QTableWidgetItem(rows[i].second);
+        value->setToolTip(rows[i].second);  // the whole value when a narrow window cuts it
+        table_->setItem(i, 1, value);
+    }
+    table_->resizeRowsToContents();
+}
+
 void ProbeView::runStopwatch() { runner_->stopwatch(tokens_->value()); }
 
 void ProbeView::clearStopwatch(int tokens) {
@@ -286,14 +372,8 @@ void ProbeView::showProbe(const probe::ProbeReport& r) {
         {tr("Max relative error"), QString::number(at.max_rel_error, 'e', 2) + tr(" against float64")},
         {tr("Kernel"), q(at.kernel)},
     };
-    table_->setRowCount(static_cast<int>(rows.size()));
-    for (int i = 0; i < rows.size(); ++i) {
-        table_->setItem(i, 0, new QTableWidgetItem(rows[i].first));
-        auto* value = new QTableWidgetItem(rows[i].second);
-        value->setToolTip(rows[i].second);  // the whole value when a narrow window cuts it
-        table_->setItem(i, 1, value);
-    }
-    table_->resizeRowsToContents();
+    table_title_->setText(tr("<b>Allocation check and decode attention</b>"));
+    fillTable(rows);
     done(note + q(r.message), true);
 }
 

@@ -34,6 +34,7 @@ public:
 
     // Start a run; false (and nothing happens) while another one runs.
     bool probe(const probe::ProbeRequest& request);
+    bool step(const probe::StepRequest& request);
     bool stopwatch(int tokens);
     void cancel();
 
@@ -46,6 +47,7 @@ signals:
     void stopwatchStep(bool cached, double ms);
     void stopwatchFinished(const probe::StopwatchReport& report);
     void probeFinished(const probe::ProbeReport& report);
+    void stepFinished(const probe::StepReport& report);
     // The backend could not be opened: why.
     void failed(const QString& message);
     // The run is over, whatever its end; the runner takes another.

@@ -46,6 +46,8 @@ public:
 
 public slots:
     void runProbe();
+    // One decode step of the whole model, beside the calculator's floor.
+    void runStep();
     void runStopwatch();
     void cancel();
 
@@ -61,6 +63,8 @@ private:
     void applyDevices(const std::vector<probe::DeviceInfo>& devices);
     void clearStopwatch(int tokens);
     void showProbe(const probe::ProbeReport& report);
+    void showStep(const probe::StepReport& report);
+    void fillTable(const QList<std::pair<QString, QString>>& rows);
     void showStopwatch(const probe::StopwatchReport& report);
     void addStep(bool cached, double ms);
     void done(const QString& message, bool ok);
@@ -71,6 +75,8 @@ private:
     QLabel* devices_;
     QLabel* banner_;
     QPushButton* probe_button_;
+    QPushButton* step_button_;
+    QLabel* table_title_;  // what the table shows: the allocation check, or the decode step
     QPushButton* stopwatch_button_;
     QPushButton* cancel_button_;
     QSpinBox* tokens_;
