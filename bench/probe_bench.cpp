@@ -50,8 +50,10 @@ int main(int argc, char** argv) {
             continue;
         }
         std::printf(
-            "llama-3-8b 8k bf16 step, batch %-2llu: %8.1f ms (%llu of %llu layers, scaled) | calculator's floor %8.1f ms "
-            "on %5.1f GB/s: measured %.2fx the floor (target <= 1.25) | weights %.0f ms, attention %.0f ms, rest %.0f ms\n",
+            "llama-3-8b 8k bf16 step, batch %-2llu: %8.1f ms (%llu of %llu layers, scaled) | calculator's floor %8.1f "
+            "ms "
+            "on %5.1f GB/s: measured %.2fx the floor (target <= 1.25) | weights %.0f ms, attention %.0f ms, rest %.0f "
+            "ms\n",
             static_cast<unsigned long long>(batch), p.step_ms, static_cast<unsigned long long>(p.layers_run),
             static_cast<unsigned long long>(p.layers_total), p.predicted_step_ms, p.ceiling_gbps,
             p.step_ms / p.predicted_step_ms, p.weights_ms, p.attention_ms, p.other_ms);

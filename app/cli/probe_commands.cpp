@@ -155,9 +155,9 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
                          ", cache " + std::string(to_string(s.kv_dtype)) + ", weights " +
                          std::string(to_string(request.weight_dtype))},
         {"backend", p.device.backend + " — " + p.device.name},
-        {"layers", std::to_string(p.layers_run) + " of " + std::to_string(p.layers_total) +
-                       (p.scaled ? " run (the rest did not fit in memory); their time scaled to the whole model"
-                                 : " run")},
+        {"layers",
+         std::to_string(p.layers_run) + " of " + std::to_string(p.layers_total) +
+             (p.scaled ? " run (the rest did not fit in memory); their time scaled to the whole model" : " run")},
         {"step", ms(p.step_ms) + " (median of " + std::to_string(p.runs) + ", min " + ms(p.min_step_ms) + ") → " +
                      fixed(p.tokens_per_s(), 1) + " tokens/s per sequence, " + fixed(p.tokens_per_s() * batch, 1) +
                      " in all"},
@@ -169,9 +169,9 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
                           (p.experts_read ? ", " + format_count(p.experts_read) + " experts" : std::string()) +
                           "), attention " + ms(p.attention_ms) + " (" + format_bytes(p.kv_bytes_read) +
                           " of cache), the rest " + ms(p.other_ms)},
-        {"accuracy", p.max_rel_error < 0 ? std::string("not checked (the float64 check runs on models of 64 MiB or less)")
-                                         : "max relative error of the logits " + scientific(p.max_rel_error) +
-                                               " against float64"},
+        {"accuracy", p.max_rel_error < 0
+                         ? std::string("not checked (the float64 check runs on models of 64 MiB or less)")
+                         : "max relative error of the logits " + scientific(p.max_rel_error) + " against float64"},
         {"kernel", p.kernel},
     });
     return r;

@@ -42,16 +42,16 @@ void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, const
                 float* out1 = out0 + sh.q_heads;
                 if (bf16_dot)
                     dot_group_bf16x2(q_bf16 + h * group * sh.dk, group, k16 + t * sh.row_k + h * sh.dk,
-                                          k16 + (t + 1) * sh.row_k + h * sh.dk, sh.dk, out0, out1);
+                                     k16 + (t + 1) * sh.row_k + h * sh.dk, sh.dk, out0, out1);
                 else
                     dot_group_raw2(dtype, q + h * group * sh.dk, group, k + (t * sh.row_k + h * sh.dk) * eb,
-                                        k + ((t + 1) * sh.row_k + h * sh.dk) * eb, sh.dk, out0, out1);
+                                   k + ((t + 1) * sh.row_k + h * sh.dk) * eb, sh.dk, out0, out1);
             }
         }
         for (; i < n; ++i)
             for (std::uint64_t h = 0; h < sh.kv_heads; ++h)
-                dot_group_raw(dtype, q + h * group * sh.dk, group, k + ((t0 + i) * sh.row_k + h * sh.dk) * eb,
-                                   sh.dk, scores + i * sh.q_heads + h * group);
+                dot_group_raw(dtype, q + h * group * sh.dk, group, k + ((t0 + i) * sh.row_k + h * sh.dk) * eb, sh.dk,
+                              scores + i * sh.q_heads + h * group);
         // Online softmax: scale, the tile's maximum, rescale what came before if the maximum grew.
         std::fill(tile_max.begin(), tile_max.end(), -1e30f);
         for (std::uint64_t t = 0; t < n; ++t)
@@ -76,7 +76,7 @@ void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, const
         Ahead ahead{k + next * sh.row_k * eb, k + next_end * sh.row_k * eb};
         for (std::uint64_t h = 0; h < sh.kv_heads; ++h)
             axpy_tokens_raw(dtype, scores + h * group, sh.q_heads, group, v + (t0 * sh.row_v + h * dv_stride) * eb,
-                                 sh.row_v, n, out + h * group * sh.dv, sh.dv, &ahead);
+                            sh.row_v, n, out + h * group * sh.dv, sh.dv, &ahead);
     }
     for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
         const float inv = 1.0f / run_sum[qh];

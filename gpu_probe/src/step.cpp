@@ -30,8 +30,8 @@ StepReport Backend::step(const StepRequest&, const Control&) {
     StepReport r;
     r.device = device();
     r.status = Status::failed;
-    r.message = "the " + r.device.backend +
-                " backend does not run the decode step yet; the CPU backend does (--backend cpu)";
+    r.message =
+        "the " + r.device.backend + " backend does not run the decode step yet; the CPU backend does (--backend cpu)";
     return r;
 }
 
@@ -90,8 +90,8 @@ void matmul(KvDtype wd, const void* w, const Matrix& m, const float* x, std::uin
         const std::uint64_t lo = blk * kRows, hi = std::min(m.rows, lo + kRows);
         std::uint64_t n = lo;
         for (; n + 2 <= hi; n += 2) {
-            cpu::dot_group_raw2(wd, x, batch, base + n * m.cols * eb, base + (n + 1) * m.cols * eb, m.cols,
-                                out0.data(), out1.data());
+            cpu::dot_group_raw2(wd, x, batch, base + n * m.cols * eb, base + (n + 1) * m.cols * eb, m.cols, out0.data(),
+                                out1.data());
             for (std::uint64_t b = 0; b < batch; ++b) {
                 y[b * m.rows + n] = out0[b];
                 y[b * m.rows + n + 1] = out1[b];
@@ -115,8 +115,8 @@ void rms_norm(const float* x, float* out, std::uint64_t n) {
 void rope(float* v, std::uint64_t heads, std::uint64_t d, std::uint64_t position) {
     const std::uint64_t half = d / 2;
     for (std::uint64_t i = 0; i < half; ++i) {
-        const double angle = static_cast<double>(position) *
-                             std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+        const double angle =
+            static_cast<double>(position) * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(d));
         const auto c = static_cast<float>(std::cos(angle)), s = static_cast<float>(std::sin(angle));
         for (std::uint64_t h = 0; h < heads; ++h) {
             float& a = v[h * d + i];
@@ -234,7 +234,7 @@ public:
 
     struct Times {
         double weights_ms = 0, attention_ms = 0, layers_ms = 0;  // the layers run
-        double outer_ms = 0, outer_weights_ms = 0;                 // the embedding lookup, final norm and head
+        double outer_ms = 0, outer_weights_ms = 0;               // the embedding lookup, final norm and head
         std::uint64_t weight_bytes = 0, outer_weight_bytes = 0, experts = 0;
     };
 
@@ -259,7 +259,8 @@ public:
         for (std::uint64_t l = 0; l < layers_; ++l) {
             const LayerWeights& w = layers_w_[l];
             for (std::uint64_t b = 0; b < B; ++b) rms_norm(x.data() + b * H, xn.data() + b * H, H);
-            t.weights_ms += timed([&] { matmul(req_.weight_dtype, w.qkv.get(), qkv(), xn.data(), B, qkv_out.data(), threads_); });
+            t.weights_ms +=
+                timed([&] { matmul(req_.weight_dtype, w.qkv.get(), qkv(), xn.data(), B, qkv_out.data(), threads_); });
             t.weight_bytes += qkv().elements() * eb_;
             for (float& v : qkv_out) v *= in_scale;
             t.attention_ms += timed([&] {
@@ -275,7 +276,8 @@ public:
                               attn.begin() + static_cast<std::ptrdiff_t>(b * d_.q_heads * d_.dv));
                 });
             });
-            t.weights_ms += timed([&] { matmul(req_.weight_dtype, w.o.get(), o(), attn.data(), B, proj.data(), threads_); });
+            t.weights_ms +=
+                timed([&] { matmul(req_.weight_dtype, w.o.get(), o(), attn.data(), B, proj.data(), threads_); });
             t.weight_bytes += o().elements() * eb_;
             const float o_scale = 1.0f / std::sqrt(static_cast<float>(d_.q_heads * d_.dv));
             for (std::uint64_t i = 0; i < B * H; ++i) x[i] += proj[i] * o_scale;
@@ -322,8 +324,8 @@ private:
     }
 
     // out = down(act(x · up)) for `rows` inputs, scaled as the activations of trained weights are.
-    void mlp(const void* up_w, const void* down_w, std::uint64_t inter, const float* in, std::uint64_t rows,
-             float* out, Times& t) {
+    void mlp(const void* up_w, const void* down_w, std::uint64_t inter, const float* in, std::uint64_t rows, float* out,
+             Times& t) {
         const std::uint64_t H = d_.hidden;
         std::vector<float> h(rows * d_.up_rows(inter)), act(rows * inter);
         t.weights_ms += timed([&] { matmul(req_.weight_dtype, up_w, up(inter), in, rows, h.data(), threads_); });
@@ -343,11 +345,12 @@ private:
                  Times& t, std::vector<Route>* record) {
         const std::uint64_t H = d_.hidden;
         std::vector<float> logits(B * d_.experts);
-        t.weights_ms += timed([&] { matmul(req_.weight_dtype, w.router.get(), {d_.experts, H}, xn.data(), B, logits.data(), threads_); });
+        t.weights_ms += timed([&] {
+            matmul(req_.weight_dtype, w.router.get(), {d_.experts, H}, xn.data(), B, logits.data(), threads_);
+        });
         t.weight_bytes += d_.experts * H * eb_;
         std::vector<Route> routes(B);
-        for (std::uint64_t b = 0; b < B; ++b)
-            routes[b] = route(logits.data() + b * d_.experts, d_.experts, d_.top_k);
+        for (std::uint64_t b = 0; b < B; ++b) routes[b] = route(logits.data() + b * d_.experts, d_.experts, d_.top_k);
         if (record) *record = routes;
         std::fill(out.begin(), out.end(), 0.0f);
         // Each chosen expert once, over the tokens that chose it.
@@ -364,8 +367,10 @@ private:
             ++t.experts;
             std::vector<float> in(rows.size() * H), y(rows.size() * H);
             for (std::size_t r = 0; r < rows.size(); ++r)
-                std::copy_n(xn.begin() + static_cast<std::ptrdiff_t>(rows[r] * H), H, in.begin() + static_cast<std::ptrdiff_t>(r * H));
-            mlp(w.expert_up[e].get(), w.expert_down[e].get(), d_.expert_intermediate, in.data(), rows.size(), y.data(), t);
+                std::copy_n(xn.begin() + static_cast<std::ptrdiff_t>(rows[r] * H), H,
+                            in.begin() + static_cast<std::ptrdiff_t>(r * H));
+            mlp(w.expert_up[e].get(), w.expert_down[e].get(), d_.expert_intermediate, in.data(), rows.size(), y.data(),
+                t);
             for (std::size_t r = 0; r < rows.size(); ++r)
                 for (std::uint64_t i = 0; i < H; ++i) out[rows[r] * H + i] += weights[r] * y[r * H + i];
         }
@@ -417,8 +422,8 @@ std::vector<double> reference_logits(const Model& m, const StepRequest& req, con
     };
     auto rope_d = [](double* v, std::uint64_t heads, std::uint64_t dim, std::uint64_t pos) {
         for (std::uint64_t i = 0; i < dim / 2; ++i) {
-            const double a = static_cast<double>(pos) *
-                             std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+            const double a =
+                static_cast<double>(pos) * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
             for (std::uint64_t h = 0; h < heads; ++h) {
                 double &p = v[h * dim + i], &q = v[h * dim + i + dim / 2];
                 const double x = p, y = q;
@@ -458,12 +463,13 @@ std::vector<double> reference_logits(const Model& m, const StepRequest& req, con
             if (w.moe) {
                 const Route& r = routes[l][b];
                 for (std::size_t k = 0; k < r.experts.size(); ++k) {
-                    const std::vector<double> e =
-                        mlp_d(w.expert_up[r.experts[k]].get(), w.expert_down[r.experts[k]].get(), d.expert_intermediate, xn);
+                    const std::vector<double> e = mlp_d(w.expert_up[r.experts[k]].get(),
+                                                        w.expert_down[r.experts[k]].get(), d.expert_intermediate, xn);
                     for (std::uint64_t i = 0; i < H; ++i) y[i] += r.weights[k] * e[i];
                 }
                 if (d.shared > 0) {
-                    const std::vector<double> e = mlp_d(w.shared_up.get(), w.shared_down.get(), d.shared * d.expert_intermediate, xn);
+                    const std::vector<double> e =
+                        mlp_d(w.shared_up.get(), w.shared_down.get(), d.shared * d.expert_intermediate, xn);
                     for (std::uint64_t i = 0; i < H; ++i) y[i] += e[i];
                 }
             } else {
@@ -500,14 +506,16 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
     r.layers_total = a.layers;
     // What the step can run: every layer attending with K and V of the model's heads.
     if (!step_format(req.kv_dtype))
-        return fail(r, Status::invalid_input,
-                    "kv_dtype: the step stores fp32, fp16 or bf16 caches (not " + std::string(to_string(req.kv_dtype)) + ")");
+        return fail(
+            r, Status::invalid_input,
+            "kv_dtype: the step stores fp32, fp16 or bf16 caches (not " + std::string(to_string(req.kv_dtype)) + ")");
     if (!step_format(req.weight_dtype))
         return fail(r, Status::invalid_input,
                     "weight_dtype: the CPU step multiplies fp32, fp16 or bf16 weights (not " +
                         std::string(to_string(req.weight_dtype)) + "); give --weight-dtype bf16");
     if (const Errors e = validate(a); !e.empty()) return fail(r, Status::invalid_input, join_errors(e));
-    if (a.mla) return fail(r, Status::invalid_input, "the step does not run MLA layers yet (this model's attention is MLA)");
+    if (a.mla)
+        return fail(r, Status::invalid_input, "the step does not run MLA layers yet (this model's attention is MLA)");
     for (const LayerSpec& l : a.layer_specs)
         if (!l.caches_kv())
             return fail(r, Status::invalid_input,
@@ -518,7 +526,8 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
                     "the step needs the model's hidden_size, intermediate_size and vocab_size (the config gives none "
                     "of at least one)");
     if (a.head_dim_k % 2 != 0)
-        return fail(r, Status::invalid_input, "head_dim: RoPE rotates pairs of values, so the key head dimension must be even");
+        return fail(r, Status::invalid_input,
+                    "head_dim: RoPE rotates pairs of values, so the key head dimension must be even");
     Dims d;
     d.hidden = a.hidden_size;
     d.q_heads = a.query_heads;
@@ -546,11 +555,12 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
     control.report(0.02, "measuring the read bandwidth ceiling");
     const std::uint64_t ceiling_bytes =
         req.ceiling_bytes ? req.ceiling_bytes
-                          : std::min<std::uint64_t>(std::max<std::uint64_t>(4 * host::last_level_cache_bytes(), 256ull << 20),
-                                                    1ull << 30);
+                          : std::min<std::uint64_t>(
+                                std::max<std::uint64_t>(4 * host::last_level_cache_bytes(), 256ull << 20), 1ull << 30);
     r.ceiling_gbps = measure_host_read_gbps(ceiling_bytes);
     if (r.ceiling_gbps <= 0)
-        return fail(r, Status::out_of_memory, "could not allocate the " + format_bytes(ceiling_bytes) + " bandwidth buffer");
+        return fail(r, Status::out_of_memory,
+                    "could not allocate the " + format_bytes(ceiling_bytes) + " bandwidth buffer");
 
     // As many layers as fit beside the embedding and the head.
     const unsigned threads = host::threads();
@@ -568,9 +578,9 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
     }
     if (layers_run == 0)
         return fail(r, Status::out_of_memory,
-                    "one layer (" + format_bytes(probe_model.layer_bytes(0) + layer_kv[0]) + " of weights and cache) beside the " +
-                        "embedding and head (" + format_bytes(probe_model.outer_bytes()) + ") needs more than the " +
-                        format_bytes(limit) +
+                    "one layer (" + format_bytes(probe_model.layer_bytes(0) + layer_kv[0]) +
+                        " of weights and cache) beside the " + "embedding and head (" +
+                        format_bytes(probe_model.outer_bytes()) + ") needs more than the " + format_bytes(limit) +
                         (control.memory_limit_bytes ? " the memory limit allows" : " of memory available") +
                         "; lower the batch, the context or the weight precision");
     r.layers_run = layers_run;
@@ -589,7 +599,8 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
         for (std::size_t i = 0; i < tensors->size(); ++i) {
             const KvTensor& t = (*tensors)[i];
             if (t.layer >= layers_run || !t.is_key()) continue;
-            if (control.cancelled()) return fail(r, Status::cancelled, "cancelled while allocating; all memory was freed");
+            if (control.cancelled())
+                return fail(r, Status::cancelled, "cancelled while allocating; all memory was freed");
             const KvTensor& v = (*tensors)[i + 1];
             void* kb = cache.emplace_back(allocate(t.bytes)).get();
             void* vb = cache.emplace_back(allocate(v.bytes)).get();
@@ -633,7 +644,8 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
     r.weights_ms = t.outer_weights_ms + t.weights_ms * f;
     r.attention_ms = t.attention_ms * f;
     r.other_ms = std::max(0.0, r.step_ms - r.weights_ms - r.attention_ms);
-    r.weights_bytes_read = t.outer_weight_bytes + static_cast<std::uint64_t>(std::llround(static_cast<double>(t.weight_bytes) * f));
+    r.weights_bytes_read =
+        t.outer_weight_bytes + static_cast<std::uint64_t>(std::llround(static_cast<double>(t.weight_bytes) * f));
     r.experts_read = static_cast<std::uint64_t>(std::llround(static_cast<double>(t.experts) * f));
     r.kv_bytes_read = kv_bytes_read(*tensors);
     r.kernel = "weights read once per step in their stored format for the whole batch (" + std::to_string(threads) +

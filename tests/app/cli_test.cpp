@@ -229,8 +229,8 @@ TEST(Cli, ProbeStepTimesTheWholeModelBesideTheCalculatorsFloor) {
     std::ofstream(path) << R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8,
         "num_key_value_heads": 2, "hidden_size": 512, "intermediate_size": 1024, "vocab_size": 1000,
         "torch_dtype": "bfloat16", "max_position_embeddings": 4096})";
-    const std::string args =
-        "probe --step --backend cpu --config " + path.string() + " --context 64 --batch 2 --runs 1 --ceiling-size 16MiB";
+    const std::string args = "probe --step --backend cpu --config " + path.string() +
+                             " --context 64 --batch 2 --runs 1 --ceiling-size 16MiB";
     const CliRun r = cli(args + " --json");
     const CliRun text = cli(args);
     std::filesystem::remove(path);

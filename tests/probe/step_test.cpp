@@ -26,8 +26,8 @@ Architecture small_dense() {
     return a;
 }
 
-StepRequest request(const Architecture& a, std::uint64_t context, std::uint64_t batch,
-                    KvDtype weights = KvDtype::bf16, KvDtype cache = KvDtype::fp16) {
+StepRequest request(const Architecture& a, std::uint64_t context, std::uint64_t batch, KvDtype weights = KvDtype::bf16,
+                    KvDtype cache = KvDtype::fp16) {
     StepRequest r;
     r.arch = a;
     r.kv_dtype = cache;

@@ -98,10 +98,12 @@ TEST(ProbeView, ADecodeStepOfTheModelBesideTheCalculatorsFloor) {
     QApplication::processEvents();
     QTableWidget* t = p->results();
     EXPECT_EQ(cell_of(t, "Layers run"), "all 2");
-    EXPECT_TRUE(cell_of(t, "Decode step (measured)").contains("tokens/s per sequence")) << p->statusLabel()->text().toStdString();
+    EXPECT_TRUE(cell_of(t, "Decode step (measured)").contains("tokens/s per sequence"))
+        << p->statusLabel()->text().toStdString();
     EXPECT_TRUE(cell_of(t, "Calculator's floor").contains("GB/s, measured here"));
     EXPECT_TRUE(cell_of(t, "Measured ÷ floor").endsWith("×"));
-    EXPECT_TRUE(cell_of(t, "Max relative error").contains("against float64")) << cell_of(t, "Max relative error").toStdString();
+    EXPECT_TRUE(cell_of(t, "Max relative error").contains("against float64"))
+        << cell_of(t, "Max relative error").toStdString();
     EXPECT_TRUE(p->statusLabel()->text().contains("calculator's floor")) << p->statusLabel()->text().toStdString();
 }
 

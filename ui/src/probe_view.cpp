@@ -304,9 +304,9 @@ void ProbeView::showStep(const probe::StepReport& r) {
                                  r.experts_read ? tr(", %1 experts").arg(r.experts_read) : QString())},
         {tr("Attention"), tr("%1 (%2 of cache)").arg(ms(r.attention_ms), q(format_bytes(r.kv_bytes_read)))},
         {tr("The rest"), ms(r.other_ms)},
-        {tr("Max relative error"), r.max_rel_error < 0 ? tr("not checked (models of 64 MiB or less are)")
-                                                       : QString::number(r.max_rel_error, 'e', 2) +
-                                                             tr(" (logits against float64)")},
+        {tr("Max relative error"), r.max_rel_error < 0
+                                       ? tr("not checked (models of 64 MiB or less are)")
+                                       : QString::number(r.max_rel_error, 'e', 2) + tr(" (logits against float64)")},
         {tr("Kernel"), q(r.kernel)},
     });
     done(note + q(r.message), true);

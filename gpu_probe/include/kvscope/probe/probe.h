@@ -164,16 +164,16 @@ struct StepReport {
     double min_step_ms = 0;
     int runs = 0;
     std::uint64_t layers_run = 0, layers_total = 0;
-    bool scaled = false;                    // only `layers_run` layers fit; their time was scaled to all
-    std::uint64_t weights_bytes_read = 0;   // per step, whole model: the matrices the batch multiplies through
-    std::uint64_t kv_bytes_read = 0;        // per step, whole model: every sequence's attended cache
-    std::uint64_t experts_read = 0;         // MoE: experts the batch chose, summed over the layers (scaled)
+    bool scaled = false;                   // only `layers_run` layers fit; their time was scaled to all
+    std::uint64_t weights_bytes_read = 0;  // per step, whole model: the matrices the batch multiplies through
+    std::uint64_t kv_bytes_read = 0;       // per step, whole model: every sequence's attended cache
+    std::uint64_t experts_read = 0;        // MoE: experts the batch chose, summed over the layers (scaled)
     double weights_ms = 0, attention_ms = 0, other_ms = 0;  // the breakdown of step_ms
-    double ceiling_gbps = 0;                // read bandwidth measured in the same run
-    double predicted_step_ms = 0;           // the calculator's floor (decode_estimate) on that bandwidth
+    double ceiling_gbps = 0;                                // read bandwidth measured in the same run
+    double predicted_step_ms = 0;            // the calculator's floor (decode_estimate) on that bandwidth
     std::uint64_t predicted_bytes_read = 0;  // the bytes that floor reads
-    double max_rel_error = -1;              // logits against float64 of the same layers; -1: not checked
-    std::string kernel;                     // how the step was computed
+    double max_rel_error = -1;               // logits against float64 of the same layers; -1: not checked
+    std::string kernel;                      // how the step was computed
     [[nodiscard]] double tokens_per_s() const { return step_ms > 0 ? 1000.0 / step_ms : 0; }  // per sequence
     [[nodiscard]] double predicted_tokens_per_s() const {
         return predicted_step_ms > 0 ? 1000.0 / predicted_step_ms : 0;
