@@ -169,6 +169,12 @@ private:
 };
 
 void CudaBackend::run(const ProbeRequest& request, const Control& control, ProbeReport& r) {
+    if (!cpu::direct(request.dtype)) {
+        r.status = Status::invalid_input;
+        r.message = "kv_dtype: the CUDA backend stores fp32, fp16 or bf16 caches so far (not " +
+                    std::string(to_string(request.dtype)) + "); the CPU backend stores it (--backend cpu)";
+        return;
+    }
     auto tensors = kv_tensors(request);
     if (!tensors) {
         r.status = Status::invalid_input;

@@ -54,16 +54,21 @@ constexpr std::uint64_t kTile = 128;  // tokens per tile: its scores stay in L1,
 // One thread's working memory for attend: a tile's scores ([token][query head]), the output, and
 // the running softmax. Allocated once per probe; its size is the report's workspace.
 struct Scratch {
-    explicit Scratch(const Shape& sh)
+    // `dtype`: the cache's format; fp8 and block formats add a tile of K and V rows converted to fp32.
+    explicit Scratch(const Shape& sh, KvDtype dtype = KvDtype::fp32)
         : scores(sh.q_heads * kTile),
           out(sh.q_heads * sh.dv),
           run_max(sh.q_heads),
           run_sum(sh.q_heads),
-          tile_max(sh.q_heads) {}
+          tile_max(sh.q_heads),
+          k_tile(direct(dtype) ? 0 : kTile * sh.row_k),
+          v_tile(direct(dtype) ? 0 : kTile * sh.row_v) {}
     std::uint64_t bytes() const {
-        return (scores.size() + out.size() + run_max.size() + run_sum.size() + tile_max.size()) * sizeof(float);
+        return (scores.size() + out.size() + run_max.size() + run_sum.size() + tile_max.size() + k_tile.size() +
+                v_tile.size()) *
+               sizeof(float);
     }
-    std::vector<float> scores, out, run_max, run_sum, tile_max;
+    std::vector<float> scores, out, run_max, run_sum, tile_max, k_tile, v_tile;
     double checksum = 0;
 };
 

@@ -92,7 +92,7 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     a.allocations = tensors->size();
     a.granularity_bytes = host::page_bytes();
     a.granularity_source = "the system's page size";
-    std::vector<Scratch> scratch(threads, Scratch(sh));
+    std::vector<Scratch> scratch(threads, Scratch(sh, request.dtype));
     a.workspace_bytes = threads * scratch.front().bytes();
 
     const std::uint64_t limit = control.memory_limit_bytes ? control.memory_limit_bytes : host::available_bytes();
@@ -124,8 +124,9 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
             buffers.emplace_back(p);
         }
         parallel_for(tensors->size(), threads, [&](std::size_t i, unsigned) {
-            cpu::fill_random(request.dtype, buffers[i].get(), (*tensors)[i].bytes / cpu::element_bytes(request.dtype),
-                             i + 1);
+            // The indexer's keys are fp8 whatever the cache's format (probe.cpp); the rest is in the cache's.
+            const KvDtype format = (*tensors)[i].is_indexer ? KvDtype::fp8_e4m3 : request.dtype;
+            cpu::fill_random(format, buffers[i].get(), cpu::values_in(format, (*tensors)[i].bytes), i + 1);
         });
     } catch (const std::bad_alloc&) {
         buffers.clear();

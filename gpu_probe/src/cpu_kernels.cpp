@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <array>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -400,6 +402,52 @@ bool has_avx2_f16c() { return false; }
 bool has_bf16_dot_cpu() { return false; }
 #endif
 
+// fp8 e4m3 (OCP FP8, as vLLM and TensorRT-LLM store it): bias 7, no infinities, S.1111.111 is NaN.
+float fp8_e4m3_to_float(std::uint8_t b) {
+    const float sign = (b & 0x80u) ? -1.0f : 1.0f;
+    const int exp = (b >> 3) & 0xf, mant = b & 0x7;
+    if (exp == 0xf && mant == 7) return std::numeric_limits<float>::quiet_NaN();
+    if (exp == 0) return sign * std::ldexp(static_cast<float>(mant) / 8.0f, -6);
+    return sign * std::ldexp(1.0f + static_cast<float>(mant) / 8.0f, exp - 7);
+}
+
+// fp8 e5m2 is the top byte of an fp16.
+float fp8_e5m2_to_float(std::uint8_t b) { return half_to_float(static_cast<std::uint16_t>(b << 8)); }
+
+// llama.cpp's blocks (ggml-common.h block_q8_0, block_q4_0): 32 values behind one fp16 scale d; q8_0 holds
+// 32 int8 (value d·q), q4_0 16 bytes whose low nibbles are values 0…15 and high nibbles values 16…31
+// (value d·(q − 8)). `n` is a multiple of 32.
+void to_float_converted(KvDtype dtype, const void* src, float* dst, std::size_t n) {
+    const auto* b = static_cast<const std::uint8_t*>(src);
+    if (dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2) {
+        static const auto table = [] {
+            std::array<std::array<float, 256>, 2> t{};
+            for (int i = 0; i < 256; ++i) {
+                t[0][i] = fp8_e4m3_to_float(static_cast<std::uint8_t>(i));
+                t[1][i] = fp8_e5m2_to_float(static_cast<std::uint8_t>(i));
+            }
+            return t;
+        }();
+        const auto& t = table[dtype == KvDtype::fp8_e4m3 ? 0 : 1];
+        for (std::size_t i = 0; i < n; ++i) dst[i] = t[b[i]];
+        return;
+    }
+    const std::size_t block = dtype == KvDtype::q8_0 ? 34 : 18;
+    for (std::size_t i = 0; i < n; i += 32, b += block) {
+        std::uint16_t dh;
+        std::memcpy(&dh, b, 2);
+        const float d = half_to_float(dh);
+        if (dtype == KvDtype::q8_0) {
+            for (std::size_t j = 0; j < 32; ++j) dst[i + j] = d * static_cast<float>(static_cast<std::int8_t>(b[2 + j]));
+        } else {
+            for (std::size_t j = 0; j < 16; ++j) {
+                dst[i + j] = d * static_cast<float>((b[2 + j] & 0x0f) - 8);
+                dst[i + j + 16] = d * static_cast<float>((b[2 + j] >> 4) - 8);
+            }
+        }
+    }
+}
+
 std::uint64_t next(std::uint64_t& s) {  // xorshift64*
     s ^= s >> 12;
     s ^= s << 25;
@@ -410,9 +458,44 @@ std::uint64_t next(std::uint64_t& s) {  // xorshift64*
 }  // namespace
 
 std::size_t element_bytes(KvDtype dtype) { return dtype == KvDtype::fp32 ? 4 : 2; }
+
+bool direct(KvDtype dtype) { return dtype == KvDtype::fp32 || dtype == KvDtype::fp16 || dtype == KvDtype::bf16; }
+bool stores(KvDtype dtype) {
+    return direct(dtype) || dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2 || dtype == KvDtype::q8_0 ||
+           dtype == KvDtype::q4_0;
+}
+std::uint64_t row_size(KvDtype dtype, std::uint64_t values) { return row_bytes(dtype, values).value(); }
+std::uint64_t values_in(KvDtype dtype, std::uint64_t bytes) {
+    const KvDtypeInfo& i = info(dtype);
+    return bytes * 8 / i.bits_per_block * i.values_per_block;
+}
+
+std::uint16_t float_to_half(float f) {
+    std::uint32_t x;
+    std::memcpy(&x, &f, sizeof x);
+    const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+    const std::uint32_t exp = (x >> 23) & 0xff, mant = x & 0x7fffffu;
+    if (exp == 0xff) return sign | 0x7c00u | (mant ? 0x200u : 0u);  // inf, nan
+    const int e = static_cast<int>(exp) - 127 + 15;
+    if (e >= 31) return sign | 0x7c00u;  // too large: inf
+    if (e <= 0) {                        // subnormal or zero, rounded to nearest even
+        if (e < -10) return sign;
+        const std::uint32_t m = mant | 0x800000u;
+        const int shift = 14 - e;
+        std::uint32_t h = m >> shift;
+        const std::uint32_t rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rest > half || (rest == half && (h & 1u))) ++h;
+        return static_cast<std::uint16_t>(sign | h);
+    }
+    std::uint32_t h = (static_cast<std::uint32_t>(e) << 10) | (mant >> 13);
+    const std::uint32_t rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry into the exponent is right too
+    return static_cast<std::uint16_t>(sign | h);
+}
 bool vectorized() { return has_avx2_f16c(); }
 
 void to_float(KvDtype dtype, const void* src, float* dst, std::size_t n) {
+    if (!direct(dtype)) return to_float_converted(dtype, src, dst, n);
 #if defined(__x86_64__)
     if (has_avx2_f16c()) return to_float_avx2(dtype, src, dst, n);
 #endif
@@ -505,6 +588,36 @@ std::uint64_t read_pass(const std::uint64_t* data, std::size_t words) {
 
 void fill_random(KvDtype dtype, void* data, std::size_t elements, std::uint64_t seed) {
     std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    auto* bytes = static_cast<std::uint8_t*>(data);
+    if (dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2) {
+        // sign, the exponent of 1/8 … <1, random mantissa bits: never zero, never NaN
+        for (std::size_t i = 0; i < elements; ++i) {
+            const std::uint64_t r = next(s);
+            bytes[i] = dtype == KvDtype::fp8_e4m3
+                           ? static_cast<std::uint8_t>(((r >> 63) << 7) | ((4 + r % 3) << 3) | ((r >> 8) & 0x7))
+                           : static_cast<std::uint8_t>(((r >> 63) << 7) | ((12 + r % 3) << 2) | ((r >> 8) & 0x3));
+        }
+        return;
+    }
+    if (dtype == KvDtype::q8_0 || dtype == KvDtype::q4_0) {
+        // A block's scale puts its values within ±1; no quantised value is 0.
+        const bool q8 = dtype == KvDtype::q8_0;
+        const std::uint16_t d = float_to_half(q8 ? 1.0f / 127.0f : 1.0f / 8.0f);
+        for (std::size_t i = 0; i < elements; i += 32, bytes += q8 ? 34 : 18) {
+            std::memcpy(bytes, &d, 2);
+            for (std::size_t j = 0; j < (q8 ? 32u : 16u); ++j) {
+                const std::uint64_t r = next(s);
+                if (q8) {
+                    const auto q = static_cast<int>(1 + r % 127);
+                    bytes[2 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>((r >> 40) & 1 ? -q : q));
+                } else {
+                    auto nibble = [](std::uint64_t x) { return static_cast<std::uint8_t>(x % 15 >= 8 ? x % 15 + 1 : x % 15); };
+                    bytes[2 + j] = static_cast<std::uint8_t>(nibble(r) | (nibble(r >> 20) << 4));
+                }
+            }
+        }
+        return;
+    }
     if (dtype == KvDtype::fp32) {
         auto* f = static_cast<float*>(data);
         for (std::size_t i = 0; i < elements; ++i) {

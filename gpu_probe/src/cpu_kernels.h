@@ -10,12 +10,23 @@
 
 namespace kvscope::probe::cpu {
 
-// Bytes per element of the formats the probe stores (fp32, fp16, bf16).
+// Bytes per element of the formats the kernels read in place (fp32, fp16, bf16).
 std::size_t element_bytes(KvDtype dtype);
+// The formats the kernels read in place: fp32, fp16, bf16.
+bool direct(KvDtype dtype);
+// The formats the CPU probe stores: those, fp8 (e4m3, e5m2; per-tensor scale, as vLLM stores them) and
+// llama.cpp's q8_0 and q4_0 blocks, which attention converts a tile at a time.
+bool stores(KvDtype dtype);
+// Bytes of a row of `values` values (the calculator's row_bytes), and the values in `bytes` of whole rows.
+std::uint64_t row_size(KvDtype dtype, std::uint64_t values);
+std::uint64_t values_in(KvDtype dtype, std::uint64_t bytes);
+// The nearest fp16, ties to even.
+std::uint16_t float_to_half(float f);
 
-// dst[i] = value of src element i.
+// dst[i] = value of src element i (every stored format; n a multiple of 32 for the block formats).
 void to_float(KvDtype dtype, const void* src, float* dst, std::size_t n);
-// Random finite values of magnitude 1/8 … 1 with random signs, written in place (touches every page).
+// Random finite values of magnitude 1/8 … 1 with random signs (block formats: within ±1, never 0), written
+// in place (touches every page). `elements` counts values.
 void fill_random(KvDtype dtype, void* data, std::size_t elements, std::uint64_t seed);
 // Sums `words` 64-bit words (a read-only pass; the sum keeps the compiler from skipping it).
 std::uint64_t read_pass(const std::uint64_t* data, std::size_t words);

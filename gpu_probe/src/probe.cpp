@@ -26,12 +26,14 @@ std::string_view to_string(Status status) {
     return "failed";
 }
 
-bool can_store(KvDtype dtype) { return dtype == KvDtype::fp32 || dtype == KvDtype::fp16 || dtype == KvDtype::bf16; }
+bool can_store(KvDtype dtype) { return cpu::stores(dtype); }
+
+std::string storable_list() { return "fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, q8_0 or q4_0"; }
 
 Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
     if (!can_store(request.dtype))
         return FieldError{Field::kv_dtype,
-                          "the probe stores fp32, fp16 or bf16 (not " + std::string(to_string(request.dtype)) + ")"};
+                          "the probe stores " + storable_list() + " (not " + std::string(to_string(request.dtype)) + ")"};
     auto layout = KvLayout::make(request.arch, request.dtype, request.workload, Parallelism{});
     if (!layout) return layout.errors();
     std::vector<KvTensor> tensors;
@@ -48,22 +50,30 @@ Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
     const std::uint64_t heads = mla ? 1 : request.arch.kv_heads;
     const std::uint64_t dims_k =
         mla ? request.arch.mla->kv_lora_rank + request.arch.mla->qk_rope_head_dim : request.arch.head_dim_k;
-    const std::uint64_t bytes_per_value = cpu::element_bytes(request.dtype);
+    // A K or V row of one token, all heads, in the cache's format (the calculator's row_bytes). llama.cpp's
+    // blocks of 32 never straddle two heads (ggml requires the head size to be a multiple of the block).
+    const std::uint64_t dims_v = mla ? 0 : request.arch.head_dim_v;
+    if (const KvDtypeInfo& f = info(request.dtype); f.values_per_block > 1 && (dims_k % f.values_per_block != 0 ||
+                                                                             dims_v % f.values_per_block != 0))
+        return FieldError{Field::head_dim, std::string(f.id) + " stores blocks of " + std::to_string(f.values_per_block) +
+                                               " values, and a head of " + std::to_string(dims_k) +
+                                               " values is not a whole number of them"};
+    const std::uint64_t k_row = cpu::row_size(request.dtype, heads * dims_k);
+    const std::uint64_t v_row = cpu::row_size(request.dtype, heads * dims_v);
     const std::uint64_t context = request.workload.context_tokens;
     for (std::uint64_t layer = 0; layer < request.arch.layers; ++layer) {
         if (layout->row_bytes_per_gpu(layer) == 0) continue;  // shared, recurrent or MLP-only: no KV of its own
         const std::uint64_t tokens = layout->stored_tokens(layout->window(layer), context);
         const std::uint64_t attended = KvLayout::kept_tokens(layout->window(layer), context);
         for (std::uint64_t seq = 0; seq < request.workload.batch; ++seq) {
-            tensors.push_back({layer, false, false, seq, tokens, attended, tokens * heads * dims_k * bytes_per_value});
+            tensors.push_back({layer, false, false, seq, tokens, attended, tokens * k_row});
             if (indexer_row > 0) {
                 KvTensor indexer{layer, false, false, seq, tokens, 0, tokens * indexer_row};
                 indexer.is_indexer = true;
                 tensors.push_back(indexer);
             }
             if (!mla)
-                tensors.push_back({layer, true, false, seq, tokens, attended,
-                                   tokens * heads * request.arch.head_dim_v * bytes_per_value});
+                tensors.push_back({layer, true, false, seq, tokens, attended, tokens * v_row});
         }
     }
     // The recurrent state, in vLLM's shapes and formats (the calculator's state_values_per_gpu).

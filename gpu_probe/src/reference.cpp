@@ -11,11 +11,11 @@ std::vector<double> attention_reference(const void* k, const void* v, std::uint6
                                         KvDtype dtype, const float* q) {
     const std::uint64_t group = sh.q_heads / sh.kv_heads;
     const std::uint64_t v_stride = sh.row_v / sh.kv_heads;
-    const std::size_t eb = cpu::element_bytes(dtype);
+    const std::uint64_t k_row = cpu::row_size(dtype, sh.row_k), v_row = cpu::row_size(dtype, sh.row_v);
     std::vector<float> krow(sh.row_k), vrow(sh.row_v);
     std::vector<double> scores(sh.q_heads * tokens), out(sh.q_heads * sh.dv, 0.0);
     for (std::uint64_t t = 0; t < tokens; ++t) {
-        cpu::to_float(dtype, static_cast<const std::byte*>(k) + t * sh.row_k * eb, krow.data(), sh.row_k);
+        cpu::to_float(dtype, static_cast<const std::byte*>(k) + t * k_row, krow.data(), sh.row_k);
         for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
             const float* kr = krow.data() + (qh / group) * sh.dk;
             double dot = 0;
@@ -31,7 +31,7 @@ std::vector<double> attention_reference(const void* k, const void* v, std::uint6
         for (std::uint64_t t = 0; t < tokens; ++t) sc[t] /= sum;
     }
     for (std::uint64_t t = 0; t < tokens; ++t) {
-        cpu::to_float(dtype, static_cast<const std::byte*>(v) + t * sh.row_v * eb, vrow.data(), sh.row_v);
+        cpu::to_float(dtype, static_cast<const std::byte*>(v) + t * v_row, vrow.data(), sh.row_v);
         for (std::uint64_t qh = 0; qh < sh.q_heads; ++qh) {
             const float* vr = vrow.data() + (qh / group) * v_stride;
             for (std::uint64_t d = 0; d < sh.dv; ++d) out[qh * sh.dv + d] += scores[qh * tokens + t] * vr[d];

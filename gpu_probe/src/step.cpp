@@ -137,8 +137,8 @@ void store_row(KvDtype dtype, const float* src, void* dst, std::uint64_t n) {
     } else if (dtype == KvDtype::bf16) {
         cpu::to_bf16(src, static_cast<std::uint16_t*>(dst), n);
     } else {
-        auto* h = static_cast<_Float16*>(dst);
-        for (std::uint64_t i = 0; i < n; ++i) h[i] = static_cast<_Float16>(src[i]);
+        auto* h = static_cast<std::uint16_t*>(dst);
+        for (std::uint64_t i = 0; i < n; ++i) h[i] = cpu::float_to_half(src[i]);
     }
 }
 

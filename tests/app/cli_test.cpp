@@ -212,9 +212,11 @@ TEST(Cli, ProbeRefusesWhatDoesNotFitAndFormatsItCannotStore) {
     EXPECT_EQ(r.status, 1);
     EXPECT_NE(r.err.find("out_of_memory"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("memory limit"), std::string::npos) << r.err;
-    r = cli("probe --backend cpu --model llama-3-8b --context 8k --kv-dtype q8_0");
+    r = cli("probe --backend cpu --model llama-3-8b --context 8k --kv-dtype int4");
     EXPECT_EQ(r.status, 2);
-    EXPECT_NE(r.err.find("fp32, fp16 or bf16"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the probe stores fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, q8_0 or q4_0 (not int4)"),
+              std::string::npos)
+        << r.err;
     r = cli("probe --backend cpu --model llama-3-8b --context 1k --ceiling-size 4KiB");
     EXPECT_EQ(r.status, 2);
     EXPECT_NE(r.err.find("--ceiling-size: 4.00 KiB is too small"), std::string::npos) << r.err;

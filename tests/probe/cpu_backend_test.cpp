@@ -85,10 +85,70 @@ TEST(CpuBackend, AllocatesTheRecurrentStateBesideTheCache) {
 }
 
 TEST(KvTensors, OnlyFormatsTheProbeStoresAreAccepted) {
-    const auto r = kv_tensors(request_for("llama-3-8b", 1024, KvDtype::q8_0));
+    for (const KvDtype d : {KvDtype::int8, KvDtype::int4, KvDtype::mxfp4}) {
+        const auto r = kv_tensors(request_for("llama-3-8b", 1024, d));
+        ASSERT_FALSE(r.ok());
+        EXPECT_EQ(r.errors().front().input, Field::kv_dtype);
+        EXPECT_NE(r.errors().front().message.find("fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, q8_0 or q4_0"),
+                  std::string::npos);
+    }
+    // llama.cpp's blocks of 32 values never straddle two heads.
+    ProbeRequest odd = request_for("llama-3-8b", 1024, KvDtype::q4_0);
+    odd.arch.head_dim_k = odd.arch.head_dim_v = 48;
+    const auto r = kv_tensors(odd);
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.errors().front().field, "kv_dtype");
-    EXPECT_NE(r.errors().front().message.find("fp32, fp16 or bf16"), std::string::npos);
+    EXPECT_EQ(r.errors().front().input, Field::head_dim);
+    EXPECT_NE(r.errors().front().message.find("blocks of 32"), std::string::npos) << r.error_text();
+}
+
+TEST(CpuKernels, Fp8AndBlockFormatsDecodeAsTheirSpecificationsSay) {
+    // fp8 e4m3 (bias 7): 0x38 = 1.0, 0xB8 = -1.0, 0x7E = 448 (the largest), 0x01 = 2^-9 (the smallest subnormal).
+    const std::uint8_t e4m3[] = {0x38, 0xB8, 0x7E, 0x01};
+    float f[32];
+    cpu::to_float(KvDtype::fp8_e4m3, e4m3, f, 4);
+    EXPECT_EQ(f[0], 1.0f);
+    EXPECT_EQ(f[1], -1.0f);
+    EXPECT_EQ(f[2], 448.0f);
+    EXPECT_EQ(f[3], std::ldexp(1.0f, -9));
+    // fp8 e5m2 is fp16's top byte: 0x3C = 1.0, 0xC0 = -2.0, 0x7B = 57344.
+    const std::uint8_t e5m2[] = {0x3C, 0xC0, 0x7B};
+    cpu::to_float(KvDtype::fp8_e5m2, e5m2, f, 3);
+    EXPECT_EQ(f[0], 1.0f);
+    EXPECT_EQ(f[1], -2.0f);
+    EXPECT_EQ(f[2], 57344.0f);
+    // q8_0: an fp16 scale (0.5 = 0x3800), then 32 int8: value = scale × q.
+    std::uint8_t q8[34] = {0x00, 0x38};
+    q8[2] = static_cast<std::uint8_t>(-3);
+    q8[33] = 127;
+    cpu::to_float(KvDtype::q8_0, q8, f, 32);
+    EXPECT_EQ(f[0], -1.5f);
+    EXPECT_EQ(f[31], 63.5f);
+    EXPECT_EQ(f[1], 0.0f);
+    // q4_0: scale 2 (0x4000), 16 bytes: low nibbles are values 0…15, high nibbles 16…31, each scale × (q − 8).
+    std::uint8_t q4[18] = {0x00, 0x40};
+    q4[2] = 0x1F;
+    cpu::to_float(KvDtype::q4_0, q4, f, 32);
+    EXPECT_EQ(f[0], 14.0f);    // 0xF − 8 = 7
+    EXPECT_EQ(f[16], -14.0f);  // 0x1 − 8 = −7
+    EXPECT_EQ(f[1], -16.0f);   // 0x0 − 8
+    // The half conversion rounds to nearest even: 1 + 2^-11 is a tie between 1 and 1 + 2^-10.
+    EXPECT_EQ(cpu::float_to_half(1.0f), 0x3C00);
+    EXPECT_EQ(cpu::float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3C00);
+    EXPECT_EQ(cpu::float_to_half(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);
+    EXPECT_EQ(cpu::float_to_half(-65504.0f), 0xFBFF);
+}
+
+TEST(CpuBackend, Fp8AndLlamaCppBlocksAreAllocatedExactlyAndAttendedAsFloat64Says) {
+    for (const KvDtype d : {KvDtype::fp8_e4m3, KvDtype::fp8_e5m2, KvDtype::q8_0, KvDtype::q4_0}) {
+        const ProbeRequest r = request_for("llama-3-8b", 1000, d, 2);
+        const ProbeReport p = cpu()->probe(r, {});
+        ASSERT_EQ(p.status, Status::ok) << to_string(d) << ": " << p.message;
+        EXPECT_EQ(p.allocation.requested_bytes, p.allocation.predicted_bytes) << to_string(d);
+        EXPECT_EQ(p.allocation.predicted_bytes, kv_cache_report(r.arch, d, r.workload, {})->total_bytes);
+        // The converted tile is exact, so only float32 arithmetic separates the step from float64.
+        EXPECT_LT(p.attention.max_rel_error, 1e-5) << to_string(d);
+        EXPECT_GT(p.attention.kv_read_gbps, 0.0);
+    }
 }
 
 TEST(CpuBackend, AllocatesExactlyThePredictionAndMeasuresIt) {

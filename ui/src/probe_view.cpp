@@ -238,8 +238,8 @@ void ProbeView::runProbe() {
     request.dtype = s.kv_dtype;
     if (!probe::can_store(s.kv_dtype)) {
         request.dtype = KvDtype::fp16;
-        note = tr("The probe stores fp32, fp16 or bf16; this run uses fp16 instead of %1. ")
-                   .arg(q(std::string(to_string(s.kv_dtype))));
+        note = tr("The probe stores %1; this run uses fp16 instead of %2. ")
+                   .arg(q(probe::storable_list()), q(std::string(to_string(s.kv_dtype))));
     }
     if (s.parallel.gpus() > 1) note += tr("One device holds the whole cache here (TP/PP are not split). ");
     if (runner_->running()) return;
@@ -261,7 +261,7 @@ void ProbeView::runStep() {
     request.kv_dtype = s.kv_dtype;
     request.weight_dtype = s.deployment ? s.deployment->weight_dtype : KvDtype::bf16;
     QString note;
-    if (!probe::can_store(s.kv_dtype)) {
+    if (s.kv_dtype != KvDtype::fp32 && s.kv_dtype != KvDtype::fp16 && s.kv_dtype != KvDtype::bf16) {
         request.kv_dtype = KvDtype::fp16;
         note = tr("The step stores fp32, fp16 or bf16 caches; this run uses fp16 instead of %1. ")
                    .arg(q(std::string(to_string(s.kv_dtype))));

@@ -59,7 +59,7 @@ struct Control {
 // What to put on the device: a model's cache at a context and batch (one device: no TP/PP).
 struct ProbeRequest {
     Architecture arch;
-    KvDtype dtype = KvDtype::fp16;  // fp32, fp16 or bf16
+    KvDtype dtype = KvDtype::fp16;  // can_store()
     Workload workload;
     int timing_runs = 10;  // after one warm-up run
     // Size of the read-only pass that measures the bandwidth ceiling (0: several times the
@@ -82,8 +82,12 @@ struct KvTensor {
     [[nodiscard]] bool is_key() const { return !is_value && !is_state && !is_indexer; }
 };
 
-// The formats the probe can store and compute with: fp32, fp16, bf16.
+// The formats the probe can store and compute with: fp32, fp16, bf16, fp8_e4m3, fp8_e5m2 (per-tensor scale, as
+// vLLM stores them: the scale lives beside the layer, not in the cache), q8_0 and q4_0 (llama.cpp's blocks).
+// The CUDA backend stores fp32, fp16 and bf16 so far and says so for the others.
 bool can_store(KvDtype dtype);
+// "fp32, fp16, …" for messages.
+std::string storable_list();
 
 // The calculator's layout as a list of allocations (KV cache, then recurrent state); their sum is the
 // predicted bytes. The attention timing needs one head layout: layers with heads of their own are refused.
