@@ -23,6 +23,9 @@ std::uint64_t values_in(KvDtype dtype, std::uint64_t bytes);
 // The nearest fp16, ties to even.
 std::uint16_t float_to_half(float f);
 
+// src written in a stored format: the nearest value (fp8 saturating at its largest), llama.cpp's rounding
+// for q8_0 and q4_0 (n a multiple of 32).
+void from_float(KvDtype dtype, const float* src, void* dst, std::size_t n);
 // dst[i] = value of src element i (every stored format; n a multiple of 32 for the block formats).
 void to_float(KvDtype dtype, const void* src, float* dst, std::size_t n);
 // Random finite values of magnitude 1/8 … 1 with random signs (block formats: within ±1, never 0), written

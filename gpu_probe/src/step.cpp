@@ -130,18 +130,6 @@ void rope(float* v, std::uint64_t heads, std::uint64_t d, std::uint64_t position
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
-// The new token's K or V row, written in the cache's format.
-void store_row(KvDtype dtype, const float* src, void* dst, std::uint64_t n) {
-    if (dtype == KvDtype::fp32) {
-        std::memcpy(dst, src, n * sizeof(float));
-    } else if (dtype == KvDtype::bf16) {
-        cpu::to_bf16(src, static_cast<std::uint16_t*>(dst), n);
-    } else {
-        auto* h = static_cast<std::uint16_t*>(dst);
-        for (std::uint64_t i = 0; i < n; ++i) h[i] = cpu::float_to_half(src[i]);
-    }
-}
-
 // A token's chosen experts and their weights (softmax over all experts, top-k, renormalised).
 struct Route {
     std::vector<std::uint64_t> experts;
@@ -254,7 +242,7 @@ public:
         if (routes) routes->assign(layers_, {});
         const float in_scale = 1.0f / std::sqrt(static_cast<float>(H));
         std::vector<float> qkv_out(B * d_.qkv_rows()), attn(B * d_.q_heads * d_.dv), proj(B * H);
-        std::vector<cpu::Scratch> scratch(threads_, cpu::Scratch(sh));
+        std::vector<cpu::Scratch> scratch(threads_, cpu::Scratch(sh, req_.kv_dtype));
         const auto layers_start = Clock::now();
         for (std::uint64_t l = 0; l < layers_; ++l) {
             const LayerWeights& w = layers_w_[l];
@@ -269,8 +257,8 @@ public:
                     const cpu::Slot& s = slots_[l * B + b];
                     rope(row, d_.q_heads, d_.dk, s.tokens - 1);
                     rope(row + d_.q_heads * d_.dk, d_.kv_heads, d_.dk, s.tokens - 1);
-                    store_row(req_.kv_dtype, row + d_.q_heads * d_.dk, new_k_[l * B + b], sh.row_k);
-                    store_row(req_.kv_dtype, row + d_.q_heads * d_.dk + sh.row_k, new_v_[l * B + b], sh.row_v);
+                    cpu::from_float(req_.kv_dtype, row + d_.q_heads * d_.dk, new_k_[l * B + b], sh.row_k);
+                    cpu::from_float(req_.kv_dtype, row + d_.q_heads * d_.dk + sh.row_k, new_v_[l * B + b], sh.row_v);
                     cpu::attend(s, sh, req_.kv_dtype, row, nullptr, scratch[worker]);
                     std::copy(scratch[worker].out.begin(), scratch[worker].out.end(),
                               attn.begin() + static_cast<std::ptrdiff_t>(b * d_.q_heads * d_.dv));
@@ -505,10 +493,10 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
     const Architecture& a = req.arch;
     r.layers_total = a.layers;
     // What the step can run: every layer attending with K and V of the model's heads.
-    if (!step_format(req.kv_dtype))
-        return fail(
-            r, Status::invalid_input,
-            "kv_dtype: the step stores fp32, fp16 or bf16 caches (not " + std::string(to_string(req.kv_dtype)) + ")");
+    if (!cpu::stores(req.kv_dtype))
+        return fail(r, Status::invalid_input,
+                    "kv_dtype: the step stores " + storable_list() + " caches (not " +
+                        std::string(to_string(req.kv_dtype)) + ")");
     if (!step_format(req.weight_dtype))
         return fail(r, Status::invalid_input,
                     "weight_dtype: the CPU step multiplies fp32, fp16 or bf16 weights (not " +
@@ -594,8 +582,9 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
                             std::to_string(layers_run) + " of " + std::to_string(a.layers) + " layers)");
     try {
         model.allocate_weights();
-        const std::size_t eb = cpu::element_bytes(req.kv_dtype);
-        const std::uint64_t row_k = d.kv_heads * d.dk, row_v = d.kv_heads * d.dv;
+        // A token's K and V rows in the cache's format (blocks and fp8 included).
+        const std::uint64_t row_k = cpu::row_size(req.kv_dtype, d.kv_heads * d.dk);
+        const std::uint64_t row_v = cpu::row_size(req.kv_dtype, d.kv_heads * d.dv);
         for (std::size_t i = 0; i < tensors->size(); ++i) {
             const KvTensor& t = (*tensors)[i];
             if (t.layer >= layers_run || !t.is_key()) continue;
@@ -604,12 +593,12 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
             const KvTensor& v = (*tensors)[i + 1];
             void* kb = cache.emplace_back(allocate(t.bytes)).get();
             void* vb = cache.emplace_back(allocate(v.bytes)).get();
-            cpu::fill_random(req.kv_dtype, kb, t.bytes / eb, 7 + 2 * i);
-            cpu::fill_random(req.kv_dtype, vb, v.bytes / eb, 8 + 2 * i);
+            cpu::fill_random(req.kv_dtype, kb, cpu::values_in(req.kv_dtype, t.bytes), 7 + 2 * i);
+            cpu::fill_random(req.kv_dtype, vb, cpu::values_in(req.kv_dtype, v.bytes), 8 + 2 * i);
             const std::uint64_t at = t.layer * B + t.sequence;
             slots[at] = {kb, vb, t.layer, t.attended};
-            new_k[at] = static_cast<std::byte*>(kb) + (t.attended - 1) * row_k * eb;
-            new_v[at] = static_cast<std::byte*>(vb) + (t.attended - 1) * row_v * eb;
+            new_k[at] = static_cast<std::byte*>(kb) + (t.attended - 1) * row_k;
+            new_v[at] = static_cast<std::byte*>(vb) + (t.attended - 1) * row_v;
         }
     } catch (const std::bad_alloc&) {
         return fail(r, Status::out_of_memory,

@@ -138,6 +138,32 @@ TEST(CpuKernels, Fp8AndBlockFormatsDecodeAsTheirSpecificationsSay) {
     EXPECT_EQ(cpu::float_to_half(-65504.0f), 0xFBFF);
 }
 
+TEST(CpuKernels, WritingAFormatRoundsAsItsEngineDoes) {
+    std::uint8_t b[34];
+    float f[32];
+    // fp8 e4m3: exact values stay, others go to the nearest, beyond 448 saturates.
+    const float in[] = {1.0f, -0.3125f, 500.0f, 0.3f};
+    cpu::from_float(KvDtype::fp8_e4m3, in, b, 4);
+    EXPECT_EQ(b[0], 0x38);
+    cpu::to_float(KvDtype::fp8_e4m3, b, f, 4);
+    EXPECT_EQ(f[1], -0.3125f);
+    EXPECT_EQ(f[2], 448.0f);
+    EXPECT_EQ(f[3], 0.3125f);  // 0.3 lies between 0.28125 and 0.3125, nearer the second
+    // q8_0 (llama.cpp's quantize_row_q8_0_ref): scale max|x|/127, each value within half a step of its input.
+    float row[32];
+    for (int i = 0; i < 32; ++i) row[i] = std::sin(static_cast<float>(i)) * 3.0f;
+    cpu::from_float(KvDtype::q8_0, row, b, 32);
+    cpu::to_float(KvDtype::q8_0, b, f, 32);
+    float amax = 0;
+    for (const float x : row) amax = std::max(amax, std::fabs(x));
+    for (int i = 0; i < 32; ++i) EXPECT_NEAR(f[i], row[i], amax / 127 * 0.51 + 1e-3) << i;
+    // q4_0 (quantize_row_q4_0_ref): the largest magnitude is −8 steps, so the other sign reaches only +7 and its
+    // largest values are clipped there: every value within one step of its input.
+    cpu::from_float(KvDtype::q4_0, row, b, 32);
+    cpu::to_float(KvDtype::q4_0, b, f, 32);
+    for (int i = 0; i < 32; ++i) EXPECT_NEAR(f[i], row[i], amax / 8 + 1e-2) << i;
+}
+
 TEST(CpuBackend, Fp8AndLlamaCppBlocksAreAllocatedExactlyAndAttendedAsFloat64Says) {
     for (const KvDtype d : {KvDtype::fp8_e4m3, KvDtype::fp8_e5m2, KvDtype::q8_0, KvDtype::q4_0}) {
         const ProbeRequest r = request_for("llama-3-8b", 1000, d, 2);

@@ -68,6 +68,18 @@ TEST(Step, ADenseModelMatchesFloat64AndReadsWhatTheCalculatorCounts) {
     }
 }
 
+TEST(Step, Fp8AndLlamaCppCachesAreWrittenAndReadInTheirFormat) {
+    Architecture a = small_dense();
+    a.head_dim_k = a.head_dim_v = 32;  // a whole block of 32 per head
+    for (const KvDtype cache : {KvDtype::fp8_e4m3, KvDtype::fp8_e5m2, KvDtype::q8_0, KvDtype::q4_0}) {
+        const StepReport r = run(request(a, 40, 2, KvDtype::bf16, cache));
+        ASSERT_EQ(r.status, Status::ok) << to_string(cache) << ": " << r.message;
+        // The new token's K and V are quantised into the cache; the float64 check reads them back from it.
+        EXPECT_LT(r.max_rel_error, 1e-4) << to_string(cache);
+        EXPECT_EQ(r.kv_bytes_read, kv_cache_report(a, cache, {40, 2, 1, false})->total_bytes) << to_string(cache);
+    }
+}
+
 TEST(Step, SlidingLayersAttendTheirWindowOnly) {
     Architecture a = small_dense();
     a.layer_specs = {LayerSpec{LayerKind::sliding, 16}, LayerSpec{}, LayerSpec{LayerKind::sliding, 16}};

@@ -261,10 +261,10 @@ void ProbeView::runStep() {
     request.kv_dtype = s.kv_dtype;
     request.weight_dtype = s.deployment ? s.deployment->weight_dtype : KvDtype::bf16;
     QString note;
-    if (s.kv_dtype != KvDtype::fp32 && s.kv_dtype != KvDtype::fp16 && s.kv_dtype != KvDtype::bf16) {
+    if (!probe::can_store(s.kv_dtype)) {
         request.kv_dtype = KvDtype::fp16;
-        note = tr("The step stores fp32, fp16 or bf16 caches; this run uses fp16 instead of %1. ")
-                   .arg(q(std::string(to_string(s.kv_dtype))));
+        note = tr("The step stores %1 caches; this run uses fp16 instead of %2. ")
+                   .arg(q(probe::storable_list()), q(std::string(to_string(s.kv_dtype))));
     }
     if (s.parallel.gpus() > 1) note += tr("One device runs the whole model here (TP/PP are not split). ");
     table_->setRowCount(0);
