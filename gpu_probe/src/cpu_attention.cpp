@@ -15,7 +15,7 @@ namespace kvscope::probe::cpu {
 void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, const std::uint16_t* q_bf16, Scratch& sc) {
     const std::uint64_t group = sh.q_heads / sh.kv_heads;
     const float scale = 1.0f / std::sqrt(static_cast<float>(sh.dk));
-    const std::uint64_t dv_stride = sh.row_v / sh.kv_heads;
+    const std::uint64_t dv_stride = sh.v_stride();
     const auto* k = static_cast<const std::byte*>(s.k);
     const auto* v = static_cast<const std::byte*>(s.v);
     // fp8 and the block formats are converted a tile at a time into the scratch's rows (each stored byte read

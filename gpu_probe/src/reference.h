@@ -12,6 +12,10 @@ namespace kvscope::probe {
 
 struct AttentionShape {
     std::uint64_t q_heads, kv_heads, dk, dv, row_k, row_v;  // row_*: values per token (all heads)
+    // Values from one KV head's V to the next; 0: row_v / kv_heads. Set when a shape covers some of a row's
+    // heads (the decode step splits a sequence's heads across threads).
+    std::uint64_t v_head_stride = 0;
+    [[nodiscard]] std::uint64_t v_stride() const { return v_head_stride ? v_head_stride : row_v / kv_heads; }
 };
 
 // `q` holds q_heads × dk floats; the result q_heads × dv.

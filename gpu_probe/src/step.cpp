@@ -252,16 +252,34 @@ public:
             t.weight_bytes += qkv().elements() * eb_;
             for (float& v : qkv_out) v *= in_scale;
             t.attention_ms += timed([&] {
-                parallel_for(B, threads_, [&](std::size_t b, unsigned worker) {
+                // The new token's position, its K and V written into the cache.
+                parallel_for(B, threads_, [&](std::size_t b, unsigned) {
                     float* row = qkv_out.data() + b * d_.qkv_rows();
                     const cpu::Slot& s = slots_[l * B + b];
                     rope(row, d_.q_heads, d_.dk, s.tokens - 1);
                     rope(row + d_.q_heads * d_.dk, d_.kv_heads, d_.dk, s.tokens - 1);
                     cpu::from_float(req_.kv_dtype, row + d_.q_heads * d_.dk, new_k_[l * B + b], sh.row_k);
                     cpu::from_float(req_.kv_dtype, row + d_.q_heads * d_.dk + sh.row_k, new_v_[l * B + b], sh.row_v);
-                    cpu::attend(s, sh, req_.kv_dtype, row, nullptr, scratch[worker]);
-                    std::copy(scratch[worker].out.begin(), scratch[worker].out.end(),
-                              attn.begin() + static_cast<std::ptrdiff_t>(b * d_.q_heads * d_.dv));
+                });
+                // Attention: with fewer sequences than threads, each sequence's KV heads are shared out too
+                // (formats read in place; the converted ones go a whole row at a time).
+                const std::uint64_t parts = cpu::direct(req_.kv_dtype) ? heads_split(B) : 1;
+                parallel_for(B * parts, threads_, [&](std::size_t item, unsigned worker) {
+                    const std::uint64_t b = item / parts, part = item % parts, heads = d_.kv_heads / parts;
+                    const std::uint64_t group = d_.q_heads / d_.kv_heads, h0 = part * heads;
+                    const cpu::Slot& whole = slots_[l * B + b];
+                    const std::size_t eb = cpu::element_bytes(req_.kv_dtype);
+                    cpu::Slot s = whole;
+                    s.k = static_cast<const std::byte*>(whole.k) + h0 * d_.dk * eb;
+                    s.v = static_cast<const std::byte*>(whole.v) + h0 * d_.dv * eb;
+                    cpu::Shape part_shape = sh;
+                    part_shape.q_heads = heads * group;
+                    part_shape.kv_heads = heads;
+                    part_shape.v_head_stride = d_.dv;
+                    const float* q = qkv_out.data() + b * d_.qkv_rows() + h0 * group * d_.dk;
+                    cpu::attend(s, parts > 1 ? part_shape : sh, req_.kv_dtype, q, nullptr, scratch[worker]);
+                    std::copy_n(scratch[worker].out.begin(), heads * group * d_.dv,
+                                attn.begin() + static_cast<std::ptrdiff_t>((b * d_.q_heads + h0 * group) * d_.dv));
                 });
             });
             t.weights_ms +=
@@ -304,6 +322,14 @@ public:
     [[nodiscard]] Matrix down(std::uint64_t inter) const { return {d_.hidden, inter}; }
 
 private:
+    // How many parts each sequence's KV heads are split into so that every thread attends: a divisor of the
+    // KV heads, 1 when there are as many sequences as threads.
+    [[nodiscard]] std::uint64_t heads_split(std::uint64_t batch) const {
+        std::uint64_t parts = 1;
+        while (batch * parts < threads_ && parts * 2 <= d_.kv_heads && d_.kv_heads % (parts * 2) == 0) parts *= 2;
+        return parts;
+    }
+
     template <class F>
     static double timed(F f) {
         const auto start = Clock::now();
