@@ -40,6 +40,57 @@ float half_to_float(std::uint16_t h) {
     return f;
 }
 
+// fp8 e4m3 (OCP FP8, as vLLM and TensorRT-LLM store it): bias 7, no infinities, S.1111.111 is NaN.
+float fp8_e4m3_to_float(std::uint8_t b) {
+    const float sign = (b & 0x80u) ? -1.0f : 1.0f;
+    const int exp = (b >> 3) & 0xf, mant = b & 0x7;
+    if (exp == 0xf && mant == 7) return std::numeric_limits<float>::quiet_NaN();
+    if (exp == 0) return sign * std::ldexp(static_cast<float>(mant) / 8.0f, -6);
+    return sign * std::ldexp(1.0f + static_cast<float>(mant) / 8.0f, exp - 7);
+}
+
+// fp8 e5m2 is the top byte of an fp16.
+float fp8_e5m2_to_float(std::uint8_t b) { return half_to_float(static_cast<std::uint16_t>(b << 8)); }
+
+// Every fp8 byte's value, one table per format.
+const float* fp8_table(KvDtype dtype) {
+    static const auto table = [] {
+        std::array<std::array<float, 256>, 2> t{};
+        for (int i = 0; i < 256; ++i) {
+            t[0][i] = fp8_e4m3_to_float(static_cast<std::uint8_t>(i));
+            t[1][i] = fp8_e5m2_to_float(static_cast<std::uint8_t>(i));
+        }
+        return t;
+    }();
+    return table[dtype == KvDtype::fp8_e4m3 ? 0 : 1].data();
+}
+
+// llama.cpp's blocks (ggml-common.h block_q8_0, block_q4_0): 32 values behind one fp16 scale d; q8_0 holds
+// 32 int8 (value d·q), q4_0 16 bytes whose low nibbles are values 0…15 and high nibbles values 16…31
+// (value d·(q − 8)). `n` is a multiple of 32.
+void to_float_converted(KvDtype dtype, const void* src, float* dst, std::size_t n) {
+    const auto* b = static_cast<const std::uint8_t*>(src);
+    if (dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2) {
+        const float* t = fp8_table(dtype);
+        for (std::size_t i = 0; i < n; ++i) dst[i] = t[b[i]];
+        return;
+    }
+    const std::size_t block = dtype == KvDtype::q8_0 ? 34 : 18;
+    for (std::size_t i = 0; i < n; i += 32, b += block) {
+        std::uint16_t dh;
+        std::memcpy(&dh, b, 2);
+        const float d = half_to_float(dh);
+        if (dtype == KvDtype::q8_0) {
+            for (std::size_t j = 0; j < 32; ++j) dst[i + j] = d * static_cast<float>(static_cast<std::int8_t>(b[2 + j]));
+        } else {
+            for (std::size_t j = 0; j < 16; ++j) {
+                dst[i + j] = d * static_cast<float>((b[2 + j] & 0x0f) - 8);
+                dst[i + j + 16] = d * static_cast<float>((b[2 + j] >> 4) - 8);
+            }
+        }
+    }
+}
+
 void to_float_plain(KvDtype dtype, const void* src, float* dst, std::size_t n) {
     if (dtype == KvDtype::fp32) {
         std::memcpy(dst, src, n * sizeof(float));
@@ -338,6 +389,47 @@ __attribute__((target("avx2,f16c"))) void to_float_avx2(KvDtype dtype, const voi
     }
 }
 
+// to_float_converted, eight values at a time: fp8 e5m2 widened to fp16, e4m3 gathered from its table, the
+// blocks' integers widened and scaled.
+__attribute__((target("avx2,f16c"))) void to_float_converted_avx2(KvDtype dtype, const void* src, float* dst,
+                                                                   std::size_t n) {
+    const auto* b = static_cast<const std::uint8_t*>(src);
+    if (dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2) {
+        const float* table = fp8_table(dtype);
+        std::size_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + i));
+            const __m256 v = dtype == KvDtype::fp8_e5m2
+                                 ? _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(bytes), 8))
+                                 : _mm256_i32gather_ps(table, _mm256_cvtepu8_epi32(bytes), 4);
+            _mm256_storeu_ps(dst + i, v);
+        }
+        for (; i < n; ++i) dst[i] = table[b[i]];
+        return;
+    }
+    const bool q8 = dtype == KvDtype::q8_0;
+    for (std::size_t i = 0; i < n; i += 32, b += q8 ? 34 : 18) {
+        std::uint16_t dh;
+        std::memcpy(&dh, b, 2);
+        const __m256 d = _mm256_set1_ps(half_to_float(dh));
+        if (q8) {
+            for (std::size_t k = 0; k < 4; ++k) {
+                const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + 2 + 8 * k));
+                _mm256_storeu_ps(dst + i + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
+            }
+        } else {
+            const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
+            const __m128i mask = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
+            const __m128i lo = _mm_sub_epi8(_mm_and_si128(raw, mask), eight);  // values 0…15
+            const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(raw, 4), mask), eight);  // 16…31
+            const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+            for (std::size_t k = 0; k < 4; ++k)
+                _mm256_storeu_ps(dst + i + 8 * k,
+                                 _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[k])), d));
+        }
+    }
+}
+
 __attribute__((target("avx2"))) std::uint64_t read_pass_avx2(const std::uint64_t* data, std::size_t words) {
     __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
     std::size_t i = 0;
@@ -402,52 +494,6 @@ bool has_avx2_f16c() { return false; }
 bool has_bf16_dot_cpu() { return false; }
 #endif
 
-// fp8 e4m3 (OCP FP8, as vLLM and TensorRT-LLM store it): bias 7, no infinities, S.1111.111 is NaN.
-float fp8_e4m3_to_float(std::uint8_t b) {
-    const float sign = (b & 0x80u) ? -1.0f : 1.0f;
-    const int exp = (b >> 3) & 0xf, mant = b & 0x7;
-    if (exp == 0xf && mant == 7) return std::numeric_limits<float>::quiet_NaN();
-    if (exp == 0) return sign * std::ldexp(static_cast<float>(mant) / 8.0f, -6);
-    return sign * std::ldexp(1.0f + static_cast<float>(mant) / 8.0f, exp - 7);
-}
-
-// fp8 e5m2 is the top byte of an fp16.
-float fp8_e5m2_to_float(std::uint8_t b) { return half_to_float(static_cast<std::uint16_t>(b << 8)); }
-
-// llama.cpp's blocks (ggml-common.h block_q8_0, block_q4_0): 32 values behind one fp16 scale d; q8_0 holds
-// 32 int8 (value d·q), q4_0 16 bytes whose low nibbles are values 0…15 and high nibbles values 16…31
-// (value d·(q − 8)). `n` is a multiple of 32.
-void to_float_converted(KvDtype dtype, const void* src, float* dst, std::size_t n) {
-    const auto* b = static_cast<const std::uint8_t*>(src);
-    if (dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2) {
-        static const auto table = [] {
-            std::array<std::array<float, 256>, 2> t{};
-            for (int i = 0; i < 256; ++i) {
-                t[0][i] = fp8_e4m3_to_float(static_cast<std::uint8_t>(i));
-                t[1][i] = fp8_e5m2_to_float(static_cast<std::uint8_t>(i));
-            }
-            return t;
-        }();
-        const auto& t = table[dtype == KvDtype::fp8_e4m3 ? 0 : 1];
-        for (std::size_t i = 0; i < n; ++i) dst[i] = t[b[i]];
-        return;
-    }
-    const std::size_t block = dtype == KvDtype::q8_0 ? 34 : 18;
-    for (std::size_t i = 0; i < n; i += 32, b += block) {
-        std::uint16_t dh;
-        std::memcpy(&dh, b, 2);
-        const float d = half_to_float(dh);
-        if (dtype == KvDtype::q8_0) {
-            for (std::size_t j = 0; j < 32; ++j) dst[i + j] = d * static_cast<float>(static_cast<std::int8_t>(b[2 + j]));
-        } else {
-            for (std::size_t j = 0; j < 16; ++j) {
-                dst[i + j] = d * static_cast<float>((b[2 + j] & 0x0f) - 8);
-                dst[i + j + 16] = d * static_cast<float>((b[2 + j] >> 4) - 8);
-            }
-        }
-    }
-}
-
 std::uint64_t next(std::uint64_t& s) {  // xorshift64*
     s ^= s >> 12;
     s ^= s << 25;
@@ -495,7 +541,12 @@ std::uint16_t float_to_half(float f) {
 bool vectorized() { return has_avx2_f16c(); }
 
 void to_float(KvDtype dtype, const void* src, float* dst, std::size_t n) {
-    if (!direct(dtype)) return to_float_converted(dtype, src, dst, n);
+    if (!direct(dtype)) {
+#if defined(__x86_64__)
+        if (has_avx2_f16c()) return to_float_converted_avx2(dtype, src, dst, n);
+#endif
+        return to_float_converted(dtype, src, dst, n);
+    }
 #if defined(__x86_64__)
     if (has_avx2_f16c()) return to_float_avx2(dtype, src, dst, n);
 #endif

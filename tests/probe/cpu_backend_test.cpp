@@ -131,6 +131,36 @@ TEST(CpuKernels, Fp8AndBlockFormatsDecodeAsTheirSpecificationsSay) {
     EXPECT_EQ(f[0], 14.0f);    // 0xF − 8 = 7
     EXPECT_EQ(f[16], -14.0f);  // 0x1 − 8 = −7
     EXPECT_EQ(f[1], -16.0f);   // 0x0 − 8
+    // Every fp8 byte, eight at a time as the vector path reads them, against the formats' definitions.
+    std::uint8_t all[256];
+    float g[256];
+    for (int i = 0; i < 256; ++i) all[i] = static_cast<std::uint8_t>(i);
+    for (const KvDtype d : {KvDtype::fp8_e4m3, KvDtype::fp8_e5m2}) {
+        cpu::to_float(d, all, g, 256);
+        const bool e4 = d == KvDtype::fp8_e4m3;
+        for (int i = 0; i < 256; ++i) {
+            const int mant_bits = e4 ? 3 : 2, bias = e4 ? 7 : 15;
+            const int exp = (i & 0x7f) >> mant_bits, mant = i & ((1 << mant_bits) - 1);
+            const float sign = (i & 0x80) ? -1.0f : 1.0f;
+            if ((e4 && exp == 15 && mant == 7) || (!e4 && exp == 31)) continue;  // NaN and infinities
+            const float want = exp == 0 ? sign * std::ldexp(static_cast<float>(mant), 1 - bias - mant_bits)
+                                        : sign * std::ldexp(1.0f + std::ldexp(static_cast<float>(mant), -mant_bits),
+                                                            exp - bias);
+            EXPECT_EQ(g[i], want) << to_string(d) << " byte " << i;
+        }
+    }
+    // Whole blocks: each value where the block layout puts it.
+    std::uint8_t block8[34] = {0x00, 0x3C};  // scale 1
+    std::uint8_t block4[18] = {0x00, 0x3C};
+    for (int j = 0; j < 32; ++j) block8[2 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>(j - 16));
+    for (int j = 0; j < 16; ++j) block4[2 + j] = static_cast<std::uint8_t>((j & 0xf) | ((15 - j) << 4));
+    cpu::to_float(KvDtype::q8_0, block8, g, 32);
+    for (int j = 0; j < 32; ++j) EXPECT_EQ(g[j], static_cast<float>(j - 16)) << j;
+    cpu::to_float(KvDtype::q4_0, block4, g, 32);
+    for (int j = 0; j < 16; ++j) {
+        EXPECT_EQ(g[j], static_cast<float>(j - 8)) << j;
+        EXPECT_EQ(g[j + 16], static_cast<float>(7 - j)) << j + 16;
+    }
     // The half conversion rounds to nearest even: 1 + 2^-11 is a tie between 1 and 1 + 2^-10.
     EXPECT_EQ(cpu::float_to_half(1.0f), 0x3C00);
     EXPECT_EQ(cpu::float_to_half(1.0f + std::ldexp(1.0f, -11)), 0x3C00);
