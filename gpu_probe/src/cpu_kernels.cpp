@@ -1,8 +1,8 @@
 #include "cpu_kernels.h"
 
 #include <algorithm>
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -81,7 +81,8 @@ void to_float_converted(KvDtype dtype, const void* src, float* dst, std::size_t 
         std::memcpy(&dh, b, 2);
         const float d = half_to_float(dh);
         if (dtype == KvDtype::q8_0) {
-            for (std::size_t j = 0; j < 32; ++j) dst[i + j] = d * static_cast<float>(static_cast<std::int8_t>(b[2 + j]));
+            for (std::size_t j = 0; j < 32; ++j)
+                dst[i + j] = d * static_cast<float>(static_cast<std::int8_t>(b[2 + j]));
         } else {
             for (std::size_t j = 0; j < 16; ++j) {
                 dst[i + j] = d * static_cast<float>((b[2 + j] & 0x0f) - 8);
@@ -392,16 +393,15 @@ __attribute__((target("avx2,f16c"))) void to_float_avx2(KvDtype dtype, const voi
 // to_float_converted, eight values at a time: fp8 e5m2 widened to fp16, e4m3 gathered from its table, the
 // blocks' integers widened and scaled.
 __attribute__((target("avx2,f16c"))) void to_float_converted_avx2(KvDtype dtype, const void* src, float* dst,
-                                                                   std::size_t n) {
+                                                                  std::size_t n) {
     const auto* b = static_cast<const std::uint8_t*>(src);
     if (dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2) {
         const float* table = fp8_table(dtype);
         std::size_t i = 0;
         for (; i + 8 <= n; i += 8) {
             const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + i));
-            const __m256 v = dtype == KvDtype::fp8_e5m2
-                                 ? _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(bytes), 8))
-                                 : _mm256_i32gather_ps(table, _mm256_cvtepu8_epi32(bytes), 4);
+            const __m256 v = dtype == KvDtype::fp8_e5m2 ? _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(bytes), 8))
+                                                        : _mm256_i32gather_ps(table, _mm256_cvtepu8_epi32(bytes), 4);
             _mm256_storeu_ps(dst + i, v);
         }
         for (; i < n; ++i) dst[i] = table[b[i]];
@@ -420,12 +420,11 @@ __attribute__((target("avx2,f16c"))) void to_float_converted_avx2(KvDtype dtype,
         } else {
             const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2));
             const __m128i mask = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
-            const __m128i lo = _mm_sub_epi8(_mm_and_si128(raw, mask), eight);  // values 0…15
+            const __m128i lo = _mm_sub_epi8(_mm_and_si128(raw, mask), eight);                     // values 0…15
             const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(raw, 4), mask), eight);  // 16…31
             const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
             for (std::size_t k = 0; k < 4; ++k)
-                _mm256_storeu_ps(dst + i + 8 * k,
-                                 _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[k])), d));
+                _mm256_storeu_ps(dst + i + 8 * k, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[k])), d));
         }
     }
 }
@@ -744,7 +743,9 @@ void fill_random(KvDtype dtype, void* data, std::size_t elements, std::uint64_t 
                     const auto q = static_cast<int>(1 + r % 127);
                     bytes[2 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>((r >> 40) & 1 ? -q : q));
                 } else {
-                    auto nibble = [](std::uint64_t x) { return static_cast<std::uint8_t>(x % 15 >= 8 ? x % 15 + 1 : x % 15); };
+                    auto nibble = [](std::uint64_t x) {
+                        return static_cast<std::uint8_t>(x % 15 >= 8 ? x % 15 + 1 : x % 15);
+                    };
                     bytes[2 + j] = static_cast<std::uint8_t>(nibble(r) | (nibble(r >> 20) << 4));
                 }
             }

@@ -32,8 +32,8 @@ std::string storable_list() { return "fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, q8_0
 
 Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
     if (!can_store(request.dtype))
-        return FieldError{Field::kv_dtype,
-                          "the probe stores " + storable_list() + " (not " + std::string(to_string(request.dtype)) + ")"};
+        return FieldError{Field::kv_dtype, "the probe stores " + storable_list() + " (not " +
+                                               std::string(to_string(request.dtype)) + ")"};
     auto layout = KvLayout::make(request.arch, request.dtype, request.workload, Parallelism{});
     if (!layout) return layout.errors();
     std::vector<KvTensor> tensors;
@@ -53,11 +53,11 @@ Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
     // A K or V row of one token, all heads, in the cache's format (the calculator's row_bytes). llama.cpp's
     // blocks of 32 never straddle two heads (ggml requires the head size to be a multiple of the block).
     const std::uint64_t dims_v = mla ? 0 : request.arch.head_dim_v;
-    if (const KvDtypeInfo& f = info(request.dtype); f.values_per_block > 1 && (dims_k % f.values_per_block != 0 ||
-                                                                             dims_v % f.values_per_block != 0))
-        return FieldError{Field::head_dim, std::string(f.id) + " stores blocks of " + std::to_string(f.values_per_block) +
-                                               " values, and a head of " + std::to_string(dims_k) +
-                                               " values is not a whole number of them"};
+    if (const KvDtypeInfo& f = info(request.dtype);
+        f.values_per_block > 1 && (dims_k % f.values_per_block != 0 || dims_v % f.values_per_block != 0))
+        return FieldError{Field::head_dim, std::string(f.id) + " stores blocks of " +
+                                               std::to_string(f.values_per_block) + " values, and a head of " +
+                                               std::to_string(dims_k) + " values is not a whole number of them"};
     const std::uint64_t k_row = cpu::row_size(request.dtype, heads * dims_k);
     const std::uint64_t v_row = cpu::row_size(request.dtype, heads * dims_v);
     const std::uint64_t context = request.workload.context_tokens;
@@ -72,8 +72,7 @@ Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
                 indexer.is_indexer = true;
                 tensors.push_back(indexer);
             }
-            if (!mla)
-                tensors.push_back({layer, true, false, seq, tokens, attended, tokens * v_row});
+            if (!mla) tensors.push_back({layer, true, false, seq, tokens, attended, tokens * v_row});
         }
     }
     // The recurrent state, in vLLM's shapes and formats (the calculator's state_values_per_gpu).

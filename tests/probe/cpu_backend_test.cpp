@@ -143,9 +143,9 @@ TEST(CpuKernels, Fp8AndBlockFormatsDecodeAsTheirSpecificationsSay) {
             const int exp = (i & 0x7f) >> mant_bits, mant = i & ((1 << mant_bits) - 1);
             const float sign = (i & 0x80) ? -1.0f : 1.0f;
             if ((e4 && exp == 15 && mant == 7) || (!e4 && exp == 31)) continue;  // NaN and infinities
-            const float want = exp == 0 ? sign * std::ldexp(static_cast<float>(mant), 1 - bias - mant_bits)
-                                        : sign * std::ldexp(1.0f + std::ldexp(static_cast<float>(mant), -mant_bits),
-                                                            exp - bias);
+            const float want =
+                exp == 0 ? sign * std::ldexp(static_cast<float>(mant), 1 - bias - mant_bits)
+                         : sign * std::ldexp(1.0f + std::ldexp(static_cast<float>(mant), -mant_bits), exp - bias);
             EXPECT_EQ(g[i], want) << to_string(d) << " byte " << i;
         }
     }
