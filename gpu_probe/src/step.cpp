@@ -649,6 +649,7 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
     // The whole model's step from the layers run: the per-layer part scaled to every layer.
     const double f = static_cast<double>(a.layers) / static_cast<double>(layers_run);
     std::vector<double> totals;
+    totals.reserve(times.size());
     for (const auto& t : times) totals.push_back(t.outer_ms + t.layers_ms * f);
     const double med = median_of(totals);
     const Model::Times& t = *std::find_if(times.begin(), times.end(),
