@@ -68,6 +68,20 @@ Value device_json(const probe::DeviceInfo& d) {
     return o;
 }
 
+// What every probe run's JSON opens with: how it ended, where it ran, and the scenario it ran.
+Value run_json(Status status, const std::string& message, const probe::DeviceInfo& device, const Scenario& s) {
+    Value v = Value::object();
+    v.set("status", Value::string(std::string(to_string(status))));
+    v.set("message", Value::string(message));
+    v.set("backend", Value::string(device.backend));
+    v.set("device", device_json(device));
+    v.set("model", Value::string(s.model_id));
+    v.set("context_tokens", Value::number(s.workload.context_tokens));
+    v.set("batch", Value::number(s.workload.batch));
+    v.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
+    return v;
+}
+
 probe::BackendChoice backend_of(const Options& o) { return probe::choose_backend(o.backend.value_or("auto")); }
 
 // When the chosen backend cannot run here: a name that is not a backend is a usage error; a
@@ -105,15 +119,7 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
     Output r;
     r.status = exit_status(p.status);
     if (o.format == Format::json) {
-        Value v = Value::object();
-        v.set("status", Value::string(std::string(to_string(p.status))));
-        v.set("message", Value::string(p.message));
-        v.set("backend", Value::string(p.device.backend));
-        v.set("device", device_json(p.device));
-        v.set("model", Value::string(s.model_id));
-        v.set("context_tokens", Value::number(s.workload.context_tokens));
-        v.set("batch", Value::number(s.workload.batch));
-        v.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
+        Value v = run_json(p.status, p.message, p.device, s);
         v.set("weight_dtype", Value::string(std::string(to_string(request.weight_dtype))));
         Value st = Value::object();
         st.set("step_ms", Value::number(p.step_ms));
@@ -221,15 +227,7 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
     Output r;
     r.status = exit_status(p.status);
     if (o.format == Format::json) {
-        Value v = Value::object();
-        v.set("status", Value::string(std::string(to_string(p.status))));
-        v.set("message", Value::string(p.message));
-        v.set("backend", Value::string(p.device.backend));
-        v.set("device", device_json(p.device));
-        v.set("model", Value::string(s.model_id));
-        v.set("context_tokens", Value::number(s.workload.context_tokens));
-        v.set("batch", Value::number(s.workload.batch));
-        v.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
+        Value v = run_json(p.status, p.message, p.device, s);
         v.set("predicted_bytes", Value::number(a.predicted_bytes));
         v.set("predicted_state_bytes", Value::number(a.predicted_state_bytes));
         v.set("requested_bytes", Value::number(a.requested_bytes));
