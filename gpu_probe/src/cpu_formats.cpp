@@ -1,0 +1,116 @@
+// Writing values in the formats the CPU probe stores: fp16 and fp8 to the nearest value, llama.cpp's q8_0 and q4_0
+// with its reference rounding. (Reading them is cpu_kernels.cpp's to_float.)
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "cpu_kernels.h"
+
+namespace kvscope::probe::cpu {
+
+std::uint16_t float_to_half(float f) {
+    std::uint32_t x;
+    std::memcpy(&x, &f, sizeof x);
+    const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+    const std::uint32_t exp = (x >> 23) & 0xff, mant = x & 0x7fffffu;
+    if (exp == 0xff) return sign | 0x7c00u | (mant ? 0x200u : 0u);  // inf, nan
+    const int e = static_cast<int>(exp) - 127 + 15;
+    if (e >= 31) return sign | 0x7c00u;  // too large: inf
+    if (e <= 0) {                        // subnormal or zero, rounded to nearest even
+        if (e < -10) return sign;
+        const std::uint32_t m = mant | 0x800000u;
+        const int shift = 14 - e;
+        std::uint32_t h = m >> shift;
+        const std::uint32_t rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rest > half || (rest == half && (h & 1u))) ++h;
+        return static_cast<std::uint16_t>(sign | h);
+    }
+    std::uint32_t h = (static_cast<std::uint32_t>(e) << 10) | (mant >> 13);
+    const std::uint32_t rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // a carry into the exponent is right too
+    return static_cast<std::uint16_t>(sign | h);
+}
+
+namespace {
+
+// The nearest fp8 e4m3 (ties away from zero), saturating at ±448 as vLLM's conversion does.
+std::uint8_t float_to_fp8_e4m3(float x) {
+    const std::uint8_t sign = std::signbit(x) ? 0x80 : 0;
+    const float a = std::min(std::fabs(x), 448.0f);
+    if (!(a >= std::ldexp(1.0f, -6))) {  // subnormal (and 0): multiples of 2^-9
+        const auto m = static_cast<int>(std::lround(a * 512.0f));
+        return static_cast<std::uint8_t>(sign | (m >= 8 ? 0x08 : m));
+    }
+    int e = 0;
+    const float f = std::frexp(a, &e);  // a = f · 2^e, f in [0.5, 1)
+    auto mant = static_cast<int>(std::lround((f * 2.0f - 1.0f) * 8.0f));
+    int exp = e - 1 + 7;
+    if (mant == 8) {
+        mant = 0;
+        ++exp;
+    }
+    if (exp > 15 || (exp == 15 && mant == 7)) return static_cast<std::uint8_t>(sign | 0x7E);  // 448
+    return static_cast<std::uint8_t>(sign | (exp << 3) | mant);
+}
+
+// fp8 e5m2: fp16 rounded to its top byte, ties to even.
+std::uint8_t float_to_fp8_e5m2(float x) {
+    const std::uint16_t h = float_to_half(x);
+    return static_cast<std::uint8_t>((h + 0x7F + ((h >> 8) & 1)) >> 8);
+}
+
+}  // namespace
+
+void from_float(KvDtype dtype, const float* src, void* dst, std::size_t n) {
+    auto* b = static_cast<std::uint8_t*>(dst);
+    switch (dtype) {
+        case KvDtype::fp32:
+            std::memcpy(dst, src, n * sizeof(float));
+            return;
+        case KvDtype::bf16:
+            to_bf16(src, static_cast<std::uint16_t*>(dst), n);
+            return;
+        case KvDtype::fp16:
+            for (std::size_t i = 0; i < n; ++i) static_cast<std::uint16_t*>(dst)[i] = float_to_half(src[i]);
+            return;
+        case KvDtype::fp8_e4m3:
+            for (std::size_t i = 0; i < n; ++i) b[i] = float_to_fp8_e4m3(src[i]);
+            return;
+        case KvDtype::fp8_e5m2:
+            for (std::size_t i = 0; i < n; ++i) b[i] = float_to_fp8_e5m2(src[i]);
+            return;
+        case KvDtype::q8_0:  // ggml-quants.c quantize_row_q8_0_ref
+            for (std::size_t i = 0; i < n; i += 32, b += 34) {
+                float amax = 0;
+                for (std::size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(src[i + j]));
+                const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+                const std::uint16_t dh = float_to_half(d);
+                std::memcpy(b, &dh, 2);
+                for (std::size_t j = 0; j < 32; ++j)
+                    b[2 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>(std::lround(src[i + j] * id)));
+            }
+            return;
+        case KvDtype::q4_0:  // ggml-quants.c quantize_row_q4_0_ref
+            for (std::size_t i = 0; i < n; i += 32, b += 18) {
+                float amax = 0, max = 0;
+                for (std::size_t j = 0; j < 32; ++j)
+                    if (std::fabs(src[i + j]) > amax) {
+                        amax = std::fabs(src[i + j]);
+                        max = src[i + j];
+                    }
+                const float d = max / -8.0f, id = d != 0 ? 1.0f / d : 0.0f;
+                const std::uint16_t dh = float_to_half(d);
+                std::memcpy(b, &dh, 2);
+                for (std::size_t j = 0; j < 16; ++j) {
+                    const auto q0 = std::min(15, static_cast<int>(src[i + j] * id + 8.5f));
+                    const auto q1 = std::min(15, static_cast<int>(src[i + j + 16] * id + 8.5f));
+                    b[2 + j] = static_cast<std::uint8_t>(q0 | (q1 << 4));
+                }
+            }
+            return;
+        default:
+            return;  // not a stored format: stores() says so first
+    }
+}
+
+}  // namespace kvscope::probe::cpu
