@@ -316,22 +316,26 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
     return r;
 }
 
-Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
-    auto analysis = analyze(s, {.units = o.units, .curves = {}, .with_curves = false});
+Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, const Catalog& catalog) {
+    // A decode step of this scenario measured on the deployment's GPU (probe --step) is shown beside the estimate.
+    const std::vector<MeasuredStep> steps = read_measured_steps(measured_steps_path(catalog.user_folder()));
+    auto analysis = analyze(s, {.units = o.units, .curves = {}, .with_curves = false, .measured_steps = &steps});
     if (!analysis) return {"", usage_error(analysis.errors(), o.command), kExitUsage};
     if (!analysis->fit || !analysis->decode)
         return {"", usage_error({{"--gpu", "fit needs a deployment"}}, o.command), kExitUsage};
     const FitReport* f = &*analysis->fit;
     const DecodeEstimate* d = &*analysis->decode;
+    const MeasuredStep* measured = analysis->measured_step ? &*analysis->measured_step : nullptr;
     Output r;
     if (o.format == Format::json) {
-        r.out = fit_report_json(s, *f, *d).dump() + "\n";
+        r.out = fit_report_json(s, *f, *d, measured).dump() + "\n";
         return r;
     }
     if (o.format == Format::csv) {
         Table t({"model", "gpu", "gpus", "engine", "context_tokens", "batch", "kv_dtype", "weights_bytes",
                  "kv_budget_bytes", "kv_cache_bytes_per_gpu", "state_bytes_per_gpu", "memory_bytes_needed_per_gpu",
-                 "fits", "headroom_bytes_per_gpu", "max_batch", "max_context", "decode_tokens_per_s"});
+                 "fits", "headroom_bytes_per_gpu", "max_batch", "max_context", "decode_tokens_per_s",
+                 "measured_decode_tokens_per_s"});
         t.add({s.model_id, s.deployment->gpu.id, std::to_string(f->gpus), std::string(to_string(f->engine)),
                std::to_string(s.workload.context_tokens), std::to_string(s.workload.batch),
                std::string(to_string(s.kv_dtype)), std::to_string(f->weights_bytes), std::to_string(f->kv_budget_bytes),
@@ -339,7 +343,8 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
                std::to_string(f->memory_bytes_per_gpu_needed), f->fits ? "true" : "false",
                std::to_string(f->headroom_bytes_per_gpu), std::to_string(f->max_batch),
                f->max_context_unbounded ? std::string() : std::to_string(f->max_context),
-               fixed(d->tokens_per_s_total, 1)});
+               fixed(d->tokens_per_s_total, 1),
+               measured ? fixed(measured->tokens_per_s() * static_cast<double>(s.workload.batch), 1) : std::string()});
         r.out = t.csv();
         return r;
     }
@@ -377,21 +382,26 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src) {
         {"decode floor", fixed(d->step_time_floor_s * 1e3, 2) + " ms per step → " +
                              fixed(d->tokens_per_s_per_sequence, 1) + " tokens/s per sequence, " +
                              fixed(d->tokens_per_s_total, 0) + " tokens/s in all"},
-        {"bytes per step",
-         format_bytes(d->bytes_read_per_step_per_gpu, u) + " per GPU (" +
-             format_bytes(d->weight_bytes_read_per_gpu, u) + " weights + " + format_bytes(d->kv_bytes_read_per_gpu, u) +
-             " KV" +
-             (d->state_bytes_read_per_gpu > 0 ? " + " + format_bytes(d->state_bytes_read_per_gpu, u) + " state"
-                                              : std::string()) +
-             ")"},
-        {"FLOPs/token", format_si(d->flops_per_token_cached) + " with the cache, " +
-                            format_si(d->flops_per_token_uncached) + " recomputing the prefix"},
-        {"KV > weights", d->kv_exceeds_weights_at_tokens
-                             ? "from " + format_count(*d->kv_exceeds_weights_at_tokens) +
-                                   " tokens per sequence at batch " + std::to_string(s.workload.batch)
-                         : s.arch.attention_layers() == 0 ? "never (no layer keeps a KV cache)"
-                                                          : "never (sliding windows or chunks cap the cache)"},
     };
+    if (measured != nullptr) rows.emplace_back("decode measured", measured_step_text(*measured, *d));
+    rows.insert(
+        rows.end(),
+        {
+            {"bytes per step",
+             format_bytes(d->bytes_read_per_step_per_gpu, u) + " per GPU (" +
+                 format_bytes(d->weight_bytes_read_per_gpu, u) + " weights + " +
+                 format_bytes(d->kv_bytes_read_per_gpu, u) + " KV" +
+                 (d->state_bytes_read_per_gpu > 0 ? " + " + format_bytes(d->state_bytes_read_per_gpu, u) + " state"
+                                                  : std::string()) +
+                 ")"},
+            {"FLOPs/token", format_si(d->flops_per_token_cached) + " with the cache, " +
+                                format_si(d->flops_per_token_uncached) + " recomputing the prefix"},
+            {"KV > weights", d->kv_exceeds_weights_at_tokens
+                                 ? "from " + format_count(*d->kv_exceeds_weights_at_tokens) +
+                                       " tokens per sequence at batch " + std::to_string(s.workload.batch)
+                             : s.arch.attention_layers() == 0 ? "never (no layer keeps a KV cache)"
+                                                              : "never (sliding windows or chunks cap the cache)"},
+        });
     r.out = header(s, src) + "\n" + key_values(rows);
     for (const auto& n : f->notes) r.out += "note: " + n + "\n";
     return r;
@@ -556,13 +566,17 @@ Output run(const std::vector<std::string>& args) {
             result = with_scenario(cmd_sweep);
             break;
         case Command::fit:
-            result = with_scenario(cmd_fit);
+            result = with_scenario([&catalog](const Options& opts, const Scenario& sc, const ScenarioSource& src) {
+                return cmd_fit(opts, sc, src, catalog);
+            });
             break;
         case Command::plan:
             result = with_scenario(cmd_plan);
             break;
         case Command::probe:
-            result = with_scenario(cmd_probe);
+            result = with_scenario([&catalog](const Options& opts, const Scenario& sc, const ScenarioSource& src) {
+                return cmd_probe(opts, sc, src, catalog);
+            });
             break;
         case Command::window:
             break;  // parse_command never names it

@@ -105,7 +105,8 @@ Output unavailable(const std::string& command, const Options& o, const probe::Ba
 }
 
 // probe --step: one decode step of the whole model, beside the calculator's floor on the same bandwidth.
-Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, probe::Backend& backend) {
+Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, probe::Backend& backend,
+                const Catalog& catalog) {
     probe::StepRequest request;
     request.arch = s.arch;
     request.kv_dtype = s.kv_dtype;
@@ -118,6 +119,17 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
     const auto batch = static_cast<double>(s.workload.batch);
     Output r;
     r.status = exit_status(p.status);
+    // Kept for `fit` and the Deployment tab, which show it beside the estimate for this scenario on this GPU.
+    std::string kept_in;
+    if (p.status == Status::ok) {
+        const std::string path = measured_steps_path(catalog.user_folder());
+        const MeasuredStep m = probe::measured_step_of(request, p, s.model_id, catalog.gpus());
+        if (auto kept = remember_measured_step(path, m); !kept)
+            r.err = "kvscope-cli probe --step: the result was not kept for fit: " + kept.error_text() + "\n";
+        else
+            kept_in = path + (m.gpu_id.empty() ? " (fit shows steps measured on a catalog GPU; this device is not one)"
+                                               : " (fit --gpu " + m.gpu_id + " shows it beside its estimate)");
+    }
     if (o.format == Format::json) {
         Value v = run_json(p.status, p.message, p.device, s);
         v.set("weight_dtype", Value::string(std::string(to_string(request.weight_dtype))));
@@ -179,6 +191,7 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
                          ? std::string("not checked (the float64 check runs on models of 64 MiB or less)")
                          : "max relative error of the logits " + scientific(p.max_rel_error) + " against float64"},
         {"kernel", p.kernel},
+        {"kept in", kept_in.empty() ? std::string("not kept") : kept_in},
     });
     return r;
 }
@@ -206,7 +219,7 @@ Output cmd_devices(const Options& o) {
     return r;
 }
 
-Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src) {
+Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src, const Catalog& catalog) {
     auto backend = backend_of(o);
     if (!backend.backend) return unavailable("probe", o, backend);
     if (o.ceiling_size && *o.ceiling_size < (1ull << 20))
@@ -214,7 +227,7 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src)
                 "kvscope-cli probe: --ceiling-size: " + format_bytes(*o.ceiling_size) +
                     " is too small to time; give at least 1 MiB (default: several times the last-level cache)\n",
                 kExitUsage};
-    if (o.step) return cmd_step(o, s, src, *backend.backend);
+    if (o.step) return cmd_step(o, s, src, *backend.backend, catalog);
     probe::ProbeRequest request;
     request.arch = s.arch;
     request.dtype = s.kv_dtype;

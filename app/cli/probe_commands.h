@@ -6,7 +6,8 @@
 namespace kvscope::cli {
 
 Output cmd_devices(const Options& o);
-Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src);
+// probe --step remembers what it measured in the catalog's user folder (measured_step.h).
+Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src, const Catalog& catalog);
 Output cmd_stopwatch(const Options& o);
 
 }  // namespace kvscope::cli

@@ -167,7 +167,9 @@ const std::vector<Declared>& declared() {
          text(&Options::model)},
         {"--config", "FILE", S::model, kScenario, "a Hugging Face config.json instead", text(&Options::config)},
         {"--data-dir", "DIR", S::files, kModels | kGpus | kScenario,
-         "your own models/ and gpus.json (default $KVSCOPE_DATA_DIR or ~/.config/kvscope)", text(&Options::data_dir)},
+         "your own models/ and gpus.json, and the decode steps probe --step measured (default $KVSCOPE_DATA_DIR or "
+         "~/.config/kvscope)",
+         text(&Options::data_dir)},
         {"--context", "N", S::workload, kScenario,
          "tokens per sequence: 8192, 8k (= 8192), 128k, 1M; default 8k or the model's max",
          parsed(&Options::context, parse_token_count)},

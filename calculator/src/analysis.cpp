@@ -52,6 +52,7 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
         r.decode = *d;
         if (f->max_context > 0 && f->max_context < curve_options.max_tokens && !f->max_context_limited_by_model)
             r.stops_fitting_at = f->max_context + 1;
+        if (options.measured_steps != nullptr) r.measured_step = find_measured_step(*options.measured_steps, s);
     }
     return r;
 }

@@ -213,6 +213,7 @@ const Catalog& Catalog::builtin() {
 Catalog Catalog::with_user_folder(const std::string& folder, std::vector<std::string>& problems) {
     Catalog c = builtin();
     if (!folder.empty()) c.add_folder(folder, problems);
+    c.user_folder_ = folder;
     return c;
 }
 

@@ -109,7 +109,7 @@ Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std::vect
     return o;
 }
 
-Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimate& d) {
+Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimate& d, const MeasuredStep* measured) {
     Value o = Value::object();
     o.set("model", Value::string(s.model_id));
     workload_json(s, o);
@@ -163,6 +163,15 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         o.set("kv_exceeds_weights_at_tokens", Value::number(*d.kv_exceeds_weights_at_tokens));
     else
         o.set("kv_exceeds_weights_at_tokens", Value());
+    if (measured != nullptr) {
+        Value m = measured_step_json(*measured);
+        // The estimate over the measured step: 1 when the GPU decodes at the bandwidth floor, less when slower.
+        m.set("fraction_of_estimate",
+              Value::number(measured->step_ms > 0 ? d.step_time_floor_s * 1e3 / measured->step_ms : 0));
+        o.set("measured_step", std::move(m));
+    } else {
+        o.set("measured_step", Value());
+    }
     o.set("notes", strings(f.notes));
     return o;
 }

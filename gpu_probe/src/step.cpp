@@ -35,6 +35,33 @@ StepReport Backend::step(const StepRequest&, const Control&) {
     return r;
 }
 
+MeasuredStep measured_step_of(const StepRequest& request, const StepReport& report, const std::string& model_id,
+                              const std::vector<GpuSpec>& gpus) {
+    Scenario s;
+    s.arch = request.arch;
+    s.kv_dtype = request.kv_dtype;
+    s.workload = request.workload;
+    MeasuredStep m;
+    m.key = step_key(s, request.weight_dtype);
+    m.model_id = model_id;
+    m.context_tokens = request.workload.context_tokens;
+    m.batch = request.workload.batch;
+    m.kv_dtype = request.kv_dtype;
+    m.weight_dtype = request.weight_dtype;
+    m.backend = report.device.backend;
+    m.device = report.device.name;
+    if (!report.device.host_memory)
+        m.gpu_id = gpu_for_device(gpus, report.device.name, report.device.total_bytes).value_or("");
+    m.measured_on = utc_date_today();
+    m.step_ms = report.step_ms;
+    m.predicted_step_ms = report.predicted_step_ms;
+    m.ceiling_gbps = report.ceiling_gbps;
+    m.layers_run = report.layers_run;
+    m.layers_total = report.layers_total;
+    m.scaled = report.scaled;
+    return m;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -19,11 +19,22 @@ struct CliRun {
     int status = -1;
 };
 
+// A data folder of this test's own, empty until a probe --step keeps its result there: the user's own
+// catalog and measurements stay out of the tests, and the tests' out of the user's folder.
+struct DataFolder {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("kvscope-cli-data-" + std::to_string(::getpid()));
+    ~DataFolder() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+};
+const DataFolder g_data;
+
 CliRun cli(const std::string& args) {
     const auto err_path = std::filesystem::temp_directory_path() / ("kvscope-cli-err-" + std::to_string(::getpid()));
-    // An empty data folder keeps the user's own catalog out of the test.
-    const std::string cmd =
-        "KVSCOPE_DATA_DIR=/nonexistent '" KVSCOPE_CLI_PATH "' " + args + " 2>'" + err_path.string() + "'";
+    const std::string cmd = "KVSCOPE_DATA_DIR='" + g_data.path.string() + "' '" KVSCOPE_CLI_PATH "' " + args + " 2>'" +
+                            err_path.string() + "'";
     CliRun r;
     FILE* pipe = ::popen(cmd.c_str(), "r");
     if (!pipe) return r;
@@ -263,6 +274,64 @@ TEST(Cli, ProbeStepTimesTheWholeModelBesideTheCalculatorsFloor) {
     EXPECT_NE(text.out.find("2 of 2 run"), std::string::npos) << text.out;
     // Only probe takes --step.
     EXPECT_EQ(cli("kv --model llama-3-8b --step").status, 2);
+}
+
+TEST(Cli, AStepMeasuredHereIsKeptAndFitShowsItOnTheGpuItRanOn) {
+    // A folder with a space and accents, given with --data-dir.
+    const auto folder = std::filesystem::temp_directory_path() / ("kvscope données " + std::to_string(::getpid()));
+    const auto config = folder / "modèle.json";
+    std::filesystem::create_directories(folder);
+    std::ofstream(config) << R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "intermediate_size": 1024, "vocab_size": 1000,
+        "torch_dtype": "bfloat16", "max_position_embeddings": 4096})";
+    const std::string scenario =
+        " --config '" + config.string() + "' --context 64 --batch 2 --data-dir '" + folder.string() + "'";
+    const CliRun step = cli("probe --step --backend cpu --runs 1 --ceiling-size 16MiB" + scenario);
+    ASSERT_EQ(step.status, 0) << step.err << step.out;
+    const auto store = folder / "measured-steps.json";
+    EXPECT_NE(step.out.find("kept in:"), std::string::npos) << step.out;
+    EXPECT_NE(step.out.find(store.string() + " (fit shows steps measured on a catalog GPU"), std::string::npos)
+        << step.out;
+    std::ifstream in(store);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    in.close();
+    auto doc = kvscope::json::parse(text);
+    ASSERT_TRUE(doc) << text;
+    const auto& kept = doc.value->find("steps")->items();
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_EQ(kept[0].find("backend")->as_string(), "cpu");
+    EXPECT_TRUE(kept[0].find("gpu")->is_null());  // a CPU is no catalog GPU: fit shows it nowhere
+    const double step_ms = kept[0].find("step_ms")->as_double();
+    EXPECT_GT(step_ms, 0.0);
+    const CliRun before = cli("fit --gpu h200 --json" + scenario);
+    ASSERT_EQ(before.status, 0) << before.err;
+    EXPECT_TRUE(json_of(before).find("measured_step")->is_null());
+
+    // The same entry as a CUDA backend on an H200 would have kept it: fit on an H200 now shows it, with the
+    // same key the probe wrote (the probe and fit agree on the scenario), and nowhere else.
+    const auto at = text.find("\"gpu\": null");
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, 11, "\"gpu\": \"h200\"");
+    std::ofstream(store) << text;
+    const CliRun fit = cli("fit --gpu h200 --json" + scenario);
+    ASSERT_EQ(fit.status, 0) << fit.err;
+    const kvscope::json::Value report = json_of(fit);
+    const auto* m = report.find("measured_step");
+    ASSERT_TRUE(m != nullptr && m->is_object()) << fit.out;
+    EXPECT_DOUBLE_EQ(m->find("step_ms")->as_double(), step_ms);
+    EXPECT_NEAR(m->find("fraction_of_estimate")->as_double(), report.find("decode_step_ms")->as_double() / step_ms,
+                1e-9);
+    const CliRun fit_text = cli("fit --gpu h200" + scenario);
+    EXPECT_NE(fit_text.out.find("decode measured:"), std::string::npos) << fit_text.out;
+    EXPECT_NE(fit_text.out.find("× the floor (probe --step on "), std::string::npos) << fit_text.out;
+    const CliRun csv = cli("fit --gpu h200 --csv" + scenario);
+    EXPECT_NE(csv.out.find(",measured_decode_tokens_per_s\n"), std::string::npos) << csv.out;
+    EXPECT_TRUE(json_of(cli("fit --gpu h100 --json" + scenario)).find("measured_step")->is_null());
+    EXPECT_TRUE(json_of(cli("fit --gpu h200 --batch 3 --json --config '" + config.string() +
+                            "' --context 64 --data-dir '" + folder.string() + "'"))
+                    .find("measured_step")
+                    ->is_null());
+    std::filesystem::remove_all(folder);
 }
 
 TEST(Cli, StopwatchJsonHasBothRunsAndTheirTexts) {

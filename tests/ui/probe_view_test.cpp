@@ -1,6 +1,7 @@
 // The Probe tab: runs off the GUI thread, shows predicted against measured, a live
 // stopwatch chart with both texts, and stops on Cancel.
 #include <QApplication>
+#include <QGroupBox>
 #include <QLabel>
 #include <QLineSeries>
 #include <QSignalSpy>
@@ -9,7 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/measured_step.h"
 #include "kvscope/probe/probe.h"
+#include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/probe_runner.h"
 #include "kvscope/ui/probe_view.h"
@@ -76,26 +82,37 @@ TEST(ProbeView, CancelStopsARunAndSaysSo) {
     EXPECT_TRUE(p->statusLabel()->text().startsWith("cancelled")) << p->statusLabel()->text().toStdString();
 }
 
+// A small model, so a step is quick and checked in float64.
+void small_model(Scenario& s) {
+    s.arch.layers = 2;
+    s.arch.hidden_size = 256;
+    s.arch.intermediate_size = 512;
+    s.arch.vocab_size = 1000;
+    s.arch.query_heads = 8;
+    s.arch.kv_heads = 2;
+    s.arch.head_dim_k = s.arch.head_dim_v = 32;
+    s.arch.layer_specs.clear();
+    s.workload.context_tokens = 128;
+}
+
+// Times a decode step from the Probe tab, waiting for it to end.
+bool run_step(ProbeView* p) {
+    QSignalSpy finished(p, &ProbeView::finished);
+    p->runStep();
+    if (!finished.wait(120000)) return false;
+    QApplication::processEvents();
+    return true;
+}
+
 TEST(ProbeView, ADecodeStepOfTheModelBesideTheCalculatorsFloor) {
     MainWindow w(testing::catalog(), false);
-    w.model()->edit("shape", [](Scenario& s) {  // a small model, so the step is quick and checked in float64
-        s.arch.layers = 2;
-        s.arch.hidden_size = 256;
-        s.arch.intermediate_size = 512;
-        s.arch.vocab_size = 1000;
-        s.arch.query_heads = 8;
-        s.arch.kv_heads = 2;
-        s.arch.head_dim_k = s.arch.head_dim_v = 32;
-        s.arch.layer_specs.clear();
-        s.workload.context_tokens = 128;
+    w.model()->edit("shape", [](Scenario& s) {
+        small_model(s);
         s.workload.batch = 2;
     });
     ASSERT_TRUE(w.model()->hasResults()) << join_errors(w.model()->errors());
     ProbeView* p = w.probe();
-    QSignalSpy finished(p, &ProbeView::finished);
-    p->runStep();
-    ASSERT_TRUE(finished.wait(120000));
-    QApplication::processEvents();
+    ASSERT_TRUE(run_step(p));
     QTableWidget* t = p->results();
     EXPECT_EQ(cell_of(t, "Layers run"), "all 2");
     EXPECT_TRUE(cell_of(t, "Decode step (measured)").contains("tokens/s per sequence"))
@@ -105,6 +122,47 @@ TEST(ProbeView, ADecodeStepOfTheModelBesideTheCalculatorsFloor) {
     EXPECT_TRUE(cell_of(t, "Max relative error").contains("against float64"))
         << cell_of(t, "Max relative error").toStdString();
     EXPECT_TRUE(p->statusLabel()->text().contains("calculator's floor")) << p->statusLabel()->text().toStdString();
+}
+
+TEST(ProbeView, AStepIsKeptAndTheDeploymentTabOfEveryWindowShowsItOnItsGpu) {
+    // A user folder with a space and accents; two windows on it.
+    const auto folder = std::filesystem::temp_directory_path() /
+                        ("kvscope fenêtres " + std::to_string(QCoreApplication::applicationPid()));
+    std::vector<std::string> problems;
+    const Catalog catalog = Catalog::with_user_folder(folder.string(), problems);
+    MainWindow w(catalog, false);
+    w.model()->edit("shape", small_model);
+    w.deployment()->enableBox()->setChecked(true);  // one H100 SXM
+    ASSERT_TRUE(w.model()->hasResults()) << join_errors(w.model()->errors());
+    ProbeView* p = w.probe();
+    ASSERT_TRUE(run_step(p));
+    const std::string store = (folder / "measured-steps.json").string();
+    EXPECT_TRUE(cell_of(p->results(), "Kept in").startsWith(QString::fromStdString(store)))
+        << cell_of(p->results(), "Kept in").toStdString();
+    auto kept = read_measured_steps(store);
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_EQ(kept[0].backend, "cpu");
+    // Measured on the CPU: not the deployment's GPU, so not shown there.
+    EXPECT_FALSE(w.deployment()->figuresLabel()->text().contains("Decode measured"));
+
+    // The same step kept as a CUDA backend on an H100 would keep it (here by another program): the
+    // Deployment tab shows it, in this window and in a second one.
+    kept[0].gpu_id = "h100-sxm";
+    kept[0].device = "NVIDIA H100 80GB HBM3";
+    std::filesystem::remove(store);
+    ASSERT_TRUE(remember_measured_step(store, kept[0]).ok());
+    w.model()->measuredStepsChanged();
+    const QString figures = w.deployment()->figuresLabel()->text();
+    EXPECT_TRUE(figures.contains("Decode measured: ")) << figures.toStdString();
+    EXPECT_TRUE(figures.contains("(probe --step on NVIDIA H100 80GB HBM3, ")) << figures.toStdString();
+    MainWindow second(catalog, false);
+    second.model()->restore(w.model()->state());
+    EXPECT_TRUE(second.deployment()->figuresLabel()->text().contains("Decode measured"))
+        << second.deployment()->figuresLabel()->text().toStdString();
+    // Another batch is another step: not shown.
+    w.model()->edit("batch", [](Scenario& s) { s.workload.batch = 3; });
+    EXPECT_FALSE(w.deployment()->figuresLabel()->text().contains("Decode measured"));
+    std::filesystem::remove_all(folder);
 }
 
 TEST(ProbeRunner, RunsOneAtATimeForWhoeverAsksWithoutAView) {

@@ -333,6 +333,9 @@ void DeploymentView::refreshResults() {
                 .arg(d.tokens_per_s_per_sequence, 0, 'f', 1)
                 .arg(d.tokens_per_s_total, 0, 'f', 0)
                 .arg(d.step_time_floor_s * 1000, 0, 'f', 2);
+    // The same step measured on this GPU (probe --step or the Probe tab), in the words kvscope-cli fit uses.
+    if (r.measured_step)
+        rows << tr("Decode measured: %1").arg(q(measured_step_text(*r.measured_step, d)).toHtmlEscaped());
     rows << tr("Weights %1 per GPU (%2 parameters%3) · KV budget %4 per GPU · KV need %5 per GPU")
                 .arg(q(format_bytes(f.weights_bytes_per_gpu, units)), q(format_si(static_cast<double>(f.parameters))),
                      f.parameters_estimated ? tr(", estimated") : QString(),

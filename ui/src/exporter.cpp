@@ -117,7 +117,8 @@ QByteArray results_json(const ScenarioModel& model) {
     o.set("kvscope_results", json::Value::number(std::uint64_t{1}));
     o.set("scenario", scenario_json(r.scenario));
     o.set("kv", kv_report_json(r.scenario, r.kv, r.variants));
-    if (r.fit && r.decode) o.set("fit", fit_report_json(r.scenario, *r.fit, *r.decode));
+    if (r.fit && r.decode)
+        o.set("fit", fit_report_json(r.scenario, *r.fit, *r.decode, r.measured_step ? &*r.measured_step : nullptr));
     o.set("curves", curves_json(r.scenario, r.curves));
     return QByteArray::fromStdString(o.dump() + "\n");
 }

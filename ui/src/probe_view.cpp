@@ -259,7 +259,8 @@ void ProbeView::runStep() {
     request.arch = s.arch;
     request.workload = s.workload;
     request.kv_dtype = s.kv_dtype;
-    request.weight_dtype = s.deployment ? s.deployment->weight_dtype : KvDtype::bf16;
+    // As kvscope-cli probe --step: the deployment's weight format, else the model's own.
+    request.weight_dtype = s.deployment ? s.deployment->weight_dtype : model_->modelWeightDtype();
     QString note;
     if (!probe::can_store(s.kv_dtype)) {
         request.kv_dtype = KvDtype::fp16;
@@ -269,11 +270,29 @@ void ProbeView::runStep() {
     if (s.parallel.gpus() > 1) note += tr("One device runs the whole model here (TP/PP are not split). ");
     table_->setRowCount(0);
     note_ = note;
+    step_request_ = request;
     runner_->step(request);
 }
 
 void ProbeView::showStep(const probe::StepReport& r) {
     const QString note = std::exchange(note_, QString());
+    const std::optional<probe::StepRequest> request = std::exchange(step_request_, std::nullopt);
+    // Kept, as kvscope-cli probe --step keeps it, for the Deployment tab and `fit` (this scenario on this GPU).
+    QString kept = tr("not kept (no user folder)");
+    if (r.status == probe::Status::ok && request && !model_->measuredStepsPath().empty()) {
+        const MeasuredStep m =
+            probe::measured_step_of(*request, r, model_->results().scenario.model_id, model_->catalog().gpus());
+        if (auto written = remember_measured_step(model_->measuredStepsPath(), m); !written) {
+            kept = tr("not kept: %1").arg(q(written.error_text()));
+        } else {
+            kept = m.gpu_id.empty()
+                       ? tr("%1 (the Deployment tab shows steps measured on a catalog GPU; this device "
+                            "is not one)")
+                             .arg(q(model_->measuredStepsPath()))
+                       : tr("%1 (the Deployment tab shows it for %2)").arg(q(model_->measuredStepsPath()), q(m.gpu_id));
+            model_->measuredStepsChanged();
+        }
+    }
     if (r.status != probe::Status::ok) {
         done(note + q(std::string(to_string(r.status))) + ": " + q(r.message), false);
         return;
@@ -308,6 +327,7 @@ void ProbeView::showStep(const probe::StepReport& r) {
                                        ? tr("not checked (models of 64 MiB or less are)")
                                        : QString::number(r.max_rel_error, 'e', 2) + tr(" (logits against float64)")},
         {tr("Kernel"), q(r.kernel)},
+        {tr("Kept in"), kept},
     });
     done(note + q(r.message), true);
 }

@@ -71,7 +71,8 @@ Scenario default_scenario(const Catalog& catalog) {
     return s;
 }
 
-ScenarioModel::ScenarioModel(const Catalog& catalog, QObject* parent) : QObject(parent), catalog_(catalog) {
+ScenarioModel::ScenarioModel(const Catalog& catalog, QObject* parent)
+    : QObject(parent), catalog_(catalog), measured_(measured_steps_path(catalog.user_folder())) {
     scenario_ = default_scenario(catalog_);
     if (const CatalogModel* m = catalog_.find_model(scenario_.model_id)) {
         description_ = QString::fromStdString(m->name);
@@ -239,6 +240,7 @@ void ScenarioModel::recompute() {
     AnalysisOptions options;
     options.units = units_;
     options.curves.spacing = spacing_;
+    options.measured_steps = &measured_.entries();
     auto analysis = analyze(scenario_, options);
     errors_ = analysis ? Errors{} : analysis.errors();
     if (analysis) {

@@ -15,6 +15,7 @@
 #include "kvscope/calculator/deployment.h"
 #include "kvscope/calculator/derivation.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/measured_step.h"
 #include "kvscope/calculator/result.h"
 #include "kvscope/calculator/scenario.h"
 #include "kvscope/calculator/units.h"
@@ -28,6 +29,9 @@ struct AnalysisOptions {
     CurveOptions curves;
     // false: no curves (a caller that shows none, whose figures must not fail on a curve's overflow).
     bool with_curves = true;
+    // Decode steps measured on this machine (read_measured_steps): the one for this scenario on its
+    // deployment's GPU, if any, is shown beside the estimate. None: nothing measured is shown.
+    const std::vector<MeasuredStep>* measured_steps = nullptr;
 };
 
 // Everything shown for one valid scenario.
@@ -43,6 +47,7 @@ struct Analysis {
     bool weights_estimated = false;
     std::optional<FitReport> fit;
     std::optional<DecodeEstimate> decode;
+    std::optional<MeasuredStep> measured_step;  // this scenario's step measured on the deployment's GPU
     // Tokens per sequence at which the cache (all sequences, all GPUs) outgrows the weights,
     // and at which it stops fitting the deployment's budget.
     std::optional<std::uint64_t> kv_exceeds_weights_at;

@@ -29,6 +29,8 @@ public:
     // A copy of the built-in catalog plus the user's folder, when it exists.
     // Files that cannot be read are skipped and reported in `problems`.
     static Catalog with_user_folder(const std::string& folder, std::vector<std::string>& problems);
+    // That folder (also where measured decode steps are kept); empty for the built-in catalog alone.
+    [[nodiscard]] const std::string& user_folder() const { return user_folder_; }
 
     // Adds a user folder: models/*.json (Hugging Face config.json files; the id is the
     // file name, or from models/catalog.json), gpus.json (same shape as the built-in one).
@@ -54,6 +56,7 @@ private:
     void upsert(GpuSpec g);
     std::vector<CatalogModel> models_;
     std::vector<GpuSpec> gpus_;
+    std::string user_folder_;
 };
 
 // Every name a model answers to: id, Hugging Face repo id, display name, aliases.

@@ -6,6 +6,7 @@
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/measured_step.h"
 #include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/scenario.h"
 #include "kvscope/calculator/variants.h"
@@ -17,7 +18,10 @@ namespace kvscope {
 json::Value architecture_report_json(const Architecture& arch);
 json::Value variants_json(const std::vector<Variant>& variants);
 json::Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std::vector<Variant>& variants);
-json::Value fit_report_json(const Scenario& s, const FitReport& fit, const DecodeEstimate& decode);
+// `measured`: the same step measured on the deployment's GPU (Analysis::measured_step), as `measured_step`
+// with its ratio to the estimate; null when there is none.
+json::Value fit_report_json(const Scenario& s, const FitReport& fit, const DecodeEstimate& decode,
+                            const MeasuredStep* measured = nullptr);
 json::Value curves_json(const Scenario& s, const Curves& curves);
 // The planner's answer: the workload, the GPU and engine, then `options` smallest GPU count first.
 json::Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits);

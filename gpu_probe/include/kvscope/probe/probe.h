@@ -14,6 +14,7 @@
 
 #include "kvscope/calculator/architecture.h"
 #include "kvscope/calculator/kv_dtype.h"
+#include "kvscope/calculator/measured_step.h"
 #include "kvscope/calculator/result.h"
 #include "kvscope/calculator/workload.h"
 
@@ -183,6 +184,11 @@ struct StepReport {
         return predicted_step_ms > 0 ? 1000.0 / predicted_step_ms : 0;
     }
 };
+
+// A finished step as the store keeps it (measured_step.h), dated today: the catalog GPU the device is
+// (gpu_for_device over `gpus`; none for a CPU), and the key of the scenario it ran.
+MeasuredStep measured_step_of(const StepRequest& request, const StepReport& report, const std::string& model_id,
+                              const std::vector<GpuSpec>& gpus);
 
 class Backend {
 public:

@@ -7,6 +7,7 @@
 #include <QWidget>
 
 #include <memory>
+#include <optional>
 
 #include "kvscope/probe/probe.h"
 
@@ -89,6 +90,7 @@ private:
     QValueAxis* y_;
     QChart* chart_ = nullptr;
     QLabel* texts_;
+    std::optional<probe::StepRequest> step_request_;  // the step running, kept with its result when it ends
     QString note_;  // said before the probe's own message: what this run does differently
     double cum_cached_ = 0, cum_uncached_ = 0;
     bool devices_listed_ = false;

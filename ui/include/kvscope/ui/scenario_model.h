@@ -45,6 +45,10 @@ public:
     [[nodiscard]] const QStringList& notes() const { return notes_; }
     // True while head dim is derived from model dim / query heads.
     [[nodiscard]] bool headDimFollows() const { return head_dim_follows_; }
+    // Where decode steps measured here are kept (measured_step.h; the catalog's user folder); empty: not kept.
+    [[nodiscard]] const std::string& measuredStepsPath() const { return measured_.path(); }
+    // Reads the kept measurements again (after a step was kept) and recomputes.
+    void measuredStepsChanged() { recompute(); }
 
     [[nodiscard]] UnitSystem units() const { return units_; }
     void setUnits(UnitSystem units);
@@ -112,6 +116,7 @@ private:
     QStringList notes_;
     bool head_dim_follows_ = true;
     KvDtype model_weight_dtype_ = KvDtype::bf16;
+    MeasuredStepStore measured_;  // read again only when the file changed (another window, the CLI)
     UnitSystem units_ = UnitSystem::binary;
     Spacing spacing_ = Spacing::log;
     QUndoStack undo_;

@@ -1,0 +1,279 @@
+#include "kvscope/calculator/measured_step.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <random>
+#include <system_error>
+
+#include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/scenario_file.h"
+#include "kvscope/calculator/tables.h"
+
+namespace kvscope {
+namespace {
+
+using json::Value;
+namespace fs = std::filesystem;
+
+// FNV-1a, 64 bits: a stable hash of text (std::hash is not stable across builds).
+std::uint64_t fnv1a(std::string_view text) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (const char c : text) {
+        h ^= static_cast<unsigned char>(c);
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+std::vector<std::string> words(std::string_view text) {
+    std::vector<std::string> out;
+    std::string w;
+    for (const char c : ascii_lower(text)) {
+        if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+            w += c;
+        } else if (!w.empty()) {
+            out.push_back(std::move(w));
+            w.clear();
+        }
+    }
+    if (!w.empty()) out.push_back(std::move(w));
+    return out;
+}
+
+bool is_memory_word(std::string_view w) {  // "80gb"
+    const auto digits = w.find_first_not_of("0123456789");
+    return digits != 0 && digits != std::string_view::npos && w.substr(digits) == "gb";
+}
+
+bool is_form_factor(std::string_view w) { return w == "sxm" || w == "sxm4" || w == "sxm5" || w == "pcie"; }
+
+bool contains(const std::vector<std::string>& ws, std::string_view w) {
+    return std::find(ws.begin(), ws.end(), w) != ws.end();
+}
+
+const Value* member(const Value& o, std::string_view key, json::Type type) {
+    const Value* v = o.find(key);
+    return v != nullptr && v->type() == type ? v : nullptr;
+}
+
+std::string text_of(const Value& o, std::string_view key) {
+    const Value* v = member(o, key, json::Type::string);
+    return v != nullptr ? v->as_string() : std::string();
+}
+
+std::uint64_t count_of(const Value& o, std::string_view key) {
+    const Value* v = member(o, key, json::Type::number);
+    return v != nullptr ? v->as_u64().value_or(0) : 0;
+}
+
+double number_of(const Value& o, std::string_view key) {
+    const Value* v = member(o, key, json::Type::number);
+    return v != nullptr && std::isfinite(v->as_double()) ? v->as_double() : 0;
+}
+
+std::optional<std::pair<std::int64_t, std::uint64_t>> stamp(const std::string& path) {
+    std::error_code ec;
+    const auto time = fs::last_write_time(path, ec);
+    if (ec) return std::nullopt;
+    const auto size = fs::file_size(path, ec);
+    if (ec) return std::nullopt;
+    return std::pair{static_cast<std::int64_t>(time.time_since_epoch().count()), static_cast<std::uint64_t>(size)};
+}
+
+}  // namespace
+
+std::string step_key(const Scenario& s, KvDtype weight_dtype) {
+    std::string text = architecture_json(s.arch).dump();
+    text += '|';
+    text += to_string(s.kv_dtype);
+    text += '|';
+    text += to_string(weight_dtype);
+    for (const std::uint64_t n : {s.workload.context_tokens, s.workload.batch, s.workload.block_size})
+        text += '|' + std::to_string(n);
+    text += s.workload.full_window ? "|full" : "|window";
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(text)));
+    return hex;
+}
+
+std::optional<std::string> gpu_for_device(const std::vector<GpuSpec>& gpus, std::string_view device_name,
+                                          std::uint64_t total_bytes) {
+    const std::vector<std::string> name = words(device_name);
+    const bool pcie = contains(name, "pcie");
+    const GpuSpec* best = nullptr;
+    auto rank = [&](const GpuSpec& g) {  // lower is better: the form factor, then the memory's distance
+        const bool g_pcie = contains(words(g.id), "pcie");
+        const std::uint64_t distance =
+            g.memory_bytes > total_bytes ? g.memory_bytes - total_bytes : total_bytes - g.memory_bytes;
+        return std::pair{g_pcie != pcie, distance};
+    };
+    for (const auto& g : gpus) {
+        const std::vector<std::string> id = words(g.id);
+        const bool named = !id.empty() && std::all_of(id.begin(), id.end(), [&](const std::string& w) {
+            return is_memory_word(w) || is_form_factor(w) || contains(name, w);
+        });
+        // A word of the id that names the chip must be there: "l4" is not "l40s".
+        const bool has_chip = std::any_of(id.begin(), id.end(), [&](const std::string& w) {
+            return !is_memory_word(w) && !is_form_factor(w) && contains(name, w);
+        });
+        if (named && has_chip && (best == nullptr || rank(g) < rank(*best))) best = &g;
+    }
+    if (best == nullptr) return std::nullopt;
+    return best->id;
+}
+
+std::optional<MeasuredStep> find_measured_step(const std::vector<MeasuredStep>& steps, const Scenario& s) {
+    if (!s.deployment || s.parallel.gpus() != 1 || s.deployment->gpu_count != 1) return std::nullopt;
+    const std::string key = step_key(s, s.deployment->weight_dtype);
+    const MeasuredStep* found = nullptr;
+    for (const auto& m : steps)  // the newest, when a GPU was measured more than once (two cards of a kind)
+        if (m.key == key && !m.gpu_id.empty() && m.gpu_id == s.deployment->gpu.id &&
+            (found == nullptr || m.measured_on >= found->measured_on))
+            found = &m;
+    if (found == nullptr) return std::nullopt;
+    return *found;
+}
+
+std::string measured_step_text(const MeasuredStep& m, const DecodeEstimate& estimate) {
+    const double floor_ms = estimate.step_time_floor_s * 1e3;
+    std::string t = number_text(m.step_ms, Notation::fixed, m.step_ms < 10 ? 2 : 1) + " ms per step → " +
+                    number_text(m.tokens_per_s(), Notation::fixed, 1) + " tokens/s per sequence";
+    if (floor_ms > 0) t += ", " + number_text(m.step_ms / floor_ms, Notation::fixed, 2) + "× the floor";
+    t += " (probe --step on " + m.device + ", " + m.measured_on;
+    if (m.scaled)
+        t += "; " + std::to_string(m.layers_run) + " of " + std::to_string(m.layers_total) +
+             " layers run, their time scaled";
+    return t + ")";
+}
+
+Value measured_step_json(const MeasuredStep& m) {
+    Value o = Value::object();
+    o.set("key", Value::string(m.key));
+    o.set("model", Value::string(m.model_id));
+    o.set("context_tokens", Value::number(m.context_tokens));
+    o.set("batch", Value::number(m.batch));
+    o.set("kv_dtype", Value::string(std::string(to_string(m.kv_dtype))));
+    o.set("weight_dtype", Value::string(std::string(to_string(m.weight_dtype))));
+    o.set("backend", Value::string(m.backend));
+    o.set("device", Value::string(m.device));
+    o.set("gpu", m.gpu_id.empty() ? Value() : Value::string(m.gpu_id));
+    o.set("measured_on", Value::string(m.measured_on));
+    o.set("step_ms", Value::number(m.step_ms));
+    o.set("tokens_per_s", Value::number(m.tokens_per_s()));
+    o.set("predicted_step_ms", Value::number(m.predicted_step_ms));
+    o.set("ceiling_gbps", Value::number(m.ceiling_gbps));
+    o.set("layers_run", Value::number(m.layers_run));
+    o.set("layers_total", Value::number(m.layers_total));
+    o.set("scaled", Value::boolean(m.scaled));
+    return o;
+}
+
+std::vector<MeasuredStep> measured_steps_from_json(std::string_view text) {
+    std::vector<MeasuredStep> out;
+    const auto parsed = json::parse(text);
+    if (!parsed) return out;
+    const Value* list = member(*parsed.value, "steps", json::Type::array);
+    if (list == nullptr) return out;
+    for (const Value& e : list->items()) {
+        if (!e.is_object()) continue;
+        MeasuredStep m;
+        m.key = text_of(e, "key");
+        m.model_id = text_of(e, "model");
+        m.context_tokens = count_of(e, "context_tokens");
+        m.batch = count_of(e, "batch");
+        const auto kv = parse_kv_dtype(text_of(e, "kv_dtype"));
+        const auto weights = parse_kv_dtype(text_of(e, "weight_dtype"));
+        m.backend = text_of(e, "backend");
+        m.device = text_of(e, "device");
+        m.gpu_id = text_of(e, "gpu");
+        m.measured_on = text_of(e, "measured_on");
+        m.step_ms = number_of(e, "step_ms");
+        m.predicted_step_ms = number_of(e, "predicted_step_ms");
+        m.ceiling_gbps = number_of(e, "ceiling_gbps");
+        m.layers_run = count_of(e, "layers_run");
+        m.layers_total = count_of(e, "layers_total");
+        const Value* scaled = member(e, "scaled", json::Type::boolean);
+        m.scaled = scaled != nullptr && scaled->as_bool();
+        if (m.key.empty() || !kv || !weights || m.step_ms <= 0) continue;
+        m.kv_dtype = *kv;
+        m.weight_dtype = *weights;
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+std::string utc_date_today() {
+    const auto days = std::chrono::floor<std::chrono::days>(std::chrono::system_clock::now());
+    const std::chrono::year_month_day ymd{days};
+    char text[16];
+    std::snprintf(text, sizeof text, "%04d-%02u-%02u", static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
+                  static_cast<unsigned>(ymd.day()));
+    return text;
+}
+
+std::string measured_steps_path(const std::string& folder) {
+    return folder.empty() ? std::string() : (fs::path(folder) / "measured-steps.json").string();
+}
+
+std::vector<MeasuredStep> read_measured_steps(const std::string& path) {
+    if (path.empty()) return {};
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return {};
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return measured_steps_from_json(text);
+}
+
+Result<std::monostate> remember_measured_step(const std::string& path, const MeasuredStep& m) {
+    if (path.empty()) return Errors{FieldError("measured steps", "no folder to keep them in (set KVSCOPE_DATA_DIR)")};
+    std::vector<MeasuredStep> steps = read_measured_steps(path);
+    std::erase_if(steps, [&](const MeasuredStep& e) { return e.key == m.key && e.device == m.device; });
+    steps.push_back(m);
+    if (steps.size() > kMaxMeasuredSteps)
+        steps.erase(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(steps.size() - kMaxMeasuredSteps));
+    Value list = Value::array();
+    for (const auto& e : steps) list.push(measured_step_json(e));
+    Value doc = Value::object();
+    doc.set("format", Value::string("kvscope measured decode steps"));
+    doc.set("version", Value::number(std::uint64_t{1}));
+    doc.set("steps", std::move(list));
+
+    std::error_code ec;
+    const fs::path target(path);
+    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+    if (ec) return Errors{FieldError(path, "cannot create its folder: " + ec.message())};
+    // Written beside the file, then renamed over it: a reader sees the old file or the new one, never half.
+    const fs::path temp = target.string() + ".tmp" + std::to_string(std::random_device{}());
+    {
+        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+        out << doc.dump() << '\n';
+        out.flush();
+        if (!out) {
+            fs::remove(temp, ec);
+            return Errors{FieldError(path, "cannot be written")};
+        }
+    }
+    fs::rename(temp, target, ec);
+    if (ec) {
+        std::error_code ignored;
+        fs::remove(temp, ignored);
+        return Errors{FieldError(path, "cannot be replaced: " + ec.message())};
+    }
+    return std::monostate{};
+}
+
+const std::vector<MeasuredStep>& MeasuredStepStore::entries() {
+    const auto now = stamp(path_);
+    if (now != seen_) {
+        entries_ = now ? read_measured_steps(path_) : std::vector<MeasuredStep>{};
+        seen_ = now;
+    }
+    return entries_;
+}
+
+}  // namespace kvscope
