@@ -23,6 +23,7 @@
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/units.h"
 #include "step.h"
+#include "step_common.h"
 
 namespace kvscope::probe {
 
@@ -72,16 +73,9 @@ double ms_since(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-bool step_format(KvDtype d) { return d == KvDtype::fp32 || d == KvDtype::fp16 || d == KvDtype::bf16; }
-
-// The shapes one layer multiplies through.
-struct Dims {
-    std::uint64_t hidden = 0, q_heads = 0, kv_heads = 0, dk = 0, dv = 0, intermediate = 0, vocab = 0;
-    bool gated = true;
-    std::uint64_t experts = 0, top_k = 0, expert_intermediate = 0, shared = 0;
-    [[nodiscard]] std::uint64_t qkv_rows() const { return q_heads * dk + kv_heads * dk + kv_heads * dv; }
-    [[nodiscard]] std::uint64_t up_rows(std::uint64_t inter) const { return gated ? 2 * inter : inter; }
-};
+using step::Dims;
+using step::fail;
+using step::median_of;
 
 // One layer's matrices, row-major [out][in] in the weight format.
 struct LayerWeights {
@@ -524,20 +518,6 @@ std::vector<double> reference_logits(const Model& m, const StepRequest& req, con
     return logits;
 }
 
-StepReport fail(StepReport r, Status s, std::string message) {
-    r.status = s;
-    r.message = std::move(message);
-    return r;
-}
-
-std::string ms_text(double ms) { return number_text(ms, Notation::fixed, ms < 10 ? 2 : 1) + " ms"; }
-std::string one_decimal(double v) { return number_text(v, Notation::fixed, 1); }
-
-double median_of(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v[v.size() / 2];
-}
-
 }  // namespace
 
 StepReport run_cpu_step(const StepRequest& req, const Control& control, const DeviceInfo& device) {
@@ -550,40 +530,8 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
         return fail(r, Status::invalid_input,
                     "kv_dtype: the step stores " + storable_list() + " caches (not " +
                         std::string(to_string(req.kv_dtype)) + ")");
-    if (!step_format(req.weight_dtype))
-        return fail(r, Status::invalid_input,
-                    "weight_dtype: the CPU step multiplies fp32, fp16 or bf16 weights (not " +
-                        std::string(to_string(req.weight_dtype)) + "); give --weight-dtype bf16");
-    if (const Errors e = validate(a); !e.empty()) return fail(r, Status::invalid_input, join_errors(e));
-    if (a.mla)
-        return fail(r, Status::invalid_input, "the step does not run MLA layers yet (this model's attention is MLA)");
-    for (const LayerSpec& l : a.layer_specs)
-        if (!l.caches_kv())
-            return fail(r, Status::invalid_input,
-                        "the step runs layers that attend with a K and V cache of their own; this model has " +
-                            layer_mix_text(a) + ", which it does not run yet");
-    if (a.hidden_size == 0 || a.vocab_size == 0 || (a.intermediate_size == 0 && !a.moe))
-        return fail(r, Status::invalid_input,
-                    "the step needs the model's hidden_size, intermediate_size and vocab_size (the config gives none "
-                    "of at least one)");
-    if (a.head_dim_k % 2 != 0)
-        return fail(r, Status::invalid_input,
-                    "head_dim: RoPE rotates pairs of values, so the key head dimension must be even");
     Dims d;
-    d.hidden = a.hidden_size;
-    d.q_heads = a.query_heads;
-    d.kv_heads = a.kv_heads;
-    d.dk = a.head_dim_k;
-    d.dv = a.head_dim_v;
-    d.intermediate = a.intermediate_size;
-    d.vocab = a.vocab_size;
-    d.gated = a.gated_mlp;
-    if (a.moe) {
-        d.experts = a.moe->experts;
-        d.top_k = std::min(a.moe->experts_per_token, a.moe->experts);
-        d.expert_intermediate = a.moe->expert_intermediate_size ? a.moe->expert_intermediate_size : a.intermediate_size;
-        d.shared = a.moe->shared_experts;
-    }
+    if (std::string why = step::dims_of(req, d); !why.empty()) return fail(r, Status::invalid_input, why);
     ProbeRequest cache_request;
     cache_request.arch = a;
     cache_request.dtype = req.kv_dtype;
@@ -695,17 +643,7 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
                " threads, 64 rows each); attention as the probe's, one sequence per thread";
 
     // The calculator's floor for the same scenario on the bandwidth just measured.
-    Deployment here;
-    here.gpu.name = device.name;
-    here.gpu.memory_bytes = std::max<std::uint64_t>(host::total_bytes(), 1);
-    here.gpu.bandwidth_bytes_per_s = static_cast<std::uint64_t>(r.ceiling_gbps * 1e9);
-    here.engine = Engine::plain;
-    here.fraction = 1.0;
-    here.weight_dtype = req.weight_dtype;
-    if (auto est = decode_estimate(a, req.kv_dtype, req.workload, Parallelism{}, here)) {
-        r.predicted_step_ms = est->step_time_floor_s * 1000.0;
-        r.predicted_bytes_read = est->bytes_read_per_step_per_gpu;
-    }
+    step::predict(r, req, host::total_bytes());
 
     // The check: float64 of the same layers, for models small enough to redo that way.
     std::uint64_t run_weights = model.outer_bytes();
@@ -717,12 +655,7 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
         r.max_rel_error = max_relative_error(logits.data(), ref);
     }
     control.report(1.0, "done");
-    r.message = "decode step " + ms_text(r.step_ms) + " (" + one_decimal(r.tokens_per_s()) +
-                " tokens/s per sequence) against the calculator's floor of " + ms_text(r.predicted_step_ms) +
-                " on the " + one_decimal(r.ceiling_gbps) + " GB/s measured here" +
-                (r.scaled ? "; " + std::to_string(layers_run) + " of " + std::to_string(a.layers) +
-                                " layers fit in memory, so their time was scaled to the whole model"
-                          : std::string());
+    r.message = step::finished_message(r);
     return r;
 }
 

@@ -1,0 +1,43 @@
+#pragma once
+// What every backend's decode step (probe --step) shares: the shapes a layer multiplies through, what
+// the step refuses and why, and the report's prediction, median and closing message. The CPU step is
+// step.cpp; the CUDA step is gpu_probe/cuda/cuda_step.cu.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvscope/probe/probe.h"
+
+namespace kvscope::probe::step {
+
+// The weight formats the steps multiply.
+bool weight_format(KvDtype d);
+
+// The shapes one layer multiplies through.
+struct Dims {
+    std::uint64_t hidden = 0, q_heads = 0, kv_heads = 0, dk = 0, dv = 0, intermediate = 0, vocab = 0;
+    bool gated = true;
+    std::uint64_t experts = 0, top_k = 0, expert_intermediate = 0, shared = 0;
+    [[nodiscard]] std::uint64_t qkv_rows() const { return q_heads * dk + kv_heads * dk + kv_heads * dv; }
+    [[nodiscard]] std::uint64_t up_rows(std::uint64_t inter) const { return gated ? 2 * inter : inter; }
+};
+
+// The model's dimensions, or why the step cannot run it (empty when it can): a weight format it does not
+// multiply, an invalid architecture, MLA, layers that do not attend with a cache of their own, missing
+// sizes, an odd key head dimension. The cache format is each backend's to check.
+std::string dims_of(const StepRequest& req, Dims& d);
+
+StepReport fail(StepReport r, Status s, std::string message);
+double median_of(std::vector<double> v);
+std::string ms_text(double ms);  // "12.3 ms", "4.56 ms"
+
+// The calculator's floor for the same scenario on the bandwidth measured in the run (r.ceiling_gbps) of a
+// device of `memory_bytes`: r.predicted_step_ms and r.predicted_bytes_read.
+void predict(StepReport& r, const StepRequest& req, std::uint64_t memory_bytes);
+
+// "decode step 12.3 ms (81.3 tokens/s per sequence) against the calculator's floor of …", saying when
+// layers were run in part and scaled.
+std::string finished_message(const StepReport& r);
+
+}  // namespace kvscope::probe::step
