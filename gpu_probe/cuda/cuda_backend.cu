@@ -15,7 +15,9 @@
 #include "cpu_kernels.h"
 #include "cuda_attention.h"
 #include "cuda_check.h"
+#include "cuda_fill.h"
 #include "cuda_memory.h"
+#include "cuda_step.h"
 #include "cuda_stopwatch.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/units.h"
@@ -30,51 +32,8 @@ namespace {
 using cuda::CudaError;
 using cuda::DeviceBuffer;
 using cuda::EventTimer;
-using cuda::kFp16;
 using cuda::kFp32;
 using cuda::SlotDev;
-
-__device__ __forceinline__ std::uint64_t mix(std::uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
-}
-
-// Random values of magnitude 1/8 … 1 with random signs: never zeros.
-__global__ void fill_kernel(void* data, std::size_t n, int dtype, std::uint64_t seed) {
-    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-         i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-        const std::uint64_t h = mix(i * 0x9E3779B97F4A7C15ull + seed);
-        const float magnitude = 0.125f + 0.875f * static_cast<float>(h >> 40) / 16777216.0f;
-        const float v = (h & 1) ? -magnitude : magnitude;
-        if (dtype == kFp32)
-            static_cast<float*>(data)[i] = v;
-        else if (dtype == kFp16)
-            static_cast<__half*>(data)[i] = __float2half(v);
-        else
-            static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16(v);
-    }
-}
-
-// A read-only pass, four independent 16-byte loads in flight per thread; the sum is written only
-// when it equals an unlikely value, so the reads stay.
-__global__ void read_kernel(const uint4* data, std::size_t n, unsigned int* sink) {
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-    unsigned int acc = 0;
-    for (; i + 3 * stride < n; i += 4 * stride) {
-        const uint4 a = __ldg(data + i), b = __ldg(data + i + stride), c = __ldg(data + i + 2 * stride),
-                    d = __ldg(data + i + 3 * stride);
-        acc ^= (a.x ^ a.y ^ a.z ^ a.w) ^ (b.x ^ b.y ^ b.z ^ b.w) ^ (c.x ^ c.y ^ c.z ^ c.w) ^ (d.x ^ d.y ^ d.z ^ d.w);
-    }
-    for (; i < n; i += stride) {
-        const uint4 v = __ldg(data + i);
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (acc == 0x9e3779b9u) *sink = acc;
-}
 
 // The driver's smallest allocation granularity for device memory on `device`, looked up through
 // the runtime so that nothing links libcuda; 0 when the driver does not provide it.
@@ -142,6 +101,20 @@ public:
         r.device = device();
         try {
             run(request, control, r);
+        } catch (const CudaError& e) {
+            // Every buffer is released by its destructor on the way out.
+            r.status = e.code() == cudaErrorMemoryAllocation ? Status::out_of_memory : Status::failed;
+            r.message = std::string(e.what()) + "; all device memory was freed";
+        }
+        return r;
+    }
+
+    StepReport step(const StepRequest& request, const Control& control) override {
+        StepReport r;
+        r.device = device();
+        try {
+            KVSCOPE_CUDA(cudaSetDevice(device_));
+            r = cuda::run_cuda_step(request, control, r.device);
         } catch (const CudaError& e) {
             // Every buffer is released by its destructor on the way out.
             r.status = e.code() == cudaErrorMemoryAllocation ? Status::out_of_memory : Status::failed;
@@ -259,8 +232,7 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     a.measured_bytes = free1 > free2 ? free1 - free2 : 0;
 
     for (std::size_t i = 0; i < buffers.size(); ++i)
-        fill_kernel<<<1024, 256>>>(buffers[i].get(), (*tensors)[i].bytes / eb, dtype, i + 1);
-    KVSCOPE_CUDA(cudaGetLastError());
+        cuda::fill_random(buffers[i].get(), (*tensors)[i].bytes / eb, dtype, i + 1);
     if (slot_count == 0) {  // a model none of whose layers keeps a KV cache: the state is allocated, nothing attends
         KVSCOPE_CUDA(cudaDeviceSynchronize());
         control.report(1.0, "done");
@@ -291,22 +263,15 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
                                              part_out.get<float>(),     part_ml.get<float>(), out.get<float>()};
     auto flush_l2 = [&] {  // when the cache could stay in L2 between runs
         if (!at.cache_resident) return;
-        read_kernel<<<sms * 8, 256>>>(ceiling_buffer.get<uint4>(), std::min<std::uint64_t>(ceiling_bytes, 4 * l2) / 16,
-                                      sink.get<unsigned>());
+        cuda::read_pass(ceiling_buffer.get(), std::min<std::uint64_t>(ceiling_bytes, 4 * l2) / 16 * 16, sms,
+                        sink.get<unsigned>());
     };
 
     // The read ceiling: a read-only pass over the ceiling buffer, several times the L2.
     control.report(0.2, "measuring the read bandwidth ceiling");
-    fill_kernel<<<1024, 256>>>(ceiling_buffer.get(), ceiling_bytes / 4, kFp32, 99);
+    cuda::fill_random(ceiling_buffer.get(), ceiling_bytes / 4, kFp32, 99);
+    at.ceiling_gbps = cuda::read_ceiling_gbps(ceiling_buffer.get(), ceiling_bytes, sms, sink.get<unsigned>());
     EventTimer timer;
-    std::vector<double> ceiling_runs;
-    for (int run = 0; run < 6; ++run) {
-        timer.start();
-        read_kernel<<<sms * 8, 256>>>(ceiling_buffer.get<uint4>(), ceiling_bytes / 16, sink.get<unsigned>());
-        const double ms = timer.stop_ms();
-        if (run > 0) ceiling_runs.push_back(static_cast<double>(ceiling_bytes) / (ms * 1e6));
-    }
-    at.ceiling_gbps = median(ceiling_runs);
 
     std::vector<double> times;
     const int runs = std::max(1, request.timing_runs);

@@ -144,6 +144,44 @@ TEST(CudaBackend, MoreThanTheDeviceHoldsIsOutOfMemoryNotACrash) {
     EXPECT_EQ(again.status, Status::ok) << "the device must be usable after an out-of-memory: " << again.message;
 }
 
+TEST(CudaBackend, ADecodeStepOfADenseModelBesideTheFloor) {
+    std::string why;
+    auto cuda = cuda_or_skip(why);
+    if (!cuda) GTEST_SKIP() << "no CUDA device: " << why;
+    StepRequest r;
+    r.arch = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    r.kv_dtype = KvDtype::bf16;
+    r.weight_dtype = KvDtype::bf16;
+    r.workload = {.context_tokens = 4096, .batch = 4};
+    r.timing_runs = 2;
+    const StepReport p = cuda->step(r, {});
+    ASSERT_EQ(p.status, Status::ok) << p.message;
+    EXPECT_EQ(p.layers_total, 32u);
+    EXPECT_GT(p.step_ms, 0.0);
+    EXPECT_GT(p.predicted_step_ms, 0.0);
+    EXPECT_GT(p.ceiling_gbps, 100.0);
+    // 4 sequences × 32 layers × (K + V) × 8 heads × 128 × 4096 tokens × 2 bytes.
+    EXPECT_EQ(p.kv_bytes_read, 4ull * 32 * 2 * 8 * 128 * 4096 * 2);
+    EXPECT_NEAR(p.weights_ms + p.attention_ms + p.other_ms, p.step_ms, 1e-6 * p.step_ms + 1e-9);
+    EXPECT_NE(p.kernel.find("cuBLAS"), std::string::npos) << p.kernel;
+    // A part of the model when the memory limit holds only some layers: said, and scaled.
+    Control small;
+    small.memory_limit_bytes = 6ull << 30;
+    const StepReport part = cuda->step(r, small);
+    ASSERT_EQ(part.status, Status::ok) << part.message;
+    EXPECT_TRUE(part.scaled);
+    EXPECT_LT(part.layers_run, 32u);
+    // What it does not run yet is refused in words.
+    StepRequest fp8 = r;
+    fp8.kv_dtype = KvDtype::fp8_e4m3;
+    EXPECT_EQ(cuda->step(fp8, {}).status, Status::invalid_input);
+    StepRequest moe = r;
+    moe.arch = Catalog::builtin().find_model("mixtral-8x7b")->model.arch;
+    const StepReport refused = cuda->step(moe, {});
+    EXPECT_EQ(refused.status, Status::invalid_input);
+    EXPECT_NE(refused.message.find("mixture of experts"), std::string::npos) << refused.message;
+}
+
 TEST(CudaBackend, StopwatchTextsMatch) {
     std::string why;
     auto cuda = cuda_or_skip(why);

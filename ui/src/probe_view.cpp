@@ -323,9 +323,11 @@ void ProbeView::showStep(const probe::StepReport& r) {
                                  r.experts_read ? tr(", %1 experts").arg(r.experts_read) : QString())},
         {tr("Attention"), tr("%1 (%2 of cache)").arg(ms(r.attention_ms), q(format_bytes(r.kv_bytes_read)))},
         {tr("The rest"), ms(r.other_ms)},
-        {tr("Max relative error"), r.max_rel_error < 0
-                                       ? tr("not checked (models of 64 MiB or less are)")
-                                       : QString::number(r.max_rel_error, 'e', 2) + tr(" (logits against float64)")},
+        {tr("Max relative error"), r.max_rel_error >= 0
+                                       ? QString::number(r.max_rel_error, 'e', 2) + tr(" (logits against float64)")
+                                   : r.device.host_memory ? tr("not checked (models of 64 MiB or less are)")
+                                                          : tr("not checked against float64 on the GPU yet (the "
+                                                               "logits are checked to be finite numbers)")},
         {tr("Kernel"), q(r.kernel)},
         {tr("Kept in"), kept},
     });

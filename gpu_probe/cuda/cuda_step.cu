@@ -1,0 +1,446 @@
+// probe --step on a CUDA device: one decode step of the whole model, timed with CUDA events beside the
+// calculator's floor on the read bandwidth measured in the same run.
+//
+// The layer is the CPU step's (gpu_probe/src/step.cpp: the Llama layer of transformers'
+// modeling_llama.py): RMSNorm, the fused QKV projection, RoPE, the new token's K and V written into the
+// cache, attention over it with the probe's own decode kernels (cuda_attention.h), the output projection,
+// residual; RMSNorm, the gated MLP, residual; then the final RMSNorm and the LM head. The projections are
+// cuBLAS GEMMs (cublasGemmEx: weights and activations in the weight format, fp32 accumulation and output),
+// one per matrix for the whole batch, so each weight is read once per step as an engine reads it. The
+// random weights are scaled by 1/√(inputs) through the GEMMs' alpha, as the CPU step scales its products,
+// so the activations stay near 1 through the layers. Norm weights are 1.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "backends.h"
+#include "cpu_kernels.h"
+#include "cuda_attention.h"
+#include "cuda_block_reduce.cuh"
+#include "cuda_check.h"
+#include "cuda_fill.h"
+#include "cuda_memory.h"
+#include "cuda_step.h"
+#include "kvscope/calculator/units.h"
+#include "step_common.h"
+
+namespace kvscope::probe::cuda {
+namespace {
+
+using step::Dims;
+using step::fail;
+
+__device__ __forceinline__ float load(const void* p, std::size_t i, int dtype) {
+    if (dtype == kFp32) return static_cast<const float*>(p)[i];
+    if (dtype == kFp16) return __half2float(static_cast<const __half*>(p)[i]);
+    return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+}
+
+__device__ __forceinline__ void store(void* p, std::size_t i, float v, int dtype) {
+    if (dtype == kFp32)
+        static_cast<float*>(p)[i] = v;
+    else if (dtype == kFp16)
+        static_cast<__half*>(p)[i] = __float2half(v);
+    else
+        static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(v);
+}
+
+// x[b] = the embedding row of token b, in fp32.
+__global__ void embed_kernel(const void* table, int wd, const std::uint64_t* tokens, std::uint64_t hidden, float* x) {
+    const std::uint64_t b = blockIdx.x;
+    for (std::uint64_t i = threadIdx.x; i < hidden; i += blockDim.x)
+        x[b * hidden + i] = load(table, tokens[b] * hidden + i, wd);
+}
+
+// out[b] = RMSNorm(x[b]) in the weight format (the GEMMs' input); one block per sequence.
+__global__ void rms_norm_kernel(const float* x, std::uint64_t n, void* out, int wd) {
+    const float* row = x + blockIdx.x * n;
+    float ss = 0;
+    for (std::uint64_t i = threadIdx.x; i < n; i += blockDim.x) ss += row[i] * row[i];
+    const float inv = rsqrtf(block_sum(ss) / static_cast<float>(n) + 1e-6f);
+    for (std::uint64_t i = threadIdx.x; i < n; i += blockDim.x) store(out, blockIdx.x * n + i, row[i] * inv, wd);
+}
+
+struct RopeShape {
+    std::uint32_t q_heads, kv_heads, dk, dv;
+    std::uint64_t row;  // values of one sequence's QKV output
+};
+
+// One block per sequence: RoPE on its query and key heads (pairs i, i + d/2 by position · 10000^(−2i/d), the
+// Llama convention), the queries to `q` in fp32, the new K and V rows into the cache in its format.
+__global__ void rope_store_kernel(const float* qkv, RopeShape sh, const std::uint64_t* positions, void* const* new_k,
+                                  void* const* new_v, int kv_dtype, float* q) {
+    const std::uint64_t b = blockIdx.x;
+    const float* row = qkv + b * sh.row;
+    const auto pos = static_cast<float>(positions[b]);
+    const std::uint32_t half = sh.dk / 2;
+    const std::uint32_t heads = sh.q_heads + sh.kv_heads;
+    for (std::uint32_t j = threadIdx.x; j < heads * half; j += blockDim.x) {
+        const std::uint32_t h = j / half, i = j % half;
+        float s, c;
+        sincosf(pos * exp2f(-2.0f * static_cast<float>(i) / static_cast<float>(sh.dk) * 13.287712f), &s, &c);
+        const float* src = row + static_cast<std::uint64_t>(h) * sh.dk;  // q heads, then k heads, side by side
+        const float x = src[i], y = src[i + half];
+        const float a = x * c - y * s, bb = x * s + y * c;
+        if (h < sh.q_heads) {
+            float* dst = q + (b * sh.q_heads + h) * sh.dk;
+            dst[i] = a;
+            dst[i + half] = bb;
+        } else {
+            const std::uint64_t at = static_cast<std::uint64_t>(h - sh.q_heads) * sh.dk;
+            store(new_k[b], at + i, a, kv_dtype);
+            store(new_k[b], at + i + half, bb, kv_dtype);
+        }
+    }
+    const float* v = row + static_cast<std::uint64_t>(heads) * sh.dk;
+    for (std::uint32_t j = threadIdx.x; j < sh.kv_heads * sh.dv; j += blockDim.x) store(new_v[b], j, v[j], kv_dtype);
+}
+
+__global__ void cast_kernel(const float* in, std::uint64_t n, void* out, int wd) {
+    for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x)
+        store(out, i, in[i], wd);
+}
+
+__global__ void add_kernel(float* x, const float* y, std::uint64_t n) {
+    for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x)
+        x[i] += y[i];
+}
+
+// h[b][i] = SiLU(gate) · up (gated; gate and up side by side in each row) or SiLU(up), in the weight format.
+__global__ void silu_kernel(const float* up, std::uint64_t batch, std::uint64_t inter, bool gated, void* h, int wd) {
+    const std::uint64_t width = gated ? 2 * inter : inter;
+    for (std::uint64_t j = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; j < batch * inter;
+         j += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
+        const std::uint64_t b = j / inter, i = j % inter;
+        const float g = up[b * width + i];
+        const float silu = g / (1.0f + __expf(-g));
+        store(h, j, gated ? silu * up[b * width + inter + i] : silu, wd);
+    }
+}
+
+void check_launch() { KVSCOPE_CUDA(cudaGetLastError()); }
+
+unsigned grid_for(std::uint64_t n) { return static_cast<unsigned>(std::min<std::uint64_t>((n + 255) / 256, 4096)); }
+
+cudaDataType cuda_type(KvDtype d) {
+    return d == KvDtype::fp32 ? CUDA_R_32F : d == KvDtype::fp16 ? CUDA_R_16F : CUDA_R_16BF;
+}
+
+class Blas {
+public:
+    Blas() { KVSCOPE_CUDA(cublasCreate(&handle_)); }
+    ~Blas() { cublasDestroy(handle_); }
+    Blas(const Blas&) = delete;
+    Blas& operator=(const Blas&) = delete;
+    // y[b·rows + r] = alpha · Σ_k W[r·cols + k] · x[b·cols + k]: W row-major [rows][cols] is column-major
+    // cols × rows, so y (column-major rows × batch) = Wᵀ · x.
+    void matmul(cudaDataType type, const void* w, std::uint64_t rows, std::uint64_t cols, const void* x,
+                std::uint64_t batch, float* y, float alpha) const {
+        const float beta = 0;
+        const auto m = static_cast<int>(rows), n = static_cast<int>(batch), k = static_cast<int>(cols);
+        KVSCOPE_CUDA(cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &alpha, w, type, k, x, type, k, &beta, y,
+                                  CUDA_R_32F, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+
+private:
+    cublasHandle_t handle_{};
+};
+
+// Events marking where a step's phases begin; the time to the next mark is the phase's.
+enum class Phase { outer, outer_weights, layers, weights, attention, other, end };
+
+class Marks {
+public:
+    explicit Marks(bool on) : on_(on) {}
+    Marks(const Marks&) = delete;
+    Marks& operator=(const Marks&) = delete;
+    ~Marks() {
+        for (cudaEvent_t e : events_) KVSCOPE_CUDA_NOTHROW(cudaEventDestroy(e));
+    }
+    void mark(Phase p) {
+        if (!on_) return;
+        if (used_ == events_.size()) {
+            cudaEvent_t e{};
+            KVSCOPE_CUDA(cudaEventCreate(&e));
+            events_.push_back(e);
+        }
+        KVSCOPE_CUDA(cudaEventRecord(events_[used_]));
+        phases_.resize(used_ + 1);
+        phases_[used_++] = p;
+    }
+    // Milliseconds per phase, after the last mark has completed.
+    std::vector<double> totals() {
+        std::vector<double> t(static_cast<std::size_t>(Phase::end) + 1, 0.0);
+        if (used_ == 0) return t;
+        KVSCOPE_CUDA(cudaEventSynchronize(events_[used_ - 1]));
+        for (std::size_t i = 0; i + 1 < used_; ++i) {
+            float ms = 0;
+            KVSCOPE_CUDA(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]));
+            t[static_cast<std::size_t>(phases_[i])] += ms;
+        }
+        used_ = 0;
+        return t;
+    }
+
+private:
+    bool on_;
+    std::vector<cudaEvent_t> events_;
+    std::vector<Phase> phases_;
+    std::size_t used_ = 0;
+};
+
+struct LayerBuffers {
+    DeviceBuffer qkv, o, up, down;
+};
+
+}  // namespace
+
+StepReport run_cuda_step(const StepRequest& req, const Control& control, const DeviceInfo& device) {
+    StepReport r;
+    r.device = device;
+    const Architecture& a = req.arch;
+    r.layers_total = a.layers;
+    if (!cpu::direct(req.kv_dtype))
+        return fail(r, Status::invalid_input,
+                    "kv_dtype: the CUDA step stores fp32, fp16 or bf16 caches so far (not " +
+                        std::string(to_string(req.kv_dtype)) + "); the CPU backend stores it (--backend cpu)");
+    Dims d;
+    if (std::string why = step::dims_of(req, d); !why.empty()) return fail(r, Status::invalid_input, why);
+    if (a.moe)
+        return fail(r, Status::invalid_input,
+                    "the CUDA step runs dense models so far (this model's MLP is a mixture of experts); the CPU "
+                    "backend runs it (--backend cpu)");
+    ProbeRequest cache_request;
+    cache_request.arch = a;
+    cache_request.dtype = req.kv_dtype;
+    cache_request.workload = req.workload;
+    auto tensors = kv_tensors(cache_request);
+    if (!tensors) return fail(r, Status::invalid_input, tensors.error_text());
+    const std::uint64_t B = req.workload.batch, H = d.hidden;
+    const KvDtype wd = req.weight_dtype;
+    const int wcode = code_of(wd), kvcode = code_of(req.kv_dtype);
+    const cudaDataType wtype = cuda_type(wd);
+    const std::size_t eb = cpu::element_bytes(wd), kv_eb = cpu::element_bytes(req.kv_dtype);
+    const unsigned sms = std::max(1u, device.compute_units);
+
+    KVSCOPE_CUDA(cudaFree(nullptr));  // the context first, so the free memory read next is what the step may use
+    std::size_t free0 = 0, total = 0;
+    KVSCOPE_CUDA(cudaMemGetInfo(&free0, &total));
+
+    // The read ceiling first, so its buffer is gone before the model is allocated.
+    control.report(0.02, "measuring the read bandwidth ceiling");
+    {
+        const std::uint64_t l2 = device.cache_bytes;
+        const std::uint64_t bytes =
+            (req.ceiling_bytes ? std::max<std::uint64_t>(req.ceiling_bytes, 1ull << 20)
+                               : std::min<std::uint64_t>(std::max<std::uint64_t>({8 * l2, 1ull << 30}), free0 / 8)) /
+            16 * 16;
+        DeviceBuffer ceiling(bytes), sink(sizeof(unsigned));
+        fill_random(ceiling.get(), bytes / 4, kFp32, 99);
+        r.ceiling_gbps = read_ceiling_gbps(ceiling.get(), bytes, sms, sink.get<unsigned>());
+    }
+
+    // As many layers as fit beside the embedding, the head, the activations and cuBLAS's workspace.
+    const std::uint64_t up_rows = d.up_rows(d.intermediate);
+    const std::uint64_t layer_weights = (d.qkv_rows() * H + H * d.q_heads * d.dv + (up_rows + d.intermediate) * H) * eb;
+    const std::uint64_t outer_weights = (a.tied_embeddings ? 1 : 2) * d.vocab * H * eb;
+    std::uint64_t max_tokens = 1;
+    std::vector<std::uint64_t> layer_kv(a.layers, 0);
+    for (const KvTensor& t : *tensors) {
+        layer_kv[t.layer] += t.bytes;
+        max_tokens = std::max(max_tokens, t.attended);
+    }
+    const AttentionShape sh = attention_shape(a);
+    const DecodePlan plan = plan_decode(sh, req.kv_dtype, B, max_tokens, sms);
+    const std::uint64_t width = std::max({d.qkv_rows(), up_rows, d.vocab, H});
+    const std::uint64_t activations = B * (2 * H + width + d.q_heads * (d.dk + d.dv)) * sizeof(float) +
+                                      B * std::max(H, d.intermediate) * eb + plan.scores_bytes + plan.part_out_bytes +
+                                      plan.part_ml_bytes + plan.out_bytes;
+    const std::uint64_t margin = 256ull << 20;  // cuBLAS's workspace, the allocator's rounding
+    const std::uint64_t limit =
+        control.memory_limit_bytes ? std::min<std::uint64_t>(control.memory_limit_bytes, free0) : free0;
+    std::uint64_t need = outer_weights + activations + margin, layers_run = 0;
+    for (std::uint64_t l = 0; l < a.layers; ++l) {
+        const std::uint64_t more = layer_weights + layer_kv[l] + 2 * B * sizeof(SlotDev);
+        if (need + more > limit) break;
+        need += more;
+        ++layers_run;
+    }
+    if (layers_run == 0)
+        return fail(r, Status::out_of_memory,
+                    "one layer (" + format_bytes(layer_weights + layer_kv[0]) + " of weights and cache) beside the " +
+                        "embedding and head (" + format_bytes(outer_weights) + ") needs more than the " +
+                        format_bytes(limit) + " of device memory " +
+                        (control.memory_limit_bytes ? "the memory limit allows" : "free") +
+                        "; lower the batch, the context or the weight precision");
+    r.layers_run = layers_run;
+    r.scaled = layers_run < a.layers;
+
+    control.report(0.1, "allocating " + format_bytes(need - margin) + " of weights and cache on " + device.name + " (" +
+                            std::to_string(layers_run) + " of " + std::to_string(a.layers) + " layers)");
+    Blas blas;
+    std::uint64_t seed = 104729;
+    auto weights = [&](std::uint64_t elements) {
+        DeviceBuffer w(elements * eb);
+        fill_random(w.get(), elements, wcode, seed++);
+        return w;
+    };
+    DeviceBuffer embedding = weights(d.vocab * H);
+    DeviceBuffer head_own = a.tied_embeddings ? DeviceBuffer() : weights(d.vocab * H);
+    const void* head = a.tied_embeddings ? embedding.get() : head_own.get();
+    std::vector<LayerBuffers> layers;
+    layers.reserve(layers_run);
+    for (std::uint64_t l = 0; l < layers_run; ++l) {
+        if (control.cancelled())
+            return fail(r, Status::cancelled, "cancelled while allocating; all device memory was freed");
+        layers.push_back(LayerBuffers{weights(d.qkv_rows() * H), weights(H * d.q_heads * d.dv), weights(up_rows * H),
+                                      weights(H * d.intermediate)});
+    }
+    // The cache of the layers run, filled at random, and where each sequence's new K and V row goes.
+    const std::uint64_t row_k = sh.row_k * kv_eb, row_v = sh.row_v * kv_eb;
+    std::vector<DeviceBuffer> cache;
+    std::vector<SlotDev> slots(layers_run * B);
+    std::vector<void*> new_k(layers_run * B), new_v(layers_run * B);
+    std::vector<std::uint64_t> positions(layers_run * B);
+    for (std::size_t i = 0; i < tensors->size(); ++i) {
+        const KvTensor& t = (*tensors)[i];
+        if (t.layer >= layers_run || !t.is_key()) continue;
+        const KvTensor& v = (*tensors)[i + 1];
+        auto* kb = static_cast<std::byte*>(cache.emplace_back(t.bytes).get());
+        auto* vb = static_cast<std::byte*>(cache.emplace_back(v.bytes).get());
+        fill_random(kb, t.bytes / kv_eb, kvcode, 7 + 2 * i);
+        fill_random(vb, v.bytes / kv_eb, kvcode, 8 + 2 * i);
+        const std::uint64_t at = t.layer * B + t.sequence;
+        // The slot's `layer` indexes the queries: here, one row of queries per sequence.
+        slots[at] = {kb, vb, t.attended, static_cast<std::uint32_t>(t.sequence)};
+        new_k[at] = kb + (t.attended - 1) * row_k;
+        new_v[at] = vb + (t.attended - 1) * row_v;
+        positions[at] = t.attended - 1;
+    }
+    const DeviceArray<SlotDev> slot_table(slots);
+    const DeviceArray<void*> new_k_dev(new_k), new_v_dev(new_v);
+    const DeviceArray<std::uint64_t> positions_dev(positions);
+    std::vector<std::uint64_t> tokens(B);
+    for (std::uint64_t b = 0; b < B; ++b) tokens[b] = (b * 2654435761ull + 12345) % d.vocab;
+    const DeviceArray<std::uint64_t> tokens_dev(tokens);
+    DeviceArray<float> x(B * H), y(B * width), q(B * d.q_heads * d.dk), scores(plan.scores_bytes / sizeof(float) + 1),
+        part_out(plan.part_out_bytes / sizeof(float) + 1), part_ml(plan.part_ml_bytes / sizeof(float) + 1),
+        attn(plan.out_bytes / sizeof(float) + 1);
+    DeviceBuffer xn(B * std::max({H, d.intermediate, d.q_heads * d.dv}) * eb);
+    KVSCOPE_CUDA(cudaDeviceSynchronize());
+
+    const RopeShape rope{static_cast<std::uint32_t>(d.q_heads), static_cast<std::uint32_t>(d.kv_heads),
+                         static_cast<std::uint32_t>(d.dk), static_cast<std::uint32_t>(d.dv), d.qkv_rows()};
+    const auto in_scale = [](std::uint64_t inputs) {
+        return static_cast<float>(1.0 / std::sqrt(static_cast<double>(inputs)));
+    };
+    const unsigned norm_threads = 256;
+    // One step for the batch. `fine` (when on) marks where each phase begins; `coarse` (when on) only the
+    // layers and what is outside them, so the timed steps are not slowed by many events.
+    auto run_step = [&](Marks& fine, Marks& coarse) {
+        fine.mark(Phase::outer);
+        coarse.mark(Phase::outer);
+        embed_kernel<<<static_cast<unsigned>(B), 256>>>(embedding.get(), wcode, tokens_dev.get(), H, x.get());
+        check_launch();
+        coarse.mark(Phase::layers);
+        for (std::uint64_t l = 0; l < layers_run; ++l) {
+            const LayerBuffers& w = layers[l];
+            fine.mark(Phase::other);
+            rms_norm_kernel<<<static_cast<unsigned>(B), norm_threads>>>(x.get(), H, xn.get(), wcode);
+            check_launch();
+            fine.mark(Phase::weights);
+            blas.matmul(wtype, w.qkv.get(), d.qkv_rows(), H, xn.get(), B, y.get(), in_scale(H));
+            fine.mark(Phase::attention);
+            rope_store_kernel<<<static_cast<unsigned>(B), 256>>>(y.get(), rope, positions_dev.get() + l * B,
+                                                                 new_k_dev.get() + l * B, new_v_dev.get() + l * B,
+                                                                 kvcode, q.get());
+            check_launch();
+            launch_decode(plan,
+                          {slot_table.get() + l * B, q.get(), scores.get(), part_out.get(), part_ml.get(), attn.get()});
+            fine.mark(Phase::other);
+            cast_kernel<<<grid_for(B * d.q_heads * d.dv), 256>>>(attn.get(), B * d.q_heads * d.dv, xn.get(), wcode);
+            check_launch();
+            fine.mark(Phase::weights);
+            blas.matmul(wtype, w.o.get(), H, d.q_heads * d.dv, xn.get(), B, y.get(), in_scale(d.q_heads * d.dv));
+            fine.mark(Phase::other);
+            add_kernel<<<grid_for(B * H), 256>>>(x.get(), y.get(), B * H);
+            check_launch();
+            rms_norm_kernel<<<static_cast<unsigned>(B), norm_threads>>>(x.get(), H, xn.get(), wcode);
+            check_launch();
+            fine.mark(Phase::weights);
+            blas.matmul(wtype, w.up.get(), up_rows, H, xn.get(), B, y.get(), in_scale(H));
+            fine.mark(Phase::other);
+            silu_kernel<<<grid_for(B * d.intermediate), 256>>>(y.get(), B, d.intermediate, d.gated, xn.get(), wcode);
+            check_launch();
+            fine.mark(Phase::weights);
+            blas.matmul(wtype, w.down.get(), H, d.intermediate, xn.get(), B, y.get(), in_scale(d.intermediate));
+            fine.mark(Phase::other);
+            add_kernel<<<grid_for(B * H), 256>>>(x.get(), y.get(), B * H);
+            check_launch();
+        }
+        fine.mark(Phase::outer);
+        coarse.mark(Phase::outer);
+        rms_norm_kernel<<<static_cast<unsigned>(B), norm_threads>>>(x.get(), H, xn.get(), wcode);
+        check_launch();
+        fine.mark(Phase::outer_weights);
+        blas.matmul(wtype, head, d.vocab, H, xn.get(), B, y.get(), in_scale(H));
+        fine.mark(Phase::end);
+        coarse.mark(Phase::end);
+    };
+    auto ms_of = [](const std::vector<double>& p, Phase x) { return p[static_cast<std::size_t>(x)]; };
+
+    // One warm-up step, then the timed ones; the per-layer part is scaled to every layer.
+    Marks off(false), coarse(true);
+    std::vector<double> totals;
+    const double f = static_cast<double>(a.layers) / static_cast<double>(layers_run);
+    const int runs = std::max(1, req.timing_runs);
+    for (int run = 0; run <= runs; ++run) {
+        if (control.cancelled())
+            return fail(r, Status::cancelled, "cancelled while timing; all device memory was freed");
+        control.report(0.2 + 0.6 * run / (runs + 1),
+                       "timing the decode step, run " + std::to_string(run) + " of " + std::to_string(runs));
+        run_step(off, coarse);
+        const std::vector<double> p = coarse.totals();
+        if (run > 0) totals.push_back(ms_of(p, Phase::outer) + ms_of(p, Phase::layers) * f);
+    }
+    r.runs = runs;
+    r.step_ms = step::median_of(totals);
+    r.min_step_ms = *std::min_element(totals.begin(), totals.end());
+
+    // The breakdown from one more step with a mark between phases (the marks cost a little time, so they
+    // give the shares, and the median the total).
+    control.report(0.85, "timing the phases of one step");
+    Marks fine(true);
+    run_step(fine, off);
+    const std::vector<double> p = fine.totals();
+    const double outer = ms_of(p, Phase::outer) + ms_of(p, Phase::outer_weights);
+    const double in_layers = (ms_of(p, Phase::weights) + ms_of(p, Phase::attention) + ms_of(p, Phase::other)) * f;
+    const double share = outer + in_layers > 0 ? r.step_ms / (outer + in_layers) : 0;
+    r.weights_ms = (ms_of(p, Phase::outer_weights) + ms_of(p, Phase::weights) * f) * share;
+    r.attention_ms = ms_of(p, Phase::attention) * f * share;
+    r.other_ms = std::max(0.0, r.step_ms - r.weights_ms - r.attention_ms);
+    r.weights_bytes_read = d.vocab * H * eb + B * H * eb + layer_weights * a.layers;
+    r.kv_bytes_read = kv_bytes_read(*tensors);
+
+    // The logits must be numbers: a step that overflowed would time nothing real.
+    std::vector<float> logits(B * d.vocab);
+    KVSCOPE_CUDA(cudaMemcpy(logits.data(), y.get(), logits.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    if (!std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }))
+        return fail(r, Status::failed, "the step's logits are not finite numbers; its time is not reported");
+    r.kernel =
+        "cuBLAS GEMMs (cublasGemmEx, " + std::string(to_string(wd)) +
+        " in, fp32 accumulate), each weight read once per step for the whole batch; attention: " + plan.description +
+        "; logits checked finite, not yet against float64 on the GPU";
+    step::predict(r, req, total);
+    control.report(1.0, "done");
+    r.message = step::finished_message(r);
+    return r;
+}
+
+}  // namespace kvscope::probe::cuda
