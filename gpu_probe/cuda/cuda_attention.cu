@@ -3,6 +3,8 @@
 // sizes the split; launch_decode enqueues a step, with the kernel that joins the splits.
 #include "cuda_attention.h"
 
+#include <cuda_fp8.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -20,6 +22,8 @@ namespace {
 __device__ __forceinline__ float load_value(const void* base, std::size_t i, int dtype) {
     if (dtype == kFp32) return static_cast<const float*>(base)[i];
     if (dtype == kFp16) return __half2float(static_cast<const __half*>(base)[i]);
+    if (dtype == kFp8E4m3) return static_cast<float>(static_cast<const __nv_fp8_e4m3*>(base)[i]);
+    if (dtype == kFp8E5m2) return static_cast<float>(static_cast<const __nv_fp8_e5m2*>(base)[i]);
     return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
 }
 
@@ -152,7 +156,8 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     plan.slots = slots;
     plan.max_tokens = max_tokens;
     plan.out_bytes = slots * sh.q_heads * sh.dv * sizeof(float);
-    const std::uint64_t per16 = 16 / cpu::element_bytes(dtype), group = sh.q_heads / sh.kv_heads;
+    const std::uint64_t per16 = 16 / value_bytes(dtype), group = sh.q_heads / sh.kv_heads;
+    const bool fp8 = plan.dtype == kFp8E4m3 || plan.dtype == kFp8E5m2;
     const std::uint64_t v_stride = sh.row_v / sh.kv_heads;
     const unsigned g = std::min(kMaxHeadsPerBlock, group % 8 == 0   ? 8u
                                                    : group % 4 == 0 ? 4u
@@ -169,13 +174,15 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     // cache (0.84 of the read ceiling against 0.64) and for one query head per KV head (MHA, 0.95
     // against 0.89); the stream kernel for 16-bit caches shared by 2 or more heads (0.83-0.91
     // against 0.58-0.76 at four heads; 0.50 against 0.34 at eight).
-    const DecodeFn stream = !aligned || sh.dk != sh.dv || group < 2 || plan.dtype == kFp32
+    const DecodeFn stream = fp8 || !aligned || sh.dk != sh.dv || group < 2 || plan.dtype == kFp32
                                 ? nullptr
                                 : stream_kernel(plan.dtype, stream_g, loads);
     const std::uint64_t head_chunks = stream ? (group + stream_g - 1) / stream_g : group / g;
     const std::uint64_t per_split = slots * sh.kv_heads * head_chunks;  // blocks for one split of the tokens
     const std::size_t tile_shared = tile_shared_bytes(g, sh.dk, sh.dv);
-    if (per_split >= (1ull << 31) || (!stream && (!aligned || sh.dv / per16 > kThreads || tile_shared > 48 * 1024))) {
+    // The fused kernels read 16-bit and fp32 caches; an fp8 cache takes the three kernels, a value at a time.
+    if (fp8 || per_split >= (1ull << 31) ||
+        (!stream && (!aligned || sh.dv / per16 > kThreads || tile_shared > 48 * 1024))) {
         const std::uint64_t pairs = slots * sh.kv_heads;
         // Enough token blocks that every SM has several blocks in flight.
         plan.token_blocks = static_cast<unsigned>(std::max<std::uint64_t>(
@@ -183,7 +190,10 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
         plan.chunk = std::max<std::uint64_t>(64, (max_tokens + plan.token_blocks - 1) / plan.token_blocks);
         plan.chunks = static_cast<unsigned>((max_tokens + plan.chunk - 1) / plan.chunk);
         plan.scores_bytes = slots * sh.q_heads * max_tokens * sizeof(float);
-        plan.description = "three kernels (scores, softmax, weighted values): this head shape is not 16-byte aligned";
+        plan.description = fp8 ? "three kernels (scores, softmax, weighted values): the fused kernels do not read fp8 "
+                                 "caches yet"
+                               : "three kernels (scores, softmax, weighted values): this head shape is not 16-byte "
+                                 "aligned";
         return plan;
     }
     plan.fused = true;

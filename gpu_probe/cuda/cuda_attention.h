@@ -15,9 +15,32 @@
 
 namespace kvscope::probe::cuda {
 
-// The cache formats, as the kernels take them.
-enum : int { kFp32 = 0, kFp16 = 1, kBf16 = 2 };
-inline int code_of(KvDtype d) { return d == KvDtype::fp32 ? kFp32 : d == KvDtype::fp16 ? kFp16 : kBf16; }
+// The cache formats, as the kernels take them. fp8 is OCP E4M3 (vLLM's "fp8"/"fp8_e4m3") or E5M2, read with
+// a per-tensor scale of 1: vLLM keeps the scale beside the layer, not in the cache, so the bytes read are
+// the same.
+enum : int { kFp32 = 0, kFp16 = 1, kBf16 = 2, kFp8E4m3 = 3, kFp8E5m2 = 4 };
+inline int code_of(KvDtype d) {
+    switch (d) {
+        case KvDtype::fp32:
+            return kFp32;
+        case KvDtype::fp16:
+            return kFp16;
+        case KvDtype::fp8_e4m3:
+            return kFp8E4m3;
+        case KvDtype::fp8_e5m2:
+            return kFp8E5m2;
+        default:
+            return kBf16;
+    }
+}
+// The formats the CUDA backend stores, and the bytes of one value.
+inline bool stores(KvDtype d) {
+    return d == KvDtype::fp32 || d == KvDtype::fp16 || d == KvDtype::bf16 || d == KvDtype::fp8_e4m3 ||
+           d == KvDtype::fp8_e5m2;
+}
+inline std::size_t value_bytes(KvDtype d) {
+    return d == KvDtype::fp32 ? 4 : d == KvDtype::fp8_e4m3 || d == KvDtype::fp8_e5m2 ? 1 : 2;
+}
 
 // One layer of one sequence: its K and V rows (token-major; MLA: v == k) and how many are read.
 struct SlotDev {

@@ -142,9 +142,9 @@ private:
 };
 
 void CudaBackend::run(const ProbeRequest& request, const Control& control, ProbeReport& r) {
-    if (!cpu::direct(request.dtype)) {
+    if (!cuda::stores(request.dtype)) {
         r.status = Status::invalid_input;
-        r.message = "kv_dtype: the CUDA backend stores fp32, fp16 or bf16 caches so far (not " +
+        r.message = "kv_dtype: the CUDA backend stores fp32, fp16, bf16 and fp8 caches so far (not " +
                     std::string(to_string(request.dtype)) + "); the CPU backend stores it (--backend cpu)";
         return;
     }
@@ -188,7 +188,7 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
         std::count_if(tensors->begin(), tensors->end(), [](const KvTensor& t) { return t.is_key(); }));
     const unsigned sms = std::max(1u, r.device.compute_units);
     const int dtype = cuda::code_of(request.dtype);
-    const std::size_t eb = cpu::element_bytes(request.dtype);
+    const std::size_t eb = cuda::value_bytes(request.dtype);
     // No slot (nothing attends): no plan, whose shape would divide by 0 KV heads; its buffers stay 1 byte.
     const cuda::DecodePlan plan =
         slot_count > 0 ? cuda::plan_decode(sh, request.dtype, slot_count, max_tokens, sms) : cuda::DecodePlan{};

@@ -2,6 +2,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <algorithm>
 #include <vector>
@@ -32,6 +33,10 @@ __global__ void fill_kernel(void* data, std::size_t n, int dtype, std::uint64_t 
             static_cast<float*>(data)[i] = v;
         else if (dtype == kFp16)
             static_cast<__half*>(data)[i] = __float2half(v);
+        else if (dtype == kFp8E4m3)
+            static_cast<__nv_fp8_e4m3*>(data)[i] = __nv_fp8_e4m3(v);
+        else if (dtype == kFp8E5m2)
+            static_cast<__nv_fp8_e5m2*>(data)[i] = __nv_fp8_e5m2(v);
         else
             static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16(v);
     }

@@ -12,6 +12,7 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <algorithm>
 #include <cmath>
@@ -45,6 +46,10 @@ __device__ __forceinline__ void store(void* p, std::size_t i, float v, int dtype
         static_cast<float*>(p)[i] = v;
     else if (dtype == kFp16)
         static_cast<__half*>(p)[i] = __float2half(v);
+    else if (dtype == kFp8E4m3)
+        static_cast<__nv_fp8_e4m3*>(p)[i] = __nv_fp8_e4m3(v);  // to the nearest, saturating
+    else if (dtype == kFp8E5m2)
+        static_cast<__nv_fp8_e5m2*>(p)[i] = __nv_fp8_e5m2(v);
     else
         static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(v);
 }
@@ -206,9 +211,9 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     r.device = device;
     const Architecture& a = req.arch;
     r.layers_total = a.layers;
-    if (!cpu::direct(req.kv_dtype))
+    if (!stores(req.kv_dtype))
         return fail(r, Status::invalid_input,
-                    "kv_dtype: the CUDA step stores fp32, fp16 or bf16 caches so far (not " +
+                    "kv_dtype: the CUDA step stores fp32, fp16, bf16 and fp8 caches so far (not " +
                         std::string(to_string(req.kv_dtype)) + "); the CPU backend stores it (--backend cpu)");
     Dims d;
     if (std::string why = step::dims_of(req, d); !why.empty()) return fail(r, Status::invalid_input, why);
@@ -226,7 +231,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     const KvDtype wd = req.weight_dtype;
     const int wcode = code_of(wd), kvcode = code_of(req.kv_dtype);
     const cudaDataType wtype = cuda_type(wd);
-    const std::size_t eb = cpu::element_bytes(wd), kv_eb = cpu::element_bytes(req.kv_dtype);
+    const std::size_t eb = cpu::element_bytes(wd), kv_eb = value_bytes(req.kv_dtype);
     const unsigned sms = std::max(1u, device.compute_units);
 
     KVSCOPE_CUDA(cudaFree(nullptr));  // the context first, so the free memory read next is what the step may use

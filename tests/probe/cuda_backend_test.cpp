@@ -144,6 +144,26 @@ TEST(CudaBackend, MoreThanTheDeviceHoldsIsOutOfMemoryNotACrash) {
     EXPECT_EQ(again.status, Status::ok) << "the device must be usable after an out-of-memory: " << again.message;
 }
 
+TEST(CudaBackend, Fp8CachesAreAllocatedExactlyAndReadInTheirFormat) {
+    std::string why;
+    auto cuda = cuda_or_skip(why);
+    if (!cuda) GTEST_SKIP() << "no CUDA device: " << why;
+    for (const KvDtype dtype : {KvDtype::fp8_e4m3, KvDtype::fp8_e5m2}) {
+        ProbeRequest r;
+        r.arch = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+        r.dtype = dtype;
+        r.workload = {.context_tokens = 4096, .batch = 2};
+        const ProbeReport p = cuda->probe(r, {});
+        ASSERT_EQ(p.status, Status::ok) << p.message;
+        // One byte per value: half of bf16's cache.
+        EXPECT_EQ(p.allocation.requested_bytes, p.allocation.predicted_bytes);
+        EXPECT_EQ(p.allocation.requested_bytes, 2ull * 32 * 2 * 8 * 128 * 4096);
+        // The float64 reference decodes the same bytes on the host.
+        EXPECT_LT(p.attention.max_rel_error, 1e-4) << to_string(dtype);
+        EXPECT_NE(p.attention.kernel.find("fp8"), std::string::npos) << p.attention.kernel;
+    }
+}
+
 TEST(CudaBackend, ADecodeStepOfADenseModelBesideTheFloor) {
     std::string why;
     auto cuda = cuda_or_skip(why);
@@ -174,7 +194,10 @@ TEST(CudaBackend, ADecodeStepOfADenseModelBesideTheFloor) {
     // What it does not run yet is refused in words.
     StepRequest fp8 = r;
     fp8.kv_dtype = KvDtype::fp8_e4m3;
-    EXPECT_EQ(cuda->step(fp8, {}).status, Status::invalid_input);
+    EXPECT_EQ(cuda->step(fp8, {}).status, Status::ok);
+    StepRequest q8 = r;
+    q8.kv_dtype = KvDtype::q8_0;
+    EXPECT_EQ(cuda->step(q8, {}).status, Status::invalid_input);
     StepRequest moe = r;
     moe.arch = Catalog::builtin().find_model("mixtral-8x7b")->model.arch;
     const StepReport refused = cuda->step(moe, {});
