@@ -1,5 +1,6 @@
 #include "kvscope/ui/show_work_view.h"
 
+#include <QCoreApplication>
 #include <QEvent>
 #include <QHeaderView>
 #include <QLabel>
@@ -14,32 +15,36 @@ namespace kvscope::ui {
 
 namespace {
 
-// Where a factor's value is set, in the words of the inputs panel.
+// Each input a factor can name: where its value is set, in the words of the inputs panel, and the colour
+// that links the factor to it. Inputs not listed show their key, in grey.
+struct FactorLook {
+    Field field;
+    const char* source;  // translated in the "ShowWorkView" context
+    QColor colour;
+};
+constexpr QColor kGrey{0x7f, 0x8c, 0x8d};
+const FactorLook kLooks[] = {
+    {Field::none, QT_TRANSLATE_NOOP("ShowWorkView", "the model / a constant"), kGrey},
+    {Field::layers, QT_TRANSLATE_NOOP("ShowWorkView", "Layers"), {0x2e, 0x86, 0xde}},
+    {Field::kv_heads, QT_TRANSLATE_NOOP("ShowWorkView", "KV heads"), {0x27, 0xae, 0x60}},
+    {Field::head_dim, QT_TRANSLATE_NOOP("ShowWorkView", "Head dim"), {0x8e, 0x44, 0xad}},
+    {Field::kv_dtype, QT_TRANSLATE_NOOP("ShowWorkView", "KV dtype"), {0xe6, 0x7e, 0x22}},
+    {Field::context_tokens, QT_TRANSLATE_NOOP("ShowWorkView", "Context"), {0xc0, 0x39, 0x2b}},
+    {Field::batch, QT_TRANSLATE_NOOP("ShowWorkView", "Sequences"), {0x16, 0xa0, 0x85}},
+    {Field::tp, QT_TRANSLATE_NOOP("ShowWorkView", "TP"), {0x9c, 0x6b, 0x30}},
+    {Field::full_window, QT_TRANSLATE_NOOP("ShowWorkView", "Full-context switch + model's window"), {0xd3, 0x54, 0x9a}},
+    {Field::block_size, QT_TRANSLATE_NOOP("ShowWorkView", "Block size"), kGrey},
+};
+
+const FactorLook* look_of(Field field) {
+    for (const FactorLook& l : kLooks)
+        if (l.field == field) return &l;
+    return nullptr;
+}
+
 QString source_of(Field field) {
-    switch (field) {
-        case Field::none:
-            return QObject::tr("the model / a constant");
-        case Field::layers:
-            return QObject::tr("Layers");
-        case Field::kv_heads:
-            return QObject::tr("KV heads");
-        case Field::head_dim:
-            return QObject::tr("Head dim");
-        case Field::kv_dtype:
-            return QObject::tr("KV dtype");
-        case Field::context_tokens:
-            return QObject::tr("Context");
-        case Field::batch:
-            return QObject::tr("Sequences");
-        case Field::tp:
-            return QObject::tr("TP");
-        case Field::full_window:
-            return QObject::tr("Full-context switch + model's window");
-        case Field::block_size:
-            return QObject::tr("Block size");
-        default:
-            return q(std::string(to_string(field)));
-    }
+    const FactorLook* l = look_of(field);
+    return l ? QCoreApplication::translate("ShowWorkView", l->source) : q(std::string(to_string(field)));
 }
 
 // A factor's field travels in a link's address, and in its table row's data, as its key.
@@ -49,26 +54,8 @@ Field field_of(const QVariant& v) { return parse_field(v.toString().toStdString(
 }  // namespace
 
 QColor factor_colour(Field field) {
-    switch (field) {
-        case Field::layers:
-            return {0x2e, 0x86, 0xde};
-        case Field::kv_heads:
-            return {0x27, 0xae, 0x60};
-        case Field::head_dim:
-            return {0x8e, 0x44, 0xad};
-        case Field::kv_dtype:
-            return {0xe6, 0x7e, 0x22};
-        case Field::context_tokens:
-            return {0xc0, 0x39, 0x2b};
-        case Field::full_window:
-            return {0xd3, 0x54, 0x9a};
-        case Field::batch:
-            return {0x16, 0xa0, 0x85};
-        case Field::tp:
-            return {0x9c, 0x6b, 0x30};
-        default:
-            return {0x7f, 0x8c, 0x8d};
-    }
+    const FactorLook* l = look_of(field);
+    return l ? l->colour : kGrey;
 }
 
 ShowWorkView::ShowWorkView(ScenarioModel* model, QWidget* parent)
