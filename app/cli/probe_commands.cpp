@@ -345,6 +345,7 @@ Output cmd_stopwatch(const Options& o) {
         v.set("max_logit_diff", Value::number(w.max_logit_diff));
         v.set("speedup", Value::number(w.speedup));
         v.set("speedup_bound", Value::number(w.speedup_bound));
+        v.set("note", Value::string(probe::stopwatch_gap_note(w)));  // empty unless the ratio is far below the bound
         r.out = v.dump() + "\n";
         return r;
     }
@@ -366,6 +367,7 @@ Output cmd_stopwatch(const Options& o) {
     r.out = "backend:  " + w.device.backend + " — " + w.device.name + "\n" + t.text() +
             "\nwith the cache:  " + w.text_cached + "\nrecomputing:     " + w.text_uncached + "\n" + w.message +
             ", largest logit difference " + scientific(w.max_logit_diff) + "\n";
+    if (const std::string note = probe::stopwatch_gap_note(w); !note.empty()) r.out += "note: " + note + "\n";
     return r;
 }
 

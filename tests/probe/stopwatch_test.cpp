@@ -39,6 +39,33 @@ TEST(Stopwatch, BothRunsWriteTheSameTextAndOnlyRecomputingGrowsWithTheContext) {
     EXPECT_NE(r.message.find("bound is"), std::string::npos) << r.message;
 }
 
+TEST(Stopwatch, AFarGapToTheBoundIsExplainedWithItsFigures) {
+    // As the H200 measured it (docs/gpu-results.md): flat cached steps, 14× against a bound of about 1,600×.
+    StopwatchReport r;
+    r.device.host_memory = false;
+    r.cached_ms.assign(4096, 0.5);
+    for (std::size_t i = 3072; i < 4096; ++i) r.cached_ms[i] = 0.52;
+    r.speedup = 14.0;
+    r.speedup_bound = 1596.0;
+    const std::string note = stopwatch_gap_note(r);
+    EXPECT_NE(note.find("the measured ratio (14.0×) stays far below the bound (1596.0×)"), std::string::npos) << note;
+    EXPECT_NE(note.find("0.500 ms near token 768, 0.520 ms near token 3584"), std::string::npos) << note;
+    EXPECT_NE(note.find("launching its kernels"), std::string::npos) << note;
+    r.device.host_memory = true;  // the CPU's fixed cost is another
+    EXPECT_NE(stopwatch_gap_note(r).find("handing each operation to the threads"), std::string::npos);
+
+    // Nothing to explain: a ratio near the bound, cached steps that grow with the work, too few tokens.
+    StopwatchReport near = r;
+    near.speedup = 1200;
+    EXPECT_EQ(stopwatch_gap_note(near), "");
+    StopwatchReport growing = r;
+    for (std::size_t i = 0; i < 4096; ++i) growing.cached_ms[i] = 0.1 + 0.001 * static_cast<double>(i);
+    EXPECT_EQ(stopwatch_gap_note(growing), "");
+    StopwatchReport few = r;
+    few.cached_ms.resize(12);
+    EXPECT_EQ(stopwatch_gap_note(few), "");
+}
+
 TEST(Stopwatch, TheModelIsDeterministicAndReadsWords) {
     const TinyTransformer a, b;
     const auto tokens = a.encode("the cache keeps keys");

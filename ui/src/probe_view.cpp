@@ -413,7 +413,8 @@ void ProbeView::showStopwatch(const probe::StopwatchReport& r) {
                  r.tokens_identical
                      ? tr("Identical token for token (largest logit difference %1).").arg(r.max_logit_diff, 0, 'e', 1)
                      : tr("The texts differ.")));
-    done(q(r.message), true);
+    const std::string note = probe::stopwatch_gap_note(r);
+    done(q(r.message) + (note.empty() ? QString() : ". " + q(note) + "."), true);
 }
 
 void ProbeView::done(const QString& message, bool ok) {

@@ -228,7 +228,14 @@ void RecomputeView::setStopwatch(const probe::StopwatchReport& r) {
             .arg(uncached, 0, 'f', 1)
             .arg(r.speedup, 0, 'f', 1)
             .arg(r.speedup_bound, 0, 'f', 1)
-            .arg(r.tokens_identical ? tr("identical token for token") : tr("differ")));
+            .arg(r.tokens_identical ? tr("identical token for token") : tr("differ")) +
+        [&r] {  // why the ratio stays far below the bound, when it does
+            const std::string note = probe::stopwatch_gap_note(r);
+            if (note.empty()) return QString();
+            QString text = q(note).toHtmlEscaped();
+            text[0] = text[0].toUpper();
+            return " " + text + ".";
+        }());
     refresh();
 }
 

@@ -147,6 +147,13 @@ struct StopwatchReport {
     double speedup_bound = 0;  // the calculator's FLOP ratio for the same model and tokens
 };
 
+// Why the stopwatch's measured ratio stays far below the calculator's bound, when it does (under half of
+// it): the cached steps cost about the same from the first tokens to the last, so a fixed cost per step
+// (kernel launches on a GPU, handing work to threads on a CPU) bounds them at this small model's size,
+// not the arithmetic the bound counts — said with the figures. Empty otherwise, and for runs of fewer than
+// 16 tokens (too few to tell). The CLI, the Probe tab and the Learn page show the same words.
+std::string stopwatch_gap_note(const StopwatchReport& report);
+
 // One decode step of the whole model (probe --step): random weights of the model's exact shapes
 // (fixed seeds, never zero), every sequence attending its allocated cache at the context. Per layer:
 // norm, QKV projection, RoPE, the new token's K and V written into the cache, attention, output
