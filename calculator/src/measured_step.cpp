@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <system_error>
+#include <tuple>
 
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/scenario_file.h"
@@ -107,11 +108,16 @@ std::optional<std::string> gpu_for_device(const std::vector<GpuSpec>& gpus, std:
     const std::vector<std::string> name = words(device_name);
     const bool pcie = contains(name, "pcie");
     const GpuSpec* best = nullptr;
-    auto rank = [&](const GpuSpec& g) {  // lower is better: the form factor, then the memory's distance
-        const bool g_pcie = contains(words(g.id), "pcie");
+    // Lower is better: the form factor, then the more words of the name the id matches ("h200-nvl" over
+    // "h200" for "NVIDIA H200 NVL"), then the memory's distance.
+    auto rank = [&](const GpuSpec& g) {
+        const std::vector<std::string> id = words(g.id);
+        const bool g_pcie = contains(id, "pcie");
+        const auto matched =
+            std::count_if(id.begin(), id.end(), [&](const std::string& w) { return contains(name, w); });
         const std::uint64_t distance =
             g.memory_bytes > total_bytes ? g.memory_bytes - total_bytes : total_bytes - g.memory_bytes;
-        return std::pair{g_pcie != pcie, distance};
+        return std::tuple{g_pcie != pcie, -matched, distance};
     };
     for (const auto& g : gpus) {
         const std::vector<std::string> id = words(g.id);
@@ -266,6 +272,8 @@ Result<std::monostate> remember_measured_step(const std::string& path, const Mea
     }
     return std::monostate{};
 }
+
+void MeasuredStepStore::reload() { seen_.reset(); }
 
 const std::vector<MeasuredStep>& MeasuredStepStore::entries() {
     const auto now = stamp(path_);

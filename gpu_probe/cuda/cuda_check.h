@@ -32,9 +32,10 @@ inline void check(cudaError_t e, const char* call, const char* file, int line) {
 
 inline void check(cublasStatus_t s, const char* call, const char* file, int line) {
     if (s == CUBLAS_STATUS_SUCCESS) return;
+    // cuBLAS out of memory (its handle or workspace) is the device's out of memory to the report.
     throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + call +
                         " failed: " + cublasGetStatusName(s) + " (" + cublasGetStatusString(s) + ")",
-                    cudaErrorUnknown);
+                    s == CUBLAS_STATUS_ALLOC_FAILED ? cudaErrorMemoryAllocation : cudaErrorUnknown);
 }
 
 inline void check_nothrow(cudaError_t e, const char* call, const char* file, int line) {

@@ -36,6 +36,8 @@ StepReport Backend::step(const StepRequest&, const Control&) {
     return r;
 }
 
+bool can_multiply(KvDtype weight_dtype) { return step::weight_format(weight_dtype); }
+
 MeasuredStep measured_step_of(const StepRequest& request, const StepReport& report, const std::string& model_id,
                               const std::vector<GpuSpec>& gpus) {
     Scenario s;

@@ -42,6 +42,11 @@ TEST(MeasuredStep, DevicesAreTheCatalogGpusTheirNamesSay) {
     EXPECT_EQ(gpu_of("NVIDIA GeForce RTX 3080", 10'737'418'240), std::nullopt);
     EXPECT_EQ(gpu_of("Tesla T4", 15'835'660'288), std::nullopt);
     EXPECT_EQ(gpu_of("AMD EPYC 7763 64-Core Processor", 0), std::nullopt);
+    // A user's own entry that names more of the device wins over a shorter one of the same memory.
+    std::vector<GpuSpec> mine{*Catalog::builtin().find_gpu("h200"), *Catalog::builtin().find_gpu("h200")};
+    mine[1].id = "h200-nvl";
+    EXPECT_EQ(gpu_for_device(mine, "NVIDIA H200 NVL", 150'119'759'872), "h200-nvl");
+    EXPECT_EQ(gpu_for_device(mine, "NVIDIA H200", 150'119'759'872), "h200");
 }
 
 Scenario llama_8b_on(std::string_view gpu) {

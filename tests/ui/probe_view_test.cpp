@@ -124,6 +124,23 @@ TEST(ProbeView, ADecodeStepOfTheModelBesideTheCalculatorsFloor) {
     EXPECT_TRUE(p->statusLabel()->text().contains("calculator's floor")) << p->statusLabel()->text().toStdString();
 }
 
+TEST(ProbeView, AModelWithQuantizedWeightsStepsInBf16AndSaysSo) {
+    // An imported checkpoint in fp8 with no deployment: the step cannot multiply fp8 weights, so it runs bf16
+    // weights of the same shapes and says so, instead of asking for an option the window does not have.
+    MainWindow w(testing::catalog(), false);
+    Scenario s = w.model()->scenario();
+    small_model(s);
+    w.model()->replace(s, "an fp8 checkpoint", {}, "import", KvDtype::fp8_e4m3);
+    ASSERT_EQ(w.model()->modelWeightDtype(), KvDtype::fp8_e4m3);
+    ASSERT_TRUE(run_step(w.probe()));
+    const QString status = w.probe()->statusLabel()->text();
+    EXPECT_TRUE(
+        status.startsWith("The step multiplies fp32, fp16 or bf16 weights; this run uses bf16 instead of "
+                          "fp8_e4m3."))
+        << status.toStdString();
+    EXPECT_EQ(cell_of(w.probe()->results(), "Layers run"), "all 2");
+}
+
 TEST(ProbeView, AStepIsKeptAndTheDeploymentTabOfEveryWindowShowsItOnItsGpu) {
     // A user folder with a space and accents; two windows on it.
     const auto folder = std::filesystem::temp_directory_path() /

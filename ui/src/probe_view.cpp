@@ -262,6 +262,11 @@ void ProbeView::runStep() {
     // As kvscope-cli probe --step: the deployment's weight format, else the model's own.
     request.weight_dtype = s.deployment ? s.deployment->weight_dtype : model_->modelWeightDtype();
     QString note;
+    if (!probe::can_multiply(request.weight_dtype)) {
+        note = tr("The step multiplies fp32, fp16 or bf16 weights; this run uses bf16 instead of %1. ")
+                   .arg(q(std::string(to_string(request.weight_dtype))));
+        request.weight_dtype = KvDtype::bf16;
+    }
     if (!probe::can_store(s.kv_dtype)) {
         request.kv_dtype = KvDtype::fp16;
         note = tr("The step stores %1 caches; this run uses fp16 instead of %2. ")
@@ -271,6 +276,7 @@ void ProbeView::runStep() {
     table_->setRowCount(0);
     note_ = note;
     step_request_ = request;
+    step_model_ = s.model_id;
     runner_->step(request);
 }
 
@@ -280,8 +286,7 @@ void ProbeView::showStep(const probe::StepReport& r) {
     // Kept, as kvscope-cli probe --step keeps it, for the Deployment tab and `fit` (this scenario on this GPU).
     QString kept = tr("not kept (no user folder)");
     if (r.status == probe::Status::ok && request && !model_->measuredStepsPath().empty()) {
-        const MeasuredStep m =
-            probe::measured_step_of(*request, r, model_->results().scenario.model_id, model_->catalog().gpus());
+        const MeasuredStep m = probe::measured_step_of(*request, r, step_model_, model_->catalog().gpus());
         if (auto written = remember_measured_step(model_->measuredStepsPath(), m); !written) {
             kept = tr("not kept: %1").arg(q(written.error_text()));
         } else {

@@ -5,8 +5,10 @@
 //
 // The store is one small JSON file in the user folder (measured_steps_path),
 // the newest measurement per (device, scenario), at most kMaxMeasuredSteps of them. Writes read the
-// file again first and replace it whole (write then rename), so two windows and the CLI add to it
-// without losing each other's entries.
+// file again first and replace it whole (write then rename), so two windows and the CLI that keep
+// steps one after another keep each other's entries, and a reader never sees half a file. (Two writes
+// in the same instant can still lose one entry: there is no lock. Entries this version cannot read, a
+// newer version's formats say, are left out when it rewrites the file.)
 
 #include <cstdint>
 #include <optional>
@@ -88,6 +90,8 @@ class MeasuredStepStore {
 public:
     explicit MeasuredStepStore(std::string path) : path_(std::move(path)) {}
     const std::vector<MeasuredStep>& entries();
+    // Reads the file again at the next entries(), even if its time and size look unchanged.
+    void reload();
     [[nodiscard]] const std::string& path() const { return path_; }
 
 private:

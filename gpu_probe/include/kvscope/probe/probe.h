@@ -192,6 +192,9 @@ struct StepReport {
     }
 };
 
+// The weight formats the decode step multiplies (fp32, fp16, bf16).
+bool can_multiply(KvDtype weight_dtype);
+
 // A finished step as the store keeps it (measured_step.h), dated today: the catalog GPU the device is
 // (gpu_for_device over `gpus`; none for a CPU), and the key of the scenario it ran.
 MeasuredStep measured_step_of(const StepRequest& request, const StepReport& report, const std::string& model_id,

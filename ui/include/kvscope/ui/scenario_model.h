@@ -48,7 +48,10 @@ public:
     // Where decode steps measured here are kept (measured_step.h; the catalog's user folder); empty: not kept.
     [[nodiscard]] const std::string& measuredStepsPath() const { return measured_.path(); }
     // Reads the kept measurements again (after a step was kept) and recomputes.
-    void measuredStepsChanged() { recompute(); }
+    void measuredStepsChanged() {
+        measured_.reload();
+        recompute();
+    }
 
     [[nodiscard]] UnitSystem units() const { return units_; }
     void setUnits(UnitSystem units);
