@@ -25,10 +25,10 @@ std::string trim(std::string_view s) {
 }
 
 // Parses a number as people type it (numbers.h: 1.5, 1,5, 131,072, 131_072) followed by a suffix;
-// the value times the suffix's multiplier must be a whole number. Exact: decimal fractions are
-// handled as integers.
+// the value times the suffix's multiplier must be a whole number, or, with `nearest`, is rounded to the
+// nearest whole one (half up). Exact: decimal fractions are handled as integers.
 Result<std::uint64_t> parse_scaled(const std::string& text, std::size_t number_end, std::uint64_t multiplier,
-                                   const std::string& field, const std::string& what) {
+                                   const std::string& field, const std::string& what, bool nearest = false) {
     const std::string bad = "'" + text + "' is not " + what;
     const TypedDecimal typed = read_typed_decimal(trim(std::string_view(text).substr(0, number_end)));
     if (!typed.error.empty()) return FieldError{field, bad + ": " + typed.error};
@@ -54,8 +54,9 @@ Result<std::uint64_t> parse_scaled(const std::string& text, std::size_t number_e
     // frac / frac_scale * multiplier must be an integer.
     __extension__ using u128 = unsigned __int128;
     const u128 frac_product = static_cast<u128>(frac) * multiplier;
-    if (frac_product % frac_scale != 0) return FieldError{field, "'" + text + "' is not a whole number"};
-    const Checked total = scaled_whole + static_cast<std::uint64_t>(frac_product / frac_scale);
+    if (frac_product % frac_scale != 0 && !nearest) return FieldError{field, "'" + text + "' is not a whole number"};
+    const u128 rounded = nearest ? (frac_product + frac_scale / 2) / frac_scale : frac_product / frac_scale;
+    const Checked total = scaled_whole + static_cast<std::uint64_t>(rounded);
     if (total.overflow()) return FieldError{field, "'" + text + "' is too large (more than 2^64)"};
     return total.value();
 }
@@ -221,7 +222,9 @@ Result<std::uint64_t> parse_bytes(std::string_view raw, const std::string& field
         const std::string_view s = u.suffix;
         if (lower.size() > s.size() && lower.ends_with(s)) {
             std::string number = trim(std::string_view(text).substr(0, text.size() - s.size()));
-            return parse_scaled(number, number.size(), u.multiplier, field, what);
+            // A size in a unit is a rounded figure already (vLLM logs "23.58 GiB", nvidia-smi "81559MiB"): the
+            // nearest whole byte. A count of bytes must be whole.
+            return parse_scaled(number, number.size(), u.multiplier, field, what, u.multiplier > 1);
         }
     }
     return parse_scaled(text, text.size(), 1, field, what);

@@ -334,6 +334,14 @@ TEST(Cli, AStepMeasuredHereIsKeptAndFitShowsItOnTheGpuItRanOn) {
     std::filesystem::remove_all(folder);
 }
 
+TEST(Cli, SizesAsEnginesPrintThemAreTheNearestByte) {
+    // vLLM logs "23.58 GiB"; the fit takes it as the nearest whole byte.
+    const CliRun r = cli("fit --model llama-3-8b --gpu-memory 23.58GiB --gpu-bandwidth 936GB --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(u64(json_of(r), "memory_bytes_per_gpu"), 25'318'832'210u);
+    EXPECT_EQ(cli("fit --model llama-3-8b --gpu-memory 1024.5 --gpu-bandwidth 936GB").status, 2);
+}
+
 TEST(Cli, StopwatchJsonHasBothRunsAndTheirTexts) {
     const CliRun r = cli("stopwatch --backend cpu --tokens 12 --json");
     ASSERT_EQ(r.status, 0) << r.err;

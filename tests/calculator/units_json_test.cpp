@@ -37,6 +37,17 @@ TEST(Units, ByteSizes) {
     EXPECT_EQ(*parse_bytes("3350GB", "--gpu-bandwidth"), 3'350'000'000'000ull);
     EXPECT_EQ(*parse_bytes("1024", "--gpu-memory"), 1024u);
     EXPECT_FIELD_ERROR(parse_bytes("lots", "--gpu-memory"), "--gpu-memory", "not a size");
+    // Sizes as engines and nvidia-smi print them: the nearest whole byte (half up).
+    EXPECT_EQ(*parse_bytes("23.58GiB", "--gpu-memory"), 25'318'832'210ull);  // 23.58 x 2^30 = 25,318,832,209.92
+    EXPECT_EQ(*parse_bytes("23.58 GiB", "--gpu-memory"), 25'318'832'210ull);
+    EXPECT_EQ(*parse_bytes("81559MiB", "--gpu-memory"), 81559ull << 20);
+    EXPECT_EQ(*parse_bytes("0.0000000005GiB", "f"), 1u);  // 0.537 bytes
+    EXPECT_EQ(*parse_bytes("0.0000000004GiB", "f"), 0u);
+    EXPECT_EQ(*parse_bytes("1.5 KiB", "f"), 1536u);
+    // A count of bytes is whole, and a size beyond 2^64 is refused.
+    EXPECT_FIELD_ERROR(parse_bytes("1024.5", "--gpu-memory"), "--gpu-memory", "not a whole number");
+    EXPECT_FIELD_ERROR(parse_bytes("1.5B", "--gpu-memory"), "--gpu-memory", "not a whole number");
+    EXPECT_FIELD_ERROR(parse_bytes("17179869184.5GiB", "f"), "f", "too large");
 }
 
 TEST(Units, FormatsAreLabelledWithThreeSignificantDigits) {

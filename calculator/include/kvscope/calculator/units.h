@@ -34,7 +34,8 @@ std::string format_flops(double flops);
 Result<std::uint64_t> parse_token_count(std::string_view text, const std::string& field);
 // A plain positive integer with an optional k/M suffix, same rules as tokens.
 Result<std::uint64_t> parse_count(std::string_view text, const std::string& field);
-// Sizes: "80GiB", "80 GB", "24g" (= GiB), "85899345920" (bytes).
+// Sizes: "80GiB", "80 GB", "24g" (= GiB), "85899345920" (bytes); "23.58GiB", as engines print sizes, is the
+// nearest whole byte (25,318,832,210). A plain count of bytes must be whole.
 Result<std::uint64_t> parse_bytes(std::string_view text, const std::string& field);
 
 // The size suffixes people type, lower case, longest first ("gib" = 2^30, "gb" = 10^9, "g" = 2^30,
