@@ -210,14 +210,30 @@ TEST(Window, CustomGpuMemoryAndBandwidthAreReadAsTyped) {
     ASSERT_EQ(edits.size(), 2);
     QLineEdit* mem = edits[0]->accessibleName() == "Memory" ? edits[0] : edits[1];
     QLineEdit* bw = mem == edits[0] ? edits[1] : edits[0];
-    mem->setText("24GiB");
-    bw->setText("1TB");
+    // As typed (setText alone is what the view shows, not what a person typed).
+    auto type = [](QLineEdit* e, const QString& text) {
+        e->setText(text);
+        e->setModified(true);
+    };
+    // Leaving the fields without typing keeps the catalog GPU and its exact bytes behind the rounded text.
+    const std::uint64_t exact = w.model()->scenario().deployment->gpu.memory_bytes;
+    emit mem->editingFinished();
+    emit bw->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->gpu.id, "h100-sxm");
+    EXPECT_EQ(w.model()->scenario().deployment->gpu.memory_bytes, exact);
+    // A size as vLLM logs it: the nearest whole byte, as kvscope-cli --gpu-memory 23.58GiB reads it.
+    type(mem, "23.58 GiB");
+    emit mem->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->gpu.id, "custom");
+    EXPECT_EQ(w.model()->scenario().deployment->gpu.memory_bytes, 25'318'832'210ull);
+    type(mem, "24GiB");
+    type(bw, "1TB");
     emit mem->editingFinished();
     const Deployment& d = *w.model()->scenario().deployment;
     EXPECT_EQ(d.gpu.id, "custom");
     EXPECT_EQ(d.gpu.memory_bytes, 24ull << 30);
     EXPECT_EQ(d.gpu.bandwidth_bytes_per_s, 1'000'000'000'000ull);
-    mem->setText("lots");
+    type(mem, "lots");
     emit mem->editingFinished();
     EXPECT_EQ(w.model()->scenario().deployment->gpu.memory_bytes, 24ull << 30);  // unchanged
     EXPECT_TRUE(mem->toolTip().contains("lots")) << mem->toolTip().toStdString();

@@ -204,6 +204,8 @@ void DeploymentView::commitCustom() {
     typed_.clear();
     for (auto [field, slot] :
          {std::pair{memory_, &gpu.memory_bytes}, std::pair{bandwidth_, &gpu.bandwidth_bytes_per_s}}) {
+        // Text shown, not typed ("79.6 GiB" for 85,520,809,984 bytes) keeps the exact value behind it.
+        if (!field->isModified()) continue;
         auto v = parse_bytes(field->text().trimmed().toStdString(), field->accessibleName().toStdString());
         if (v)
             *slot = *v;
