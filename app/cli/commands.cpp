@@ -379,8 +379,8 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
                             : format_count(f->max_context) + " tokens at batch " + std::to_string(s.workload.batch) +
                                   (f->max_context_limited_by_model ? " (the model's limit; memory allows more)" : "")},
         {"cache holds", f->max_context_unbounded ? "no KV cache" : format_count(f->tokens_capacity) + " tokens in all"},
-        {"decode floor", fixed(d->step_time_floor_s * 1e3, 2) + " ms per step → " +
-                             fixed(d->tokens_per_s_per_sequence, 1) + " tokens/s per sequence, " +
+        {"decode floor", fixed(d->step_time_floor_s * 1e3, ms_decimals(d->step_time_floor_s * 1e3)) +
+                             " ms per step → " + fixed(d->tokens_per_s_per_sequence, 1) + " tokens/s per sequence, " +
                              fixed(d->tokens_per_s_total, 0) + " tokens/s in all"},
     };
     if (measured != nullptr) rows.emplace_back("decode measured", measured_step_text(*measured, *d));

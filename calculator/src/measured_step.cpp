@@ -15,6 +15,7 @@
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/calculator/tables.h"
+#include "kvscope/calculator/units.h"
 
 namespace kvscope {
 namespace {
@@ -148,8 +149,8 @@ std::optional<MeasuredStep> find_measured_step(const std::vector<MeasuredStep>& 
 
 std::string measured_step_text(const MeasuredStep& m, const DecodeEstimate& estimate) {
     const double floor_ms = estimate.step_time_floor_s * 1e3;
-    std::string t = number_text(m.step_ms, Notation::fixed, m.step_ms < 10 ? 2 : 1) + " ms per step → " +
-                    number_text(m.tokens_per_s(), Notation::fixed, 1) + " tokens/s per sequence";
+    std::string t = number_text(m.step_ms, Notation::fixed, m.step_ms < 10 ? ms_decimals(m.step_ms) : 1) +
+                    " ms per step → " + number_text(m.tokens_per_s(), Notation::fixed, 1) + " tokens/s per sequence";
     if (floor_ms > 0) t += ", " + number_text(m.step_ms / floor_ms, Notation::fixed, 2) + "× the floor";
     t += " (probe --step on " + m.device + ", " + m.measured_on;
     if (m.scaled)

@@ -334,7 +334,7 @@ void DeploymentView::refreshResults() {
                "per step)")
                 .arg(d.tokens_per_s_per_sequence, 0, 'f', 1)
                 .arg(d.tokens_per_s_total, 0, 'f', 0)
-                .arg(d.step_time_floor_s * 1000, 0, 'f', 2);
+                .arg(d.step_time_floor_s * 1000, 0, 'f', ms_decimals(d.step_time_floor_s * 1000));
     // The same step measured on this GPU (probe --step or the Probe tab), in the words kvscope-cli fit uses.
     if (r.measured_step)
         rows << tr("Decode measured: %1").arg(q(measured_step_text(*r.measured_step, d)).toHtmlEscaped());

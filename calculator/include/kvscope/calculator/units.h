@@ -29,6 +29,9 @@ std::string format_si(double value);
 // Work in floating-point operations: "15.1 GFLOP", "2.41 TFLOP".
 std::string format_flops(double flops);
 
+// Decimals to show a time in milliseconds with: 2, or 4 under 0.1 ms, so a small model's step is never "0.00 ms".
+inline int ms_decimals(double ms) { return ms < 0.1 ? 4 : 2; }
+
 // Token counts: "8192", "8k" (= 8192), "128K", "1M" (= 1048576), "1.5k" (= 1536).
 // `field` names the input in the error ("context_tokens", "--context").
 Result<std::uint64_t> parse_token_count(std::string_view text, const std::string& field);
