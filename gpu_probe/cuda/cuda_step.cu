@@ -221,11 +221,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         return fail(r, Status::invalid_input,
                     "the CUDA step runs dense models so far (this model's MLP is a mixture of experts); the CPU "
                     "backend runs it (--backend cpu)");
-    ProbeRequest cache_request;
-    cache_request.arch = a;
-    cache_request.dtype = req.kv_dtype;
-    cache_request.workload = req.workload;
-    auto tensors = kv_tensors(cache_request);
+    auto tensors = step::cache_tensors(req);
     if (!tensors) return fail(r, Status::invalid_input, tensors.error_text());
     const std::uint64_t B = req.workload.batch, H = d.hidden;
     const KvDtype wd = req.weight_dtype;

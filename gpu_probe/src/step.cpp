@@ -534,11 +534,7 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
                         std::string(to_string(req.kv_dtype)) + ")");
     Dims d;
     if (std::string why = step::dims_of(req, d); !why.empty()) return fail(r, Status::invalid_input, why);
-    ProbeRequest cache_request;
-    cache_request.arch = a;
-    cache_request.dtype = req.kv_dtype;
-    cache_request.workload = req.workload;
-    auto tensors = kv_tensors(cache_request);
+    auto tensors = step::cache_tensors(req);
     if (!tensors) return fail(r, Status::invalid_input, tensors.error_text());
     const std::uint64_t B = req.workload.batch;
 

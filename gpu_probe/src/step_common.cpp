@@ -42,6 +42,14 @@ std::string dims_of(const StepRequest& req, Dims& d) {
     return {};
 }
 
+Result<std::vector<KvTensor>> cache_tensors(const StepRequest& req) {
+    ProbeRequest cache;
+    cache.arch = req.arch;
+    cache.dtype = req.kv_dtype;
+    cache.workload = req.workload;
+    return kv_tensors(cache);
+}
+
 StepReport fail(StepReport r, Status s, std::string message) {
     r.status = s;
     r.message = std::move(message);

@@ -28,6 +28,9 @@ struct Dims {
 // sizes, an odd key head dimension. The cache format is each backend's to check.
 std::string dims_of(const StepRequest& req, Dims& d);
 
+// The cache the step allocates: the probe's tensors (kv_tensors) for the step's model, format and workload.
+Result<std::vector<KvTensor>> cache_tensors(const StepRequest& req);
+
 StepReport fail(StepReport r, Status s, std::string message);
 double median_of(std::vector<double> v);
 std::string ms_text(double ms);  // "12.3 ms", "4.56 ms"
