@@ -23,6 +23,7 @@
 #include "kvscope/calculator/units.h"
 #include "kvscope/probe/plugin.h"
 #include "reference.h"
+#include "step_common.h"
 #include "tiny_transformer.h"
 
 namespace kvscope::probe {
@@ -53,11 +54,6 @@ std::uint64_t driver_granularity(int device) {
     std::size_t granularity = 0;
     const auto query = reinterpret_cast<PFN_cuMemGetAllocationGranularity_v10020>(fn);
     return query(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS ? granularity : 0;
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v[v.size() / 2];
 }
 
 class CudaBackend final : public Backend {
@@ -290,7 +286,7 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
         if (run > 0) times.push_back(ms);
     }
     at.runs = runs;
-    at.median_ms = median(times);
+    at.median_ms = step::median_of(times);
     at.min_ms = *std::min_element(times.begin(), times.end());
     at.kv_read_gbps = static_cast<double>(at.kv_bytes_read) / (at.median_ms * 1e6);
     at.fraction_of_ceiling = at.ceiling_gbps > 0 ? at.kv_read_gbps / at.ceiling_gbps : 0;

@@ -4,12 +4,13 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
-#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "cuda_attention.h"
 #include "cuda_check.h"
 #include "cuda_memory.h"
+#include "step_common.h"
 
 namespace kvscope::probe::cuda {
 namespace {
@@ -81,8 +82,7 @@ double read_ceiling_gbps(const void* data, std::size_t bytes, unsigned sms, unsi
         const double ms = timer.stop_ms();
         if (run > 0) runs.push_back(static_cast<double>(bytes) / (ms * 1e6));
     }
-    std::sort(runs.begin(), runs.end());
-    return runs[runs.size() / 2];
+    return step::median_of(std::move(runs));
 }
 
 }  // namespace kvscope::probe::cuda
