@@ -32,15 +32,14 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
     auto curves = options.with_curves ? kv_curves(s.arch, s.kv_dtype, s.workload, s.parallel, curve_options)
                                       : Result<Curves>(Curves{});
     // The deployment's weight format when there is one (the fit counts the same weights).
-    const KvDtype weight_dtype = s.deployment ? s.deployment->weight_dtype : KvDtype::bf16;
     const ParameterCount params = parameters(s.arch);
-    auto weights = weights_bytes(params.total, weight_dtype);
+    auto weights = stored_weights_bytes(s.arch, s.deployment ? *s.deployment : Deployment{});
     for (const Errors* e : {&variants.errors(), &curves.errors(), &weights.errors()}) collect(*e);
     if (!errors.empty()) return errors;
     r.variants = *variants;
     r.curves = *curves;
     r.weights_bytes = *weights;
-    r.weights_estimated = params.estimated;
+    r.weights_estimated = params.estimated && !(s.deployment && s.deployment->weights_bytes_exact > 0);
     r.kv_exceeds_weights_at = context_where_kv_exceeds(*layout, s.workload, r.weights_bytes);
 
     if (s.deployment) {

@@ -84,8 +84,7 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
 
 Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtype, const Workload& workload,
                                        const Parallelism& parallel, const Deployment& deployment, const FitReport& f) {
-    const std::uint64_t matmul_params = matmul_parameters(arch);
-    auto read = weights_bytes(matmul_params, deployment.weight_dtype);
+    auto read = read_weights_bytes(arch, deployment);
     if (!read) return read.errors();
 
     DecodeEstimate d;

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 
+#include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/tables.h"
 #include "kvscope/calculator/units.h"
@@ -74,6 +75,21 @@ Result<std::uint64_t> weights_bytes(std::uint64_t params, KvDtype dtype) {
     return b.value();
 }
 
+Result<std::uint64_t> stored_weights_bytes(const Architecture& arch, const Deployment& d) {
+    if (d.weights_bytes_exact > 0) return d.weights_bytes_exact;
+    return weights_bytes(parameters(arch).total, d.weight_dtype);
+}
+
+Result<std::uint64_t> read_weights_bytes(const Architecture& arch, const Deployment& d) {
+    const std::uint64_t matmul = matmul_parameters(arch);
+    if (d.weights_bytes_exact == 0) return weights_bytes(matmul, d.weight_dtype);
+    // The exact bytes hold every tensor; a step reads the same share of them as of the parameters.
+    const std::uint64_t total = parameters(arch).total;
+    if (total == 0 || matmul >= total) return d.weights_bytes_exact;
+    const auto share = static_cast<i128>(d.weights_bytes_exact) * matmul / total;
+    return static_cast<std::uint64_t>(share);
+}
+
 Errors validate(const Deployment& d, const Parallelism& parallel) {
     Errors e;
     if (d.gpu.memory_bytes == 0) e.push_back({Field::gpu_memory, "the GPU's memory must be more than 0 bytes"});
@@ -114,7 +130,7 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
     const KvLayout& layout = *layout_or;
 
     const ParameterCount params = parameters(arch);
-    auto weights = weights_bytes(params.total, d.weight_dtype);
+    auto weights = stored_weights_bytes(arch, d);
     if (!weights) return weights.errors();
     const std::uint64_t gpus = parallel.gpus();
     r.engine = d.engine;
@@ -202,7 +218,10 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
                           " as the plain per-layer sum (vllm/platforms/interface.py, vllm/v1/core/kv_cache_utils.py; "
                           "--engine plain for the plain figure)");
     }
-    if (params.estimated)
+    if (d.weights_bytes_exact > 0)
+        r.notes.push_back("weights: " + (d.weights_source.empty() ? format_count(d.weights_bytes_exact) + " bytes, exact"
+                                                                  : d.weights_source));
+    else if (params.estimated)
         r.notes.push_back("parameter count estimated from the architecture: " + format_count(params.total));
     if (r.state_bytes_per_gpu > 0)
         r.notes.push_back("the recurrent state of " + format_count_of(workload.batch, "sequence", "sequences") +

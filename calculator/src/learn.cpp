@@ -24,13 +24,17 @@ KvDtype weight_dtype_of(const Scenario& scenario) {
     return scenario.deployment ? scenario.deployment->weight_dtype : KvDtype::bf16;
 }
 
+namespace {
+Deployment deployment_of(const Scenario& s) { return s.deployment ? *s.deployment : Deployment{}; }
+}  // namespace
+
 Result<PhaseCosts> phase_costs(const Scenario& s) {
     auto kv = kv_cache_report(s.arch, s.kv_dtype, s.workload, s.parallel);
     if (!kv) return kv.errors();
-    auto weights = weights_bytes(matmul_parameters(s.arch), weight_dtype_of(s));
+    auto weights = read_weights_bytes(s.arch, deployment_of(s));
     if (!weights) return weights.errors();
     const ParameterCount params = parameters(s.arch);
-    auto stored = weights_bytes(params.total, weight_dtype_of(s));
+    auto stored = stored_weights_bytes(s.arch, deployment_of(s));
     if (!stored) return stored.errors();
     const TokenWork work = token_work(s.arch, s.workload, s.workload.context_tokens);
     const double sequences = static_cast<double>(s.workload.batch);

@@ -254,6 +254,8 @@ void members(Self& d, V& v) {
     v.choice("weight_dtype", d.weight_dtype);
     v.value("activation_reserve_bytes", d.activation_reserve_bytes, Need::optional);
     v.value("runtime_overhead_bytes", d.runtime_overhead_bytes, Need::optional);
+    v.value("weights_bytes_exact", d.weights_bytes_exact, Need::when_set);
+    v.value("weights_source", d.weights_source, Need::when_set);
 }
 
 template <class Self, class V>

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kvscope/calculator/architecture.h"
+#include "kvscope/calculator/deployment.h"
 #include "kvscope/calculator/kv_dtype.h"
 #include "kvscope/calculator/result.h"
 
@@ -25,6 +26,11 @@ struct ImportedModel {
     std::string weight_dtype_source;
     std::vector<std::string> assumed;  // "max_position_embeddings = 2048 (falcon default)"
     std::vector<std::string> notes;
+    // The weights' exact bytes as stored (a GGUF's tensor infos, safetensors headers), 0 when only the parameter
+    // count is known; weights_source says where the figure came from ("exact from 4 safetensors headers").
+    std::uint64_t weights_bytes = 0;
+    std::string weights_source;
+    std::optional<Engine> engine;  // the engine the file is made for (llama.cpp for a GGUF), when it says
 };
 
 // `source` names the file in messages ("config.json", a path).

@@ -47,6 +47,10 @@ struct Deployment {
     KvDtype weight_dtype = KvDtype::bf16;
     std::uint64_t activation_reserve_bytes = 1ull << 30;  // activations at peak prefill
     std::uint64_t runtime_overhead_bytes = 1ull << 29;    // CUDA context, graphs, library workspaces
+    // The weights' exact bytes as stored (GGUF tensor infos, safetensors headers): used instead of the parameter
+    // count in weight_dtype when set (0: estimate). weights_source says where the figure came from.
+    std::uint64_t weights_bytes_exact = 0;
+    std::string weights_source;
     friend bool operator==(const Deployment&, const Deployment&) = default;
 };
 
@@ -92,5 +96,10 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
 
 // Weights in bytes for `params` parameters stored as `dtype`.
 Result<std::uint64_t> weights_bytes(std::uint64_t params, KvDtype dtype);
+// The deployment's weights: its exact bytes when known, else the parameter count in its weight format.
+Result<std::uint64_t> stored_weights_bytes(const Architecture& arch, const Deployment& d);
+// The weights a decode step reads (every matrix multiplied once per token; an MoE's active experts): the parameter
+// estimate in the weight format, or the exact bytes scaled by the same share of the parameters when known.
+Result<std::uint64_t> read_weights_bytes(const Architecture& arch, const Deployment& d);
 
 }  // namespace kvscope

@@ -1,0 +1,40 @@
+#pragma once
+// The models already on this machine: the Hugging Face hub cache, Ollama's store and LM Studio's folder.
+// Only folder listings, small manifests and refs are read: never weights, nothing downloaded.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvscope {
+
+enum class LocalStore { huggingface, ollama, lm_studio };
+std::string_view to_string(LocalStore store);  // "Hugging Face cache", "Ollama", "LM Studio"
+
+struct LocalModel {
+    std::string id;     // "meta-llama/Llama-3.1-8B", "llama3.1:8b", "lmstudio-community/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf"
+    LocalStore store = LocalStore::huggingface;
+    std::string path;   // a snapshot folder holding config.json, or a .gguf file
+    bool gguf = false;  // path is a GGUF file
+};
+
+// Where each store keeps its models, from the environment as each tool reads it:
+//   Hugging Face (huggingface_hub constants.py): HF_HUB_CACHE, else HUGGINGFACE_HUB_CACHE, else HF_HOME/hub, else
+//     XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub;
+//   Ollama (envconfig/config.go Models): OLLAMA_MODELS, else ~/.ollama/models;
+//   LM Studio (lmstudio-js, lms resolveModelsFolderPath): the home in ~/.lmstudio-home-pointer, else
+//     ~/.cache/lm-studio when it exists, else ~/.lmstudio; its models/ folder, or settings.json's downloadsFolder.
+struct LocalRoots {
+    std::string huggingface;
+    std::string ollama;
+    std::string lm_studio;
+};
+LocalRoots local_roots_from_environment();
+
+// Every model found, sorted by store and id. A folder that is missing or unreadable is skipped.
+std::vector<LocalModel> scan_local_models(const LocalRoots& roots);
+
+// The model `key` names (its id, case-insensitively; for the Hugging Face cache also "org/name"), or nullptr.
+const LocalModel* find_local_model(const std::vector<LocalModel>& models, std::string_view key);
+
+}  // namespace kvscope

@@ -1,0 +1,375 @@
+#include "kvscope/calculator/gguf.h"
+
+#include <array>
+#include <bit>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "kvscope/calculator/checked.h"
+#include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/units.h"
+
+namespace kvscope::gguf {
+namespace {
+
+constexpr std::uint32_t kMaxDims = 4;             // GGML_MAX_DIMS
+constexpr std::uint64_t kMaxKeyBytes = 1u << 16;  // a key longer than this is corruption, not a name
+constexpr int kMaxNesting = 2;                    // an array of arrays (gguf.cpp reads no deeper)
+
+// The smallest number of bytes an item of `type` takes in the file: how a count is checked against the rest
+// of the file before anything is allocated.
+std::uint64_t min_bytes(Type type) {
+    switch (type) {
+        case Type::u8:
+        case Type::i8:
+        case Type::boolean: return 1;
+        case Type::u16:
+        case Type::i16: return 2;
+        case Type::u32:
+        case Type::i32:
+        case Type::f32: return 4;
+        case Type::u64:
+        case Type::i64:
+        case Type::f64:
+        case Type::string: return 8;   // the length
+        case Type::array: return 12;   // item type and count
+    }
+    return 1;
+}
+
+class Reader {
+public:
+    Reader(std::istream& in, std::uint64_t size, const std::string& source) : in_(in), size_(size), source_(source) {}
+
+    [[nodiscard]] std::uint64_t offset() const { return offset_; }
+    [[nodiscard]] std::uint64_t left() const { return size_ - offset_; }
+
+    FieldError error(std::uint64_t at, const std::string& what) const {
+        return FieldError{"gguf", source_ + ": byte " + format_count(at) + ": " + what};
+    }
+
+    // `n` bytes described as `what`, or an error saying where the file ends.
+    std::optional<FieldError> bytes(void* out, std::uint64_t n, const std::string& what) {
+        if (n > left())
+            return error(offset_, "expected " + what + " (" + format_count(n) + " bytes), but the file ends at byte " +
+                                      format_count(size_));
+        if (!in_.read(static_cast<char*>(out), static_cast<std::streamsize>(n)))
+            return error(offset_, "the file could not be read here (" + what + ")");
+        offset_ += n;
+        return std::nullopt;
+    }
+    std::optional<FieldError> skip(std::uint64_t n, const std::string& what) {
+        if (n > left())
+            return error(offset_, "expected " + what + " (" + format_count(n) + " bytes), but the file ends at byte " +
+                                      format_count(size_));
+        if (!in_.seekg(static_cast<std::streamoff>(n), std::ios::cur))
+            return error(offset_, "the file could not be read here (" + what + ")");
+        offset_ += n;
+        return std::nullopt;
+    }
+
+    template <class T>
+    std::optional<FieldError> number(T& out, const std::string& what) {
+        std::array<unsigned char, sizeof(T)> raw{};
+        if (auto e = bytes(raw.data(), sizeof(T), what)) return e;
+        std::uint64_t bits = 0;
+        for (std::size_t k = 0; k < sizeof(T); ++k) bits |= static_cast<std::uint64_t>(raw[k]) << (8 * k);
+        if constexpr (sizeof(T) == 8) {
+            out = std::bit_cast<T>(bits);
+        } else if constexpr (sizeof(T) == 4) {
+            out = std::bit_cast<T>(static_cast<std::uint32_t>(bits));
+        } else if constexpr (sizeof(T) == 2) {
+            out = std::bit_cast<T>(static_cast<std::uint16_t>(bits));
+        } else {
+            out = std::bit_cast<T>(static_cast<std::uint8_t>(bits));
+        }
+        return std::nullopt;
+    }
+
+    // A string: its u64 length, checked against the rest of the file and `max`, then its bytes.
+    std::optional<FieldError> string(std::string& out, const std::string& what, std::uint64_t max) {
+        const std::uint64_t at = offset_;
+        std::uint64_t length = 0;
+        if (auto e = number(length, "the length of " + what)) return e;
+        if (length > left() || length > max)
+            return error(at, what + " is said to be " + format_count(length) + " bytes long, more than " +
+                                 (length > max ? "any " + what + " may be (" + format_count(max) + ")"
+                                               : "the " + format_count(left()) + " bytes left in the file"));
+        out.resize(length);
+        return bytes(out.data(), length, what);
+    }
+
+private:
+    std::istream& in_;
+    std::uint64_t size_;
+    const std::string& source_;
+    std::uint64_t offset_ = 0;
+};
+
+std::optional<FieldError> read_value(Reader& r, Type type, Value& out, const std::string& key, int depth) {
+    out.type = type;
+    switch (type) {
+        case Type::u8: {
+            std::uint8_t v = 0;
+            if (auto e = r.number(v, key + "'s value")) return e;
+            out.u = v;
+            return std::nullopt;
+        }
+        case Type::i8: {
+            std::int8_t v = 0;
+            if (auto e = r.number(v, key + "'s value")) return e;
+            out.i = v;
+            return std::nullopt;
+        }
+        case Type::u16: {
+            std::uint16_t v = 0;
+            if (auto e = r.number(v, key + "'s value")) return e;
+            out.u = v;
+            return std::nullopt;
+        }
+        case Type::i16: {
+            std::int16_t v = 0;
+            if (auto e = r.number(v, key + "'s value")) return e;
+            out.i = v;
+            return std::nullopt;
+        }
+        case Type::u32: {
+            std::uint32_t v = 0;
+            if (auto e = r.number(v, key + "'s value")) return e;
+            out.u = v;
+            return std::nullopt;
+        }
+        case Type::i32: {
+            std::int32_t v = 0;
+            if (auto e = r.number(v, key + "'s value")) return e;
+            out.i = v;
+            return std::nullopt;
+        }
+        case Type::u64: return r.number(out.u, key + "'s value");
+        case Type::i64: return r.number(out.i, key + "'s value");
+        case Type::f32: {
+            float v = 0;
+            if (auto e = r.number(v, key + "'s value")) return e;
+            out.f = v;
+            return std::nullopt;
+        }
+        case Type::f64: return r.number(out.f, key + "'s value");
+        case Type::boolean: {
+            std::uint8_t v = 0;
+            const std::uint64_t at = r.offset();
+            if (auto e = r.number(v, key + "'s value")) return e;
+            if (v > 1) return r.error(at, key + " is a bool but holds " + std::to_string(v) + " (0 or 1 expected)");
+            out.u = v;
+            return std::nullopt;
+        }
+        case Type::string: return r.string(out.s, key + "'s text", r.left());
+        case Type::array: {
+            if (depth >= kMaxNesting) return r.error(r.offset(), key + " nests arrays deeper than GGUF files do");
+            const std::uint64_t at = r.offset();
+            std::uint32_t item = 0;
+            if (auto e = r.number(item, key + "'s item type")) return e;
+            if (item > static_cast<std::uint32_t>(Type::f64))
+                return r.error(at, key + " is an array of type " + std::to_string(item) + ", which is no GGUF type (0-12)");
+            out.item_type = static_cast<Type>(item);
+            if (auto e = r.number(out.count, key + "'s item count")) return e;
+            if (out.count > r.left() / min_bytes(out.item_type))
+                return r.error(at + 4, key + " is said to hold " + format_count(out.count) + " items, more than the " +
+                                           format_count(r.left()) + " bytes left in the file can hold");
+            const bool keep = out.count <= kKeptItems && out.item_type != Type::string && out.item_type != Type::array;
+            if (keep) out.items.resize(out.count);
+            Value scratch;
+            for (std::uint64_t k = 0; k < out.count; ++k) {
+                if (!keep && out.item_type == Type::string) {  // the tokenizer's vocabulary: lengths only
+                    const std::uint64_t s = r.offset();
+                    std::uint64_t length = 0;
+                    if (auto e = r.number(length, key + "[" + std::to_string(k) + "]'s length")) return e;
+                    if (length > r.left())
+                        return r.error(s, key + "[" + std::to_string(k) + "] is said to be " + format_count(length) +
+                                              " bytes long, more than the " + format_count(r.left()) +
+                                              " bytes left in the file");
+                    if (auto e = r.skip(length, key + "[" + std::to_string(k) + "]")) return e;
+                    continue;
+                }
+                if (auto e = read_value(r, out.item_type, keep ? out.items[k] : scratch, key, depth + 1)) return e;
+            }
+            return std::nullopt;
+        }
+    }
+    return r.error(r.offset(), "unknown type");
+}
+
+Result<File> read_header(Reader& r) {
+    File f;
+    std::array<char, 4> magic{};
+    if (auto e = r.bytes(magic.data(), 4, "the magic \"GGUF\"")) return *e;
+    if (std::memcmp(magic.data(), "GGUF", 4) != 0)
+        return r.error(0, "expected the magic \"GGUF\"; this is not a GGUF file");
+    if (auto e = r.number(f.version, "the version")) return *e;
+    if (f.version != 2 && f.version != 3)
+        return r.error(4, "GGUF version " + std::to_string(f.version) +
+                              " is not read (2 and 3 are; version 1 files predate August 2023 — convert them again)");
+    std::uint64_t tensors = 0, entries = 0;
+    if (auto e = r.number(tensors, "the number of tensors")) return *e;
+    if (auto e = r.number(entries, "the number of metadata entries")) return *e;
+    // Each entry takes at least a key length, a type and one byte; each tensor info at least 8 + 4 + 4 + 8 bytes.
+    if (entries > r.left() / 13)
+        return r.error(16, "the file is said to hold " + format_count(entries) + " metadata entries, more than its " +
+                               format_count(r.left()) + " remaining bytes can hold");
+    if (tensors > r.left() / 24)
+        return r.error(8, "the file is said to hold " + format_count(tensors) + " tensors, more than its " +
+                              format_count(r.left()) + " remaining bytes can hold");
+    f.metadata.reserve(entries);
+    for (std::uint64_t k = 0; k < entries; ++k) {
+        std::string key;
+        if (auto e = r.string(key, "metadata key " + std::to_string(k + 1), kMaxKeyBytes)) return *e;
+        const std::uint64_t at = r.offset();
+        std::uint32_t type = 0;
+        if (auto e = r.number(type, key + "'s type")) return *e;
+        if (type > static_cast<std::uint32_t>(Type::f64))
+            return r.error(at, key + " has type " + std::to_string(type) + ", which is no GGUF type (0-12)");
+        Value v;
+        if (auto e = read_value(r, static_cast<Type>(type), v, key, 0)) return *e;
+        f.metadata.emplace_back(std::move(key), std::move(v));
+    }
+    f.tensors.reserve(tensors);
+    for (std::uint64_t k = 0; k < tensors; ++k) {
+        TensorInfo t;
+        if (auto e = r.string(t.name, "tensor " + std::to_string(k + 1) + "'s name", kMaxKeyBytes)) return *e;
+        const std::uint64_t at = r.offset();
+        std::uint32_t dims = 0;
+        if (auto e = r.number(dims, t.name + "'s number of dimensions")) return *e;
+        if (dims == 0 || dims > kMaxDims)
+            return r.error(at, t.name + " has " + std::to_string(dims) + " dimensions (1 to 4 expected)");
+        t.dims.resize(dims);
+        for (auto& d : t.dims)
+            if (auto e = r.number(d, t.name + "'s dimensions")) return *e;
+        if (auto e = r.number(t.type, t.name + "'s type")) return *e;
+        if (auto e = r.number(t.offset, t.name + "'s offset")) return *e;
+        f.tensors.push_back(std::move(t));
+    }
+    f.header_bytes = r.offset();
+    return f;
+}
+
+}  // namespace
+
+std::string_view to_string(Type type) {
+    static constexpr std::array<std::string_view, 13> kNames{"u8",  "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                                             "bool", "string", "array", "u64", "i64", "f64"};
+    const auto k = static_cast<std::size_t>(type);
+    return k < kNames.size() ? kNames.at(k) : "unknown";
+}
+
+bool Value::is_integer() const {
+    switch (type) {
+        case Type::u8:
+        case Type::i8:
+        case Type::u16:
+        case Type::i16:
+        case Type::u32:
+        case Type::i32:
+        case Type::u64:
+        case Type::i64: return true;
+        default: return false;
+    }
+}
+
+std::optional<std::uint64_t> Value::as_u64() const {
+    switch (type) {
+        case Type::u8:
+        case Type::u16:
+        case Type::u32:
+        case Type::u64:
+        case Type::boolean: return u;
+        case Type::i8:
+        case Type::i16:
+        case Type::i32:
+        case Type::i64:
+            if (i < 0) return std::nullopt;
+            return static_cast<std::uint64_t>(i);
+        default: return std::nullopt;
+    }
+}
+
+std::optional<double> Value::as_double() const {
+    if (type == Type::f32 || type == Type::f64) return f;
+    if (type == Type::i8 || type == Type::i16 || type == Type::i32 || type == Type::i64) return static_cast<double>(i);
+    if (const auto n = as_u64()) return static_cast<double>(*n);
+    return std::nullopt;
+}
+
+std::string Value::describe() const {
+    if (type == Type::array)
+        return "an array of " + format_count(count) + " " + std::string(to_string(item_type));
+    if (type == Type::string) return "the text '" + s + "'";
+    if (type == Type::f32 || type == Type::f64) return std::string(to_string(type)) + " " + number_text(f);
+    if (type == Type::i8 || type == Type::i16 || type == Type::i32 || type == Type::i64)
+        return std::string(to_string(type)) + " " + std::to_string(i);
+    return std::string(to_string(type)) + " " + std::to_string(u);
+}
+
+const Value* File::find(std::string_view key) const {
+    for (const auto& [k, v] : metadata)
+        if (k == key) return &v;
+    return nullptr;
+}
+
+Result<File> read(std::istream& in, std::uint64_t size, const std::string& source) {
+    Reader r(in, size, source);
+    return read_header(r);
+}
+
+Result<File> read(std::string_view bytes, const std::string& source) {
+    std::istringstream in{std::string(bytes)};
+    return read(in, bytes.size(), source);
+}
+
+Result<File> read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return FieldError{"gguf", path + ": cannot be opened (missing, or no permission to read)"};
+    in.seekg(0, std::ios::end);
+    const auto size = in.tellg();
+    if (size < 0) return FieldError{"gguf", path + ": cannot be read (not a regular file?)"};
+    in.seekg(0);
+    return read(in, static_cast<std::uint64_t>(size), path);
+}
+
+std::optional<TypeInfo> type_info(std::uint32_t type) {
+    // ggml/include/ggml.h enum ggml_type; block sizes and bytes from ggml/src/ggml.c type_traits and the block
+    // structs of ggml/src/ggml-common.h (ids 4, 5, 31-33 and 36-38 were removed and are no type;
+    // GGML_TYPE_COUNT is 43 in ggml of August 2026).
+    struct Row {
+        std::uint32_t id;
+        TypeInfo info;
+    };
+    static constexpr std::array<Row, 35> kTypes{{
+        {0, {"f32", 1, 4}},        {1, {"f16", 1, 2}},         {2, {"q4_0", 32, 18}},      {3, {"q4_1", 32, 20}},
+        {6, {"q5_0", 32, 22}},     {7, {"q5_1", 32, 24}},      {8, {"q8_0", 32, 34}},      {9, {"q8_1", 32, 36}},
+        {10, {"q2_K", 256, 84}},   {11, {"q3_K", 256, 110}},   {12, {"q4_K", 256, 144}},   {13, {"q5_K", 256, 176}},
+        {14, {"q6_K", 256, 210}},  {15, {"q8_K", 256, 292}},   {16, {"iq2_xxs", 256, 66}}, {17, {"iq2_xs", 256, 74}},
+        {18, {"iq3_xxs", 256, 98}}, {19, {"iq1_s", 256, 50}},  {20, {"iq4_nl", 32, 18}},   {21, {"iq3_s", 256, 110}},
+        {22, {"iq2_s", 256, 82}},  {23, {"iq4_xs", 256, 136}}, {24, {"i8", 1, 1}},         {25, {"i16", 1, 2}},
+        {26, {"i32", 1, 4}},       {27, {"i64", 1, 8}},        {28, {"f64", 1, 8}},        {29, {"iq1_m", 256, 56}},
+        {30, {"bf16", 1, 2}},      {34, {"tq1_0", 256, 54}},   {35, {"tq2_0", 256, 66}},   {39, {"mxfp4", 32, 17}},
+        {40, {"nvfp4", 64, 36}},   {41, {"q1_0", 128, 18}},    {42, {"q2_0", 64, 18}},
+    }};
+    for (const Row& row : kTypes)
+        if (row.id == type) return row.info;
+    return std::nullopt;
+}
+
+Result<std::uint64_t> tensor_bytes(const TensorInfo& tensor) {
+    const auto info = type_info(tensor.type);
+    if (!info) return FieldError{"gguf", tensor.name + " has ggml type " + std::to_string(tensor.type) + ", which is not known"};
+    if (tensor.dims.empty() || tensor.dims[0] % info->block != 0)
+        return FieldError{"gguf", tensor.name + ": a row of " + (tensor.dims.empty() ? "0" : format_count(tensor.dims[0])) +
+                                      " values is not a whole number of " + std::string(info->name) + " blocks of " +
+                                      std::to_string(info->block)};
+    Checked bytes = Checked(tensor.dims[0] / info->block) * info->block_bytes;
+    for (std::size_t d = 1; d < tensor.dims.size(); ++d) bytes = bytes * tensor.dims[d];
+    if (bytes.overflow()) return FieldError{"gguf", tensor.name + ": its size overflows 64 bits"};
+    return bytes.value();
+}
+
+}  // namespace kvscope::gguf

@@ -1,0 +1,191 @@
+#include "kvscope/calculator/local_models.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <string_view>
+
+#include "kvscope/calculator/config_import.h"
+#include "kvscope/calculator/json.h"
+
+namespace kvscope {
+namespace fs = std::filesystem;
+namespace {
+
+std::string env(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+}
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+}
+
+bool is_gguf(const fs::path& p) { return lower(p.extension().string()) == ".gguf"; }
+
+// A vision projector ships beside a model's GGUF (mmproj-*.gguf): it is no language model.
+bool is_projector(const fs::path& p) { return lower(p.filename().string()).starts_with("mmproj"); }
+
+std::vector<fs::path> entries(const fs::path& folder, bool directories) {
+    std::vector<fs::path> out;
+    std::error_code error;
+    for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
+        std::error_code e;
+        if (directories ? it->is_directory(e) : it->is_regular_file(e)) out.push_back(it->path());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+// huggingface_hub (file_download.py): hub/models--ORG--NAME/{refs/main, snapshots/REVISION/…}; the snapshot refs/main
+// names, else the only one (a cache filled with a pinned revision has no refs/main).
+void scan_huggingface(const fs::path& hub, std::vector<LocalModel>& out) {
+    for (const fs::path& repo : entries(hub, true)) {
+        const std::string folder = repo.filename().string();
+        if (!folder.starts_with("models--")) continue;
+        std::string id = folder.substr(8);
+        if (const auto sep = id.find("--"); sep != std::string::npos) id = id.substr(0, sep) + "/" + id.substr(sep + 2);
+        fs::path snapshot;
+        std::error_code error;
+        if (const auto ref = read_text_file((repo / "refs" / "main").string(), 256)) {
+            std::string revision = *ref;
+            while (!revision.empty() && (revision.back() == '\n' || revision.back() == '\r')) revision.pop_back();
+            if (!revision.empty() && fs::is_directory(repo / "snapshots" / revision, error))
+                snapshot = repo / "snapshots" / revision;
+        }
+        if (snapshot.empty()) {
+            const auto snapshots = entries(repo / "snapshots", true);
+            if (snapshots.size() != 1) continue;
+            snapshot = snapshots.front();
+        }
+        if (fs::exists(snapshot / "config.json", error)) {
+            out.push_back({id, LocalStore::huggingface, snapshot.string(), false});
+            continue;
+        }
+        // A repo of GGUF files (no config.json): each file is a model.
+        for (const fs::path& f : entries(snapshot, false))
+            if (is_gguf(f) && !is_projector(f))
+                out.push_back({id + "/" + f.filename().string(), LocalStore::huggingface, f.string(), true});
+    }
+}
+
+// Ollama (server/modelpath.go, server/manifest.go): manifests/HOST/NAMESPACE/MODEL/TAG is a JSON manifest whose layer
+// of mediaType application/vnd.ollama.image.model is the GGUF, at blobs/sha256-HEX for its digest "sha256:HEX".
+void scan_ollama(const fs::path& root, std::vector<LocalModel>& out) {
+    for (const fs::path& host : entries(root / "manifests", true))
+        for (const fs::path& space : entries(host, true))
+            for (const fs::path& model : entries(space, true))
+                for (const fs::path& tag : entries(model, false)) {
+                    const auto text = read_text_file(tag.string(), 1 << 20);
+                    if (!text) continue;
+                    const auto parsed = json::parse(*text);
+                    const json::Value* layers = parsed ? parsed.value->find("layers") : nullptr;
+                    if (!layers || !layers->is_array()) continue;
+                    for (const json::Value& layer : layers->items()) {
+                        const json::Value* type = layer.find("mediaType");
+                        const json::Value* digest = layer.find("digest");
+                        if (!type || !type->is_string() || type->as_string() != "application/vnd.ollama.image.model" ||
+                            !digest || !digest->is_string())
+                            continue;
+                        std::string blob = digest->as_string();
+                        std::replace(blob.begin(), blob.end(), ':', '-');
+                        if (blob.find('/') != std::string::npos) continue;
+                        // "ollama list" names library models "MODEL:TAG", others "NAMESPACE/MODEL:TAG", and models of
+                        // another registry with its host in front.
+                        const std::string h = host.filename().string(), s = space.filename().string();
+                        std::string id = model.filename().string() + ":" + tag.filename().string();
+                        if (h != "registry.ollama.ai")
+                            id = h + "/" + s + "/" + id;
+                        else if (s != "library")
+                            id = s + "/" + id;
+                        out.push_back({id, LocalStore::ollama, (root / "blobs" / blob).string(), true});
+                        break;
+                    }
+                }
+}
+
+// LM Studio: MODELS/PUBLISHER/REPO/FILE.gguf.
+void scan_lm_studio(const fs::path& root, std::vector<LocalModel>& out) {
+    for (const fs::path& publisher : entries(root, true))
+        for (const fs::path& repo : entries(publisher, true))
+            for (const fs::path& f : entries(repo, false))
+                if (is_gguf(f) && !is_projector(f))
+                    out.push_back({publisher.filename().string() + "/" + repo.filename().string() + "/" +
+                                       f.filename().string(),
+                                   LocalStore::lm_studio, f.string(), true});
+}
+
+}  // namespace
+
+std::string_view to_string(LocalStore store) {
+    switch (store) {
+        case LocalStore::huggingface: return "Hugging Face cache";
+        case LocalStore::ollama: return "Ollama";
+        case LocalStore::lm_studio: return "LM Studio";
+    }
+    return "";
+}
+
+LocalRoots local_roots_from_environment() {
+    LocalRoots r;
+    const std::string home = env("HOME");
+    if (const std::string hub = env("HF_HUB_CACHE"); !hub.empty())
+        r.huggingface = hub;
+    else if (const std::string legacy = env("HUGGINGFACE_HUB_CACHE"); !legacy.empty())
+        r.huggingface = legacy;
+    else if (const std::string hf = env("HF_HOME"); !hf.empty())
+        r.huggingface = hf + "/hub";
+    else if (const std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty())
+        r.huggingface = xdg + "/huggingface/hub";
+    else if (!home.empty())
+        r.huggingface = home + "/.cache/huggingface/hub";
+    if (const std::string o = env("OLLAMA_MODELS"); !o.empty())
+        r.ollama = o;
+    else if (!home.empty())
+        r.ollama = home + "/.ollama/models";
+    if (!home.empty()) {
+        // lmstudio-js / lms (resolveModelsFolderPath): the home named in ~/.lmstudio-home-pointer, else
+        // ~/.cache/lm-studio when it exists, else ~/.lmstudio; its models/ folder unless settings.json names a
+        // downloadsFolder.
+        std::error_code error;
+        std::string lm_home = home + "/.lmstudio";
+        if (const auto pointer = read_text_file(home + "/.lmstudio-home-pointer", 4096)) {
+            std::string p = *pointer;
+            while (!p.empty() && (p.back() == '\n' || p.back() == '\r' || p.back() == ' ')) p.pop_back();
+            if (!p.empty()) lm_home = p;
+        } else if (fs::is_directory(home + "/.cache/lm-studio", error)) {
+            lm_home = home + "/.cache/lm-studio";
+        }
+        r.lm_studio = lm_home + "/models";
+        if (const auto settings = read_text_file(lm_home + "/settings.json", 1 << 20)) {
+            const auto parsed = json::parse(*settings);
+            const json::Value* folder = parsed && parsed.value->is_object() ? parsed.value->find("downloadsFolder") : nullptr;
+            if (folder && folder->is_string() && !folder->as_string().empty()) r.lm_studio = folder->as_string();
+        }
+    }
+    return r;
+}
+
+std::vector<LocalModel> scan_local_models(const LocalRoots& roots) {
+    std::vector<LocalModel> out;
+    if (!roots.huggingface.empty()) scan_huggingface(roots.huggingface, out);
+    if (!roots.ollama.empty()) scan_ollama(roots.ollama, out);
+    if (!roots.lm_studio.empty()) scan_lm_studio(roots.lm_studio, out);
+    return out;
+}
+
+const LocalModel* find_local_model(const std::vector<LocalModel>& models, std::string_view key) {
+    const std::string k = lower(key);
+    for (const LocalModel& m : models)
+        if (lower(m.id) == k) return &m;
+    // Ollama reads a name without a tag as NAME:latest (types/model/name.go).
+    if (k.find(':') == std::string::npos)
+        for (const LocalModel& m : models)
+            if (m.store == LocalStore::ollama && lower(m.id) == k + ":latest") return &m;
+    return nullptr;
+}
+
+}  // namespace kvscope

@@ -1,0 +1,223 @@
+#include "kvscope/calculator/safetensors.h"
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "kvscope/calculator/checked.h"
+#include "kvscope/calculator/config_import.h"
+#include "kvscope/calculator/json.h"
+#include "kvscope/calculator/units.h"
+
+namespace kvscope::safetensors {
+namespace fs = std::filesystem;
+namespace {
+
+// safetensors/src/tensor.rs: a header longer than 100,000,000 bytes is refused (MAX_HEADER_SIZE); the JSON
+// reader here takes at most json::kMaxInputBytes, which is smaller and far above any published model's header.
+constexpr std::uint64_t kMaxHeaderBytes = std::min<std::uint64_t>(100'000'000, json::kMaxInputBytes);
+
+FieldError fail(const std::string& source, std::uint64_t at, const std::string& what) {
+    return FieldError{"safetensors", source + ": byte " + format_count(at) + ": " + what};
+}
+
+// The header's length N from the file's first 8 bytes.
+Result<std::uint64_t> header_length(std::string_view bytes, std::uint64_t file_size, const std::string& source) {
+    if (bytes.size() < 8)
+        return fail(source, 0, "expected the header's length (8 bytes), but the file ends at byte " +
+                                   format_count(bytes.size()));
+    std::uint64_t n = 0;
+    for (int k = 7; k >= 0; --k) n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(k)]);
+    if (n > kMaxHeaderBytes)
+        return fail(source, 0, "the header is said to be " + format_count(n) + " bytes long, more than the " +
+                                   format_count(kMaxHeaderBytes) + " a safetensors header may be");
+    if (n > file_size - 8)
+        return fail(source, 0, "the header is said to be " + format_count(n) + " bytes long, but the file has " +
+                                   format_count(file_size - 8) + " bytes after the length");
+    return n;
+}
+
+}  // namespace
+
+std::optional<std::uint32_t> dtype_bits(std::string_view dtype) {
+    // safetensors/src/tensor.rs enum Dtype and Dtype::bitsize.
+    static constexpr std::array<std::pair<std::string_view, std::uint32_t>, 22> kBits{{
+        {"BOOL", 8},    {"F4", 4},      {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"U8", 8},     {"I8", 8},    {"F8_E5M2", 8},
+        {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"I16", 16},    {"U16", 16},    {"F16", 16},   {"BF16", 16}, {"I32", 32},
+        {"U32", 32},    {"F32", 32},    {"C64", 64},    {"F64", 64},    {"I64", 64},   {"U64", 64},
+        {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8},  // safetensors 0.8
+    }};
+    for (const auto& [name, bits] : kBits)
+        if (name == dtype) return bits;
+    return std::nullopt;
+}
+
+Result<Header> read_header(std::string_view bytes, std::uint64_t file_size, const std::string& source) {
+    const auto n = header_length(bytes, file_size, source);
+    if (!n) return n.errors();
+    if (bytes.size() - 8 < *n)
+        return fail(source, 8, "expected a header of " + format_count(*n) + " bytes, but the file ends at byte " +
+                                   format_count(bytes.size()));
+    const std::string_view text = bytes.substr(8, *n);
+    const auto parsed = json::parse(text);
+    if (!parsed)
+        return FieldError{"safetensors", source + ": the header (JSON from byte 8) line " +
+                                             std::to_string(parsed.error.line) + ":" +
+                                             std::to_string(parsed.error.column) + ": " + parsed.error.message};
+    if (!parsed.value->is_object()) return fail(source, 8, "the header must be a JSON object of tensors");
+    const std::uint64_t data_bytes = file_size - 8 - *n;
+    Header h;
+    // (begin, end) of every tensor: they must tile the data section without gaps or overlaps (tensor.rs validate).
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
+    for (const auto& [name, t] : parsed.value->members()) {
+        if (name == "__metadata__") continue;
+        const auto where = [&](const std::string& what) {
+            return FieldError{"safetensors", source + ": tensor '" + name + "' (header line " +
+                                                 std::to_string(t.line()) + "): " + what};
+        };
+        if (!t.is_object()) return where("expected an object with dtype, shape and data_offsets");
+        const json::Value* dtype = t.find("dtype");
+        const json::Value* shape = t.find("shape");
+        const json::Value* offsets = t.find("data_offsets");
+        if (!dtype || !dtype->is_string()) return where("expected a dtype such as \"BF16\"");
+        const auto bits = dtype_bits(dtype->as_string());
+        if (!bits) return where("dtype '" + dtype->as_string() + "' is not a safetensors dtype");
+        if (!shape || !shape->is_array()) return where("expected a shape (a list of whole numbers)");
+        Checked values(1);
+        for (const auto& d : shape->items()) {
+            const auto v = d.as_u64();
+            if (!v) return where("the shape holds '" + d.dump(0) + "', not a whole number");
+            values = values * *v;
+        }
+        if (!offsets || !offsets->is_array() || offsets->items().size() != 2 || !offsets->items()[0].as_u64() ||
+            !offsets->items()[1].as_u64())
+            return where("expected data_offsets [begin, end]");
+        const std::uint64_t begin = *offsets->items()[0].as_u64(), end = *offsets->items()[1].as_u64();
+        const Checked value_bits = values * *bits;
+        if (value_bits.overflow()) return where("its size overflows 64 bits");
+        if (value_bits.value() % 8 != 0)
+            return where(format_count(values.value()) + " values of " + std::to_string(*bits) +
+                         " bits are not a whole number of bytes");
+        const std::uint64_t size = value_bits.value() / 8;
+        if (end < begin || end - begin != size)
+            return where("data_offsets [" + format_count(begin) + ", " + format_count(end) + "] do not hold its " +
+                         format_count(size) + " bytes (" + dtype->as_string() + ")");
+        if (end > data_bytes)
+            return where("ends at byte " + format_count(end) + " of the data, but the file holds " +
+                         format_count(data_bytes) + " bytes of data");
+        spans.emplace_back(begin, end);
+        h.bytes += size;  // bounded by data_bytes once the spans are known not to overlap
+        h.by_dtype[dtype->as_string()] += size;
+        ++h.tensors;
+    }
+    std::sort(spans.begin(), spans.end());
+    std::uint64_t next = 0;
+    for (const auto& [begin, end] : spans) {
+        if (begin != next)
+            return fail(source, 8 + *n + std::min(begin, next),
+                        begin < next ? "two tensors overlap in the data" : "the data has a gap between two tensors");
+        next = end;
+    }
+    if (next != data_bytes)
+        return fail(source, 8 + *n + next,
+                    "the tensors end here, but the file goes on for " + format_count(data_bytes - next) +
+                        " more bytes (a safetensors file ends with its last tensor)");
+    return h;
+}
+
+Result<Header> read_header_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return FieldError{"safetensors", path + ": cannot be opened (missing, or no permission to read)"};
+    in.seekg(0, std::ios::end);
+    const auto end = in.tellg();
+    if (end < 0) return FieldError{"safetensors", path + ": cannot be read (not a regular file?)"};
+    const auto size = static_cast<std::uint64_t>(end);
+    in.seekg(0);
+    std::string start(static_cast<std::size_t>(std::min<std::uint64_t>(size, 8)), '\0');
+    if (!in.read(start.data(), static_cast<std::streamsize>(start.size())))
+        return FieldError{"safetensors", path + ": read failed"};
+    const auto n = header_length(start, size, path);
+    if (!n) return n.errors();
+    start.resize(static_cast<std::size_t>(8 + *n));
+    if (!in.read(start.data() + 8, static_cast<std::streamsize>(*n)))
+        return FieldError{"safetensors", path + ": read failed"};
+    return read_header(start, size, path);
+}
+
+std::string Weights::source_text() const {
+    std::string dtypes;
+    for (const auto& [dtype, b] : by_dtype) dtypes += (dtypes.empty() ? "" : ", ") + dtype;
+    return format_count(bytes) + " bytes, exact from " +
+           format_count_of(files.size(), "safetensors header", "safetensors headers") +
+           (dtypes.empty() ? "" : " (" + dtypes + ")");
+}
+
+Result<Weights> read_weights(const std::string& path) {
+    std::error_code error;
+    fs::path folder(path);
+    std::vector<fs::path> files;
+    if (fs::is_regular_file(folder, error)) {
+        files.push_back(folder);
+    } else if (fs::is_directory(folder, error)) {
+        // A Hugging Face cache repo folder (huggingface_hub file_download.py): snapshots/<revision>/, the revision
+        // refs/main names.
+        if (fs::is_directory(folder / "snapshots", error)) {
+            const auto ref = read_text_file((folder / "refs" / "main").string(), 256);
+            std::string revision = ref ? *ref : "";
+            while (!revision.empty() && (revision.back() == '\n' || revision.back() == '\r')) revision.pop_back();
+            if (revision.empty() || !fs::is_directory(folder / "snapshots" / revision, error)) {
+                std::vector<fs::path> snapshots;
+                for (const auto& e : fs::directory_iterator(folder / "snapshots", error))
+                    if (e.is_directory(error)) snapshots.push_back(e.path());
+                if (snapshots.size() != 1)
+                    return FieldError{"--weights", path + ": has " + std::to_string(snapshots.size()) +
+                                                       " snapshots and no refs/main naming one; give the snapshot "
+                                                       "folder itself"};
+                folder = snapshots.front();
+            } else {
+                folder /= fs::path("snapshots") / revision;
+            }
+        }
+        const fs::path index = folder / "model.safetensors.index.json";
+        if (fs::exists(index, error)) {
+            const auto text = read_text_file(index.string());
+            if (!text) return text.errors();
+            const auto parsed = json::parse(*text);
+            const json::Value* map = parsed ? parsed.value->find("weight_map") : nullptr;
+            if (!map || !map->is_object())
+                return FieldError{"--weights", index.string() + ": expected an object with a weight_map"};
+            std::set<std::string> shards;
+            for (const auto& [tensor, file] : map->members()) {
+                if (!file.is_string() || file.as_string().empty() || file.as_string().find('/') != std::string::npos)
+                    return FieldError{"--weights", index.string() + ": weight_map['" + tensor +
+                                                       "'] must name a file in the folder"};
+                shards.insert(file.as_string());
+            }
+            for (const auto& s : shards) files.push_back(folder / s);
+        } else {
+            for (const auto& e : fs::directory_iterator(folder, error))
+                if (e.path().extension() == ".safetensors") files.push_back(e.path());
+            std::sort(files.begin(), files.end());
+        }
+        if (files.empty())
+            return FieldError{"--weights", path + ": holds no .safetensors file (nor model.safetensors.index.json)"};
+    } else {
+        return FieldError{"--weights", path + ": no such file or folder"};
+    }
+    Weights w;
+    for (const auto& f : files) {
+        auto h = read_header_file(f.string());
+        if (!h) return h.errors();
+        const Checked total = Checked(w.bytes) + h->bytes;
+        if (total.overflow()) return FieldError{"--weights", path + ": the weights' size overflows 64 bits"};
+        w.bytes = total.value();
+        w.tensors += h->tensors;
+        for (const auto& [dtype, b] : h->by_dtype) w.by_dtype[dtype] += b;
+        w.files.push_back(f.string());
+    }
+    return w;
+}
+
+}  // namespace kvscope::safetensors

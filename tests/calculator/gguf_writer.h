@@ -1,0 +1,112 @@
+#pragma once
+// Writes GGUF headers byte by byte as ggml's docs/gguf.md specifies them, so the tests can build the files
+// they read: metadata of every type, arrays, and tensor infos (no tensor data beyond what a test asks for).
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kvscope::testing {
+
+class GgufWriter {
+public:
+    enum class Type : std::uint32_t { u8, i8, u16, i16, u32, i32, f32, boolean, string, array, u64, i64, f64 };
+
+    GgufWriter& u32(const std::string& key, std::uint32_t v) { return scalar(key, Type::u32, v, 4); }
+    GgufWriter& i32(const std::string& key, std::int32_t v) {
+        return scalar(key, Type::i32, static_cast<std::uint32_t>(v), 4);
+    }
+    GgufWriter& u64(const std::string& key, std::uint64_t v) { return scalar(key, Type::u64, v, 8); }
+    GgufWriter& u8(const std::string& key, std::uint8_t v) { return scalar(key, Type::u8, v, 1); }
+    GgufWriter& flag(const std::string& key, bool v) { return scalar(key, Type::boolean, v ? 1 : 0, 1); }
+    GgufWriter& f32(const std::string& key, float v) {
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, &v, 4);
+        return scalar(key, Type::f32, bits, 4);
+    }
+    GgufWriter& str(const std::string& key, const std::string& v) {
+        begin(key, static_cast<std::uint32_t>(Type::string));
+        text(meta_, v);
+        return *this;
+    }
+    GgufWriter& u32s(const std::string& key, const std::vector<std::uint32_t>& v) {
+        begin(key, static_cast<std::uint32_t>(Type::array));
+        put(meta_, static_cast<std::uint32_t>(Type::u32), 4);
+        put(meta_, v.size(), 8);
+        for (const auto x : v) put(meta_, x, 4);
+        return *this;
+    }
+    GgufWriter& i32s(const std::string& key, const std::vector<std::int32_t>& v) {
+        begin(key, static_cast<std::uint32_t>(Type::array));
+        put(meta_, static_cast<std::uint32_t>(Type::i32), 4);
+        put(meta_, v.size(), 8);
+        for (const auto x : v) put(meta_, static_cast<std::uint32_t>(x), 4);
+        return *this;
+    }
+    GgufWriter& bools(const std::string& key, const std::vector<bool>& v) {
+        begin(key, static_cast<std::uint32_t>(Type::array));
+        put(meta_, static_cast<std::uint32_t>(Type::boolean), 4);
+        put(meta_, v.size(), 8);
+        for (const bool x : v) put(meta_, x ? 1 : 0, 1);
+        return *this;
+    }
+    // A vocabulary of `n` strings ("t0", "t1", …), as tokenizer.ggml.tokens holds it.
+    GgufWriter& strings(const std::string& key, std::uint64_t n) {
+        begin(key, static_cast<std::uint32_t>(Type::array));
+        put(meta_, static_cast<std::uint32_t>(Type::string), 4);
+        put(meta_, n, 8);
+        for (std::uint64_t k = 0; k < n; ++k) text(meta_, "t" + std::to_string(k));
+        return *this;
+    }
+    // Raw bytes in place of a value (for corrupt files): the key and type, then `raw`.
+    GgufWriter& raw(const std::string& key, std::uint32_t type, const std::string& raw) {
+        begin(key, type);
+        meta_ += raw;
+        return *this;
+    }
+    GgufWriter& tensor(const std::string& name, const std::vector<std::uint64_t>& dims, std::uint32_t type) {
+        text(tensors_, name);
+        put(tensors_, dims.size(), 4);
+        for (const auto d : dims) put(tensors_, d, 8);
+        put(tensors_, type, 4);
+        put(tensors_, offset_, 8);
+        offset_ += 32;  // the offsets are not checked by the reader: any aligned value
+        ++tensor_count_;
+        return *this;
+    }
+
+    [[nodiscard]] std::string bytes(std::uint32_t version = 3) const {
+        std::string out = "GGUF";
+        put(out, version, 4);
+        put(out, tensor_count_, 8);
+        put(out, entries_, 8);
+        return out + meta_ + tensors_;
+    }
+
+    static void put(std::string& out, std::uint64_t v, int n) {
+        for (int k = 0; k < n; ++k) out += static_cast<char>((v >> (8 * k)) & 0xff);
+    }
+    static void text(std::string& out, const std::string& s) {
+        put(out, s.size(), 8);
+        out += s;
+    }
+
+private:
+    void begin(const std::string& key, std::uint32_t type) {
+        text(meta_, key);
+        put(meta_, type, 4);
+        ++entries_;
+    }
+    GgufWriter& scalar(const std::string& key, Type type, std::uint64_t v, int n) {
+        begin(key, static_cast<std::uint32_t>(type));
+        put(meta_, v, n);
+        return *this;
+    }
+
+    std::string meta_, tensors_;
+    std::uint64_t entries_ = 0, tensor_count_ = 0, offset_ = 0;
+};
+
+}  // namespace kvscope::testing
