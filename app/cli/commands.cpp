@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 
+#include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/analysis.h"
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
@@ -110,7 +111,49 @@ std::optional<std::uint64_t> bytes_per_token(const CatalogModel& m) {
     return kv ? std::optional<std::uint64_t>(kv->bytes_per_token) : std::nullopt;
 }
 
+// models --local: what the Hugging Face cache, Ollama and LM Studio hold here, and where each was looked for.
+Output cmd_local_models(const Options& o) {
+    Output r;
+    const LocalRoots roots = local_roots_from_environment();
+    const std::vector<LocalModel> models = scan_local_models(roots);
+    const std::vector<std::pair<LocalStore, std::string>> searched{{LocalStore::huggingface, roots.huggingface},
+                                                                   {LocalStore::ollama, roots.ollama},
+                                                                   {LocalStore::lm_studio, roots.lm_studio}};
+    if (o.format == Format::json) {
+        Value list = Value::array();
+        for (const auto& m : models) {
+            Value x = Value::object();
+            x.set("id", Value::string(m.id));
+            x.set("store", Value::string(std::string(to_string(m.store))));
+            x.set("format", Value::string(m.gguf ? "gguf" : "config.json"));
+            x.set("path", Value::string(m.path));
+            list.push(std::move(x));
+        }
+        Value where = Value::object();
+        for (const auto& [store, path] : searched) where.set(std::string(to_string(store)), Value::string(path));
+        Value root = Value::object();
+        root.set("models", std::move(list));
+        root.set("searched", std::move(where));
+        r.out = root.dump() + "\n";
+        return r;
+    }
+    Table t({"id", "found in", "format", "path"});
+    for (const auto& m : models)
+        t.add({m.id, std::string(to_string(m.store)), m.gguf ? "GGUF" : "config.json", m.path});
+    if (o.format == Format::csv) {
+        r.out = t.csv();
+        return r;
+    }
+    std::string where;
+    for (const auto& [store, path] : searched)
+        where += "  " + std::string(to_string(store)) + ": " + (path.empty() ? "(no home folder)" : path) + "\n";
+    r.out = (models.empty() ? "No models found. Searched:\n" : t.text() + "Searched:\n") + where +
+            "Use one with --model ID (as listed), or --gguf FILE / --model-dir DIR.\n";
+    return r;
+}
+
 Output cmd_models(const Options& o, const Catalog& catalog) {
+    if (o.local) return cmd_local_models(o);
     Output r;
     if (o.format == Format::json) {
         Value list = Value::array();
@@ -355,7 +398,9 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
                      " each"},
         {"engine", std::string(to_string(dep.engine)) + " (fraction " + fixed(dep.fraction, 2) +
                        "): " + std::string(budget_rule(dep.engine))},
-        {"weights", format_bytes_both(f->weights_bytes, u) + " in " + std::string(to_string(dep.weight_dtype)) + " (" +
+        {"weights", format_bytes_both(f->weights_bytes, u) +
+                        (f->weights_exact ? ", " + f->weights_source + " ("
+                                          : " in " + std::string(to_string(dep.weight_dtype)) + " (") +
                         format_si(static_cast<double>(f->parameters)) + " parameters" +
                         (f->parameters_estimated ? ", estimated" : "") + "); " +
                         format_bytes(f->weights_bytes_per_gpu, u) + " per GPU"},

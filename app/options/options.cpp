@@ -6,7 +6,10 @@
 #include <iterator>
 #include <map>
 
+#include "kvscope/calculator/gguf.h"
+#include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/safetensors.h"
 
 namespace kvscope::cli {
 namespace {
@@ -56,30 +59,30 @@ struct CommandInfo {
     std::string_view summary;
 };
 constexpr CommandInfo kCommandInfo[] = {
-    {Command::models, "models", "the built-in (and your own) models", "models [--json|--csv] [--data-dir DIR]",
-     "Lists every model: id, shape, parameters and KV bytes per token."},
+    {Command::models, "models", "the built-in (and your own) models", "models [--local] [--json|--csv] [--data-dir DIR]",
+     "Lists every model: id, shape, parameters and KV bytes per token; --local: the models on this machine."},
     {Command::gpus, "gpus", "the built-in (and your own) GPUs", "gpus [--json|--csv] [--data-dir DIR]",
      "Lists every GPU: memory, bandwidth, dense bf16 TFLOP/s."},
     {Command::kv, "kv", "KV cache size: total, per GPU, per sequence, per token, per layer, and the variants",
-     "kv (--model ID | --config FILE) [options]",
+     "kv (--model ID | --config FILE | --gguf FILE | --model-dir DIR) [options]",
      "The KV cache: total, per GPU, per sequence, per token, per layer, and the MHA/GQA/MQA variants."},
     {Command::compare, "compare", "the same model as MHA, GQA, MQA (and MLA): bytes and % of MHA",
-     "compare (--model ID | --config FILE) [options]",
+     "compare (--model ID | --config FILE | --gguf FILE | --model-dir DIR) [options]",
      "The same model as MHA, GQA, MQA (and MLA where it has it): bytes and % of MHA."},
     {Command::sweep, "sweep", "KV bytes against context length, one column per variant",
-     "sweep (--model ID | --config FILE) [options]", "KV bytes against context length for each variant."},
+     "sweep (--model ID | --config FILE | --gguf FILE | --model-dir DIR) [options]", "KV bytes against context length for each variant."},
     {Command::fit, "fit", "will it fit on these GPUs, how many sequences, how long a context, how fast",
-     "fit (--model ID | --config FILE) --gpu ID [options]",
+     "fit (--model ID | --config FILE | --gguf FILE | --model-dir DIR) --gpu ID [options]",
      "Will it fit: weights, the engine's KV budget, max batch, max context, decode speed floor."},
     {Command::plan, "plan", "how many GPUs: every TP × PP layout and the replicas the sequences need",
-     "plan (--model ID | --config FILE) --gpu ID [options]",
+     "plan (--model ID | --config FILE | --gguf FILE | --model-dir DIR) --gpu ID [options]",
      "How many GPUs: every tensor x pipeline parallel layout the heads allow (TP within a node, PP across "
      "nodes), each with its fit, and the replicas (data parallel) that serve --batch sequences; GPUs = TP x PP x "
      "replicas, smallest first."},
     {Command::devices, "devices", "the probe's backends and devices (cpu, cuda)", "devices [--json|--csv]",
      "Lists the probe's backends and their devices."},
     {Command::probe, "probe", "allocate the cache on this machine, check its size, time decode attention",
-     "probe (--model ID | --config FILE) --context N [options]",
+     "probe (--model ID | --config FILE | --gguf FILE | --model-dir DIR) --context N [options]",
      "Allocates the model's KV cache on this machine exactly as the calculator lays it out, compares the bytes, "
      "and times one decode step's attention over it against a read-bandwidth ceiling measured in the same run. "
      "With --step it runs a decode step of the whole model instead and sets its time beside the calculator's "
@@ -166,6 +169,17 @@ const std::vector<Declared>& declared() {
          "a catalog id (llama-3-8b), alias or Hugging Face repo id; default: the teaching model",
          text(&Options::model)},
         {"--config", "FILE", S::model, kScenario, "a Hugging Face config.json instead", text(&Options::config)},
+        {"--gguf", "FILE", S::model, kScenario,
+         "a GGUF file (llama.cpp, Ollama, LM Studio): its header only; engine llama.cpp, exact weight bytes",
+         text(&Options::gguf)},
+        {"--model-dir", "DIR", S::model, kScenario,
+         "a model folder: its config.json, and the exact weight bytes of its safetensors", text(&Options::model_dir)},
+        {"--weights", "PATH", S::deployment, kFit | kPlan | kWindow,
+         "the weights' exact bytes from safetensors headers: a file, a folder of shards or a Hugging Face snapshot",
+         text(&Options::weights)},
+        {"--local", "", S::files, kModels,
+         "the models on this machine: the Hugging Face cache, Ollama and LM Studio (nothing is read but folders)",
+         flag(&Options::local)},
         {"--data-dir", "DIR", S::files, kModels | kGpus | kScenario,
          "your own models/ and gpus.json, and the decode steps probe --step measured (default $KVSCOPE_DATA_DIR or "
          "~/.config/kvscope)",
@@ -355,7 +369,16 @@ Result<Options> parse_options(const std::vector<std::string>& args, std::optiona
                                                                            : "this command does not take it"});
         }
     }
-    if (o.model && o.config) errors.push_back({"--config", "give either --model or --config, not both"});
+    {
+        std::vector<std::string> models;
+        if (o.model) models.emplace_back("--model");
+        if (o.config) models.emplace_back("--config");
+        if (o.gguf) models.emplace_back("--gguf");
+        if (o.model_dir) models.emplace_back("--model-dir");
+        if (models.size() > 1)
+            errors.push_back({models[1], "give one of --model, --config, --gguf and --model-dir, not " + models[0] +
+                                             " and " + models[1]});
+    }
     if ((o.command_id == Command::probe || o.command_id == Command::stopwatch) && o.format == Format::csv && !o.help)
         errors.push_back({"--format", o.command + " writes a table or JSON, not CSV"});
     if (!errors.empty()) return errors;
@@ -415,11 +438,17 @@ namespace {
 
 // The deployment the options describe, on `s`'s own when it has one (a saved scenario's): --gpu replaces the
 // GPU, the others the fields they name. Errors name the option.
-void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario& s, KvDtype default_weights,
+void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario& s, const ScenarioSource& model,
                               Errors& errors) {
     const bool had = s.deployment.has_value();
     Deployment d = s.deployment.value_or(Deployment{});
-    if (!had) d.weight_dtype = default_weights;
+    if (!had) {
+        // The model's own weights (exact when its files give them) and the engine its file is for.
+        d.weight_dtype = model.weight_dtype;
+        d.weights_bytes_exact = model.weights_bytes;
+        d.weights_source = model.weights_source;
+        if (model.engine) d.engine = *model.engine;
+    }
     if (o.gpu) {
         if (const GpuSpec* g = catalog.find_gpu(*o.gpu)) {
             d.gpu = *g;
@@ -453,10 +482,22 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
     else if (!had || d.engine != engine_before)
         d.fraction = default_fraction(d.engine);
     if (o.weight_dtype) {
-        if (auto w = parse_kv_dtype(*o.weight_dtype))
+        if (auto w = parse_kv_dtype(*o.weight_dtype)) {
             d.weight_dtype = *w;
-        else
+            // Another format than the files hold: their exact bytes no longer apply.
+            d.weights_bytes_exact = 0;
+            d.weights_source.clear();
+        } else {
             errors.push_back({"--weight-dtype", "'" + *o.weight_dtype + "' is not a format (" + kv_dtype_list() + ")"});
+        }
+    }
+    if (o.weights) {
+        if (const auto w = safetensors::read_weights(*o.weights)) {
+            d.weights_bytes_exact = w->bytes;
+            d.weights_source = w->source_text();
+        } else {
+            for (const auto& e : w.errors()) errors.push_back({"--weights", e.message});
+        }
     }
     if (o.reserve) d.activation_reserve_bytes = *o.reserve;
     if (o.overhead) d.runtime_overhead_bytes = *o.overhead;
@@ -478,24 +519,41 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
     Scenario s;
     std::optional<KvDtype> model_dtype;
     std::optional<KvDtype> model_weight_dtype;
-    if (o.config) {
-        auto imported = import_config_file(*o.config);
+    const auto take = [&](const ImportedModel& imported, const std::string& id) {
+        s.arch = imported.arch;
+        s.model_id = id;
+        source.description = id + " (" + s.arch.name + ")";
+        source.assumed = imported.assumed;
+        source.notes = imported.notes;
+        source.kv_dtype_source = imported.kv_dtype_source;
+        source.weights_bytes = imported.weights_bytes;
+        source.weights_source = imported.weights_source;
+        source.engine = imported.engine;
+        model_dtype = imported.kv_dtype;
+        model_weight_dtype = imported.weight_dtype;
+    };
+    const CatalogModel* m = o.model ? catalog.find_model(*o.model) : nullptr;
+    if (o.config || o.gguf || o.model_dir) {
+        const std::string& path = o.config ? *o.config : (o.gguf ? *o.gguf : *o.model_dir);
+        auto imported = o.config ? import_config_file(path) : (o.gguf ? gguf::import_file(path) : import_model_path(path));
         if (!imported) return imported.errors();
-        s.arch = imported->arch;
-        s.model_id = *o.config;
-        source.description = *o.config + " (" + s.arch.name + ")";
-        source.assumed = imported->assumed;
-        source.notes = imported->notes;
-        source.kv_dtype_source = imported->kv_dtype_source;
-        model_dtype = imported->kv_dtype;
-        model_weight_dtype = imported->weight_dtype;
+        take(*imported, path);
+    } else if (o.model && !m) {
+        // Not in the catalog: a model on this machine by that name (a Hugging Face repo id, an Ollama name).
+        const std::vector<LocalModel> local = scan_local_models(local_roots_from_environment());
+        const LocalModel* found = find_local_model(local, *o.model);
+        if (!found)
+            return FieldError{"--model", "unknown model '" + *o.model + "'" +
+                                             did_you_mean(catalog.suggest_models(*o.model)) +
+                                             " (kvscope-cli models lists them, models --local those on this machine; "
+                                             "--config FILE reads a config.json, --gguf FILE a GGUF)"};
+        auto imported = import_local_model(*found);
+        if (!imported) return imported.errors();
+        take(*imported, found->id);
     } else {
         const std::string key = o.model.value_or("kvscope-teaching-32l");
-        const CatalogModel* m = catalog.find_model(key);
-        if (!m) {
-            return FieldError{"--model", "unknown model '" + key + "'" + did_you_mean(catalog.suggest_models(key)) +
-                                             " (kvscope-cli models lists them; --config FILE reads a config.json)"};
-        }
+        if (!m) m = catalog.find_model(key);
+        if (!m) return FieldError{"--model", "unknown model '" + key + "'"};
         s.arch = m->model.arch;
         s.model_id = m->id;
         source.description = m->id + " (" + m->name + ")" + (o.model ? "" : " — the default; choose with --model");
@@ -513,7 +571,7 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
 
     source.weight_dtype = model_weight_dtype.value_or(KvDtype::bf16);
     if (o.command_id == Command::fit || o.command_id == Command::plan || names_deployment(o))
-        apply_deployment_options(o, catalog, s, source.weight_dtype, errors);
+        apply_deployment_options(o, catalog, s, source, errors);
     if (!errors.empty()) return errors;
     return s;
 }
@@ -521,8 +579,8 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
 Errors apply_scenario_options(const Options& o, const Catalog& catalog, Scenario& s) {
     Errors errors = apply_workload_options(o, s);
     // A new deployment counts the weights in the catalog model's own format, as build_scenario does.
-    KvDtype weights = KvDtype::bf16;
-    if (const CatalogModel* m = catalog.find_model(s.model_id)) weights = m->model.weight_dtype;
+    ScenarioSource weights;
+    if (const CatalogModel* m = catalog.find_model(s.model_id)) weights.weight_dtype = m->model.weight_dtype;
     // --tp and --pp change a saved deployment's GPU count too.
     if (names_deployment(o) || (s.deployment && (o.tp || o.pp)))
         apply_deployment_options(o, catalog, s, weights, errors);

@@ -38,6 +38,9 @@ struct Options {
     Format format = Format::table;
     UnitSystem units = UnitSystem::binary;
     std::optional<std::string> model, config, data_dir;
+    // Files users already have: a GGUF, a model folder (config.json + safetensors), the weights' safetensors.
+    std::optional<std::string> gguf, model_dir, weights;
+    bool local = false;  // models --local: what is on this machine
     std::optional<std::uint64_t> context, batch, block_size, tp, pp;
     bool full_window = false;
     std::optional<std::string> kv_dtype;
@@ -78,6 +81,9 @@ struct ScenarioSource {
     std::vector<std::string> notes;
     std::string kv_dtype_source;
     KvDtype weight_dtype = KvDtype::bf16;  // the model's own weights (config dtype or quantization): probe --step's
+    std::uint64_t weights_bytes = 0;       // their exact bytes when a file gives them (GGUF, safetensors), else 0
+    std::string weights_source;
+    std::optional<Engine> engine;  // the engine the model's file is for (llama.cpp for a GGUF)
 };
 
 // Sets what the workload options give (--kv-dtype, --mamba-cache-dtype, --mamba-ssm-cache-dtype, --context,

@@ -218,10 +218,10 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
                           " as the plain per-layer sum (vllm/platforms/interface.py, vllm/v1/core/kv_cache_utils.py; "
                           "--engine plain for the plain figure)");
     }
-    if (d.weights_bytes_exact > 0)
-        r.notes.push_back("weights: " + (d.weights_source.empty() ? format_count(d.weights_bytes_exact) + " bytes, exact"
-                                                                  : d.weights_source));
-    else if (params.estimated)
+    r.weights_exact = d.weights_bytes_exact > 0;
+    r.weights_source = r.weights_exact && d.weights_source.empty() ? format_count(d.weights_bytes_exact) + " bytes, exact"
+                                                                    : d.weights_source;
+    if (params.estimated && !r.weights_exact)
         r.notes.push_back("parameter count estimated from the architecture: " + format_count(params.total));
     if (r.state_bytes_per_gpu > 0)
         r.notes.push_back("the recurrent state of " + format_count_of(workload.batch, "sequence", "sequences") +

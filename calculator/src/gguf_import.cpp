@@ -375,6 +375,7 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
             a.mla = MlaDims{*rank, rope, *k_mla - rope, *v_mla, k.number("attention.q_lora_rank").value_or(0), 0};
             a.head_dim_k = *k_mla, a.head_dim_v = *v_mla;
             a.kv_heads = a.query_heads;  // every query head reads the one latent (as the config.json's count)
+            kv.assign(a.layers, a.kv_heads);
         } else if (rank) {
             out.notes.push_back(
                 "this GGUF has no deepseek2.attention.key_length_mla: it predates llama.cpp's MLA cache, and "
@@ -425,7 +426,7 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
 
     // llama.cpp caches keys and values in f16 unless told otherwise (common/common.h cache_type_k/v).
     out.kv_dtype = KvDtype::fp16;
-    out.kv_dtype_source = "llama.cpp's default cache type (f16; --cache-type-k/-v change it)";
+    out.kv_dtype_source = "llama.cpp's default cache type; its --cache-type-k/-v change it";
     out.engine = Engine::llama_cpp;
 
     Errors problems = validate(a);

@@ -1,12 +1,16 @@
 #include "kvscope/calculator/local_models.h"
 
 #include <algorithm>
+#include <array>
+#include <fstream>
 #include <cstdlib>
 #include <filesystem>
 #include <string_view>
 
 #include "kvscope/calculator/config_import.h"
+#include "kvscope/calculator/gguf.h"
 #include "kvscope/calculator/json.h"
+#include "kvscope/calculator/safetensors.h"
 
 namespace kvscope {
 namespace fs = std::filesystem;
@@ -175,6 +179,57 @@ std::vector<LocalModel> scan_local_models(const LocalRoots& roots) {
     if (!roots.ollama.empty()) scan_ollama(roots.ollama, out);
     if (!roots.lm_studio.empty()) scan_lm_studio(roots.lm_studio, out);
     return out;
+}
+
+Result<ImportedModel> import_model_path(const std::string& path) {
+    std::error_code error;
+    const fs::path p(path);
+    if (!fs::exists(p, error)) return FieldError{"file", path + ": no such file or folder"};
+    if (!fs::is_directory(p, error)) {
+        if (is_gguf(p)) return gguf::import_file(path);
+        // Not named .gguf: the magic decides (an Ollama blob has no extension).
+        std::array<char, 4> magic{};
+        if (std::ifstream in(path, std::ios::binary); in.read(magic.data(), 4) && std::string_view(magic.data(), 4) == "GGUF")
+            return gguf::import_file(path);
+        return import_config_file(path);
+    }
+    const fs::path config = p / "config.json";
+    if (!fs::exists(config, error)) {
+        std::vector<fs::path> ggufs;
+        for (const fs::path& f : entries(p, false))
+            if (is_gguf(f) && !is_projector(f)) ggufs.push_back(f);
+        if (ggufs.size() == 1) return gguf::import_file(ggufs.front().string());
+        return FieldError{"file", path + ": holds no config.json" +
+                                      (ggufs.empty() ? std::string(" and no .gguf file")
+                                                     : " and " + std::to_string(ggufs.size()) +
+                                                           " .gguf files; name the one to read")};
+    }
+    auto imported = import_config_file(config.string());
+    if (!imported) return imported;
+    bool has_weights = fs::exists(p / "model.safetensors.index.json", error);
+    for (const fs::path& f : entries(p, false)) has_weights = has_weights || f.extension() == ".safetensors";
+    if (!has_weights) {
+        imported.value().notes.push_back("no safetensors weights in " + path +
+                                         ": the weights are estimated from the parameter count");
+        return imported;
+    }
+    const auto weights = safetensors::read_weights(path);
+    if (!weights) return weights.errors();
+    imported.value().weights_bytes = weights->bytes;
+    imported.value().weights_source = weights->source_text();
+    return imported;
+}
+
+Result<ImportedModel> import_local_model(const LocalModel& model) {
+    auto imported = import_model_path(model.path);
+    if (imported) {
+        imported.value().notes.push_back("found on this machine (" + std::string(to_string(model.store)) + "): " +
+                                         model.path);
+        // An Ollama blob is named by its digest: the model's name is what Ollama calls it.
+        std::string& name = imported.value().arch.name;
+        if (name.empty() || name.starts_with("sha256-")) name = model.id;
+    }
+    return imported;
 }
 
 const LocalModel* find_local_model(const std::vector<LocalModel>& models, std::string_view key) {

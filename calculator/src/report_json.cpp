@@ -126,6 +126,8 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
     o.set("parameters_estimated", Value::boolean(f.parameters_estimated));
     o.set("weights_bytes", Value::number(f.weights_bytes));
     o.set("weights_bytes_per_gpu", Value::number(f.weights_bytes_per_gpu));
+    o.set("weights_exact", Value::boolean(f.weights_exact));
+    if (f.weights_exact) o.set("weights_source", Value::string(f.weights_source));
     o.set("reserve_bytes_per_gpu", Value::number(f.reserve_bytes_per_gpu));
     o.set("kv_budget_bytes", Value::number_signed(f.kv_budget_bytes));
     o.set("kv_budget_bytes_per_gpu", Value::number_signed(f.kv_budget_bytes_per_gpu));

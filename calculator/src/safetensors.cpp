@@ -71,7 +71,9 @@ Result<Header> read_header(std::string_view bytes, std::uint64_t file_size, cons
     Header h;
     // (begin, end) of every tensor: they must tile the data section without gaps or overlaps (tensor.rs validate).
     std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
-    for (const auto& [name, t] : parsed.value->members()) {
+    for (const auto& member : parsed.value->members()) {
+        const std::string& name = member.first;  // not a structured binding: the lambda below captures it
+        const json::Value& t = member.second;
         if (name == "__metadata__") continue;
         const auto where = [&](const std::string& what) {
             return FieldError{"safetensors", source + ": tensor '" + name + "' (header line " +

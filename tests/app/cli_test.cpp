@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../calculator/gguf_writer.h"
 #include "kvscope/calculator/json.h"
 
 namespace {
@@ -31,10 +32,11 @@ struct DataFolder {
 };
 const DataFolder g_data;
 
-CliRun cli(const std::string& args) {
+// `env`: more NAME='value' assignments for the run.
+CliRun cli(const std::string& args, const std::string& env = "") {
     const auto err_path = std::filesystem::temp_directory_path() / ("kvscope-cli-err-" + std::to_string(::getpid()));
-    const std::string cmd = "KVSCOPE_DATA_DIR='" + g_data.path.string() + "' '" KVSCOPE_CLI_PATH "' " + args + " 2>'" +
-                            err_path.string() + "'";
+    const std::string cmd = "KVSCOPE_DATA_DIR='" + g_data.path.string() + "' " + env + " '" KVSCOPE_CLI_PATH "' " +
+                            args + " 2>'" + err_path.string() + "'";
     CliRun r;
     FILE* pipe = ::popen(cmd.c_str(), "r");
     if (!pipe) return r;
@@ -538,3 +540,119 @@ TEST(Cli, AnUnmodelledLayoutIsAWarningInTheTableAndTheJson) {
 }
 
 }  // namespace
+
+namespace {
+
+void write_file(const std::filesystem::path& p, const std::string& bytes) {
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << bytes;
+}
+
+// A safetensors file of one BF16 tensor of `values` values: the 8-byte header length, the header, the data.
+std::string safetensors_of(const std::string& name, std::uint64_t values) {
+    const std::string header = R"({")" + name + R"(":{"dtype":"BF16","shape":[)" + std::to_string(values) +
+                               R"(],"data_offsets":[0,)" + std::to_string(values * 2) + "]}}";
+    std::string out;
+    kvscope::testing::GgufWriter::put(out, header.size(), 8);
+    return out + header + std::string(values * 2, '\0');
+}
+
+constexpr const char* kLlama3Config = R"({"_name_or_path": "meta-llama/Meta-Llama-3-8B", "model_type": "llama",
+    "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 8192, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "torch_dtype": "bfloat16", "vocab_size": 128256})";
+
+std::string llama3_gguf() {
+    kvscope::testing::GgufWriter w;
+    w.str("general.architecture", "llama").str("general.name", "Meta Llama 3 8B").u32("llama.block_count", 32);
+    w.u32("llama.context_length", 8192).u32("llama.embedding_length", 4096).u32("llama.feed_forward_length", 14336);
+    w.u32("llama.attention.head_count", 32).u32("llama.attention.head_count_kv", 8).u32("llama.vocab_size", 128256);
+    w.tensor("token_embd.weight", {4096, 128256}, 12).tensor("output.weight", {4096, 128256}, 14);
+    return w.bytes();
+}
+
+}  // namespace
+
+TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("kvscope cli files ü " + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    const std::string quoted = "'" + dir.string();
+    const auto at = [&](const std::string& rest) { return "'" + (dir / rest).string() + "'"; };
+    const auto kv_bytes = [](const CliRun& r) { return u64(json_of(r), "kv_cache_bytes"); };
+    const std::uint64_t catalog = kv_bytes(cli("kv --model llama-3-8b --context 8k --json"));
+    ASSERT_GT(catalog, 0u);
+
+    // A GGUF: the same cache as the catalog's config.json, the engine llama.cpp, the weights exact.
+    write_file(dir / "Meta Llama 3 8B.Q4_K_M.gguf", llama3_gguf());
+    EXPECT_EQ(kv_bytes(cli("kv --gguf " + at("Meta Llama 3 8B.Q4_K_M.gguf") + " --context 8k --json")), catalog);
+    const CliRun fit = cli("fit --gguf " + at("Meta Llama 3 8B.Q4_K_M.gguf") + " --gpu rtx-4090 --json");
+    ASSERT_EQ(fit.status, 0) << fit.err;
+    const auto f = json_of(fit);
+    const std::uint64_t gguf_weights = 4096ull * 128256 / 256 * (144 + 210);
+    EXPECT_EQ(f.find("engine")->as_string(), "llama.cpp");
+    EXPECT_EQ(u64(f, "weights_bytes"), gguf_weights) << fit.out;
+    EXPECT_TRUE(f.find("weights_exact")->as_bool());
+
+    // A model folder: config.json and two shards with their index; --weights on a catalog model reads the same.
+    const fs::path folder = dir / "Llama 3 8B";
+    write_file(folder / "config.json", kLlama3Config);
+    write_file(folder / "model-00001-of-00002.safetensors", safetensors_of("a", 1000));
+    write_file(folder / "model-00002-of-00002.safetensors", safetensors_of("b", 24));
+    write_file(folder / "model.safetensors.index.json",
+               R"({"weight_map":{"a":"model-00001-of-00002.safetensors","b":"model-00002-of-00002.safetensors"}})");
+    for (const std::string& args : {"--model-dir " + at("Llama 3 8B"), "--model llama-3-8b --weights " + at("Llama 3 8B")}) {
+        const CliRun r = cli("fit " + args + " --gpu h100-sxm --json");
+        ASSERT_EQ(r.status, 0) << args << ": " << r.err;
+        const auto v = json_of(r);
+        EXPECT_EQ(u64(v, "weights_bytes"), 2048u) << args;
+        EXPECT_EQ(v.find("weights_source")->as_string(),
+                  "2,048 bytes, exact from 2 safetensors headers (BF16)")
+            << args;
+        EXPECT_EQ(v.find("engine")->as_string(), "vllm");
+    }
+    const CliRun table = cli("fit --model-dir " + at("Llama 3 8B") + " --gpu h100-sxm");
+    EXPECT_NE(table.out.find("2,048 bytes, exact from 2 safetensors headers"), std::string::npos) << table.out;
+    // --weight-dtype asks for another format than the files hold: the estimate again.
+    const auto fp8 = json_of(cli("fit --model-dir " + at("Llama 3 8B") + " --gpu h100-sxm --weight-dtype fp8 --json"));
+    EXPECT_FALSE(fp8.find("weights_exact")->as_bool());
+
+    // Bad files: a clear line naming the file, exit 2.
+    write_file(dir / "broken.gguf", llama3_gguf().substr(0, 100));
+    const CliRun broken = cli("kv --gguf " + at("broken.gguf"));
+    EXPECT_EQ(broken.status, 2);
+    EXPECT_NE(broken.err.find("broken.gguf: byte "), std::string::npos) << broken.err;
+    const CliRun missing = cli("fit --model llama-3-8b --gpu h100-sxm --weights " + at("nowhere"));
+    EXPECT_EQ(missing.status, 2);
+    EXPECT_NE(missing.err.find("--weights"), std::string::npos) << missing.err;
+    const CliRun two = cli("kv --gguf " + at("a.gguf") + " --model-dir " + at("x"));
+    EXPECT_EQ(two.status, 2);
+    EXPECT_NE(two.err.find("give one of --model, --config, --gguf and --model-dir"), std::string::npos) << two.err;
+
+    // The models on this machine: a Hugging Face cache, an Ollama store and an LM Studio folder.
+    const fs::path snap = dir / "hub" / "models--meta-llama--Meta-Llama-3-8B" / "snapshots" / "abc";
+    write_file(snap / "config.json", kLlama3Config);
+    write_file(dir / "hub" / "models--meta-llama--Meta-Llama-3-8B" / "refs" / "main", "abc");
+    write_file(dir / "ollama" / "blobs" / "sha256-feed", llama3_gguf());
+    write_file(dir / "ollama" / "manifests" / "registry.ollama.ai" / "library" / "llama3" / "8b",
+               R"({"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:feed"}]})");
+    write_file(dir / "home" / ".lmstudio" / "models" / "lmstudio-community" / "Llama-3-GGUF" / "llama3.gguf",
+               llama3_gguf());
+    const std::string env = "HF_HUB_CACHE=" + at("hub") + " OLLAMA_MODELS=" + at("ollama") + " HOME=" + at("home");
+    const CliRun local = cli("models --local --json", env);
+    ASSERT_EQ(local.status, 0) << local.err;
+    const auto listed = json_of(local);
+    std::vector<std::string> ids;
+    for (const auto& m : listed.find("models")->items()) ids.push_back(m.find("id")->as_string());
+    EXPECT_EQ(ids, (std::vector<std::string>{"meta-llama/Meta-Llama-3-8B", "llama3:8b",
+                                             "lmstudio-community/Llama-3-GGUF/llama3.gguf"}));
+    const CliRun local_table = cli("models --local", env);
+    EXPECT_NE(local_table.out.find("Ollama"), std::string::npos) << local_table.out;
+    EXPECT_NE(local_table.out.find((dir / "hub").string()), std::string::npos) << local_table.out;
+    // --model resolves to them when the catalog does not know the name.
+    EXPECT_EQ(kv_bytes(cli("kv --model llama3:8b --context 8k --json", env)), catalog);
+    EXPECT_EQ(kv_bytes(cli("kv --model lmstudio-community/Llama-3-GGUF/llama3.gguf --context 8k --json", env)), catalog);
+    const CliRun unknown = cli("kv --model nobody/nothing", env);
+    EXPECT_EQ(unknown.status, 2);
+    EXPECT_NE(unknown.err.find("models --local"), std::string::npos) << unknown.err;
+    fs::remove_all(dir);
+}

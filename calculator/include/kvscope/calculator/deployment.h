@@ -67,6 +67,9 @@ struct FitReport {
     std::uint64_t weights_bytes_per_gpu = 0;
     std::uint64_t parameters = 0;
     bool parameters_estimated = false;
+    // The weights' bytes are exact (from the model's files), not the parameter count in a format; where from.
+    bool weights_exact = false;
+    std::string weights_source;
     std::uint64_t reserve_bytes_per_gpu = 0;        // activation reserve + runtime overhead the rule subtracts
     std::int64_t kv_budget_bytes_per_gpu = 0;       // negative: the weights alone do not fit
     std::int64_t kv_budget_bytes = 0;               // all GPUs

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "kvscope/calculator/config_import.h"
+
 namespace kvscope {
 
 enum class LocalStore { huggingface, ollama, lm_studio };
@@ -36,5 +38,13 @@ std::vector<LocalModel> scan_local_models(const LocalRoots& roots);
 
 // The model `key` names (its id, case-insensitively; for the Hugging Face cache also "org/name"), or nullptr.
 const LocalModel* find_local_model(const std::vector<LocalModel>& models, std::string_view key);
+
+// The model a path holds, whatever users have on disk: a .gguf file (gguf::import_file); a model folder with
+// config.json, whose safetensors headers, when there, give the exact weight bytes; a folder holding one GGUF and no
+// config.json; or a config.json file. Errors name the path and what was expected there.
+Result<ImportedModel> import_model_path(const std::string& path);
+
+// The same for a model found by scan_local_models, with where it was found in the notes.
+Result<ImportedModel> import_local_model(const LocalModel& model);
 
 }  // namespace kvscope

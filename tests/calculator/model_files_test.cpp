@@ -1,0 +1,234 @@
+// safetensors headers (exact weight bytes, shards, corrupt files) and the scan of the models on this machine
+// (a fake Hugging Face cache, Ollama store and LM Studio folder built by the test).
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gguf_writer.h"
+#include "kvscope/calculator/json.h"
+#include "kvscope/calculator/local_models.h"
+#include "kvscope/calculator/safetensors.h"
+#include "testing.h"
+
+namespace kvscope {
+namespace {
+namespace fs = std::filesystem;
+
+struct Tensor {
+    std::string name, dtype;
+    std::vector<std::uint64_t> shape;
+};
+
+// A safetensors file as the format specifies: u64 header length, the JSON header, then the tensors' bytes (zeros).
+std::string safetensors_bytes(const std::vector<Tensor>& tensors) {
+    json::Value header = json::Value::object();
+    std::uint64_t offset = 0;
+    for (const Tensor& t : tensors) {
+        std::uint64_t values = 1;
+        json::Value shape = json::Value::array();
+        for (const auto d : t.shape) values *= d, shape.push(json::Value::number(d));
+        const std::uint64_t bytes = values * *safetensors::dtype_bits(t.dtype) / 8;
+        json::Value entry = json::Value::object();
+        entry.set("dtype", json::Value::string(t.dtype));
+        entry.set("shape", shape);
+        json::Value offsets = json::Value::array();
+        offsets.push(json::Value::number(offset));
+        offsets.push(json::Value::number(offset + bytes));
+        entry.set("data_offsets", offsets);
+        header.set(t.name, entry);
+        offset += bytes;
+    }
+    json::Value meta = json::Value::object();
+    meta.set("format", json::Value::string("pt"));
+    header.set("__metadata__", meta);
+    const std::string text = header.dump(0);
+    std::string out;
+    testing::GgufWriter::put(out, text.size(), 8);
+    return out + text + std::string(offset, '\0');
+}
+
+void write(const fs::path& p, const std::string& bytes) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << bytes;
+}
+
+class TempDir {
+public:
+    TempDir() : path_(fs::temp_directory_path() / ("kvscope model files ü " + std::to_string(::getpid()))) {
+        fs::remove_all(path_);
+        fs::create_directories(path_);
+    }
+    ~TempDir() { fs::remove_all(path_); }
+    [[nodiscard]] const fs::path& path() const { return path_; }
+
+private:
+    fs::path path_;
+};
+
+TEST(Safetensors, SumsTheExactBytesOfEveryDtypeIncludingPackedAndSubByteOnes) {
+    const std::string bytes = safetensors_bytes({{"a", "BF16", {4096, 4096}},
+                                                 {"b", "F8_E4M3", {1024, 4096}},
+                                                 {"s", "F32", {1024}},
+                                                 {"q", "U8", {512, 2048}},
+                                                 {"f4", "F4", {3, 6}},
+                                                 {"i", "I64", {2}}});
+    const auto h = safetensors::read_header(bytes, bytes.size(), "model.safetensors");
+    ASSERT_TRUE(h.ok()) << h.error_text();
+    EXPECT_EQ(h->tensors, 6u);
+    EXPECT_EQ(h->bytes, 4096u * 4096 * 2 + 1024 * 4096 + 4096 + 512 * 2048 + 9 + 16);
+    EXPECT_EQ(h->by_dtype.at("F8_E4M3"), 1024u * 4096);
+    EXPECT_EQ(h->by_dtype.at("F4"), 9u);
+}
+
+TEST(Safetensors, CorruptHeadersNameTheFileTheByteAndWhatWasExpected) {
+    const std::string good = safetensors_bytes({{"w", "F16", {8, 8}}});
+    EXPECT_FIELD_ERROR(safetensors::read_header(good.substr(0, 5), 5, "m.safetensors"), "safetensors",
+                       "m.safetensors: byte 0: expected the header's length (8 bytes), but the file ends at byte 5");
+    std::string huge;
+    testing::GgufWriter::put(huge, 1ull << 63, 8);
+    EXPECT_FIELD_ERROR(safetensors::read_header(huge, 1ull << 40, "m.safetensors"), "safetensors",
+                       "more than the 67,108,864 a safetensors header may be");
+    std::string longer;
+    testing::GgufWriter::put(longer, 1000, 8);
+    EXPECT_FIELD_ERROR(safetensors::read_header(longer + "{}", 10, "m.safetensors"), "safetensors",
+                       "the header is said to be 1,000 bytes long, but the file has 2 bytes after the length");
+    // A tensor whose offsets do not hold its shape, a gap, an overlap, a bad dtype, trailing bytes, bad JSON.
+    const auto with_header = [](const std::string& json_text, std::uint64_t data) {
+        std::string out;
+        testing::GgufWriter::put(out, json_text.size(), 8);
+        return out + json_text + std::string(data, '\0');
+    };
+    const std::string wrong = with_header(R"({"w":{"dtype":"F16","shape":[8,8],"data_offsets":[0,100]}})", 100);
+    EXPECT_FIELD_ERROR(safetensors::read_header(wrong, wrong.size(), "m.safetensors"), "safetensors",
+                       "tensor 'w' (header line 1): data_offsets [0, 100] do not hold its 128 bytes (F16)");
+    const std::string gap = with_header(
+        R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[8,12]}})",
+        12);
+    EXPECT_FIELD_ERROR(safetensors::read_header(gap, gap.size(), "m.safetensors"), "safetensors", "a gap");
+    const std::string overlap = with_header(
+        R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})",
+        6);
+    EXPECT_FIELD_ERROR(safetensors::read_header(overlap, overlap.size(), "m.safetensors"), "safetensors", "overlap");
+    const std::string dtype = with_header(R"({"w":{"dtype":"Q4","shape":[8],"data_offsets":[0,4]}})", 4);
+    EXPECT_FIELD_ERROR(safetensors::read_header(dtype, dtype.size(), "m.safetensors"), "safetensors",
+                       "dtype 'Q4' is not a safetensors dtype");
+    const std::string trailing = with_header(R"({"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", 9);
+    EXPECT_FIELD_ERROR(safetensors::read_header(trailing, trailing.size(), "m.safetensors"), "safetensors",
+                       "goes on for 5 more bytes");
+    const std::string broken = with_header(R"({"w":{"dtype":)", 0);
+    EXPECT_FIELD_ERROR(safetensors::read_header(broken, broken.size(), "m.safetensors"), "safetensors",
+                       "m.safetensors: the header (JSON from byte 8) line 1:");
+    const std::string overflow =
+        with_header(R"({"w":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8);
+    EXPECT_FIELD_ERROR(safetensors::read_header(overflow, overflow.size(), "m.safetensors"), "safetensors",
+                       "overflows 64 bits");
+}
+
+TEST(Safetensors, ShardsOfAnIndexASnapshotAndACacheRepoFolderCountEachTensorOnce) {
+    TempDir dir;
+    const fs::path repo = dir.path() / "hub" / "models--org--Model-8B";
+    const fs::path snap = repo / "snapshots" / "abc123";
+    write(snap / "model-00001-of-00002.safetensors", safetensors_bytes({{"a", "BF16", {1024, 1024}}}));
+    write(snap / "model-00002-of-00002.safetensors",
+          safetensors_bytes({{"b", "BF16", {1024, 512}}, {"c", "F32", {1024}}}));
+    write(snap / "model.safetensors.index.json",
+          R"({"metadata":{"total_size":3149824},"weight_map":{"a":"model-00001-of-00002.safetensors",)"
+          R"("b":"model-00002-of-00002.safetensors","c":"model-00002-of-00002.safetensors"}})");
+    write(snap / "consolidated.safetensors", safetensors_bytes({{"x", "BF16", {4096, 4096}}}));  // not in the index
+    write(repo / "refs" / "main", "abc123\n");
+    const std::uint64_t expected = 1024 * 1024 * 2 + 1024 * 512 * 2 + 4096;
+    for (const fs::path& p : {snap, repo}) {
+        const auto w = safetensors::read_weights(p.string());
+        ASSERT_TRUE(w.ok()) << w.error_text();
+        EXPECT_EQ(w->bytes, expected);
+        EXPECT_EQ(w->files.size(), 2u);
+        EXPECT_EQ(w->source_text(), "3,149,824 bytes, exact from 2 safetensors headers (BF16, F32)");
+    }
+    const auto one = safetensors::read_weights((snap / "consolidated.safetensors").string());
+    ASSERT_TRUE(one.ok()) << one.error_text();
+    EXPECT_EQ(one->bytes, 4096u * 4096 * 2);
+    // Without an index, every .safetensors file in the folder.
+    fs::remove(snap / "model.safetensors.index.json");
+    EXPECT_EQ(safetensors::read_weights(snap.string())->files.size(), 3u);
+    // A shard the index names that is missing, an empty folder, a path that is not there.
+    write(snap / "model.safetensors.index.json", R"({"weight_map":{"a":"model-00003-of-00003.safetensors"}})");
+    EXPECT_FIELD_ERROR(safetensors::read_weights(snap.string()), "safetensors",
+                       "model-00003-of-00003.safetensors: cannot be opened");
+    fs::create_directories(dir.path() / "empty");
+    EXPECT_FIELD_ERROR(safetensors::read_weights((dir.path() / "empty").string()), "--weights", "holds no .safetensors");
+    EXPECT_FIELD_ERROR(safetensors::read_weights((dir.path() / "nope").string()), "--weights", "no such file or folder");
+}
+
+TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights) {
+    TempDir dir;
+    const fs::path hub = dir.path() / "hub";
+    // A config.json repo (refs/main names the snapshot), a GGUF repo, a repo with two snapshots and no ref (skipped).
+    write(hub / "models--meta-llama--Llama-3.1-8B" / "refs" / "main", "r2\n");
+    write(hub / "models--meta-llama--Llama-3.1-8B" / "snapshots" / "r1" / "config.json", "{}");
+    write(hub / "models--meta-llama--Llama-3.1-8B" / "snapshots" / "r2" / "config.json", "{}");
+    write(hub / "models--bartowski--Qwen3-8B-GGUF" / "snapshots" / "r" / "Qwen3-8B-Q4_K_M.gguf", "GGUF");
+    write(hub / "models--bartowski--Qwen3-8B-GGUF" / "snapshots" / "r" / "mmproj-f16.gguf", "GGUF");
+    write(hub / "models--x--y" / "snapshots" / "a" / "config.json", "{}");
+    write(hub / "models--x--y" / "snapshots" / "b" / "config.json", "{}");
+    write(hub / "datasets--x--y" / "snapshots" / "a" / "config.json", "{}");
+    // Ollama: a library model and one from another registry, each a manifest naming its GGUF blob.
+    const fs::path ollama = dir.path() / "ollama";
+    const std::string manifest =
+        R"({"schemaVersion":2,"layers":[{"mediaType":"application/vnd.ollama.image.template","digest":"sha256:t"},)"
+        R"({"mediaType":"application/vnd.ollama.image.model","digest":"sha256:0123abcd","size":4}]})";
+    write(ollama / "manifests" / "registry.ollama.ai" / "library" / "llama3.1" / "8b", manifest);
+    write(ollama / "manifests" / "hf.co" / "bartowski" / "Phi-4-GGUF" / "Q4_K_M", manifest);
+    write(ollama / "manifests" / "registry.ollama.ai" / "library" / "broken" / "latest", "{not json");
+    // LM Studio: publisher/repo/file.gguf.
+    const fs::path lms = dir.path() / "lm studio";
+    write(lms / "lmstudio-community" / "gemma-3-4b-it-GGUF" / "gemma-3-4b-it-Q4_K_M.gguf", "GGUF");
+    write(lms / "lmstudio-community" / "gemma-3-4b-it-GGUF" / "README.md", "");
+
+    const auto models = scan_local_models({hub.string(), ollama.string(), lms.string()});
+    std::vector<std::string> ids;
+    for (const auto& m : models) ids.push_back(std::string(to_string(m.store)) + ": " + m.id);
+    EXPECT_EQ(ids, (std::vector<std::string>{
+                       "Hugging Face cache: bartowski/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf",
+                       "Hugging Face cache: meta-llama/Llama-3.1-8B",
+                       "Ollama: hf.co/bartowski/Phi-4-GGUF:Q4_K_M",
+                       "Ollama: llama3.1:8b",
+                       "LM Studio: lmstudio-community/gemma-3-4b-it-GGUF/gemma-3-4b-it-Q4_K_M.gguf",
+                   }));
+    const LocalModel* llama = find_local_model(models, "META-LLAMA/llama-3.1-8b");
+    ASSERT_NE(llama, nullptr);
+    EXPECT_EQ(fs::path(llama->path), hub / "models--meta-llama--Llama-3.1-8B" / "snapshots" / "r2");
+    EXPECT_FALSE(llama->gguf);
+    const LocalModel* o = find_local_model(models, "llama3.1:8b");
+    ASSERT_NE(o, nullptr);
+    EXPECT_EQ(fs::path(o->path), ollama / "blobs" / "sha256-0123abcd");
+    EXPECT_TRUE(o->gguf);
+    EXPECT_EQ(find_local_model(models, "nothing/here"), nullptr);
+    // Missing folders are no error: nothing is found there.
+    EXPECT_TRUE(scan_local_models({(dir.path() / "a").string(), (dir.path() / "b").string(), ""}).empty());
+}
+
+TEST(LocalModels, RootsFollowEachToolsEnvironment) {
+    const auto with = [](std::initializer_list<std::pair<const char*, const char*>> vars) {
+        for (const char* v : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "OLLAMA_MODELS"})
+            ::unsetenv(v);
+        for (const auto& [k, v] : vars) ::setenv(k, v, 1);
+        return local_roots_from_environment();
+    };
+    const char* home = std::getenv("HOME");
+    const std::string saved_home = home ? home : "";
+    ::setenv("HOME", "/home/ü user", 1);
+    EXPECT_EQ(with({}).huggingface, "/home/ü user/.cache/huggingface/hub");
+    EXPECT_EQ(with({}).ollama, "/home/ü user/.ollama/models");
+    EXPECT_EQ(with({}).lm_studio, "/home/ü user/.lmstudio/models");
+    EXPECT_EQ(with({{"XDG_CACHE_HOME", "/x"}}).huggingface, "/x/huggingface/hub");
+    EXPECT_EQ(with({{"HF_HOME", "/hf"}, {"XDG_CACHE_HOME", "/x"}}).huggingface, "/hf/hub");
+    EXPECT_EQ(with({{"HF_HUB_CACHE", "/c"}, {"HF_HOME", "/hf"}}).huggingface, "/c");
+    EXPECT_EQ(with({{"OLLAMA_MODELS", "/o"}}).ollama, "/o");
+    with({});
+    if (home) ::setenv("HOME", saved_home.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace kvscope
