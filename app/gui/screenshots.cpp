@@ -281,7 +281,7 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
   "num_key_value_heads": 8, "hidden_size": 4096, "head_dim": 128, "max_position_embeddings": 1048576,
   "vocab_size": 128256, "intermediate_size": 14336, "attention_chunk_size": 8192, "torch_dtype": "bfloat16"})");
         file.close();
-        window.importConfigFile(path);
+        window.importModelFile(path);
         model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 131072; });
         ok &= save(&window, dir.filePath("not-exact.png"));
         window.statusBar()->clearMessage();  // the import's temporary path is no part of the pictures after it

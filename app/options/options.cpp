@@ -442,13 +442,7 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
                               Errors& errors) {
     const bool had = s.deployment.has_value();
     Deployment d = s.deployment.value_or(Deployment{});
-    if (!had) {
-        // The model's own weights (exact when its files give them) and the engine its file is for.
-        d.weight_dtype = model.weight_dtype;
-        d.weights_bytes_exact = model.weights_bytes;
-        d.weights_source = model.weights_source;
-        if (model.engine) d.engine = *model.engine;
-    }
+    if (!had) adopt_model_weights(d, model.weights);  // exact when its files give them; the engine they are for
     if (o.gpu) {
         if (const GpuSpec* g = catalog.find_gpu(*o.gpu)) {
             d.gpu = *g;
@@ -518,7 +512,6 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
 Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, ScenarioSource& source) {
     Scenario s;
     std::optional<KvDtype> model_dtype;
-    std::optional<KvDtype> model_weight_dtype;
     const auto take = [&](const ImportedModel& imported, const std::string& id) {
         s.arch = imported.arch;
         s.model_id = id;
@@ -526,11 +519,8 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
         source.assumed = imported.assumed;
         source.notes = imported.notes;
         source.kv_dtype_source = imported.kv_dtype_source;
-        source.weights_bytes = imported.weights_bytes;
-        source.weights_source = imported.weights_source;
-        source.engine = imported.engine;
+        source.weights = imported.model_weights();
         model_dtype = imported.kv_dtype;
-        model_weight_dtype = imported.weight_dtype;
     };
     const CatalogModel* m = o.model ? catalog.find_model(*o.model) : nullptr;
     if (o.config || o.gguf || o.model_dir) {
@@ -561,7 +551,7 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
         source.notes = m->model.notes;
         source.kv_dtype_source = m->model.kv_dtype_source;
         model_dtype = m->model.kv_dtype;
-        model_weight_dtype = m->model.weight_dtype;
+        source.weights = m->model.model_weights();
     }
 
     s.kv_dtype = model_dtype.value_or(KvDtype::fp16);
@@ -569,7 +559,6 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
     Errors errors = apply_workload_options(o, s);
     if (o.kv_dtype) source.kv_dtype_source = "--kv-dtype";
 
-    source.weight_dtype = model_weight_dtype.value_or(KvDtype::bf16);
     if (o.command_id == Command::fit || o.command_id == Command::plan || names_deployment(o))
         apply_deployment_options(o, catalog, s, source, errors);
     if (!errors.empty()) return errors;
@@ -580,7 +569,7 @@ Errors apply_scenario_options(const Options& o, const Catalog& catalog, Scenario
     Errors errors = apply_workload_options(o, s);
     // A new deployment counts the weights in the catalog model's own format, as build_scenario does.
     ScenarioSource weights;
-    if (const CatalogModel* m = catalog.find_model(s.model_id)) weights.weight_dtype = m->model.weight_dtype;
+    if (const CatalogModel* m = catalog.find_model(s.model_id)) weights.weights = m->model.model_weights();
     // --tp and --pp change a saved deployment's GPU count too.
     if (names_deployment(o) || (s.deployment && (o.tp || o.pp)))
         apply_deployment_options(o, catalog, s, weights, errors);

@@ -80,10 +80,9 @@ struct ScenarioSource {
     std::vector<std::string> assumed;  // from config import
     std::vector<std::string> notes;
     std::string kv_dtype_source;
-    KvDtype weight_dtype = KvDtype::bf16;  // the model's own weights (config dtype or quantization): probe --step's
-    std::uint64_t weights_bytes = 0;       // their exact bytes when a file gives them (GGUF, safetensors), else 0
-    std::string weights_source;
-    std::optional<Engine> engine;  // the engine the model's file is for (llama.cpp for a GGUF)
+    // The model's own weights (config dtype or quantization: probe --step's format; exact bytes from its files) and
+    // the engine its file is for: what a new deployment starts with.
+    ModelWeights weights;
 };
 
 // Sets what the workload options give (--kv-dtype, --mamba-cache-dtype, --mamba-ssm-cache-dtype, --context,

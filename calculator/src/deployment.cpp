@@ -75,6 +75,16 @@ Result<std::uint64_t> weights_bytes(std::uint64_t params, KvDtype dtype) {
     return b.value();
 }
 
+void adopt_model_weights(Deployment& d, const ModelWeights& w) {
+    d.weight_dtype = w.dtype;
+    d.weights_bytes_exact = w.exact_bytes;
+    d.weights_source = w.source;
+    if (w.engine) {
+        d.engine = *w.engine;
+        d.fraction = default_fraction(d.engine);
+    }
+}
+
 Result<std::uint64_t> stored_weights_bytes(const Architecture& arch, const Deployment& d) {
     if (d.weights_bytes_exact > 0) return d.weights_bytes_exact;
     return weights_bytes(parameters(arch).total, d.weight_dtype);

@@ -451,7 +451,7 @@ Result<LoadedScenario> scenario_from_json(std::string_view text, const std::stri
     if (!version) {
         return FieldError{source,
                           "is not a KVScope scenario (no \"kvscope_scenario\" version field; "
-                          "a Hugging Face config.json is opened with Import config.json)"};
+                          "a Hugging Face config.json is opened with Import model)"};
     }
     const auto v = version->as_u64();
     if (!v || *v == 0)

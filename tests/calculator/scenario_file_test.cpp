@@ -84,7 +84,7 @@ TEST(ScenarioFile, NewerVersionIsRefusedWithAnUpdateHint) {
 
 TEST(ScenarioFile, ConfigJsonIsPointedAtImport) {
     EXPECT_FIELD_ERROR(scenario_from_json(R"({"num_hidden_layers": 32})", "config.json"), "config.json",
-                       "Import config.json");
+                       "Import model");
 }
 
 TEST(ScenarioFile, WrongTypesNameTheFieldAndLine) {

@@ -4,6 +4,8 @@
 #include <QComboBox>
 #include <QCompleter>
 #include <QDir>
+#include <QFile>
+#include <QFileInfo>
 #include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
@@ -11,6 +13,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QStatusBar>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -18,6 +21,8 @@
 
 #include <gtest/gtest.h>
 
+#include "../calculator/gguf_writer.h"
+#include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/plan.h"
 #include "kvscope/ui/big_spin_box.h"
@@ -25,6 +30,7 @@
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/main_window.h"
+#include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/memory_chart.h"
 #include "kvscope/ui/overview_view.h"
 #include "kvscope/ui/plan_view.h"
@@ -266,7 +272,7 @@ TEST(Agreement, AnImportedModelsWeightFormatStartsItsDeploymentAsInTheCli) {
     testing::write_all(path, R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8,
         "num_key_value_heads": 2, "hidden_size": 512, "max_position_embeddings": 4096, "torch_dtype": "float16"})");
     MainWindow w(catalog(), false);
-    ASSERT_TRUE(w.importConfigFile(path));
+    ASSERT_TRUE(w.importModelFile(path));
     w.deployment()->enableBox()->setChecked(true);
     const Scenario cli = cli_scenario({"fit", "--config", path.toStdString(), "--gpu", "h100-sxm"});
     ASSERT_TRUE(w.model()->scenario().deployment && cli.deployment);
@@ -283,7 +289,7 @@ TEST(Agreement, AnUnmodelledLayoutIsNotExactOnScreenAsOnTheCli) {
         "num_key_value_heads": 2, "hidden_size": 2048, "head_dim": 256, "max_position_embeddings": 262144,
         "attention_chunk_size": 8192, "torch_dtype": "bfloat16"})");
     MainWindow w(catalog(), false);
-    ASSERT_TRUE(w.importConfigFile(path));
+    ASSERT_TRUE(w.importModelFile(path));
     const QString shown = w.overview()->warningsLabel()->text();
     EXPECT_TRUE(w.overview()->warningsLabel()->isVisibleTo(&w));
     EXPECT_TRUE(shown.contains("not exact: attention_chunk_size (line 3)")) << shown.toStdString();
@@ -306,7 +312,7 @@ TEST(Agreement, AnImportedModelHasOneNameEverywhere) {
     testing::write_all(path, R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8,
         "num_key_value_heads": 2, "hidden_size": 512, "max_position_embeddings": 4096})");
     MainWindow w(catalog(), false);
-    ASSERT_TRUE(w.importConfigFile(path));
+    ASSERT_TRUE(w.importModelFile(path));
     EXPECT_EQ(w.model()->description(), "acme/Tiny-LM-2B");
     EXPECT_EQ(w.inputs()->modelPicker()->currentText(), "acme/Tiny-LM-2B");
     EXPECT_FALSE(w.windowTitle().contains(folder)) << w.windowTitle().toStdString();
@@ -319,6 +325,121 @@ TEST(Agreement, AnImportedModelHasOneNameEverywhere) {
     ASSERT_TRUE(other.openScenarioFile(saved));
     EXPECT_EQ(other.model()->description(), "acme/Tiny-LM-2B");
     EXPECT_EQ(other.inputs()->modelPicker()->currentText(), "acme/Tiny-LM-2B");
+}
+
+}  // namespace
+}  // namespace kvscope::ui
+
+namespace kvscope::ui {
+namespace {
+
+// A safetensors file of one BF16 tensor of `values` values.
+QByteArray safetensors_of(std::uint64_t values) {
+    const std::string header = R"({"w":{"dtype":"BF16","shape":[)" + std::to_string(values) +
+                               R"(],"data_offsets":[0,)" + std::to_string(values * 2) + "]}}";
+    std::string out;
+    kvscope::testing::GgufWriter::put(out, header.size(), 8);
+    out += header + std::string(values * 2, '\0');
+    return QByteArray::fromStdString(out);
+}
+
+std::string small_gguf() {
+    kvscope::testing::GgufWriter w;
+    w.str("general.architecture", "gemma2").str("general.name", "Tiny Gemma").u32("gemma2.block_count", 6);
+    w.u32("gemma2.context_length", 8192).u32("gemma2.embedding_length", 1024).u32("gemma2.feed_forward_length", 4096);
+    w.u32("gemma2.attention.head_count", 8).u32("gemma2.attention.head_count_kv", 4);
+    w.u32("gemma2.attention.key_length", 128).u32("gemma2.attention.value_length", 128);
+    w.u32("gemma2.attention.sliding_window", 1024);
+    w.tensor("token_embd.weight", {1024, 32000}, 12).tensor("blk.0.ffn_gate.weight", {1024, 4096}, 8);
+    return w.bytes();
+}
+
+void write_bytes(const QString& path, const QByteArray& bytes) {
+    QDir().mkpath(QFileInfo(path).absolutePath());
+    QFile f(path);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(bytes);
+}
+
+TEST(Agreement, AGgufAndAModelFolderStartTheirDeploymentAsInTheCliAndKeepItWhenSaved) {
+    QTemporaryDir dir;
+    const QString gguf = dir.filePath("Modèles à tester/tiny gemma.Q4_K_M.gguf");
+    write_bytes(gguf, QByteArray::fromStdString(small_gguf()));
+    MainWindow w(catalog(), false);
+    ASSERT_TRUE(w.importModelFile(gguf)) << w.messages()->text().toStdString();
+    EXPECT_EQ(w.model()->description(), "Tiny Gemma");
+    w.deployment()->enableBox()->setChecked(true);
+    const Scenario cli = cli_scenario({"fit", "--gguf", gguf.toStdString(), "--gpu", "h100-sxm"});
+    ASSERT_TRUE(w.model()->scenario().deployment && cli.deployment);
+    const Deployment& shown = *w.model()->scenario().deployment;
+    EXPECT_EQ(shown.engine, Engine::llama_cpp);
+    EXPECT_EQ(shown, *cli.deployment);  // engine, fraction, exact weights and where from: all as the CLI's
+    EXPECT_EQ(shown.weights_bytes_exact, 1024ull * 32000 / 256 * 144 + 1024ull * 4096 / 32 * 34);
+    EXPECT_EQ(w.model()->scenario().arch, cli.arch);
+    ASSERT_TRUE(w.model()->results().fit);
+    EXPECT_TRUE(w.model()->results().fit->weights_exact);
+    EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains("exact from the GGUF's 2 tensors"))
+        << w.deployment()->figuresLabel()->text().toStdString();
+    // Saved and opened in a second window: the same exact weights.
+    const QString saved = dir.filePath("Modèles à tester/tiny.kvscope.json");
+    ASSERT_TRUE(w.saveScenarioFile(saved));
+    MainWindow other(catalog(), false);
+    ASSERT_TRUE(other.openScenarioFile(saved));
+    ASSERT_TRUE(other.model()->scenario().deployment);
+    EXPECT_EQ(*other.model()->scenario().deployment, shown);
+    EXPECT_EQ(other.model()->results().fit->weights_bytes, w.model()->results().fit->weights_bytes);
+
+    // A model folder: config.json and its safetensors, the weights exact as kvscope-cli --model-dir gives them.
+    const QString folder = dir.filePath("Modèles à tester/Tiny LM");
+    write_bytes(folder + "/config.json", R"({"model_type": "llama", "num_hidden_layers": 2,
+        "num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 512, "max_position_embeddings": 4096})");
+    write_bytes(folder + "/model.safetensors", safetensors_of(5000));
+    ASSERT_TRUE(w.importModelFile(folder)) << w.messages()->text().toStdString();
+    const Scenario dir_cli = cli_scenario({"fit", "--model-dir", folder.toStdString(), "--gpu", "h100-sxm"});
+    ASSERT_TRUE(w.model()->scenario().deployment && dir_cli.deployment);
+    EXPECT_EQ(w.model()->scenario().deployment->weights_bytes_exact, 10000u);
+    EXPECT_EQ(w.model()->scenario().deployment->weights_source, dir_cli.deployment->weights_source);
+    EXPECT_EQ(w.model()->results().fit->weights_bytes, 10000u);
+    // A corrupt GGUF is refused with its byte; nothing entered is lost.
+    const Scenario before = w.model()->scenario();
+    write_bytes(dir.filePath("broken.gguf"), QByteArray::fromStdString(small_gguf().substr(0, 60)));
+    EXPECT_FALSE(w.importModelFile(dir.filePath("broken.gguf")));
+    EXPECT_TRUE(w.messages()->text().contains("broken.gguf: byte ")) << w.messages()->text().toStdString();
+    EXPECT_EQ(w.model()->scenario(), before);
+}
+
+TEST(Agreement, TheModelsOnThisMachineAreInThePickerAndLoadAsTheCliReadsThem) {
+    QTemporaryDir dir;
+    const QString snapshot = dir.filePath("hub/models--acme--Tiny-LM-2B/snapshots/abc");
+    write_bytes(snapshot + "/config.json", R"({"model_type": "llama", "num_hidden_layers": 2,
+        "num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 512, "max_position_embeddings": 4096})");
+    write_bytes(dir.filePath("home/.lmstudio/models/pub/Tiny-GGUF/tiny.gguf"), QByteArray::fromStdString(small_gguf()));
+    const QByteArray home = qgetenv("HOME");
+    qputenv("HF_HUB_CACHE", dir.filePath("hub").toUtf8());
+    qputenv("OLLAMA_MODELS", dir.filePath("none").toUtf8());
+    qputenv("HOME", dir.filePath("home").toUtf8());
+    MainWindow w(catalog(), false);
+    QComboBox* picker = w.inputs()->modelPicker();
+    const int heading = picker->findText("On this machine");
+    ASSERT_GE(heading, 0);
+    EXPECT_FALSE(qobject_cast<QStandardItemModel*>(picker->model())->item(heading)->isEnabled());
+    const int hf = picker->findText("acme/Tiny-LM-2B", Qt::MatchStartsWith);
+    const int lms = picker->findText("pub/Tiny-GGUF/tiny.gguf", Qt::MatchStartsWith);
+    ASSERT_GT(hf, heading);
+    ASSERT_GT(lms, heading);
+    EXPECT_TRUE(picker->itemText(lms).endsWith("LM Studio"));
+    emit picker->activated(lms);
+    const Scenario cli = cli_scenario({"kv", "--model", "pub/Tiny-GGUF/tiny.gguf"});
+    EXPECT_EQ(w.model()->scenario().arch, cli.arch);
+    EXPECT_EQ(w.model()->scenario().model_id, cli.model_id);
+    EXPECT_EQ(w.model()->results().kv.total_bytes, kv_cache_report(cli.arch, cli.kv_dtype, cli.workload).value().total_bytes);
+    // Typed and Enter, as for a catalog model.
+    pick(w, "acme/tiny-lm-2b");
+    EXPECT_EQ(w.model()->description(), "acme/Tiny-LM-2B");
+    EXPECT_EQ(w.model()->scenario().arch, cli_scenario({"kv", "--model", "acme/Tiny-LM-2B"}).arch);
+    qunsetenv("HF_HUB_CACHE");
+    qunsetenv("OLLAMA_MODELS");
+    qputenv("HOME", home);
 }
 
 }  // namespace

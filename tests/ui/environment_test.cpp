@@ -109,7 +109,7 @@ TEST(Environment, AConfigInAnAwkwardFolderImports) {
         "max_position_embeddings": 8192, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
         "torch_dtype": "bfloat16"})");
     MainWindow w(testing::catalog(), false);
-    ASSERT_TRUE(w.importConfigFile(path)) << w.messages()->text().toStdString();
+    ASSERT_TRUE(w.importModelFile(path)) << w.messages()->text().toStdString();
     EXPECT_EQ(w.model()->scenario().arch.kv_heads, 8u);
     EXPECT_EQ(w.model()->scenario().arch.hidden_size, 4096u);
 }

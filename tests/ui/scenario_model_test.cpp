@@ -123,7 +123,7 @@ TEST(ScenarioModel, MalformedConfigLeavesTheScenarioUnchanged) {
     testing::write_all(path, "{\n  \"num_hidden_layers\": 32,\n  \"num_attention_heads\": \"lots\"\n}\n");
     ScenarioModel m(catalog());
     const Scenario before = m.scenario();
-    const auto problem = m.importConfig(path);
+    const auto problem = m.importModel(path);
     ASSERT_TRUE(problem.has_value());
     EXPECT_TRUE(problem->contains("config.json:3")) << problem->toStdString();
     EXPECT_TRUE(problem->contains("num_attention_heads")) << problem->toStdString();

@@ -157,7 +157,7 @@ TEST(Window, EachKindOfVariantHasItsOwnSeries) {
         "qk_nope_head_dim": 128, "v_head_dim": 128, "max_position_embeddings": 65536, "torch_dtype": "bfloat16",
         "linear_attn_config": {"kda_layers": [1, 2, 3], "num_heads": 8, "head_dim": 64, "short_conv_kernel_size": 4}})");
     MainWindow w(catalog(), false);
-    ASSERT_TRUE(w.importConfigFile(path));
+    ASSERT_TRUE(w.importModelFile(path));
     QLineSeries* mla = w.chart()->variantSeries(static_cast<int>(VariantKind::mla));
     QLineSeries* full = w.chart()->variantSeries(static_cast<int>(VariantKind::all_full));
     EXPECT_TRUE(mla->isVisible());
@@ -276,7 +276,7 @@ TEST(Window, MenusHaveTheShortcutsUsersExpect) {
     const std::vector<std::pair<QString, QKeySequence>> expected{
         {"Open scenario…", QKeySequence::Open},          {"Save scenario", QKeySequence::Save},
         {"Export chart…", QKeySequence("Ctrl+E")},       {"Export report (PDF)…", QKeySequence("Ctrl+Shift+E")},
-        {"Import config.json…", QKeySequence("Ctrl+I")}, {"Quit", QKeySequence::Quit}};
+        {"Import model…", QKeySequence("Ctrl+I")}, {"Import model folder…", QKeySequence("Ctrl+Shift+I")}, {"Quit", QKeySequence::Quit}};
     for (const auto& [text, key] : expected) {
         QAction* a = action_named(&w, text);
         ASSERT_NE(a, nullptr) << text.toStdString();
@@ -357,7 +357,7 @@ TEST(Window, AHundredMegabyteConfigIsRefusedWithASize) {
     f.close();
     MainWindow w(testing::catalog(), false);
     const Scenario before = w.model()->scenario();
-    EXPECT_FALSE(w.importConfigFile(path));
+    EXPECT_FALSE(w.importModelFile(path));
     EXPECT_TRUE(w.messages()->text().contains("more than the 64.0 MiB")) << w.messages()->text().toStdString();
     EXPECT_EQ(w.model()->scenario(), before);
 }

@@ -25,7 +25,7 @@ constexpr int kFractionEdits = 2;  // undo merge id (1 is the context slider's)
 
 // The deployment a user starts from when they tick the box: the first catalog GPU (or an
 // 80 GiB one), as many GPUs as the parallel layout uses, vLLM's rule.
-Deployment starting_deployment(const Catalog& catalog, const Scenario& s, KvDtype model_weights) {
+Deployment starting_deployment(const Catalog& catalog, const Scenario& s, const ModelWeights& model_weights) {
     Deployment d;
     if (const GpuSpec* h100 = catalog.find_gpu("h100-sxm"))
         d.gpu = *h100;
@@ -33,7 +33,7 @@ Deployment starting_deployment(const Catalog& catalog, const Scenario& s, KvDtyp
         d.gpu = catalog.gpus().front();
     d.gpu_count = s.parallel.gpus();
     d.fraction = default_fraction(d.engine);
-    d.weight_dtype = model_weights;  // the model's own, catalog or imported, as kvscope-cli gives it
+    adopt_model_weights(d, model_weights);  // the model's own, catalog or imported, as kvscope-cli gives it
     return d;
 }
 
@@ -107,7 +107,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     marks_.add(fraction_, {Field::utilization},
                tr("The engine's memory fraction (vLLM gpu_memory_utilization, SGLang mem_fraction_static …)."));
     marks_.add(weight_dtype_, {Field::weight_dtype},
-               tr("Number format of the weights (bf16 = 2 bytes per parameter, fp8 = 1)."));
+               tr("Number format of the weights (bf16 = 2 bytes per parameter, fp8 = 1). A model read from a GGUF or "
+                  "a folder with safetensors counts its files' exact bytes until you choose a format here."));
 
     auto* form = new QFormLayout(box_);
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
@@ -146,7 +147,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         if (syncing_) return;
         typed_.clear();
         const Catalog& catalog = model_->catalog();
-        const KvDtype weights = model_->modelWeightDtype();
+        const ModelWeights weights = model_->modelWeights();
         model_->edit(on ? tr("Check a deployment") : tr("Remove the deployment"), [on, &catalog, weights](Scenario& s) {
             if (on)
                 s.deployment = starting_deployment(catalog, s, weights);
@@ -184,7 +185,12 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     });
     connect(weight_dtype_, &QComboBox::activated, this, [this, edit](int index) {
         const auto w = static_cast<KvDtype>(weight_dtype_->itemData(index).toInt());
-        edit(tr("Change weight format"), [w](Deployment& d, Scenario&) { d.weight_dtype = w; });
+        edit(tr("Change weight format"), [w](Deployment& d, Scenario&) {
+            d.weight_dtype = w;
+            // Another format than the model's files hold: their exact bytes no longer apply (as --weight-dtype).
+            d.weights_bytes_exact = 0;
+            d.weights_source.clear();
+        });
     });
     connect(model_, &ScenarioModel::changed, this, &DeploymentView::sync);
     connect(model_, &ScenarioModel::unitsChanged, this, &DeploymentView::sync);
@@ -340,7 +346,9 @@ void DeploymentView::refreshResults() {
         rows << tr("Decode measured: %1").arg(q(measured_step_text(*r.measured_step, d)).toHtmlEscaped());
     rows << tr("Weights %1 per GPU (%2 parameters%3) · KV budget %4 per GPU · KV need %5 per GPU")
                 .arg(q(format_bytes(f.weights_bytes_per_gpu, units)), q(format_si(static_cast<double>(f.parameters))),
-                     f.parameters_estimated ? tr(", estimated") : QString(),
+                     f.weights_exact          ? tr("; %1").arg(q(f.weights_source).toHtmlEscaped())
+                     : f.parameters_estimated ? tr(", estimated")
+                                              : QString(),
                      q(format_signed_bytes(f.kv_budget_bytes_per_gpu, units)),
                      f.state_bytes_per_gpu == 0 ? q(format_bytes(f.kv_bytes_per_gpu, units))
                                                 : tr("%1 (%2 KV cache + %3 recurrent state)")

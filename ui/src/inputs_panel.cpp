@@ -13,10 +13,12 @@
 #include <QLineEdit>
 #include <QScrollArea>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QToolButton>
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cstring>
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/variants.h"
@@ -34,6 +36,7 @@ enum MergeIds { kContextDrag = 1 };
 
 // Every name a catalog model answers to (id, repo id, name, aliases), for the picker's search.
 constexpr int kSearchRole = Qt::UserRole + 1;
+constexpr const char* kLocalPrefix = "local:";  // an item's data: a model on this machine, by its place in local_
 
 // Searches the picker's items by every name they answer to, and writes the item's display text,
 // not the search text, into the box.
@@ -97,6 +100,23 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
         for (const std::string& n : model_names(m)) names << q(n);
         picker_->setItemData(row, names.join('\n'), kSearchRole);
     }
+    // "On this machine": the Hugging Face cache, Ollama and LM Studio (folder listings only, never weights).
+    local_ = scan_local_models(local_roots_from_environment());
+    if (!local_.empty()) {
+        picker_->insertSeparator(picker_->count());
+        picker_->addItem(tr("On this machine"));
+        if (auto* items = qobject_cast<QStandardItemModel*>(picker_->model()))
+            items->item(picker_->count() - 1)->setEnabled(false);  // a heading, not a choice
+        for (std::size_t i = 0; i < local_.size(); ++i) {
+            const LocalModel& m = local_[i];
+            const QString shown = q(m.id) + "  ·  " + q(std::string(to_string(m.store)));
+            picker_->addItem(shown, QString::fromLatin1(kLocalPrefix) + QString::number(i));
+            const int row = picker_->count() - 1;
+            picker_->setItemData(row, tr("%1, found in %2").arg(q(m.path), q(std::string(to_string(m.store)))),
+                                 Qt::ToolTipRole);
+            picker_->setItemData(row, shown + '\n' + q(m.id), kSearchRole);
+        }
+    }
     auto* completer = new ModelCompleter(picker_->model(), picker_);
     completer->setCompletionRole(kSearchRole);
     completer->setFilterMode(Qt::MatchContains);
@@ -107,8 +127,13 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     picker_->setToolTip(
         tr("A published model from the catalog; type any part of its name, its id (llama-3-70b) or its "
            "Hugging Face id (meta-llama/Meta-Llama-3-70B) and press Enter."));
-    connect(picker_, &QComboBox::activated, this,
-            [this](int index) { model_->loadCatalogModel(picker_->itemData(index).toString()); });
+    connect(picker_, &QComboBox::activated, this, [this](int index) {
+        const QString data = picker_->itemData(index).toString();
+        if (data.startsWith(QString::fromLatin1(kLocalPrefix)))
+            loadLocalModel(data.mid(static_cast<int>(std::strlen(kLocalPrefix))).toULongLong());
+        else if (!data.isEmpty())
+            model_->loadCatalogModel(data);
+    });
     // Enter loads the model the text names; text that names none is said so and put back.
     connect(picker_->lineEdit(), &QLineEdit::returnPressed, this, &InputsPanel::pickTypedModel);
     // Leaving the box with unfinished text shows the model in use again (editingFinished is not
@@ -316,7 +341,7 @@ InputsPanel::~InputsPanel() {
 }
 
 void InputsPanel::setImportAction(QAction* action) {
-    // A short label here; the menu keeps the full "Import config.json…".
+    // A short label here; the menu keeps the full "Import model…".
     import_->setText(tr("Import…"));
     import_->setToolTip(action->toolTip());
     connect(import_, &QToolButton::clicked, action, &QAction::trigger);
@@ -350,6 +375,10 @@ void InputsPanel::pickTypedModel() {
         showModelInPicker();
         return;
     }
+    if (const LocalModel* local = find_local_model(local_, typed.toStdString())) {
+        loadLocalModel(static_cast<std::size_t>(local - local_.data()));
+        return;
+    }
     QString text;
     if (found.empty()) {
         text = tr("No model in the catalog matches '%1'; still showing %2.").arg(typed, model_->description());
@@ -363,6 +392,13 @@ void InputsPanel::pickTypedModel() {
     }
     showModelInPicker();
     emit notice(text);
+}
+
+void InputsPanel::loadLocalModel(std::size_t index) {
+    if (index >= local_.size()) return;
+    const LocalModel& m = local_[index];
+    if (const auto problem = model_->importLocalModel(m)) emit notice(*problem);
+    showModelInPicker();
 }
 
 void InputsPanel::commitKvHeads() {

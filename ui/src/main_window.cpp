@@ -235,14 +235,22 @@ void MainWindow::createActions() {
             if (!path.isEmpty()) saveScenarioFile(path);
         });
     QAction* import = make(
-        tr("&Import config.json…"), QKeySequence(tr("Ctrl+I")),
-        tr("Read a Hugging Face config.json (you can also drop it on the window)"),
+        tr("&Import model…"), QKeySequence(tr("Ctrl+I")),
+        tr("Read a Hugging Face config.json or a GGUF file (llama.cpp, Ollama, LM Studio); you can also drop it, or "
+           "a model folder, on the window"),
         [this] {
-            const QString path = QFileDialog::getOpenFileName(this, tr("Import config.json"), last_dir_,
-                                                              tr("JSON files (*.json);;All files (*)"));
-            if (!path.isEmpty()) importConfigFile(path);
+            const QString path = QFileDialog::getOpenFileName(
+                this, tr("Import model"), last_dir_,
+                tr("Model files (*.json *.gguf);;Hugging Face config.json (*.json);;GGUF (*.gguf);;All files (*)"));
+            if (!path.isEmpty()) importModelFile(path);
         },
         QStyle::SP_FileDialogStart);
+    QAction* import_folder = make(
+        tr("Import model &folder…"), QKeySequence(tr("Ctrl+Shift+I")),
+        tr("Read a model folder: its config.json, and the exact weight bytes of its safetensors"), [this] {
+            const QString path = QFileDialog::getExistingDirectory(this, tr("Import model folder"), last_dir_);
+            if (!path.isEmpty()) importModelFile(path);
+        });
     QAction* export_chart = make(
         tr("Export &chart…"), QKeySequence(tr("Ctrl+E")), tr("Save the chart as PNG, SVG or PDF"),
         [this] {
@@ -328,6 +336,7 @@ void MainWindow::createActions() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(open);
     file->addAction(import);
+    file->addAction(import_folder);
     recent_menu_ = file->addMenu(tr("Open &recent"));
     file->addSeparator();
     file->addAction(save);
@@ -406,9 +415,9 @@ bool MainWindow::report(const std::optional<QString>& problem, const QString& do
     return true;
 }
 
-bool MainWindow::importConfigFile(const QString& path) {
+bool MainWindow::importModelFile(const QString& path) {
     last_dir_ = QFileInfo(path).absolutePath();
-    if (!report(model_->importConfig(path), tr("Imported %1").arg(path))) return false;
+    if (!report(model_->importModel(path), tr("Imported %1").arg(path))) return false;
     addRecent(path);
     return true;
 }
@@ -465,11 +474,11 @@ bool MainWindow::exportReportTo(const QString& path) {
 }
 
 void MainWindow::openAny(const QString& path) {
-    // A scenario names its format; anything else is read as a Hugging Face config.json.
+    // A scenario names its format; anything else is a model: a config.json, a GGUF file or a model folder.
     if (path.endsWith(QString::fromUtf8(kScenarioFileSuffix.data()), Qt::CaseInsensitive))
         openScenarioFile(path);
     else
-        importConfigFile(path);
+        importModelFile(path);
 }
 
 void MainWindow::showScenario(const Scenario& scenario, const QString& description, const QStringList& notes) {
@@ -525,9 +534,12 @@ void MainWindow::updateTitleAndStatus() {
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    // A scenario or config.json, a GGUF file, or a model folder.
     const auto urls = event->mimeData()->urls();
-    if (urls.size() == 1 && urls.front().isLocalFile() &&
-        urls.front().toLocalFile().endsWith(".json", Qt::CaseInsensitive))
+    if (urls.size() != 1 || !urls.front().isLocalFile()) return;
+    const QString path = urls.front().toLocalFile();
+    if (path.endsWith(".json", Qt::CaseInsensitive) || path.endsWith(".gguf", Qt::CaseInsensitive) ||
+        QFileInfo(path).isDir())
         event->acceptProposedAction();
 }
 

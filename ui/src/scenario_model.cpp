@@ -5,6 +5,7 @@
 #include <QSaveFile>
 #include <QUndoCommand>
 
+#include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/explain.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/ui/text.h"
@@ -76,7 +77,7 @@ ScenarioModel::ScenarioModel(const Catalog& catalog, QObject* parent)
     scenario_ = default_scenario(catalog_);
     if (const CatalogModel* m = catalog_.find_model(scenario_.model_id)) {
         description_ = QString::fromStdString(m->name);
-        model_weight_dtype_ = m->model.weight_dtype;
+        model_weights_ = m->model.model_weights();
     }
     head_dim_follows_ = head_dim_is_derived(scenario_.arch);
     recompute();
@@ -99,7 +100,7 @@ void ScenarioModel::edit(const QString& what, const std::function<void(Scenario&
     Scenario next = scenario_;
     change(next);
     if (next == scenario_) return;  // nothing changed: no undo step
-    undo_.push(new EditCommand(this, state(), {next, head_dim_follows_, description_, notes_, model_weight_dtype_},
+    undo_.push(new EditCommand(this, state(), {next, head_dim_follows_, description_, notes_, model_weights_},
                                what, merge_id));
 }
 
@@ -141,8 +142,8 @@ void ScenarioModel::setHeadDim(std::uint64_t head_dim) {
     next.arch.head_dim_k = next.arch.head_dim_v = head_dim;
     if (next.arch == before.arch) return;
     // Setting head dim by hand stops it following the model dimension (until it matches again).
-    undo_.push(new EditCommand(this, {before, follows_before, description_, notes_, model_weight_dtype_},
-                               {next, head_dim_is_derived(next.arch), description_, notes_, model_weight_dtype_},
+    undo_.push(new EditCommand(this, {before, follows_before, description_, notes_, model_weights_},
+                               {next, head_dim_is_derived(next.arch), description_, notes_, model_weights_},
                                tr("Change head dimension"), -1));
 }
 
@@ -155,12 +156,12 @@ void ScenarioModel::loadCatalogModel(const QString& id) {
     s.model_id = m->id;
     s.arch = m->model.arch;
     s.kv_dtype = m->model.kv_dtype;
-    if (s.deployment) s.deployment->weight_dtype = m->model.weight_dtype;
+    if (s.deployment) adopt_model_weights(*s.deployment, m->model.model_weights());
     QStringList notes = to_qt(m->model.assumed);
     notes += to_qt(m->model.notes);
     const QString name = QString::fromStdString(m->name);
     const KvDtype before = scenario_.kv_dtype;
-    replace(s, name, notes, tr("Load %1").arg(name), m->model.weight_dtype);
+    replace(s, name, notes, tr("Load %1").arg(name), m->model.model_weights());
     announceKvFormat(before, name, q(m->model.kv_dtype_source));
 }
 
@@ -171,21 +172,32 @@ void ScenarioModel::announceKvFormat(KvDtype before, const QString& model, const
             .arg(q(std::string(to_string(before))), model, q(std::string(to_string(scenario_.kv_dtype))), source));
 }
 
-std::optional<QString> ScenarioModel::importConfig(const QString& path) {
-    auto imported = import_config_file(path.toStdString());
+std::optional<QString> ScenarioModel::importModel(const QString& path) {
+    return adoptImported(import_model_path(path.toStdString()), path.toStdString());
+}
+
+std::optional<QString> ScenarioModel::importLocalModel(const LocalModel& model) {
+    return adoptImported(import_local_model(model), model.id);
+}
+
+std::optional<QString> ScenarioModel::adoptImported(const Result<ImportedModel>& imported, const std::string& model_id) {
     if (!imported) return error_text(imported.errors());
     Scenario s = scenario_;
-    s.model_id = path.toStdString();
-    s.arch = imported->arch;  // named by import_config_file, as kvscope-cli names it
+    s.model_id = model_id;
+    s.arch = imported->arch;  // named by the importer, as kvscope-cli names it
     s.kv_dtype = imported->kv_dtype;
-    if (s.deployment) s.deployment->weight_dtype = imported->weight_dtype;
+    const ModelWeights weights = imported->model_weights();
+    if (s.deployment) adopt_model_weights(*s.deployment, weights);
     QStringList notes;
     for (const auto& a : imported->assumed) notes << tr("assumed: %1").arg(QString::fromStdString(a));
     notes += to_qt(imported->notes);
     notes << tr("KV format from %1").arg(QString::fromStdString(imported->kv_dtype_source));
+    if (weights.exact_bytes > 0) notes << tr("weights: %1").arg(q(weights.source));
+    if (weights.engine)
+        notes << tr("engine %1 for a deployment: the file is made for it").arg(q(std::string(to_string(*weights.engine))));
     const QString name = q(s.arch.name);
     const KvDtype before = scenario_.kv_dtype;
-    replace(s, name, notes, tr("Import %1").arg(name), imported->weight_dtype);
+    replace(s, name, notes, tr("Import %1").arg(name), weights);
     announceKvFormat(before, name, q(imported->kv_dtype_source));
     return std::nullopt;
 }
@@ -210,21 +222,22 @@ std::optional<QString> ScenarioModel::saveScenario(const QString& path) const {
 }
 
 void ScenarioModel::replace(const Scenario& scenario, const QString& description, const QStringList& notes,
-                            const QString& what, std::optional<KvDtype> model_weight_dtype) {
-    // The model's own weight format: given, else the deployment's, else the catalog's, else bf16.
-    KvDtype weights = KvDtype::bf16;
-    if (model_weight_dtype)
-        weights = *model_weight_dtype;
+                            const QString& what, std::optional<ModelWeights> model_weights) {
+    // The model's own weights: given, else the deployment's, else the catalog's, else bf16.
+    ModelWeights weights;
+    if (model_weights)
+        weights = *model_weights;
     else if (scenario.deployment)
-        weights = scenario.deployment->weight_dtype;
+        weights = {scenario.deployment->weight_dtype, scenario.deployment->weights_bytes_exact,
+                   scenario.deployment->weights_source, std::nullopt};
     else if (const CatalogModel* m = catalog_.find_model(scenario.model_id))
-        weights = m->model.weight_dtype;
+        weights = m->model.model_weights();
     undo_.push(new EditCommand(this, state(),
                                {scenario, head_dim_is_derived(scenario.arch), description, notes, weights}, what, -1));
 }
 
 ScenarioModel::State ScenarioModel::state() const {
-    return {scenario_, head_dim_follows_, description_, notes_, model_weight_dtype_};
+    return {scenario_, head_dim_follows_, description_, notes_, model_weights_};
 }
 
 void ScenarioModel::restore(const State& state) {
@@ -232,7 +245,7 @@ void ScenarioModel::restore(const State& state) {
     head_dim_follows_ = state.head_dim_follows;
     description_ = state.description;
     notes_ = state.notes;
-    model_weight_dtype_ = state.model_weight_dtype;
+    model_weights_ = state.model_weights;
     recompute();
 }
 

@@ -31,6 +31,8 @@ struct ImportedModel {
     std::uint64_t weights_bytes = 0;
     std::string weights_source;
     std::optional<Engine> engine;  // the engine the file is made for (llama.cpp for a GGUF), when it says
+
+    [[nodiscard]] ModelWeights model_weights() const { return {weight_dtype, weights_bytes, weights_source, engine}; }
 };
 
 // `source` names the file in messages ("config.json", a path).

@@ -56,6 +56,19 @@ struct Deployment {
 
 Errors validate(const Deployment& d, const Parallelism& parallel);
 
+// What a model's own files say about its weights, for the deployment it is checked on: their format (the config's
+// dtype or quantization), their exact bytes when the files give them (GGUF tensor infos, safetensors headers; 0:
+// estimate from the parameter count) and where from, and the engine the files are made for (llama.cpp for a GGUF).
+struct ModelWeights {
+    KvDtype dtype = KvDtype::bf16;
+    std::uint64_t exact_bytes = 0;
+    std::string source;
+    std::optional<Engine> engine;
+    friend bool operator==(const ModelWeights&, const ModelWeights&) = default;
+};
+// A new deployment's weights (and engine, with its default fraction) from the model's.
+void adopt_model_weights(Deployment& d, const ModelWeights& w);
+
 // The workload as the engine stores it: llama.cpp keeps one contiguous cache (block size 1).
 Workload engine_workload(const Workload& workload, Engine engine);
 

@@ -5,6 +5,7 @@
 
 #include <QWidget>
 
+#include "kvscope/calculator/local_models.h"
 #include "kvscope/ui/field_marks.h"
 
 class QCheckBox;
@@ -64,8 +65,11 @@ private:
     void pickTypedModel();
     // The model in use, by its list entry (or its imported name), in the picker's box.
     void showModelInPicker();
+    // Reads the model found on this machine (local_[index]).
+    void loadLocalModel(std::size_t index);
 
     ScenarioModel* model_;
+    std::vector<LocalModel> local_;  // the models on this machine, listed under the catalog's
     QComboBox* picker_;
     QToolButton* import_;
     QLabel* source_;

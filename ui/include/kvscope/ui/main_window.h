@@ -57,7 +57,7 @@ public:
 
     // The file operations behind the menus, without dialogs. Each returns false and shows
     // the reason in the message bar when it fails, leaving the scenario as it was.
-    bool importConfigFile(const QString& path);
+    bool importModelFile(const QString& path);
     bool openScenarioFile(const QString& path);
     bool saveScenarioFile(const QString& path);
     bool exportChartTo(const QString& path, ChartSize size = {});

@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 
+#include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/analysis.h"
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/curves.h"
@@ -72,18 +73,23 @@ public:
 
     // Replacing the whole scenario (a preset, an imported config, an opened file) is one undo step.
     void loadCatalogModel(const QString& id);
-    // Errors name the file and line; the scenario is untouched when the import fails.
-    std::optional<QString> importConfig(const QString& path);
+    // A config.json, a GGUF file or a model folder (import_model_path): errors name the file and the line or
+    // byte; the scenario is untouched when the import fails.
+    std::optional<QString> importModel(const QString& path);
+    // A model found on this machine (scan_local_models), as kvscope-cli --model reads it.
+    std::optional<QString> importLocalModel(const LocalModel& model);
     // `repaired`, when given, receives what had to be repaired to read the file (a 0.1 file with
     // decimal commas), or an empty text.
     std::optional<QString> openScenario(const QString& path, QString* repaired = nullptr);
     std::optional<QString> saveScenario(const QString& path) const;
-    // `model_weight_dtype`: the model's own weight format (see modelWeightDtype), when known.
+    // `model_weights`: the model's own weights (see modelWeights), when known.
     void replace(const Scenario& scenario, const QString& description, const QStringList& notes, const QString& what,
-                 std::optional<KvDtype> model_weight_dtype = std::nullopt);
-    // The weight format the model was published in (its config's dtype or quantization): what a new
-    // deployment starts with, as kvscope-cli gives it for --model and --config.
-    [[nodiscard]] KvDtype modelWeightDtype() const { return model_weight_dtype_; }
+                 std::optional<ModelWeights> model_weights = std::nullopt);
+    // The model's own weights: the format it was published in (its config's dtype or quantization), their exact
+    // bytes when its files give them, the engine they are for: what a new deployment starts with, as kvscope-cli
+    // gives it for --model, --config, --gguf and --model-dir.
+    [[nodiscard]] const ModelWeights& modelWeights() const { return model_weights_; }
+    [[nodiscard]] KvDtype modelWeightDtype() const { return model_weights_.dtype; }
 
     // Everything an undo step puts back.
     struct State {
@@ -91,7 +97,7 @@ public:
         bool head_dim_follows = true;
         QString description;
         QStringList notes;
-        KvDtype model_weight_dtype = KvDtype::bf16;
+        ModelWeights model_weights;
     };
     [[nodiscard]] State state() const;
     // Used by undo/redo: sets the inputs without recording a step.
@@ -107,6 +113,8 @@ signals:
 
 private:
     void recompute();
+    // The imported model in place of the scenario's, its formats and weights the model's own.
+    std::optional<QString> adoptImported(const Result<ImportedModel>& imported, const std::string& model_id);
     // Says so when loading a model replaced the KV format that was in use.
     void announceKvFormat(KvDtype before, const QString& model, const QString& source);
 
@@ -118,7 +126,7 @@ private:
     QString description_;
     QStringList notes_;
     bool head_dim_follows_ = true;
-    KvDtype model_weight_dtype_ = KvDtype::bf16;
+    ModelWeights model_weights_;
     MeasuredStepStore measured_;  // read again only when the file changed (another window, the CLI)
     UnitSystem units_ = UnitSystem::binary;
     Spacing spacing_ = Spacing::log;
