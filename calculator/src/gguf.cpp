@@ -1,5 +1,6 @@
 #include "kvscope/calculator/gguf.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
@@ -16,6 +17,7 @@ namespace {
 constexpr std::uint32_t kMaxDims = 4;             // GGML_MAX_DIMS
 constexpr std::uint64_t kMaxKeyBytes = 1u << 16;  // a key longer than this is corruption, not a name
 constexpr int kMaxNesting = 2;                    // an array of arrays (gguf.cpp reads no deeper)
+constexpr std::uint64_t kKeptText = 1u << 20;     // longer metadata texts are skipped
 
 // The smallest number of bytes an item of `type` takes in the file: how a count is checked against the rest
 // of the file before anything is allocated.
@@ -38,6 +40,8 @@ std::uint64_t min_bytes(Type type) {
     return 1;
 }
 
+// Reads through a buffer of its own: a tokenizer's 400,000 short strings are read and skipped in memory, not one
+// stream call (and one seek) each.
 class Reader {
 public:
     Reader(std::istream& in, std::uint64_t size, const std::string& source) : in_(in), size_(size), source_(source) {}
@@ -49,25 +53,36 @@ public:
         return FieldError{"gguf", source_ + ": byte " + format_count(at) + ": " + what};
     }
 
-    // `n` bytes described as `what`, or an error saying where the file ends.
+    // `n` bytes described as `what` (into `out`, or skipped when it is null), or an error saying where the file
+    // ends.
     std::optional<FieldError> bytes(void* out, std::uint64_t n, const std::string& what) {
         if (n > left())
             return error(offset_, "expected " + what + " (" + format_count(n) + " bytes), but the file ends at byte " +
                                       format_count(size_));
-        if (!in_.read(static_cast<char*>(out), static_cast<std::streamsize>(n)))
-            return error(offset_, "the file could not be read here (" + what + ")");
-        offset_ += n;
+        auto* to = static_cast<char*>(out);
+        while (n > 0) {
+            if (pos_ == len_) {
+                if (!out && n > buffer_.size()) {  // a long skip: move the stream, not the bytes
+                    if (!in_.seekg(static_cast<std::streamoff>(offset_ + n)))
+                        return error(offset_, "the file could not be read here (" + what + ")");
+                    offset_ += n;
+                    return std::nullopt;
+                }
+                in_.read(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+                len_ = static_cast<std::size_t>(in_.gcount()), pos_ = 0;
+                in_.clear();
+                if (len_ == 0) return error(offset_, "the file could not be read here (" + what + ")");
+            }
+            const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(n, len_ - pos_));
+            if (to) {
+                std::memcpy(to, buffer_.data() + pos_, take);
+                to += take;
+            }
+            pos_ += take, offset_ += take, n -= take;
+        }
         return std::nullopt;
     }
-    std::optional<FieldError> skip(std::uint64_t n, const std::string& what) {
-        if (n > left())
-            return error(offset_, "expected " + what + " (" + format_count(n) + " bytes), but the file ends at byte " +
-                                      format_count(size_));
-        if (!in_.seekg(static_cast<std::streamoff>(n), std::ios::cur))
-            return error(offset_, "the file could not be read here (" + what + ")");
-        offset_ += n;
-        return std::nullopt;
-    }
+    std::optional<FieldError> skip(std::uint64_t n, const std::string& what) { return bytes(nullptr, n, what); }
 
     template <class T>
     std::optional<FieldError> number(T& out, const std::string& what) {
@@ -105,65 +120,84 @@ private:
     std::uint64_t size_;
     const std::string& source_;
     std::uint64_t offset_ = 0;
+    std::vector<char> buffer_ = std::vector<char>(1u << 16);
+    std::size_t pos_ = 0, len_ = 0;  // the unread part of the buffer: [pos_, len_)
 };
 
-std::optional<FieldError> read_value(Reader& r, Type type, Value& out, const std::string& key, int depth) {
+// `what` describes the value in messages ("llama.block_count's value"): built once by the caller, not per item.
+std::optional<FieldError> read_value(Reader& r, Type type, Value& out, const std::string& key, const std::string& what,
+                                     int depth) {
     out.type = type;
     switch (type) {
         case Type::u8: {
             std::uint8_t v = 0;
-            if (auto e = r.number(v, key + "'s value")) return e;
+            if (auto e = r.number(v, what)) return e;
             out.u = v;
             return std::nullopt;
         }
         case Type::i8: {
             std::int8_t v = 0;
-            if (auto e = r.number(v, key + "'s value")) return e;
+            if (auto e = r.number(v, what)) return e;
             out.i = v;
             return std::nullopt;
         }
         case Type::u16: {
             std::uint16_t v = 0;
-            if (auto e = r.number(v, key + "'s value")) return e;
+            if (auto e = r.number(v, what)) return e;
             out.u = v;
             return std::nullopt;
         }
         case Type::i16: {
             std::int16_t v = 0;
-            if (auto e = r.number(v, key + "'s value")) return e;
+            if (auto e = r.number(v, what)) return e;
             out.i = v;
             return std::nullopt;
         }
         case Type::u32: {
             std::uint32_t v = 0;
-            if (auto e = r.number(v, key + "'s value")) return e;
+            if (auto e = r.number(v, what)) return e;
             out.u = v;
             return std::nullopt;
         }
         case Type::i32: {
             std::int32_t v = 0;
-            if (auto e = r.number(v, key + "'s value")) return e;
+            if (auto e = r.number(v, what)) return e;
             out.i = v;
             return std::nullopt;
         }
-        case Type::u64: return r.number(out.u, key + "'s value");
-        case Type::i64: return r.number(out.i, key + "'s value");
+        case Type::u64: return r.number(out.u, what);
+        case Type::i64: return r.number(out.i, what);
         case Type::f32: {
             float v = 0;
-            if (auto e = r.number(v, key + "'s value")) return e;
+            if (auto e = r.number(v, what)) return e;
             out.f = v;
             return std::nullopt;
         }
-        case Type::f64: return r.number(out.f, key + "'s value");
+        case Type::f64: return r.number(out.f, what);
         case Type::boolean: {
             std::uint8_t v = 0;
             const std::uint64_t at = r.offset();
-            if (auto e = r.number(v, key + "'s value")) return e;
+            if (auto e = r.number(v, what)) return e;
             if (v > 1) return r.error(at, key + " is a bool but holds " + std::to_string(v) + " (0 or 1 expected)");
             out.u = v;
             return std::nullopt;
         }
-        case Type::string: return r.string(out.s, key + "'s text", r.left());
+        case Type::string: {
+            // A text longer than kKeptText (an embedded tokenizer.json) is skipped, not kept: only short texts
+            // (names, the architecture) are ever read, and nothing is allocated for what the file merely claims.
+            const std::uint64_t at = r.offset();
+            std::uint64_t length = 0;
+            if (auto e = r.number(length, what)) return e;
+            if (length > r.left())
+                return r.error(at, key + "'s text is said to be " + format_count(length) + " bytes long, more than the " +
+                                       format_count(r.left()) + " bytes left in the file");
+            if (length > kKeptText) {
+                out.count = length;
+                return r.skip(length, what);
+            }
+            out.s.resize(length);
+            return r.bytes(out.s.data(), length, what);
+        }
         case Type::array: {
             if (depth >= kMaxNesting) return r.error(r.offset(), key + " nests arrays deeper than GGUF files do");
             const std::uint64_t at = r.offset();
@@ -179,19 +213,20 @@ std::optional<FieldError> read_value(Reader& r, Type type, Value& out, const std
             const bool keep = out.count <= kKeptItems && out.item_type != Type::string && out.item_type != Type::array;
             if (keep) out.items.resize(out.count);
             Value scratch;
+            const std::string items = key + "'s items";
             for (std::uint64_t k = 0; k < out.count; ++k) {
                 if (!keep && out.item_type == Type::string) {  // the tokenizer's vocabulary: lengths only
                     const std::uint64_t s = r.offset();
                     std::uint64_t length = 0;
-                    if (auto e = r.number(length, key + "[" + std::to_string(k) + "]'s length")) return e;
+                    if (auto e = r.number(length, items)) return e;
                     if (length > r.left())
                         return r.error(s, key + "[" + std::to_string(k) + "] is said to be " + format_count(length) +
                                               " bytes long, more than the " + format_count(r.left()) +
                                               " bytes left in the file");
-                    if (auto e = r.skip(length, key + "[" + std::to_string(k) + "]")) return e;
+                    if (auto e = r.skip(length, items)) return e;
                     continue;
                 }
-                if (auto e = read_value(r, out.item_type, keep ? out.items[k] : scratch, key, depth + 1)) return e;
+                if (auto e = read_value(r, out.item_type, keep ? out.items[k] : scratch, key, items, depth + 1)) return e;
             }
             return std::nullopt;
         }
@@ -229,7 +264,7 @@ Result<File> read_header(Reader& r) {
         if (type > static_cast<std::uint32_t>(Type::f64))
             return r.error(at, key + " has type " + std::to_string(type) + ", which is no GGUF type (0-12)");
         Value v;
-        if (auto e = read_value(r, static_cast<Type>(type), v, key, 0)) return *e;
+        if (auto e = read_value(r, static_cast<Type>(type), v, key, key + "'s value", 0)) return *e;
         f.metadata.emplace_back(std::move(key), std::move(v));
     }
     f.tensors.reserve(tensors);

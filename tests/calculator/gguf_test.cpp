@@ -292,6 +292,27 @@ TEST(Gguf, SlidingChunkedMlaAndHybridModelsMatchTheirConfigJson) {
              w.u32("qwen3next.expert_used_count", 10).u32("qwen3next.expert_feed_forward_length", 512);
              return w;
          }},
+        {"qwen3-8b",
+         [] {
+             GgufWriter w = base("qwen3", 36, 40960, 4096, 12288, 32);
+             w.u32("qwen3.attention.head_count_kv", 8).u32("qwen3.attention.key_length", 128);
+             w.u32("qwen3.attention.value_length", 128);
+             return w;
+         }},
+        {"mixtral-8x7b",
+         [] {  // converted as "llama" with experts
+             GgufWriter w = base("llama", 32, 32768, 4096, 14336, 32);
+             w.u32("llama.attention.head_count_kv", 8).u32("llama.expert_count", 8).u32("llama.expert_used_count", 2);
+             return w;
+         }},
+        {"mistral-small-3.1-24b",
+         [] {
+             GgufWriter w = base("mistral3", 40, 131072, 5120, 32768, 32);
+             w.u32("mistral3.attention.head_count_kv", 8).u32("mistral3.attention.key_length", 128);
+             w.u32("mistral3.attention.value_length", 128);
+             return w;
+         }},
+        {"llama-2-7b", [] { return base("llama", 32, 4096, 4096, 11008, 32); }},
         {"falcon-7b",
          [] {
              GgufWriter w = base("falcon", 32, 2048, 4544, 18176, 71);
@@ -315,6 +336,12 @@ TEST(Gguf, WhatLlamaCppDoesOtherwiseIsSaid) {
     const ImportedModel m = imported(mistral);
     EXPECT_FALSE(m.arch.has_sliding_layers());
     EXPECT_NE(testing::join(m.notes).find("not used by llama.cpp"), std::string::npos) << testing::join(m.notes);
+    // Phi-3's window: llama.cpp turns it off (vLLM keeps it, as the config.json path does).
+    GgufWriter phi = base("phi3", 32, 4096, 3072, 8192, 32);
+    phi.u32("phi3.attention.head_count_kv", 32).u32("phi3.attention.sliding_window", 2047);
+    const ImportedModel p = imported(phi);
+    EXPECT_FALSE(p.arch.has_sliding_layers());
+    EXPECT_NE(testing::join(p.notes).find("llama.cpp runs every phi3 layer over the whole context"), std::string::npos);
     // A sliding pattern given per layer as booleans.
     GgufWriter pattern = base("gemma3", 6, 131072, 2560, 10240, 8);
     pattern.u32("gemma3.attention.head_count_kv", 4).u32("gemma3.attention.key_length", 256);
