@@ -30,7 +30,7 @@
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/plan.h"
-#include "../tests/calculator/gguf_writer.h"
+#include "kvscope/calculator/gguf_writer.h"
 
 extern char** environ;
 
@@ -166,7 +166,7 @@ struct TempFile {
 
 std::filesystem::path big_gguf() {
     static const TempFile file{[] {
-        testing::GgufWriter w;
+        gguf::Writer w;
         w.str("general.architecture", "llama").str("general.name", "Llama 3.1 405B").u32("llama.block_count", 126);
         w.u32("llama.context_length", 131072).u32("llama.embedding_length", 16384);
         w.u32("llama.feed_forward_length", 53248).u32("llama.attention.head_count", 128);

@@ -1,9 +1,11 @@
 #include "screenshots.h"
 
 #include <QApplication>
+#include <QAbstractItemView>
 #include <QComboBox>
 #include <QDir>
 #include <QEventLoop>
+#include <QGroupBox>
 #include <QFile>
 #include <QLineEdit>
 #include <QLocale>
@@ -19,6 +21,7 @@
 #include <cstdio>
 
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/inputs_panel.h"
@@ -49,6 +52,69 @@ bool save(QWidget* w, const QString& path) {
 }
 
 // The Learn tab's pages at 1280×800, and the first page again at a small window size.
+// A Llama 3.1 8B Q4_K_M GGUF as llama.cpp's converter writes it (header only: the reader never reads the tensors),
+// in an LM Studio folder and a Hugging Face cache of a throwaway home: the picker's "On this machine", and the GGUF's
+// deployment on an RTX 4090 with llama.cpp and the file's exact weight bytes.
+bool render_files(const Catalog& catalog, const QDir& dir) {
+    QTemporaryDir home;
+    gguf::Writer w;
+    w.str("general.architecture", "llama").str("general.name", "Meta Llama 3.1 8B Instruct");
+    w.u32("llama.block_count", 32).u32("llama.context_length", 131072).u32("llama.embedding_length", 4096);
+    w.u32("llama.feed_forward_length", 14336).u32("llama.attention.head_count", 32);
+    w.u32("llama.attention.head_count_kv", 8).u32("llama.vocab_size", 128256);
+    w.tensor("token_embd.weight", {4096, 128256}, 12).tensor("output.weight", {4096, 128256}, 14);
+    for (int l = 0; l < 32; ++l) {
+        const std::string b = "blk." + std::to_string(l);
+        w.tensor(b + ".attn_q.weight", {4096, 4096}, 12).tensor(b + ".attn_k.weight", {4096, 1024}, 12);
+        w.tensor(b + ".attn_v.weight", {4096, 1024}, 14).tensor(b + ".attn_output.weight", {4096, 4096}, 12);
+        w.tensor(b + ".ffn_gate.weight", {4096, 14336}, 12).tensor(b + ".ffn_up.weight", {4096, 14336}, 12);
+        w.tensor(b + ".ffn_down.weight", {14336, 4096}, 14).tensor(b + ".attn_norm.weight", {4096}, 0);
+        w.tensor(b + ".ffn_norm.weight", {4096}, 0);
+    }
+    const QString lms = home.filePath(".lmstudio/models/lmstudio-community/Meta-Llama-3.1-8B-Instruct-GGUF");
+    const QString gguf = lms + "/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf";
+    const QString snapshot = home.filePath(".cache/huggingface/hub/models--Qwen--Qwen3-8B/snapshots/b968826");
+    QDir().mkpath(lms);
+    QDir().mkpath(snapshot);
+    QFile g(gguf);
+    if (g.open(QIODevice::WriteOnly)) g.write(QByteArray::fromStdString(w.bytes()));
+    g.close();
+    QFile c(snapshot + "/config.json");
+    if (c.open(QIODevice::WriteOnly))
+        c.write(R"({"model_type": "qwen3", "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
+  "hidden_size": 4096, "head_dim": 128, "intermediate_size": 12288, "max_position_embeddings": 40960,
+  "vocab_size": 151936, "torch_dtype": "bfloat16"})");
+    c.close();
+    const QByteArray saved_home = qgetenv("HOME");
+    for (const char* v : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "OLLAMA_MODELS"})
+        qunsetenv(v);
+    qputenv("HOME", home.path().toUtf8());
+    bool ok = true;
+    {
+        ui::MainWindow window(catalog, false);
+        window.resize(1280, 800);
+        window.show();
+        QComboBox* picker = window.inputs()->modelPicker();
+        picker->showPopup();
+        picker->view()->scrollToBottom();
+        settle();
+        ok &= save(picker->view()->window(), dir.filePath("picker-local.png"));
+        picker->hidePopup();
+        window.importModelFile(gguf);
+        window.deployment()->enableBox()->setChecked(true);
+        window.model()->edit("Set up the example", [&catalog](Scenario& s) {
+            s.workload.context_tokens = 32768;
+            s.workload.batch = 4;
+            s.deployment->gpu = *catalog.find_gpu("rtx-4090");
+        });
+        window.tabs()->setCurrentIndex(ui::MainWindow::DeploymentTab);
+        window.statusBar()->clearMessage();  // the throwaway home's path is no part of the picture
+        ok &= save(&window, dir.filePath("gguf-fit.png"));
+    }
+    qputenv("HOME", saved_home);
+    return ok;
+}
+
 bool render_learn(ui::MainWindow& window, const QDir& dir) {
     ui::ScenarioModel* model = window.model();
     ui::LearnView* learn = window.learn();
@@ -287,6 +353,7 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
         window.statusBar()->clearMessage();  // the import's temporary path is no part of the pictures after it
     }
 
+    ok &= render_files(catalog, dir);
     ok &= render_learn(window, dir);
 
     // Dark mode: the system palette, followed by every view and the chart.

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../calculator/gguf_writer.h"
+#include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/json.h"
 
 namespace {
@@ -553,7 +553,7 @@ std::string safetensors_of(const std::string& name, std::uint64_t values) {
     const std::string header = R"({")" + name + R"(":{"dtype":"BF16","shape":[)" + std::to_string(values) +
                                R"(],"data_offsets":[0,)" + std::to_string(values * 2) + "]}}";
     std::string out;
-    kvscope::testing::GgufWriter::put(out, header.size(), 8);
+    kvscope::gguf::Writer::put(out, header.size(), 8);
     return out + header + std::string(values * 2, '\0');
 }
 
@@ -562,7 +562,7 @@ constexpr const char* kLlama3Config = R"({"_name_or_path": "meta-llama/Meta-Llam
     "num_hidden_layers": 32, "num_key_value_heads": 8, "torch_dtype": "bfloat16", "vocab_size": 128256})";
 
 std::string llama3_gguf() {
-    kvscope::testing::GgufWriter w;
+    kvscope::gguf::Writer w;
     w.str("general.architecture", "llama").str("general.name", "Meta Llama 3 8B").u32("llama.block_count", 32);
     w.u32("llama.context_length", 8192).u32("llama.embedding_length", 4096).u32("llama.feed_forward_length", 14336);
     w.u32("llama.attention.head_count", 32).u32("llama.attention.head_count_kv", 8).u32("llama.vocab_size", 128256);

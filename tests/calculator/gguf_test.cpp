@@ -5,7 +5,7 @@
 
 #include <functional>
 
-#include "gguf_writer.h"
+#include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/gguf.h"
 #include "kvscope/calculator/kv_cache.h"
@@ -15,7 +15,7 @@
 namespace kvscope {
 namespace {
 
-using testing::GgufWriter;
+using GgufWriter = gguf::Writer;
 
 // The keys convert_hf_to_gguf.py writes for a model, from its published GGUF conversions.
 GgufWriter base(const std::string& arch, std::uint32_t layers, std::uint32_t ctx, std::uint32_t embd,

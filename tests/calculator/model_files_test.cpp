@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gguf_writer.h"
+#include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/safetensors.h"
@@ -45,7 +45,7 @@ std::string safetensors_bytes(const std::vector<Tensor>& tensors) {
     header.set("__metadata__", meta);
     const std::string text = header.dump(0);
     std::string out;
-    testing::GgufWriter::put(out, text.size(), 8);
+    gguf::Writer::put(out, text.size(), 8);
     return out + text + std::string(offset, '\0');
 }
 
@@ -87,17 +87,17 @@ TEST(Safetensors, CorruptHeadersNameTheFileTheByteAndWhatWasExpected) {
     EXPECT_FIELD_ERROR(safetensors::read_header(good.substr(0, 5), 5, "m.safetensors"), "safetensors",
                        "m.safetensors: byte 0: expected the header's length (8 bytes), but the file ends at byte 5");
     std::string huge;
-    testing::GgufWriter::put(huge, 1ull << 63, 8);
+    gguf::Writer::put(huge, 1ull << 63, 8);
     EXPECT_FIELD_ERROR(safetensors::read_header(huge, 1ull << 40, "m.safetensors"), "safetensors",
                        "more than the 67,108,864 a safetensors header may be");
     std::string longer;
-    testing::GgufWriter::put(longer, 1000, 8);
+    gguf::Writer::put(longer, 1000, 8);
     EXPECT_FIELD_ERROR(safetensors::read_header(longer + "{}", 10, "m.safetensors"), "safetensors",
                        "the header is said to be 1,000 bytes long, but the file has 2 bytes after the length");
     // A tensor whose offsets do not hold its shape, a gap, an overlap, a bad dtype, trailing bytes, bad JSON.
     const auto with_header = [](const std::string& json_text, std::uint64_t data) {
         std::string out;
-        testing::GgufWriter::put(out, json_text.size(), 8);
+        gguf::Writer::put(out, json_text.size(), 8);
         return out + json_text + std::string(data, '\0');
     };
     const std::string wrong = with_header(R"({"w":{"dtype":"F16","shape":[8,8],"data_offsets":[0,100]}})", 100);

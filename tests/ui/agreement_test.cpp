@@ -21,7 +21,7 @@
 
 #include <gtest/gtest.h>
 
-#include "../calculator/gguf_writer.h"
+#include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/plan.h"
@@ -338,13 +338,13 @@ QByteArray safetensors_of(std::uint64_t values) {
     const std::string header = R"({"w":{"dtype":"BF16","shape":[)" + std::to_string(values) +
                                R"(],"data_offsets":[0,)" + std::to_string(values * 2) + "]}}";
     std::string out;
-    kvscope::testing::GgufWriter::put(out, header.size(), 8);
+    kvscope::gguf::Writer::put(out, header.size(), 8);
     out += header + std::string(values * 2, '\0');
     return QByteArray::fromStdString(out);
 }
 
 std::string small_gguf() {
-    kvscope::testing::GgufWriter w;
+    kvscope::gguf::Writer w;
     w.str("general.architecture", "gemma2").str("general.name", "Tiny Gemma").u32("gemma2.block_count", 6);
     w.u32("gemma2.context_length", 8192).u32("gemma2.embedding_length", 1024).u32("gemma2.feed_forward_length", 4096);
     w.u32("gemma2.attention.head_count", 8).u32("gemma2.attention.head_count_kv", 4);
@@ -380,6 +380,14 @@ TEST(Agreement, AGgufAndAModelFolderStartTheirDeploymentAsInTheCliAndKeepItWhenS
     EXPECT_TRUE(w.model()->results().fit->weights_exact);
     EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains("exact from the GGUF's 2 tensors"))
         << w.deployment()->figuresLabel()->text().toStdString();
+    // The Weights box says the bytes are the files'; a format instead counts the parameters, and back again.
+    QComboBox* weights = w.deployment()->weightsField();
+    EXPECT_EQ(weights->currentText(), "exact (the files)");
+    emit weights->activated(weights->findText("fp8_e4m3"));
+    EXPECT_EQ(w.model()->scenario().deployment->weights_bytes_exact, 0u);
+    EXPECT_FALSE(w.model()->results().fit->weights_exact);
+    emit weights->activated(weights->findText("exact (the files)"));
+    EXPECT_EQ(*w.model()->scenario().deployment, *cli.deployment);
     // Saved and opened in a second window: the same exact weights.
     const QString saved = dir.filePath("Modèles à tester/tiny.kvscope.json");
     ASSERT_TRUE(w.saveScenarioFile(saved));

@@ -23,6 +23,9 @@ namespace {
 const QString kCustom = QStringLiteral("custom");
 constexpr int kFractionEdits = 2;  // undo merge id (1 is the context slider's)
 
+// The Weights box's item for "the bytes the model's files give" (every other item is a KvDtype).
+constexpr int kExactWeights = -1;
+
 // The deployment a user starts from when they tick the box: the first catalog GPU (or an
 // 80 GiB one), as many GPUs as the parallel layout uses, vLLM's rule.
 Deployment starting_deployment(const Catalog& catalog, const Scenario& s, const ModelWeights& model_weights) {
@@ -184,7 +187,17 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
             QObject::tr("Change memory fraction"), [f](Deployment& d, Scenario&) { d.fraction = f; }, kFractionEdits);
     });
     connect(weight_dtype_, &QComboBox::activated, this, [this, edit](int index) {
-        const auto w = static_cast<KvDtype>(weight_dtype_->itemData(index).toInt());
+        const int data = weight_dtype_->itemData(index).toInt();
+        if (data == kExactWeights) {  // back to the bytes the model's files give
+            const ModelWeights files = model_->modelWeights();
+            edit(tr("Use the files' exact weights"), [files](Deployment& d, Scenario&) {
+                d.weight_dtype = files.dtype;
+                d.weights_bytes_exact = files.exact_bytes;
+                d.weights_source = files.source;
+            });
+            return;
+        }
+        const auto w = static_cast<KvDtype>(data);
         edit(tr("Change weight format"), [w](Deployment& d, Scenario&) {
             d.weight_dtype = w;
             // Another format than the model's files hold: their exact bytes no longer apply (as --weight-dtype).
@@ -243,7 +256,17 @@ void DeploymentView::sync() {
         engine_->setCurrentIndex(engine_->findData(static_cast<int>(d.engine)));
         fraction_->setValue(d.fraction);
         fraction_->setEnabled(engine_takes_fraction(d.engine));
-        weight_dtype_->setCurrentIndex(weight_dtype_->findData(static_cast<int>(d.weight_dtype)));
+        // "exact (the files)" first when the model's files give the weights' bytes.
+        const bool files_exact = model_->modelWeights().exact_bytes > 0;
+        const int exact_item = weight_dtype_->findData(kExactWeights);
+        if (files_exact && exact_item < 0) {
+            weight_dtype_->insertItem(0, tr("exact (the files)"), kExactWeights);
+            weight_dtype_->setItemData(0, q(model_->modelWeights().source), Qt::ToolTipRole);
+        } else if (!files_exact && exact_item >= 0) {
+            weight_dtype_->removeItem(exact_item);
+        }
+        weight_dtype_->setCurrentIndex(weight_dtype_->findData(
+            d.weights_bytes_exact > 0 ? kExactWeights : static_cast<int>(d.weight_dtype)));
         rule_->setText(q(std::string(budget_rule(d.engine))));
     }
     const QStringList problems = marks_.apply(model_->errors(), typed_);

@@ -117,6 +117,8 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
             picker_->setItemData(row, shown + '\n' + q(m.id), kSearchRole);
         }
     }
+    // The list as wide as its longest entry (a local GGUF's path-like id), not as narrow as the box.
+    picker_->view()->setMinimumWidth(picker_->view()->sizeHintForColumn(0) + 24);
     auto* completer = new ModelCompleter(picker_->model(), picker_);
     completer->setCompletionRole(kSearchRole);
     completer->setFilterMode(Qt::MatchContains);

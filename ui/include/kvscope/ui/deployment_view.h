@@ -28,6 +28,7 @@ public:
 
     [[nodiscard]] QGroupBox* enableBox() const { return box_; }
     [[nodiscard]] QComboBox* gpuField() const { return gpu_; }
+    [[nodiscard]] QComboBox* weightsField() const { return weight_dtype_; }
     [[nodiscard]] QLabel* gpuCountLabel() const { return count_; }
     [[nodiscard]] PlanView* plan() const { return plan_; }
 

@@ -1,6 +1,6 @@
 #pragma once
-// Writes GGUF headers byte by byte as ggml's docs/gguf.md specifies them, so the tests can build the files
-// they read: metadata of every type, arrays, and tensor infos (no tensor data beyond what a test asks for).
+// Writes GGUF headers byte by byte as ggml's docs/gguf.md specifies them, so that the tests, the benchmarks and the
+// screenshots can build the files the reader takes: metadata of every type, arrays, and tensor infos (no tensor data).
 
 #include <cstdint>
 #include <cstring>
@@ -8,44 +8,44 @@
 #include <utility>
 #include <vector>
 
-namespace kvscope::testing {
+namespace kvscope::gguf {
 
-class GgufWriter {
+class Writer {
 public:
     enum class Type : std::uint32_t { u8, i8, u16, i16, u32, i32, f32, boolean, string, array, u64, i64, f64 };
 
-    GgufWriter& u32(const std::string& key, std::uint32_t v) { return scalar(key, Type::u32, v, 4); }
-    GgufWriter& i32(const std::string& key, std::int32_t v) {
+    Writer& u32(const std::string& key, std::uint32_t v) { return scalar(key, Type::u32, v, 4); }
+    Writer& i32(const std::string& key, std::int32_t v) {
         return scalar(key, Type::i32, static_cast<std::uint32_t>(v), 4);
     }
-    GgufWriter& u64(const std::string& key, std::uint64_t v) { return scalar(key, Type::u64, v, 8); }
-    GgufWriter& u8(const std::string& key, std::uint8_t v) { return scalar(key, Type::u8, v, 1); }
-    GgufWriter& flag(const std::string& key, bool v) { return scalar(key, Type::boolean, v ? 1 : 0, 1); }
-    GgufWriter& f32(const std::string& key, float v) {
+    Writer& u64(const std::string& key, std::uint64_t v) { return scalar(key, Type::u64, v, 8); }
+    Writer& u8(const std::string& key, std::uint8_t v) { return scalar(key, Type::u8, v, 1); }
+    Writer& flag(const std::string& key, bool v) { return scalar(key, Type::boolean, v ? 1 : 0, 1); }
+    Writer& f32(const std::string& key, float v) {
         std::uint32_t bits = 0;
         std::memcpy(&bits, &v, 4);
         return scalar(key, Type::f32, bits, 4);
     }
-    GgufWriter& str(const std::string& key, const std::string& v) {
+    Writer& str(const std::string& key, const std::string& v) {
         begin(key, static_cast<std::uint32_t>(Type::string));
         text(meta_, v);
         return *this;
     }
-    GgufWriter& u32s(const std::string& key, const std::vector<std::uint32_t>& v) {
+    Writer& u32s(const std::string& key, const std::vector<std::uint32_t>& v) {
         begin(key, static_cast<std::uint32_t>(Type::array));
         put(meta_, static_cast<std::uint32_t>(Type::u32), 4);
         put(meta_, v.size(), 8);
         for (const auto x : v) put(meta_, x, 4);
         return *this;
     }
-    GgufWriter& i32s(const std::string& key, const std::vector<std::int32_t>& v) {
+    Writer& i32s(const std::string& key, const std::vector<std::int32_t>& v) {
         begin(key, static_cast<std::uint32_t>(Type::array));
         put(meta_, static_cast<std::uint32_t>(Type::i32), 4);
         put(meta_, v.size(), 8);
         for (const auto x : v) put(meta_, static_cast<std::uint32_t>(x), 4);
         return *this;
     }
-    GgufWriter& bools(const std::string& key, const std::vector<bool>& v) {
+    Writer& bools(const std::string& key, const std::vector<bool>& v) {
         begin(key, static_cast<std::uint32_t>(Type::array));
         put(meta_, static_cast<std::uint32_t>(Type::boolean), 4);
         put(meta_, v.size(), 8);
@@ -53,7 +53,7 @@ public:
         return *this;
     }
     // A vocabulary of `n` strings ("t0", "t1", …), as tokenizer.ggml.tokens holds it.
-    GgufWriter& strings(const std::string& key, std::uint64_t n) {
+    Writer& strings(const std::string& key, std::uint64_t n) {
         begin(key, static_cast<std::uint32_t>(Type::array));
         put(meta_, static_cast<std::uint32_t>(Type::string), 4);
         put(meta_, n, 8);
@@ -61,12 +61,12 @@ public:
         return *this;
     }
     // Raw bytes in place of a value (for corrupt files): the key and type, then `raw`.
-    GgufWriter& raw(const std::string& key, std::uint32_t type, const std::string& raw) {
+    Writer& raw(const std::string& key, std::uint32_t type, const std::string& raw) {
         begin(key, type);
         meta_ += raw;
         return *this;
     }
-    GgufWriter& tensor(const std::string& name, const std::vector<std::uint64_t>& dims, std::uint32_t type) {
+    Writer& tensor(const std::string& name, const std::vector<std::uint64_t>& dims, std::uint32_t type) {
         text(tensors_, name);
         put(tensors_, dims.size(), 4);
         for (const auto d : dims) put(tensors_, d, 8);
@@ -99,7 +99,7 @@ private:
         put(meta_, type, 4);
         ++entries_;
     }
-    GgufWriter& scalar(const std::string& key, Type type, std::uint64_t v, int n) {
+    Writer& scalar(const std::string& key, Type type, std::uint64_t v, int n) {
         begin(key, static_cast<std::uint32_t>(type));
         put(meta_, v, n);
         return *this;
@@ -109,4 +109,4 @@ private:
     std::uint64_t entries_ = 0, tensor_count_ = 0, offset_ = 0;
 };
 
-}  // namespace kvscope::testing
+}  // namespace kvscope::gguf
