@@ -27,10 +27,10 @@
 #include "kvscope/calculator/curves.h"
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/gguf.h"
+#include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/plan.h"
-#include "kvscope/calculator/gguf_writer.h"
 
 extern char** environ;
 
@@ -177,7 +177,8 @@ std::filesystem::path big_gguf() {
             for (const char* t : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down",
                                   "attn_norm", "ffn_norm"})
                 w.tensor("blk." + std::to_string(l) + "." + t + ".weight", {16384, 1024}, 12);
-        const auto p = std::filesystem::temp_directory_path() / ("kvscope-bench-400GB-" + std::to_string(::getpid()) + ".gguf");
+        const auto p =
+            std::filesystem::temp_directory_path() / ("kvscope-bench-400GB-" + std::to_string(::getpid()) + ".gguf");
         std::ofstream(p, std::ios::binary) << w.bytes();
         std::filesystem::resize_file(p, 400'000'000'000ull);
         return p;
@@ -209,7 +210,8 @@ void BM_GgufHeaderOf400GBFile(benchmark::State& state) {
         in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
         benchmark::DoNotOptimize(bytes.data());
     }
-    const double raw_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / kRaw;
+    const double raw_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / kRaw;
     const double per = ms / static_cast<double>(std::max<benchmark::IterationCount>(1, state.iterations()));
     state.counters["ms_to_open"] = per;
     state.counters["header_MiB"] = static_cast<double>(header) / (1 << 20);
@@ -231,8 +233,8 @@ void BM_ScanLocalModels(benchmark::State& state) {
     for (int i = 0; i < 200; ++i) {
         const fs::path m = root / "ollama" / "manifests" / "registry.ollama.ai" / "library" / ("m" + std::to_string(i));
         fs::create_directories(m);
-        std::ofstream(m / "latest") << R"({"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:)"
-                                    << i << R"("}]})";
+        std::ofstream(m / "latest")
+            << R"({"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:)" << i << R"("}]})";
         const fs::path l = root / "lms" / "pub" / ("repo" + std::to_string(i));
         fs::create_directories(l);
         std::ofstream(l / "model.gguf") << "GGUF";

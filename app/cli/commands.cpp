@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <map>
 
-#include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/analysis.h"
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/report_json.h"
@@ -497,7 +497,7 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
     std::vector<std::pair<std::string, std::string>> rows{
         {"GPU", dep.gpu.name + ", " + format_bytes_both(dep.gpu.memory_bytes, u) + " each"},
         {"engine", std::string(to_string(dep.engine)) + " (fraction " + fixed(dep.fraction, 2) + ")"},
-        {"weights", std::string(to_string(dep.weight_dtype))},
+        {"weights", weights_text(dep)},
     };
     r.out = header(s, src) + "\n" + key_values(rows) + "\n" + t.text();
     r.out += "max seqs: sequences one replica holds at this context; headroom at the sequences each replica serves\n";

@@ -59,7 +59,8 @@ struct CommandInfo {
     std::string_view summary;
 };
 constexpr CommandInfo kCommandInfo[] = {
-    {Command::models, "models", "the built-in (and your own) models", "models [--local] [--json|--csv] [--data-dir DIR]",
+    {Command::models, "models", "the built-in (and your own) models",
+     "models [--local] [--json|--csv] [--data-dir DIR]",
      "Lists every model: id, shape, parameters and KV bytes per token; --local: the models on this machine."},
     {Command::gpus, "gpus", "the built-in (and your own) GPUs", "gpus [--json|--csv] [--data-dir DIR]",
      "Lists every GPU: memory, bandwidth, dense bf16 TFLOP/s."},
@@ -70,7 +71,8 @@ constexpr CommandInfo kCommandInfo[] = {
      "compare (--model ID | --config FILE | --gguf FILE | --model-dir DIR) [options]",
      "The same model as MHA, GQA, MQA (and MLA where it has it): bytes and % of MHA."},
     {Command::sweep, "sweep", "KV bytes against context length, one column per variant",
-     "sweep (--model ID | --config FILE | --gguf FILE | --model-dir DIR) [options]", "KV bytes against context length for each variant."},
+     "sweep (--model ID | --config FILE | --gguf FILE | --model-dir DIR) [options]",
+     "KV bytes against context length for each variant."},
     {Command::fit, "fit", "will it fit on these GPUs, how many sequences, how long a context, how fast",
      "fit (--model ID | --config FILE | --gguf FILE | --model-dir DIR) --gpu ID [options]",
      "Will it fit: weights, the engine's KV budget, max batch, max context, decode speed floor."},
@@ -525,7 +527,8 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
     const CatalogModel* m = o.model ? catalog.find_model(*o.model) : nullptr;
     if (o.config || o.gguf || o.model_dir) {
         const std::string& path = o.config ? *o.config : (o.gguf ? *o.gguf : *o.model_dir);
-        auto imported = o.config ? import_config_file(path) : (o.gguf ? gguf::import_file(path) : import_model_path(path));
+        auto imported =
+            o.config ? import_config_file(path) : (o.gguf ? gguf::import_file(path) : import_model_path(path));
         if (!imported) return imported.errors();
         take(*imported, path);
     } else if (o.model && !m) {

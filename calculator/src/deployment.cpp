@@ -85,6 +85,11 @@ void adopt_model_weights(Deployment& d, const ModelWeights& w) {
     }
 }
 
+std::string weights_text(const Deployment& d) {
+    if (d.weights_bytes_exact == 0) return "in " + std::string(to_string(d.weight_dtype));
+    return d.weights_source.empty() ? format_count(d.weights_bytes_exact) + " bytes, exact" : d.weights_source;
+}
+
 Result<std::uint64_t> stored_weights_bytes(const Architecture& arch, const Deployment& d) {
     if (d.weights_bytes_exact > 0) return d.weights_bytes_exact;
     return weights_bytes(parameters(arch).total, d.weight_dtype);
@@ -124,12 +129,37 @@ Workload engine_workload(const Workload& workload, Engine engine) {
     return w;
 }
 
-Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload& workload_in,
+Architecture engine_architecture(const Architecture& arch, Engine engine) {
+    if (engine != Engine::llama_cpp) return arch;
+    // llama.cpp keeps a sliding (or chunked) layer's window and one micro-batch more, padded to 256 tokens, per
+    // sequence (src/llama-kv-cache-iswa.cpp: size_swa = min(n_ctx, GGML_PAD(n_swa + n_ubatch, 256)) for each
+    // sequence's stream; common/common.h: n_ubatch = 512).
+    Architecture a = arch;
+    for (LayerSpec& s : a.layer_specs)
+        if ((s.kind == LayerKind::sliding || s.kind == LayerKind::chunked) && s.window > 0)
+            s.window = round_up(s.window + kLlamaCppUbatch, 256).value();
+    return a;
+}
+
+Result<FitReport> fit(const Architecture& model_arch, KvDtype kv_dtype, const Workload& workload_in,
                       const Parallelism& parallel, const Deployment& d) {
     const Workload workload = engine_workload(workload_in, d.engine);
+    const Architecture arch = engine_architecture(model_arch, d.engine);
     FitReport r;
     if (workload.block_size != workload_in.block_size)
         r.notes.emplace_back("llama.cpp keeps one contiguous cache: the block size is taken as 1");
+    if (arch.layer_specs != model_arch.layer_specs && !workload.full_window) {
+        const std::uint64_t w = layer_window(model_arch, LayerKind::sliding) > 0
+                                    ? layer_window(model_arch, LayerKind::sliding)
+                                    : layer_window(model_arch, LayerKind::chunked);
+        r.notes.push_back(
+            "llama.cpp keeps a sliding layer's window and one micro-batch (n_ubatch 512) more, padded to "
+            "256 tokens" +
+            (w > 0 ? ": " + format_count(round_up(w + kLlamaCppUbatch, 256).value()) + " for a window of " +
+                         format_count(w)
+                   : std::string()) +
+            " (llama-kv-cache-iswa.cpp)");
+    }
     Errors errors = validate(d, parallel);
     auto layout_or = KvLayout::make(arch, kv_dtype, workload, parallel);
     auto kv =
@@ -229,8 +259,9 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
                           "--engine plain for the plain figure)");
     }
     r.weights_exact = d.weights_bytes_exact > 0;
-    r.weights_source = r.weights_exact && d.weights_source.empty() ? format_count(d.weights_bytes_exact) + " bytes, exact"
-                                                                    : d.weights_source;
+    r.weights_source = r.weights_exact && d.weights_source.empty()
+                           ? format_count(d.weights_bytes_exact) + " bytes, exact"
+                           : d.weights_source;
     if (params.estimated && !r.weights_exact)
         r.notes.push_back("parameter count estimated from the architecture: " + format_count(params.total));
     if (r.state_bytes_per_gpu > 0)

@@ -5,7 +5,7 @@
 #include <bit>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+#include <streambuf>
 
 #include "kvscope/calculator/checked.h"
 #include "kvscope/calculator/numbers.h"
@@ -14,10 +14,11 @@
 namespace kvscope::gguf {
 namespace {
 
-constexpr std::uint32_t kMaxDims = 4;             // GGML_MAX_DIMS
-constexpr std::uint64_t kMaxKeyBytes = 1u << 16;  // a key longer than this is corruption, not a name
-constexpr int kMaxNesting = 2;                    // an array of arrays (gguf.cpp reads no deeper)
-constexpr std::uint64_t kKeptText = 1u << 20;     // longer metadata texts are skipped
+constexpr std::uint32_t kMaxDims = 4;                // GGML_MAX_DIMS
+constexpr std::uint64_t kMaxKeyBytes = 1u << 16;     // a key longer than this is corruption, not a name
+constexpr int kMaxNesting = 2;                       // an array of arrays (gguf.cpp reads no deeper)
+constexpr std::uint64_t kKeptText = 1u << 20;        // longer metadata texts are skipped
+constexpr std::uint64_t kKeptItemsInAll = 1u << 18;  // array items kept in all (a few per-layer arrays)
 
 // The smallest number of bytes an item of `type` takes in the file: how a count is checked against the rest
 // of the file before anything is allocated.
@@ -25,17 +26,22 @@ std::uint64_t min_bytes(Type type) {
     switch (type) {
         case Type::u8:
         case Type::i8:
-        case Type::boolean: return 1;
+        case Type::boolean:
+            return 1;
         case Type::u16:
-        case Type::i16: return 2;
+        case Type::i16:
+            return 2;
         case Type::u32:
         case Type::i32:
-        case Type::f32: return 4;
+        case Type::f32:
+            return 4;
         case Type::u64:
         case Type::i64:
         case Type::f64:
-        case Type::string: return 8;   // the length
-        case Type::array: return 12;   // item type and count
+        case Type::string:
+            return 8;  // the length
+        case Type::array:
+            return 12;  // item type and count
     }
     return 1;
 }
@@ -84,6 +90,13 @@ public:
     }
     std::optional<FieldError> skip(std::uint64_t n, const std::string& what) { return bytes(nullptr, n, what); }
 
+    // Whether `items` more array items may be kept (kKeptItemsInAll for the whole file).
+    bool keep(std::uint64_t items) {
+        if (items > kept_left_) return false;
+        kept_left_ -= items;
+        return true;
+    }
+
     template <class T>
     std::optional<FieldError> number(T& out, const std::string& what) {
         std::array<unsigned char, sizeof(T)> raw{};
@@ -122,6 +135,7 @@ private:
     std::uint64_t offset_ = 0;
     std::vector<char> buffer_ = std::vector<char>(1u << 16);
     std::size_t pos_ = 0, len_ = 0;  // the unread part of the buffer: [pos_, len_)
+    std::uint64_t kept_left_ = kKeptItemsInAll;
 };
 
 // `what` describes the value in messages ("llama.block_count's value"): built once by the caller, not per item.
@@ -136,9 +150,9 @@ std::optional<FieldError> read_value(Reader& r, Type type, Value& out, const std
             return std::nullopt;
         }
         case Type::i8: {
-            std::int8_t v = 0;
+            std::uint8_t v = 0;  // two's complement, read as its byte
             if (auto e = r.number(v, what)) return e;
-            out.i = v;
+            out.i = v < 128 ? static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v) - 256;
             return std::nullopt;
         }
         case Type::u16: {
@@ -165,15 +179,18 @@ std::optional<FieldError> read_value(Reader& r, Type type, Value& out, const std
             out.i = v;
             return std::nullopt;
         }
-        case Type::u64: return r.number(out.u, what);
-        case Type::i64: return r.number(out.i, what);
+        case Type::u64:
+            return r.number(out.u, what);
+        case Type::i64:
+            return r.number(out.i, what);
         case Type::f32: {
             float v = 0;
             if (auto e = r.number(v, what)) return e;
             out.f = v;
             return std::nullopt;
         }
-        case Type::f64: return r.number(out.f, what);
+        case Type::f64:
+            return r.number(out.f, what);
         case Type::boolean: {
             std::uint8_t v = 0;
             const std::uint64_t at = r.offset();
@@ -189,8 +206,9 @@ std::optional<FieldError> read_value(Reader& r, Type type, Value& out, const std
             std::uint64_t length = 0;
             if (auto e = r.number(length, what)) return e;
             if (length > r.left())
-                return r.error(at, key + "'s text is said to be " + format_count(length) + " bytes long, more than the " +
-                                       format_count(r.left()) + " bytes left in the file");
+                return r.error(at, key + "'s text is said to be " + format_count(length) +
+                                       " bytes long, more than the " + format_count(r.left()) +
+                                       " bytes left in the file");
             if (length > kKeptText) {
                 out.count = length;
                 return r.skip(length, what);
@@ -204,13 +222,17 @@ std::optional<FieldError> read_value(Reader& r, Type type, Value& out, const std
             std::uint32_t item = 0;
             if (auto e = r.number(item, key + "'s item type")) return e;
             if (item > static_cast<std::uint32_t>(Type::f64))
-                return r.error(at, key + " is an array of type " + std::to_string(item) + ", which is no GGUF type (0-12)");
+                return r.error(at,
+                               key + " is an array of type " + std::to_string(item) + ", which is no GGUF type (0-12)");
             out.item_type = static_cast<Type>(item);
             if (auto e = r.number(out.count, key + "'s item count")) return e;
             if (out.count > r.left() / min_bytes(out.item_type))
                 return r.error(at + 4, key + " is said to hold " + format_count(out.count) + " items, more than the " +
                                            format_count(r.left()) + " bytes left in the file can hold");
-            const bool keep = out.count <= kKeptItems && out.item_type != Type::string && out.item_type != Type::array;
+            // Kept: short arrays of numbers (per-layer settings), within a budget for the whole file, so that a
+            // crafted file cannot make the reader hold many times its own size.
+            const bool keep = out.count <= kKeptItems && out.item_type != Type::string &&
+                              out.item_type != Type::array && r.keep(out.count);
             if (keep) out.items.resize(out.count);
             Value scratch;
             const std::string items = key + "'s items";
@@ -226,7 +248,8 @@ std::optional<FieldError> read_value(Reader& r, Type type, Value& out, const std
                     if (auto e = r.skip(length, items)) return e;
                     continue;
                 }
-                if (auto e = read_value(r, out.item_type, keep ? out.items[k] : scratch, key, items, depth + 1)) return e;
+                if (auto e = read_value(r, out.item_type, keep ? out.items[k] : scratch, key, items, depth + 1))
+                    return e;
             }
             return std::nullopt;
         }
@@ -241,6 +264,10 @@ Result<File> read_header(Reader& r) {
     if (std::memcmp(magic.data(), "GGUF", 4) != 0)
         return r.error(0, "expected the magic \"GGUF\"; this is not a GGUF file");
     if (auto e = r.number(f.version, "the version")) return *e;
+    if (f.version == 0x02000000 || f.version == 0x03000000)
+        return r.error(4,
+                       "this GGUF is big-endian (for s390x and other big-endian machines); convert the model "
+                       "again for a little-endian machine");
     if (f.version != 2 && f.version != 3)
         return r.error(4, "GGUF version " + std::to_string(f.version) +
                               " is not read (2 and 3 are; version 1 files predate August 2023 — convert them again)");
@@ -254,7 +281,7 @@ Result<File> read_header(Reader& r) {
     if (tensors > r.left() / 24)
         return r.error(8, "the file is said to hold " + format_count(tensors) + " tensors, more than its " +
                               format_count(r.left()) + " remaining bytes can hold");
-    f.metadata.reserve(entries);
+    // Nothing is reserved from the claimed counts: a corrupt count in a large file must not allocate for it.
     for (std::uint64_t k = 0; k < entries; ++k) {
         std::string key;
         if (auto e = r.string(key, "metadata key " + std::to_string(k + 1), kMaxKeyBytes)) return *e;
@@ -267,7 +294,6 @@ Result<File> read_header(Reader& r) {
         if (auto e = read_value(r, static_cast<Type>(type), v, key, key + "'s value", 0)) return *e;
         f.metadata.emplace_back(std::move(key), std::move(v));
     }
-    f.tensors.reserve(tensors);
     for (std::uint64_t k = 0; k < tensors; ++k) {
         TensorInfo t;
         if (auto e = r.string(t.name, "tensor " + std::to_string(k + 1) + "'s name", kMaxKeyBytes)) return *e;
@@ -290,7 +316,7 @@ Result<File> read_header(Reader& r) {
 }  // namespace
 
 std::string_view to_string(Type type) {
-    static constexpr std::array<std::string_view, 13> kNames{"u8",  "i8",     "u16",   "i16", "u32", "i32", "f32",
+    static constexpr std::array<std::string_view, 13> kNames{"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
                                                              "bool", "string", "array", "u64", "i64", "f64"};
     const auto k = static_cast<std::size_t>(type);
     return k < kNames.size() ? kNames.at(k) : "unknown";
@@ -305,8 +331,10 @@ bool Value::is_integer() const {
         case Type::u32:
         case Type::i32:
         case Type::u64:
-        case Type::i64: return true;
-        default: return false;
+        case Type::i64:
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -316,14 +344,16 @@ std::optional<std::uint64_t> Value::as_u64() const {
         case Type::u16:
         case Type::u32:
         case Type::u64:
-        case Type::boolean: return u;
+        case Type::boolean:
+            return u;
         case Type::i8:
         case Type::i16:
         case Type::i32:
         case Type::i64:
             if (i < 0) return std::nullopt;
             return static_cast<std::uint64_t>(i);
-        default: return std::nullopt;
+        default:
+            return std::nullopt;
     }
 }
 
@@ -335,8 +365,7 @@ std::optional<double> Value::as_double() const {
 }
 
 std::string Value::describe() const {
-    if (type == Type::array)
-        return "an array of " + format_count(count) + " " + std::string(to_string(item_type));
+    if (type == Type::array) return "an array of " + format_count(count) + " " + std::string(to_string(item_type));
     if (type == Type::string) return "the text '" + s + "'";
     if (type == Type::f32 || type == Type::f64) return std::string(to_string(type)) + " " + number_text(f);
     if (type == Type::i8 || type == Type::i16 || type == Type::i32 || type == Type::i64)
@@ -355,8 +384,33 @@ Result<File> read(std::istream& in, std::uint64_t size, const std::string& sourc
     return read_header(r);
 }
 
+namespace {
+// A stream over bytes already in memory, without copying them (the fuzzer's and the tests' input).
+class MemoryBuffer : public std::streambuf {
+public:
+    explicit MemoryBuffer(std::string_view bytes) {
+        char* begin = const_cast<char*>(bytes.data());  // NOLINT(cppcoreguidelines-pro-type-const-cast): read only
+        setg(begin, begin, begin + bytes.size());
+    }
+
+protected:
+    pos_type seekoff(off_type off, std::ios_base::seekdir dir, std::ios_base::openmode /*which*/) override {
+        const off_type base =
+            dir == std::ios_base::beg ? 0 : (dir == std::ios_base::cur ? gptr() - eback() : egptr() - eback());
+        const off_type to = base + off;
+        if (to < 0 || to > egptr() - eback()) return pos_type(off_type(-1));
+        setg(eback(), eback() + to, egptr());
+        return pos_type(to);
+    }
+    pos_type seekpos(pos_type pos, std::ios_base::openmode which) override {
+        return seekoff(off_type(pos), std::ios_base::beg, which);
+    }
+};
+}  // namespace
+
 Result<File> read(std::string_view bytes, const std::string& source) {
-    std::istringstream in{std::string(bytes)};
+    MemoryBuffer buffer(bytes);
+    std::istream in(&buffer);
     return read(in, bytes.size(), source);
 }
 
@@ -379,15 +433,15 @@ std::optional<TypeInfo> type_info(std::uint32_t type) {
         TypeInfo info;
     };
     static constexpr std::array<Row, 35> kTypes{{
-        {0, {"f32", 1, 4}},        {1, {"f16", 1, 2}},         {2, {"q4_0", 32, 18}},      {3, {"q4_1", 32, 20}},
-        {6, {"q5_0", 32, 22}},     {7, {"q5_1", 32, 24}},      {8, {"q8_0", 32, 34}},      {9, {"q8_1", 32, 36}},
-        {10, {"q2_K", 256, 84}},   {11, {"q3_K", 256, 110}},   {12, {"q4_K", 256, 144}},   {13, {"q5_K", 256, 176}},
-        {14, {"q6_K", 256, 210}},  {15, {"q8_K", 256, 292}},   {16, {"iq2_xxs", 256, 66}}, {17, {"iq2_xs", 256, 74}},
-        {18, {"iq3_xxs", 256, 98}}, {19, {"iq1_s", 256, 50}},  {20, {"iq4_nl", 32, 18}},   {21, {"iq3_s", 256, 110}},
-        {22, {"iq2_s", 256, 82}},  {23, {"iq4_xs", 256, 136}}, {24, {"i8", 1, 1}},         {25, {"i16", 1, 2}},
-        {26, {"i32", 1, 4}},       {27, {"i64", 1, 8}},        {28, {"f64", 1, 8}},        {29, {"iq1_m", 256, 56}},
-        {30, {"bf16", 1, 2}},      {34, {"tq1_0", 256, 54}},   {35, {"tq2_0", 256, 66}},   {39, {"mxfp4", 32, 17}},
-        {40, {"nvfp4", 64, 36}},   {41, {"q1_0", 128, 18}},    {42, {"q2_0", 64, 18}},
+        {0, {"f32", 1, 4}},         {1, {"f16", 1, 2}},         {2, {"q4_0", 32, 18}},      {3, {"q4_1", 32, 20}},
+        {6, {"q5_0", 32, 22}},      {7, {"q5_1", 32, 24}},      {8, {"q8_0", 32, 34}},      {9, {"q8_1", 32, 36}},
+        {10, {"q2_K", 256, 84}},    {11, {"q3_K", 256, 110}},   {12, {"q4_K", 256, 144}},   {13, {"q5_K", 256, 176}},
+        {14, {"q6_K", 256, 210}},   {15, {"q8_K", 256, 292}},   {16, {"iq2_xxs", 256, 66}}, {17, {"iq2_xs", 256, 74}},
+        {18, {"iq3_xxs", 256, 98}}, {19, {"iq1_s", 256, 50}},   {20, {"iq4_nl", 32, 18}},   {21, {"iq3_s", 256, 110}},
+        {22, {"iq2_s", 256, 82}},   {23, {"iq4_xs", 256, 136}}, {24, {"i8", 1, 1}},         {25, {"i16", 1, 2}},
+        {26, {"i32", 1, 4}},        {27, {"i64", 1, 8}},        {28, {"f64", 1, 8}},        {29, {"iq1_m", 256, 56}},
+        {30, {"bf16", 1, 2}},       {34, {"tq1_0", 256, 54}},   {35, {"tq2_0", 256, 66}},   {39, {"mxfp4", 32, 17}},
+        {40, {"nvfp4", 64, 36}},    {41, {"q1_0", 128, 18}},    {42, {"q2_0", 64, 18}},
     }};
     for (const Row& row : kTypes)
         if (row.id == type) return row.info;
@@ -396,9 +450,12 @@ std::optional<TypeInfo> type_info(std::uint32_t type) {
 
 Result<std::uint64_t> tensor_bytes(const TensorInfo& tensor) {
     const auto info = type_info(tensor.type);
-    if (!info) return FieldError{"gguf", tensor.name + " has ggml type " + std::to_string(tensor.type) + ", which is not known"};
+    if (!info)
+        return FieldError{"gguf",
+                          tensor.name + " has ggml type " + std::to_string(tensor.type) + ", which is not known"};
     if (tensor.dims.empty() || tensor.dims[0] % info->block != 0)
-        return FieldError{"gguf", tensor.name + ": a row of " + (tensor.dims.empty() ? "0" : format_count(tensor.dims[0])) +
+        return FieldError{"gguf", tensor.name + ": a row of " +
+                                      (tensor.dims.empty() ? "0" : format_count(tensor.dims[0])) +
                                       " values is not a whole number of " + std::string(info->name) + " blocks of " +
                                       std::to_string(info->block)};
     Checked bytes = Checked(tensor.dims[0] / info->block) * info->block_bytes;

@@ -21,15 +21,14 @@ bool one_of(std::string_view s, std::initializer_list<std::string_view> names) {
 // The architectures whose hyperparameters have a rule here (LLM_ARCH_NAMES spellings). Any other is read with the
 // generic keys alone and reported as not exact.
 constexpr std::array<std::string_view, 30> kKnown{
-    "llama",   "mistral3",  "qwen2",  "qwen2moe", "qwen3",      "qwen3moe",      "qwen3next", "gemma",
-    "gemma2",  "gemma3",    "phi3",   "command-r", "cohere2",   "deepseek2",     "gpt-oss",   "falcon",
-    "starcoder2", "granite", "granitemoe", "olmo2", "exaone4",  "llama4",        "mamba",     "mamba2",
-    "jamba",   "falcon-h1", "granitehybrid", "lfm2", "lfm2moe", "starcoder"};
+    "llama",      "mistral3",  "qwen2",         "qwen2moe",  "qwen3",   "qwen3moe",  "qwen3next", "gemma",
+    "gemma2",     "gemma3",    "phi3",          "command-r", "cohere2", "deepseek2", "gpt-oss",   "falcon",
+    "starcoder2", "granite",   "granitemoe",    "olmo2",     "exaone4", "llama4",    "mamba",     "mamba2",
+    "jamba",      "falcon-h1", "granitehybrid", "lfm2",      "lfm2moe", "starcoder"};
 
 class Keys {
 public:
-    Keys(const File& f, std::string arch, const std::string& source, ImportedModel& out)
-        : f_(f), arch_(std::move(arch)), source_(source), out_(out) {}
+    Keys(const File& f, std::string arch, const std::string& source) : f_(f), arch_(std::move(arch)), source_(source) {}
 
     [[nodiscard]] const std::string& arch() const { return arch_; }
     [[nodiscard]] const Errors& errors() const { return errors_; }
@@ -68,9 +67,17 @@ public:
             const auto n = number(suffix);
             return n ? std::vector<std::uint64_t>(layers, *n) : std::vector<std::uint64_t>{};
         }
-        if (v->count != layers || v->items.size() != layers) {
+        if (v->item_type == Type::string || v->item_type == Type::array) {
+            error(suffix, "must hold whole numbers, not " + v->describe());
+            return {};
+        }
+        if (v->count != layers) {
             error(suffix, "holds " + format_count(v->count) + " values but the model has " + format_count(layers) +
                               " layers (one each expected)");
+            return {};
+        }
+        if (v->items.size() != layers) {
+            error(suffix, "was not kept: the file's arrays hold more numbers in all than a model's header does");
             return {};
         }
         std::vector<std::uint64_t> out;
@@ -89,7 +96,6 @@ private:
     const File& f_;
     std::string arch_;
     const std::string& source_;
-    ImportedModel& out_;
     Errors errors_;
     std::set<std::string> read_;
 };
@@ -222,8 +228,9 @@ void read_layers(Keys& k, const File& f, ImportedModel& out, const std::vector<s
         period = 4, window = 8192, kind = LayerKind::chunked;
         out.notes.emplace_back("llama4: chunks of 8,192 tokens on three layers of four, as llama.cpp fixes them");
     } else if (t == "phi3" && window_key.value_or(0) > 0) {
-        out.notes.emplace_back("phi3.attention.sliding_window is set, but llama.cpp runs every phi3 layer over the "
-                               "whole context (it turns the window off), and so does this figure");
+        out.notes.emplace_back(
+            "phi3.attention.sliding_window is set, but llama.cpp runs every phi3 layer over the "
+            "whole context (it turns the window off), and so does this figure");
     }
     if (period > 0 && window > 0) {
         // A scalar attention.sliding_window_pattern overrides the period (newer llama.cpp, src/models/*.cpp); an
@@ -330,7 +337,7 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
                           source + ": general.architecture is missing; llama.cpp cannot load a GGUF without it"};
     const std::string t = arch_value->s;
     out.model_type = t;
-    Keys k(f, t, source, out);
+    Keys k(f, t, source);
     Architecture& a = out.arch;
     if (const Value* name = f.find("general.name"); name && name->type == Type::string) a.name = name->s;
 
@@ -377,7 +384,7 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
             a.kv_heads = a.query_heads;  // every query head reads the one latent (as the config.json's count)
             kv.assign(a.layers, a.kv_heads);
         } else if (rank) {
-            out.notes.push_back(
+            out.notes.emplace_back(
                 "this GGUF has no deepseek2.attention.key_length_mla: it predates llama.cpp's MLA cache, and "
                 "llama.cpp caches full keys and values for every head (convert the model again for the latent cache)");
         }
@@ -388,16 +395,17 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
 
     if (std::find(kKnown.begin(), kKnown.end(), t) == kKnown.end())
         a.not_exact.push_back("general.architecture '" + t +
-                              "' has no rule here: every layer is taken as attention over the whole context with " +
-                              t + ".attention.head_count_kv heads");
+                              "' has no rule here: every layer is taken as attention over the whole context with " + t +
+                              ".attention.head_count_kv heads");
     // Keys that change what a layer keeps and that no rule above read.
     for (const auto& [key, value] : f.metadata) {
         if (!key.starts_with(t + ".") || k.read().contains(key)) continue;
         for (const char* word : {"sliding", "swa", "chunk", "recurrent", "shared_kv", "nextn", "ssm.", "shortconv",
                                  "attention_interval", "kv_lora"})
             if (key.find(word) != std::string::npos) {
-                a.not_exact.push_back(key + " (" + value.describe() + ") may change what the cache holds and is "
-                                            "not read here");
+                a.not_exact.push_back(key + " (" + value.describe() +
+                                      ") may change what the cache holds and is "
+                                      "not read here");
                 break;
             }
     }
@@ -435,12 +443,64 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
     return out;
 }
 
+std::optional<SplitName> split_name(std::string_view file_name) {
+    // llama.cpp's gguf-split (examples/gguf-split, llama_split_path): PREFIX-%05d-of-%05d.gguf.
+    constexpr std::string_view kOf = "-of-";
+    const auto of = file_name.rfind(kOf);
+    if (of == std::string_view::npos || of < 6 || file_name.size() != of + kOf.size() + 5 + 5) return std::nullopt;
+    if (file_name.substr(of + kOf.size() + 5) != ".gguf" || file_name[of - 6] != '-') return std::nullopt;
+    const auto digits = [](std::string_view d) -> std::optional<std::uint64_t> {
+        std::uint64_t n = 0;
+        for (const char c : d) {
+            if (c < '0' || c > '9') return std::nullopt;
+            n = n * 10 + static_cast<std::uint64_t>(c - '0');
+        }
+        return n;
+    };
+    const auto no = digits(file_name.substr(of - 5, 5)), count = digits(file_name.substr(of + kOf.size(), 5));
+    if (!no || !count || *no == 0 || *no > *count) return std::nullopt;
+    return SplitName{std::string(file_name.substr(0, of - 6)), *no, *count};
+}
+
+std::string split_piece_name(const SplitName& split, std::uint64_t no) {
+    const auto five = [](std::uint64_t n) {
+        std::string d = std::to_string(n);
+        return std::string(d.size() < 5 ? 5 - d.size() : 0, '0') + d;
+    };
+    return split.prefix + "-" + five(no) + "-of-" + five(split.count) + ".gguf";
+}
+
 Result<ImportedModel> import_file(const std::string& path) {
     auto file = read_file(path);
     if (!file) return file.errors();
+    // A model split into pieces (split.count, split.no): the first holds the metadata, and the tensors are spread
+    // over all of them, so every piece's tensor infos are read for the weights.
+    const Value* count = file->find("split.count");
+    const std::uint64_t pieces = count ? count->as_u64().value_or(1) : 1;
+    if (pieces > 1) {
+        const std::filesystem::path p(path);
+        const auto split = split_name(p.filename().string());
+        if (!split || split->count != pieces)
+            return FieldError{"gguf", path + ": is one of " + std::to_string(pieces) +
+                                          " pieces of a split model, but its name is not gguf-split's "
+                                          "NAME-00001-of-" +
+                                          split_piece_name({"", 1, pieces}, pieces).substr(13)};
+        if (split->no != 1)
+            return FieldError{"gguf", path + ": is piece " + std::to_string(split->no) + " of " +
+                                          std::to_string(pieces) + " of a split model; open the first, " +
+                                          split_piece_name(*split, 1)};
+        for (std::uint64_t k = 2; k <= pieces; ++k) {
+            const std::string piece = (p.parent_path() / split_piece_name(*split, k)).string();
+            auto more = read_file(piece);
+            if (!more) return more.errors();
+            for (auto& t : more.value().tensors) file.value().tensors.emplace_back(std::move(t));
+        }
+    }
     auto imported = import(*file, path);
-    if (imported && imported.value().arch.name.empty())
-        imported.value().arch.name = std::filesystem::path(path).stem().string();
+    if (!imported) return imported;
+    ImportedModel& m = imported.value();
+    if (m.arch.name.empty()) m.arch.name = std::filesystem::path(path).stem().string();
+    if (pieces > 1) m.weights_source += " in " + std::to_string(pieces) + " files";
     return imported;
 }
 

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string_view>
 
 #include "kvscope/calculator/config_import.h"
@@ -33,6 +33,13 @@ bool is_gguf(const fs::path& p) { return lower(p.extension().string()) == ".gguf
 // A vision projector ships beside a model's GGUF (mmproj-*.gguf): it is no language model.
 bool is_projector(const fs::path& p) { return lower(p.filename().string()).starts_with("mmproj"); }
 
+// A model listed once: by its file, or by the first piece of a split one (gguf-split's -00001-of-N).
+bool is_model_file(const fs::path& p) {
+    if (!is_gguf(p) || is_projector(p)) return false;
+    const auto split = gguf::split_name(p.filename().string());
+    return !split || split->no == 1;
+}
+
 std::vector<fs::path> entries(const fs::path& folder, bool directories) {
     std::vector<fs::path> out;
     std::error_code error;
@@ -52,26 +59,15 @@ void scan_huggingface(const fs::path& hub, std::vector<LocalModel>& out) {
         if (!folder.starts_with("models--")) continue;
         std::string id = folder.substr(8);
         if (const auto sep = id.find("--"); sep != std::string::npos) id = id.substr(0, sep) + "/" + id.substr(sep + 2);
-        fs::path snapshot;
+        const auto found = cache_snapshot(repo.string());
+        if (!found) continue;
+        const fs::path snapshot(*found);
         std::error_code error;
-        if (const auto ref = read_text_file((repo / "refs" / "main").string(), 256)) {
-            std::string revision = *ref;
-            while (!revision.empty() && (revision.back() == '\n' || revision.back() == '\r')) revision.pop_back();
-            if (!revision.empty() && fs::is_directory(repo / "snapshots" / revision, error))
-                snapshot = repo / "snapshots" / revision;
-        }
-        if (snapshot.empty()) {
-            const auto snapshots = entries(repo / "snapshots", true);
-            if (snapshots.size() != 1) continue;
-            snapshot = snapshots.front();
-        }
-        if (fs::exists(snapshot / "config.json", error)) {
+        if (fs::exists(snapshot / "config.json", error))
             out.push_back({id, LocalStore::huggingface, snapshot.string(), false});
-            continue;
-        }
-        // A repo of GGUF files (no config.json): each file is a model.
+        // Each GGUF file is a model too (a GGUF repo, with or without a config.json beside).
         for (const fs::path& f : entries(snapshot, false))
-            if (is_gguf(f) && !is_projector(f))
+            if (is_model_file(f))
                 out.push_back({id + "/" + f.filename().string(), LocalStore::huggingface, f.string(), true});
     }
 }
@@ -116,19 +112,37 @@ void scan_lm_studio(const fs::path& root, std::vector<LocalModel>& out) {
     for (const fs::path& publisher : entries(root, true))
         for (const fs::path& repo : entries(publisher, true))
             for (const fs::path& f : entries(repo, false))
-                if (is_gguf(f) && !is_projector(f))
-                    out.push_back({publisher.filename().string() + "/" + repo.filename().string() + "/" +
-                                       f.filename().string(),
-                                   LocalStore::lm_studio, f.string(), true});
+                if (is_model_file(f))
+                    out.push_back(
+                        {publisher.filename().string() + "/" + repo.filename().string() + "/" + f.filename().string(),
+                         LocalStore::lm_studio, f.string(), true});
 }
 
 }  // namespace
 
+std::optional<std::string> cache_snapshot(const std::string& repo_folder) {
+    const fs::path repo(repo_folder);
+    std::error_code error;
+    if (const auto ref = read_text_file((repo / "refs" / "main").string(), 256)) {
+        std::string revision = *ref;
+        while (!revision.empty() && (revision.back() == '\n' || revision.back() == '\r')) revision.pop_back();
+        if (!revision.empty() && revision.find('/') == std::string::npos &&
+            fs::is_directory(repo / "snapshots" / revision, error))
+            return (repo / "snapshots" / revision).string();
+    }
+    const auto snapshots = entries(repo / "snapshots", true);
+    if (snapshots.size() != 1) return std::nullopt;
+    return snapshots.front().string();
+}
+
 std::string_view to_string(LocalStore store) {
     switch (store) {
-        case LocalStore::huggingface: return "Hugging Face cache";
-        case LocalStore::ollama: return "Ollama";
-        case LocalStore::lm_studio: return "LM Studio";
+        case LocalStore::huggingface:
+            return "Hugging Face cache";
+        case LocalStore::ollama:
+            return "Ollama";
+        case LocalStore::lm_studio:
+            return "LM Studio";
     }
     return "";
 }
@@ -166,7 +180,8 @@ LocalRoots local_roots_from_environment() {
         r.lm_studio = lm_home + "/models";
         if (const auto settings = read_text_file(lm_home + "/settings.json", 1 << 20)) {
             const auto parsed = json::parse(*settings);
-            const json::Value* folder = parsed && parsed.value->is_object() ? parsed.value->find("downloadsFolder") : nullptr;
+            const json::Value* folder =
+                parsed && parsed.value->is_object() ? parsed.value->find("downloadsFolder") : nullptr;
             if (folder && folder->is_string() && !folder->as_string().empty()) r.lm_studio = folder->as_string();
         }
     }
@@ -189,15 +204,24 @@ Result<ImportedModel> import_model_path(const std::string& path) {
         if (is_gguf(p)) return gguf::import_file(path);
         // Not named .gguf: the magic decides (an Ollama blob has no extension).
         std::array<char, 4> magic{};
-        if (std::ifstream in(path, std::ios::binary); in.read(magic.data(), 4) && std::string_view(magic.data(), 4) == "GGUF")
+        if (std::ifstream in(path, std::ios::binary);
+            in.read(magic.data(), 4) && std::string_view(magic.data(), 4) == "GGUF")
             return gguf::import_file(path);
         return import_config_file(path);
+    }
+    if (fs::is_directory(p / "snapshots", error)) {  // a Hugging Face cache repo folder: its snapshot
+        const auto snapshot = cache_snapshot(path);
+        if (!snapshot)
+            return FieldError{"file", path +
+                                          ": has no snapshot that refs/main names, and not exactly one; give the "
+                                          "snapshot folder itself"};
+        return import_model_path(*snapshot);
     }
     const fs::path config = p / "config.json";
     if (!fs::exists(config, error)) {
         std::vector<fs::path> ggufs;
         for (const fs::path& f : entries(p, false))
-            if (is_gguf(f) && !is_projector(f)) ggufs.push_back(f);
+            if (is_model_file(f)) ggufs.push_back(f);
         if (ggufs.size() == 1) return gguf::import_file(ggufs.front().string());
         return FieldError{"file", path + ": holds no config.json" +
                                       (ggufs.empty() ? std::string(" and no .gguf file")
@@ -223,8 +247,8 @@ Result<ImportedModel> import_model_path(const std::string& path) {
 Result<ImportedModel> import_local_model(const LocalModel& model) {
     auto imported = import_model_path(model.path);
     if (imported) {
-        imported.value().notes.push_back("found on this machine (" + std::string(to_string(model.store)) + "): " +
-                                         model.path);
+        imported.value().notes.push_back("found on this machine (" + std::string(to_string(model.store)) +
+                                         "): " + model.path);
         // An Ollama blob is named by its digest: the model's name is what Ollama calls it.
         std::string& name = imported.value().arch.name;
         if (name.empty() || name.starts_with("sha256-")) name = model.id;

@@ -195,15 +195,15 @@ std::vector<Question> questions_for(const Scenario& s, UnitSystem units) {
     }
 
     // 3. Where the cache outgrows the weights.
-    const KvDtype wd = weight_dtype_of(s);
-    auto weights = weights_bytes(parameters(s.arch).total, wd);
+    const Deployment deployment = s.deployment ? *s.deployment : Deployment{};
+    auto weights = stored_weights_bytes(s.arch, deployment);
     if (weights) {
         const auto at = context_where_kv_exceeds(*layout, s.workload, *weights);
         if (at) {
             Question q;
             q.id = "outgrows_weights";
             // All the weights, as stored (the fit's figure); a decode step reads fewer (learn.h's phase_costs).
-            q.text = "The weights take " + format_bytes(*weights, units) + " in " + std::string(to_string(wd)) +
+            q.text = "The weights take " + format_bytes(*weights, units) + " " + weights_text(deployment) +
                      " (all of them, as stored). With " + format_count(s.workload.batch) +
                      (s.workload.batch == 1 ? " sequence" : " sequences") +
                      ", at what context (tokens per sequence) does the cache outgrow them?";

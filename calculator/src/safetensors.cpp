@@ -9,6 +9,7 @@
 #include "kvscope/calculator/checked.h"
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/json.h"
+#include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/units.h"
 
 namespace kvscope::safetensors {
@@ -26,16 +27,18 @@ FieldError fail(const std::string& source, std::uint64_t at, const std::string& 
 // The header's length N from the file's first 8 bytes.
 Result<std::uint64_t> header_length(std::string_view bytes, std::uint64_t file_size, const std::string& source) {
     if (bytes.size() < 8)
-        return fail(source, 0, "expected the header's length (8 bytes), but the file ends at byte " +
-                                   format_count(bytes.size()));
+        return fail(source, 0,
+                    "expected the header's length (8 bytes), but the file ends at byte " + format_count(bytes.size()));
     std::uint64_t n = 0;
     for (int k = 7; k >= 0; --k) n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(k)]);
     if (n > kMaxHeaderBytes)
-        return fail(source, 0, "the header is said to be " + format_count(n) + " bytes long, more than the " +
-                                   format_count(kMaxHeaderBytes) + " a safetensors header may be");
+        return fail(source, 0,
+                    "the header is said to be " + format_count(n) + " bytes long, more than the " +
+                        format_count(kMaxHeaderBytes) + " a safetensors header may be");
     if (n > file_size - 8)
-        return fail(source, 0, "the header is said to be " + format_count(n) + " bytes long, but the file has " +
-                                   format_count(file_size - 8) + " bytes after the length");
+        return fail(source, 0,
+                    "the header is said to be " + format_count(n) + " bytes long, but the file has " +
+                        format_count(file_size - 8) + " bytes after the length");
     return n;
 }
 
@@ -44,10 +47,10 @@ Result<std::uint64_t> header_length(std::string_view bytes, std::uint64_t file_s
 std::optional<std::uint32_t> dtype_bits(std::string_view dtype) {
     // safetensors/src/tensor.rs enum Dtype and Dtype::bitsize.
     static constexpr std::array<std::pair<std::string_view, std::uint32_t>, 22> kBits{{
-        {"BOOL", 8},    {"F4", 4},      {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"U8", 8},     {"I8", 8},    {"F8_E5M2", 8},
-        {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"I16", 16},    {"U16", 16},    {"F16", 16},   {"BF16", 16}, {"I32", 32},
-        {"U32", 32},    {"F32", 32},    {"C64", 64},    {"F64", 64},    {"I64", 64},   {"U64", 64},
-        {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8},  // safetensors 0.8
+        {"BOOL", 8},    {"F4", 4},      {"F6_E2M3", 6},     {"F6_E3M2", 6},     {"U8", 8},   {"I8", 8},
+        {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8},     {"I16", 16},        {"U16", 16}, {"F16", 16},
+        {"BF16", 16},   {"I32", 32},    {"U32", 32},        {"F32", 32},        {"C64", 64}, {"F64", 64},
+        {"I64", 64},    {"U64", 64},    {"F8_E4M3FNUZ", 8}, {"F8_E5M2FNUZ", 8},  // safetensors 0.8
     }};
     for (const auto& [name, bits] : kBits)
         if (name == dtype) return bits;
@@ -58,8 +61,9 @@ Result<Header> read_header(std::string_view bytes, std::uint64_t file_size, cons
     const auto n = header_length(bytes, file_size, source);
     if (!n) return n.errors();
     if (bytes.size() - 8 < *n)
-        return fail(source, 8, "expected a header of " + format_count(*n) + " bytes, but the file ends at byte " +
-                                   format_count(bytes.size()));
+        return fail(source, 8,
+                    "expected a header of " + format_count(*n) + " bytes, but the file ends at byte " +
+                        format_count(bytes.size()));
     const std::string_view text = bytes.substr(8, *n);
     const auto parsed = json::parse(text);
     if (!parsed)
@@ -166,21 +170,12 @@ Result<Weights> read_weights(const std::string& path) {
         // A Hugging Face cache repo folder (huggingface_hub file_download.py): snapshots/<revision>/, the revision
         // refs/main names.
         if (fs::is_directory(folder / "snapshots", error)) {
-            const auto ref = read_text_file((folder / "refs" / "main").string(), 256);
-            std::string revision = ref ? *ref : "";
-            while (!revision.empty() && (revision.back() == '\n' || revision.back() == '\r')) revision.pop_back();
-            if (revision.empty() || !fs::is_directory(folder / "snapshots" / revision, error)) {
-                std::vector<fs::path> snapshots;
-                for (const auto& e : fs::directory_iterator(folder / "snapshots", error))
-                    if (e.is_directory(error)) snapshots.push_back(e.path());
-                if (snapshots.size() != 1)
-                    return FieldError{"--weights", path + ": has " + std::to_string(snapshots.size()) +
-                                                       " snapshots and no refs/main naming one; give the snapshot "
-                                                       "folder itself"};
-                folder = snapshots.front();
-            } else {
-                folder /= fs::path("snapshots") / revision;
-            }
+            const auto snapshot = cache_snapshot(path);
+            if (!snapshot)
+                return FieldError{"--weights", path +
+                                                   ": has no snapshot that refs/main names, and not exactly one; "
+                                                   "give the snapshot folder itself"};
+            folder = *snapshot;
         }
         const fs::path index = folder / "model.safetensors.index.json";
         if (fs::exists(index, error)) {
@@ -193,8 +188,8 @@ Result<Weights> read_weights(const std::string& path) {
             std::set<std::string> shards;
             for (const auto& [tensor, file] : map->members()) {
                 if (!file.is_string() || file.as_string().empty() || file.as_string().find('/') != std::string::npos)
-                    return FieldError{"--weights", index.string() + ": weight_map['" + tensor +
-                                                       "'] must name a file in the folder"};
+                    return FieldError{"--weights",
+                                      index.string() + ": weight_map['" + tensor + "'] must name a file in the folder"};
                 shards.insert(file.as_string());
             }
             for (const auto& s : shards) files.push_back(folder / s);

@@ -576,7 +576,6 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
     namespace fs = std::filesystem;
     const fs::path dir = fs::temp_directory_path() / ("kvscope cli files ü " + std::to_string(::getpid()));
     fs::remove_all(dir);
-    const std::string quoted = "'" + dir.string();
     const auto at = [&](const std::string& rest) { return "'" + (dir / rest).string() + "'"; };
     const auto kv_bytes = [](const CliRun& r) { return u64(json_of(r), "kv_cache_bytes"); };
     const std::uint64_t catalog = kv_bytes(cli("kv --model llama-3-8b --context 8k --json"));
@@ -600,13 +599,13 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
     write_file(folder / "model-00002-of-00002.safetensors", safetensors_of("b", 24));
     write_file(folder / "model.safetensors.index.json",
                R"({"weight_map":{"a":"model-00001-of-00002.safetensors","b":"model-00002-of-00002.safetensors"}})");
-    for (const std::string& args : {"--model-dir " + at("Llama 3 8B"), "--model llama-3-8b --weights " + at("Llama 3 8B")}) {
+    for (const std::string& args :
+         {"--model-dir " + at("Llama 3 8B"), "--model llama-3-8b --weights " + at("Llama 3 8B")}) {
         const CliRun r = cli("fit " + args + " --gpu h100-sxm --json");
         ASSERT_EQ(r.status, 0) << args << ": " << r.err;
         const auto v = json_of(r);
         EXPECT_EQ(u64(v, "weights_bytes"), 2048u) << args;
-        EXPECT_EQ(v.find("weights_source")->as_string(),
-                  "2,048 bytes, exact from 2 safetensors headers (BF16)")
+        EXPECT_EQ(v.find("weights_source")->as_string(), "2,048 bytes, exact from 2 safetensors headers (BF16)")
             << args;
         EXPECT_EQ(v.find("engine")->as_string(), "vllm");
     }
@@ -650,7 +649,8 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
     EXPECT_NE(local_table.out.find((dir / "hub").string()), std::string::npos) << local_table.out;
     // --model resolves to them when the catalog does not know the name.
     EXPECT_EQ(kv_bytes(cli("kv --model llama3:8b --context 8k --json", env)), catalog);
-    EXPECT_EQ(kv_bytes(cli("kv --model lmstudio-community/Llama-3-GGUF/llama3.gguf --context 8k --json", env)), catalog);
+    EXPECT_EQ(kv_bytes(cli("kv --model lmstudio-community/Llama-3-GGUF/llama3.gguf --context 8k --json", env)),
+              catalog);
     const CliRun unknown = cli("kv --model nobody/nothing", env);
     EXPECT_EQ(unknown.status, 2);
     EXPECT_NE(unknown.err.find("models --local"), std::string::npos) << unknown.err;

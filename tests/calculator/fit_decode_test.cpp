@@ -191,3 +191,35 @@ TEST(Decode, LlamaCppIgnoresTheBlockSizeEverywhere) {
 
 }  // namespace
 }  // namespace kvscope
+
+namespace kvscope {
+namespace {
+
+TEST(FitLlamaCpp, SlidingLayersKeepTheirWindowAndAMicroBatchPaddedTo256) {
+    // gpt-oss-20b: 12 sliding layers of 128 tokens, 12 full; 8 KV heads of 64, fp16.
+    const Architecture& a = Catalog::builtin().find_model("gpt-oss-20b")->model.arch;
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("rtx-4090");
+    d.engine = Engine::llama_cpp;
+    d.fraction = 1.0;
+    Workload w;
+    w.context_tokens = 32768;
+    const auto f = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    const std::uint64_t per_token_layer = 2ull * 8 * 64 * 2;
+    // llama.cpp: min(n_ctx, PAD(128 + 512, 256)) = 768 tokens on each sliding layer.
+    EXPECT_EQ(f->kv_bytes_per_gpu, 12 * per_token_layer * 32768 + 12 * per_token_layer * 768);
+    EXPECT_NE(testing::join(f->notes).find("768 for a window of 128"), std::string::npos) << testing::join(f->notes);
+    // vLLM keeps the window.
+    d.engine = Engine::vllm;
+    d.fraction = 0.9;
+    EXPECT_EQ(fit(a, KvDtype::fp16, w, {}, d)->kv_bytes_per_gpu,
+              12 * per_token_layer * 32768 + 12 * per_token_layer * 128);
+    // A context shorter than the padded window keeps the context.
+    d.engine = Engine::llama_cpp;
+    w.context_tokens = 600;
+    EXPECT_EQ(fit(a, KvDtype::fp16, w, {}, d)->kv_bytes_per_gpu, 24 * per_token_layer * 600);
+}
+
+}  // namespace
+}  // namespace kvscope

@@ -3,11 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
 
-#include "kvscope/calculator/gguf_writer.h"
+#include <unistd.h>
+
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/gguf.h"
+#include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/units.h"
 #include "testing.h"
@@ -18,8 +22,8 @@ namespace {
 using GgufWriter = gguf::Writer;
 
 // The keys convert_hf_to_gguf.py writes for a model, from its published GGUF conversions.
-GgufWriter base(const std::string& arch, std::uint32_t layers, std::uint32_t ctx, std::uint32_t embd,
-                std::uint32_t ff, std::uint32_t heads) {
+GgufWriter base(const std::string& arch, std::uint32_t layers, std::uint32_t ctx, std::uint32_t embd, std::uint32_t ff,
+                std::uint32_t heads) {
     GgufWriter w;
     w.str("general.architecture", arch).str("general.name", "test " + arch);
     w.u32(arch + ".block_count", layers).u32(arch + ".context_length", ctx).u32(arch + ".embedding_length", embd);
@@ -85,12 +89,11 @@ TEST(Gguf, ReadsEveryValueTypeInVersions2And3) {
 TEST(Gguf, EveryGgmlTypeHasItsBlockArithmetic) {
     // (type, values per block, bytes per block) from ggml-common.h's block structs.
     const std::vector<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>> types{
-        {0, 1, 4},      {1, 1, 2},      {2, 32, 18},    {3, 32, 20},    {6, 32, 22},    {7, 32, 24},
-        {8, 32, 34},    {9, 32, 36},    {10, 256, 84},  {11, 256, 110}, {12, 256, 144}, {13, 256, 176},
-        {14, 256, 210}, {15, 256, 292}, {16, 256, 66},  {17, 256, 74},  {18, 256, 98},  {19, 256, 50},
-        {20, 32, 18},   {21, 256, 110}, {22, 256, 82},  {23, 256, 136}, {24, 1, 1},     {25, 1, 2},
-        {26, 1, 4},     {27, 1, 8},     {28, 1, 8},     {29, 256, 56},  {30, 1, 2},     {34, 256, 54},
-        {35, 256, 66},  {39, 32, 17},   {40, 64, 36},   {41, 128, 18},  {42, 64, 18}};
+        {0, 1, 4},      {1, 1, 2},     {2, 32, 18},    {3, 32, 20},    {6, 32, 22},    {7, 32, 24},    {8, 32, 34},
+        {9, 32, 36},    {10, 256, 84}, {11, 256, 110}, {12, 256, 144}, {13, 256, 176}, {14, 256, 210}, {15, 256, 292},
+        {16, 256, 66},  {17, 256, 74}, {18, 256, 98},  {19, 256, 50},  {20, 32, 18},   {21, 256, 110}, {22, 256, 82},
+        {23, 256, 136}, {24, 1, 1},    {25, 1, 2},     {26, 1, 4},     {27, 1, 8},     {28, 1, 8},     {29, 256, 56},
+        {30, 1, 2},     {34, 256, 54}, {35, 256, 66},  {39, 32, 17},   {40, 64, 36},   {41, 128, 18},  {42, 64, 18}};
     for (const auto& [type, block, bytes] : types) {
         gguf::TensorInfo t{"blk.0.ffn_up.weight", {4096, 14336}, type, 0};
         const auto b = gguf::tensor_bytes(t);
@@ -363,6 +366,43 @@ TEST(Gguf, WhatLlamaCppDoesOtherwiseIsSaid) {
     const ImportedModel d = imported(old);
     EXPECT_FALSE(d.arch.mla.has_value());
     EXPECT_NE(testing::join(d.notes).find("predates llama.cpp's MLA cache"), std::string::npos);
+}
+
+TEST(Gguf, ASplitModelIsReadFromItsFirstPieceWithEveryPiecesTensors) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("kvscope split ü " + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    GgufWriter first = base("llama", 32, 8192, 4096, 14336, 32);
+    first.u32("llama.attention.head_count_kv", 8).u32("split.count", 2).u32("split.no", 0);
+    first.tensor("token_embd.weight", {4096, 128256}, 12);
+    GgufWriter second;
+    second.u32("split.count", 2).u32("split.no", 1).tensor("output.weight", {4096, 128256}, 14);
+    const auto put = [&](const std::string& name, const GgufWriter& w) {
+        std::ofstream(dir / name, std::ios::binary) << w.bytes();
+    };
+    put("Llama-3-8B-Q4_K_M-00001-of-00002.gguf", first);
+    put("Llama-3-8B-Q4_K_M-00002-of-00002.gguf", second);
+    const auto m = gguf::import_file((dir / "Llama-3-8B-Q4_K_M-00001-of-00002.gguf").string());
+    ASSERT_TRUE(m.ok()) << m.error_text();
+    EXPECT_EQ(m->weights_bytes, 4096ull * 128256 / 256 * (144 + 210));
+    EXPECT_NE(m->weights_source.find("exact from the GGUF's 2 tensors in 2 files"), std::string::npos)
+        << m->weights_source;
+    EXPECT_FIELD_ERROR(gguf::import_file((dir / "Llama-3-8B-Q4_K_M-00002-of-00002.gguf").string()), "gguf",
+                       "is piece 2 of 2 of a split model; open the first, Llama-3-8B-Q4_K_M-00001-of-00002.gguf");
+    fs::remove(dir / "Llama-3-8B-Q4_K_M-00002-of-00002.gguf");
+    EXPECT_FIELD_ERROR(gguf::import_file((dir / "Llama-3-8B-Q4_K_M-00001-of-00002.gguf").string()), "gguf",
+                       "Llama-3-8B-Q4_K_M-00002-of-00002.gguf: cannot be opened");
+    EXPECT_FALSE(gguf::split_name("model.gguf"));
+    EXPECT_FALSE(gguf::split_name("a-00003-of-00002.gguf"));
+    EXPECT_EQ(gguf::split_name("a-b-00002-of-00005.gguf")->prefix, "a-b");
+    fs::remove_all(dir);
+}
+
+TEST(Gguf, ABigEndianFileIsNamedAsSuch) {
+    std::string swapped = "GGUF";
+    GgufWriter::put(swapped, 0x03000000, 4);
+    GgufWriter::put(swapped, 0, 16);
+    EXPECT_FIELD_ERROR(gguf::read(swapped, "m.gguf"), "gguf", "big-endian");
 }
 
 TEST(Gguf, ExpertParametersCountOnlyTheExpertsATokenUses) {

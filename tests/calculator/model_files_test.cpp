@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/json.h"
@@ -157,8 +158,10 @@ TEST(Safetensors, ShardsOfAnIndexASnapshotAndACacheRepoFolderCountEachTensorOnce
     EXPECT_FIELD_ERROR(safetensors::read_weights(snap.string()), "safetensors",
                        "model-00003-of-00003.safetensors: cannot be opened");
     fs::create_directories(dir.path() / "empty");
-    EXPECT_FIELD_ERROR(safetensors::read_weights((dir.path() / "empty").string()), "--weights", "holds no .safetensors");
-    EXPECT_FIELD_ERROR(safetensors::read_weights((dir.path() / "nope").string()), "--weights", "no such file or folder");
+    EXPECT_FIELD_ERROR(safetensors::read_weights((dir.path() / "empty").string()), "--weights",
+                       "holds no .safetensors");
+    EXPECT_FIELD_ERROR(safetensors::read_weights((dir.path() / "nope").string()), "--weights",
+                       "no such file or folder");
 }
 
 TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights) {
@@ -210,14 +213,30 @@ TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights
 }
 
 TEST(LocalModels, RootsFollowEachToolsEnvironment) {
+    // Whatever the test does, the environment is put back.
+    struct Restore {
+        std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+        Restore() {
+            for (const char* v :
+                 {"HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "OLLAMA_MODELS"}) {
+                const char* value = std::getenv(v);
+                saved.emplace_back(v, value ? std::optional<std::string>(value) : std::nullopt);
+            }
+        }
+        ~Restore() {
+            for (const auto& [name, value] : saved)
+                if (value)
+                    ::setenv(name.c_str(), value->c_str(), 1);
+                else
+                    ::unsetenv(name.c_str());
+        }
+    } restore;
     const auto with = [](std::initializer_list<std::pair<const char*, const char*>> vars) {
         for (const char* v : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "OLLAMA_MODELS"})
             ::unsetenv(v);
         for (const auto& [k, v] : vars) ::setenv(k, v, 1);
         return local_roots_from_environment();
     };
-    const char* home = std::getenv("HOME");
-    const std::string saved_home = home ? home : "";
     ::setenv("HOME", "/home/ü user", 1);
     EXPECT_EQ(with({}).huggingface, "/home/ü user/.cache/huggingface/hub");
     EXPECT_EQ(with({}).ollama, "/home/ü user/.ollama/models");
@@ -226,8 +245,6 @@ TEST(LocalModels, RootsFollowEachToolsEnvironment) {
     EXPECT_EQ(with({{"HF_HOME", "/hf"}, {"XDG_CACHE_HOME", "/x"}}).huggingface, "/hf/hub");
     EXPECT_EQ(with({{"HF_HUB_CACHE", "/c"}, {"HF_HOME", "/hf"}}).huggingface, "/c");
     EXPECT_EQ(with({{"OLLAMA_MODELS", "/o"}}).ollama, "/o");
-    with({});
-    if (home) ::setenv("HOME", saved_home.c_str(), 1);
 }
 
 }  // namespace

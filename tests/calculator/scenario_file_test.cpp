@@ -49,6 +49,21 @@ TEST(ScenarioFile, EveryCatalogModelRoundTripsExactly) {
     }
 }
 
+TEST(ScenarioFile, TheExactWeightsOfAModelsFilesAreKept) {
+    Scenario s = llama70b_on_two_h100();
+    s.deployment->weights_bytes_exact = 40'123'456'789;
+    s.deployment->weights_source = "40,123,456,789 bytes, exact from the GGUF's 724 tensors in 2 files";
+    const std::string text = scenario_to_json(s);
+    EXPECT_NE(text.find("\"weights_bytes_exact\": 40123456789"), std::string::npos) << text;
+    auto back = scenario_from_json(text, "x.kvscope.json");
+    ASSERT_TRUE(back.ok()) << back.error_text();
+    EXPECT_EQ(*back->scenario.deployment, *s.deployment);
+    // Files without them (every file before) read as estimated weights, and write nothing for them.
+    const std::string plain = scenario_to_json(llama70b_on_two_h100());
+    EXPECT_EQ(plain.find("weights_bytes_exact"), std::string::npos);
+    EXPECT_EQ(scenario_from_json(plain, "y.kvscope.json")->scenario.deployment->weights_bytes_exact, 0u);
+}
+
 TEST(ScenarioFile, TheReportsArchitectureIsTheFilesAndReadsBack) {
     // `kv --json` writes the architecture with the file's own writer, then what follows from it: a
     // report's architecture opens as a scenario's and gives the same model, member for member.

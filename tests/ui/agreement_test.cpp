@@ -30,8 +30,8 @@
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/main_window.h"
-#include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/memory_chart.h"
+#include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/overview_view.h"
 #include "kvscope/ui/plan_view.h"
 #include "kvscope/ui/scenario_model.h"
@@ -408,6 +408,16 @@ TEST(Agreement, AGgufAndAModelFolderStartTheirDeploymentAsInTheCliAndKeepItWhenS
     EXPECT_EQ(w.model()->scenario().deployment->weights_bytes_exact, 10000u);
     EXPECT_EQ(w.model()->scenario().deployment->weights_source, dir_cli.deployment->weights_source);
     EXPECT_EQ(w.model()->results().fit->weights_bytes, 10000u);
+    // Another shape is no longer the files': its weights are estimated again, and undo brings the files' back.
+    QSignalSpy notices(w.model(), &ScenarioModel::notice);
+    w.model()->setLayers(3);
+    EXPECT_EQ(w.model()->scenario().deployment->weights_bytes_exact, 0u);
+    EXPECT_EQ(w.model()->modelWeights().exact_bytes, 0u);
+    EXPECT_EQ(w.deployment()->weightsField()->findText("exact (the files)"), -1);
+    ASSERT_EQ(notices.count(), 1);
+    EXPECT_TRUE(notices.front().front().toString().contains("estimated from the parameters again"));
+    w.model()->undoStack()->undo();
+    EXPECT_EQ(w.model()->scenario().deployment->weights_bytes_exact, 10000u);
     // A corrupt GGUF is refused with its byte; nothing entered is lost.
     const Scenario before = w.model()->scenario();
     write_bytes(dir.filePath("broken.gguf"), QByteArray::fromStdString(small_gguf().substr(0, 60)));
@@ -416,16 +426,43 @@ TEST(Agreement, AGgufAndAModelFolderStartTheirDeploymentAsInTheCliAndKeepItWhenS
     EXPECT_EQ(w.model()->scenario(), before);
 }
 
+// Sets environment variables for a test and puts back what was there, also when an assertion returns early.
+class EnvironmentFor {
+public:
+    EnvironmentFor(std::initializer_list<std::pair<const char*, QByteArray>> vars) {
+        for (const auto& [name, value] : vars) {
+            saved_.push_back({name, qgetenv(name), qEnvironmentVariableIsSet(name)});
+            qputenv(name, value);
+        }
+    }
+    ~EnvironmentFor() {
+        for (const auto& s : saved_)
+            if (s.was_set)
+                qputenv(s.name, s.value);
+            else
+                qunsetenv(s.name);
+    }
+    EnvironmentFor(const EnvironmentFor&) = delete;
+    EnvironmentFor& operator=(const EnvironmentFor&) = delete;
+
+private:
+    struct Saved {
+        const char* name;
+        QByteArray value;
+        bool was_set;
+    };
+    std::vector<Saved> saved_;
+};
+
 TEST(Agreement, TheModelsOnThisMachineAreInThePickerAndLoadAsTheCliReadsThem) {
     QTemporaryDir dir;
     const QString snapshot = dir.filePath("hub/models--acme--Tiny-LM-2B/snapshots/abc");
     write_bytes(snapshot + "/config.json", R"({"model_type": "llama", "num_hidden_layers": 2,
         "num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 512, "max_position_embeddings": 4096})");
     write_bytes(dir.filePath("home/.lmstudio/models/pub/Tiny-GGUF/tiny.gguf"), QByteArray::fromStdString(small_gguf()));
-    const QByteArray home = qgetenv("HOME");
-    qputenv("HF_HUB_CACHE", dir.filePath("hub").toUtf8());
-    qputenv("OLLAMA_MODELS", dir.filePath("none").toUtf8());
-    qputenv("HOME", dir.filePath("home").toUtf8());
+    const EnvironmentFor env{{"HF_HUB_CACHE", dir.filePath("hub").toUtf8()},
+                             {"OLLAMA_MODELS", dir.filePath("none").toUtf8()},
+                             {"HOME", dir.filePath("home").toUtf8()}};
     MainWindow w(catalog(), false);
     QComboBox* picker = w.inputs()->modelPicker();
     const int heading = picker->findText("On this machine");
@@ -440,14 +477,12 @@ TEST(Agreement, TheModelsOnThisMachineAreInThePickerAndLoadAsTheCliReadsThem) {
     const Scenario cli = cli_scenario({"kv", "--model", "pub/Tiny-GGUF/tiny.gguf"});
     EXPECT_EQ(w.model()->scenario().arch, cli.arch);
     EXPECT_EQ(w.model()->scenario().model_id, cli.model_id);
-    EXPECT_EQ(w.model()->results().kv.total_bytes, kv_cache_report(cli.arch, cli.kv_dtype, cli.workload).value().total_bytes);
+    EXPECT_EQ(w.model()->results().kv.total_bytes,
+              kv_cache_report(cli.arch, cli.kv_dtype, cli.workload).value().total_bytes);
     // Typed and Enter, as for a catalog model.
     pick(w, "acme/tiny-lm-2b");
     EXPECT_EQ(w.model()->description(), "acme/Tiny-LM-2B");
     EXPECT_EQ(w.model()->scenario().arch, cli_scenario({"kv", "--model", "acme/Tiny-LM-2B"}).arch);
-    qunsetenv("HF_HUB_CACHE");
-    qunsetenv("OLLAMA_MODELS");
-    qputenv("HOME", home);
 }
 
 }  // namespace

@@ -273,10 +273,13 @@ QAction* action_named(QWidget* w, const QString& text) {
 
 TEST(Window, MenusHaveTheShortcutsUsersExpect) {
     MainWindow w(testing::catalog(), false);
-    const std::vector<std::pair<QString, QKeySequence>> expected{
-        {"Open scenario…", QKeySequence::Open},          {"Save scenario", QKeySequence::Save},
-        {"Export chart…", QKeySequence("Ctrl+E")},       {"Export report (PDF)…", QKeySequence("Ctrl+Shift+E")},
-        {"Import model…", QKeySequence("Ctrl+I")}, {"Import model folder…", QKeySequence("Ctrl+Shift+I")}, {"Quit", QKeySequence::Quit}};
+    const std::vector<std::pair<QString, QKeySequence>> expected{{"Open scenario…", QKeySequence::Open},
+                                                                 {"Save scenario", QKeySequence::Save},
+                                                                 {"Export chart…", QKeySequence("Ctrl+E")},
+                                                                 {"Export report (PDF)…", QKeySequence("Ctrl+Shift+E")},
+                                                                 {"Import model…", QKeySequence("Ctrl+I")},
+                                                                 {"Import model folder…", QKeySequence("Ctrl+Shift+I")},
+                                                                 {"Quit", QKeySequence::Quit}};
     for (const auto& [text, key] : expected) {
         QAction* a = action_named(&w, text);
         ASSERT_NE(a, nullptr) << text.toStdString();

@@ -265,8 +265,8 @@ void DeploymentView::sync() {
         } else if (!files_exact && exact_item >= 0) {
             weight_dtype_->removeItem(exact_item);
         }
-        weight_dtype_->setCurrentIndex(weight_dtype_->findData(
-            d.weights_bytes_exact > 0 ? kExactWeights : static_cast<int>(d.weight_dtype)));
+        weight_dtype_->setCurrentIndex(
+            weight_dtype_->findData(d.weights_bytes_exact > 0 ? kExactWeights : static_cast<int>(d.weight_dtype)));
         rule_->setText(q(std::string(budget_rule(d.engine))));
     }
     const QStringList problems = marks_.apply(model_->errors(), typed_);

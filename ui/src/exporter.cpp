@@ -171,12 +171,12 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                       .arg(s.parallel.pp)
                       .arg(s.workload.full_window ? QObject::tr(", full context kept on sliding layers") : QString());
         if (s.deployment)
-            inputs << QObject::tr("%1 × %2 (%3 each), %4 rule at %5, weights in %6")
+            inputs << QObject::tr("%1 × %2 (%3 each), %4 rule at %5, weights %6")
                           .arg(s.deployment->gpu_count)
                           .arg(q(s.deployment->gpu.name), q(format_bytes(s.deployment->gpu.memory_bytes, units)),
                                q(std::string(to_string(s.deployment->engine))))
                           .arg(s.deployment->fraction, 0, 'f', 2)
-                          .arg(q(std::string(to_string(s.deployment->weight_dtype))));
+                          .arg(q(weights_text(*s.deployment)));
         block(inputs.join('\n'), 9);
         y += 4;
         block(QObject::tr("KV cache: %1").arg(both_units(r.kv.total_bytes, units)), 13, true);

@@ -366,13 +366,18 @@ void InputsPanel::pickTypedModel() {
     if (current < 0 && typed == model_->description()) return;        // an imported model, as shown
     // The shown text of an item, or any name a model answers to, or a part of exactly one name.
     const int shown = picker_->findText(typed, Qt::MatchFixedString);
+    const QString shown_data = shown >= 0 ? picker_->itemData(shown).toString() : QString();
+    if (shown_data.startsWith(QString::fromLatin1(kLocalPrefix))) {  // a local model's entry, as listed
+        loadLocalModel(shown_data.mid(static_cast<int>(std::strlen(kLocalPrefix))).toULongLong());
+        return;
+    }
     std::vector<const CatalogModel*> found;
-    if (shown >= 0) {
-        found.push_back(model_->catalog().find_model(picker_->itemData(shown).toString().toStdString()));
+    if (shown >= 0 && !shown_data.isEmpty()) {  // not the "On this machine" heading
+        if (const CatalogModel* m = model_->catalog().find_model(shown_data.toStdString())) found.push_back(m);
     } else {
         found = model_->catalog().matching_models(typed.toStdString());
     }
-    if (found.size() == 1 && found.front()) {
+    if (found.size() == 1) {
         model_->loadCatalogModel(q(found.front()->id));
         showModelInPicker();
         return;
@@ -426,8 +431,9 @@ void InputsPanel::sync() {
     const CatalogModel* preset = model_->catalog().find_model(s.model_id);
     const bool edited = preset && !(preset->model.arch == a);
     if (!picker_->lineEdit()->hasFocus()) showModelInPicker();  // never another model's name over these numbers
-    QString source = index >= 0 ? QString::fromStdString(preset->hf_repo.empty() ? preset->source : preset->hf_repo)
-                                : model_->description();
+    QString source = index >= 0 && preset
+                         ? QString::fromStdString(preset->hf_repo.empty() ? preset->source : preset->hf_repo)
+                         : model_->description();
     if (edited) source += tr(" — edited");
     if (!model_->notes().isEmpty()) source += "\n" + model_->notes().join("\n");
     source_->setText(source);

@@ -245,12 +245,12 @@ void MainWindow::createActions() {
             if (!path.isEmpty()) importModelFile(path);
         },
         QStyle::SP_FileDialogStart);
-    QAction* import_folder = make(
-        tr("Import model &folder…"), QKeySequence(tr("Ctrl+Shift+I")),
-        tr("Read a model folder: its config.json, and the exact weight bytes of its safetensors"), [this] {
-            const QString path = QFileDialog::getExistingDirectory(this, tr("Import model folder"), last_dir_);
-            if (!path.isEmpty()) importModelFile(path);
-        });
+    QAction* import_folder =
+        make(tr("Import model &folder…"), QKeySequence(tr("Ctrl+Shift+I")),
+             tr("Read a model folder: its config.json, and the exact weight bytes of its safetensors"), [this] {
+                 const QString path = QFileDialog::getExistingDirectory(this, tr("Import model folder"), last_dir_);
+                 if (!path.isEmpty()) importModelFile(path);
+             });
     QAction* export_chart = make(
         tr("Export &chart…"), QKeySequence(tr("Ctrl+E")), tr("Save the chart as PNG, SVG or PDF"),
         [this] {

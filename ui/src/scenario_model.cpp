@@ -5,8 +5,8 @@
 #include <QSaveFile>
 #include <QUndoCommand>
 
-#include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/explain.h"
+#include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/ui/text.h"
 
@@ -96,12 +96,41 @@ void ScenarioModel::setCurveSpacing(Spacing spacing) {
     recompute();
 }
 
+namespace {
+// The same weights: every field but the name and the recurrent state's formats (which are no weights) is equal.
+bool same_weights_shape(Architecture a, Architecture b) {
+    a.name = b.name;
+    if (a.recurrent && b.recurrent) {
+        a.recurrent->conv_dtype = b.recurrent->conv_dtype;
+        a.recurrent->ssm_dtype = b.recurrent->ssm_dtype;
+    }
+    return a == b;
+}
+}  // namespace
+
+ModelWeights ScenarioModel::weightsAfter(Scenario& next) {
+    ModelWeights weights = model_weights_;
+    const bool exact = weights.exact_bytes > 0 || (next.deployment && next.deployment->weights_bytes_exact > 0);
+    if (!exact || same_weights_shape(next.arch, scenario_.arch)) return weights;
+    // The files' bytes were those of the shape they came with, not of this one: estimated again (undo brings them
+    // back).
+    weights.exact_bytes = 0;
+    weights.source.clear();
+    if (next.deployment) {
+        next.deployment->weights_bytes_exact = 0;
+        next.deployment->weights_source.clear();
+    }
+    emit notice(tr("The weights are estimated from the parameters again: the model's files describe another shape."));
+    return weights;
+}
+
 void ScenarioModel::edit(const QString& what, const std::function<void(Scenario&)>& change, int merge_id) {
     Scenario next = scenario_;
     change(next);
     if (next == scenario_) return;  // nothing changed: no undo step
-    undo_.push(new EditCommand(this, state(), {next, head_dim_follows_, description_, notes_, model_weights_},
-                               what, merge_id));
+    const ModelWeights weights = weightsAfter(next);
+    undo_.push(
+        new EditCommand(this, state(), {next, head_dim_follows_, description_, notes_, weights}, what, merge_id));
 }
 
 void ScenarioModel::setLayers(std::uint64_t layers) {
@@ -142,8 +171,9 @@ void ScenarioModel::setHeadDim(std::uint64_t head_dim) {
     next.arch.head_dim_k = next.arch.head_dim_v = head_dim;
     if (next.arch == before.arch) return;
     // Setting head dim by hand stops it following the model dimension (until it matches again).
+    const ModelWeights weights = weightsAfter(next);
     undo_.push(new EditCommand(this, {before, follows_before, description_, notes_, model_weights_},
-                               {next, head_dim_is_derived(next.arch), description_, notes_, model_weights_},
+                               {next, head_dim_is_derived(next.arch), description_, notes_, weights},
                                tr("Change head dimension"), -1));
 }
 
@@ -180,7 +210,8 @@ std::optional<QString> ScenarioModel::importLocalModel(const LocalModel& model) 
     return adoptImported(import_local_model(model), model.id);
 }
 
-std::optional<QString> ScenarioModel::adoptImported(const Result<ImportedModel>& imported, const std::string& model_id) {
+std::optional<QString> ScenarioModel::adoptImported(const Result<ImportedModel>& imported,
+                                                    const std::string& model_id) {
     if (!imported) return error_text(imported.errors());
     Scenario s = scenario_;
     s.model_id = model_id;
@@ -194,7 +225,8 @@ std::optional<QString> ScenarioModel::adoptImported(const Result<ImportedModel>&
     notes << tr("KV format from %1").arg(QString::fromStdString(imported->kv_dtype_source));
     if (weights.exact_bytes > 0) notes << tr("weights: %1").arg(q(weights.source));
     if (weights.engine)
-        notes << tr("engine %1 for a deployment: the file is made for it").arg(q(std::string(to_string(*weights.engine))));
+        notes << tr("engine %1 for a deployment: the file is made for it")
+                     .arg(q(std::string(to_string(*weights.engine))));
     const QString name = q(s.arch.name);
     const KvDtype before = scenario_.kv_dtype;
     replace(s, name, notes, tr("Import %1").arg(name), weights);

@@ -68,9 +68,15 @@ struct ModelWeights {
 };
 // A new deployment's weights (and engine, with its default fraction) from the model's.
 void adopt_model_weights(Deployment& d, const ModelWeights& w);
+// The deployment's weights in a few words: "in bf16", or "432,704 bytes, exact from the GGUF's 3 tensors".
+std::string weights_text(const Deployment& d);
 
 // The workload as the engine stores it: llama.cpp keeps one contiguous cache (block size 1).
 Workload engine_workload(const Workload& workload, Engine engine);
+// The layers as the engine keeps them: llama.cpp's sliding and chunked layers hold their window plus one
+// micro-batch of kLlamaCppUbatch tokens, padded to 256; every other engine keeps the window.
+constexpr std::uint64_t kLlamaCppUbatch = 512;
+Architecture engine_architecture(const Architecture& arch, Engine engine);
 
 struct FitReport {
     Engine engine = Engine::vllm;

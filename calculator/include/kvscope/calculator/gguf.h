@@ -83,6 +83,17 @@ Result<std::uint64_t> tensor_bytes(const TensorInfo& tensor);
 // the KV format llama.cpp uses by default (f16) and the engine llama.cpp. Keys that could change the cache and that
 // no rule reads are listed in arch.not_exact.
 Result<ImportedModel> import(const File& file, const std::string& source);
+// A file: a whole model, or the first piece of one that gguf-split cut into NAME-00001-of-0000N.gguf files (the
+// others' tensor infos are read too); another piece is an error naming the first.
 Result<ImportedModel> import_file(const std::string& path);
+
+// gguf-split's file names: "Llama-3.1-405B-Q4_K_M-00002-of-00005.gguf" -> {"Llama-3.1-405B-Q4_K_M", 2, 5}.
+struct SplitName {
+    std::string prefix;
+    std::uint64_t no = 0;  // from 1
+    std::uint64_t count = 0;
+};
+std::optional<SplitName> split_name(std::string_view file_name);
+std::string split_piece_name(const SplitName& split, std::uint64_t no);
 
 }  // namespace kvscope::gguf

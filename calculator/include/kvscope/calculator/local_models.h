@@ -3,6 +3,7 @@
 // Only folder listings, small manifests and refs are read: never weights, nothing downloaded.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,8 @@ enum class LocalStore { huggingface, ollama, lm_studio };
 std::string_view to_string(LocalStore store);  // "Hugging Face cache", "Ollama", "LM Studio"
 
 struct LocalModel {
-    std::string id;     // "meta-llama/Llama-3.1-8B", "llama3.1:8b", "lmstudio-community/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf"
+    std::string
+        id;  // "meta-llama/Llama-3.1-8B", "llama3.1:8b", "lmstudio-community/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf"
     LocalStore store = LocalStore::huggingface;
     std::string path;   // a snapshot folder holding config.json, or a .gguf file
     bool gguf = false;  // path is a GGUF file
@@ -38,6 +40,10 @@ std::vector<LocalModel> scan_local_models(const LocalRoots& roots);
 
 // The model `key` names (its id, case-insensitively; for the Hugging Face cache also "org/name"), or nullptr.
 const LocalModel* find_local_model(const std::vector<LocalModel>& models, std::string_view key);
+
+// The snapshot folder a Hugging Face cache repo folder (hub/models--org--name) stands for: the one refs/main names,
+// else its only one; nullopt when it has none or several.
+std::optional<std::string> cache_snapshot(const std::string& repo_folder);
 
 // The model a path holds, whatever users have on disk: a .gguf file (gguf::import_file); a model folder with
 // config.json, whose safetensors headers, when there, give the exact weight bytes; a folder holding one GGUF and no

@@ -20,7 +20,7 @@ std::optional<std::uint32_t> dtype_bits(std::string_view dtype);
 
 struct Header {
     std::uint64_t tensors = 0;
-    std::uint64_t bytes = 0;                         // the tensors' bytes: what a runtime loads
+    std::uint64_t bytes = 0;                        // the tensors' bytes: what a runtime loads
     std::map<std::string, std::uint64_t> by_dtype;  // "BF16" -> bytes
 };
 

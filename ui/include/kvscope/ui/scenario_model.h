@@ -12,13 +12,13 @@
 #include <functional>
 #include <optional>
 
-#include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/analysis.h"
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/curves.h"
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/derivation.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/scenario.h"
 #include "kvscope/calculator/units.h"
 #include "kvscope/calculator/variants.h"
@@ -113,6 +113,9 @@ signals:
 
 private:
     void recompute();
+    // The model's weights after an edit that gives `next`: the files' exact bytes no longer apply (and are cleared
+    // from next's deployment) when the edit changed the shape they described.
+    ModelWeights weightsAfter(Scenario& next);
     // The imported model in place of the scenario's, its formats and weights the model's own.
     std::optional<QString> adoptImported(const Result<ImportedModel>& imported, const std::string& model_id);
     // Says so when loading a model replaced the KV format that was in use.
