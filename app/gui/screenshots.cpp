@@ -63,14 +63,7 @@ bool render_files(const Catalog& catalog, const QDir& dir) {
     w.u32("llama.feed_forward_length", 14336).u32("llama.attention.head_count", 32);
     w.u32("llama.attention.head_count_kv", 8).u32("llama.vocab_size", 128256);
     w.tensor("token_embd.weight", {4096, 128256}, 12).tensor("output.weight", {4096, 128256}, 14);
-    for (int l = 0; l < 32; ++l) {
-        const std::string b = "blk." + std::to_string(l);
-        w.tensor(b + ".attn_q.weight", {4096, 4096}, 12).tensor(b + ".attn_k.weight", {4096, 1024}, 12);
-        w.tensor(b + ".attn_v.weight", {4096, 1024}, 14).tensor(b + ".attn_output.weight", {4096, 4096}, 12);
-        w.tensor(b + ".ffn_gate.weight", {4096, 14336}, 12).tensor(b + ".ffn_up.weight", {4096, 14336}, 12);
-        w.tensor(b + ".ffn_down.weight", {14336, 4096}, 14).tensor(b + ".attn_norm.weight", {4096}, 0);
-        w.tensor(b + ".ffn_norm.weight", {4096}, 0);
-    }
+    for (int l = 0; l < 32; ++l) w.llama_block(l, 4096, 1024, 14336);
     const QString lms = home.filePath(".lmstudio/models/lmstudio-community/Meta-Llama-3.1-8B-Instruct-GGUF");
     const QString gguf = lms + "/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf";
     const QString snapshot = home.filePath(".cache/huggingface/hub/models--Qwen--Qwen3-8B/snapshots/b968826");

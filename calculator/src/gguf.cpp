@@ -138,59 +138,35 @@ private:
     std::uint64_t kept_left_ = kKeptItemsInAll;
 };
 
+// A value stored as T in the file, widened into `to`.
+template <class T, class To>
+std::optional<FieldError> read_as(Reader& r, const std::string& what, To& to) {
+    T v{};
+    if (auto e = r.number(v, what)) return e;
+    to = static_cast<To>(v);
+    return std::nullopt;
+}
+
 // `what` describes the value in messages ("llama.block_count's value"): built once by the caller, not per item.
 std::optional<FieldError> read_value(Reader& r, Type type, Value& out, const std::string& key, const std::string& what,
                                      int depth) {
     out.type = type;
     switch (type) {
-        case Type::u8: {
-            std::uint8_t v = 0;
-            if (auto e = r.number(v, what)) return e;
-            out.u = v;
-            return std::nullopt;
-        }
+        case Type::u8: return read_as<std::uint8_t>(r, what, out.u);
         case Type::i8: {
             std::uint8_t v = 0;  // two's complement, read as its byte
             if (auto e = r.number(v, what)) return e;
             out.i = v < 128 ? static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v) - 256;
             return std::nullopt;
         }
-        case Type::u16: {
-            std::uint16_t v = 0;
-            if (auto e = r.number(v, what)) return e;
-            out.u = v;
-            return std::nullopt;
-        }
-        case Type::i16: {
-            std::int16_t v = 0;
-            if (auto e = r.number(v, what)) return e;
-            out.i = v;
-            return std::nullopt;
-        }
-        case Type::u32: {
-            std::uint32_t v = 0;
-            if (auto e = r.number(v, what)) return e;
-            out.u = v;
-            return std::nullopt;
-        }
-        case Type::i32: {
-            std::int32_t v = 0;
-            if (auto e = r.number(v, what)) return e;
-            out.i = v;
-            return std::nullopt;
-        }
-        case Type::u64:
-            return r.number(out.u, what);
-        case Type::i64:
-            return r.number(out.i, what);
-        case Type::f32: {
-            float v = 0;
-            if (auto e = r.number(v, what)) return e;
-            out.f = v;
-            return std::nullopt;
-        }
-        case Type::f64:
-            return r.number(out.f, what);
+        case Type::u16: return read_as<std::uint16_t>(r, what, out.u);
+        case Type::i16: return read_as<std::int16_t>(r, what, out.i);
+        case Type::u32: return read_as<std::uint32_t>(r, what, out.u);
+        case Type::i32: return read_as<std::int32_t>(r, what, out.i);
+        case Type::u64: return r.number(out.u, what);
+        case Type::i64: return r.number(out.i, what);
+        case Type::f32: return read_as<float>(r, what, out.f);
+        case Type::f64: return r.number(out.f, what);
         case Type::boolean: {
             std::uint8_t v = 0;
             const std::uint64_t at = r.offset();

@@ -165,14 +165,7 @@ TEST(Gguf, LlamaGivesTheConfigJsonCacheExactWeightsAndLlamaCppDefaults) {
     GgufWriter w = base("llama", 32, 8192, 4096, 14336, 32);
     w.u32("llama.attention.head_count_kv", 8).u32("llama.rope.dimension_count", 128).u32("llama.vocab_size", 128256);
     w.tensor("token_embd.weight", {4096, 128256}, 12).tensor("output.weight", {4096, 128256}, 14);
-    for (int l = 0; l < 32; ++l) {
-        const std::string b = "blk." + std::to_string(l);
-        w.tensor(b + ".attn_q.weight", {4096, 4096}, 12).tensor(b + ".attn_k.weight", {4096, 1024}, 12);
-        w.tensor(b + ".attn_v.weight", {4096, 1024}, 14).tensor(b + ".attn_output.weight", {4096, 4096}, 12);
-        w.tensor(b + ".ffn_gate.weight", {4096, 14336}, 12).tensor(b + ".ffn_up.weight", {4096, 14336}, 12);
-        w.tensor(b + ".ffn_down.weight", {14336, 4096}, 14).tensor(b + ".attn_norm.weight", {4096}, 0);
-        w.tensor(b + ".ffn_norm.weight", {4096}, 0);
-    }
+    for (int l = 0; l < 32; ++l) w.llama_block(l, 4096, 1024, 14336);
     w.tensor("output_norm.weight", {4096}, 0);
     const ImportedModel m = imported(w);
     expect_same_cache(m.arch, catalog_arch("llama-3-8b"));
@@ -396,6 +389,19 @@ TEST(Gguf, ASplitModelIsReadFromItsFirstPieceWithEveryPiecesTensors) {
     EXPECT_FALSE(gguf::split_name("a-00003-of-00002.gguf"));
     EXPECT_EQ(gguf::split_name("a-b-00002-of-00005.gguf")->prefix, "a-b");
     fs::remove_all(dir);
+}
+
+TEST(Gguf, PerLayerKvHeadsAreEachLayersOwn) {
+    // head_count_kv as an array (OpenELM, Nemotron-NAS conversions): each layer caches its own heads.
+    GgufWriter w = base("llama", 4, 8192, 2048, 8192, 16);
+    w.u32s("llama.attention.head_count_kv", {8, 4, 2, 4});
+    const ImportedModel m = imported(w);
+    ASSERT_EQ(m.arch.layer_specs.size(), 4u);
+    Workload one;
+    one.context_tokens = 1000;
+    const auto kv = kv_cache_report(m.arch, KvDtype::fp16, one, Parallelism{});
+    ASSERT_TRUE(kv.ok()) << kv.error_text();
+    EXPECT_EQ(kv->total_bytes, (8u + 4 + 2 + 4) * 2 * 128 * 2 * 1000);  // K and V of 128 values in fp16
 }
 
 TEST(Gguf, ABigEndianFileIsNamedAsSuch) {

@@ -77,6 +77,18 @@ public:
         return *this;
     }
 
+    // One Llama-style block's tensors as a Q4_K_M file holds them (q4_K, with attn_v and ffn_down in q6_K; f32
+    // norms): `kv` is the K and V projections' width.
+    Writer& llama_block(int layer, std::uint64_t embd, std::uint64_t kv, std::uint64_t ff) {
+        constexpr std::uint32_t kF32 = 0, kQ4K = 12, kQ6K = 14;
+        const std::string b = "blk." + std::to_string(layer);
+        tensor(b + ".attn_q.weight", {embd, embd}, kQ4K).tensor(b + ".attn_k.weight", {embd, kv}, kQ4K);
+        tensor(b + ".attn_v.weight", {embd, kv}, kQ6K).tensor(b + ".attn_output.weight", {embd, embd}, kQ4K);
+        tensor(b + ".ffn_gate.weight", {embd, ff}, kQ4K).tensor(b + ".ffn_up.weight", {embd, ff}, kQ4K);
+        tensor(b + ".ffn_down.weight", {ff, embd}, kQ6K).tensor(b + ".attn_norm.weight", {embd}, kF32);
+        return tensor(b + ".ffn_norm.weight", {embd}, kF32);
+    }
+
     [[nodiscard]] std::string bytes(std::uint32_t version = 3) const {
         std::string out = "GGUF";
         put(out, version, 4);
