@@ -152,21 +152,30 @@ std::optional<FieldError> read_value(Reader& r, Type type, Value& out, const std
                                      int depth) {
     out.type = type;
     switch (type) {
-        case Type::u8: return read_as<std::uint8_t>(r, what, out.u);
+        case Type::u8:
+            return read_as<std::uint8_t>(r, what, out.u);
         case Type::i8: {
             std::uint8_t v = 0;  // two's complement, read as its byte
             if (auto e = r.number(v, what)) return e;
             out.i = v < 128 ? static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v) - 256;
             return std::nullopt;
         }
-        case Type::u16: return read_as<std::uint16_t>(r, what, out.u);
-        case Type::i16: return read_as<std::int16_t>(r, what, out.i);
-        case Type::u32: return read_as<std::uint32_t>(r, what, out.u);
-        case Type::i32: return read_as<std::int32_t>(r, what, out.i);
-        case Type::u64: return r.number(out.u, what);
-        case Type::i64: return r.number(out.i, what);
-        case Type::f32: return read_as<float>(r, what, out.f);
-        case Type::f64: return r.number(out.f, what);
+        case Type::u16:
+            return read_as<std::uint16_t>(r, what, out.u);
+        case Type::i16:
+            return read_as<std::int16_t>(r, what, out.i);
+        case Type::u32:
+            return read_as<std::uint32_t>(r, what, out.u);
+        case Type::i32:
+            return read_as<std::int32_t>(r, what, out.i);
+        case Type::u64:
+            return r.number(out.u, what);
+        case Type::i64:
+            return r.number(out.i, what);
+        case Type::f32:
+            return read_as<float>(r, what, out.f);
+        case Type::f64:
+            return r.number(out.f, what);
         case Type::boolean: {
             std::uint8_t v = 0;
             const std::uint64_t at = r.offset();
