@@ -110,7 +110,7 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
     probe::StepRequest request;
     request.arch = s.arch;
     request.kv_dtype = s.kv_dtype;
-    request.weight_dtype = s.deployment ? s.deployment->weight_dtype : src.weights.dtype;
+    request.weight_dtype = s.deployment ? s.deployment->weight_dtype : s.model_weights.value_or(ModelWeights{}).dtype;
     request.workload = s.workload;
     if (o.runs) request.timing_runs = static_cast<int>(std::min<std::uint64_t>(*o.runs, 1000));
     if (o.ceiling_size) request.ceiling_bytes = *o.ceiling_size;

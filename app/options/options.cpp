@@ -440,11 +440,11 @@ namespace {
 
 // The deployment the options describe, on `s`'s own when it has one (a saved scenario's): --gpu replaces the
 // GPU, the others the fields they name. Errors name the option.
-void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario& s, const ScenarioSource& model,
-                              Errors& errors) {
+void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario& s, Errors& errors) {
     const bool had = s.deployment.has_value();
     Deployment d = s.deployment.value_or(Deployment{});
-    if (!had) adopt_model_weights(d, model.weights);  // exact when its files give them; the engine they are for
+    // The model's own weights (exact when its files give them) and the engine its files are for.
+    if (!had) adopt_model_weights(d, model_weights_of(s, catalog));
     if (o.gpu) {
         if (const GpuSpec* g = catalog.find_gpu(*o.gpu)) {
             d.gpu = *g;
@@ -521,7 +521,7 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
         source.assumed = imported.assumed;
         source.notes = imported.notes;
         source.kv_dtype_source = imported.kv_dtype_source;
-        source.weights = imported.model_weights();
+        s.model_weights = imported.model_weights();
         model_dtype = imported.kv_dtype;
     };
     const CatalogModel* m = o.model ? catalog.find_model(*o.model) : nullptr;
@@ -554,7 +554,7 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
         source.notes = m->model.notes;
         source.kv_dtype_source = m->model.kv_dtype_source;
         model_dtype = m->model.kv_dtype;
-        source.weights = m->model.model_weights();
+        s.model_weights = m->model.model_weights();
     }
 
     s.kv_dtype = model_dtype.value_or(KvDtype::fp16);
@@ -563,19 +563,16 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
     if (o.kv_dtype) source.kv_dtype_source = "--kv-dtype";
 
     if (o.command_id == Command::fit || o.command_id == Command::plan || names_deployment(o))
-        apply_deployment_options(o, catalog, s, source, errors);
+        apply_deployment_options(o, catalog, s, errors);
     if (!errors.empty()) return errors;
     return s;
 }
 
 Errors apply_scenario_options(const Options& o, const Catalog& catalog, Scenario& s) {
     Errors errors = apply_workload_options(o, s);
-    // A new deployment counts the weights in the catalog model's own format, as build_scenario does.
-    ScenarioSource weights;
-    if (const CatalogModel* m = catalog.find_model(s.model_id)) weights.weights = m->model.model_weights();
+    // A new deployment starts from the model's own weights (model_weights_of), as build_scenario's does.
     // --tp and --pp change a saved deployment's GPU count too.
-    if (names_deployment(o) || (s.deployment && (o.tp || o.pp)))
-        apply_deployment_options(o, catalog, s, weights, errors);
+    if (names_deployment(o) || (s.deployment && (o.tp || o.pp))) apply_deployment_options(o, catalog, s, errors);
     return errors;
 }
 

@@ -80,9 +80,6 @@ struct ScenarioSource {
     std::vector<std::string> assumed;  // from config import
     std::vector<std::string> notes;
     std::string kv_dtype_source;
-    // The model's own weights (config dtype or quantization: probe --step's format; exact bytes from its files) and
-    // the engine its file is for: what a new deployment starts with.
-    ModelWeights weights;
 };
 
 // Sets what the workload options give (--kv-dtype, --mamba-cache-dtype, --mamba-ssm-cache-dtype, --context,

@@ -319,4 +319,12 @@ std::vector<const CatalogModel*> Catalog::matching_models(std::string_view text)
     return out;
 }
 
+ModelWeights model_weights_of(const Scenario& s, const Catalog& catalog) {
+    if (s.model_weights) return *s.model_weights;
+    if (const CatalogModel* m = catalog.find_model(s.model_id)) return m->model.model_weights();
+    ModelWeights w;
+    if (s.deployment) w.dtype = s.deployment->weight_dtype;
+    return w;
+}
+
 }  // namespace kvscope

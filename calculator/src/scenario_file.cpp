@@ -259,6 +259,15 @@ void members(Self& d, V& v) {
 }
 
 template <class Self, class V>
+requires Of<Self, ModelWeights>
+void members(Self& w, V& v) {
+    v.choice("dtype", w.dtype);
+    v.value("exact_bytes", w.exact_bytes, Need::when_set);
+    v.value("source", w.source, Need::when_set);
+    v.maybe_choice("engine", w.engine);
+}
+
+template <class Self, class V>
 requires Of<Self, Scenario>
 void members(Self& s, V& v) {
     v.value("model_id", s.model_id, Need::optional);
@@ -267,6 +276,7 @@ void members(Self& s, V& v) {
     v.object("workload", s.workload);
     v.object("parallel", s.parallel, Need::optional);
     v.maybe("deployment", s.deployment);
+    v.maybe("model_weights", s.model_weights);
 }
 
 // Writes the members into a JSON object.
@@ -299,6 +309,10 @@ public:
     template <class T>
     void maybe(std::string_view key, const std::optional<T>& x) {
         if (x) object(key, *x);
+    }
+    template <class E>
+    void maybe_choice(std::string_view key, const std::optional<E>& x) {
+        if (x) choice(key, *x);
     }
     template <class T>
     void list(std::string_view key, const std::vector<T>& x, std::string_view /*what*/) {
@@ -363,6 +377,13 @@ public:
     template <class T>
     void object(std::string_view key, T& x, Need need = Need::required) {
         if (const Value* o = r_.object(in_, key, need == Need::required)) read(r_, *o, x);
+    }
+    template <class E>
+    void maybe_choice(std::string_view key, std::optional<E>& x) {
+        if (!r_.member(in_, key, false)) return;
+        E e{};
+        choice(key, e);
+        x = e;
     }
     template <class T>
     void maybe(std::string_view key, std::optional<T>& x) {

@@ -53,11 +53,18 @@ TEST(ScenarioFile, TheExactWeightsOfAModelsFilesAreKept) {
     Scenario s = llama70b_on_two_h100();
     s.deployment->weights_bytes_exact = 40'123'456'789;
     s.deployment->weights_source = "40,123,456,789 bytes, exact from the GGUF's 724 tensors in 2 files";
+    // The model's own, for a deployment started later: a GGUF's, with its engine.
+    s.model_weights = ModelWeights{KvDtype::q4_0, 40'123'456'789, s.deployment->weights_source, Engine::llama_cpp};
     const std::string text = scenario_to_json(s);
     EXPECT_NE(text.find("\"weights_bytes_exact\": 40123456789"), std::string::npos) << text;
+    EXPECT_NE(text.find("\"engine\": \"llama.cpp\""), std::string::npos) << text;
     auto back = scenario_from_json(text, "x.kvscope.json");
     ASSERT_TRUE(back.ok()) << back.error_text();
     EXPECT_EQ(*back->scenario.deployment, *s.deployment);
+    EXPECT_EQ(back->scenario, s);
+    // Without an engine (a safetensors folder's weights): none read back.
+    s.model_weights->engine.reset();
+    EXPECT_EQ(scenario_from_json(scenario_to_json(s), "z.kvscope.json")->scenario.model_weights, s.model_weights);
     // Files without them (every file before) read as estimated weights, and write nothing for them.
     const std::string plain = scenario_to_json(llama70b_on_two_h100());
     EXPECT_EQ(plain.find("weights_bytes_exact"), std::string::npos);

@@ -418,6 +418,17 @@ TEST(Agreement, AGgufAndAModelFolderStartTheirDeploymentAsInTheCliAndKeepItWhenS
     EXPECT_TRUE(notices.front().front().toString().contains("estimated from the parameters again"));
     w.model()->undoStack()->undo();
     EXPECT_EQ(w.model()->scenario().deployment->weights_bytes_exact, 10000u);
+    // A GGUF saved before any deployment was checked: opened in another window, its deployment starts as the
+    // file's (llama.cpp, the exact bytes), as kvscope-cli --gguf starts it.
+    MainWindow third(catalog(), false);
+    ASSERT_TRUE(third.importModelFile(gguf));
+    const QString plain = dir.filePath("Modèles à tester/no deployment.kvscope.json");
+    ASSERT_TRUE(third.saveScenarioFile(plain));
+    MainWindow fourth(catalog(), false);
+    ASSERT_TRUE(fourth.openScenarioFile(plain));
+    fourth.deployment()->enableBox()->setChecked(true);
+    ASSERT_TRUE(fourth.model()->scenario().deployment);
+    EXPECT_EQ(*fourth.model()->scenario().deployment, *cli.deployment);
     // A corrupt GGUF is refused with its byte; nothing entered is lost.
     const Scenario before = w.model()->scenario();
     write_bytes(dir.filePath("broken.gguf"), QByteArray::fromStdString(small_gguf().substr(0, 60)));

@@ -130,7 +130,8 @@ TEST(ProbeView, AModelWithQuantizedWeightsStepsInBf16AndSaysSo) {
     MainWindow w(testing::catalog(), false);
     Scenario s = w.model()->scenario();
     small_model(s);
-    w.model()->replace(s, "an fp8 checkpoint", {}, "import", ModelWeights{KvDtype::fp8_e4m3});
+    s.model_weights = ModelWeights{KvDtype::fp8_e4m3};
+    w.model()->replace(s, "an fp8 checkpoint", {}, "import");
     ASSERT_EQ(w.model()->modelWeightDtype(), KvDtype::fp8_e4m3);
     ASSERT_TRUE(run_step(w.probe()));
     const QString status = w.probe()->statusLabel()->text();

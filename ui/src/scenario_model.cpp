@@ -60,6 +60,7 @@ Scenario scenario_for(const CatalogModel& m) {
     s.model_id = m.id;
     s.arch = m.model.arch;
     s.kv_dtype = m.model.kv_dtype;
+    s.model_weights = m.model.model_weights();
     s.workload.context_tokens = default_context_tokens(s.arch);
     return s;
 }
@@ -77,7 +78,6 @@ ScenarioModel::ScenarioModel(const Catalog& catalog, QObject* parent)
     scenario_ = default_scenario(catalog_);
     if (const CatalogModel* m = catalog_.find_model(scenario_.model_id)) {
         description_ = QString::fromStdString(m->name);
-        model_weights_ = m->model.model_weights();
     }
     head_dim_follows_ = head_dim_is_derived(scenario_.arch);
     recompute();
@@ -108,29 +108,29 @@ bool same_weights_shape(Architecture a, Architecture b) {
 }
 }  // namespace
 
-ModelWeights ScenarioModel::weightsAfter(Scenario& next) {
-    ModelWeights weights = model_weights_;
-    const bool exact = weights.exact_bytes > 0 || (next.deployment && next.deployment->weights_bytes_exact > 0);
-    if (!exact || same_weights_shape(next.arch, scenario_.arch)) return weights;
+void ScenarioModel::dropStaleWeights(Scenario& next) {
+    const bool exact = (next.model_weights && next.model_weights->exact_bytes > 0) ||
+                       (next.deployment && next.deployment->weights_bytes_exact > 0);
+    if (!exact || same_weights_shape(next.arch, scenario_.arch)) return;
     // The files' bytes were those of the shape they came with, not of this one: estimated again (undo brings them
     // back).
-    weights.exact_bytes = 0;
-    weights.source.clear();
+    if (next.model_weights) {
+        next.model_weights->exact_bytes = 0;
+        next.model_weights->source.clear();
+    }
     if (next.deployment) {
         next.deployment->weights_bytes_exact = 0;
         next.deployment->weights_source.clear();
     }
     emit notice(tr("The weights are estimated from the parameters again: the model's files describe another shape."));
-    return weights;
 }
 
 void ScenarioModel::edit(const QString& what, const std::function<void(Scenario&)>& change, int merge_id) {
     Scenario next = scenario_;
     change(next);
     if (next == scenario_) return;  // nothing changed: no undo step
-    const ModelWeights weights = weightsAfter(next);
-    undo_.push(
-        new EditCommand(this, state(), {next, head_dim_follows_, description_, notes_, weights}, what, merge_id));
+    dropStaleWeights(next);
+    undo_.push(new EditCommand(this, state(), {next, head_dim_follows_, description_, notes_}, what, merge_id));
 }
 
 void ScenarioModel::setLayers(std::uint64_t layers) {
@@ -171,9 +171,9 @@ void ScenarioModel::setHeadDim(std::uint64_t head_dim) {
     next.arch.head_dim_k = next.arch.head_dim_v = head_dim;
     if (next.arch == before.arch) return;
     // Setting head dim by hand stops it following the model dimension (until it matches again).
-    const ModelWeights weights = weightsAfter(next);
-    undo_.push(new EditCommand(this, {before, follows_before, description_, notes_, model_weights_},
-                               {next, head_dim_is_derived(next.arch), description_, notes_, weights},
+    dropStaleWeights(next);
+    undo_.push(new EditCommand(this, {before, follows_before, description_, notes_},
+                               {next, head_dim_is_derived(next.arch), description_, notes_},
                                tr("Change head dimension"), -1));
 }
 
@@ -186,12 +186,13 @@ void ScenarioModel::loadCatalogModel(const QString& id) {
     s.model_id = m->id;
     s.arch = m->model.arch;
     s.kv_dtype = m->model.kv_dtype;
-    if (s.deployment) adopt_model_weights(*s.deployment, m->model.model_weights());
+    s.model_weights = m->model.model_weights();
+    if (s.deployment) adopt_model_weights(*s.deployment, *s.model_weights);
     QStringList notes = to_qt(m->model.assumed);
     notes += to_qt(m->model.notes);
     const QString name = QString::fromStdString(m->name);
     const KvDtype before = scenario_.kv_dtype;
-    replace(s, name, notes, tr("Load %1").arg(name), m->model.model_weights());
+    replace(s, name, notes, tr("Load %1").arg(name));
     announceKvFormat(before, name, q(m->model.kv_dtype_source));
 }
 
@@ -218,6 +219,7 @@ std::optional<QString> ScenarioModel::adoptImported(const Result<ImportedModel>&
     s.arch = imported->arch;  // named by the importer, as kvscope-cli names it
     s.kv_dtype = imported->kv_dtype;
     const ModelWeights weights = imported->model_weights();
+    s.model_weights = weights;
     if (s.deployment) adopt_model_weights(*s.deployment, weights);
     QStringList notes;
     for (const auto& a : imported->assumed) notes << tr("assumed: %1").arg(QString::fromStdString(a));
@@ -229,7 +231,7 @@ std::optional<QString> ScenarioModel::adoptImported(const Result<ImportedModel>&
                      .arg(q(std::string(to_string(*weights.engine))));
     const QString name = q(s.arch.name);
     const KvDtype before = scenario_.kv_dtype;
-    replace(s, name, notes, tr("Import %1").arg(name), weights);
+    replace(s, name, notes, tr("Import %1").arg(name));
     announceKvFormat(before, name, q(imported->kv_dtype_source));
     return std::nullopt;
 }
@@ -254,30 +256,18 @@ std::optional<QString> ScenarioModel::saveScenario(const QString& path) const {
 }
 
 void ScenarioModel::replace(const Scenario& scenario, const QString& description, const QStringList& notes,
-                            const QString& what, std::optional<ModelWeights> model_weights) {
-    // The model's own weights: given, else the deployment's, else the catalog's, else bf16.
-    ModelWeights weights;
-    if (model_weights)
-        weights = *model_weights;
-    else if (scenario.deployment)
-        weights = {scenario.deployment->weight_dtype, scenario.deployment->weights_bytes_exact,
-                   scenario.deployment->weights_source, std::nullopt};
-    else if (const CatalogModel* m = catalog_.find_model(scenario.model_id))
-        weights = m->model.model_weights();
-    undo_.push(new EditCommand(this, state(),
-                               {scenario, head_dim_is_derived(scenario.arch), description, notes, weights}, what, -1));
+                            const QString& what) {
+    undo_.push(
+        new EditCommand(this, state(), {scenario, head_dim_is_derived(scenario.arch), description, notes}, what, -1));
 }
 
-ScenarioModel::State ScenarioModel::state() const {
-    return {scenario_, head_dim_follows_, description_, notes_, model_weights_};
-}
+ScenarioModel::State ScenarioModel::state() const { return {scenario_, head_dim_follows_, description_, notes_}; }
 
 void ScenarioModel::restore(const State& state) {
     scenario_ = state.scenario;
     head_dim_follows_ = state.head_dim_follows;
     description_ = state.description;
     notes_ = state.notes;
-    model_weights_ = state.model_weights;
     recompute();
 }
 

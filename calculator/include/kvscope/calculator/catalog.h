@@ -8,6 +8,7 @@
 
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/scenario.h"
 
 namespace kvscope {
 
@@ -67,5 +68,9 @@ std::string default_user_folder();
 
 // Parses a catalog index and its configs; `read` returns a config's text by file name.
 Result<std::vector<GpuSpec>> parse_gpu_list(std::string_view text, const std::string& source);
+
+// The model's own weights for a scenario: its own when it has them, else the catalog model's it names, else the
+// deployment's format, else bf16: what a new deployment starts with, in the CLI and the window alike.
+ModelWeights model_weights_of(const Scenario& s, const Catalog& catalog);
 
 }  // namespace kvscope

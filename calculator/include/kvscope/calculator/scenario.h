@@ -19,6 +19,9 @@ struct Scenario {
     Workload workload;
     Parallelism parallel;
     std::optional<Deployment> deployment;
+    // The model's own weights (its published format, the exact bytes of its files, the engine they are for): what
+    // a deployment starts with. Unset in files saved before KVScope kept it: then the catalog's, or bf16.
+    std::optional<ModelWeights> model_weights;
     friend bool operator==(const Scenario&, const Scenario&) = default;
 };
 

@@ -82,14 +82,14 @@ public:
     // decimal commas), or an empty text.
     std::optional<QString> openScenario(const QString& path, QString* repaired = nullptr);
     std::optional<QString> saveScenario(const QString& path) const;
-    // `model_weights`: the model's own weights (see modelWeights), when known.
-    void replace(const Scenario& scenario, const QString& description, const QStringList& notes, const QString& what,
-                 std::optional<ModelWeights> model_weights = std::nullopt);
+    // A scenario without model_weights (a file saved before KVScope kept them) has model_weights_of's: the
+    // catalog's, else the deployment's format.
+    void replace(const Scenario& scenario, const QString& description, const QStringList& notes, const QString& what);
     // The model's own weights: the format it was published in (its config's dtype or quantization), their exact
     // bytes when its files give them, the engine they are for: what a new deployment starts with, as kvscope-cli
-    // gives it for --model, --config, --gguf and --model-dir.
-    [[nodiscard]] const ModelWeights& modelWeights() const { return model_weights_; }
-    [[nodiscard]] KvDtype modelWeightDtype() const { return model_weights_.dtype; }
+    // gives it for --model, --config, --gguf and --model-dir. Kept in the scenario (and its file).
+    [[nodiscard]] ModelWeights modelWeights() const { return model_weights_of(scenario_, catalog_); }
+    [[nodiscard]] KvDtype modelWeightDtype() const { return modelWeights().dtype; }
 
     // Everything an undo step puts back.
     struct State {
@@ -97,7 +97,6 @@ public:
         bool head_dim_follows = true;
         QString description;
         QStringList notes;
-        ModelWeights model_weights;
     };
     [[nodiscard]] State state() const;
     // Used by undo/redo: sets the inputs without recording a step.
@@ -113,9 +112,9 @@ signals:
 
 private:
     void recompute();
-    // The model's weights after an edit that gives `next`: the files' exact bytes no longer apply (and are cleared
-    // from next's deployment) when the edit changed the shape they described.
-    ModelWeights weightsAfter(Scenario& next);
+    // An edit that gives `next`: the files' exact bytes no longer apply (and are cleared from next's model weights
+    // and deployment) when the edit changed the shape they described.
+    void dropStaleWeights(Scenario& next);
     // The imported model in place of the scenario's, its formats and weights the model's own.
     std::optional<QString> adoptImported(const Result<ImportedModel>& imported, const std::string& model_id);
     // Says so when loading a model replaced the KV format that was in use.
@@ -129,7 +128,6 @@ private:
     QString description_;
     QStringList notes_;
     bool head_dim_follows_ = true;
-    ModelWeights model_weights_;
     MeasuredStepStore measured_;  // read again only when the file changed (another window, the CLI)
     UnitSystem units_ = UnitSystem::binary;
     Spacing spacing_ = Spacing::log;
