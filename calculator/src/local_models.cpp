@@ -160,10 +160,17 @@ LocalRoots local_roots_from_environment() {
         r.huggingface = xdg + "/huggingface/hub";
     else if (!home.empty())
         r.huggingface = home + "/.cache/huggingface/hub";
-    if (const std::string o = env("OLLAMA_MODELS"); !o.empty())
+    if (const std::string o = env("OLLAMA_MODELS"); !o.empty()) {
         r.ollama = o;
-    else if (!home.empty())
-        r.ollama = home + "/.ollama/models";
+    } else {
+        // The Linux installer's service keeps its models in the ollama user's home (scripts/install.sh), where a
+        // user who never ran `ollama serve` themselves has theirs.
+        std::error_code error;
+        r.ollama = home.empty() ? std::string() : home + "/.ollama/models";
+        if ((r.ollama.empty() || !fs::is_directory(r.ollama, error)) &&
+            fs::is_directory("/usr/share/ollama/.ollama/models", error))
+            r.ollama = "/usr/share/ollama/.ollama/models";
+    }
     if (!home.empty()) {
         // lmstudio-js / lms (resolveModelsFolderPath): the home named in ~/.lmstudio-home-pointer, else
         // ~/.cache/lm-studio when it exists, else ~/.lmstudio; its models/ folder unless settings.json names a

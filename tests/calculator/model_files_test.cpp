@@ -239,7 +239,9 @@ TEST(LocalModels, RootsFollowEachToolsEnvironment) {
     };
     ::setenv("HOME", "/home/ü user", 1);
     EXPECT_EQ(with({}).huggingface, "/home/ü user/.cache/huggingface/hub");
-    EXPECT_EQ(with({}).ollama, "/home/ü user/.ollama/models");
+    // No ~/.ollama/models there: the Linux service's folder when this machine has one.
+    const std::string service = "/usr/share/ollama/.ollama/models";
+    EXPECT_EQ(with({}).ollama, fs::is_directory(service) ? service : "/home/ü user/.ollama/models");
     EXPECT_EQ(with({}).lm_studio, "/home/ü user/.lmstudio/models");
     EXPECT_EQ(with({{"XDG_CACHE_HOME", "/x"}}).huggingface, "/x/huggingface/hub");
     EXPECT_EQ(with({{"HF_HOME", "/hf"}, {"XDG_CACHE_HOME", "/x"}}).huggingface, "/hf/hub");

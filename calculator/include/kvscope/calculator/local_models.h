@@ -25,7 +25,8 @@ struct LocalModel {
 // Where each store keeps its models, from the environment as each tool reads it:
 //   Hugging Face (huggingface_hub constants.py): HF_HUB_CACHE, else HUGGINGFACE_HUB_CACHE, else HF_HOME/hub, else
 //     XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub;
-//   Ollama (envconfig/config.go Models): OLLAMA_MODELS, else ~/.ollama/models;
+//   Ollama (envconfig/config.go Models): OLLAMA_MODELS, else ~/.ollama/models, else the Linux service's
+//     /usr/share/ollama/.ollama/models;
 //   LM Studio (lmstudio-js, lms resolveModelsFolderPath): the home in ~/.lmstudio-home-pointer, else
 //     ~/.cache/lm-studio when it exists, else ~/.lmstudio; its models/ folder, or settings.json's downloadsFolder.
 struct LocalRoots {
