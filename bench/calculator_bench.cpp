@@ -154,7 +154,7 @@ void BM_CliStartToAnswer(benchmark::State& state) {
 }
 BENCHMARK(BM_CliStartToAnswer)->Unit(benchmark::kMillisecond)->MinTime(0.5)->UseRealTime();
 
-// A GGUF of Llama 3.1 405B's header (a 128,256-token vocabulary and its 280,147 merges, 1,138 tensor infos) followed by
+// A GGUF of Llama 3.1 405B's header (a 128,256-token vocabulary and its 280,147 merges, 1,136 tensor infos) followed by
 // 400 GB of tensor data that is never read (a sparse file: no disk is used for it).
 struct TempFile {
     std::filesystem::path path;
