@@ -407,7 +407,8 @@ TEST(Gguf, PerLayerKvHeadsAreEachLayersOwn) {
 TEST(Gguf, ABigEndianFileIsNamedAsSuch) {
     std::string swapped = "GGUF";
     GgufWriter::put(swapped, 0x03000000, 4);
-    GgufWriter::put(swapped, 0, 16);
+    GgufWriter::put(swapped, 0, 8);
+    GgufWriter::put(swapped, 0, 8);
     EXPECT_FIELD_ERROR(gguf::read(swapped, "m.gguf"), "gguf", "big-endian");
 }
 

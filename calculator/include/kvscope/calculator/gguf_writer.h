@@ -97,8 +97,9 @@ public:
         return out + meta_ + tensors_;
     }
 
+    // `n` little-endian bytes of v (past the 8th, zeros).
     static void put(std::string& out, std::uint64_t v, int n) {
-        for (int k = 0; k < n; ++k) out += static_cast<char>((v >> (8 * k)) & 0xff);
+        for (int k = 0; k < n; ++k) out += static_cast<char>(k < 8 ? (v >> (8 * k)) & 0xff : 0);
     }
     static void text(std::string& out, const std::string& s) {
         put(out, s.size(), 8);
