@@ -149,15 +149,14 @@ Result<FitReport> fit(const Architecture& model_arch, KvDtype kv_dtype, const Wo
     if (workload.block_size != workload_in.block_size)
         r.notes.emplace_back("llama.cpp keeps one contiguous cache: the block size is taken as 1");
     if (arch.layer_specs != model_arch.layer_specs && !workload.full_window) {
-        const std::uint64_t w = layer_window(model_arch, LayerKind::sliding) > 0
-                                    ? layer_window(model_arch, LayerKind::sliding)
-                                    : layer_window(model_arch, LayerKind::chunked);
+        // The window and what llama.cpp keeps for it, both read from the layers (engine_architecture made them).
+        const LayerKind kind =
+            layer_window(model_arch, LayerKind::sliding) > 0 ? LayerKind::sliding : LayerKind::chunked;
+        const std::uint64_t w = layer_window(model_arch, kind), kept = layer_window(arch, kind);
         r.notes.push_back(
             "llama.cpp keeps a sliding layer's window and one micro-batch (n_ubatch 512) more, padded to "
             "256 tokens" +
-            (w > 0 ? ": " + format_count(round_up(w + kLlamaCppUbatch, 256).value()) + " for a window of " +
-                         format_count(w)
-                   : std::string()) +
+            (w > 0 && kept > 0 ? ": " + format_count(kept) + " for a window of " + format_count(w) : std::string()) +
             " (llama-kv-cache-iswa.cpp)");
     }
     Errors errors = validate(d, parallel);

@@ -162,7 +162,7 @@ std::optional<RecurrentState> read_state(Keys& k, const Architecture& a) {
     return st;
 }
 
-void read_layers(Keys& k, const File& f, ImportedModel& out, const std::vector<std::uint64_t>& kv) {
+void read_layers(Keys& k, ImportedModel& out, const std::vector<std::uint64_t>& kv) {
     Architecture& a = out.arch;
     const std::string& t = k.arch();
     const std::uint64_t n = a.layers;
@@ -266,7 +266,6 @@ void read_layers(Keys& k, const File& f, ImportedModel& out, const std::vector<s
         if (!a.recurrent && k.errors().empty())
             a.not_exact.push_back(t + " has recurrent layers whose state has no rule here; the state is not counted");
     }
-    (void)f;
 }
 
 void read_moe(Keys& k, ImportedModel& out) {
@@ -309,11 +308,9 @@ void count_parameters(const File& f, ImportedModel& out) {
     out.arch.params_active = active.value();
 }
 
-KvDtype weight_format(const File& f, ImportedModel& out) {
+// `by_type`: the tensors' bytes by ggml type, summed once where the weights are.
+KvDtype weight_format(const std::map<std::uint32_t, std::uint64_t>& by_type, ImportedModel& out) {
     // The ggml type holding the most bytes names the weights' format when the calculator has it.
-    std::map<std::uint32_t, std::uint64_t> by_type;
-    for (const TensorInfo& t : f.tensors)
-        if (const auto b = tensor_bytes(t)) by_type[t.type] += *b;
     std::uint32_t top = 1;
     std::uint64_t most = 0;
     for (const auto& [type, bytes] : by_type)
@@ -390,7 +387,7 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
         }
     }
     read_moe(k, out);
-    read_layers(k, f, out, kv);
+    read_layers(k, out, kv);
     if (!k.errors().empty()) return k.errors();
 
     if (std::find(kKnown.begin(), kKnown.end(), t) == kKnown.end())
@@ -412,11 +409,13 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
 
     // Weights exactly as stored, and the shape of the MLP from the tensors' names.
     Checked weights(0);
+    std::map<std::uint32_t, std::uint64_t> by_type;
     bool gate = false, ffn_tensors = false, bias = false, output = false;
     for (const TensorInfo& tensor : f.tensors) {
         auto b = tensor_bytes(tensor);
         if (!b) return FieldError{"gguf", source + ": " + b.errors().front().message};
         weights += Checked(*b);
+        by_type[tensor.type] += *b;  // bounded by `weights`, checked in the same loop
         if (tensor.name.starts_with("blk.") && tensor.name.find(".ffn_") != std::string::npos) ffn_tensors = true;
         if (tensor.name.starts_with("blk.") && tensor.name.find(".ffn_gate") != std::string::npos) gate = true;
         if (tensor.name.starts_with("blk.") && tensor.name.find(".attn_q.bias") != std::string::npos) bias = true;
@@ -430,7 +429,7 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
     a.attention_bias = bias;
     a.tied_embeddings = !f.tensors.empty() && !output;  // llama.cpp reuses token_embd when output.weight is absent
     count_parameters(f, out);
-    out.weight_dtype = weight_format(f, out);
+    out.weight_dtype = weight_format(by_type, out);
 
     // llama.cpp caches keys and values in f16 unless told otherwise (common/common.h cache_type_k/v).
     out.kv_dtype = KvDtype::fp16;

@@ -11,6 +11,7 @@
 #include "kvscope/calculator/gguf.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/safetensors.h"
+#include "kvscope/calculator/tables.h"
 
 namespace kvscope {
 namespace fs = std::filesystem;
@@ -21,17 +22,19 @@ std::string env(const char* name) {
     return v ? std::string(v) : std::string();
 }
 
-std::string lower(std::string_view s) {
-    std::string out(s);
-    for (char& c : out)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return out;
+// The first line of a small text file (a ref, a pointer to a folder), without its line end; empty when unreadable.
+std::string first_line(const std::string& path) {
+    const auto text = read_text_file(path, 4096);
+    if (!text) return {};
+    std::string line = text->substr(0, text->find_first_of("\r\n"));
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    return line;
 }
 
-bool is_gguf(const fs::path& p) { return lower(p.extension().string()) == ".gguf"; }
+bool is_gguf(const fs::path& p) { return ascii_lower(p.extension().string()) == ".gguf"; }
 
 // A vision projector ships beside a model's GGUF (mmproj-*.gguf): it is no language model.
-bool is_projector(const fs::path& p) { return lower(p.filename().string()).starts_with("mmproj"); }
+bool is_projector(const fs::path& p) { return ascii_lower(p.filename().string()).starts_with("mmproj"); }
 
 // A model listed once: by its file, or by the first piece of a split one (gguf-split's -00001-of-N).
 bool is_model_file(const fs::path& p) {
@@ -123,13 +126,10 @@ void scan_lm_studio(const fs::path& root, std::vector<LocalModel>& out) {
 std::optional<std::string> cache_snapshot(const std::string& repo_folder) {
     const fs::path repo(repo_folder);
     std::error_code error;
-    if (const auto ref = read_text_file((repo / "refs" / "main").string(), 256)) {
-        std::string revision = *ref;
-        while (!revision.empty() && (revision.back() == '\n' || revision.back() == '\r')) revision.pop_back();
-        if (!revision.empty() && revision.find('/') == std::string::npos &&
-            fs::is_directory(repo / "snapshots" / revision, error))
-            return (repo / "snapshots" / revision).string();
-    }
+    const std::string revision = first_line((repo / "refs" / "main").string());
+    if (!revision.empty() && revision.find('/') == std::string::npos &&
+        fs::is_directory(repo / "snapshots" / revision, error))
+        return (repo / "snapshots" / revision).string();
     const auto snapshots = entries(repo / "snapshots", true);
     if (snapshots.size() != 1) return std::nullopt;
     return snapshots.front().string();
@@ -177,10 +177,9 @@ LocalRoots local_roots_from_environment() {
         // downloadsFolder.
         std::error_code error;
         std::string lm_home = home + "/.lmstudio";
-        if (const auto pointer = read_text_file(home + "/.lmstudio-home-pointer", 4096)) {
-            std::string p = *pointer;
-            while (!p.empty() && (p.back() == '\n' || p.back() == '\r' || p.back() == ' ')) p.pop_back();
-            if (!p.empty()) lm_home = p;
+        const std::string pointer_file = home + "/.lmstudio-home-pointer";
+        if (fs::exists(pointer_file, error)) {
+            if (const std::string pointer = first_line(pointer_file); !pointer.empty()) lm_home = pointer;
         } else if (fs::is_directory(home + "/.cache/lm-studio", error)) {
             lm_home = home + "/.cache/lm-studio";
         }
@@ -264,13 +263,13 @@ Result<ImportedModel> import_local_model(const LocalModel& model) {
 }
 
 const LocalModel* find_local_model(const std::vector<LocalModel>& models, std::string_view key) {
-    const std::string k = lower(key);
+    const std::string k = ascii_lower(key);
     for (const LocalModel& m : models)
-        if (lower(m.id) == k) return &m;
+        if (ascii_lower(m.id) == k) return &m;
     // Ollama reads a name without a tag as NAME:latest (types/model/name.go).
     if (k.find(':') == std::string::npos)
         for (const LocalModel& m : models)
-            if (m.store == LocalStore::ollama && lower(m.id) == k + ":latest") return &m;
+            if (m.store == LocalStore::ollama && ascii_lower(m.id) == k + ":latest") return &m;
     return nullptr;
 }
 
