@@ -404,7 +404,7 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
                         format_si(static_cast<double>(f->parameters)) + " parameters" +
                         (f->parameters_estimated ? ", estimated" : "") + "); " +
                         format_bytes(f->weights_bytes_per_gpu, u) + " per GPU"},
-        {"reserved", format_bytes(f->reserve_bytes_per_gpu, u) + " per GPU (activations, runtime)"},
+        {"reserved", format_bytes(f->reserve_bytes_per_gpu, u) + " per GPU: " + reserve_text(*f, u)},
         {"KV budget", format_signed_bytes(f->kv_budget_bytes_per_gpu, u) + " per GPU"},
         {"KV needed", f->state_bytes_per_gpu == 0
                           ? format_bytes(f->kv_bytes_per_gpu, u) + " per GPU"

@@ -29,6 +29,23 @@ Result<double> parse_fraction(const std::string& text, const std::string& field)
     return v;
 }
 
+// "0.21", "0.21.1" or "v0.19.0": the minor version of a vLLM release the calculator has rules for.
+Result<std::uint64_t> parse_vllm_version(const std::string& text) {
+    std::string_view t = text;
+    if (!t.empty() && (t.front() == 'v' || t.front() == 'V')) t.remove_prefix(1);
+    const auto bad = [&](const std::string& why) { return FieldError{"--vllm-version", "'" + text + "' " + why}; };
+    if (!t.starts_with("0.")) return bad("is not a vLLM version such as 0.21 (releases are numbered 0.x)");
+    t.remove_prefix(2);
+    const std::string_view minor_text = t.substr(0, t.find('.'));
+    const auto minor = number_from_text(minor_text);
+    if (!minor || minor_text.empty() || minor_text.find_first_not_of("0123456789") != std::string_view::npos)
+        return bad("is not a vLLM version such as 0.21");
+    const auto v = static_cast<std::uint64_t>(*minor);
+    if (v < kOldestVllmMinor)
+        return bad("is older than the rules the calculator has (0." + std::to_string(kOldestVllmMinor) + " on)");
+    return v;
+}
+
 // "; did you mean a, b?" or nothing.
 std::string did_you_mean(const std::vector<std::string>& names) {
     std::string list;
@@ -222,10 +239,22 @@ const std::vector<Declared>& declared() {
          "the engine's memory fraction (" + fractions_text() + ")", parsed(&Options::utilization, parse_fraction)},
         {"--weight-dtype", "D", S::deployment, kFit | kPlan | kWindow,
          "weights' format (default: the config's dtype or quantization)", text(&Options::weight_dtype)},
-        {"--reserve", "SIZE", S::deployment, kFit | kPlan | kWindow, "activation reserve per GPU (default 1GiB)",
+        {"--reserve", "SIZE", S::deployment, kFit | kPlan | kWindow,
+         "activation reserve per GPU (default 1GiB; for vllm it replaces the reserve derived from its profile run)",
          parsed(&Options::reserve, parse_bytes)},
         {"--overhead", "SIZE", S::deployment, kFit | kPlan | kWindow,
          "runtime overhead per GPU: CUDA context, graphs (default 512MiB)", parsed(&Options::overhead, parse_bytes)},
+        {"--max-num-batched-tokens", "N", S::deployment, kFit | kPlan | kWindow,
+         "vLLM: tokens in one step of its profile run (default: vLLM's for the GPU)",
+         parsed(&Options::max_num_batched_tokens, parse_token_count)},
+        {"--max-num-seqs", "N", S::deployment, kFit | kPlan | kWindow,
+         "vLLM: sequences in one step, whose logits the profile run samples (default: vLLM's)",
+         parsed(&Options::max_num_seqs, parse_count)},
+        {"--enforce-eager", "", S::deployment, kFit | kPlan | kWindow, "vLLM: no CUDA graphs",
+         flag(&Options::enforce_eager)},
+        {"--vllm-version", "V", S::deployment, kFit | kPlan | kWindow,
+         "the vLLM version whose startup rules apply: 0.6 and on (default 0." + std::to_string(kDefaultVllmMinor) + ")",
+         text(&Options::vllm_version)},
         {"--points", "N", S::sweep, kSweep, "how many context lengths (default 12 in a table, 512 in JSON/CSV)",
          parsed(&Options::points, parse_count)},
         {"--from", "N", S::sweep, kSweep, "the first context length (default 128)",
@@ -497,6 +526,16 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
     }
     if (o.reserve) d.activation_reserve_bytes = *o.reserve;
     if (o.overhead) d.runtime_overhead_bytes = *o.overhead;
+    if (o.reserve || o.overhead) d.fixed_reserve = true;
+    if (o.max_num_batched_tokens) d.vllm.max_num_batched_tokens = *o.max_num_batched_tokens;
+    if (o.max_num_seqs) d.vllm.max_num_seqs = *o.max_num_seqs;
+    if (o.enforce_eager) d.vllm.enforce_eager = true;
+    if (o.vllm_version) {
+        if (const auto minor = parse_vllm_version(*o.vllm_version))
+            d.vllm.version_minor = *minor;
+        else
+            errors.push_back({"--vllm-version", minor.errors().front().message});
+    }
     // --gpus alone sets tensor parallel; with --tp/--pp the product must match.
     if (o.gpus) {
         d.gpu_count = *o.gpus;

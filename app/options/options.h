@@ -50,6 +50,9 @@ struct Options {
     std::optional<std::string> gpu, engine, weight_dtype;
     std::optional<std::uint64_t> gpus, gpu_memory, gpu_bandwidth, reserve, overhead;
     std::optional<double> utilization;
+    // vLLM's profile run: its batch limits, CUDA graphs and the version whose rules apply.
+    std::optional<std::uint64_t> max_num_batched_tokens, max_num_seqs;
+    std::optional<std::string> vllm_version;
     // plan
     std::optional<std::uint64_t> gpus_per_node, max_pp;
     // sweep
@@ -60,6 +63,7 @@ struct Options {
     std::optional<std::string> backend, prompt;
     std::optional<std::uint64_t> tokens, runs, memory_limit, ceiling_size;
     bool step = false;
+    bool enforce_eager = false;  // vLLM: no CUDA graphs
 };
 
 // Usage errors carry the option's name: "--context: '12q' is not a whole number …", "--batch: models does not

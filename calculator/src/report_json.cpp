@@ -109,6 +109,24 @@ Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std::vect
     return o;
 }
 
+namespace {
+
+// The settings vLLM's startup profile was taken with: given, or vLLM's defaults for the version and GPU.
+Value vllm_settings_json(const Scenario& s) {
+    const Deployment& dep = *s.deployment;
+    const VllmBatch b = vllm_batch(s.workload, dep);
+    Value v = Value::object();
+    v.set("version", Value::string("0." + std::to_string(dep.vllm.version_minor > 0 ? dep.vllm.version_minor
+                                                                                    : kDefaultVllmMinor)));
+    v.set("max_num_batched_tokens", Value::number(b.max_num_batched_tokens));
+    v.set("max_num_seqs", Value::number(b.max_num_seqs));
+    v.set("enforce_eager", Value::boolean(dep.vllm.enforce_eager));
+    v.set("fixed_reserve", Value::boolean(dep.fixed_reserve));
+    return v;
+}
+
+}  // namespace
+
 Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimate& d, const MeasuredStep* measured) {
     Value o = Value::object();
     o.set("model", Value::string(s.model_id));
@@ -120,6 +138,7 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         o.set("engine", Value::string(std::string(to_string(s.deployment->engine))));
         o.set("utilization", Value::number(s.deployment->fraction));
         o.set("weight_dtype", Value::string(std::string(to_string(s.deployment->weight_dtype))));
+        if (s.deployment->engine == Engine::vllm) o.set("vllm", vllm_settings_json(s));
     }
     o.set("memory_bytes_per_gpu", Value::number(f.memory_bytes_per_gpu));
     o.set("parameters", Value::number(f.parameters));
@@ -129,6 +148,15 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
     o.set("weights_exact", Value::boolean(f.weights_exact));
     if (f.weights_exact) o.set("weights_source", Value::string(f.weights_source));
     o.set("reserve_bytes_per_gpu", Value::number(f.reserve_bytes_per_gpu));
+    Value items = Value::array();
+    for (const ReserveItem& item : f.reserve_items) {
+        Value it = Value::object();
+        it.set("name", Value::string(item.name));
+        it.set("bytes", Value::number(item.bytes));
+        it.set("how", Value::string(item.how));
+        items.push(std::move(it));
+    }
+    o.set("reserve_items", std::move(items));
     o.set("kv_budget_bytes", Value::number_signed(f.kv_budget_bytes));
     o.set("kv_budget_bytes_per_gpu", Value::number_signed(f.kv_budget_bytes_per_gpu));
     o.set("kv_cache_bytes_per_gpu", Value::number(f.kv_bytes_per_gpu));
@@ -218,6 +246,7 @@ Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits) {
         o.set("engine", Value::string(std::string(to_string(s.deployment->engine))));
         o.set("utilization", Value::number(s.deployment->fraction));
         o.set("weight_dtype", Value::string(std::string(to_string(s.deployment->weight_dtype))));
+        if (s.deployment->engine == Engine::vllm) o.set("vllm", vllm_settings_json(s));
     }
     o.set("gpus_per_node", Value::number(limits.gpus_per_node));
     o.set("max_pp", Value::number(limits.max_pp));

@@ -245,6 +245,15 @@ void members(Self& g, V& v) {
 }
 
 template <class Self, class V>
+requires Of<Self, VllmSettings>
+void members(Self& s, V& v) {
+    v.value("max_num_batched_tokens", s.max_num_batched_tokens, Need::when_set);
+    v.value("max_num_seqs", s.max_num_seqs, Need::when_set);
+    v.value("enforce_eager", s.enforce_eager, Need::when_set);
+    v.value("version_minor", s.version_minor, Need::when_set);
+}
+
+template <class Self, class V>
 requires Of<Self, Deployment>
 void members(Self& d, V& v) {
     v.object("gpu", d.gpu);
@@ -254,6 +263,10 @@ void members(Self& d, V& v) {
     v.choice("weight_dtype", d.weight_dtype);
     v.value("activation_reserve_bytes", d.activation_reserve_bytes, Need::optional);
     v.value("runtime_overhead_bytes", d.runtime_overhead_bytes, Need::optional);
+    // Files written before vLLM's reserve was derived have no such key: their 1 GiB and 512 MiB were the old
+    // defaults, and vLLM now derives its own.
+    v.value("fixed_reserve", d.fixed_reserve, Need::when_set);
+    v.object("vllm", d.vllm, Need::when_set);
     v.value("weights_bytes_exact", d.weights_bytes_exact, Need::when_set);
     v.value("weights_source", d.weights_source, Need::when_set);
 }
@@ -303,7 +316,8 @@ public:
         out_.set(std::string(key), std::move(list));
     }
     template <class T>
-    void object(std::string_view key, const T& x, Need = Need::required) {
+    void object(std::string_view key, const T& x, Need need = Need::required) {
+        if (need == Need::when_set && x == T{}) return;
         out_.set(std::string(key), write(x));
     }
     template <class T>

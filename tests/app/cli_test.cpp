@@ -132,11 +132,48 @@ TEST(Cli, FitJsonContract) {
     ASSERT_EQ(r.status, 0) << r.err;
     const auto v = json_of(r);
     EXPECT_EQ(u64(v, "weights_bytes"), 70'553'706'496ull * 2);
-    EXPECT_EQ(v.find("kv_budget_bytes")->as_i64(), 2 * 4'804'409'753ll);
+    // 76,968,728,985 (0.90 of an H100) - 70,553,706,496 (weights per GPU) - 2,783,969,280 (vLLM's reserve:
+    // the sampler's 1,024 x 128,256 x 20 bytes and 150 MiB outside torch), for each of 2 GPUs.
+    EXPECT_EQ(v.find("kv_budget_bytes")->as_i64(), 2 * 3'631'053'209ll);
+    EXPECT_EQ(u64(v, "reserve_bytes_per_gpu"), 2'783'969'280u);
+    const auto& items = v.find("reserve_items")->items();
+    ASSERT_EQ(items.size(), 2u);
+    EXPECT_EQ(items[0].find("name")->as_string(), "profile peak");
+    EXPECT_EQ(u64(items[0], "bytes"), 2'626'682'880u);
+    EXPECT_NE(items[0].find("how")->as_string().find("vllm/v1/worker/gpu_model_runner.py"), std::string::npos);
+    const auto* vllm = v.find("vllm");
+    ASSERT_NE(vllm, nullptr);
+    EXPECT_EQ(vllm->find("version")->as_string(), "0.20");
+    EXPECT_EQ(u64(*vllm, "max_num_batched_tokens"), 8192u);
+    EXPECT_EQ(u64(*vllm, "max_num_seqs"), 1024u);
     EXPECT_FALSE(v.find("fits")->as_bool());
     EXPECT_EQ(u64(v, "max_batch"), 1u);
-    EXPECT_EQ(u64(v, "max_context"), 3665u);
+    EXPECT_EQ(u64(v, "max_context"), 2770u);  // 3,631,053,209 / (81,920 x 16)
     EXPECT_GT(v.find("decode_tokens_per_s")->as_double(), 0.0);
+}
+
+TEST(Cli, VllmsStartupSettingsChangeItsReserveAndTheFitNamesEachPart) {
+    const std::string base = "fit --model llama-3-70b --context 32k --batch 16 --gpu h100-sxm --gpus 2 --kv-dtype fp8";
+    const CliRun r = cli(base + " --vllm-version 0.21 --max-num-seqs 256 --max-num-batched-tokens 4k");
+    ASSERT_EQ(r.status, 0) << r.err;
+    // 4,096 x (3 x 8,192 + 3 x 14,336) x 2 = 553,648,128 bytes against 256 x 128,256 x 20 = 656,670,720.
+    EXPECT_NE(r.out.find("reserved:        1.01 GiB per GPU: profile peak 626 MiB, non-torch memory 150 MiB, CUDA "
+                         "graphs 256 MiB"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("vLLM 0.21's startup profile: the reserve is an estimate"), std::string::npos) << r.out;
+    const CliRun eager = cli(base + " --vllm-version 0.21 --enforce-eager --json");
+    ASSERT_EQ(eager.status, 0) << eager.err;
+    EXPECT_EQ(json_of(eager).find("reserve_items")->items().size(), 2u);
+    // --reserve fixes it, as for the other engines.
+    const CliRun fixed = cli(base + " --reserve 2GiB");
+    EXPECT_NE(fixed.out.find("per GPU: activation reserve 2.00 GiB, runtime overhead 512 MiB"), std::string::npos)
+        << fixed.out;
+    for (const char* bad : {"1.2", "0.5", "latest", "0.x"}) {
+        const CliRun b = cli(base + " --vllm-version " + bad);
+        EXPECT_NE(b.status, 0) << bad;
+        EXPECT_NE(b.err.find("--vllm-version: '" + std::string(bad) + "'"), std::string::npos) << b.err;
+    }
 }
 
 TEST(Cli, ConfigFileAndCsv) {

@@ -25,12 +25,21 @@ std::set<std::string> listed(const std::string& help) {
 // One use of the option: a value of the right kind where it takes one.
 std::vector<std::string> use(const std::string& name) {
     static const std::set<std::string> flags{"--full-window", "--linear", "--all-layers", "--json",
-                                             "--csv",         "--step",   "--local"};
+                                             "--csv",         "--step",   "--local",      "--enforce-eager"};
     if (flags.contains(name)) return {name};
-    static const std::map<std::string, std::string> values{
-        {"--utilization", "0.8"},      {"--format", "json"},  {"--units", "gb"},      {"--gpu-memory", "80GiB"},
-        {"--gpu-bandwidth", "3350GB"}, {"--reserve", "1GiB"}, {"--overhead", "1GiB"}, {"--memory-limit", "1GiB"},
-        {"--ceiling-size", "1MiB"},    {"--context", "8k"},   {"--from", "128"},      {"--to", "8k"}};
+    static const std::map<std::string, std::string> values{{"--utilization", "0.8"},
+                                                           {"--format", "json"},
+                                                           {"--units", "gb"},
+                                                           {"--gpu-memory", "80GiB"},
+                                                           {"--gpu-bandwidth", "3350GB"},
+                                                           {"--reserve", "1GiB"},
+                                                           {"--overhead", "1GiB"},
+                                                           {"--memory-limit", "1GiB"},
+                                                           {"--ceiling-size", "1MiB"},
+                                                           {"--vllm-version", "0.21"},
+                                                           {"--context", "8k"},
+                                                           {"--from", "128"},
+                                                           {"--to", "8k"}};
     const auto v = values.find(name);
     return {name, v != values.end() ? v->second : (name == "--model" || name == "--config" ? "x" : "2")};
 }

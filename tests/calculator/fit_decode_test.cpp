@@ -13,7 +13,57 @@ Deployment h100s(std::uint64_t count) {
     d.engine = Engine::vllm;
     d.fraction = 0.90;
     d.weight_dtype = KvDtype::bf16;
+    d.fixed_reserve = true;  // the worked examples below subtract the fixed 1 GiB + 512 MiB (--reserve/--overhead)
     return d;
+}
+
+// vLLM's own reserve, derived from its profile run's inputs (deployment.cpp vllm_reserve), worked by hand.
+TEST(Fit, VllmsReserveIsItsProfileRunsPeakNamedPartByPart) {
+    const auto& a = Catalog::builtin().find_model("llama-3-70b")->model.arch;
+    const Workload w{.context_tokens = 32768, .batch = 16};
+    Deployment d = h100s(2);
+    d.fixed_reserve = false;
+    auto f = fit(a, KvDtype::fp8_e4m3, w, {.tp = 2}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    // An H100 (80 GB, not an A100) under vLLM 0.20: 8,192 tokens and 1,024 sequences a step. The forward pass:
+    // 8,192 x (3 x 8,192 + 3 x 28,672 / 2) x 2 bytes = 1,107,296,256; the sampler: 1,024 x 128,256 x 20 bytes =
+    // 2,626,682,880, the larger; non-torch 150 MiB; no CUDA graphs before 0.21.
+    ASSERT_EQ(f->reserve_items.size(), 2u);
+    EXPECT_EQ(f->reserve_items[0].name, "profile peak");
+    EXPECT_EQ(f->reserve_items[0].bytes, 2'626'682'880u);
+    EXPECT_NE(f->reserve_items[0].how.find("8,192 tokens (max_num_batched_tokens), 1,024 sequences"), std::string::npos)
+        << f->reserve_items[0].how;
+    EXPECT_EQ(f->reserve_items[1].bytes, 157'286'400u);
+    EXPECT_EQ(f->reserve_bytes_per_gpu, 2'626'682'880u + 157'286'400u);
+    EXPECT_EQ(f->kv_budget_bytes_per_gpu, 76'968'728'985ll - 70'553'706'496ll - 2'783'969'280ll);
+    EXPECT_EQ(reserve_text(*f), "profile peak 2.45 GiB, non-torch memory 150 MiB");
+
+    // Fewer sequences a step: the sampler shrinks and the forward pass is the peak.
+    d.vllm.max_num_seqs = 256;
+    f = fit(a, KvDtype::fp8_e4m3, w, {.tp = 2}, d);
+    EXPECT_EQ(f->reserve_items[0].bytes, 1'107'296'256u);
+    // 0.21 subtracts CUDA graphs (512 MiB over TP 2) unless eager; an A100 gets 2,048 tokens and 256 sequences.
+    d.vllm = {.version_minor = 21};
+    f = fit(a, KvDtype::fp8_e4m3, w, {.tp = 2}, d);
+    ASSERT_EQ(f->reserve_items.size(), 3u);
+    EXPECT_EQ(f->reserve_items[2].name, "CUDA graphs");
+    EXPECT_EQ(f->reserve_items[2].bytes, 256u << 20);
+    d.vllm.enforce_eager = true;
+    EXPECT_EQ(fit(a, KvDtype::fp8_e4m3, w, {.tp = 2}, d)->reserve_items.size(), 2u);
+    d.gpu = *Catalog::builtin().find_gpu("a100-80gb");
+    const VllmBatch b = vllm_batch(w, d);
+    EXPECT_EQ(b.max_num_batched_tokens, 2048u);
+    EXPECT_EQ(b.max_num_seqs, 256u);
+    EXPECT_TRUE(b.defaults);
+    // The V0 engine takes a whole prompt a step up to 32,768 tokens of context, 2,048 above.
+    d.vllm.version_minor = 8;
+    EXPECT_EQ(vllm_batch({.context_tokens = 20000}, d).max_num_batched_tokens, 20000u);
+    EXPECT_EQ(vllm_batch({.context_tokens = 40000}, d).max_num_batched_tokens, 2048u);
+    // --reserve/--overhead fix it instead, as for the other engines.
+    d.fixed_reserve = true;
+    f = fit(a, KvDtype::fp8_e4m3, w, {.tp = 2}, d);
+    EXPECT_EQ(f->reserve_bytes_per_gpu, (1ull << 30) + (1ull << 29));
+    EXPECT_EQ(reserve_text(*f), "activation reserve 1.00 GiB, runtime overhead 512 MiB");
 }
 
 // Llama-3-70B, bf16 weights, fp8 cache, 32k context, 16 sequences, vLLM on 2 x H100 SXM (TP 2).

@@ -71,6 +71,32 @@ TEST(ScenarioFile, TheExactWeightsOfAModelsFilesAreKept) {
     EXPECT_EQ(scenario_from_json(plain, "y.kvscope.json")->scenario.deployment->weights_bytes_exact, 0u);
 }
 
+TEST(ScenarioFile, VllmsStartupSettingsAndAFixedReserveAreKept) {
+    Scenario s = llama70b_on_two_h100();
+    s.deployment->engine = Engine::vllm;
+    s.deployment->vllm = {
+        .max_num_batched_tokens = 16384, .max_num_seqs = 64, .enforce_eager = true, .version_minor = 21};
+    s.deployment->fixed_reserve = true;
+    s.deployment->activation_reserve_bytes = 3ull << 30;
+    const std::string text = scenario_to_json(s);
+    EXPECT_NE(text.find("\"max_num_batched_tokens\": 16384"), std::string::npos) << text;
+    auto back = scenario_from_json(text, "x.kvscope.json");
+    ASSERT_TRUE(back.ok()) << back.error_text();
+    EXPECT_EQ(*back->scenario.deployment, *s.deployment);
+    // A file saved before (1 GiB and 512 MiB written out, no fixed_reserve): vLLM derives its own reserve, so the
+    // old defaults do not pin it; and the settings are vLLM's defaults.
+    Scenario old = llama70b_on_two_h100();
+    old.deployment->engine = Engine::vllm;
+    const std::string plain = scenario_to_json(old);
+    EXPECT_EQ(plain.find("fixed_reserve"), std::string::npos) << plain;
+    EXPECT_EQ(plain.find("\"vllm\": {"), std::string::npos) << plain;
+    EXPECT_NE(plain.find("\"activation_reserve_bytes\": 1073741824"), std::string::npos) << plain;
+    const auto read = scenario_from_json(plain, "y.kvscope.json");
+    ASSERT_TRUE(read.ok()) << read.error_text();
+    EXPECT_FALSE(read->scenario.deployment->fixed_reserve);
+    EXPECT_EQ(read->scenario.deployment->vllm, VllmSettings{});
+}
+
 TEST(ScenarioFile, TheReportsArchitectureIsTheFilesAndReadsBack) {
     // `kv --json` writes the architecture with the file's own writer, then what follows from it: a
     // report's architecture opens as a scenario's and gives the same model, member for member.

@@ -4,6 +4,7 @@
 #include <QApplication>
 #include <QCategoryAxis>
 #include <QChart>
+#include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
 #include <QCompleter>
@@ -118,7 +119,11 @@ TEST(Window, DeploymentTabAnswersTheReadmeQuestion) {
     });
     const QString verdict = w.deployment()->verdictLabel()->text();
     EXPECT_TRUE(verdict.startsWith("Does not fit")) << verdict.toStdString();
-    EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains("Max context at 8 sequence(s): <b>7,330 tokens</b>"))
+    EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains("Max context at 8 sequence(s): <b>5,540 tokens</b>"))
+        << w.deployment()->figuresLabel()->text().toStdString();
+    // vLLM's reserve, part by part, as kvscope-cli fit names it.
+    EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains(
+        "Reserve 2.59 GiB per GPU: profile peak 2.45 GiB, non-torch memory 150 MiB"))
         << w.deployment()->figuresLabel()->text().toStdString();
     EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains("tokens/s"));
     EXPECT_EQ(w.deployment()->bars()->segments().size(), 5);
@@ -130,6 +135,39 @@ TEST(Window, DeploymentTabAnswersTheReadmeQuestion) {
     });
     EXPECT_TRUE(w.deployment()->verdictLabel()->text().startsWith("Fits"))
         << w.deployment()->verdictLabel()->text().toStdString();
+}
+
+TEST(Window, VllmsStartupSettingsAreFieldsThatChangeItsReserve) {
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("llama-3-70b");
+    w.deployment()->enableBox()->setChecked(true);  // one H100, vLLM
+    DeploymentView* d = w.deployment();
+    EXPECT_TRUE(d->vllmVersionField()->isVisibleTo(d));
+    EXPECT_EQ(d->vllmSequencesField()->placeholderText(), "vLLM's default: 1,024");
+    EXPECT_EQ(d->vllmTokensField()->placeholderText(), "vLLM's default: 8,192");
+    // Fewer sequences a step: the forward pass, not the sampler, is the peak (as --max-num-seqs 256).
+    d->vllmSequencesField()->setText("256");
+    d->vllmSequencesField()->setModified(true);
+    emit d->vllmSequencesField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->vllm.max_num_seqs, 256u);
+    EXPECT_TRUE(d->figuresLabel()->text().contains("profile peak 1.69 GiB")) << d->figuresLabel()->text().toStdString();
+    // A typo is marked and changes nothing.
+    d->vllmTokensField()->setText("12q");
+    emit d->vllmTokensField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->vllm.max_num_batched_tokens, 0u);
+    EXPECT_EQ(d->vllmTokensField()->text(), "12q");
+    // 0.21 subtracts its CUDA graphs; unticking them is --enforce-eager.
+    const int v21 = d->vllmVersionField()->findData(QVariant(qulonglong{21}));
+    ASSERT_GE(v21, 0);
+    d->vllmVersionField()->setCurrentIndex(v21);
+    emit d->vllmVersionField()->activated(v21);
+    EXPECT_TRUE(d->figuresLabel()->text().contains("CUDA graphs 512 MiB")) << d->figuresLabel()->text().toStdString();
+    d->vllmGraphsField()->click();
+    EXPECT_TRUE(w.model()->scenario().deployment->vllm.enforce_eager);
+    EXPECT_FALSE(d->figuresLabel()->text().contains("CUDA graphs")) << d->figuresLabel()->text().toStdString();
+    // Another engine has no such settings.
+    w.model()->edit("sglang", [](Scenario& s) { s.deployment->engine = Engine::sglang; });
+    EXPECT_FALSE(d->vllmVersionField()->isVisibleTo(d));
 }
 
 TEST(Window, ChartSeriesAreUpdatedInPlaceNeverRebuilt) {

@@ -1,6 +1,7 @@
 #include "kvscope/ui/deployment_view.h"
 
 #include <QBoxLayout>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFormLayout>
 #include <QGroupBox>
@@ -53,6 +54,10 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
       engine_(new QComboBox),
       fraction_(new DecimalSpinBox),
       weight_dtype_(new QComboBox),
+      vllm_version_(new QComboBox),
+      vllm_tokens_(new QLineEdit),
+      vllm_seqs_(new QLineEdit),
+      vllm_graphs_(new QCheckBox(tr("CUDA graphs"))),
       rule_(new QLabel),
       verdict_(new QLabel),
       bars_(new GpuMemoryBar),
@@ -78,6 +83,11 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     fraction_->setDecimals(2);
     for (const KvDtypeInfo& i : all_kv_dtypes())
         weight_dtype_->addItem(q(std::string(i.id)), static_cast<int>(i.dtype));
+    // The versions whose startup rules the calculator has; the default first (as --vllm-version).
+    vllm_version_->addItem(tr("0.%1 (default)").arg(kDefaultVllmMinor), QVariant(qulonglong{0}));
+    for (std::uint64_t minor = 21; minor >= kOldestVllmMinor; --minor)
+        if (minor != kDefaultVllmMinor)
+            vllm_version_->addItem(QStringLiteral("0.%1").arg(minor), QVariant(static_cast<qulonglong>(minor)));
     rule_->setWordWrap(true);
     rule_->setForegroundRole(QPalette::PlaceholderText);
     QFont big = verdict_->font();
@@ -97,7 +107,10 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                                                                         {bandwidth_, "Bandwidth"},
                                                                         {engine_, "Engine"},
                                                                         {fraction_, "Memory fraction"},
-                                                                        {weight_dtype_, "Weights"}};
+                                                                        {weight_dtype_, "Weights"},
+                                                                        {vllm_version_, "vLLM version"},
+                                                                        {vllm_tokens_, "Tokens per step"},
+                                                                        {vllm_seqs_, "Sequences per step"}};
     for (const auto& [w, name] : names) w->setAccessibleName(tr(name));
     marks_.add(gpu_, {}, tr("The GPU model, from the catalog, or Custom to enter your own memory and bandwidth."));
     // The GPU count is TP × PP: it is set there (or by a row of the plan), never guessed from a count.
@@ -113,6 +126,16 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                tr("Number format of the weights (bf16 = 2 bytes per parameter, fp8 = 1). A model read from a GGUF or "
                   "a folder with safetensors counts its files' exact bytes until you choose a format here."));
 
+    marks_.add(vllm_version_, {},
+               tr("The vLLM version whose startup rules apply: the sampler's memory changed at 0.12, CUDA graphs are "
+                  "subtracted from 0.21 (--vllm-version)."));
+    marks_.add(vllm_tokens_, {},
+               tr("max_num_batched_tokens: tokens in one step of vLLM's profile run. Empty: vLLM's default for this "
+                  "GPU (--max-num-batched-tokens)."));
+    marks_.add(vllm_seqs_, {},
+               tr("max_num_seqs: sequences in one step, whose logits the profile run samples. Empty: vLLM's default "
+                  "(--max-num-seqs)."));
+    vllm_graphs_->setToolTip(tr("Off: --enforce-eager, no CUDA graphs (subtracted from vLLM 0.21 on)."));
     auto* form = new QFormLayout(box_);
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     form->addRow(tr("&GPU"), gpu_);
@@ -122,6 +145,10 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     form->addRow(tr("&Engine"), engine_);
     form->addRow(tr("Memory &fraction"), fraction_);
     form->addRow(tr("&Weights"), weight_dtype_);
+    form->addRow(tr("vLLM &version"), vllm_version_);
+    form->addRow(tr("Tokens per step"), vllm_tokens_);
+    form->addRow(tr("Sequences per step"), vllm_seqs_);
+    form->addRow(QString(), vllm_graphs_);
     form->addRow(rule_);
     form->addRow(errors_);
 
@@ -205,8 +232,43 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
             d.weights_source.clear();
         });
     });
+    connect(vllm_version_, &QComboBox::activated, this, [this, edit](int index) {
+        const std::uint64_t minor = vllm_version_->itemData(index).toULongLong();
+        edit(tr("Change vLLM version"), [minor](Deployment& d, Scenario&) { d.vllm.version_minor = minor; });
+    });
+    connect(vllm_graphs_, &QCheckBox::clicked, this, [edit](bool graphs) {
+        edit(QObject::tr("Change CUDA graphs"), [graphs](Deployment& d, Scenario&) { d.vllm.enforce_eager = !graphs; });
+    });
+    connect(vllm_tokens_, &QLineEdit::editingFinished, this, &DeploymentView::commitVllmBatch);
+    connect(vllm_seqs_, &QLineEdit::editingFinished, this, &DeploymentView::commitVllmBatch);
     connect(model_, &ScenarioModel::changed, this, &DeploymentView::sync);
     connect(model_, &ScenarioModel::unitsChanged, this, &DeploymentView::sync);
+    sync();
+}
+
+void DeploymentView::commitVllmBatch() {
+    if (syncing_ || !model_->scenario().deployment) return;
+    VllmSettings v = model_->scenario().deployment->vllm;
+    typed_.remove(vllm_tokens_);
+    typed_.remove(vllm_seqs_);
+    // Empty: vLLM's default; else a count, read as --max-num-batched-tokens and --max-num-seqs read it.
+    const auto read = [this](QLineEdit* field, std::uint64_t& slot, bool tokens) {
+        const std::string text = field->text().trimmed().toStdString();
+        if (text.empty()) {
+            slot = 0;
+            return;
+        }
+        const std::string name = field->accessibleName().toStdString();
+        auto n = tokens ? parse_token_count(text, name) : parse_count(text, name);
+        if (n)
+            slot = *n;
+        else
+            typed_.insert(field, q(n.errors().front().message));
+    };
+    read(vllm_tokens_, v.max_num_batched_tokens, true);
+    read(vllm_seqs_, v.max_num_seqs, false);
+    if (!(v == model_->scenario().deployment->vllm))
+        model_->edit(tr("Change vLLM's batch limits"), [&v](Scenario& s) { s.deployment->vllm = v; });
     sync();
 }
 
@@ -268,6 +330,27 @@ void DeploymentView::sync() {
         weight_dtype_->setCurrentIndex(
             weight_dtype_->findData(d.weights_bytes_exact > 0 ? kExactWeights : static_cast<int>(d.weight_dtype)));
         rule_->setText(q(std::string(budget_rule(d.engine))));
+        // vLLM's startup settings; the placeholders show the defaults the fit uses.
+        if (auto* form = qobject_cast<QFormLayout*>(box_->layout()))
+            for (QWidget* field :
+                 std::initializer_list<QWidget*>{vllm_version_, vllm_tokens_, vllm_seqs_, vllm_graphs_})
+                form->setRowVisible(field, d.engine == Engine::vllm);
+        vllm_version_->setCurrentIndex(
+            std::max(0, vllm_version_->findData(QVariant(static_cast<qulonglong>(d.vllm.version_minor)))));
+        // Each default as the fit would take it with that field left empty.
+        Deployment without_tokens = d, without_seqs = d;
+        without_tokens.vllm.max_num_batched_tokens = 0;
+        without_seqs.vllm.max_num_seqs = 0;
+        const std::uint64_t default_tokens = vllm_batch(s.workload, without_tokens).max_num_batched_tokens;
+        const std::uint64_t default_seqs = vllm_batch(s.workload, without_seqs).max_num_seqs;
+        for (auto [field, value, fallback] : {std::tuple{vllm_tokens_, d.vllm.max_num_batched_tokens, default_tokens},
+                                              std::tuple{vllm_seqs_, d.vllm.max_num_seqs, default_seqs}}) {
+            field->setPlaceholderText(tr("vLLM's default: %1").arg(q(format_count(fallback))));
+            if (!field->hasFocus() && !typed_.contains(field))
+                field->setText(value > 0 ? q(format_count(value)) : QString());
+        }
+        vllm_graphs_->setChecked(!d.vllm.enforce_eager);
+        vllm_graphs_->setEnabled((d.vllm.version_minor > 0 ? d.vllm.version_minor : kDefaultVllmMinor) >= 21);
     }
     const QStringList problems = marks_.apply(model_->errors(), typed_);
     errors_->setText(problems.join('\n'));
@@ -378,6 +461,11 @@ void DeploymentView::refreshResults() {
                                                       .arg(q(format_bytes(f.memory_bytes_per_gpu_needed, units)),
                                                            q(format_bytes(f.kv_bytes_per_gpu, units)),
                                                            q(format_bytes(f.state_bytes_per_gpu, units))));
+    // What the engine keeps back, part by part, in the words kvscope-cli fit uses.
+    rows << tr("Reserve %1 per GPU: %2")
+                .arg(q(format_bytes(f.reserve_bytes_per_gpu, units)), q(reserve_text(f, units)).toHtmlEscaped());
+    for (const auto& item : f.reserve_items)
+        if (item.name == "profile peak") rows << (tr("Profile peak: ") + q(item.how)).toHtmlEscaped();
     for (const auto& n : f.notes) rows << q(n).toHtmlEscaped();
     figures_->setText(rows.join("<br>"));
 }

@@ -10,6 +10,7 @@
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/kv_dtype.h"
 #include "kvscope/calculator/result.h"
+#include "kvscope/calculator/units.h"
 #include "kvscope/calculator/workload.h"
 
 namespace kvscope {
@@ -39,14 +40,32 @@ bool engine_takes_fraction(Engine engine);
 // One line describing the engine's rule, for help and reports.
 std::string_view budget_rule(Engine engine);
 
+// vLLM's startup settings that decide its profile run, and so what it keeps back from the KV cache
+// (vllm/engine/arg_utils.py, vllm/v1/worker/gpu_worker.py determine_available_memory).
+struct VllmSettings {
+    std::uint64_t max_num_batched_tokens = 0;  // 0: vLLM's default for its version and the GPU
+    std::uint64_t max_num_seqs = 0;            // 0: vLLM's default
+    bool enforce_eager = false;                // no CUDA graphs
+    std::uint64_t version_minor = 0;           // 0.x: the version whose rules apply (0: kDefaultVllmMinor)
+    friend bool operator==(const VllmSettings&, const VllmSettings&) = default;
+};
+// The version line assumed when none is given: 0.20, the last before CUDA-graph memory was subtracted.
+constexpr std::uint64_t kDefaultVllmMinor = 20;
+// The versions whose rules the calculator has (0.6 … 0.x); later ones follow the last line's.
+constexpr std::uint64_t kOldestVllmMinor = 6;
+
 struct Deployment {
     GpuSpec gpu;
     std::uint64_t gpu_count = 1;
     Engine engine = Engine::vllm;
     double fraction = 0.90;  // the engine's memory fraction
     KvDtype weight_dtype = KvDtype::bf16;
+    // The fixed reserve of the engines without a profile run (SGLang, TensorRT-LLM, llama.cpp, plain). vLLM
+    // derives its own from `vllm` unless `fixed_reserve` is set (--reserve/--overhead given).
     std::uint64_t activation_reserve_bytes = 1ull << 30;  // activations at peak prefill
     std::uint64_t runtime_overhead_bytes = 1ull << 29;    // CUDA context, graphs, library workspaces
+    bool fixed_reserve = false;
+    VllmSettings vllm;
     // The weights' exact bytes as stored (GGUF tensor infos, safetensors headers): used instead of the parameter
     // count in weight_dtype when set (0: estimate). weights_source says where the figure came from.
     std::uint64_t weights_bytes_exact = 0;
@@ -78,6 +97,26 @@ Workload engine_workload(const Workload& workload, Engine engine);
 constexpr std::uint64_t kLlamaCppUbatch = 512;
 Architecture engine_architecture(const Architecture& arch, Engine engine);
 
+// One part of what the engine keeps back from the KV cache on each GPU, as the fit's breakdown names it.
+struct ReserveItem {
+    std::string name;  // "profile peak", "non-torch memory", "CUDA graphs", "activation reserve", …
+    std::uint64_t bytes = 0;
+    std::string how;  // how the figure was reached, with its source
+    friend bool operator==(const ReserveItem&, const ReserveItem&) = default;
+};
+// What vLLM keeps back on each GPU at startup, as its profile run would measure it: the peak of a forward pass of
+// max_num_batched_tokens tokens or of the sampler over max_num_seqs sequences' logits (the forward's activations
+// are freed before sampling, so the larger counts), the memory outside torch's allocator, and from 0.21 on the
+// CUDA graphs' estimate unless enforce_eager. Each item says its inputs; the defaults follow the version line.
+std::vector<ReserveItem> vllm_reserve(const Architecture& arch, const Workload& workload, const Parallelism& parallel,
+                                      const Deployment& d);
+// The batch limits the profile run uses: the given ones, else vLLM's defaults for the version and GPU.
+struct VllmBatch {
+    std::uint64_t max_num_batched_tokens = 0, max_num_seqs = 0;
+    bool defaults = false;  // both came from vLLM's defaults
+};
+VllmBatch vllm_batch(const Workload& workload, const Deployment& d);
+
 struct FitReport {
     Engine engine = Engine::vllm;
     std::uint64_t gpus = 1;
@@ -90,6 +129,7 @@ struct FitReport {
     bool weights_exact = false;
     std::string weights_source;
     std::uint64_t reserve_bytes_per_gpu = 0;        // activation reserve + runtime overhead the rule subtracts
+    std::vector<ReserveItem> reserve_items;         // its parts (summing to reserve_bytes_per_gpu)
     std::int64_t kv_budget_bytes_per_gpu = 0;       // negative: the weights alone do not fit
     std::int64_t kv_budget_bytes = 0;               // all GPUs
     std::uint64_t kv_bytes_per_gpu = 0;             // what the workload's KV cache needs on the heaviest GPU
@@ -112,6 +152,9 @@ struct FitReport {
                                         // after the recurrent state of the workload's sequences
     std::vector<std::string> notes;
 };
+
+// The reserve's parts in a few words, as every report shows them: "profile peak 0.92 GiB, non-torch memory 150 MiB".
+std::string reserve_text(const FitReport& f, UnitSystem units = UnitSystem::binary);
 
 Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload& workload, const Parallelism& parallel,
                       const Deployment& deployment);

@@ -7,6 +7,7 @@
 
 #include "kvscope/ui/field_marks.h"
 
+class QCheckBox;
 class QComboBox;
 class QBoxLayout;
 class QGroupBox;
@@ -30,6 +31,11 @@ public:
     [[nodiscard]] QComboBox* gpuField() const { return gpu_; }
     [[nodiscard]] QComboBox* weightsField() const { return weight_dtype_; }
     [[nodiscard]] QLabel* gpuCountLabel() const { return count_; }
+    // vLLM's startup settings (shown for the vllm engine): version, tokens and sequences per step, CUDA graphs.
+    [[nodiscard]] QComboBox* vllmVersionField() const { return vllm_version_; }
+    [[nodiscard]] QLineEdit* vllmTokensField() const { return vllm_tokens_; }
+    [[nodiscard]] QLineEdit* vllmSequencesField() const { return vllm_seqs_; }
+    [[nodiscard]] QCheckBox* vllmGraphsField() const { return vllm_graphs_; }
     [[nodiscard]] PlanView* plan() const { return plan_; }
 
 signals:
@@ -48,6 +54,7 @@ private:
     void sync();
     void refreshResults();
     void commitCustom();
+    void commitVllmBatch();
 
     ScenarioModel* model_;
     QGroupBox* box_;
@@ -58,6 +65,10 @@ private:
     QComboBox* engine_;
     DecimalSpinBox* fraction_;
     QComboBox* weight_dtype_;
+    QComboBox* vllm_version_;
+    QLineEdit* vllm_tokens_;
+    QLineEdit* vllm_seqs_;
+    QCheckBox* vllm_graphs_;
     QLabel* rule_;
     QLabel* verdict_;
     GpuMemoryBar* bars_;
