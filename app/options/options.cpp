@@ -527,8 +527,16 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
     if (o.reserve) d.activation_reserve_bytes = *o.reserve;
     if (o.overhead) d.runtime_overhead_bytes = *o.overhead;
     if (o.reserve || o.overhead) d.fixed_reserve = true;
-    if (o.max_num_batched_tokens) d.vllm.max_num_batched_tokens = *o.max_num_batched_tokens;
-    if (o.max_num_seqs) d.vllm.max_num_seqs = *o.max_num_seqs;
+    // 0 would read as "vLLM's default" in the scenario: refused, as vLLM refuses it.
+    for (auto [given, slot, name] :
+         {std::tuple{o.max_num_batched_tokens, &d.vllm.max_num_batched_tokens, "--max-num-batched-tokens"},
+          std::tuple{o.max_num_seqs, &d.vllm.max_num_seqs, "--max-num-seqs"}}) {
+        if (!given) continue;
+        if (*given == 0)
+            errors.push_back({name, "must be at least 1 (leave it out for vLLM's default)"});
+        else
+            *slot = *given;
+    }
     if (o.enforce_eager) d.vllm.enforce_eager = true;
     if (o.vllm_version) {
         if (const auto minor = parse_vllm_version(*o.vllm_version))

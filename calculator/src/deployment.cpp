@@ -121,6 +121,14 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
                                       "; set --tp/--pp so their product is the GPU count"});
     if (!(d.fraction > 0.0 && d.fraction <= 1.0))
         e.push_back({Field::utilization, "the memory fraction must be above 0 and at most 1"});
+    if (d.vllm.max_num_batched_tokens > kMaxVllmBatchedTokens)
+        e.push_back({Field::max_num_batched_tokens, format_count(d.vllm.max_num_batched_tokens) +
+                                                        " tokens a step is more than any deployment takes (at most " +
+                                                        format_count(kMaxVllmBatchedTokens) + ")"});
+    if (d.vllm.max_num_seqs > kMaxVllmSeqs)
+        e.push_back({Field::max_num_seqs, format_count(d.vllm.max_num_seqs) +
+                                              " sequences a step is more than any deployment takes (at most " +
+                                              format_count(kMaxVllmSeqs) + ")"});
     return e;
 }
 
@@ -331,7 +339,7 @@ Result<FitReport> fit(const Architecture& model_arch, KvDtype kv_dtype, const Wo
                           ": the reserve is an estimate from the run's inputs, checked against published startup "
                           "logs (docs/vllm-logs.md); --reserve and --overhead fix it instead");
     }
-    r.reserve_bytes_per_gpu = static_cast<std::uint64_t>(reserve);
+    r.reserve_bytes_per_gpu = clamp_u64(reserve);
     r.free_bytes_per_gpu = static_cast<std::uint64_t>(std::max<i128>(0, unused));
     r.kv_budget_bytes_per_gpu = clamp_i64(budget);
     r.kv_budget_bytes = clamp_i64(budget * static_cast<i128>(gpus));

@@ -49,6 +49,8 @@ constexpr FieldName kFields[] = {
     {Field::utilization, "utilization"},
     {Field::gpus_per_node, "gpus_per_node"},
     {Field::max_pp, "max_pp"},
+    {Field::max_num_batched_tokens, "max_num_batched_tokens"},
+    {Field::max_num_seqs, "max_num_seqs"},
 };
 static_assert(std::size(kFields) == kFieldCount && lists_in_order(kFields, [](const FieldName& f) { return f.field; }),
               "kFields: one entry per Field, in order");

@@ -169,6 +169,14 @@ TEST(Cli, VllmsStartupSettingsChangeItsReserveAndTheFitNamesEachPart) {
     const CliRun fixed = cli(base + " --reserve 2GiB");
     EXPECT_NE(fixed.out.find("per GPU: activation reserve 2.00 GiB, runtime overhead 512 MiB"), std::string::npos)
         << fixed.out;
+    // Absurd and empty batch limits are named, never an exabyte of reserve.
+    const CliRun huge = cli(base + " --max-num-batched-tokens 1e15");
+    EXPECT_NE(huge.status, 0);
+    EXPECT_NE(huge.err.find("max_num_batched_tokens: 1,000,000,000,000,000 tokens a step is more than any deployment"),
+              std::string::npos)
+        << huge.err;
+    const CliRun none = cli(base + " --max-num-seqs 0");
+    EXPECT_NE(none.err.find("--max-num-seqs: must be at least 1"), std::string::npos) << none.err;
     for (const char* bad : {"1.2", "0.5", "latest", "0.x"}) {
         const CliRun b = cli(base + " --vllm-version " + bad);
         EXPECT_NE(b.status, 0) << bad;

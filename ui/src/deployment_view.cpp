@@ -129,10 +129,10 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     marks_.add(vllm_version_, {},
                tr("The vLLM version whose startup rules apply: the sampler's memory changed at 0.12, CUDA graphs are "
                   "subtracted from 0.21 (--vllm-version)."));
-    marks_.add(vllm_tokens_, {},
+    marks_.add(vllm_tokens_, {Field::max_num_batched_tokens},
                tr("max_num_batched_tokens: tokens in one step of vLLM's profile run. Empty: vLLM's default for this "
                   "GPU (--max-num-batched-tokens)."));
-    marks_.add(vllm_seqs_, {},
+    marks_.add(vllm_seqs_, {Field::max_num_seqs},
                tr("max_num_seqs: sequences in one step, whose logits the profile run samples. Empty: vLLM's default "
                   "(--max-num-seqs)."));
     vllm_graphs_->setToolTip(tr("Off: --enforce-eager, no CUDA graphs (subtracted from vLLM 0.21 on)."));

@@ -53,6 +53,10 @@ struct VllmSettings {
 constexpr std::uint64_t kDefaultVllmMinor = 20;
 // The versions whose rules the calculator has (0.6 … 0.x); later ones follow the last line's.
 constexpr std::uint64_t kOldestVllmMinor = 6;
+// Far above any deployment (vLLM's published configurations step at most a few hundred thousand tokens and a
+// few thousand sequences), so that a typo is an error rather than an exabyte of reserve.
+constexpr std::uint64_t kMaxVllmBatchedTokens = 1ull << 24;
+constexpr std::uint64_t kMaxVllmSeqs = 1ull << 20;
 
 struct Deployment {
     GpuSpec gpu;

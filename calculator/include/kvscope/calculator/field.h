@@ -50,9 +50,12 @@ enum class Field : std::uint8_t {
     utilization,
     gpus_per_node,
     max_pp,
+    // vLLM's startup settings
+    max_num_batched_tokens,
+    max_num_seqs,
 };
 
-inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::max_pp) + 1;
+inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::max_num_seqs) + 1;
 
 // The member's key ("kv_heads"); "" for none.
 std::string_view to_string(Field field);
