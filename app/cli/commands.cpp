@@ -21,7 +21,14 @@ using json::Value;
 
 std::string percent(double p) { return number_text(p, Notation::fixed, 1) + "%"; }
 
-std::string usage_error(const Errors& errors, const std::string& command) {
+std::string usage_error(const Errors& errors_in, const std::string& command) {
+    Errors errors = errors_in;
+    // vLLM's settings come only from their options: named as typed.
+    for (auto& e : errors) {
+        if (e.input == Field::max_num_batched_tokens) e.field = "--max-num-batched-tokens";
+        if (e.input == Field::max_num_seqs) e.field = "--max-num-seqs";
+        if (e.input == Field::vllm_version) e.field = "--vllm-version";
+    }
     std::string line = "kvscope-cli" + (command.empty() ? "" : " " + command) + ": " + join_errors(errors);
     return line + "\n";
 }
@@ -404,7 +411,8 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
                         format_si(static_cast<double>(f->parameters)) + " parameters" +
                         (f->parameters_estimated ? ", estimated" : "") + "); " +
                         format_bytes(f->weights_bytes_per_gpu, u) + " per GPU"},
-        {"reserved", format_bytes(f->reserve_bytes_per_gpu, u) + " per GPU: " + reserve_text(*f, u)},
+        {"reserved", format_bytes(f->reserve_bytes_per_gpu, u) + " per GPU" +
+                         (f->reserve_estimated ? " (estimate)" : "") + ": " + reserve_text(*f, u)},
         {"KV budget", format_signed_bytes(f->kv_budget_bytes_per_gpu, u) + " per GPU"},
         {"KV needed", f->state_bytes_per_gpu == 0
                           ? format_bytes(f->kv_bytes_per_gpu, u) + " per GPU"

@@ -1,6 +1,7 @@
 #include "options.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <functional>
 #include <iterator>
@@ -36,14 +37,17 @@ Result<std::uint64_t> parse_vllm_version(const std::string& text) {
     const auto bad = [&](const std::string& why) { return FieldError{"--vllm-version", "'" + text + "' " + why}; };
     if (!t.starts_with("0.")) return bad("is not a vLLM version such as 0.21 (releases are numbered 0.x)");
     t.remove_prefix(2);
-    const std::string_view minor_text = t.substr(0, t.find('.'));
-    const auto minor = number_from_text(minor_text);
-    if (!minor || minor_text.empty() || minor_text.find_first_not_of("0123456789") != std::string_view::npos)
-        return bad("is not a vLLM version such as 0.21");
-    const auto v = static_cast<std::uint64_t>(*minor);
-    if (v < kOldestVllmMinor)
+    const std::size_t dot = t.find('.');
+    const std::string_view minor_text = t.substr(0, dot);
+    // After the minor only a patch release may follow: ".1", ".1.1", ".0rc1".
+    const bool patch_ok = dot == std::string_view::npos ||
+                          (dot + 1 < t.size() && std::isdigit(static_cast<unsigned char>(t[dot + 1])) != 0);
+    const auto minor = u64_from_text(minor_text);
+    if (!minor || !patch_ok) return bad("is not a vLLM version such as 0.21");
+    if (*minor < kOldestVllmMinor)
         return bad("is older than the rules the calculator has (0." + std::to_string(kOldestVllmMinor) + " on)");
-    return v;
+    if (*minor > kLatestVllmMinor) return bad("is not a vLLM release");
+    return *minor;
 }
 
 // "; did you mean a, b?" or nothing.

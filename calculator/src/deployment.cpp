@@ -125,6 +125,11 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
         e.push_back({Field::max_num_batched_tokens, format_count(d.vllm.max_num_batched_tokens) +
                                                         " tokens a step is more than any deployment takes (at most " +
                                                         format_count(kMaxVllmBatchedTokens) + ")"});
+    if (d.vllm.version_minor > 0 &&
+        (d.vllm.version_minor < kOldestVllmMinor || d.vllm.version_minor > kLatestVllmMinor))
+        e.push_back({Field::vllm_version, "vLLM 0." + std::to_string(d.vllm.version_minor) +
+                                              " is outside the versions the calculator has rules for (0." +
+                                              std::to_string(kOldestVllmMinor) + " on)"});
     if (d.vllm.max_num_seqs > kMaxVllmSeqs)
         e.push_back({Field::max_num_seqs, format_count(d.vllm.max_num_seqs) +
                                               " sequences a step is more than any deployment takes (at most " +
@@ -150,11 +155,16 @@ Architecture engine_architecture(const Architecture& arch, Engine engine) {
     return a;
 }
 
-namespace {
-
 std::uint64_t vllm_minor(const Deployment& d) {
     return d.vllm.version_minor > 0 ? d.vllm.version_minor : kDefaultVllmMinor;
 }
+
+bool vllm_subtracts_cuda_graphs(const Deployment& d) { return vllm_minor(d) >= 21 && !d.vllm.enforce_eager; }
+
+namespace {
+
+// The V0 engine's rules: vLLM 0.7 and before (0.8 made the V1 engine the default).
+constexpr std::uint64_t kLastV0Minor = 7;
 
 std::uint64_t clamp_u64(i128 v) {
     return static_cast<std::uint64_t>(std::clamp<i128>(v, 0, std::numeric_limits<std::uint64_t>::max()));
@@ -165,9 +175,10 @@ std::uint64_t clamp_u64(i128 v) {
 std::uint64_t widest_intermediate(const Architecture& arch) {
     if (!arch.moe) return arch.intermediate_size;
     const MoeDims& m = *arch.moe;
-    const i128 experts = static_cast<i128>(m.experts_per_token + m.shared_experts) * m.expert_intermediate_size;
+    const Checked experts = (Checked(m.experts_per_token) + m.shared_experts) * m.expert_intermediate_size;
     const bool dense_layers = m.dense_layers > 0 || m.period > 1;
-    return std::max(dense_layers ? arch.intermediate_size : 0, clamp_u64(experts));
+    const std::uint64_t width = experts.overflow() ? std::numeric_limits<std::uint64_t>::max() : experts.value();
+    return std::max(dense_layers ? arch.intermediate_size : 0, width);
 }
 
 }  // namespace
@@ -176,15 +187,16 @@ VllmBatch vllm_batch(const Workload& workload, const Deployment& d) {
     const std::uint64_t minor = vllm_minor(d);
     const std::uint64_t max_model_len = std::max<std::uint64_t>(1, workload.context_tokens);
     VllmBatch b;
-    if (minor <= 8) {
-        // The V0 engine (vllm/engine/arg_utils.py, 0.6.5 - 0.8): 256 sequences; chunked prefill turns itself on
+    if (minor <= kLastV0Minor) {
+        // The V0 engine (vllm/engine/arg_utils.py, 0.6.5 - 0.7): 256 sequences; chunked prefill turns itself on
         // above 32,768 tokens of context with 2,048 tokens a step, else a step holds a whole prompt, at least 2,048.
         b.max_num_seqs = 256;
         b.max_num_batched_tokens = max_model_len > 32768 ? 2048 : std::max<std::uint64_t>(max_model_len, 2048);
     } else {
-        // The V1 engine from 0.9 (vllm/engine/arg_utils.py, get_batch_defaults; `vllm serve`): on a GPU of at
-        // least 70 GiB that is not an A100, 8,192 tokens a step and 1,024 sequences; else 2,048 and 256. The
-        // default is capped at max_num_seqs x max_model_len.
+        // The V1 engine (vllm/engine/arg_utils.py, get_batch_defaults; `vllm serve`): on a GPU of at least 70 GiB
+        // that is not an A100, 8,192 tokens a step and 1,024 sequences; else 2,048 and 256 (from 0.8.5; 0.8's
+        // earlier releases told GPUs apart by name, taken as the same here). The default is capped at
+        // max_num_seqs x max_model_len.
         const std::string id = ascii_lower(d.gpu.id + " " + d.gpu.name);
         const bool big = d.gpu.memory_bytes >= 70 * kGiB && id.find("a100") == std::string::npos;
         b.max_num_seqs = big ? 1024 : 256;
@@ -192,9 +204,11 @@ VllmBatch vllm_batch(const Workload& workload, const Deployment& d) {
             static_cast<i128>(d.vllm.max_num_seqs > 0 ? d.vllm.max_num_seqs : b.max_num_seqs) * max_model_len;
         b.max_num_batched_tokens = clamp_u64(std::min<i128>(big ? 8192 : 2048, cap));
     }
-    b.defaults = d.vllm.max_num_batched_tokens == 0 && d.vllm.max_num_seqs == 0;
+    b.tokens_default = d.vllm.max_num_batched_tokens == 0;
+    b.seqs_default = d.vllm.max_num_seqs == 0;
     if (d.vllm.max_num_batched_tokens > 0) b.max_num_batched_tokens = d.vllm.max_num_batched_tokens;
     if (d.vllm.max_num_seqs > 0) b.max_num_seqs = d.vllm.max_num_seqs;
+    b.sampled_sequences = std::min(b.max_num_seqs, b.max_num_batched_tokens);
     return b;
 }
 
@@ -205,7 +219,8 @@ std::vector<ReserveItem> vllm_reserve(const Architecture& arch, const Workload& 
     const std::uint64_t tp = std::max<std::uint64_t>(1, parallel.tp);
     const i128 value_bytes = d.weight_dtype == KvDtype::fp32 ? 4 : 2;  // activations: the model's dtype (bf16)
     const i128 tokens = b.max_num_batched_tokens;
-    const i128 seqs = std::min(b.max_num_seqs, b.max_num_batched_tokens);
+    const i128 seqs = b.sampled_sequences;
+    const bool v0 = minor <= kLastV0Minor;
     // The forward pass of the profile run (gpu_model_runner.py profile_run -> _dummy_run(max_num_batched_tokens)):
     // its peak is in the MLP of one layer, where the residual, the hidden states and the normed input (3 x hidden)
     // live beside the gate/up output and its product (3 x intermediate, split over tensor parallel). Calibrated on
@@ -217,30 +232,36 @@ std::vector<ReserveItem> vllm_reserve(const Architecture& arch, const Workload& 
     const i128 forward = tokens * per_token;
     // The sampler's dummy run over max_num_seqs sequences (_dummy_sampler_run): the logits of each sequence's last
     // token over the vocabulary, their fp32 copy, probabilities and the top-k/top-p sort's values and indices.
-    // Bytes per sequence and vocabulary entry, from the published logs of each line: the V0 engine 40 (Llama 3 8B,
-    // Qwen2.5 7B and 1.5B, Orpheus 3B: 38.5 - 41), V1 0.9 - 0.11 38 (gpt-oss-120b at 1,024 sequences), 0.12 on 20
-    // (gpt-oss-20b, Qwen3 8B at 256 sequences).
-    const i128 per_entry = minor <= 8 ? 40 : minor <= 11 ? 38 : 20;
+    // Bytes per sequence and vocabulary entry, fitted to the published logs of each line (docs/vllm-logs.md): the
+    // V0 engine 40 (Llama 3 8B, Qwen2.5 7B and 1.5B, Orpheus 3B: 38.5 - 41), V1 up to 0.11 38 (gpt-oss-120b at
+    // 1,024 sequences), 0.12 on 20 (gpt-oss-20b, Qwen3 8B at 256 sequences).
+    const i128 per_entry = v0 ? 40 : minor <= 11 ? 38 : 20;
     const i128 sampler = seqs * static_cast<i128>(arch.vocab_size) * per_entry;
     std::vector<ReserveItem> items;
-    const std::string inputs = format_count(b.max_num_batched_tokens) + " tokens (max_num_batched_tokens), " +
-                               format_count(static_cast<std::uint64_t>(seqs)) + " sequences (max_num_seqs)" +
-                               (b.defaults ? ", vLLM 0." + std::to_string(minor) + "'s defaults for this GPU" : "");
-    items.push_back({"profile peak", clamp_u64(std::max(forward, sampler)),
+    const std::string defaults = "vLLM 0." + std::to_string(minor) + "'s default for this GPU";
+    const std::string inputs = format_count(b.max_num_batched_tokens) + " tokens (max_num_batched_tokens" +
+                               (b.tokens_default ? ", " + defaults : std::string()) + "), " +
+                               format_count(b.sampled_sequences) + " sequences sampled (max_num_seqs " +
+                               format_count(b.max_num_seqs) + (b.seqs_default ? ", " + defaults : std::string()) +
+                               "; at most one a token)";
+    items.push_back({ReserveKind::profile_peak, "profile peak", clamp_u64(std::max(forward, sampler)),
                      "the larger of the forward pass's activations (" + format_bytes(clamp_u64(forward)) +
                          ") and the sampler's logits (" + format_bytes(clamp_u64(sampler)) + ") for " + inputs +
-                         " (vllm/v1/worker/gpu_model_runner.py profile_run)"});
+                         (v0 ? " (vllm/worker/model_runner.py profile_run)"
+                             : " (vllm/v1/worker/gpu_model_runner.py profile_run)")});
     // Memory outside torch's allocator that grows during the profile run (cuBLAS workspaces, kernels loaded on
     // first use); the CUDA context and NCCL come before the snapshot and are not counted (vllm/utils/mem_utils.py
-    // memory_profiling). The published logs' single-GPU figures lie between 0.01 and 0.35 GiB; their middle.
-    items.push_back({"non-torch memory", 150ull << 20,
-                     "grown outside torch during the profile run; published logs: 0.01 - 0.35 GiB"});
-    // From 0.21 vLLM captures its largest CUDA graphs during profiling and subtracts their estimate
-    // (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, gpu_model_runner.py): the published estimates lie between 0.4 and
-    // 0.52 GiB on one GPU and shrink with tensor parallel (0.17 - 0.2 GiB per GPU at 2 and 4).
-    if (minor >= 21 && !d.vllm.enforce_eager)
-        items.push_back({"CUDA graphs", (512ull << 20) / tp,
-                         "vLLM 0.21's estimate of its captured graphs (--enforce-eager: none)"});
+    // memory_profiling). The published logs' single-GPU figures lie between 0.01 and 0.35 GiB (median 0.12).
+    items.push_back({ReserveKind::non_torch, "non-torch memory", 150ull << 20,
+                     "grown outside torch during the profile run: an estimate, published logs give 0.01 - 0.35 GiB"});
+    // From 0.21 vLLM captures its largest CUDA graphs during profiling and subtracts what they took
+    // (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, gpu_model_runner.py). KVScope's own figure, not vLLM's: the
+    // published estimates are 0.41 - 0.52 GiB at TP 1 and 0.14 - 0.49 GiB per GPU at TP 2 and 4, so 512 MiB over
+    // the tensor parallel degree is a rough rule beyond TP 1.
+    if (vllm_subtracts_cuda_graphs(d))
+        items.push_back({ReserveKind::cuda_graphs, "CUDA graphs", (512ull << 20) / tp,
+                         "an estimate of what vLLM 0.21's captured graphs take: 512 MiB over tensor parallel "
+                         "(published: 0.41 - 0.52 GiB at TP 1; --enforce-eager: none)"});
     return items;
 }
 
@@ -303,13 +324,16 @@ Result<FitReport> fit(const Architecture& model_arch, KvDtype kv_dtype, const Wo
 
     const i128 mem = d.gpu.memory_bytes, w = r.weights_bytes_per_gpu;
     const bool profiled = d.engine == Engine::vllm && !d.fixed_reserve;
+    r.reserve_estimated = profiled;
     if (profiled) {
         r.reserve_items = vllm_reserve(model_arch, workload, parallel, d);
     } else if (d.engine != Engine::sglang) {
         const std::string given = d.fixed_reserve ? "as given" : "the default";
         if (d.engine != Engine::tensorrt_llm)
-            r.reserve_items.push_back({"activation reserve", d.activation_reserve_bytes, given + " (--reserve)"});
-        r.reserve_items.push_back({"runtime overhead", d.runtime_overhead_bytes, given + " (--overhead)"});
+            r.reserve_items.push_back(
+                {ReserveKind::activation, "activation reserve", d.activation_reserve_bytes, given + " (--reserve)"});
+        r.reserve_items.push_back(
+            {ReserveKind::overhead, "runtime overhead", d.runtime_overhead_bytes, given + " (--overhead)"});
     }
     i128 reserve = 0;
     for (const ReserveItem& item : r.reserve_items) reserve += item.bytes;
@@ -336,8 +360,8 @@ Result<FitReport> fit(const Architecture& model_arch, KvDtype kv_dtype, const Wo
         const std::uint64_t minor = vllm_minor(d);
         r.notes.push_back("vLLM 0." + std::to_string(minor) + "'s startup profile" +
                           (d.vllm.version_minor == 0 ? " (the version assumed; --vllm-version for another)" : "") +
-                          ": the reserve is an estimate from the run's inputs, checked against published startup "
-                          "logs (docs/vllm-logs.md); --reserve and --overhead fix it instead");
+                          ": the reserve is an estimate from the run's inputs, fitted to eight published startup "
+                          "logs at TP 1 (docs/vllm-logs.md); --reserve and --overhead fix it instead");
     }
     r.reserve_bytes_per_gpu = clamp_u64(reserve);
     r.free_bytes_per_gpu = static_cast<std::uint64_t>(std::max<i128>(0, unused));

@@ -116,10 +116,10 @@ Value vllm_settings_json(const Scenario& s) {
     const Deployment& dep = *s.deployment;
     const VllmBatch b = vllm_batch(s.workload, dep);
     Value v = Value::object();
-    v.set("version", Value::string("0." + std::to_string(dep.vllm.version_minor > 0 ? dep.vllm.version_minor
-                                                                                    : kDefaultVllmMinor)));
+    v.set("version", Value::string("0." + std::to_string(vllm_minor(dep))));
     v.set("max_num_batched_tokens", Value::number(b.max_num_batched_tokens));
     v.set("max_num_seqs", Value::number(b.max_num_seqs));
+    v.set("sampled_sequences", Value::number(b.sampled_sequences));
     v.set("enforce_eager", Value::boolean(dep.vllm.enforce_eager));
     v.set("fixed_reserve", Value::boolean(dep.fixed_reserve));
     return v;
@@ -157,6 +157,7 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         items.push(std::move(it));
     }
     o.set("reserve_items", std::move(items));
+    o.set("reserve_estimated", Value::boolean(f.reserve_estimated));
     o.set("kv_budget_bytes", Value::number_signed(f.kv_budget_bytes));
     o.set("kv_budget_bytes_per_gpu", Value::number_signed(f.kv_budget_bytes_per_gpu));
     o.set("kv_cache_bytes_per_gpu", Value::number(f.kv_bytes_per_gpu));

@@ -512,6 +512,12 @@ Result<LoadedScenario> scenario_from_json(std::string_view text, const std::stri
                 std::any_of(windows.begin(), windows.end(), [](auto x) { return x != 0; }))
                 s.arch.layer_specs = sliding_layers(windows);
         }
+    // A file written before vLLM's reserve was derived holds the old defaults (1 GiB, 512 MiB) and no
+    // fixed_reserve: vLLM then derives its own. Other figures there were set by hand: they stay fixed.
+    if (s.deployment && !s.deployment->fixed_reserve &&
+        (s.deployment->activation_reserve_bytes != Deployment{}.activation_reserve_bytes ||
+         s.deployment->runtime_overhead_bytes != Deployment{}.runtime_overhead_bytes))
+        s.deployment->fixed_reserve = true;
     Errors errors = r.take();
     if (!errors.empty()) return errors;
     return LoadedScenario{s, repaired};

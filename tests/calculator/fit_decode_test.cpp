@@ -31,12 +31,16 @@ TEST(Fit, VllmsReserveIsItsProfileRunsPeakNamedPartByPart) {
     ASSERT_EQ(f->reserve_items.size(), 2u);
     EXPECT_EQ(f->reserve_items[0].name, "profile peak");
     EXPECT_EQ(f->reserve_items[0].bytes, 2'626'682'880u);
-    EXPECT_NE(f->reserve_items[0].how.find("8,192 tokens (max_num_batched_tokens), 1,024 sequences"), std::string::npos)
+    EXPECT_NE(f->reserve_items[0].how.find(
+                  "8,192 tokens (max_num_batched_tokens, vLLM 0.20's default for this GPU), 1,024 sequences "
+                  "sampled"),
+              std::string::npos)
         << f->reserve_items[0].how;
     EXPECT_EQ(f->reserve_items[1].bytes, 157'286'400u);
     EXPECT_EQ(f->reserve_bytes_per_gpu, 2'626'682'880u + 157'286'400u);
     EXPECT_EQ(f->kv_budget_bytes_per_gpu, 76'968'728'985ll - 70'553'706'496ll - 2'783'969'280ll);
     EXPECT_EQ(reserve_text(*f), "profile peak 2.45 GiB, non-torch memory 150 MiB");
+    EXPECT_TRUE(f->reserve_estimated);
 
     // Fewer sequences a step: the sampler shrinks and the forward pass is the peak.
     d.vllm.max_num_seqs = 256;
@@ -54,9 +58,9 @@ TEST(Fit, VllmsReserveIsItsProfileRunsPeakNamedPartByPart) {
     const VllmBatch b = vllm_batch(w, d);
     EXPECT_EQ(b.max_num_batched_tokens, 2048u);
     EXPECT_EQ(b.max_num_seqs, 256u);
-    EXPECT_TRUE(b.defaults);
-    // The V0 engine takes a whole prompt a step up to 32,768 tokens of context, 2,048 above.
-    d.vllm.version_minor = 8;
+    EXPECT_TRUE(b.tokens_default && b.seqs_default);
+    // The V0 engine (0.7 and before) takes a whole prompt a step up to 32,768 tokens of context, 2,048 above.
+    d.vllm.version_minor = 7;
     EXPECT_EQ(vllm_batch({.context_tokens = 20000}, d).max_num_batched_tokens, 20000u);
     EXPECT_EQ(vllm_batch({.context_tokens = 40000}, d).max_num_batched_tokens, 2048u);
     // --reserve/--overhead fix it instead, as for the other engines.
@@ -64,6 +68,12 @@ TEST(Fit, VllmsReserveIsItsProfileRunsPeakNamedPartByPart) {
     f = fit(a, KvDtype::fp8_e4m3, w, {.tp = 2}, d);
     EXPECT_EQ(f->reserve_bytes_per_gpu, (1ull << 30) + (1ull << 29));
     EXPECT_EQ(reserve_text(*f), "activation reserve 1.00 GiB, runtime overhead 512 MiB");
+    EXPECT_FALSE(f->reserve_estimated);
+    // A version outside the rules (a scenario file's) is named.
+    d.vllm.version_minor = 3;
+    const auto old = fit(a, KvDtype::fp8_e4m3, w, {.tp = 2}, d);
+    ASSERT_FALSE(old.ok());
+    EXPECT_EQ(old.errors().front().input, Field::vllm_version);
 }
 
 // Llama-3-70B, bf16 weights, fp8 cache, 32k context, 16 sequences, vLLM on 2 x H100 SXM (TP 2).

@@ -95,6 +95,10 @@ TEST(ScenarioFile, VllmsStartupSettingsAndAFixedReserveAreKept) {
     ASSERT_TRUE(read.ok()) << read.error_text();
     EXPECT_FALSE(read->scenario.deployment->fixed_reserve);
     EXPECT_EQ(read->scenario.deployment->vllm, VllmSettings{});
+    // A reserve set by hand in such a file (not the old defaults) stays fixed.
+    std::string by_hand = plain;
+    by_hand.replace(by_hand.find("1073741824"), 10, "2147483648");
+    EXPECT_TRUE(scenario_from_json(by_hand, "z.kvscope.json")->scenario.deployment->fixed_reserve);
 }
 
 TEST(ScenarioFile, TheReportsArchitectureIsTheFilesAndReadsBack) {

@@ -123,7 +123,7 @@ TEST(Window, DeploymentTabAnswersTheReadmeQuestion) {
         << w.deployment()->figuresLabel()->text().toStdString();
     // vLLM's reserve, part by part, as kvscope-cli fit names it.
     EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains(
-        "Reserve 2.59 GiB per GPU: profile peak 2.45 GiB, non-torch memory 150 MiB"))
+        "Reserve 2.59 GiB per GPU (estimate): profile peak 2.45 GiB, non-torch memory 150 MiB"))
         << w.deployment()->figuresLabel()->text().toStdString();
     EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains("tokens/s"));
     EXPECT_EQ(w.deployment()->bars()->segments().size(), 5);
@@ -165,6 +165,14 @@ TEST(Window, VllmsStartupSettingsAreFieldsThatChangeItsReserve) {
     d->vllmGraphsField()->click();
     EXPECT_TRUE(w.model()->scenario().deployment->vllm.enforce_eager);
     EXPECT_FALSE(d->figuresLabel()->text().contains("CUDA graphs")) << d->figuresLabel()->text().toStdString();
+    // 0 is refused as on the command line; a later version (from a file or --vllm-version) is shown as it is.
+    d->vllmSequencesField()->setText("0");
+    emit d->vllmSequencesField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->vllm.max_num_seqs, 256u);
+    EXPECT_TRUE(d->vllmSequencesField()->toolTip().contains("must be at least 1"))
+        << d->vllmSequencesField()->toolTip().toStdString();
+    w.model()->edit("later", [](Scenario& s) { s.deployment->vllm.version_minor = 25; });
+    EXPECT_EQ(d->vllmVersionField()->currentText(), "0.25 (0.21's rules)");
     // Another engine has no such settings.
     w.model()->edit("sglang", [](Scenario& s) { s.deployment->engine = Engine::sglang; });
     EXPECT_FALSE(d->vllmVersionField()->isVisibleTo(d));

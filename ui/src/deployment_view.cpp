@@ -85,9 +85,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         weight_dtype_->addItem(q(std::string(i.id)), static_cast<int>(i.dtype));
     // The versions whose startup rules the calculator has; the default first (as --vllm-version).
     vllm_version_->addItem(tr("0.%1 (default)").arg(kDefaultVllmMinor), QVariant(qulonglong{0}));
-    for (std::uint64_t minor = 21; minor >= kOldestVllmMinor; --minor)
-        if (minor != kDefaultVllmMinor)
-            vllm_version_->addItem(QStringLiteral("0.%1").arg(minor), QVariant(static_cast<qulonglong>(minor)));
+    for (std::uint64_t minor = kNewestVllmRules; minor >= kOldestVllmMinor; --minor)
+        vllm_version_->addItem(QStringLiteral("0.%1").arg(minor), QVariant(static_cast<qulonglong>(minor)));
     rule_->setWordWrap(true);
     rule_->setForegroundRole(QPalette::PlaceholderText);
     QFont big = verdict_->font();
@@ -260,10 +259,12 @@ void DeploymentView::commitVllmBatch() {
         }
         const std::string name = field->accessibleName().toStdString();
         auto n = tokens ? parse_token_count(text, name) : parse_count(text, name);
-        if (n)
-            slot = *n;
-        else
+        if (!n)
             typed_.insert(field, q(n.errors().front().message));
+        else if (*n == 0)  // as the command line: 0 is no setting vLLM takes
+            typed_.insert(field, tr("%1: must be at least 1 (leave it empty for vLLM's default)").arg(q(name)));
+        else
+            slot = *n;
     };
     read(vllm_tokens_, v.max_num_batched_tokens, true);
     read(vllm_seqs_, v.max_num_seqs, false);
@@ -335,8 +336,17 @@ void DeploymentView::sync() {
             for (QWidget* field :
                  std::initializer_list<QWidget*>{vllm_version_, vllm_tokens_, vllm_seqs_, vllm_graphs_})
                 form->setRowVisible(field, d.engine == Engine::vllm);
-        vllm_version_->setCurrentIndex(
-            std::max(0, vllm_version_->findData(QVariant(static_cast<qulonglong>(d.vllm.version_minor)))));
+        // A later version than the rules (from a file or --vllm-version) is listed as it is, with the rules it gets.
+        const QVariant version(static_cast<qulonglong>(d.vllm.version_minor));
+        if (vllm_version_->findData(version) < 0)
+            vllm_version_->addItem(tr("0.%1 (0.%2's rules)").arg(d.vllm.version_minor).arg(kNewestVllmRules), version);
+        vllm_version_->setCurrentIndex(vllm_version_->findData(version));
+        // --reserve/--overhead fixed the reserve: vLLM's settings then change nothing, and the rule says why.
+        for (QWidget* field : std::initializer_list<QWidget*>{vllm_version_, vllm_tokens_, vllm_seqs_})
+            field->setEnabled(!d.fixed_reserve);
+        if (d.fixed_reserve && d.engine == Engine::vllm)
+            rule_->setText(rule_->text() +
+                           tr(" — the reserve is fixed (--reserve/--overhead), so vLLM's settings do not change it"));
         // Each default as the fit would take it with that field left empty.
         Deployment without_tokens = d, without_seqs = d;
         without_tokens.vllm.max_num_batched_tokens = 0;
@@ -350,7 +360,9 @@ void DeploymentView::sync() {
                 field->setText(value > 0 ? q(format_count(value)) : QString());
         }
         vllm_graphs_->setChecked(!d.vllm.enforce_eager);
-        vllm_graphs_->setEnabled((d.vllm.version_minor > 0 ? d.vllm.version_minor : kDefaultVllmMinor) >= 21);
+        Deployment with_graphs = d;
+        with_graphs.vllm.enforce_eager = false;
+        vllm_graphs_->setEnabled(!d.fixed_reserve && vllm_subtracts_cuda_graphs(with_graphs));
     }
     const QStringList problems = marks_.apply(model_->errors(), typed_);
     errors_->setText(problems.join('\n'));
@@ -462,10 +474,10 @@ void DeploymentView::refreshResults() {
                                                            q(format_bytes(f.kv_bytes_per_gpu, units)),
                                                            q(format_bytes(f.state_bytes_per_gpu, units))));
     // What the engine keeps back, part by part, in the words kvscope-cli fit uses.
-    rows << tr("Reserve %1 per GPU: %2")
+    rows << (f.reserve_estimated ? tr("Reserve %1 per GPU (estimate): %2") : tr("Reserve %1 per GPU: %2"))
                 .arg(q(format_bytes(f.reserve_bytes_per_gpu, units)), q(reserve_text(f, units)).toHtmlEscaped());
     for (const auto& item : f.reserve_items)
-        if (item.name == "profile peak") rows << (tr("Profile peak: ") + q(item.how)).toHtmlEscaped();
+        if (item.kind == ReserveKind::profile_peak) rows << (tr("Profile peak: ") + q(item.how)).toHtmlEscaped();
     for (const auto& n : f.notes) rows << q(n).toHtmlEscaped();
     figures_->setText(rows.join("<br>"));
 }

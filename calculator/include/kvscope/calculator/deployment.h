@@ -51,8 +51,12 @@ struct VllmSettings {
 };
 // The version line assumed when none is given: 0.20, the last before CUDA-graph memory was subtracted.
 constexpr std::uint64_t kDefaultVllmMinor = 20;
-// The versions whose rules the calculator has (0.6 … 0.x); later ones follow the last line's.
+// The versions whose rules the calculator has (0.6 … 0.21); later ones follow 0.21's, and a version past
+// kLatestVllmMinor is refused as a typo.
 constexpr std::uint64_t kOldestVllmMinor = 6;
+constexpr std::uint64_t kNewestVllmRules = 21;
+constexpr std::uint64_t kLatestVllmMinor = 99;
+
 // Far above any deployment (vLLM's published configurations step at most a few hundred thousand tokens and a
 // few thousand sequences), so that a typo is an error rather than an exabyte of reserve.
 constexpr std::uint64_t kMaxVllmBatchedTokens = 1ull << 24;
@@ -79,6 +83,11 @@ struct Deployment {
 
 Errors validate(const Deployment& d, const Parallelism& parallel);
 
+// The vLLM version whose rules apply to the deployment (its own, else kDefaultVllmMinor).
+std::uint64_t vllm_minor(const Deployment& d);
+// Whether that version subtracts an estimate of its CUDA graphs (0.21 on, unless enforce_eager).
+bool vllm_subtracts_cuda_graphs(const Deployment& d);
+
 // What a model's own files say about its weights, for the deployment it is checked on: their format (the config's
 // dtype or quantization), their exact bytes when the files give them (GGUF tensor infos, safetensors headers; 0:
 // estimate from the parameter count) and where from, and the engine the files are made for (llama.cpp for a GGUF).
@@ -102,7 +111,9 @@ constexpr std::uint64_t kLlamaCppUbatch = 512;
 Architecture engine_architecture(const Architecture& arch, Engine engine);
 
 // One part of what the engine keeps back from the KV cache on each GPU, as the fit's breakdown names it.
+enum class ReserveKind : std::uint8_t { profile_peak, non_torch, cuda_graphs, activation, overhead };
 struct ReserveItem {
+    ReserveKind kind = ReserveKind::activation;
     std::string name;  // "profile peak", "non-torch memory", "CUDA graphs", "activation reserve", …
     std::uint64_t bytes = 0;
     std::string how;  // how the figure was reached, with its source
@@ -117,7 +128,8 @@ std::vector<ReserveItem> vllm_reserve(const Architecture& arch, const Workload& 
 // The batch limits the profile run uses: the given ones, else vLLM's defaults for the version and GPU.
 struct VllmBatch {
     std::uint64_t max_num_batched_tokens = 0, max_num_seqs = 0;
-    bool defaults = false;  // both came from vLLM's defaults
+    std::uint64_t sampled_sequences = 0;  // the sequences the sampler's dummy run takes: at most one a token
+    bool tokens_default = false, seqs_default = false;  // the figure is vLLM's default, not one given
 };
 VllmBatch vllm_batch(const Workload& workload, const Deployment& d);
 
@@ -134,6 +146,7 @@ struct FitReport {
     std::string weights_source;
     std::uint64_t reserve_bytes_per_gpu = 0;        // activation reserve + runtime overhead the rule subtracts
     std::vector<ReserveItem> reserve_items;         // its parts (summing to reserve_bytes_per_gpu)
+    bool reserve_estimated = false;                 // derived from vLLM's profile run, not given or fixed
     std::int64_t kv_budget_bytes_per_gpu = 0;       // negative: the weights alone do not fit
     std::int64_t kv_budget_bytes = 0;               // all GPUs
     std::uint64_t kv_bytes_per_gpu = 0;             // what the workload's KV cache needs on the heaviest GPU

@@ -53,9 +53,10 @@ enum class Field : std::uint8_t {
     // vLLM's startup settings
     max_num_batched_tokens,
     max_num_seqs,
+    vllm_version,
 };
 
-inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::max_num_seqs) + 1;
+inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::vllm_version) + 1;
 
 // The member's key ("kv_heads"); "" for none.
 std::string_view to_string(Field field);
