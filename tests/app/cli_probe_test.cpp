@@ -1,0 +1,201 @@
+// kvscope-cli's probe commands end to end (probe, probe --step, stopwatch, devices): the real binary, its
+// output, its exit status and the measurements it keeps.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli_run.h"
+
+namespace {
+
+TEST(Cli, ProbeOnTheCpuChecksThePredictionAndReportsBandwidth) {
+    const CliRun r =
+        cli("probe --backend cpu --model kvscope-teaching-32l --context 1k --kv-dtype fp16 --runs 2 --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json_of(r);
+    EXPECT_EQ(v.find("status")->as_string(), "ok");
+    EXPECT_EQ(v.find("backend")->as_string(), "cpu");
+    EXPECT_EQ(u64(v, "predicted_bytes"), 512ull << 20);  // 512 KiB per token × 1024
+    EXPECT_EQ(u64(v, "requested_bytes"), 512ull << 20);
+    EXPECT_GT(u64(v, "measured_bytes"), 500ull << 20);
+    EXPECT_EQ(u64(v, "granularity_bytes"), 4096u);
+    EXPECT_EQ(v.find("granularity_source")->as_string(), "the system's page size");
+    for (const char* key : {"decode_attention_ms", "kv_read_gbps", "ceiling_gbps", "fraction_of_ceiling"})
+        EXPECT_GT(v.find(key)->as_double(), 0.0) << key;
+    EXPECT_LT(v.find("max_rel_error")->as_double(), 1e-4);
+    // How the step was computed, so that figures from two machines can be compared.
+    EXPECT_NE(v.find("kernel")->as_string().find("flash-decoding order"), std::string::npos);
+}
+
+TEST(Cli, ProbeRefusesWhatDoesNotFitAndFormatsItCannotStore) {
+    CliRun r = cli("probe --backend cpu --model llama-3-8b --context 8k --memory-limit 100MiB");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("out_of_memory"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("memory limit"), std::string::npos) << r.err;
+    r = cli("probe --backend cpu --model llama-3-8b --context 8k --kv-dtype int4");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("the probe stores fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, q8_0 or q4_0 (not int4)"),
+              std::string::npos)
+        << r.err;
+    r = cli("probe --backend cpu --model llama-3-8b --context 1k --ceiling-size 4KiB");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("--ceiling-size: 4.00 KiB is too small"), std::string::npos) << r.err;
+    r = cli("probe --backend tpu --model llama-3-8b");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("'tpu' is not a backend"), std::string::npos) << r.err;
+}
+
+TEST(Cli, ProbeStepTimesTheWholeModelBesideTheCalculatorsFloor) {
+    const auto path =
+        std::filesystem::temp_directory_path() / ("kvscope-cli-step-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(path) << R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "intermediate_size": 1024, "vocab_size": 1000,
+        "torch_dtype": "bfloat16", "max_position_embeddings": 4096})";
+    const std::string args = "probe --step --backend cpu --config " + path.string() +
+                             " --context 64 --batch 2 --runs 1 --ceiling-size 16MiB";
+    const CliRun r = cli(args + " --json");
+    const CliRun text = cli(args);
+    std::filesystem::remove(path);
+    ASSERT_EQ(r.status, 0) << r.err << r.out;
+    const auto doc = kvscope::json::parse(r.out);
+    ASSERT_TRUE(doc.value.has_value()) << r.out;
+    const kvscope::json::Value& v = *doc.value;
+    EXPECT_EQ(v.find("status")->as_string(), "ok");
+    EXPECT_EQ(v.find("weight_dtype")->as_string(), "bf16");
+    const kvscope::json::Value& st = *v.find("step");
+    EXPECT_EQ(u64(st, "layers_run"), 2u);
+    EXPECT_EQ(u64(st, "layers_total"), 2u);
+    EXPECT_FALSE(st.find("scaled")->as_bool());
+    EXPECT_GT(st.find("step_ms")->as_double(), 0.0);
+    EXPECT_GT(st.find("predicted_step_ms")->as_double(), 0.0);
+    // predicted ÷ measured, and tokens/s per sequence and for both sequences.
+    EXPECT_NEAR(st.find("fraction_of_prediction")->as_double(),
+                st.find("predicted_step_ms")->as_double() / st.find("step_ms")->as_double(), 1e-9);
+    EXPECT_NEAR(st.find("tokens_per_s_total")->as_double(), 2 * st.find("tokens_per_s")->as_double(), 1e-9);
+    // 2 sequences x 2 layers x (K + V) x 2 heads x 64 dims x 64 tokens x 2 bytes (bf16, the config's dtype).
+    EXPECT_EQ(u64(st, "kv_bytes_read"), 2u * 2 * 2 * 2 * 64 * 64 * 2);
+    ASSERT_TRUE(st.find("max_rel_error")->is_number());
+    EXPECT_LT(st.find("max_rel_error")->as_double(), 1e-4);
+    for (const char* k : {"weights_ms", "attention_ms", "other_ms"})
+        EXPECT_GE(st.find("breakdown")->find(k)->as_double(), 0.0) << k;
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("measured/predicted:"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("2 of 2 run"), std::string::npos) << text.out;
+    // Only probe takes --step.
+    EXPECT_EQ(cli("kv --model llama-3-8b --step").status, 2);
+}
+
+TEST(Cli, AStepMeasuredHereIsKeptAndFitShowsItOnTheGpuItRanOn) {
+    // A folder with a space and accents, given with --data-dir.
+    const auto folder = std::filesystem::temp_directory_path() / ("kvscope données " + std::to_string(::getpid()));
+    const auto config = folder / "modèle.json";
+    std::filesystem::create_directories(folder);
+    std::ofstream(config) << R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "intermediate_size": 1024, "vocab_size": 1000,
+        "torch_dtype": "bfloat16", "max_position_embeddings": 4096})";
+    const std::string scenario =
+        " --config '" + config.string() + "' --context 64 --batch 2 --data-dir '" + folder.string() + "'";
+    const CliRun step = cli("probe --step --backend cpu --runs 1 --ceiling-size 16MiB" + scenario);
+    ASSERT_EQ(step.status, 0) << step.err << step.out;
+    const auto store = folder / "measured-steps.json";
+    EXPECT_NE(step.out.find("kept in:"), std::string::npos) << step.out;
+    EXPECT_NE(step.out.find(store.string() + " (fit shows steps measured on a catalog GPU"), std::string::npos)
+        << step.out;
+    std::ifstream in(store);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    in.close();
+    auto doc = kvscope::json::parse(text);
+    ASSERT_TRUE(doc) << text;
+    const auto& kept = doc.value->find("steps")->items();
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_EQ(kept[0].find("backend")->as_string(), "cpu");
+    EXPECT_TRUE(kept[0].find("gpu")->is_null());  // a CPU is no catalog GPU: fit shows it nowhere
+    const double step_ms = kept[0].find("step_ms")->as_double();
+    EXPECT_GT(step_ms, 0.0);
+    const CliRun before = cli("fit --gpu h200 --json" + scenario);
+    ASSERT_EQ(before.status, 0) << before.err;
+    EXPECT_TRUE(json_of(before).find("measured_step")->is_null());
+
+    // The same entry as a CUDA backend on an H200 would have kept it: fit on an H200 now shows it, with the
+    // same key the probe wrote (the probe and fit agree on the scenario), and nowhere else.
+    const auto at = text.find("\"gpu\": null");
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, 11, "\"gpu\": \"h200\"");
+    std::ofstream(store) << text;
+    const CliRun fit = cli("fit --gpu h200 --json" + scenario);
+    ASSERT_EQ(fit.status, 0) << fit.err;
+    const kvscope::json::Value report = json_of(fit);
+    const auto* m = report.find("measured_step");
+    ASSERT_TRUE(m != nullptr && m->is_object()) << fit.out;
+    EXPECT_DOUBLE_EQ(m->find("step_ms")->as_double(), step_ms);
+    EXPECT_NEAR(m->find("fraction_of_estimate")->as_double(), report.find("decode_step_ms")->as_double() / step_ms,
+                1e-9);
+    const CliRun fit_text = cli("fit --gpu h200" + scenario);
+    EXPECT_NE(fit_text.out.find("decode measured:"), std::string::npos) << fit_text.out;
+    EXPECT_NE(fit_text.out.find("× the floor (probe --step on "), std::string::npos) << fit_text.out;
+    const CliRun csv = cli("fit --gpu h200 --csv" + scenario);
+    EXPECT_NE(csv.out.find(",measured_decode_tokens_per_s\n"), std::string::npos) << csv.out;
+    EXPECT_TRUE(json_of(cli("fit --gpu h100 --json" + scenario)).find("measured_step")->is_null());
+    EXPECT_TRUE(json_of(cli("fit --gpu h200 --batch 3 --json --config '" + config.string() +
+                            "' --context 64 --data-dir '" + folder.string() + "'"))
+                    .find("measured_step")
+                    ->is_null());
+    std::filesystem::remove_all(folder);
+}
+
+TEST(Cli, StopwatchJsonHasBothRunsAndTheirTexts) {
+    const CliRun r = cli("stopwatch --backend cpu --tokens 12 --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json_of(r);
+    EXPECT_EQ(v.find("cached_ms")->items().size(), 12u);
+    EXPECT_EQ(v.find("uncached_ms")->items().size(), 12u);
+    EXPECT_TRUE(v.find("tokens_identical")->as_bool());
+    EXPECT_EQ(v.find("text_cached")->as_string(), v.find("text_uncached")->as_string());
+    EXPECT_FALSE(v.find("text_cached")->as_string().empty());
+    // The measured ratio is the runs' own times (how large it comes out is a measurement: probe_bench prints it),
+    // beside the calculator's bound for 12 tokens (about 6.5× the work).
+    const auto total = [&](const char* key) {
+        double t = 0;
+        for (const auto& ms : v.find(key)->items()) t += ms.as_double();
+        return t;
+    };
+    EXPECT_NEAR(v.find("speedup")->as_double(), total("uncached_ms") / total("cached_ms"),
+                1e-9 * v.find("speedup")->as_double());
+    EXPECT_GT(v.find("speedup_bound")->as_double(), 3.0);
+    EXPECT_LT(v.find("speedup_bound")->as_double(), 12.0);
+}
+
+TEST(Cli, AMissingGpuIsAJsonResultWithItsStatus) {
+    const CliRun devices = cli("devices --json");
+    ASSERT_EQ(devices.status, 0) << devices.err;
+    if (json_of(devices).items().at(1).find("name")->as_string() != "unavailable")
+        GTEST_SKIP() << "a CUDA device answers here, so there is no missing device to report";
+    for (const char* command : {"probe --model llama-3-8b --context 1k", "stopwatch --tokens 4"}) {
+        const CliRun r = cli(std::string(command) + " --backend cuda --json");
+        EXPECT_EQ(r.status, 1) << command;  // a result, not a usage error
+        const auto v = json_of(r);
+        EXPECT_EQ(v.find("status")->as_string(), "no_device") << command;
+        EXPECT_EQ(v.find("backend")->as_string(), "cuda");
+        EXPECT_NE(v.find("message")->as_string().find("--backend cuda: "), std::string::npos);
+    }
+    const CliRun text = cli("probe --model llama-3-8b --context 1k --backend cuda");
+    EXPECT_EQ(text.status, 1);
+    EXPECT_NE(text.err.find("kvscope-cli probe: no_device: --backend cuda: "), std::string::npos) << text.err;
+}
+
+TEST(Cli, DevicesListsTheCpuAndSaysWhyCudaIsMissing) {
+    const CliRun r = cli("devices --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json_of(r);
+    ASSERT_GE(v.items().size(), 2u);
+    EXPECT_EQ(v.items()[0].find("backend")->as_string(), "cpu");
+    EXPECT_EQ(v.items()[1].find("backend")->as_string(), "cuda");
+}
+
+}  // namespace
+
+namespace {
+
+// ctest also runs this suite with LC_ALL=de_DE.UTF-8 and fr_FR.UTF-8, which kvscope-cli inherits
+// and adopts: its numbers must not notice.
+}  // namespace
