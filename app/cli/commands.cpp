@@ -406,8 +406,10 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
         {"engine", std::string(to_string(dep.engine)) + " (fraction " + fixed(dep.fraction, 2) +
                        "): " + std::string(budget_rule(dep.engine))},
         {"weights", format_bytes_both(f->weights_bytes, u) +
-                        (f->weights_exact ? ", " + f->weights_source + " ("
-                                          : " in " + std::string(to_string(dep.weight_dtype)) + " (") +
+                        (f->weights_exact            ? ", " + f->weights_source + " ("
+                         : !f->weights_quant.empty() ? " estimated for " + f->weights_quant + ", the rest in " +
+                                                           std::string(to_string(dep.weight_dtype)) + " ("
+                                                     : " in " + std::string(to_string(dep.weight_dtype)) + " (") +
                         format_si(static_cast<double>(f->parameters)) + " parameters" +
                         (f->parameters_estimated ? ", estimated" : "") + "); " +
                         format_bytes(f->weights_bytes_per_gpu, u) + " per GPU"},

@@ -104,6 +104,13 @@ Output unavailable(const std::string& command, const Options& o, const probe::Ba
     return r;
 }
 
+// A quantized checkpoint's step multiplies plain weights of the same shapes: said beside the format.
+std::string quantized_as_plain(const Scenario& s, KvDtype plain) {
+    if (!s.deployment || !s.deployment->weight_quant || s.deployment->weights_bytes_exact > 0) return {};
+    return " (the checkpoint's " + weight_quant_label(*s.deployment->weight_quant) + " is multiplied as " +
+           std::string(to_string(plain)) + " here)";
+}
+
 // probe --step: one decode step of the whole model, beside the calculator's floor on the same bandwidth.
 Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, probe::Backend& backend,
                 const Catalog& catalog) {
@@ -171,7 +178,7 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
         {"model", src.description},
         {"workload", format_tokens(s.workload.context_tokens) + " tokens × " + std::to_string(s.workload.batch) +
                          ", cache " + std::string(to_string(s.kv_dtype)) + ", weights " +
-                         std::string(to_string(request.weight_dtype))},
+                         std::string(to_string(request.weight_dtype)) + quantized_as_plain(s, request.weight_dtype)},
         {"backend", p.device.backend + " — " + p.device.name},
         {"layers",
          std::to_string(p.layers_run) + " of " + std::to_string(p.layers_total) +

@@ -513,9 +513,10 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
     if (o.weight_dtype) {
         if (auto w = parse_kv_dtype(*o.weight_dtype)) {
             d.weight_dtype = *w;
-            // Another format than the files hold: their exact bytes no longer apply.
+            // Another format than the files hold: their exact bytes and quantization no longer apply.
             d.weights_bytes_exact = 0;
             d.weights_source.clear();
+            d.weight_quant.reset();
         } else {
             errors.push_back({"--weight-dtype", "'" + *o.weight_dtype + "' is not a format (" + kv_dtype_list() + ")"});
         }

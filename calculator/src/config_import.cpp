@@ -206,17 +206,13 @@ void read_dtypes(const Value& root, const Value& cfg, ImportedModel& out) {
     }
     out.weight_dtype = out.kv_dtype;
     out.weight_dtype_source = out.kv_dtype_source;
-    const Value* quant = root.find("quantization_config");
-    if (quant && quant->is_object()) {
-        const Value* method = quant->find("quant_method");
-        const std::string m = method && method->is_string() ? method->as_string() : "";
-        if (m == "fp8")
-            out.weight_dtype = KvDtype::fp8_e4m3, out.weight_dtype_source = "quantization_config fp8";
-        else if (m == "mxfp4")
-            out.weight_dtype = KvDtype::mxfp4, out.weight_dtype_source = "quantization_config mxfp4";
-        else if (!m.empty())
-            out.notes.push_back("quantization_config '" + m + "' is not modelled; weights taken as " +
-                                std::string(to_string(out.weight_dtype)));
+    // A quantized checkpoint: its layers' matrices stored as quantization_config says, the rest in the dtype
+    // above (weight_quant.cpp names each method's vLLM source).
+    if (const Value* quant = root.find("quantization_config"); quant && quant->is_object()) {
+        out.weight_quant = weight_quant_from_config(*quant, out.notes);
+        if (out.weight_quant)
+            out.weight_dtype_source = "quantization_config " + weight_quant_label(*out.weight_quant) +
+                                      "; the rest in " + std::string(to_string(out.weight_dtype));
     }
 }
 

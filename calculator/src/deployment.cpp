@@ -80,6 +80,7 @@ void adopt_model_weights(Deployment& d, const ModelWeights& w) {
     d.weight_dtype = w.dtype;
     d.weights_bytes_exact = w.exact_bytes;
     d.weights_source = w.source;
+    d.weight_quant = w.quant;
     if (w.engine) {
         d.engine = *w.engine;
         d.fraction = default_fraction(d.engine);
@@ -87,17 +88,29 @@ void adopt_model_weights(Deployment& d, const ModelWeights& w) {
 }
 
 std::string weights_text(const Deployment& d) {
+    if (d.weights_bytes_exact == 0 && d.weight_quant)
+        return weight_quant_label(*d.weight_quant) + "; the rest in " + std::string(to_string(d.weight_dtype));
     if (d.weights_bytes_exact == 0) return "in " + std::string(to_string(d.weight_dtype));
     return d.weights_source.empty() ? format_count(d.weights_bytes_exact) + " bytes, exact" : d.weights_source;
 }
 
 Result<std::uint64_t> stored_weights_bytes(const Architecture& arch, const Deployment& d) {
     if (d.weights_bytes_exact > 0) return d.weights_bytes_exact;
+    if (d.weight_quant) {
+        auto q = quantized_weights(arch, *d.weight_quant, d.weight_dtype, false);
+        if (!q) return q.errors();
+        return q->bytes;
+    }
     return weights_bytes(parameters(arch).total, d.weight_dtype);
 }
 
 Result<std::uint64_t> read_weights_bytes(const Architecture& arch, const Deployment& d) {
     const std::uint64_t matmul = matmul_parameters(arch);
+    if (d.weights_bytes_exact == 0 && d.weight_quant) {
+        auto q = quantized_weights(arch, *d.weight_quant, d.weight_dtype, true);
+        if (!q) return q.errors();
+        return q->bytes;
+    }
     if (d.weights_bytes_exact == 0) return weights_bytes(matmul, d.weight_dtype);
     // The exact bytes hold every tensor; a step reads the same share of them as of the parameters.
     const std::uint64_t total = parameters(arch).total;
@@ -134,6 +147,14 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
         e.push_back({Field::max_num_seqs, format_count(d.vllm.max_num_seqs) +
                                               " sequences a step is more than any deployment takes (at most " +
                                               format_count(kMaxVllmSeqs) + ")"});
+    // A scenario file's quantization, bounded as the formats engines know (1–16 bits a weight, 64-bit scales).
+    if (const auto& q = d.weight_quant) {
+        if (q->bits == 0 || q->bits > 16 || q->scale_bits > 4096 || q->zero_bits > 64 || q->group > (1ull << 32) ||
+            q->pad_hidden == 0 || q->pad_hidden > 4096 || q->pad_intermediate == 0 || q->pad_intermediate > 4096)
+            e.push_back({Field::weight_dtype, "the weights' quantization (" + q->method +
+                                                  ") must have 1 to 16 bits a weight, scales of at most 4,096 bits "
+                                                  "a group and paddings of 1 to 4,096"});
+    }
     return e;
 }
 
@@ -410,6 +431,16 @@ Result<FitReport> fit(const Architecture& model_arch, KvDtype kv_dtype, const Wo
     r.weights_source = r.weights_exact && d.weights_source.empty()
                            ? format_count(d.weights_bytes_exact) + " bytes, exact"
                            : d.weights_source;
+    if (!r.weights_exact && d.weight_quant) {
+        r.weights_quant = weight_quant_label(*d.weight_quant);
+        if (auto q = quantized_weights(arch, *d.weight_quant, d.weight_dtype, false)) {
+            r.weights_quantized_parameters = q->quantized;
+            r.notes.push_back("weights estimated for the checkpoint's quantization (" + r.weights_quant + "): " +
+                              format_count(q->quantized) + " parameters quantized, the other " + format_count(q->rest) +
+                              " (embeddings, norms, routers, …) in " + std::string(to_string(d.weight_dtype)) +
+                              ", as vLLM loads them; an estimate from the parameter count");
+        }
+    }
     if (params.estimated && !r.weights_exact)
         r.notes.push_back("parameter count estimated from the architecture: " + format_count(params.total));
     if (r.state_bytes_per_gpu > 0)

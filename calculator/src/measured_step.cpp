@@ -137,6 +137,8 @@ std::optional<std::string> gpu_for_device(const std::vector<GpuSpec>& gpus, std:
 
 std::optional<MeasuredStep> find_measured_step(const std::vector<MeasuredStep>& steps, const Scenario& s) {
     if (!s.deployment || s.parallel.gpus() != 1 || s.deployment->gpu_count != 1) return std::nullopt;
+    // The step multiplies weights in one plain format: never a quantized checkpoint's measurement.
+    if (s.deployment->weight_quant && s.deployment->weights_bytes_exact == 0) return std::nullopt;
     const std::string key = step_key(s, s.deployment->weight_dtype);
     const MeasuredStep* found = nullptr;
     for (const auto& m : steps)  // the newest, when a GPU was measured more than once (two cards of a kind)

@@ -99,12 +99,13 @@ ParameterCount estimate_parameters(const Architecture& a) {
     const Checked norms = Checked(2) * H;
     const Checked mixer = mixer_parameters(a);
 
-    Checked total_layers, active_layers;
+    Checked total_layers, active_layers, linear, linear_active, experts, experts_active;
     for (std::uint64_t l = 0; l < a.layers; ++l) {
         const LayerSpec s = a.layer(l);
-        Checked own = norms;
-        if (s.attends()) own += attention_parameters(a, l);
-        if (s.keeps_state()) own += mixer;
+        Checked matrices;
+        if (s.attends()) matrices += attention_parameters(a, l);
+        if (s.keeps_state()) matrices += mixer;
+        const Checked own = norms + matrices;
         // A layer without a mixer is an MLP block; the others carry one beside their mixer unless the model
         // alternates mixers and MLPs as separate blocks (Nemotron-H).
         const bool mlp = s.kind == LayerKind::none || a.mlp_beside_mixer;
@@ -115,8 +116,15 @@ ParameterCount estimate_parameters(const Architecture& a) {
             const Checked router = Checked(H) * a.moe->experts;
             mlp_total = expert * a.moe->experts + shared + router;
             mlp_active = expert * a.moe->experts_per_token + shared + router;
-        } else if (mlp) {
-            mlp_total = mlp_active = dense_mlp;
+            experts += expert * a.moe->experts;
+            experts_active += expert * a.moe->experts_per_token;
+            // The router stays in the model's dtype: vLLM builds it without a quantization config.
+            linear += matrices + expert * a.moe->experts + shared;
+            linear_active += matrices + expert * a.moe->experts_per_token + shared;
+        } else {
+            if (mlp) mlp_total = mlp_active = dense_mlp;
+            linear += matrices + mlp_total;
+            linear_active += matrices + mlp_active;
         }
         total_layers += own + mlp_total;
         active_layers += own + mlp_active;
@@ -130,18 +138,30 @@ ParameterCount estimate_parameters(const Architecture& a) {
     // A shape that overflows 64 bits of parameters is rejected by validation
     // long before; saturate rather than wrap for display.
     constexpr auto kMax = std::numeric_limits<std::uint64_t>::max();
-    p.total = total.overflow() ? kMax : total.value();
-    p.active = active.overflow() ? kMax : active.value();
-    p.embedding = embedding.overflow() ? kMax : embedding.value();
+    const auto value = [](const Checked& c) { return c.overflow() ? kMax : c.value(); };
+    p.total = value(total);
+    p.active = value(active);
+    p.embedding = value(embedding);
+    p.linear = value(linear);
+    p.linear_active = value(linear_active);
+    p.experts = value(experts);
+    p.experts_active = value(experts_active);
+    p.head = value(head);
     return p;
 }
 
 ParameterCount parameters(const Architecture& a) {
     ParameterCount p = estimate_parameters(a);
     if (a.params_total > 0) {
+        const ParameterCount shape = p;
         p.total = a.params_total;
         p.active = a.params_active > 0 ? a.params_active : a.params_total;
         p.estimated = false;
+        // The published count differs from the shape's by what the shape does not see (biases, odd layers): it is
+        // taken to fall in the layers' matrices, which hold nearly all of a model; the rest stays as estimated.
+        const auto rest = [](std::uint64_t all, std::uint64_t part) { return all > part ? all - part : 0; };
+        p.linear = rest(p.total, rest(shape.total, shape.linear));
+        p.linear_active = rest(p.active, rest(shape.active, shape.linear_active));
     }
     return p;
 }

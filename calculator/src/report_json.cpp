@@ -125,6 +125,28 @@ Value vllm_settings_json(const Scenario& s) {
     return v;
 }
 
+// The deployment's weight format, the checkpoint's quantization when it has one, and vLLM's startup settings.
+void weights_and_engine_settings(const Scenario& s, Value& o) {
+    const Deployment& dep = *s.deployment;
+    o.set("weight_dtype", Value::string(std::string(to_string(dep.weight_dtype))));
+    if (dep.weight_quant && dep.weights_bytes_exact == 0) {
+        const WeightQuant& q = *dep.weight_quant;
+        Value w = Value::object();
+        w.set("method", Value::string(q.method));
+        w.set("scheme", Value::string(weight_quant_label(q)));
+        w.set("bits", Value::number(q.bits));
+        w.set("group", q.per_row ? Value::string("row") : Value::number(q.group));
+        w.set("scale_bits", Value::number(q.scale_bits));
+        w.set("zero_bits", Value::number(q.zero_bits));
+        w.set("experts_only", Value::boolean(q.experts_only));
+        w.set("lm_head", Value::boolean(q.lm_head));
+        if (auto p = quantized_weights(s.arch, q, dep.weight_dtype, false))
+            w.set("quantized_parameters", Value::number(p->quantized));
+        o.set("weight_quantization", std::move(w));
+    }
+    if (dep.engine == Engine::vllm) o.set("vllm", vllm_settings_json(s));
+}
+
 }  // namespace
 
 Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimate& d, const MeasuredStep* measured) {
@@ -137,8 +159,7 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         o.set("gpu_count", Value::number(s.deployment->gpu_count));
         o.set("engine", Value::string(std::string(to_string(s.deployment->engine))));
         o.set("utilization", Value::number(s.deployment->fraction));
-        o.set("weight_dtype", Value::string(std::string(to_string(s.deployment->weight_dtype))));
-        if (s.deployment->engine == Engine::vllm) o.set("vllm", vllm_settings_json(s));
+        weights_and_engine_settings(s, o);
     }
     o.set("memory_bytes_per_gpu", Value::number(f.memory_bytes_per_gpu));
     o.set("parameters", Value::number(f.parameters));
@@ -246,8 +267,7 @@ Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits) {
         o.set("gpu_name", Value::string(s.deployment->gpu.name));
         o.set("engine", Value::string(std::string(to_string(s.deployment->engine))));
         o.set("utilization", Value::number(s.deployment->fraction));
-        o.set("weight_dtype", Value::string(std::string(to_string(s.deployment->weight_dtype))));
-        if (s.deployment->engine == Engine::vllm) o.set("vllm", vllm_settings_json(s));
+        weights_and_engine_settings(s, o);
     }
     o.set("gpus_per_node", Value::number(limits.gpus_per_node));
     o.set("max_pp", Value::number(limits.max_pp));

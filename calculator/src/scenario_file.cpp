@@ -254,6 +254,22 @@ void members(Self& s, V& v) {
 }
 
 template <class Self, class V>
+requires Of<Self, WeightQuant>
+void members(Self& q, V& v) {
+    v.value("method", q.method);
+    v.value("scheme", q.scheme, Need::optional);
+    v.value("bits", q.bits);
+    v.value("group", q.group, Need::when_set);
+    v.value("per_row", q.per_row, Need::when_set);
+    v.value("scale_bits", q.scale_bits, Need::when_set);
+    v.value("zero_bits", q.zero_bits, Need::when_set);
+    v.value("experts_only", q.experts_only, Need::when_set);
+    v.value("lm_head", q.lm_head, Need::when_set);
+    v.value("pad_hidden", q.pad_hidden, Need::optional);
+    v.value("pad_intermediate", q.pad_intermediate, Need::optional);
+}
+
+template <class Self, class V>
 requires Of<Self, Deployment>
 void members(Self& d, V& v) {
     v.object("gpu", d.gpu);
@@ -269,6 +285,7 @@ void members(Self& d, V& v) {
     v.object("vllm", d.vllm, Need::when_set);
     v.value("weights_bytes_exact", d.weights_bytes_exact, Need::when_set);
     v.value("weights_source", d.weights_source, Need::when_set);
+    v.maybe("weight_quant", d.weight_quant);
 }
 
 template <class Self, class V>
@@ -278,6 +295,7 @@ void members(Self& w, V& v) {
     v.value("exact_bytes", w.exact_bytes, Need::when_set);
     v.value("source", w.source, Need::when_set);
     v.maybe_choice("engine", w.engine);
+    v.maybe("quant", w.quant);
 }
 
 template <class Self, class V>

@@ -1,4 +1,5 @@
 #include "kvscope/calculator/config_import.h"
+#include "kvscope/calculator/catalog.h"
 
 #include "kvscope/resources/embedded.h"
 
@@ -182,12 +183,99 @@ TEST(ConfigImport, HiddenSizeNotAMultipleOfHeadsWithoutHeadDim) {
     EXPECT_FIELD_ERROR(m, "head_dim", "not a multiple");
 }
 
-TEST(ConfigImport, QuantizationConfigSetsTheWeightFormat) {
+// A quantized checkpoint keeps its unquantized parts in the config's dtype and names its scheme: each method's
+// spelling as published checkpoints write it, with vLLM's defaults where a key is absent.
+std::optional<WeightQuant> quant_of(const std::string& quantization_config, std::vector<std::string>* notes = nullptr) {
     auto m = import(R"({"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256, "torch_dtype": "bfloat16",
-        "quantization_config": {"quant_method": "fp8"}})");
-    ASSERT_TRUE(m.ok());
-    EXPECT_EQ(m->weight_dtype, KvDtype::fp8_e4m3);
+        "quantization_config": )" +
+                    quantization_config + "}");
+    EXPECT_TRUE(m.ok());
+    if (!m.ok()) return std::nullopt;
+    EXPECT_EQ(m->weight_dtype, KvDtype::bf16);  // the embeddings, norms and head stay in the model's dtype
     EXPECT_EQ(m->kv_dtype, KvDtype::bf16);
+    if (notes) *notes = m->notes;
+    return m->weight_quant;
+}
+
+TEST(ConfigImport, QuantizationConfigNamesTheSchemeOfEachMethod) {
+    // DeepSeek-V3 / Qwen3-FP8: fp8 with a float32 scale per 128 x 128 block.
+    auto q = quant_of(R"({"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]})");
+    ASSERT_TRUE(q);
+    EXPECT_EQ(q->bits, 8u);
+    EXPECT_EQ(q->group, 16384u);
+    EXPECT_EQ(q->scale_bits, 32u);
+    EXPECT_EQ(weight_quant_label(*q), "FP8: 8-bit float, a float32 scale per 128 x 128 block");
+    // Per-tensor fp8 (AutoFP8): one scale a tensor, not counted.
+    q = quant_of(R"({"quant_method": "fp8", "activation_scheme": "static"})");
+    ASSERT_TRUE(q);
+    EXPECT_EQ(q->group, 0u);
+    // AWQ: zero points unless zero_point is false; w_bit / q_group_size as AutoAWQ writes them.
+    q = quant_of(R"({"quant_method": "awq", "w_bit": 4, "q_group_size": 64, "zero_point": false})");
+    ASSERT_TRUE(q);
+    EXPECT_EQ(q->bits, 4u);
+    EXPECT_EQ(q->group, 64u);
+    EXPECT_EQ(q->zero_bits, 0u);
+    // GPTQ: group_size -1 is a scale per output row; asymmetric keeps zero points; lm_head quantized when it says.
+    q = quant_of(R"({"quant_method": "gptq", "bits": 8, "group_size": -1, "sym": false, "lm_head": true})");
+    ASSERT_TRUE(q);
+    EXPECT_TRUE(q->per_row);
+    EXPECT_EQ(q->zero_bits, 8u);
+    EXPECT_TRUE(q->lm_head);
+    // gpt-oss: MXFP4 on the experts only, padded as vLLM's Marlin backend lays them out.
+    q = quant_of(R"({"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn", "lm_head"]})");
+    ASSERT_TRUE(q);
+    EXPECT_TRUE(q->experts_only);
+    EXPECT_EQ(q->group, 32u);
+    EXPECT_EQ(q->pad_hidden, 256u);
+    // modelopt NVFP4, nested as hf_quant_config.json writes it.
+    q = quant_of(R"({"quant_method": "modelopt", "quantization": {"quant_algo": "NVFP4", "group_size": 16}})");
+    ASSERT_TRUE(q);
+    EXPECT_EQ(q->bits, 4u);
+    EXPECT_EQ(q->group, 16u);
+    EXPECT_EQ(q->scale_bits, 8u);
+    // compressed-tensors W4A16: int4 in groups of 128 with 16-bit scales.
+    q = quant_of(R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
+        "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int",
+        "symmetric": true, "strategy": "group", "group_size": 128}}}})");
+    ASSERT_TRUE(q);
+    EXPECT_EQ(q->bits, 4u);
+    EXPECT_EQ(q->group, 128u);
+    EXPECT_EQ(q->scale_bits, 16u);
+    // bitsandbytes nf4 with double quantization: 8 + 32/256 bits of absmax per 64 weights.
+    q = quant_of(R"({"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "nf4",
+        "bnb_4bit_use_double_quant": true})");
+    ASSERT_TRUE(q);
+    EXPECT_EQ(q->group, 16384u);
+    EXPECT_EQ(q->scale_bits, 2080u);
+}
+
+TEST(ConfigImport, AnUnknownQuantizationIsSaidNotGuessed) {
+    std::vector<std::string> notes;
+    const auto q = quant_of(R"({"quant_method": "hqq", "nbits": 3})", &notes);
+    EXPECT_FALSE(q);
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_EQ(notes[0], "quantization_config 'hqq' is not modelled; weights taken as the model's dtype");
+}
+
+TEST(ConfigImport, AQuantizedCheckpointWeighsWhatItsSchemeStores) {
+    // Llama 3 8B's shape: 6.98 G parameters in the layers' matrices, 1.05 G in the embedding and head.
+    const Architecture a = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    Deployment d;
+    d.weight_dtype = KvDtype::bf16;
+    const std::uint64_t plain = *stored_weights_bytes(a, d);
+    d.weight_quant = quant_of(R"({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": true})");
+    ASSERT_TRUE(d.weight_quant);
+    const ParameterCount p = parameters(a);
+    // 4 bits a weight and 16 + 4 bits a group of 128, the rest 2 bytes: exactly, in whole bytes.
+    const std::uint64_t quantized = p.linear, rest = p.total - p.linear;
+    const std::uint64_t expected = (quantized * 4 + (quantized + 127) / 128 * 20 + 7) / 8 + rest * 2;
+    EXPECT_EQ(*stored_weights_bytes(a, d), expected);
+    EXPECT_LT(*stored_weights_bytes(a, d), plain * 37 / 100);
+    // The step reads the same scheme: every matrix, no embedding table.
+    EXPECT_LT(*read_weights_bytes(a, d), *stored_weights_bytes(a, d));
+    // Choosing a plain format (--weight-dtype) drops the scheme: the plain figure again.
+    d.weight_quant.reset();
+    EXPECT_EQ(*stored_weights_bytes(a, d), plain);
 }
 
 TEST(ConfigImport, MissingFileNamesThePath) {

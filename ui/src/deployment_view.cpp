@@ -216,19 +216,22 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         const int data = weight_dtype_->itemData(index).toInt();
         if (data == kExactWeights) {  // back to the bytes the model's files give
             const ModelWeights files = model_->modelWeights();
-            edit(tr("Use the files' exact weights"), [files](Deployment& d, Scenario&) {
+            edit(tr("Use the model files' weights"), [files](Deployment& d, Scenario&) {
                 d.weight_dtype = files.dtype;
                 d.weights_bytes_exact = files.exact_bytes;
                 d.weights_source = files.source;
+                d.weight_quant = files.quant;
             });
             return;
         }
         const auto w = static_cast<KvDtype>(data);
         edit(tr("Change weight format"), [w](Deployment& d, Scenario&) {
             d.weight_dtype = w;
-            // Another format than the model's files hold: their exact bytes no longer apply (as --weight-dtype).
+            // Another format than the model's files hold: their exact bytes and quantization no longer apply (as
+            // --weight-dtype).
             d.weights_bytes_exact = 0;
             d.weights_source.clear();
+            d.weight_quant.reset();
         });
     });
     connect(vllm_version_, &QComboBox::activated, this, [this, edit](int index) {
@@ -319,17 +322,21 @@ void DeploymentView::sync() {
         engine_->setCurrentIndex(engine_->findData(static_cast<int>(d.engine)));
         fraction_->setValue(d.fraction);
         fraction_->setEnabled(engine_takes_fraction(d.engine));
-        // "exact (the files)" first when the model's files give the weights' bytes.
-        const bool files_exact = model_->modelWeights().exact_bytes > 0;
-        const int exact_item = weight_dtype_->findData(kExactWeights);
-        if (files_exact && exact_item < 0) {
-            weight_dtype_->insertItem(0, tr("exact (the files)"), kExactWeights);
-            weight_dtype_->setItemData(0, q(model_->modelWeights().source), Qt::ToolTipRole);
-        } else if (!files_exact && exact_item >= 0) {
-            weight_dtype_->removeItem(exact_item);
+        // "exact (the files)" first when the model's files give the weights' bytes, "as quantized (…)" when its
+        // config names a quantization.
+        const ModelWeights files = model_->modelWeights();
+        const bool files_exact = files.exact_bytes > 0, files_quantized = !files_exact && files.quant.has_value();
+        if (const int item = weight_dtype_->findData(kExactWeights); item >= 0) weight_dtype_->removeItem(item);
+        if (files_exact || files_quantized) {
+            weight_dtype_->insertItem(
+                0, files_exact ? tr("exact (the files)") : tr("as quantized (%1)").arg(q(files.quant->method)),
+                kExactWeights);
+            weight_dtype_->setItemData(0, files_exact ? q(files.source) : q(weight_quant_label(*files.quant)),
+                                       Qt::ToolTipRole);
         }
+        const bool files_weights = d.weights_bytes_exact > 0 || d.weight_quant.has_value();
         weight_dtype_->setCurrentIndex(
-            weight_dtype_->findData(d.weights_bytes_exact > 0 ? kExactWeights : static_cast<int>(d.weight_dtype)));
+            weight_dtype_->findData(files_weights ? kExactWeights : static_cast<int>(d.weight_dtype)));
         rule_->setText(q(std::string(budget_rule(d.engine))));
         // vLLM's startup settings; the placeholders show the defaults the fit uses.
         if (auto* form = qobject_cast<QFormLayout*>(box_->layout()))
@@ -464,9 +471,10 @@ void DeploymentView::refreshResults() {
         rows << tr("Decode measured: %1").arg(q(measured_step_text(*r.measured_step, d)).toHtmlEscaped());
     rows << tr("Weights %1 per GPU (%2 parameters%3) · KV budget %4 per GPU · KV need %5 per GPU")
                 .arg(q(format_bytes(f.weights_bytes_per_gpu, units)), q(format_si(static_cast<double>(f.parameters))),
-                     f.weights_exact          ? tr("; %1").arg(q(f.weights_source).toHtmlEscaped())
-                     : f.parameters_estimated ? tr(", estimated")
-                                              : QString(),
+                     f.weights_exact            ? tr("; %1").arg(q(f.weights_source).toHtmlEscaped())
+                     : !f.weights_quant.empty() ? tr("; estimated for %1").arg(q(f.weights_quant).toHtmlEscaped())
+                     : f.parameters_estimated   ? tr(", estimated")
+                                                : QString(),
                      q(format_signed_bytes(f.kv_budget_bytes_per_gpu, units)),
                      f.state_bytes_per_gpu == 0 ? q(format_bytes(f.kv_bytes_per_gpu, units))
                                                 : tr("%1 (%2 KV cache + %3 recurrent state)")

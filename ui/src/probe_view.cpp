@@ -267,6 +267,10 @@ void ProbeView::runStep() {
                    .arg(q(std::string(to_string(request.weight_dtype))));
         request.weight_dtype = KvDtype::bf16;
     }
+    if (s.deployment && s.deployment->weight_quant && s.deployment->weights_bytes_exact == 0)
+        note += tr("The checkpoint's %1 is multiplied as %2 here. ")
+                    .arg(q(weight_quant_label(*s.deployment->weight_quant)),
+                         q(std::string(to_string(request.weight_dtype))));
     if (!probe::can_store(s.kv_dtype)) {
         request.kv_dtype = KvDtype::fp16;
         note = tr("The step stores %1 caches; this run uses fp16 instead of %2. ")

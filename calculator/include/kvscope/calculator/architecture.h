@@ -206,7 +206,17 @@ struct ParameterCount {
     std::uint64_t total = 0;
     std::uint64_t active = 0;     // per token (MoE: routed experts in use + shared)
     std::uint64_t embedding = 0;  // the input embedding table (read one row per token)
-    bool estimated = false;       // true: computed from the shape, not published
+    // What quantized checkpoints quantize (vLLM's quantization methods apply to the decoder layers' linear
+    // layers and fused experts, not to embeddings, the LM head, norms or routers): the matrices of the layers
+    // (attention projections, recurrent mixers, MLPs, shared and routed experts), in all and per token; the
+    // routed experts alone; the LM head (0 when tied to the embedding). Always from the shape; with a published
+    // total, `linear` is the total less the estimated rest.
+    std::uint64_t linear = 0;
+    std::uint64_t linear_active = 0;
+    std::uint64_t experts = 0;
+    std::uint64_t experts_active = 0;
+    std::uint64_t head = 0;
+    bool estimated = false;  // true: computed from the shape, not published
 };
 
 // Published counts when the architecture carries them, else the estimate.

@@ -31,8 +31,12 @@ struct ImportedModel {
     std::uint64_t weights_bytes = 0;
     std::string weights_source;
     std::optional<Engine> engine;  // the engine the file is made for (llama.cpp for a GGUF), when it says
+    // A quantized checkpoint's scheme (quantization_config); weight_dtype is then its unquantized parts' format.
+    std::optional<WeightQuant> weight_quant;
 
-    [[nodiscard]] ModelWeights model_weights() const { return {weight_dtype, weights_bytes, weights_source, engine}; }
+    [[nodiscard]] ModelWeights model_weights() const {
+        return {weight_dtype, weights_bytes, weights_source, engine, weight_quant};
+    }
 };
 
 // `source` names the file in messages ("config.json", a path).

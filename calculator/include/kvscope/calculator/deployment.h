@@ -11,6 +11,7 @@
 #include "kvscope/calculator/kv_dtype.h"
 #include "kvscope/calculator/result.h"
 #include "kvscope/calculator/units.h"
+#include "kvscope/calculator/weight_quant.h"
 #include "kvscope/calculator/workload.h"
 
 namespace kvscope {
@@ -78,6 +79,9 @@ struct Deployment {
     // count in weight_dtype when set (0: estimate). weights_source says where the figure came from.
     std::uint64_t weights_bytes_exact = 0;
     std::string weights_source;
+    // A quantized checkpoint (config.json's quantization_config): its layers' matrices stored as it says, the rest
+    // in weight_dtype. Used when the exact bytes are not known; an estimate.
+    std::optional<WeightQuant> weight_quant;
     friend bool operator==(const Deployment&, const Deployment&) = default;
 };
 
@@ -96,6 +100,7 @@ struct ModelWeights {
     std::uint64_t exact_bytes = 0;
     std::string source;
     std::optional<Engine> engine;
+    std::optional<WeightQuant> quant;  // the checkpoint's quantization (dtype: the unquantized parts')
     friend bool operator==(const ModelWeights&, const ModelWeights&) = default;
 };
 // A new deployment's weights (and engine, with its default fraction) from the model's.
@@ -144,6 +149,10 @@ struct FitReport {
     // The weights' bytes are exact (from the model's files), not the parameter count in a format; where from.
     bool weights_exact = false;
     std::string weights_source;
+    // Not exact: the checkpoint's quantization the estimate follows (weight_quant_label), and the parameters it
+    // stores quantized; empty and 0 for weights in one format.
+    std::string weights_quant;
+    std::uint64_t weights_quantized_parameters = 0;
     std::uint64_t reserve_bytes_per_gpu = 0;        // activation reserve + runtime overhead the rule subtracts
     std::vector<ReserveItem> reserve_items;         // its parts (summing to reserve_bytes_per_gpu)
     bool reserve_estimated = false;                 // derived from vLLM's profile run, not given or fixed
