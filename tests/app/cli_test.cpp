@@ -138,6 +138,34 @@ TEST(Cli, VllmsStartupSettingsChangeItsReserveAndTheFitNamesEachPart) {
     }
 }
 
+TEST(Cli, AQuantizedCheckpointIsWeighedAsItsSchemeStoresIt) {
+    // gpt-oss-20b's config says MXFP4 on the experts: 13.66 GiB as vLLM loads it (13.72 logged), not 20.9 G
+    // parameters in one format.
+    const CliRun r = cli("fit --model gpt-oss-20b --gpu a100-80gb --context 8k");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("weights:         13.7 GiB (14.7 GB) estimated for MXFP4, 4-bit float with an 8-bit scale per "
+                         "32 weights, the experts only, the rest in fp16"),
+              std::string::npos)
+        << r.out;
+    const CliRun j = cli("fit --model gpt-oss-20b --gpu a100-80gb --context 8k --json");
+    ASSERT_EQ(j.status, 0) << j.err;
+    const kvscope::json::Value v = json_of(j);
+    const kvscope::json::Value* q = v.find("weight_quantization");
+    ASSERT_NE(q, nullptr) << j.out;
+    EXPECT_EQ(q->find("method")->as_string(), "mxfp4");
+    EXPECT_TRUE(q->find("experts_only")->as_bool());
+    EXPECT_EQ(u64(*q, "quantized_parameters"), 19'110'297'600u);
+    EXPECT_FALSE(v.find("weights_exact")->as_bool());
+    const std::uint64_t quantized = u64(v, "weights_bytes");
+    EXPECT_GT(quantized, 13ull << 30);
+    EXPECT_LT(quantized, 14ull << 30);
+    // --weight-dtype picks a plain format for every parameter instead: the scheme no longer applies.
+    const CliRun plain = cli("fit --model gpt-oss-20b --gpu a100-80gb --context 8k --weight-dtype bf16 --json");
+    ASSERT_EQ(plain.status, 0) << plain.err;
+    EXPECT_EQ(json_of(plain).find("weight_quantization"), nullptr) << plain.out;
+    EXPECT_GT(u64(json_of(plain), "weights_bytes"), quantized);
+}
+
 TEST(Cli, ConfigFileAndCsv) {
     const auto path =
         std::filesystem::temp_directory_path() / ("kvscope-cli-config-" + std::to_string(::getpid()) + ".json");

@@ -3,6 +3,7 @@
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/explain.h"
+#include "kvscope/calculator/json.h"
 #include "kvscope/calculator/report_json.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "testing.h"
@@ -69,6 +70,34 @@ TEST(ScenarioFile, TheExactWeightsOfAModelsFilesAreKept) {
     const std::string plain = scenario_to_json(llama70b_on_two_h100());
     EXPECT_EQ(plain.find("weights_bytes_exact"), std::string::npos);
     EXPECT_EQ(scenario_from_json(plain, "y.kvscope.json")->scenario.deployment->weights_bytes_exact, 0u);
+}
+
+TEST(ScenarioFile, AQuantizedCheckpointsSchemeIsKeptAndBounded) {
+    Scenario s = llama70b_on_two_h100();
+    std::vector<std::string> notes;
+    const auto config = json::parse(R"({"quant_method": "gptq", "bits": 4, "group_size": 128, "lm_head": true})");
+    ASSERT_TRUE(config);
+    s.deployment->weight_quant = weight_quant_from_config(*config.value, notes);
+    ASSERT_TRUE(s.deployment->weight_quant);
+    s.model_weights = ModelWeights{KvDtype::fp16, 0, "", std::nullopt, s.deployment->weight_quant};
+    const std::string text = scenario_to_json(s);
+    EXPECT_NE(text.find("\"method\": \"gptq\""), std::string::npos) << text;
+    auto back = scenario_from_json(text, "x.kvscope.json");
+    ASSERT_TRUE(back.ok()) << back.error_text();
+    EXPECT_EQ(back->scenario, s);
+    const auto weights = [](const Scenario& x) { return *stored_weights_bytes(x.arch, *x.deployment); };
+    EXPECT_EQ(weights(back->scenario), weights(s));
+    // A file's scheme out of any format's range is named when the fit runs, never a wrapped total.
+    std::string bad = text;
+    bad.replace(bad.find("\"bits\": 4"), 9, "\"bits\": 400");
+    back = scenario_from_json(bad, "y.kvscope.json");
+    ASSERT_TRUE(back.ok()) << back.error_text();
+    const auto f = fit(back->scenario.arch, back->scenario.kv_dtype, back->scenario.workload, back->scenario.parallel,
+                       *back->scenario.deployment);
+    ASSERT_FALSE(f.ok());
+    EXPECT_NE(f.error_text().find("the weights' quantization (gptq) must have 1 to 16 bits a weight"),
+              std::string::npos)
+        << f.error_text();
 }
 
 TEST(ScenarioFile, VllmsStartupSettingsAndAFixedReserveAreKept) {

@@ -178,6 +178,30 @@ TEST(Window, VllmsStartupSettingsAreFieldsThatChangeItsReserve) {
     EXPECT_FALSE(d->vllmVersionField()->isVisibleTo(d));
 }
 
+TEST(Window, AQuantizedCheckpointsWeightsAreItsSchemesUntilAFormatIsChosen) {
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("gpt-oss-20b");
+    w.deployment()->enableBox()->setChecked(true);
+    DeploymentView* d = w.deployment();
+    QComboBox* weights = d->weightsField();
+    EXPECT_EQ(weights->currentText(), "as quantized (mxfp4)");
+    EXPECT_TRUE(
+        d->figuresLabel()->text().contains("estimated for MXFP4, 4-bit float with an 8-bit scale per 32 "
+                                           "weights, the experts only"))
+        << d->figuresLabel()->text().toStdString();
+    const std::uint64_t quantized = w.model()->results().fit->weights_bytes;
+    // bf16 for every parameter, as --weight-dtype bf16; undo brings the scheme back.
+    const int bf16 = weights->findData(static_cast<int>(KvDtype::bf16));
+    ASSERT_GE(bf16, 0);
+    weights->setCurrentIndex(bf16);
+    emit weights->activated(bf16);
+    EXPECT_FALSE(w.model()->scenario().deployment->weight_quant.has_value());
+    EXPECT_GT(w.model()->results().fit->weights_bytes, quantized);
+    w.model()->undoStack()->undo();
+    EXPECT_EQ(weights->currentText(), "as quantized (mxfp4)");
+    EXPECT_EQ(w.model()->results().fit->weights_bytes, quantized);
+}
+
 TEST(Window, ChartSeriesAreUpdatedInPlaceNeverRebuilt) {
     MainWindow w(catalog(), false);
     const QList<QAbstractSeries*> series = w.chart()->chart()->series();
