@@ -326,6 +326,18 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     });
     window.tabs()->setCurrentIndex(ui::MainWindow::DeploymentTab);
     ok &= save(&window, dir.filePath("hybrid-fit.png"));
+    // A quantized checkpoint: gpt-oss-120b's MXFP4 experts on one H100, weighed as vLLM loads them.
+    model->loadCatalogModel("gpt-oss-120b");
+    model->edit("Set up the example", [&catalog, weights = model->modelWeights()](Scenario& s) {
+        s.workload.context_tokens = 32768;
+        s.workload.batch = 4;
+        s.workload.block_size = 16;
+        Deployment d;
+        d.gpu = *catalog.find_gpu("h100-sxm");
+        adopt_model_weights(d, weights);
+        s.deployment = d;
+    });
+    ok &= save(&window, dir.filePath("quantized-fit.png"));
     window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
 
     // A layout KVScope does not model: its figures come with "not exact".
