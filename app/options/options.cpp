@@ -256,6 +256,9 @@ const std::vector<Declared>& declared() {
          parsed(&Options::max_num_seqs, parse_count)},
         {"--enforce-eager", "", S::deployment, kFit | kPlan | kWindow, "vLLM: no CUDA graphs",
          flag(&Options::enforce_eager)},
+        {"--mtp", "", S::deployment, kFit | kPlan | kWindow,
+         "speculative decoding with the model's own multi-token-prediction layers (their weights and KV count)",
+         flag(&Options::mtp)},
         {"--vllm-version", "V", S::deployment, kFit | kPlan | kWindow,
          "the vLLM version whose startup rules apply: 0.6 and on (default 0." + std::to_string(kDefaultVllmMinor) + ")",
          text(&Options::vllm_version)},
@@ -543,6 +546,7 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
             *slot = *given;
     }
     if (o.enforce_eager) d.vllm.enforce_eager = true;
+    if (o.mtp) d.mtp = true;
     if (o.vllm_version) {
         if (const auto minor = parse_vllm_version(*o.vllm_version))
             d.vllm.version_minor = *minor;

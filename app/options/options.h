@@ -64,6 +64,7 @@ struct Options {
     std::optional<std::uint64_t> tokens, runs, memory_limit, ceiling_size;
     bool step = false;
     bool enforce_eager = false;  // vLLM: no CUDA graphs
+    bool mtp = false;            // the model's MTP layers serve as a speculative draft
 };
 
 // Usage errors carry the option's name: "--context: '12q' is not a whole number …", "--batch: models does not

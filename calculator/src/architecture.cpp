@@ -262,6 +262,7 @@ Errors validate(const Architecture& a) {
                                     format_count(limit) + " supported"});
     };
     at_most(a.layers, kMaxLayers, Field::layers, "the number of layers");
+    at_most(a.mtp_layers, kMaxMtpLayers, Field::mtp_layers, "the number of MTP layers");
     at_most(a.query_heads, kMaxHeads, Field::query_heads, "the number of query heads");
     if (!a.mla && attends) {
         need_positive(a.kv_heads, Field::kv_heads, "the number of KV heads");

@@ -390,6 +390,10 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
         a.attention_bias = *bias;
     else
         a.attention_bias = out.model_type == "qwen2" || out.model_type == "gpt2" || r.flag("bias").value_or(false);
+    // The checkpoint's multi-token-prediction layers (DeepSeek-V3, GLM-4.5: configuration_deepseek_v3.py
+    // num_nextn_predict_layers; Qwen3-Next / Qwen3.5: mtp_num_hidden_layers), used when a deployment serves them.
+    if (const auto mtp = r.number({"num_nextn_predict_layers", "mtp_num_hidden_layers"}))
+        a.mtp_layers = mtp->value, r.lines[Field::mtp_layers] = mtp->line, r.keys[Field::mtp_layers] = mtp->key;
     read_moe(r, out);
     read_dtypes(root, cfg, out);
     read_layouts(r, cfg, root, out);  // config_layouts.cpp: what each layer keeps, after the model dtype

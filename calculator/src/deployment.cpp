@@ -293,8 +293,14 @@ std::string reserve_text(const FitReport& f, UnitSystem units) {
     return text.empty() ? "none" : text;
 }
 
-Result<FitReport> fit(const Architecture& model_arch, KvDtype kv_dtype, const Workload& workload_in,
+Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Workload& workload_in,
                       const Parallelism& parallel, const Deployment& d) {
+    if (d.mtp && checkpoint.mtp_layers == 0)
+        return Errors{{Field::mtp_layers,
+                       "the model has no multi-token-prediction layers for --mtp to serve as a draft "
+                       "(num_nextn_predict_layers or mtp_num_hidden_layers in its config.json)"}};
+    // Speculative decoding with the model's MTP layers: they are layers of the model served, weights and KV.
+    const Architecture model_arch = d.mtp ? with_mtp_layers(checkpoint) : checkpoint;
     const Workload workload = engine_workload(workload_in, d.engine);
     const Architecture arch = engine_architecture(model_arch, d.engine);
     FitReport r;
@@ -447,6 +453,17 @@ Result<FitReport> fit(const Architecture& model_arch, KvDtype kv_dtype, const Wo
         r.notes.push_back("the recurrent state of " + format_count_of(workload.batch, "sequence", "sequences") +
                           " takes " + format_bytes(r.state_bytes_per_gpu) +
                           " per GPU beside the KV cache, whatever the context");
+    if (d.mtp)
+        r.notes.push_back(
+            "speculative decoding with the model's " +
+            format_count_of(checkpoint.mtp_layers, "MTP layer", "MTP layers") + ": " +
+            format_count(parameters(model_arch).total - parameters(checkpoint).total) +
+            " parameters and their KV cache more (vLLM's --speculative-config method mtp); the decode estimate is the "
+            "model's own step, as the speed-up depends on how many drafted tokens are accepted");
+    else if (checkpoint.mtp_layers > 0)
+        r.notes.push_back("the checkpoint's " + format_count_of(checkpoint.mtp_layers, "MTP layer", "MTP layers") +
+                          (checkpoint.mtp_layers == 1 ? " is" : " are") +
+                          " not counted (--mtp serves them as a speculative draft)");
     for (const auto& reason : arch.not_exact) r.notes.push_back("not exact: " + reason);
     return r;
 }

@@ -34,6 +34,7 @@ constexpr FieldName kFields[] = {
     {Field::first_k_dense_replace, "first_k_dense_replace"},
     {Field::expert_layer_period, "expert_layer_period"},
     {Field::params_active, "params_active"},
+    {Field::mtp_layers, "mtp_layers"},
     {Field::kv_dtype, "kv_dtype"},
     {Field::weight_dtype, "weight_dtype"},
     {Field::context_tokens, "context_tokens"},

@@ -150,6 +150,26 @@ ParameterCount estimate_parameters(const Architecture& a) {
     return p;
 }
 
+Architecture with_mtp_layers(const Architecture& a) {
+    Architecture b = a;
+    const std::uint64_t n = a.mtp_layers;
+    if (n == 0) return b;
+    b.layers += n;
+    b.mtp_layers = 0;
+    if (!b.layer_specs.empty()) b.layer_specs.insert(b.layer_specs.end(), n, LayerSpec{});
+    // eh_proj (2H -> H) and the enorm / hnorm of each MTP layer.
+    const Checked own = (Checked(a.hidden_size) * 2 * a.hidden_size + Checked(a.hidden_size) * 2) * n;
+    Architecture shape_a = a, shape_b = b;
+    shape_a.params_total = shape_a.params_active = shape_b.params_total = shape_b.params_active = 0;
+    const ParameterCount pa = estimate_parameters(shape_a), pb = estimate_parameters(shape_b);
+    if (a.params_total > 0 && !own.overflow() && pb.total >= pa.total && pb.active >= pa.active) {
+        b.params_total = a.params_total + (pb.total - pa.total) + own.value();
+        const std::uint64_t active = a.params_active > 0 ? a.params_active : a.params_total;
+        b.params_active = active + (pb.active - pa.active) + own.value();
+    }
+    return b;
+}
+
 ParameterCount parameters(const Architecture& a) {
     ParameterCount p = estimate_parameters(a);
     if (a.params_total > 0) {

@@ -212,6 +212,7 @@ void members(Self& a, V& v) {
     v.value("mlp_beside_mixer", a.mlp_beside_mixer, Need::optional);
     v.value("tied_embeddings", a.tied_embeddings, Need::optional);
     v.value("attention_bias", a.attention_bias, Need::optional);
+    v.value("mtp_layers", a.mtp_layers, Need::when_set);
     v.value("params_total", a.params_total, Need::optional);
     v.value("params_active", a.params_active, Need::optional);
 }
@@ -286,6 +287,7 @@ void members(Self& d, V& v) {
     v.value("weights_bytes_exact", d.weights_bytes_exact, Need::when_set);
     v.value("weights_source", d.weights_source, Need::when_set);
     v.maybe("weight_quant", d.weight_quant);
+    v.value("mtp", d.mtp, Need::when_set);
 }
 
 template <class Self, class V>

@@ -24,8 +24,8 @@ std::set<std::string> listed(const std::string& help) {
 
 // One use of the option: a value of the right kind where it takes one.
 std::vector<std::string> use(const std::string& name) {
-    static const std::set<std::string> flags{"--full-window", "--linear", "--all-layers", "--json",
-                                             "--csv",         "--step",   "--local",      "--enforce-eager"};
+    static const std::set<std::string> flags{"--full-window", "--linear", "--all-layers",    "--json", "--csv",
+                                             "--step",        "--local",  "--enforce-eager", "--mtp"};
     if (flags.contains(name)) return {name};
     static const std::map<std::string, std::string> values{{"--utilization", "0.8"},
                                                            {"--format", "json"},

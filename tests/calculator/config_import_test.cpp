@@ -278,6 +278,24 @@ TEST(ConfigImport, AQuantizedCheckpointWeighsWhatItsSchemeStores) {
     EXPECT_EQ(*stored_weights_bytes(a, d), plain);
 }
 
+TEST(ConfigImport, MtpLayersAreReadUnderBothSpellings) {
+    // DeepSeek-V3 / GLM: num_nextn_predict_layers; Qwen3-Next / Qwen3.5: mtp_num_hidden_layers; Kimi K2: 0.
+    const Catalog& c = Catalog::builtin();
+    EXPECT_EQ(c.find_model("deepseek-v3")->model.arch.mtp_layers, 1u);
+    EXPECT_EQ(c.find_model("glm-4.7")->model.arch.mtp_layers, 1u);
+    EXPECT_EQ(c.find_model("qwen3.5-35b-a3b")->model.arch.mtp_layers, 1u);
+    EXPECT_EQ(c.find_model("kimi-k2")->model.arch.mtp_layers, 0u);
+    EXPECT_EQ(c.find_model("llama-3-8b")->model.arch.mtp_layers, 0u);
+    // More than any checkpoint carries is named by its key and line.
+    auto m = import(R"({"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256,
+        "num_nextn_predict_layers": 100000})");
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.error_text().find("num_nextn_predict_layers: config.json:2: the number of MTP layers (100,000) is more "
+                                  "than the 64 supported"),
+              std::string::npos)
+        << m.error_text();
+}
+
 TEST(ConfigImport, MissingFileNamesThePath) {
     auto m = import_config_file("/nonexistent/config.json");
     EXPECT_FIELD_ERROR(m, "file", "/nonexistent/config.json: cannot be opened");

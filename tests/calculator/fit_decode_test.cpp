@@ -77,6 +77,40 @@ TEST(Fit, VllmsReserveIsItsProfileRunsPeakNamedPartByPart) {
 }
 
 // Llama-3-70B, bf16 weights, fp8 cache, 32k context, 16 sequences, vLLM on 2 x H100 SXM (TP 2).
+TEST(Fit, TheModelsOwnMtpLayersCountWhenTheyServeAsADraft) {
+    // DeepSeek-V3 carries one MTP layer (num_nextn_predict_layers: 1): a full decoder layer with experts and an MLA
+    // cache of its own, plus eh_proj (2 x 7,168 -> 7,168) and two norms.
+    const Architecture a = Catalog::builtin().find_model("deepseek-v3")->model.arch;
+    ASSERT_EQ(a.mtp_layers, 1u);
+    const Architecture served = with_mtp_layers(a);
+    EXPECT_EQ(served.layers, a.layers + 1);
+    Architecture shape = a;
+    shape.params_total = shape.params_active = 0;
+    Architecture shape_served = with_mtp_layers(shape);
+    const std::uint64_t layer = estimate_parameters(shape_served).total - estimate_parameters(shape).total;
+    EXPECT_EQ(parameters(served).total, parameters(a).total + layer + 2ull * 7168 * 7168 + 2 * 7168);
+    EXPECT_GT(layer, 11'000'000'000u);  // 256 experts of 3 x 7,168 x 2,048 and the attention
+    EXPECT_LT(layer, 12'000'000'000u);
+    const Workload w{.context_tokens = 32768, .batch = 8, .block_size = 16};
+    Deployment d = h100s(8);
+    d.gpu.memory_bytes = 141ull << 30;
+    d.weight_dtype = KvDtype::fp8_e4m3;
+    const auto plain = fit(a, KvDtype::bf16, w, {.tp = 8}, d);
+    ASSERT_TRUE(plain.ok()) << plain.error_text();
+    d.mtp = true;
+    const auto mtp = fit(a, KvDtype::bf16, w, {.tp = 8}, d);
+    ASSERT_TRUE(mtp.ok()) << mtp.error_text();
+    // One latent cache more of 62 layers against 61; the layer's weights in fp8, a byte each.
+    EXPECT_EQ(mtp->kv_bytes_per_gpu * 61, plain->kv_bytes_per_gpu * 62);
+    EXPECT_EQ(mtp->weights_bytes - plain->weights_bytes, parameters(served).total - parameters(a).total);
+    EXPECT_LT(mtp->max_batch, plain->max_batch);
+    // A model without MTP layers has none to serve: the option is named, nothing is guessed.
+    const auto none = fit(Catalog::builtin().find_model("llama-3-8b")->model.arch, KvDtype::bf16, w, {.tp = 8}, d);
+    ASSERT_FALSE(none.ok());
+    EXPECT_EQ(none.errors().front().input, Field::mtp_layers);
+    EXPECT_NE(none.error_text().find("no multi-token-prediction layers for --mtp"), std::string::npos);
+}
+
 TEST(Fit, WorkedExampleLlama3_70bOnTwoH100) {
     const auto& a = Catalog::builtin().find_model("llama-3-70b")->model.arch;
     const Workload w{.context_tokens = 32768, .batch = 16};

@@ -79,9 +79,13 @@ TEST(ScenarioFile, AQuantizedCheckpointsSchemeIsKeptAndBounded) {
     ASSERT_TRUE(config);
     s.deployment->weight_quant = weight_quant_from_config(*config.value, notes);
     ASSERT_TRUE(s.deployment->weight_quant);
+    s.deployment->mtp = true;  // with the model's MTP layer as a draft
+    s.arch.mtp_layers = 1;
     s.model_weights = ModelWeights{KvDtype::fp16, 0, "", std::nullopt, s.deployment->weight_quant};
     const std::string text = scenario_to_json(s);
     EXPECT_NE(text.find("\"method\": \"gptq\""), std::string::npos) << text;
+    EXPECT_NE(text.find("\"mtp\": true"), std::string::npos) << text;
+    EXPECT_NE(text.find("\"mtp_layers\": 1"), std::string::npos) << text;
     auto back = scenario_from_json(text, "x.kvscope.json");
     ASSERT_TRUE(back.ok()) << back.error_text();
     EXPECT_EQ(back->scenario, s);

@@ -202,6 +202,28 @@ TEST(Window, AQuantizedCheckpointsWeightsAreItsSchemesUntilAFormatIsChosen) {
     EXPECT_EQ(w.model()->results().fit->weights_bytes, quantized);
 }
 
+TEST(Window, TheMtpDraftIsOfferedForModelsThatCarryIt) {
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("llama-3-70b");
+    w.deployment()->enableBox()->setChecked(true);
+    DeploymentView* d = w.deployment();
+    EXPECT_FALSE(d->mtpField()->isVisibleTo(d));  // no MTP layers: nothing to offer
+    w.model()->loadCatalogModel("glm-4.7");
+    ASSERT_TRUE(d->mtpField()->isVisibleTo(d));
+    EXPECT_EQ(d->mtpField()->text(), "Speculative decoding with its 1 MTP layer(s)");
+    const std::uint64_t before = w.model()->results().fit->weights_bytes;
+    d->mtpField()->click();
+    EXPECT_TRUE(w.model()->scenario().deployment->mtp);
+    EXPECT_GT(w.model()->results().fit->weights_bytes, before);
+    EXPECT_TRUE(d->figuresLabel()->text().contains("speculative decoding with the model's 1 MTP layer"))
+        << d->figuresLabel()->text().toStdString();
+    // Kept on while the model changes to one without: the option is marked and stays in reach to untick.
+    w.model()->loadCatalogModel("llama-3-8b");
+    EXPECT_TRUE(d->mtpField()->isVisibleTo(d));
+    EXPECT_TRUE(d->mtpField()->toolTip().contains("no multi-token-prediction layers"))
+        << d->mtpField()->toolTip().toStdString();
+}
+
 TEST(Window, ChartSeriesAreUpdatedInPlaceNeverRebuilt) {
     MainWindow w(catalog(), false);
     const QList<QAbstractSeries*> series = w.chart()->chart()->series();

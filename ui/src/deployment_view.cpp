@@ -58,6 +58,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
       vllm_tokens_(new QLineEdit),
       vllm_seqs_(new QLineEdit),
       vllm_graphs_(new QCheckBox(tr("CUDA graphs"))),
+      mtp_(new QCheckBox),
       rule_(new QLabel),
       verdict_(new QLabel),
       bars_(new GpuMemoryBar),
@@ -135,6 +136,9 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                tr("max_num_seqs: sequences in one step, whose logits the profile run samples. Empty: vLLM's default "
                   "(--max-num-seqs)."));
     vllm_graphs_->setToolTip(tr("Off: --enforce-eager, no CUDA graphs (subtracted from vLLM 0.21 on)."));
+    marks_.add(mtp_, {Field::mtp_layers},
+               tr("As vLLM's --speculative-config method mtp: the layers' weights and KV cache count "
+                  "(kvscope-cli fit --mtp)."));
     auto* form = new QFormLayout(box_);
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     form->addRow(tr("&GPU"), gpu_);
@@ -148,6 +152,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     form->addRow(tr("Tokens per step"), vllm_tokens_);
     form->addRow(tr("Sequences per step"), vllm_seqs_);
     form->addRow(QString(), vllm_graphs_);
+    form->addRow(QString(), mtp_);
     form->addRow(rule_);
     form->addRow(errors_);
 
@@ -237,6 +242,9 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     connect(vllm_version_, &QComboBox::activated, this, [this, edit](int index) {
         const std::uint64_t minor = vllm_version_->itemData(index).toULongLong();
         edit(tr("Change vLLM version"), [minor](Deployment& d, Scenario&) { d.vllm.version_minor = minor; });
+    });
+    connect(mtp_, &QCheckBox::clicked, this, [edit](bool on) {
+        edit(QObject::tr("Change the MTP draft"), [on](Deployment& d, Scenario&) { d.mtp = on; });
     });
     connect(vllm_graphs_, &QCheckBox::clicked, this, [edit](bool graphs) {
         edit(QObject::tr("Change CUDA graphs"), [graphs](Deployment& d, Scenario&) { d.vllm.enforce_eager = !graphs; });
@@ -366,6 +374,11 @@ void DeploymentView::sync() {
             if (!field->hasFocus() && !typed_.contains(field))
                 field->setText(value > 0 ? q(format_count(value)) : QString());
         }
+        // The model's own multi-token-prediction layers as a speculative draft (--mtp), offered when it has them.
+        const std::uint64_t mtp_layers = s.arch.mtp_layers;
+        if (auto* form = qobject_cast<QFormLayout*>(box_->layout())) form->setRowVisible(mtp_, mtp_layers > 0 || d.mtp);
+        mtp_->setText(tr("Speculative decoding with its %n MTP layer(s)", nullptr, static_cast<int>(mtp_layers)));
+        mtp_->setChecked(d.mtp);
         vllm_graphs_->setChecked(!d.vllm.enforce_eager);
         Deployment with_graphs = d;
         with_graphs.vllm.enforce_eager = false;

@@ -136,6 +136,9 @@ struct Architecture {
     bool mlp_beside_mixer = true;
     bool tied_embeddings = false;
     bool attention_bias = false;
+    // Multi-token-prediction layers the checkpoint carries beside its decoder (num_nextn_predict_layers,
+    // mtp_num_hidden_layers): counted only when the deployment serves them as a speculative draft (with_mtp_layers).
+    std::uint64_t mtp_layers = 0;
     // Published counts (0 = estimate from the shape).
     std::uint64_t params_total = 0;
     std::uint64_t params_active = 0;
@@ -172,6 +175,8 @@ struct Architecture {
 // 10^15 layers is an error, not an attempt to allocate a table that large.
 constexpr std::uint64_t kMaxLayers = 1ull << 16;
 constexpr std::uint64_t kMaxHeads = 1ull << 20;
+// Published checkpoints carry one to a few multi-token-prediction layers.
+constexpr std::uint64_t kMaxMtpLayers = 64;
 
 // Every problem, each with the field it belongs to (layers, query_heads, kv_heads, …).
 Errors validate(const Architecture& arch);
@@ -185,6 +190,13 @@ std::string_view layer_kind_name(const Architecture& arch, LayerKind kind);
 std::vector<LayerSpec> sliding_layers(const std::vector<std::uint64_t>& windows);
 // The sliding window of each layer (0 for any other layer); empty when the model has no per-layer description.
 std::vector<std::uint64_t> layer_windows(const Architecture& arch);
+
+// The model with its MTP layers as engines run them for speculative decoding (vLLM's deepseek_mtp / qwen3_next_mtp):
+// each a full-attention decoder layer (experts where the model's layers have them) with its own KV cache, plus
+// the projection of [embedding; hidden] back to the hidden size and its two norms; the embedding and LM head are
+// the model's own (vllm/model_executor/models/deepseek_mtp.py DeepSeekMultiTokenPredictorLayer). A published
+// count gains the layers' estimate.
+Architecture with_mtp_layers(const Architecture& arch);
 
 // Edits a learner makes to the layer mix. The attention layers of a hybrid model are every n-th layer when
 // they are evenly spaced (Qwen3-Next: n = 4, Jamba: n = 8); attention_period is that n, or 0. Setting it

@@ -82,6 +82,8 @@ struct Deployment {
     // A quantized checkpoint (config.json's quantization_config): its layers' matrices stored as it says, the rest
     // in weight_dtype. Used when the exact bytes are not known; an estimate.
     std::optional<WeightQuant> weight_quant;
+    // Speculative decoding with the model's own MTP layers (Architecture::mtp_layers): their weights and KV count.
+    bool mtp = false;
     friend bool operator==(const Deployment&, const Deployment&) = default;
 };
 

@@ -32,6 +32,7 @@ enum class Field : std::uint8_t {
     first_k_dense_replace,
     expert_layer_period,
     params_active,
+    mtp_layers,
     // formats
     kv_dtype,
     weight_dtype,

@@ -36,6 +36,7 @@ public:
     [[nodiscard]] QLineEdit* vllmTokensField() const { return vllm_tokens_; }
     [[nodiscard]] QLineEdit* vllmSequencesField() const { return vllm_seqs_; }
     [[nodiscard]] QCheckBox* vllmGraphsField() const { return vllm_graphs_; }
+    [[nodiscard]] QCheckBox* mtpField() const { return mtp_; }
     [[nodiscard]] PlanView* plan() const { return plan_; }
 
 signals:
@@ -69,6 +70,7 @@ private:
     QLineEdit* vllm_tokens_;
     QLineEdit* vllm_seqs_;
     QCheckBox* vllm_graphs_;
+    QCheckBox* mtp_;
     QLabel* rule_;
     QLabel* verdict_;
     GpuMemoryBar* bars_;
