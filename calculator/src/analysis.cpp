@@ -39,7 +39,9 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
     r.variants = *variants;
     r.curves = *curves;
     r.weights_bytes = *weights;
-    r.weights_estimated = params.estimated && !(s.deployment && s.deployment->weights_bytes_exact > 0);
+    // A quantized checkpoint's bytes are an estimate from its scheme, even with a published parameter count.
+    const bool exact = s.deployment && s.deployment->weights_bytes_exact > 0;
+    r.weights_estimated = !exact && (params.estimated || (s.deployment && s.deployment->weight_quant));
     r.kv_exceeds_weights_at = context_where_kv_exceeds(*layout, s.workload, r.weights_bytes);
 
     if (s.deployment) {

@@ -87,9 +87,23 @@ void adopt_model_weights(Deployment& d, const ModelWeights& w) {
     }
 }
 
+WeightQuant loaded_weight_quant(const Deployment& d) {
+    WeightQuant q = d.weight_quant.value_or(WeightQuant{});
+    // bitsandbytes' double quantization: vLLM 0.7 kept the nested absmax (the 0.7.3 log in docs/vllm-logs.md
+    // matches it); later versions dequantize it to float32 at load (model_loader/bitsandbytes_loader.py
+    // _dequantize_dq), 32 bits per 64 weights, as the other engines' bitsandbytes loaders do too.
+    const bool old_vllm = d.engine == Engine::vllm && d.vllm.version_minor > 0 && d.vllm.version_minor <= 7;
+    if (q.method == "bitsandbytes" && q.group == 64 * 256 && !old_vllm) {
+        q.group = 64;
+        q.scale_bits = 32;
+        q.scheme += ", its absmax kept as float32";
+    }
+    return q;
+}
+
 std::string weights_text(const Deployment& d) {
     if (d.weights_bytes_exact == 0 && d.weight_quant)
-        return weight_quant_label(*d.weight_quant) + "; the rest in " + std::string(to_string(d.weight_dtype));
+        return weight_quant_label(loaded_weight_quant(d)) + "; the rest in " + std::string(to_string(d.weight_dtype));
     if (d.weights_bytes_exact == 0) return "in " + std::string(to_string(d.weight_dtype));
     return d.weights_source.empty() ? format_count(d.weights_bytes_exact) + " bytes, exact" : d.weights_source;
 }
@@ -97,7 +111,7 @@ std::string weights_text(const Deployment& d) {
 Result<std::uint64_t> stored_weights_bytes(const Architecture& arch, const Deployment& d) {
     if (d.weights_bytes_exact > 0) return d.weights_bytes_exact;
     if (d.weight_quant) {
-        auto q = quantized_weights(arch, *d.weight_quant, d.weight_dtype, false);
+        auto q = quantized_weights(arch, loaded_weight_quant(d), d.weight_dtype, false);
         if (!q) return q.errors();
         return q->bytes;
     }
@@ -107,7 +121,7 @@ Result<std::uint64_t> stored_weights_bytes(const Architecture& arch, const Deplo
 Result<std::uint64_t> read_weights_bytes(const Architecture& arch, const Deployment& d) {
     const std::uint64_t matmul = matmul_parameters(arch);
     if (d.weights_bytes_exact == 0 && d.weight_quant) {
-        auto q = quantized_weights(arch, *d.weight_quant, d.weight_dtype, true);
+        auto q = quantized_weights(arch, loaded_weight_quant(d), d.weight_dtype, true);
         if (!q) return q.errors();
         return q->bytes;
     }
@@ -147,14 +161,11 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
         e.push_back({Field::max_num_seqs, format_count(d.vllm.max_num_seqs) +
                                               " sequences a step is more than any deployment takes (at most " +
                                               format_count(kMaxVllmSeqs) + ")"});
-    // A scenario file's quantization, bounded as the formats engines know (1–16 bits a weight, 64-bit scales).
-    if (const auto& q = d.weight_quant) {
-        if (q->bits == 0 || q->bits > 16 || q->scale_bits > 4096 || q->zero_bits > 64 || q->group > (1ull << 32) ||
-            q->pad_hidden == 0 || q->pad_hidden > 4096 || q->pad_intermediate == 0 || q->pad_intermediate > 4096)
-            e.push_back({Field::weight_dtype, "the weights' quantization (" + q->method +
-                                                  ") must have 1 to 16 bits a weight, scales of at most 4,096 bits "
-                                                  "a group and paddings of 1 to 4,096"});
-    }
+    // A scenario file's quantization, bounded as the formats engines know.
+    if (d.weight_quant)
+        if (const auto problem = weight_quant_problem(*d.weight_quant))
+            e.push_back(
+                {Field::weight_dtype, "the weights' quantization (" + d.weight_quant->method + ") " + *problem});
     return e;
 }
 
@@ -438,13 +449,19 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                            ? format_count(d.weights_bytes_exact) + " bytes, exact"
                            : d.weights_source;
     if (!r.weights_exact && d.weight_quant) {
-        r.weights_quant = weight_quant_label(*d.weight_quant);
-        if (auto q = quantized_weights(arch, *d.weight_quant, d.weight_dtype, false)) {
+        r.weights_quant = weight_quant_label(loaded_weight_quant(d));
+        if (auto q = quantized_weights(arch, loaded_weight_quant(d), d.weight_dtype, false)) {
             r.weights_quantized_parameters = q->quantized;
             r.notes.push_back("weights estimated for the checkpoint's quantization (" + r.weights_quant + "): " +
                               format_count(q->quantized) + " parameters quantized, the other " + format_count(q->rest) +
                               " (embeddings, norms, routers, …) in " + std::string(to_string(d.weight_dtype)) +
                               ", as vLLM loads them; an estimate from the parameter count");
+            if (d.weight_quant->pad_hidden > 1 || d.weight_quant->pad_intermediate > 1)
+                r.notes.push_back(
+                    "the experts are padded as vLLM's Marlin MXFP4 backend lays them out (A100; H100 up to 0.10); "
+                    "its Triton backend (Hopper, later versions) pads none, about 8% less, and FlashInfer's on "
+                    "Blackwell pads both sizes to 256, about 4% more (vllm/model_executor/layers/fused_moe/oracle/"
+                    "mxfp4.py)");
         }
     }
     if (params.estimated && !r.weights_exact)

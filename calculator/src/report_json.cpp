@@ -125,12 +125,13 @@ Value vllm_settings_json(const Scenario& s) {
     return v;
 }
 
-// The deployment's weight format, the checkpoint's quantization when it has one, and vLLM's startup settings.
-void weights_and_engine_settings(const Scenario& s, Value& o) {
+// The deployment's weight format, the checkpoint's quantization when it has one (with the parameters the fit
+// counted as quantized, when there is a fit), and vLLM's startup settings.
+void weights_and_engine_settings(const Scenario& s, Value& o, std::optional<std::uint64_t> quantized_parameters) {
     const Deployment& dep = *s.deployment;
     o.set("weight_dtype", Value::string(std::string(to_string(dep.weight_dtype))));
     if (dep.weight_quant && dep.weights_bytes_exact == 0) {
-        const WeightQuant& q = *dep.weight_quant;
+        const WeightQuant q = loaded_weight_quant(dep);
         Value w = Value::object();
         w.set("method", Value::string(q.method));
         w.set("scheme", Value::string(weight_quant_label(q)));
@@ -140,8 +141,7 @@ void weights_and_engine_settings(const Scenario& s, Value& o) {
         w.set("zero_bits", Value::number(q.zero_bits));
         w.set("experts_only", Value::boolean(q.experts_only));
         w.set("lm_head", Value::boolean(q.lm_head));
-        if (auto p = quantized_weights(s.arch, q, dep.weight_dtype, false))
-            w.set("quantized_parameters", Value::number(p->quantized));
+        if (quantized_parameters) w.set("quantized_parameters", Value::number(*quantized_parameters));
         o.set("weight_quantization", std::move(w));
     }
     if (dep.engine == Engine::vllm) o.set("vllm", vllm_settings_json(s));
@@ -159,7 +159,7 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         o.set("gpu_count", Value::number(s.deployment->gpu_count));
         o.set("engine", Value::string(std::string(to_string(s.deployment->engine))));
         o.set("utilization", Value::number(s.deployment->fraction));
-        weights_and_engine_settings(s, o);
+        weights_and_engine_settings(s, o, f.weights_quantized_parameters);
     }
     o.set("memory_bytes_per_gpu", Value::number(f.memory_bytes_per_gpu));
     o.set("parameters", Value::number(f.parameters));
@@ -267,7 +267,7 @@ Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits) {
         o.set("gpu_name", Value::string(s.deployment->gpu.name));
         o.set("engine", Value::string(std::string(to_string(s.deployment->engine))));
         o.set("utilization", Value::number(s.deployment->fraction));
-        weights_and_engine_settings(s, o);
+        weights_and_engine_settings(s, o, std::nullopt);
     }
     o.set("gpus_per_node", Value::number(limits.gpus_per_node));
     o.set("max_pp", Value::number(limits.max_pp));

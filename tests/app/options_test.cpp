@@ -92,7 +92,7 @@ TEST(Options, OptionsBesideASavedScenarioOverrideItsDeploymentToo) {
     Scenario saved;
     saved.model_id = "gpt-oss-120b";
     saved.arch = catalog.find_model("gpt-oss-120b")->model.arch;
-    // A new deployment: the GPU named, the weights in the model's own format (mxfp4), as build_scenario does.
+    // A new deployment: the GPU named, the weights as the model's files say (MXFP4 experts), as build_scenario does.
     auto gpu = parse_options({"--gpu", "h200"}, Command::window);
     ASSERT_TRUE(gpu);
     Scenario s = saved;
@@ -100,6 +100,8 @@ TEST(Options, OptionsBesideASavedScenarioOverrideItsDeploymentToo) {
     ASSERT_TRUE(s.deployment);
     EXPECT_EQ(s.deployment->gpu.id, "h200");
     EXPECT_EQ(s.deployment->weight_dtype, catalog.find_model("gpt-oss-120b")->model.weight_dtype);
+    ASSERT_TRUE(s.deployment->weight_quant.has_value());
+    EXPECT_EQ(s.deployment->weight_quant->method, "mxfp4");
     // --tp over a saved deployment changes its GPU count with it.
     auto tp = parse_options({"--tp", "2"}, Command::window);
     ASSERT_TRUE(tp);

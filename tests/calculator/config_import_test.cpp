@@ -209,12 +209,13 @@ TEST(ConfigImport, QuantizationConfigNamesTheSchemeOfEachMethod) {
     q = quant_of(R"({"quant_method": "fp8", "activation_scheme": "static"})");
     ASSERT_TRUE(q);
     EXPECT_EQ(q->group, 0u);
-    // AWQ: zero points unless zero_point is false; w_bit / q_group_size as AutoAWQ writes them.
+    // AWQ: w_bit / q_group_size as AutoAWQ writes them; zero points even with zero_point false (vLLM's awq.py
+    // allocates them whatever the flag).
     q = quant_of(R"({"quant_method": "awq", "w_bit": 4, "q_group_size": 64, "zero_point": false})");
     ASSERT_TRUE(q);
     EXPECT_EQ(q->bits, 4u);
     EXPECT_EQ(q->group, 64u);
-    EXPECT_EQ(q->zero_bits, 0u);
+    EXPECT_EQ(q->zero_bits, 4u);
     // GPTQ: group_size -1 is a scale per output row; asymmetric keeps zero points; lm_head quantized when it says.
     q = quant_of(R"({"quant_method": "gptq", "bits": 8, "group_size": -1, "sym": false, "lm_head": true})");
     ASSERT_TRUE(q);
@@ -249,12 +250,30 @@ TEST(ConfigImport, QuantizationConfigNamesTheSchemeOfEachMethod) {
     EXPECT_EQ(q->scale_bits, 2080u);
 }
 
-TEST(ConfigImport, AnUnknownQuantizationIsSaidNotGuessed) {
+TEST(ConfigImport, AnUnknownOrMalformedQuantizationIsSaidNotGuessed) {
     std::vector<std::string> notes;
-    const auto q = quant_of(R"({"quant_method": "hqq", "nbits": 3})", &notes);
+    auto q = quant_of(R"({"quant_method": "hqq", "nbits": 3})", &notes);
     EXPECT_FALSE(q);
     ASSERT_EQ(notes.size(), 1u);
     EXPECT_EQ(notes[0], "quantization_config 'hqq' is not modelled; weights taken as the model's dtype");
+    // A count that is not a whole number of the right sign is not read as the default it might have meant.
+    for (const char* bits : {R"("8")", "-8", "4.9"}) {
+        q = quant_of(std::string(R"({"quant_method": "gptq", "group_size": 128, "bits": )") + bits + "}", &notes);
+        EXPECT_FALSE(q) << bits;
+        ASSERT_EQ(notes.size(), 1u) << bits;
+        EXPECT_EQ(notes[0],
+                  "quantization_config 'gptq': bits is not a whole number of the right sign; weights taken "
+                  "as the model's dtype");
+    }
+    // Out of any format's range: named, and the weights taken in the model's dtype.
+    q = quant_of(R"({"quant_method": "gptq", "bits": 300})", &notes);
+    EXPECT_FALSE(q);
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_EQ(notes[0],
+              "quantization_config 'gptq' must have 1 to 16 bits a weight, not 300; weights taken as the "
+              "model's dtype");
+    q = quant_of(R"({"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 0})", &notes);
+    EXPECT_FALSE(q);
 }
 
 TEST(ConfigImport, AQuantizedCheckpointWeighsWhatItsSchemeStores) {
@@ -294,6 +313,44 @@ TEST(ConfigImport, MtpLayersAreReadUnderBothSpellings) {
                                   "than the 64 supported"),
               std::string::npos)
         << m.error_text();
+}
+
+TEST(ConfigImport, AStepReadsTheShapesMatricesAndAPublishedCountKeepsTheRest) {
+    // gpt-oss-120b's published total (116.83 G) differs from its shape's: the difference falls in the matrices, the
+    // embeddings, norms and routers stay as the shape counts them.
+    const Architecture a = Catalog::builtin().find_model("gpt-oss-120b")->model.arch;
+    Architecture shape_arch = a;
+    shape_arch.params_total = shape_arch.params_active = 0;
+    const ParameterCount p = parameters(a), shape = estimate_parameters(shape_arch);
+    ASSERT_NE(p.total, shape.total);
+    EXPECT_EQ(p.total - p.linear, shape.total - shape.linear);
+    EXPECT_EQ(p.experts, shape.experts);
+    // A decode step reads the 4 active experts of each layer (padded to 3,072 x 2,944, 4.25 bits a weight) and the
+    // rest of the shape's matrices in bf16 — not the published active count less an embedding it does not hold.
+    Deployment d;
+    d.weight_dtype = KvDtype::bf16;
+    d.weight_quant = quant_of(R"({"quant_method": "mxfp4"})");
+    ASSERT_TRUE(d.weight_quant);
+    const std::uint64_t padded = shape.experts_active / 2880 / 2880 * 3072 * 2944;
+    const std::uint64_t rest = shape.active - shape.embedding - shape.experts_active;
+    EXPECT_EQ(*read_weights_bytes(a, d), (padded * 4 + padded / 32 * 8) / 8 + rest * 2);
+    EXPECT_GT(*read_weights_bytes(a, d), 5'000'000'000u);
+}
+
+TEST(ConfigImport, BitsandbytesDoubleQuantizationIsKeptAsEachVllmLoadsIt) {
+    const Architecture a = Catalog::builtin().find_model("qwen2.5-7b")->model.arch;
+    Deployment d;
+    d.weight_dtype = KvDtype::bf16;
+    d.weight_quant = quant_of(R"({"quant_method": "bitsandbytes", "load_in_4bit": true,
+        "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": true})");
+    ASSERT_TRUE(d.weight_quant);
+    const ParameterCount p = parameters(a);
+    const std::uint64_t quantized = p.linear, rest = p.total - p.linear;
+    // Today's vLLM dequantizes the nested absmax at load: a float32 per 64 weights.
+    EXPECT_EQ(*stored_weights_bytes(a, d), (quantized * 4 + (quantized + 63) / 64 * 32 + 7) / 8 + rest * 2);
+    // vLLM 0.7 kept it nested: 8 bits per 64 and a float32 per 256 of those.
+    d.vllm.version_minor = 7;
+    EXPECT_EQ(*stored_weights_bytes(a, d), (quantized * 4 + (quantized + 16383) / 16384 * 2080 + 7) / 8 + rest * 2);
 }
 
 TEST(ConfigImport, MissingFileNamesThePath) {

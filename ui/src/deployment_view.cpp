@@ -124,7 +124,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                tr("The engine's memory fraction (vLLM gpu_memory_utilization, SGLang mem_fraction_static …)."));
     marks_.add(weight_dtype_, {Field::weight_dtype},
                tr("Number format of the weights (bf16 = 2 bytes per parameter, fp8 = 1). A model read from a GGUF or "
-                  "a folder with safetensors counts its files' exact bytes until you choose a format here."));
+                  "a folder with safetensors counts its files' exact bytes, and a quantized checkpoint (AWQ, GPTQ, "
+                  "FP8, NVFP4, MXFP4 …) its scheme, until you choose a format here."));
 
     marks_.add(vllm_version_, {},
                tr("The vLLM version whose startup rules apply: the sampler's memory changed at 0.12, CUDA graphs are "
@@ -330,21 +331,26 @@ void DeploymentView::sync() {
         engine_->setCurrentIndex(engine_->findData(static_cast<int>(d.engine)));
         fraction_->setValue(d.fraction);
         fraction_->setEnabled(engine_takes_fraction(d.engine));
-        // "exact (the files)" first when the model's files give the weights' bytes, "as quantized (…)" when its
-        // config names a quantization.
+        // "exact (the files)" first when the deployment (or else the model's files) has the weights' exact bytes,
+        // "as quantized (…)" when it has a checkpoint's scheme; the item is touched only when it changes.
         const ModelWeights files = model_->modelWeights();
-        const bool files_exact = files.exact_bytes > 0, files_quantized = !files_exact && files.quant.has_value();
-        if (const int item = weight_dtype_->findData(kExactWeights); item >= 0) weight_dtype_->removeItem(item);
-        if (files_exact || files_quantized) {
-            weight_dtype_->insertItem(
-                0, files_exact ? tr("exact (the files)") : tr("as quantized (%1)").arg(q(files.quant->method)),
-                kExactWeights);
-            weight_dtype_->setItemData(0, files_exact ? q(files.source) : q(weight_quant_label(*files.quant)),
-                                       Qt::ToolTipRole);
+        const bool own = d.weights_bytes_exact > 0 || d.weight_quant.has_value();
+        const bool exact = own ? d.weights_bytes_exact > 0 : files.exact_bytes > 0;
+        const std::optional<WeightQuant> quant = own ? d.weight_quant : files.quant;
+        QString label, tip;
+        if (exact) {
+            label = tr("exact (the files)");
+            tip = q(own ? d.weights_source : files.source);
+        } else if (quant) {
+            label = tr("as quantized (%1)").arg(q(quant->method));
+            tip = q(weight_quant_label(*quant));
         }
-        const bool files_weights = d.weights_bytes_exact > 0 || d.weight_quant.has_value();
-        weight_dtype_->setCurrentIndex(
-            weight_dtype_->findData(files_weights ? kExactWeights : static_cast<int>(d.weight_dtype)));
+        const int item = weight_dtype_->findData(kExactWeights);
+        if (item >= 0 && (label.isEmpty() || weight_dtype_->itemText(item) != label)) weight_dtype_->removeItem(item);
+        if (!label.isEmpty() && weight_dtype_->findData(kExactWeights) < 0)
+            weight_dtype_->insertItem(0, label, kExactWeights);
+        if (!label.isEmpty()) weight_dtype_->setItemData(0, tip, Qt::ToolTipRole);
+        weight_dtype_->setCurrentIndex(weight_dtype_->findData(own ? kExactWeights : static_cast<int>(d.weight_dtype)));
         rule_->setText(q(std::string(budget_rule(d.engine))));
         // vLLM's startup settings; the placeholders show the defaults the fit uses.
         if (auto* form = qobject_cast<QFormLayout*>(box_->layout()))

@@ -77,8 +77,10 @@ void PhasesView::refresh() {
     set(KvCache, 1, tr("%1 read").arg(q(format_bytes(p->decode_kv_bytes_read, units))));
     // The step reads fewer bytes than the weights take when some are looked up or not routed to:
     // both figures, and why, so that it agrees with the quiz and the fit (which count all of them).
-    QString weights = tr("%1 (%2)").arg(q(format_bytes(p->decode_weight_bytes_read, units)),
-                                        q(std::string(to_string(weight_dtype_of(s)))));
+    QString weights = tr("%1 (%2)").arg(
+        q(format_bytes(p->decode_weight_bytes_read, units)),
+        q(s.deployment && s.deployment->weight_quant ? weight_quant_label(loaded_weight_quant(*s.deployment))
+                                                     : std::string(to_string(weight_dtype_of(s)))));
     if (p->decode_weight_bytes_read != p->weights_bytes)
         weights = tr("%1 of the %2 stored: %3")
                       .arg(weights, q(format_bytes(p->weights_bytes, units)), q(p->weights_read_reason));

@@ -269,12 +269,12 @@ void ProbeView::runStep() {
     }
     if (s.deployment && s.deployment->weight_quant && s.deployment->weights_bytes_exact == 0)
         note += tr("The checkpoint's %1 is multiplied as %2 here. ")
-                    .arg(q(weight_quant_label(*s.deployment->weight_quant)),
+                    .arg(q(weight_quant_label(loaded_weight_quant(*s.deployment))),
                          q(std::string(to_string(request.weight_dtype))));
     if (!probe::can_store(s.kv_dtype)) {
         request.kv_dtype = KvDtype::fp16;
-        note = tr("The step stores %1 caches; this run uses fp16 instead of %2. ")
-                   .arg(q(probe::storable_list()), q(std::string(to_string(s.kv_dtype))));
+        note += tr("The step stores %1 caches; this run uses fp16 instead of %2. ")
+                    .arg(q(probe::storable_list()), q(std::string(to_string(s.kv_dtype))));
     }
     if (s.parallel.gpus() > 1) note += tr("One device runs the whole model here (TP/PP are not split). ");
     table_->setRowCount(0);

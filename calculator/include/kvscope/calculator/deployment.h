@@ -105,6 +105,8 @@ struct ModelWeights {
     std::optional<WeightQuant> quant;  // the checkpoint's quantization (dtype: the unquantized parts')
     friend bool operator==(const ModelWeights&, const ModelWeights&) = default;
 };
+// The deployment's quantization as its engine keeps it in memory (which may differ from the checkpoint's files).
+WeightQuant loaded_weight_quant(const Deployment& d);
 // A new deployment's weights (and engine, with its default fraction) from the model's.
 void adopt_model_weights(Deployment& d, const ModelWeights& w);
 // The deployment's weights in a few words: "in bf16", or "432,704 bytes, exact from the GGUF's 3 tensors".

@@ -38,6 +38,10 @@ struct WeightQuant {
 // "AWQ 4-bit, group 128" — the method and the scheme, for the fit's weights line and the window.
 std::string weight_quant_label(const WeightQuant& q);
 
+// What is wrong with a scheme (from a config or a scenario file) that no format has: "must have 1 to 16 bits a
+// weight, not 400"; nullopt when it is in range.
+std::optional<std::string> weight_quant_problem(const WeightQuant& q);
+
 // The quantization a config's `quantization_config` object describes, with vLLM's defaults where a key is
 // absent; nullopt (and a line in `notes` naming the method) when the method is not one KVScope models.
 std::optional<WeightQuant> weight_quant_from_config(const json::Value& config, std::vector<std::string>& notes);
