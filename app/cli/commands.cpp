@@ -403,7 +403,8 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
     std::vector<std::pair<std::string, std::string>> rows{
         {"GPUs", std::to_string(f->gpus) + " × " + dep.gpu.name + ", " + format_bytes_both(f->memory_bytes_per_gpu, u) +
                      " each"},
-        {"engine", std::string(to_string(dep.engine)) + " (fraction " + fixed(dep.fraction, 2) +
+        {"engine", std::string(to_string(dep.engine)) + " (fraction " +
+                       fixed(f->fraction, dep.engine == Engine::sglang && !dep.fraction_given ? 3 : 2) +
                        "): " + std::string(budget_rule(dep.engine))},
         {"weights", format_bytes_both(f->weights_bytes, u) +
                         (f->weights_exact            ? ", " + f->weights_source + " ("

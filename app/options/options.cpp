@@ -178,6 +178,10 @@ std::string fractions_text() {
     for (std::size_t i = 0; i < kEngineCount; ++i) {
         const auto e = static_cast<Engine>(i);
         if (!engine_takes_fraction(e)) continue;
+        if (e == Engine::sglang) {  // derived for the GPU and layout (sglang_default_fraction)
+            out += (out.empty() ? "" : ", ") + std::string(to_string(e)) + " its own for the GPU";
+            continue;
+        }
         char digits[16];
         const auto r = std::to_chars(digits, digits + sizeof digits, default_fraction(e), std::chars_format::fixed, 2);
         out += (out.empty() ? "" : ", ") + std::string(to_string(e)) + " " + std::string(digits, r.ptr);
@@ -509,10 +513,13 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
         else
             errors.push_back({"--engine", "'" + *o.engine + "' is not an engine (" + engine_list() + ")"});
     }
-    if (o.utilization)
+    if (o.utilization) {
         d.fraction = *o.utilization;
-    else if (!had || d.engine != engine_before)
+        d.fraction_given = true;
+    } else if (!had || d.engine != engine_before) {
         d.fraction = default_fraction(d.engine);
+        d.fraction_given = false;
+    }
     if (o.weight_dtype) {
         if (auto w = parse_kv_dtype(*o.weight_dtype)) {
             d.weight_dtype = *w;

@@ -7,6 +7,7 @@
 
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/tables.h"
 #include "kvscope/calculator/units.h"
 
@@ -24,7 +25,9 @@ struct EngineInfo {
 constexpr std::array<EngineInfo, kEngineCount> kEngines{{
     {Engine::vllm, "vllm", 0.90,
      "total x gpu_memory_utilization - weights - profile-run peak - non-torch memory - CUDA graphs (0.21 on)"},
-    {Engine::sglang, "sglang", 0.88, "total x mem_fraction_static - weights"},
+    {Engine::sglang, "sglang", 0.88,
+     "(total - in use before loading) x mem_fraction_static - weights; the fraction SGLang's own for the GPU unless "
+     "given"},
     {Engine::tensorrt_llm, "tensorrt-llm", 0.90,
      "(total - weights - runtime overhead) x kv_cache_free_gpu_mem_fraction"},
     {Engine::llama_cpp, "llama.cpp", 1.0,
@@ -85,6 +88,39 @@ void adopt_model_weights(Deployment& d, const ModelWeights& w) {
         d.engine = *w.engine;
         d.fraction = default_fraction(d.engine);
     }
+}
+
+SglangDefault sglang_default_fraction(const Deployment& d, const Parallelism& parallel) {
+    // sglang/srt/server_args.py ServerArgs._handle_gpu_memory_settings (PR #10975, v0.5.3 on): gpu_mem is the GPU's
+    // memory in MiB (nvidia-smi); the chunked-prefill size and CUDA-graph batch follow it, then
+    //   reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs + tp x pp / 8 x 1024
+    //   (at least 10 GiB on a GPU above 60 GiB; 2 GiB more with a speculative draft),
+    //   mem_fraction_static = round((gpu_mem - reserved) / gpu_mem, 3).
+    SglangDefault s;
+    const double gpu_mib = static_cast<double>(d.gpu.memory_bytes) / static_cast<double>(1ull << 20);
+    const std::uint64_t tp = std::max<std::uint64_t>(parallel.tp, 1), pp = std::max<std::uint64_t>(parallel.pp, 1);
+    if (gpu_mib < 20 * 1024.0) {
+        s.chunked_prefill_size = 2048, s.cuda_graph_max_bs = 8;
+    } else if (gpu_mib < 35 * 1024.0) {
+        s.chunked_prefill_size = 2048, s.cuda_graph_max_bs = tp < 4 ? 24 : 80;
+    } else if (gpu_mib < 60 * 1024.0) {
+        s.chunked_prefill_size = 4096, s.cuda_graph_max_bs = tp < 4 ? 32 : 160;
+    } else if (gpu_mib < 160 * 1024.0) {
+        s.chunked_prefill_size = 8192, s.cuda_graph_max_bs = tp < 4 ? 256 : 512;
+    } else {
+        s.chunked_prefill_size = 16384, s.cuda_graph_max_bs = 512;
+    }
+    double reserved = 512 + 1.5 * static_cast<double>(std::max<std::uint64_t>(s.chunked_prefill_size, 2048)) +
+                      2.0 * static_cast<double>(s.cuda_graph_max_bs) + static_cast<double>(tp * pp) / 8 * 1024;
+    if (gpu_mib > 60 * 1024.0) reserved = std::max(reserved, 10 * 1024.0);
+    if (d.mtp) reserved += 2 * 1024;
+    s.reserved_mib = static_cast<std::uint64_t>(reserved);
+    if (gpu_mib > reserved) s.fraction = std::round((gpu_mib - reserved) / gpu_mib * 1000) / 1000;
+    return s;
+}
+
+double effective_fraction(const Deployment& d, const Parallelism& parallel) {
+    return d.engine == Engine::sglang && !d.fraction_given ? sglang_default_fraction(d, parallel).fraction : d.fraction;
 }
 
 WeightQuant loaded_weight_quant(const Deployment& d) {
@@ -365,7 +401,11 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     r.reserve_estimated = profiled;
     if (profiled) {
         r.reserve_items = vllm_reserve(model_arch, workload, parallel, d);
-    } else if (d.engine != Engine::sglang) {
+    } else if (d.engine == Engine::sglang) {
+        r.reserve_items.push_back({ReserveKind::overhead, "in use before loading", kSglangContextBytes,
+                                   "CUDA context and NCCL: SGLang's fraction applies to the memory free before the "
+                                   "weights load (0.84 - 1.06 GiB in published logs)"});
+    } else {
         const std::string given = d.fixed_reserve ? "as given" : "the default";
         if (d.engine != Engine::tensorrt_llm)
             r.reserve_items.push_back(
@@ -375,21 +415,37 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     }
     i128 reserve = 0;
     for (const ReserveItem& item : r.reserve_items) reserve += item.bytes;
+    const double fraction = effective_fraction(d, parallel);
+    r.fraction = fraction;
+    if (d.engine == Engine::sglang && !d.fraction_given) {
+        const SglangDefault g = sglang_default_fraction(d, parallel);
+        r.notes.push_back("SGLang's default mem_fraction_static for this GPU and layout: " +
+                          number_text(g.fraction, Notation::fixed, 3) + " = 1 - " + format_count(g.reserved_mib) +
+                          " MiB kept back (512 + 1.5 x chunked prefill " + format_count(g.chunked_prefill_size) +
+                          " + 2 x CUDA-graph batch " + format_count(g.cuda_graph_max_bs) +
+                          " + TP x PP / 8 GiB, at least 10 GiB above 60 GiB" +
+                          (d.mtp ? ", 2 GiB more for the draft" : "") + ") of " + format_bytes(d.gpu.memory_bytes) +
+                          " (sglang/srt/server_args.py, v0.5.3 on); --utilization sets it");
+    }
     i128 budget = 0, unused = 0;
     switch (d.engine) {
         case Engine::vllm:
         case Engine::llama_cpp:
         case Engine::plain:
-            budget = scale(mem, d.fraction) - w - reserve;
-            unused = mem - scale(mem, d.fraction);
+            budget = scale(mem, fraction) - w - reserve;
+            unused = mem - scale(mem, fraction);
             break;
-        case Engine::sglang:
-            budget = scale(mem, d.fraction) - w;
-            unused = mem - scale(mem, d.fraction);
+        case Engine::sglang: {
+            // model_runner profile_max_num_token: rest = free after loading - free before x (1 - fraction), the
+            // free memory before loading being the GPU's less what is already in use (kSglangContextBytes).
+            const i128 before = mem - static_cast<i128>(kSglangContextBytes);
+            budget = scale(before, fraction) - w;
+            unused = before - scale(before, fraction);
             break;
+        }
         case Engine::tensorrt_llm: {
             const i128 free_after_load = mem - w - reserve;
-            budget = free_after_load > 0 ? scale(free_after_load, d.fraction) : free_after_load;
+            budget = free_after_load > 0 ? scale(free_after_load, fraction) : free_after_load;
             unused = free_after_load > 0 ? free_after_load - budget : 0;
             break;
         }

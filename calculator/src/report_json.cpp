@@ -158,7 +158,7 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         o.set("gpu_name", Value::string(s.deployment->gpu.name));
         o.set("gpu_count", Value::number(s.deployment->gpu_count));
         o.set("engine", Value::string(std::string(to_string(s.deployment->engine))));
-        o.set("utilization", Value::number(s.deployment->fraction));
+        o.set("utilization", Value::number(f.fraction));
         weights_and_engine_settings(s, o, f.weights_quantized_parameters);
     }
     o.set("memory_bytes_per_gpu", Value::number(f.memory_bytes_per_gpu));

@@ -277,6 +277,7 @@ void members(Self& d, V& v) {
     v.value("gpu_count", d.gpu_count);
     v.choice("engine", d.engine);
     v.value("fraction", d.fraction);
+    v.value("fraction_given", d.fraction_given, Need::when_set);
     v.choice("weight_dtype", d.weight_dtype);
     v.value("activation_reserve_bytes", d.activation_reserve_bytes, Need::optional);
     v.value("runtime_overhead_bytes", d.runtime_overhead_bytes, Need::optional);
@@ -538,6 +539,10 @@ Result<LoadedScenario> scenario_from_json(std::string_view text, const std::stri
         (s.deployment->activation_reserve_bytes != Deployment{}.activation_reserve_bytes ||
          s.deployment->runtime_overhead_bytes != Deployment{}.runtime_overhead_bytes))
         s.deployment->fixed_reserve = true;
+    // A file written before SGLang's default fraction was derived: 0.88 was that default; any other was set.
+    if (s.deployment && s.deployment->engine == Engine::sglang && !s.deployment->fraction_given &&
+        s.deployment->fraction != default_fraction(Engine::sglang))
+        s.deployment->fraction_given = true;
     Errors errors = r.take();
     if (!errors.empty()) return errors;
     return LoadedScenario{s, repaired};

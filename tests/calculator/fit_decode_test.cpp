@@ -1,3 +1,4 @@
+#include <cmath>
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/curves.h"
 #include "kvscope/calculator/decode.h"
@@ -158,12 +159,77 @@ TEST(Fit, EngineRules) {
         Deployment d = h100s(1);
         d.engine = e;
         d.fraction = fraction;
+        d.fraction_given = true;
         return fit(a, KvDtype::bf16, {}, {}, d)->kv_budget_bytes_per_gpu;
     };
-    EXPECT_EQ(budget(Engine::sglang, 0.88), mem * 88 / 100 - w);
+    // SGLang's fraction applies to what is free before the weights load (the GPU less 1 GiB in use).
+    EXPECT_EQ(budget(Engine::sglang, 0.88), (mem - (1ll << 30)) * 88 / 100 - w);
     EXPECT_EQ(budget(Engine::tensorrt_llm, 0.9), (mem - w - oh) * 9 / 10);
     EXPECT_EQ(budget(Engine::plain, 1.0), mem - w - act - oh);
     EXPECT_EQ(budget(Engine::llama_cpp, 1.0), mem - w - act - oh);
+}
+
+TEST(Fit, SglangsDefaultFractionIsItsOwnForTheGpuAndLayout) {
+    // server_args.py _handle_gpu_memory_settings (v0.5.3 on), worked by hand: an H100 (81,559 MiB) keeps back
+    // 512 + 1.5 x 8,192 + 2 x 256 + 1/8 x 1,024 = 13,440 MiB -> 0.835; an H200 (143,771 MiB) the same -> 0.907; an RTX
+    // 4090 (24,564 MiB) 512 + 1.5 x 2,048 + 2 x 24 + 128 = 3,760 -> 0.847; eight H100s 512 + 12,288 + 1,024 + 1,024 ->
+    // 0.818. The 0.835 and 0.907 are the values SGLang's own documentation builds print for these GPUs.
+    const Catalog& c = Catalog::builtin();
+    const auto fraction = [&](const char* gpu, std::uint64_t tp, bool mtp = false) {
+        Deployment d;
+        d.gpu = *c.find_gpu(gpu);
+        d.engine = Engine::sglang;
+        d.mtp = mtp;
+        return sglang_default_fraction(d, {.tp = tp}).fraction;
+    };
+    EXPECT_DOUBLE_EQ(fraction("h100-sxm", 1), 0.835);
+    EXPECT_DOUBLE_EQ(fraction("h200", 1), 0.907);
+    EXPECT_DOUBLE_EQ(fraction("rtx-4090", 1), 0.847);
+    EXPECT_DOUBLE_EQ(fraction("h100-sxm", 8), 0.818);
+    EXPECT_DOUBLE_EQ(fraction("h100-sxm", 1, true), 0.810);  // 2 GiB more for a speculative draft
+    // The fit applies it until a fraction is given, and says so.
+    const auto& a = c.find_model("llama-3-8b")->model.arch;
+    Deployment d;
+    d.gpu = *c.find_gpu("h100-sxm");
+    d.engine = Engine::sglang;
+    d.fraction = default_fraction(Engine::sglang);
+    const auto f = fit(a, KvDtype::bf16, {}, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_DOUBLE_EQ(f->fraction, 0.835);
+    const std::int64_t before = 85'520'809'984 - (1ll << 30);
+    EXPECT_EQ(f->kv_budget_bytes_per_gpu, before * 835 / 1000 - 16'060'522'496);
+    d.fraction_given = true;
+    EXPECT_DOUBLE_EQ(fit(a, KvDtype::bf16, {}, {}, d)->fraction, 0.88);
+}
+
+// SGLang's KV pool against its published startup logs: the pool is what was free after loading less the free memory
+// before loading times (1 - mem_fraction_static) (model_runner profile_max_num_token), each figure logged.
+TEST(Fit, SglangsPoolMatchesItsPublishedLogs) {
+    struct SglangLog {
+        const char* source;
+        double weights_gib;  // "mem usage" at "Load weight end"
+        double fraction;
+        double pool_gib;  // K size + V size of "KV Cache is allocated"
+    };
+    // Llama 3.1 8B on an 80 GB GPU (an H100's 81,559 MiB: what was free before loading, 78.81 and 78.59 GiB, is that
+    // less 0.84 and 1.06 GiB).
+    const SglangLog logs[] = {
+        {"docs.sglang.ai send_request (2025-01-23)", 78.81 - 63.72, 0.88, 2 * 27.13},
+        {"sglang PR#4760 (2025-03-25)", 15.11, 0.88, 2 * 27.02},
+    };
+    const auto& a = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    for (const SglangLog& log : logs) {
+        Deployment d;
+        d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
+        d.engine = Engine::sglang;
+        d.fraction = log.fraction;
+        d.fraction_given = true;
+        d.weights_bytes_exact = static_cast<std::uint64_t>(std::llround(log.weights_gib * (1ull << 30)));
+        const auto f = fit(a, KvDtype::bf16, {}, {}, d);
+        ASSERT_TRUE(f.ok()) << f.error_text();
+        const double pool = static_cast<double>(f->kv_budget_bytes_per_gpu) / (1ull << 30);
+        EXPECT_NEAR(pool, log.pool_gib, 0.01 * log.pool_gib) << log.source;
+    }
 }
 
 TEST(Fit, WeightsAloneTooBigGiveANegativeBudgetAndANote) {

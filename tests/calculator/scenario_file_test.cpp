@@ -104,6 +104,25 @@ TEST(ScenarioFile, AQuantizedCheckpointsSchemeIsKeptAndBounded) {
         << f.error_text();
 }
 
+TEST(ScenarioFile, SglangsFractionIsKeptWhenGivenAndDerivedWhenNot) {
+    Scenario s = llama70b_on_two_h100();
+    s.deployment->engine = Engine::sglang;
+    s.deployment->fraction = 0.88;
+    auto back = scenario_from_json(scenario_to_json(s), "x.kvscope.json");
+    ASSERT_TRUE(back.ok()) << back.error_text();
+    EXPECT_FALSE(back->scenario.deployment->fraction_given);  // 0.88 was SGLang's old default: derived now
+    s.deployment->fraction = 0.88;
+    s.deployment->fraction_given = true;  // given as 0.88: kept as given
+    back = scenario_from_json(scenario_to_json(s), "y.kvscope.json");
+    EXPECT_TRUE(back->scenario.deployment->fraction_given);
+    // A file from before, with SGLang at another fraction: that was set by hand, and stays.
+    s.deployment->fraction = 0.8;
+    s.deployment->fraction_given = false;
+    back = scenario_from_json(scenario_to_json(s), "z.kvscope.json");
+    EXPECT_TRUE(back->scenario.deployment->fraction_given);
+    EXPECT_DOUBLE_EQ(back->scenario.deployment->fraction, 0.8);
+}
+
 TEST(ScenarioFile, VllmsStartupSettingsAndAFixedReserveAreKept) {
     Scenario s = llama70b_on_two_h100();
     s.deployment->engine = Engine::vllm;

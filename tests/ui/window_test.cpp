@@ -224,6 +224,24 @@ TEST(Window, TheMtpDraftIsOfferedForModelsThatCarryIt) {
         << d->mtpField()->toolTip().toStdString();
 }
 
+TEST(Window, SglangsFractionIsItsOwnForTheGpuUntilOneIsGiven) {
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("llama-3-8b");
+    w.deployment()->enableBox()->setChecked(true);  // one H100
+    DeploymentView* d = w.deployment();
+    w.model()->edit("sglang", [](Scenario& s) {
+        s.deployment->engine = Engine::sglang;
+        s.deployment->fraction = default_fraction(Engine::sglang);
+    });
+    auto* fraction = d->findChild<QDoubleSpinBox*>();
+    ASSERT_NE(fraction, nullptr);
+    EXPECT_DOUBLE_EQ(fraction->value(), 0.835);  // as kvscope-cli fit --engine sglang --gpu h100-sxm
+    EXPECT_DOUBLE_EQ(w.model()->results().fit->fraction, 0.835);
+    fraction->setValue(0.8);
+    EXPECT_TRUE(w.model()->scenario().deployment->fraction_given);
+    EXPECT_DOUBLE_EQ(w.model()->results().fit->fraction, 0.8);
+}
+
 TEST(Window, ChartSeriesAreUpdatedInPlaceNeverRebuilt) {
     MainWindow w(catalog(), false);
     const QList<QAbstractSeries*> series = w.chart()->chart()->series();

@@ -81,7 +81,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     }
     fraction_->setRange(0.01, 1.0);
     fraction_->setSingleStep(0.01);
-    fraction_->setDecimals(2);
+    fraction_->setDecimals(3);  // SGLang's defaults have three (0.835)
     for (const KvDtypeInfo& i : all_kv_dtypes())
         weight_dtype_->addItem(q(std::string(i.id)), static_cast<int>(i.dtype));
     // The versions whose startup rules the calculator has; the default first (as --vllm-version).
@@ -210,13 +210,19 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         const auto e = static_cast<Engine>(engine_->itemData(index).toInt());
         edit(tr("Change engine"), [e](Deployment& d, Scenario&) {
             d.engine = e;
-            d.fraction = default_fraction(e);  // each engine's own default
+            d.fraction = default_fraction(e);  // each engine's own default (SGLang's: derived for the GPU)
+            d.fraction_given = false;
         });
     });
     connect(fraction_, &QDoubleSpinBox::valueChanged, this, [edit](double f) {
         // Spinning through 0.90, 0.89, 0.88 … is one undo step.
         edit(
-            QObject::tr("Change memory fraction"), [f](Deployment& d, Scenario&) { d.fraction = f; }, kFractionEdits);
+            QObject::tr("Change memory fraction"),
+            [f](Deployment& d, Scenario&) {
+                d.fraction = f;
+                d.fraction_given = true;
+            },
+            kFractionEdits);
     });
     connect(weight_dtype_, &QComboBox::activated, this, [this, edit](int index) {
         const int data = weight_dtype_->itemData(index).toInt();
@@ -329,7 +335,8 @@ void DeploymentView::sync() {
         if (!bandwidth_->hasFocus() && !typed_.contains(bandwidth_))
             bandwidth_->setText(q(format_bytes(d.gpu.bandwidth_bytes_per_s, UnitSystem::decimal)) + "/s");
         engine_->setCurrentIndex(engine_->findData(static_cast<int>(d.engine)));
-        fraction_->setValue(d.fraction);
+        // SGLang's own default for this GPU and layout until one is given (as kvscope-cli fit shows it).
+        fraction_->setValue(effective_fraction(d, s.parallel));
         fraction_->setEnabled(engine_takes_fraction(d.engine));
         // "exact (the files)" first when the deployment (or else the model's files) has the weights' exact bytes,
         // "as quantized (…)" when it has a checkpoint's scheme; the item is touched only when it changes.

@@ -50,7 +50,9 @@ QString how_it_calculates_html() {
     QString engines;
     for (Engine e : {Engine::vllm, Engine::sglang, Engine::tensorrt_llm, Engine::llama_cpp, Engine::plain})
         engines += QStringLiteral("<li><b>%1</b> (default fraction %2): %3</li>")
-                       .arg(q(std::string(to_string(e))), QString::number(default_fraction(e), 'f', 2),
+                       .arg(q(std::string(to_string(e))),
+                            e == Engine::sglang ? QObject::tr("SGLang's own for the GPU")
+                                                : QString::number(default_fraction(e), 'f', 2),
                             q(std::string(budget_rule(e))).toHtmlEscaped());
     return QObject::tr(
                "<h3>How KVScope calculates</h3>"

@@ -68,6 +68,9 @@ struct Deployment {
     std::uint64_t gpu_count = 1;
     Engine engine = Engine::vllm;
     double fraction = 0.90;  // the engine's memory fraction
+    // The fraction was set by the user (--utilization, the window, a file): SGLang otherwise takes its own default
+    // for the GPU and layout (sglang_default_fraction).
+    bool fraction_given = false;
     KvDtype weight_dtype = KvDtype::bf16;
     // The fixed reserve of the engines without a profile run (SGLang, TensorRT-LLM, llama.cpp, plain). vLLM
     // derives its own from `vllm` unless `fixed_reserve` is set (--reserve/--overhead given).
@@ -107,6 +110,20 @@ struct ModelWeights {
 };
 // The deployment's quantization as its engine keeps it in memory (which may differ from the checkpoint's files).
 WeightQuant loaded_weight_quant(const Deployment& d);
+// SGLang's default mem_fraction_static for the deployment's GPU and layout (sglang/srt/server_args.py
+// _handle_gpu_memory_settings, v0.5.3 on), and what it keeps back in MiB to get there.
+struct SglangDefault {
+    double fraction = 0.88;
+    std::uint64_t chunked_prefill_size = 0;
+    std::uint64_t cuda_graph_max_bs = 0;
+    std::uint64_t reserved_mib = 0;
+};
+SglangDefault sglang_default_fraction(const Deployment& d, const Parallelism& parallel);
+// The fraction the fit applies: the given one, or SGLang's own default when none was given.
+double effective_fraction(const Deployment& d, const Parallelism& parallel);
+// What SGLang finds in use before it loads the weights (CUDA context, NCCL): its fraction applies to the rest.
+constexpr std::uint64_t kSglangContextBytes = 1ull << 30;
+
 // A new deployment's weights (and engine, with its default fraction) from the model's.
 void adopt_model_weights(Deployment& d, const ModelWeights& w);
 // The deployment's weights in a few words: "in bf16", or "432,704 bytes, exact from the GGUF's 3 tensors".
@@ -160,6 +177,7 @@ struct FitReport {
     std::uint64_t reserve_bytes_per_gpu = 0;        // activation reserve + runtime overhead the rule subtracts
     std::vector<ReserveItem> reserve_items;         // its parts (summing to reserve_bytes_per_gpu)
     bool reserve_estimated = false;                 // derived from vLLM's profile run, not given or fixed
+    double fraction = 0;                            // the engine's fraction applied (SGLang: its default if not given)
     std::int64_t kv_budget_bytes_per_gpu = 0;       // negative: the weights alone do not fit
     std::int64_t kv_budget_bytes = 0;               // all GPUs
     std::uint64_t kv_bytes_per_gpu = 0;             // what the workload's KV cache needs on the heaviest GPU
