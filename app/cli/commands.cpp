@@ -21,6 +21,12 @@ using json::Value;
 
 std::string percent(double p) { return number_text(p, Notation::fixed, 1) + "%"; }
 
+// A memory fraction with two decimals, three where it has them (SGLang's 0.835).
+std::string fraction_text(double f) {
+    const std::string three = number_text(f, Notation::fixed, 3);
+    return three.back() == '0' ? three.substr(0, three.size() - 1) : three;
+}
+
 std::string usage_error(const Errors& errors_in, const std::string& command) {
     Errors errors = errors_in;
     // vLLM's settings come only from their options: named as typed.
@@ -403,8 +409,7 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
     std::vector<std::pair<std::string, std::string>> rows{
         {"GPUs", std::to_string(f->gpus) + " × " + dep.gpu.name + ", " + format_bytes_both(f->memory_bytes_per_gpu, u) +
                      " each"},
-        {"engine", std::string(to_string(dep.engine)) + " (fraction " +
-                       fixed(f->fraction, dep.engine == Engine::sglang && !dep.fraction_given ? 3 : 2) +
+        {"engine", std::string(to_string(dep.engine)) + " (fraction " + fraction_text(f->fraction) +
                        "): " + std::string(budget_rule(dep.engine))},
         {"weights", format_bytes_both(f->weights_bytes, u) +
                         (f->weights_exact            ? ", " + f->weights_source + " ("
@@ -507,7 +512,10 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
                p.fits ? fixed(p.decode_tokens_per_s, 0) : "—"});
     std::vector<std::pair<std::string, std::string>> rows{
         {"GPU", dep.gpu.name + ", " + format_bytes_both(dep.gpu.memory_bytes, u) + " each"},
-        {"engine", std::string(to_string(dep.engine)) + " (fraction " + fixed(dep.fraction, 2) + ")"},
+        {"engine", std::string(to_string(dep.engine)) +
+                       (dep.engine == Engine::sglang && !dep.fraction_given
+                            ? std::string(" (fraction: SGLang's own for the GPU and each layout)")
+                            : " (fraction " + fraction_text(dep.fraction) + ")")},
         {"weights", weights_text(dep)},
     };
     r.out = header(s, src) + "\n" + key_values(rows) + "\n" + t.text();

@@ -391,9 +391,11 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
     else
         a.attention_bias = out.model_type == "qwen2" || out.model_type == "gpt2" || r.flag("bias").value_or(false);
     // The checkpoint's multi-token-prediction layers (DeepSeek-V3, GLM-4.5: configuration_deepseek_v3.py
-    // num_nextn_predict_layers; Qwen3-Next / Qwen3.5: mtp_num_hidden_layers), used when a deployment serves them.
+    // num_nextn_predict_layers; Qwen3.5: mtp_num_hidden_layers; Qwen3-Next: 1), used when a deployment serves them.
     if (const auto mtp = r.number({"num_nextn_predict_layers", "mtp_num_hidden_layers"}))
         a.mtp_layers = mtp->value, r.lines[Field::mtp_layers] = mtp->line, r.keys[Field::mtp_layers] = mtp->key;
+    else if (out.model_type == "qwen3_next")
+        a.mtp_layers = 1;  // Qwen3-Next's config names none; vLLM's qwen3_next_mtp.py takes 1 (getattr default)
     read_moe(r, out);
     read_dtypes(root, cfg, out);
     read_layouts(r, cfg, root, out);  // config_layouts.cpp: what each layer keeps, after the model dtype

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 
 #include "kvscope/calculator/decode.h"
@@ -87,6 +88,7 @@ void adopt_model_weights(Deployment& d, const ModelWeights& w) {
     if (w.engine) {
         d.engine = *w.engine;
         d.fraction = default_fraction(d.engine);
+        d.fraction_given = false;
     }
 }
 
@@ -115,7 +117,14 @@ SglangDefault sglang_default_fraction(const Deployment& d, const Parallelism& pa
     if (gpu_mib > 60 * 1024.0) reserved = std::max(reserved, 10 * 1024.0);
     if (d.mtp) reserved += 2 * 1024;
     s.reserved_mib = static_cast<std::uint64_t>(reserved);
-    if (gpu_mib > reserved) s.fraction = std::round((gpu_mib - reserved) / gpu_mib * 1000) / 1000;
+    // Python's round(x, 3) rounds the double's exact value, halves to even (0.8125 -> 0.812): to_chars with three
+    // decimals does the same, and reading it back gives that decimal's double.
+    if (gpu_mib > reserved) {
+        char digits[32];
+        const auto written =
+            std::to_chars(digits, digits + sizeof digits, (gpu_mib - reserved) / gpu_mib, std::chars_format::fixed, 3);
+        std::from_chars(digits, written.ptr, s.fraction);
+    }
     return s;
 }
 
@@ -342,10 +351,6 @@ std::string reserve_text(const FitReport& f, UnitSystem units) {
 
 Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Workload& workload_in,
                       const Parallelism& parallel, const Deployment& d) {
-    if (d.mtp && checkpoint.mtp_layers == 0)
-        return Errors{{Field::mtp_layers,
-                       "the model has no multi-token-prediction layers for --mtp to serve as a draft "
-                       "(num_nextn_predict_layers or mtp_num_hidden_layers in its config.json)"}};
     // Speculative decoding with the model's MTP layers: they are layers of the model served, weights and KV.
     const Architecture model_arch = d.mtp ? with_mtp_layers(checkpoint) : checkpoint;
     const Workload workload = engine_workload(workload_in, d.engine);
@@ -513,7 +518,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                               " (embeddings, norms, routers, …) in " + std::string(to_string(d.weight_dtype)) +
                               ", as vLLM loads them; an estimate from the parameter count");
             if (d.weight_quant->pad_hidden > 1 || d.weight_quant->pad_intermediate > 1)
-                r.notes.push_back(
+                r.notes.emplace_back(
                     "the experts are padded as vLLM's Marlin MXFP4 backend lays them out (A100; H100 up to 0.10); "
                     "its Triton backend (Hopper, later versions) pads none, about 8% less, and FlashInfer's on "
                     "Blackwell pads both sizes to 256, about 4% more (vllm/model_executor/layers/fused_moe/oracle/"
@@ -526,17 +531,27 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         r.notes.push_back("the recurrent state of " + format_count_of(workload.batch, "sequence", "sequences") +
                           " takes " + format_bytes(r.state_bytes_per_gpu) +
                           " per GPU beside the KV cache, whatever the context");
-    if (d.mtp)
+    if (d.mtp && checkpoint.mtp_layers == 0)
+        r.notes.emplace_back(
+            "--mtp: the model has no multi-token-prediction layers to serve as a draft "
+            "(num_nextn_predict_layers or mtp_num_hidden_layers in its config.json); none counted");
+    else if (d.mtp)
         r.notes.push_back(
             "speculative decoding with the model's " +
             format_count_of(checkpoint.mtp_layers, "MTP layer", "MTP layers") + ": " +
-            format_count(parameters(model_arch).total - parameters(checkpoint).total) +
-            " parameters and their KV cache more (vLLM's --speculative-config method mtp); the decode estimate is the "
-            "model's own step, as the speed-up depends on how many drafted tokens are accepted");
+            format_count(parameters(model_arch).total - parameters(checkpoint).total) + " parameters (" +
+            (r.weights_exact ? "in the files' exact bytes" : "in the weights") +
+            ") and their KV cache more (vLLM's --speculative-config method mtp); the decode estimate is the model's "
+            "own step, as the speed-up depends on how many drafted tokens are accepted");
     else if (checkpoint.mtp_layers > 0)
         r.notes.push_back("the checkpoint's " + format_count_of(checkpoint.mtp_layers, "MTP layer", "MTP layers") +
-                          (checkpoint.mtp_layers == 1 ? " is" : " are") +
-                          " not counted (--mtp serves them as a speculative draft)");
+                          (checkpoint.mtp_layers == 1 ? " is" : " are") + " not served" +
+                          (r.weights_exact ? ", though the files' exact bytes hold it" : " and not counted") +
+                          " (--mtp serves them as a speculative draft)");
+    if (d.mtp && checkpoint.mtp_layers > 0 && model_arch.state_layers() > 0)
+        r.notes.emplace_back(
+            "not exact: vLLM keeps one more recurrent-state page per layer for each drafted token "
+            "(model_executor/layers/mamba/abstract.py num_speculative_blocks); they are not counted");
     for (const auto& reason : arch.not_exact) r.notes.push_back("not exact: " + reason);
     return r;
 }

@@ -266,7 +266,10 @@ Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits) {
         o.set("gpu", Value::string(s.deployment->gpu.id));
         o.set("gpu_name", Value::string(s.deployment->gpu.name));
         o.set("engine", Value::string(std::string(to_string(s.deployment->engine))));
-        o.set("utilization", Value::number(s.deployment->fraction));
+        // SGLang's own default differs per layout: null then (each option's fit applies its own).
+        o.set("utilization", s.deployment->engine == Engine::sglang && !s.deployment->fraction_given
+                                 ? Value()
+                                 : Value::number(s.deployment->fraction));
         weights_and_engine_settings(s, o, std::nullopt);
     }
     o.set("gpus_per_node", Value::number(limits.gpus_per_node));

@@ -131,7 +131,7 @@ std::optional<WeightQuant> compressed_tensors(const Value& config, std::vector<s
                 ++count;
             }
     if (!weights) {
-        notes.push_back(
+        notes.emplace_back(
             "quantization_config 'compressed-tensors' names no weights scheme in config_groups; weights "
             "taken as the model's dtype");
         return std::nullopt;

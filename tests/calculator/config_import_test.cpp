@@ -303,6 +303,7 @@ TEST(ConfigImport, MtpLayersAreReadUnderBothSpellings) {
     EXPECT_EQ(c.find_model("deepseek-v3")->model.arch.mtp_layers, 1u);
     EXPECT_EQ(c.find_model("glm-4.7")->model.arch.mtp_layers, 1u);
     EXPECT_EQ(c.find_model("qwen3.5-35b-a3b")->model.arch.mtp_layers, 1u);
+    EXPECT_EQ(c.find_model("qwen3-next-80b-a3b")->model.arch.mtp_layers, 1u);  // none named: vLLM's default, 1
     EXPECT_EQ(c.find_model("kimi-k2")->model.arch.mtp_layers, 0u);
     EXPECT_EQ(c.find_model("llama-3-8b")->model.arch.mtp_layers, 0u);
     // More than any checkpoint carries is named by its key and line.

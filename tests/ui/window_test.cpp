@@ -210,18 +210,21 @@ TEST(Window, TheMtpDraftIsOfferedForModelsThatCarryIt) {
     EXPECT_FALSE(d->mtpField()->isVisibleTo(d));  // no MTP layers: nothing to offer
     w.model()->loadCatalogModel("glm-4.7");
     ASSERT_TRUE(d->mtpField()->isVisibleTo(d));
-    EXPECT_EQ(d->mtpField()->text(), "Speculative decoding with its 1 MTP layer(s)");
+    EXPECT_EQ(d->mtpField()->text(), "Speculative decoding with its 1 MTP layer");
     const std::uint64_t before = w.model()->results().fit->weights_bytes;
     d->mtpField()->click();
     EXPECT_TRUE(w.model()->scenario().deployment->mtp);
     EXPECT_GT(w.model()->results().fit->weights_bytes, before);
     EXPECT_TRUE(d->figuresLabel()->text().contains("speculative decoding with the model's 1 MTP layer"))
         << d->figuresLabel()->text().toStdString();
-    // Kept on while the model changes to one without: the option is marked and stays in reach to untick.
+    // Kept on while the model changes to one without: the model's own results show (none counted, said in a note),
+    // and the option stays in reach to untick.
     w.model()->loadCatalogModel("llama-3-8b");
     EXPECT_TRUE(d->mtpField()->isVisibleTo(d));
-    EXPECT_TRUE(d->mtpField()->toolTip().contains("no multi-token-prediction layers"))
-        << d->mtpField()->toolTip().toStdString();
+    EXPECT_EQ(d->mtpField()->text(), "Speculative decoding with its MTP layers (this model has none)");
+    EXPECT_EQ(w.model()->results().scenario.arch.name, w.model()->scenario().arch.name);
+    EXPECT_TRUE(d->figuresLabel()->text().contains("--mtp: the model has no multi-token-prediction layers"))
+        << d->figuresLabel()->text().toStdString();
 }
 
 TEST(Window, SglangsFractionIsItsOwnForTheGpuUntilOneIsGiven) {

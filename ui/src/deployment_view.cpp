@@ -390,7 +390,10 @@ void DeploymentView::sync() {
         // The model's own multi-token-prediction layers as a speculative draft (--mtp), offered when it has them.
         const std::uint64_t mtp_layers = s.arch.mtp_layers;
         if (auto* form = qobject_cast<QFormLayout*>(box_->layout())) form->setRowVisible(mtp_, mtp_layers > 0 || d.mtp);
-        mtp_->setText(tr("Speculative decoding with its %n MTP layer(s)", nullptr, static_cast<int>(mtp_layers)));
+        mtp_->setText(
+            mtp_layers > 0
+                ? tr("Speculative decoding with its %1").arg(q(format_count_of(mtp_layers, "MTP layer", "MTP layers")))
+                : tr("Speculative decoding with its MTP layers (this model has none)"));
         mtp_->setChecked(d.mtp);
         vllm_graphs_->setChecked(!d.vllm.enforce_eager);
         Deployment with_graphs = d;

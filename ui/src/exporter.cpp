@@ -175,7 +175,7 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                           .arg(s.deployment->gpu_count)
                           .arg(q(s.deployment->gpu.name), q(format_bytes(s.deployment->gpu.memory_bytes, units)),
                                q(std::string(to_string(s.deployment->engine))))
-                          .arg(s.deployment->fraction, 0, 'f', 2)
+                          .arg(r.fit ? r.fit->fraction : s.deployment->fraction, 0, 'f', 3)
                           .arg(q(weights_text(*s.deployment)));
         block(inputs.join('\n'), 9);
         y += 4;
