@@ -338,6 +338,23 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
         s.deployment = d;
     });
     ok &= save(&window, dir.filePath("quantized-fit.png"));
+    // GLM-4.7 with its MTP layer as a speculative draft, on SGLang: its own fraction for eight H200s.
+    model->loadCatalogModel("glm-4.7");
+    model->edit("Set up the example", [&catalog, weights = model->modelWeights()](Scenario& s) {
+        s.workload.context_tokens = 65536;
+        s.workload.batch = 16;
+        s.workload.block_size = 16;
+        s.parallel = {.tp = 8, .pp = 1};
+        Deployment d;
+        d.gpu = *catalog.find_gpu("h200");
+        d.gpu_count = 8;
+        adopt_model_weights(d, weights);
+        d.engine = Engine::sglang;
+        d.fraction = default_fraction(Engine::sglang);
+        d.mtp = true;
+        s.deployment = d;
+    });
+    ok &= save(&window, dir.filePath("mtp-sglang-fit.png"));
     window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
 
     // A layout KVScope does not model: its figures come with "not exact".
