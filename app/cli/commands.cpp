@@ -21,6 +21,18 @@ using json::Value;
 
 std::string percent(double p) { return number_text(p, Notation::fixed, 1) + "%"; }
 
+// What the model's import said of fields it does not model (an unknown quantization, a malformed key): in the
+// JSON's warnings, as the text prints them as notes.
+Value with_source_notes(Value v, const ScenarioSource& src) {
+    if (src.notes.empty()) return v;
+    Value warnings = Value::array();
+    if (const Value* old = v.find("warnings"); old && old->is_array())
+        for (const Value& w : old->items()) warnings.push(w);
+    for (const auto& n : src.notes) warnings.push(Value::string(n));
+    v.set("warnings", std::move(warnings));
+    return v;
+}
+
 // A memory fraction with two decimals, three where it has them (SGLang's 0.835).
 std::string fraction_text(double f) {
     const std::string three = number_text(f, Notation::fixed, 3);
@@ -247,7 +259,7 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
             v.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
             v.set("variants", variants_json(*variants));
         }
-        r.out = v.dump() + "\n";
+        r.out = with_source_notes(std::move(v), src).dump() + "\n";
         return r;
     }
     if (o.format == Format::csv) {
@@ -384,7 +396,7 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
     const MeasuredStep* measured = analysis->measured_step ? &*analysis->measured_step : nullptr;
     Output r;
     if (o.format == Format::json) {
-        r.out = fit_report_json(s, *f, *d, measured).dump() + "\n";
+        r.out = with_source_notes(fit_report_json(s, *f, *d, measured), src).dump() + "\n";
         return r;
     }
     if (o.format == Format::csv) {
@@ -482,7 +494,7 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
     }
     Output r;
     if (o.format == Format::json) {
-        r.out = plan_json(s, *plan, limits).dump() + "\n";
+        r.out = with_source_notes(plan_json(s, *plan, limits), src).dump() + "\n";
         return r;
     }
     if (o.format == Format::csv) {

@@ -166,6 +166,27 @@ TEST(Cli, AQuantizedCheckpointIsWeighedAsItsSchemeStoresIt) {
     EXPECT_GT(u64(json_of(plain), "weights_bytes"), quantized);
 }
 
+TEST(Cli, AQuantizationItCannotReadIsAWarningInTheJson) {
+    // A field that could change the answer and is not understood: said on screen and in the JSON's warnings.
+    const auto path =
+        std::filesystem::temp_directory_path() / ("kvscope-cli-quant-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(path) << R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4,
+        "hidden_size": 256, "vocab_size": 1000, "quantization_config": {"quant_method": "gptq", "bits": "8"}})";
+    const std::string said = "quantization_config 'gptq': bits is not a whole number of the right sign";
+    for (const char* command : {"kv", "fit --gpu h100-sxm", "plan --gpu h100-sxm"}) {
+        const CliRun j = cli(std::string(command) + " --config " + path.string() + " --json");
+        ASSERT_EQ(j.status, 0) << command << ": " << j.err;
+        const kvscope::json::Value v = json_of(j);
+        const kvscope::json::Value* w = v.find("warnings");
+        ASSERT_NE(w, nullptr) << command << ": " << j.out;
+        ASSERT_EQ(w->items().size(), 1u) << command << ": " << j.out;
+        EXPECT_EQ(w->items()[0].as_string().rfind(said, 0), 0u) << w->items()[0].as_string();
+    }
+    const CliRun text = cli("fit --gpu h100-sxm --config " + path.string());
+    std::filesystem::remove(path);
+    EXPECT_NE(text.out.find("note: " + said), std::string::npos) << text.out;
+}
+
 TEST(Cli, ConfigFileAndCsv) {
     const auto path =
         std::filesystem::temp_directory_path() / ("kvscope-cli-config-" + std::to_string(::getpid()) + ".json");
