@@ -456,6 +456,12 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
                              " ms per step → " + fixed(d->tokens_per_s_per_sequence, 1) + " tokens/s per sequence, " +
                              fixed(d->tokens_per_s_total, 0) + " tokens/s in all"},
     };
+    if (dep.draft)
+        rows.insert(rows.begin() + 3,
+                    {"draft", dep.draft->name + " (" + std::string(to_string(dep.draft->method)) +
+                                  "): " + format_si(static_cast<double>(f->draft_parameters)) + " parameters, " +
+                                  format_bytes_both(f->draft_weights_bytes, u) + " (in the weights above); its KV " +
+                                  format_count(f->draft_kv_bytes_per_token) + " bytes a token (in the KV needed)"});
     if (measured != nullptr) rows.emplace_back("decode measured", measured_step_text(*measured, *d));
     rows.insert(
         rows.end(),

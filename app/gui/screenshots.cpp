@@ -19,6 +19,7 @@
 #include <QUndoStack>
 
 #include <cstdio>
+#include <functional>
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/gguf_writer.h"
@@ -326,35 +327,41 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     });
     window.tabs()->setCurrentIndex(ui::MainWindow::DeploymentTab);
     ok &= save(&window, dir.filePath("hybrid-fit.png"));
+    // A catalog model deployed on `gpus` of a catalog GPU (tensor parallel over them) with the model's own weights,
+    // at a context and batch in vLLM's blocks of 16; `tweak` sets the rest of the deployment.
+    const auto deploy = [&](const char* id, std::uint64_t context, std::uint64_t batch, const char* gpu,
+                            std::uint64_t gpus, const std::function<void(Deployment&)>& tweak) {
+        model->loadCatalogModel(id);
+        model->edit("Set up the example", [&, weights = model->modelWeights()](Scenario& s) {
+            s.workload.context_tokens = context;
+            s.workload.batch = batch;
+            s.workload.block_size = 16;
+            s.parallel = {.tp = gpus, .pp = 1};
+            Deployment d;
+            d.gpu = *catalog.find_gpu(gpu);
+            d.gpu_count = gpus;
+            adopt_model_weights(d, weights);
+            tweak(d);
+            s.deployment = d;
+        });
+    };
     // A quantized checkpoint: gpt-oss-120b's MXFP4 experts on one H100, weighed as vLLM loads them.
-    model->loadCatalogModel("gpt-oss-120b");
-    model->edit("Set up the example", [&catalog, weights = model->modelWeights()](Scenario& s) {
-        s.workload.context_tokens = 32768;
-        s.workload.batch = 4;
-        s.workload.block_size = 16;
-        Deployment d;
-        d.gpu = *catalog.find_gpu("h100-sxm");
-        adopt_model_weights(d, weights);
-        s.deployment = d;
-    });
+    deploy("gpt-oss-120b", 32768, 4, "h100-sxm", 1, [](Deployment&) {});
     ok &= save(&window, dir.filePath("quantized-fit.png"));
     // GLM-4.7 with its MTP layer as a speculative draft, on SGLang: its own fraction for eight H200s.
-    model->loadCatalogModel("glm-4.7");
-    model->edit("Set up the example", [&catalog, weights = model->modelWeights()](Scenario& s) {
-        s.workload.context_tokens = 65536;
-        s.workload.batch = 16;
-        s.workload.block_size = 16;
-        s.parallel = {.tp = 8, .pp = 1};
-        Deployment d;
-        d.gpu = *catalog.find_gpu("h200");
-        d.gpu_count = 8;
-        adopt_model_weights(d, weights);
+    deploy("glm-4.7", 65536, 16, "h200", 8, [](Deployment& d) {
         d.engine = Engine::sglang;
         d.fraction = default_fraction(Engine::sglang);
         d.mtp = true;
-        s.deployment = d;
     });
     ok &= save(&window, dir.filePath("mtp-sglang-fit.png"));
+    // Llama 3 70B on four H100s with Llama 3.2 1B as a separate draft model: its weights and its layers' KV count.
+    deploy("llama-3-70b", 8192, 32, "h100-sxm", 4, [&catalog](Deployment& d) {
+        if (const CatalogModel* small = catalog.find_model("llama-3.2-1b"))
+            d.draft = draft_from_model(small->model, small->id, std::nullopt);
+    });
+    window.statusBar()->clearMessage();  // the previous model's format note is no part of this picture
+    ok &= save(&window, dir.filePath("draft-fit.png"));
     window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
 
     // A layout KVScope does not model: its figures come with "not exact".

@@ -263,6 +263,14 @@ const std::vector<Declared>& declared() {
         {"--mtp", "", S::deployment, kFit | kPlan | kWindow,
          "speculative decoding with the model's own multi-token-prediction layers (their weights and KV count)",
          flag(&Options::mtp)},
+        {"--draft", "MODEL", S::deployment, kFit | kPlan | kWindow,
+         "speculative decoding with a draft model: a catalog id, a config.json or model folder (an EAGLE head's "
+         "too); its weights and KV count; none removes a saved one",
+         text(&Options::draft)},
+        {"--draft-method", "M", S::deployment, kFit | kPlan | kWindow,
+         "how vLLM serves the draft: " + draft_method_list() +
+             " (default: eagle3 or eagle when the config's class names one, else draft_model)",
+         text(&Options::draft_method)},
         {"--vllm-version", "V", S::deployment, kFit | kPlan | kWindow,
          "the vLLM version whose startup rules apply: 0.6 and on (default 0." + std::to_string(kDefaultVllmMinor) + ")",
          text(&Options::vllm_version)},
@@ -554,6 +562,25 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
     }
     if (o.enforce_eager) d.vllm.enforce_eager = true;
     if (o.mtp) d.mtp = true;
+    std::optional<DraftMethod> method;
+    if (o.draft_method) {
+        method = parse_draft_method(*o.draft_method);
+        if (!method)
+            errors.push_back(
+                {"--draft-method", "'" + *o.draft_method + "' is not a method (" + draft_method_list() + ")"});
+        else if (!o.draft && !d.draft)
+            errors.push_back({"--draft-method", "there is no draft model to serve: give it with --draft MODEL"});
+    }
+    if (o.draft && *o.draft == "none") {
+        d.draft.reset();
+    } else if (o.draft) {
+        if (auto found = find_draft(*o.draft, method, catalog, "--draft"))
+            d.draft = *found;
+        else
+            for (const auto& e : found.errors()) errors.push_back(e);
+    } else if (method && d.draft) {
+        d.draft->method = *method;  // a saved draft served another way
+    }
     if (o.vllm_version) {
         if (const auto minor = parse_vllm_version(*o.vllm_version))
             d.vllm.version_minor = *minor;

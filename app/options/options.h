@@ -65,6 +65,8 @@ struct Options {
     bool step = false;
     bool enforce_eager = false;  // vLLM: no CUDA graphs
     bool mtp = false;            // the model's MTP layers serve as a speculative draft
+    // A separate draft model for speculative decoding ("none" removes a saved one), and vLLM's method for it.
+    std::optional<std::string> draft, draft_method;
 };
 
 // Usage errors carry the option's name: "--context: '12q' is not a whole number …", "--batch: models does not

@@ -396,6 +396,13 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
         a.mtp_layers = mtp->value, r.lines[Field::mtp_layers] = mtp->line, r.keys[Field::mtp_layers] = mtp->key;
     else if (out.model_type == "qwen3_next")
         a.mtp_layers = 1;  // Qwen3-Next's config names none; vLLM's qwen3_next_mtp.py takes 1 (getattr default)
+    // A speculative-decoding head (draft.h): its class, and an EAGLE-3 head's vocabulary and the target's width
+    // (vllm/model_executor/models/llama_eagle3.py reads draft_vocab_size and target_hidden_size).
+    if (const Value* archs = root.find("architectures");
+        archs && archs->is_array() && !archs->items().empty() && archs->items().front().is_string())
+        out.architecture = archs->items().front().as_string();
+    if (const auto v = r.number({"draft_vocab_size"})) out.draft_vocab_size = v->value;
+    if (const auto v = r.number({"target_hidden_size"})) out.target_hidden_size = v->value;
     read_moe(r, out);
     read_dtypes(root, cfg, out);
     read_layouts(r, cfg, root, out);  // config_layouts.cpp: what each layer keeps, after the model dtype

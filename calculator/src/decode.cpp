@@ -90,7 +90,8 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
     DecodeEstimate d;
     const std::uint64_t gpus = parallel.gpus();
     d.weight_bytes_read_per_gpu = ceil_div(*read, gpus);
-    d.kv_bytes_read_per_gpu = f.kv_bytes_per_gpu;
+    // The model's own step: a separate draft's cache is read by the draft's steps, not the model's.
+    d.kv_bytes_read_per_gpu = f.kv_bytes_per_gpu - f.draft_kv_bytes_per_gpu;
     d.state_bytes_read_per_gpu = f.state_bytes_per_gpu;  // every step reads (and rewrites) the whole state
     d.bytes_read_per_step_per_gpu = d.weight_bytes_read_per_gpu + d.kv_bytes_read_per_gpu + d.state_bytes_read_per_gpu;
     // Tensor-parallel GPUs read their shares at once; pipeline stages take their turns.
@@ -109,8 +110,8 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
     const Workload stored = engine_workload(workload, deployment.engine);  // as the fit stored it
     auto layout = KvLayout::make(engine_architecture(arch, deployment.engine), kv_dtype, stored, parallel);
     if (!layout) return layout.errors();
-    d.kv_exceeds_weights_at_tokens =
-        context_where_kv_exceeds(*layout, stored, f.weights_bytes_per_gpu, KvScope::heaviest_gpu);
+    d.kv_exceeds_weights_at_tokens = context_where_kv_exceeds(
+        *layout, stored, f.weights_bytes_per_gpu - ceil_div(f.draft_weights_bytes, gpus), KvScope::heaviest_gpu);
     return d;
 }
 

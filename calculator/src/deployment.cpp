@@ -115,7 +115,7 @@ SglangDefault sglang_default_fraction(const Deployment& d, const Parallelism& pa
     double reserved = 512 + 1.5 * static_cast<double>(std::max<std::uint64_t>(s.chunked_prefill_size, 2048)) +
                       2.0 * static_cast<double>(s.cuda_graph_max_bs) + static_cast<double>(tp * pp) / 8 * 1024;
     if (gpu_mib > 60 * 1024.0) reserved = std::max(reserved, 10 * 1024.0);
-    if (d.mtp) reserved += 2 * 1024;
+    if (d.mtp || d.draft) reserved += 2 * 1024;
     s.reserved_mib = static_cast<std::uint64_t>(reserved);
     // Python's round(x, 3) rounds the double's exact value, halves to even (0.8125 -> 0.812): to_chars with three
     // decimals does the same, and reading it back gives that decimal's double.
@@ -353,16 +353,19 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                       const Parallelism& parallel, const Deployment& d) {
     // Speculative decoding with the model's MTP layers: they are layers of the model served, weights and KV.
     const Architecture model_arch = d.mtp ? with_mtp_layers(checkpoint) : checkpoint;
+    // A separate draft model's layers cache in the same KV cache as the model's (draft.h with_draft_layers).
+    Result<Architecture> cache_arch = d.draft ? with_draft_layers(model_arch, *d.draft) : model_arch;
+    if (!cache_arch) return cache_arch.errors();
     const Workload workload = engine_workload(workload_in, d.engine);
-    const Architecture arch = engine_architecture(model_arch, d.engine);
+    const Architecture arch = engine_architecture(*cache_arch, d.engine);
     FitReport r;
     if (workload.block_size != workload_in.block_size)
         r.notes.emplace_back("llama.cpp keeps one contiguous cache: the block size is taken as 1");
-    if (arch.layer_specs != model_arch.layer_specs && !workload.full_window) {
+    if (arch.layer_specs != cache_arch->layer_specs && !workload.full_window) {
         // The window and what llama.cpp keeps for it, both read from the layers (engine_architecture made them).
         const LayerKind kind =
-            layer_window(model_arch, LayerKind::sliding) > 0 ? LayerKind::sliding : LayerKind::chunked;
-        const std::uint64_t w = layer_window(model_arch, kind), kept = layer_window(arch, kind);
+            layer_window(*cache_arch, LayerKind::sliding) > 0 ? LayerKind::sliding : LayerKind::chunked;
+        const std::uint64_t w = layer_window(*cache_arch, kind), kept = layer_window(arch, kind);
         r.notes.push_back(
             "llama.cpp keeps a sliding layer's window and one micro-batch (n_ubatch 512) more, padded to "
             "256 tokens" +
@@ -370,6 +373,11 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
             " (llama-kv-cache-iswa.cpp)");
     }
     Errors errors = validate(d, parallel);
+    // vllm/config/speculative.py: one method per server.
+    if (d.mtp && d.draft)
+        errors.push_back({Field::draft,
+                          "vLLM serves one speculative method: the model's MTP layers (--mtp) or a "
+                          "draft model (--draft), not both"});
     auto layout_or = KvLayout::make(arch, kv_dtype, workload, parallel);
     auto kv =
         layout_or ? kv_cache_report(*layout_or, arch, workload, parallel) : Result<KvCacheReport>(layout_or.errors());
@@ -378,17 +386,37 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     if (!errors.empty()) return errors;
     const KvLayout& layout = *layout_or;
 
-    const ParameterCount params = parameters(arch);
-    auto weights = stored_weights_bytes(arch, d);
-    if (!weights) return weights.errors();
+    const ParameterCount params = parameters(model_arch);
+    auto stored = stored_weights_bytes(model_arch, d);
+    if (!stored) return stored.errors();
+    std::uint64_t weights = *stored;
+    if (d.draft) {
+        const DraftParameters dp = draft_parameters(*d.draft);
+        auto bytes = weights_bytes(dp.own, d.weight_dtype);
+        if (!bytes) return bytes.errors();
+        const Checked all = Checked(weights) + *bytes;
+        if (all.overflow()) return overflow_error(Field::draft, "the weights with the draft's");
+        weights = all.value();
+        r.draft_parameters = dp.own;
+        r.draft_weights_bytes = *bytes;
+        // Its layers' share of the cache, a token's and a GPU's: the cache with them less the cache without.
+        const Architecture own = engine_architecture(model_arch, d.engine);
+        auto without = KvLayout::make(own, kv_dtype, workload, parallel);
+        if (!without) return without.errors();
+        auto without_kv = kv_cache_report(*without, own, workload, parallel);
+        if (!without_kv) return without_kv.errors();
+        r.draft_kv_bytes_per_token =
+            layout.bytes_per_token_all_gpus().value() - without->bytes_per_token_all_gpus().value();
+        r.draft_kv_bytes_per_gpu = kv->per_gpu_bytes - without_kv->per_gpu_bytes;
+    }
     const std::uint64_t gpus = parallel.gpus();
     r.engine = d.engine;
     r.gpus = gpus;
     r.parameters = params.total;
     r.parameters_estimated = params.estimated;
     r.memory_bytes_per_gpu = d.gpu.memory_bytes;
-    r.weights_bytes = *weights;
-    r.weights_bytes_per_gpu = ceil_div(*weights, gpus);
+    r.weights_bytes = weights;
+    r.weights_bytes_per_gpu = ceil_div(weights, gpus);
     r.kv_bytes_per_gpu = kv->per_gpu_bytes;
     r.state_bytes_per_gpu = kv->state_bytes_per_gpu;
     r.memory_bytes_per_gpu_needed = r.plain_memory_bytes_per_gpu = kv->memory_bytes_per_gpu;
@@ -429,7 +457,8 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                           " MiB kept back (512 + 1.5 x chunked prefill " + format_count(g.chunked_prefill_size) +
                           " + 2 x CUDA-graph batch " + format_count(g.cuda_graph_max_bs) +
                           " + TP x PP / 8 GiB, at least 10 GiB above 60 GiB" +
-                          (d.mtp ? ", 2 GiB more for the draft" : "") + ") of " + format_bytes(d.gpu.memory_bytes) +
+                          (d.mtp || d.draft ? ", 2 GiB more for the draft" : "") + ") of " +
+                          format_bytes(d.gpu.memory_bytes) +
                           " (sglang/srt/server_args.py, v0.5.3 on); --utilization sets it");
     }
     i128 budget = 0, unused = 0;
@@ -511,7 +540,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                            : d.weights_source;
     if (!r.weights_exact && d.weight_quant) {
         r.weights_quant = weight_quant_label(loaded_weight_quant(d));
-        if (auto q = quantized_weights(arch, loaded_weight_quant(d), d.weight_dtype, false)) {
+        if (auto q = quantized_weights(model_arch, loaded_weight_quant(d), d.weight_dtype, false)) {
             r.weights_quantized_parameters = q->quantized;
             r.notes.push_back("weights estimated for the checkpoint's quantization (" + r.weights_quant + "): " +
                               format_count(q->quantized) + " parameters quantized, the other " + format_count(q->rest) +
@@ -548,6 +577,30 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                           (checkpoint.mtp_layers == 1 ? " is" : " are") + " not served" +
                           (r.weights_exact ? ", though the files' exact bytes hold it" : " and not counted") +
                           " (--mtp serves them as a speculative draft)");
+    if (d.draft) {
+        const DraftModel& dm = *d.draft;
+        const DraftParameters dp = draft_parameters(dm);
+        const std::string shared = dm.method == DraftMethod::draft_model ? std::string()
+                                   : dm.method == DraftMethod::eagle
+                                       ? "; the model's embedding and LM head serve it (not counted again)"
+                                       : "; the model's embedding serves it, its LM head over " +
+                                             format_count(dm.draft_vocab > 0 ? dm.draft_vocab : dm.arch.vocab_size) +
+                                             " tokens is its own";
+        r.notes.push_back("speculative decoding with the draft " + dm.name + " (vLLM's --speculative-config method " +
+                          std::string(to_string(dm.method)) + "): " + format_count(dp.own) + " parameters" +
+                          (dp.estimated ? " (estimated)" : "") + ", " + format_bytes(r.draft_weights_bytes) + " in " +
+                          std::string(to_string(d.weight_dtype)) + ", and its " +
+                          format_count_of(dm.arch.attention_layers(), "attention layer's", "attention layers'") +
+                          " KV cache, " + format_count(r.draft_kv_bytes_per_token) +
+                          " bytes a token, in the model's cache" + shared +
+                          "; the decode estimate is the model's own step");
+        if (dm.method == DraftMethod::draft_model && dm.arch.vocab_size != checkpoint.vocab_size &&
+            dm.arch.vocab_size > 0 && checkpoint.vocab_size > 0)
+            r.notes.push_back("the draft's vocabulary (" + format_count(dm.arch.vocab_size) + ") is not the model's (" +
+                              format_count(checkpoint.vocab_size) +
+                              "): vLLM refuses a draft model whose vocabulary differs "
+                              "(vllm/v1/spec_decode/draft_model.py)");
+    }
     if (d.mtp && checkpoint.mtp_layers > 0 && model_arch.state_layers() > 0)
         r.notes.emplace_back(
             "not exact: vLLM keeps one more recurrent-state page per layer for each drafted token "

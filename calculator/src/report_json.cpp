@@ -168,6 +168,19 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
     o.set("weights_bytes_per_gpu", Value::number(f.weights_bytes_per_gpu));
     o.set("weights_exact", Value::boolean(f.weights_exact));
     if (f.weights_exact) o.set("weights_source", Value::string(f.weights_source));
+    if (s.deployment && s.deployment->draft) {
+        const DraftModel& dm = *s.deployment->draft;
+        Value dr = Value::object();
+        dr.set("name", Value::string(dm.name));
+        dr.set("method", Value::string(std::string(to_string(dm.method))));
+        dr.set("layers", Value::number(dm.arch.layers));
+        dr.set("parameters", Value::number(f.draft_parameters));
+        dr.set("weights_bytes", Value::number(f.draft_weights_bytes));
+        dr.set("kv_bytes_per_token", Value::number(f.draft_kv_bytes_per_token));
+        o.set("draft", std::move(dr));
+    } else {
+        o.set("draft", Value());
+    }
     o.set("reserve_bytes_per_gpu", Value::number(f.reserve_bytes_per_gpu));
     Value items = Value::array();
     for (const ReserveItem& item : f.reserve_items) {

@@ -135,6 +135,12 @@ struct Choices<Engine> {
     static std::string list() { return engine_list(); }
 };
 
+template <>
+struct Choices<DraftMethod> {
+    static std::optional<DraftMethod> parse(std::string_view t) { return parse_draft_method(t); }
+    static std::string list() { return draft_method_list(); }
+};
+
 // Each struct's members, listed once, in the order a file holds them: the writer and the reader below
 // both walk these lists, so a member is saved and opened by the same line. `Self` is the struct, const
 // when it is written.
@@ -271,6 +277,16 @@ void members(Self& q, V& v) {
 }
 
 template <class Self, class V>
+requires Of<Self, DraftModel>
+void members(Self& m, V& v) {
+    v.value("name", m.name);
+    v.choice("method", m.method);
+    v.object("architecture", m.arch);
+    v.value("draft_vocab", m.draft_vocab, Need::when_set);
+    v.value("target_hidden", m.target_hidden, Need::when_set);
+}
+
+template <class Self, class V>
 requires Of<Self, Deployment>
 void members(Self& d, V& v) {
     v.object("gpu", d.gpu);
@@ -289,6 +305,7 @@ void members(Self& d, V& v) {
     v.value("weights_source", d.weights_source, Need::when_set);
     v.maybe("weight_quant", d.weight_quant);
     v.value("mtp", d.mtp, Need::when_set);
+    v.maybe("draft", d.draft);
 }
 
 template <class Self, class V>

@@ -166,6 +166,60 @@ TEST(Cli, AQuantizedCheckpointIsWeighedAsItsSchemeStoresIt) {
     EXPECT_GT(u64(json_of(plain), "weights_bytes"), quantized);
 }
 
+TEST(Cli, ADraftModelCountsInTheFitsTableAndJson) {
+    // An EAGLE-3 head's config.json in a folder with a space and a non-ASCII letter, as users keep them.
+    const auto dir = std::filesystem::temp_directory_path() / ("kvscope draft é " + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "config.json") << R"({"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",
+        "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 1,
+        "num_key_value_heads": 8, "vocab_size": 128256, "draft_vocab_size": 32000, "torch_dtype": "float16",
+        "tie_word_embeddings": false, "max_position_embeddings": 2048})";
+    const std::string base = "fit --model llama-3-8b --gpu h100-sxm --context 8k --draft '" + dir.string() + "'";
+    const CliRun r = cli(base);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("draft:           " + dir.string() +
+                         " (eagle3): 425 M parameters, 810 MiB (849 MB) (in the "
+                         "weights above); its KV 4,096 bytes a token (in the KV needed)"),
+              std::string::npos)
+        << r.out;
+    const CliRun j = cli(base + " --json");
+    ASSERT_EQ(j.status, 0) << j.err;
+    const kvscope::json::Value v = json_of(j);
+    const kvscope::json::Value* draft = v.find("draft");
+    ASSERT_TRUE(draft && draft->is_object()) << j.out;
+    EXPECT_EQ(draft->find("method")->as_string(), "eagle3");
+    EXPECT_EQ(u64(*draft, "parameters"), 424'689'664u);
+    EXPECT_EQ(u64(*draft, "weights_bytes"), 2 * 424'689'664ull);
+    EXPECT_EQ(u64(*draft, "kv_bytes_per_token"), 4096u);
+    // Without it: null, and the weights and cache are the model's alone.
+    const CliRun alone = cli("fit --model llama-3-8b --gpu h100-sxm --context 8k --json");
+    ASSERT_EQ(alone.status, 0) << alone.err;
+    const kvscope::json::Value a = json_of(alone);
+    EXPECT_TRUE(a.find("draft")->is_null());
+    EXPECT_EQ(u64(v, "weights_bytes") - u64(a, "weights_bytes"), 2 * 424'689'664ull);
+    // --draft-method overrides the class; what is wrong is named by the option.
+    const CliRun eagle = cli(base + " --draft-method eagle --json");
+    ASSERT_EQ(eagle.status, 0) << eagle.err;
+    EXPECT_EQ(json_of(eagle).find("draft")->find("method")->as_string(), "eagle");
+    const CliRun bad_method = cli(base + " --draft-method medusa");
+    EXPECT_NE(bad_method.status, 0);
+    EXPECT_NE(bad_method.err.find("--draft-method: 'medusa' is not a method (draft_model, eagle, eagle3)"),
+              std::string::npos)
+        << bad_method.err;
+    const CliRun lonely = cli("fit --model llama-3-8b --gpu h100-sxm --draft-method eagle");
+    EXPECT_NE(lonely.err.find("--draft-method: there is no draft model to serve"), std::string::npos) << lonely.err;
+    const CliRun unknown = cli("fit --model llama-3-8b --gpu h100-sxm --draft no-such-draft");
+    EXPECT_NE(unknown.status, 0);
+    EXPECT_NE(unknown.err.find("--draft: unknown draft model 'no-such-draft'"), std::string::npos) << unknown.err;
+    const CliRun both = cli(base + " --mtp");
+    EXPECT_NE(both.status, 0);
+    EXPECT_NE(both.err.find("fit: vLLM serves one speculative method"), std::string::npos) << both.err;
+    std::filesystem::remove_all(dir);
+    // A catalog model as the draft, in plan too.
+    const CliRun plan = cli("plan --model llama-3-70b --gpu h100-sxm --context 32k --batch 8 --draft llama-3.2-1b");
+    ASSERT_EQ(plan.status, 0) << plan.err;
+}
+
 TEST(Cli, AQuantizationItCannotReadIsAWarningInTheJson) {
     // A field that could change the answer and is not understood: said on screen and in the JSON's warnings.
     const auto path =

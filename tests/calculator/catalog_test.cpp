@@ -29,6 +29,7 @@ TEST(Catalog, BytesPerTokenOfEveryModelMatchesTheHandArithmetic) {
         {"llama-3-8b", 2ull * 32 * 8 * 128 * 2},             // 131,072 bf16
         {"llama-3-70b", 2ull * 80 * 8 * 128 * 2},            // 327,680 bf16
         {"llama-3.1-405b", 2ull * 126 * 8 * 128 * 2},        // 516,096 bf16
+        {"llama-3.2-1b", 2ull * 16 * 8 * 64 * 2},            // 32,768 bf16
         {"mistral-7b-v0.1", 2ull * 32 * 8 * 128 * 2},        // 131,072 bf16
         {"mixtral-8x7b", 2ull * 32 * 8 * 128 * 2},           // 131,072 bf16
         {"qwen2.5-7b", 2ull * 28 * 4 * 128 * 2},             // 57,344 bf16 (3584 / 28 = 128)

@@ -10,6 +10,7 @@
 #include <QCompleter>
 #include <QDir>
 #include <QDoubleSpinBox>
+#include <QFile>
 #include <QGroupBox>
 #include <QLabel>
 #include <QLegendMarker>
@@ -225,6 +226,59 @@ TEST(Window, TheMtpDraftIsOfferedForModelsThatCarryIt) {
     EXPECT_EQ(w.model()->results().scenario.arch.name, w.model()->scenario().arch.name);
     EXPECT_TRUE(d->figuresLabel()->text().contains("--mtp: the model has no multi-token-prediction layers"))
         << d->figuresLabel()->text().toStdString();
+}
+
+TEST(Window, ADraftModelComesFromTheCatalogOrAFileAndIsUndone) {
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("llama-3-70b");
+    w.deployment()->enableBox()->setChecked(true);
+    DeploymentView* d = w.deployment();
+    QComboBox* draft = d->draftField();
+    EXPECT_EQ(draft->currentText(), "none");
+    EXPECT_FALSE(d->draftMethodField()->isVisibleTo(d));
+    const std::uint64_t alone = w.model()->results().fit->weights_bytes;
+    const int small = draft->findData(QStringLiteral("llama-3.2-1b"));
+    ASSERT_GE(small, 0);
+    draft->setCurrentIndex(small);
+    emit draft->activated(small);
+    ASSERT_TRUE(w.model()->scenario().deployment->draft.has_value());
+    EXPECT_EQ(w.model()->results().fit->weights_bytes - alone, 2 * 1'235'814'400ull);
+    EXPECT_TRUE(d->draftMethodField()->isVisibleTo(d));
+    EXPECT_EQ(d->draftMethodField()->currentText(), "draft_model");
+    EXPECT_TRUE(d->figuresLabel()->text().contains("speculative decoding with the draft llama-3.2-1b"))
+        << d->figuresLabel()->text().toStdString();
+    // A file that cannot be read is said under the form; the draft there stays.
+    d->chooseDraftFile(QStringLiteral("/no/such/folder/config.json"));
+    EXPECT_EQ(w.model()->scenario().deployment->draft->name, "llama-3.2-1b");
+    EXPECT_TRUE(draft->toolTip().contains("no such file or folder")) << draft->toolTip().toStdString();
+    const auto labels = d->findChildren<QLabel*>();
+    EXPECT_TRUE(std::any_of(labels.begin(), labels.end(), [](QLabel* l) {
+        return l->text().startsWith("Draft model: file: /no/such/folder/config.json: no such file or folder");
+    }));
+    // An EAGLE-3 head's config.json in a folder named with a space and a non-ASCII letter: its method from its class.
+    const QString dir =
+        QDir::temp().filePath(QStringLiteral("kvscope draft ü %1").arg(QCoreApplication::applicationPid()));
+    ASSERT_TRUE(QDir().mkpath(dir));
+    {
+        QFile f(dir + "/config.json");
+        ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+        f.write(R"({"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 8192,
+            "intermediate_size": 28672, "num_attention_heads": 64, "num_hidden_layers": 1, "num_key_value_heads": 8,
+            "vocab_size": 128256, "draft_vocab_size": 32000, "torch_dtype": "bfloat16"})");
+    }
+    d->chooseDraftFile(dir + "/config.json");
+    QDir(dir).removeRecursively();
+    ASSERT_TRUE(w.model()->scenario().deployment->draft.has_value());
+    EXPECT_EQ(w.model()->scenario().deployment->draft->method, DraftMethod::eagle3);
+    EXPECT_EQ(d->draftMethodField()->currentText(), "eagle3");
+    EXPECT_TRUE(draft->currentText().startsWith("kvscope draft ü")) << draft->currentText().toStdString();
+    // Undo: the catalog draft, then none; the file's item goes with it.
+    w.model()->undoStack()->undo();
+    EXPECT_EQ(draft->currentText(), "Llama 3.2 1B");
+    EXPECT_EQ(draft->findText(QStringLiteral("kvscope draft ü"), Qt::MatchStartsWith), -1);
+    w.model()->undoStack()->undo();
+    EXPECT_EQ(draft->currentText(), "none");
+    EXPECT_EQ(w.model()->results().fit->weights_bytes, alone);
 }
 
 TEST(Window, SglangsFractionIsItsOwnForTheGpuUntilOneIsGiven) {

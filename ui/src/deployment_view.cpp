@@ -3,6 +3,7 @@
 #include <QBoxLayout>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QFileDialog>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -26,6 +27,9 @@ constexpr int kFractionEdits = 2;  // undo merge id (1 is the context slider's)
 
 // The Weights box's item for "the bytes the model's files give" (every other item is a KvDtype).
 constexpr int kExactWeights = -1;
+// The Draft model box's items besides the catalog's ids: no draft, a file to choose.
+const QString kNoDraft = QStringLiteral("");
+const QString kDraftFile = QStringLiteral("@file");
 
 // The deployment a user starts from when they tick the box: the first catalog GPU (or an
 // 80 GiB one), as many GPUs as the parallel layout uses, vLLM's rule.
@@ -59,6 +63,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
       vllm_seqs_(new QLineEdit),
       vllm_graphs_(new QCheckBox(tr("CUDA graphs"))),
       mtp_(new QCheckBox),
+      draft_(new QComboBox),
+      draft_method_(new QComboBox),
       rule_(new QLabel),
       verdict_(new QLabel),
       bars_(new GpuMemoryBar),
@@ -88,6 +94,15 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     vllm_version_->addItem(tr("0.%1 (default)").arg(kDefaultVllmMinor), QVariant(qulonglong{0}));
     for (std::uint64_t minor = kNewestVllmRules; minor >= kOldestVllmMinor; --minor)
         vllm_version_->addItem(QStringLiteral("0.%1").arg(minor), QVariant(static_cast<qulonglong>(minor)));
+    draft_->addItem(tr("none"), kNoDraft);
+    for (const CatalogModel& m : model_->catalog().models()) draft_->addItem(q(m.name), q(m.id));
+    draft_->addItem(tr("From a file…"), kDraftFile);
+    draft_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    draft_->setMinimumContentsLength(18);
+    for (std::size_t i = 0; i < kDraftMethodCount; ++i) {
+        const auto m = static_cast<DraftMethod>(i);
+        draft_method_->addItem(q(std::string(to_string(m))), static_cast<int>(m));
+    }
     rule_->setWordWrap(true);
     rule_->setForegroundRole(QPalette::PlaceholderText);
     QFont big = verdict_->font();
@@ -110,7 +125,9 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                                                                         {weight_dtype_, "Weights"},
                                                                         {vllm_version_, "vLLM version"},
                                                                         {vllm_tokens_, "Tokens per step"},
-                                                                        {vllm_seqs_, "Sequences per step"}};
+                                                                        {vllm_seqs_, "Sequences per step"},
+                                                                        {draft_, "Draft model"},
+                                                                        {draft_method_, "Draft method"}};
     for (const auto& [w, name] : names) w->setAccessibleName(tr(name));
     marks_.add(gpu_, {}, tr("The GPU model, from the catalog, or Custom to enter your own memory and bandwidth."));
     // The GPU count is TP × PP: it is set there (or by a row of the plan), never guessed from a count.
@@ -140,6 +157,14 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     marks_.add(mtp_, {Field::mtp_layers},
                tr("As vLLM's --speculative-config method mtp: the layers' weights and KV cache count "
                   "(kvscope-cli fit --mtp)."));
+    marks_.add(draft_, {Field::draft},
+               tr("Speculative decoding with a separate draft model (vLLM --speculative-config model=…): a small "
+                  "model of the same family, or an EAGLE head's config.json. Its weights and its layers' KV cache "
+                  "count (kvscope-cli fit --draft)."));
+    marks_.add(draft_method_, {},
+               tr("How vLLM serves the draft: draft_model loads all of it; eagle and eagle3 heads use the model's "
+                  "embedding (eagle its LM head too). Read from the config's class when it names one "
+                  "(--draft-method)."));
     auto* form = new QFormLayout(box_);
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     form->addRow(tr("&GPU"), gpu_);
@@ -154,6 +179,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     form->addRow(tr("Sequences per step"), vllm_seqs_);
     form->addRow(QString(), vllm_graphs_);
     form->addRow(QString(), mtp_);
+    form->addRow(tr("&Draft model"), draft_);
+    form->addRow(tr("Draft method"), draft_method_);
     form->addRow(rule_);
     form->addRow(errors_);
 
@@ -251,7 +278,45 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         edit(tr("Change vLLM version"), [minor](Deployment& d, Scenario&) { d.vllm.version_minor = minor; });
     });
     connect(mtp_, &QCheckBox::clicked, this, [edit](bool on) {
-        edit(QObject::tr("Change the MTP draft"), [on](Deployment& d, Scenario&) { d.mtp = on; });
+        // vLLM serves one speculative method: the MTP layers replace a draft model.
+        edit(QObject::tr("Change the MTP draft"), [on](Deployment& d, Scenario&) {
+            d.mtp = on;
+            if (on) d.draft.reset();
+        });
+    });
+    connect(draft_, &QComboBox::activated, this, [this, edit](int index) {
+        typed_.remove(draft_);
+        const QString id = draft_->itemData(index).toString();
+        if (id == kDraftFile) {
+            const QString path = QFileDialog::getOpenFileName(
+                this, tr("Draft model"), QString(),
+                tr("Model files (*.json *.gguf);;Hugging Face config.json (*.json);;GGUF (*.gguf);;All files (*)"));
+            if (path.isEmpty())
+                sync();  // back to the draft there is
+            else
+                chooseDraftFile(path);
+            return;
+        }
+        if (id == kNoDraft) {
+            edit(tr("Remove the draft model"), [](Deployment& d, Scenario&) { d.draft.reset(); });
+            return;
+        }
+        auto found = find_draft(id.toStdString(), std::nullopt, model_->catalog(), "Draft model");
+        if (!found) {
+            typed_.insert(draft_, q(found.errors().front().message));
+            sync();
+            return;
+        }
+        edit(tr("Change the draft model"), [&found](Deployment& d, Scenario&) {
+            d.draft = *found;
+            d.mtp = false;
+        });
+    });
+    connect(draft_method_, &QComboBox::activated, this, [this, edit](int index) {
+        const auto m = static_cast<DraftMethod>(draft_method_->itemData(index).toInt());
+        edit(tr("Change the draft method"), [m](Deployment& d, Scenario&) {
+            if (d.draft) d.draft->method = m;
+        });
     });
     connect(vllm_graphs_, &QCheckBox::clicked, this, [edit](bool graphs) {
         edit(QObject::tr("Change CUDA graphs"), [graphs](Deployment& d, Scenario&) { d.vllm.enforce_eager = !graphs; });
@@ -289,6 +354,21 @@ void DeploymentView::commitVllmBatch() {
     if (!(v == model_->scenario().deployment->vllm))
         model_->edit(tr("Change vLLM's batch limits"), [&v](Scenario& s) { s.deployment->vllm = v; });
     sync();
+}
+
+void DeploymentView::chooseDraftFile(const QString& path) {
+    if (!model_->scenario().deployment) return;
+    typed_.remove(draft_);
+    auto found = find_draft(path.toStdString(), std::nullopt, model_->catalog(), "Draft model");
+    if (!found) {
+        typed_.insert(draft_, q(found.errors().front().message));
+        sync();
+        return;
+    }
+    model_->edit(tr("Change the draft model"), [&found](Scenario& s) {
+        s.deployment->draft = *found;
+        s.deployment->mtp = false;
+    });
 }
 
 void DeploymentView::resizeEvent(QResizeEvent* event) {
@@ -395,6 +475,20 @@ void DeploymentView::sync() {
                 ? tr("Speculative decoding with its %1").arg(q(format_count_of(mtp_layers, "MTP layer", "MTP layers")))
                 : tr("Speculative decoding with its MTP layers (this model has none)"));
         mtp_->setChecked(d.mtp);
+        // The draft: a catalog model by its id, any other (a file) listed by its name before "From a file…".
+        const QString draft_id = d.draft ? q(d.draft->name) : kNoDraft;
+        for (int i = draft_->count() - 1; i >= 0; --i)
+            if (draft_->itemData(i, Qt::UserRole + 1).toBool() && draft_->itemData(i).toString() != draft_id)
+                draft_->removeItem(i);
+        if (draft_->findData(draft_id) < 0) {
+            draft_->insertItem(draft_->count() - 1, q(model_name_from_path(d.draft->name)), draft_id);
+            draft_->setItemData(draft_->count() - 2, true, Qt::UserRole + 1);  // a file's item, removed with it
+            draft_->setItemData(draft_->count() - 2, draft_id, Qt::ToolTipRole);
+        }
+        draft_->setCurrentIndex(draft_->findData(draft_id));
+        if (auto* form = qobject_cast<QFormLayout*>(box_->layout()))
+            form->setRowVisible(draft_method_, d.draft.has_value());
+        if (d.draft) draft_method_->setCurrentIndex(draft_method_->findData(static_cast<int>(d.draft->method)));
         vllm_graphs_->setChecked(!d.vllm.enforce_eager);
         Deployment with_graphs = d;
         with_graphs.vllm.enforce_eager = false;
@@ -510,6 +604,13 @@ void DeploymentView::refreshResults() {
                                                       .arg(q(format_bytes(f.memory_bytes_per_gpu_needed, units)),
                                                            q(format_bytes(f.kv_bytes_per_gpu, units)),
                                                            q(format_bytes(f.state_bytes_per_gpu, units))));
+    // A separate draft model's share of both, as kvscope-cli fit's "draft:" line gives it.
+    if (const auto& dm = r.scenario.deployment ? r.scenario.deployment->draft : std::nullopt)
+        rows << tr("Draft %1 (%2): %3 parameters, %4 of the weights; its KV %5 bytes a token, %6 per GPU of the need")
+                    .arg(q(dm->name).toHtmlEscaped(), q(std::string(to_string(dm->method))),
+                         q(format_si(static_cast<double>(f.draft_parameters))),
+                         q(format_bytes(f.draft_weights_bytes, units)), q(format_count(f.draft_kv_bytes_per_token)),
+                         q(format_bytes(f.draft_kv_bytes_per_gpu, units)));
     // What the engine keeps back, part by part, in the words kvscope-cli fit uses.
     rows << (f.reserve_estimated ? tr("Reserve %1 per GPU (estimate): %2") : tr("Reserve %1 per GPU: %2"))
                 .arg(q(format_bytes(f.reserve_bytes_per_gpu, units)), q(reserve_text(f, units)).toHtmlEscaped());

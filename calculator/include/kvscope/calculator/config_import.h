@@ -33,6 +33,12 @@ struct ImportedModel {
     std::optional<Engine> engine;  // the engine the file is made for (llama.cpp for a GGUF), when it says
     // A quantized checkpoint's scheme (quantization_config); weight_dtype is then its unquantized parts' format.
     std::optional<WeightQuant> weight_quant;
+    // What a speculative-decoding head's config says of itself (draft.h): the class it names first in
+    // `architectures` (EagleLlamaForCausalLM, LlamaForCausalLMEagle3), and an EAGLE-3 head's own vocabulary
+    // (draft_vocab_size) and the target width its fc reads (target_hidden_size); 0 when not given.
+    std::string architecture;
+    std::uint64_t draft_vocab_size = 0;
+    std::uint64_t target_hidden_size = 0;
 
     [[nodiscard]] ModelWeights model_weights() const {
         return {weight_dtype, weights_bytes, weights_source, engine, weight_quant};

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kvscope/calculator/architecture.h"
+#include "kvscope/calculator/draft.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/kv_dtype.h"
 #include "kvscope/calculator/result.h"
@@ -87,6 +88,9 @@ struct Deployment {
     std::optional<WeightQuant> weight_quant;
     // Speculative decoding with the model's own MTP layers (Architecture::mtp_layers): their weights and KV count.
     bool mtp = false;
+    // Speculative decoding with a separate draft model (vLLM --speculative-config model=…): its weights, in
+    // weight_dtype as vLLM loads a draft in the target's dtype (vllm/config/speculative.py), and its KV cache count.
+    std::optional<DraftModel> draft;
     friend bool operator==(const Deployment&, const Deployment&) = default;
 };
 
@@ -174,6 +178,12 @@ struct FitReport {
     // stores quantized; empty and 0 for weights in one format.
     std::string weights_quant;
     std::uint64_t weights_quantized_parameters = 0;
+    // A separate draft model's share (Deployment::draft), included in weights_bytes and the KV figures: its
+    // parameters, their bytes, and its layers' KV cache per token (all GPUs). 0 without a draft.
+    std::uint64_t draft_parameters = 0;
+    std::uint64_t draft_weights_bytes = 0;
+    std::uint64_t draft_kv_bytes_per_token = 0;
+    std::uint64_t draft_kv_bytes_per_gpu = 0;       // of kv_bytes_per_gpu, at the workload
     std::uint64_t reserve_bytes_per_gpu = 0;        // activation reserve + runtime overhead the rule subtracts
     std::vector<ReserveItem> reserve_items;         // its parts (summing to reserve_bytes_per_gpu)
     bool reserve_estimated = false;                 // derived from vLLM's profile run, not given or fixed

@@ -55,9 +55,11 @@ enum class Field : std::uint8_t {
     max_num_batched_tokens,
     max_num_seqs,
     vllm_version,
+    // a separate draft model for speculative decoding
+    draft,
 };
 
-inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::vllm_version) + 1;
+inline constexpr std::size_t kFieldCount = static_cast<std::size_t>(Field::draft) + 1;
 
 // The member's key ("kv_heads"); "" for none.
 std::string_view to_string(Field field);

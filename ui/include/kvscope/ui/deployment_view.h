@@ -37,6 +37,12 @@ public:
     [[nodiscard]] QLineEdit* vllmSequencesField() const { return vllm_seqs_; }
     [[nodiscard]] QCheckBox* vllmGraphsField() const { return vllm_graphs_; }
     [[nodiscard]] QCheckBox* mtpField() const { return mtp_; }
+    // A separate draft model (--draft): none, a catalog model, or a file; and how vLLM serves it (--draft-method).
+    [[nodiscard]] QComboBox* draftField() const { return draft_; }
+    [[nodiscard]] QComboBox* draftMethodField() const { return draft_method_; }
+    // Sets the draft a file or folder describes (config.json, model folder, GGUF), as "From a file…" does after
+    // its dialog; a file that cannot be read leaves the deployment as it was and says why under the form.
+    void chooseDraftFile(const QString& path);
     [[nodiscard]] PlanView* plan() const { return plan_; }
 
 signals:
@@ -71,6 +77,8 @@ private:
     QLineEdit* vllm_seqs_;
     QCheckBox* vllm_graphs_;
     QCheckBox* mtp_;
+    QComboBox* draft_;
+    QComboBox* draft_method_;
     QLabel* rule_;
     QLabel* verdict_;
     GpuMemoryBar* bars_;

@@ -1,0 +1,216 @@
+// A separate draft model for speculative decoding: what vLLM loads for it, and its layers' KV in the same cache.
+#include <algorithm>
+#include <cmath>
+
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/config_import.h"
+#include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/draft.h"
+#include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/scenario_file.h"
+#include "testing.h"
+
+namespace kvscope {
+namespace {
+
+// The EAGLE-3 head published for Llama 3.1 8B Instruct (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B, config.json):
+// one Llama decoder layer, its own LM head over 32,000 draft tokens.
+constexpr std::string_view kEagle3Llama31_8b = R"({
+  "architectures": ["LlamaForCausalLMEagle3"],
+  "attention_bias": false,
+  "bos_token_id": 128000,
+  "draft_vocab_size": 32000,
+  "eos_token_id": 128001,
+  "hidden_act": "silu",
+  "hidden_size": 4096,
+  "intermediate_size": 14336,
+  "max_position_embeddings": 2048,
+  "model_type": "llama",
+  "num_attention_heads": 32,
+  "num_hidden_layers": 1,
+  "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-05,
+  "rope_theta": 500000.0,
+  "tie_word_embeddings": false,
+  "torch_dtype": "float16",
+  "vocab_size": 128256
+})";
+
+DraftModel eagle3_head() {
+    auto imported = import_config(kEagle3Llama31_8b, "eagle3.json");
+    EXPECT_TRUE(imported.ok()) << imported.error_text();
+    return draft_from_model(*imported, "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", std::nullopt);
+}
+
+Deployment on_h100s(std::uint64_t n) {
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
+    d.gpu_count = n;
+    return d;
+}
+
+bool has_note(const FitReport& f, const std::string& fragment) {
+    return std::any_of(f.notes.begin(), f.notes.end(),
+                       [&](const std::string& n) { return n.find(fragment) != std::string::npos; });
+}
+
+TEST(Draft, TheMethodIsReadFromTheConfigsClassOrGiven) {
+    EXPECT_EQ(eagle3_head().method, DraftMethod::eagle3);
+    EXPECT_EQ(eagle3_head().draft_vocab, 32000u);
+    ImportedModel eagle;
+    eagle.architecture = "EagleLlamaForCausalLM";
+    EXPECT_EQ(draft_from_model(eagle, "e", std::nullopt).method, DraftMethod::eagle);
+    ImportedModel plain;
+    plain.architecture = "LlamaForCausalLM";
+    EXPECT_EQ(draft_from_model(plain, "p", std::nullopt).method, DraftMethod::draft_model);
+    // EAGLE-1 heads often name the plain class: the method given wins.
+    EXPECT_EQ(draft_from_model(plain, "p", DraftMethod::eagle).method, DraftMethod::eagle);
+    EXPECT_EQ(parse_draft_method("EAGLE3"), DraftMethod::eagle3);
+    EXPECT_EQ(parse_draft_method("draft-model"), DraftMethod::draft_model);
+    EXPECT_FALSE(parse_draft_method("medusa"));
+}
+
+TEST(Draft, AnEagle3HeadWeighsItsLayerFcAndOwnLmHeadNotTheSharedEmbedding) {
+    const DraftParameters p = draft_parameters(eagle3_head());
+    // One decoder layer: q, o 4,096 x 4,096, k, v 4,096 x 1,024; the MLP 3 x 4,096 x 14,336; two norms; the final
+    // norm. Then EAGLE-3's own: the first layer's qkv_proj reads 2 x 4,096 (4,096 x 6,144 more) and a hidden norm,
+    // fc 3 x 4,096 -> 4,096, the LM head 32,000 x 4,096. The 128,256 x 4,096 embedding is the model's.
+    const std::uint64_t layer = 4096ull * (4096 + 2048 + 4096) + 3ull * 4096 * 14336 + 2 * 4096;
+    const std::uint64_t own = 4096ull * 6144 + 4096 + 3ull * 4096 * 4096 + 32000ull * 4096;
+    EXPECT_EQ(p.own, layer + 4096 + own);
+    EXPECT_EQ(p.own, 424'689'664u);  // 0.85 GB in bf16, as the published head's file
+    EXPECT_EQ(p.shared, 128256ull * 4096);
+    // An EAGLE (1) head shares the LM head too, and its fc reads 2 x 4,096.
+    DraftModel e = eagle3_head();
+    e.method = DraftMethod::eagle;
+    EXPECT_EQ(draft_parameters(e).own, layer + 4096 + 2ull * 4096 * 4096);
+    // A draft model is all of itself.
+    const CatalogModel* small = Catalog::builtin().find_model("llama-3.2-1b");
+    ASSERT_NE(small, nullptr);
+    const DraftModel dm = draft_from_model(small->model, small->id, std::nullopt);
+    EXPECT_EQ(dm.method, DraftMethod::draft_model);
+    EXPECT_EQ(draft_parameters(dm).own, 1'235'814'400u);
+    EXPECT_FALSE(draft_parameters(dm).estimated);
+}
+
+TEST(Draft, AnEagleLayerSharesTheCacheAsVllmsPublishedLogCountsIt) {
+    // vLLM's log for Llama 3.1 8B with an EAGLE head on an H100 (issue 20's table): "Available KV cache memory:
+    // 51.63 GiB", "GPU KV cache size: 410,128 tokens". The head's layer caches in the same blocks: a token costs
+    // 33 layers x 8 heads x 128 x 2 (K, V) x 2 bytes = 135,168 bytes, not the model's own 131,072.
+    const Architecture llama = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    const auto both = with_draft_layers(llama, eagle3_head());
+    ASSERT_TRUE(both.ok()) << both.error_text();
+    EXPECT_EQ(both->layers, 33u);
+    const Workload w{.context_tokens = 8192, .batch = 1, .block_size = 16};
+    const auto with = KvLayout::make(*both, KvDtype::bf16, w, {});
+    const auto without = KvLayout::make(llama, KvDtype::bf16, w, {});
+    ASSERT_TRUE(with.ok() && without.ok());
+    EXPECT_EQ(with->bytes_per_token_all_gpus().value(), 135'168u);
+    EXPECT_EQ(without->bytes_per_token_all_gpus().value(), 131'072u);
+    // The logged memory is rounded to 0.01 GiB: the token count lies within it only at 33 layers a token.
+    const auto tokens_at = [](double gib, std::uint64_t per_token) {
+        return static_cast<std::uint64_t>(gib * 1073741824.0 / static_cast<double>(per_token));
+    };
+    EXPECT_LE(tokens_at(51.625, 135'168), 410'128u);
+    EXPECT_GE(tokens_at(51.635, 135'168), 410'128u);
+    EXPECT_GT(tokens_at(51.625, 131'072), 410'128u + 10'000);
+}
+
+TEST(Draft, ADraftModelsWeightsAndKvCountInTheFit) {
+    // Llama 3 70B on four H100s with Llama 3.2 1B as its draft (vLLM --speculative-config model=…, draft_model).
+    const Architecture target = Catalog::builtin().find_model("llama-3-70b")->model.arch;
+    const CatalogModel* small = Catalog::builtin().find_model("llama-3.2-1b");
+    const Workload w{.context_tokens = 32768, .batch = 8, .block_size = 16};
+    Deployment d = on_h100s(4);
+    d.fixed_reserve = true;  // the same fixed reserve both ways: the difference is the draft's
+    const auto alone = fit(target, KvDtype::bf16, w, {.tp = 4}, d);
+    ASSERT_TRUE(alone.ok()) << alone.error_text();
+    d.draft = draft_from_model(small->model, small->id, std::nullopt);
+    const auto with = fit(target, KvDtype::bf16, w, {.tp = 4}, d);
+    ASSERT_TRUE(with.ok()) << with.error_text();
+    // 1,235,814,400 parameters in bf16 more, split over the four GPUs.
+    EXPECT_EQ(with->draft_parameters, 1'235'814'400u);
+    EXPECT_EQ(with->draft_weights_bytes, 2 * 1'235'814'400ull);
+    EXPECT_EQ(with->weights_bytes - alone->weights_bytes, 2 * 1'235'814'400ull);
+    // Its 16 layers of 8 KV heads x 64 x 2 x 2 bytes: 32,768 bytes a token more, two heads a GPU.
+    EXPECT_EQ(with->draft_kv_bytes_per_token, 32'768u);
+    EXPECT_EQ(with->kv_bytes_per_gpu - alone->kv_bytes_per_gpu, 32'768ull / 4 * 32768 * 8);
+    EXPECT_LT(with->max_batch, alone->max_batch);
+    EXPECT_TRUE(has_note(*with, "speculative decoding with the draft llama-3.2-1b"));
+    EXPECT_FALSE(has_note(*with, "vocabulary"));  // both 128,256 tokens
+    // The decode estimate is the model's own step: the same bytes read, the same crossing of KV and weights.
+    Deployment without = d;
+    without.draft.reset();
+    const auto step = decode_estimate(target, KvDtype::bf16, w, {.tp = 4}, d, *with);
+    const auto own = decode_estimate(target, KvDtype::bf16, w, {.tp = 4}, without, *alone);
+    ASSERT_TRUE(step.ok() && own.ok());
+    EXPECT_EQ(step->bytes_read_per_step_per_gpu, own->bytes_read_per_step_per_gpu);
+    EXPECT_EQ(step->kv_exceeds_weights_at_tokens, own->kv_exceeds_weights_at_tokens);
+    // SGLang keeps 2 GiB more back for a draft, as for the MTP layers.
+    Deployment s = d;
+    s.engine = Engine::sglang;
+    Deployment s_alone = s;
+    s_alone.draft.reset();
+    EXPECT_NEAR(sglang_default_fraction(s_alone, {.tp = 4}).fraction - sglang_default_fraction(s, {.tp = 4}).fraction,
+                2048.0 / 81920, 0.002);
+}
+
+TEST(Draft, WhatNoEngineRunsIsAnErrorNamingTheDraft) {
+    const Architecture llama = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    const Workload w{.context_tokens = 8192, .batch = 1, .block_size = 16};
+    Deployment d = on_h100s(1);
+    d.draft = eagle3_head();
+    // One speculative method at a time.
+    d.mtp = true;
+    EXPECT_FIELD_ERROR(fit(llama, KvDtype::bf16, w, {}, d), "draft", "one speculative method");
+    d.mtp = false;
+    // An MLA model's latent cache and a plain draft's keys and values are not one cache.
+    const Architecture deepseek = Catalog::builtin().find_model("deepseek-v3")->model.arch;
+    Deployment on8 = on_h100s(8);
+    on8.draft = eagle3_head();
+    EXPECT_FIELD_ERROR(fit(deepseek, KvDtype::bf16, w, {.tp = 8}, on8), "draft", "one cache of both layouts");
+    // A draft with recurrent layers, or a broken one, is named.
+    d.draft->arch = Catalog::builtin().find_model("jamba-v0.1")->model.arch;
+    EXPECT_FIELD_ERROR(fit(llama, KvDtype::bf16, w, {}, d), "draft", "recurrent layers");
+    d.draft = eagle3_head();
+    d.draft->arch.kv_heads = 5;  // does not divide 32 query heads
+    EXPECT_FIELD_ERROR(fit(llama, KvDtype::bf16, w, {}, d), "draft", "kv_heads");
+    d.draft = eagle3_head();
+    d.draft->draft_vocab = 1ull << 40;
+    EXPECT_FIELD_ERROR(fit(llama, KvDtype::bf16, w, {}, d), "draft", "draft_vocab_size");
+}
+
+TEST(Draft, ADraftModelOfAnotherVocabularyIsNoted) {
+    const Architecture qwen = Catalog::builtin().find_model("qwen3-8b")->model.arch;
+    const CatalogModel* small = Catalog::builtin().find_model("llama-3.2-1b");
+    Deployment d = on_h100s(1);
+    d.draft = draft_from_model(small->model, small->id, std::nullopt);
+    const auto f = fit(qwen, KvDtype::bf16, {.context_tokens = 8192, .batch = 1, .block_size = 16}, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_TRUE(has_note(*f, "vLLM refuses a draft model whose vocabulary differs"));
+}
+
+TEST(Draft, AScenarioKeepsItsDraft) {
+    Scenario s;
+    s.arch = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    s.model_id = "llama-3-8b";
+    s.workload = {.context_tokens = 8192, .batch = 4, .block_size = 16};
+    s.deployment = on_h100s(1);
+    s.deployment->draft = eagle3_head();
+    const auto back = scenario_from_json(scenario_to_json(s), "draft.kvscope.json");
+    ASSERT_TRUE(back.ok()) << back.error_text();
+    ASSERT_TRUE(back->scenario.deployment && back->scenario.deployment->draft);
+    EXPECT_EQ(*back->scenario.deployment->draft, *s.deployment->draft);
+    // A method no engine has is named with its line.
+    std::string text = scenario_to_json(s);
+    const auto at = text.find("\"eagle3\"");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, 8, "\"medusa\"");
+    const auto bad = scenario_from_json(text, "draft.kvscope.json");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.error_text().find("method"), std::string::npos);
+    EXPECT_NE(bad.error_text().find("eagle3"), std::string::npos);  // the choices
+}
+
+}  // namespace
+}  // namespace kvscope
