@@ -281,6 +281,40 @@ TEST(Agreement, AnImportedModelsWeightFormatStartsItsDeploymentAsInTheCli) {
     EXPECT_EQ(w.model()->scenario().kv_dtype, cli.kv_dtype);
 }
 
+TEST(Agreement, ADraftChosenInTheWindowIsTheClisDraft) {
+    // An EAGLE-3 head from a file, in a folder with a space and a non-ASCII letter, and a catalog draft model.
+    QTemporaryDir dir;
+    const QString path = dir.filePath("EAGLE3 tête/config.json");
+    ASSERT_TRUE(QDir().mkpath(dir.filePath("EAGLE3 tête")));
+    testing::write_all(path, R"({"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",
+        "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 1,
+        "num_key_value_heads": 8, "vocab_size": 128256, "draft_vocab_size": 32000})");
+    for (const QString& draft : {path, QStringLiteral("llama-3.2-1b")}) {
+        MainWindow w(catalog(), false);
+        w.model()->loadCatalogModel("llama-3-8b");
+        w.deployment()->enableBox()->setChecked(true);
+        DeploymentView* d = w.deployment();
+        if (draft == path) {
+            d->chooseDraftFile(path);
+        } else {
+            const int item = d->draftField()->findData(draft);
+            ASSERT_GE(item, 0);
+            emit d->draftField()->activated(item);
+        }
+        const Scenario cli =
+            cli_scenario({"fit", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--draft", draft.toStdString()});
+        ASSERT_TRUE(w.model()->scenario().deployment && cli.deployment);
+        EXPECT_EQ(w.model()->scenario().deployment->draft, cli.deployment->draft) << draft.toStdString();
+        const auto f = fit(cli.arch, cli.kv_dtype, cli.workload, cli.parallel, *cli.deployment);
+        ASSERT_TRUE(f.ok()) << f.error_text();
+        ASSERT_TRUE(w.model()->results().fit.has_value());
+        EXPECT_EQ(w.model()->results().fit->weights_bytes, f->weights_bytes);
+        EXPECT_EQ(w.model()->results().fit->kv_bytes_per_gpu, f->kv_bytes_per_gpu);
+        EXPECT_EQ(w.model()->results().fit->max_batch, f->max_batch);
+        EXPECT_GT(f->draft_weights_bytes, 0u);
+    }
+}
+
 TEST(Agreement, AnUnmodelledLayoutIsNotExactOnScreenAsOnTheCli) {
     QTemporaryDir dir;
     // attention_chunk_size outside Llama 4: which layers attend within chunks is not known.
