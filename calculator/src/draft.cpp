@@ -162,6 +162,8 @@ Errors validate(const DraftModel& d) {
 }
 
 Result<Architecture> with_draft_layers(const Architecture& target, const DraftModel& d) {
+    // The model's own problems first: its layer table is copied below (a file's 10^15 layers must not be).
+    if (Errors own = validate(target); !own.empty()) return own;
     Errors errors = validate(d);
     if (!errors.empty()) return errors;
     const Architecture& a = d.arch;

@@ -153,7 +153,8 @@ ParameterCount estimate_parameters(const Architecture& a) {
 Architecture with_mtp_layers(const Architecture& a) {
     Architecture b = a;
     const std::uint64_t n = a.mtp_layers;
-    if (n == 0) return b;
+    // Out of bounds (a scenario file's): left for validate() to name, never a table of that many layers.
+    if (n == 0 || n > kMaxMtpLayers || a.layers > kMaxLayers) return b;
     b.layers += n;
     b.mtp_layers = 0;
     if (!b.layer_specs.empty()) b.layer_specs.insert(b.layer_specs.end(), n, LayerSpec{});

@@ -180,6 +180,23 @@ TEST(Draft, WhatNoEngineRunsIsAnErrorNamingTheDraft) {
     EXPECT_FIELD_ERROR(fit(llama, KvDtype::bf16, w, {}, d), "draft", "draft_vocab_size");
 }
 
+TEST(Draft, AFilesHugeLayerCountsAreErrorsNotTables) {
+    // A scenario file may hold any count: the model's 10^12 layers with a draft, or 10^12 MTP layers served, are
+    // named errors, never a table of that many layers.
+    Architecture huge = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    huge.layers = 1'000'000'000'000ull;
+    EXPECT_FIELD_ERROR(with_draft_layers(huge, eagle3_head()), "layers", "");
+    Deployment d = on_h100s(1);
+    d.draft = eagle3_head();
+    const Workload w{.context_tokens = 8192, .batch = 1, .block_size = 16};
+    EXPECT_FIELD_ERROR(fit(huge, KvDtype::bf16, w, {}, d), "layers", "");
+    Architecture mtp = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    mtp.mtp_layers = 1'000'000'000'000ull;
+    d.draft.reset();
+    d.mtp = true;
+    EXPECT_FIELD_ERROR(fit(mtp, KvDtype::bf16, w, {}, d), "mtp_layers", "");
+}
+
 TEST(Draft, ADraftModelOfAnotherVocabularyIsNoted) {
     const Architecture qwen = Catalog::builtin().find_model("qwen3-8b")->model.arch;
     const CatalogModel* small = Catalog::builtin().find_model("llama-3.2-1b");

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "kvscope/calculator/deployment.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/scenario_file.h"
 
@@ -21,5 +22,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto report =
         kvscope::kv_cache_report(s->scenario.arch, s->scenario.kv_dtype, s->scenario.workload, s->scenario.parallel);
     if (!report && report.errors().empty()) __builtin_trap();
+    // So does checking its deployment (a draft model's layers, MTP layers, the engine's rules).
+    if (const auto& d = s->scenario.deployment) {
+        auto f = kvscope::fit(s->scenario.arch, s->scenario.kv_dtype, s->scenario.workload, s->scenario.parallel, *d);
+        if (!f && f.errors().empty()) __builtin_trap();
+    }
     return 0;
 }
