@@ -125,9 +125,9 @@ Value vllm_settings_json(const Scenario& s) {
     return v;
 }
 
-// The deployment's weight format, the checkpoint's quantization when it has one (with the parameters the fit
-// counted as quantized, when there is a fit), and vLLM's startup settings.
-void weights_and_engine_settings(const Scenario& s, Value& o, std::optional<std::uint64_t> quantized_parameters) {
+// The deployment's weight format, the checkpoint's quantization when it has one, vLLM's startup settings and the
+// draft model; with a fit `f`, what it counted (quantized parameters, the draft's weights and KV).
+void weights_and_engine_settings(const Scenario& s, Value& o, const FitReport* f) {
     const Deployment& dep = *s.deployment;
     o.set("weight_dtype", Value::string(std::string(to_string(dep.weight_dtype))));
     if (dep.weight_quant && dep.weights_bytes_exact == 0) {
@@ -141,10 +141,25 @@ void weights_and_engine_settings(const Scenario& s, Value& o, std::optional<std:
         w.set("zero_bits", Value::number(q.zero_bits));
         w.set("experts_only", Value::boolean(q.experts_only));
         w.set("lm_head", Value::boolean(q.lm_head));
-        if (quantized_parameters) w.set("quantized_parameters", Value::number(*quantized_parameters));
+        if (f) w.set("quantized_parameters", Value::number(f->weights_quantized_parameters));
         o.set("weight_quantization", std::move(w));
     }
     if (dep.engine == Engine::vllm) o.set("vllm", vllm_settings_json(s));
+    // A separate draft model: which, and how served; with a fit, what it takes.
+    if (dep.draft) {
+        Value dr = Value::object();
+        dr.set("name", Value::string(dep.draft->name));
+        dr.set("method", Value::string(std::string(to_string(dep.draft->method))));
+        dr.set("layers", Value::number(dep.draft->arch.layers));
+        if (f) {
+            dr.set("parameters", Value::number(f->draft_parameters));
+            dr.set("weights_bytes", Value::number(f->draft_weights_bytes));
+            dr.set("kv_bytes_per_token", Value::number(f->draft_kv_bytes_per_token));
+        }
+        o.set("draft", std::move(dr));
+    } else {
+        o.set("draft", Value());
+    }
 }
 
 }  // namespace
@@ -159,7 +174,7 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         o.set("gpu_count", Value::number(s.deployment->gpu_count));
         o.set("engine", Value::string(std::string(to_string(s.deployment->engine))));
         o.set("utilization", Value::number(f.fraction));
-        weights_and_engine_settings(s, o, f.weights_quantized_parameters);
+        weights_and_engine_settings(s, o, &f);
     }
     o.set("memory_bytes_per_gpu", Value::number(f.memory_bytes_per_gpu));
     o.set("parameters", Value::number(f.parameters));
@@ -168,19 +183,6 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
     o.set("weights_bytes_per_gpu", Value::number(f.weights_bytes_per_gpu));
     o.set("weights_exact", Value::boolean(f.weights_exact));
     if (f.weights_exact) o.set("weights_source", Value::string(f.weights_source));
-    if (s.deployment && s.deployment->draft) {
-        const DraftModel& dm = *s.deployment->draft;
-        Value dr = Value::object();
-        dr.set("name", Value::string(dm.name));
-        dr.set("method", Value::string(std::string(to_string(dm.method))));
-        dr.set("layers", Value::number(dm.arch.layers));
-        dr.set("parameters", Value::number(f.draft_parameters));
-        dr.set("weights_bytes", Value::number(f.draft_weights_bytes));
-        dr.set("kv_bytes_per_token", Value::number(f.draft_kv_bytes_per_token));
-        o.set("draft", std::move(dr));
-    } else {
-        o.set("draft", Value());
-    }
     o.set("reserve_bytes_per_gpu", Value::number(f.reserve_bytes_per_gpu));
     Value items = Value::array();
     for (const ReserveItem& item : f.reserve_items) {
@@ -283,7 +285,7 @@ Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits) {
         o.set("utilization", s.deployment->engine == Engine::sglang && !s.deployment->fraction_given
                                  ? Value()
                                  : Value::number(s.deployment->fraction));
-        weights_and_engine_settings(s, o, std::nullopt);
+        weights_and_engine_settings(s, o, nullptr);
     }
     o.set("gpus_per_node", Value::number(limits.gpus_per_node));
     o.set("max_pp", Value::number(limits.max_pp));

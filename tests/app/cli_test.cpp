@@ -216,8 +216,13 @@ TEST(Cli, ADraftModelCountsInTheFitsTableAndJson) {
     EXPECT_NE(both.err.find("fit: vLLM serves one speculative method"), std::string::npos) << both.err;
     std::filesystem::remove_all(dir);
     // A catalog model as the draft, in plan too.
-    const CliRun plan = cli("plan --model llama-3-70b --gpu h100-sxm --context 32k --batch 8 --draft llama-3.2-1b");
+    const CliRun plan =
+        cli("plan --model llama-3-70b --gpu h100-sxm --context 32k --batch 8 --draft llama-3.2-1b --json");
     ASSERT_EQ(plan.status, 0) << plan.err;
+    const kvscope::json::Value p = json_of(plan);
+    ASSERT_TRUE(p.find("draft") && p.find("draft")->is_object()) << plan.out;
+    EXPECT_EQ(p.find("draft")->find("name")->as_string(), "llama-3.2-1b");
+    EXPECT_EQ(p.find("draft")->find("method")->as_string(), "draft_model");
 }
 
 TEST(Cli, AQuantizationItCannotReadIsAWarningInTheJson) {
