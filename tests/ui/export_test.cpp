@@ -122,6 +122,35 @@ TEST(Export, JsonCarriesTheScenarioAndTheResults) {
     EXPECT_NE(parsed.value->find("curves"), nullptr);
 }
 
+TEST(Export, JsonOfADeploymentWithADraftHasTheClisDraft) {
+    QTemporaryDir dir;
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("llama-3-70b");
+    w.model()->edit("fit", [](Scenario& s) {
+        Deployment d;
+        d.gpu = *catalog().find_gpu("h100-sxm");
+        d.gpu_count = 4;
+        s.parallel.tp = 4;
+        const CatalogModel* small = catalog().find_model("llama-3.2-1b");
+        d.draft = draft_from_model(small->model, small->id, std::nullopt);
+        s.deployment = d;
+    });
+    ASSERT_TRUE(w.exportJsonTo(dir.filePath("data.json")));
+    auto parsed = json::parse(read_all(dir.filePath("data.json")).toStdString());
+    ASSERT_TRUE(parsed);
+    const json::Value* fit = parsed.value->find("fit");
+    ASSERT_NE(fit, nullptr);
+    const json::Value* draft = fit->find("draft");
+    ASSERT_TRUE(draft && draft->is_object());
+    EXPECT_EQ(draft->find("name")->as_string(), "llama-3.2-1b");
+    EXPECT_EQ(draft->find("weights_bytes")->as_u64(), 2 * 1'235'814'400ull);
+    EXPECT_EQ(fit->find("weights_bytes")->as_u64(), w.model()->results().fit->weights_bytes);
+    // The scenario it came from keeps the draft too.
+    const json::Value* scenario = parsed.value->find("scenario");
+    ASSERT_NE(scenario, nullptr);
+    EXPECT_NE(scenario->find("deployment")->find("draft"), nullptr);
+}
+
 TEST(Export, ReportIsAOnePagePdf) {
     QTemporaryDir dir;
     MainWindow w(catalog(), false);

@@ -172,11 +172,16 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                       .arg(s.workload.full_window ? QObject::tr(", full context kept on sliding layers") : QString());
         if (s.deployment)
             inputs << QObject::tr("%1 × %2 (%3 each), %4 rule at %5, weights %6")
-                          .arg(s.deployment->gpu_count)
-                          .arg(q(s.deployment->gpu.name), q(format_bytes(s.deployment->gpu.memory_bytes, units)),
-                               q(std::string(to_string(s.deployment->engine))))
-                          .arg(r.fit ? r.fit->fraction : s.deployment->fraction, 0, 'f', 3)
-                          .arg(q(weights_text(*s.deployment)));
+                              .arg(s.deployment->gpu_count)
+                              .arg(q(s.deployment->gpu.name), q(format_bytes(s.deployment->gpu.memory_bytes, units)),
+                                   q(std::string(to_string(s.deployment->engine))))
+                              .arg(r.fit ? r.fit->fraction : s.deployment->fraction, 0, 'f', 3)
+                              .arg(q(weights_text(*s.deployment))) +
+                          (s.deployment->draft ? QObject::tr(", draft %1 (%2)")
+                                                     .arg(q(s.deployment->draft->name),
+                                                          q(std::string(to_string(s.deployment->draft->method))))
+                           : s.deployment->mtp ? QObject::tr(", its MTP layers as a draft")
+                                               : QString());
         block(inputs.join('\n'), 9);
         y += 4;
         block(QObject::tr("KV cache: %1").arg(both_units(r.kv.total_bytes, units)), 13, true);
