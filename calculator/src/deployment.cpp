@@ -163,6 +163,24 @@ Result<std::uint64_t> stored_weights_bytes(const Architecture& arch, const Deplo
     return weights_bytes(parameters(arch).total, d.weight_dtype);
 }
 
+Result<std::uint64_t> draft_weights_bytes(const DraftModel& draft, KvDtype dtype) {
+    if (draft.weights_bytes_exact > 0) return draft.weights_bytes_exact;
+    // A quantized draft model is weighed as a quantized model (an EAGLE head's own parts stay in the dtype).
+    if (draft.quant && draft.method == DraftMethod::draft_model) {
+        auto q = quantized_weights(draft.arch, *draft.quant, dtype, false);
+        if (!q) return q.errors();
+        return q->bytes;
+    }
+    return weights_bytes(draft_parameters(draft).own, dtype);
+}
+
+std::string draft_weights_text(const DraftModel& draft, KvDtype dtype) {
+    if (draft.weights_bytes_exact > 0) return "exact from its files";
+    if (draft.quant && draft.method == DraftMethod::draft_model)
+        return "estimated for " + weight_quant_label(*draft.quant) + ", the rest in " + std::string(to_string(dtype));
+    return "in " + std::string(to_string(dtype));
+}
+
 Result<std::uint64_t> read_weights_bytes(const Architecture& arch, const Deployment& d) {
     const std::uint64_t matmul = matmul_parameters(arch);
     if (d.weights_bytes_exact == 0 && d.weight_quant) {
@@ -392,7 +410,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     std::uint64_t weights = *stored;
     if (d.draft) {
         const DraftParameters dp = draft_parameters(*d.draft);
-        auto bytes = weights_bytes(dp.own, d.weight_dtype);
+        auto bytes = draft_weights_bytes(*d.draft, d.weight_dtype);
         if (!bytes) return bytes.errors();
         const Checked all = Checked(weights) + *bytes;
         if (all.overflow()) return overflow_error(Field::draft, "the weights with the draft's");
@@ -588,8 +606,8 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                                              " tokens is its own";
         r.notes.push_back("speculative decoding with the draft " + dm.name + " (vLLM's --speculative-config method " +
                           std::string(to_string(dm.method)) + "): " + format_count(dp.own) + " parameters" +
-                          (dp.estimated ? " (estimated)" : "") + ", " + format_bytes(r.draft_weights_bytes) + " in " +
-                          std::string(to_string(d.weight_dtype)) + ", and its " +
+                          (dp.estimated ? " (estimated)" : "") + ", " + format_bytes(r.draft_weights_bytes) + " " +
+                          draft_weights_text(dm, d.weight_dtype) + ", and its " +
                           format_count_of(dm.arch.attention_layers(), "attention layer's", "attention layers'") +
                           " KV cache, " + format_count(r.draft_kv_bytes_per_token) +
                           " bytes a token, in the model's cache" + shared +

@@ -284,6 +284,8 @@ void members(Self& m, V& v) {
     v.object("architecture", m.arch);
     v.value("draft_vocab", m.draft_vocab, Need::when_set);
     v.value("target_hidden", m.target_hidden, Need::when_set);
+    v.value("weights_bytes_exact", m.weights_bytes_exact, Need::when_set);
+    v.maybe("weight_quant", m.quant);
 }
 
 template <class Self, class V>

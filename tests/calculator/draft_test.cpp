@@ -197,6 +197,33 @@ TEST(Draft, AFilesHugeLayerCountsAreErrorsNotTables) {
     EXPECT_FIELD_ERROR(fit(mtp, KvDtype::bf16, w, {}, d), "mtp_layers", "");
 }
 
+TEST(Draft, AGgufDraftWeighsItsFilesAndAQuantizedDraftItsScheme) {
+    const Architecture target = Catalog::builtin().find_model("llama-3-70b")->model.arch;
+    const CatalogModel* small = Catalog::builtin().find_model("llama-3.2-1b");
+    const Workload w{.context_tokens = 8192, .batch = 1, .block_size = 1};
+    Deployment d = on_h100s(4);
+    d.engine = Engine::llama_cpp;
+    // llama.cpp loads a draft GGUF as stored (-md draft.gguf): a Q8_0 file's exact bytes, not 2 bytes a parameter.
+    ImportedModel gguf = small->model;
+    gguf.engine = Engine::llama_cpp;
+    gguf.weights_bytes = 1'321'083'712;
+    d.draft = draft_from_model(gguf, "Llama-3.2-1B-Q8_0.gguf", std::nullopt);
+    auto f = fit(target, KvDtype::fp16, w, {.tp = 4}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_EQ(f->draft_weights_bytes, 1'321'083'712u);
+    EXPECT_TRUE(has_note(*f, "exact from its files"));
+    // A checkpoint's quantization_config: its scheme (8-bit weights, a 16-bit scale per 128, no zero point).
+    ImportedModel quant = small->model;
+    quant.weight_quant = WeightQuant{.method = "gptq", .bits = 8, .group = 128, .scale_bits = 16};
+    d.engine = Engine::vllm;
+    d.draft = draft_from_model(quant, "llama-3.2-1b-gptq", std::nullopt);
+    f = fit(target, KvDtype::fp16, {.context_tokens = 8192, .batch = 1, .block_size = 16}, {.tp = 4}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_LT(f->draft_weights_bytes, 2 * 1'235'814'400ull * 3 / 4);
+    EXPECT_GT(f->draft_weights_bytes, 1'235'814'400ull * 1 / 2);
+    EXPECT_TRUE(has_note(*f, "estimated for"));
+}
+
 TEST(Draft, ADraftModelOfAnotherVocabularyIsNoted) {
     const Architecture qwen = Catalog::builtin().find_model("qwen3-8b")->model.arch;
     const CatalogModel* small = Catalog::builtin().find_model("llama-3.2-1b");

@@ -221,6 +221,10 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
 Result<std::uint64_t> weights_bytes(std::uint64_t params, KvDtype dtype);
 // The deployment's weights: its exact bytes when known, else the parameter count in its weight format.
 Result<std::uint64_t> stored_weights_bytes(const Architecture& arch, const Deployment& d);
+// A separate draft model's weights as the engine loads them: a GGUF's exact bytes, a quantized draft model's scheme,
+// else its parameters (draft_parameters) in `dtype`, the model's weight format; and that in a few words.
+Result<std::uint64_t> draft_weights_bytes(const DraftModel& draft, KvDtype dtype);
+std::string draft_weights_text(const DraftModel& draft, KvDtype dtype);
 // The weights a decode step reads (every matrix multiplied once per token; an MoE's active experts): the parameter
 // estimate in the weight format, or the exact bytes scaled by the same share of the parameters when known.
 Result<std::uint64_t> read_weights_bytes(const Architecture& arch, const Deployment& d);

@@ -10,6 +10,7 @@
 
 #include "kvscope/calculator/architecture.h"
 #include "kvscope/calculator/result.h"
+#include "kvscope/calculator/weight_quant.h"
 
 namespace kvscope {
 
@@ -39,6 +40,10 @@ struct DraftModel {
     Architecture arch;
     std::uint64_t draft_vocab = 0;    // eagle3: its LM head's vocabulary (draft_vocab_size; 0: vocab_size)
     std::uint64_t target_hidden = 0;  // eagle3: the target's width fc reads (target_hidden_size; 0: hidden_size)
+    // A GGUF draft's exact bytes (llama.cpp loads a draft as stored; 0: estimated in the model's weight format, as
+    // vLLM loads a draft in the target's dtype), and a quantized checkpoint's scheme (its quantization_config).
+    std::uint64_t weights_bytes_exact = 0;
+    std::optional<WeightQuant> quant;
     friend bool operator==(const DraftModel&, const DraftModel&) = default;
 };
 
