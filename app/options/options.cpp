@@ -11,6 +11,7 @@
 #include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/safetensors.h"
+#include "kvscope/calculator/tables.h"
 
 namespace kvscope::cli {
 namespace {
@@ -260,6 +261,12 @@ const std::vector<Declared>& declared() {
          parsed(&Options::max_num_seqs, parse_count)},
         {"--enforce-eager", "", S::deployment, kFit | kPlan | kWindow, "vLLM: no CUDA graphs",
          flag(&Options::enforce_eager)},
+        {"--ubatch", "N", S::deployment, kFit | kPlan | kWindow,
+         "llama.cpp: the micro-batch of its compute buffer, as -ub (default 512)",
+         parsed(&Options::ubatch, parse_token_count)},
+        {"--flash-attn", "on|off", S::deployment, kFit | kPlan | kWindow,
+         "llama.cpp: flash attention, as -fa (default on, as its auto where the GPU has it)",
+         text(&Options::flash_attn)},
         {"--mtp", "", S::deployment, kFit | kPlan | kWindow,
          "speculative decoding with the model's own multi-token-prediction layers (their weights and KV count)",
          flag(&Options::mtp)},
@@ -561,6 +568,21 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
             *slot = *given;
     }
     if (o.enforce_eager) d.vllm.enforce_eager = true;
+    if (o.ubatch) {
+        if (*o.ubatch == 0)
+            errors.push_back({"--ubatch", "must be at least 1 (leave it out for llama.cpp's 512)"});
+        else
+            d.llama_cpp.ubatch = *o.ubatch;
+    }
+    if (o.flash_attn) {
+        const std::string fa = ascii_lower(*o.flash_attn);
+        if (fa == "on" || fa == "auto" || fa == "1")
+            d.llama_cpp.flash_attn_off = false;
+        else if (fa == "off" || fa == "0")
+            d.llama_cpp.flash_attn_off = true;
+        else
+            errors.push_back({"--flash-attn", "'" + *o.flash_attn + "' is not on, off or auto"});
+    }
     if (o.mtp) d.mtp = true;
     std::optional<DraftMethod> method;
     if (o.draft_method) {

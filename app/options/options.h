@@ -62,11 +62,14 @@ struct Options {
     // probe, stopwatch
     std::optional<std::string> backend, prompt;
     std::optional<std::uint64_t> tokens, runs, memory_limit, ceiling_size;
+    // llama.cpp: the micro-batch (-ub) and flash attention (-fa on|off) its compute buffer depends on.
+    std::optional<std::uint64_t> ubatch;
+    std::optional<std::string> flash_attn;
+    // A separate draft model for speculative decoding ("none" removes a saved one), and vLLM's method for it.
+    std::optional<std::string> draft, draft_method;
     bool step = false;
     bool enforce_eager = false;  // vLLM: no CUDA graphs
     bool mtp = false;            // the model's MTP layers serve as a speculative draft
-    // A separate draft model for speculative decoding ("none" removes a saved one), and vLLM's method for it.
-    std::optional<std::string> draft, draft_method;
 };
 
 // Usage errors carry the option's name: "--context: '12q' is not a whole number …", "--batch: models does not

@@ -224,6 +224,10 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
         e.push_back({Field::max_num_seqs, format_count(d.vllm.max_num_seqs) +
                                               " sequences a step is more than any deployment takes (at most " +
                                               format_count(kMaxVllmSeqs) + ")"});
+    if (d.llama_cpp.ubatch > kMaxLlamaCppUbatch)
+        e.push_back({Field::ubatch, "a micro-batch of " + format_count(d.llama_cpp.ubatch) +
+                                        " tokens is more than any deployment takes (at most " +
+                                        format_count(kMaxLlamaCppUbatch) + ")"});
     // A scenario file's quantization, bounded as the formats engines know.
     if (d.weight_quant)
         if (const auto problem = weight_quant_problem(*d.weight_quant))
@@ -238,7 +242,7 @@ Workload engine_workload(const Workload& workload, Engine engine) {
     return w;
 }
 
-Architecture engine_architecture(const Architecture& arch, Engine engine) {
+Architecture engine_architecture(const Architecture& arch, Engine engine, std::uint64_t ubatch) {
     if (engine != Engine::llama_cpp) return arch;
     // llama.cpp keeps a sliding (or chunked) layer's window and one micro-batch more, padded to 256 tokens, per
     // sequence (src/llama-kv-cache-iswa.cpp: size_swa = min(n_ctx, GGML_PAD(n_swa + n_ubatch, 256)) for each
@@ -246,8 +250,40 @@ Architecture engine_architecture(const Architecture& arch, Engine engine) {
     Architecture a = arch;
     for (LayerSpec& s : a.layer_specs)
         if ((s.kind == LayerKind::sliding || s.kind == LayerKind::chunked) && s.window > 0)
-            s.window = round_up(s.window + kLlamaCppUbatch, 256).value();
+            s.window = round_up(s.window + ubatch, 256).value();
     return a;
+}
+
+std::uint64_t llama_cpp_ubatch(const Deployment& d) {
+    return d.llama_cpp.ubatch > 0 ? d.llama_cpp.ubatch : kLlamaCppUbatch;
+}
+
+std::uint64_t llama_cpp_compute_buffer(const Architecture& arch, std::uint64_t context_tokens, std::uint64_t ubatch,
+                                       bool flash_attn) {
+    // src/llama-context.cpp (sched_reserve): the graph reserved is one micro-batch of n_tokens = min(n_ctx, n_ubatch)
+    // tokens, every one an output, over the whole cache (n_kv = n_ctx, padded to 256 in the constructor); the
+    // buffer is its peak, as ggml-alloc.c lays the tensors out. Two stages peak:
+    //   attention without flash attention (llm_build_kqv): the f32 KQ of n_kv x n_tokens x n_head, the softmax
+    //     in place (ggml_op_can_inplace), the mask's copy on the GPU (n_kv x n_tokens f32) and about four
+    //     hidden-state tensors of n_embd x n_tokens;
+    //   the output: the f32 logits of n_vocab x n_tokens (n_outputs = n_tokens) and the hidden state beside them.
+    // With flash attention (-fa, on by default where the GPU has it) KQ is never formed: the output stage.
+    // Checked against nine published logs to the MiB (tests/calculator/engine_logs_test.cpp, docs/vllm-logs.md).
+    const std::uint64_t n_ctx = round_up(std::max<std::uint64_t>(context_tokens, 1), 256).value();
+    const std::uint64_t n_tokens = std::min(n_ctx, ubatch);
+    // The widest attention layer's cache: a model whose layers all slide keeps its window (engine_architecture).
+    std::uint64_t n_kv = 0;
+    for (std::uint64_t l = 0; l < arch.layers; ++l) {
+        const LayerSpec s = arch.layer(l);
+        if (!s.caches_kv()) continue;
+        const bool windowed = (s.kind == LayerKind::sliding || s.kind == LayerKind::chunked) && s.window > 0;
+        n_kv = std::max(n_kv, windowed ? std::min(n_ctx, s.window) : n_ctx);
+    }
+    const Checked output = Checked(4) * n_tokens * (Checked(arch.vocab_size) + arch.hidden_size);
+    const Checked attention =
+        Checked(4) * n_tokens * (Checked(n_kv) * (Checked(arch.query_heads) + 1) + Checked(4) * arch.hidden_size);
+    if (output.overflow() || attention.overflow()) return std::numeric_limits<std::uint64_t>::max();
+    return flash_attn || n_kv == 0 ? output.value() : std::max(output.value(), attention.value());
 }
 
 std::uint64_t vllm_minor(const Deployment& d) {
@@ -375,7 +411,8 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     Result<Architecture> cache_arch = d.draft ? with_draft_layers(model_arch, *d.draft) : model_arch;
     if (!cache_arch) return cache_arch.errors();
     const Workload workload = engine_workload(workload_in, d.engine);
-    const Architecture arch = engine_architecture(*cache_arch, d.engine);
+    const std::uint64_t ubatch = llama_cpp_ubatch(d);
+    const Architecture arch = engine_architecture(*cache_arch, d.engine, ubatch);
     FitReport r;
     if (workload.block_size != workload_in.block_size)
         r.notes.emplace_back("llama.cpp keeps one contiguous cache: the block size is taken as 1");
@@ -385,8 +422,8 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
             layer_window(*cache_arch, LayerKind::sliding) > 0 ? LayerKind::sliding : LayerKind::chunked;
         const std::uint64_t w = layer_window(*cache_arch, kind), kept = layer_window(arch, kind);
         r.notes.push_back(
-            "llama.cpp keeps a sliding layer's window and one micro-batch (n_ubatch 512) more, padded to "
-            "256 tokens" +
+            "llama.cpp keeps a sliding layer's window and one micro-batch (n_ubatch " + format_count(ubatch) +
+            ") more, padded to 256 tokens" +
             (w > 0 && kept > 0 ? ": " + format_count(kept) + " for a window of " + format_count(w) : std::string()) +
             " (llama-kv-cache-iswa.cpp)");
     }
@@ -418,7 +455,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         r.draft_parameters = dp.own;
         r.draft_weights_bytes = *bytes;
         // Its layers' share of the cache, a token's and a GPU's: the cache with them less the cache without.
-        const Architecture own = engine_architecture(model_arch, d.engine);
+        const Architecture own = engine_architecture(model_arch, d.engine, ubatch);
         auto without = KvLayout::make(own, kv_dtype, workload, parallel);
         if (!without) return without.errors();
         auto without_kv = kv_cache_report(*without, own, workload, parallel);
@@ -456,6 +493,29 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         r.reserve_items.push_back({ReserveKind::overhead, "in use before loading", kSglangContextBytes,
                                    "CUDA context and NCCL: SGLang's fraction applies to the memory free before the "
                                    "weights load (0.84 - 1.06 GiB in published logs)"});
+    } else if (d.engine == Engine::llama_cpp && !d.fixed_reserve) {
+        // llama.cpp reserves its compute buffer when it makes the context (a draft model's context has its own).
+        r.reserve_estimated = true;
+        const bool fa = !d.llama_cpp.flash_attn_off;
+        const std::string how = "one micro-batch of " + format_count(ubatch) + " tokens (n_ubatch" +
+                                (d.llama_cpp.ubatch == 0 ? ", llama.cpp's default" : std::string()) + "), " +
+                                (fa ? "flash attention on (the default where the GPU has it): the logits"
+                                    : "flash attention off: the larger of the attention scores and the logits") +
+                                " (src/llama-context.cpp)";
+        r.reserve_items.push_back({ReserveKind::compute_buffer, "compute buffer",
+                                   llama_cpp_compute_buffer(engine_architecture(model_arch, d.engine, ubatch),
+                                                            workload.context_tokens, ubatch, fa),
+                                   how});
+        if (d.draft)
+            r.reserve_items.push_back({ReserveKind::compute_buffer, "draft's compute buffer",
+                                       llama_cpp_compute_buffer(engine_architecture(d.draft->arch, d.engine, ubatch),
+                                                                workload.context_tokens, ubatch, fa),
+                                       "the draft's own context, as the model's"});
+        r.reserve_items.push_back({ReserveKind::overhead, "runtime overhead", d.runtime_overhead_bytes,
+                                   "the default (--overhead): CUDA context and library workspaces"});
+        r.notes.push_back("llama.cpp's compute buffer: " + how +
+                          "; matches published logs to the MiB for dense models (docs/vllm-logs.md); --ubatch and "
+                          "--flash-attn change it, --reserve fixes the reserve instead");
     } else {
         const std::string given = d.fixed_reserve ? "as given" : "the default";
         if (d.engine != Engine::tensorrt_llm)

@@ -53,6 +53,7 @@ constexpr FieldName kFields[] = {
     {Field::max_num_batched_tokens, "max_num_batched_tokens"},
     {Field::max_num_seqs, "max_num_seqs"},
     {Field::vllm_version, "vllm_version"},
+    {Field::ubatch, "ubatch"},
     {Field::draft, "draft"},
 };
 static_assert(std::size(kFields) == kFieldCount && lists_in_order(kFields, [](const FieldName& f) { return f.field; }),

@@ -145,6 +145,13 @@ void weights_and_engine_settings(const Scenario& s, Value& o, const FitReport* f
         o.set("weight_quantization", std::move(w));
     }
     if (dep.engine == Engine::vllm) o.set("vllm", vllm_settings_json(s));
+    if (dep.engine == Engine::llama_cpp) {
+        Value l = Value::object();
+        l.set("ubatch", Value::number(llama_cpp_ubatch(dep)));
+        l.set("flash_attn", Value::boolean(!dep.llama_cpp.flash_attn_off));
+        l.set("fixed_reserve", Value::boolean(dep.fixed_reserve));
+        o.set("llama_cpp", std::move(l));
+    }
     // A separate draft model: which, and how served; with a fit, what it takes.
     if (dep.draft) {
         Value dr = Value::object();

@@ -277,6 +277,13 @@ void members(Self& q, V& v) {
 }
 
 template <class Self, class V>
+requires Of<Self, LlamaCppSettings>
+void members(Self& s, V& v) {
+    v.value("ubatch", s.ubatch, Need::when_set);
+    v.value("flash_attn_off", s.flash_attn_off, Need::when_set);
+}
+
+template <class Self, class V>
 requires Of<Self, DraftModel>
 void members(Self& m, V& v) {
     v.value("name", m.name);
@@ -303,6 +310,7 @@ void members(Self& d, V& v) {
     // defaults, and vLLM now derives its own.
     v.value("fixed_reserve", d.fixed_reserve, Need::when_set);
     v.object("vllm", d.vllm, Need::when_set);
+    v.object("llama_cpp", d.llama_cpp, Need::when_set);
     v.value("weights_bytes_exact", d.weights_bytes_exact, Need::when_set);
     v.value("weights_source", d.weights_source, Need::when_set);
     v.maybe("weight_quant", d.weight_quant);

@@ -225,6 +225,30 @@ TEST(Cli, ADraftModelCountsInTheFitsTableAndJson) {
     EXPECT_EQ(p.find("draft")->find("method")->as_string(), "draft_model");
 }
 
+TEST(Cli, LlamaCppsComputeBufferFollowsItsSettings) {
+    const std::string base = "fit --model llama-3-8b --gpu rtx-4090 --engine llama.cpp --context 8k";
+    const CliRun r = cli(base);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(
+        r.out.find("reserved:        770 MiB per GPU (estimate): compute buffer 258 MiB, runtime overhead 512 MiB"),
+        std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("note: llama.cpp's compute buffer: one micro-batch of 512 tokens (n_ubatch, llama.cpp's "
+                         "default), flash attention on"),
+              std::string::npos)
+        << r.out;
+    const CliRun off = cli(base + " --flash-attn off --ubatch 1k --json");
+    ASSERT_EQ(off.status, 0) << off.err;
+    const kvscope::json::Value v = json_of(off);
+    EXPECT_EQ(u64(*v.find("llama_cpp"), "ubatch"), 1024u);
+    EXPECT_FALSE(v.find("llama_cpp")->find("flash_attn")->as_bool());
+    EXPECT_EQ(u64(v.find("reserve_items")->items()[0], "bytes"), 4ull * 1024 * (8192ull * 33 + 4 * 4096));
+    const CliRun bad = cli(base + " --flash-attn sometimes");
+    EXPECT_NE(bad.err.find("--flash-attn: 'sometimes' is not on, off or auto"), std::string::npos) << bad.err;
+    const CliRun zero = cli(base + " --ubatch 0");
+    EXPECT_NE(zero.err.find("--ubatch: must be at least 1"), std::string::npos) << zero.err;
+}
+
 TEST(Cli, AQuantizationItCannotReadIsAWarningInTheJson) {
     // A field that could change the answer and is not understood: said on screen and in the JSON's warnings.
     const auto path =

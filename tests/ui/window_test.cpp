@@ -281,6 +281,43 @@ TEST(Window, ADraftModelComesFromTheCatalogOrAFileAndIsUndone) {
     EXPECT_EQ(w.model()->results().fit->weights_bytes, alone);
 }
 
+TEST(Window, LlamaCppsMicroBatchAndFlashAttentionSizeItsComputeBuffer) {
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("llama-3-8b");
+    w.deployment()->enableBox()->setChecked(true);
+    DeploymentView* d = w.deployment();
+    EXPECT_FALSE(d->ubatchField()->isVisibleTo(d));  // vLLM: not its settings
+    w.model()->edit("llama.cpp", [](Scenario& s) {
+        s.deployment->engine = Engine::llama_cpp;
+        s.deployment->fraction = 1.0;
+        s.workload.context_tokens = 8192;
+    });
+    ASSERT_TRUE(d->ubatchField()->isVisibleTo(d));
+    EXPECT_EQ(d->ubatchField()->placeholderText(), "llama.cpp's default: 512");
+    EXPECT_TRUE(d->flashAttentionField()->isChecked());
+    const auto buffer = [&w] { return w.model()->results().fit->reserve_items.front().bytes; };
+    EXPECT_EQ(buffer(), 271'056'896u);  // the logits of 512 tokens, as kvscope-cli fit --engine llama.cpp
+    d->flashAttentionField()->click();
+    EXPECT_TRUE(w.model()->scenario().deployment->llama_cpp.flash_attn_off);
+    EXPECT_EQ(buffer(), 560ull << 20);  // the attention scores at 8k, as the published logs
+    // Typed as the option reads it; a bad count is said under the form and changes nothing.
+    d->ubatchField()->setText("2k");
+    emit d->ubatchField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->llama_cpp.ubatch, 2048u);
+    EXPECT_EQ(buffer(), 4ull * 2048 * (8192ull * 33 + 4 * 4096));
+    d->ubatchField()->setText("0");
+    emit d->ubatchField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->llama_cpp.ubatch, 2048u);
+    EXPECT_TRUE(d->ubatchField()->toolTip().contains("must be at least 1"))
+        << d->ubatchField()->toolTip().toStdString();
+    d->ubatchField()->setText("");
+    emit d->ubatchField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->llama_cpp.ubatch, 0u);
+    w.model()->undoStack()->undo();
+    EXPECT_EQ(w.model()->scenario().deployment->llama_cpp.ubatch, 2048u);
+    EXPECT_EQ(d->ubatchField()->text(), "2,048");
+}
+
 TEST(Window, SglangsFractionIsItsOwnForTheGpuUntilOneIsGiven) {
     MainWindow w(catalog(), false);
     w.model()->loadCatalogModel("llama-3-8b");

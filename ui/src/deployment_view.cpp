@@ -63,6 +63,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
       vllm_seqs_(new QLineEdit),
       vllm_graphs_(new QCheckBox(tr("CUDA graphs"))),
       mtp_(new QCheckBox),
+      ubatch_(new QLineEdit),
+      flash_attn_(new QCheckBox(tr("Flash attention"))),
       draft_(new QComboBox),
       draft_method_(new QComboBox),
       rule_(new QLabel),
@@ -126,6 +128,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                                                                         {vllm_version_, "vLLM version"},
                                                                         {vllm_tokens_, "Tokens per step"},
                                                                         {vllm_seqs_, "Sequences per step"},
+                                                                        {ubatch_, "Micro-batch"},
                                                                         {draft_, "Draft model"},
                                                                         {draft_method_, "Draft method"}};
     for (const auto& [w, name] : names) w->setAccessibleName(tr(name));
@@ -157,6 +160,12 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     marks_.add(mtp_, {Field::mtp_layers},
                tr("As vLLM's --speculative-config method mtp: the layers' weights and KV cache count "
                   "(kvscope-cli fit --mtp)."));
+    marks_.add(ubatch_, {Field::ubatch},
+               tr("n_ubatch: tokens in one graph of llama.cpp, which sizes its compute buffer and what sliding "
+                  "layers keep. Empty: llama.cpp's 512 (--ubatch)."));
+    flash_attn_->setToolTip(
+        tr("Off: -fa off. llama.cpp then forms the attention scores of a whole micro-batch, "
+           "a larger compute buffer (--flash-attn)."));
     marks_.add(draft_, {Field::draft},
                tr("Speculative decoding with a separate draft model (vLLM --speculative-config model=…): a small "
                   "model of the same family, or an EAGLE head's config.json. Its weights and its layers' KV cache "
@@ -178,6 +187,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     form->addRow(tr("Tokens per step"), vllm_tokens_);
     form->addRow(tr("Sequences per step"), vllm_seqs_);
     form->addRow(QString(), vllm_graphs_);
+    form->addRow(tr("Micro-batch"), ubatch_);
+    form->addRow(QString(), flash_attn_);
     form->addRow(QString(), mtp_);
     form->addRow(tr("&Draft model"), draft_);
     form->addRow(tr("Draft method"), draft_method_);
@@ -321,6 +332,11 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     connect(vllm_graphs_, &QCheckBox::clicked, this, [edit](bool graphs) {
         edit(QObject::tr("Change CUDA graphs"), [graphs](Deployment& d, Scenario&) { d.vllm.enforce_eager = !graphs; });
     });
+    connect(flash_attn_, &QCheckBox::clicked, this, [edit](bool on) {
+        edit(QObject::tr("Change flash attention"),
+             [on](Deployment& d, Scenario&) { d.llama_cpp.flash_attn_off = !on; });
+    });
+    connect(ubatch_, &QLineEdit::editingFinished, this, &DeploymentView::commitUbatch);
     connect(vllm_tokens_, &QLineEdit::editingFinished, this, &DeploymentView::commitVllmBatch);
     connect(vllm_seqs_, &QLineEdit::editingFinished, this, &DeploymentView::commitVllmBatch);
     connect(model_, &ScenarioModel::changed, this, &DeploymentView::sync);
@@ -353,6 +369,27 @@ void DeploymentView::commitVllmBatch() {
     read(vllm_seqs_, v.max_num_seqs, false);
     if (!(v == model_->scenario().deployment->vllm))
         model_->edit(tr("Change vLLM's batch limits"), [&v](Scenario& s) { s.deployment->vllm = v; });
+    sync();
+}
+
+void DeploymentView::commitUbatch() {
+    if (syncing_ || !model_->scenario().deployment) return;
+    typed_.remove(ubatch_);
+    // Empty: llama.cpp's default; else a count, as --ubatch reads it.
+    std::uint64_t ubatch = 0;
+    const std::string text = ubatch_->text().trimmed().toStdString();
+    if (!text.empty()) {
+        auto n = parse_token_count(text, "Micro-batch");
+        if (!n)
+            typed_.insert(ubatch_, q(n.errors().front().message));
+        else if (*n == 0)
+            typed_.insert(ubatch_, tr("Micro-batch: must be at least 1 (leave it empty for llama.cpp's 512)"));
+        else
+            ubatch = *n;
+    }
+    if (!typed_.contains(ubatch_) && ubatch != model_->scenario().deployment->llama_cpp.ubatch)
+        model_->edit(tr("Change llama.cpp's micro-batch"),
+                     [ubatch](Scenario& s) { s.deployment->llama_cpp.ubatch = ubatch; });
     sync();
 }
 
@@ -490,6 +527,15 @@ void DeploymentView::sync() {
             form->setRowVisible(draft_method_, d.draft.has_value());
         if (d.draft) draft_method_->setCurrentIndex(draft_method_->findData(static_cast<int>(d.draft->method)));
         vllm_graphs_->setChecked(!d.vllm.enforce_eager);
+        // llama.cpp's settings; the placeholder shows the default the fit uses.
+        if (auto* form = qobject_cast<QFormLayout*>(box_->layout()))
+            for (QWidget* field : std::initializer_list<QWidget*>{ubatch_, flash_attn_})
+                form->setRowVisible(field, d.engine == Engine::llama_cpp);
+        ubatch_->setPlaceholderText(tr("llama.cpp's default: %1").arg(kLlamaCppUbatch));
+        if (!ubatch_->hasFocus() && !typed_.contains(ubatch_))
+            ubatch_->setText(d.llama_cpp.ubatch > 0 ? q(format_count(d.llama_cpp.ubatch)) : QString());
+        flash_attn_->setChecked(!d.llama_cpp.flash_attn_off);
+        flash_attn_->setEnabled(!d.fixed_reserve);  // the micro-batch still sets what sliding layers keep
         Deployment with_graphs = d;
         with_graphs.vllm.enforce_eager = false;
         vllm_graphs_->setEnabled(!d.fixed_reserve && vllm_subtracts_cuda_graphs(with_graphs));

@@ -51,6 +51,15 @@ struct VllmSettings {
     std::uint64_t version_minor = 0;           // 0.x: the version whose rules apply (0: kDefaultVllmMinor)
     friend bool operator==(const VllmSettings&, const VllmSettings&) = default;
 };
+// llama.cpp's settings its compute buffer depends on (common/common.h defaults).
+struct LlamaCppSettings {
+    std::uint64_t ubatch = 0;     // -ub, the micro-batch a graph runs (0: 512)
+    bool flash_attn_off = false;  // -fa off (its default, auto, turns flash attention on where the GPU has it)
+    friend bool operator==(const LlamaCppSettings&, const LlamaCppSettings&) = default;
+};
+// The largest micro-batch taken: far above llama.cpp's own (512; -ub up to n_batch, 2,048 by default).
+constexpr std::uint64_t kMaxLlamaCppUbatch = 1ull << 20;
+
 // The version line assumed when none is given: 0.20, the last before CUDA-graph memory was subtracted.
 constexpr std::uint64_t kDefaultVllmMinor = 20;
 // The versions whose rules the calculator has (0.6 … 0.21); later ones follow 0.21's, and a version past
@@ -79,6 +88,7 @@ struct Deployment {
     std::uint64_t runtime_overhead_bytes = 1ull << 29;    // CUDA context, graphs, library workspaces
     bool fixed_reserve = false;
     VllmSettings vllm;
+    LlamaCppSettings llama_cpp;
     // The weights' exact bytes as stored (GGUF tensor infos, safetensors headers): used instead of the parameter
     // count in weight_dtype when set (0: estimate). weights_source says where the figure came from.
     std::uint64_t weights_bytes_exact = 0;
@@ -136,12 +146,18 @@ std::string weights_text(const Deployment& d);
 // The workload as the engine stores it: llama.cpp keeps one contiguous cache (block size 1).
 Workload engine_workload(const Workload& workload, Engine engine);
 // The layers as the engine keeps them: llama.cpp's sliding and chunked layers hold their window plus one
-// micro-batch of kLlamaCppUbatch tokens, padded to 256; every other engine keeps the window.
+// micro-batch (n_ubatch, kLlamaCppUbatch unless set) tokens, padded to 256; every other engine keeps the window.
 constexpr std::uint64_t kLlamaCppUbatch = 512;
-Architecture engine_architecture(const Architecture& arch, Engine engine);
+Architecture engine_architecture(const Architecture& arch, Engine engine, std::uint64_t ubatch = kLlamaCppUbatch);
+// The deployment's micro-batch for llama.cpp (its own, else kLlamaCppUbatch).
+std::uint64_t llama_cpp_ubatch(const Deployment& d);
+// llama.cpp's compute buffer on the GPU for one sequence's context: the worst-case graph of one micro-batch,
+// reserved when the context is made (src/llama-context.cpp). Bytes; saturates rather than overflows.
+std::uint64_t llama_cpp_compute_buffer(const Architecture& arch, std::uint64_t context_tokens, std::uint64_t ubatch,
+                                       bool flash_attn);
 
 // One part of what the engine keeps back from the KV cache on each GPU, as the fit's breakdown names it.
-enum class ReserveKind : std::uint8_t { profile_peak, non_torch, cuda_graphs, activation, overhead };
+enum class ReserveKind : std::uint8_t { profile_peak, non_torch, cuda_graphs, activation, overhead, compute_buffer };
 struct ReserveItem {
     ReserveKind kind = ReserveKind::activation;
     std::string name;  // "profile peak", "non-torch memory", "CUDA graphs", "activation reserve", …

@@ -55,6 +55,8 @@ enum class Field : std::uint8_t {
     max_num_batched_tokens,
     max_num_seqs,
     vllm_version,
+    // llama.cpp's micro-batch
+    ubatch,
     // a separate draft model for speculative decoding
     draft,
 };

@@ -37,6 +37,9 @@ public:
     [[nodiscard]] QLineEdit* vllmSequencesField() const { return vllm_seqs_; }
     [[nodiscard]] QCheckBox* vllmGraphsField() const { return vllm_graphs_; }
     [[nodiscard]] QCheckBox* mtpField() const { return mtp_; }
+    // llama.cpp's settings (shown for the llama.cpp engine): the micro-batch and flash attention.
+    [[nodiscard]] QLineEdit* ubatchField() const { return ubatch_; }
+    [[nodiscard]] QCheckBox* flashAttentionField() const { return flash_attn_; }
     // A separate draft model (--draft): none, a catalog model, or a file; and how vLLM serves it (--draft-method).
     [[nodiscard]] QComboBox* draftField() const { return draft_; }
     [[nodiscard]] QComboBox* draftMethodField() const { return draft_method_; }
@@ -62,6 +65,7 @@ private:
     void refreshResults();
     void commitCustom();
     void commitVllmBatch();
+    void commitUbatch();
 
     ScenarioModel* model_;
     QGroupBox* box_;
@@ -77,6 +81,8 @@ private:
     QLineEdit* vllm_seqs_;
     QCheckBox* vllm_graphs_;
     QCheckBox* mtp_;
+    QLineEdit* ubatch_;
+    QCheckBox* flash_attn_;
     QComboBox* draft_;
     QComboBox* draft_method_;
     QLabel* rule_;

@@ -1,0 +1,106 @@
+// llama.cpp's compute buffer against the sizes published logs print ("CUDA0 compute buffer size = 560.00 MiB"):
+// the table is printed; the logs whose settings are known are held to the MiB.
+#include <cmath>
+#include <cstdio>
+
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/scenario_file.h"
+#include "testing.h"
+
+namespace kvscope {
+namespace {
+
+struct ComputeBufferLog {
+    const char* source;
+    const char* model;  // catalog id
+    bool clear_window;  // the log's model has no sliding window where the catalog's has
+    std::uint64_t n_ctx, ubatch;
+    bool flash_attn;
+    double logged_mib;
+    bool held;  // false: printed, with the reason in docs/vllm-logs.md
+};
+
+TEST(EngineLogs, LlamaCppsComputeBufferMatchesPublishedLogsToTheMib) {
+    // Sources (docs/vllm-logs.md "llama.cpp's compute buffer"): fedora-copr/logdetective#106 (Mistral 7B v0.2,
+    // whose config has no sliding window), developer0hye/llama-3-korean-bllossom-8b-q4-docker's README, three
+    // Ollama server logs of Llama 3 8B at 8k, an Ollama log of Qwen2.5 7B with flash attention auto (on), and
+    // ggml-org/llama.cpp#10052 (Llama 3.2 1B at 128k, the allocation that failed).
+    const ComputeBufferLog logs[] = {
+        {"logdetective#106", "mistral-7b-v0.1", true, 2048, 512, false, 164.00, true},
+        {"logdetective#106", "mistral-7b-v0.1", true, 32768, 512, false, 2144.00, true},
+        {"bllossom-8b README", "llama-3-8b", false, 512, 512, false, 258.50, true},
+        {"Ollama logs (3)", "llama-3-8b", false, 8192, 512, false, 560.00, true},
+        {"Ollama log, fa auto", "qwen2.5-7b", false, 4096, 512, true, 304.00, true},
+        {"llama.cpp#10052", "llama-3.2-1b", false, 131072, 512, false, 8849.72, false},
+    };
+    std::printf("%-22s %-16s %8s %4s %10s %10s %7s\n", "log", "model", "n_ctx", "fa", "logged", "KVScope", "error");
+    for (const ComputeBufferLog& log : logs) {
+        const CatalogModel* m = Catalog::builtin().find_model(log.model);
+        ASSERT_NE(m, nullptr) << log.model;
+        Architecture a = m->model.arch;
+        if (log.clear_window) a.layer_specs.clear();
+        const std::uint64_t bytes = llama_cpp_compute_buffer(engine_architecture(a, Engine::llama_cpp, log.ubatch),
+                                                             log.n_ctx, log.ubatch, log.flash_attn);
+        const double mib = static_cast<double>(bytes) / (1 << 20);
+        const double error = (mib - log.logged_mib) / log.logged_mib;
+        std::printf("%-22s %-16s %8llu %4s %10.2f %10.2f %+6.1f%%%s\n", log.source, log.model,
+                    static_cast<unsigned long long>(log.n_ctx), log.flash_attn ? "on" : "off", log.logged_mib, mib,
+                    100 * error, log.held ? "" : "  (not held)");
+        if (log.held) EXPECT_NEAR(mib, log.logged_mib, 0.01) << log.source << " " << log.model;
+    }
+}
+
+TEST(EngineLogs, LlamaCppsFitReservesItsComputeBufferAndItsOverhead) {
+    // Llama 3 8B on an RTX 4090 with llama.cpp at 8k: 560 MiB of attention scores without flash attention, the
+    // 258.5 MiB of logits with it (the default), and the runtime overhead; --reserve fixes the reserve instead.
+    const Architecture a = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("rtx-4090");
+    d.engine = Engine::llama_cpp;
+    d.fraction = 1.0;
+    const Workload w{.context_tokens = 8192, .batch = 1};
+    auto f = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    ASSERT_EQ(f->reserve_items.size(), 2u);
+    EXPECT_EQ(f->reserve_items[0].kind, ReserveKind::compute_buffer);
+    EXPECT_EQ(f->reserve_items[0].bytes, 271'056'896u);  // 4 x 512 x (128,256 + 4,096)
+    EXPECT_EQ(f->reserve_items[1].bytes, d.runtime_overhead_bytes);
+    EXPECT_TRUE(f->reserve_estimated);
+    d.llama_cpp.flash_attn_off = true;
+    f = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_EQ(f->reserve_items[0].bytes, 560ull << 20);
+    // A larger micro-batch grows both stages, and the sliding layers' cache of a model that has them.
+    d.llama_cpp.ubatch = 2048;
+    f = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_EQ(f->reserve_items[0].bytes, 4ull * 2048 * (8192ull * 33 + 4 * 4096));
+    d.llama_cpp.ubatch = kMaxLlamaCppUbatch + 1;
+    EXPECT_FIELD_ERROR(fit(a, KvDtype::fp16, w, {}, d), "ubatch", "micro-batch");
+    d.llama_cpp.ubatch = 0;
+    d.fixed_reserve = true;
+    f = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_EQ(f->reserve_items[0].name, "activation reserve");
+    EXPECT_FALSE(f->reserve_estimated);
+}
+
+TEST(EngineLogs, AScenarioKeepsLlamaCppsSettings) {
+    Scenario s;
+    s.arch = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    s.workload = {.context_tokens = 8192, .batch = 1};
+    s.deployment = Deployment{};
+    s.deployment->gpu = *Catalog::builtin().find_gpu("rtx-4090");
+    s.deployment->engine = Engine::llama_cpp;
+    s.deployment->llama_cpp = {.ubatch = 1024, .flash_attn_off = true};
+    const auto back = scenario_from_json(scenario_to_json(s), "llama.kvscope.json");
+    ASSERT_TRUE(back.ok()) << back.error_text();
+    EXPECT_EQ(back->scenario.deployment->llama_cpp, s.deployment->llama_cpp);
+    // Written only when set: a file of the defaults has no llama_cpp key.
+    s.deployment->llama_cpp = {};
+    EXPECT_EQ(scenario_to_json(s).find("llama_cpp"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvscope
