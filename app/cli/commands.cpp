@@ -461,7 +461,8 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
                     {"draft", dep.draft->name + " (" + std::string(to_string(dep.draft->method)) +
                                   "): " + format_si(static_cast<double>(f->draft_parameters)) + " parameters, " +
                                   format_bytes_both(f->draft_weights_bytes, u) + " (in the weights above); its KV " +
-                                  format_count(f->draft_kv_bytes_per_token) + " bytes a token (in the KV needed)"});
+                                  format_count(f->draft_kv_bytes_per_token) + " bytes a token, " +
+                                  format_bytes(f->draft_kv_bytes_per_gpu, u) + " per GPU (in the KV needed)"});
     if (measured != nullptr) rows.emplace_back("decode measured", measured_step_text(*measured, *d));
     rows.insert(
         rows.end(),

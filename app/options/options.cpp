@@ -583,7 +583,13 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
         else
             errors.push_back({"--flash-attn", "'" + *o.flash_attn + "' is not on, off or auto"});
     }
-    if (o.mtp) d.mtp = true;
+    // One speculative method, as the window keeps it: --mtp replaces a saved draft, --draft a saved --mtp (both
+    // given: the fit names the conflict).
+    if (o.mtp) {
+        d.mtp = true;
+        if (!o.draft) d.draft.reset();
+    }
+    if (o.draft && !o.mtp) d.mtp = false;
     std::optional<DraftMethod> method;
     if (o.draft_method) {
         method = parse_draft_method(*o.draft_method);

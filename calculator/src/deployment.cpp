@@ -268,7 +268,8 @@ std::uint64_t llama_cpp_compute_buffer(const Architecture& arch, std::uint64_t c
     //     hidden-state tensors of n_embd x n_tokens;
     //   the output: the f32 logits of n_vocab x n_tokens (n_outputs = n_tokens) and the hidden state beside them.
     // With flash attention (-fa, on by default where the GPU has it) KQ is never formed: the output stage.
-    // Checked against nine published logs to the MiB (tests/calculator/engine_logs_test.cpp, docs/vllm-logs.md).
+    // Five of six published logs to the MiB (tests/calculator/engine_logs_test.cpp, docs/vllm-logs.md); the sixth,
+    // at 128k, logged 4.4% more.
     const std::uint64_t n_ctx = round_up(std::max<std::uint64_t>(context_tokens, 1), 256).value();
     const std::uint64_t n_tokens = std::min(n_ctx, ubatch);
     // The widest attention layer's cache: a model whose layers all slide keeps its window (engine_architecture).
@@ -428,6 +429,11 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
             " (llama-kv-cache-iswa.cpp)");
     }
     Errors errors = validate(d, parallel);
+    // vLLM shares an EAGLE head's embedding and runs a drafter only without pipeline parallelism
+    // (llm_base_proposer.py _maybe_share_embeddings: "if PP disabled"); a draft's layers on a stage are not modelled.
+    if (d.draft && parallel.pp > 1)
+        errors.push_back({Field::draft, "a draft model with pipeline parallelism (PP " + std::to_string(parallel.pp) +
+                                            ") is not modelled: vLLM drafts without it; use tensor parallelism"});
     // vllm/config/speculative.py: one method per server.
     if (d.mtp && d.draft)
         errors.push_back({Field::draft,
@@ -445,10 +451,14 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     auto stored = stored_weights_bytes(model_arch, d);
     if (!stored) return stored.errors();
     std::uint64_t weights = *stored;
+    // Tensor parallel splits the weights, but what a draft keeps whole (EAGLE's fc) is on every GPU.
+    std::uint64_t replicated = 0;
     if (d.draft) {
         const DraftParameters dp = draft_parameters(*d.draft);
         auto bytes = draft_weights_bytes(*d.draft, d.weight_dtype);
         if (!bytes) return bytes.errors();
+        if (d.draft->weights_bytes_exact == 0 && dp.replicated > 0)
+            if (auto rep = weights_bytes(dp.replicated, d.weight_dtype); rep && *rep <= *bytes) replicated = *rep;
         const Checked all = Checked(weights) + *bytes;
         if (all.overflow()) return overflow_error(Field::draft, "the weights with the draft's");
         weights = all.value();
@@ -460,9 +470,10 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         if (!without) return without.errors();
         auto without_kv = kv_cache_report(*without, own, workload, parallel);
         if (!without_kv) return without_kv.errors();
+        const auto minus = [](std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; };
         r.draft_kv_bytes_per_token =
-            layout.bytes_per_token_all_gpus().value() - without->bytes_per_token_all_gpus().value();
-        r.draft_kv_bytes_per_gpu = kv->per_gpu_bytes - without_kv->per_gpu_bytes;
+            minus(layout.bytes_per_token_all_gpus().value(), without->bytes_per_token_all_gpus().value());
+        r.draft_kv_bytes_per_gpu = minus(kv->per_gpu_bytes, without_kv->per_gpu_bytes);
     }
     const std::uint64_t gpus = parallel.gpus();
     r.engine = d.engine;
@@ -470,13 +481,19 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     r.parameters = params.total;
     r.parameters_estimated = params.estimated;
     r.memory_bytes_per_gpu = d.gpu.memory_bytes;
-    r.weights_bytes = weights;
-    r.weights_bytes_per_gpu = ceil_div(weights, gpus);
+    r.weights_bytes_per_gpu = ceil_div(weights - replicated, gpus) + replicated;
+    const Checked all_gpus = Checked(weights) + Checked(replicated) * (gpus - 1);
+    if (all_gpus.overflow()) return overflow_error(Field::draft, "the weights with the draft's on every GPU");
+    r.weights_bytes = all_gpus.value();
+    if (d.draft) r.draft_weights_bytes_per_gpu = r.weights_bytes_per_gpu - ceil_div(*stored, gpus);
     r.kv_bytes_per_gpu = kv->per_gpu_bytes;
     r.state_bytes_per_gpu = kv->state_bytes_per_gpu;
     r.memory_bytes_per_gpu_needed = r.plain_memory_bytes_per_gpu = kv->memory_bytes_per_gpu;
     // vLLM's hybrid cache manager lays out a model with recurrent and attention layers in pages of its own.
     if (d.engine == Engine::vllm) r.engine_pages = vllm_hybrid_pages(*layout_or, arch, workload, parallel);
+    // Speculative decoding keeps a state page per drafted token beside each running state: as many as the MTP
+    // layers when --mtp serves them (vllm/config/speculative.py: num_speculative_tokens defaults to n_predict).
+    if (r.engine_pages && d.mtp) r.engine_pages->speculative_blocks = checkpoint.mtp_layers;
     if (r.engine_pages) {
         const Checked need = r.engine_pages->bytes_per_sequence(workload.context_tokens) * workload.batch;
         if (need.overflow())
@@ -514,8 +531,12 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         r.reserve_items.push_back({ReserveKind::overhead, "runtime overhead", d.runtime_overhead_bytes,
                                    "the default (--overhead): CUDA context and library workspaces"});
         r.notes.push_back("llama.cpp's compute buffer: " + how +
-                          "; matches published logs to the MiB for dense models (docs/vllm-logs.md); --ubatch and "
-                          "--flash-attn change it, --reserve fixes the reserve instead");
+                          "; it matches five published logs of dense models on one GPU to the MiB (docs/vllm-logs.md); "
+                          "--ubatch and --flash-attn change it, --reserve fixes the reserve instead");
+        if (model_arch.moe || gpus > 1)
+            r.notes.emplace_back(
+                "not exact: llama.cpp's compute buffer was checked on dense models on one GPU; an MoE's expert "
+                "buffers and a split over GPUs (each reserving its own) may differ");
     } else {
         const std::string given = d.fixed_reserve ? "as given" : "the default";
         if (d.engine != Engine::tensorrt_llm)
@@ -672,6 +693,16 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                           " KV cache, " + format_count(r.draft_kv_bytes_per_token) +
                           " bytes a token, in the model's cache" + shared +
                           "; the decode estimate is the model's own step");
+        if (r.weights_exact && dm.weights_bytes_exact == 0)
+            r.notes.push_back("not exact: the draft's " + format_bytes(r.draft_weights_bytes) +
+                              " are estimated beside the model files' exact bytes");
+        if (d.engine == Engine::vllm && !d.fixed_reserve)
+            r.notes.emplace_back(
+                "not exact: the reserve is the model's profile run; the draft's own run and CUDA graphs are not "
+                "counted (vllm/v1/worker/gpu_model_runner.py runs the drafter in its dummy run)");
+        if (d.engine == Engine::llama_cpp && dm.method != DraftMethod::draft_model)
+            r.notes.push_back("llama.cpp serves a separate draft model (llama-server -md); the " +
+                              std::string(to_string(dm.method)) + " method is vLLM's and SGLang's");
         if (dm.method == DraftMethod::draft_model && dm.arch.vocab_size != checkpoint.vocab_size &&
             dm.arch.vocab_size > 0 && checkpoint.vocab_size > 0)
             r.notes.push_back("the draft's vocabulary (" + format_count(dm.arch.vocab_size) + ") is not the model's (" +
@@ -680,9 +711,16 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                               "(vllm/v1/spec_decode/draft_model.py)");
     }
     if (d.mtp && checkpoint.mtp_layers > 0 && model_arch.state_layers() > 0)
-        r.notes.emplace_back(
-            "not exact: vLLM keeps one more recurrent-state page per layer for each drafted token "
-            "(model_executor/layers/mamba/abstract.py num_speculative_blocks); they are not counted");
+        r.notes.push_back(
+            r.engine_pages
+                ? "vLLM keeps " +
+                      format_count_of(checkpoint.mtp_layers, "more recurrent-state page",
+                                      "more recurrent-state pages") +
+                      " per layer group and sequence, one per drafted token (num_speculative_tokens, its default: "
+                      "the MTP layers' count; model_executor/layers/mamba/abstract.py num_speculative_blocks)"
+                : "not exact: vLLM keeps one more recurrent-state page per layer for each drafted token "
+                  "(model_executor/layers/mamba/abstract.py num_speculative_blocks); this engine's layout does not "
+                  "count them");
     for (const auto& reason : arch.not_exact) r.notes.push_back("not exact: " + reason);
     return r;
 }

@@ -131,23 +131,24 @@ DraftParameters draft_parameters(const DraftModel& d) {
     // target's replace (llm_base_proposer.py: shared when the checkpoint has none or an identical copy).
     const ParameterCount shape = estimate_parameters(a);
     const std::uint64_t layers = minus(shape.total, shape.embedding + shape.head);
-    const Checked embedding = Checked(a.vocab_size) * H;
     if (d.method == DraftMethod::eagle) {
-        // llama_eagle.py: fc = ReplicatedLinear(2H -> H, no bias) over [embedding; the target's hidden state].
-        out.own = value_of(Checked(layers) + Checked(2) * H * H);
-        out.shared = value_of(embedding + embedding);
+        // llama_eagle.py: the first layer has no input norm (nn.Identity) and the model no final norm; fc is a
+        // ReplicatedLinear(2H -> H, no bias) over [embedding; the target's hidden state], whole on every GPU.
+        const Checked fc = Checked(2) * H * H;
+        out.own = value_of(Checked(minus(layers, 2 * H)) + fc);
+        out.replicated = value_of(fc);
         return out;
     }
-    // llama_eagle3.py: the first layer's qkv_proj reads 2H (its input norm and a hidden norm, H each), fc reads
-    // three of the target's hidden states (3 x target_hidden_size -> H), and the head has its own LM head over
-    // draft_vocab_size (its draft-to-target token map, 8 bytes an entry, is left out: 0.2 MiB at 32,000).
+    // llama_eagle3.py: every layer has a hidden norm, the first layer's qkv_proj reads 2H, fc (a ReplicatedLinear)
+    // reads three of the target's hidden states (3 x target_hidden_size -> H), and the head has its own LM head
+    // over draft_vocab_size (its draft-to-target token map, 8 bytes an entry, is left out: 0.2 MiB at 32,000).
     const std::uint64_t target_h = d.target_hidden > 0 ? d.target_hidden : H;
     const std::uint64_t vocab = d.draft_vocab > 0 ? d.draft_vocab : a.vocab_size;
     const Checked qkv_out = Checked(a.query_heads) * a.head_dim_k_of(0) +
                             Checked(a.kv_heads_of(0)) * (a.head_dim_k_of(0) + a.head_dim_v_of(0));
-    const Checked wider_qkv = Checked(H) * qkv_out + H;
-    out.own = value_of(Checked(layers) + wider_qkv + Checked(3) * target_h * H + Checked(vocab) * H);
-    out.shared = value_of(embedding);
+    const Checked fc = Checked(3) * target_h * H;
+    out.own = value_of(Checked(layers) + Checked(H) * qkv_out + Checked(a.layers) * H + fc + Checked(vocab) * H);
+    out.replicated = value_of(fc);
     return out;
 }
 
@@ -158,6 +159,10 @@ Errors validate(const DraftModel& d) {
         errors.push_back(draft_error(d, "draft_vocab_size must be at most " + std::to_string(kMaxDraftVocab)));
     if (d.target_hidden > kMaxTargetHidden)
         errors.push_back(draft_error(d, "target_hidden_size must be at most " + std::to_string(kMaxTargetHidden)));
+    if (d.name.empty()) errors.push_back({Field::draft, "the draft model needs a name (its id or path)"});
+    if (d.quant)
+        if (const auto problem = weight_quant_problem(*d.quant))
+            errors.push_back(draft_error(d, "weights' quantization (" + d.quant->method + ") " + *problem));
     if (d.arch.layers == 0 || d.arch.attention_layers() == 0)
         errors.push_back(draft_error(d, "has no attention layer: a draft decodes with attention"));
     return errors;

@@ -277,7 +277,8 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
 Checked HybridPages::bytes_per_sequence(std::uint64_t tokens) const {
     Checked most;
     for (const Stage& s : stages) {
-        const Checked pages = Checked(s.attention_groups) * ceil_div(tokens, attention_block) + s.state_groups;
+        const Checked pages = Checked(s.attention_groups) * ceil_div(tokens, attention_block) +
+                              Checked(s.state_groups) * (Checked(speculative_blocks) + 1);
         const Checked bytes = Checked(s.group_size) * page_bytes * pages;
         if (bytes.overflow()) return bytes;
         if (bytes.value() > most.value()) most = bytes;
@@ -288,13 +289,14 @@ Checked HybridPages::bytes_per_sequence(std::uint64_t tokens) const {
 std::uint64_t HybridPages::max_tokens(std::uint64_t budget, std::uint64_t sequences) const {
     std::uint64_t best = std::numeric_limits<std::uint64_t>::max();
     for (const Stage& s : stages) {
-        // sequences x group_size x page x (attention_groups x blocks + state_groups) <= budget
+        // sequences x group_size x page x (attention_groups x blocks + state_groups x (1 + speculative)) <= budget
         const Checked per_page_set = Checked(sequences) * s.group_size * page_bytes;
         if (per_page_set.overflow() || per_page_set.value() == 0) continue;
         const std::uint64_t pages = budget / per_page_set.value();
-        if (pages < s.state_groups) return 0;
+        const Checked state_pages = Checked(s.state_groups) * (Checked(speculative_blocks) + 1);
+        if (state_pages.overflow() || pages < state_pages.value()) return 0;
         if (s.attention_groups == 0) continue;
-        const std::uint64_t blocks = (pages - s.state_groups) / s.attention_groups;
+        const std::uint64_t blocks = (pages - state_pages.value()) / s.attention_groups;
         const Checked tokens = Checked(blocks) * attention_block;
         best = std::min(best, tokens.overflow() ? std::numeric_limits<std::uint64_t>::max() : tokens.value());
     }

@@ -160,8 +160,12 @@ void weights_and_engine_settings(const Scenario& s, Value& o, const FitReport* f
         dr.set("layers", Value::number(dep.draft->arch.layers));
         if (f) {
             dr.set("parameters", Value::number(f->draft_parameters));
+            dr.set("parameters_estimated", Value::boolean(draft_parameters(*dep.draft).estimated));
             dr.set("weights_bytes", Value::number(f->draft_weights_bytes));
+            dr.set("weights_bytes_per_gpu", Value::number(f->draft_weights_bytes_per_gpu));
+            dr.set("weights_exact", Value::boolean(dep.draft->weights_bytes_exact > 0));
             dr.set("kv_bytes_per_token", Value::number(f->draft_kv_bytes_per_token));
+            dr.set("kv_bytes_per_gpu", Value::number(f->draft_kv_bytes_per_gpu));
         }
         o.set("draft", std::move(dr));
     } else {
@@ -247,6 +251,11 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         o.set("measured_step", Value());
     }
     o.set("notes", strings(f.notes));
+    // What is not exact is a warning too, as kv --json gives its own.
+    Value warnings = Value::array();
+    for (const std::string& n : f.notes)
+        if (n.starts_with("not exact:")) warnings.push(Value::string(n));
+    o.set("warnings", std::move(warnings));
     return o;
 }
 

@@ -179,7 +179,7 @@ TEST(Cli, ADraftModelCountsInTheFitsTableAndJson) {
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("draft:           " + dir.string() +
                          " (eagle3): 425 M parameters, 810 MiB (849 MB) (in the "
-                         "weights above); its KV 4,096 bytes a token (in the KV needed)"),
+                         "weights above); its KV 4,096 bytes a token, 32.0 MiB per GPU (in the KV needed)"),
               std::string::npos)
         << r.out;
     const CliRun j = cli(base + " --json");
@@ -191,6 +191,15 @@ TEST(Cli, ADraftModelCountsInTheFitsTableAndJson) {
     EXPECT_EQ(u64(*draft, "parameters"), 424'689'664u);
     EXPECT_EQ(u64(*draft, "weights_bytes"), 2 * 424'689'664ull);
     EXPECT_EQ(u64(*draft, "kv_bytes_per_token"), 4096u);
+    EXPECT_EQ(u64(*draft, "kv_bytes_per_gpu"), 4096ull * 8192);
+    EXPECT_TRUE(draft->find("parameters_estimated")->as_bool());
+    EXPECT_FALSE(draft->find("weights_exact")->as_bool());
+    // The reserve is the model's profile run: said, not presented as exact.
+    const kvscope::json::Value* notes = v.find("warnings");
+    ASSERT_NE(notes, nullptr) << j.out;
+    EXPECT_TRUE(std::any_of(notes->items().begin(), notes->items().end(), [](const kvscope::json::Value& n) {
+        return n.as_string().starts_with("not exact: the reserve is the model's profile run");
+    })) << j.out;
     // Without it: null, and the weights and cache are the model's alone.
     const CliRun alone = cli("fit --model llama-3-8b --gpu h100-sxm --context 8k --json");
     ASSERT_EQ(alone.status, 0) << alone.err;

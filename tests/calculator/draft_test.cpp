@@ -78,12 +78,14 @@ TEST(Draft, AnEagle3HeadWeighsItsLayerFcAndOwnLmHeadNotTheSharedEmbedding) {
     const std::uint64_t layer = 4096ull * (4096 + 2048 + 4096) + 3ull * 4096 * 14336 + 2 * 4096;
     const std::uint64_t own = 4096ull * 6144 + 4096 + 3ull * 4096 * 4096 + 32000ull * 4096;
     EXPECT_EQ(p.own, layer + 4096 + own);
-    EXPECT_EQ(p.own, 424'689'664u);  // 0.85 GB in bf16, as the published head's file
-    EXPECT_EQ(p.shared, 128256ull * 4096);
-    // An EAGLE (1) head shares the LM head too, and its fc reads 2 x 4,096.
+    EXPECT_EQ(p.own, 424'689'664u);               // 0.85 GB in bf16, as the published head's file
+    EXPECT_EQ(p.replicated, 3ull * 4096 * 4096);  // fc, whole on every GPU
+    // An EAGLE (1) head shares the LM head too, its first layer has no input norm and the head no final norm, and
+    // its fc reads 2 x 4,096.
     DraftModel e = eagle3_head();
     e.method = DraftMethod::eagle;
-    EXPECT_EQ(draft_parameters(e).own, layer + 4096 + 2ull * 4096 * 4096);
+    EXPECT_EQ(draft_parameters(e).own, layer - 4096 + 2ull * 4096 * 4096);
+    EXPECT_EQ(draft_parameters(e).replicated, 2ull * 4096 * 4096);
     // A draft model is all of itself.
     const CatalogModel* small = Catalog::builtin().find_model("llama-3.2-1b");
     ASSERT_NE(small, nullptr);
@@ -153,6 +155,50 @@ TEST(Draft, ADraftModelsWeightsAndKvCountInTheFit) {
     s_alone.draft.reset();
     EXPECT_NEAR(sglang_default_fraction(s_alone, {.tp = 4}).fraction - sglang_default_fraction(s, {.tp = 4}).fraction,
                 2048.0 / 81920, 0.002);
+}
+
+TEST(Draft, AnEagleHeadsFcIsWholeOnEveryGpu) {
+    // Llama 3 8B at TP 2 with the EAGLE-3 head: the head's layer and LM head split over the GPUs, its fc
+    // (ReplicatedLinear, 3 x 4,096 x 4,096 in bf16) whole on each.
+    const Architecture llama = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    const Workload w{.context_tokens = 8192, .batch = 1, .block_size = 16};
+    Deployment d = on_h100s(2);
+    d.fixed_reserve = true;
+    const auto alone = fit(llama, KvDtype::bf16, w, {.tp = 2}, d);
+    d.draft = eagle3_head();
+    const auto with = fit(llama, KvDtype::bf16, w, {.tp = 2}, d);
+    ASSERT_TRUE(alone.ok() && with.ok()) << with.error_text();
+    const std::uint64_t fc = 2ull * 3 * 4096 * 4096, rest = 2ull * 424'689'664 - fc;
+    EXPECT_EQ(with->weights_bytes_per_gpu, (alone->weights_bytes + rest) / 2 + fc);
+    EXPECT_EQ(with->draft_weights_bytes_per_gpu, with->weights_bytes_per_gpu - alone->weights_bytes_per_gpu);
+    EXPECT_EQ(with->weights_bytes, alone->weights_bytes + rest + 2 * fc);  // both GPUs' copies
+    // vLLM drafts without pipeline parallelism: named, not modelled.
+    EXPECT_FIELD_ERROR(fit(llama, KvDtype::bf16, w, {.tp = 1, .pp = 2}, d), "draft", "pipeline parallelism");
+}
+
+TEST(Draft, AHybridModelsMtpDraftKeepsAStatePagePerDraftedToken) {
+    // Qwen3-Next with its MTP layer on vLLM: each sequence keeps one more state page per layer group for the drafted
+    // token (MambaSpec num_speculative_blocks = num_speculative_tokens, 1 by default for one MTP layer).
+    const Architecture a = Catalog::builtin().find_model("qwen3-next-80b-a3b")->model.arch;
+    ASSERT_EQ(a.mtp_layers, 1u);
+    const Workload w{.context_tokens = 32768, .batch = 4, .block_size = 16};
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h200");
+    d.gpu_count = 4;
+    d.mtp = true;
+    const auto f = fit(a, KvDtype::bf16, w, {.tp = 4}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    ASSERT_TRUE(f->engine_pages.has_value());
+    const HybridPages& pages = *f->engine_pages;
+    EXPECT_EQ(pages.speculative_blocks, 1u);
+    HybridPages without = pages;
+    without.speculative_blocks = 0;
+    const HybridPages::Stage& st = pages.stages.front();
+    EXPECT_EQ(pages.bytes_per_sequence(32768).value() - without.bytes_per_sequence(32768).value(),
+              st.group_size * pages.page_bytes * st.state_groups);
+    EXPECT_EQ(f->memory_bytes_per_gpu_needed, pages.bytes_per_sequence(32768).value() * 4);
+    EXPECT_TRUE(has_note(*f, "one per drafted token"));
+    EXPECT_FALSE(has_note(*f, "not exact: vLLM keeps one more recurrent-state page"));
 }
 
 TEST(Draft, WhatNoEngineRunsIsAnErrorNamingTheDraft) {

@@ -29,7 +29,7 @@ constexpr int kFractionEdits = 2;  // undo merge id (1 is the context slider's)
 constexpr int kExactWeights = -1;
 // The Draft model box's items besides the catalog's ids: no draft, a file to choose.
 const QString kNoDraft = QStringLiteral("");
-const QString kDraftFile = QStringLiteral("@file");
+const QString kDraftFile = QStringLiteral("\u0001file");  // no id or path a user types
 
 // The deployment a user starts from when they tick the box: the first catalog GPU (or an
 // 80 GiB one), as many GPUs as the parallel layout uses, vLLM's rule.

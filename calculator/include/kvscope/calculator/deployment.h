@@ -200,6 +200,7 @@ struct FitReport {
     std::uint64_t draft_weights_bytes = 0;
     std::uint64_t draft_kv_bytes_per_token = 0;
     std::uint64_t draft_kv_bytes_per_gpu = 0;       // of kv_bytes_per_gpu, at the workload
+    std::uint64_t draft_weights_bytes_per_gpu = 0;  // of weights_bytes_per_gpu (its replicated part whole)
     std::uint64_t reserve_bytes_per_gpu = 0;        // activation reserve + runtime overhead the rule subtracts
     std::vector<ReserveItem> reserve_items;         // its parts (summing to reserve_bytes_per_gpu)
     bool reserve_estimated = false;                 // derived from vLLM's profile run, not given or fixed

@@ -57,11 +57,11 @@ Result<DraftModel> find_draft(const std::string& spec, std::optional<DraftMethod
                               const std::string& option);
 
 // What the draft's weights add to the target's (its embedding and LM head left out where the method shares the
-// target's), and what it takes from the target instead.
+// target's).
 struct DraftParameters {
-    std::uint64_t own = 0;     // loaded for the draft
-    std::uint64_t shared = 0;  // the target's embedding / LM head it uses
-    bool estimated = true;     // from the shape (a draft_model with a published count: false)
+    std::uint64_t own = 0;         // loaded for the draft
+    std::uint64_t replicated = 0;  // of `own`, what every tensor-parallel GPU holds whole (EAGLE's fc)
+    bool estimated = true;         // from the shape (a draft_model with a published count: false)
 };
 DraftParameters draft_parameters(const DraftModel& draft);
 

@@ -169,7 +169,11 @@ struct HybridPages {
         std::uint64_t state_groups = 0;
     };
     std::vector<Stage> stages;
-    // One sequence on the heaviest GPU at `tokens`: group size x page x (attention groups x blocks + state groups).
+    // State pages a sequence keeps beside its running state, one per drafted token under speculative decoding
+    // (vllm/v1/kv_cache_interface.py MambaSpec num_speculative_blocks = num_speculative_tokens).
+    std::uint64_t speculative_blocks = 0;
+    // One sequence on the heaviest GPU at `tokens`: group size x page x (attention groups x blocks + state groups x
+    // (1 + speculative blocks)).
     [[nodiscard]] Checked bytes_per_sequence(std::uint64_t tokens) const;
     // The longest context whose `sequences` fit in `budget` bytes on every GPU; 0 when not even one token does.
     [[nodiscard]] std::uint64_t max_tokens(std::uint64_t budget, std::uint64_t sequences) const;
