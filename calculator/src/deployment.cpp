@@ -74,24 +74,6 @@ std::string engine_list() {
     return out;
 }
 
-Result<std::uint64_t> weights_bytes(std::uint64_t params, KvDtype dtype) {
-    const Checked b = row_bytes(dtype, params);
-    if (b.overflow()) return overflow_error(Field::weight_dtype, "the weights");
-    return b.value();
-}
-
-void adopt_model_weights(Deployment& d, const ModelWeights& w) {
-    d.weight_dtype = w.dtype;
-    d.weights_bytes_exact = w.exact_bytes;
-    d.weights_source = w.source;
-    d.weight_quant = w.quant;
-    if (w.engine) {
-        d.engine = *w.engine;
-        d.fraction = default_fraction(d.engine);
-        d.fraction_given = false;
-    }
-}
-
 SglangDefault sglang_default_fraction(const Deployment& d, const Parallelism& parallel) {
     // sglang/srt/server_args.py ServerArgs._handle_gpu_memory_settings (PR #10975, v0.5.3 on): gpu_mem is the GPU's
     // memory in MiB (nvidia-smi); the chunked-prefill size and CUDA-graph batch follow it, then
@@ -130,70 +112,6 @@ SglangDefault sglang_default_fraction(const Deployment& d, const Parallelism& pa
 
 double effective_fraction(const Deployment& d, const Parallelism& parallel) {
     return d.engine == Engine::sglang && !d.fraction_given ? sglang_default_fraction(d, parallel).fraction : d.fraction;
-}
-
-WeightQuant loaded_weight_quant(const Deployment& d) {
-    WeightQuant q = d.weight_quant.value_or(WeightQuant{});
-    // bitsandbytes' double quantization: vLLM 0.7 kept the nested absmax (the 0.7.3 log in docs/vllm-logs.md
-    // matches it); later versions dequantize it to float32 at load (model_loader/bitsandbytes_loader.py
-    // _dequantize_dq), 32 bits per 64 weights, as the other engines' bitsandbytes loaders do too.
-    const bool old_vllm = d.engine == Engine::vllm && d.vllm.version_minor > 0 && d.vllm.version_minor <= 7;
-    if (q.method == "bitsandbytes" && q.group == 64 * 256 && !old_vllm) {
-        q.group = 64;
-        q.scale_bits = 32;
-        q.scheme += ", its absmax kept as float32";
-    }
-    return q;
-}
-
-std::string weights_text(const Deployment& d) {
-    if (d.weights_bytes_exact == 0 && d.weight_quant)
-        return weight_quant_label(loaded_weight_quant(d)) + "; the rest in " + std::string(to_string(d.weight_dtype));
-    if (d.weights_bytes_exact == 0) return "in " + std::string(to_string(d.weight_dtype));
-    return d.weights_source.empty() ? format_count(d.weights_bytes_exact) + " bytes, exact" : d.weights_source;
-}
-
-Result<std::uint64_t> stored_weights_bytes(const Architecture& arch, const Deployment& d) {
-    if (d.weights_bytes_exact > 0) return d.weights_bytes_exact;
-    if (d.weight_quant) {
-        auto q = quantized_weights(arch, loaded_weight_quant(d), d.weight_dtype, false);
-        if (!q) return q.errors();
-        return q->bytes;
-    }
-    return weights_bytes(parameters(arch).total, d.weight_dtype);
-}
-
-Result<std::uint64_t> draft_weights_bytes(const DraftModel& draft, KvDtype dtype) {
-    if (draft.weights_bytes_exact > 0) return draft.weights_bytes_exact;
-    // A quantized draft model is weighed as a quantized model (an EAGLE head's own parts stay in the dtype).
-    if (draft.quant && draft.method == DraftMethod::draft_model) {
-        auto q = quantized_weights(draft.arch, *draft.quant, dtype, false);
-        if (!q) return q.errors();
-        return q->bytes;
-    }
-    return weights_bytes(draft_parameters(draft).own, dtype);
-}
-
-std::string draft_weights_text(const DraftModel& draft, KvDtype dtype) {
-    if (draft.weights_bytes_exact > 0) return "exact from its files";
-    if (draft.quant && draft.method == DraftMethod::draft_model)
-        return "estimated for " + weight_quant_label(*draft.quant) + ", the rest in " + std::string(to_string(dtype));
-    return "in " + std::string(to_string(dtype));
-}
-
-Result<std::uint64_t> read_weights_bytes(const Architecture& arch, const Deployment& d) {
-    const std::uint64_t matmul = matmul_parameters(arch);
-    if (d.weights_bytes_exact == 0 && d.weight_quant) {
-        auto q = quantized_weights(arch, loaded_weight_quant(d), d.weight_dtype, true);
-        if (!q) return q.errors();
-        return q->bytes;
-    }
-    if (d.weights_bytes_exact == 0) return weights_bytes(matmul, d.weight_dtype);
-    // The exact bytes hold every tensor; a step reads the same share of them as of the parameters.
-    const std::uint64_t total = parameters(arch).total;
-    if (total == 0 || matmul >= total) return d.weights_bytes_exact;
-    const auto share = static_cast<i128>(d.weights_bytes_exact) * matmul / total;
-    return static_cast<std::uint64_t>(share);
 }
 
 Errors validate(const Deployment& d, const Parallelism& parallel) {
@@ -577,6 +495,10 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
             break;
         }
         case Engine::tensorrt_llm: {
+            // The fraction of what is free once the model is loaded: the C++ runtime's
+            // cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp calculateMaxNumBlocks (free memory after the engine,
+            // its execution context and buffers), the PyTorch backend's tensorrt_llm/_torch/pyexecutor/_util.py
+            // KvCacheCreator (total less the peak of a profiling run). The reserve stands for what is in use then.
             const i128 free_after_load = mem - w - reserve;
             budget = free_after_load > 0 ? scale(free_after_load, fraction) : free_after_load;
             unused = free_after_load > 0 ? free_after_load - budget : 0;

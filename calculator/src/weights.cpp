@@ -1,0 +1,92 @@
+// The deployment's weights: the bytes the engine loads (the files' exact bytes, a quantized checkpoint's scheme, or
+// the parameter count in a format), a separate draft model's, and what a decode step reads of them.
+#include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/deployment.h"
+
+namespace kvscope {
+
+__extension__ using i128 = __int128;
+
+Result<std::uint64_t> weights_bytes(std::uint64_t params, KvDtype dtype) {
+    const Checked b = row_bytes(dtype, params);
+    if (b.overflow()) return overflow_error(Field::weight_dtype, "the weights");
+    return b.value();
+}
+
+void adopt_model_weights(Deployment& d, const ModelWeights& w) {
+    d.weight_dtype = w.dtype;
+    d.weights_bytes_exact = w.exact_bytes;
+    d.weights_source = w.source;
+    d.weight_quant = w.quant;
+    if (w.engine) {
+        d.engine = *w.engine;
+        d.fraction = default_fraction(d.engine);
+        d.fraction_given = false;
+    }
+}
+
+WeightQuant loaded_weight_quant(const Deployment& d) {
+    WeightQuant q = d.weight_quant.value_or(WeightQuant{});
+    // bitsandbytes' double quantization: vLLM 0.7 kept the nested absmax (the 0.7.3 log in docs/vllm-logs.md
+    // matches it); later versions dequantize it to float32 at load (model_loader/bitsandbytes_loader.py
+    // _dequantize_dq), 32 bits per 64 weights, as the other engines' bitsandbytes loaders do too.
+    const bool old_vllm = d.engine == Engine::vllm && d.vllm.version_minor > 0 && d.vllm.version_minor <= 7;
+    if (q.method == "bitsandbytes" && q.group == 64 * 256 && !old_vllm) {
+        q.group = 64;
+        q.scale_bits = 32;
+        q.scheme += ", its absmax kept as float32";
+    }
+    return q;
+}
+
+std::string weights_text(const Deployment& d) {
+    if (d.weights_bytes_exact == 0 && d.weight_quant)
+        return weight_quant_label(loaded_weight_quant(d)) + "; the rest in " + std::string(to_string(d.weight_dtype));
+    if (d.weights_bytes_exact == 0) return "in " + std::string(to_string(d.weight_dtype));
+    return d.weights_source.empty() ? format_count(d.weights_bytes_exact) + " bytes, exact" : d.weights_source;
+}
+
+Result<std::uint64_t> stored_weights_bytes(const Architecture& arch, const Deployment& d) {
+    if (d.weights_bytes_exact > 0) return d.weights_bytes_exact;
+    if (d.weight_quant) {
+        auto q = quantized_weights(arch, loaded_weight_quant(d), d.weight_dtype, false);
+        if (!q) return q.errors();
+        return q->bytes;
+    }
+    return weights_bytes(parameters(arch).total, d.weight_dtype);
+}
+
+Result<std::uint64_t> draft_weights_bytes(const DraftModel& draft, KvDtype dtype) {
+    if (draft.weights_bytes_exact > 0) return draft.weights_bytes_exact;
+    // A quantized draft model is weighed as a quantized model (an EAGLE head's own parts stay in the dtype).
+    if (draft.quant && draft.method == DraftMethod::draft_model) {
+        auto q = quantized_weights(draft.arch, *draft.quant, dtype, false);
+        if (!q) return q.errors();
+        return q->bytes;
+    }
+    return weights_bytes(draft_parameters(draft).own, dtype);
+}
+
+std::string draft_weights_text(const DraftModel& draft, KvDtype dtype) {
+    if (draft.weights_bytes_exact > 0) return "exact from its files";
+    if (draft.quant && draft.method == DraftMethod::draft_model)
+        return "estimated for " + weight_quant_label(*draft.quant) + ", the rest in " + std::string(to_string(dtype));
+    return "in " + std::string(to_string(dtype));
+}
+
+Result<std::uint64_t> read_weights_bytes(const Architecture& arch, const Deployment& d) {
+    const std::uint64_t matmul = matmul_parameters(arch);
+    if (d.weights_bytes_exact == 0 && d.weight_quant) {
+        auto q = quantized_weights(arch, loaded_weight_quant(d), d.weight_dtype, true);
+        if (!q) return q.errors();
+        return q->bytes;
+    }
+    if (d.weights_bytes_exact == 0) return weights_bytes(matmul, d.weight_dtype);
+    // The exact bytes hold every tensor; a step reads the same share of them as of the parameters.
+    const std::uint64_t total = parameters(arch).total;
+    if (total == 0 || matmul >= total) return d.weights_bytes_exact;
+    const auto share = static_cast<i128>(d.weights_bytes_exact) * matmul / total;
+    return static_cast<std::uint64_t>(share);
+}
+
+}  // namespace kvscope
