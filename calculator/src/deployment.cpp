@@ -381,6 +381,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         if (all.overflow()) return overflow_error(Field::draft, "the weights with the draft's");
         weights = all.value();
         r.draft_parameters = dp.own;
+        r.draft_parameters_estimated = dp.estimated;
         r.draft_weights_bytes = *bytes;
         // Its layers' share of the cache, a token's and a GPU's: the cache with them less the cache without.
         const Architecture own = engine_architecture(model_arch, d.engine, ubatch);
@@ -600,21 +601,20 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                           " (--mtp serves them as a speculative draft)");
     if (d.draft) {
         const DraftModel& dm = *d.draft;
-        const DraftParameters dp = draft_parameters(dm);
         const std::string shared = dm.method == DraftMethod::draft_model ? std::string()
                                    : dm.method == DraftMethod::eagle
                                        ? "; the model's embedding and LM head serve it (not counted again)"
                                        : "; the model's embedding serves it, its LM head over " +
                                              format_count(dm.draft_vocab > 0 ? dm.draft_vocab : dm.arch.vocab_size) +
                                              " tokens is its own";
-        r.notes.push_back("speculative decoding with the draft " + dm.name + " (vLLM's --speculative-config method " +
-                          std::string(to_string(dm.method)) + "): " + format_count(dp.own) + " parameters" +
-                          (dp.estimated ? " (estimated)" : "") + ", " + format_bytes(r.draft_weights_bytes) + " " +
-                          draft_weights_text(dm, d.weight_dtype) + ", and its " +
-                          format_count_of(dm.arch.attention_layers(), "attention layer's", "attention layers'") +
-                          " KV cache, " + format_count(r.draft_kv_bytes_per_token) +
-                          " bytes a token, in the model's cache" + shared +
-                          "; the decode estimate is the model's own step");
+        r.notes.push_back(
+            "speculative decoding with the draft " + dm.name + " (vLLM's --speculative-config method " +
+            std::string(to_string(dm.method)) + "): " + format_count(r.draft_parameters) + " parameters" +
+            (r.draft_parameters_estimated ? " (estimated)" : "") + ", " + format_bytes(r.draft_weights_bytes) + " " +
+            draft_weights_text(dm, d.weight_dtype) + ", and its " +
+            format_count_of(dm.arch.attention_layers(), "attention layer's", "attention layers'") + " KV cache, " +
+            format_count(r.draft_kv_bytes_per_token) + " bytes a token, in the model's cache" + shared +
+            "; the decode estimate is the model's own step");
         if (r.weights_exact && dm.weights_bytes_exact == 0)
             r.notes.push_back("not exact: the draft's " + format_bytes(r.draft_weights_bytes) +
                               " are estimated beside the model files' exact bytes");

@@ -160,7 +160,7 @@ void weights_and_engine_settings(const Scenario& s, Value& o, const FitReport* f
         dr.set("layers", Value::number(dep.draft->arch.layers));
         if (f) {
             dr.set("parameters", Value::number(f->draft_parameters));
-            dr.set("parameters_estimated", Value::boolean(draft_parameters(*dep.draft).estimated));
+            dr.set("parameters_estimated", Value::boolean(f->draft_parameters_estimated));
             dr.set("weights_bytes", Value::number(f->draft_weights_bytes));
             dr.set("weights_bytes_per_gpu", Value::number(f->draft_weights_bytes_per_gpu));
             dr.set("weights_exact", Value::boolean(dep.draft->weights_bytes_exact > 0));

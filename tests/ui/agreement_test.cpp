@@ -295,7 +295,7 @@ TEST(Agreement, ADraftChosenInTheWindowIsTheClisDraft) {
         w.deployment()->enableBox()->setChecked(true);
         DeploymentView* d = w.deployment();
         if (draft == path) {
-            d->chooseDraftFile(path);
+            d->chooseDraft(path);
         } else {
             const int item = d->draftField()->findData(draft);
             ASSERT_GE(item, 0);

@@ -248,7 +248,7 @@ TEST(Window, ADraftModelComesFromTheCatalogOrAFileAndIsUndone) {
     EXPECT_TRUE(d->figuresLabel()->text().contains("speculative decoding with the draft llama-3.2-1b"))
         << d->figuresLabel()->text().toStdString();
     // A file that cannot be read is said under the form; the draft there stays.
-    d->chooseDraftFile(QStringLiteral("/no/such/folder/config.json"));
+    d->chooseDraft(QStringLiteral("/no/such/folder/config.json"));
     EXPECT_EQ(w.model()->scenario().deployment->draft->name, "llama-3.2-1b");
     EXPECT_TRUE(draft->toolTip().contains("no such file or folder")) << draft->toolTip().toStdString();
     const auto labels = d->findChildren<QLabel*>();
@@ -266,7 +266,7 @@ TEST(Window, ADraftModelComesFromTheCatalogOrAFileAndIsUndone) {
             "intermediate_size": 28672, "num_attention_heads": 64, "num_hidden_layers": 1, "num_key_value_heads": 8,
             "vocab_size": 128256, "draft_vocab_size": 32000, "torch_dtype": "bfloat16"})");
     }
-    d->chooseDraftFile(dir + "/config.json");
+    d->chooseDraft(dir + "/config.json");
     QDir(dir).removeRecursively();
     ASSERT_TRUE(w.model()->scenario().deployment->draft.has_value());
     EXPECT_EQ(w.model()->scenario().deployment->draft->method, DraftMethod::eagle3);

@@ -305,23 +305,14 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
             if (path.isEmpty())
                 sync();  // back to the draft there is
             else
-                chooseDraftFile(path);
+                chooseDraft(path);
             return;
         }
         if (id == kNoDraft) {
             edit(tr("Remove the draft model"), [](Deployment& d, Scenario&) { d.draft.reset(); });
             return;
         }
-        auto found = find_draft(id.toStdString(), std::nullopt, model_->catalog(), "Draft model");
-        if (!found) {
-            typed_.insert(draft_, q(found.errors().front().message));
-            sync();
-            return;
-        }
-        edit(tr("Change the draft model"), [&found](Deployment& d, Scenario&) {
-            d.draft = *found;
-            d.mtp = false;
-        });
+        chooseDraft(id);  // a catalog model, by its id
     });
     connect(draft_method_, &QComboBox::activated, this, [this, edit](int index) {
         const auto m = static_cast<DraftMethod>(draft_method_->itemData(index).toInt());
@@ -393,10 +384,10 @@ void DeploymentView::commitUbatch() {
     sync();
 }
 
-void DeploymentView::chooseDraftFile(const QString& path) {
+void DeploymentView::chooseDraft(const QString& spec) {
     if (!model_->scenario().deployment) return;
     typed_.remove(draft_);
-    auto found = find_draft(path.toStdString(), std::nullopt, model_->catalog(), "Draft model");
+    auto found = find_draft(spec.toStdString(), std::nullopt, model_->catalog(), "Draft model");
     if (!found) {
         typed_.insert(draft_, q(found.errors().front().message));
         sync();

@@ -187,6 +187,7 @@ struct FitReport {
     std::uint64_t weights_bytes_per_gpu = 0;
     std::uint64_t parameters = 0;
     bool parameters_estimated = false;
+    bool draft_parameters_estimated = false;  // the draft's (below) from its shape, not a published count
     // The weights' bytes are exact (from the model's files), not the parameter count in a format; where from.
     bool weights_exact = false;
     std::string weights_source;

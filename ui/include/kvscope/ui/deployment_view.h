@@ -43,9 +43,10 @@ public:
     // A separate draft model (--draft): none, a catalog model, or a file; and how vLLM serves it (--draft-method).
     [[nodiscard]] QComboBox* draftField() const { return draft_; }
     [[nodiscard]] QComboBox* draftMethodField() const { return draft_method_; }
-    // Sets the draft a file or folder describes (config.json, model folder, GGUF), as "From a file…" does after
-    // its dialog; a file that cannot be read leaves the deployment as it was and says why under the form.
-    void chooseDraftFile(const QString& path);
+    // Sets the draft `spec` names — a catalog id (the list's items) or a file or folder (config.json, model folder,
+    // GGUF; "From a file…" after its dialog) — in place of the MTP layers; one that cannot be read leaves the
+    // deployment as it was and says why under the form.
+    void chooseDraft(const QString& spec);
     [[nodiscard]] PlanView* plan() const { return plan_; }
 
 signals:
