@@ -46,6 +46,7 @@ std::string usage_error(const Errors& errors_in, const std::string& command) {
         if (e.input == Field::max_num_batched_tokens) e.field = "--max-num-batched-tokens";
         if (e.input == Field::max_num_seqs) e.field = "--max-num-seqs";
         if (e.input == Field::vllm_version) e.field = "--vllm-version";
+        if (e.input == Field::max_num_tokens) e.field = "--max-num-tokens";
     }
     std::string line = "kvscope-cli" + (command.empty() ? "" : " " + command) + ": " + join_errors(errors);
     return line + "\n";

@@ -261,6 +261,9 @@ const std::vector<Declared>& declared() {
          parsed(&Options::max_num_seqs, parse_count)},
         {"--enforce-eager", "", S::deployment, kFit | kPlan | kWindow, "vLLM: no CUDA graphs",
          flag(&Options::enforce_eager)},
+        {"--max-num-tokens", "N", S::deployment, kFit | kPlan | kWindow,
+         "TensorRT-LLM: tokens in one step and in its profiling run, as --max_num_tokens (default 8192)",
+         parsed(&Options::max_num_tokens, parse_token_count)},
         {"--ubatch", "N", S::deployment, kFit | kPlan | kWindow,
          "llama.cpp: the micro-batch of its compute buffer, as -ub (default 512)",
          parsed(&Options::ubatch, parse_token_count)},
@@ -557,23 +560,21 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
     if (o.reserve) d.activation_reserve_bytes = *o.reserve;
     if (o.overhead) d.runtime_overhead_bytes = *o.overhead;
     if (o.reserve || o.overhead) d.fixed_reserve = true;
-    // 0 would read as "vLLM's default" in the scenario: refused, as vLLM refuses it.
-    for (auto [given, slot, name] :
-         {std::tuple{o.max_num_batched_tokens, &d.vllm.max_num_batched_tokens, "--max-num-batched-tokens"},
-          std::tuple{o.max_num_seqs, &d.vllm.max_num_seqs, "--max-num-seqs"}}) {
+    // An engine's count given as 0 would read as "the engine's default" in the scenario: refused, as the engines
+    // refuse it.
+    for (auto [given, slot, name, fallback] :
+         {std::tuple{o.max_num_batched_tokens, &d.vllm.max_num_batched_tokens, "--max-num-batched-tokens",
+                     "vLLM's default"},
+          std::tuple{o.max_num_seqs, &d.vllm.max_num_seqs, "--max-num-seqs", "vLLM's default"},
+          std::tuple{o.max_num_tokens, &d.tensorrt_llm.max_num_tokens, "--max-num-tokens", "TensorRT-LLM's 8192"},
+          std::tuple{o.ubatch, &d.llama_cpp.ubatch, "--ubatch", "llama.cpp's 512"}}) {
         if (!given) continue;
         if (*given == 0)
-            errors.push_back({name, "must be at least 1 (leave it out for vLLM's default)"});
+            errors.push_back({name, std::string("must be at least 1 (leave it out for ") + fallback + ")"});
         else
             *slot = *given;
     }
     if (o.enforce_eager) d.vllm.enforce_eager = true;
-    if (o.ubatch) {
-        if (*o.ubatch == 0)
-            errors.push_back({"--ubatch", "must be at least 1 (leave it out for llama.cpp's 512)"});
-        else
-            d.llama_cpp.ubatch = *o.ubatch;
-    }
     if (o.flash_attn) {
         const std::string fa = ascii_lower(*o.flash_attn);
         if (fa == "on" || fa == "auto" || fa == "1")

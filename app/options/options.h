@@ -63,7 +63,7 @@ struct Options {
     std::optional<std::string> backend, prompt;
     std::optional<std::uint64_t> tokens, runs, memory_limit, ceiling_size;
     // llama.cpp: the micro-batch (-ub) and flash attention (-fa on|off) its compute buffer depends on.
-    std::optional<std::uint64_t> ubatch;
+    std::optional<std::uint64_t> ubatch, max_num_tokens;
     std::optional<std::string> flash_attn;
     // A separate draft model for speculative decoding ("none" removes a saved one), and vLLM's method for it.
     std::optional<std::string> draft, draft_method;

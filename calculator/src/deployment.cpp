@@ -30,7 +30,7 @@ constexpr std::array<EngineInfo, kEngineCount> kEngines{{
      "(total - in use before loading) x mem_fraction_static - weights; the fraction SGLang's own for the GPU unless "
      "given"},
     {Engine::tensorrt_llm, "tensorrt-llm", 0.90,
-     "(total - weights - runtime overhead) x kv_cache_free_gpu_mem_fraction"},
+     "(total - weights - profiling-run peak - memory outside torch) x free_gpu_memory_fraction"},
     {Engine::llama_cpp, "llama.cpp", 1.0,
      "total - weights - compute buffers - runtime overhead; one contiguous cache for n_ctx", false},
     {Engine::plain, "plain", 1.0, "total - weights - activation reserve - runtime overhead", false},
@@ -142,6 +142,10 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
         e.push_back({Field::max_num_seqs, format_count(d.vllm.max_num_seqs) +
                                               " sequences a step is more than any deployment takes (at most " +
                                               format_count(kMaxVllmSeqs) + ")"});
+    if (d.tensorrt_llm.max_num_tokens > kMaxVllmBatchedTokens)
+        e.push_back({Field::max_num_tokens, format_count(d.tensorrt_llm.max_num_tokens) +
+                                                " tokens a step is more than any deployment takes (at most " +
+                                                format_count(kMaxVllmBatchedTokens) + ")"});
     if (d.llama_cpp.ubatch > kMaxLlamaCppUbatch)
         e.push_back({Field::ubatch, "a micro-batch of " + format_count(d.llama_cpp.ubatch) +
                                         " tokens is more than any deployment takes (at most " +
@@ -231,6 +235,21 @@ std::uint64_t widest_intermediate(const Architecture& arch) {
     return std::max(dense_layers ? arch.intermediate_size : 0, width);
 }
 
+// The activations of a forward pass of `tokens` tokens, at their peak in the MLP of one layer: the residual, the
+// hidden states and the normed input (3 x hidden) beside the gate/up output and its product (3 x intermediate, split
+// over tensor parallel), in the model's dtype. Calibrated on published vLLM V0 logs, where the forward dominates:
+// Llama 3.1 8B at 20,000 and 29,000 tokens logged 2.07 and 2.99 GiB, 109,700 bytes a token, against 110,592 here
+// (tests/calculator/vllm_logs_test.cpp).
+i128 forward_activation_bytes(const Architecture& arch, std::uint64_t tokens, const Parallelism& parallel,
+                              KvDtype weight_dtype) {
+    const std::uint64_t tp = std::max<std::uint64_t>(1, parallel.tp);
+    const i128 value_bytes = weight_dtype == KvDtype::fp32 ? 4 : 2;  // activations: the model's dtype (bf16)
+    const i128 per_token =
+        (3 * static_cast<i128>(arch.hidden_size) + 3 * static_cast<i128>(ceil_div(widest_intermediate(arch), tp))) *
+        value_bytes;
+    return static_cast<i128>(tokens) * per_token;
+}
+
 }  // namespace
 
 VllmBatch vllm_batch(const Workload& workload, const Deployment& d) {
@@ -267,19 +286,10 @@ std::vector<ReserveItem> vllm_reserve(const Architecture& arch, const Workload& 
     const std::uint64_t minor = vllm_minor(d);
     const VllmBatch b = vllm_batch(workload, d);
     const std::uint64_t tp = std::max<std::uint64_t>(1, parallel.tp);
-    const i128 value_bytes = d.weight_dtype == KvDtype::fp32 ? 4 : 2;  // activations: the model's dtype (bf16)
-    const i128 tokens = b.max_num_batched_tokens;
     const i128 seqs = b.sampled_sequences;
     const bool v0 = minor <= kLastV0Minor;
-    // The forward pass of the profile run (gpu_model_runner.py profile_run -> _dummy_run(max_num_batched_tokens)):
-    // its peak is in the MLP of one layer, where the residual, the hidden states and the normed input (3 x hidden)
-    // live beside the gate/up output and its product (3 x intermediate, split over tensor parallel). Calibrated on
-    // published V0 logs, where the forward dominates: Llama 3.1 8B at 20,000 and 29,000 tokens logged 2.07 and
-    // 2.99 GiB, 109,700 bytes a token, against 110,592 here (tests/calculator/vllm_logs_test.cpp).
-    const i128 per_token =
-        (3 * static_cast<i128>(arch.hidden_size) + 3 * static_cast<i128>(ceil_div(widest_intermediate(arch), tp))) *
-        value_bytes;
-    const i128 forward = tokens * per_token;
+    // The forward pass of the profile run (gpu_model_runner.py profile_run -> _dummy_run(max_num_batched_tokens)).
+    const i128 forward = forward_activation_bytes(arch, b.max_num_batched_tokens, parallel, d.weight_dtype);
     // The sampler's dummy run over max_num_seqs sequences (_dummy_sampler_run): the logits of each sequence's last
     // token over the vocabulary, their fp32 copy, probabilities and the top-k/top-p sort's values and indices.
     // Bytes per sequence and vocabulary entry, fitted to the published logs of each line (docs/vllm-logs.md): the
@@ -312,6 +322,31 @@ std::vector<ReserveItem> vllm_reserve(const Architecture& arch, const Workload& 
         items.push_back({ReserveKind::cuda_graphs, "CUDA graphs", (512ull << 20) / tp,
                          "an estimate of what vLLM 0.21's captured graphs take: 512 MiB over tensor parallel "
                          "(published: 0.41 - 0.52 GiB at TP 1; --enforce-eager: none)"});
+    return items;
+}
+
+std::uint64_t trtllm_max_num_tokens(const Deployment& d) {
+    return d.tensorrt_llm.max_num_tokens > 0 ? d.tensorrt_llm.max_num_tokens : kTrtllmMaxNumTokens;
+}
+
+std::vector<ReserveItem> trtllm_reserve(const Architecture& arch, const Parallelism& parallel, const Deployment& d) {
+    // The PyTorch backend (trtllm-serve's default since 1.0), tensorrt_llm/_torch/pyexecutor/_util.py
+    // KvCacheCreator.configure_kv_cache_capacity: after the weights load it runs dummy context requests of
+    // max_num_tokens tokens in all (_create_dummy_context_requests, each at most max_seq_len) and takes the peak:
+    // torch's peak allocation (the weights and the forward's activations) plus what is in use outside torch (the
+    // CUDA context, NCCL, CUDA graphs). The KV cache gets free_gpu_memory_fraction of the total less that peak
+    // (_cal_max_memory; the estimation's temporary KV cache is added back). Only the last token of each request
+    // reaches the LM head, so its logits are a few requests' rows: left out.
+    const std::uint64_t tokens = trtllm_max_num_tokens(d);
+    const i128 forward = forward_activation_bytes(arch, tokens, parallel, d.weight_dtype);
+    std::vector<ReserveItem> items;
+    items.push_back({ReserveKind::profile_peak, "profile peak", clamp_u64(forward),
+                     "the forward pass's activations for " + format_count(tokens) + " tokens (max_num_tokens" +
+                         (d.tensorrt_llm.max_num_tokens == 0 ? ", TensorRT-LLM's default" : std::string()) +
+                         "), estimated as vLLM's (tensorrt_llm/_torch/pyexecutor/_util.py "
+                         "configure_kv_cache_capacity)"});
+    items.push_back({ReserveKind::non_torch, "outside torch", d.runtime_overhead_bytes,
+                     "CUDA context, NCCL and CUDA graphs: the runtime overhead's default (--overhead)"});
     return items;
 }
 
@@ -429,6 +464,15 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         r.reserve_items.push_back({ReserveKind::overhead, "in use before loading", kSglangContextBytes,
                                    "CUDA context and NCCL: SGLang's fraction applies to the memory free before the "
                                    "weights load (0.84 - 1.06 GiB in published logs)"});
+    } else if (d.engine == Engine::tensorrt_llm && !d.fixed_reserve) {
+        r.reserve_estimated = true;
+        r.reserve_items = trtllm_reserve(model_arch, parallel, d);
+        r.notes.emplace_back(
+            "not exact: TensorRT-LLM's reserve follows its PyTorch backend's profiling run (trtllm-serve's default): "
+            "the activations of max_num_tokens tokens are vLLM's estimate (0.66 GiB for gpt-oss-120b at 8,192, "
+            "where a published log measured 0.85 GiB) and the memory outside torch is the 512 MiB default "
+            "(--overhead); a TensorRT engine (--backend tensorrt) also holds its execution context and decoder "
+            "buffers, which --reserve sets");
     } else if (d.engine == Engine::llama_cpp && !d.fixed_reserve) {
         // llama.cpp reserves its compute buffer when it makes the context (a draft model's context has its own).
         r.reserve_estimated = true;
@@ -458,9 +502,8 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                 "buffers and a split over GPUs (each reserving its own) may differ");
     } else {
         const std::string given = d.fixed_reserve ? "as given" : "the default";
-        if (d.engine != Engine::tensorrt_llm)
-            r.reserve_items.push_back(
-                {ReserveKind::activation, "activation reserve", d.activation_reserve_bytes, given + " (--reserve)"});
+        r.reserve_items.push_back(
+            {ReserveKind::activation, "activation reserve", d.activation_reserve_bytes, given + " (--reserve)"});
         r.reserve_items.push_back(
             {ReserveKind::overhead, "runtime overhead", d.runtime_overhead_bytes, given + " (--overhead)"});
     }

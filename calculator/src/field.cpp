@@ -54,6 +54,7 @@ constexpr FieldName kFields[] = {
     {Field::max_num_seqs, "max_num_seqs"},
     {Field::vllm_version, "vllm_version"},
     {Field::ubatch, "ubatch"},
+    {Field::max_num_tokens, "max_num_tokens"},
     {Field::draft, "draft"},
 };
 static_assert(std::size(kFields) == kFieldCount && lists_in_order(kFields, [](const FieldName& f) { return f.field; }),

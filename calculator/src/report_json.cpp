@@ -152,6 +152,12 @@ void weights_and_engine_settings(const Scenario& s, Value& o, const FitReport* f
         l.set("fixed_reserve", Value::boolean(dep.fixed_reserve));
         o.set("llama_cpp", std::move(l));
     }
+    if (dep.engine == Engine::tensorrt_llm) {
+        Value t = Value::object();
+        t.set("max_num_tokens", Value::number(trtllm_max_num_tokens(dep)));
+        t.set("fixed_reserve", Value::boolean(dep.fixed_reserve));
+        o.set("tensorrt_llm", std::move(t));
+    }
     // A separate draft model: which, and how served; with a fit, what it takes.
     if (dep.draft) {
         Value dr = Value::object();

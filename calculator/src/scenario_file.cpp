@@ -284,6 +284,10 @@ void members(Self& s, V& v) {
 }
 
 template <class Self, class V>
+requires Of<Self, TrtllmSettings>
+void members(Self& s, V& v) { v.value("max_num_tokens", s.max_num_tokens, Need::when_set); }
+
+template <class Self, class V>
 requires Of<Self, DraftModel>
 void members(Self& m, V& v) {
     v.value("name", m.name);
@@ -311,6 +315,7 @@ void members(Self& d, V& v) {
     v.value("fixed_reserve", d.fixed_reserve, Need::when_set);
     v.object("vllm", d.vllm, Need::when_set);
     v.object("llama_cpp", d.llama_cpp, Need::when_set);
+    v.object("tensorrt_llm", d.tensorrt_llm, Need::when_set);
     v.value("weights_bytes_exact", d.weights_bytes_exact, Need::when_set);
     v.value("weights_source", d.weights_source, Need::when_set);
     v.maybe("weight_quant", d.weight_quant);

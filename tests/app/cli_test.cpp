@@ -258,6 +258,33 @@ TEST(Cli, LlamaCppsComputeBufferFollowsItsSettings) {
     EXPECT_NE(zero.err.find("--ubatch: must be at least 1"), std::string::npos) << zero.err;
 }
 
+TEST(Cli, TensorRtLlmsReserveFollowsItsProfilingRun) {
+    const std::string base = "fit --model llama-3-8b --gpu h100-sxm --engine trt-llm --context 8k";
+    const CliRun r = cli(base);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("reserved:        1.34 GiB per GPU (estimate): profile peak 864 MiB, outside torch 512 MiB"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("note: not exact: TensorRT-LLM's reserve follows its PyTorch backend's profiling run"),
+              std::string::npos)
+        << r.out;
+    const CliRun j = cli(base + " --max-num-tokens 16k --json");
+    ASSERT_EQ(j.status, 0) << j.err;
+    const kvscope::json::Value v = json_of(j);
+    EXPECT_EQ(u64(*v.find("tensorrt_llm"), "max_num_tokens"), 16384u);
+    EXPECT_EQ(u64(v.find("reserve_items")->items()[0], "bytes"), 16384ull * (3 * 4096 + 3 * 14336) * 2);
+    // The estimate is a warning in the JSON, as on screen.
+    const auto& warnings = v.find("warnings")->items();
+    EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const kvscope::json::Value& w) {
+        return w.as_string().starts_with("not exact: TensorRT-LLM's reserve");
+    })) << j.out;
+    const CliRun zero = cli(base + " --max-num-tokens 0");
+    EXPECT_NE(zero.err.find("--max-num-tokens: must be at least 1"), std::string::npos) << zero.err;
+    const CliRun huge = cli(base + " --max-num-tokens 32M");
+    EXPECT_NE(huge.err.find("--max-num-tokens: "), std::string::npos) << huge.err;
+    EXPECT_NE(huge.err.find("more than any deployment takes"), std::string::npos) << huge.err;
+}
+
 TEST(Cli, AQuantizationItCannotReadIsAWarningInTheJson) {
     // A field that could change the answer and is not understood: said on screen and in the JSON's warnings.
     const auto path =

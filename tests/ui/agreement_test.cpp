@@ -315,6 +315,43 @@ TEST(Agreement, ADraftChosenInTheWindowIsTheClisDraft) {
     }
 }
 
+TEST(Agreement, TensorRtLlmsTokensPerStepSizeItsProfilingRunAsInTheCli) {
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("llama-3-8b");
+    w.deployment()->enableBox()->setChecked(true);
+    DeploymentView* d = w.deployment();
+    EXPECT_FALSE(d->trtllmTokensField()->isVisibleTo(d));  // vLLM: not its setting
+    w.model()->edit("trt", [](Scenario& s) {
+        s.deployment->engine = Engine::tensorrt_llm;
+        s.workload.context_tokens = 8192;
+    });
+    ASSERT_TRUE(d->trtllmTokensField()->isVisibleTo(d));
+    EXPECT_FALSE(d->ubatchField()->isVisibleTo(d));
+    EXPECT_EQ(d->trtllmTokensField()->placeholderText(), "TensorRT-LLM's default: 8,192");
+    const auto peak = [&w] { return w.model()->results().fit->reserve_items.front().bytes; };
+    EXPECT_EQ(peak(), 8192ull * (3 * 4096 + 3 * 14336) * 2);
+    d->trtllmTokensField()->setText("16k");
+    emit d->trtllmTokensField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->tensorrt_llm.max_num_tokens, 16384u);
+    EXPECT_EQ(peak(), 16384ull * (3 * 4096 + 3 * 14336) * 2);
+    // The CLI with the same option builds the same deployment.
+    const Scenario cli = cli_scenario({"fit", "--model", "llama-3-8b", "--gpu", "h100-sxm", "--engine", "trt-llm",
+                                       "--context", "8k", "--max-num-tokens", "16k"});
+    EXPECT_EQ(cli.deployment->tensorrt_llm, w.model()->scenario().deployment->tensorrt_llm);
+    EXPECT_EQ(cli.deployment->engine, Engine::tensorrt_llm);
+    // 0 is no setting: said, and nothing changes; undo goes back a step.
+    d->trtllmTokensField()->setText("0");
+    emit d->trtllmTokensField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->tensorrt_llm.max_num_tokens, 16384u);
+    EXPECT_TRUE(d->trtllmTokensField()->toolTip().contains("must be at least 1 (leave it empty for TensorRT-LLM's"))
+        << d->trtllmTokensField()->toolTip().toStdString();
+    d->trtllmTokensField()->setText("");
+    emit d->trtllmTokensField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->tensorrt_llm.max_num_tokens, 0u);
+    w.model()->undoStack()->undo();
+    EXPECT_EQ(d->trtllmTokensField()->text(), "16,384");
+}
+
 TEST(Agreement, AnUnmodelledLayoutIsNotExactOnScreenAsOnTheCli) {
     QTemporaryDir dir;
     // attention_chunk_size outside Llama 4: which layers attend within chunks is not known.

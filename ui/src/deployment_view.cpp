@@ -65,6 +65,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
       mtp_(new QCheckBox),
       ubatch_(new QLineEdit),
       flash_attn_(new QCheckBox(tr("Flash attention"))),
+      trtllm_tokens_(new QLineEdit),
       draft_(new QComboBox),
       draft_method_(new QComboBox),
       rule_(new QLabel),
@@ -79,7 +80,6 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         gpu_->setItemData(gpu_->count() - 1, q(g.source), Qt::ToolTipRole);
     }
     gpu_->addItem(tr("Custom GPU (enter memory and bandwidth)"), kCustom);
-    count_->setWordWrap(true);
     memory_->setPlaceholderText(tr("e.g. 80GiB"));
     bandwidth_->setPlaceholderText(tr("e.g. 3350GB (per second)"));
     for (std::size_t i = 0; i < kEngineCount; ++i) {
@@ -129,6 +129,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                                                                         {vllm_tokens_, "Tokens per step"},
                                                                         {vllm_seqs_, "Sequences per step"},
                                                                         {ubatch_, "Micro-batch"},
+                                                                        {trtllm_tokens_, "Tokens per step"},
                                                                         {draft_, "Draft model"},
                                                                         {draft_method_, "Draft method"}};
     for (const auto& [w, name] : names) w->setAccessibleName(tr(name));
@@ -166,6 +167,9 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     flash_attn_->setToolTip(
         tr("Off: -fa off. llama.cpp then forms the attention scores of a whole micro-batch, "
            "a larger compute buffer (--flash-attn)."));
+    marks_.add(trtllm_tokens_, {Field::max_num_tokens},
+               tr("max_num_tokens: tokens in one step of TensorRT-LLM and in the profiling run whose activations it "
+                  "keeps back from the KV cache. Empty: TensorRT-LLM's 8,192 (--max-num-tokens)."));
     marks_.add(draft_, {Field::draft},
                tr("Speculative decoding with a separate draft model (vLLM --speculative-config model=…): a small "
                   "model of the same family, or an EAGLE head's config.json. Its weights and its layers' KV cache "
@@ -174,7 +178,12 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                tr("How vLLM serves the draft: draft_model loads all of it; eagle and eagle3 heads use the model's "
                   "embedding (eagle its LM head too). Read from the config's class when it names one "
                   "(--draft-method)."));
-    auto* form = new QFormLayout(box_);
+    // The form holds no label that wraps: Qt 6.4's QFormLayout reads past its rows in its height-for-width pass
+    // once several rows are hidden (setRowVisible), so the rule and the errors, which wrap, go below it.
+    auto* column = new QVBoxLayout(box_);
+    form_ = new QFormLayout;
+    column->addLayout(form_);
+    QFormLayout* form = form_;
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     form->addRow(tr("&GPU"), gpu_);
     form->addRow(tr("GPUs"), count_);
@@ -189,11 +198,13 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     form->addRow(QString(), vllm_graphs_);
     form->addRow(tr("Micro-batch"), ubatch_);
     form->addRow(QString(), flash_attn_);
+    form->addRow(tr("Tokens per step"), trtllm_tokens_);
     form->addRow(QString(), mtp_);
     form->addRow(tr("&Draft model"), draft_);
     form->addRow(tr("Draft method"), draft_method_);
-    form->addRow(rule_);
-    form->addRow(errors_);
+    column->addWidget(rule_);
+    column->addWidget(errors_);
+    column->addStretch(1);
 
     auto* results = new QVBoxLayout;
     results->addWidget(verdict_);
@@ -327,7 +338,14 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         edit(QObject::tr("Change flash attention"),
              [on](Deployment& d, Scenario&) { d.llama_cpp.flash_attn_off = !on; });
     });
-    connect(ubatch_, &QLineEdit::editingFinished, this, &DeploymentView::commitUbatch);
+    connect(ubatch_, &QLineEdit::editingFinished, this, [this] {
+        commitEngineCount(ubatch_, tr("Change llama.cpp's micro-batch"), tr("llama.cpp's 512"),
+                          [](Deployment& d) -> std::uint64_t& { return d.llama_cpp.ubatch; });
+    });
+    connect(trtllm_tokens_, &QLineEdit::editingFinished, this, [this] {
+        commitEngineCount(trtllm_tokens_, tr("Change TensorRT-LLM's tokens per step"), tr("TensorRT-LLM's 8,192"),
+                          [](Deployment& d) -> std::uint64_t& { return d.tensorrt_llm.max_num_tokens; });
+    });
     connect(vllm_tokens_, &QLineEdit::editingFinished, this, &DeploymentView::commitVllmBatch);
     connect(vllm_seqs_, &QLineEdit::editingFinished, this, &DeploymentView::commitVllmBatch);
     connect(model_, &ScenarioModel::changed, this, &DeploymentView::sync);
@@ -363,24 +381,26 @@ void DeploymentView::commitVllmBatch() {
     sync();
 }
 
-void DeploymentView::commitUbatch() {
+void DeploymentView::commitEngineCount(QLineEdit* field, const QString& what, const QString& empty_means,
+                                       std::uint64_t& (*slot)(Deployment&)) {
     if (syncing_ || !model_->scenario().deployment) return;
-    typed_.remove(ubatch_);
-    // Empty: llama.cpp's default; else a count, as --ubatch reads it.
-    std::uint64_t ubatch = 0;
-    const std::string text = ubatch_->text().trimmed().toStdString();
+    typed_.remove(field);
+    // Empty: the engine's default; else a count, as --ubatch and --max-num-tokens read it.
+    std::uint64_t value = 0;
+    const std::string text = field->text().trimmed().toStdString();
     if (!text.empty()) {
-        auto n = parse_token_count(text, "Micro-batch");
+        const QString name = field->accessibleName();
+        auto n = parse_token_count(text, name.toStdString());
         if (!n)
-            typed_.insert(ubatch_, q(n.errors().front().message));
+            typed_.insert(field, q(n.errors().front().message));
         else if (*n == 0)
-            typed_.insert(ubatch_, tr("Micro-batch: must be at least 1 (leave it empty for llama.cpp's 512)"));
+            typed_.insert(field, tr("%1: must be at least 1 (leave it empty for %2)").arg(name, empty_means));
         else
-            ubatch = *n;
+            value = *n;
     }
-    if (!typed_.contains(ubatch_) && ubatch != model_->scenario().deployment->llama_cpp.ubatch)
-        model_->edit(tr("Change llama.cpp's micro-batch"),
-                     [ubatch](Scenario& s) { s.deployment->llama_cpp.ubatch = ubatch; });
+    Deployment current = *model_->scenario().deployment;
+    if (!typed_.contains(field) && value != slot(current))
+        model_->edit(what, [value, slot](Scenario& s) { slot(*s.deployment) = value; });
     sync();
 }
 
@@ -468,10 +488,8 @@ void DeploymentView::sync() {
         weight_dtype_->setCurrentIndex(weight_dtype_->findData(own ? kExactWeights : static_cast<int>(d.weight_dtype)));
         rule_->setText(q(std::string(budget_rule(d.engine))));
         // vLLM's startup settings; the placeholders show the defaults the fit uses.
-        if (auto* form = qobject_cast<QFormLayout*>(box_->layout()))
-            for (QWidget* field :
-                 std::initializer_list<QWidget*>{vllm_version_, vllm_tokens_, vllm_seqs_, vllm_graphs_})
-                form->setRowVisible(field, d.engine == Engine::vllm);
+        for (QWidget* field : std::initializer_list<QWidget*>{vllm_version_, vllm_tokens_, vllm_seqs_, vllm_graphs_})
+            form_->setRowVisible(field, d.engine == Engine::vllm);
         // A later version than the rules (from a file or --vllm-version) is listed as it is, with the rules it gets.
         const QVariant version(static_cast<qulonglong>(d.vllm.version_minor));
         if (vllm_version_->findData(version) < 0)
@@ -480,9 +498,11 @@ void DeploymentView::sync() {
         // --reserve/--overhead fixed the reserve: vLLM's settings then change nothing, and the rule says why.
         for (QWidget* field : std::initializer_list<QWidget*>{vllm_version_, vllm_tokens_, vllm_seqs_})
             field->setEnabled(!d.fixed_reserve);
-        if (d.fixed_reserve && d.engine == Engine::vllm)
-            rule_->setText(rule_->text() +
-                           tr(" — the reserve is fixed (--reserve/--overhead), so vLLM's settings do not change it"));
+        if (d.fixed_reserve && (d.engine == Engine::vllm || d.engine == Engine::tensorrt_llm))
+            rule_->setText(
+                rule_->text() +
+                tr(" — the reserve is fixed (--reserve/--overhead), so %1's settings do not change it")
+                    .arg(d.engine == Engine::vllm ? QStringLiteral("vLLM") : QStringLiteral("TensorRT-LLM")));
         // Each default as the fit would take it with that field left empty.
         Deployment without_tokens = d, without_seqs = d;
         without_tokens.vllm.max_num_batched_tokens = 0;
@@ -497,7 +517,7 @@ void DeploymentView::sync() {
         }
         // The model's own multi-token-prediction layers as a speculative draft (--mtp), offered when it has them.
         const std::uint64_t mtp_layers = s.arch.mtp_layers;
-        if (auto* form = qobject_cast<QFormLayout*>(box_->layout())) form->setRowVisible(mtp_, mtp_layers > 0 || d.mtp);
+        form_->setRowVisible(mtp_, mtp_layers > 0 || d.mtp);
         mtp_->setText(
             mtp_layers > 0
                 ? tr("Speculative decoding with its %1").arg(q(format_count_of(mtp_layers, "MTP layer", "MTP layers")))
@@ -514,18 +534,23 @@ void DeploymentView::sync() {
             draft_->setItemData(draft_->count() - 2, draft_id, Qt::ToolTipRole);
         }
         draft_->setCurrentIndex(draft_->findData(draft_id));
-        if (auto* form = qobject_cast<QFormLayout*>(box_->layout()))
-            form->setRowVisible(draft_method_, d.draft.has_value());
+        form_->setRowVisible(draft_method_, d.draft.has_value());
         if (d.draft) draft_method_->setCurrentIndex(draft_method_->findData(static_cast<int>(d.draft->method)));
         vllm_graphs_->setChecked(!d.vllm.enforce_eager);
         // llama.cpp's settings; the placeholder shows the default the fit uses.
-        if (auto* form = qobject_cast<QFormLayout*>(box_->layout()))
-            for (QWidget* field : std::initializer_list<QWidget*>{ubatch_, flash_attn_})
-                form->setRowVisible(field, d.engine == Engine::llama_cpp);
+        for (QWidget* field : std::initializer_list<QWidget*>{ubatch_, flash_attn_})
+            form_->setRowVisible(field, d.engine == Engine::llama_cpp);
         ubatch_->setPlaceholderText(tr("llama.cpp's default: %1").arg(kLlamaCppUbatch));
         if (!ubatch_->hasFocus() && !typed_.contains(ubatch_))
             ubatch_->setText(d.llama_cpp.ubatch > 0 ? q(format_count(d.llama_cpp.ubatch)) : QString());
         flash_attn_->setChecked(!d.llama_cpp.flash_attn_off);
+        // TensorRT-LLM's tokens per step; its profiling run's activations follow it unless the reserve is fixed.
+        form_->setRowVisible(trtllm_tokens_, d.engine == Engine::tensorrt_llm);
+        trtllm_tokens_->setPlaceholderText(tr("TensorRT-LLM's default: %1").arg(q(format_count(kTrtllmMaxNumTokens))));
+        if (!trtllm_tokens_->hasFocus() && !typed_.contains(trtllm_tokens_))
+            trtllm_tokens_->setText(d.tensorrt_llm.max_num_tokens > 0 ? q(format_count(d.tensorrt_llm.max_num_tokens))
+                                                                      : QString());
+        trtllm_tokens_->setEnabled(!d.fixed_reserve);
         flash_attn_->setEnabled(!d.fixed_reserve);  // the micro-batch still sets what sliding layers keep
         Deployment with_graphs = d;
         with_graphs.vllm.enforce_eager = false;

@@ -57,6 +57,13 @@ struct LlamaCppSettings {
     bool flash_attn_off = false;  // -fa off (its default, auto, turns flash attention on where the GPU has it)
     friend bool operator==(const LlamaCppSettings&, const LlamaCppSettings&) = default;
 };
+// TensorRT-LLM's setting its profiling run depends on (tensorrt_llm/llmapi/llm_args.py, trtllm-serve's options).
+struct TrtllmSettings {
+    std::uint64_t max_num_tokens = 0;  // --max_num_tokens: tokens in one step and in the profiling run (0: 8,192)
+    friend bool operator==(const TrtllmSettings&, const TrtllmSettings&) = default;
+};
+// trtllm-serve's and the LLM API's default max_num_tokens.
+constexpr std::uint64_t kTrtllmMaxNumTokens = 8192;
 // The largest micro-batch taken: far above llama.cpp's own (512; -ub up to n_batch, 2,048 by default).
 constexpr std::uint64_t kMaxLlamaCppUbatch = 1ull << 20;
 
@@ -89,6 +96,7 @@ struct Deployment {
     bool fixed_reserve = false;
     VllmSettings vllm;
     LlamaCppSettings llama_cpp;
+    TrtllmSettings tensorrt_llm;
     // The weights' exact bytes as stored (GGUF tensor infos, safetensors headers): used instead of the parameter
     // count in weight_dtype when set (0: estimate). weights_source says where the figure came from.
     std::uint64_t weights_bytes_exact = 0;
@@ -171,6 +179,11 @@ struct ReserveItem {
 // CUDA graphs' estimate unless enforce_eager. Each item says its inputs; the defaults follow the version line.
 std::vector<ReserveItem> vllm_reserve(const Architecture& arch, const Workload& workload, const Parallelism& parallel,
                                       const Deployment& d);
+// What TensorRT-LLM keeps back on each GPU, as its PyTorch backend's profiling run measures it (the peak of a
+// forward pass of max_num_tokens tokens above the weights, and the memory outside torch), unless fixed_reserve.
+std::vector<ReserveItem> trtllm_reserve(const Architecture& arch, const Parallelism& parallel, const Deployment& d);
+// The tokens of that run: the given max_num_tokens, else kTrtllmMaxNumTokens.
+std::uint64_t trtllm_max_num_tokens(const Deployment& d);
 // The batch limits the profile run uses: the given ones, else vLLM's defaults for the version and GPU.
 struct VllmBatch {
     std::uint64_t max_num_batched_tokens = 0, max_num_seqs = 0;
@@ -204,7 +217,7 @@ struct FitReport {
     std::uint64_t draft_weights_bytes_per_gpu = 0;  // of weights_bytes_per_gpu (its replicated part whole)
     std::uint64_t reserve_bytes_per_gpu = 0;        // activation reserve + runtime overhead the rule subtracts
     std::vector<ReserveItem> reserve_items;         // its parts (summing to reserve_bytes_per_gpu)
-    bool reserve_estimated = false;                 // derived from vLLM's profile run, not given or fixed
+    bool reserve_estimated = false;                 // derived from the engine's profile run, not given or fixed
     double fraction = 0;                            // the engine's fraction applied (SGLang: its default if not given)
     std::int64_t kv_budget_bytes_per_gpu = 0;       // negative: the weights alone do not fit
     std::int64_t kv_budget_bytes = 0;               // all GPUs

@@ -57,6 +57,8 @@ enum class Field : std::uint8_t {
     vllm_version,
     // llama.cpp's micro-batch
     ubatch,
+    // TensorRT-LLM's tokens a step
+    max_num_tokens,
     // a separate draft model for speculative decoding
     draft,
 };

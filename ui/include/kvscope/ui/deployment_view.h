@@ -10,9 +10,14 @@
 class QCheckBox;
 class QComboBox;
 class QBoxLayout;
+class QFormLayout;
 class QGroupBox;
 class QLabel;
 class QLineEdit;
+
+namespace kvscope {
+struct Deployment;
+}  // namespace kvscope
 
 namespace kvscope::ui {
 
@@ -40,6 +45,8 @@ public:
     // llama.cpp's settings (shown for the llama.cpp engine): the micro-batch and flash attention.
     [[nodiscard]] QLineEdit* ubatchField() const { return ubatch_; }
     [[nodiscard]] QCheckBox* flashAttentionField() const { return flash_attn_; }
+    // TensorRT-LLM's max_num_tokens (shown for the tensorrt-llm engine).
+    [[nodiscard]] QLineEdit* trtllmTokensField() const { return trtllm_tokens_; }
     // A separate draft model (--draft): none, a catalog model, or a file; and how vLLM serves it (--draft-method).
     [[nodiscard]] QComboBox* draftField() const { return draft_; }
     [[nodiscard]] QComboBox* draftMethodField() const { return draft_method_; }
@@ -66,10 +73,14 @@ private:
     void refreshResults();
     void commitCustom();
     void commitVllmBatch();
-    void commitUbatch();
+    // A count whose empty text means the engine's default (`empty_means`, "llama.cpp's 512"), kept in the
+    // deployment's `slot`: one undoable edit named `what`, or the field keeps its text and says what is wrong.
+    void commitEngineCount(QLineEdit* field, const QString& what, const QString& empty_means,
+                           std::uint64_t& (*slot)(Deployment&));
 
     ScenarioModel* model_;
     QGroupBox* box_;
+    QFormLayout* form_ = nullptr;  // the box's rows; some shown for one engine only
     QComboBox* gpu_;
     QLabel* count_;
     QLineEdit* memory_;
@@ -84,6 +95,7 @@ private:
     QCheckBox* mtp_;
     QLineEdit* ubatch_;
     QCheckBox* flash_attn_;
+    QLineEdit* trtllm_tokens_;
     QComboBox* draft_;
     QComboBox* draft_method_;
     QLabel* rule_;
