@@ -249,10 +249,12 @@ const std::vector<Declared>& declared() {
         {"--weight-dtype", "D", S::deployment, kFit | kPlan | kWindow,
          "weights' format (default: the config's dtype or quantization)", text(&Options::weight_dtype)},
         {"--reserve", "SIZE", S::deployment, kFit | kPlan | kWindow,
-         "activation reserve per GPU (default 1GiB; for vllm it replaces the reserve derived from its profile run)",
+         "activation reserve per GPU (default 1GiB; replaces the one vllm, tensorrt-llm, llama.cpp derive)",
          parsed(&Options::reserve, parse_bytes)},
         {"--overhead", "SIZE", S::deployment, kFit | kPlan | kWindow,
-         "runtime overhead per GPU: CUDA context, graphs (default 512MiB)", parsed(&Options::overhead, parse_bytes)},
+         "memory in use outside the activations per GPU: CUDA context, NCCL, graphs (default 512MiB; vllm's "
+         "non-torch memory)",
+         parsed(&Options::overhead, parse_bytes)},
         {"--max-num-batched-tokens", "N", S::deployment, kFit | kPlan | kWindow,
          "vLLM: tokens in one step of its profile run (default: vLLM's for the GPU)",
          parsed(&Options::max_num_batched_tokens, parse_token_count)},
@@ -557,16 +559,23 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
             for (const auto& e : w.errors()) errors.push_back({"--weights", e.message});
         }
     }
-    if (o.reserve) d.activation_reserve_bytes = *o.reserve;
-    if (o.overhead) d.runtime_overhead_bytes = *o.overhead;
-    if (o.reserve || o.overhead) d.fixed_reserve = true;
+    // --reserve replaces a derived reserve (vLLM's profile peak, TensorRT-LLM's, llama.cpp's compute buffer);
+    // --overhead only the memory outside it.
+    if (o.reserve) {
+        d.activation_reserve_bytes = *o.reserve;
+        d.fixed_reserve = true;
+    }
+    if (o.overhead) {
+        d.runtime_overhead_bytes = *o.overhead;
+        d.overhead_given = true;
+    }
     // An engine's count given as 0 would read as "the engine's default" in the scenario: refused, as the engines
     // refuse it.
     for (auto [given, slot, name, fallback] :
          {std::tuple{o.max_num_batched_tokens, &d.vllm.max_num_batched_tokens, "--max-num-batched-tokens",
                      "vLLM's default"},
           std::tuple{o.max_num_seqs, &d.vllm.max_num_seqs, "--max-num-seqs", "vLLM's default"},
-          std::tuple{o.max_num_tokens, &d.tensorrt_llm.max_num_tokens, "--max-num-tokens", "TensorRT-LLM's 8192"},
+          std::tuple{o.max_num_tokens, &d.tensorrt_llm.max_num_tokens, "--max-num-tokens", "TensorRT-LLM's 8,192"},
           std::tuple{o.ubatch, &d.llama_cpp.ubatch, "--ubatch", "llama.cpp's 512"}}) {
         if (!given) continue;
         if (*given == 0)
@@ -633,47 +642,35 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
 Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, ScenarioSource& source) {
     Scenario s;
     std::optional<KvDtype> model_dtype;
-    const auto take = [&](const ImportedModel& imported, const std::string& id) {
+    // The model's figures and where they came from; `name` is how the text names it beside its id.
+    const auto take = [&](const ImportedModel& imported, const std::string& id, const std::string& name) {
         s.arch = imported.arch;
         s.model_id = id;
-        source.description = id + " (" + s.arch.name + ")";
+        source.description = id + " (" + name + ")";
         source.assumed = imported.assumed;
         source.notes = imported.notes;
         source.kv_dtype_source = imported.kv_dtype_source;
         s.model_weights = imported.model_weights();
         model_dtype = imported.kv_dtype;
     };
-    const CatalogModel* m = o.model ? catalog.find_model(*o.model) : nullptr;
     if (o.config || o.gguf || o.model_dir) {
         const std::string& path = o.config ? *o.config : (o.gguf ? *o.gguf : *o.model_dir);
         auto imported =
             o.config ? import_config_file(path) : (o.gguf ? gguf::import_file(path) : import_model_path(path));
         if (!imported) return imported.errors();
-        take(*imported, path);
-    } else if (o.model && !m) {
-        // Not in the catalog: a model on this machine by that name (a Hugging Face repo id, an Ollama name).
-        const std::vector<LocalModel> local = scan_local_models(local_roots_from_environment());
-        const LocalModel* found = find_local_model(local, *o.model);
-        if (!found)
-            return FieldError{"--model", "unknown model '" + *o.model + "'" +
-                                             did_you_mean(catalog.suggest_models(*o.model)) +
+        take(*imported, path, imported->arch.name);
+    } else {
+        // A catalog model, else one on this machine by that name (a Hugging Face repo id, an Ollama name).
+        const std::string key = o.model.value_or("kvscope-teaching-32l");
+        auto found = find_model(key, catalog, NamesPaths::no);
+        if (!found) return found.errors();
+        if (!*found)
+            return FieldError{"--model", "unknown model '" + key + "'" + did_you_mean(catalog.suggest_models(key)) +
                                              " (kvscope-cli models lists them, models --local those on this machine; "
                                              "--config FILE reads a config.json, --gguf FILE a GGUF)"};
-        auto imported = import_local_model(*found);
-        if (!imported) return imported.errors();
-        take(*imported, found->id);
-    } else {
-        const std::string key = o.model.value_or("kvscope-teaching-32l");
-        if (!m) m = catalog.find_model(key);
-        if (!m) return FieldError{"--model", "unknown model '" + key + "'"};
-        s.arch = m->model.arch;
-        s.model_id = m->id;
-        source.description = m->id + " (" + m->name + ")" + (o.model ? "" : " — the default; choose with --model");
-        source.assumed = m->model.assumed;
-        source.notes = m->model.notes;
-        source.kv_dtype_source = m->model.kv_dtype_source;
-        model_dtype = m->model.kv_dtype;
-        s.model_weights = m->model.model_weights();
+        const FoundModel& m = **found;
+        take(m.model, m.id, m.catalog ? m.catalog->name : m.model.arch.name);
+        if (!o.model) source.description += " — the default; choose with --model";
     }
 
     s.kv_dtype = model_dtype.value_or(KvDtype::fp16);

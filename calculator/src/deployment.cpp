@@ -312,8 +312,13 @@ std::vector<ReserveItem> vllm_reserve(const Architecture& arch, const Workload& 
     // Memory outside torch's allocator that grows during the profile run (cuBLAS workspaces, kernels loaded on
     // first use); the CUDA context and NCCL come before the snapshot and are not counted (vllm/utils/mem_utils.py
     // memory_profiling). The published logs' single-GPU figures lie between 0.01 and 0.35 GiB (median 0.12).
-    items.push_back({ReserveKind::non_torch, "non-torch memory", 150ull << 20,
-                     "grown outside torch during the profile run: an estimate, published logs give 0.01 - 0.35 GiB"});
+    if (d.overhead_given)
+        items.push_back(
+            {ReserveKind::non_torch, "non-torch memory", d.runtime_overhead_bytes, "as given (--overhead)"});
+    else
+        items.push_back(
+            {ReserveKind::non_torch, "non-torch memory", 150ull << 20,
+             "grown outside torch during the profile run: an estimate, published logs give 0.01 - 0.35 GiB"});
     // From 0.21 vLLM captures its largest CUDA graphs during profiling and subtracts what they took
     // (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, gpu_model_runner.py). KVScope's own figure, not vLLM's: the
     // published estimates are 0.41 - 0.52 GiB at TP 1 and 0.14 - 0.49 GiB per GPU at TP 2 and 4, so 512 MiB over
@@ -346,7 +351,9 @@ std::vector<ReserveItem> trtllm_reserve(const Architecture& arch, const Parallel
                          "), estimated as vLLM's (tensorrt_llm/_torch/pyexecutor/_util.py "
                          "configure_kv_cache_capacity)"});
     items.push_back({ReserveKind::non_torch, "outside torch", d.runtime_overhead_bytes,
-                     "CUDA context, NCCL and CUDA graphs: the runtime overhead's default (--overhead)"});
+                     d.overhead_given
+                         ? std::string("as given (--overhead)")
+                         : "CUDA context, NCCL and CUDA graphs: the runtime overhead's default (--overhead)"});
     return items;
 }
 
@@ -470,9 +477,9 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         r.notes.emplace_back(
             "not exact: TensorRT-LLM's reserve follows its PyTorch backend's profiling run (trtllm-serve's default): "
             "the activations of max_num_tokens tokens are vLLM's estimate (0.66 GiB for gpt-oss-120b at 8,192, "
-            "where a published log measured 0.85 GiB) and the memory outside torch is the 512 MiB default "
-            "(--overhead); a TensorRT engine (--backend tensorrt) also holds its execution context and decoder "
-            "buffers, which --reserve sets");
+            "where a published log measured 0.85 GiB) and the memory outside torch is the runtime overhead "
+            "(512 MiB unless --overhead); a TensorRT engine (--backend tensorrt) also holds its execution context "
+            "and decoder buffers: --reserve replaces the activations with a figure that counts them");
     } else if (d.engine == Engine::llama_cpp && !d.fixed_reserve) {
         // llama.cpp reserves its compute buffer when it makes the context (a draft model's context has its own).
         r.reserve_estimated = true;
@@ -492,7 +499,8 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                                                                 workload.context_tokens, ubatch, fa),
                                        "the draft's own context, as the model's"});
         r.reserve_items.push_back({ReserveKind::overhead, "runtime overhead", d.runtime_overhead_bytes,
-                                   "the default (--overhead): CUDA context and library workspaces"});
+                                   d.overhead_given ? std::string("as given (--overhead)")
+                                                    : "the default (--overhead): CUDA context and library workspaces"});
         r.notes.push_back("llama.cpp's compute buffer: " + how +
                           "; it matches five published logs of dense models on one GPU to the MiB (docs/vllm-logs.md); "
                           "--ubatch and --flash-attn change it, --reserve fixes the reserve instead");
@@ -501,11 +509,10 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                 "not exact: llama.cpp's compute buffer was checked on dense models on one GPU; an MoE's expert "
                 "buffers and a split over GPUs (each reserving its own) may differ");
     } else {
-        const std::string given = d.fixed_reserve ? "as given" : "the default";
-        r.reserve_items.push_back(
-            {ReserveKind::activation, "activation reserve", d.activation_reserve_bytes, given + " (--reserve)"});
-        r.reserve_items.push_back(
-            {ReserveKind::overhead, "runtime overhead", d.runtime_overhead_bytes, given + " (--overhead)"});
+        r.reserve_items.push_back({ReserveKind::activation, "activation reserve", d.activation_reserve_bytes,
+                                   d.fixed_reserve ? "as given (--reserve)" : "the default (--reserve)"});
+        r.reserve_items.push_back({ReserveKind::overhead, "runtime overhead", d.runtime_overhead_bytes,
+                                   d.overhead_given ? "as given (--overhead)" : "the default (--overhead)"});
     }
     i128 reserve = 0;
     for (const ReserveItem& item : r.reserve_items) reserve += item.bytes;
@@ -551,10 +558,11 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     }
     if (profiled) {
         const std::uint64_t minor = vllm_minor(d);
-        r.notes.push_back("vLLM 0." + std::to_string(minor) + "'s startup profile" +
-                          (d.vllm.version_minor == 0 ? " (the version assumed; --vllm-version for another)" : "") +
-                          ": the reserve is an estimate from the run's inputs, fitted to eight published startup "
-                          "logs at TP 1 (docs/vllm-logs.md); --reserve and --overhead fix it instead");
+        r.notes.push_back(
+            "vLLM 0." + std::to_string(minor) + "'s startup profile" +
+            (d.vllm.version_minor == 0 ? " (the version assumed; --vllm-version for another)" : "") +
+            ": the reserve is an estimate from the run's inputs, fitted to eight published startup "
+            "logs at TP 1 (docs/vllm-logs.md); --reserve fixes it instead, --overhead sets the non-torch memory");
     }
     r.reserve_bytes_per_gpu = clamp_u64(reserve);
     r.free_bytes_per_gpu = static_cast<std::uint64_t>(std::max<i128>(0, unused));

@@ -91,27 +91,9 @@ Result<DraftModel> find_draft(const std::string& spec, std::optional<DraftMethod
         for (const FieldError& e : errors) out.push_back({option, (e.field.empty() ? "" : e.field + ": ") + e.message});
         return out;
     };
-    if (const CatalogModel* m = catalog.find_model(spec)) return draft_from_model(m->model, m->id, method);
-    std::error_code error;
-    if (std::filesystem::exists(std::filesystem::path(spec), error)) {
-        auto imported = import_model_path(spec);
-        if (!imported) return named(imported.errors());
-        return draft_from_model(*imported, spec, method);
-    }
-    const std::vector<LocalModel> local = scan_local_models(local_roots_from_environment());
-    if (const LocalModel* found = find_local_model(local, spec)) {
-        auto imported = import_local_model(*found);
-        if (!imported) return named(imported.errors());
-        return draft_from_model(*imported, found->id, method);
-    }
-    // A path that is not there: the importer says so ("no such file or folder").
-    const bool path_like = spec.starts_with('/') || spec.starts_with('.') || spec.ends_with(".json") ||
-                           spec.ends_with(".gguf") || spec.find('\\') != std::string::npos;
-    if (path_like) {
-        auto imported = import_model_path(spec);
-        if (!imported) return named(imported.errors());
-        return draft_from_model(*imported, spec, method);
-    }
+    auto found = find_model(spec, catalog, NamesPaths::yes);
+    if (!found) return named(found.errors());
+    if (*found) return draft_from_model((*found)->model, (*found)->id, method);
     return FieldError{option, "unknown draft model '" + spec +
                                   "': a catalog id (kvscope-cli models), a config.json or model folder, or a model "
                                   "on this machine (models --local)"};

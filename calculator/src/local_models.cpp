@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string_view>
 
+#include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/gguf.h"
 #include "kvscope/calculator/json.h"
@@ -260,6 +261,28 @@ Result<ImportedModel> import_local_model(const LocalModel& model) {
         if (name.empty() || name.starts_with("sha256-")) name = model.id;
     }
     return imported;
+}
+
+Result<std::optional<FoundModel>> find_model(const std::string& spec, const Catalog& catalog, NamesPaths paths) {
+    using Found = std::optional<FoundModel>;
+    const auto from_path = [&spec]() -> Result<Found> {
+        auto imported = import_model_path(spec);
+        if (!imported) return imported.errors();
+        return Found(FoundModel{std::move(imported.value()), spec});
+    };
+    if (const CatalogModel* m = catalog.find_model(spec)) return Found(FoundModel{m->model, m->id, m});
+    std::error_code error;
+    if (paths == NamesPaths::yes && std::filesystem::exists(std::filesystem::path(spec), error)) return from_path();
+    const std::vector<LocalModel> local = scan_local_models(local_roots_from_environment());
+    if (const LocalModel* found = find_local_model(local, spec)) {
+        auto imported = import_local_model(*found);
+        if (!imported) return imported.errors();
+        return Found(FoundModel{std::move(imported.value()), found->id});
+    }
+    const bool path_like = spec.starts_with('/') || spec.starts_with('.') || spec.ends_with(".json") ||
+                           spec.ends_with(".gguf") || spec.find('\\') != std::string::npos;
+    if (paths == NamesPaths::yes && path_like) return from_path();
+    return Found();
 }
 
 const LocalModel* find_local_model(const std::vector<LocalModel>& models, std::string_view key) {

@@ -40,6 +40,7 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
     if (!errors.empty()) return errors;
 
     Plan plan;
+    std::vector<std::string> not_exact;  // the fits' "not exact:" notes, each once
     plan.sequences = workload.batch;
     for (std::uint64_t tp = 1; tp <= limits.gpus_per_node; ++tp) {
         // Engines split the query and KV heads evenly (or replicate KV heads): validate(Parallelism) says which.
@@ -91,6 +92,10 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
                 not_fitting(join_errors(!f ? f.errors() : decode.errors()));
                 continue;
             }
+            // What makes a layout's figures not exact (an engine's estimated reserve) is said once for the plan.
+            for (const std::string& n : f->notes)
+                if (n.starts_with("not exact:") && std::find(not_exact.begin(), not_exact.end(), n) == not_exact.end())
+                    not_exact.push_back(n);
             o.headroom_bytes_per_gpu = f->headroom_bytes_per_gpu;
             o.max_context = f->max_context;
             o.max_context_limited_by_model = f->max_context_limited_by_model;
@@ -117,6 +122,7 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
         plan.notes.emplace_back(
             "no layout within these limits holds one sequence at this context: shorten the "
             "context, choose a smaller KV or weight format, or a GPU with more memory");
+    plan.notes.insert(plan.notes.end(), not_exact.begin(), not_exact.end());
     return plan;
 }
 

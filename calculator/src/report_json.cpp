@@ -331,6 +331,10 @@ Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits) {
     }
     o.set("options", std::move(options));
     o.set("notes", strings(plan.notes));
+    Value warnings = Value::array();
+    for (const std::string& n : plan.notes)
+        if (n.starts_with("not exact:")) warnings.push(Value::string(n));
+    o.set("warnings", std::move(warnings));
     return o;
 }
 

@@ -313,6 +313,7 @@ void members(Self& d, V& v) {
     // Files written before vLLM's reserve was derived have no such key: their 1 GiB and 512 MiB were the old
     // defaults, and vLLM now derives its own.
     v.value("fixed_reserve", d.fixed_reserve, Need::when_set);
+    v.value("overhead_given", d.overhead_given, Need::when_set);
     v.object("vllm", d.vllm, Need::when_set);
     v.object("llama_cpp", d.llama_cpp, Need::when_set);
     v.object("tensorrt_llm", d.tensorrt_llm, Need::when_set);
@@ -569,7 +570,8 @@ Result<LoadedScenario> scenario_from_json(std::string_view text, const std::stri
     // fixed_reserve: vLLM then derives its own. Other figures there were set by hand: they stay fixed.
     if (s.deployment && !s.deployment->fixed_reserve &&
         (s.deployment->activation_reserve_bytes != Deployment{}.activation_reserve_bytes ||
-         s.deployment->runtime_overhead_bytes != Deployment{}.runtime_overhead_bytes))
+         (s.deployment->runtime_overhead_bytes != Deployment{}.runtime_overhead_bytes &&
+          !s.deployment->overhead_given)))
         s.deployment->fixed_reserve = true;
     // A file written before SGLang's default fraction was derived: 0.88 was that default; any other was set.
     if (s.deployment && s.deployment->engine == Engine::sglang && !s.deployment->fraction_given &&

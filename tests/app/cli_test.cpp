@@ -119,10 +119,13 @@ TEST(Cli, VllmsStartupSettingsChangeItsReserveAndTheFitNamesEachPart) {
     const CliRun eager = cli(base + " --vllm-version 0.21 --enforce-eager --json");
     ASSERT_EQ(eager.status, 0) << eager.err;
     EXPECT_EQ(json_of(eager).find("reserve_items")->items().size(), 2u);
-    // --reserve fixes it, as for the other engines.
+    // --reserve fixes it, as for the other engines; --overhead alone is the non-torch memory beside the estimate.
     const CliRun fixed = cli(base + " --reserve 2GiB");
     EXPECT_NE(fixed.out.find("per GPU: activation reserve 2.00 GiB, runtime overhead 512 MiB"), std::string::npos)
         << fixed.out;
+    const CliRun overhead = cli(base + " --overhead 300MiB");
+    EXPECT_NE(overhead.out.find("(estimate): profile peak 2.45 GiB, non-torch memory 300 MiB"), std::string::npos)
+        << overhead.out;
     // Absurd and empty batch limits are named, never an exabyte of reserve.
     const CliRun huge = cli(base + " --max-num-batched-tokens 1e15");
     EXPECT_NE(huge.status, 0);
@@ -254,6 +257,9 @@ TEST(Cli, LlamaCppsComputeBufferFollowsItsSettings) {
     EXPECT_EQ(u64(v.find("reserve_items")->items()[0], "bytes"), 4ull * 1024 * (8192ull * 33 + 4 * 4096));
     const CliRun bad = cli(base + " --flash-attn sometimes");
     EXPECT_NE(bad.err.find("--flash-attn: 'sometimes' is not on, off or auto"), std::string::npos) << bad.err;
+    const CliRun overhead = cli(base + " --overhead 1GiB");
+    EXPECT_NE(overhead.out.find("(estimate): compute buffer 258 MiB, runtime overhead 1.00 GiB"), std::string::npos)
+        << overhead.out;
     const CliRun zero = cli(base + " --ubatch 0");
     EXPECT_NE(zero.err.find("--ubatch: must be at least 1"), std::string::npos) << zero.err;
 }
@@ -278,6 +284,18 @@ TEST(Cli, TensorRtLlmsReserveFollowsItsProfilingRun) {
     EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const kvscope::json::Value& w) {
         return w.as_string().starts_with("not exact: TensorRT-LLM's reserve");
     })) << j.out;
+    // plan says it too, once for all its layouts, in its text and its JSON warnings.
+    const CliRun plan = cli("plan --model llama-3-70b --gpu h100-sxm --engine trt-llm --context 8k --batch 8");
+    ASSERT_EQ(plan.status, 0) << plan.err;
+    const std::string said = "note: not exact: TensorRT-LLM's reserve";
+    const std::size_t first = plan.out.find(said);
+    EXPECT_NE(first, std::string::npos) << plan.out;
+    EXPECT_EQ(plan.out.find(said, first + 1), std::string::npos) << plan.out;
+    const CliRun plan_json = cli("plan --model llama-3-70b --gpu h100-sxm --engine trt-llm --context 8k --json");
+    ASSERT_EQ(plan_json.status, 0) << plan_json.err;
+    const kvscope::json::Value pj = json_of(plan_json);
+    ASSERT_EQ(pj.find("warnings")->items().size(), 1u) << plan_json.out;
+    EXPECT_TRUE(pj.find("warnings")->items()[0].as_string().starts_with("not exact: TensorRT-LLM's reserve"));
     const CliRun zero = cli(base + " --max-num-tokens 0");
     EXPECT_NE(zero.err.find("--max-num-tokens: must be at least 1"), std::string::npos) << zero.err;
     const CliRun huge = cli(base + " --max-num-tokens 32M");

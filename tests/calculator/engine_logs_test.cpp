@@ -143,12 +143,25 @@ TEST(EngineLogs, TensorRtLlmsReserveIsItsProfilingRunsPeak) {
     d.tensorrt_llm.max_num_tokens = kMaxVllmBatchedTokens + 1;
     EXPECT_FIELD_ERROR(fit(a, KvDtype::bf16, w, {}, d), "max_num_tokens", "tokens a step");
 
-    // --reserve/--overhead fix it: both count, and nothing is estimated.
+    // --overhead alone replaces the memory outside torch and keeps the estimate.
     d.tensorrt_llm.max_num_tokens = 0;
+    d.runtime_overhead_bytes = 1ull << 30;
+    d.overhead_given = true;
+    f = fit(a, KvDtype::bf16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_TRUE(f->reserve_estimated);
+    EXPECT_EQ(f->reserve_items[0].bytes, static_cast<std::uint64_t>(peak));
+    EXPECT_EQ(f->reserve_items[1].bytes, 1ull << 30);
+    EXPECT_EQ(f->reserve_items[1].how, "as given (--overhead)");
+    // --reserve fixes the activations instead: both count, and nothing is estimated.
+    d.runtime_overhead_bytes = 1ull << 29;
+    d.overhead_given = false;
     d.fixed_reserve = true;
     f = fit(a, KvDtype::bf16, w, {}, d);
     ASSERT_TRUE(f.ok()) << f.error_text();
     EXPECT_EQ(f->reserve_items[0].name, "activation reserve");
+    EXPECT_EQ(f->reserve_items[0].how, "as given (--reserve)");
+    EXPECT_EQ(f->reserve_items[1].how, "the default (--overhead)");
     EXPECT_FALSE(f->reserve_estimated);
     EXPECT_EQ(f->kv_budget_bytes_per_gpu, (mem - weights - (1ll << 30) - outside) * 9 / 10);
 }
@@ -189,6 +202,13 @@ TEST(EngineLogs, AScenarioKeepsTensorRtLlmsTokens) {
     EXPECT_EQ(back->scenario.deployment->tensorrt_llm.max_num_tokens, 16384u);
     s.deployment->tensorrt_llm = {};
     EXPECT_EQ(scenario_to_json(s).find("tensorrt_llm"), std::string::npos);
+    // An overhead given alone stays an overhead when the file is read again: the estimate is kept.
+    s.deployment->runtime_overhead_bytes = 1ull << 30;
+    s.deployment->overhead_given = true;
+    const auto overhead = scenario_from_json(scenario_to_json(s), "trt.kvscope.json");
+    ASSERT_TRUE(overhead.ok()) << overhead.error_text();
+    EXPECT_TRUE(overhead->scenario.deployment->overhead_given);
+    EXPECT_FALSE(overhead->scenario.deployment->fixed_reserve);
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ TEST(Fit, VllmsReserveIsItsProfileRunsPeakNamedPartByPart) {
     d.vllm.version_minor = 7;
     EXPECT_EQ(vllm_batch({.context_tokens = 20000}, d).max_num_batched_tokens, 20000u);
     EXPECT_EQ(vllm_batch({.context_tokens = 40000}, d).max_num_batched_tokens, 2048u);
-    // --reserve/--overhead fix it instead, as for the other engines.
+    // --reserve fixes it instead, as for the other engines.
     d.fixed_reserve = true;
     f = fit(a, KvDtype::fp8_e4m3, w, {.tp = 2}, d);
     EXPECT_EQ(f->reserve_bytes_per_gpu, (1ull << 30) + (1ull << 29));

@@ -495,14 +495,13 @@ void DeploymentView::sync() {
         if (vllm_version_->findData(version) < 0)
             vllm_version_->addItem(tr("0.%1 (0.%2's rules)").arg(d.vllm.version_minor).arg(kNewestVllmRules), version);
         vllm_version_->setCurrentIndex(vllm_version_->findData(version));
-        // --reserve/--overhead fixed the reserve: vLLM's settings then change nothing, and the rule says why.
+        // --reserve fixed the reserve: vLLM's settings then change nothing, and the rule says why.
         for (QWidget* field : std::initializer_list<QWidget*>{vllm_version_, vllm_tokens_, vllm_seqs_})
             field->setEnabled(!d.fixed_reserve);
         if (d.fixed_reserve && (d.engine == Engine::vllm || d.engine == Engine::tensorrt_llm))
-            rule_->setText(
-                rule_->text() +
-                tr(" — the reserve is fixed (--reserve/--overhead), so %1's settings do not change it")
-                    .arg(d.engine == Engine::vllm ? QStringLiteral("vLLM") : QStringLiteral("TensorRT-LLM")));
+            rule_->setText(rule_->text() + tr(" — the reserve is fixed (--reserve), so %1's settings do not change it")
+                                               .arg(d.engine == Engine::vllm ? QStringLiteral("vLLM")
+                                                                             : QStringLiteral("TensorRT-LLM")));
         // Each default as the fit would take it with that field left empty.
         Deployment without_tokens = d, without_seqs = d;
         without_tokens.vllm.max_num_batched_tokens = 0;

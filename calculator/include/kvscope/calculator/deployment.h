@@ -89,11 +89,14 @@ struct Deployment {
     // for the GPU and layout (sglang_default_fraction).
     bool fraction_given = false;
     KvDtype weight_dtype = KvDtype::bf16;
-    // The fixed reserve of the engines without a profile run (SGLang, TensorRT-LLM, llama.cpp, plain). vLLM
-    // derives its own from `vllm` unless `fixed_reserve` is set (--reserve/--overhead given).
+    // The reserve of the engines whose rule takes a fixed one (plain). vLLM, TensorRT-LLM and llama.cpp derive
+    // their activations (profile peak, compute buffer) unless `fixed_reserve` is set (--reserve given, or a file
+    // written before they did); the runtime overhead stands for what is in use outside them (vLLM's non-torch
+    // memory when `overhead_given`, TensorRT-LLM's memory outside torch, llama.cpp's and plain's overhead).
     std::uint64_t activation_reserve_bytes = 1ull << 30;  // activations at peak prefill
     std::uint64_t runtime_overhead_bytes = 1ull << 29;    // CUDA context, graphs, library workspaces
     bool fixed_reserve = false;
+    bool overhead_given = false;  // --overhead given: every rule takes it in place of its own figure
     VllmSettings vllm;
     LlamaCppSettings llama_cpp;
     TrtllmSettings tensorrt_llm;

@@ -11,6 +11,9 @@
 
 namespace kvscope {
 
+class Catalog;
+struct CatalogModel;
+
 enum class LocalStore { huggingface, ollama, lm_studio };
 std::string_view to_string(LocalStore store);  // "Hugging Face cache", "Ollama", "LM Studio"
 
@@ -53,5 +56,18 @@ Result<ImportedModel> import_model_path(const std::string& path);
 
 // The same for a model found by scan_local_models, with where it was found in the notes.
 Result<ImportedModel> import_local_model(const LocalModel& model);
+
+// The model a name stands for, looked up in one order wherever a model is named (--model, --draft, the window's
+// draft): the catalog (an id, repo id, name or alias); with `paths`, a config.json, model folder or GGUF that
+// exists; the models on this machine (a Hugging Face repo id, an Ollama name); with `paths`, a name that looks like
+// a path but is not there, so that the importer says what is missing. nullopt: nothing by that name; errors: a file
+// or local model found that cannot be read.
+struct FoundModel {
+    ImportedModel model;
+    std::string id;                         // the catalog id, the local model's id, or the path as given
+    const CatalogModel* catalog = nullptr;  // its catalog entry, when it came from there
+};
+enum class NamesPaths : bool { no, yes };
+Result<std::optional<FoundModel>> find_model(const std::string& spec, const Catalog& catalog, NamesPaths paths);
 
 }  // namespace kvscope
