@@ -513,6 +513,15 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                                    d.fixed_reserve ? "as given (--reserve)" : "the default (--reserve)"});
         r.reserve_items.push_back({ReserveKind::overhead, "runtime overhead", d.runtime_overhead_bytes,
                                    d.overhead_given ? "as given (--overhead)" : "the default (--overhead)"});
+        // The engine's settings that size a derived reserve change nothing once it is fixed: said, not ignored.
+        std::vector<std::string> idle;
+        if (d.engine == Engine::vllm && (d.vllm.max_num_batched_tokens > 0 || d.vllm.max_num_seqs > 0 ||
+                                         d.vllm.enforce_eager || d.vllm.version_minor > 0))
+            idle.emplace_back("vLLM's batch limits, CUDA graphs and version");
+        if (d.engine == Engine::tensorrt_llm && d.tensorrt_llm.max_num_tokens > 0) idle.emplace_back("max_num_tokens");
+        if (d.engine == Engine::llama_cpp && d.llama_cpp.flash_attn_off) idle.emplace_back("flash attention");
+        for (const std::string& setting : idle)
+            r.notes.push_back("the reserve is fixed (--reserve): it is not derived from " + setting + " given");
     }
     i128 reserve = 0;
     for (const ReserveItem& item : r.reserve_items) reserve += item.bytes;

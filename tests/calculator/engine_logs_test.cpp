@@ -162,6 +162,13 @@ TEST(EngineLogs, TensorRtLlmsReserveIsItsProfilingRunsPeak) {
     EXPECT_EQ(f->reserve_items[0].name, "activation reserve");
     EXPECT_EQ(f->reserve_items[0].how, "as given (--reserve)");
     EXPECT_EQ(f->reserve_items[1].how, "the default (--overhead)");
+    d.tensorrt_llm.max_num_tokens = 4096;  // said to change nothing now
+    f = fit(a, KvDtype::bf16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_NE(std::find(f->notes.begin(), f->notes.end(),
+                        "the reserve is fixed (--reserve): it is not derived from max_num_tokens given"),
+              f->notes.end());
+    d.tensorrt_llm.max_num_tokens = 0;
     EXPECT_FALSE(f->reserve_estimated);
     EXPECT_EQ(f->kv_budget_bytes_per_gpu, (mem - weights - (1ll << 30) - outside) * 9 / 10);
 }
