@@ -281,6 +281,32 @@ TEST(Window, ADraftModelComesFromTheCatalogOrAFileAndIsUndone) {
     EXPECT_EQ(w.model()->results().fit->weights_bytes, alone);
 }
 
+TEST(Window, EachEnginesRowsShowForItAloneAtEveryWidth) {
+    // The Deployment form shows the settings of the engine in use only, whichever came before, laid out at several
+    // widths after each change; the MTP row comes and goes with them.
+    MainWindow w(catalog(), false);
+    w.show();
+    w.model()->loadCatalogModel("glm-4.7");  // MTP layers: one more row that comes and goes
+    w.deployment()->enableBox()->setChecked(true);
+    w.tabs()->setCurrentIndex(MainWindow::DeploymentTab);
+    DeploymentView* d = w.deployment();
+    for (int i = 0; i < static_cast<int>(kEngineCount); ++i) {
+        const auto engine = static_cast<Engine>(i);
+        w.model()->edit("engine", [engine](Scenario& s) {
+            s.deployment->engine = engine;
+            s.deployment->mtp = !s.deployment->mtp;
+        });
+        for (const int width : {700, 1000, 1400, 2000}) {
+            w.resize(width, 900);
+            QApplication::processEvents();
+        }
+        EXPECT_EQ(d->vllmTokensField()->isVisibleTo(d), engine == Engine::vllm);
+        EXPECT_EQ(d->ubatchField()->isVisibleTo(d), engine == Engine::llama_cpp);
+        EXPECT_EQ(d->trtllmTokensField()->isVisibleTo(d), engine == Engine::tensorrt_llm);
+        EXPECT_TRUE(d->mtpField()->isVisibleTo(d));
+    }
+}
+
 TEST(Window, LlamaCppsMicroBatchAndFlashAttentionSizeItsComputeBuffer) {
     MainWindow w(catalog(), false);
     w.model()->loadCatalogModel("llama-3-8b");
