@@ -468,9 +468,17 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     if (profiled) {
         r.reserve_items = vllm_reserve(model_arch, workload, parallel, d);
     } else if (d.engine == Engine::sglang) {
-        r.reserve_items.push_back({ReserveKind::overhead, "in use before loading", kSglangContextBytes,
-                                   "CUDA context and NCCL: SGLang's fraction applies to the memory free before the "
-                                   "weights load (0.84 - 1.06 GiB in published logs)"});
+        // What is in use before the weights load; SGLang keeps its activations in the 1 - mem_fraction_static it
+        // leaves free, so a reserve given (--reserve) is kept back beside that, as asked.
+        r.reserve_items.push_back(
+            {ReserveKind::overhead, "in use before loading",
+             d.overhead_given ? d.runtime_overhead_bytes : kSglangContextBytes,
+             d.overhead_given ? std::string("as given (--overhead)")
+                              : "CUDA context and NCCL: SGLang's fraction applies to the memory free before the "
+                                "weights load (0.84 - 1.06 GiB in published logs)"});
+        if (d.fixed_reserve)
+            r.reserve_items.push_back({ReserveKind::activation, "activation reserve", d.activation_reserve_bytes,
+                                       "as given (--reserve), beside what SGLang's fraction leaves free"});
     } else if (d.engine == Engine::tensorrt_llm && !d.fixed_reserve) {
         r.reserve_estimated = true;
         r.reserve_items = trtllm_reserve(model_arch, parallel, d);
@@ -548,9 +556,11 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
             break;
         case Engine::sglang: {
             // model_runner profile_max_num_token: rest = free after loading - free before x (1 - fraction), the
-            // free memory before loading being the GPU's less what is already in use (kSglangContextBytes).
-            const i128 before = mem - static_cast<i128>(kSglangContextBytes);
-            budget = scale(before, fraction) - w;
+            // free memory before loading being the GPU's less what is already in use (the first reserve item); a
+            // reserve given is kept back beside it.
+            const i128 in_use = r.reserve_items.front().bytes;
+            const i128 before = mem - in_use;
+            budget = scale(before, fraction) - w - (reserve - in_use);
             unused = before - scale(before, fraction);
             break;
         }

@@ -167,12 +167,37 @@ TEST(Fit, EngineRules) {
         d.fraction_given = true;
         return fit(a, KvDtype::bf16, {}, {}, d)->kv_budget_bytes_per_gpu;
     };
-    // SGLang's fraction applies to what is free before the weights load (the GPU less 1 GiB in use).
-    EXPECT_EQ(budget(Engine::sglang, 0.88), (mem - (1ll << 30)) * 88 / 100 - w);
+    // SGLang's fraction applies to what is free before the weights load (the GPU less 1 GiB in use); the fixed
+    // reserve is kept back beside it.
+    EXPECT_EQ(budget(Engine::sglang, 0.88), (mem - (1ll << 30)) * 88 / 100 - w - act);
     // TensorRT-LLM's fraction applies to what is free once the weights and the reserve (fixed here) are in.
     EXPECT_EQ(budget(Engine::tensorrt_llm, 0.9), (mem - w - act - oh) * 9 / 10);
     EXPECT_EQ(budget(Engine::plain, 1.0), mem - w - act - oh);
     EXPECT_EQ(budget(Engine::llama_cpp, 1.0), mem - w - act - oh);
+}
+
+TEST(Fit, SglangTakesAnOverheadAndAReserveGivenAsAsked) {
+    // --overhead is what is in use before the weights load; --reserve is kept back beside SGLang's own fraction.
+    const auto& a = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    const std::int64_t mem = 85'520'809'984, w = 16'060'522'496;
+    Deployment d = h100s(1);
+    d.engine = Engine::sglang;
+    d.fraction = 0.88;
+    d.fraction_given = true;
+    d.fixed_reserve = false;
+    EXPECT_EQ(fit(a, KvDtype::bf16, {}, {}, d)->kv_budget_bytes_per_gpu, (mem - (1ll << 30)) * 88 / 100 - w);
+    d.runtime_overhead_bytes = 2ull << 30;
+    d.overhead_given = true;
+    auto f = fit(a, KvDtype::bf16, {}, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_EQ(f->kv_budget_bytes_per_gpu, (mem - (2ll << 30)) * 88 / 100 - w);
+    EXPECT_EQ(f->reserve_items.front().how, "as given (--overhead)");
+    d.activation_reserve_bytes = 1ull << 30;
+    d.fixed_reserve = true;
+    f = fit(a, KvDtype::bf16, {}, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_EQ(f->kv_budget_bytes_per_gpu, (mem - (2ll << 30)) * 88 / 100 - w - (1ll << 30));
+    EXPECT_EQ(f->reserve_bytes_per_gpu, 3ull << 30);
 }
 
 TEST(Fit, SglangsDefaultFractionIsItsOwnForTheGpuAndLayout) {
