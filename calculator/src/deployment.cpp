@@ -713,6 +713,13 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                 : "not exact: vLLM keeps one more recurrent-state page per layer for each drafted token "
                   "(model_executor/layers/mamba/abstract.py num_speculative_blocks); this engine's layout does not "
                   "count them");
+    // A separate draft keeps the same pages beside a model's recurrent state, one per drafted token; vLLM has no
+    // default for a draft's num_speculative_tokens, so none is counted, and that is said.
+    if (d.draft && model_arch.state_layers() > 0)
+        r.notes.emplace_back(
+            "not exact: with a draft model vLLM keeps one more recurrent-state page per layer group and sequence for "
+            "each drafted token (num_speculative_tokens, which the draft's --speculative-config sets; "
+            "model_executor/layers/mamba/abstract.py num_speculative_blocks); they are not counted here");
     for (const auto& reason : arch.not_exact) r.notes.push_back("not exact: " + reason);
     return r;
 }

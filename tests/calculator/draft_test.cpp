@@ -201,6 +201,26 @@ TEST(Draft, AHybridModelsMtpDraftKeepsAStatePagePerDraftedToken) {
     EXPECT_FALSE(has_note(*f, "not exact: vLLM keeps one more recurrent-state page"));
 }
 
+TEST(Draft, ADraftBesideAHybridModelsStateIsNotExact) {
+    // A separate draft on a model with a recurrent state: vLLM keeps a state page per drafted token, and a draft's
+    // num_speculative_tokens has no default to count them by; the fit says so.
+    const Catalog& c = Catalog::builtin();
+    const Architecture a = c.find_model("qwen3-next-80b-a3b")->model.arch;
+    Deployment d;
+    d.gpu = *c.find_gpu("h200");
+    d.gpu_count = 4;
+    const CatalogModel* small = c.find_model("qwen3-8b");
+    d.draft = draft_from_model(small->model, small->id, std::nullopt);
+    const auto f = fit(a, KvDtype::bf16, {.context_tokens = 32768, .batch = 4, .block_size = 16}, {.tp = 4}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_TRUE(has_note(*f, "not exact: with a draft model vLLM keeps one more recurrent-state page"));
+    // A model without a state has no such pages to count.
+    const auto plain =
+        fit(c.find_model("llama-3-70b")->model.arch, KvDtype::bf16, {.context_tokens = 8192}, {.tp = 4}, d);
+    ASSERT_TRUE(plain.ok()) << plain.error_text();
+    EXPECT_FALSE(has_note(*plain, "recurrent-state page"));
+}
+
 TEST(Draft, WhatNoEngineRunsIsAnErrorNamingTheDraft) {
     const Architecture llama = Catalog::builtin().find_model("llama-3-8b")->model.arch;
     const Workload w{.context_tokens = 8192, .batch = 1, .block_size = 16};
