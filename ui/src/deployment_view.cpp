@@ -274,8 +274,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
             kFractionEdits);
     });
     connect(weight_dtype_, &QComboBox::activated, this, [this, edit](int index) {
-        const int data = weight_dtype_->itemData(index).toInt();
-        if (data == kExactWeights) {  // back to the bytes the model's files give
+        const int choice = weight_dtype_->itemData(index).toInt();
+        if (choice == kExactWeights) {  // back to the bytes the model's files give
             const ModelWeights files = model_->modelWeights();
             edit(tr("Use the model files' weights"), [files](Deployment& d, Scenario&) {
                 d.weight_dtype = files.dtype;
@@ -285,7 +285,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
             });
             return;
         }
-        const auto w = static_cast<KvDtype>(data);
+        const auto w = static_cast<KvDtype>(choice);
         edit(tr("Change weight format"), [w](Deployment& d, Scenario&) {
             d.weight_dtype = w;
             // Another format than the model's files hold: their exact bytes and quantization no longer apply (as

@@ -130,11 +130,11 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
         tr("A published model from the catalog; type any part of its name, its id (llama-3-70b) or its "
            "Hugging Face id (meta-llama/Meta-Llama-3-70B) and press Enter."));
     connect(picker_, &QComboBox::activated, this, [this](int index) {
-        const QString data = picker_->itemData(index).toString();
-        if (data.startsWith(QString::fromLatin1(kLocalPrefix)))
-            loadLocalModel(data.mid(static_cast<int>(std::strlen(kLocalPrefix))).toULongLong());
-        else if (!data.isEmpty())
-            model_->loadCatalogModel(data);
+        const QString choice = picker_->itemData(index).toString();
+        if (choice.startsWith(QString::fromLatin1(kLocalPrefix)))
+            loadLocalModel(choice.mid(static_cast<int>(std::strlen(kLocalPrefix))).toULongLong());
+        else if (!choice.isEmpty())
+            model_->loadCatalogModel(choice);
     });
     // Enter loads the model the text names; text that names none is said so and put back.
     connect(picker_->lineEdit(), &QLineEdit::returnPressed, this, &InputsPanel::pickTypedModel);
