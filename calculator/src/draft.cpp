@@ -3,7 +3,6 @@
 #include "kvscope/calculator/draft.h"
 
 #include <array>
-#include <filesystem>
 #include <limits>
 
 #include "kvscope/calculator/catalog.h"

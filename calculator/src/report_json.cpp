@@ -14,6 +14,14 @@ Value strings(const std::vector<std::string>& list) {
     return a;
 }
 
+// The notes that say a figure is not exact, which the JSON gives as warnings too (as kv --json gives its own).
+Value not_exact_warnings(const std::vector<std::string>& notes) {
+    Value warnings = Value::array();
+    for (const std::string& n : notes)
+        if (n.starts_with("not exact:")) warnings.push(Value::string(n));
+    return warnings;
+}
+
 Value workload_json(const Scenario& s, Value& out) {
     out.set("context_tokens", Value::number(s.workload.context_tokens));
     out.set("batch", Value::number(s.workload.batch));
@@ -257,11 +265,7 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         o.set("measured_step", Value());
     }
     o.set("notes", strings(f.notes));
-    // What is not exact is a warning too, as kv --json gives its own.
-    Value warnings = Value::array();
-    for (const std::string& n : f.notes)
-        if (n.starts_with("not exact:")) warnings.push(Value::string(n));
-    o.set("warnings", std::move(warnings));
+    o.set("warnings", not_exact_warnings(f.notes));
     return o;
 }
 
@@ -331,10 +335,7 @@ Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits) {
     }
     o.set("options", std::move(options));
     o.set("notes", strings(plan.notes));
-    Value warnings = Value::array();
-    for (const std::string& n : plan.notes)
-        if (n.starts_with("not exact:")) warnings.push(Value::string(n));
-    o.set("warnings", std::move(warnings));
+    o.set("warnings", not_exact_warnings(plan.notes));
     return o;
 }
 

@@ -2,10 +2,9 @@
 // the parameter count in a format), a separate draft model's, and what a decode step reads of them.
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/deployment.h"
+#include "wide.h"
 
 namespace kvscope {
-
-__extension__ using i128 = __int128;
 
 Result<std::uint64_t> weights_bytes(std::uint64_t params, KvDtype dtype) {
     const Checked b = row_bytes(dtype, params);

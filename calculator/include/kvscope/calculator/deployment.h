@@ -187,6 +187,16 @@ std::vector<ReserveItem> vllm_reserve(const Architecture& arch, const Workload& 
 std::vector<ReserveItem> trtllm_reserve(const Architecture& arch, const Parallelism& parallel, const Deployment& d);
 // The tokens of that run: the given max_num_tokens, else kTrtllmMaxNumTokens.
 std::uint64_t trtllm_max_num_tokens(const Deployment& d);
+// What the deployment's engine keeps back on each GPU beside the weights (engine_reserve.cpp): its parts, whether
+// they are derived (vLLM's profile run, TensorRT-LLM's profiling run, llama.cpp's compute buffer) rather than given
+// or fixed, and the notes that say how.
+struct EngineReserve {
+    std::vector<ReserveItem> items;
+    bool estimated = false;
+    std::vector<std::string> notes;
+};
+EngineReserve engine_reserve(const Architecture& model_arch, const Workload& workload, const Parallelism& parallel,
+                             const Deployment& d);
 // The batch limits the profile run uses: the given ones, else vLLM's defaults for the version and GPU.
 struct VllmBatch {
     std::uint64_t max_num_batched_tokens = 0, max_num_seqs = 0;
