@@ -142,23 +142,19 @@ std::uint64_t whole_waves(std::uint64_t max_tokens, std::uint64_t per_split, std
 }  // namespace
 
 DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t slots, std::uint64_t max_tokens,
-                       unsigned sms) {
+                       unsigned sms, KernelWish wish) {
     DecodePlan plan;
-    plan.shape = {static_cast<std::uint32_t>(sh.q_heads),
-                  static_cast<std::uint32_t>(sh.kv_heads),
-                  static_cast<std::uint32_t>(sh.dk),
-                  static_cast<std::uint32_t>(sh.dv),
-                  static_cast<std::uint32_t>(sh.row_k),
-                  static_cast<std::uint32_t>(sh.row_v),
-                  static_cast<std::uint32_t>(sh.row_v / sh.kv_heads),
-                  static_cast<std::uint32_t>(sh.q_heads / sh.kv_heads)};
+    plan.shape = {static_cast<std::uint32_t>(sh.q_heads),    static_cast<std::uint32_t>(sh.kv_heads),
+                  static_cast<std::uint32_t>(sh.dk),         static_cast<std::uint32_t>(sh.dv),
+                  static_cast<std::uint32_t>(sh.row_k),      static_cast<std::uint32_t>(sh.row_v),
+                  static_cast<std::uint32_t>(sh.v_stride()), static_cast<std::uint32_t>(sh.q_heads / sh.kv_heads)};
     plan.dtype = code_of(dtype);
     plan.slots = slots;
     plan.max_tokens = max_tokens;
     plan.out_bytes = slots * sh.q_heads * sh.dv * sizeof(float);
     const std::uint64_t per16 = 16 / value_bytes(dtype), group = sh.q_heads / sh.kv_heads;
     const bool fp8 = plan.dtype == kFp8E4m3 || plan.dtype == kFp8E5m2;
-    const std::uint64_t v_stride = sh.row_v / sh.kv_heads;
+    const std::uint64_t v_stride = sh.v_stride();
     const unsigned g = std::min(kMaxHeadsPerBlock, group % 8 == 0   ? 8u
                                                    : group % 4 == 0 ? 4u
                                                    : group % 2 == 0 ? 2u
@@ -174,15 +170,30 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     // cache (0.84 of the read ceiling against 0.64) and for one query head per KV head (MHA, 0.95
     // against 0.89); the stream kernel for 16-bit caches shared by 2 or more heads (0.83-0.91
     // against 0.58-0.76 at four heads; 0.50 against 0.34 at eight).
-    const DecodeFn stream = fp8 || !aligned || sh.dk != sh.dv || group < 2 || plan.dtype == kFp32
+    // The tensor-core kernel where asked for and the device grants it the shared memory it needs.
+    DecodeFn mma = nullptr;
+    std::string note = tensor_core_note(wish, sh, dtype);
+    if (use_tensor_cores(wish, sh, dtype)) {
+        int device = 0, most_shared = 0;
+        KVSCOPE_CUDA(cudaGetDevice(&device));
+        KVSCOPE_CUDA(cudaDeviceGetAttribute(&most_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+        if (mma_shared_bytes(sh.dk) <= static_cast<std::size_t>(most_shared))
+            mma = mma_kernel(plan.dtype, sh.dk);
+        else
+            note = "; tensor cores not used: the kernel needs " + std::to_string(mma_shared_bytes(sh.dk)) +
+                   " bytes of shared memory a block and this device grants " + std::to_string(most_shared);
+    }
+    const DecodeFn stream = mma || fp8 || !aligned || sh.dk != sh.dv || group < 2 || plan.dtype == kFp32
                                 ? nullptr
                                 : stream_kernel(plan.dtype, stream_g, loads);
-    const std::uint64_t head_chunks = stream ? (group + stream_g - 1) / stream_g : group / g;
+    const std::uint64_t head_chunks = mma      ? (group + kMmaHeads - 1) / kMmaHeads
+                                      : stream ? (group + stream_g - 1) / stream_g
+                                               : group / g;
     const std::uint64_t per_split = slots * sh.kv_heads * head_chunks;  // blocks for one split of the tokens
     const std::size_t tile_shared = tile_shared_bytes(g, sh.dk, sh.dv);
     // The fused kernels read 16-bit and fp32 caches; an fp8 cache takes the three kernels, a value at a time.
     if (fp8 || per_split >= (1ull << 31) ||
-        (!stream && (!aligned || sh.dv / per16 > kThreads || tile_shared > 48 * 1024))) {
+        (!mma && !stream && (!aligned || sh.dv / per16 > kThreads || tile_shared > 48 * 1024))) {
         const std::uint64_t pairs = slots * sh.kv_heads;
         // Enough token blocks that every SM has several blocks in flight.
         plan.token_blocks = static_cast<unsigned>(std::max<std::uint64_t>(
@@ -190,16 +201,20 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
         plan.chunk = std::max<std::uint64_t>(64, (max_tokens + plan.token_blocks - 1) / plan.token_blocks);
         plan.chunks = static_cast<unsigned>((max_tokens + plan.chunk - 1) / plan.chunk);
         plan.scores_bytes = slots * sh.q_heads * max_tokens * sizeof(float);
-        plan.description = fp8 ? "three kernels (scores, softmax, weighted values): the fused kernels do not read fp8 "
-                                 "caches yet"
-                               : "three kernels (scores, softmax, weighted values): this head shape is not 16-byte "
-                                 "aligned";
+        plan.description = (fp8 ? "three kernels (scores, softmax, weighted values): the fused kernels do not read fp8 "
+                                  "caches yet"
+                                : "three kernels (scores, softmax, weighted values): this head shape is not 16-byte "
+                                  "aligned") +
+                           note;
         return plan;
     }
     plan.fused = true;
-    plan.kernel = stream ? stream : tile_kernel(plan.dtype, g);
-    plan.threads = stream ? kStreamWarps * 32 : kThreads;
-    plan.shared_bytes = stream ? 0 : tile_shared;
+    plan.kernel = mma ? mma : stream ? stream : tile_kernel(plan.dtype, g);
+    plan.threads = mma ? kMmaWarps * 32 : stream ? kStreamWarps * 32 : kThreads;
+    plan.shared_bytes = mma ? mma_shared_bytes(sh.dk) : stream ? 0 : tile_shared;
+    if (mma)
+        KVSCOPE_CUDA(cudaFuncSetAttribute(mma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(plan.shared_bytes)));
     int per_sm = 0;
     KVSCOPE_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, plan.kernel, static_cast<int>(plan.threads),
                                                                plan.shared_bytes));
@@ -209,7 +224,7 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     const std::uint64_t most =
         std::min<std::uint64_t>(std::max<std::uint64_t>(1, max_tokens / (4 * kTile)), ((1ull << 31) - 1) / per_split);
     std::uint64_t splits = std::clamp<std::uint64_t>((kWaves * resident + per_split - 1) / per_split, 1, most);
-    if (stream) splits = whole_waves(max_tokens, per_split, resident, most, splits);
+    if (stream || mma) splits = whole_waves(max_tokens, per_split, resident, most, splits);
     const std::uint64_t split_tokens = split_size(max_tokens, splits);
     splits = (max_tokens + split_tokens - 1) / split_tokens;
     plan.split = {split_tokens, static_cast<std::uint32_t>(splits), static_cast<std::uint32_t>(head_chunks)};
@@ -217,14 +232,22 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     const std::uint64_t partial_rows = slots * sh.q_heads * splits;
     plan.part_out_bytes = partial_rows * sh.dv * sizeof(float);
     plan.part_ml_bytes = partial_rows * 2 * sizeof(float);
+    const std::string kind = plan.dtype == kBf16 ? "bf16" : "fp16";
     const std::string how =
-        stream ? "fused split-K decode kernel, a warp per stream of tokens: " + std::to_string(splits) + " splits of " +
-                     std::to_string(split_tokens) + " tokens, " + std::to_string(loads) + " lanes per token, "
-               : "fused split-K decode kernel: " + std::to_string(splits) + " splits of " +
-                     std::to_string(split_tokens) + " tokens in " + std::to_string(kTile) + "-token tiles, ";
-    plan.description = how + std::to_string(stream ? std::min<std::uint64_t>(stream_g, group) : g) +
-                       " query heads per K/V read, " + std::to_string(plan.blocks) + " blocks (" +
-                       std::to_string(per_sm) + " per SM)";
+        mma ? "fused split-K decode kernel on tensor cores (" + kind + " MMA tiles of 16 query heads by 16 tokens; " +
+                  "queries and weights each in two " + kind +
+                  " parts, products within 2^-16): " + std::to_string(splits) + " splits of " +
+                  std::to_string(split_tokens) + " tokens, "
+        : stream
+            ? "fused split-K decode kernel, a warp per stream of tokens: " + std::to_string(splits) + " splits of " +
+                  std::to_string(split_tokens) + " tokens, " + std::to_string(loads) + " lanes per token, "
+            : "fused split-K decode kernel: " + std::to_string(splits) + " splits of " + std::to_string(split_tokens) +
+                  " tokens in " + std::to_string(kTile) + "-token tiles, ";
+    const std::uint64_t per_read = mma      ? std::min<std::uint64_t>(kMmaHeads, group)
+                                   : stream ? std::min<std::uint64_t>(stream_g, group)
+                                            : g;
+    plan.description = how + std::to_string(per_read) + " query heads per K/V read, " + std::to_string(plan.blocks) +
+                       " blocks (" + std::to_string(per_sm) + " per SM)" + note;
     return plan;
 }
 

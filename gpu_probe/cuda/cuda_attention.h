@@ -1,15 +1,18 @@
 #pragma once
 // One decode step's attention on the GPU over the probe's cache, grouped-query aware: q·Kᵀ,
 // softmax, ·V for every layer of every sequence. plan_decode chooses how (a fused split-K kernel —
-// one warp per stream of tokens for 16-bit GQA caches, 64-token tiles otherwise — or three simple
+// tensor-core tiles when asked for, one warp per stream of tokens for 16-bit GQA caches, 64-token
+// tiles otherwise — or three simple
 // kernels for head shapes that are not 16-byte aligned) and sizes the workspace; launch_decode
 // enqueues one step. Host interface only: the kernels live in cuda_attention.cu (the three simple
-// ones and the one that joins the splits), cuda_decode_tile.cu and cuda_decode_stream.cu.
+// ones and the one that joins the splits), cuda_decode_tile.cu, cuda_decode_stream.cu and
+// cuda_decode_mma.cu.
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "decode_choice.h"
 #include "kvscope/calculator/kv_dtype.h"
 #include "reference.h"
 
@@ -82,9 +85,10 @@ struct DecodePlan {
     std::string description;  // for the report's kernel line
 };
 
-// `slots` = layers × sequences, `max_tokens` the longest slot, `sms` the device's multiprocessors.
+// `slots` = layers × sequences, `max_tokens` the longest slot, `sms` the device's multiprocessors, `wish`
+// KVSCOPE_ATTENTION_KERNEL's choice between the tensor-core kernel and the others (decode_choice.h).
 DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t slots, std::uint64_t max_tokens,
-                       unsigned sms);
+                       unsigned sms, KernelWish wish);
 
 struct DecodeBuffers {
     const SlotDev* slots;  // plan.slots of them

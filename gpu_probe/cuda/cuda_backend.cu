@@ -150,6 +150,12 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
         r.message = tensors.error_text();
         return;
     }
+    const KernelWishRead wish = attention_kernel_wish_from_environment();
+    if (!wish.error.empty()) {
+        r.status = Status::invalid_input;
+        r.message = wish.error;
+        return;
+    }
     auto kv = kv_cache_report(request.arch, request.dtype, request.workload, Parallelism{});
     if (!kv) {
         r.status = Status::invalid_input;
@@ -186,8 +192,9 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     const int dtype = cuda::code_of(request.dtype);
     const std::size_t eb = cuda::value_bytes(request.dtype);
     // No slot (nothing attends): no plan, whose shape would divide by 0 KV heads; its buffers stay 1 byte.
-    const cuda::DecodePlan plan =
-        slot_count > 0 ? cuda::plan_decode(sh, request.dtype, slot_count, max_tokens, sms) : cuda::DecodePlan{};
+    const cuda::DecodePlan plan = slot_count > 0
+                                      ? cuda::plan_decode(sh, request.dtype, slot_count, max_tokens, sms, wish.wish)
+                                      : cuda::DecodePlan{};
     const std::uint64_t q_bytes = request.arch.layers * sh.q_heads * sh.dk * sizeof(float);
     const std::uint64_t l2 = r.device.cache_bytes;
     const std::uint64_t ceiling_bytes =

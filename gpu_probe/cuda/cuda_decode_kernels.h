@@ -1,8 +1,8 @@
 #pragma once
 // The fused decode kernels behind plan_decode (cuda_attention.h), as host code sees them: their
 // launch shapes, and the kernel for a cache format and a number of query heads per block. The tile
-// kernel is in cuda_decode_tile.cu, the stream kernel in cuda_decode_stream.cu; what the two share
-// on the device is in cuda_decode_common.cuh.
+// kernel is in cuda_decode_tile.cu, the stream kernel in cuda_decode_stream.cu, the tensor-core kernel
+// in cuda_decode_mma.cu; what they share on the device is in cuda_decode_common.cuh.
 
 #include <cstddef>
 #include <cstdint>
@@ -32,5 +32,15 @@ constexpr unsigned kStreamWarps = 4;  // 8 measured worse: 0.67 / 0.73 / 0.75 ag
 // The stream kernel for a 16-bit format (kFp16, kBf16), g = 2, 4 or 8 query heads per block and
 // heads of `loads` 16-byte loads (8, 16 or 32); nullptr for any other.
 DecodeFn stream_kernel(int dtype, unsigned g, std::uint64_t loads);
+
+// The tensor-core kernel (cuda_decode_mma.cu): up to kMmaHeads (decode_choice.h) query heads of one KV
+// head per block, 16-token tiles per warp.
+constexpr unsigned kMmaWarps = 4;
+// Its dynamic shared memory for heads of d values (64 or 128; 0 for any other): 52.5 KiB and 88.5 KiB,
+// more than the default 48 KiB, so plan_decode raises the kernel's limit.
+std::size_t mma_shared_bytes(std::uint64_t d);
+// The tensor-core kernel for a 16-bit format (kFp16, kBf16) and heads of d = 64 or 128 values; nullptr
+// for any other.
+DecodeFn mma_kernel(int dtype, std::uint64_t d);
 
 }  // namespace kvscope::probe::cuda

@@ -223,6 +223,8 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
                     "backend runs it (--backend cpu)");
     auto tensors = step::cache_tensors(req);
     if (!tensors) return fail(r, Status::invalid_input, tensors.error_text());
+    const KernelWishRead wish = attention_kernel_wish_from_environment();
+    if (!wish.error.empty()) return fail(r, Status::invalid_input, wish.error);
     const std::uint64_t B = req.workload.batch, H = d.hidden;
     const KvDtype wd = req.weight_dtype;
     const int wcode = code_of(wd), kvcode = code_of(req.kv_dtype);
@@ -266,7 +268,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         max_tokens = std::max(max_tokens, t.attended);
     }
     const AttentionShape sh = attention_shape(a);
-    const DecodePlan plan = plan_decode(sh, req.kv_dtype, B, max_tokens, sms);
+    const DecodePlan plan = plan_decode(sh, req.kv_dtype, B, max_tokens, sms, wish.wish);
     const std::uint64_t width = std::max({d.qkv_rows(), up_rows, d.vocab, H});
     const std::uint64_t activations = B * (2 * H + width + d.q_heads * (d.dk + d.dv)) * sizeof(float) +
                                       B * std::max({H, d.intermediate, d.q_heads * d.dv}) * eb + plan.scores_bytes +

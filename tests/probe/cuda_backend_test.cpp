@@ -1,6 +1,8 @@
 // The CUDA backend, where a device answers; skipped with the reason elsewhere.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/probe/probe.h"
 
@@ -15,6 +17,19 @@ std::unique_ptr<Backend> cuda_or_skip(std::string& why) {
     }
     return std::move(b.value());
 }
+
+// A short probe for the kernel checks: one timed run, a 64 MiB read ceiling.
+ProbeRequest quick_request(const Architecture& arch, KvDtype dtype, std::uint64_t context, std::uint64_t batch) {
+    ProbeRequest r;
+    r.arch = arch;
+    r.dtype = dtype;
+    r.workload = {context, batch, 1, false};
+    r.timing_runs = 1;
+    r.ceiling_bytes = 64ull << 20;
+    return r;
+}
+
+Architecture catalog_arch(const std::string& model) { return Catalog::builtin().find_model(model)->model.arch; }
 
 TEST(CudaBackend, AllocationDropMatchesThePredictionAndAttentionIsChecked) {
     std::string why;
@@ -101,25 +116,83 @@ TEST(CudaBackend, EveryKernelShapeMatchesTheFloat64Reference) {
     for (const Case& c : cases) {
         SCOPED_TRACE(c.model + " " + std::string(to_string(c.dtype)) + " context " + std::to_string(c.context) +
                      " batch " + std::to_string(c.batch));
-        ProbeRequest r;
+        Architecture arch;
         if (c.model == "unaligned") {
-            r.arch = teaching_model();
-            r.arch.layers = 4;
-            r.arch.query_heads = r.arch.kv_heads = 6;
-            r.arch.head_dim_k = r.arch.head_dim_v = 20;  // 40-byte rows: no 16-byte loads
+            arch = teaching_model();
+            arch.layers = 4;
+            arch.query_heads = arch.kv_heads = 6;
+            arch.head_dim_k = arch.head_dim_v = 20;  // 40-byte rows: no 16-byte loads
         } else {
-            r.arch = Catalog::builtin().find_model(c.model)->model.arch;
+            arch = catalog_arch(c.model);
         }
-        r.dtype = c.dtype;
-        r.workload = {c.context, c.batch, 1, false};
-        r.timing_runs = 1;
-        r.ceiling_bytes = 64ull << 20;
-        const ProbeReport p = cuda->probe(r, {});
+        const ProbeReport p = cuda->probe(quick_request(arch, c.dtype, c.context, c.batch), {});
         ASSERT_EQ(p.status, Status::ok) << p.message;
         EXPECT_LT(p.attention.max_rel_error, 1e-4) << p.attention.kernel;
         EXPECT_GT(p.attention.median_ms, 0.0);
         EXPECT_NE(p.attention.kernel.find(c.kernel), std::string::npos) << p.attention.kernel;
     }
+}
+
+// KVSCOPE_ATTENTION_KERNEL set for one scope, and unset again after it.
+class KernelWishFor {
+public:
+    explicit KernelWishFor(const char* value) { setenv("KVSCOPE_ATTENTION_KERNEL", value, 1); }
+    ~KernelWishFor() { unsetenv("KVSCOPE_ATTENTION_KERNEL"); }
+    KernelWishFor(const KernelWishFor&) = delete;
+    KernelWishFor& operator=(const KernelWishFor&) = delete;
+};
+
+// The tensor-core kernel (KVSCOPE_ATTENTION_KERNEL=tensor-cores) on every head shape it takes, against
+// float64 with the check the other kernels meet: groups of 8 (Llama 3 70B, heads of 128; gpt-oss-20b,
+// heads of 64, with windows), 16 (Llama 3.1 405B), 7 (Qwen2.5 7B, rows idle), 4 (Llama 3 8B, several
+// sequences), 71 over five blocks (Falcon 7B) and 1 (MHA); contexts at the 16-token tile's and the
+// 64-token split's edges. An fp8 cache and a head of 256 keep their kernels and say why; a value that
+// is not a choice is refused in words.
+TEST(CudaBackend, TheTensorCoreKernelMatchesTheFloat64Reference) {
+    std::string why;
+    auto cuda = cuda_or_skip(why);
+    if (!cuda) GTEST_SKIP() << "no CUDA device: " << why;
+    struct Case {
+        std::string model;
+        KvDtype dtype;
+        std::uint64_t context, batch;
+    };
+    std::vector<Case> cases;
+    for (std::uint64_t ctx : {1, 15, 16, 17, 63, 64, 65, 777, 3000})
+        cases.push_back({"llama-3-70b", KvDtype::bf16, ctx, 1});
+    cases.push_back({"llama-3-70b", KvDtype::fp16, 777, 2});
+    cases.push_back({"gpt-oss-20b", KvDtype::fp16, 1000, 1});
+    cases.push_back({"gpt-oss-20b", KvDtype::bf16, 200, 1});
+    cases.push_back({"llama-3.1-405b", KvDtype::bf16, 300, 1});
+    cases.push_back({"qwen2.5-7b", KvDtype::bf16, 777, 1});
+    cases.push_back({"llama-3-8b", KvDtype::bf16, 1000, 3});
+    cases.push_back({"falcon-7b", KvDtype::bf16, 777, 1});
+    cases.push_back({"kvscope-teaching-32l", KvDtype::fp16, 300, 1});
+    const KernelWishFor tensor_cores("tensor-cores");
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.model + " " + std::string(to_string(c.dtype)) + " context " + std::to_string(c.context) +
+                     " batch " + std::to_string(c.batch));
+        const ProbeReport p = cuda->probe(quick_request(catalog_arch(c.model), c.dtype, c.context, c.batch), {});
+        ASSERT_EQ(p.status, Status::ok) << p.message;
+        EXPECT_LT(p.attention.max_rel_error, 1e-4) << p.attention.kernel;
+        EXPECT_NE(p.attention.kernel.find("on tensor cores"), std::string::npos) << p.attention.kernel;
+    }
+    ProbeRequest r = quick_request(catalog_arch("gemma-2-9b"), KvDtype::bf16, 500, 1);
+    ProbeReport p = cuda->probe(r, {});
+    ASSERT_EQ(p.status, Status::ok) << p.message;
+    EXPECT_LT(p.attention.max_rel_error, 1e-4);
+    EXPECT_NE(p.attention.kernel.find("tensor cores not used: the tensor-core kernel takes heads of 64 or 128"),
+              std::string::npos)
+        << p.attention.kernel;
+    r.arch = catalog_arch("llama-3-70b");
+    r.dtype = KvDtype::fp8_e4m3;
+    p = cuda->probe(r, {});
+    ASSERT_EQ(p.status, Status::ok) << p.message;
+    EXPECT_NE(p.attention.kernel.find("tensor cores not used"), std::string::npos) << p.attention.kernel;
+    const KernelWishFor odd("mma");
+    p = cuda->probe(r, {});
+    EXPECT_EQ(p.status, Status::invalid_input);
+    EXPECT_NE(p.message.find("KVSCOPE_ATTENTION_KERNEL"), std::string::npos) << p.message;
 }
 
 TEST(CudaBackend, MoreThanTheDeviceHoldsIsOutOfMemoryNotACrash) {

@@ -1,0 +1,50 @@
+#include "decode_choice.h"
+
+#include <cstdlib>
+#include <string_view>
+
+namespace kvscope::probe {
+
+KernelWishRead attention_kernel_wish(const char* value) {
+    const std::string_view v = value ? value : "";
+    if (v.empty() || v == "auto") return {};
+    if (v == "tensor-cores") return {KernelWish::tensor_cores, {}};
+    if (v == "cuda-cores") return {KernelWish::cuda_cores, {}};
+    return {KernelWish::automatic, "KVSCOPE_ATTENTION_KERNEL: \"" + std::string(v) +
+                                       "\" is not a kernel choice (auto, tensor-cores or cuda-cores)"};
+}
+
+KernelWishRead attention_kernel_wish_from_environment() {
+    return attention_kernel_wish(std::getenv("KVSCOPE_ATTENTION_KERNEL"));  // NOLINT(concurrency-mt-unsafe)
+}
+
+std::string tensor_core_refusal(const AttentionShape& sh, KvDtype dtype) {
+    if (dtype != KvDtype::fp16 && dtype != KvDtype::bf16)
+        return "the tensor-core kernel reads fp16 and bf16 caches, not " + std::string(to_string(dtype));
+    if (sh.dk != sh.dv)
+        return "the tensor-core kernel takes K and V heads of one width, not " + std::to_string(sh.dk) + " and " +
+               std::to_string(sh.dv);
+    if (sh.dk != 64 && sh.dk != 128)
+        return "the tensor-core kernel takes heads of 64 or 128 values, not " + std::to_string(sh.dk);
+    // Rows of whole 16-byte copies: with heads of 64 or 128 values, only a V head stride set apart from the
+    // row (the decode step's split of a sequence's heads) could break this.
+    if (sh.row_k % 8 != 0 || sh.row_v % 8 != 0 || sh.v_stride() % 8 != 0)
+        return "the tensor-core kernel copies whole 16-byte pieces of a row, and these rows are not made of them";
+    return {};
+}
+
+bool use_tensor_cores(KernelWish wish, const AttentionShape& sh, KvDtype dtype) {
+    return wish == KernelWish::tensor_cores && tensor_core_refusal(sh, dtype).empty();
+}
+
+std::string tensor_core_note(KernelWish wish, const AttentionShape& sh, KvDtype dtype) {
+    if (wish == KernelWish::cuda_cores || use_tensor_cores(wish, sh, dtype)) return {};
+    const std::string why = tensor_core_refusal(sh, dtype);
+    if (wish == KernelWish::tensor_cores) return "; tensor cores not used: " + why;
+    if (why.empty() && sh.kv_heads > 0 && sh.q_heads / sh.kv_heads >= 5)
+        return "; KVSCOPE_ATTENTION_KERNEL=tensor-cores runs the tensor-core kernel instead (not yet measured on a "
+               "GPU)";
+    return {};
+}
+
+}  // namespace kvscope::probe

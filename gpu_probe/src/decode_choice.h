@@ -1,0 +1,47 @@
+#pragma once
+// Which decode attention kernel the CUDA backend may run for a head shape and cache format: the part of
+// plan_decode (gpu_probe/cuda/cuda_attention.h) that needs no device, so that it is tested everywhere.
+//
+// KVSCOPE_ATTENTION_KERNEL chooses between the tensor-core kernel (cuda_decode_mma.cu: the query heads
+// of a group are the rows of an MMA tile, as TensorRT-LLM's XQA and FlashInfer's tensor-core decode do)
+// and the CUDA-core kernels measured in docs/gpu-results.md (the stream, tile and three-kernel paths):
+//   auto          the default: the CUDA-core kernels, until a GPU run has measured the tensor-core one
+//   tensor-cores  the tensor-core kernel wherever it takes the shape (tensor_core_refusal), else auto
+//   cuda-cores    the CUDA-core kernels
+
+#include <string>
+
+#include "kvscope/calculator/kv_dtype.h"
+#include "reference.h"
+
+namespace kvscope::probe {
+
+enum class KernelWish { automatic, tensor_cores, cuda_cores };
+
+struct KernelWishRead {
+    KernelWish wish = KernelWish::automatic;
+    std::string error;  // set when the value is none of the three; names the variable and what it takes
+};
+
+// KVSCOPE_ATTENTION_KERNEL's value (nullptr or empty: auto).
+KernelWishRead attention_kernel_wish(const char* value);
+// The same, read from the environment.
+KernelWishRead attention_kernel_wish_from_environment();
+
+// Query heads in one MMA tile: a group of more heads takes several blocks, a smaller one leaves rows idle.
+constexpr unsigned kMmaHeads = 16;
+
+// Empty when the tensor-core kernel takes this shape and format, else why not, in words for the report:
+// it reads fp16 and bf16 caches whose K and V heads are both 64 or 128 values wide.
+std::string tensor_core_refusal(const AttentionShape& shape, KvDtype dtype);
+
+// Whether plan_decode runs the tensor-core kernel: only when asked for (auto keeps the measured kernels)
+// and the shape allows it.
+bool use_tensor_cores(KernelWish wish, const AttentionShape& shape, KvDtype dtype);
+
+// What the report's kernel line adds about the tensor-core kernel when it did not run: why not (it was
+// asked for), or how to ask for it (auto, on a shape it takes whose query groups have 5 or more heads,
+// where CUDA cores limit the stream kernel); empty otherwise.
+std::string tensor_core_note(KernelWish wish, const AttentionShape& shape, KvDtype dtype);
+
+}  // namespace kvscope::probe

@@ -1,0 +1,80 @@
+// Which decode kernel the CUDA backend may run (decode_choice.h): the part of its plan that needs no
+// device, so it is checked on every machine. The kernels themselves are checked against float64 in
+// cuda_backend_test.cpp where a device answers.
+#include "decode_choice.h"
+
+#include <gtest/gtest.h>
+
+#include "backends.h"
+#include "kvscope/calculator/catalog.h"
+
+namespace kvscope::probe {
+namespace {
+
+AttentionShape shape_of(const std::string& model) {
+    return attention_shape(Catalog::builtin().find_model(model)->model.arch);
+}
+
+TEST(DecodeChoice, TheEnvironmentChoosesBetweenTensorCoresAndTheMeasuredKernels) {
+    EXPECT_EQ(attention_kernel_wish(nullptr).wish, KernelWish::automatic);
+    EXPECT_EQ(attention_kernel_wish("").wish, KernelWish::automatic);
+    EXPECT_EQ(attention_kernel_wish("auto").wish, KernelWish::automatic);
+    EXPECT_EQ(attention_kernel_wish("tensor-cores").wish, KernelWish::tensor_cores);
+    EXPECT_EQ(attention_kernel_wish("cuda-cores").wish, KernelWish::cuda_cores);
+    for (const char* odd : {"tensor_cores", "TENSOR-CORES", "mma", " auto"}) {
+        const KernelWishRead r = attention_kernel_wish(odd);
+        EXPECT_NE(r.error.find("KVSCOPE_ATTENTION_KERNEL"), std::string::npos) << odd;
+        EXPECT_NE(r.error.find("auto, tensor-cores or cuda-cores"), std::string::npos) << r.error;
+        EXPECT_NE(r.error.find(odd), std::string::npos) << r.error;
+    }
+    EXPECT_TRUE(attention_kernel_wish("tensor-cores").error.empty());
+}
+
+// The shapes the issue names for tensor cores (8, 16, 7 and 8 query heads per KV head; heads of 128 and
+// 64) and the stream kernel's own (Llama 3 8B, 4 per KV head) are taken; what the kernel does not read is
+// refused in words.
+TEST(DecodeChoice, TheTensorCoreKernelTakesSixteenBitCachesWithHeadsOf64Or128) {
+    for (const char* model : {"llama-3-70b", "llama-3.1-405b", "qwen2.5-7b", "gpt-oss-20b", "llama-3-8b", "falcon-7b",
+                              "qwen3-235b-a22b", "kvscope-teaching-32l"})
+        for (const KvDtype d : {KvDtype::bf16, KvDtype::fp16}) {
+            EXPECT_EQ(tensor_core_refusal(shape_of(model), d), "") << model;
+            EXPECT_TRUE(use_tensor_cores(KernelWish::tensor_cores, shape_of(model), d)) << model;
+            EXPECT_FALSE(use_tensor_cores(KernelWish::automatic, shape_of(model), d)) << model;
+            EXPECT_FALSE(use_tensor_cores(KernelWish::cuda_cores, shape_of(model), d)) << model;
+        }
+    EXPECT_EQ(tensor_core_refusal(shape_of("llama-3-70b"), KvDtype::fp8_e4m3),
+              "the tensor-core kernel reads fp16 and bf16 caches, not fp8_e4m3");
+    EXPECT_EQ(tensor_core_refusal(shape_of("llama-3-70b"), KvDtype::fp32),
+              "the tensor-core kernel reads fp16 and bf16 caches, not fp32");
+    // MLA: one 576-wide latent read as K, its first 512 values as V.
+    EXPECT_EQ(tensor_core_refusal(shape_of("deepseek-v3"), KvDtype::bf16),
+              "the tensor-core kernel takes K and V heads of one width, not 576 and 512");
+    EXPECT_EQ(tensor_core_refusal(shape_of("gemma-2-9b"), KvDtype::bf16),
+              "the tensor-core kernel takes heads of 64 or 128 values, not 256");
+    EXPECT_EQ(tensor_core_refusal(shape_of("phi-3-mini"), KvDtype::fp16),
+              "the tensor-core kernel takes heads of 64 or 128 values, not 96");
+    // A V head stride that breaks the rows into pieces of other than 16 bytes.
+    AttentionShape odd = shape_of("llama-3-8b");
+    odd.v_head_stride = 132;
+    EXPECT_NE(tensor_core_refusal(odd, KvDtype::bf16).find("16-byte"), std::string::npos);
+    EXPECT_FALSE(use_tensor_cores(KernelWish::tensor_cores, odd, KvDtype::bf16));
+}
+
+// The kernel line says how to ask for tensor cores where the stream kernel is limited by arithmetic (5 or
+// more query heads per KV head), and why they were not used where they were asked for; nothing else.
+TEST(DecodeChoice, TheKernelLineSaysWhatTensorCoresWouldDoOrWhyTheyDidNot) {
+    for (const char* model : {"llama-3-70b", "llama-3.1-405b", "qwen2.5-7b", "gpt-oss-20b"})
+        EXPECT_NE(tensor_core_note(KernelWish::automatic, shape_of(model), KvDtype::bf16)
+                      .find("KVSCOPE_ATTENTION_KERNEL=tensor-cores"),
+                  std::string::npos)
+            << model;
+    EXPECT_EQ(tensor_core_note(KernelWish::automatic, shape_of("llama-3-8b"), KvDtype::bf16), "");
+    EXPECT_EQ(tensor_core_note(KernelWish::automatic, shape_of("llama-3-70b"), KvDtype::fp8_e4m3), "");
+    EXPECT_EQ(tensor_core_note(KernelWish::cuda_cores, shape_of("llama-3-70b"), KvDtype::bf16), "");
+    EXPECT_EQ(tensor_core_note(KernelWish::tensor_cores, shape_of("llama-3-70b"), KvDtype::bf16), "");
+    EXPECT_EQ(tensor_core_note(KernelWish::tensor_cores, shape_of("gemma-2-9b"), KvDtype::bf16),
+              "; tensor cores not used: the tensor-core kernel takes heads of 64 or 128 values, not 256");
+}
+
+}  // namespace
+}  // namespace kvscope::probe
