@@ -191,8 +191,9 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
                                                : group / g;
     const std::uint64_t per_split = slots * sh.kv_heads * head_chunks;  // blocks for one split of the tokens
     const std::size_t tile_shared = tile_shared_bytes(g, sh.dk, sh.dv);
-    // The fused kernels read 16-bit and fp32 caches; an fp8 cache takes the three kernels, a value at a time.
-    if (fp8 || per_split >= (1ull << 31) ||
+    // The CUDA-core fused kernels read 16-bit and fp32 caches; an fp8 cache takes the tensor-core kernel where
+    // asked for, else the three kernels, a value at a time.
+    if ((fp8 && !mma) || per_split >= (1ull << 31) ||
         (!mma && !stream && (!aligned || sh.dv / per16 > kThreads || tile_shared > 48 * 1024))) {
         const std::uint64_t pairs = slots * sh.kv_heads;
         // Enough token blocks that every SM has several blocks in flight.
@@ -201,11 +202,11 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
         plan.chunk = std::max<std::uint64_t>(64, (max_tokens + plan.token_blocks - 1) / plan.token_blocks);
         plan.chunks = static_cast<unsigned>((max_tokens + plan.chunk - 1) / plan.chunk);
         plan.scores_bytes = slots * sh.q_heads * max_tokens * sizeof(float);
-        plan.description = (fp8 ? "three kernels (scores, softmax, weighted values): the fused kernels do not read fp8 "
-                                  "caches yet"
-                                : "three kernels (scores, softmax, weighted values): this head shape is not 16-byte "
-                                  "aligned") +
-                           note;
+        const std::string why = per_split >= (1ull << 31) ? "more blocks than one launch takes"
+                                : fp8 && !mma             ? "the CUDA-core fused kernels do not read fp8 caches"
+                                : aligned                 ? "the fused kernels do not take K or V heads this wide"
+                                                          : "this head shape is not 16-byte aligned";
+        plan.description = "three kernels (scores, softmax, weighted values): " + why + note;
         return plan;
     }
     plan.fused = true;
@@ -233,11 +234,11 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     plan.part_out_bytes = partial_rows * sh.dv * sizeof(float);
     plan.part_ml_bytes = partial_rows * 2 * sizeof(float);
     const std::string kind = plan.dtype == kBf16 ? "bf16" : "fp16";
+    const std::string widened = fp8 ? "; fp8 widened exactly to fp16 in shared memory" : "";
     const std::string how =
         mma ? "fused split-K decode kernel on tensor cores (" + kind + " MMA tiles of 16 query heads by 16 tokens; " +
-                  "queries and weights each in two " + kind +
-                  " parts, products within 2^-16): " + std::to_string(splits) + " splits of " +
-                  std::to_string(split_tokens) + " tokens, "
+                  "queries and weights each in two " + kind + " parts, products within 2^-16" + widened +
+                  "): " + std::to_string(splits) + " splits of " + std::to_string(split_tokens) + " tokens, "
         : stream
             ? "fused split-K decode kernel, a warp per stream of tokens: " + std::to_string(splits) + " splits of " +
                   std::to_string(split_tokens) + " tokens, " + std::to_string(loads) + " lanes per token, "

@@ -39,8 +39,8 @@ constexpr unsigned kMmaWarps = 4;
 // Its dynamic shared memory for heads of d values (64 or 128; 0 for any other): 52.5 KiB and 88.5 KiB,
 // more than the default 48 KiB, so plan_decode raises the kernel's limit.
 std::size_t mma_shared_bytes(std::uint64_t d);
-// The tensor-core kernel for a 16-bit format (kFp16, kBf16) and heads of d = 64 or 128 values; nullptr
-// for any other.
+// The tensor-core kernel for a cache format (kFp16, kBf16, kFp8E4m3, kFp8E5m2) and heads of d = 64 or 128
+// values; nullptr for any other.
 DecodeFn mma_kernel(int dtype, std::uint64_t d);
 
 }  // namespace kvscope::probe::cuda

@@ -1,5 +1,5 @@
-// The tensor-core kernel of the fused split-K decode attention (cuda_decode_kernels.h), for fp16 and
-// bf16 caches with K and V heads of 64 or 128 values. With 5 or more query heads per KV head the stream
+// The tensor-core kernel of the fused split-K decode attention (cuda_decode_kernels.h), for fp16, bf16
+// and fp8 (E4M3, E5M2) caches with K and V heads of 64 or 128 values. With 5 or more query heads per KV head the stream
 // kernel is limited by CUDA-core arithmetic, not by memory (Llama 3 70B read at 0.50 of the ceiling on
 // an H200, Llama 3.1 405B at 0.25; docs/gpu-results.md). Engines use tensor cores there: the query
 // heads of a group become the rows of an MMA tile (TensorRT-LLM's XQA kernel, FlashInfer's tensor-core
@@ -8,7 +8,10 @@
 //   - a block takes up to 16 query heads of one KV head (zero rows fill a smaller group) and one split of
 //     the tokens; each of its four warps takes every fourth 16-token tile of the split;
 //   - a warp copies its next tile's K and V rows into shared memory with cp.async while it computes on
-//     the current one (rows past the sequence's end are zero-filled, never read);
+//     the current one (rows past the sequence's end are zero-filled, never read); an fp8 tile is loaded
+//     into registers instead and widened to fp16 on its way into shared memory — exactly: every E4M3
+//     and E5M2 value is an fp16 value — so fp8 caches multiply as fp16 (the other fused kernels do not
+//     read fp8 at all);
 //   - scores S = Q·Kᵀ (16 heads × 16 tokens) on tensor cores; a running softmax per head in base 2, as
 //     the stream kernel keeps it; O += P·V on tensor cores, O held in accumulator fragments;
 //   - the warps are joined at the end into the partial results the other fused kernels write, which
@@ -23,7 +26,10 @@
 // a step would notice: the kernel waits on memory.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <mma.h>
+
+#include <type_traits>
 
 #include "cuda_decode_common.cuh"
 #include "cuda_decode_kernels.h"
@@ -97,9 +103,34 @@ __device__ __forceinline__ void copies_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-template <class T, int D>
+// The 16-bit type the MMA multiplies for a cache format (cuda_attention.h's codes): bf16 for bf16, fp16 for
+// fp16 and both fp8 formats.
+template <int F>
+using Mul = std::conditional_t<F == kBf16, __nv_bfloat16, __half>;
+
+// 16 fp8 values (E4M3 or E5M2) as 16 fp16 values at `to` (16-byte aligned): two pairs to each 32-bit
+// word, the lower byte to the lower half, as cvt.rn.f16x2 and the fallback of cuda_fp8.hpp both do.
+template <int F>
+__device__ __forceinline__ void widen_16(const uint4& raw, __half* to) {
+    constexpr __nv_fp8_interpretation_t kKind = F == kFp8E5m2 ? __NV_E5M2 : __NV_E4M3;
+    const unsigned in[4] = {raw.x, raw.y, raw.z, raw.w};
+    unsigned out[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const __half2_raw two =
+            __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(in[i / 2] >> (16 * (i % 2))), kKind);
+        out[i] = static_cast<unsigned>(two.x) | (static_cast<unsigned>(two.y) << 16);
+    }
+    auto* const to16 = reinterpret_cast<uint4*>(to);
+    to16[0] = make_uint4(out[0], out[1], out[2], out[3]);
+    to16[1] = make_uint4(out[4], out[5], out[6], out[7]);
+}
+
+template <int F, int D>
 __global__ void __launch_bounds__(kMmaWarps * 32, 2)
     decode_mma_kernel(const SlotDev* slots, const float* q, ShapeDev sh, SplitDev sp, float* part_out, float* part_ml) {
+    using T = Mul<F>;
+    constexpr bool kFp8 = F == kFp8E4m3 || F == kFp8E5m2;
     using L = MmaSmem<D>;
     constexpr int kRow = L::kRow;
     using Acc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
@@ -151,21 +182,45 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
     for (int i = 0; i < Acc::num_elements; ++i) row_of[i] = static_cast<int>(rows.x[i]);
     __syncthreads();  // the queries are in; the scores are rewritten below
 
-    const T* const k_rows = static_cast<const T*>(s.k) + std::size_t{h} * D;  // token t's K head at + t·row_k
-    const T* const v_rows = static_cast<const T*>(s.v) + std::size_t{h} * sh.v_stride;
+    // Token t's K head starts t·row_k values after k_rows, its V head t·row_v values after v_rows.
+    using Stored = std::conditional_t<kFp8, unsigned char, T>;
+    const Stored* const k_rows = static_cast<const Stored*>(s.k) + std::size_t{h} * D;
+    const Stored* const v_rows = static_cast<const Stored*>(s.v) + std::size_t{h} * sh.v_stride;
     const std::uint64_t tiles = t_end > t_begin ? (t_end - t_begin + kN - 1) / kN : 0;
-    // Starts copying tile `j` of the split into `stage`: 16-byte pieces, D / 8 to a row, 16 rows for K and V.
-    const auto copy_tile = [&](int stage, std::uint64_t j) {
-        T* const kt = k_tile(stage);
-        T* const vt = v_tile(stage);
+    // Starts fetching tile `j` of the split: 16-byte pieces of 16 rows of K and V, D / 8 to a row of a
+    // 16-bit cache, copied into `stage` with cp.async; D / 16 to a row of an fp8 cache, loaded into
+    // `k8` and `v8` for land_tile.
+    constexpr int kPerPiece = kFp8 ? 16 : 8;          // values in a 16-byte piece
+    constexpr int kPieces = kN * D / kPerPiece / 32;  // pieces of K (and of V) per lane and tile
+    uint4 k8[kFp8 ? kPieces : 1], v8[kFp8 ? kPieces : 1];
+    const auto fetch_tile = [&](int stage, std::uint64_t j) {
         const std::uint64_t t0 = t_begin + j * kN;
 #pragma unroll
-        for (int i = 0; i < kN * D / 8 / 32; ++i) {
-            const int c = static_cast<int>(lane) + 32 * i, row = c / (D / 8), col = c % (D / 8) * 8;
+        for (int i = 0; i < kPieces; ++i) {
+            const int c = static_cast<int>(lane) + 32 * i, row = c / (D / kPerPiece),
+                      col = c % (D / kPerPiece) * kPerPiece;
             const bool in = t0 + row < t_end;
             const std::uint64_t t = in ? t0 + row : t_begin;  // a valid address, not read when not `in`
-            copy_16(kt + row * kRow + col, k_rows + t * sh.row_k + col, in);
-            copy_16(vt + row * kRow + col, v_rows + t * sh.row_v + col, in);
+            if constexpr (kFp8) {
+                const uint4 zero = make_uint4(0, 0, 0, 0);
+                k8[i] = in ? __ldg(reinterpret_cast<const uint4*>(k_rows + t * sh.row_k + col)) : zero;
+                v8[i] = in ? __ldg(reinterpret_cast<const uint4*>(v_rows + t * sh.row_v + col)) : zero;
+            } else {
+                copy_16(k_tile(stage) + row * kRow + col, k_rows + t * sh.row_k + col, in);
+                copy_16(v_tile(stage) + row * kRow + col, v_rows + t * sh.row_v + col, in);
+            }
+        }
+    };
+    // An fp8 tile fetched into registers, widened into `stage`.
+    const auto land_tile = [&](int stage) {
+        if constexpr (kFp8) {  // a 16-bit tile is copied straight in
+#pragma unroll
+            for (int i = 0; i < kPieces; ++i) {
+                const int c = static_cast<int>(lane) + 32 * i, row = c / (D / kPerPiece),
+                          col = c % (D / kPerPiece) * kPerPiece;
+                widen_16<F>(k8[i], k_tile(stage) + row * kRow + col);
+                widen_16<F>(v8[i], v_tile(stage) + row * kRow + col);
+            }
         }
     };
 
@@ -175,11 +230,12 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
     // The lane pair (2r, 2r + 1) keeps head r's running maximum and sum, and takes half of its tile row each.
     const unsigned r = lane / 2, half = lane % 2;
     float m_run = -INFINITY, l_run = 0.0f;
-    if (warp < tiles) copy_tile(0, warp);
+    if (warp < tiles) fetch_tile(0, warp);
     copies_commit();
     int stage = 0;
     for (std::uint64_t j = warp; j < tiles; j += kMmaWarps, stage ^= 1) {
-        if (j + kMmaWarps < tiles) copy_tile(stage ^ 1, j + kMmaWarps);
+        if constexpr (kFp8) land_tile(stage);  // before the registers take the next tile
+        if (j + kMmaWarps < tiles) fetch_tile(stage ^ 1, j + kMmaWarps);
         copies_commit();  // an empty group on the last tile, so that the wait below counts alike
         copies_wait<1>();
         __syncwarp();  // every lane's copies of this tile are in
@@ -285,9 +341,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
     }
 }
 
-template <class T>
+template <int F>
 DecodeFn mma_for_width(std::uint64_t d) {
-    return d == 64 ? decode_mma_kernel<T, 64> : d == 128 ? decode_mma_kernel<T, 128> : nullptr;
+    return d == 64 ? decode_mma_kernel<F, 64> : d == 128 ? decode_mma_kernel<F, 128> : nullptr;
 }
 
 }  // namespace
@@ -297,7 +353,18 @@ std::size_t mma_shared_bytes(std::uint64_t d) {
 }
 
 DecodeFn mma_kernel(int dtype, std::uint64_t d) {
-    return dtype == kFp16 ? mma_for_width<__half>(d) : dtype == kBf16 ? mma_for_width<__nv_bfloat16>(d) : nullptr;
+    switch (dtype) {
+        case kFp16:
+            return mma_for_width<kFp16>(d);
+        case kBf16:
+            return mma_for_width<kBf16>(d);
+        case kFp8E4m3:
+            return mma_for_width<kFp8E4m3>(d);
+        case kFp8E5m2:
+            return mma_for_width<kFp8E5m2>(d);
+        default:
+            return nullptr;
+    }
 }
 
 }  // namespace kvscope::probe::cuda

@@ -19,16 +19,18 @@ KernelWishRead attention_kernel_wish_from_environment() {
 }
 
 std::string tensor_core_refusal(const AttentionShape& sh, KvDtype dtype) {
-    if (dtype != KvDtype::fp16 && dtype != KvDtype::bf16)
-        return "the tensor-core kernel reads fp16 and bf16 caches, not " + std::string(to_string(dtype));
+    const bool fp8 = dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2;
+    if (dtype != KvDtype::fp16 && dtype != KvDtype::bf16 && !fp8)
+        return "the tensor-core kernel reads fp16, bf16 and fp8 caches, not " + std::string(to_string(dtype));
     if (sh.dk != sh.dv)
         return "the tensor-core kernel takes K and V heads of one width, not " + std::to_string(sh.dk) + " and " +
                std::to_string(sh.dv);
     if (sh.dk != 64 && sh.dk != 128)
         return "the tensor-core kernel takes heads of 64 or 128 values, not " + std::to_string(sh.dk);
-    // Rows of whole 16-byte copies: with heads of 64 or 128 values, only a V head stride set apart from the
-    // row (the decode step's split of a sequence's heads) could break this.
-    if (sh.row_k % 8 != 0 || sh.row_v % 8 != 0 || sh.v_stride() % 8 != 0)
+    // Rows of whole 16-byte pieces (8 values of 16 bits, 16 of fp8): with heads of 64 or 128 values, only a
+    // V head stride set apart from the row (the decode step's split of a sequence's heads) could break this.
+    const std::uint64_t piece = fp8 ? 16 : 8;
+    if (sh.row_k % piece != 0 || sh.row_v % piece != 0 || sh.v_stride() % piece != 0)
         return "the tensor-core kernel copies whole 16-byte pieces of a row, and these rows are not made of them";
     return {};
 }
@@ -41,7 +43,9 @@ std::string tensor_core_note(KernelWish wish, const AttentionShape& sh, KvDtype 
     if (wish == KernelWish::cuda_cores || use_tensor_cores(wish, sh, dtype)) return {};
     const std::string why = tensor_core_refusal(sh, dtype);
     if (wish == KernelWish::tensor_cores) return "; tensor cores not used: " + why;
-    if (why.empty() && sh.kv_heads > 0 && sh.q_heads / sh.kv_heads >= 5)
+    // Where CUDA cores limit the stream kernel, and for fp8, which no other fused kernel reads.
+    const bool fp8 = dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2;
+    if (why.empty() && sh.kv_heads > 0 && (sh.q_heads / sh.kv_heads >= 5 || fp8))
         return "; KVSCOPE_ATTENTION_KERNEL=tensor-cores runs the tensor-core kernel instead (not yet measured on a "
                "GPU)";
     return {};

@@ -32,7 +32,7 @@ KernelWishRead attention_kernel_wish_from_environment();
 constexpr unsigned kMmaHeads = 16;
 
 // Empty when the tensor-core kernel takes this shape and format, else why not, in words for the report:
-// it reads fp16 and bf16 caches whose K and V heads are both 64 or 128 values wide.
+// it reads fp16, bf16 and fp8 (E4M3, E5M2) caches whose K and V heads are both 64 or 128 values wide.
 std::string tensor_core_refusal(const AttentionShape& shape, KvDtype dtype);
 
 // Whether plan_decode runs the tensor-core kernel: only when asked for (auto keeps the measured kernels)
@@ -41,7 +41,8 @@ bool use_tensor_cores(KernelWish wish, const AttentionShape& shape, KvDtype dtyp
 
 // What the report's kernel line adds about the tensor-core kernel when it did not run: why not (it was
 // asked for), or how to ask for it (auto, on a shape it takes whose query groups have 5 or more heads,
-// where CUDA cores limit the stream kernel); empty otherwise.
+// where CUDA cores limit the stream kernel, or whose cache is fp8, which only it reads fused); empty
+// otherwise.
 std::string tensor_core_note(KernelWish wish, const AttentionShape& shape, KvDtype dtype);
 
 }  // namespace kvscope::probe

@@ -145,9 +145,9 @@ public:
 // The tensor-core kernel (KVSCOPE_ATTENTION_KERNEL=tensor-cores) on every head shape it takes, against
 // float64 with the check the other kernels meet: groups of 8 (Llama 3 70B, heads of 128; gpt-oss-20b,
 // heads of 64, with windows), 16 (Llama 3.1 405B), 7 (Qwen2.5 7B, rows idle), 4 (Llama 3 8B, several
-// sequences), 71 over five blocks (Falcon 7B) and 1 (MHA); contexts at the 16-token tile's and the
-// 64-token split's edges. An fp8 cache and a head of 256 keep their kernels and say why; a value that
-// is not a choice is refused in words.
+// sequences), 71 over five blocks (Falcon 7B) and 1 (MHA); fp8 caches of both kinds; contexts at the
+// 16-token tile's and the 64-token split's edges. An fp32 cache and a head of 256 keep their kernels
+// and say why; a value that is not a choice is refused in words.
 TEST(CudaBackend, TheTensorCoreKernelMatchesTheFloat64Reference) {
     std::string why;
     auto cuda = cuda_or_skip(why);
@@ -168,6 +168,11 @@ TEST(CudaBackend, TheTensorCoreKernelMatchesTheFloat64Reference) {
     cases.push_back({"llama-3-8b", KvDtype::bf16, 1000, 3});
     cases.push_back({"falcon-7b", KvDtype::bf16, 777, 1});
     cases.push_back({"kvscope-teaching-32l", KvDtype::fp16, 300, 1});
+    for (const KvDtype fp8 : {KvDtype::fp8_e4m3, KvDtype::fp8_e5m2}) {  // widened to fp16 in shared memory
+        cases.push_back({"llama-3-70b", fp8, 777, 1});
+        cases.push_back({"llama-3-8b", fp8, 65, 2});
+        cases.push_back({"gpt-oss-20b", fp8, 1000, 1});
+    }
     const KernelWishFor tensor_cores("tensor-cores");
     for (const Case& c : cases) {
         SCOPED_TRACE(c.model + " " + std::string(to_string(c.dtype)) + " context " + std::to_string(c.context) +
@@ -185,7 +190,7 @@ TEST(CudaBackend, TheTensorCoreKernelMatchesTheFloat64Reference) {
               std::string::npos)
         << p.attention.kernel;
     r.arch = catalog_arch("llama-3-70b");
-    r.dtype = KvDtype::fp8_e4m3;
+    r.dtype = KvDtype::fp32;
     p = cuda->probe(r, {});
     ASSERT_EQ(p.status, Status::ok) << p.message;
     EXPECT_NE(p.attention.kernel.find("tensor cores not used"), std::string::npos) << p.attention.kernel;

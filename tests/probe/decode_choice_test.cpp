@@ -33,7 +33,7 @@ TEST(DecodeChoice, TheEnvironmentChoosesBetweenTensorCoresAndTheMeasuredKernels)
 // The shapes the issue names for tensor cores (8, 16, 7 and 8 query heads per KV head; heads of 128 and
 // 64) and the stream kernel's own (Llama 3 8B, 4 per KV head) are taken; what the kernel does not read is
 // refused in words.
-TEST(DecodeChoice, TheTensorCoreKernelTakesSixteenBitCachesWithHeadsOf64Or128) {
+TEST(DecodeChoice, TheTensorCoreKernelTakesSixteenBitAndFp8CachesWithHeadsOf64Or128) {
     for (const char* model : {"llama-3-70b", "llama-3.1-405b", "qwen2.5-7b", "gpt-oss-20b", "llama-3-8b", "falcon-7b",
                               "qwen3-235b-a22b", "kvscope-teaching-32l"})
         for (const KvDtype d : {KvDtype::bf16, KvDtype::fp16}) {
@@ -42,10 +42,15 @@ TEST(DecodeChoice, TheTensorCoreKernelTakesSixteenBitCachesWithHeadsOf64Or128) {
             EXPECT_FALSE(use_tensor_cores(KernelWish::automatic, shape_of(model), d)) << model;
             EXPECT_FALSE(use_tensor_cores(KernelWish::cuda_cores, shape_of(model), d)) << model;
         }
-    EXPECT_EQ(tensor_core_refusal(shape_of("llama-3-70b"), KvDtype::fp8_e4m3),
-              "the tensor-core kernel reads fp16 and bf16 caches, not fp8_e4m3");
+    // fp8 is widened to fp16 on its way to the tensor cores.
+    for (const KvDtype d : {KvDtype::fp8_e4m3, KvDtype::fp8_e5m2}) {
+        EXPECT_EQ(tensor_core_refusal(shape_of("llama-3-70b"), d), "");
+        EXPECT_EQ(tensor_core_refusal(shape_of("gpt-oss-20b"), d), "");
+    }
     EXPECT_EQ(tensor_core_refusal(shape_of("llama-3-70b"), KvDtype::fp32),
-              "the tensor-core kernel reads fp16 and bf16 caches, not fp32");
+              "the tensor-core kernel reads fp16, bf16 and fp8 caches, not fp32");
+    EXPECT_EQ(tensor_core_refusal(shape_of("llama-3-70b"), KvDtype::q8_0),
+              "the tensor-core kernel reads fp16, bf16 and fp8 caches, not q8_0");
     // MLA: one 576-wide latent read as K, its first 512 values as V.
     EXPECT_EQ(tensor_core_refusal(shape_of("deepseek-v3"), KvDtype::bf16),
               "the tensor-core kernel takes K and V heads of one width, not 576 and 512");
@@ -58,10 +63,16 @@ TEST(DecodeChoice, TheTensorCoreKernelTakesSixteenBitCachesWithHeadsOf64Or128) {
     odd.v_head_stride = 132;
     EXPECT_NE(tensor_core_refusal(odd, KvDtype::bf16).find("16-byte"), std::string::npos);
     EXPECT_FALSE(use_tensor_cores(KernelWish::tensor_cores, odd, KvDtype::bf16));
+    // 136 values: 17 pieces of 16 bytes in bf16, but 8½ in fp8.
+    odd.v_head_stride = 136;
+    EXPECT_EQ(tensor_core_refusal(odd, KvDtype::bf16), "");
+    for (const KvDtype d : {KvDtype::fp8_e4m3, KvDtype::fp8_e5m2})
+        EXPECT_NE(tensor_core_refusal(odd, d).find("16-byte"), std::string::npos) << to_string(d);
 }
 
 // The kernel line says how to ask for tensor cores where the stream kernel is limited by arithmetic (5 or
-// more query heads per KV head), and why they were not used where they were asked for; nothing else.
+// more query heads per KV head) or does not read the cache (fp8), and why they were not used where they
+// were asked for; nothing else.
 TEST(DecodeChoice, TheKernelLineSaysWhatTensorCoresWouldDoOrWhyTheyDidNot) {
     for (const char* model : {"llama-3-70b", "llama-3.1-405b", "qwen2.5-7b", "gpt-oss-20b"})
         EXPECT_NE(tensor_core_note(KernelWish::automatic, shape_of(model), KvDtype::bf16)
@@ -69,7 +80,9 @@ TEST(DecodeChoice, TheKernelLineSaysWhatTensorCoresWouldDoOrWhyTheyDidNot) {
                   std::string::npos)
             << model;
     EXPECT_EQ(tensor_core_note(KernelWish::automatic, shape_of("llama-3-8b"), KvDtype::bf16), "");
-    EXPECT_EQ(tensor_core_note(KernelWish::automatic, shape_of("llama-3-70b"), KvDtype::fp8_e4m3), "");
+    EXPECT_NE(tensor_core_note(KernelWish::automatic, shape_of("llama-3-8b"), KvDtype::fp8_e4m3).find("tensor-cores"),
+              std::string::npos);
+    EXPECT_EQ(tensor_core_note(KernelWish::automatic, shape_of("llama-3-70b"), KvDtype::fp32), "");
     EXPECT_EQ(tensor_core_note(KernelWish::cuda_cores, shape_of("llama-3-70b"), KvDtype::bf16), "");
     EXPECT_EQ(tensor_core_note(KernelWish::tensor_cores, shape_of("llama-3-70b"), KvDtype::bf16), "");
     EXPECT_EQ(tensor_core_note(KernelWish::tensor_cores, shape_of("gemma-2-9b"), KvDtype::bf16),
