@@ -196,10 +196,8 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
                           " of cache), the rest " + ms(p.other_ms)},
         {"accuracy", p.max_rel_error >= 0
                          ? "max relative error of the logits " + scientific(p.max_rel_error) + " against float64"
-                     : p.device.host_memory
-                         ? std::string("not checked (the float64 check runs on models of 64 MiB or less)")
-                         : std::string("not checked against float64 on the GPU yet (the logits are checked to be "
-                                       "finite numbers)")},
+                         : std::string("not checked (the float64 check runs on models of 64 MiB of weights or "
+                                       "less; the logits are checked to be finite numbers)")},
         {"kernel", p.kernel},
         {"kept in", kept_in.empty() ? std::string("not kept") : kept_in},
     });

@@ -28,6 +28,7 @@
 #include "cuda_step.h"
 #include "kvscope/calculator/units.h"
 #include "step_common.h"
+#include "step_reference.h"
 
 namespace kvscope::probe::cuda {
 namespace {
@@ -444,10 +445,40 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     KVSCOPE_CUDA(cudaMemcpy(logits.data(), y.get(), logits.size() * sizeof(float), cudaMemcpyDeviceToHost));
     if (!std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); }))
         return fail(r, Status::failed, "the step's logits are not finite numbers; its time is not reported");
+    // The check: the same layers in float64 on the host (step_reference.h), for models small enough to redo
+    // that way, as the CPU step does. The GEMMs' inputs are rounded to the weight format, as engines keep
+    // activations, so a 16-bit step differs from float64 by about that rounding.
+    std::string checked = "logits checked finite (against float64 for up to 64 MiB of weights)";
+    const std::uint64_t run_weights = (a.tied_embeddings ? 1 : 2) * d.vocab * H * eb + layers_run * layer_weights;
+    if (run_weights <= step::kReferenceWeightBytes) {
+        control.report(0.9, "checking the logits against float64");
+        std::vector<std::vector<std::byte>> host;  // the copies the reference reads
+        const auto to_host = [&host](const void* device, std::uint64_t bytes) -> const void* {
+            std::vector<std::byte>& h = host.emplace_back(bytes);
+            KVSCOPE_CUDA(cudaMemcpy(h.data(), device, bytes, cudaMemcpyDeviceToHost));
+            return h.data();
+        };
+        step::ReferenceStep ref;
+        ref.dims = d;
+        ref.weight_dtype = wd;
+        ref.kv_dtype = req.kv_dtype;
+        ref.embedding = to_host(embedding.get(), d.vocab * H * eb);
+        ref.head = a.tied_embeddings ? ref.embedding : to_host(head, d.vocab * H * eb);
+        for (const LayerBuffers& w : layers)
+            ref.layers.push_back({to_host(w.qkv.get(), d.qkv_rows() * H * eb),
+                                  to_host(w.o.get(), H * d.q_heads * d.dv * eb), to_host(w.up.get(), up_rows * H * eb),
+                                  to_host(w.down.get(), H * d.intermediate * eb)});
+        for (const SlotDev& slot : slots)  // each holds the last run's new K and V row, as the step wrote it
+            ref.slots.push_back(
+                {to_host(slot.k, slot.tokens * row_k), to_host(slot.v, slot.tokens * row_v), slot.tokens});
+        ref.tokens = tokens;
+        r.max_rel_error = max_relative_error(logits.data(), step::reference_logits(ref));
+        checked = "logits checked against float64 of the same layers";
+    }
     r.kernel =
         "cuBLAS GEMMs (cublasGemmEx, " + std::string(to_string(wd)) +
         " in, fp32 accumulate), each weight read once per step for the whole batch; attention: " + plan.description +
-        "; logits checked finite, not yet against float64 on the GPU";
+        "; " + checked;
     step::predict(r, req, total);
     control.report(1.0, "done");
     r.message = step::finished_message(r);

@@ -24,6 +24,7 @@
 #include "kvscope/calculator/units.h"
 #include "step.h"
 #include "step_common.h"
+#include "step_reference.h"
 
 namespace kvscope::probe {
 
@@ -78,6 +79,7 @@ double ms_since(Clock::time_point start) {
 using step::Dims;
 using step::fail;
 using step::median_of;
+using step::Route;
 
 // One layer's matrices, row-major [out][in] in the weight format.
 struct LayerWeights {
@@ -152,12 +154,6 @@ void rope(float* v, std::uint64_t heads, std::uint64_t d, std::uint64_t position
 }
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
-
-// A token's chosen experts and their weights (softmax over all experts, top-k, renormalised).
-struct Route {
-    std::vector<std::uint64_t> experts;
-    std::vector<float> weights;
-};
 
 Route route(const float* logits, std::uint64_t experts, std::uint64_t k) {
     std::vector<std::uint64_t> order(experts);
@@ -429,95 +425,31 @@ private:
     std::vector<void*> new_k_, new_v_;
 };
 
-// The same step in float64 from the same stored weights and cache (and the step's own expert choices):
-// the logits every run is checked against, for models small enough to redo this way.
-std::vector<double> reference_logits(const Model& m, const StepRequest& req, const std::vector<std::uint64_t>& tokens,
-                                     const std::vector<std::vector<Route>>& routes, std::uint64_t layers) {
-    const Dims& d = m.dims();
-    const KvDtype wd = req.weight_dtype;
-    const std::size_t eb = cpu::element_bytes(wd);
-    const std::uint64_t H = d.hidden, B = tokens.size();
-    auto row = [&](const void* w, std::uint64_t r, std::uint64_t cols) {
-        std::vector<float> f(cols);
-        cpu::to_float(wd, static_cast<const std::byte*>(w) + r * cols * eb, f.data(), cols);
-        return std::vector<double>(f.begin(), f.end());
-    };
-    auto matvec = [&](const void* w, const Matrix& mx, const std::vector<double>& x) {
-        std::vector<double> y(mx.rows);
-        for (std::uint64_t r = 0; r < mx.rows; ++r) {
-            const std::vector<double> wr = row(w, r, mx.cols);
-            y[r] = std::inner_product(wr.begin(), wr.end(), x.begin(), 0.0);
+// The step's weights and cache as the float64 reference reads them (step_reference.h).
+step::ReferenceStep reference_of(const Model& m, const StepRequest& req, const std::vector<std::uint64_t>& tokens,
+                                 std::vector<std::vector<Route>> routes, std::uint64_t layers) {
+    step::ReferenceStep s;
+    s.dims = m.dims();
+    s.weight_dtype = req.weight_dtype;
+    s.kv_dtype = req.kv_dtype;
+    s.embedding = m.embedding();
+    s.head = m.head();
+    for (std::uint64_t l = 0; l < layers; ++l) {
+        const LayerWeights& w = m.layer(l);
+        step::ReferenceLayer& r = s.layers.emplace_back();
+        r = {w.qkv.get(), w.o.get(), w.up.get(), w.down.get(), w.moe, {}, {}, w.shared_up.get(), w.shared_down.get()};
+        for (std::size_t e = 0; e < w.expert_up.size(); ++e) {
+            r.expert_up.push_back(w.expert_up[e].get());
+            r.expert_down.push_back(w.expert_down[e].get());
         }
-        return y;
-    };
-    auto norm = [](std::vector<double> x) {
-        double ss = 0;
-        for (const double v : x) ss += v * v;
-        const double inv = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + 1e-6);
-        for (double& v : x) v *= inv;
-        return x;
-    };
-    auto rope_d = [](double* v, std::uint64_t heads, std::uint64_t dim, std::uint64_t pos) {
-        for (std::uint64_t i = 0; i < dim / 2; ++i) {
-            const double a =
-                static_cast<double>(pos) * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
-            for (std::uint64_t h = 0; h < heads; ++h) {
-                double &p = v[h * dim + i], &q = v[h * dim + i + dim / 2];
-                const double x = p, y = q;
-                p = x * std::cos(a) - y * std::sin(a);
-                q = x * std::sin(a) + y * std::cos(a);
-            }
-        }
-    };
-    auto silu_d = [](double x) { return x / (1.0 + std::exp(-x)); };
-    auto mlp_d = [&](const void* up_w, const void* down_w, std::uint64_t inter, const std::vector<double>& x) {
-        const std::vector<double> h = matvec(up_w, m.up(inter), x);
-        const double s_in = 1.0 / std::sqrt(static_cast<double>(H));
-        std::vector<double> act(inter);
-        for (std::uint64_t i = 0; i < inter; ++i)
-            act[i] = d.gated ? silu_d(h[i] * s_in) * (h[inter + i] * s_in) : silu_d(h[i] * s_in);
-        std::vector<double> y = matvec(down_w, m.down(inter), act);
-        for (double& v : y) v /= std::sqrt(static_cast<double>(inter));
-        return y;
-    };
-    const cpu::Shape sh{d.q_heads, d.kv_heads, d.dk, d.dv, d.kv_heads * d.dk, d.kv_heads * d.dv};
-    std::vector<double> logits;
-    for (std::uint64_t b = 0; b < B; ++b) {
-        std::vector<double> x = row(m.embedding(), tokens[b], H);
-        for (std::uint64_t l = 0; l < layers; ++l) {
-            const LayerWeights& w = m.layer(l);
-            std::vector<double> qkv = matvec(w.qkv.get(), m.qkv(), norm(x));
-            for (double& v : qkv) v /= std::sqrt(static_cast<double>(H));
-            const cpu::Slot& s = m.slots()[l * B + b];
-            rope_d(qkv.data(), d.q_heads, d.dk, s.tokens - 1);
-            // The new K and V are in the cache already, in its format (the step wrote them).
-            const std::vector<float> q(qkv.begin(), qkv.begin() + static_cast<std::ptrdiff_t>(d.q_heads * d.dk));
-            const std::vector<double> attn = attention_reference(s.k, s.v, s.tokens, sh, req.kv_dtype, q.data());
-            const std::vector<double> o = matvec(w.o.get(), m.o(), attn);
-            for (std::uint64_t i = 0; i < H; ++i) x[i] += o[i] / std::sqrt(static_cast<double>(d.q_heads * d.dv));
-            const std::vector<double> xn = norm(x);
-            std::vector<double> y(H, 0.0);
-            if (w.moe) {
-                const Route& r = routes[l][b];
-                for (std::size_t k = 0; k < r.experts.size(); ++k) {
-                    const std::vector<double> e = mlp_d(w.expert_up[r.experts[k]].get(),
-                                                        w.expert_down[r.experts[k]].get(), d.expert_intermediate, xn);
-                    for (std::uint64_t i = 0; i < H; ++i) y[i] += r.weights[k] * e[i];
-                }
-                if (d.shared > 0) {
-                    const std::vector<double> e =
-                        mlp_d(w.shared_up.get(), w.shared_down.get(), d.shared * d.expert_intermediate, xn);
-                    for (std::uint64_t i = 0; i < H; ++i) y[i] += e[i];
-                }
-            } else {
-                y = mlp_d(w.up.get(), w.down.get(), d.intermediate, xn);
-            }
-            for (std::uint64_t i = 0; i < H; ++i) x[i] += y[i];
-        }
-        std::vector<double> out = matvec(m.head(), {d.vocab, H}, norm(x));
-        for (double& v : out) logits.push_back(v / std::sqrt(static_cast<double>(H)));
     }
-    return logits;
+    for (std::uint64_t i = 0; i < layers * tokens.size(); ++i) {
+        const cpu::Slot& slot = m.slots()[i];
+        s.slots.push_back({slot.k, slot.v, slot.tokens});
+    }
+    s.routes = std::move(routes);
+    s.tokens = tokens;
+    return s;
 }
 
 }  // namespace
@@ -646,10 +578,10 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
     // The check: float64 of the same layers, for models small enough to redo that way.
     std::uint64_t run_weights = model.outer_bytes();
     for (std::uint64_t l = 0; l < layers_run; ++l) run_weights += model.layer_bytes(l);
-    if (run_weights <= (64ull << 20)) {
+    if (run_weights <= step::kReferenceWeightBytes) {
         control.report(0.9, "checking the logits against float64");
         // The cache rows the step writes hold the last run's K and V; the reference reads them as they are.
-        const std::vector<double> ref = reference_logits(model, req, tokens, routes, layers_run);
+        const std::vector<double> ref = step::reference_logits(reference_of(model, req, tokens, routes, layers_run));
         r.max_rel_error = max_relative_error(logits.data(), ref);
     }
     control.report(1.0, "done");

@@ -31,6 +31,17 @@ ProbeRequest quick_request(const Architecture& arch, KvDtype dtype, std::uint64_
 
 Architecture catalog_arch(const std::string& model) { return Catalog::builtin().find_model(model)->model.arch; }
 
+StepRequest step_request(const Architecture& arch, KvDtype cache, KvDtype weights, std::uint64_t context,
+                         std::uint64_t batch, int runs) {
+    StepRequest r;
+    r.arch = arch;
+    r.kv_dtype = cache;
+    r.weight_dtype = weights;
+    r.workload = {.context_tokens = context, .batch = batch};
+    r.timing_runs = runs;
+    return r;
+}
+
 TEST(CudaBackend, AllocationDropMatchesThePredictionAndAttentionIsChecked) {
     std::string why;
     auto cuda = cuda_or_skip(why);
@@ -246,12 +257,7 @@ TEST(CudaBackend, ADecodeStepOfADenseModelBesideTheFloor) {
     std::string why;
     auto cuda = cuda_or_skip(why);
     if (!cuda) GTEST_SKIP() << "no CUDA device: " << why;
-    StepRequest r;
-    r.arch = Catalog::builtin().find_model("llama-3-8b")->model.arch;
-    r.kv_dtype = KvDtype::bf16;
-    r.weight_dtype = KvDtype::bf16;
-    r.workload = {.context_tokens = 4096, .batch = 4};
-    r.timing_runs = 2;
+    const StepRequest r = step_request(catalog_arch("llama-3-8b"), KvDtype::bf16, KvDtype::bf16, 4096, 4, 2);
     const StepReport p = cuda->step(r, {});
     ASSERT_EQ(p.status, Status::ok) << p.message;
     EXPECT_EQ(p.layers_total, 32u);
@@ -281,6 +287,40 @@ TEST(CudaBackend, ADecodeStepOfADenseModelBesideTheFloor) {
     const StepReport refused = cuda->step(moe, {});
     EXPECT_EQ(refused.status, Status::invalid_input);
     EXPECT_NE(refused.message.find("mixture of experts"), std::string::npos) << refused.message;
+}
+
+// A model small enough to redo in float64 on the host (step_reference.h): the GPU step's logits against
+// the same layers' float64 logits. fp32 weights keep fp32 arithmetic throughout; 16-bit weights round the
+// GEMMs' inputs to 16 bits (as engines keep activations), about 2^-9 of relative error each.
+TEST(CudaBackend, ASmallModelsStepMatchesFloat64) {
+    std::string why;
+    auto cuda = cuda_or_skip(why);
+    if (!cuda) GTEST_SKIP() << "no CUDA device: " << why;
+    Architecture a;
+    a.name = "small dense";
+    a.layers = 3;
+    a.query_heads = 8;
+    a.kv_heads = 2;
+    a.head_dim_k = a.head_dim_v = 64;  // a head the tensor-core kernel takes too
+    a.hidden_size = 256;
+    a.intermediate_size = 512;
+    a.vocab_size = 1000;
+    a.gated_mlp = true;
+    a.tied_embeddings = false;
+    for (const KvDtype w : {KvDtype::fp32, KvDtype::bf16, KvDtype::fp16})
+        for (const KvDtype cache : {KvDtype::fp16, KvDtype::bf16, KvDtype::fp8_e4m3}) {
+            SCOPED_TRACE(std::string(to_string(w)) + " weights, " + std::string(to_string(cache)) + " cache");
+            const StepReport p = cuda->step(step_request(a, cache, w, 300, 3, 1), {});
+            ASSERT_EQ(p.status, Status::ok) << p.message;
+            EXPECT_GE(p.max_rel_error, 0.0) << "a model this small is checked";
+            EXPECT_LT(p.max_rel_error, w == KvDtype::fp32 ? 1e-4 : 5e-2);
+            EXPECT_NE(p.kernel.find("logits checked against float64"), std::string::npos) << p.kernel;
+        }
+    const KernelWishFor tensor_cores("tensor-cores");
+    const StepReport p = cuda->step(step_request(a, KvDtype::bf16, KvDtype::fp32, 300, 3, 1), {});
+    ASSERT_EQ(p.status, Status::ok) << p.message;
+    EXPECT_LT(p.max_rel_error, 1e-4);
+    EXPECT_NE(p.kernel.find("on tensor cores"), std::string::npos) << p.kernel;
 }
 
 TEST(CudaBackend, StopwatchTextsMatch) {

@@ -334,9 +334,7 @@ void ProbeView::showStep(const probe::StepReport& r) {
         {tr("The rest"), ms(r.other_ms)},
         {tr("Max relative error"), r.max_rel_error >= 0
                                        ? QString::number(r.max_rel_error, 'e', 2) + tr(" (logits against float64)")
-                                   : r.device.host_memory ? tr("not checked (models of 64 MiB or less are)")
-                                                          : tr("not checked against float64 on the GPU yet (the "
-                                                               "logits are checked to be finite numbers)")},
+                                       : tr("not checked (models of 64 MiB of weights or less are)")},
         {tr("Kernel"), q(r.kernel)},
         {tr("Kept in"), kept},
     });

@@ -1,0 +1,99 @@
+#include "step_reference.h"
+
+#include <cmath>
+#include <numeric>
+
+#include "cpu_kernels.h"
+#include "reference.h"
+
+namespace kvscope::probe::step {
+
+std::vector<double> reference_logits(const ReferenceStep& s) {
+    const Dims& d = s.dims;
+    const KvDtype wd = s.weight_dtype;
+    const std::size_t eb = cpu::element_bytes(wd);
+    const std::uint64_t H = d.hidden, B = s.tokens.size();
+    auto row = [&](const void* w, std::uint64_t r, std::uint64_t cols) {
+        std::vector<float> f(cols);
+        cpu::to_float(wd, static_cast<const std::byte*>(w) + r * cols * eb, f.data(), cols);
+        return std::vector<double>(f.begin(), f.end());
+    };
+    auto matvec = [&](const void* w, std::uint64_t rows, std::uint64_t cols, const std::vector<double>& x) {
+        std::vector<double> y(rows);
+        for (std::uint64_t r = 0; r < rows; ++r) {
+            const std::vector<double> wr = row(w, r, cols);
+            y[r] = std::inner_product(wr.begin(), wr.end(), x.begin(), 0.0);
+        }
+        return y;
+    };
+    auto norm = [](std::vector<double> x) {
+        double ss = 0;
+        for (const double v : x) ss += v * v;
+        const double inv = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + 1e-6);
+        for (double& v : x) v *= inv;
+        return x;
+    };
+    auto rope_d = [](double* v, std::uint64_t heads, std::uint64_t dim, std::uint64_t pos) {
+        for (std::uint64_t i = 0; i < dim / 2; ++i) {
+            const double a =
+                static_cast<double>(pos) * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
+            for (std::uint64_t h = 0; h < heads; ++h) {
+                double &p = v[h * dim + i], &q = v[h * dim + i + dim / 2];
+                const double x = p, y = q;
+                p = x * std::cos(a) - y * std::sin(a);
+                q = x * std::sin(a) + y * std::cos(a);
+            }
+        }
+    };
+    auto silu_d = [](double x) { return x / (1.0 + std::exp(-x)); };
+    auto mlp_d = [&](const void* up_w, const void* down_w, std::uint64_t inter, const std::vector<double>& x) {
+        const std::vector<double> h = matvec(up_w, d.up_rows(inter), H, x);
+        const double s_in = 1.0 / std::sqrt(static_cast<double>(H));
+        std::vector<double> act(inter);
+        for (std::uint64_t i = 0; i < inter; ++i)
+            act[i] = d.gated ? silu_d(h[i] * s_in) * (h[inter + i] * s_in) : silu_d(h[i] * s_in);
+        std::vector<double> y = matvec(down_w, H, inter, act);
+        for (double& v : y) v /= std::sqrt(static_cast<double>(inter));
+        return y;
+    };
+    const AttentionShape sh{d.q_heads, d.kv_heads, d.dk, d.dv, d.kv_heads * d.dk, d.kv_heads * d.dv};
+    std::vector<double> logits;
+    for (std::uint64_t b = 0; b < B; ++b) {
+        std::vector<double> x = row(s.embedding, s.tokens[b], H);
+        for (std::uint64_t l = 0; l < s.layers.size(); ++l) {
+            const ReferenceLayer& w = s.layers[l];
+            std::vector<double> qkv = matvec(w.qkv, d.qkv_rows(), H, norm(x));
+            for (double& v : qkv) v /= std::sqrt(static_cast<double>(H));
+            const ReferenceSlot& slot = s.slots[l * B + b];
+            rope_d(qkv.data(), d.q_heads, d.dk, slot.tokens - 1);
+            // The new K and V are in the cache already, in its format (the step wrote them).
+            const std::vector<float> q(qkv.begin(), qkv.begin() + static_cast<std::ptrdiff_t>(d.q_heads * d.dk));
+            const std::vector<double> attn = attention_reference(slot.k, slot.v, slot.tokens, sh, s.kv_dtype, q.data());
+            const std::vector<double> o = matvec(w.o, H, d.q_heads * d.dv, attn);
+            for (std::uint64_t i = 0; i < H; ++i) x[i] += o[i] / std::sqrt(static_cast<double>(d.q_heads * d.dv));
+            const std::vector<double> xn = norm(x);
+            std::vector<double> y(H, 0.0);
+            if (w.moe) {
+                const Route& r = s.routes[l][b];
+                for (std::size_t k = 0; k < r.experts.size(); ++k) {
+                    const std::vector<double> e =
+                        mlp_d(w.expert_up[r.experts[k]], w.expert_down[r.experts[k]], d.expert_intermediate, xn);
+                    for (std::uint64_t i = 0; i < H; ++i) y[i] += r.weights[k] * e[i];
+                }
+                if (d.shared > 0) {
+                    const std::vector<double> e =
+                        mlp_d(w.shared_up, w.shared_down, d.shared * d.expert_intermediate, xn);
+                    for (std::uint64_t i = 0; i < H; ++i) y[i] += e[i];
+                }
+            } else {
+                y = mlp_d(w.up, w.down, d.intermediate, xn);
+            }
+            for (std::uint64_t i = 0; i < H; ++i) x[i] += y[i];
+        }
+        std::vector<double> out = matvec(s.head, d.vocab, H, norm(x));
+        for (double& v : out) logits.push_back(v / std::sqrt(static_cast<double>(H)));
+    }
+    return logits;
+}
+
+}  // namespace kvscope::probe::step
