@@ -30,8 +30,11 @@ std::string tensor_core_refusal(const AttentionShape& sh, KvDtype dtype) {
     // Rows of whole 16-byte pieces (8 values of 16 bits, 16 of fp8): with heads of 64 or 128 values, only a
     // V head stride set apart from the row (the decode step's split of a sequence's heads) could break this.
     const std::uint64_t piece = fp8 ? 16 : 8;
-    if (sh.row_k % piece != 0 || sh.row_v % piece != 0 || sh.v_stride() % piece != 0)
-        return "the tensor-core kernel copies whole 16-byte pieces of a row, and these rows are not made of them";
+    for (const auto& [name, values] : {std::pair{"a K row", sh.row_k}, std::pair{"a V row", sh.row_v},
+                                       std::pair{"the V head stride", sh.v_stride()}})
+        if (values % piece != 0)
+            return "the tensor-core kernel copies whole 16-byte pieces, and " + std::string(name) + " of " +
+                   std::to_string(values) + " values is not made of them";
     return {};
 }
 

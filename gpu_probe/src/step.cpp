@@ -551,6 +551,7 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
         const Model::Times t = model.run(tokens, logits, &routes);
         if (run > 0) times.push_back(t);
     }
+    if (std::string why = step::non_finite_logits(logits); !why.empty()) return fail(r, Status::failed, why);
     // The whole model's step from the layers run: the per-layer part scaled to every layer.
     const double f = static_cast<double>(a.layers) / static_cast<double>(layers_run);
     std::vector<double> totals;

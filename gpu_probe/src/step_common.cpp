@@ -1,6 +1,7 @@
 #include "step_common.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/numbers.h"
@@ -59,6 +60,12 @@ StepReport fail(StepReport r, Status s, std::string message) {
 double median_of(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::string non_finite_logits(const std::vector<float>& logits) {
+    return std::all_of(logits.begin(), logits.end(), [](float v) { return std::isfinite(v); })
+               ? std::string()
+               : "the step's logits are not finite numbers; its time is not reported";
 }
 
 std::string ms_text(double ms) { return number_text(ms, Notation::fixed, ms < 10 ? 2 : 1) + " ms"; }

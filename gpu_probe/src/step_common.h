@@ -33,6 +33,9 @@ Result<std::vector<KvTensor>> cache_tensors(const StepRequest& req);
 
 StepReport fail(StepReport r, Status s, std::string message);
 double median_of(std::vector<double> v);
+// The step with `logits` failed when one is not a finite number: a step that overflowed times nothing real.
+// Empty when all are numbers.
+std::string non_finite_logits(const std::vector<float>& logits);
 std::string ms_text(double ms);  // "12.3 ms", "4.56 ms"
 
 // The calculator's floor for the same scenario on the bandwidth measured in the run (r.ceiling_gbps) of a

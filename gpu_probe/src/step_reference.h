@@ -50,7 +50,9 @@ struct ReferenceStep {
 // batch × vocab logits, sequence-major.
 std::vector<double> reference_logits(const ReferenceStep& s);
 
-// The weights above which a step is not redone in float64 (a minute or more of host arithmetic).
+// The weights above which a step is not redone in float64 (a minute or more of host arithmetic), and, for a
+// device's step, the cache above which it is not copied back to the host for it.
 constexpr std::uint64_t kReferenceWeightBytes = 64ull << 20;
+constexpr std::uint64_t kReferenceCacheBytes = 256ull << 20;
 
 }  // namespace kvscope::probe::step

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/probe/probe.h"
@@ -41,6 +43,26 @@ StepRequest step_request(const Architecture& arch, KvDtype cache, KvDtype weight
     r.timing_runs = runs;
     return r;
 }
+
+// KVSCOPE_ATTENTION_KERNEL set for one scope, and as it was again after it.
+class KernelWishFor {
+public:
+    explicit KernelWishFor(const char* value) {
+        if (const char* was = std::getenv("KVSCOPE_ATTENTION_KERNEL")) was_ = was;  // NOLINT(concurrency-mt-unsafe)
+        setenv("KVSCOPE_ATTENTION_KERNEL", value, 1);
+    }
+    ~KernelWishFor() {
+        if (was_)
+            setenv("KVSCOPE_ATTENTION_KERNEL", was_->c_str(), 1);
+        else
+            unsetenv("KVSCOPE_ATTENTION_KERNEL");
+    }
+    KernelWishFor(const KernelWishFor&) = delete;
+    KernelWishFor& operator=(const KernelWishFor&) = delete;
+
+private:
+    std::optional<std::string> was_;
+};
 
 TEST(CudaBackend, AllocationDropMatchesThePredictionAndAttentionIsChecked) {
     std::string why;
@@ -101,6 +123,7 @@ TEST(CudaBackend, EveryKernelShapeMatchesTheFloat64Reference) {
     auto cuda = cuda_or_skip(why);
     if (!cuda) GTEST_SKIP() << "no CUDA device: " << why;
     const std::string stream = "a warp per stream of tokens", tile = "-token tiles", three = "three kernels";
+    const KernelWishFor automatic("auto");  // the kernels auto picks, whatever the shell exported
     struct Case {
         std::string model;
         KvDtype dtype;
@@ -143,15 +166,6 @@ TEST(CudaBackend, EveryKernelShapeMatchesTheFloat64Reference) {
         EXPECT_NE(p.attention.kernel.find(c.kernel), std::string::npos) << p.attention.kernel;
     }
 }
-
-// KVSCOPE_ATTENTION_KERNEL set for one scope, and unset again after it.
-class KernelWishFor {
-public:
-    explicit KernelWishFor(const char* value) { setenv("KVSCOPE_ATTENTION_KERNEL", value, 1); }
-    ~KernelWishFor() { unsetenv("KVSCOPE_ATTENTION_KERNEL"); }
-    KernelWishFor(const KernelWishFor&) = delete;
-    KernelWishFor& operator=(const KernelWishFor&) = delete;
-};
 
 // The tensor-core kernel (KVSCOPE_ATTENTION_KERNEL=tensor-cores) on every head shape it takes, against
 // float64 with the check the other kernels meet: groups of 8 (Llama 3 70B, heads of 128; gpt-oss-20b,
