@@ -19,7 +19,13 @@ public:
     DeviceBuffer() = default;
     explicit DeviceBuffer(std::size_t bytes) { KVSCOPE_CUDA(cudaMalloc(&ptr_, std::max<std::size_t>(bytes, 1))); }
     DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)) {}
-    DeviceBuffer& operator=(DeviceBuffer&&) = delete;
+    DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+        if (this != &o) {
+            if (ptr_) KVSCOPE_CUDA_NOTHROW(cudaFree(ptr_));
+            ptr_ = std::exchange(o.ptr_, nullptr);
+        }
+        return *this;
+    }
     DeviceBuffer(const DeviceBuffer&) = delete;
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
     ~DeviceBuffer() {

@@ -26,6 +26,7 @@
 #include "cuda_check.h"
 #include "cuda_fill.h"
 #include "cuda_memory.h"
+#include "cuda_moe.h"
 #include "cuda_step.h"
 #include "kvscope/calculator/units.h"
 #include "step_common.h"
@@ -205,8 +206,12 @@ private:
     std::size_t used_ = 0;
 };
 
+// One layer's weights: a dense MLP (up, down) or experts (the router, every expert's up and down side by
+// side, expert-major, and the shared experts' MLP in up and down).
 struct LayerBuffers {
     DeviceBuffer qkv, o, up, down;
+    bool moe = false;
+    DeviceBuffer router, experts_up, experts_down;
 };
 
 }  // namespace
@@ -222,10 +227,10 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
                         std::string(to_string(req.kv_dtype)) + "); the CPU backend stores it (--backend cpu)");
     Dims d;
     if (std::string why = step::dims_of(req, d); !why.empty()) return fail(r, Status::invalid_input, why);
-    if (a.moe)
+    if (d.top_k > kMaxTopK)
         return fail(r, Status::invalid_input,
-                    "the CUDA step runs dense models so far (this model's MLP is a mixture of experts); the CPU "
-                    "backend runs it (--backend cpu)");
+                    "experts_per_token: the CUDA step routes each token to at most " + std::to_string(kMaxTopK) +
+                        " experts (not " + std::to_string(d.top_k) + "); the CPU backend runs it (--backend cpu)");
     auto tensors = step::cache_tensors(req);
     if (!tensors) return fail(r, Status::invalid_input, tensors.error_text());
     const KernelWishRead wish = attention_kernel_wish_from_environment();
@@ -262,9 +267,23 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     // allocation counts as cudaMalloc hands it out, rounded up to whole 2 MiB pages.
     const auto paged = [](std::uint64_t bytes) { return (bytes + (2ull << 20) - 1) / (2ull << 20) * (2ull << 20); };
     const std::uint64_t up_rows = d.up_rows(d.intermediate);
-    const std::uint64_t layer_weights = (d.qkv_rows() * H + H * d.q_heads * d.dv + (up_rows + d.intermediate) * H) * eb;
-    const std::uint64_t layer_weights_paged = paged(d.qkv_rows() * H * eb) + paged(H * d.q_heads * d.dv * eb) +
-                                              paged(up_rows * H * eb) + paged(H * d.intermediate * eb);
+    // Expert layers (as the CPU step's moe_layer): the router, every expert, and the shared experts' MLP.
+    const auto moe_layer = [&](std::uint64_t l) { return a.moe && d.experts > 0 && a.moe->has_experts(l); };
+    const std::uint64_t inter_e = d.expert_intermediate, up_rows_e = d.up_rows(inter_e), K = d.top_k;
+    const std::uint64_t inter_s = d.shared * inter_e, up_rows_s = d.up_rows(inter_s);
+    const std::uint64_t expert_bytes = (up_rows_e + inter_e) * H * eb;  // one expert's up and down
+    // What layer l stores, and the part of it a step reads for every token (all but the experts).
+    const auto mlp_bytes = [&](std::uint64_t l) {
+        return moe_layer(l) ? (d.experts * H + (up_rows_s + inter_s) * H) * eb : (up_rows + d.intermediate) * H * eb;
+    };
+    const std::uint64_t attention_bytes = (d.qkv_rows() * H + H * d.q_heads * d.dv) * eb;
+    const auto layer_paged = [&](std::uint64_t l) {
+        const std::uint64_t attention = paged(d.qkv_rows() * H * eb) + paged(H * d.q_heads * d.dv * eb);
+        if (!moe_layer(l)) return attention + paged(up_rows * H * eb) + paged(H * d.intermediate * eb);
+        return attention + paged(d.experts * H * eb) + paged(d.experts * up_rows_e * H * eb) +
+               paged(d.experts * H * inter_e * eb) +
+               (d.shared ? paged(up_rows_s * H * eb) + paged(H * inter_s * eb) : 0);
+    };
     const std::uint64_t outer_weights = (a.tied_embeddings ? 1 : 2) * paged(d.vocab * H * eb);
     std::uint64_t max_tokens = 1;
     std::vector<std::uint64_t> layer_kv(a.layers, 0);
@@ -274,23 +293,27 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     }
     const AttentionShape sh = attention_shape(a);
     const DecodePlan plan = plan_decode(sh, req.kv_dtype, B, max_tokens, sms, wish.wish);
-    const std::uint64_t width = std::max({d.qkv_rows(), up_rows, d.vocab, H});
+    const std::uint64_t width = std::max({d.qkv_rows(), up_rows, up_rows_s, d.vocab, H});
+    // The experts' scratch: router logits, each (token, choice) pair's up output, activation and down output.
+    const std::uint64_t expert_scratch =
+        a.moe ? B * (d.experts + K * (up_rows_e + H) + H) * sizeof(float) + B * K * inter_e * eb : 0;
     const std::uint64_t activations = B * (2 * H + width + d.q_heads * (d.dk + d.dv)) * sizeof(float) +
-                                      B * std::max({H, d.intermediate, d.q_heads * d.dv}) * eb + plan.scores_bytes +
-                                      plan.part_out_bytes + plan.part_ml_bytes + plan.out_bytes;
+                                      B * std::max({H, d.intermediate, inter_s, d.q_heads * d.dv}) * eb +
+                                      plan.scores_bytes + plan.part_out_bytes + plan.part_ml_bytes + plan.out_bytes +
+                                      expert_scratch;
     const std::uint64_t margin = 256ull << 20;  // cuBLAS's workspace and handle
     std::uint64_t need = outer_weights + activations + margin, layers_run = 0;
     for (std::uint64_t l = 0; l < a.layers; ++l) {
-        const std::uint64_t more = layer_weights_paged + layer_kv[l] + 2 * B * sizeof(SlotDev);
+        const std::uint64_t more = layer_paged(l) + layer_kv[l] + 2 * B * sizeof(SlotDev) + B * K * 8;
         if (need + more > limit) break;
         need += more;
         ++layers_run;
     }
     if (layers_run == 0)
         return fail(r, Status::out_of_memory,
-                    "one layer (" + format_bytes(layer_weights_paged + layer_kv[0]) +
-                        " of weights and cache) beside the " + "embedding and head (" + format_bytes(outer_weights) +
-                        ") needs more than the " + format_bytes(limit) + " of device memory " +
+                    "one layer (" + format_bytes(layer_paged(0) + layer_kv[0]) + " of weights and cache) beside the " +
+                        "embedding and head (" + format_bytes(outer_weights) + ") needs more than the " +
+                        format_bytes(limit) + " of device memory " +
                         (control.memory_limit_bytes ? "the memory limit allows" : "free") +
                         "; lower the batch, the context or the weight precision");
     r.layers_run = layers_run;
@@ -313,8 +336,22 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     for (std::uint64_t l = 0; l < layers_run; ++l) {
         if (control.cancelled())
             return fail(r, Status::cancelled, "cancelled while allocating; all device memory was freed");
-        layers.push_back(LayerBuffers{weights(d.qkv_rows() * H), weights(H * d.q_heads * d.dv), weights(up_rows * H),
-                                      weights(H * d.intermediate)});
+        LayerBuffers& w = layers.emplace_back();
+        w.qkv = weights(d.qkv_rows() * H);
+        w.o = weights(H * d.q_heads * d.dv);
+        w.moe = moe_layer(l);
+        if (w.moe) {
+            w.router = weights(d.experts * H);
+            w.experts_up = weights(d.experts * up_rows_e * H);
+            w.experts_down = weights(d.experts * H * inter_e);
+            if (d.shared) {
+                w.up = weights(up_rows_s * H);
+                w.down = weights(H * inter_s);
+            }
+        } else {
+            w.up = weights(up_rows * H);
+            w.down = weights(H * d.intermediate);
+        }
     }
     // The cache of the layers run, filled at random, and where each sequence's new K and V row goes.
     const std::uint64_t row_k = sh.row_k * kv_eb, row_v = sh.row_v * kv_eb;
@@ -346,7 +383,13 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     DeviceArray<float> x(B * H), y(B * width), q(B * d.q_heads * d.dk), scores(plan.scores_bytes / sizeof(float) + 1),
         part_out(plan.part_out_bytes / sizeof(float) + 1), part_ml(plan.part_ml_bytes / sizeof(float) + 1),
         attn(plan.out_bytes / sizeof(float) + 1);
-    DeviceBuffer xn(B * std::max({H, d.intermediate, d.q_heads * d.dv}) * eb);
+    DeviceBuffer xn(B * std::max({H, d.intermediate, inter_s, d.q_heads * d.dv}) * eb);
+    // The experts' scratch, and each layer's choices (kept for the bytes read and the float64 check).
+    DeviceArray<float> router_logits(a.moe ? B * d.experts : 1), expert_up(a.moe ? B * K * up_rows_e : 1),
+        expert_down(a.moe ? B * K * H : 1), expert_out(a.moe ? B * H : 1),
+        route_weights(std::max<std::uint64_t>(1, layers_run * B * K));
+    DeviceArray<std::uint32_t> route_ids(std::max<std::uint64_t>(1, layers_run * B * K));
+    DeviceBuffer expert_act(std::max<std::uint64_t>(1, B * K * inter_e * eb));
     KVSCOPE_CUDA(cudaDeviceSynchronize());
 
     const RopeShape rope{static_cast<std::uint32_t>(d.q_heads), static_cast<std::uint32_t>(d.kv_heads),
@@ -355,6 +398,19 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         return static_cast<float>(1.0 / std::sqrt(static_cast<double>(inputs)));
     };
     const unsigned norm_threads = 256;
+    // A gated (or plain) MLP of the whole batch on xn, added to x; SiLU's output overwrites xn.
+    const auto mlp = [&](const void* up, const void* down, std::uint64_t rows, std::uint64_t inter, Marks& fine) {
+        fine.mark(Phase::weights);
+        blas.matmul(wtype, up, rows, H, xn.get(), B, y.get(), in_scale(H));
+        fine.mark(Phase::other);
+        silu_kernel<<<grid_for(B * inter), 256>>>(y.get(), B, inter, d.gated, xn.get(), wcode);
+        check_launch();
+        fine.mark(Phase::weights);
+        blas.matmul(wtype, down, H, inter, xn.get(), B, y.get(), in_scale(inter));
+        fine.mark(Phase::other);
+        add_kernel<<<grid_for(B * H), 256>>>(x.get(), y.get(), B * H);
+        check_launch();
+    };
     // One step for the batch. `fine` (when on) marks where each phase begins; `coarse` (when on) only the
     // layers and what is outside them, so the timed steps are not slowed by many events.
     auto run_step = [&](Marks& fine, Marks& coarse) {
@@ -387,16 +443,35 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
             check_launch();
             rms_norm_kernel<<<static_cast<unsigned>(B), norm_threads>>>(x.get(), H, xn.get(), wcode);
             check_launch();
-            fine.mark(Phase::weights);
-            blas.matmul(wtype, w.up.get(), up_rows, H, xn.get(), B, y.get(), in_scale(H));
-            fine.mark(Phase::other);
-            silu_kernel<<<grid_for(B * d.intermediate), 256>>>(y.get(), B, d.intermediate, d.gated, xn.get(), wcode);
-            check_launch();
-            fine.mark(Phase::weights);
-            blas.matmul(wtype, w.down.get(), H, d.intermediate, xn.get(), B, y.get(), in_scale(d.intermediate));
-            fine.mark(Phase::other);
-            add_kernel<<<grid_for(B * H), 256>>>(x.get(), y.get(), B * H);
-            check_launch();
+            if (w.moe) {
+                // The router (raw products, as the CPU step's), each token's top-k, each chosen expert's MLP
+                // for the token that chose it, summed with the routing weights. The shared experts' MLP
+                // below still reads xn, which the experts leave as it is.
+                std::uint32_t* ids = route_ids.get() + l * B * K;
+                float* chosen = route_weights.get() + l * B * K;
+                fine.mark(Phase::weights);
+                blas.matmul(wtype, w.router.get(), d.experts, H, xn.get(), B, router_logits.get(), 1.0f);
+                fine.mark(Phase::other);
+                launch_route(router_logits.get(), B, static_cast<std::uint32_t>(d.experts),
+                             static_cast<std::uint32_t>(K), ids, chosen);
+                fine.mark(Phase::weights);
+                launch_expert_gemv(w.experts_up.get(), up_rows_e, H, ids, B * K, xn.get(),
+                                   static_cast<std::uint32_t>(K), in_scale(H), expert_up.get(), wcode);
+                fine.mark(Phase::other);
+                silu_kernel<<<grid_for(B * K * inter_e), 256>>>(expert_up.get(), B * K, inter_e, d.gated,
+                                                                expert_act.get(), wcode);
+                check_launch();
+                fine.mark(Phase::weights);
+                launch_expert_gemv(w.experts_down.get(), H, inter_e, ids, B * K, expert_act.get(), 1, in_scale(inter_e),
+                                   expert_down.get(), wcode);
+                fine.mark(Phase::other);
+                launch_expert_sum(expert_down.get(), chosen, B, static_cast<std::uint32_t>(K), H, expert_out.get());
+                add_kernel<<<grid_for(B * H), 256>>>(x.get(), expert_out.get(), B * H);
+                check_launch();
+                if (d.shared) mlp(w.up.get(), w.down.get(), up_rows_s, inter_s, fine);
+            } else {
+                mlp(w.up.get(), w.down.get(), up_rows, d.intermediate, fine);
+            }
         }
         fine.mark(Phase::outer);
         coarse.mark(Phase::outer);
@@ -441,7 +516,31 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     r.weights_ms = (ms_of(p, Phase::outer_weights) + ms_of(p, Phase::weights) * f) * share;
     r.attention_ms = ms_of(p, Phase::attention) * f * share;
     r.other_ms = std::max(0.0, r.step_ms - r.weights_ms - r.attention_ms);
-    r.weights_bytes_read = d.vocab * H * eb + B * H * eb + layer_weights * a.layers;
+    // What a step reads: the head, one embedding row a sequence, and each layer's matrices — of the experts,
+    // those the batch chose in the last run (as the CPU step counts them), scaled to every layer.
+    std::vector<std::uint32_t> ids_host(layers_run * B * K);
+    std::vector<float> weights_host(layers_run * B * K);
+    if (K) {
+        KVSCOPE_CUDA(cudaMemcpy(ids_host.data(), route_ids.get(), ids_host.size() * sizeof(std::uint32_t),
+                                cudaMemcpyDeviceToHost));
+        KVSCOPE_CUDA(cudaMemcpy(weights_host.data(), route_weights.get(), weights_host.size() * sizeof(float),
+                                cudaMemcpyDeviceToHost));
+    }
+    std::uint64_t layers_read = 0, experts_chosen = 0;
+    for (std::uint64_t l = 0; l < layers_run; ++l) {
+        layers_read += attention_bytes + mlp_bytes(l);
+        if (!moe_layer(l)) continue;
+        std::vector<bool> seen(d.experts, false);
+        for (std::uint64_t i = l * B * K; i < (l + 1) * B * K; ++i)
+            if (!seen[ids_host[i]]) {
+                seen[ids_host[i]] = true;
+                ++experts_chosen;
+                layers_read += expert_bytes;
+            }
+    }
+    r.weights_bytes_read =
+        d.vocab * H * eb + B * H * eb + static_cast<std::uint64_t>(std::llround(static_cast<double>(layers_read) * f));
+    r.experts_read = static_cast<std::uint64_t>(std::llround(static_cast<double>(experts_chosen) * f));
     r.kv_bytes_read = kv_bytes_read(*tensors);
 
     // The logits must be numbers: a step that overflowed would time nothing real.
@@ -452,7 +551,9 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     // that way, as the CPU step does. The GEMMs' inputs are rounded to the weight format, as engines keep
     // activations, so a 16-bit step differs from float64 by about that rounding.
     std::string checked = "logits checked finite (against float64 for up to 64 MiB of weights and 256 MiB of cache)";
-    const std::uint64_t run_weights = (a.tied_embeddings ? 1 : 2) * d.vocab * H * eb + layers_run * layer_weights;
+    std::uint64_t run_weights = (a.tied_embeddings ? 1 : 2) * d.vocab * H * eb;
+    for (std::uint64_t l = 0; l < layers_run; ++l)
+        run_weights += attention_bytes + mlp_bytes(l) + (moe_layer(l) ? d.experts * expert_bytes : 0);
     std::uint64_t run_cache = 0;
     for (const SlotDev& slot : slots) run_cache += slot.tokens * (row_k + row_v);
     if (run_weights <= step::kReferenceWeightBytes && run_cache <= step::kReferenceCacheBytes) {
@@ -470,10 +571,38 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
             ref.kv_dtype = req.kv_dtype;
             ref.embedding = to_host(embedding.get(), d.vocab * H * eb);
             ref.head = a.tied_embeddings ? ref.embedding : to_host(head, d.vocab * H * eb);
-            for (const LayerBuffers& w : layers)
-                ref.layers.push_back(
-                    {to_host(w.qkv.get(), d.qkv_rows() * H * eb), to_host(w.o.get(), H * d.q_heads * d.dv * eb),
-                     to_host(w.up.get(), up_rows * H * eb), to_host(w.down.get(), H * d.intermediate * eb)});
+            ref.routes.resize(layers_run);
+            for (std::uint64_t l = 0; l < layers_run; ++l) {
+                const LayerBuffers& w = layers[l];
+                step::ReferenceLayer& rl = ref.layers.emplace_back();
+                rl.qkv = to_host(w.qkv.get(), d.qkv_rows() * H * eb);
+                rl.o = to_host(w.o.get(), H * d.q_heads * d.dv * eb);
+                rl.moe = w.moe;
+                if (!w.moe) {
+                    rl.up = to_host(w.up.get(), up_rows * H * eb);
+                    rl.down = to_host(w.down.get(), H * d.intermediate * eb);
+                    continue;
+                }
+                const auto* ups =
+                    static_cast<const std::byte*>(to_host(w.experts_up.get(), d.experts * up_rows_e * H * eb));
+                const auto* downs =
+                    static_cast<const std::byte*>(to_host(w.experts_down.get(), d.experts * H * inter_e * eb));
+                for (std::uint64_t e = 0; e < d.experts; ++e) {
+                    rl.expert_up.push_back(ups + e * up_rows_e * H * eb);
+                    rl.expert_down.push_back(downs + e * H * inter_e * eb);
+                }
+                if (d.shared) {
+                    rl.shared_up = to_host(w.up.get(), up_rows_s * H * eb);
+                    rl.shared_down = to_host(w.down.get(), H * inter_s * eb);
+                }
+                for (std::uint64_t b = 0; b < B; ++b) {  // the experts the GPU chose, with its weights
+                    step::Route& route = ref.routes[l].emplace_back();
+                    for (std::uint64_t j = 0; j < K; ++j) {
+                        route.experts.push_back(ids_host[(l * B + b) * K + j]);
+                        route.weights.push_back(weights_host[(l * B + b) * K + j]);
+                    }
+                }
+            }
             for (const SlotDev& slot : slots)  // each holds the last run's new K and V row, as the step wrote it
                 ref.slots.push_back(
                     {to_host(slot.k, slot.tokens * row_k), to_host(slot.v, slot.tokens * row_v), slot.tokens});
@@ -486,8 +615,11 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     }
     r.kernel =
         "cuBLAS GEMMs (cublasGemmEx, " + std::string(to_string(wd)) +
-        " in, fp32 accumulate), each weight read once per step for the whole batch; attention: " + plan.description +
-        "; " + checked;
+        " in, fp32 accumulate), each weight read once per step for the whole batch" +
+        (a.moe ? "; experts: the router's top-k chosen on the GPU, each chosen expert's rows read once per token "
+                 "that chose it (engines group the tokens so each is read once)"
+               : "") +
+        "; attention: " + plan.description + "; " + checked;
     step::predict(r, req, total);
     control.report(1.0, "done");
     r.message = step::finished_message(r);

@@ -289,23 +289,30 @@ TEST(CudaBackend, ADecodeStepOfADenseModelBesideTheFloor) {
     ASSERT_EQ(part.status, Status::ok) << part.message;
     EXPECT_TRUE(part.scaled);
     EXPECT_LT(part.layers_run, 32u);
-    // What it does not run yet is refused in words.
     StepRequest fp8 = r;
     fp8.kv_dtype = KvDtype::fp8_e4m3;
     EXPECT_EQ(cuda->step(fp8, {}).status, Status::ok);
+    // What it does not run is refused in words.
     StepRequest q8 = r;
     q8.kv_dtype = KvDtype::q8_0;
     EXPECT_EQ(cuda->step(q8, {}).status, Status::invalid_input);
+    // Mixtral by layers: two experts a token, chosen on the GPU and counted as read.
     StepRequest moe = r;
-    moe.arch = Catalog::builtin().find_model("mixtral-8x7b")->model.arch;
-    const StepReport refused = cuda->step(moe, {});
-    EXPECT_EQ(refused.status, Status::invalid_input);
-    EXPECT_NE(refused.message.find("mixture of experts"), std::string::npos) << refused.message;
+    moe.arch = catalog_arch("mixtral-8x7b");
+    Control eight;
+    eight.memory_limit_bytes = 8ull << 30;
+    const StepReport experts = cuda->step(moe, eight);
+    ASSERT_EQ(experts.status, Status::ok) << experts.message;
+    EXPECT_TRUE(experts.scaled);
+    EXPECT_GE(experts.experts_read, 32u * 2);  // at least two a layer, scaled to all 32
+    EXPECT_LE(experts.experts_read, 32u * 8);
+    EXPECT_NE(experts.kernel.find("experts: the router's top-k chosen on the GPU"), std::string::npos)
+        << experts.kernel;
 }
 
-// A model small enough to redo in float64 on the host (step_reference.h): the GPU step's logits against
-// the same layers' float64 logits. fp32 weights keep fp32 arithmetic throughout; 16-bit weights round the
-// GEMMs' inputs to 16 bits (as engines keep activations), about 2^-9 of relative error each.
+// A model small enough to redo in float64 on the host (step_reference.h), dense and with experts: the GPU
+// step's logits against the same layers' float64 logits. fp32 weights keep fp32 arithmetic throughout; 16-bit weights
+// round the GEMMs' inputs to 16 bits (as engines keep activations), about 2^-9 of relative error each.
 TEST(CudaBackend, ASmallModelsStepMatchesFloat64) {
     std::string why;
     auto cuda = cuda_or_skip(why);
@@ -330,6 +337,18 @@ TEST(CudaBackend, ASmallModelsStepMatchesFloat64) {
             EXPECT_LT(p.max_rel_error, w == KvDtype::fp32 ? 1e-4 : 5e-2);
             EXPECT_NE(p.kernel.find("logits checked against float64"), std::string::npos) << p.kernel;
         }
+    // Experts: 8, two a token, one shared, the first layer dense; the float64 check follows the GPU's choices.
+    Architecture moe = a;
+    moe.moe = MoeDims{
+        .experts = 8, .experts_per_token = 2, .expert_intermediate_size = 64, .shared_experts = 1, .dense_layers = 1};
+    for (const KvDtype w : {KvDtype::fp32, KvDtype::bf16}) {
+        const StepReport p = cuda->step(step_request(moe, KvDtype::fp16, w, 300, 5, 1), {});
+        ASSERT_EQ(p.status, Status::ok) << p.message;
+        EXPECT_GE(p.max_rel_error, 0.0);
+        EXPECT_LT(p.max_rel_error, w == KvDtype::fp32 ? 1e-4 : 5e-2) << to_string(w);
+        EXPECT_GE(p.experts_read, 2u * 2);  // two expert layers, at least two experts each
+        EXPECT_LE(p.experts_read, 2u * 8);
+    }
     const KernelWishFor tensor_cores("tensor-cores");
     const StepReport p = cuda->step(step_request(a, KvDtype::bf16, KvDtype::fp32, 300, 3, 1), {});
     ASSERT_EQ(p.status, Status::ok) << p.message;

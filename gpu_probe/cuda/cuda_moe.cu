@@ -1,0 +1,147 @@
+// The expert kernels of the CUDA decode step (cuda_moe.h).
+#include "cuda_moe.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <type_traits>
+
+#include "cuda_attention.h"
+#include "cuda_check.h"
+#include "cuda_decode_common.cuh"
+
+namespace kvscope::probe::cuda {
+
+namespace {
+
+// One warp per token: k rounds of a warp-wide arg-max over the experts not chosen yet (ties to the lower
+// index), then the weights, as the CPU step's route() forms them.
+__global__ void route_kernel(const float* logits, std::uint32_t experts, std::uint32_t k, std::uint32_t* ids,
+                             float* weights) {
+    __shared__ std::uint32_t chosen[kMaxTopK];
+    __shared__ float weight[kMaxTopK];
+    const std::uint64_t b = blockIdx.x;
+    const unsigned lane = threadIdx.x;
+    const float* l = logits + b * experts;
+    float top = 0, sum = 0;
+    for (std::uint32_t j = 0; j < k; ++j) {
+        float best = -INFINITY;
+        std::uint32_t at = 0xffffffffu;
+        for (std::uint32_t e = lane; e < experts; e += 32) {
+            bool taken = false;
+            for (std::uint32_t c = 0; c < j; ++c) taken = taken || chosen[c] == e;
+            if (!taken && (l[e] > best || at == 0xffffffffu)) {
+                best = l[e];
+                at = e;
+            }
+        }
+        for (int off = 16; off > 0; off /= 2) {
+            const float other = __shfl_xor_sync(0xffffffffu, best, off);
+            const std::uint32_t other_at = __shfl_xor_sync(0xffffffffu, at, off);
+            if (other_at != 0xffffffffu && (at == 0xffffffffu || other > best || (other == best && other_at < at))) {
+                best = other;
+                at = other_at;
+            }
+        }
+        if (j == 0) top = best;
+        const float w = expf(best - top);
+        sum += w;
+        if (lane == 0) {
+            chosen[j] = at;
+            weight[j] = w;
+        }
+        __syncwarp();
+    }
+    if (lane == 0)
+        for (std::uint32_t j = 0; j < k; ++j) {
+            ids[b * k + j] = chosen[j];
+            weights[b * k + j] = weight[j] / sum;
+        }
+}
+
+__device__ __forceinline__ float one_float(float v) { return v; }
+__device__ __forceinline__ float one_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float one_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+// 16 bytes as floats: to_floats (cuda_decode_common.cuh), but fp16 through __ushort_as_half, which
+// clang-tidy's analyzer follows (it takes to_floats' __half2 view of a word for uninitialised).
+template <class T>
+__device__ __forceinline__ void piece_floats(const uint4& raw, float* f) {
+    if constexpr (std::is_same_v<T, __half>) {
+        const unsigned w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            f[2 * i] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[i] & 0xffffu)));
+            f[2 * i + 1] = __half2float(__ushort_as_half(static_cast<unsigned short>(w[i] >> 16)));
+        }
+    } else {
+        to_floats<T>(raw, f);
+    }
+}
+
+constexpr unsigned kRowsPerBlock = 8;  // one warp per row
+
+template <class T>
+__global__ void __launch_bounds__(kRowsPerBlock * 32)
+    expert_gemv_kernel(const void* experts, std::uint64_t rows, std::uint64_t cols, const std::uint32_t* ids,
+                       const void* x, std::uint32_t x_div, float alpha, float* y) {
+    const std::uint64_t p = blockIdx.x;
+    const std::uint64_t r = static_cast<std::uint64_t>(blockIdx.y) * kRowsPerBlock + threadIdx.x / 32;
+    if (r >= rows) return;
+    const unsigned lane = threadIdx.x % 32;
+    const T* w = static_cast<const T*>(experts) + (static_cast<std::uint64_t>(ids[p]) * rows + r) * cols;
+    const T* in = static_cast<const T*>(x) + (p / x_div) * cols;
+    constexpr unsigned V = 16 / sizeof(T);  // values in a 16-byte load
+    float acc = 0;
+    if (cols % V == 0) {  // every row starts on 16 bytes
+        for (std::uint64_t c = lane * V; c < cols; c += 32 * V) {
+            float wf[V], xf[V];
+            piece_floats<T>(__ldg(reinterpret_cast<const uint4*>(w + c)), wf);
+            piece_floats<T>(*reinterpret_cast<const uint4*>(in + c), xf);
+#pragma unroll
+            for (unsigned e = 0; e < V; ++e) acc += wf[e] * xf[e];
+        }
+    } else {
+        for (std::uint64_t c = lane; c < cols; c += 32) acc += one_float(w[c]) * one_float(in[c]);
+    }
+    for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+    if (lane == 0) y[p * rows + r] = alpha * acc;
+}
+
+__global__ void expert_sum_kernel(const float* y, const float* weights, std::uint32_t k, std::uint64_t hidden,
+                                  float* out) {
+    const std::uint64_t b = blockIdx.x;
+    for (std::uint64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
+        float acc = 0;
+        for (std::uint32_t j = 0; j < k; ++j) acc += weights[b * k + j] * y[(b * k + j) * hidden + i];
+        out[b * hidden + i] = acc;
+    }
+}
+
+}  // namespace
+
+void launch_route(const float* logits, std::uint64_t batch, std::uint32_t experts, std::uint32_t k, std::uint32_t* ids,
+                  float* weights) {
+    route_kernel<<<static_cast<unsigned>(batch), 32>>>(logits, experts, k, ids, weights);
+    KVSCOPE_CUDA(cudaGetLastError());
+}
+
+void launch_expert_gemv(const void* experts, std::uint64_t rows, std::uint64_t cols, const std::uint32_t* ids,
+                        std::uint64_t pairs, const void* x, std::uint32_t x_div, float alpha, float* y, int dtype) {
+    const dim3 grid(static_cast<unsigned>(pairs), static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock));
+    if (dtype == kFp32)
+        expert_gemv_kernel<float><<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, ids, x, x_div, alpha, y);
+    else if (dtype == kFp16)
+        expert_gemv_kernel<__half><<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, ids, x, x_div, alpha, y);
+    else
+        expert_gemv_kernel<__nv_bfloat16><<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, ids, x, x_div, alpha, y);
+    KVSCOPE_CUDA(cudaGetLastError());
+}
+
+void launch_expert_sum(const float* y, const float* weights, std::uint64_t batch, std::uint32_t k, std::uint64_t hidden,
+                       float* out) {
+    expert_sum_kernel<<<static_cast<unsigned>(batch), 256>>>(y, weights, k, hidden, out);
+    KVSCOPE_CUDA(cudaGetLastError());
+}
+
+}  // namespace kvscope::probe::cuda
