@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "cuda_attention.h"
@@ -86,26 +87,27 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32)
     expert_gemv_kernel(const void* experts, std::uint64_t rows, std::uint64_t cols, const std::uint32_t* ids,
                        const void* x, std::uint32_t x_div, float alpha, float* y) {
     const std::uint64_t p = blockIdx.x;
-    const std::uint64_t r = static_cast<std::uint64_t>(blockIdx.y) * kRowsPerBlock + threadIdx.x / 32;
-    if (r >= rows) return;
     const unsigned lane = threadIdx.x % 32;
-    const T* w = static_cast<const T*>(experts) + (static_cast<std::uint64_t>(ids[p]) * rows + r) * cols;
     const T* in = static_cast<const T*>(x) + (p / x_div) * cols;
     constexpr unsigned V = 16 / sizeof(T);  // values in a 16-byte load
-    float acc = 0;
-    if (cols % V == 0) {  // every row starts on 16 bytes
-        for (std::uint64_t c = lane * V; c < cols; c += 32 * V) {
-            float wf[V], xf[V];
-            piece_floats<T>(__ldg(reinterpret_cast<const uint4*>(w + c)), wf);
-            piece_floats<T>(*reinterpret_cast<const uint4*>(in + c), xf);
+    for (std::uint64_t r = static_cast<std::uint64_t>(blockIdx.y) * kRowsPerBlock + threadIdx.x / 32; r < rows;
+         r += static_cast<std::uint64_t>(gridDim.y) * kRowsPerBlock) {
+        const T* w = static_cast<const T*>(experts) + (static_cast<std::uint64_t>(ids[p]) * rows + r) * cols;
+        float acc = 0;
+        if (cols % V == 0) {  // every row starts on 16 bytes
+            for (std::uint64_t c = lane * V; c < cols; c += 32 * V) {
+                float wf[V], xf[V];
+                piece_floats<T>(__ldg(reinterpret_cast<const uint4*>(w + c)), wf);
+                piece_floats<T>(*reinterpret_cast<const uint4*>(in + c), xf);
 #pragma unroll
-            for (unsigned e = 0; e < V; ++e) acc += wf[e] * xf[e];
+                for (unsigned e = 0; e < V; ++e) acc += wf[e] * xf[e];
+            }
+        } else {
+            for (std::uint64_t c = lane; c < cols; c += 32) acc += one_float(w[c]) * one_float(in[c]);
         }
-    } else {
-        for (std::uint64_t c = lane; c < cols; c += 32) acc += one_float(w[c]) * one_float(in[c]);
+        for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+        if (lane == 0) y[p * rows + r] = alpha * acc;
     }
-    for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-    if (lane == 0) y[p * rows + r] = alpha * acc;
 }
 
 __global__ void expert_sum_kernel(const float* y, const float* weights, std::uint32_t k, std::uint64_t hidden,
@@ -128,7 +130,9 @@ void launch_route(const float* logits, std::uint64_t batch, std::uint32_t expert
 
 void launch_expert_gemv(const void* experts, std::uint64_t rows, std::uint64_t cols, const std::uint32_t* ids,
                         std::uint64_t pairs, const void* x, std::uint32_t x_div, float alpha, float* y, int dtype) {
-    const dim3 grid(static_cast<unsigned>(pairs), static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock));
+    // Rows past 65,535 blocks of them are taken by the same blocks again (grid y's limit).
+    const dim3 grid(static_cast<unsigned>(pairs),
+                    static_cast<unsigned>(std::min<std::uint64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, 65535)));
     if (dtype == kFp32)
         expert_gemv_kernel<float><<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, ids, x, x_div, alpha, y);
     else if (dtype == kFp16)

@@ -4,7 +4,8 @@
 // The layer is the CPU step's (gpu_probe/src/step.cpp: the Llama layer of transformers'
 // modeling_llama.py): RMSNorm, the fused QKV projection, RoPE, the new token's K and V written into the
 // cache, attention over it with the probe's own decode kernels (cuda_attention.h), the output projection,
-// residual; RMSNorm, the gated MLP, residual; then the final RMSNorm and the LM head. The projections are
+// residual; RMSNorm, the gated MLP (or, on expert layers, the router's top-k and each chosen expert's MLP:
+// cuda_moe.h), residual; then the final RMSNorm and the LM head. The projections are
 // cuBLAS GEMMs (cublasGemmEx: weights and activations in the weight format, fp32 accumulation and output),
 // one per matrix for the whole batch, so each weight is read once per step as an engine reads it. The
 // random weights are scaled by 1/√(inputs) through the GEMMs' alpha, as the CPU step scales its products,
@@ -316,6 +317,8 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
                         format_bytes(limit) + " of device memory " +
                         (control.memory_limit_bytes ? "the memory limit allows" : "free") +
                         "; lower the batch, the context or the weight precision");
+    if (std::string why = step::experts_not_run(req, layers_run); !why.empty())
+        return fail(r, Status::out_of_memory, why);
     r.layers_run = layers_run;
     r.scaled = layers_run < a.layers;
 
@@ -595,7 +598,8 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
                     rl.shared_up = to_host(w.up.get(), up_rows_s * H * eb);
                     rl.shared_down = to_host(w.down.get(), H * inter_s * eb);
                 }
-                for (std::uint64_t b = 0; b < B; ++b) {  // the experts the GPU chose, with its weights
+                rl.router = to_host(w.router.get(), d.experts * H * eb);  // the GPU's choices are checked
+                for (std::uint64_t b = 0; b < B; ++b) {                   // the experts the GPU chose, with its weights
                     step::Route& route = ref.routes[l].emplace_back();
                     for (std::uint64_t j = 0; j < K; ++j) {
                         route.experts.push_back(ids_host[(l * B + b) * K + j]);
@@ -607,6 +611,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
                 ref.slots.push_back(
                     {to_host(slot.k, slot.tokens * row_k), to_host(slot.v, slot.tokens * row_v), slot.tokens});
             ref.tokens = tokens;
+            ref.route_slack = wd == KvDtype::fp32 ? 1e-4 : 1e-2;  // the router's inputs are in the weight format
             r.max_rel_error = max_relative_error(logits.data(), step::reference_logits(ref));
             checked = "logits checked against float64 of the same layers";
         } catch (const std::bad_alloc&) {

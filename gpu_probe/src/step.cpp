@@ -437,7 +437,8 @@ step::ReferenceStep reference_of(const Model& m, const StepRequest& req, const s
     for (std::uint64_t l = 0; l < layers; ++l) {
         const LayerWeights& w = m.layer(l);
         step::ReferenceLayer& r = s.layers.emplace_back();
-        r = {w.qkv.get(), w.o.get(), w.up.get(), w.down.get(), w.moe, {}, {}, w.shared_up.get(), w.shared_down.get()};
+        r = {w.qkv.get(), w.o.get(), w.up.get(),        w.down.get(),        w.moe,
+             {},          {},        w.shared_up.get(), w.shared_down.get(), w.moe ? w.router.get() : nullptr};
         for (std::size_t e = 0; e < w.expert_up.size(); ++e) {
             r.expert_up.push_back(w.expert_up[e].get());
             r.expert_down.push_back(w.expert_down[e].get());
@@ -502,6 +503,8 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
                         format_bytes(probe_model.outer_bytes()) + ") needs more than the " + format_bytes(limit) +
                         (control.memory_limit_bytes ? " the memory limit allows" : " of memory available") +
                         "; lower the batch, the context or the weight precision");
+    if (std::string why = step::experts_not_run(req, layers_run); !why.empty())
+        return fail(r, Status::out_of_memory, why);
     r.layers_run = layers_run;
     r.scaled = layers_run < a.layers;
 

@@ -68,6 +68,16 @@ std::string non_finite_logits(const std::vector<float>& logits) {
                : "the step's logits are not finite numbers; its time is not reported";
 }
 
+std::string experts_not_run(const StepRequest& req, std::uint64_t layers_run) {
+    const Architecture& a = req.arch;
+    if (!a.moe || a.moe->experts == 0 || layers_run >= a.layers) return {};
+    for (std::uint64_t l = 0; l < layers_run; ++l)
+        if (a.moe->has_experts(l)) return {};
+    return "the memory holds the first " + std::to_string(layers_run) + " of " + std::to_string(a.layers) +
+           " layers, and they have no experts: the step would time none of the model's expert layers; allow more "
+           "memory (--memory-limit) or lower the batch or the context";
+}
+
 std::string ms_text(double ms) { return number_text(ms, Notation::fixed, ms < 10 ? 2 : 1) + " ms"; }
 
 void predict(StepReport& r, const StepRequest& req, std::uint64_t memory_bytes) {

@@ -36,6 +36,9 @@ double median_of(std::vector<double> v);
 // The step with `logits` failed when one is not a finite number: a step that overflowed times nothing real.
 // Empty when all are numbers.
 std::string non_finite_logits(const std::vector<float>& logits);
+// A step of an expert model run by layers whose layers run are all dense (its first_k_dense layers) would time
+// none of its experts and scale that to every layer: why it is refused, or empty.
+std::string experts_not_run(const StepRequest& req, std::uint64_t layers_run);
 std::string ms_text(double ms);  // "12.3 ms", "4.56 ms"
 
 // The calculator's floor for the same scenario on the bandwidth measured in the run (r.ceiling_gbps) of a

@@ -1,5 +1,6 @@
 #include "step_reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -7,6 +8,31 @@
 #include "reference.h"
 
 namespace kvscope::probe::step {
+
+Route route_checked(const std::vector<double>& logits, const Route& chosen, std::uint64_t k, double slack) {
+    std::vector<std::uint64_t> order(logits.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::uint64_t a, std::uint64_t b) { return logits[a] > logits[b]; });
+    double scale = 0;
+    for (const double l : logits) scale = std::max(scale, std::abs(l));
+    const double kth = logits[order[k - 1]], below = slack * scale;
+    bool kept = chosen.experts.size() == k;
+    for (std::size_t j = 0; kept && j < k; ++j) {
+        const std::uint64_t e = chosen.experts[j];
+        kept = e < logits.size() && logits[e] >= kth - below &&
+               std::count(chosen.experts.begin(), chosen.experts.end(), e) == 1;
+    }
+    Route r;
+    r.experts = kept ? chosen.experts
+                     : std::vector<std::uint64_t>(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k));
+    double top = -INFINITY, sum = 0;
+    for (const std::uint64_t e : r.experts) top = std::max(top, logits[e]);
+    std::vector<double> w;
+    for (const std::uint64_t e : r.experts) sum += w.emplace_back(std::exp(logits[e] - top));
+    for (const double x : w) r.weights.push_back(static_cast<float>(x / sum));
+    return r;
+}
 
 std::vector<double> reference_logits(const ReferenceStep& s) {
     const Dims& d = s.dims;
@@ -74,7 +100,9 @@ std::vector<double> reference_logits(const ReferenceStep& s) {
             const std::vector<double> xn = norm(x);
             std::vector<double> y(H, 0.0);
             if (w.moe) {
-                const Route& r = s.routes[l][b];
+                const Route r =
+                    w.router ? route_checked(matvec(w.router, d.experts, H, xn), s.routes[l][b], d.top_k, s.route_slack)
+                             : s.routes[l][b];
                 for (std::size_t k = 0; k < r.experts.size(); ++k) {
                     const std::vector<double> e =
                         mlp_d(w.expert_up[r.experts[k]], w.expert_down[r.experts[k]], d.expert_intermediate, xn);

@@ -27,6 +27,7 @@ struct ReferenceLayer {
     bool moe = false;
     std::vector<const void*> expert_up, expert_down;
     const void *shared_up = nullptr, *shared_down = nullptr;
+    const void* router = nullptr;  // experts × hidden; when set, the step's choices are checked (route_checked)
 };
 
 // One sequence's cache in one layer, in the cache format, the step's new K and V row already written.
@@ -45,7 +46,16 @@ struct ReferenceStep {
     std::vector<ReferenceSlot> slots;        // layer-major: slots[layer × batch + sequence]
     std::vector<std::vector<Route>> routes;  // [layer][sequence], for MoE layers
     std::vector<std::uint64_t> tokens;       // one per sequence
+    // How far below the k-th router logit a chosen expert's may be (relative to the largest |logit|): the
+    // rounding of the step's router inputs (the CPU step keeps them in fp32; a GPU step's are in the weight format).
+    double route_slack = 1e-4;
 };
+
+// The step's choice for one token, checked against the router's float64 logits: kept when its experts are
+// the top k within the step's rounding (no chosen logit more than slack × the largest |logit| below the
+// k-th), else the float64 top k — so a step that chose wrong differs in its logits. The weights are always
+// e^(logit − top) over the chosen, in float64.
+Route route_checked(const std::vector<double>& logits, const Route& chosen, std::uint64_t k, double slack);
 
 // batch × vocab logits, sequence-major.
 std::vector<double> reference_logits(const ReferenceStep& s);

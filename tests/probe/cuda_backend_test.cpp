@@ -349,6 +349,15 @@ TEST(CudaBackend, ASmallModelsStepMatchesFloat64) {
         EXPECT_GE(p.experts_read, 2u * 2);  // two expert layers, at least two experts each
         EXPECT_LE(p.experts_read, 2u * 8);
     }
+    // Experts of 60 (rows that are not whole 16-byte loads), no shared experts, a plain MLP, fp16.
+    Architecture odd = moe;
+    odd.gated_mlp = false;
+    odd.moe->expert_intermediate_size = 60;
+    odd.moe->shared_experts = 0;
+    const StepReport plain = cuda->step(step_request(odd, KvDtype::bf16, KvDtype::fp16, 100, 4, 1), {});
+    ASSERT_EQ(plain.status, Status::ok) << plain.message;
+    EXPECT_GE(plain.max_rel_error, 0.0);
+    EXPECT_LT(plain.max_rel_error, 5e-2);
     const KernelWishFor tensor_cores("tensor-cores");
     const StepReport p = cuda->step(step_request(a, KvDtype::bf16, KvDtype::fp32, 300, 3, 1), {});
     ASSERT_EQ(p.status, Status::ok) << p.message;

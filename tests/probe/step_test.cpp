@@ -2,11 +2,14 @@
 // reads compared with the calculator's, MoE routing, scaling when only some layers fit, and refusals.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/probe/probe.h"
+#include "step_common.h"
+#include "step_reference.h"
 
 namespace kvscope::probe {
 namespace {
@@ -88,6 +91,40 @@ TEST(Step, SlidingLayersAttendTheirWindowOnly) {
     EXPECT_LT(r.max_rel_error, 1e-4);
     // Two sequences: 16 + 100 + 16 tokens of K and V, 2 heads of 16, bf16.
     EXPECT_EQ(r.kv_bytes_read, 2u * (16 + 100 + 16) * 2 * 2 * 16 * 2);
+}
+
+// The float64 check does not take a step's expert choice on trust: a choice that is not the router's top k
+// (within the step's rounding) is replaced by the float64 top k, so the logits then differ; the weights are
+// always the float64 softmax over the chosen.
+TEST(Step, TheFloat64CheckRoutesByTheRoutersOwnLogits) {
+    const std::vector<double> logits{1.0, 5.0, 3.0, 4.99999, -2.0};
+    const step::Route wrong{{1, 2}, {0.5f, 0.5f}};
+    step::Route r = step::route_checked(logits, wrong, 2, 1e-4);
+    // Experts 1 and 2 are not the top two (1 and 3 are), and 3.0 is far below 4.99999: replaced.
+    EXPECT_EQ(r.experts, (std::vector<std::uint64_t>{1, 3}));
+    // Within rounding of the k-th: kept, with float64 weights e^(l − top) over the chosen.
+    const step::Route near{{3, 1}, {0.9f, 0.1f}};
+    r = step::route_checked(logits, near, 2, 1e-4);
+    EXPECT_EQ(r.experts, (std::vector<std::uint64_t>{3, 1}));
+    ASSERT_EQ(r.weights.size(), 2u);
+    EXPECT_NEAR(r.weights[0], std::exp(4.99999 - 5.0) / (1 + std::exp(4.99999 - 5.0)), 1e-6);
+    EXPECT_NEAR(r.weights[0] + r.weights[1], 1.0, 1e-6);
+    // A repeated expert or a wrong count is never kept.
+    EXPECT_EQ(step::route_checked(logits, {{1, 1}, {0.5f, 0.5f}}, 2, 1e-4).experts, (std::vector<std::uint64_t>{1, 3}));
+    EXPECT_EQ(step::route_checked(logits, {{1}, {1.0f}}, 2, 1e-4).experts, (std::vector<std::uint64_t>{1, 3}));
+}
+
+// By layers, an expert model whose layers that fit are all dense (first_k_dense) would time no expert: refused.
+TEST(Step, AnExpertModelWhoseLayersThatFitAreDenseIsRefused) {
+    Architecture a = small_dense();
+    a.moe = MoeDims{.experts = 8, .experts_per_token = 2, .expert_intermediate_size = 64, .dense_layers = 2};
+    const StepRequest r = request(a, 32, 1);
+    EXPECT_NE(step::experts_not_run(r, 2).find("the first 2 of 3 layers, and they have no experts"), std::string::npos);
+    EXPECT_EQ(step::experts_not_run(r, 3), "");
+    EXPECT_EQ(step::experts_not_run(request(small_dense(), 32, 1), 1), "");
+    const StepReport whole = run(r);
+    ASSERT_EQ(whole.status, Status::ok) << whole.message;
+    EXPECT_EQ(whole.experts_read, 2u);  // the one expert layer, one token: its two experts
 }
 
 TEST(Step, ExpertLayersReadTheExpertsTheBatchChose) {
