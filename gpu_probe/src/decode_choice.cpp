@@ -5,6 +5,12 @@
 
 namespace kvscope::probe {
 
+namespace {
+
+bool is_fp8(KvDtype d) { return d == KvDtype::fp8_e4m3 || d == KvDtype::fp8_e5m2; }
+
+}  // namespace
+
 KernelWishRead attention_kernel_wish(const char* value) {
     const std::string_view v = value ? value : "";
     if (v.empty() || v == "auto") return {};
@@ -19,7 +25,7 @@ KernelWishRead attention_kernel_wish_from_environment() {
 }
 
 std::string tensor_core_refusal(const AttentionShape& sh, KvDtype dtype) {
-    const bool fp8 = dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2;
+    const bool fp8 = is_fp8(dtype);
     if (dtype != KvDtype::fp16 && dtype != KvDtype::bf16 && !fp8)
         return "the tensor-core kernel reads fp16, bf16 and fp8 caches, not " + std::string(to_string(dtype));
     if (sh.dk != sh.dv)
@@ -47,7 +53,7 @@ std::string tensor_core_note(KernelWish wish, const AttentionShape& sh, KvDtype 
     const std::string why = tensor_core_refusal(sh, dtype);
     if (wish == KernelWish::tensor_cores) return "; tensor cores not used: " + why;
     // Where CUDA cores limit the stream kernel, and for fp8, which no other fused kernel reads.
-    const bool fp8 = dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2;
+    const bool fp8 = is_fp8(dtype);
     if (why.empty() && sh.kv_heads > 0 && (sh.q_heads / sh.kv_heads >= 5 || fp8))
         return "; KVSCOPE_ATTENTION_KERNEL=tensor-cores runs the tensor-core kernel instead (not yet measured on a "
                "GPU)";
