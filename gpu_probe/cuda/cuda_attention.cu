@@ -171,16 +171,19 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     // against 0.89); the stream kernel for 16-bit caches shared by 2 or more heads (0.83-0.91
     // against 0.58-0.76 at four heads; 0.50 against 0.34 at eight).
     // The tensor-core kernel where asked for and the device grants it the shared memory it needs.
+    // MLA's latent takes its own (cuda_decode_mla.cu), whose warps share each tile.
     DecodeFn mma = nullptr;
+    const bool latent = is_mla_latent(sh);
+    const std::size_t mma_shared = latent ? mla_shared_bytes() : mma_shared_bytes(sh.dk);
     std::string note = tensor_core_note(wish, sh, dtype);
     if (use_tensor_cores(wish, sh, dtype)) {
         int device = 0, most_shared = 0;
         KVSCOPE_CUDA(cudaGetDevice(&device));
         KVSCOPE_CUDA(cudaDeviceGetAttribute(&most_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-        if (mma_shared_bytes(sh.dk) <= static_cast<std::size_t>(most_shared))
-            mma = mma_kernel(plan.dtype, sh.dk);
+        if (mma_shared <= static_cast<std::size_t>(most_shared))
+            mma = latent ? mla_kernel(plan.dtype) : mma_kernel(plan.dtype, sh.dk);
         else
-            note = "; tensor cores not used: the kernel needs " + std::to_string(mma_shared_bytes(sh.dk)) +
+            note = "; tensor cores not used: the kernel needs " + std::to_string(mma_shared) +
                    " bytes of shared memory a block and this device grants " + std::to_string(most_shared);
     }
     const DecodeFn stream = mma || fp8 || !aligned || sh.dk != sh.dv || group < 2 || plan.dtype == kFp32
@@ -212,7 +215,7 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     plan.fused = true;
     plan.kernel = mma ? mma : stream ? stream : tile_kernel(plan.dtype, g);
     plan.threads = mma ? kMmaWarps * 32 : stream ? kStreamWarps * 32 : kThreads;
-    plan.shared_bytes = mma ? mma_shared_bytes(sh.dk) : stream ? 0 : tile_shared;
+    plan.shared_bytes = mma ? mma_shared : stream ? 0 : tile_shared;
     if (mma)
         KVSCOPE_CUDA(cudaFuncSetAttribute(mma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(plan.shared_bytes)));
@@ -237,6 +240,9 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     const std::string widened = fp8 ? "; fp8 widened exactly to fp16 in shared memory" : "";
     const std::string how =
         mma ? "fused split-K decode kernel on tensor cores (" + kind + " MMA tiles of 16 query heads by 16 tokens; " +
+                  (latent ? "the " + std::to_string(kMlaLatent) + "-value latent read once for K and V, four warps " +
+                                "sharing each tile; "
+                          : std::string{}) +
                   "queries and weights each in two " + kind + " parts, products within 2^-16" + widened +
                   "): " + std::to_string(splits) + " splits of " + std::to_string(split_tokens) + " tokens, "
         : stream

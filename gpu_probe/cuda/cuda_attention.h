@@ -5,8 +5,8 @@
 // tiles otherwise — or three simple
 // kernels for head shapes that are not 16-byte aligned) and sizes the workspace; launch_decode
 // enqueues one step. Host interface only: the kernels live in cuda_attention.cu (the three simple
-// ones and the one that joins the splits), cuda_decode_tile.cu, cuda_decode_stream.cu and
-// cuda_decode_mma.cu.
+// ones and the one that joins the splits), cuda_decode_tile.cu, cuda_decode_stream.cu,
+// cuda_decode_mma.cu and cuda_decode_mla.cu (MLA's latent).
 
 #include <cstddef>
 #include <cstdint>

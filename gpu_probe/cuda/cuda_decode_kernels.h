@@ -1,8 +1,9 @@
 #pragma once
 // The fused decode kernels behind plan_decode (cuda_attention.h), as host code sees them: their
 // launch shapes, and the kernel for a cache format and a number of query heads per block. The tile
-// kernel is in cuda_decode_tile.cu, the stream kernel in cuda_decode_stream.cu, the tensor-core kernel
-// in cuda_decode_mma.cu; what they share on the device is in cuda_decode_common.cuh.
+// kernel is in cuda_decode_tile.cu, the stream kernel in cuda_decode_stream.cu, the tensor-core kernels
+// in cuda_decode_mma.cu and cuda_decode_mla.cu; what they share on the device is in cuda_decode_common.cuh
+// and cuda_mma_common.cuh.
 
 #include <cstddef>
 #include <cstdint>
@@ -42,5 +43,12 @@ std::size_t mma_shared_bytes(std::uint64_t d);
 // The tensor-core kernel for a cache format (kFp16, kBf16, kFp8E4m3, kFp8E5m2) and heads of d = 64 or 128
 // values; nullptr for any other.
 DecodeFn mma_kernel(int dtype, std::uint64_t d);
+
+// The tensor-core kernel for MLA's latent (cuda_decode_mla.cu): K the kMlaLatent values of a token's latent,
+// V its first kMlaValue (decode_choice.h), up to kMmaHeads query heads per block, the block's four warps
+// sharing each 16-token tile. Its dynamic shared memory: 102.75 KiB.
+std::size_t mla_shared_bytes();
+// For a cache format (kFp16, kBf16, kFp8E4m3, kFp8E5m2); nullptr for any other.
+DecodeFn mla_kernel(int dtype);
 
 }  // namespace kvscope::probe::cuda

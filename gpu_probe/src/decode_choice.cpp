@@ -24,10 +24,21 @@ KernelWishRead attention_kernel_wish_from_environment() {
     return attention_kernel_wish(std::getenv("KVSCOPE_ATTENTION_KERNEL"));  // NOLINT(concurrency-mt-unsafe)
 }
 
+bool is_mla_latent(const AttentionShape& sh) {
+    return sh.kv_heads == 1 && sh.dk == kMlaLatent && sh.dv == kMlaValue && sh.row_k == kMlaLatent &&
+           sh.row_v == kMlaLatent && sh.v_stride() == kMlaLatent;
+}
+
 std::string tensor_core_refusal(const AttentionShape& sh, KvDtype dtype) {
     const bool fp8 = is_fp8(dtype);
     if (dtype != KvDtype::fp16 && dtype != KvDtype::bf16 && !fp8)
         return "the tensor-core kernel reads fp16, bf16 and fp8 caches, not " + std::string(to_string(dtype));
+    if (is_mla_latent(sh)) return {};
+    // Another MLA latent (one head, V inside the K row; MiniCPM3's is 256 + 32).
+    if (sh.kv_heads == 1 && sh.dv < sh.dk && sh.row_v == sh.row_k && sh.v_stride() == sh.row_k)
+        return "the tensor-core kernel takes MLA latents of " + std::to_string(kMlaValue) + " + " +
+               std::to_string(kMlaLatent - kMlaValue) + " values, not " + std::to_string(sh.dv) + " + " +
+               std::to_string(sh.dk - sh.dv);
     if (sh.dk != sh.dv)
         return "the tensor-core kernel takes K and V heads of one width, not " + std::to_string(sh.dk) + " and " +
                std::to_string(sh.dv);

@@ -31,8 +31,16 @@ KernelWishRead attention_kernel_wish_from_environment();
 // Query heads in one MMA tile: a group of more heads takes several blocks, a smaller one leaves rows idle.
 constexpr unsigned kMmaHeads = 16;
 
-// Empty when the tensor-core kernel takes this shape and format, else why not, in words for the report:
-// it reads fp16, bf16 and fp8 (E4M3, E5M2) caches whose K and V heads are both 64 or 128 values wide.
+// MLA's latent as the probe attends over it (probe.cpp's attention_shape): one "KV head" whose K is the whole
+// latent, kv_lora_rank + qk_rope_head_dim values, and whose V is its first kv_lora_rank values, read from the
+// same row. DeepSeek-V2, V3, V3.2 and Kimi K2 all have 512 + 64 (their config.json files); the MLA tensor-core
+// kernel (gpu_probe/cuda/cuda_decode_mla.cu) takes that latent.
+constexpr unsigned kMlaLatent = 576, kMlaValue = 512;
+bool is_mla_latent(const AttentionShape& shape);
+
+// Empty when a tensor-core kernel takes this shape and format, else why not, in words for the report: they
+// read fp16, bf16 and fp8 (E4M3, E5M2) caches whose K and V heads are both 64 or 128 values wide, or MLA
+// latents of 512 + 64 values.
 std::string tensor_core_refusal(const AttentionShape& shape, KvDtype dtype);
 
 // Whether plan_decode runs the tensor-core kernel: only when asked for (auto keeps the measured kernels)

@@ -198,6 +198,13 @@ TEST(CudaBackend, TheTensorCoreKernelMatchesTheFloat64Reference) {
         cases.push_back({"llama-3-8b", fp8, 65, 2});
         cases.push_back({"gpt-oss-20b", fp8, 1000, 1});
     }
+    // MLA's latent (cuda_decode_mla.cu): 128 and 64 query heads (8 and 4 blocks per split), tile and stage edges.
+    for (std::uint64_t ctx : {1, 16, 17, 32, 33, 48, 49, 777, 3000})
+        cases.push_back({"deepseek-v3", KvDtype::bf16, ctx, 1});
+    cases.push_back({"deepseek-v3", KvDtype::fp16, 500, 2});
+    cases.push_back({"kimi-k2", KvDtype::bf16, 1000, 1});
+    for (const KvDtype fp8 : {KvDtype::fp8_e4m3, KvDtype::fp8_e5m2})
+        for (std::uint64_t ctx : {1, 17, 33, 777}) cases.push_back({"deepseek-v3", fp8, ctx, 1});
     const KernelWishFor tensor_cores("tensor-cores");
     for (const Case& c : cases) {
         SCOPED_TRACE(c.model + " " + std::string(to_string(c.dtype)) + " context " + std::to_string(c.context) +
@@ -206,6 +213,9 @@ TEST(CudaBackend, TheTensorCoreKernelMatchesTheFloat64Reference) {
         ASSERT_EQ(p.status, Status::ok) << p.message;
         EXPECT_LT(p.attention.max_rel_error, 1e-4) << p.attention.kernel;
         EXPECT_NE(p.attention.kernel.find("on tensor cores"), std::string::npos) << p.attention.kernel;
+        EXPECT_EQ(p.attention.kernel.find("latent read once") != std::string::npos,
+                  c.model.rfind("deepseek", 0) == 0 || c.model == "kimi-k2")
+            << p.attention.kernel;
     }
     ProbeRequest r = quick_request(catalog_arch("gemma-2-9b"), KvDtype::bf16, 500, 1);
     ProbeReport p = cuda->probe(r, {});

@@ -33,7 +33,7 @@ TEST(DecodeChoice, TheEnvironmentChoosesBetweenTensorCoresAndTheMeasuredKernels)
 // The shapes the issue names for tensor cores (8, 16, 7 and 8 query heads per KV head; heads of 128 and
 // 64) and the stream kernel's own (Llama 3 8B, 4 per KV head) are taken; what the kernel does not read is
 // refused in words.
-TEST(DecodeChoice, TheTensorCoreKernelTakesSixteenBitAndFp8CachesWithHeadsOf64Or128) {
+TEST(DecodeChoice, TheTensorCoreKernelsTakeSixteenBitAndFp8CachesWithHeadsOf64Or128AndMlaLatents) {
     for (const char* model : {"llama-3-70b", "llama-3.1-405b", "qwen2.5-7b", "gpt-oss-20b", "llama-3-8b", "falcon-7b",
                               "qwen3-235b-a22b", "kvscope-teaching-32l"})
         for (const KvDtype d : {KvDtype::bf16, KvDtype::fp16}) {
@@ -51,9 +51,25 @@ TEST(DecodeChoice, TheTensorCoreKernelTakesSixteenBitAndFp8CachesWithHeadsOf64Or
               "the tensor-core kernel reads fp16, bf16 and fp8 caches, not fp32");
     EXPECT_EQ(tensor_core_refusal(shape_of("llama-3-70b"), KvDtype::q8_0),
               "the tensor-core kernel reads fp16, bf16 and fp8 caches, not q8_0");
-    // MLA: one 576-wide latent read as K, its first 512 values as V.
-    EXPECT_EQ(tensor_core_refusal(shape_of("deepseek-v3"), KvDtype::bf16),
-              "the tensor-core kernel takes K and V heads of one width, not 576 and 512");
+    // MLA: one 576-wide latent read as K, its first 512 values as V (cuda_decode_mla.cu), in every format the
+    // grouped-query kernel reads.
+    for (const char* model : {"deepseek-v3", "kimi-k2", "deepseek-v3.2"}) {
+        ASSERT_TRUE(is_mla_latent(shape_of(model))) << model;
+        for (const KvDtype d : {KvDtype::bf16, KvDtype::fp16, KvDtype::fp8_e4m3, KvDtype::fp8_e5m2})
+            EXPECT_EQ(tensor_core_refusal(shape_of(model), d), "") << model << " " << to_string(d);
+    }
+    EXPECT_EQ(tensor_core_refusal(shape_of("deepseek-v3"), KvDtype::fp32),
+              "the tensor-core kernel reads fp16, bf16 and fp8 caches, not fp32");
+    // Another latent (MiniCPM3's: kv_lora_rank 256, qk_rope_head_dim 32) is refused in its own words, and K and
+    // V heads of two widths that are not a latent in theirs.
+    const AttentionShape minicpm3{40, 1, 288, 256, 288, 288};
+    EXPECT_FALSE(is_mla_latent(minicpm3));
+    EXPECT_EQ(tensor_core_refusal(minicpm3, KvDtype::bf16),
+              "the tensor-core kernel takes MLA latents of 512 + 64 values, not 256 + 32");
+    const AttentionShape two_widths{32, 8, 192, 128, 8 * 192, 8 * 128};
+    EXPECT_FALSE(is_mla_latent(two_widths));
+    EXPECT_EQ(tensor_core_refusal(two_widths, KvDtype::bf16),
+              "the tensor-core kernel takes K and V heads of one width, not 192 and 128");
     EXPECT_EQ(tensor_core_refusal(shape_of("gemma-2-9b"), KvDtype::bf16),
               "the tensor-core kernel takes heads of 64 or 128 values, not 256");
     EXPECT_EQ(tensor_core_refusal(shape_of("phi-3-mini"), KvDtype::fp16),
@@ -74,7 +90,7 @@ TEST(DecodeChoice, TheTensorCoreKernelTakesSixteenBitAndFp8CachesWithHeadsOf64Or
 // more query heads per KV head) or does not read the cache (fp8), and why they were not used where they
 // were asked for; nothing else.
 TEST(DecodeChoice, TheKernelLineSaysWhatTensorCoresWouldDoOrWhyTheyDidNot) {
-    for (const char* model : {"llama-3-70b", "llama-3.1-405b", "qwen2.5-7b", "gpt-oss-20b"})
+    for (const char* model : {"llama-3-70b", "llama-3.1-405b", "qwen2.5-7b", "gpt-oss-20b", "deepseek-v3"})
         EXPECT_NE(tensor_core_note(KernelWish::automatic, shape_of(model), KvDtype::bf16)
                       .find("KVSCOPE_ATTENTION_KERNEL=tensor-cores"),
                   std::string::npos)
