@@ -80,33 +80,109 @@ __device__ __forceinline__ void piece_floats(const uint4& raw, float* f) {
     }
 }
 
+// One block of kGroupThreads: count each expert's pairs, scan the counts (each thread a run of experts, then
+// across the threads), and place each pair after those of lower experts.
+constexpr unsigned kGroupThreads = 1024;
+__global__ void __launch_bounds__(kGroupThreads)
+    group_pairs_kernel(const std::uint32_t* ids, std::uint32_t pairs, std::uint32_t experts, ExpertGroups g) {
+    extern __shared__ std::uint32_t count[];  // per expert: its pairs, then where its next pair goes
+    __shared__ std::uint32_t sums[kGroupThreads], chosen[kGroupThreads];
+    const unsigned t = threadIdx.x;
+    for (std::uint32_t e = t; e < experts; e += kGroupThreads) count[e] = 0;
+    __syncthreads();
+    for (std::uint32_t p = t; p < pairs; p += kGroupThreads) atomicAdd(&count[ids[p]], 1u);
+    __syncthreads();
+    const std::uint32_t run = (experts + kGroupThreads - 1) / kGroupThreads, lo = min(experts, t * run),
+                        hi = min(experts, lo + run);
+    std::uint32_t mine = 0, mine_chosen = 0;
+    for (std::uint32_t e = lo; e < hi; ++e) {
+        mine += count[e];
+        mine_chosen += count[e] > 0 ? 1 : 0;
+    }
+    sums[t] = mine;
+    chosen[t] = mine_chosen;
+    __syncthreads();
+    for (unsigned off = 1; off < kGroupThreads; off *= 2) {  // inclusive scan across the threads
+        const std::uint32_t a = t >= off ? sums[t - off] : 0, b = t >= off ? chosen[t - off] : 0;
+        __syncthreads();
+        sums[t] += a;
+        chosen[t] += b;
+        __syncthreads();
+    }
+    std::uint32_t at = sums[t] - mine, group = chosen[t] - mine_chosen;
+    for (std::uint32_t e = lo; e < hi; ++e) {
+        const std::uint32_t n = count[e];
+        if (n > 0) {
+            g.expert[group] = e;
+            g.start[group] = at;
+            ++group;
+        }
+        count[e] = at;
+        at += n;
+    }
+    if (t == kGroupThreads - 1) {
+        g.groups[0] = chosen[t];
+        g.start[chosen[t]] = sums[t];
+    }
+    __syncthreads();
+    for (std::uint32_t p = t; p < pairs; p += kGroupThreads) g.order[atomicAdd(&count[ids[p]], 1u)] = p;
+}
+
 constexpr unsigned kRowsPerBlock = 8;  // one warp per row
+constexpr unsigned kPairsAtOnce = 8;   // pairs of a group summed over one read of an expert's row
 
 template <class T>
 __global__ void __launch_bounds__(kRowsPerBlock * 32)
-    expert_gemv_kernel(const void* experts, std::uint64_t rows, std::uint64_t cols, const std::uint32_t* ids,
-                       const void* x, std::uint32_t x_div, float alpha, float* y) {
-    const std::uint64_t p = blockIdx.x;
+    expert_gemv_kernel(const void* experts, std::uint64_t rows, std::uint64_t cols, ExpertGroups g, const void* x,
+                       std::uint32_t x_div, float alpha, float* y) {
+    const unsigned group = blockIdx.x;
+    if (group >= g.groups[0]) return;  // fewer experts were chosen than there are pairs
+    const std::uint32_t e = g.expert[group], first = g.start[group], last = g.start[group + 1];
     const unsigned lane = threadIdx.x % 32;
-    const T* in = static_cast<const T*>(x) + (p / x_div) * cols;
     constexpr unsigned V = 16 / sizeof(T);  // values in a 16-byte load
     for (std::uint64_t r = static_cast<std::uint64_t>(blockIdx.y) * kRowsPerBlock + threadIdx.x / 32; r < rows;
          r += static_cast<std::uint64_t>(gridDim.y) * kRowsPerBlock) {
-        const T* w = static_cast<const T*>(experts) + (static_cast<std::uint64_t>(ids[p]) * rows + r) * cols;
-        float acc = 0;
-        if (cols % V == 0) {  // every row starts on 16 bytes
-            for (std::uint64_t c = lane * V; c < cols; c += 32 * V) {
-                float wf[V], xf[V];
-                piece_floats<T>(__ldg(reinterpret_cast<const uint4*>(w + c)), wf);
-                piece_floats<T>(*reinterpret_cast<const uint4*>(in + c), xf);
+        const T* w = static_cast<const T*>(experts) + (static_cast<std::uint64_t>(e) * rows + r) * cols;
+        for (std::uint32_t p0 = first; p0 < last; p0 += kPairsAtOnce) {
+            const unsigned n = min(kPairsAtOnce, last - p0);
+            std::uint32_t pair[kPairsAtOnce];
+            const T* in[kPairsAtOnce];
+            float acc[kPairsAtOnce];
 #pragma unroll
-                for (unsigned e = 0; e < V; ++e) acc += wf[e] * xf[e];
+            for (unsigned i = 0; i < kPairsAtOnce; ++i) {
+                pair[i] = i < n ? g.order[p0 + i] : g.order[p0];
+                in[i] = static_cast<const T*>(x) + static_cast<std::uint64_t>(pair[i] / x_div) * cols;
+                acc[i] = 0;
             }
-        } else {
-            for (std::uint64_t c = lane; c < cols; c += 32) acc += one_float(w[c]) * one_float(in[c]);
+            if (cols % V == 0) {  // every row starts on 16 bytes
+                for (std::uint64_t c = lane * V; c < cols; c += 32 * V) {
+                    float wf[V];
+                    piece_floats<T>(__ldg(reinterpret_cast<const uint4*>(w + c)), wf);
+#pragma unroll
+                    for (unsigned i = 0; i < kPairsAtOnce; ++i) {
+                        if (i >= n) break;
+                        float xf[V];
+                        piece_floats<T>(*reinterpret_cast<const uint4*>(in[i] + c), xf);
+#pragma unroll
+                        for (unsigned v = 0; v < V; ++v) acc[i] += wf[v] * xf[v];
+                    }
+                }
+            } else {
+                for (std::uint64_t c = lane; c < cols; c += 32) {
+                    const float wv = one_float(w[c]);
+#pragma unroll
+                    for (unsigned i = 0; i < kPairsAtOnce; ++i)
+                        if (i < n) acc[i] += wv * one_float(in[i][c]);
+                }
+            }
+#pragma unroll
+            for (unsigned i = 0; i < kPairsAtOnce; ++i) {
+                if (i >= n) break;
+                float a = acc[i];
+                for (int off = 16; off > 0; off /= 2) a += __shfl_xor_sync(0xffffffffu, a, off);
+                if (lane == 0) y[pair[i] * rows + r] = alpha * a;
+            }
         }
-        for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-        if (lane == 0) y[p * rows + r] = alpha * acc;
     }
 }
 
@@ -128,17 +204,24 @@ void launch_route(const float* logits, std::uint64_t batch, std::uint32_t expert
     KVSCOPE_CUDA(cudaGetLastError());
 }
 
-void launch_expert_gemv(const void* experts, std::uint64_t rows, std::uint64_t cols, const std::uint32_t* ids,
+void launch_group_pairs(const std::uint32_t* ids, std::uint64_t pairs, std::uint32_t experts, const ExpertGroups& g) {
+    group_pairs_kernel<<<1, kGroupThreads, experts * sizeof(std::uint32_t)>>>(ids, static_cast<std::uint32_t>(pairs),
+                                                                              experts, g);
+    KVSCOPE_CUDA(cudaGetLastError());
+}
+
+void launch_expert_gemv(const void* experts, std::uint64_t rows, std::uint64_t cols, const ExpertGroups& g,
                         std::uint64_t pairs, const void* x, std::uint32_t x_div, float alpha, float* y, int dtype) {
-    // Rows past 65,535 blocks of them are taken by the same blocks again (grid y's limit).
+    // A block per possible group (as many as pairs; those past the chosen experts return at once); rows past
+    // 65,535 blocks of them are taken by the same blocks again (grid y's limit).
     const dim3 grid(static_cast<unsigned>(pairs),
                     static_cast<unsigned>(std::min<std::uint64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, 65535)));
     if (dtype == kFp32)
-        expert_gemv_kernel<float><<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, ids, x, x_div, alpha, y);
+        expert_gemv_kernel<float><<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, g, x, x_div, alpha, y);
     else if (dtype == kFp16)
-        expert_gemv_kernel<__half><<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, ids, x, x_div, alpha, y);
+        expert_gemv_kernel<__half><<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, g, x, x_div, alpha, y);
     else
-        expert_gemv_kernel<__nv_bfloat16><<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, ids, x, x_div, alpha, y);
+        expert_gemv_kernel<__nv_bfloat16><<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, g, x, x_div, alpha, y);
     KVSCOPE_CUDA(cudaGetLastError());
 }
 

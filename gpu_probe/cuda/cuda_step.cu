@@ -232,6 +232,10 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         return fail(r, Status::invalid_input,
                     "experts_per_token: the CUDA step routes each token to at most " + std::to_string(kMaxTopK) +
                         " experts (not " + std::to_string(d.top_k) + "); the CPU backend runs it (--backend cpu)");
+    if (d.experts > kMaxExperts)
+        return fail(r, Status::invalid_input,
+                    "num_experts: the CUDA step groups a layer's tokens among at most " + std::to_string(kMaxExperts) +
+                        " experts (not " + std::to_string(d.experts) + "); the CPU backend runs it (--backend cpu)");
     auto tensors = step::cache_tensors(req);
     if (!tensors) return fail(r, Status::invalid_input, tensors.error_text());
     const KernelWishRead wish = attention_kernel_wish_from_environment();
@@ -392,6 +396,8 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         expert_down(a.moe ? B * K * H : 1), expert_out(a.moe ? B * H : 1),
         route_weights(std::max<std::uint64_t>(1, layers_run * B * K));
     DeviceArray<std::uint32_t> route_ids(std::max<std::uint64_t>(1, layers_run * B * K));
+    DeviceArray<std::uint32_t> group_count(1), group_expert(B * K + 1), group_start(B * K + 1), group_order(B * K + 1);
+    const ExpertGroups groups{group_count.get(), group_expert.get(), group_start.get(), group_order.get()};
     DeviceBuffer expert_act(std::max<std::uint64_t>(1, B * K * inter_e * eb));
     KVSCOPE_CUDA(cudaDeviceSynchronize());
 
@@ -447,9 +453,10 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
             rms_norm_kernel<<<static_cast<unsigned>(B), norm_threads>>>(x.get(), H, xn.get(), wcode);
             check_launch();
             if (w.moe) {
-                // The router (raw products, as the CPU step's), each token's top-k, each chosen expert's MLP
-                // for the token that chose it, summed with the routing weights. The shared experts' MLP
-                // below still reads xn, which the experts leave as it is.
+                // The router (raw products, as the CPU step's), each token's top-k, the choices grouped by
+                // expert, each chosen expert's MLP for the tokens that chose it (its rows read once), summed
+                // with the routing weights. The shared experts' MLP below still reads xn, which the experts
+                // leave as it is.
                 std::uint32_t* ids = route_ids.get() + l * B * K;
                 float* chosen = route_weights.get() + l * B * K;
                 fine.mark(Phase::weights);
@@ -457,16 +464,17 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
                 fine.mark(Phase::other);
                 launch_route(router_logits.get(), B, static_cast<std::uint32_t>(d.experts),
                              static_cast<std::uint32_t>(K), ids, chosen);
+                launch_group_pairs(ids, B * K, static_cast<std::uint32_t>(d.experts), groups);
                 fine.mark(Phase::weights);
-                launch_expert_gemv(w.experts_up.get(), up_rows_e, H, ids, B * K, xn.get(),
+                launch_expert_gemv(w.experts_up.get(), up_rows_e, H, groups, B * K, xn.get(),
                                    static_cast<std::uint32_t>(K), in_scale(H), expert_up.get(), wcode);
                 fine.mark(Phase::other);
                 silu_kernel<<<grid_for(B * K * inter_e), 256>>>(expert_up.get(), B * K, inter_e, d.gated,
                                                                 expert_act.get(), wcode);
                 check_launch();
                 fine.mark(Phase::weights);
-                launch_expert_gemv(w.experts_down.get(), H, inter_e, ids, B * K, expert_act.get(), 1, in_scale(inter_e),
-                                   expert_down.get(), wcode);
+                launch_expert_gemv(w.experts_down.get(), H, inter_e, groups, B * K, expert_act.get(), 1,
+                                   in_scale(inter_e), expert_down.get(), wcode);
                 fine.mark(Phase::other);
                 launch_expert_sum(expert_down.get(), chosen, B, static_cast<std::uint32_t>(K), H, expert_out.get());
                 add_kernel<<<grid_for(B * H), 256>>>(x.get(), expert_out.get(), B * H);

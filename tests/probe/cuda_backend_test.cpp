@@ -368,6 +368,15 @@ TEST(CudaBackend, ASmallModelsStepMatchesFloat64) {
     ASSERT_EQ(plain.status, Status::ok) << plain.message;
     EXPECT_GE(plain.max_rel_error, 0.0);
     EXPECT_LT(plain.max_rel_error, 5e-2);
+    // 24 tokens, two each of 4 experts: 48 choices grouped by expert, so some expert has 12 or more tokens, read
+    // in passes of 8 (cuda_moe.cu); each chosen expert counts once a layer.
+    Architecture crowded = moe;
+    crowded.moe->experts = 4;
+    const StepReport many = cuda->step(step_request(crowded, KvDtype::fp16, KvDtype::fp32, 100, 24, 1), {});
+    ASSERT_EQ(many.status, Status::ok) << many.message;
+    EXPECT_LT(many.max_rel_error, 1e-4);
+    EXPECT_GE(many.experts_read, 2u * 2);
+    EXPECT_LE(many.experts_read, 2u * 4);
     const KernelWishFor tensor_cores("tensor-cores");
     const StepReport p = cuda->step(step_request(a, KvDtype::bf16, KvDtype::fp32, 300, 3, 1), {});
     ASSERT_EQ(p.status, Status::ok) << p.message;
