@@ -20,8 +20,9 @@ namespace kvscope::probe::cuda {
 
 // The cache formats, as the kernels take them. fp8 is OCP E4M3 (vLLM's "fp8"/"fp8_e4m3") or E5M2, read with
 // a per-tensor scale of 1: vLLM keeps the scale beside the layer, not in the cache, so the bytes read are
-// the same.
-enum : int { kFp32 = 0, kFp16 = 1, kBf16 = 2, kFp8E4m3 = 3, kFp8E5m2 = 4 };
+// the same. q8_0 and q4_0 are llama.cpp's blocks of 32 values behind one fp16 scale (ggml-common.h block_q8_0,
+// block_q4_0: 34 and 18 bytes), which a head never straddles (probe.cpp's kv_tensors checks).
+enum : int { kFp32 = 0, kFp16 = 1, kBf16 = 2, kFp8E4m3 = 3, kFp8E5m2 = 4, kQ8_0 = 5, kQ4_0 = 6 };
 inline int code_of(KvDtype d) {
     switch (d) {
         case KvDtype::fp32:
@@ -32,11 +33,16 @@ inline int code_of(KvDtype d) {
             return kFp8E4m3;
         case KvDtype::fp8_e5m2:
             return kFp8E5m2;
+        case KvDtype::q8_0:
+            return kQ8_0;
+        case KvDtype::q4_0:
+            return kQ4_0;
         default:
             return kBf16;
     }
 }
-// The formats the CUDA backend stores, and the bytes of one value.
+// The formats the decode step stores (it writes each new token's K and V on the device), and the bytes of one
+// value in them.
 inline bool stores(KvDtype d) {
     return d == KvDtype::fp32 || d == KvDtype::fp16 || d == KvDtype::bf16 || d == KvDtype::fp8_e4m3 ||
            d == KvDtype::fp8_e5m2;
@@ -44,6 +50,9 @@ inline bool stores(KvDtype d) {
 inline std::size_t value_bytes(KvDtype d) {
     return d == KvDtype::fp32 ? 4 : d == KvDtype::fp8_e4m3 || d == KvDtype::fp8_e5m2 ? 1 : 2;
 }
+// The formats the probe allocates, fills and attends over: those and llama.cpp's blocks.
+inline bool reads(KvDtype d) { return stores(d) || d == KvDtype::q8_0 || d == KvDtype::q4_0; }
+constexpr bool is_block(int code) { return code == kQ8_0 || code == kQ4_0; }
 
 // One layer of one sequence: its K and V rows (token-major; MLA: v == k) and how many are read.
 struct SlotDev {

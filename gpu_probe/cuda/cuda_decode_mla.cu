@@ -8,7 +8,7 @@
 // block share each tile instead of taking every fourth one:
 //   - a block takes 16 query heads and one split of the tokens; its threads copy each 16-token tile of latents
 //     into shared memory with cp.async, kStages − 1 tiles ahead of the one multiplied (fp8: one tile ahead,
-//     through registers, widened exactly to fp16 on the way in);
+//     through registers, widened exactly to fp16 on the way in), the copies issued as soon as a tile is in;
 //   - S = Q·Kᵀ over 576 values is 36 steps of 16: each warp takes 9 of them and writes its partial S; after a
 //     barrier each warp sums the four partials in the same order, so all four keep the same running softmax;
 //   - each warp multiplies the tile's weights by its own quarter of V (128 of the 512 values) and keeps that
@@ -150,6 +150,17 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
         __syncthreads();
         const T* const kt = tile_at(stage);
 
+        // The stages of tiles j − 1 and j − 2 are free: the next tile goes into one while this one is multiplied
+        // (16-bit: tile j + kStages − 1 into tile j − 1's, one group of copies, empty past the end; fp8: tile
+        // j + 1, already in registers, widened into tile j − 2's, and the one after it into registers).
+        if constexpr (kFp8) {
+            if (j + 1 < tiles) land_tile(static_cast<int>((j + 1) % kStages));
+            if (j + 2 < tiles) fetch_tile(0, j + 2);
+        } else {
+            if (j + kStages - 1 < tiles) fetch_tile(static_cast<int>((j + kStages - 1) % kStages), j + kStages - 1);
+            mma::copies_commit();
+        }
+
         // This warp's share of S = Q·Kᵀ: 9 of the 36 steps of 16 values.
         Acc st;
         wmma::fill_fragment(st, 0.0f);
@@ -159,17 +170,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
             mma::add_scores(st, q_hi + kc * 16, q_lo + kc * 16, kt + kc * 16, kRow);
         }
         wmma::store_matrix_sync(scores_of(warp), st, mma::kScoreLd, wmma::mem_row_major);
-        __syncthreads();  // every warp's partial scores are in, and tile j − 1's stage is free
-
-        // The next tile into the stage tile j − 1 had (fp8: tile j + 1, already in registers, and the one after
-        // it into registers; 16-bit: tile j + kStages − 1, one group of copies, empty past the end).
-        if constexpr (kFp8) {
-            if (j + 1 < tiles) land_tile(static_cast<int>((j + 1) % kStages));
-            if (j + 2 < tiles) fetch_tile(0, j + 2);
-        } else {
-            if (j + kStages - 1 < tiles) fetch_tile(static_cast<int>((j + kStages - 1) % kStages), j + kStages - 1);
-            mma::copies_commit();
-        }
+        __syncthreads();  // every warp's partial scores are in
 
         // The running softmax of head r over this tile, from the four partials summed in the same order in
         // every warp: tokens past the end weigh 0.

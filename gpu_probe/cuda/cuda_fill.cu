@@ -43,6 +43,33 @@ __global__ void fill_kernel(void* data, std::size_t n, int dtype, std::uint64_t 
     }
 }
 
+// llama.cpp's blocks of 32 values, n / 32 of them, as the CPU probe fills them (cpu_kernels.cpp): the scale puts
+// the values within ±1 (1/127 for q8_0, 1/8 for q4_0), and no quantised value is 0 (q8_0: ±1…127; q4_0: nibbles
+// 0…15 but 8).
+__global__ void fill_blocks_kernel(unsigned char* data, std::size_t n, int dtype, std::uint64_t seed) {
+    const bool q8 = dtype == kQ8_0;
+    const std::size_t block_bytes = q8 ? 34 : 18;
+    const unsigned short d = __half_as_ushort(__float2half(q8 ? 1.0f / 127.0f : 1.0f / 8.0f));
+    for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n / 32;
+         i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+        unsigned char* b = data + i * block_bytes;
+        b[0] = static_cast<unsigned char>(d & 0xff);
+        b[1] = static_cast<unsigned char>(d >> 8);
+        for (unsigned j = 0; j < (q8 ? 32u : 16u); ++j) {
+            const std::uint64_t h = mix((i * 32 + j) * 0x9E3779B97F4A7C15ull + seed);
+            if (q8) {
+                const auto q = static_cast<int>(1 + h % 127);
+                b[2 + j] = static_cast<unsigned char>(static_cast<signed char>((h >> 40) & 1 ? -q : q));
+            } else {
+                const auto nibble = [](std::uint64_t x) {
+                    return static_cast<unsigned>(x % 15 >= 8 ? x % 15 + 1 : x % 15);
+                };
+                b[2 + j] = static_cast<unsigned char>(nibble(h) | (nibble(h >> 20) << 4));
+            }
+        }
+    }
+}
+
 // A read-only pass, four independent 16-byte loads in flight per thread; the sum is written only
 // when it equals an unlikely value, so the reads stay.
 __global__ void read_kernel(const uint4* data, std::size_t n, unsigned int* sink) {
@@ -64,7 +91,10 @@ __global__ void read_kernel(const uint4* data, std::size_t n, unsigned int* sink
 }  // namespace
 
 void fill_random(void* data, std::size_t n, int dtype, std::uint64_t seed) {
-    fill_kernel<<<1024, 256>>>(data, n, dtype, seed);
+    if (is_block(dtype))
+        fill_blocks_kernel<<<1024, 256>>>(static_cast<unsigned char*>(data), n, dtype, seed);
+    else
+        fill_kernel<<<1024, 256>>>(data, n, dtype, seed);
     KVSCOPE_CUDA(cudaGetLastError());
 }
 

@@ -34,7 +34,9 @@ constexpr unsigned kMmaHeads = 16;
 // MLA's latent as the probe attends over it (probe.cpp's attention_shape): one "KV head" whose K is the whole
 // latent, kv_lora_rank + qk_rope_head_dim values, and whose V is its first kv_lora_rank values, read from the
 // same row. DeepSeek-V2, V3, V3.2 and Kimi K2 all have 512 + 64 (their config.json files); the MLA tensor-core
-// kernel (gpu_probe/cuda/cuda_decode_mla.cu) takes that latent.
+// kernel (gpu_probe/cuda/cuda_decode_mla.cu) takes that latent, and reads V from the K row it has in shared
+// memory: a caller whose V is not the K row's first kMlaValue values (the decode step, were it to run MLA with
+// buffers of its own) must not plan it.
 constexpr unsigned kMlaLatent = 576, kMlaValue = 512;
 bool is_mla_latent(const AttentionShape& shape);
 
