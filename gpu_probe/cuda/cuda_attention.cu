@@ -19,8 +19,9 @@ namespace {
 
 // ---- Three kernels: scores to device memory, softmax, weighted values ------------------------
 
-// Value i of a cache: for llama.cpp's blocks, value i % 32 of block i / 32 (cpu_kernels.cpp's
-// to_float_converted: q8_0 d·q, q4_0 d·(q − 8), values 0…15 in the low nibbles and 16…31 in the high ones).
+// Value i of a cache, as cpu_kernels.cpp's to_float_converted reads it: int8 kInt8Scale·q; for llama.cpp's blocks,
+// value i % 32 of block i / 32 (q8_0 d·q, q4_0 d·(q − 8), values 0…15 in the low nibbles and 16…31 in the high
+// ones).
 __device__ __forceinline__ float load_value(const void* base, std::size_t i, int dtype) {
     if (is_block(dtype)) {
         const auto* b = static_cast<const unsigned char*>(base) + i / 32 * (dtype == kQ8_0 ? 34 : 18);
@@ -29,6 +30,7 @@ __device__ __forceinline__ float load_value(const void* base, std::size_t i, int
         if (dtype == kQ8_0) return d * static_cast<float>(static_cast<signed char>(b[2 + j]));
         return d * static_cast<float>((j < 16 ? b[2 + j] & 0x0f : b[2 + j - 16] >> 4) - 8);
     }
+    if (dtype == kInt8) return cpu::kInt8Scale * static_cast<float>(static_cast<const signed char*>(base)[i]);
     if (dtype == kFp32) return static_cast<const float*>(base)[i];
     if (dtype == kFp16) return __half2float(static_cast<const __half*>(base)[i]);
     if (dtype == kFp8E4m3) return static_cast<float>(static_cast<const __nv_fp8_e4m3*>(base)[i]);
@@ -161,7 +163,8 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     plan.slots = slots;
     plan.max_tokens = max_tokens;
     plan.out_bytes = slots * sh.q_heads * sh.dv * sizeof(float);
-    const bool fp8 = plan.dtype == kFp8E4m3 || plan.dtype == kFp8E5m2, blocks = is_block(plan.dtype);
+    const bool fp8 = plan.dtype == kFp8E4m3 || plan.dtype == kFp8E5m2, blocks = is_block(plan.dtype),
+               int8 = plan.dtype == kInt8;
     const std::uint64_t per16 = blocks ? 1 : 16 / value_bytes(dtype), group = sh.q_heads / sh.kv_heads;
     const std::uint64_t v_stride = sh.v_stride();
     const unsigned g = std::min(kMaxHeadsPerBlock, group % 8 == 0   ? 8u
@@ -205,7 +208,7 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     const std::size_t tile_shared = tile_shared_bytes(g, sh.dk, sh.dv);
     // The CUDA-core fused kernels read 16-bit and fp32 caches; an fp8 cache takes the tensor-core kernel where
     // asked for, else the three kernels, a value at a time.
-    if ((fp8 && !mma) || blocks || per_split >= (1ull << 31) ||
+    if ((fp8 && !mma) || blocks || int8 || per_split >= (1ull << 31) ||
         (!mma && !stream && (!aligned || sh.dv / per16 > kThreads || tile_shared > 48 * 1024))) {
         const std::uint64_t pairs = slots * sh.kv_heads;
         // Enough token blocks that every SM has several blocks in flight.
@@ -217,6 +220,7 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
         const std::string why = per_split >= (1ull << 31) ? "more blocks than one launch takes"
                                 : blocks ? "the fused kernels do not read llama.cpp's blocks (value by value, each "
                                            "block's scale read with it)"
+                                : int8   ? "the fused kernels do not read int8 caches"
                                 : fp8 && !mma ? "the CUDA-core fused kernels do not read fp8 caches"
                                 : aligned     ? "the fused kernels do not take K or V heads this wide"
                                               : "this head shape is not 16-byte aligned";

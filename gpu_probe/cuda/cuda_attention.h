@@ -21,8 +21,9 @@ namespace kvscope::probe::cuda {
 // The cache formats, as the kernels take them. fp8 is OCP E4M3 (vLLM's "fp8"/"fp8_e4m3") or E5M2, read with
 // a per-tensor scale of 1: vLLM keeps the scale beside the layer, not in the cache, so the bytes read are
 // the same. q8_0 and q4_0 are llama.cpp's blocks of 32 values behind one fp16 scale (ggml-common.h block_q8_0,
-// block_q4_0: 34 and 18 bytes), which a head never straddles (probe.cpp's kv_tensors checks).
-enum : int { kFp32 = 0, kFp16 = 1, kBf16 = 2, kFp8E4m3 = 3, kFp8E5m2 = 4, kQ8_0 = 5, kQ4_0 = 6 };
+// block_q4_0: 34 and 18 bytes), which a head never straddles (probe.cpp's kv_tensors checks). int8 is
+// TensorRT-LLM's INT8 KV cache: one byte a value, its per-tensor scale (cpu::kInt8Scale) beside the layer.
+enum : int { kFp32 = 0, kFp16 = 1, kBf16 = 2, kFp8E4m3 = 3, kFp8E5m2 = 4, kQ8_0 = 5, kQ4_0 = 6, kInt8 = 7 };
 inline int code_of(KvDtype d) {
     switch (d) {
         case KvDtype::fp32:
@@ -37,6 +38,8 @@ inline int code_of(KvDtype d) {
             return kQ8_0;
         case KvDtype::q4_0:
             return kQ4_0;
+        case KvDtype::int8:
+            return kInt8;
         default:
             return kBf16;
     }
@@ -50,8 +53,8 @@ inline bool stores(KvDtype d) {
 inline std::size_t value_bytes(KvDtype d) {
     return d == KvDtype::fp32 ? 4 : d == KvDtype::fp8_e4m3 || d == KvDtype::fp8_e5m2 ? 1 : 2;
 }
-// The formats the probe allocates, fills and attends over: those and llama.cpp's blocks.
-inline bool reads(KvDtype d) { return stores(d) || d == KvDtype::q8_0 || d == KvDtype::q4_0; }
+// The formats the probe allocates, fills and attends over: those, int8 and llama.cpp's blocks.
+inline bool reads(KvDtype d) { return stores(d) || d == KvDtype::int8 || d == KvDtype::q8_0 || d == KvDtype::q4_0; }
 constexpr bool is_block(int code) { return code == kQ8_0 || code == kQ4_0; }
 
 // One layer of one sequence: its K and V rows (token-major; MLA: v == k) and how many are read.

@@ -140,7 +140,7 @@ private:
 void CudaBackend::run(const ProbeRequest& request, const Control& control, ProbeReport& r) {
     if (!cuda::reads(request.dtype)) {
         r.status = Status::invalid_input;
-        r.message = "kv_dtype: the CUDA backend stores fp32, fp16, bf16, fp8, q8_0 and q4_0 caches (not " +
+        r.message = "kv_dtype: the CUDA backend stores fp32, fp16, bf16, fp8, int8, q8_0 and q4_0 caches (not " +
                     std::string(to_string(request.dtype)) + "); the CPU backend stores it (--backend cpu)";
         return;
     }
@@ -190,11 +190,8 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
         std::count_if(tensors->begin(), tensors->end(), [](const KvTensor& t) { return t.is_key(); }));
     const unsigned sms = std::max(1u, r.device.compute_units);
     const int dtype = cuda::code_of(request.dtype);
-    // Bytes of a run of values in the cache's format (whole blocks of 32 for q8_0 and q4_0), and values in bytes.
+    // Bytes of a run of values in the cache's format (whole blocks of 32 for q8_0 and q4_0).
     const auto bytes_of = [&](std::uint64_t values) { return cpu::row_size(request.dtype, values); };
-    const auto values_in = [&](std::uint64_t bytes) {
-        return cuda::is_block(dtype) ? bytes / bytes_of(32) * 32 : bytes / cuda::value_bytes(request.dtype);
-    };
     // No slot (nothing attends): no plan, whose shape would divide by 0 KV heads; its buffers stay 1 byte.
     const cuda::DecodePlan plan = slot_count > 0
                                       ? cuda::plan_decode(sh, request.dtype, slot_count, max_tokens, sms, wish.wish)
@@ -239,7 +236,7 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     a.measured_bytes = free1 > free2 ? free1 - free2 : 0;
 
     for (std::size_t i = 0; i < buffers.size(); ++i)
-        cuda::fill_random(buffers[i].get(), values_in((*tensors)[i].bytes), dtype, i + 1);
+        cuda::fill_random(buffers[i].get(), cpu::values_in(request.dtype, (*tensors)[i].bytes), dtype, i + 1);
     if (slot_count == 0) {  // a model none of whose layers keeps a KV cache: the state is allocated, nothing attends
         KVSCOPE_CUDA(cudaDeviceSynchronize());
         control.report(1.0, "done");

@@ -38,6 +38,9 @@ __global__ void fill_kernel(void* data, std::size_t n, int dtype, std::uint64_t 
             static_cast<__nv_fp8_e4m3*>(data)[i] = __nv_fp8_e4m3(v);
         else if (dtype == kFp8E5m2)
             static_cast<__nv_fp8_e5m2*>(data)[i] = __nv_fp8_e5m2(v);
+        else if (dtype == kInt8)  // ±1 … 127 steps of cpu::kInt8Scale: within ±1, never 0
+            static_cast<signed char*>(data)[i] =
+                static_cast<signed char>((h & 1 ? -1 : 1) * static_cast<int>(1 + (h >> 40) % 127));
         else
             static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16(v);
     }

@@ -8,7 +8,7 @@
 namespace kvscope::probe::cuda {
 
 // `n` values of `dtype` (kFp32, kFp16, kBf16, kFp8E4m3, kFp8E5m2) of magnitude 1/8 … 1 with random signs: never zeros.
-// For llama.cpp's blocks (kQ8_0, kQ4_0; n a multiple of 32), values within ±1, none of them 0.
+// For int8 and llama.cpp's blocks (kQ8_0, kQ4_0; n a multiple of 32), values within ±1, none of them 0.
 void fill_random(void* data, std::size_t n, int dtype, std::uint64_t seed);
 // One read-only pass over `bytes` (a multiple of 16) with `sms` × 8 blocks of 256 threads.
 void read_pass(const void* data, std::size_t bytes, unsigned sms, unsigned* sink);

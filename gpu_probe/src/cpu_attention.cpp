@@ -18,7 +18,7 @@ void attend(const Slot& s, const Shape& sh, KvDtype dtype, const float* q, const
     const std::uint64_t dv_stride = sh.v_stride();
     const auto* k = static_cast<const std::byte*>(s.k);
     const auto* v = static_cast<const std::byte*>(s.v);
-    // fp8 and the block formats are converted a tile at a time into the scratch's rows (each stored byte read
+    // fp8, int8 and the block formats are converted a tile at a time into the scratch's rows (each stored byte read
     // once), and the tile is then read as fp32; the others are read in place.
     const bool converts = !direct(dtype);
     const KvDtype td = converts ? KvDtype::fp32 : dtype;  // the format the tile is read in

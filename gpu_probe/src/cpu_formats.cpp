@@ -79,6 +79,11 @@ void from_float(KvDtype dtype, const float* src, void* dst, std::size_t n) {
         case KvDtype::fp8_e5m2:
             for (std::size_t i = 0; i < n; ++i) b[i] = float_to_fp8_e5m2(src[i]);
             return;
+        case KvDtype::int8:  // the nearest step of kInt8Scale, saturating at ±127 (TensorRT-LLM's symmetric int8)
+            for (std::size_t i = 0; i < n; ++i)
+                b[i] = static_cast<std::uint8_t>(
+                    static_cast<std::int8_t>(std::clamp(std::lround(src[i] / kInt8Scale), -127L, 127L)));
+            return;
         case KvDtype::q8_0:  // ggml-quants.c quantize_row_q8_0_ref
             for (std::size_t i = 0; i < n; i += 32, b += 34) {
                 float amax = 0;

@@ -65,11 +65,15 @@ const float* fp8_table(KvDtype dtype) {
     return table[dtype == KvDtype::fp8_e4m3 ? 0 : 1].data();
 }
 
-// llama.cpp's blocks (ggml-common.h block_q8_0, block_q4_0): 32 values behind one fp16 scale d; q8_0 holds
-// 32 int8 (value d·q), q4_0 16 bytes whose low nibbles are values 0…15 and high nibbles values 16…31
-// (value d·(q − 8)). `n` is a multiple of 32.
+// int8: kInt8Scale·q. llama.cpp's blocks (ggml-common.h block_q8_0, block_q4_0): 32 values behind one fp16
+// scale d; q8_0 holds 32 int8 (value d·q), q4_0 16 bytes whose low nibbles are values 0…15 and high nibbles
+// values 16…31 (value d·(q − 8)). `n` is a multiple of 32 for the blocks.
 void to_float_converted(KvDtype dtype, const void* src, float* dst, std::size_t n) {
     const auto* b = static_cast<const std::uint8_t*>(src);
+    if (dtype == KvDtype::int8) {
+        for (std::size_t i = 0; i < n; ++i) dst[i] = kInt8Scale * static_cast<float>(static_cast<std::int8_t>(b[i]));
+        return;
+    }
     if (dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2) {
         const float* t = fp8_table(dtype);
         for (std::size_t i = 0; i < n; ++i) dst[i] = t[b[i]];
@@ -390,11 +394,21 @@ __attribute__((target("avx2,f16c"))) void to_float_avx2(KvDtype dtype, const voi
     }
 }
 
-// to_float_converted, eight values at a time: fp8 e5m2 widened to fp16, e4m3 gathered from its table, the
-// blocks' integers widened and scaled.
+// to_float_converted, eight values at a time: fp8 e5m2 widened to fp16, e4m3 gathered from its table, int8
+// and the blocks' integers widened and scaled.
 __attribute__((target("avx2,f16c"))) void to_float_converted_avx2(KvDtype dtype, const void* src, float* dst,
                                                                   std::size_t n) {
     const auto* b = static_cast<const std::uint8_t*>(src);
+    if (dtype == KvDtype::int8) {
+        const __m256 scale = _mm256_set1_ps(kInt8Scale);
+        std::size_t i = 0;
+        for (; i + 8 <= n; i += 8) {
+            const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + i));
+            _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), scale));
+        }
+        for (; i < n; ++i) dst[i] = kInt8Scale * static_cast<float>(static_cast<std::int8_t>(b[i]));
+        return;
+    }
     if (dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2) {
         const float* table = fp8_table(dtype);
         std::size_t i = 0;
@@ -506,8 +520,8 @@ std::size_t element_bytes(KvDtype dtype) { return dtype == KvDtype::fp32 ? 4 : 2
 
 bool direct(KvDtype dtype) { return dtype == KvDtype::fp32 || dtype == KvDtype::fp16 || dtype == KvDtype::bf16; }
 bool stores(KvDtype dtype) {
-    return direct(dtype) || dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2 || dtype == KvDtype::q8_0 ||
-           dtype == KvDtype::q4_0;
+    return direct(dtype) || dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2 || dtype == KvDtype::int8 ||
+           dtype == KvDtype::q8_0 || dtype == KvDtype::q4_0;
 }
 std::uint64_t row_size(KvDtype dtype, std::uint64_t values) { return row_bytes(dtype, values).value(); }
 std::uint64_t values_in(KvDtype dtype, std::uint64_t bytes) {
@@ -624,6 +638,14 @@ void fill_random(KvDtype dtype, void* data, std::size_t elements, std::uint64_t 
             bytes[i] = dtype == KvDtype::fp8_e4m3
                            ? static_cast<std::uint8_t>(((r >> 63) << 7) | ((4 + r % 3) << 3) | ((r >> 8) & 0x7))
                            : static_cast<std::uint8_t>(((r >> 63) << 7) | ((12 + r % 3) << 2) | ((r >> 8) & 0x3));
+        }
+        return;
+    }
+    if (dtype == KvDtype::int8) {  // ±1 … 127 steps of kInt8Scale: within ±1, never 0
+        for (std::size_t i = 0; i < elements; ++i) {
+            const std::uint64_t r = next(s);
+            const auto q = static_cast<int>(1 + r % 127);
+            bytes[i] = static_cast<std::uint8_t>(static_cast<std::int8_t>((r >> 40) & 1 ? -q : q));
         }
         return;
     }

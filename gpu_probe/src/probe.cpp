@@ -28,7 +28,7 @@ std::string_view to_string(Status status) {
 
 bool can_store(KvDtype dtype) { return cpu::stores(dtype); }
 
-std::string storable_list() { return "fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, q8_0 or q4_0"; }
+std::string storable_list() { return "fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, q8_0 or q4_0"; }
 
 Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
     if (!can_store(request.dtype))

@@ -85,11 +85,11 @@ TEST(CpuBackend, AllocatesTheRecurrentStateBesideTheCache) {
 }
 
 TEST(KvTensors, OnlyFormatsTheProbeStoresAreAccepted) {
-    for (const KvDtype d : {KvDtype::int8, KvDtype::int4, KvDtype::mxfp4}) {
+    for (const KvDtype d : {KvDtype::int4, KvDtype::mxfp4}) {
         const auto r = kv_tensors(request_for("llama-3-8b", 1024, d));
         ASSERT_FALSE(r.ok());
         EXPECT_EQ(r.errors().front().input, Field::kv_dtype);
-        EXPECT_NE(r.errors().front().message.find("fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, q8_0 or q4_0"),
+        EXPECT_NE(r.errors().front().message.find("fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, q8_0 or q4_0"),
                   std::string::npos);
     }
     // llama.cpp's blocks of 32 values never straddle two heads.
@@ -101,7 +101,7 @@ TEST(KvTensors, OnlyFormatsTheProbeStoresAreAccepted) {
     EXPECT_NE(r.errors().front().message.find("blocks of 32"), std::string::npos) << r.error_text();
 }
 
-TEST(CpuKernels, Fp8AndBlockFormatsDecodeAsTheirSpecificationsSay) {
+TEST(CpuKernels, Fp8Int8AndBlockFormatsDecodeAsTheirSpecificationsSay) {
     // fp8 e4m3 (bias 7): 0x38 = 1.0, 0xB8 = -1.0, 0x7E = 448 (the largest), 0x01 = 2^-9 (the smallest subnormal).
     const std::uint8_t e4m3[] = {0x38, 0xB8, 0x7E, 0x01};
     float f[32];
@@ -116,6 +116,16 @@ TEST(CpuKernels, Fp8AndBlockFormatsDecodeAsTheirSpecificationsSay) {
     EXPECT_EQ(f[0], 1.0f);
     EXPECT_EQ(f[1], -2.0f);
     EXPECT_EQ(f[2], 57344.0f);
+    // int8: the per-tensor scale (1/127) times the signed byte, eleven values so the vector path reads eight.
+    const std::uint8_t i8[] = {0x7F, 0x81, 0x01, 0xFF, 0x40, 0, 0, 0, 0, 0, 0x7F};
+    cpu::to_float(KvDtype::int8, i8, f, 11);
+    EXPECT_FLOAT_EQ(f[0], 1.0f);
+    EXPECT_FLOAT_EQ(f[1], -1.0f);
+    EXPECT_FLOAT_EQ(f[2], 1.0f / 127);
+    EXPECT_FLOAT_EQ(f[3], -1.0f / 127);
+    EXPECT_FLOAT_EQ(f[4], 64.0f / 127);
+    EXPECT_EQ(f[5], 0.0f);
+    EXPECT_FLOAT_EQ(f[10], 1.0f);
     // q8_0: an fp16 scale (0.5 = 0x3800), then 32 int8: value = scale × q.
     std::uint8_t q8[34] = {0x00, 0x38};
     q8[2] = static_cast<std::uint8_t>(-3);
@@ -179,6 +189,15 @@ TEST(CpuKernels, WritingAFormatRoundsAsItsEngineDoes) {
     EXPECT_EQ(f[1], -0.3125f);
     EXPECT_EQ(f[2], 448.0f);
     EXPECT_EQ(f[3], 0.3125f);  // 0.3 lies between 0.28125 and 0.3125, nearer the second
+    // int8: the nearest step of 1/127, saturating at ±127 steps.
+    const float wide[] = {0.5f, -0.25f, 1.0f, -1.0f, 2.0f, -3.0f, 0.003f, 0.0f};
+    cpu::from_float(KvDtype::int8, wide, b, 8);
+    cpu::to_float(KvDtype::int8, b, f, 8);
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(f[i], wide[i], 0.5f / 127) << i;
+    EXPECT_FLOAT_EQ(f[4], 1.0f);
+    EXPECT_FLOAT_EQ(f[5], -1.0f);
+    EXPECT_EQ(f[6], 0.0f);
+    EXPECT_EQ(f[7], 0.0f);
     // q8_0 (llama.cpp's quantize_row_q8_0_ref): scale max|x|/127, each value within half a step of its input.
     float row[32];
     for (int i = 0; i < 32; ++i) row[i] = std::sin(static_cast<float>(i)) * 3.0f;
@@ -194,8 +213,8 @@ TEST(CpuKernels, WritingAFormatRoundsAsItsEngineDoes) {
     for (int i = 0; i < 32; ++i) EXPECT_NEAR(f[i], row[i], amax / 8 + 1e-2) << i;
 }
 
-TEST(CpuBackend, Fp8AndLlamaCppBlocksAreAllocatedExactlyAndAttendedAsFloat64Says) {
-    for (const KvDtype d : {KvDtype::fp8_e4m3, KvDtype::fp8_e5m2, KvDtype::q8_0, KvDtype::q4_0}) {
+TEST(CpuBackend, Fp8Int8AndLlamaCppBlocksAreAllocatedExactlyAndAttendedAsFloat64Says) {
+    for (const KvDtype d : {KvDtype::fp8_e4m3, KvDtype::fp8_e5m2, KvDtype::int8, KvDtype::q8_0, KvDtype::q4_0}) {
         const ProbeRequest r = request_for("llama-3-8b", 1000, d, 2);
         const ProbeReport p = cpu()->probe(r, {});
         ASSERT_EQ(p.status, Status::ok) << to_string(d) << ": " << p.message;

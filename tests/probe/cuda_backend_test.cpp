@@ -265,9 +265,9 @@ TEST(CudaBackend, MoreThanTheDeviceHoldsIsOutOfMemoryNotACrash) {
     EXPECT_EQ(again.status, Status::ok) << "the device must be usable after an out-of-memory: " << again.message;
 }
 
-// fp8 (one byte a value) and llama.cpp's blocks (34 and 18 bytes per 32 values), allocated exactly and checked
-// against float64 of the same bytes decoded on the host.
-TEST(CudaBackend, Fp8AndBlockCachesAreAllocatedExactlyAndReadInTheirFormat) {
+// fp8 and int8 (one byte a value) and llama.cpp's blocks (34 and 18 bytes per 32 values), allocated exactly and
+// checked against float64 of the same bytes decoded on the host.
+TEST(CudaBackend, Fp8Int8AndBlockCachesAreAllocatedExactlyAndReadInTheirFormat) {
     std::string why;
     auto cuda = cuda_or_skip(why);
     if (!cuda) GTEST_SKIP() << "no CUDA device: " << why;
@@ -277,7 +277,7 @@ TEST(CudaBackend, Fp8AndBlockCachesAreAllocatedExactlyAndReadInTheirFormat) {
         const char* kernel;  // what the kernel line says of it
     };
     for (const Format& f :
-         {Format{KvDtype::fp8_e4m3, 32, "fp8"}, Format{KvDtype::fp8_e5m2, 32, "fp8"},
+         {Format{KvDtype::fp8_e4m3, 32, "fp8"}, Format{KvDtype::fp8_e5m2, 32, "fp8"}, Format{KvDtype::int8, 32, "int8"},
           Format{KvDtype::q8_0, 34, "llama.cpp's blocks"}, Format{KvDtype::q4_0, 18, "llama.cpp's blocks"}}) {
         ProbeRequest r;
         r.arch = Catalog::builtin().find_model("llama-3-8b")->model.arch;

@@ -71,10 +71,10 @@ TEST(Step, ADenseModelMatchesFloat64AndReadsWhatTheCalculatorCounts) {
     }
 }
 
-TEST(Step, Fp8AndLlamaCppCachesAreWrittenAndReadInTheirFormat) {
+TEST(Step, Fp8Int8AndLlamaCppCachesAreWrittenAndReadInTheirFormat) {
     Architecture a = small_dense();
     a.head_dim_k = a.head_dim_v = 32;  // a whole block of 32 per head
-    for (const KvDtype cache : {KvDtype::fp8_e4m3, KvDtype::fp8_e5m2, KvDtype::q8_0, KvDtype::q4_0}) {
+    for (const KvDtype cache : {KvDtype::fp8_e4m3, KvDtype::fp8_e5m2, KvDtype::int8, KvDtype::q8_0, KvDtype::q4_0}) {
         const StepReport r = run(request(a, 40, 2, KvDtype::bf16, cache));
         ASSERT_EQ(r.status, Status::ok) << to_string(cache) << ": " << r.message;
         // The new token's K and V are quantised into the cache; the float64 check reads them back from it.
