@@ -63,6 +63,7 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
     if (!errors.empty()) return errors;
 
     KvLayout k;
+    k.dtype_ = dtype;
     k.tp_ = parallel.tp;
     k.block_ = workload.block_size;
     k.layers_ = arch.layers;
@@ -270,6 +271,18 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
         r.warnings.emplace_back("chunked-attention layers keep the full context (the engine ignores their chunks)");
     if (arch.attention_layers() == 0)
         r.warnings.emplace_back("no layer of this model attends: it keeps no KV cache, only its recurrent state");
+    // Integer caches are counted as their bits a value alone: exact for TensorRT-LLM's INT8 cache, whose one
+    // scale per tensor lives beside the layer (kv_cache_quant_algo INT8), but LMDeploy's int8 and int4 caches
+    // (quant_policy 8 and 4, lmdeploy/turbomind) also keep a scale and a zero point per token and KV head.
+    if (layout.dtype() == KvDtype::int8)
+        r.warnings.emplace_back(
+            "int8: counted at one byte a value, with one scale per tensor beside the layer, as "
+            "TensorRT-LLM stores it; LMDeploy's int8 cache also keeps a scale and a zero point "
+            "per token and KV head, which this leaves out");
+    if (layout.dtype() == KvDtype::int4)
+        r.warnings.emplace_back(
+            "int4: counted at half a byte a value, with no scales; LMDeploy's int4 cache also "
+            "keeps a scale and a zero point per token and KV head, which this leaves out");
     for (const auto& reason : arch.not_exact) r.warnings.push_back("not exact: " + reason);
     return r;
 }

@@ -154,6 +154,23 @@ TEST(KvCache, QuantizedFormatsAreExact) {
     EXPECT_DOUBLE_EQ(bits_per_value(KvDtype::q8_0), 8.5);
 }
 
+// Integer caches are counted as their bits alone, which is exact only where the engine keeps one scale per
+// tensor beside the layer (TensorRT-LLM's int8): the report says what it leaves out for LMDeploy's.
+TEST(KvCache, IntegerFormatsSayWhichEnginesLayoutTheyCount) {
+    const Architecture a = make_arch(32, 32, 8, 128);
+    auto warnings = [&](KvDtype d) { return kv_cache_report(a, d, {.context_tokens = 1})->warnings; };
+    for (const KvDtype d : {KvDtype::int8, KvDtype::int4}) {
+        const auto w = warnings(d);
+        ASSERT_EQ(w.size(), 1u) << to_string(d);
+        EXPECT_EQ(w[0].rfind(std::string(to_string(d)) + ": counted at ", 0), 0u) << w[0];
+        EXPECT_NE(w[0].find("LMDeploy"), std::string::npos) << w[0];
+        EXPECT_NE(w[0].find("per token and KV head"), std::string::npos) << w[0];
+    }
+    EXPECT_NE(warnings(KvDtype::int8)[0].find("TensorRT-LLM"), std::string::npos);
+    for (const KvDtype d : {KvDtype::fp16, KvDtype::fp8_e4m3, KvDtype::q8_0, KvDtype::q4_0})
+        EXPECT_TRUE(warnings(d).empty()) << to_string(d);
+}
+
 TEST(KvCache, HugeContextIsAnErrorNamingTheContextNotAWrappedNumber) {
     const Architecture a = make_arch(32, 32, 8, 128);
     auto r = kv_cache_report(a, KvDtype::bf16, {.context_tokens = 1'000'000'000'000'000ull});

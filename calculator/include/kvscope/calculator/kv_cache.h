@@ -96,6 +96,8 @@ public:
     [[nodiscard]] std::uint64_t tp() const { return tp_; }
     [[nodiscard]] std::size_t stages() const { return stages_.size(); }
     [[nodiscard]] std::uint64_t block_size() const { return block_; }
+    // The cache's format.
+    [[nodiscard]] KvDtype dtype() const { return dtype_; }
 
 private:
     struct Group {
@@ -117,6 +119,7 @@ private:
     std::uint64_t tp_ = 1;
     std::uint64_t block_ = 1;
     std::uint64_t layers_ = 0;
+    KvDtype dtype_ = KvDtype::fp16;
 };
 
 struct LayerKv {
