@@ -288,7 +288,7 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
     if (!compare_only) {
         std::vector<std::pair<std::string, std::string>> rows{
             {"KV cache", format_bytes_both(kv->total_bytes, o.units) + " — " + format_count(kv->total_bytes) +
-                             " bytes" + (s.arch.not_exact.empty() ? "" : " — NOT EXACT: see the warnings below")},
+                             " bytes" + (kv->exact ? "" : " — NOT EXACT: see the warnings below")},
         };
         if (kv->state_bytes > 0) {
             rows.emplace_back("state", format_bytes_both(kv->state_bytes, o.units) + " — " +

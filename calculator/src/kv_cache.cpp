@@ -281,9 +281,11 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
             "per token and KV head, which this leaves out");
     if (layout.dtype() == KvDtype::int4)
         r.warnings.emplace_back(
-            "int4: counted at half a byte a value, with no scales; LMDeploy's int4 cache also "
-            "keeps a scale and a zero point per token and KV head, which this leaves out");
+            "not exact: int4 is counted at half a byte a value, with no scales; LMDeploy's int4 cache also keeps a "
+            "scale and a zero point per token and KV head, which this leaves out");
     for (const auto& reason : arch.not_exact) r.warnings.push_back("not exact: " + reason);
+    r.exact = std::none_of(r.warnings.begin(), r.warnings.end(),
+                           [](const std::string& w) { return w.starts_with("not exact:"); });
     return r;
 }
 

@@ -51,7 +51,7 @@ inline bool stores(KvDtype d) {
            d == KvDtype::fp8_e5m2;
 }
 inline std::size_t value_bytes(KvDtype d) {
-    return d == KvDtype::fp32 ? 4 : d == KvDtype::fp8_e4m3 || d == KvDtype::fp8_e5m2 ? 1 : 2;
+    return d == KvDtype::fp32 ? 4 : d == KvDtype::fp8_e4m3 || d == KvDtype::fp8_e5m2 || d == KvDtype::int8 ? 1 : 2;
 }
 // The formats the probe allocates, fills and attends over: those, int8 and llama.cpp's blocks.
 inline bool reads(KvDtype d) { return stores(d) || d == KvDtype::int8 || d == KvDtype::q8_0 || d == KvDtype::q4_0; }

@@ -629,8 +629,8 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     r.kernel =
         "cuBLAS GEMMs (cublasGemmEx, " + std::string(to_string(wd)) +
         " in, fp32 accumulate), each weight read once per step for the whole batch" +
-        (a.moe ? "; experts: the router's top-k chosen on the GPU, each chosen expert's rows read once per token "
-                 "that chose it (engines group the tokens so each is read once)"
+        (a.moe ? "; experts: the router's top-k chosen on the GPU, the choices grouped by expert on the GPU, each "
+                 "chosen expert's rows read once for the tokens that chose it (8 at a time)"
                : "") +
         "; attention: " + plan.description + "; " + checked;
     step::predict(r, req, total);

@@ -79,10 +79,15 @@ void from_float(KvDtype dtype, const float* src, void* dst, std::size_t n) {
         case KvDtype::fp8_e5m2:
             for (std::size_t i = 0; i < n; ++i) b[i] = float_to_fp8_e5m2(src[i]);
             return;
-        case KvDtype::int8:  // the nearest step of kInt8Scale, saturating at ±127 (TensorRT-LLM's symmetric int8)
-            for (std::size_t i = 0; i < n; ++i)
-                b[i] = static_cast<std::uint8_t>(
-                    static_cast<std::int8_t>(std::clamp(std::lround(src[i] / kInt8Scale), -127L, 127L)));
+        case KvDtype::int8:
+            // The nearest step of kInt8Scale, ties to even, saturating at −128 and 127, NaN to 0: TensorRT-LLM's
+            // float-to-int8 cast (cuda_cast<int8_t, float> in tensorrt_llm/common/cudaTypeUtils.cuh,
+            // cvt.rni.sat.s8.f32). Clamped as a float first, so that no value overflows the conversion.
+            for (std::size_t i = 0; i < n; ++i) {
+                const float steps = src[i] / kInt8Scale;
+                const float q = std::isnan(steps) ? 0.0f : std::nearbyint(std::clamp(steps, -128.0f, 127.0f));
+                b[i] = static_cast<std::uint8_t>(static_cast<std::int8_t>(q));
+            }
             return;
         case KvDtype::q8_0:  // ggml-quants.c quantize_row_q8_0_ref
             for (std::size_t i = 0; i < n; i += 32, b += 34) {

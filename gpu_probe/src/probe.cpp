@@ -32,8 +32,12 @@ std::string storable_list() { return "fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8
 
 Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
     if (!can_store(request.dtype))
-        return FieldError{Field::kv_dtype, "the probe stores " + storable_list() + " (not " +
-                                               std::string(to_string(request.dtype)) + ")"};
+        return FieldError{Field::kv_dtype,
+                          "the probe stores " + storable_list() + " (not " + std::string(to_string(request.dtype)) +
+                              (request.dtype == KvDtype::int4
+                                   ? ": engines that store 4-bit caches keep scales beside the values, which the "
+                                     "calculator's 4 bits a value leave out, so no allocation of it would be exact)"
+                                   : ")")};
     auto layout = KvLayout::make(request.arch, request.dtype, request.workload, Parallelism{});
     if (!layout) return layout.errors();
     std::vector<KvTensor> tensors;

@@ -34,8 +34,9 @@ TEST(Cli, ProbeRefusesWhatDoesNotFitAndFormatsItCannotStore) {
     EXPECT_NE(r.err.find("memory limit"), std::string::npos) << r.err;
     r = cli("probe --backend cpu --model llama-3-8b --context 8k --kv-dtype int4");
     EXPECT_EQ(r.status, 2);
-    EXPECT_NE(r.err.find("the probe stores fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, q8_0 or q4_0 (not int4)"),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find("the probe stores fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, q8_0 or q4_0 (not int4: engines"),
+        std::string::npos)
         << r.err;
     r = cli("probe --backend cpu --model llama-3-8b --context 1k --ceiling-size 4KiB");
     EXPECT_EQ(r.status, 2);

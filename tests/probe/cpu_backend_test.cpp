@@ -189,15 +189,15 @@ TEST(CpuKernels, WritingAFormatRoundsAsItsEngineDoes) {
     EXPECT_EQ(f[1], -0.3125f);
     EXPECT_EQ(f[2], 448.0f);
     EXPECT_EQ(f[3], 0.3125f);  // 0.3 lies between 0.28125 and 0.3125, nearer the second
-    // int8: the nearest step of 1/127, saturating at ±127 steps.
-    const float wide[] = {0.5f, -0.25f, 1.0f, -1.0f, 2.0f, -3.0f, 0.003f, 0.0f};
-    cpu::from_float(KvDtype::int8, wide, b, 8);
-    cpu::to_float(KvDtype::int8, b, f, 8);
-    for (int i = 0; i < 4; ++i) EXPECT_NEAR(f[i], wide[i], 0.5f / 127) << i;
-    EXPECT_FLOAT_EQ(f[4], 1.0f);
-    EXPECT_FLOAT_EQ(f[5], -1.0f);
-    EXPECT_EQ(f[6], 0.0f);
-    EXPECT_EQ(f[7], 0.0f);
+    // int8 (TensorRT-LLM's cast): the nearest step of 1/127, ties to even, saturating at −128 and 127; NaN is 0.
+    const float wide[] = {0.503f, -0.25f, 1.0f,        -1.0f,        2.0f,          -3.0f,
+                          0.003f, 0.0f,   63.5f / 127, -62.5f / 127, std::nanf(""), 1e30f};
+    cpu::from_float(KvDtype::int8, wide, b, 12);
+    const std::vector<int> want = {64, -32, 127, -127, 127, -128, 0, 0, 64, -62, 0, 127};  // 63.881, -31.75, …
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(static_cast<std::int8_t>(b[i]), want[i]) << i;
+    cpu::to_float(KvDtype::int8, b, f, 12);
+    EXPECT_FLOAT_EQ(f[0], 64.0f / 127);
+    EXPECT_FLOAT_EQ(f[5], -128.0f / 127);
     // q8_0 (llama.cpp's quantize_row_q8_0_ref): scale max|x|/127, each value within half a step of its input.
     float row[32];
     for (int i = 0; i < 32; ++i) row[i] = std::sin(static_cast<float>(i)) * 3.0f;

@@ -85,8 +85,8 @@ void OverviewView::refresh() {
                                 params.estimated ? tr(" (estimated)") : "", q(format_count(s.workload.context_tokens)))
                            .arg(s.workload.batch)
                            .arg(q(std::string(to_string(s.kv_dtype)))));
-    // A layout the calculator does not model is never shown as an exact figure.
-    const bool exact = s.arch.not_exact.empty();
+    // A layout or format the calculator does not model exactly is never shown as an exact figure.
+    const bool exact = r.kv.exact;
     total_->setText(exact ? tr("KV cache: %1").arg(both_units(r.kv.total_bytes, model_->units()))
                           : tr("KV cache: %1 — not exact").arg(both_units(r.kv.total_bytes, model_->units())));
 

@@ -149,6 +149,7 @@ struct KvCacheReport {
     std::uint64_t gpus = 1;
     std::vector<LayerKv> layers;
     std::vector<std::string> warnings;  // things worth knowing that are not errors
+    bool exact = true;                  // false when one of them says the figure is not exact ("not exact: …")
 };
 
 Result<KvCacheReport> kv_cache_report(const Architecture& arch, KvDtype dtype, const Workload& workload,
