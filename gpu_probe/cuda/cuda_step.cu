@@ -54,7 +54,11 @@ __device__ __forceinline__ void store(void* p, std::size_t i, float v, int dtype
         static_cast<__nv_fp8_e4m3*>(p)[i] = __nv_fp8_e4m3(v);  // to the nearest, saturating
     else if (dtype == kFp8E5m2)
         static_cast<__nv_fp8_e5m2*>(p)[i] = __nv_fp8_e5m2(v);
-    else
+    else if (dtype == kInt8) {  // as cpu_formats.cpp writes it: nearest step, ties to even, saturating; NaN to 0
+        const float steps = v / cpu::kInt8Scale;
+        static_cast<signed char*>(p)[i] =
+            static_cast<signed char>(isnan(steps) ? 0.0f : rintf(fminf(fmaxf(steps, -128.0f), 127.0f)));
+    } else
         static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(v);
 }
 
@@ -224,7 +228,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     r.layers_total = a.layers;
     if (!stores(req.kv_dtype))
         return fail(r, Status::invalid_input,
-                    "kv_dtype: the CUDA step stores fp32, fp16, bf16 and fp8 caches so far (not " +
+                    "kv_dtype: the CUDA step stores fp32, fp16, bf16, fp8 and int8 caches so far (not " +
                         std::string(to_string(req.kv_dtype)) + "); the CPU backend stores it (--backend cpu)");
     Dims d;
     if (std::string why = step::dims_of(req, d); !why.empty()) return fail(r, Status::invalid_input, why);

@@ -362,7 +362,7 @@ TEST(CudaBackend, ASmallModelsStepMatchesFloat64) {
     a.gated_mlp = true;
     a.tied_embeddings = false;
     for (const KvDtype w : {KvDtype::fp32, KvDtype::bf16, KvDtype::fp16})
-        for (const KvDtype cache : {KvDtype::fp16, KvDtype::bf16, KvDtype::fp8_e4m3}) {
+        for (const KvDtype cache : {KvDtype::fp16, KvDtype::bf16, KvDtype::fp8_e4m3, KvDtype::int8}) {
             SCOPED_TRACE(std::string(to_string(w)) + " weights, " + std::string(to_string(cache)) + " cache");
             const StepReport p = cuda->step(step_request(a, cache, w, 300, 3, 1), {});
             ASSERT_EQ(p.status, Status::ok) << p.message;
