@@ -44,17 +44,11 @@ inline int code_of(KvDtype d) {
             return kBf16;
     }
 }
-// The formats the decode step stores (it writes each new token's K and V on the device, a value at a time), and
-// the bytes of one value in them.
-inline bool stores(KvDtype d) {
-    return d == KvDtype::fp32 || d == KvDtype::fp16 || d == KvDtype::bf16 || d == KvDtype::fp8_e4m3 ||
-           d == KvDtype::fp8_e5m2 || d == KvDtype::int8;
-}
+// The bytes of one value in the formats stored a value at a time (not llama.cpp's blocks). The CUDA backend's
+// probe and step store every format the CPU backend stores (cpu::stores).
 inline std::size_t value_bytes(KvDtype d) {
     return d == KvDtype::fp32 ? 4 : d == KvDtype::fp8_e4m3 || d == KvDtype::fp8_e5m2 || d == KvDtype::int8 ? 1 : 2;
 }
-// The formats the probe allocates, fills and attends over: those and llama.cpp's blocks.
-inline bool reads(KvDtype d) { return stores(d) || d == KvDtype::q8_0 || d == KvDtype::q4_0; }
 constexpr bool is_block(int code) { return code == kQ8_0 || code == kQ4_0; }
 
 // One layer of one sequence: its K and V rows (token-major; MLA: v == k) and how many are read.

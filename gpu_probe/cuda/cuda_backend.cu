@@ -138,13 +138,7 @@ private:
 };
 
 void CudaBackend::run(const ProbeRequest& request, const Control& control, ProbeReport& r) {
-    if (!cuda::reads(request.dtype)) {
-        r.status = Status::invalid_input;
-        r.message = "kv_dtype: the CUDA backend stores fp32, fp16, bf16, fp8, int8, q8_0 and q4_0 caches (not " +
-                    std::string(to_string(request.dtype)) + "); the CPU backend stores it (--backend cpu)";
-        return;
-    }
-    auto tensors = kv_tensors(request);
+    auto tensors = kv_tensors(request);  // refuses, with the reason, the formats neither backend stores
     if (!tensors) {
         r.status = Status::invalid_input;
         r.message = tensors.error_text();

@@ -62,6 +62,33 @@ __device__ __forceinline__ void store(void* p, std::size_t i, float v, int dtype
         static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(v);
 }
 
+// One of llama.cpp's blocks of 32 values, as cpu_formats.cpp writes it (ggml-quants.c quantize_row_q8_0_ref and
+// quantize_row_q4_0_ref): the same float operations in the same order, each rounded alone (no fused multiply-add),
+// so that the bytes are the CPU's.
+__device__ void store_block(const float* x, unsigned char* b, int dtype) {
+    float amax = 0, max = 0;  // q4_0 keeps the signed value of the first largest magnitude
+    for (int j = 0; j < 32; ++j)
+        if (fabsf(x[j]) > amax) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
+    const float d = dtype == kQ8_0 ? __fdiv_rn(amax, 127.0f) : __fdiv_rn(max, -8.0f);
+    const float id = d != 0 ? __fdiv_rn(1.0f, d) : 0.0f;
+    const unsigned short dh = __half_as_ushort(__float2half_rn(d));
+    b[0] = static_cast<unsigned char>(dh & 0xff);
+    b[1] = static_cast<unsigned char>(dh >> 8);
+    if (dtype == kQ8_0) {  // the nearest step, halves away from 0 (lround)
+        for (int j = 0; j < 32; ++j)
+            b[2 + j] = static_cast<unsigned char>(static_cast<signed char>(roundf(__fmul_rn(x[j], id))));
+        return;
+    }
+    for (int j = 0; j < 16; ++j) {  // x / d + 8.5, truncated, at most 15: values 0…15 low, 16…31 high
+        const int q0 = min(15, static_cast<int>(__fadd_rn(__fmul_rn(x[j], id), 8.5f)));
+        const int q1 = min(15, static_cast<int>(__fadd_rn(__fmul_rn(x[j + 16], id), 8.5f)));
+        b[2 + j] = static_cast<unsigned char>(q0 | (q1 << 4));
+    }
+}
+
 // x[b] = the embedding row of token b, in fp32.
 __global__ void embed_kernel(const void* table, int wd, const std::uint64_t* tokens, std::uint64_t hidden, float* x) {
     const std::uint64_t b = blockIdx.x;
@@ -84,11 +111,18 @@ struct RopeShape {
 };
 
 // One block per sequence: RoPE on its query and key heads (pairs i, i + d/2 by position · 10000^(−2i/d), the
-// Llama convention), the queries to `q` in fp32, the new K and V rows into the cache in its format.
+// Llama convention), the queries to `q` in fp32, the new K and V rows into the cache in its format. The K and V
+// rows in fp32 also go to `staged` (K then V, a sequence after another): llama.cpp's blocks are written from
+// there, 32 values at a time, and the float64 check compares the cache's bytes with the CPU's encoding of them.
 __global__ void rope_store_kernel(const float* qkv, RopeShape sh, const std::uint64_t* positions, void* const* new_k,
-                                  void* const* new_v, int kv_dtype, float* q) {
+                                  void* const* new_v, int kv_dtype, float* q, float* staged) {
     const std::uint64_t b = blockIdx.x;
     const float* row = qkv + b * sh.row;
+    const std::uint64_t row_k = static_cast<std::uint64_t>(sh.kv_heads) * sh.dk,
+                        row_v = std::uint64_t{sh.kv_heads} * sh.dv;
+    float* staged_k = staged + b * (row_k + row_v);
+    float* staged_v = staged_k + row_k;
+    const bool blocks = is_block(kv_dtype);
     const auto pos = static_cast<double>(positions[b]);
     const std::uint32_t half = sh.dk / 2;
     const std::uint32_t heads = sh.q_heads + sh.kv_heads;
@@ -108,12 +142,27 @@ __global__ void rope_store_kernel(const float* qkv, RopeShape sh, const std::uin
             dst[i + half] = bb;
         } else {
             const std::uint64_t at = static_cast<std::uint64_t>(h - sh.q_heads) * sh.dk;
+            staged_k[at + i] = a;
+            staged_k[at + i + half] = bb;
+            if (blocks) continue;
             store(new_k[b], at + i, a, kv_dtype);
             store(new_k[b], at + i + half, bb, kv_dtype);
         }
     }
     const float* v = row + static_cast<std::uint64_t>(heads) * sh.dk;
-    for (std::uint32_t j = threadIdx.x; j < sh.kv_heads * sh.dv; j += blockDim.x) store(new_v[b], j, v[j], kv_dtype);
+    for (std::uint64_t j = threadIdx.x; j < row_v; j += blockDim.x) {
+        staged_v[j] = v[j];
+        if (!blocks) store(new_v[b], j, v[j], kv_dtype);
+    }
+    if (!blocks) return;
+    __syncthreads();  // the staged rows are whole (rows of whole blocks: the layout's check)
+    const std::uint64_t block_bytes = kv_dtype == kQ8_0 ? 34 : 18, k_blocks = row_k / 32;
+    for (std::uint64_t j = threadIdx.x; j < (row_k + row_v) / 32; j += blockDim.x)
+        if (j < k_blocks)
+            store_block(staged_k + j * 32, static_cast<unsigned char*>(new_k[b]) + j * block_bytes, kv_dtype);
+        else
+            store_block(staged_v + (j - k_blocks) * 32,
+                        static_cast<unsigned char*>(new_v[b]) + (j - k_blocks) * block_bytes, kv_dtype);
 }
 
 __global__ void cast_kernel(const float* in, std::uint64_t n, void* out, int wd) {
@@ -219,6 +268,33 @@ struct LayerBuffers {
     DeviceBuffer router, experts_up, experts_down;
 };
 
+// The check of the step's cache writes: each new K and V row, as the step wrote it into the cache, against the
+// CPU's encoding (cpu::from_float) of the fp32 values the step staged. The formats round the same way on both
+// (nearest, ties to even; llama.cpp's blocks as its reference code writes them), so a byte that differs is a
+// wrong write. "" when every byte agrees.
+std::string new_rows_differ(KvDtype kv, const float* staged, const std::vector<step::ReferenceSlot>& slots,
+                            const AttentionShape& sh, std::uint64_t row_k, std::uint64_t row_v, std::uint64_t batch) {
+    std::vector<float> values(slots.size() * (sh.row_k + sh.row_v));
+    KVSCOPE_CUDA(cudaMemcpy(values.data(), staged, values.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    std::vector<std::byte> want(std::max(row_k, row_v));
+    for (std::size_t at = 0; at < slots.size(); ++at) {
+        const step::ReferenceSlot& slot = slots[at];
+        for (const bool key : {true, false}) {
+            const std::uint64_t bytes = key ? row_k : row_v;
+            cpu::from_float(kv, values.data() + at * (sh.row_k + sh.row_v) + (key ? 0 : sh.row_k), want.data(),
+                            key ? sh.row_k : sh.row_v);
+            const auto* got = static_cast<const std::byte*>(key ? slot.k : slot.v) + (slot.tokens - 1) * bytes;
+            for (std::uint64_t i = 0; i < bytes; ++i)
+                if (got[i] != want[i])
+                    return "the new token's " + std::string(key ? "K" : "V") + " row of layer " +
+                           std::to_string(at / batch) + ", sequence " + std::to_string(at % batch) +
+                           ", differs at byte " + std::to_string(i) + " from the CPU's " + std::string(to_string(kv)) +
+                           " encoding of the same values: the step's cache write is wrong";
+        }
+    }
+    return "";
+}
+
 }  // namespace
 
 StepReport run_cuda_step(const StepRequest& req, const Control& control, const DeviceInfo& device) {
@@ -226,10 +302,6 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     r.device = device;
     const Architecture& a = req.arch;
     r.layers_total = a.layers;
-    if (!stores(req.kv_dtype))
-        return fail(r, Status::invalid_input,
-                    "kv_dtype: the CUDA step stores fp32, fp16, bf16, fp8 and int8 caches so far (not " +
-                        std::string(to_string(req.kv_dtype)) + "); the CPU backend stores it (--backend cpu)");
     Dims d;
     if (std::string why = step::dims_of(req, d); !why.empty()) return fail(r, Status::invalid_input, why);
     if (d.top_k > kMaxTopK)
@@ -240,7 +312,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         return fail(r, Status::invalid_input,
                     "num_experts: the CUDA step groups a layer's tokens among at most " + std::to_string(kMaxExperts) +
                         " experts (not " + std::to_string(d.experts) + "); the CPU backend runs it (--backend cpu)");
-    auto tensors = step::cache_tensors(req);
+    auto tensors = step::cache_tensors(req);  // refuses, with the reason, the formats the probe does not store
     if (!tensors) return fail(r, Status::invalid_input, tensors.error_text());
     const KernelWishRead wish = attention_kernel_wish_from_environment();
     if (!wish.error.empty()) return fail(r, Status::invalid_input, wish.error);
@@ -248,7 +320,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     const KvDtype wd = req.weight_dtype;
     const int wcode = code_of(wd), kvcode = code_of(req.kv_dtype);
     const cudaDataType wtype = cuda_type(wd);
-    const std::size_t eb = cpu::element_bytes(wd), kv_eb = value_bytes(req.kv_dtype);
+    const std::size_t eb = cpu::element_bytes(wd);
     const unsigned sms = std::max(1u, device.compute_units);
 
     KVSCOPE_CUDA(cudaFree(nullptr));  // the context first, so the free memory read next is what the step may use
@@ -301,6 +373,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         max_tokens = std::max(max_tokens, t.attended);
     }
     const AttentionShape sh = attention_shape(a);
+    const std::uint64_t staged_row = sh.row_k + sh.row_v;  // a sequence's new K and V in fp32 (rope_store_kernel)
     const DecodePlan plan = plan_decode(sh, req.kv_dtype, B, max_tokens, sms, wish.wish);
     const std::uint64_t width = std::max({d.qkv_rows(), up_rows, up_rows_s, d.vocab, H});
     // The experts' scratch: router logits, each (token, choice) pair's up output, activation and down output.
@@ -313,7 +386,8 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     const std::uint64_t margin = 256ull << 20;  // cuBLAS's workspace and handle
     std::uint64_t need = outer_weights + activations + margin, layers_run = 0;
     for (std::uint64_t l = 0; l < a.layers; ++l) {
-        const std::uint64_t more = layer_paged(l) + layer_kv[l] + 2 * B * sizeof(SlotDev) + B * K * 8;
+        const std::uint64_t more =
+            layer_paged(l) + layer_kv[l] + 2 * B * sizeof(SlotDev) + B * K * 8 + B * staged_row * sizeof(float);
         if (need + more > limit) break;
         need += more;
         ++layers_run;
@@ -365,7 +439,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         }
     }
     // The cache of the layers run, filled at random, and where each sequence's new K and V row goes.
-    const std::uint64_t row_k = sh.row_k * kv_eb, row_v = sh.row_v * kv_eb;
+    const std::uint64_t row_k = cpu::row_size(req.kv_dtype, sh.row_k), row_v = cpu::row_size(req.kv_dtype, sh.row_v);
     std::vector<DeviceBuffer> cache;
     std::vector<SlotDev> slots(layers_run * B);
     std::vector<void*> new_k(layers_run * B), new_v(layers_run * B);
@@ -376,8 +450,8 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         const KvTensor& v = (*tensors)[i + 1];
         auto* kb = static_cast<std::byte*>(cache.emplace_back(t.bytes).get());
         auto* vb = static_cast<std::byte*>(cache.emplace_back(v.bytes).get());
-        fill_random(kb, t.bytes / kv_eb, kvcode, 7 + 2 * i);
-        fill_random(vb, v.bytes / kv_eb, kvcode, 8 + 2 * i);
+        fill_random(kb, cpu::values_in(req.kv_dtype, t.bytes), kvcode, 7 + 2 * i);
+        fill_random(vb, cpu::values_in(req.kv_dtype, v.bytes), kvcode, 8 + 2 * i);
         const std::uint64_t at = t.layer * B + t.sequence;
         // The slot's `layer` indexes the queries: here, one row of queries per sequence.
         slots[at] = {kb, vb, t.attended, static_cast<std::uint32_t>(t.sequence)};
@@ -391,6 +465,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     std::vector<std::uint64_t> tokens(B);
     for (std::uint64_t b = 0; b < B; ++b) tokens[b] = (b * 2654435761ull + 12345) % d.vocab;
     const DeviceArray<std::uint64_t> tokens_dev(tokens);
+    DeviceArray<float> staged(layers_run * B * staged_row);
     DeviceArray<float> x(B * H), y(B * width), q(B * d.q_heads * d.dk), scores(plan.scores_bytes / sizeof(float) + 1),
         part_out(plan.part_out_bytes / sizeof(float) + 1), part_ml(plan.part_ml_bytes / sizeof(float) + 1),
         attn(plan.out_bytes / sizeof(float) + 1);
@@ -442,7 +517,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
             fine.mark(Phase::attention);
             rope_store_kernel<<<static_cast<unsigned>(B), 256>>>(y.get(), rope, positions_dev.get() + l * B,
                                                                  new_k_dev.get() + l * B, new_v_dev.get() + l * B,
-                                                                 kvcode, q.get());
+                                                                 kvcode, q.get(), staged.get() + l * B * staged_row);
             check_launch();
             launch_decode(plan,
                           {slot_table.get() + l * B, q.get(), scores.get(), part_out.get(), part_ml.get(), attn.get()});
@@ -622,6 +697,9 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
             for (const SlotDev& slot : slots)  // each holds the last run's new K and V row, as the step wrote it
                 ref.slots.push_back(
                     {to_host(slot.k, slot.tokens * row_k), to_host(slot.v, slot.tokens * row_v), slot.tokens});
+            if (std::string why = new_rows_differ(req.kv_dtype, staged.get(), ref.slots, sh, row_k, row_v, B);
+                !why.empty())
+                return fail(r, Status::failed, why);
             ref.tokens = tokens;
             ref.route_slack = wd == KvDtype::fp32 ? 1e-4 : 1e-2;  // the router's inputs are in the weight format
             r.max_rel_error = max_relative_error(logits.data(), step::reference_logits(ref));

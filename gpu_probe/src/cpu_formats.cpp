@@ -1,5 +1,5 @@
-// Writing values in the formats the CPU probe stores: fp16 and fp8 to the nearest value, llama.cpp's q8_0 and q4_0
-// with its reference rounding. (Reading them is cpu_kernels.cpp's to_float.)
+// Writing values in the formats the CPU probe stores: fp16 and fp8 to the nearest value (ties to even), llama.cpp's
+// q8_0 and q4_0 with its reference rounding. (Reading them is cpu_kernels.cpp's to_float.)
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -33,30 +33,29 @@ std::uint16_t float_to_half(float f) {
 
 namespace {
 
-// The nearest fp8 e4m3 (ties away from zero), saturating at ±448 as vLLM's conversion does.
-std::uint8_t float_to_fp8_e4m3(float x) {
+// The nearest fp8 value with `mant` mantissa bits and exponent bias `bias`, ties to even, saturating at the
+// largest finite value `max` (NaN to the format's NaN, 0x7F): what vLLM's CUDA writers do
+// (__nv_cvt_float_to_fp8(x, __NV_SATFINITE, …) in csrc/quantization/fp8/nvidia/quant_utils.cuh), and so what the
+// CUDA step writes. Rounded from the float directly: e5m2 through fp16 would round twice.
+std::uint8_t float_to_fp8(float x, int mant, int bias, float max) {
     const std::uint8_t sign = std::signbit(x) ? 0x80 : 0;
-    const float a = std::min(std::fabs(x), 448.0f);
-    if (!(a >= std::ldexp(1.0f, -6))) {  // subnormal (and 0): multiples of 2^-9
-        const auto m = static_cast<int>(std::lround(a * 512.0f));
-        return static_cast<std::uint8_t>(sign | (m >= 8 ? 0x08 : m));
+    if (std::isnan(x)) return static_cast<std::uint8_t>(sign | 0x7F);
+    const float a = std::min(std::fabs(x), max);
+    const int steps = 1 << mant;
+    if (a < std::ldexp(1.0f, 1 - bias)) {  // subnormal (and 0): multiples of 2^(1 − bias − mant); the largest
+        // rounds up into the smallest normal, whose code is `steps`
+        const auto m = static_cast<int>(std::nearbyint(std::ldexp(a, bias - 1 + mant)));
+        return static_cast<std::uint8_t>(sign | m);
     }
     int e = 0;
-    const float f = std::frexp(a, &e);  // a = f · 2^e, f in [0.5, 1)
-    auto mant = static_cast<int>(std::lround((f * 2.0f - 1.0f) * 8.0f));
-    int exp = e - 1 + 7;
-    if (mant == 8) {
-        mant = 0;
+    const float f = std::frexp(a, &e);  // a = f · 2^e, f in [0.5, 1); (2f − 1) · steps is exact
+    auto m = static_cast<int>(std::nearbyint((f * 2.0f - 1.0f) * static_cast<float>(steps)));
+    int exp = e - 1 + bias;
+    if (m == steps) {
+        m = 0;
         ++exp;
     }
-    if (exp > 15 || (exp == 15 && mant == 7)) return static_cast<std::uint8_t>(sign | 0x7E);  // 448
-    return static_cast<std::uint8_t>(sign | (exp << 3) | mant);
-}
-
-// fp8 e5m2: fp16 rounded to its top byte, ties to even.
-std::uint8_t float_to_fp8_e5m2(float x) {
-    const std::uint16_t h = float_to_half(x);
-    return static_cast<std::uint8_t>((h + 0x7F + ((h >> 8) & 1)) >> 8);
+    return static_cast<std::uint8_t>(sign | (exp << mant) | m);  // a ≤ max: never past the largest finite code
 }
 
 }  // namespace
@@ -74,10 +73,10 @@ void from_float(KvDtype dtype, const float* src, void* dst, std::size_t n) {
             for (std::size_t i = 0; i < n; ++i) static_cast<std::uint16_t*>(dst)[i] = float_to_half(src[i]);
             return;
         case KvDtype::fp8_e4m3:
-            for (std::size_t i = 0; i < n; ++i) b[i] = float_to_fp8_e4m3(src[i]);
+            for (std::size_t i = 0; i < n; ++i) b[i] = float_to_fp8(src[i], 3, 7, 448.0f);
             return;
         case KvDtype::fp8_e5m2:
-            for (std::size_t i = 0; i < n; ++i) b[i] = float_to_fp8_e5m2(src[i]);
+            for (std::size_t i = 0; i < n; ++i) b[i] = float_to_fp8(src[i], 2, 15, 57344.0f);
             return;
         case KvDtype::int8:
             // The nearest step of kInt8Scale, ties to even, saturating at −128 and 127, NaN to 0: TensorRT-LLM's

@@ -461,10 +461,6 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
     const Architecture& a = req.arch;
     r.layers_total = a.layers;
     // What the step can run: every layer attending with K and V of the model's heads.
-    if (!cpu::stores(req.kv_dtype))
-        return fail(r, Status::invalid_input,
-                    "kv_dtype: the step stores " + storable_list() + " caches (not " +
-                        std::string(to_string(req.kv_dtype)) + ")");
     Dims d;
     if (std::string why = step::dims_of(req, d); !why.empty()) return fail(r, Status::invalid_input, why);
     auto tensors = step::cache_tensors(req);

@@ -189,6 +189,20 @@ TEST(CpuKernels, WritingAFormatRoundsAsItsEngineDoes) {
     EXPECT_EQ(f[1], -0.3125f);
     EXPECT_EQ(f[2], 448.0f);
     EXPECT_EQ(f[3], 0.3125f);  // 0.3 lies between 0.28125 and 0.3125, nearer the second
+    // Ties go to the even code, as the CUDA conversion vLLM writes with (and the CUDA step) rounds them:
+    // 1.0625 lies halfway between 1.0 (0x38) and 1.125 (0x39), 1.1875 between 0x39 and 1.25 (0x3A), 2^-10 between
+    // 0 and the smallest subnormal, 3 · 2^-10 between it and 0x02.
+    const float ties[] = {1.0625f, 1.1875f, std::ldexp(1.0f, -10), 3 * std::ldexp(1.0f, -10), -1.0625f};
+    cpu::from_float(KvDtype::fp8_e4m3, ties, b, 5);
+    const std::vector<int> even = {0x38, 0x3A, 0x00, 0x02, 0xB8};
+    for (std::size_t i = 0; i < even.size(); ++i) EXPECT_EQ(b[i], even[i]) << "e4m3 tie " << i;
+    // fp8 e5m2, rounded from the float once: 1.125 + 2^-20 is past the tie between 1.0 (0x3C) and 1.25 (0x3D),
+    // though fp16 first would round it onto the tie and then to 1.0; 1.125 itself goes to the even 0x3C; beyond
+    // 57344 saturates (0x7B), not infinity (0x7C).
+    const float e5[] = {1.125f + std::ldexp(1.0f, -20), 1.125f, 1e6f, -1e6f};
+    cpu::from_float(KvDtype::fp8_e5m2, e5, b, 4);
+    const std::vector<int> e5_want = {0x3D, 0x3C, 0x7B, 0xFB};
+    for (std::size_t i = 0; i < e5_want.size(); ++i) EXPECT_EQ(b[i], e5_want[i]) << "e5m2 " << i;
     // int8 (TensorRT-LLM's cast): the nearest step of 1/127, ties to even, saturating at −128 and 127; NaN is 0.
     const float wide[] = {0.503f, -0.25f, 1.0f,        -1.0f,        2.0f,          -3.0f,
                           0.003f, 0.0f,   63.5f / 127, -62.5f / 127, std::nanf(""), 1e30f};

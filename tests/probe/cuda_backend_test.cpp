@@ -325,10 +325,15 @@ TEST(CudaBackend, ADecodeStepOfADenseModelBesideTheFloor) {
     StepRequest fp8 = r;
     fp8.kv_dtype = KvDtype::fp8_e4m3;
     EXPECT_EQ(cuda->step(fp8, {}).status, Status::ok);
-    // What it does not run is refused in words.
+    // llama.cpp's blocks too, written a block of 32 at a time; int4 is refused with its reason.
     StepRequest q8 = r;
     q8.kv_dtype = KvDtype::q8_0;
-    EXPECT_EQ(cuda->step(q8, {}).status, Status::invalid_input);
+    EXPECT_EQ(cuda->step(q8, {}).status, Status::ok);
+    StepRequest int4 = r;
+    int4.kv_dtype = KvDtype::int4;
+    const StepReport no = cuda->step(int4, {});
+    EXPECT_EQ(no.status, Status::invalid_input);
+    EXPECT_NE(no.message.find("keep scales beside the values"), std::string::npos) << no.message;
     // Mixtral by layers: two experts a token, chosen on the GPU and counted as read.
     StepRequest moe = r;
     moe.arch = catalog_arch("mixtral-8x7b");
@@ -362,7 +367,10 @@ TEST(CudaBackend, ASmallModelsStepMatchesFloat64) {
     a.gated_mlp = true;
     a.tied_embeddings = false;
     for (const KvDtype w : {KvDtype::fp32, KvDtype::bf16, KvDtype::fp16})
-        for (const KvDtype cache : {KvDtype::fp16, KvDtype::bf16, KvDtype::fp8_e4m3, KvDtype::int8}) {
+        // Every format the step writes. The step also compares each new K and V row it wrote with the CPU's
+        // encoding of the same values, byte for byte, and fails if one differs.
+        for (const KvDtype cache : {KvDtype::fp16, KvDtype::bf16, KvDtype::fp8_e4m3, KvDtype::fp8_e5m2, KvDtype::int8,
+                                    KvDtype::q8_0, KvDtype::q4_0}) {
             SCOPED_TRACE(std::string(to_string(w)) + " weights, " + std::string(to_string(cache)) + " cache");
             const StepReport p = cuda->step(step_request(a, cache, w, 300, 3, 1), {});
             ASSERT_EQ(p.status, Status::ok) << p.message;

@@ -172,6 +172,14 @@ TEST(Step, WhatItDoesNotRunIsRefusedInWords) {
     Architecture no_vocab = small_dense();
     no_vocab.vocab_size = 0;
     EXPECT_EQ(run(request(no_vocab, 32, 1)).status, Status::invalid_input);
+    // Cache formats no engine's layout makes exact here: named, with the list, and int4 with its reason.
+    const StepReport int4 = run(request(small_dense(), 32, 1, KvDtype::bf16, KvDtype::int4));
+    EXPECT_EQ(int4.status, Status::invalid_input);
+    EXPECT_NE(int4.message.find("kv_dtype"), std::string::npos) << int4.message;
+    EXPECT_NE(int4.message.find("keep scales beside the values"), std::string::npos) << int4.message;
+    const StepReport mx = run(request(small_dense(), 32, 1, KvDtype::bf16, KvDtype::mxfp4));
+    EXPECT_EQ(mx.status, Status::invalid_input);
+    EXPECT_NE(mx.message.find("q8_0 or q4_0 (not mxfp4)"), std::string::npos) << mx.message;
 }
 
 }  // namespace

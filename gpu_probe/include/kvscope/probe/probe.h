@@ -86,7 +86,7 @@ struct KvTensor {
 // The formats the probe can store and compute with: fp32, fp16, bf16, fp8_e4m3, fp8_e5m2 (per-tensor scale, as
 // vLLM stores them: the scale lives beside the layer, not in the cache), int8 (TensorRT-LLM's: one byte a value,
 // per-tensor scale), q8_0 and q4_0 (llama.cpp's blocks). The CUDA backend's probe stores them all; its decode
-// step stores fp32, fp16, bf16, fp8 and int8 so far and says so for the others.
+// step stores them all too, each new K and V row rounded as the CPU backend rounds it.
 bool can_store(KvDtype dtype);
 // "fp32, fp16, …" for messages.
 std::string storable_list();
