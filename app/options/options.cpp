@@ -247,8 +247,10 @@ const std::vector<Declared>& declared() {
          text(&Options::engine)},
         {"--utilization", "F", S::deployment, kFit | kPlan | kWindow,
          "the engine's memory fraction (" + fractions_text() + ")", parsed(&Options::utilization, parse_fraction)},
-        {"--weight-dtype", "D", S::deployment, kFit | kPlan | kWindow,
-         "weights' format (default: the config's dtype or quantization)", text(&Options::weight_dtype)},
+        {"--weight-dtype", "D", S::deployment, kFit | kPlan | kWindow | kProbe,
+         "weights' format (default: the config's dtype or quantization; probe --step multiplies fp32, fp16, bf16 "
+         "or fp8_e4m3)",
+         text(&Options::weight_dtype)},
         {"--reserve", "SIZE", S::deployment, kFit | kPlan | kWindow,
          "activation reserve per GPU (default 1GiB; replaces the one vllm, tensorrt-llm, llama.cpp derive)",
          parsed(&Options::reserve, parse_bytes)},
@@ -679,8 +681,24 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
     Errors errors = apply_workload_options(o, s);
     if (o.kv_dtype) source.kv_dtype_source = "--kv-dtype";
 
-    if (o.command_id == Command::fit || o.command_id == Command::plan || names_deployment(o))
+    if (o.command_id == Command::probe) {
+        // probe takes one deployment option, --weight-dtype, for --step's weights: the model's weights in that
+        // format (their files' exact bytes and quantization no longer apply); the device is the one probed.
+        if (o.weight_dtype && !o.step) {
+            errors.push_back({"--weight-dtype", "only probe --step multiplies weights (add --step)"});
+        } else if (o.weight_dtype) {
+            if (auto w = parse_kv_dtype(*o.weight_dtype)) {
+                ModelWeights mw;
+                mw.dtype = *w;
+                s.model_weights = mw;
+            } else {
+                errors.push_back(
+                    {"--weight-dtype", "'" + *o.weight_dtype + "' is not a format (" + kv_dtype_list() + ")"});
+            }
+        }
+    } else if (o.command_id == Command::fit || o.command_id == Command::plan || names_deployment(o)) {
         apply_deployment_options(o, catalog, s, errors);
+    }
     if (!errors.empty()) return errors;
     return s;
 }

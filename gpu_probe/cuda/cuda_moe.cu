@@ -3,6 +3,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <algorithm>
 #include <type_traits>
@@ -63,6 +64,7 @@ __global__ void route_kernel(const float* logits, std::uint32_t experts, std::ui
 __device__ __forceinline__ float one_float(float v) { return v; }
 __device__ __forceinline__ float one_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float one_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float one_float(__nv_fp8_e4m3 v) { return static_cast<float>(v); }
 
 // 16 bytes as floats: to_floats (cuda_decode_common.cuh), but fp16 through __ushort_as_half, which
 // clang-tidy's analyzer follows (it takes to_floats' __half2 view of a word for uninitialised).
@@ -77,6 +79,25 @@ __device__ __forceinline__ void piece_floats(const uint4& raw, float* f) {
         }
     } else {
         to_floats<T>(raw, f);
+    }
+}
+
+// V weights from w as floats: one 16-byte load of fp32, fp16 or bf16 weights, or one 8-byte load of 8 fp8 weights
+// (beside bf16 inputs, 8 to a 16-byte load).
+template <class W, unsigned V>
+__device__ __forceinline__ void weight_floats(const W* w, float* f) {
+    if constexpr (std::is_same_v<W, __nv_fp8_e4m3>) {
+        static_assert(V == 8, "fp8 weights are read beside 16-bit inputs");
+        const uint2 raw = __ldg(reinterpret_cast<const uint2*>(w));
+        const unsigned words[2] = {raw.x, raw.y};
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            __nv_fp8_e4m3 v;
+            v.__x = static_cast<__nv_fp8_storage_t>((words[i / 4] >> (8 * (i % 4))) & 0xffu);
+            f[i] = static_cast<float>(v);
+        }
+    } else {
+        piece_floats<W>(__ldg(reinterpret_cast<const uint4*>(w)), f);
     }
 }
 
@@ -131,7 +152,8 @@ __global__ void __launch_bounds__(kGroupThreads)
 constexpr unsigned kRowsPerBlock = 8;  // one warp per row
 constexpr unsigned kPairsAtOnce = 8;   // pairs of a group summed over one read of an expert's row
 
-template <class T>
+// W: the weights' type; X: the inputs' (the same, or bf16 beside fp8 weights).
+template <class W, class X>
 __global__ void __launch_bounds__(kRowsPerBlock * 32)
     expert_gemv_kernel(const void* experts, std::uint64_t rows, std::uint64_t cols, ExpertGroups g, const void* x,
                        std::uint32_t x_div, float alpha, float* y) {
@@ -139,30 +161,30 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32)
     if (group >= g.groups[0]) return;  // fewer experts were chosen than there are pairs
     const std::uint32_t e = g.expert[group], first = g.start[group], last = g.start[group + 1];
     const unsigned lane = threadIdx.x % 32;
-    constexpr unsigned V = 16 / sizeof(T);  // values in a 16-byte load
+    constexpr unsigned V = 16 / sizeof(X);  // inputs in a 16-byte load, and the weights read beside them
     for (std::uint64_t r = static_cast<std::uint64_t>(blockIdx.y) * kRowsPerBlock + threadIdx.x / 32; r < rows;
          r += static_cast<std::uint64_t>(gridDim.y) * kRowsPerBlock) {
-        const T* w = static_cast<const T*>(experts) + (static_cast<std::uint64_t>(e) * rows + r) * cols;
+        const W* w = static_cast<const W*>(experts) + (static_cast<std::uint64_t>(e) * rows + r) * cols;
         for (std::uint32_t p0 = first; p0 < last; p0 += kPairsAtOnce) {
             const unsigned n = min(kPairsAtOnce, last - p0);
             std::uint32_t pair[kPairsAtOnce];
-            const T* in[kPairsAtOnce];
+            const X* in[kPairsAtOnce];
             float acc[kPairsAtOnce];
 #pragma unroll
             for (unsigned i = 0; i < kPairsAtOnce; ++i) {
                 pair[i] = i < n ? g.order[p0 + i] : g.order[p0];
-                in[i] = static_cast<const T*>(x) + static_cast<std::uint64_t>(pair[i] / x_div) * cols;
+                in[i] = static_cast<const X*>(x) + static_cast<std::uint64_t>(pair[i] / x_div) * cols;
                 acc[i] = 0;
             }
-            if (cols % V == 0) {  // every row starts on 16 bytes
+            if (cols % V == 0) {  // every row starts on 16 bytes (fp8 weights: on 8)
                 for (std::uint64_t c = lane * V; c < cols; c += 32 * V) {
                     float wf[V];
-                    piece_floats<T>(__ldg(reinterpret_cast<const uint4*>(w + c)), wf);
+                    weight_floats<W, V>(w + c, wf);
 #pragma unroll
                     for (unsigned i = 0; i < kPairsAtOnce; ++i) {
                         if (i >= n) break;
                         float xf[V];
-                        piece_floats<T>(*reinterpret_cast<const uint4*>(in[i] + c), xf);
+                        piece_floats<X>(*reinterpret_cast<const uint4*>(in[i] + c), xf);
 #pragma unroll
                         for (unsigned v = 0; v < V; ++v) acc[i] += wf[v] * xf[v];
                     }
@@ -211,17 +233,27 @@ void launch_group_pairs(const std::uint32_t* ids, std::uint64_t pairs, std::uint
 }
 
 void launch_expert_gemv(const void* experts, std::uint64_t rows, std::uint64_t cols, const ExpertGroups& g,
-                        std::uint64_t pairs, const void* x, std::uint32_t x_div, float alpha, float* y, int dtype) {
+                        std::uint64_t pairs, const void* x, std::uint32_t x_div, float alpha, float* y, int dtype,
+                        int x_dtype) {
     // A block per possible group (as many as pairs; those past the chosen experts return at once); rows past
     // 65,535 blocks of them are taken by the same blocks again (grid y's limit).
     const dim3 grid(static_cast<unsigned>(pairs),
                     static_cast<unsigned>(std::min<std::uint64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, 65535)));
-    if (dtype == kFp32)
-        expert_gemv_kernel<float><<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, g, x, x_div, alpha, y);
+    if (dtype == kFp8E4m3 && x_dtype == kBf16)
+        expert_gemv_kernel<__nv_fp8_e4m3, __nv_bfloat16>
+            <<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, g, x, x_div, alpha, y);
+    else if (dtype != x_dtype)
+        throw CudaError(
+            "the experts' GEMV reads fp8_e4m3 weights beside bf16 inputs, or weights and inputs of one "
+            "format",
+            cudaErrorInvalidValue);
+    else if (dtype == kFp32)
+        expert_gemv_kernel<float, float><<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, g, x, x_div, alpha, y);
     else if (dtype == kFp16)
-        expert_gemv_kernel<__half><<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, g, x, x_div, alpha, y);
+        expert_gemv_kernel<__half, __half><<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, g, x, x_div, alpha, y);
     else
-        expert_gemv_kernel<__nv_bfloat16><<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, g, x, x_div, alpha, y);
+        expert_gemv_kernel<__nv_bfloat16, __nv_bfloat16>
+            <<<grid, kRowsPerBlock * 32>>>(experts, rows, cols, g, x, x_div, alpha, y);
     KVSCOPE_CUDA(cudaGetLastError());
 }
 

@@ -36,13 +36,14 @@ struct ExpertGroups {
 void launch_group_pairs(const std::uint32_t* ids, std::uint64_t pairs, std::uint32_t experts, const ExpertGroups& g);
 
 // y[p·rows + r] = alpha · Σ_c W_e[r][c] · x[(p / x_div)·cols + c] for each pair p < pairs, e its expert:
-// `experts` holds every expert's rows × cols matrix, expert-major, in the weight format (kFp32, kFp16,
-// kBf16); x is in the same format. The up projection reads token p / k's input (x_div = k), the down
-// projection pair p's own (x_div = 1). A block takes one group, so an expert's rows are read once for up to
-// 8 of its pairs at a time (again, from cache, for each further 8); each pair's sum is formed in the same
-// order whatever its group, so the result does not depend on the grouping.
+// `experts` holds every expert's rows × cols matrix, expert-major, in the weight format `dtype` (kFp32, kFp16,
+// kBf16, kFp8E4m3); x is in `x_dtype`: the same, or kBf16 beside fp8 weights. The up projection reads token p / k's
+// input (x_div = k), the down projection pair p's own (x_div = 1). A block takes one group, so an expert's rows are
+// read once for up to 8 of its pairs at a time (again, from cache, for each further 8); each pair's sum is formed in
+// the same order whatever its group, so the result does not depend on the grouping.
 void launch_expert_gemv(const void* experts, std::uint64_t rows, std::uint64_t cols, const ExpertGroups& g,
-                        std::uint64_t pairs, const void* x, std::uint32_t x_div, float alpha, float* y, int dtype);
+                        std::uint64_t pairs, const void* x, std::uint32_t x_div, float alpha, float* y, int dtype,
+                        int x_dtype);
 
 // out[b·hidden + i] = Σ_j weights[b·k + j] · y[(b·k + j)·hidden + i].
 void launch_expert_sum(const float* y, const float* weights, std::uint64_t batch, std::uint32_t k, std::uint64_t hidden,

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <new>
+#include <optional>
 #include <vector>
 
 #include "backends.h"
@@ -26,6 +27,7 @@
 #include "cuda_block_reduce.cuh"
 #include "cuda_check.h"
 #include "cuda_fill.h"
+#include "cuda_fp8_gemm.h"
 #include "cuda_memory.h"
 #include "cuda_moe.h"
 #include "cuda_step.h"
@@ -42,6 +44,7 @@ using step::fail;
 __device__ __forceinline__ float load(const void* p, std::size_t i, int dtype) {
     if (dtype == kFp32) return static_cast<const float*>(p)[i];
     if (dtype == kFp16) return __half2float(static_cast<const __half*>(p)[i]);
+    if (dtype == kFp8E4m3) return static_cast<float>(static_cast<const __nv_fp8_e4m3*>(p)[i]);
     return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
 }
 
@@ -316,11 +319,28 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     if (!tensors) return fail(r, Status::invalid_input, tensors.error_text());
     const KernelWishRead wish = attention_kernel_wish_from_environment();
     if (!wish.error.empty()) return fail(r, Status::invalid_input, wish.error);
+    if (req.weight_dtype == KvDtype::fp8_e4m3) {  // every matrix cuBLASLt multiplies (the experts' GEMV is ours)
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> shapes = {
+            {d.qkv_rows(), d.hidden}, {d.hidden, d.q_heads * d.dv}, {d.vocab, d.hidden}};
+        const std::uint64_t inter_s = d.shared * d.expert_intermediate;
+        bool dense = false;  // a layer with the dense MLP
+        for (std::uint64_t l = 0; l < a.layers && !dense; ++l)
+            dense = !(a.moe && d.experts > 0 && a.moe->has_experts(l));
+        if (dense) shapes.insert(shapes.end(), {{d.up_rows(d.intermediate), d.hidden}, {d.hidden, d.intermediate}});
+        if (a.moe && d.experts > 0) shapes.emplace_back(d.experts, d.hidden);
+        if (inter_s) shapes.insert(shapes.end(), {{d.up_rows(inter_s), d.hidden}, {d.hidden, inter_s}});
+        KVSCOPE_CUDA(cudaFree(nullptr));
+        if (std::string why = Fp8Gemm::unavailable(shapes); !why.empty()) return fail(r, Status::invalid_input, why);
+    }
     const std::uint64_t B = req.workload.batch, H = d.hidden;
     const KvDtype wd = req.weight_dtype;
-    const int wcode = code_of(wd), kvcode = code_of(req.kv_dtype);
+    // fp8 weights multiply bf16 activations (quantised to fp8 inside each GEMM: cuda_fp8_gemm.h); the others
+    // activations of their own format.
+    const bool fp8 = wd == KvDtype::fp8_e4m3;
+    const KvDtype ad = fp8 ? KvDtype::bf16 : wd;
+    const int wcode = code_of(wd), acode = code_of(ad), kvcode = code_of(req.kv_dtype);
     const cudaDataType wtype = cuda_type(wd);
-    const std::size_t eb = cpu::element_bytes(wd);
+    const std::size_t eb = step::weight_bytes(wd), ab = step::weight_bytes(ad);
     const unsigned sms = std::max(1u, device.compute_units);
 
     KVSCOPE_CUDA(cudaFree(nullptr));  // the context first, so the free memory read next is what the step may use
@@ -376,11 +396,12 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     const std::uint64_t staged_row = sh.row_k + sh.row_v;  // a sequence's new K and V in fp32 (rope_store_kernel)
     const DecodePlan plan = plan_decode(sh, req.kv_dtype, B, max_tokens, sms, wish.wish);
     const std::uint64_t width = std::max({d.qkv_rows(), up_rows, up_rows_s, d.vocab, H});
+    const std::uint64_t input_width = std::max({H, d.intermediate, inter_s, d.q_heads * d.dv});  // the GEMMs' widest
     // The experts' scratch: router logits, each (token, choice) pair's up output, activation and down output.
     const std::uint64_t expert_scratch =
-        a.moe ? B * (d.experts + K * (up_rows_e + H) + H) * sizeof(float) + B * K * inter_e * eb : 0;
+        a.moe ? B * (d.experts + K * (up_rows_e + H) + H) * sizeof(float) + B * K * inter_e * ab : 0;
     const std::uint64_t activations = B * (2 * H + width + d.q_heads * (d.dk + d.dv)) * sizeof(float) +
-                                      B * std::max({H, d.intermediate, inter_s, d.q_heads * d.dv}) * eb +
+                                      B * input_width * ab + (fp8 ? Fp8Gemm::device_bytes(B * input_width) : 0) +
                                       plan.scores_bytes + plan.part_out_bytes + plan.part_ml_bytes + plan.out_bytes +
                                       expert_scratch;
     const std::uint64_t margin = 256ull << 20;  // cuBLAS's workspace and handle
@@ -469,7 +490,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     DeviceArray<float> x(B * H), y(B * width), q(B * d.q_heads * d.dk), scores(plan.scores_bytes / sizeof(float) + 1),
         part_out(plan.part_out_bytes / sizeof(float) + 1), part_ml(plan.part_ml_bytes / sizeof(float) + 1),
         attn(plan.out_bytes / sizeof(float) + 1);
-    DeviceBuffer xn(B * std::max({H, d.intermediate, inter_s, d.q_heads * d.dv}) * eb);
+    DeviceBuffer xn(B * input_width * ab);
     // The experts' scratch, and each layer's choices (kept for the bytes read and the float64 check).
     DeviceArray<float> router_logits(a.moe ? B * d.experts : 1), expert_up(a.moe ? B * K * up_rows_e : 1),
         expert_down(a.moe ? B * K * H : 1), expert_out(a.moe ? B * H : 1),
@@ -477,7 +498,16 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     DeviceArray<std::uint32_t> route_ids(std::max<std::uint64_t>(1, layers_run * B * K));
     DeviceArray<std::uint32_t> group_count(1), group_expert(B * K + 1), group_start(B * K + 1), group_order(B * K + 1);
     const ExpertGroups groups{group_count.get(), group_expert.get(), group_start.get(), group_order.get()};
-    DeviceBuffer expert_act(std::max<std::uint64_t>(1, B * K * inter_e * eb));
+    DeviceBuffer expert_act(std::max<std::uint64_t>(1, B * K * inter_e * ab));
+    std::optional<Fp8Gemm> fp8_gemm;
+    if (fp8) fp8_gemm.emplace(B * input_width);
+    // y = alpha · W·x for the whole batch: cuBLAS, or cuBLASLt's FP8 GEMM for fp8 weights.
+    const auto gemm = [&](const void* w, std::uint64_t rows, std::uint64_t cols, float* out, float alpha) {
+        if (fp8_gemm)
+            fp8_gemm->matmul(w, rows, cols, xn.get(), B, out, alpha);
+        else
+            blas.matmul(wtype, w, rows, cols, xn.get(), B, out, alpha);
+    };
     KVSCOPE_CUDA(cudaDeviceSynchronize());
 
     const RopeShape rope{static_cast<std::uint32_t>(d.q_heads), static_cast<std::uint32_t>(d.kv_heads),
@@ -489,12 +519,12 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     // A gated (or plain) MLP of the whole batch on xn, added to x; SiLU's output overwrites xn.
     const auto mlp = [&](const void* up, const void* down, std::uint64_t rows, std::uint64_t inter, Marks& fine) {
         fine.mark(Phase::weights);
-        blas.matmul(wtype, up, rows, H, xn.get(), B, y.get(), in_scale(H));
+        gemm(up, rows, H, y.get(), in_scale(H));
         fine.mark(Phase::other);
-        silu_kernel<<<grid_for(B * inter), 256>>>(y.get(), B, inter, d.gated, xn.get(), wcode);
+        silu_kernel<<<grid_for(B * inter), 256>>>(y.get(), B, inter, d.gated, xn.get(), acode);
         check_launch();
         fine.mark(Phase::weights);
-        blas.matmul(wtype, down, H, inter, xn.get(), B, y.get(), in_scale(inter));
+        gemm(down, H, inter, y.get(), in_scale(inter));
         fine.mark(Phase::other);
         add_kernel<<<grid_for(B * H), 256>>>(x.get(), y.get(), B * H);
         check_launch();
@@ -510,10 +540,10 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         for (std::uint64_t l = 0; l < layers_run; ++l) {
             const LayerBuffers& w = layers[l];
             fine.mark(Phase::other);
-            rms_norm_kernel<<<static_cast<unsigned>(B), norm_threads>>>(x.get(), H, xn.get(), wcode);
+            rms_norm_kernel<<<static_cast<unsigned>(B), norm_threads>>>(x.get(), H, xn.get(), acode);
             check_launch();
             fine.mark(Phase::weights);
-            blas.matmul(wtype, w.qkv.get(), d.qkv_rows(), H, xn.get(), B, y.get(), in_scale(H));
+            gemm(w.qkv.get(), d.qkv_rows(), H, y.get(), in_scale(H));
             fine.mark(Phase::attention);
             rope_store_kernel<<<static_cast<unsigned>(B), 256>>>(y.get(), rope, positions_dev.get() + l * B,
                                                                  new_k_dev.get() + l * B, new_v_dev.get() + l * B,
@@ -522,14 +552,14 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
             launch_decode(plan,
                           {slot_table.get() + l * B, q.get(), scores.get(), part_out.get(), part_ml.get(), attn.get()});
             fine.mark(Phase::other);
-            cast_kernel<<<grid_for(B * d.q_heads * d.dv), 256>>>(attn.get(), B * d.q_heads * d.dv, xn.get(), wcode);
+            cast_kernel<<<grid_for(B * d.q_heads * d.dv), 256>>>(attn.get(), B * d.q_heads * d.dv, xn.get(), acode);
             check_launch();
             fine.mark(Phase::weights);
-            blas.matmul(wtype, w.o.get(), H, d.q_heads * d.dv, xn.get(), B, y.get(), in_scale(d.q_heads * d.dv));
+            gemm(w.o.get(), H, d.q_heads * d.dv, y.get(), in_scale(d.q_heads * d.dv));
             fine.mark(Phase::other);
             add_kernel<<<grid_for(B * H), 256>>>(x.get(), y.get(), B * H);
             check_launch();
-            rms_norm_kernel<<<static_cast<unsigned>(B), norm_threads>>>(x.get(), H, xn.get(), wcode);
+            rms_norm_kernel<<<static_cast<unsigned>(B), norm_threads>>>(x.get(), H, xn.get(), acode);
             check_launch();
             if (w.moe) {
                 // The router (raw products, as the CPU step's), each token's top-k, the choices grouped by
@@ -539,21 +569,21 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
                 std::uint32_t* ids = route_ids.get() + l * B * K;
                 float* chosen = route_weights.get() + l * B * K;
                 fine.mark(Phase::weights);
-                blas.matmul(wtype, w.router.get(), d.experts, H, xn.get(), B, router_logits.get(), 1.0f);
+                gemm(w.router.get(), d.experts, H, router_logits.get(), 1.0f);
                 fine.mark(Phase::other);
                 launch_route(router_logits.get(), B, static_cast<std::uint32_t>(d.experts),
                              static_cast<std::uint32_t>(K), ids, chosen);
                 launch_group_pairs(ids, B * K, static_cast<std::uint32_t>(d.experts), groups);
                 fine.mark(Phase::weights);
                 launch_expert_gemv(w.experts_up.get(), up_rows_e, H, groups, B * K, xn.get(),
-                                   static_cast<std::uint32_t>(K), in_scale(H), expert_up.get(), wcode);
+                                   static_cast<std::uint32_t>(K), in_scale(H), expert_up.get(), wcode, acode);
                 fine.mark(Phase::other);
                 silu_kernel<<<grid_for(B * K * inter_e), 256>>>(expert_up.get(), B * K, inter_e, d.gated,
-                                                                expert_act.get(), wcode);
+                                                                expert_act.get(), acode);
                 check_launch();
                 fine.mark(Phase::weights);
                 launch_expert_gemv(w.experts_down.get(), H, inter_e, groups, B * K, expert_act.get(), 1,
-                                   in_scale(inter_e), expert_down.get(), wcode);
+                                   in_scale(inter_e), expert_down.get(), wcode, acode);
                 fine.mark(Phase::other);
                 launch_expert_sum(expert_down.get(), chosen, B, static_cast<std::uint32_t>(K), H, expert_out.get());
                 add_kernel<<<grid_for(B * H), 256>>>(x.get(), expert_out.get(), B * H);
@@ -565,10 +595,10 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         }
         fine.mark(Phase::outer);
         coarse.mark(Phase::outer);
-        rms_norm_kernel<<<static_cast<unsigned>(B), norm_threads>>>(x.get(), H, xn.get(), wcode);
+        rms_norm_kernel<<<static_cast<unsigned>(B), norm_threads>>>(x.get(), H, xn.get(), acode);
         check_launch();
         fine.mark(Phase::outer_weights);
-        blas.matmul(wtype, head, d.vocab, H, xn.get(), B, y.get(), in_scale(H));
+        gemm(head, d.vocab, H, y.get(), in_scale(H));
         fine.mark(Phase::end);
         coarse.mark(Phase::end);
     };
@@ -701,7 +731,8 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
                 !why.empty())
                 return fail(r, Status::failed, why);
             ref.tokens = tokens;
-            ref.route_slack = wd == KvDtype::fp32 ? 1e-4 : 1e-2;  // the router's inputs are in the weight format
+            // The router's inputs are in the weight format (fp8: quantised to fp8_e4m3 with one scale).
+            ref.route_slack = wd == KvDtype::fp32 ? 1e-4 : fp8 ? 5e-2 : 1e-2;
             r.max_rel_error = max_relative_error(logits.data(), step::reference_logits(ref));
             checked = "logits checked against float64 of the same layers";
         } catch (const std::bad_alloc&) {
@@ -709,10 +740,14 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         }
     }
     r.kernel =
-        "cuBLAS GEMMs (cublasGemmEx, " + std::string(to_string(wd)) +
-        " in, fp32 accumulate), each weight read once per step for the whole batch" +
-        (a.moe ? "; experts: the router's top-k chosen on the GPU, the choices grouped by expert on the GPU, each "
-                 "chosen expert's rows read once for the tokens that chose it (8 at a time)"
+        (fp8 ? std::string("cuBLASLt FP8 GEMMs (fp8_e4m3 weights, per-tensor scale; the bf16 activations quantised to "
+                           "fp8_e4m3 before each with one dynamic scale, amax / 448, as vLLM's fp8 layers do; fp32 "
+                           "accumulate)")
+             : "cuBLAS GEMMs (cublasGemmEx, " + std::string(to_string(wd)) + " in, fp32 accumulate)") +
+        ", each weight read once per step for the whole batch" +
+        (a.moe ? std::string("; experts: the router's top-k chosen on the GPU, the choices grouped by expert on the "
+                             "GPU, each chosen expert's rows read once for the tokens that chose it (8 at a time") +
+                     (fp8 ? ", fp8 weights beside bf16 inputs)" : ")")
                : "") +
         "; attention: " + plan.description + "; " + checked;
     step::predict(r, req, total);

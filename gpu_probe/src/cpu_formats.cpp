@@ -39,7 +39,7 @@ namespace {
 // CUDA step writes. Rounded from the float directly: e5m2 through fp16 would round twice.
 std::uint8_t float_to_fp8(float x, int mant, int bias, float max) {
     const std::uint8_t sign = std::signbit(x) ? 0x80 : 0;
-    if (std::isnan(x)) return static_cast<std::uint8_t>(sign | 0x7F);
+    if (std::isnan(x)) return 0x7F;  // the canonical NaN, whatever the sign (as cuda_fp8.hpp writes it)
     const float a = std::min(std::fabs(x), max);
     const int steps = 1 << mant;
     if (a < std::ldexp(1.0f, 1 - bias)) {  // subnormal (and 0): multiples of 2^(1 − bias − mant); the largest

@@ -10,7 +10,7 @@
 
 namespace kvscope::probe::cpu {
 
-// Bytes per element of the formats the kernels read in place (fp32, fp16, bf16).
+// Bytes per element of the formats stored a value at a time (fp32 4; fp16, bf16 2; fp8, int8 1).
 std::size_t element_bytes(KvDtype dtype);
 // The formats the kernels read in place: fp32, fp16, bf16.
 bool direct(KvDtype dtype);
@@ -40,7 +40,8 @@ std::uint64_t read_pass(const std::uint64_t* data, std::size_t words);
 // x[i] = exp(x[i] - m[i]) and sum[i] += the result (one softmax row step; relative error < 1e-6).
 void exp_sub_accumulate(float* x, const float* m, float* sum, std::size_t n);
 // Grouped-query kernels reading the stored format directly (converted in registers, never written
-// out), so each K or V row is loaded once for every query that shares it.
+// out), so each K or V row is loaded once for every query that shares it: fp32, fp16, bf16, and fp8 e4m3
+// (the decode step's fp8 weights).
 // dot_group_raw: out[g] = Σ q[g·n + i]·k[i] for g < groups.
 void dot_group_raw(KvDtype dtype, const float* q, std::size_t groups, const void* k, std::size_t n, float* out);
 // Two K rows at once (each query load feeds two multiply-adds): out0[g], out1[g].

@@ -103,10 +103,10 @@ Buffer allocate(std::uint64_t bytes) {
 }
 
 // y[b·N + n] = Σ_k x[b·K + k] · W[n·K + k]: each weight row is read once, in its stored format, for every
-// sequence of the batch (cpu::dot_group_raw2 converts it in registers).
+// sequence of the batch (cpu::dot_group_raw2 converts it in registers: fp32, fp16, bf16, fp8 e4m3).
 void matmul(KvDtype wd, const void* w, const Matrix& m, const float* x, std::uint64_t batch, float* y,
             unsigned threads) {
-    const std::size_t eb = cpu::element_bytes(wd);
+    const std::size_t eb = step::weight_bytes(wd);
     const auto* base = static_cast<const std::byte*>(w);
     constexpr std::uint64_t kRows = 64;  // rows a thread takes at a time
     const std::uint64_t blocks = (m.rows + kRows - 1) / kRows;
@@ -173,7 +173,7 @@ Route route(const float* logits, std::uint64_t experts, std::uint64_t k) {
 class Model {
 public:
     Model(const StepRequest& req, Dims dims, std::uint64_t layers, unsigned threads)
-        : req_(req), d_(dims), layers_(layers), threads_(threads), eb_(cpu::element_bytes(req.weight_dtype)) {}
+        : req_(req), d_(dims), layers_(layers), threads_(threads), eb_(step::weight_bytes(req.weight_dtype)) {}
 
     // Bytes of one layer's weights, and of the weights outside the layers.
     [[nodiscard]] std::uint64_t layer_bytes(std::uint64_t l) const {

@@ -8,12 +8,15 @@
 
 namespace kvscope::probe::step {
 
-bool weight_format(KvDtype d) { return d == KvDtype::fp32 || d == KvDtype::fp16 || d == KvDtype::bf16; }
+bool weight_format(KvDtype d) {
+    return d == KvDtype::fp32 || d == KvDtype::fp16 || d == KvDtype::bf16 || d == KvDtype::fp8_e4m3;
+}
+std::size_t weight_bytes(KvDtype d) { return d == KvDtype::fp32 ? 4 : d == KvDtype::fp8_e4m3 ? 1 : 2; }
 
 std::string dims_of(const StepRequest& req, Dims& d) {
     const Architecture& a = req.arch;
     if (!weight_format(req.weight_dtype))
-        return "weight_dtype: the step multiplies fp32, fp16 or bf16 weights (not " +
+        return "weight_dtype: the step multiplies fp32, fp16, bf16 or fp8_e4m3 weights (not " +
                std::string(to_string(req.weight_dtype)) + "); give --weight-dtype bf16";
     if (const Errors e = validate(a); !e.empty()) return join_errors(e);
     if (a.mla) return "the step does not run MLA layers yet (this model's attention is MLA)";

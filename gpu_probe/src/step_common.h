@@ -11,8 +11,12 @@
 
 namespace kvscope::probe::step {
 
-// The weight formats the steps multiply.
+// The weight formats the steps multiply: fp32, fp16, bf16, and fp8_e4m3 as vLLM's and TensorRT-LLM's fp8
+// checkpoints store it (one byte a weight, a float32 scale per tensor; the probe's random weights lie within ±1,
+// so their scale is 1 and no scale is stored or read).
 bool weight_format(KvDtype d);
+// Bytes of one weight in those formats.
+std::size_t weight_bytes(KvDtype d);
 
 // The shapes one layer multiplies through.
 struct Dims {

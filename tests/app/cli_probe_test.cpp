@@ -56,6 +56,11 @@ TEST(Cli, ProbeStepTimesTheWholeModelBesideTheCalculatorsFloor) {
                              " --context 64 --batch 2 --runs 1 --ceiling-size 16MiB";
     const CliRun r = cli(args + " --json");
     const CliRun text = cli(args);
+    // --weight-dtype fp8_e4m3: one byte a weight, half of bf16's; only --step takes it, and only the formats
+    // the step multiplies.
+    const CliRun fp8 = cli(args + " --weight-dtype fp8_e4m3 --json");
+    const CliRun no_step = cli("probe --backend cpu --config " + path.string() + " --weight-dtype fp8_e4m3");
+    const CliRun q4 = cli(args + " --weight-dtype q4_0");
     std::filesystem::remove(path);
     ASSERT_EQ(r.status, 0) << r.err << r.out;
     const auto doc = kvscope::json::parse(r.out);
@@ -84,6 +89,20 @@ TEST(Cli, ProbeStepTimesTheWholeModelBesideTheCalculatorsFloor) {
     EXPECT_NE(text.out.find("2 of 2 run"), std::string::npos) << text.out;
     // Only probe takes --step.
     EXPECT_EQ(cli("kv --model llama-3-8b --step").status, 2);
+    ASSERT_EQ(fp8.status, 0) << fp8.err << fp8.out;
+    const auto fp8_doc = kvscope::json::parse(fp8.out);
+    ASSERT_TRUE(fp8_doc.value.has_value()) << fp8.out;
+    EXPECT_EQ(fp8_doc.value->find("weight_dtype")->as_string(), "fp8_e4m3");
+    const kvscope::json::Value& f8 = *fp8_doc.value->find("step");
+    EXPECT_EQ(2 * u64(f8, "weights_bytes_read"), u64(st, "weights_bytes_read"));
+    EXPECT_LT(f8.find("max_rel_error")->as_double(), 1e-4);  // the same fp8 values, decoded exactly
+    EXPECT_EQ(no_step.status, 2);
+    EXPECT_NE(no_step.err.find("--weight-dtype: only probe --step multiplies weights"), std::string::npos)
+        << no_step.err;
+    EXPECT_NE(q4.status, 0);
+    EXPECT_NE(q4.err.find("weight_dtype: the step multiplies fp32, fp16, bf16 or fp8_e4m3 weights (not q4_0)"),
+              std::string::npos)
+        << q4.err;
 }
 
 TEST(Cli, AStepMeasuredHereIsKeptAndFitShowsItOnTheGpuItRanOn) {

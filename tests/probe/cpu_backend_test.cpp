@@ -152,7 +152,11 @@ TEST(CpuKernels, Fp8Int8AndBlockFormatsDecodeAsTheirSpecificationsSay) {
             const int mant_bits = e4 ? 3 : 2, bias = e4 ? 7 : 15;
             const int exp = (i & 0x7f) >> mant_bits, mant = i & ((1 << mant_bits) - 1);
             const float sign = (i & 0x80) ? -1.0f : 1.0f;
-            if ((e4 && exp == 15 && mant == 7) || (!e4 && exp == 31)) continue;  // NaN and infinities
+            if (e4 && exp == 15 && mant == 7) {  // e4m3's only NaN, either sign (it has no infinities)
+                EXPECT_TRUE(std::isnan(g[i])) << "byte " << i;
+                continue;
+            }
+            if (!e4 && exp == 31) continue;  // e5m2's NaN and infinities, as fp16's
             const float want =
                 exp == 0 ? sign * std::ldexp(static_cast<float>(mant), 1 - bias - mant_bits)
                          : sign * std::ldexp(1.0f + std::ldexp(static_cast<float>(mant), -mant_bits), exp - bias);
@@ -331,6 +335,42 @@ TEST(CpuKernels, Bf16DotMatchesTheSameRoundedQueriesExactly) {
         EXPECT_NEAR(out1[g], e1, 1e-5 * (1 + std::abs(e1))) << "query " << g;
         EXPECT_NE(out0[g], out1[g]);
     }
+}
+
+TEST(CpuKernels, Fp8WeightRowsAreReadInPlaceAsTheirValues) {
+    // The decode step's fp8 e4m3 weights go straight into the grouped dot products (converted in registers):
+    // rows of 136 values (the 8-value path) and of 20 (a tail of 4), 4 and 3 queries (both group paths); every
+    // sum equal to float64's of the decoded bytes, which include subnormals.
+    for (const std::size_t n : {std::size_t{136}, std::size_t{20}})
+        for (const std::size_t groups : {std::size_t{4}, std::size_t{3}}) {
+            std::vector<float> q(groups * n), k0f(n), k1f(n);
+            std::vector<std::uint8_t> k0(n), k1(n);
+            cpu::fill_random(KvDtype::fp32, q.data(), q.size(), 11);
+            for (std::size_t i = 0; i < n; ++i) {  // every byte but NaN's, the two rows in different orders
+                k0[i] = static_cast<std::uint8_t>((i * 37 + 5) % 256);
+                k1[i] = static_cast<std::uint8_t>((i * 101 + 3) % 256);
+                if ((k0[i] & 0x7F) == 0x7F) k0[i] = 0x01;
+                if ((k1[i] & 0x7F) == 0x7F) k1[i] = 0x81;
+            }
+            cpu::to_float(KvDtype::fp8_e4m3, k0.data(), k0f.data(), n);
+            cpu::to_float(KvDtype::fp8_e4m3, k1.data(), k1f.data(), n);
+            std::vector<float> out0(groups), out1(groups), single(groups);
+            cpu::dot_group_raw2(KvDtype::fp8_e4m3, q.data(), groups, k0.data(), k1.data(), n, out0.data(), out1.data());
+            cpu::dot_group_raw(KvDtype::fp8_e4m3, q.data(), groups, k1.data(), n, single.data());
+            for (std::size_t g = 0; g < groups; ++g) {
+                double e0 = 0, e1 = 0, size0 = 0, size1 = 0;  // the sums of the terms' magnitudes
+                for (std::size_t i = 0; i < n; ++i) {
+                    e0 += static_cast<double>(q[g * n + i]) * k0f[i];
+                    e1 += static_cast<double>(q[g * n + i]) * k1f[i];
+                    size0 += std::abs(static_cast<double>(q[g * n + i]) * k0f[i]);
+                    size1 += std::abs(static_cast<double>(q[g * n + i]) * k1f[i]);
+                }
+                SCOPED_TRACE("n " + std::to_string(n) + ", query " + std::to_string(g));
+                EXPECT_NEAR(out0[g], e0, 1e-6 * size0);
+                EXPECT_NEAR(out1[g], e1, 1e-6 * size1);
+                EXPECT_NEAR(single[g], e1, 1e-6 * size1);
+            }
+        }
 }
 
 TEST(CpuBackend, TooLargeForTheLimitIsRefusedBeforeAllocating) {

@@ -49,7 +49,8 @@ StepReport run(const StepRequest& r, std::uint64_t memory_limit = 0) {
 
 TEST(Step, ADenseModelMatchesFloat64AndReadsWhatTheCalculatorCounts) {
     const Architecture a = small_dense();
-    for (const KvDtype w : {KvDtype::fp32, KvDtype::bf16, KvDtype::fp16}) {
+    // fp8_e4m3 weights as vLLM's fp8 checkpoints store them: one byte a weight (the per-tensor scale is 1 here).
+    for (const KvDtype w : {KvDtype::fp32, KvDtype::bf16, KvDtype::fp16, KvDtype::fp8_e4m3}) {
         const StepReport r = run(request(a, 40, 3, w));
         ASSERT_EQ(r.status, Status::ok) << r.message;
         EXPECT_EQ(r.layers_run, 3u);
@@ -58,7 +59,7 @@ TEST(Step, ADenseModelMatchesFloat64AndReadsWhatTheCalculatorCounts) {
         EXPECT_GE(r.max_rel_error, 0.0) << "a model this small is checked";
         EXPECT_LT(r.max_rel_error, 1e-4) << to_string(w);
         // Every matrix once per step: QKV, O, gate+up, down per layer; the head; one embedding row a sequence.
-        const std::uint64_t eb = w == KvDtype::fp32 ? 4 : 2;
+        const std::uint64_t eb = w == KvDtype::fp32 ? 4 : w == KvDtype::fp8_e4m3 ? 1 : 2;
         const std::uint64_t per_layer = (8 * 16 + 2 * 2 * 16) * 128 + 128 * 8 * 16 + 2 * 256 * 128 + 128 * 256;
         EXPECT_EQ(r.weights_bytes_read, (3 * per_layer + 512 * 128 + 3 * 128) * eb);
         // The calculator's floor counts the same matrices (and the norms' few weights, not the embedding rows).
@@ -166,9 +167,10 @@ TEST(Step, WhatItDoesNotRunIsRefusedInWords) {
     mla.mla = MlaDims{.kv_lora_rank = 64, .qk_rope_head_dim = 16, .qk_nope_head_dim = 16, .v_head_dim = 16};
     EXPECT_EQ(run(request(mla, 32, 1)).status, Status::invalid_input);
     EXPECT_NE(run(request(mla, 32, 1)).message.find("MLA"), std::string::npos);
-    const StepReport fp8 = run(request(small_dense(), 32, 1, KvDtype::fp8_e4m3));
-    EXPECT_EQ(fp8.status, Status::invalid_input);
-    EXPECT_NE(fp8.message.find("weight_dtype"), std::string::npos) << fp8.message;
+    const StepReport q4 = run(request(small_dense(), 32, 1, KvDtype::q4_0));
+    EXPECT_EQ(q4.status, Status::invalid_input);
+    EXPECT_NE(q4.message.find("weight_dtype"), std::string::npos) << q4.message;
+    EXPECT_NE(q4.message.find("fp8_e4m3 weights (not q4_0)"), std::string::npos) << q4.message;
     Architecture no_vocab = small_dense();
     no_vocab.vocab_size = 0;
     EXPECT_EQ(run(request(no_vocab, 32, 1)).status, Status::invalid_input);

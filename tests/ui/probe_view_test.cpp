@@ -125,21 +125,36 @@ TEST(ProbeView, ADecodeStepOfTheModelBesideTheCalculatorsFloor) {
 }
 
 TEST(ProbeView, AModelWithQuantizedWeightsStepsInBf16AndSaysSo) {
-    // An imported checkpoint in fp8 with no deployment: the step cannot multiply fp8 weights, so it runs bf16
+    // A GGUF checkpoint in q4_0 with no deployment: the step cannot multiply q4_0 weights, so it runs bf16
     // weights of the same shapes and says so, instead of asking for an option the window does not have.
+    MainWindow w(testing::catalog(), false);
+    Scenario s = w.model()->scenario();
+    small_model(s);
+    s.model_weights = ModelWeights{KvDtype::q4_0};
+    w.model()->replace(s, "a q4_0 checkpoint", {}, "import");
+    ASSERT_EQ(w.model()->modelWeightDtype(), KvDtype::q4_0);
+    ASSERT_TRUE(run_step(w.probe()));
+    const QString status = w.probe()->statusLabel()->text();
+    EXPECT_TRUE(status.startsWith(
+        "The step multiplies fp32, fp16, bf16 or fp8_e4m3 weights; this run uses bf16 instead of q4_0."))
+        << status.toStdString();
+    EXPECT_EQ(cell_of(w.probe()->results(), "Layers run"), "all 2");
+    EXPECT_TRUE(cell_of(w.probe()->results(), "Weights").contains("of bf16 read"));
+}
+
+TEST(ProbeView, AnFp8CheckpointStepsInFp8) {
+    // fp8 weights are multiplied as they are stored (one byte a weight): half the bytes of bf16's.
     MainWindow w(testing::catalog(), false);
     Scenario s = w.model()->scenario();
     small_model(s);
     s.model_weights = ModelWeights{KvDtype::fp8_e4m3};
     w.model()->replace(s, "an fp8 checkpoint", {}, "import");
-    ASSERT_EQ(w.model()->modelWeightDtype(), KvDtype::fp8_e4m3);
     ASSERT_TRUE(run_step(w.probe()));
     const QString status = w.probe()->statusLabel()->text();
-    EXPECT_TRUE(
-        status.startsWith("The step multiplies fp32, fp16 or bf16 weights; this run uses bf16 instead of "
-                          "fp8_e4m3."))
-        << status.toStdString();
-    EXPECT_EQ(cell_of(w.probe()->results(), "Layers run"), "all 2");
+    EXPECT_FALSE(status.contains("instead of")) << status.toStdString();
+    const QString weights = cell_of(w.probe()->results(), "Weights");
+    EXPECT_TRUE(weights.contains("of fp8_e4m3 read")) << weights.toStdString();
+    EXPECT_TRUE(cell_of(w.probe()->results(), "Max relative error").contains("against float64"));
 }
 
 TEST(ProbeView, AStepIsKeptAndTheDeploymentTabOfEveryWindowShowsItOnItsGpu) {

@@ -263,7 +263,7 @@ void ProbeView::runStep() {
     request.weight_dtype = s.deployment ? s.deployment->weight_dtype : model_->modelWeightDtype();
     QString note;
     if (!probe::can_multiply(request.weight_dtype)) {
-        note = tr("The step multiplies fp32, fp16 or bf16 weights; this run uses bf16 instead of %1. ")
+        note = tr("The step multiplies fp32, fp16, bf16 or fp8_e4m3 weights; this run uses bf16 instead of %1. ")
                    .arg(q(std::string(to_string(request.weight_dtype))));
         request.weight_dtype = KvDtype::bf16;
     }
@@ -327,8 +327,9 @@ void ProbeView::showStep(const probe::StepReport& r) {
                                        .arg(r.ceiling_gbps, 0, 'f', 1)},
         {tr("Measured ÷ floor"),
          tr("%1×").arg(r.predicted_step_ms > 0 ? r.step_ms / r.predicted_step_ms : 0, 0, 'f', 2)},
-        {tr("Weights"), tr("%1 (%2 read%3)")
+        {tr("Weights"), tr("%1 (%2 of %3 read%4)")
                             .arg(ms(r.weights_ms), q(format_bytes(r.weights_bytes_read)),
+                                 request ? q(std::string(to_string(request->weight_dtype))) : tr("weights"),
                                  r.experts_read ? tr(", %1 experts").arg(r.experts_read) : QString())},
         {tr("Attention"), tr("%1 (%2 of cache)").arg(ms(r.attention_ms), q(format_bytes(r.kv_bytes_read)))},
         {tr("The rest"), ms(r.other_ms)},

@@ -162,8 +162,8 @@ std::string stopwatch_gap_note(const StopwatchReport& report);
 // chose are the ones read); then the final norm and the LM head.
 struct StepRequest {
     Architecture arch;
-    KvDtype kv_dtype = KvDtype::fp16;      // the cache: fp32, fp16 or bf16
-    KvDtype weight_dtype = KvDtype::bf16;  // the weights: fp32, fp16 or bf16
+    KvDtype kv_dtype = KvDtype::fp16;      // the cache: any format can_store takes
+    KvDtype weight_dtype = KvDtype::bf16;  // the weights: fp32, fp16, bf16 or fp8_e4m3 (can_multiply)
     Workload workload;                     // `batch` sequences, each attending `context_tokens`
     int timing_runs = 3;                   // after one warm-up step
     std::uint64_t ceiling_bytes = 0;       // the read pass that measures the bandwidth (0: as the probe's)

@@ -1,0 +1,55 @@
+#pragma once
+// fp8_e4m3 weights in the CUDA decode step (cuda_step.cu): cuBLASLt's FP8 GEMMs, as vLLM runs the linear
+// layers of fp8 checkpoints (Fp8LinearMethod with a dynamic activation scheme, vllm/model_executor/layers/
+// quantization/fp8.py): before each GEMM the activations are quantised to fp8_e4m3 with one scale for the
+// tensor, amax / 448 (vLLM's scaled_fp8_quant), then W (fp8, its per-tensor scale) times x (fp8, that scale)
+// accumulates in fp32. The probe's random weights lie within ±1, so their scale is 1.
+//
+// cuBLASLt's FP8 kernels need compute capability 8.9 or newer, A transposed and B not ("TN", which the step's
+// row-major weights are), and 16-byte aligned rows: inputs a multiple of 16 values, fp32 outputs a multiple of 4.
+
+#include <cublasLt.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "cuda_memory.h"
+
+namespace kvscope::probe::cuda {
+
+class Fp8Gemm {
+public:
+    // `max_inputs`: the most activations one GEMM takes (the batch times the widest input).
+    explicit Fp8Gemm(std::uint64_t max_inputs);
+    ~Fp8Gemm();
+    Fp8Gemm(const Fp8Gemm&) = delete;
+    Fp8Gemm& operator=(const Fp8Gemm&) = delete;
+
+    // y[b·rows + r] = alpha · Σ_c W[r·cols + c] · x[b·cols + c]: W row-major rows × cols in fp8_e4m3, x bf16
+    // (quantised here), y fp32. Enqueued on the default stream.
+    void matmul(const void* w, std::uint64_t rows, std::uint64_t cols, const void* x, std::uint64_t batch, float* y,
+                float alpha);
+
+    // Device memory it holds beside the weights: the workspace, the quantised inputs and the scales.
+    static std::uint64_t device_bytes(std::uint64_t max_inputs);
+    // "" when this device runs FP8 GEMMs of these shapes (rows × cols each), else why not, in words.
+    static std::string unavailable(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& shapes);
+
+private:
+    struct Plan {
+        cublasLtMatmulDesc_t desc{};
+        cublasLtMatrixLayout_t a{}, b{}, c{};
+        cublasLtMatmulAlgo_t algo{};
+    };
+    const Plan& plan(std::uint64_t rows, std::uint64_t cols, std::uint64_t batch);
+
+    cublasLtHandle_t lt_{};
+    DeviceBuffer workspace_, inputs_, scales_;  // scales_: the weights' (1), amax's bits, the inputs'
+    std::map<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>, Plan> plans_;
+};
+
+}  // namespace kvscope::probe::cuda
