@@ -124,37 +124,33 @@ TEST(ProbeView, ADecodeStepOfTheModelBesideTheCalculatorsFloor) {
     EXPECT_TRUE(p->statusLabel()->text().contains("calculator's floor")) << p->statusLabel()->text().toStdString();
 }
 
-TEST(ProbeView, AModelWithQuantizedWeightsStepsInBf16AndSaysSo) {
-    // A GGUF checkpoint in q4_0 with no deployment: the step cannot multiply q4_0 weights, so it runs bf16
-    // weights of the same shapes and says so, instead of asking for an option the window does not have.
-    MainWindow w(testing::catalog(), false);
-    Scenario s = w.model()->scenario();
-    small_model(s);
-    s.model_weights = ModelWeights{KvDtype::q4_0};
-    w.model()->replace(s, "a q4_0 checkpoint", {}, "import");
-    ASSERT_EQ(w.model()->modelWeightDtype(), KvDtype::q4_0);
-    ASSERT_TRUE(run_step(w.probe()));
-    const QString status = w.probe()->statusLabel()->text();
-    EXPECT_TRUE(status.startsWith(
-        "The step multiplies fp32, fp16, bf16 or fp8_e4m3 weights; this run uses bf16 instead of q4_0."))
-        << status.toStdString();
-    EXPECT_EQ(cell_of(w.probe()->results(), "Layers run"), "all 2");
-    EXPECT_TRUE(cell_of(w.probe()->results(), "Weights").contains("of bf16 read"));
-}
-
-TEST(ProbeView, AnFp8CheckpointStepsInFp8) {
-    // fp8 weights are multiplied as they are stored (one byte a weight): half the bytes of bf16's.
-    MainWindow w(testing::catalog(), false);
-    Scenario s = w.model()->scenario();
-    small_model(s);
-    s.model_weights = ModelWeights{KvDtype::fp8_e4m3};
-    w.model()->replace(s, "an fp8 checkpoint", {}, "import");
-    ASSERT_TRUE(run_step(w.probe()));
-    const QString status = w.probe()->statusLabel()->text();
-    EXPECT_FALSE(status.contains("instead of")) << status.toStdString();
-    const QString weights = cell_of(w.probe()->results(), "Weights");
-    EXPECT_TRUE(weights.contains("of fp8_e4m3 read")) << weights.toStdString();
-    EXPECT_TRUE(cell_of(w.probe()->results(), "Max relative error").contains("against float64"));
+TEST(ProbeView, ACheckpointStepsInItsWeightFormatOrSaysWhichItUsesInstead) {
+    // With no deployment the step takes the checkpoint's own weight format. fp8 weights are multiplied as they
+    // are stored; a GGUF checkpoint's q4_0 cannot be, so the step runs bf16 weights of the same shapes and says
+    // so, instead of asking for an option the window does not have.
+    for (const KvDtype weights : {KvDtype::fp8_e4m3, KvDtype::q4_0}) {
+        const std::string name(to_string(weights));
+        SCOPED_TRACE(name);
+        MainWindow w(testing::catalog(), false);
+        Scenario s = w.model()->scenario();
+        small_model(s);
+        s.model_weights = ModelWeights{weights};
+        w.model()->replace(s, QString::fromStdString("a " + name + " checkpoint"), {}, "import");
+        ASSERT_EQ(w.model()->modelWeightDtype(), weights);
+        ASSERT_TRUE(run_step(w.probe()));
+        const QString status = w.probe()->statusLabel()->text();
+        const QString used = cell_of(w.probe()->results(), "Weights");
+        EXPECT_EQ(cell_of(w.probe()->results(), "Layers run"), "all 2");
+        if (weights == KvDtype::fp8_e4m3) {
+            EXPECT_FALSE(status.contains("instead of")) << status.toStdString();
+            EXPECT_TRUE(used.contains("of fp8_e4m3 read")) << used.toStdString();
+        } else {
+            EXPECT_TRUE(status.startsWith(
+                "The step multiplies fp32, fp16, bf16 or fp8_e4m3 weights; this run uses bf16 instead of q4_0."))
+                << status.toStdString();
+            EXPECT_TRUE(used.contains("of bf16 read")) << used.toStdString();
+        }
+    }
 }
 
 TEST(ProbeView, AStepIsKeptAndTheDeploymentTabOfEveryWindowShowsItOnItsGpu) {
