@@ -5,6 +5,7 @@
 // On a GPU machine scripts/gpu-check prints the CUDA figures.
 #include <cstdio>
 #include <numeric>
+#include <string>
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/probe/probe.h"
@@ -34,30 +35,35 @@ int main(int argc, char** argv) {
             a.fraction_of_ceiling, a.single_thread_gbps, a.single_thread_gbps / a.ceiling_gbps);
     }
 
-    // The decode step: Llama 3 8B's bf16 layers, as many as fit in 6 GiB beside its embedding and head, scaled.
-    for (const std::uint64_t batch : {1, 16}) {
-        probe::StepRequest st;
-        st.arch = Catalog::builtin().find_model("llama-3-8b")->model.arch;
-        st.kv_dtype = KvDtype::bf16;
-        st.weight_dtype = KvDtype::bf16;
-        st.workload.context_tokens = 8192;
-        st.workload.batch = batch;
-        probe::Control c;
-        c.memory_limit_bytes = 6ull << 30;
-        const probe::StepReport p = (*cpu)->step(st, c);
-        if (p.status != probe::Status::ok) {
-            std::printf("llama-3-8b step batch %llu: %s\n", static_cast<unsigned long long>(batch), p.message.c_str());
-            continue;
+    // The decode step: Llama 3 8B's layers in bf16 and in fp8_e4m3 (read in place, converted in registers), as
+    // many as fit in 6 GiB beside its embedding and head, scaled.
+    for (const KvDtype weights : {KvDtype::bf16, KvDtype::fp8_e4m3})
+        for (const std::uint64_t batch : {1, 16}) {
+            probe::StepRequest st;
+            st.arch = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+            st.kv_dtype = KvDtype::bf16;
+            st.weight_dtype = weights;
+            st.workload.context_tokens = 8192;
+            st.workload.batch = batch;
+            probe::Control c;
+            c.memory_limit_bytes = 6ull << 30;
+            const probe::StepReport p = (*cpu)->step(st, c);
+            if (p.status != probe::Status::ok) {
+                std::printf("llama-3-8b step batch %llu: %s\n", static_cast<unsigned long long>(batch),
+                            p.message.c_str());
+                continue;
+            }
+            std::printf(
+                "llama-3-8b 8k %s weights step, batch %-2llu: %8.1f ms (%llu of %llu layers, scaled) | calculator's "
+                "floor "
+                "%8.1f ms on %5.1f GB/s: measured %.2fx the floor (target <= 1.25) | weights %.0f ms, attention %.0f "
+                "ms, "
+                "rest %.0f ms\n",
+                std::string(to_string(weights)).c_str(), static_cast<unsigned long long>(batch), p.step_ms,
+                static_cast<unsigned long long>(p.layers_run), static_cast<unsigned long long>(p.layers_total),
+                p.predicted_step_ms, p.ceiling_gbps, p.step_ms / p.predicted_step_ms, p.weights_ms, p.attention_ms,
+                p.other_ms);
         }
-        std::printf(
-            "llama-3-8b 8k bf16 step, batch %-2llu: %8.1f ms (%llu of %llu layers, scaled) | calculator's floor %8.1f "
-            "ms "
-            "on %5.1f GB/s: measured %.2fx the floor (target <= 1.25) | weights %.0f ms, attention %.0f ms, rest %.0f "
-            "ms\n",
-            static_cast<unsigned long long>(batch), p.step_ms, static_cast<unsigned long long>(p.layers_run),
-            static_cast<unsigned long long>(p.layers_total), p.predicted_step_ms, p.ceiling_gbps,
-            p.step_ms / p.predicted_step_ms, p.weights_ms, p.attention_ms, p.other_ms);
-    }
 
     probe::StopwatchRequest s;
     s.tokens = stopwatch_tokens;
