@@ -49,19 +49,28 @@ void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const T& v) {
 
 Fp8Gemm::Fp8Gemm(std::uint64_t max_inputs)
     : workspace_(kWorkspaceBytes), inputs_(max_inputs), scales_(3 * sizeof(float)) {
-    KVSCOPE_CUDA(cublasLtCreate(&lt_));
     const float one = 1.0f;
     KVSCOPE_CUDA(cudaMemcpy(scales_.get<float>(), &one, sizeof one, cudaMemcpyHostToDevice));
+    KVSCOPE_CUDA(cublasLtCreate(&lt_));  // last: nothing after it can throw and leave it behind
 }
 
 Fp8Gemm::~Fp8Gemm() {
-    for (auto& [shape, p] : plans_) {
-        cublasLtMatrixLayoutDestroy(p.a);
-        cublasLtMatrixLayoutDestroy(p.b);
-        cublasLtMatrixLayoutDestroy(p.c);
-        cublasLtMatmulDescDestroy(p.desc);
-    }
+    for (auto& [shape, p] : plans_) destroy(p);
     cublasLtDestroy(lt_);
+}
+
+void Fp8Gemm::destroy(Plan& p) {
+    if (p.a) cublasLtMatrixLayoutDestroy(p.a);
+    if (p.b) cublasLtMatrixLayoutDestroy(p.b);
+    if (p.c) cublasLtMatrixLayoutDestroy(p.c);
+    if (p.desc) cublasLtMatmulDescDestroy(p.desc);
+    p = Plan{};
+}
+
+std::string Fp8Gemm::prepare(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& shapes, std::uint64_t batch) {
+    for (const auto& [rows, cols] : shapes)
+        if (std::string why = make_plan(rows, cols, batch); !why.empty()) return why;
+    return "";
 }
 
 std::uint64_t Fp8Gemm::device_bytes(std::uint64_t max_inputs) { return kWorkspaceBytes + max_inputs + 256; }
@@ -83,50 +92,54 @@ std::string Fp8Gemm::unavailable(const std::vector<std::pair<std::uint64_t, std:
     return "";
 }
 
-const Fp8Gemm::Plan& Fp8Gemm::plan(std::uint64_t rows, std::uint64_t cols, std::uint64_t batch) {
+std::string Fp8Gemm::make_plan(std::uint64_t rows, std::uint64_t cols, std::uint64_t batch) {
     const auto key = std::make_tuple(rows, cols, batch);
-    if (auto it = plans_.find(key); it != plans_.end()) return it->second;
+    if (plans_.count(key)) return "";
     Plan p;
-    KVSCOPE_CUDA(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    // D (rows × batch, column-major) = alpha · scale_A · scale_B · Aᵀ · B: A is W, row-major rows × cols, which
-    // is column-major cols × rows; B is x, column-major cols × batch.
-    set(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
-    set(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
-    const float* scales = scales_.get<float>();
-    set(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(scales));
-    set(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(scales + 2));
-    KVSCOPE_CUDA(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_8F_E4M3, cols, rows, static_cast<std::int64_t>(cols)));
-    KVSCOPE_CUDA(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_8F_E4M3, cols, batch, static_cast<std::int64_t>(cols)));
-    KVSCOPE_CUDA(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, rows, batch, static_cast<std::int64_t>(rows)));
     cublasLtMatmulPreference_t pref{};
-    KVSCOPE_CUDA(cublasLtMatmulPreferenceCreate(&pref));
-    const std::uint64_t ws = kWorkspaceBytes;
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    const cublasStatus_t s = [&] {
-        const cublasStatus_t set_ws =
-            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-        if (set_ws != CUBLAS_STATUS_SUCCESS) return set_ws;
-        return cublasLtMatmulAlgoGetHeuristic(lt_, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
-    }();
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
-        cublasLtMatrixLayoutDestroy(p.a);
-        cublasLtMatrixLayoutDestroy(p.b);
-        cublasLtMatrixLayoutDestroy(p.c);
-        cublasLtMatmulDescDestroy(p.desc);
-        throw CudaError("cuBLASLt has no fp8_e4m3 GEMM for a " + std::to_string(rows) + " × " + std::to_string(cols) +
-                            " matrix at a batch of " + std::to_string(batch) + " on this GPU (" +
-                            cublasGetStatusName(s) + "); give --weight-dtype bf16",
-                        cudaErrorNotSupported);
+    try {
+        KVSCOPE_CUDA(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        // D (rows × batch, column-major) = alpha · scale_A · scale_B · Aᵀ · B: A is W, row-major rows × cols,
+        // which is column-major cols × rows; B is x, column-major cols × batch.
+        set(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
+        set(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
+        const float* scales = scales_.get<float>();
+        set(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(scales));
+        set(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(scales + 2));
+        KVSCOPE_CUDA(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_8F_E4M3, cols, rows, static_cast<std::int64_t>(cols)));
+        KVSCOPE_CUDA(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_8F_E4M3, cols, batch, static_cast<std::int64_t>(cols)));
+        KVSCOPE_CUDA(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, rows, batch, static_cast<std::int64_t>(rows)));
+        KVSCOPE_CUDA(cublasLtMatmulPreferenceCreate(&pref));
+        const std::uint64_t ws = kWorkspaceBytes;
+        KVSCOPE_CUDA(
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+        const cublasStatus_t s =
+            cublasLtMatmulAlgoGetHeuristic(lt_, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+        cublasLtMatmulPreferenceDestroy(pref);
+        pref = nullptr;
+        if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
+            destroy(p);
+            return "weight_dtype: cuBLASLt has no fp8_e4m3 GEMM for a " + std::to_string(rows) + " × " +
+                   std::to_string(cols) + " matrix at a batch of " + std::to_string(batch) + " on this GPU (" +
+                   (s != CUBLAS_STATUS_SUCCESS ? std::string(cublasGetStatusName(s)) : std::string("no algorithm")) +
+                   "); give --weight-dtype bf16";
+        }
+    } catch (...) {
+        if (pref) cublasLtMatmulPreferenceDestroy(pref);
+        destroy(p);
+        throw;
     }
     p.algo = result.algo;
-    return plans_.emplace(key, p).first->second;
+    plans_.emplace(key, p);
+    return "";
 }
 
 void Fp8Gemm::matmul(const void* w, std::uint64_t rows, std::uint64_t cols, const void* x, std::uint64_t batch,
                      float* y, float alpha) {
-    const Plan& p = plan(rows, cols, batch);
+    if (std::string why = make_plan(rows, cols, batch); !why.empty()) throw CudaError(why, cudaErrorNotSupported);
+    const Plan& p = plans_.at(std::make_tuple(rows, cols, batch));
     const std::uint64_t n = batch * cols;
     auto* amax = reinterpret_cast<unsigned*>(scales_.get<float>() + 1);
     KVSCOPE_CUDA(cudaMemsetAsync(amax, 0, sizeof(unsigned)));

@@ -34,6 +34,10 @@ public:
     void matmul(const void* w, std::uint64_t rows, std::uint64_t cols, const void* x, std::uint64_t batch, float* y,
                 float alpha);
 
+    // Chooses cuBLASLt's kernel for each of these matrices (rows × cols) at this batch, before the model is
+    // allocated: "" when it has one for every one, else why not, in words.
+    std::string prepare(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& shapes, std::uint64_t batch);
+
     // Device memory it holds beside the weights: the workspace, the quantised inputs and the scales.
     static std::uint64_t device_bytes(std::uint64_t max_inputs);
     // "" when this device runs FP8 GEMMs of these shapes (rows × cols each), else why not, in words.
@@ -45,7 +49,9 @@ private:
         cublasLtMatrixLayout_t a{}, b{}, c{};
         cublasLtMatmulAlgo_t algo{};
     };
-    const Plan& plan(std::uint64_t rows, std::uint64_t cols, std::uint64_t batch);
+    // The plan for a shape, made the first time: "" or why cuBLASLt has none.
+    std::string make_plan(std::uint64_t rows, std::uint64_t cols, std::uint64_t batch);
+    static void destroy(Plan& p);
 
     cublasLtHandle_t lt_{};
     DeviceBuffer workspace_, inputs_, scales_;  // scales_: the weights' (1), amax's bits, the inputs'

@@ -319,9 +319,10 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     if (!tensors) return fail(r, Status::invalid_input, tensors.error_text());
     const KernelWishRead wish = attention_kernel_wish_from_environment();
     if (!wish.error.empty()) return fail(r, Status::invalid_input, wish.error);
-    if (req.weight_dtype == KvDtype::fp8_e4m3) {  // every matrix cuBLASLt multiplies (the experts' GEMV is ours)
-        std::vector<std::pair<std::uint64_t, std::uint64_t>> shapes = {
-            {d.qkv_rows(), d.hidden}, {d.hidden, d.q_heads * d.dv}, {d.vocab, d.hidden}};
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> fp8_shapes;  // every matrix cuBLASLt multiplies in fp8
+    if (req.weight_dtype == KvDtype::fp8_e4m3) {                      // (the experts' GEMV is ours)
+        auto& shapes = fp8_shapes;
+        shapes = {{d.qkv_rows(), d.hidden}, {d.hidden, d.q_heads * d.dv}, {d.vocab, d.hidden}};
         const std::uint64_t inter_s = d.shared * d.expert_intermediate;
         bool dense = false;  // a layer with the dense MLP
         for (std::uint64_t l = 0; l < a.layers && !dense; ++l)
@@ -330,7 +331,10 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         if (a.moe && d.experts > 0) shapes.emplace_back(d.experts, d.hidden);
         if (inter_s) shapes.insert(shapes.end(), {{d.up_rows(inter_s), d.hidden}, {d.hidden, inter_s}});
         KVSCOPE_CUDA(cudaFree(nullptr));
-        if (std::string why = Fp8Gemm::unavailable(shapes); !why.empty()) return fail(r, Status::invalid_input, why);
+        if (std::string why = Fp8Gemm::unavailable(shapes); !why.empty()) {
+            r.weight_dtype_refused = true;
+            return fail(r, Status::invalid_input, why);
+        }
     }
     const std::uint64_t B = req.workload.batch, H = d.hidden;
     const KvDtype wd = req.weight_dtype;
@@ -427,6 +431,16 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
 
     control.report(0.1, "allocating " + format_bytes(need - margin) + " of weights and cache on " + device.name + " (" +
                             std::to_string(layers_run) + " of " + std::to_string(a.layers) + " layers)");
+    // cuBLASLt's kernels for the fp8 GEMMs are chosen before anything large is allocated, so a shape it has none
+    // for is refused at once.
+    std::optional<Fp8Gemm> fp8_gemm;
+    if (fp8) {
+        fp8_gemm.emplace(B * input_width);
+        if (std::string why = fp8_gemm->prepare(fp8_shapes, B); !why.empty()) {
+            r.weight_dtype_refused = true;
+            return fail(r, Status::invalid_input, why);
+        }
+    }
     Blas blas;
     std::uint64_t seed = 104729;
     auto weights = [&](std::uint64_t elements) {
@@ -499,8 +513,6 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     DeviceArray<std::uint32_t> group_count(1), group_expert(B * K + 1), group_start(B * K + 1), group_order(B * K + 1);
     const ExpertGroups groups{group_count.get(), group_expert.get(), group_start.get(), group_order.get()};
     DeviceBuffer expert_act(std::max<std::uint64_t>(1, B * K * inter_e * ab));
-    std::optional<Fp8Gemm> fp8_gemm;
-    if (fp8) fp8_gemm.emplace(B * input_width);
     // y = alpha · W·x for the whole batch: cuBLAS, or cuBLASLt's FP8 GEMM for fp8 weights.
     const auto gemm = [&](const void* w, std::uint64_t rows, std::uint64_t cols, float* out, float alpha) {
         if (fp8_gemm)

@@ -39,6 +39,14 @@ StepReport Backend::step(const StepRequest&, const Control&) {
 
 bool can_multiply(KvDtype weight_dtype) { return step::weight_format(weight_dtype); }
 
+std::optional<StepRequest> with_bf16_weights_if_refused(const StepRequest& request, const StepReport& report) {
+    if (report.status != Status::invalid_input || !report.weight_dtype_refused || request.weight_dtype == KvDtype::bf16)
+        return std::nullopt;
+    StepRequest bf16 = request;
+    bf16.weight_dtype = KvDtype::bf16;
+    return bf16;
+}
+
 MeasuredStep measured_step_of(const StepRequest& request, const StepReport& report, const std::string& model_id,
                               const std::vector<GpuSpec>& gpus) {
     Scenario s;

@@ -184,5 +184,27 @@ TEST(Step, WhatItDoesNotRunIsRefusedInWords) {
     EXPECT_NE(mx.message.find("q8_0 or q4_0 (not mxfp4)"), std::string::npos) << mx.message;
 }
 
+TEST(Step, AWeightFormatTheDeviceRefusesIsRunInBf16Instead) {
+    // What the Probe tab runs next when a GPU cannot multiply fp8 weights: the same step in bf16; nothing for
+    // any other failure, or for bf16 weights already.
+    const StepRequest fp8 = request(small_dense(), 32, 1, KvDtype::fp8_e4m3);
+    StepReport refused;
+    refused.status = Status::invalid_input;
+    refused.weight_dtype_refused = true;
+    const auto again = with_bf16_weights_if_refused(fp8, refused);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(again->weight_dtype, KvDtype::bf16);
+    EXPECT_EQ(again->kv_dtype, fp8.kv_dtype);
+    EXPECT_EQ(again->workload.context_tokens, 32u);
+    StepReport other = refused;
+    other.weight_dtype_refused = false;
+    EXPECT_FALSE(with_bf16_weights_if_refused(fp8, other).has_value());
+    EXPECT_FALSE(with_bf16_weights_if_refused(request(small_dense(), 32, 1, KvDtype::bf16), refused).has_value());
+    // The CPU step multiplies fp8 itself, so it never asks for this.
+    const StepReport cpu = run(fp8);
+    EXPECT_EQ(cpu.status, Status::ok) << cpu.message;
+    EXPECT_FALSE(cpu.weight_dtype_refused);
+}
+
 }  // namespace
 }  // namespace kvscope::probe

@@ -153,6 +153,32 @@ TEST(ProbeView, ACheckpointStepsInItsWeightFormatOrSaysWhichItUsesInstead) {
     }
 }
 
+TEST(ProbeView, ADeviceThatCannotMultiplyFp8WeightsStepsInBf16AndSaysWhy) {
+    // A GPU before compute capability 8.9 refuses fp8 weights (here a stand-in plugin that says so, as
+    // cuda_step.cu does, and is otherwise the CPU backend): the tab runs the same step in bf16 and says why,
+    // rather than ending on an option the window does not have.
+    setenv("KVSCOPE_PLUGIN_DIR", KVSCOPE_FAKE_PLUGIN_REFUSES_FP8, 1);
+    struct Unset {
+        ~Unset() { unsetenv("KVSCOPE_PLUGIN_DIR"); }
+    } unset;
+    ASSERT_TRUE(probe::make_backend("cuda").ok());
+    MainWindow w(testing::catalog(), false);
+    Scenario s = w.model()->scenario();
+    small_model(s);
+    s.model_weights = ModelWeights{KvDtype::fp8_e4m3};
+    w.model()->replace(s, "an fp8 checkpoint", {}, "import");
+    ASSERT_TRUE(run_step(w.probe()));  // "auto": the stand-in GPU answers, so it is chosen
+    const QString status = w.probe()->statusLabel()->text();
+    EXPECT_TRUE(
+        status.startsWith("This device cannot multiply fp8_e4m3 weights (weight_dtype: fp8_e4m3 weights "
+                          "need FP8 tensor cores"))
+        << status.toStdString();
+    EXPECT_TRUE(status.contains("this run uses bf16 instead.")) << status.toStdString();
+    EXPECT_EQ(cell_of(w.probe()->results(), "Device"), "cuda — stand-in GPU without FP8 tensor cores");
+    const QString used = cell_of(w.probe()->results(), "Weights");
+    EXPECT_TRUE(used.contains("of bf16 read")) << used.toStdString();
+}
+
 TEST(ProbeView, AStepIsKeptAndTheDeploymentTabOfEveryWindowShowsItOnItsGpu) {
     // A user folder with a space and accents; two windows on it.
     const auto folder = std::filesystem::temp_directory_path() /

@@ -184,6 +184,11 @@ ProbeView::ProbeView(ScenarioModel* model, ProbeRunner* runner, QWidget* parent)
     connect(runner_, &ProbeRunner::stepFinished, this, &ProbeView::showStep);
     connect(runner_, &ProbeRunner::failed, this, [this](const QString& why) { done(why, false); });
     connect(runner_, &ProbeRunner::finished, this, [this] {
+        if (retry_) {  // the step again, in a format the device multiplies (showStep)
+            step_request_ = std::exchange(retry_, std::nullopt);
+            runner_->step(*step_request_);
+            return;
+        }
         probe_button_->setEnabled(true);
         step_button_->setEnabled(true);
         stopwatch_button_->setEnabled(true);
@@ -287,6 +292,15 @@ void ProbeView::runStep() {
 void ProbeView::showStep(const probe::StepReport& r) {
     const QString note = std::exchange(note_, QString());
     const std::optional<probe::StepRequest> request = std::exchange(step_request_, std::nullopt);
+    // A device that cannot multiply the weights' format (fp8 before compute capability 8.9): the same step in
+    // bf16, started when this run has ended, and said.
+    if (request)
+        if (auto again = probe::with_bf16_weights_if_refused(*request, r)) {
+            note_ = note + tr("This device cannot multiply %1 weights (%2); this run uses bf16 instead. ")
+                               .arg(q(std::string(to_string(request->weight_dtype))), q(r.message));
+            retry_ = std::move(again);
+            return;
+        }
     // Kept, as kvscope-cli probe --step keeps it, for the Deployment tab and `fit` (this scenario on this GPU).
     QString kept = tr("not kept (no user folder)");
     if (r.status == probe::Status::ok && request && !model_->measuredStepsPath().empty()) {

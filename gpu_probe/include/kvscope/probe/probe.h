@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -182,7 +183,10 @@ struct StepReport {
     std::uint64_t kv_bytes_read = 0;       // per step, whole model: every sequence's attended cache
     std::uint64_t experts_read = 0;        // MoE: experts the batch chose, summed over the layers (scaled)
     double weights_ms = 0, attention_ms = 0, other_ms = 0;  // the breakdown of step_ms
-    double ceiling_gbps = 0;                                // read bandwidth measured in the same run
+    // invalid_input because this device cannot multiply the weights' format (the message says why: fp8 weights
+    // before compute capability 8.9); bf16 weights would run.
+    bool weight_dtype_refused = false;
+    double ceiling_gbps = 0;                 // read bandwidth measured in the same run
     double predicted_step_ms = 0;            // the calculator's floor (decode_estimate) on that bandwidth
     std::uint64_t predicted_bytes_read = 0;  // the bytes that floor reads
     double max_rel_error = -1;               // logits against float64 of the same layers; -1: not checked
@@ -193,8 +197,12 @@ struct StepReport {
     }
 };
 
-// The weight formats the decode step multiplies (fp32, fp16, bf16).
+// The weight formats the decode step multiplies (fp32, fp16, bf16, fp8_e4m3; a device may still refuse one:
+// StepReport::weight_dtype_refused).
 bool can_multiply(KvDtype weight_dtype);
+// The step to run instead when the device refused the weights' format: the same with bf16 weights; nullopt when
+// `report` is no such refusal (or the weights were bf16 already).
+std::optional<StepRequest> with_bf16_weights_if_refused(const StepRequest& request, const StepReport& report);
 
 // A finished step as the store keeps it (measured_step.h), dated today: the catalog GPU the device is
 // (gpu_for_device over `gpus`; none for a CPU), and the key of the scenario it ran.

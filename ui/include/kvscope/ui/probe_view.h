@@ -92,6 +92,7 @@ private:
     QLabel* texts_;
     std::optional<probe::StepRequest> step_request_;  // the step running, kept with its result when it ends
     std::string step_model_;                          // and the model it runs
+    std::optional<probe::StepRequest> retry_;         // the step to run next, when the device refused its weights
     QString note_;  // said before the probe's own message: what this run does differently
     double cum_cached_ = 0, cum_uncached_ = 0;
     bool devices_listed_ = false;
