@@ -165,7 +165,7 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     plan.out_bytes = slots * sh.q_heads * sh.dv * sizeof(float);
     const bool fp8 = plan.dtype == kFp8E4m3 || plan.dtype == kFp8E5m2, blocks = is_block(plan.dtype),
                int8 = plan.dtype == kInt8;
-    const std::uint64_t per16 = blocks ? 1 : 16 / value_bytes(dtype), group = sh.q_heads / sh.kv_heads;
+    const std::uint64_t per16 = blocks ? 1 : 16 / cpu::element_bytes(dtype), group = sh.q_heads / sh.kv_heads;
     const std::uint64_t v_stride = sh.v_stride();
     const unsigned g = std::min(kMaxHeadsPerBlock, group % 8 == 0   ? 8u
                                                    : group % 4 == 0 ? 4u

@@ -44,11 +44,8 @@ inline int code_of(KvDtype d) {
             return kBf16;
     }
 }
-// The bytes of one value in the formats stored a value at a time (not llama.cpp's blocks). The CUDA backend's
-// probe and step store every format the CPU backend stores (cpu::stores).
-inline std::size_t value_bytes(KvDtype d) {
-    return d == KvDtype::fp32 ? 4 : d == KvDtype::fp8_e4m3 || d == KvDtype::fp8_e5m2 || d == KvDtype::int8 ? 1 : 2;
-}
+// The CUDA backend's probe and step store every format the CPU backend stores (cpu::stores); a value's bytes
+// in them are cpu::element_bytes'.
 constexpr bool is_block(int code) { return code == kQ8_0 || code == kQ4_0; }
 
 // One layer of one sequence: its K and V rows (token-major; MLA: v == k) and how many are read.

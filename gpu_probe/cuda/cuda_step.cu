@@ -9,7 +9,8 @@
 // cuBLAS GEMMs (cublasGemmEx: weights and activations in the weight format, fp32 accumulation and output),
 // one per matrix for the whole batch, so each weight is read once per step as an engine reads it. The
 // random weights are scaled by 1/√(inputs) through the GEMMs' alpha, as the CPU step scales its products,
-// so the activations stay near 1 through the layers. Norm weights are 1.
+// so the activations stay near 1 through the layers. Norm weights are 1. The small kernels between the GEMMs
+// are cuda_step_kernels.cu; fp8 weights' GEMMs cuda_fp8_gemm.cu.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -24,13 +25,13 @@
 #include "backends.h"
 #include "cpu_kernels.h"
 #include "cuda_attention.h"
-#include "cuda_block_reduce.cuh"
 #include "cuda_check.h"
 #include "cuda_fill.h"
 #include "cuda_fp8_gemm.h"
 #include "cuda_memory.h"
 #include "cuda_moe.h"
 #include "cuda_step.h"
+#include "cuda_step_kernels.h"
 #include "kvscope/calculator/units.h"
 #include "step_common.h"
 #include "step_reference.h"
@@ -40,161 +41,6 @@ namespace {
 
 using step::Dims;
 using step::fail;
-
-__device__ __forceinline__ float load(const void* p, std::size_t i, int dtype) {
-    if (dtype == kFp32) return static_cast<const float*>(p)[i];
-    if (dtype == kFp16) return __half2float(static_cast<const __half*>(p)[i]);
-    if (dtype == kFp8E4m3) return static_cast<float>(static_cast<const __nv_fp8_e4m3*>(p)[i]);
-    return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-}
-
-__device__ __forceinline__ void store(void* p, std::size_t i, float v, int dtype) {
-    if (dtype == kFp32)
-        static_cast<float*>(p)[i] = v;
-    else if (dtype == kFp16)
-        static_cast<__half*>(p)[i] = __float2half(v);
-    else if (dtype == kFp8E4m3)
-        static_cast<__nv_fp8_e4m3*>(p)[i] = __nv_fp8_e4m3(v);  // to the nearest, saturating
-    else if (dtype == kFp8E5m2)
-        static_cast<__nv_fp8_e5m2*>(p)[i] = __nv_fp8_e5m2(v);
-    else if (dtype == kInt8) {  // as cpu_formats.cpp writes it: nearest step, ties to even, saturating; NaN to 0
-        const float steps = v / cpu::kInt8Scale;
-        static_cast<signed char*>(p)[i] =
-            static_cast<signed char>(isnan(steps) ? 0.0f : rintf(fminf(fmaxf(steps, -128.0f), 127.0f)));
-    } else
-        static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(v);
-}
-
-// One of llama.cpp's blocks of 32 values, as cpu_formats.cpp writes it (ggml-quants.c quantize_row_q8_0_ref and
-// quantize_row_q4_0_ref): the same float operations in the same order, each rounded alone (no fused multiply-add),
-// so that the bytes are the CPU's.
-__device__ void store_block(const float* x, unsigned char* b, int dtype) {
-    float amax = 0, max = 0;  // q4_0 keeps the signed value of the first largest magnitude
-    for (int j = 0; j < 32; ++j)
-        if (fabsf(x[j]) > amax) {
-            amax = fabsf(x[j]);
-            max = x[j];
-        }
-    const float d = dtype == kQ8_0 ? __fdiv_rn(amax, 127.0f) : __fdiv_rn(max, -8.0f);
-    const float id = d != 0 ? __fdiv_rn(1.0f, d) : 0.0f;
-    const unsigned short dh = __half_as_ushort(__float2half_rn(d));
-    b[0] = static_cast<unsigned char>(dh & 0xff);
-    b[1] = static_cast<unsigned char>(dh >> 8);
-    if (dtype == kQ8_0) {  // the nearest step, halves away from 0 (lround)
-        for (int j = 0; j < 32; ++j)
-            b[2 + j] = static_cast<unsigned char>(static_cast<signed char>(roundf(__fmul_rn(x[j], id))));
-        return;
-    }
-    for (int j = 0; j < 16; ++j) {  // x / d + 8.5, truncated, at most 15: values 0…15 low, 16…31 high
-        const int q0 = min(15, static_cast<int>(__fadd_rn(__fmul_rn(x[j], id), 8.5f)));
-        const int q1 = min(15, static_cast<int>(__fadd_rn(__fmul_rn(x[j + 16], id), 8.5f)));
-        b[2 + j] = static_cast<unsigned char>(q0 | (q1 << 4));
-    }
-}
-
-// x[b] = the embedding row of token b, in fp32.
-__global__ void embed_kernel(const void* table, int wd, const std::uint64_t* tokens, std::uint64_t hidden, float* x) {
-    const std::uint64_t b = blockIdx.x;
-    for (std::uint64_t i = threadIdx.x; i < hidden; i += blockDim.x)
-        x[b * hidden + i] = load(table, tokens[b] * hidden + i, wd);
-}
-
-// out[b] = RMSNorm(x[b]) in the weight format (the GEMMs' input); one block per sequence.
-__global__ void rms_norm_kernel(const float* x, std::uint64_t n, void* out, int wd) {
-    const float* row = x + blockIdx.x * n;
-    float ss = 0;
-    for (std::uint64_t i = threadIdx.x; i < n; i += blockDim.x) ss += row[i] * row[i];
-    const float inv = rsqrtf(block_sum(ss) / static_cast<float>(n) + 1e-6f);
-    for (std::uint64_t i = threadIdx.x; i < n; i += blockDim.x) store(out, blockIdx.x * n + i, row[i] * inv, wd);
-}
-
-struct RopeShape {
-    std::uint32_t q_heads, kv_heads, dk, dv;
-    std::uint64_t row;  // values of one sequence's QKV output
-};
-
-// One block per sequence: RoPE on its query and key heads (pairs i, i + d/2 by position · 10000^(−2i/d), the
-// Llama convention), the queries to `q` in fp32, the new K and V rows into the cache in its format. The K and V
-// rows in fp32 also go to `staged` (K then V, a sequence after another): llama.cpp's blocks are written from
-// there, 32 values at a time, and the float64 check compares the cache's bytes with the CPU's encoding of them.
-__global__ void rope_store_kernel(const float* qkv, RopeShape sh, const std::uint64_t* positions, void* const* new_k,
-                                  void* const* new_v, int kv_dtype, float* q, float* staged) {
-    const std::uint64_t b = blockIdx.x;
-    const float* row = qkv + b * sh.row;
-    const std::uint64_t row_k = static_cast<std::uint64_t>(sh.kv_heads) * sh.dk,
-                        row_v = std::uint64_t{sh.kv_heads} * sh.dv;
-    float* staged_k = staged + b * (row_k + row_v);
-    float* staged_v = staged_k + row_k;
-    const bool blocks = is_block(kv_dtype);
-    const auto pos = static_cast<double>(positions[b]);
-    const std::uint32_t half = sh.dk / 2;
-    const std::uint32_t heads = sh.q_heads + sh.kv_heads;
-    for (std::uint32_t j = threadIdx.x; j < heads * half; j += blockDim.x) {
-        const std::uint32_t h = j / half, i = j % half;
-        // The angle in double, as the CPU step and the float64 reference take it: in fp32 it is off by about
-        // 1e-4 radians at position 300 and 1e-2 near 128k, which the float64 check would count as the step's error.
-        double sd, cd;
-        sincos(pos * exp2(-2.0 * static_cast<double>(i) / static_cast<double>(sh.dk) * 13.287712379549449), &sd, &cd);
-        const auto s = static_cast<float>(sd), c = static_cast<float>(cd);
-        const float* src = row + static_cast<std::uint64_t>(h) * sh.dk;  // q heads, then k heads, side by side
-        const float x = src[i], y = src[i + half];
-        const float a = x * c - y * s, bb = x * s + y * c;
-        if (h < sh.q_heads) {
-            float* dst = q + (b * sh.q_heads + h) * sh.dk;
-            dst[i] = a;
-            dst[i + half] = bb;
-        } else {
-            const std::uint64_t at = static_cast<std::uint64_t>(h - sh.q_heads) * sh.dk;
-            staged_k[at + i] = a;
-            staged_k[at + i + half] = bb;
-            if (blocks) continue;
-            store(new_k[b], at + i, a, kv_dtype);
-            store(new_k[b], at + i + half, bb, kv_dtype);
-        }
-    }
-    const float* v = row + static_cast<std::uint64_t>(heads) * sh.dk;
-    for (std::uint64_t j = threadIdx.x; j < row_v; j += blockDim.x) {
-        staged_v[j] = v[j];
-        if (!blocks) store(new_v[b], j, v[j], kv_dtype);
-    }
-    if (!blocks) return;
-    __syncthreads();  // the staged rows are whole (rows of whole blocks: the layout's check)
-    const std::uint64_t block_bytes = kv_dtype == kQ8_0 ? 34 : 18, k_blocks = row_k / 32;
-    for (std::uint64_t j = threadIdx.x; j < (row_k + row_v) / 32; j += blockDim.x)
-        if (j < k_blocks)
-            store_block(staged_k + j * 32, static_cast<unsigned char*>(new_k[b]) + j * block_bytes, kv_dtype);
-        else
-            store_block(staged_v + (j - k_blocks) * 32,
-                        static_cast<unsigned char*>(new_v[b]) + (j - k_blocks) * block_bytes, kv_dtype);
-}
-
-__global__ void cast_kernel(const float* in, std::uint64_t n, void* out, int wd) {
-    for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < n;
-         i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x)
-        store(out, i, in[i], wd);
-}
-
-__global__ void add_kernel(float* x, const float* y, std::uint64_t n) {
-    for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < n;
-         i += static_cast<std::uint64_t>(gridDim.x) * blockDim.x)
-        x[i] += y[i];
-}
-
-// h[b][i] = SiLU(gate) · up (gated; gate and up side by side in each row) or SiLU(up), in the weight format.
-__global__ void silu_kernel(const float* up, std::uint64_t batch, std::uint64_t inter, bool gated, void* h, int wd) {
-    const std::uint64_t width = gated ? 2 * inter : inter;
-    for (std::uint64_t j = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; j < batch * inter;
-         j += static_cast<std::uint64_t>(gridDim.x) * blockDim.x) {
-        const std::uint64_t b = j / inter, i = j % inter;
-        const float g = up[b * width + i];
-        const float silu = g / (1.0f + __expf(-g));
-        store(h, j, gated ? silu * up[b * width + inter + i] : silu, wd);
-    }
-}
-
-void check_launch() { KVSCOPE_CUDA(cudaGetLastError()); }
-
-unsigned grid_for(std::uint64_t n) { return static_cast<unsigned>(std::min<std::uint64_t>((n + 255) / 256, 4096)); }
 
 cudaDataType cuda_type(KvDtype d) {
     return d == KvDtype::fp32 ? CUDA_R_32F : d == KvDtype::fp16 ? CUDA_R_16F : CUDA_R_16BF;
@@ -325,8 +171,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         shapes = {{d.qkv_rows(), d.hidden}, {d.hidden, d.q_heads * d.dv}, {d.vocab, d.hidden}};
         const std::uint64_t inter_s = d.shared * d.expert_intermediate;
         bool dense = false;  // a layer with the dense MLP
-        for (std::uint64_t l = 0; l < a.layers && !dense; ++l)
-            dense = !(a.moe && d.experts > 0 && a.moe->has_experts(l));
+        for (std::uint64_t l = 0; l < a.layers && !dense; ++l) dense = !step::expert_layer(a, d, l);
         if (dense) shapes.insert(shapes.end(), {{d.up_rows(d.intermediate), d.hidden}, {d.hidden, d.intermediate}});
         if (a.moe && d.experts > 0) shapes.emplace_back(d.experts, d.hidden);
         if (inter_s) shapes.insert(shapes.end(), {{d.up_rows(inter_s), d.hidden}, {d.hidden, inter_s}});
@@ -344,7 +189,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     const KvDtype ad = fp8 ? KvDtype::bf16 : wd;
     const int wcode = code_of(wd), acode = code_of(ad), kvcode = code_of(req.kv_dtype);
     const cudaDataType wtype = cuda_type(wd);
-    const std::size_t eb = step::weight_bytes(wd), ab = step::weight_bytes(ad);
+    const std::size_t eb = cpu::element_bytes(wd), ab = cpu::element_bytes(ad);
     const unsigned sms = std::max(1u, device.compute_units);
 
     KVSCOPE_CUDA(cudaFree(nullptr));  // the context first, so the free memory read next is what the step may use
@@ -373,7 +218,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     const auto paged = [](std::uint64_t bytes) { return (bytes + (2ull << 20) - 1) / (2ull << 20) * (2ull << 20); };
     const std::uint64_t up_rows = d.up_rows(d.intermediate);
     // Expert layers (as the CPU step's moe_layer): the router, every expert, and the shared experts' MLP.
-    const auto moe_layer = [&](std::uint64_t l) { return a.moe && d.experts > 0 && a.moe->has_experts(l); };
+    const auto moe_layer = [&](std::uint64_t l) { return step::expert_layer(a, d, l); };
     const std::uint64_t inter_e = d.expert_intermediate, up_rows_e = d.up_rows(inter_e), K = d.top_k;
     const std::uint64_t inter_s = d.shared * inter_e, up_rows_s = d.up_rows(inter_s);
     const std::uint64_t expert_bytes = (up_rows_e + inter_e) * H * eb;  // one expert's up and down
@@ -397,7 +242,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         max_tokens = std::max(max_tokens, t.attended);
     }
     const AttentionShape sh = attention_shape(a);
-    const std::uint64_t staged_row = sh.row_k + sh.row_v;  // a sequence's new K and V in fp32 (rope_store_kernel)
+    const std::uint64_t staged_row = sh.row_k + sh.row_v;  // a sequence's new K and V in fp32 (launch_rope_store)
     const DecodePlan plan = plan_decode(sh, req.kv_dtype, B, max_tokens, sms, wish.wish);
     const std::uint64_t width = std::max({d.qkv_rows(), up_rows, up_rows_s, d.vocab, H});
     const std::uint64_t input_width = std::max({H, d.intermediate, inter_s, d.q_heads * d.dv});  // the GEMMs' widest
@@ -527,52 +372,42 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     const auto in_scale = [](std::uint64_t inputs) {
         return static_cast<float>(1.0 / std::sqrt(static_cast<double>(inputs)));
     };
-    const unsigned norm_threads = 256;
     // A gated (or plain) MLP of the whole batch on xn, added to x; SiLU's output overwrites xn.
     const auto mlp = [&](const void* up, const void* down, std::uint64_t rows, std::uint64_t inter, Marks& fine) {
         fine.mark(Phase::weights);
         gemm(up, rows, H, y.get(), in_scale(H));
         fine.mark(Phase::other);
-        silu_kernel<<<grid_for(B * inter), 256>>>(y.get(), B, inter, d.gated, xn.get(), acode);
-        check_launch();
+        launch_silu(y.get(), B, inter, d.gated, xn.get(), acode);
         fine.mark(Phase::weights);
         gemm(down, H, inter, y.get(), in_scale(inter));
         fine.mark(Phase::other);
-        add_kernel<<<grid_for(B * H), 256>>>(x.get(), y.get(), B * H);
-        check_launch();
+        launch_add(x.get(), y.get(), B * H);
     };
     // One step for the batch. `fine` (when on) marks where each phase begins; `coarse` (when on) only the
     // layers and what is outside them, so the timed steps are not slowed by many events.
     auto run_step = [&](Marks& fine, Marks& coarse) {
         fine.mark(Phase::outer);
         coarse.mark(Phase::outer);
-        embed_kernel<<<static_cast<unsigned>(B), 256>>>(embedding.get(), wcode, tokens_dev.get(), H, x.get());
-        check_launch();
+        launch_embed(embedding.get(), wcode, tokens_dev.get(), B, H, x.get());
         coarse.mark(Phase::layers);
         for (std::uint64_t l = 0; l < layers_run; ++l) {
             const LayerBuffers& w = layers[l];
             fine.mark(Phase::other);
-            rms_norm_kernel<<<static_cast<unsigned>(B), norm_threads>>>(x.get(), H, xn.get(), acode);
-            check_launch();
+            launch_rms_norm(x.get(), B, H, xn.get(), acode);
             fine.mark(Phase::weights);
             gemm(w.qkv.get(), d.qkv_rows(), H, y.get(), in_scale(H));
             fine.mark(Phase::attention);
-            rope_store_kernel<<<static_cast<unsigned>(B), 256>>>(y.get(), rope, positions_dev.get() + l * B,
-                                                                 new_k_dev.get() + l * B, new_v_dev.get() + l * B,
-                                                                 kvcode, q.get(), staged.get() + l * B * staged_row);
-            check_launch();
+            launch_rope_store(y.get(), rope, positions_dev.get() + l * B, new_k_dev.get() + l * B,
+                              new_v_dev.get() + l * B, kvcode, q.get(), staged.get() + l * B * staged_row, B);
             launch_decode(plan,
                           {slot_table.get() + l * B, q.get(), scores.get(), part_out.get(), part_ml.get(), attn.get()});
             fine.mark(Phase::other);
-            cast_kernel<<<grid_for(B * d.q_heads * d.dv), 256>>>(attn.get(), B * d.q_heads * d.dv, xn.get(), acode);
-            check_launch();
+            launch_cast(attn.get(), B * d.q_heads * d.dv, xn.get(), acode);
             fine.mark(Phase::weights);
             gemm(w.o.get(), H, d.q_heads * d.dv, y.get(), in_scale(d.q_heads * d.dv));
             fine.mark(Phase::other);
-            add_kernel<<<grid_for(B * H), 256>>>(x.get(), y.get(), B * H);
-            check_launch();
-            rms_norm_kernel<<<static_cast<unsigned>(B), norm_threads>>>(x.get(), H, xn.get(), acode);
-            check_launch();
+            launch_add(x.get(), y.get(), B * H);
+            launch_rms_norm(x.get(), B, H, xn.get(), acode);
             if (w.moe) {
                 // The router (raw products, as the CPU step's), each token's top-k, the choices grouped by
                 // expert, each chosen expert's MLP for the tokens that chose it (its rows read once), summed
@@ -590,16 +425,13 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
                 launch_expert_gemv(w.experts_up.get(), up_rows_e, H, groups, B * K, xn.get(),
                                    static_cast<std::uint32_t>(K), in_scale(H), expert_up.get(), wcode, acode);
                 fine.mark(Phase::other);
-                silu_kernel<<<grid_for(B * K * inter_e), 256>>>(expert_up.get(), B * K, inter_e, d.gated,
-                                                                expert_act.get(), acode);
-                check_launch();
+                launch_silu(expert_up.get(), B * K, inter_e, d.gated, expert_act.get(), acode);
                 fine.mark(Phase::weights);
                 launch_expert_gemv(w.experts_down.get(), H, inter_e, groups, B * K, expert_act.get(), 1,
                                    in_scale(inter_e), expert_down.get(), wcode, acode);
                 fine.mark(Phase::other);
                 launch_expert_sum(expert_down.get(), chosen, B, static_cast<std::uint32_t>(K), H, expert_out.get());
-                add_kernel<<<grid_for(B * H), 256>>>(x.get(), expert_out.get(), B * H);
-                check_launch();
+                launch_add(x.get(), expert_out.get(), B * H);
                 if (d.shared) mlp(w.up.get(), w.down.get(), up_rows_s, inter_s, fine);
             } else {
                 mlp(w.up.get(), w.down.get(), up_rows, d.intermediate, fine);
@@ -607,8 +439,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         }
         fine.mark(Phase::outer);
         coarse.mark(Phase::outer);
-        rms_norm_kernel<<<static_cast<unsigned>(B), norm_threads>>>(x.get(), H, xn.get(), acode);
-        check_launch();
+        launch_rms_norm(x.get(), B, H, xn.get(), acode);
         fine.mark(Phase::outer_weights);
         gemm(head, d.vocab, H, y.get(), in_scale(H));
         fine.mark(Phase::end);

@@ -525,13 +525,6 @@ bool has_avx2_f16c() { return false; }
 bool has_bf16_dot_cpu() { return false; }
 #endif
 
-std::uint64_t next(std::uint64_t& s) {  // xorshift64*
-    s ^= s >> 12;
-    s ^= s << 25;
-    s ^= s >> 27;
-    return s * 0x2545F4914F6CDD1Dull;
-}
-
 }  // namespace
 
 std::size_t element_bytes(KvDtype dtype) {
@@ -625,15 +618,6 @@ void prefetch(const std::byte* p, std::size_t bytes, CacheLevel level) {
     }
 }
 
-void to_bf16(const float* src, std::uint16_t* dst, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) {
-        std::uint32_t bits = 0;
-        std::memcpy(&bits, src + i, sizeof bits);
-        bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest, ties to even
-        dst[i] = static_cast<std::uint16_t>(bits >> 16);
-    }
-}
-
 void dot_group_bf16x2(const std::uint16_t* q, std::size_t groups, const std::uint16_t* k0, const std::uint16_t* k1,
                       std::size_t n, float* out0, float* out1) {
 #if defined(__x86_64__)
@@ -648,74 +632,6 @@ std::uint64_t read_pass(const std::uint64_t* data, std::size_t words) {
     if (has_avx2_f16c()) return read_pass_avx2(data, words);
 #endif
     return read_pass_plain(data, words);
-}
-
-void fill_random(KvDtype dtype, void* data, std::size_t elements, std::uint64_t seed) {
-    std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-    auto* bytes = static_cast<std::uint8_t*>(data);
-    if (dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2) {
-        // sign, the exponent of 1/8 … <1, random mantissa bits: never zero, never NaN
-        for (std::size_t i = 0; i < elements; ++i) {
-            const std::uint64_t r = next(s);
-            bytes[i] = dtype == KvDtype::fp8_e4m3
-                           ? static_cast<std::uint8_t>(((r >> 63) << 7) | ((4 + r % 3) << 3) | ((r >> 8) & 0x7))
-                           : static_cast<std::uint8_t>(((r >> 63) << 7) | ((12 + r % 3) << 2) | ((r >> 8) & 0x3));
-        }
-        return;
-    }
-    if (dtype == KvDtype::int8) {  // ±1 … 127 steps of kInt8Scale: within ±1, never 0
-        for (std::size_t i = 0; i < elements; ++i) {
-            const std::uint64_t r = next(s);
-            const auto q = static_cast<int>(1 + r % 127);
-            bytes[i] = static_cast<std::uint8_t>(static_cast<std::int8_t>((r >> 40) & 1 ? -q : q));
-        }
-        return;
-    }
-    if (dtype == KvDtype::q8_0 || dtype == KvDtype::q4_0) {
-        // A block's scale puts its values within ±1; no quantised value is 0.
-        const bool q8 = dtype == KvDtype::q8_0;
-        const std::uint16_t d = float_to_half(q8 ? 1.0f / 127.0f : 1.0f / 8.0f);
-        for (std::size_t i = 0; i < elements; i += 32, bytes += q8 ? 34 : 18) {
-            std::memcpy(bytes, &d, 2);
-            for (std::size_t j = 0; j < (q8 ? 32u : 16u); ++j) {
-                const std::uint64_t r = next(s);
-                if (q8) {
-                    const auto q = static_cast<int>(1 + r % 127);
-                    bytes[2 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>((r >> 40) & 1 ? -q : q));
-                } else {
-                    auto nibble = [](std::uint64_t x) {
-                        return static_cast<std::uint8_t>(x % 15 >= 8 ? x % 15 + 1 : x % 15);
-                    };
-                    bytes[2 + j] = static_cast<std::uint8_t>(nibble(r) | (nibble(r >> 20) << 4));
-                }
-            }
-        }
-        return;
-    }
-    if (dtype == KvDtype::fp32) {
-        auto* f = static_cast<float*>(data);
-        for (std::size_t i = 0; i < elements; ++i) {
-            const std::uint64_t r = next(s);
-            // sign, exponent 124…126 (1/8 … <1), 23 random mantissa bits
-            const std::uint32_t bits =
-                static_cast<std::uint32_t>(((r >> 63) << 31) | ((124 + r % 3) << 23) | ((r >> 8) & 0x7fffff));
-            std::memcpy(&f[i], &bits, sizeof(float));
-        }
-        return;
-    }
-    auto* h = static_cast<std::uint16_t*>(data);
-    for (std::size_t i = 0; i < elements; i += 4) {
-        const std::uint64_t r = next(s);
-        for (std::size_t j = 0; j < 4 && i + j < elements; ++j) {
-            const std::uint64_t part = r >> (16 * j);
-            const auto sign = static_cast<std::uint16_t>((part & 1) << 15);
-            const std::uint16_t value =
-                dtype == KvDtype::bf16
-                    ? static_cast<std::uint16_t>(((124 + (part >> 1) % 3) << 7) | ((part >> 3) & 0x7f))
-                    : static_cast<std::uint16_t>(((12 + (part >> 1) % 3) << 10) | ((part >> 3) & 0x3ff));
-            h[i + j] = sign | value;
-        }
-    }
 }
 
 }  // namespace kvscope::probe::cpu

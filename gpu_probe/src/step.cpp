@@ -114,7 +114,7 @@ Buffer allocate(std::uint64_t bytes) {
 // sequence of the batch (cpu::dot_group_raw2 converts it in registers: fp32, fp16, bf16, fp8 e4m3).
 void matmul(KvDtype wd, const void* w, const Matrix& m, const float* x, std::uint64_t batch, float* y,
             unsigned threads) {
-    const std::size_t eb = step::weight_bytes(wd);
+    const std::size_t eb = cpu::element_bytes(wd);
     const auto* base = static_cast<const std::byte*>(w);
     constexpr std::uint64_t kRows = 64;  // rows a thread takes at a time
     const std::uint64_t blocks = (m.rows + kRows - 1) / kRows;
@@ -181,7 +181,7 @@ Route route(const float* logits, std::uint64_t experts, std::uint64_t k) {
 class Model {
 public:
     Model(const StepRequest& req, Dims dims, std::uint64_t layers, unsigned threads)
-        : req_(req), d_(dims), layers_(layers), threads_(threads), eb_(step::weight_bytes(req.weight_dtype)) {}
+        : req_(req), d_(dims), layers_(layers), threads_(threads), eb_(cpu::element_bytes(req.weight_dtype)) {}
 
     // Bytes of one layer's weights, and of the weights outside the layers.
     [[nodiscard]] std::uint64_t layer_bytes(std::uint64_t l) const {
@@ -198,9 +198,7 @@ public:
     [[nodiscard]] std::uint64_t outer_bytes() const {
         return (req_.arch.tied_embeddings ? 1 : 2) * d_.vocab * d_.hidden * eb_;
     }
-    [[nodiscard]] bool moe_layer(std::uint64_t l) const {
-        return req_.arch.moe && d_.experts > 0 && req_.arch.moe->has_experts(l);
-    }
+    [[nodiscard]] bool moe_layer(std::uint64_t l) const { return step::expert_layer(req_.arch, d_, l); }
 
     // Random weights, each matrix its own seed.
     void allocate_weights() {

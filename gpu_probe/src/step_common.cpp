@@ -8,10 +8,13 @@
 
 namespace kvscope::probe::step {
 
+bool expert_layer(const Architecture& a, const Dims& d, std::uint64_t l) {
+    return a.moe && d.experts > 0 && a.moe->has_experts(l);
+}
+
 bool weight_format(KvDtype d) {
     return d == KvDtype::fp32 || d == KvDtype::fp16 || d == KvDtype::bf16 || d == KvDtype::fp8_e4m3;
 }
-std::size_t weight_bytes(KvDtype d) { return d == KvDtype::fp32 ? 4 : d == KvDtype::fp8_e4m3 ? 1 : 2; }
 
 std::string dims_of(const StepRequest& req, Dims& d) {
     const Architecture& a = req.arch;

@@ -15,8 +15,6 @@ namespace kvscope::probe::step {
 // checkpoints store it (one byte a weight, a float32 scale per tensor; the probe's random weights lie within ±1,
 // so their scale is 1 and no scale is stored or read).
 bool weight_format(KvDtype d);
-// Bytes of one weight in those formats.
-std::size_t weight_bytes(KvDtype d);
 
 // The shapes one layer multiplies through.
 struct Dims {
@@ -26,6 +24,9 @@ struct Dims {
     [[nodiscard]] std::uint64_t qkv_rows() const { return q_heads * dk + kv_heads * dk + kv_heads * dv; }
     [[nodiscard]] std::uint64_t up_rows(std::uint64_t inter) const { return gated ? 2 * inter : inter; }
 };
+
+// Whether layer l runs the experts (router, chosen experts, shared experts) rather than the dense MLP.
+bool expert_layer(const Architecture& a, const Dims& d, std::uint64_t l);
 
 // The model's dimensions, or why the step cannot run it (empty when it can): a weight format it does not
 // multiply, an invalid architecture, MLA, layers that do not attend with a cache of their own, missing

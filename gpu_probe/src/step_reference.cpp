@@ -37,7 +37,7 @@ Route route_checked(const std::vector<double>& logits, const Route& chosen, std:
 std::vector<double> reference_logits(const ReferenceStep& s) {
     const Dims& d = s.dims;
     const KvDtype wd = s.weight_dtype;
-    const std::size_t eb = weight_bytes(wd);
+    const std::size_t eb = cpu::element_bytes(wd);
     const std::uint64_t H = d.hidden, B = s.tokens.size();
     auto row = [&](const void* w, std::uint64_t r, std::uint64_t cols) {
         std::vector<float> f(cols);

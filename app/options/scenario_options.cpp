@@ -1,0 +1,303 @@
+// Applying parsed options to a scenario: the workload's, the deployment's (a GPU, an engine, weights, the
+// engine's settings) and the model's, as every command and the window's inputs share them. Declaring and parsing
+// the options is options.cpp.
+#include <cctype>
+#include <string_view>
+
+#include "kvscope/calculator/gguf.h"
+#include "kvscope/calculator/local_models.h"
+#include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/safetensors.h"
+#include "kvscope/calculator/tables.h"
+#include "options.h"
+
+namespace kvscope::cli {
+namespace {
+
+// "0.21", "0.21.1" or "v0.19.0": the minor version of a vLLM release the calculator has rules for.
+Result<std::uint64_t> parse_vllm_version(const std::string& text) {
+    std::string_view t = text;
+    if (!t.empty() && (t.front() == 'v' || t.front() == 'V')) t.remove_prefix(1);
+    const auto bad = [&](const std::string& why) { return FieldError{"--vllm-version", "'" + text + "' " + why}; };
+    if (!t.starts_with("0.")) return bad("is not a vLLM version such as 0.21 (releases are numbered 0.x)");
+    t.remove_prefix(2);
+    const std::size_t dot = t.find('.');
+    const std::string_view minor_text = t.substr(0, dot);
+    // After the minor only a patch release may follow: ".1", ".1.1", ".0rc1".
+    const bool patch_ok = dot == std::string_view::npos ||
+                          (dot + 1 < t.size() && std::isdigit(static_cast<unsigned char>(t[dot + 1])) != 0);
+    const auto minor = u64_from_text(minor_text);
+    if (!minor || !patch_ok) return bad("is not a vLLM version such as 0.21");
+    if (*minor < kOldestVllmMinor)
+        return bad("is older than the rules the calculator has (0." + std::to_string(kOldestVllmMinor) + " on)");
+    if (*minor > kLatestVllmMinor) return bad("is not a vLLM release");
+    return *minor;
+}
+
+// --weight-dtype's format, or an error naming it.
+std::optional<KvDtype> weight_dtype_option(const Options& o, Errors& errors) {
+    if (!o.weight_dtype) return std::nullopt;
+    const auto w = parse_kv_dtype(*o.weight_dtype);
+    if (!w) errors.push_back({"--weight-dtype", "'" + *o.weight_dtype + "' is not a format (" + kv_dtype_list() + ")"});
+    return w;
+}
+
+// "; did you mean a, b?" or nothing.
+std::string did_you_mean(const std::vector<std::string>& names) {
+    std::string list;
+    for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
+    return list.empty() ? "" : "; did you mean " + list + "?";
+}
+
+}  // namespace
+
+Errors apply_workload_options(const Options& o, Scenario& s) {
+    Errors errors;
+    if (o.kv_dtype) {
+        if (auto d = parse_kv_dtype(*o.kv_dtype))
+            s.kv_dtype = *d;
+        else
+            errors.push_back({"--kv-dtype", "'" + *o.kv_dtype + "' is not a KV format (" + kv_dtype_list() + ")"});
+    }
+    // vLLM's MambaDType: auto (the model's rule), float32, float16, bfloat16 (vllm/config/cache.py). As in
+    // vLLM, --mamba-cache-dtype sets the conv state and the SSM state unless the model's own rule
+    // (Nemotron-H, Qwen3.5) or --mamba-ssm-cache-dtype sets the SSM state's.
+    const auto state_dtype = [&](const std::optional<std::string>& text, const char* option) -> std::optional<KvDtype> {
+        if (!text || *text == "auto") return std::nullopt;
+        const auto d = parse_kv_dtype(*text);
+        if (!d || (*d != KvDtype::fp32 && *d != KvDtype::fp16 && *d != KvDtype::bf16)) {
+            errors.push_back({option, "'" + *text + "' is not a state format (auto, float32, float16, bfloat16)"});
+            return std::nullopt;
+        }
+        if (!s.arch.recurrent) {
+            errors.push_back({option, "this model keeps no recurrent state"});
+            return std::nullopt;
+        }
+        return d;
+    };
+    const auto conv = state_dtype(o.mamba_cache_dtype, "--mamba-cache-dtype");
+    auto ssm = state_dtype(o.mamba_ssm_cache_dtype, "--mamba-ssm-cache-dtype");
+    const bool fixed = s.arch.recurrent && ssm_format_fixed(s.arch.recurrent->kind);
+    if (ssm && fixed) {
+        errors.push_back({"--mamba-ssm-cache-dtype",
+                          "this model's " + std::string(to_string(s.arch.recurrent->kind)) +
+                              " state is always kept in fp32 (vLLM kda_state_dtype; transformers' RG-LRU); the "
+                              "option does not change it"});
+        ssm.reset();
+    }
+    if (conv && s.arch.recurrent) {
+        const bool model_sets_ssm = fixed || s.arch.recurrent->ssm_dtype != s.arch.recurrent->conv_dtype;
+        s.arch.recurrent->conv_dtype = *conv;
+        if (!model_sets_ssm) s.arch.recurrent->ssm_dtype = *conv;
+    }
+    if (ssm && s.arch.recurrent) s.arch.recurrent->ssm_dtype = *ssm;
+    if (o.context) s.workload.context_tokens = *o.context;
+    if (o.batch) s.workload.batch = *o.batch;
+    if (o.block_size) s.workload.block_size = *o.block_size;
+    if (o.full_window) s.workload.full_window = true;
+    if (o.tp) s.parallel.tp = *o.tp;
+    if (o.pp) s.parallel.pp = *o.pp;
+    return errors;
+}
+
+namespace {
+
+// The deployment the options describe, on `s`'s own when it has one (a saved scenario's): --gpu replaces the
+// GPU, the others the fields they name. Errors name the option.
+void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario& s, Errors& errors) {
+    const bool had = s.deployment.has_value();
+    Deployment d = s.deployment.value_or(Deployment{});
+    // The model's own weights (exact when its files give them) and the engine its files are for.
+    if (!had) adopt_model_weights(d, model_weights_of(s, catalog));
+    if (o.gpu) {
+        if (const GpuSpec* g = catalog.find_gpu(*o.gpu)) {
+            d.gpu = *g;
+        } else {
+            errors.push_back({"--gpu", "unknown GPU '" + *o.gpu + "'" + did_you_mean(catalog.suggest_gpus(*o.gpu)) +
+                                           " (kvscope-cli gpus lists them; --gpu-memory and --gpu-bandwidth describe "
+                                           "your own)"});
+        }
+    } else if (!o.gpu_memory && !had) {
+        errors.push_back({"--gpu", (o.command_id == Command::window ? std::string("a deployment") : o.command) +
+                                       " needs a GPU: --gpu ID (kvscope-cli gpus lists them), or --gpu-memory and "
+                                       "--gpu-bandwidth"});
+    } else if (o.gpu_memory) {
+        d.gpu.id = "custom";
+        d.gpu.name = "custom GPU";
+    }
+    if (o.gpu_memory) d.gpu.memory_bytes = *o.gpu_memory;
+    if (o.gpu_bandwidth) d.gpu.bandwidth_bytes_per_s = *o.gpu_bandwidth;
+    if (!o.gpu && o.gpu_memory && !o.gpu_bandwidth && !had)
+        errors.push_back(
+            {"--gpu-bandwidth", "a custom GPU needs its memory bandwidth in bytes/s (for example 3350GB)"});
+    const Engine engine_before = d.engine;
+    if (o.engine) {
+        if (auto e = parse_engine(*o.engine))
+            d.engine = *e;
+        else
+            errors.push_back({"--engine", "'" + *o.engine + "' is not an engine (" + engine_list() + ")"});
+    }
+    if (o.utilization) {
+        d.fraction = *o.utilization;
+        d.fraction_given = true;
+    } else if (!had || d.engine != engine_before) {
+        d.fraction = default_fraction(d.engine);
+        d.fraction_given = false;
+    }
+    if (const auto w = weight_dtype_option(o, errors)) {
+        d.weight_dtype = *w;
+        // Another format than the files hold: their exact bytes and quantization no longer apply.
+        d.weights_bytes_exact = 0;
+        d.weights_source.clear();
+        d.weight_quant.reset();
+    }
+    if (o.weights) {
+        if (const auto w = safetensors::read_weights(*o.weights)) {
+            d.weights_bytes_exact = w->bytes;
+            d.weights_source = w->source_text();
+        } else {
+            for (const auto& e : w.errors()) errors.push_back({"--weights", e.message});
+        }
+    }
+    // --reserve replaces a derived reserve (vLLM's profile peak, TensorRT-LLM's, llama.cpp's compute buffer);
+    // --overhead only the memory outside it.
+    if (o.reserve) {
+        d.activation_reserve_bytes = *o.reserve;
+        d.fixed_reserve = true;
+    }
+    if (o.overhead) {
+        d.runtime_overhead_bytes = *o.overhead;
+        d.overhead_given = true;
+    }
+    // An engine's count given as 0 would read as "the engine's default" in the scenario: refused, as the engines
+    // refuse it.
+    for (auto [given, slot, name, fallback] :
+         {std::tuple{o.max_num_batched_tokens, &d.vllm.max_num_batched_tokens, "--max-num-batched-tokens",
+                     "vLLM's default"},
+          std::tuple{o.max_num_seqs, &d.vllm.max_num_seqs, "--max-num-seqs", "vLLM's default"},
+          std::tuple{o.max_num_tokens, &d.tensorrt_llm.max_num_tokens, "--max-num-tokens", "TensorRT-LLM's 8,192"},
+          std::tuple{o.ubatch, &d.llama_cpp.ubatch, "--ubatch", "llama.cpp's 512"}}) {
+        if (!given) continue;
+        if (*given == 0)
+            errors.push_back({name, std::string("must be at least 1 (leave it out for ") + fallback + ")"});
+        else
+            *slot = *given;
+    }
+    if (o.enforce_eager) d.vllm.enforce_eager = true;
+    if (o.flash_attn) {
+        const std::string fa = ascii_lower(*o.flash_attn);
+        if (fa == "on" || fa == "auto" || fa == "1")
+            d.llama_cpp.flash_attn_off = false;
+        else if (fa == "off" || fa == "0")
+            d.llama_cpp.flash_attn_off = true;
+        else
+            errors.push_back({"--flash-attn", "'" + *o.flash_attn + "' is not on, off or auto"});
+    }
+    // One speculative method, as the window keeps it: --mtp replaces a saved draft, --draft a saved --mtp (both
+    // given: the fit names the conflict).
+    if (o.mtp) {
+        d.mtp = true;
+        if (!o.draft) d.draft.reset();
+    }
+    if (o.draft && !o.mtp) d.mtp = false;
+    std::optional<DraftMethod> method;
+    if (o.draft_method) {
+        method = parse_draft_method(*o.draft_method);
+        if (!method)
+            errors.push_back(
+                {"--draft-method", "'" + *o.draft_method + "' is not a method (" + draft_method_list() + ")"});
+        else if (!o.draft && !d.draft)
+            errors.push_back({"--draft-method", "there is no draft model to serve: give it with --draft MODEL"});
+    }
+    if (o.draft && *o.draft == "none") {
+        d.draft.reset();
+    } else if (o.draft) {
+        if (auto found = find_draft(*o.draft, method, catalog, "--draft"))
+            d.draft = *found;
+        else
+            for (const auto& e : found.errors()) errors.push_back(e);
+    } else if (method && d.draft) {
+        d.draft->method = *method;  // a saved draft served another way
+    }
+    if (o.vllm_version) {
+        if (const auto minor = parse_vllm_version(*o.vllm_version))
+            d.vllm.version_minor = *minor;
+        else
+            errors.push_back({"--vllm-version", minor.errors().front().message});
+    }
+    // --gpus alone sets tensor parallel; with --tp/--pp the product must match.
+    if (o.gpus) {
+        d.gpu_count = *o.gpus;
+        // Alone it sets the tensor parallel degree, over the pipeline stages the scenario has.
+        if (!o.tp && !o.pp && s.parallel.pp > 0 && *o.gpus % s.parallel.pp == 0)
+            s.parallel.tp = *o.gpus / s.parallel.pp;
+    } else if (!had || o.tp || o.pp) {
+        d.gpu_count = s.parallel.tp * s.parallel.pp;
+    }
+    s.deployment = d;
+}
+
+}  // namespace
+
+Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, ScenarioSource& source) {
+    Scenario s;
+    std::optional<KvDtype> model_dtype;
+    // The model's figures and where they came from; `name` is how the text names it beside its id.
+    const auto take = [&](const ImportedModel& imported, const std::string& id, const std::string& name) {
+        s.arch = imported.arch;
+        s.model_id = id;
+        source.description = id + " (" + name + ")";
+        source.assumed = imported.assumed;
+        source.notes = imported.notes;
+        source.kv_dtype_source = imported.kv_dtype_source;
+        s.model_weights = imported.model_weights();
+        model_dtype = imported.kv_dtype;
+    };
+    if (o.config || o.gguf || o.model_dir) {
+        const std::string& path = o.config ? *o.config : (o.gguf ? *o.gguf : *o.model_dir);
+        auto imported =
+            o.config ? import_config_file(path) : (o.gguf ? gguf::import_file(path) : import_model_path(path));
+        if (!imported) return imported.errors();
+        take(*imported, path, imported->arch.name);
+    } else {
+        // A catalog model, else one on this machine by that name (a Hugging Face repo id, an Ollama name).
+        const std::string key = o.model.value_or("kvscope-teaching-32l");
+        auto found = find_model(key, catalog, NamesPaths::no);
+        if (!found) return found.errors();
+        if (!*found)
+            return FieldError{"--model", "unknown model '" + key + "'" + did_you_mean(catalog.suggest_models(key)) +
+                                             " (kvscope-cli models lists them, models --local those on this machine; "
+                                             "--config FILE reads a config.json, --gguf FILE a GGUF)"};
+        const FoundModel& m = **found;
+        take(m.model, m.id, m.catalog ? m.catalog->name : m.model.arch.name);
+        if (!o.model) source.description += " — the default; choose with --model";
+    }
+
+    s.kv_dtype = model_dtype.value_or(KvDtype::fp16);
+    s.workload.context_tokens = default_context_tokens(s.arch);
+    Errors errors = apply_workload_options(o, s);
+    if (o.kv_dtype) source.kv_dtype_source = "--kv-dtype";
+
+    if (o.command_id == Command::probe) {
+        // probe takes one deployment option, --weight-dtype, for --step's weights: the model's weights in that
+        // format (their files' exact bytes and quantization no longer apply); the device is the one probed.
+        if (o.weight_dtype && !o.step)
+            errors.push_back({"--weight-dtype", "only probe --step multiplies weights (add --step)"});
+        else if (const auto w = weight_dtype_option(o, errors))
+            s.model_weights = ModelWeights{.dtype = *w, .exact_bytes = 0, .source = {}, .engine = {}, .quant = {}};
+    } else if (o.command_id == Command::fit || o.command_id == Command::plan || names_deployment(o)) {
+        apply_deployment_options(o, catalog, s, errors);
+    }
+    if (!errors.empty()) return errors;
+    return s;
+}
+
+Errors apply_scenario_options(const Options& o, const Catalog& catalog, Scenario& s) {
+    Errors errors = apply_workload_options(o, s);
+    // A new deployment starts from the model's own weights (model_weights_of), as build_scenario's does.
+    // --tp and --pp change a saved deployment's GPU count too.
+    if (names_deployment(o) || (s.deployment && (o.tp || o.pp))) apply_deployment_options(o, catalog, s, errors);
+    return errors;
+}
+
+}  // namespace kvscope::cli
