@@ -119,6 +119,10 @@ __global__ void combine_kernel(const float* part_out, const float* part_ml, floa
     const float* ml = part_ml + row * splits * 2;
     float m = -INFINITY, l = 0;
     for (unsigned s = 0; s < splits; ++s) m = fmaxf(m, ml[2 * s]);
+    if (m == -INFINITY) {  // every split empty (a sequence with no tokens): 0, not e^(−inf + inf) = NaN
+        for (unsigned d = threadIdx.x; d < dv; d += blockDim.x) out[row * dv + d] = 0;
+        return;
+    }
     for (unsigned s = 0; s < splits; ++s) l += ml[2 * s + 1] * __expf(ml[2 * s] - m);  // empty splits add 0
     const float inv = l > 0 ? 1.0f / l : 0.0f;
     for (unsigned d = threadIdx.x; d < dv; d += blockDim.x) {
@@ -231,9 +235,14 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     plan.kernel = mma ? mma : stream ? stream : tile_kernel(plan.dtype, g);
     plan.threads = mma ? kMmaWarps * 32 : stream ? kStreamWarps * 32 : kThreads;
     plan.shared_bytes = mma ? mma_shared : stream ? 0 : tile_shared;
-    if (mma)
+    if (mma) {
         KVSCOPE_CUDA(cudaFuncSetAttribute(mma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(plan.shared_bytes)));
+        // As much of each SM's L1 as shared memory as it takes (only a hint to the driver), so that two blocks of
+        // 88.5 or 102.75 KiB fit an SM of 228 KiB (H100, H200).
+        KVSCOPE_CUDA(
+            cudaFuncSetAttribute(mma, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+    }
     int per_sm = 0;
     KVSCOPE_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, plan.kernel, static_cast<int>(plan.threads),
                                                                plan.shared_bytes));

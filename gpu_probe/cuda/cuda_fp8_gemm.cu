@@ -132,7 +132,12 @@ std::string Fp8Gemm::make_plan(std::uint64_t rows, std::uint64_t cols, std::uint
         throw;
     }
     p.algo = result.algo;
-    plans_.emplace(key, p);
+    try {
+        plans_.emplace(key, p);
+    } catch (...) {  // the map could not hold it: its descriptors are nobody's
+        destroy(p);
+        throw;
+    }
     return "";
 }
 

@@ -6,6 +6,7 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <string>
 #include <type_traits>
 
 #include "cuda_attention.h"
@@ -222,22 +223,31 @@ __global__ void expert_sum_kernel(const float* y, const float* weights, std::uin
 
 void launch_route(const float* logits, std::uint64_t batch, std::uint32_t experts, std::uint32_t k, std::uint32_t* ids,
                   float* weights) {
+    if (k == 0 || k > experts || k > kMaxTopK)
+        throw CudaError("the routing chooses 1 to " + std::to_string(kMaxTopK) + " of a layer's experts a token, not " +
+                            std::to_string(k) + " of " + std::to_string(experts),
+                        cudaErrorInvalidValue);
     route_kernel<<<static_cast<unsigned>(batch), 32>>>(logits, experts, k, ids, weights);
     KVSCOPE_CUDA(cudaGetLastError());
 }
 
-void launch_group_pairs(const std::uint32_t* ids, std::uint64_t pairs, std::uint32_t experts, const ExpertGroups& g) {
-    group_pairs_kernel<<<1, kGroupThreads, experts * sizeof(std::uint32_t)>>>(ids, static_cast<std::uint32_t>(pairs),
-                                                                              experts, g);
+void launch_group_pairs(const std::uint32_t* ids, std::uint64_t pairs, const ExpertGroups& g) {
+    if (g.experts == 0 || g.experts > kMaxExperts || pairs >= (1ull << 32))
+        throw CudaError("the grouping takes 1 to " + std::to_string(kMaxExperts) +
+                            " experts a layer and fewer than 2^32 choices, not " + std::to_string(g.experts) + " and " +
+                            std::to_string(pairs),
+                        cudaErrorInvalidValue);
+    group_pairs_kernel<<<1, kGroupThreads, g.experts * sizeof(std::uint32_t)>>>(ids, static_cast<std::uint32_t>(pairs),
+                                                                                g.experts, g);
     KVSCOPE_CUDA(cudaGetLastError());
 }
 
 void launch_expert_gemv(const void* experts, std::uint64_t rows, std::uint64_t cols, const ExpertGroups& g,
                         std::uint64_t pairs, const void* x, std::uint32_t x_div, float alpha, float* y, int dtype,
                         int x_dtype) {
-    // A block per possible group (as many as pairs; those past the chosen experts return at once); rows past
-    // 65,535 blocks of them are taken by the same blocks again (grid y's limit).
-    const dim3 grid(static_cast<unsigned>(pairs),
+    // A block per possible group (as many as pairs or experts, whichever is fewer; those past the chosen experts
+    // return at once); rows past 65,535 blocks of them are taken by the same blocks again (grid y's limit).
+    const dim3 grid(static_cast<unsigned>(std::min<std::uint64_t>(pairs, g.experts)),
                     static_cast<unsigned>(std::min<std::uint64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, 65535)));
     if (dtype == kFp8E4m3 && x_dtype == kBf16)
         expert_gemv_kernel<__nv_fp8_e4m3, __nv_bfloat16>

@@ -15,7 +15,7 @@ namespace kvscope::probe::cuda {
 constexpr unsigned kMaxTopK = 64;
 
 // ids[b·k + j], weights[b·k + j]: token b's j-th expert by router logit (logits: batch × experts, fp32) and
-// its weight, e^(logit − top) over the chosen k summed to 1.
+// its weight, e^(logit − top) over the chosen k summed to 1. 0 < k ≤ min(experts, kMaxTopK), else CudaError.
 void launch_route(const float* logits, std::uint64_t batch, std::uint32_t experts, std::uint32_t k, std::uint32_t* ids,
                   float* weights);
 
@@ -24,16 +24,18 @@ constexpr unsigned kMaxExperts = 8192;
 
 // The step's (token, choice) pairs grouped by expert: device arrays, filled by launch_group_pairs. groups[0]
 // is the number of experts chosen; group g < groups[0] is expert[g], chosen by the pairs order[start[g]] to
-// order[start[g + 1] − 1]. expert and order hold `pairs` entries, start pairs + 1.
+// order[start[g + 1] − 1]. expert and order hold `pairs` entries, start pairs + 1. `experts` is the layer's count
+// of experts, so there are at most that many groups.
 struct ExpertGroups {
     std::uint32_t* groups;
     std::uint32_t* expert;
     std::uint32_t* start;
     std::uint32_t* order;
+    std::uint32_t experts;
 };
 
-// Groups the pairs p < pairs by ids[p] (< experts ≤ kMaxExperts), experts in increasing order.
-void launch_group_pairs(const std::uint32_t* ids, std::uint64_t pairs, std::uint32_t experts, const ExpertGroups& g);
+// Groups the pairs p < pairs by ids[p] (< g.experts ≤ kMaxExperts), experts in increasing order.
+void launch_group_pairs(const std::uint32_t* ids, std::uint64_t pairs, const ExpertGroups& g);
 
 // y[p·rows + r] = alpha · Σ_c W_e[r][c] · x[(p / x_div)·cols + c] for each pair p < pairs, e its expert:
 // `experts` holds every expert's rows × cols matrix, expert-major, in the weight format `dtype` (kFp32, kFp16,

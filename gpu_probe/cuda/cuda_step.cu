@@ -356,7 +356,8 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
         route_weights(std::max<std::uint64_t>(1, layers_run * B * K));
     DeviceArray<std::uint32_t> route_ids(std::max<std::uint64_t>(1, layers_run * B * K));
     DeviceArray<std::uint32_t> group_count(1), group_expert(B * K + 1), group_start(B * K + 1), group_order(B * K + 1);
-    const ExpertGroups groups{group_count.get(), group_expert.get(), group_start.get(), group_order.get()};
+    const ExpertGroups groups{group_count.get(), group_expert.get(), group_start.get(), group_order.get(),
+                              static_cast<std::uint32_t>(d.experts)};
     DeviceBuffer expert_act(std::max<std::uint64_t>(1, B * K * inter_e * ab));
     // y = alpha · W·x for the whole batch: cuBLAS, or cuBLASLt's FP8 GEMM for fp8 weights.
     const auto gemm = [&](const void* w, std::uint64_t rows, std::uint64_t cols, float* out, float alpha) {
@@ -420,7 +421,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
                 fine.mark(Phase::other);
                 launch_route(router_logits.get(), B, static_cast<std::uint32_t>(d.experts),
                              static_cast<std::uint32_t>(K), ids, chosen);
-                launch_group_pairs(ids, B * K, static_cast<std::uint32_t>(d.experts), groups);
+                launch_group_pairs(ids, B * K, groups);
                 fine.mark(Phase::weights);
                 launch_expert_gemv(w.experts_up.get(), up_rows_e, H, groups, B * K, xn.get(),
                                    static_cast<std::uint32_t>(K), in_scale(H), expert_up.get(), wcode, acode);
@@ -574,9 +575,11 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
                 !why.empty())
                 return fail(r, Status::failed, why);
             ref.tokens = tokens;
-            // The router's inputs are in the weight format (fp8: quantised to fp8_e4m3 with one scale).
-            ref.route_slack = wd == KvDtype::fp32 ? 1e-4 : fp8 ? 5e-2 : 1e-2;
-            r.max_rel_error = max_relative_error(logits.data(), step::reference_logits(ref));
+            // The GEMMs' inputs are in the weight format (fp8: quantised to fp8_e4m3 with one scale).
+            ref.slack = wd == KvDtype::fp32 ? 1e-4 : fp8 ? 5e-2 : 1e-2;
+            const step::ReferenceResult checked_step = step::reference_step(ref);
+            if (!checked_step.wrong_row.empty()) return fail(r, Status::failed, checked_step.wrong_row);
+            r.max_rel_error = max_relative_error(logits.data(), checked_step.logits);
             checked = "logits checked against float64 of the same layers";
         } catch (const std::bad_alloc&) {
             checked = "logits checked finite (this host could not hold the copies the float64 check reads)";

@@ -55,16 +55,19 @@ __device__ void store_block(const float* x, unsigned char* b, int dtype) {
     const unsigned short dh = __half_as_ushort(__float2half_rn(d));
     b[0] = static_cast<unsigned char>(dh & 0xff);
     b[1] = static_cast<unsigned char>(dh >> 8);
-    if (dtype == kQ8_0) {  // the nearest step, halves away from 0 (lround)
-        for (int j = 0; j < 32; ++j)
-            b[2 + j] = static_cast<unsigned char>(static_cast<signed char>(roundf(__fmul_rn(x[j], id))));
+    if (dtype == kQ8_0) {  // the nearest step, halves away from 0 (lround); NaN to 0
+        for (int j = 0; j < 32; ++j) {
+            const float q = __fmul_rn(x[j], id);
+            b[2 + j] = static_cast<unsigned char>(static_cast<signed char>(isnan(q) ? 0.0f : roundf(q)));
+        }
         return;
     }
-    for (int j = 0; j < 16; ++j) {  // x / d + 8.5, truncated, at most 15: values 0…15 low, 16…31 high
-        const int q0 = min(15, static_cast<int>(__fadd_rn(__fmul_rn(x[j], id), 8.5f)));
-        const int q1 = min(15, static_cast<int>(__fadd_rn(__fmul_rn(x[j + 16], id), 8.5f)));
-        b[2 + j] = static_cast<unsigned char>(q0 | (q1 << 4));
-    }
+    const auto nibble = [id](float v) {  // v / d + 8.5, truncated, at most 15; NaN to 0
+        const float q = __fadd_rn(__fmul_rn(v, id), 8.5f);
+        return isnan(q) ? 0 : min(15, static_cast<int>(q));
+    };
+    for (int j = 0; j < 16; ++j)  // values 0…15 in the low nibbles, 16…31 in the high
+        b[2 + j] = static_cast<unsigned char>(nibble(x[j]) | (nibble(x[j + 16]) << 4));
 }
 
 // x[b] = the embedding row of token b, in fp32.

@@ -72,6 +72,10 @@ void to_bf16(const float* src, std::uint16_t* dst, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) {
         std::uint32_t bits = 0;
         std::memcpy(&bits, src + i, sizeof bits);
+        if (std::isnan(src[i])) {  // a quiet NaN: rounding a NaN's low bits away would make it inf
+            dst[i] = static_cast<std::uint16_t>((bits >> 16) | 0x40u);
+            continue;
+        }
         bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest, ties to even
         dst[i] = static_cast<std::uint16_t>(bits >> 16);
     }
@@ -112,8 +116,10 @@ void from_float(KvDtype dtype, const float* src, void* dst, std::size_t n) {
                 const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
                 const std::uint16_t dh = float_to_half(d);
                 std::memcpy(b, &dh, 2);
-                for (std::size_t j = 0; j < 32; ++j)
-                    b[2 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>(std::lround(src[i + j] * id)));
+                for (std::size_t j = 0; j < 32; ++j) {  // NaN (which ggml leaves undefined) to 0, as the GPU writes it
+                    const float x = src[i + j] * id;
+                    b[2 + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>(std::isnan(x) ? 0 : std::lround(x)));
+                }
             }
             return;
         case KvDtype::q4_0:  // ggml-quants.c quantize_row_q4_0_ref
@@ -127,9 +133,12 @@ void from_float(KvDtype dtype, const float* src, void* dst, std::size_t n) {
                 const float d = max / -8.0f, id = d != 0 ? 1.0f / d : 0.0f;
                 const std::uint16_t dh = float_to_half(d);
                 std::memcpy(b, &dh, 2);
+                const auto nibble = [id](float v) {  // NaN (which ggml leaves undefined) to 0, as the GPU writes it
+                    const float x = v * id + 8.5f;
+                    return std::isnan(x) ? 0 : std::min(15, static_cast<int>(x));
+                };
                 for (std::size_t j = 0; j < 16; ++j) {
-                    const auto q0 = std::min(15, static_cast<int>(src[i + j] * id + 8.5f));
-                    const auto q1 = std::min(15, static_cast<int>(src[i + j + 16] * id + 8.5f));
+                    const int q0 = nibble(src[i + j]), q1 = nibble(src[i + j + 16]);
                     b[2 + j] = static_cast<std::uint8_t>(q0 | (q1 << 4));
                 }
             }

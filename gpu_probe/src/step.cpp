@@ -586,9 +586,11 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
     for (std::uint64_t l = 0; l < layers_run; ++l) run_weights += model.layer_bytes(l);
     if (run_weights <= step::kReferenceWeightBytes) {
         control.report(0.9, "checking the logits against float64");
-        // The cache rows the step writes hold the last run's K and V; the reference reads them as they are.
-        const std::vector<double> ref = step::reference_logits(reference_of(model, req, tokens, routes, layers_run));
-        r.max_rel_error = max_relative_error(logits.data(), ref);
+        // The cache rows the step writes hold the last run's K and V; the reference reads them as they are, and
+        // checks them against its own.
+        const step::ReferenceResult ref = step::reference_step(reference_of(model, req, tokens, routes, layers_run));
+        if (!ref.wrong_row.empty()) return fail(r, Status::failed, ref.wrong_row);
+        r.max_rel_error = max_relative_error(logits.data(), ref.logits);
     }
     control.report(1.0, "done");
     r.message = step::finished_message(r);

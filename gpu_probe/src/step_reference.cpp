@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "cpu_kernels.h"
+#include "kvscope/calculator/numbers.h"
 #include "reference.h"
 
 namespace kvscope::probe::step {
@@ -34,7 +35,50 @@ Route route_checked(const std::vector<double>& logits, const Route& chosen, std:
     return r;
 }
 
-std::vector<double> reference_logits(const ReferenceStep& s) {
+FormatStep format_step(KvDtype kv) {
+    switch (kv) {
+        case KvDtype::fp32:
+            return {0x1p-23, 0x1p-149};
+        case KvDtype::fp16:
+            return {0x1p-10, 0x1p-24};
+        case KvDtype::bf16:
+            return {0x1p-7, 0x1p-133};
+        case KvDtype::fp8_e4m3:
+            return {0x1p-3, 0x1p-9};
+        case KvDtype::fp8_e5m2:
+            return {0x1p-2, 0x1p-16};
+        case KvDtype::int8:
+            return {0, cpu::kInt8Scale};
+        case KvDtype::q8_0:  // |value − stored| ≤ scale / 2 (and the fp16 scale's rounding) for each of two scales
+            return {2.3 / 127, 0};
+        case KvDtype::q4_0:  // ≤ one scale (a value at the cap of 15) for each of two scales
+            return {2.1 / 8, 0};
+        default:
+            return {1, 0};
+    }
+}
+
+std::string new_row_problem(KvDtype kv, const void* got, const double* want, std::size_t n, double slack) {
+    std::vector<float> stored(n), ideal(n), as_float(want, want + n);
+    cpu::to_float(kv, got, stored.data(), n);
+    std::vector<std::byte> encoded(cpu::row_size(kv, n));
+    cpu::from_float(kv, as_float.data(), encoded.data(), n);
+    cpu::to_float(kv, encoded.data(), ideal.data(), n);
+    double largest = 0;
+    for (std::size_t i = 0; i < n; ++i) largest = std::max(largest, std::abs(want[i]));
+    const FormatStep step = format_step(kv);
+    const double allowed = (slack + step.relative) * largest + step.absolute;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double off = std::abs(static_cast<double>(stored[i]) - static_cast<double>(ideal[i]));
+        if (!(off <= allowed))  // NaN too
+            return "element " + std::to_string(i) + " is " + number_text(stored[i], Notation::general, 5) +
+                   " where float64 gives " + number_text(want[i], Notation::general, 5) + " (" +
+                   number_text(ideal[i], Notation::general, 5) + " in " + std::string(to_string(kv)) + ")";
+    }
+    return "";
+}
+
+ReferenceResult reference_step(const ReferenceStep& s) {
     const Dims& d = s.dims;
     const KvDtype wd = s.weight_dtype;
     const std::size_t eb = cpu::element_bytes(wd);
@@ -83,7 +127,8 @@ std::vector<double> reference_logits(const ReferenceStep& s) {
         return y;
     };
     const AttentionShape sh{d.q_heads, d.kv_heads, d.dk, d.dv, d.kv_heads * d.dk, d.kv_heads * d.dv};
-    std::vector<double> logits;
+    ReferenceResult result;
+    std::vector<double>& logits = result.logits;
     for (std::uint64_t b = 0; b < B; ++b) {
         std::vector<double> x = row(s.embedding, s.tokens[b], H);
         for (std::uint64_t l = 0; l < s.layers.size(); ++l) {
@@ -92,7 +137,21 @@ std::vector<double> reference_logits(const ReferenceStep& s) {
             for (double& v : qkv) v /= std::sqrt(static_cast<double>(H));
             const ReferenceSlot& slot = s.slots[l * B + b];
             rope_d(qkv.data(), d.q_heads, d.dk, slot.tokens - 1);
-            // The new K and V are in the cache already, in its format (the step wrote them).
+            rope_d(qkv.data() + d.q_heads * d.dk, d.kv_heads, d.dk, slot.tokens - 1);
+            // The new K and V are in the cache already, in its format (the step wrote them, in the last row): their
+            // values are float64's, else the step projected, rotated or placed them wrong.
+            for (const bool key : {true, false}) {
+                if (!result.wrong_row.empty()) break;
+                const std::uint64_t n = key ? sh.row_k : sh.row_v, bytes = cpu::row_size(s.kv_dtype, n);
+                const std::byte* last =
+                    static_cast<const std::byte*>(key ? slot.k : slot.v) + (slot.tokens - 1) * bytes;
+                const double* want = qkv.data() + d.q_heads * d.dk + (key ? 0 : sh.row_k);
+                if (std::string why = new_row_problem(s.kv_dtype, last, want, n, s.slack); !why.empty())
+                    result.wrong_row = "the new token's " + std::string(key ? "K" : "V") + " row of layer " +
+                                       std::to_string(l) + ", sequence " + std::to_string(b) +
+                                       " is not float64's: " + why +
+                                       "; the step's projection, rotation or cache write is wrong";
+            }
             const std::vector<float> q(qkv.begin(), qkv.begin() + static_cast<std::ptrdiff_t>(d.q_heads * d.dk));
             const std::vector<double> attn = attention_reference(slot.k, slot.v, slot.tokens, sh, s.kv_dtype, q.data());
             const std::vector<double> o = matvec(w.o, H, d.q_heads * d.dv, attn);
@@ -101,7 +160,7 @@ std::vector<double> reference_logits(const ReferenceStep& s) {
             std::vector<double> y(H, 0.0);
             if (w.moe) {
                 const Route r =
-                    w.router ? route_checked(matvec(w.router, d.experts, H, xn), s.routes[l][b], d.top_k, s.route_slack)
+                    w.router ? route_checked(matvec(w.router, d.experts, H, xn), s.routes[l][b], d.top_k, s.slack)
                              : s.routes[l][b];
                 for (std::size_t k = 0; k < r.experts.size(); ++k) {
                     const std::vector<double> e =
@@ -121,7 +180,7 @@ std::vector<double> reference_logits(const ReferenceStep& s) {
         std::vector<double> out = matvec(s.head, d.vocab, H, norm(x));
         for (double& v : out) logits.push_back(v / std::sqrt(static_cast<double>(H)));
     }
-    return logits;
+    return result;
 }
 
 }  // namespace kvscope::probe::step

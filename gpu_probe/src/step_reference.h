@@ -6,6 +6,7 @@
 // scaled by 1/√(its inputs) — so any difference is the backend's arithmetic, not the model.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kvscope/calculator/kv_dtype.h"
@@ -46,9 +47,11 @@ struct ReferenceStep {
     std::vector<ReferenceSlot> slots;        // layer-major: slots[layer × batch + sequence]
     std::vector<std::vector<Route>> routes;  // [layer][sequence], for MoE layers
     std::vector<std::uint64_t> tokens;       // one per sequence
-    // How far below the k-th router logit a chosen expert's may be (relative to the largest |logit|): the
-    // rounding of the step's router inputs (the CPU step keeps them in fp32; a GPU step's are in the weight format).
-    double route_slack = 1e-4;
+    // How far the step's own arithmetic may take a value from float64, relative to the largest |value| beside it:
+    // the rounding of its GEMMs' inputs (the CPU step keeps them in fp32; a GPU step's are in the weight format).
+    // A chosen expert's router logit may lie this far below the k-th; a new K or V value this far (plus one step
+    // of the cache format) from float64's.
+    double slack = 1e-4;
 };
 
 // The step's choice for one token, checked against the router's float64 logits: kept when its experts are
@@ -57,8 +60,29 @@ struct ReferenceStep {
 // e^(logit − top) over the chosen, in float64.
 Route route_checked(const std::vector<double>& logits, const Route& chosen, std::uint64_t k, double slack);
 
-// batch × vocab logits, sequence-major.
-std::vector<double> reference_logits(const ReferenceStep& s);
+// The largest distance a new K or V value the step stored may lie from float64's value stored in the same format,
+// beyond the step's slack: a value a rounding boundary away from float64's rounds to the next step of the format.
+// `relative` is of the row's largest |value| (floating formats: one unit in the last place at most that; llama.cpp's
+// blocks: their scale, which is at most that over 127 or 8, and a q4_0 value one scale from its own at the cap of 15,
+// twice for the two scales), `absolute` the step below which that stops (subnormals, int8's fixed scale).
+struct FormatStep {
+    double relative = 0, absolute = 0;
+};
+FormatStep format_step(KvDtype kv);
+
+// What is wrong with one new row of n values as the step stored it in format `kv` (bytes at `got`), against float64's
+// values `want`: "" when every value lies within slack × the row's largest |value| plus format_step of float64's value
+// stored in the same format; else the first that does not, as "element i is G where float64 gives W (stored: S)".
+std::string new_row_problem(KvDtype kv, const void* got, const double* want, std::size_t n, double slack);
+
+struct ReferenceResult {
+    std::vector<double> logits;  // batch × vocab, sequence-major
+    // "" when every new K and V row the step wrote holds float64's values (new_row_problem), else which row and how:
+    // a wrong projection, rotation or cache offset, which the logits alone would not show (the reference attends over
+    // the rows as the step wrote them).
+    std::string wrong_row;
+};
+ReferenceResult reference_step(const ReferenceStep& s);
 
 // The weights above which a step is not redone in float64 (a minute or more of host arithmetic), and, for a
 // device's step, the cache above which it is not copied back to the host for it.

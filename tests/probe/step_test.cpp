@@ -2,9 +2,11 @@
 // reads compared with the calculator's, MoE routing, scaling when only some layers fit, and refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
+#include "cpu_kernels.h"
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/probe/probe.h"
@@ -113,6 +115,49 @@ TEST(Step, TheFloat64CheckRoutesByTheRoutersOwnLogits) {
     // A repeated expert or a wrong count is never kept.
     EXPECT_EQ(step::route_checked(logits, {{1, 1}, {0.5f, 0.5f}}, 2, 1e-4).experts, (std::vector<std::uint64_t>{1, 3}));
     EXPECT_EQ(step::route_checked(logits, {{1}, {1.0f}}, 2, 1e-4).experts, (std::vector<std::uint64_t>{1, 3}));
+}
+
+// The float64 check reads the new token's K and V from the cache as the step wrote them, so it also checks that
+// they are float64's: a step that rotated K wrong or wrote another head's values would agree in its logits. Every
+// format: a value a little off float64's (the step's rounding) passes; a row left unrotated, or another head's, not.
+TEST(Step, TheFloat64CheckFindsANewKOrVRowThatIsNotFloat64s) {
+    constexpr std::size_t heads = 2, dim = 64, n = heads * dim;
+    std::vector<double> want(n);
+    std::uint64_t s = 12345;
+    for (double& v : want) {  // about ±1.7, as a projection of a normalised row gives
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        v = (static_cast<double>(s >> 11) / 9007199254740992.0 - 0.5) * 3.4;
+    }
+    const auto stored = [&](KvDtype kv, const std::vector<double>& values, double scale) {
+        std::vector<float> f(values.size());
+        for (std::size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(values[i] * scale);
+        std::vector<std::byte> bytes(cpu::row_size(kv, f.size()));
+        cpu::from_float(kv, f.data(), bytes.data(), f.size());
+        return bytes;
+    };
+    std::vector<double> unrotated = want, other_head = want;
+    for (std::size_t h = 0; h < heads; ++h)  // the pairs (i, i + d/2) a quarter turn back
+        for (std::size_t i = 0; i < dim / 2; ++i) {
+            unrotated[h * dim + i] = want[h * dim + i + dim / 2];
+            unrotated[h * dim + i + dim / 2] = -want[h * dim + i];
+        }
+    std::rotate(other_head.begin(), other_head.begin() + dim, other_head.end());
+    for (const KvDtype kv : {KvDtype::fp32, KvDtype::fp16, KvDtype::bf16, KvDtype::fp8_e4m3, KvDtype::fp8_e5m2,
+                             KvDtype::int8, KvDtype::q8_0, KvDtype::q4_0}) {
+        SCOPED_TRACE(to_string(kv));
+        EXPECT_EQ(step::new_row_problem(kv, stored(kv, want, 1.0).data(), want.data(), n, 1e-4), "");
+        // A GPU step's 16-bit GEMM inputs take its values about 1e-3 off; its slack is 1e-2.
+        EXPECT_EQ(step::new_row_problem(kv, stored(kv, want, 1.002).data(), want.data(), n, 1e-2), "");
+        const std::string wrong = step::new_row_problem(kv, stored(kv, unrotated, 1.0).data(), want.data(), n, 1e-2);
+        EXPECT_NE(wrong.find("where float64 gives"), std::string::npos) << wrong;
+        EXPECT_NE(step::new_row_problem(kv, stored(kv, other_head, 1.0).data(), want.data(), n, 1e-2), "");
+    }
+    // What the message says: the element, its value, float64's and float64's in the format.
+    std::vector<double> one_off = want;
+    one_off[70] += 0.5;
+    EXPECT_EQ(step::new_row_problem(KvDtype::fp32, stored(KvDtype::fp32, one_off, 1.0).data(), want.data(), n, 1e-4)
+                  .rfind("element 70 is ", 0),
+              0u);
 }
 
 // By layers, an expert model whose layers that fit are all dense (first_k_dense) would time no expert: refused.
