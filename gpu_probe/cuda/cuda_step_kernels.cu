@@ -104,14 +104,15 @@ __global__ void rope_store_kernel(const float* qkv, RopeShape sh, const std::uin
     const std::uint32_t heads = sh.q_heads + sh.kv_heads;
     for (std::uint32_t j = threadIdx.x; j < heads * half; j += blockDim.x) {
         const std::uint32_t h = j / half, i = j % half;
-        // The angle in double, as the CPU step and the float64 reference take it: in fp32 it is off by about
-        // 1e-4 radians at position 300 and 1e-2 near 128k, which the float64 check would count as the step's error.
+        // The angle in double, as the CPU step and the float64 reference take it (10000^(−2i/d) by pow): in fp32 it
+        // is off by about 1e-4 radians at position 300 and 1e-2 near 128k, which the float64 check would count as
+        // the step's error. The rotation's products each rounded, as the CPU step rounds them (no fused multiply-add).
         double sd, cd;
-        sincos(pos * exp2(-2.0 * static_cast<double>(i) / static_cast<double>(sh.dk) * 13.287712379549449), &sd, &cd);
+        sincos(pos * pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(sh.dk)), &sd, &cd);
         const auto s = static_cast<float>(sd), c = static_cast<float>(cd);
         const float* src = row + static_cast<std::uint64_t>(h) * sh.dk;  // q heads, then k heads, side by side
         const float x = src[i], y = src[i + half];
-        const float a = x * c - y * s, bb = x * s + y * c;
+        const float a = __fsub_rn(__fmul_rn(x, c), __fmul_rn(y, s)), bb = __fadd_rn(__fmul_rn(x, s), __fmul_rn(y, c));
         if (h < sh.q_heads) {
             float* dst = q + (b * sh.q_heads + h) * sh.dk;
             dst[i] = a;
