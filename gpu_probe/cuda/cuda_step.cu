@@ -136,9 +136,10 @@ std::string new_rows_differ(KvDtype kv, const float* staged, const std::vector<s
             for (std::uint64_t i = 0; i < bytes; ++i)
                 if (got[i] != want[i])
                     return "the new token's " + std::string(key ? "K" : "V") + " row of layer " +
-                           std::to_string(at / batch) + ", sequence " + std::to_string(at % batch) +
-                           ", differs at byte " + std::to_string(i) + " from the CPU's " + std::string(to_string(kv)) +
-                           " encoding of the same values: the step's cache write is wrong";
+                           std::to_string(at / batch) + ", sequence " + std::to_string(at % batch) + " has " +
+                           std::to_string(std::to_integer<int>(got[i])) + " at byte " + std::to_string(i) +
+                           " where the CPU's " + std::string(to_string(kv)) + " encoding of the same values has " +
+                           std::to_string(std::to_integer<int>(want[i])) + ": the step's cache write is wrong";
         }
     }
     return "";
