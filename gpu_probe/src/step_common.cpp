@@ -22,11 +22,14 @@ std::string dims_of(const StepRequest& req, Dims& d) {
         return "weight_dtype: the step multiplies fp32, fp16, bf16 or fp8_e4m3 weights (not " +
                std::string(to_string(req.weight_dtype)) + "); give --weight-dtype bf16";
     if (const Errors e = validate(a); !e.empty()) return join_errors(e);
-    if (a.mla) return "the step does not run MLA layers yet (this model's attention is MLA)";
+    if (a.mla)
+        return "the step does not run MLA layers yet (this model's attention is MLA); the probe times attention "
+               "over its latent cache";
     for (const LayerSpec& l : a.layer_specs)
         if (!l.caches_kv())
-            return "the step runs layers that attend with a K and V cache of their own; this model has " +
-                   layer_mix_text(a) + ", which it does not run yet";
+            return "the step runs only layers that attend with a K and V cache of their own, not yet this model's "
+                   "others (" +
+                   layer_mix_text(a) + "); the probe allocates its cache and state and times its attention layers";
     if (a.hidden_size == 0 || a.vocab_size == 0 || (a.intermediate_size == 0 && !a.moe))
         return "the step needs the model's hidden_size, intermediate_size and vocab_size (the config gives none of "
                "at least one)";

@@ -212,6 +212,15 @@ TEST(Step, WhatItDoesNotRunIsRefusedInWords) {
     mla.mla = MlaDims{.kv_lora_rank = 64, .qk_rope_head_dim = 16, .qk_nope_head_dim = 16, .v_head_dim = 16};
     EXPECT_EQ(run(request(mla, 32, 1)).status, Status::invalid_input);
     EXPECT_NE(run(request(mla, 32, 1)).message.find("MLA"), std::string::npos);
+    // A hybrid model: what it has, in words, and what measures it instead.
+    Architecture hybrid = small_dense();
+    hybrid.layer_specs = {LayerSpec{LayerKind::recurrent}, LayerSpec{}, LayerSpec{LayerKind::recurrent}};
+    hybrid.recurrent = RecurrentState{.kind = StateKind::mamba2, .conv_kernel = 4, .conv_channels = 256, .groups = 1,
+                                      .heads = 8, .head_dim = 32, .state_size = 16};
+    const StepReport h = run(request(hybrid, 32, 1));
+    EXPECT_EQ(h.status, Status::invalid_input);
+    EXPECT_NE(h.message.find("3 layers: 2 "), std::string::npos) << h.message;
+    EXPECT_NE(h.message.find("the probe allocates its cache and state"), std::string::npos) << h.message;
     const StepReport q4 = run(request(small_dense(), 32, 1, KvDtype::q4_0));
     EXPECT_EQ(q4.status, Status::invalid_input);
     EXPECT_NE(q4.message.find("weight_dtype"), std::string::npos) << q4.message;
