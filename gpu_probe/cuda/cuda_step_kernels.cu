@@ -62,9 +62,9 @@ __device__ void store_block(const float* x, unsigned char* b, int dtype) {
         }
         return;
     }
-    const auto nibble = [id](float v) {  // v / d + 8.5, truncated, at most 15; NaN to 0
+    const auto nibble = [id](float v) {  // v / d + 8.5, truncated, at most 15; NaN to the value 0 (code 8)
         const float q = __fadd_rn(__fmul_rn(v, id), 8.5f);
-        return isnan(q) ? 0 : min(15, static_cast<int>(q));
+        return isnan(q) ? 8 : min(15, static_cast<int>(q));
     };
     for (int j = 0; j < 16; ++j)  // values 0…15 in the low nibbles, 16…31 in the high
         b[2 + j] = static_cast<unsigned char>(nibble(x[j]) | (nibble(x[j + 16]) << 4));

@@ -133,9 +133,10 @@ void from_float(KvDtype dtype, const float* src, void* dst, std::size_t n) {
                 const float d = max / -8.0f, id = d != 0 ? 1.0f / d : 0.0f;
                 const std::uint16_t dh = float_to_half(d);
                 std::memcpy(b, &dh, 2);
-                const auto nibble = [id](float v) {  // NaN (which ggml leaves undefined) to 0, as the GPU writes it
+                // NaN (which ggml leaves undefined) to the value 0, code 8, as the GPU writes it.
+                const auto nibble = [id](float v) {
                     const float x = v * id + 8.5f;
-                    return std::isnan(x) ? 0 : std::min(15, static_cast<int>(x));
+                    return std::isnan(x) ? 8 : std::min(15, static_cast<int>(x));
                 };
                 for (std::size_t j = 0; j < 16; ++j) {
                     const int q0 = nibble(src[i + j]), q1 = nibble(src[i + j + 16]);

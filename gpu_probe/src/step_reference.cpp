@@ -49,10 +49,13 @@ FormatStep format_step(KvDtype kv) {
             return {0x1p-2, 0x1p-16};
         case KvDtype::int8:
             return {0, cpu::kInt8Scale};
-        case KvDtype::q8_0:  // |value − stored| ≤ scale / 2 (and the fp16 scale's rounding) for each of two scales
-            return {2.3 / 127, 0};
-        case KvDtype::q4_0:  // ≤ one scale (a value at the cap of 15) for each of two scales
-            return {2.1 / 8, 0};
+        // Blocks: |value − stored| ≤ scale / 2 (q8_0) or one scale (q4_0, a value at the cap of 15) for each of the
+        // two rows' scales, and their fp16 rounding; a scale under 2^-14 is an fp16 subnormal, rounded to 2^-24, which
+        // moves a value by up to 127 (q8_0) or 8 (q4_0) of those.
+        case KvDtype::q8_0:
+            return {2.3 / 127, 127 * 0x1p-24};
+        case KvDtype::q4_0:
+            return {2.1 / 8, 8 * 0x1p-24};
         default:
             return {1, 0};
     }
@@ -152,6 +155,7 @@ ReferenceResult reference_step(const ReferenceStep& s) {
                                        " is not float64's: " + why +
                                        "; the step's projection, rotation or cache write is wrong";
             }
+            if (!result.wrong_row.empty()) return result;  // the rest would be redone for nothing
             const std::vector<float> q(qkv.begin(), qkv.begin() + static_cast<std::ptrdiff_t>(d.q_heads * d.dk));
             const std::vector<double> attn = attention_reference(slot.k, slot.v, slot.tokens, sh, s.kv_dtype, q.data());
             const std::vector<double> o = matvec(w.o, H, d.q_heads * d.dv, attn);

@@ -72,11 +72,11 @@ FormatStep format_step(KvDtype kv);
 
 // What is wrong with one new row of n values as the step stored it in format `kv` (bytes at `got`), against float64's
 // values `want`: "" when every value lies within slack × the row's largest |value| plus format_step of float64's value
-// stored in the same format; else the first that does not, as "element i is G where float64 gives W (stored: S)".
+// stored in the same format; else the first that does not, as "element i is G where float64 gives W (S in FORMAT)".
 std::string new_row_problem(KvDtype kv, const void* got, const double* want, std::size_t n, double slack);
 
 struct ReferenceResult {
-    std::vector<double> logits;  // batch × vocab, sequence-major
+    std::vector<double> logits;  // batch × vocab, sequence-major (not all of them when a row is wrong)
     // "" when every new K and V row the step wrote holds float64's values (new_row_problem), else which row and how:
     // a wrong projection, rotation or cache offset, which the logits alone would not show (the reference attends over
     // the rows as the step wrote them).

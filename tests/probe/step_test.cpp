@@ -160,6 +160,63 @@ TEST(Step, TheFloat64CheckFindsANewKOrVRowThatIsNotFloat64s) {
               0u);
 }
 
+// The reference runs that check itself: one layer built by hand, whose cache ends in a row that is not the new
+// token's K and V, is named; the same layer with float64's K (normed, projected, scaled, rotated) and V written in
+// that row gives the logits.
+TEST(Step, TheReferenceChecksTheRowTheStepWroteLast) {
+    const step::Dims d{.hidden = 64, .q_heads = 2, .kv_heads = 1, .dk = 32, .dv = 32, .intermediate = 64, .vocab = 16};
+    const KvDtype bf16 = KvDtype::bf16;
+    auto weights = [&](std::uint64_t rows, std::uint64_t cols, std::uint64_t seed) {
+        std::vector<std::uint16_t> w(rows * cols);
+        cpu::fill_random(bf16, w.data(), w.size(), seed);
+        return w;
+    };
+    const auto embedding = weights(d.vocab, d.hidden, 1), head = weights(d.vocab, d.hidden, 2),
+               qkv = weights(d.qkv_rows(), d.hidden, 3), o = weights(d.hidden, d.q_heads * d.dv, 4),
+               up = weights(2 * d.intermediate, d.hidden, 5), down = weights(d.hidden, d.intermediate, 6);
+    constexpr std::uint64_t tokens = 5, token = 3;
+    std::vector<std::uint16_t> k = weights(tokens, d.dk, 7), v = weights(tokens, d.dv, 8);
+    step::ReferenceStep s;
+    s.dims = d;
+    s.embedding = embedding.data();
+    s.head = head.data();
+    s.layers.push_back({.qkv = qkv.data(), .o = o.data(), .up = up.data(), .down = down.data()});
+    s.slots.push_back({k.data(), v.data(), tokens});
+    s.tokens = {token};
+    const std::string wrong = step::reference_step(s).wrong_row;
+    EXPECT_NE(wrong.find("the new token's K row of layer 0, sequence 0 is not float64's: element "), std::string::npos)
+        << wrong;
+
+    // float64's new K and V: RMSNorm of the embedding row, the K and V rows of QKV over √hidden, K rotated at the
+    // last position.
+    std::vector<float> x(d.hidden), row(d.hidden);
+    cpu::to_float(bf16, embedding.data() + token * d.hidden, x.data(), d.hidden);
+    double ss = 0;
+    for (const float e : x) ss += static_cast<double>(e) * e;
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(d.hidden) + 1e-6);
+    std::vector<double> kv(d.dk + d.dv);
+    for (std::uint64_t r = 0; r < kv.size(); ++r) {
+        cpu::to_float(bf16, qkv.data() + (d.q_heads * d.dk + r) * d.hidden, row.data(), d.hidden);
+        for (std::uint64_t i = 0; i < d.hidden; ++i) kv[r] += static_cast<double>(row[i]) * x[i] * inv;
+        kv[r] /= std::sqrt(static_cast<double>(d.hidden));
+    }
+    for (std::uint64_t i = 0; i < d.dk / 2; ++i) {
+        const double a = static_cast<double>(tokens - 1) * std::pow(10000.0, -2.0 * static_cast<double>(i) / 32.0);
+        const double p = kv[i], q = kv[i + d.dk / 2];
+        kv[i] = p * std::cos(a) - q * std::sin(a);
+        kv[i + d.dk / 2] = p * std::sin(a) + q * std::cos(a);
+    }
+    const std::vector<float> kf(kv.begin(), kv.begin() + 32), vf(kv.begin() + 32, kv.end());
+    cpu::from_float(bf16, kf.data(), k.data() + (tokens - 1) * d.dk, d.dk);
+    cpu::from_float(bf16, vf.data(), v.data() + (tokens - 1) * d.dv, d.dv);
+    const step::ReferenceResult right = step::reference_step(s);
+    EXPECT_EQ(right.wrong_row, "");
+    EXPECT_EQ(right.logits.size(), d.vocab);
+    // V written where K belongs is not float64's either.
+    cpu::from_float(bf16, vf.data(), k.data() + (tokens - 1) * d.dk, d.dk);
+    EXPECT_NE(step::reference_step(s).wrong_row, "");
+}
+
 // By layers, an expert model whose layers that fit are all dense (first_k_dense) would time no expert: refused.
 TEST(Step, AnExpertModelWhoseLayersThatFitAreDenseIsRefused) {
     Architecture a = small_dense();
@@ -215,8 +272,13 @@ TEST(Step, WhatItDoesNotRunIsRefusedInWords) {
     // A hybrid model: what it has, in words, and what measures it instead.
     Architecture hybrid = small_dense();
     hybrid.layer_specs = {LayerSpec{LayerKind::recurrent}, LayerSpec{}, LayerSpec{LayerKind::recurrent}};
-    hybrid.recurrent = RecurrentState{.kind = StateKind::mamba2, .conv_kernel = 4, .conv_channels = 256, .groups = 1,
-                                      .heads = 8, .head_dim = 32, .state_size = 16};
+    hybrid.recurrent = RecurrentState{.kind = StateKind::mamba2,
+                                      .conv_kernel = 4,
+                                      .conv_channels = 256,
+                                      .groups = 1,
+                                      .heads = 8,
+                                      .head_dim = 32,
+                                      .state_size = 16};
     const StepReport h = run(request(hybrid, 32, 1));
     EXPECT_EQ(h.status, Status::invalid_input);
     EXPECT_NE(h.message.find("3 layers: 2 "), std::string::npos) << h.message;
