@@ -134,6 +134,9 @@ ReferenceResult reference_step(const ReferenceStep& s) {
     std::vector<double>& logits = result.logits;
     for (std::uint64_t b = 0; b < B; ++b) {
         std::vector<double> x = row(s.embedding, s.tokens[b], H);
+        // Once the step chose experts the router's float64 logits do not (route_checked), its later layers start
+        // from another residual: their K and V are no longer float64's to check, and the logits show the choice.
+        bool routed_apart = false;
         for (std::uint64_t l = 0; l < s.layers.size(); ++l) {
             const ReferenceLayer& w = s.layers[l];
             std::vector<double> qkv = matvec(w.qkv, d.qkv_rows(), H, norm(x));
@@ -144,7 +147,7 @@ ReferenceResult reference_step(const ReferenceStep& s) {
             // The new K and V are in the cache already, in its format (the step wrote them, in the last row): their
             // values are float64's, else the step projected, rotated or placed them wrong.
             for (const bool key : {true, false}) {
-                if (!result.wrong_row.empty()) break;
+                if (!result.wrong_row.empty() || routed_apart) break;
                 const std::uint64_t n = key ? sh.row_k : sh.row_v, bytes = cpu::row_size(s.kv_dtype, n);
                 const std::byte* last =
                     static_cast<const std::byte*>(key ? slot.k : slot.v) + (slot.tokens - 1) * bytes;
@@ -166,6 +169,7 @@ ReferenceResult reference_step(const ReferenceStep& s) {
                 const Route r =
                     w.router ? route_checked(matvec(w.router, d.experts, H, xn), s.routes[l][b], d.top_k, s.slack)
                              : s.routes[l][b];
+                routed_apart = routed_apart || r.experts != s.routes[l][b].experts;
                 for (std::size_t k = 0; k < r.experts.size(); ++k) {
                     const std::vector<double> e =
                         mlp_d(w.expert_up[r.experts[k]], w.expert_down[r.experts[k]], d.expert_intermediate, xn);
