@@ -147,18 +147,19 @@ ReferenceResult reference_step(const ReferenceStep& s) {
             // The new K and V are in the cache already, in its format (the step wrote them, in the last row): their
             // values are float64's, else the step projected, rotated or placed them wrong.
             for (const bool key : {true, false}) {
-                if (!result.wrong_row.empty() || routed_apart) break;
+                if (routed_apart) break;
                 const std::uint64_t n = key ? sh.row_k : sh.row_v, bytes = cpu::row_size(s.kv_dtype, n);
                 const std::byte* last =
                     static_cast<const std::byte*>(key ? slot.k : slot.v) + (slot.tokens - 1) * bytes;
                 const double* want = qkv.data() + d.q_heads * d.dk + (key ? 0 : sh.row_k);
-                if (std::string why = new_row_problem(s.kv_dtype, last, want, n, s.slack); !why.empty())
+                if (std::string why = new_row_problem(s.kv_dtype, last, want, n, s.slack); !why.empty()) {
                     result.wrong_row = "the new token's " + std::string(key ? "K" : "V") + " row of layer " +
                                        std::to_string(l) + ", sequence " + std::to_string(b) +
                                        " is not float64's: " + why +
                                        "; the step's projection, rotation or cache write is wrong";
+                    return result;  // the rest would be redone for nothing
+                }
             }
-            if (!result.wrong_row.empty()) return result;  // the rest would be redone for nothing
             const std::vector<float> q(qkv.begin(), qkv.begin() + static_cast<std::ptrdiff_t>(d.q_heads * d.dk));
             const std::vector<double> attn = attention_reference(slot.k, slot.v, slot.tokens, sh, s.kv_dtype, q.data());
             const std::vector<double> o = matvec(w.o, H, d.q_heads * d.dv, attn);
