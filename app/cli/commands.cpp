@@ -6,6 +6,7 @@
 
 #include "kvscope/calculator/analysis.h"
 #include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/explain.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/numbers.h"
@@ -47,6 +48,12 @@ std::string usage_error(const Errors& errors_in, const std::string& command) {
         if (e.input == Field::max_num_seqs) e.field = "--max-num-seqs";
         if (e.input == Field::vllm_version) e.field = "--vllm-version";
         if (e.input == Field::max_num_tokens) e.field = "--max-num-tokens";
+        // The workload's figures as the options that set them (a config file's own keys keep their names).
+        if (e.input == Field::context_tokens && e.field == "context_tokens") e.field = "--context";
+        if (e.input == Field::batch && e.field == "batch") e.field = "--batch";
+        if (e.input == Field::max_tokens && e.field == "max_tokens") e.field = "--to";
+        if (e.input == Field::gpu_memory && e.field == "gpu_memory") e.field = "--gpu-memory";
+        if (e.input == Field::gpu_bandwidth && e.field == "gpu_bandwidth") e.field = "--gpu-bandwidth";
     }
     std::string line = "kvscope-cli" + (command.empty() ? "" : " " + command) + ": " + join_errors(errors);
     return line + "\n";
@@ -259,6 +266,9 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
             v.set("batch", Value::number(s.workload.batch));
             v.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
             v.set("variants", variants_json(*variants));
+            Value warnings = Value::array();  // as kv --json gives them
+            for (const auto& w : kv->warnings) warnings.push(Value::string(w));
+            v.set("warnings", std::move(warnings));
         }
         r.out = with_source_notes(std::move(v), src).dump() + "\n";
         return r;
@@ -357,11 +367,20 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
     CurveOptions c;
     c.points = o.points.value_or(o.format == Format::table ? 12 : 512);
     c.spacing = o.linear ? Spacing::linear : Spacing::log;
-    c.min_tokens = o.from.value_or(o.linear ? 0 : 128);
     // Without --to: the model's max positions (the context when unknown), as --help says.
     c.max_tokens = o.to.value_or(s.arch.max_positions > 0 ? s.arch.max_positions : s.workload.context_tokens);
+    // Without --from: 128, or 1 for a curve that ends before it.
+    c.min_tokens = o.from.value_or(o.linear || c.max_tokens < 128 ? 0 : 128);
     if (c.points < 2 || c.points > 100000)
         return {"", usage_error({{"--points", "must be between 2 and 100000"}}, o.command), kExitUsage};
+    if (c.min_tokens > c.max_tokens)
+        return {
+            "",
+            usage_error({{o.from ? "--from" : "--to", "the curve starts at " + format_count(c.min_tokens) +
+                                                          " tokens, after its end at " + format_count(c.max_tokens) +
+                                                          (o.to ? "" : " (the model's max positions: --to sets it)")}},
+                        o.command),
+            kExitUsage};
     auto analysis = analyze(s, {.units = o.units, .curves = c});
     if (!analysis) return {"", usage_error(analysis.errors(), o.command), kExitUsage};
     const Curves* curves = &analysis->curves;
@@ -370,18 +389,20 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
         r.out = curves_json(s, *curves).dump() + "\n";
         return r;
     }
+    // The window's chart exports the same CSV, each column named as the JSON names it.
+    if (o.format == Format::csv) {
+        r.out = curves_csv(*curves);
+        return r;
+    }
     std::vector<std::string> head{"tokens"};
     for (const auto& series : curves->series) head.push_back(series.name + (series.is_model ? " *" : ""));
     Table t(head);
     for (std::size_t i = 0; i < curves->tokens.size(); ++i) {
-        std::vector<std::string> row{o.format == Format::csv ? std::to_string(curves->tokens[i])
-                                                             : format_tokens(curves->tokens[i])};
-        for (const auto& series : curves->series)
-            row.push_back(o.format == Format::csv ? std::to_string(series.bytes[i])
-                                                  : format_bytes(series.bytes[i], o.units));
+        std::vector<std::string> row{format_tokens(curves->tokens[i])};
+        for (const auto& series : curves->series) row.push_back(format_bytes(series.bytes[i], o.units));
         t.add(row);
     }
-    r.out = o.format == Format::csv ? t.csv() : header(s, src) + "\n" + t.text() + "(* the model's own layout)\n";
+    r.out = header(s, src) + "\n" + t.text() + "(* the model's own layout)\n";
     return r;
 }
 
@@ -449,10 +470,11 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
         {"max batch", std::to_string(f->max_batch) + (f->max_batch == 1 ? " sequence at " : " sequences at ") +
                           format_tokens(s.workload.context_tokens) + " tokens"},
         {"max context", f->max_context_unbounded
-                            ? "no limit: no layer keeps a KV cache, so the context does not change the memory"
+                            ? unbounded_context_text(s.arch)
                             : format_count(f->max_context) + " tokens at batch " + std::to_string(s.workload.batch) +
                                   (f->max_context_limited_by_model ? " (the model's limit; memory allows more)" : "")},
-        {"cache holds", f->max_context_unbounded ? "no KV cache" : format_count(f->tokens_capacity) + " tokens in all"},
+        {"cache holds",
+         s.arch.attention_layers() == 0 ? "no KV cache" : format_count(f->tokens_capacity) + " tokens in all"},
         {"decode floor", fixed(d->step_time_floor_s * 1e3, ms_decimals(d->step_time_floor_s * 1e3)) +
                              " ms per step → " + fixed(d->tokens_per_s_per_sequence, 1) + " tokens/s per sequence, " +
                              fixed(d->tokens_per_s_total, 0) + " tokens/s in all"},
@@ -485,6 +507,7 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
         });
     r.out = header(s, src) + "\n" + key_values(rows);
     for (const auto& n : f->notes) r.out += "note: " + n + "\n";
+    r.out += warnings_text(f->warnings);
     return r;
 }
 
@@ -543,6 +566,7 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
     for (const auto& n : plan->notes) r.out += "note: " + n + "\n";
     for (const PlanOption& p : plan->options)
         if (!p.fits) r.out += "TP " + std::to_string(p.tp) + " × PP " + std::to_string(p.pp) + ": " + p.why_not + "\n";
+    r.out += warnings_text(plan->warnings);
     return r;
 }
 

@@ -215,7 +215,7 @@ const std::vector<Declared>& declared() {
         {"--gpu-memory", "SIZE", S::deployment, kFit | kPlan | kWindow, "your own GPU: memory (80GiB, 24GB) …",
          parsed(&Options::gpu_memory, parse_bytes)},
         {"--gpu-bandwidth", "B", S::deployment, kFit | kPlan | kWindow,
-         "… and bandwidth in bytes/s (3350GB = 3.35 TB/s)", parsed(&Options::gpu_bandwidth, parse_bytes)},
+         "… and bandwidth in bytes/s (3350GB = 3.35 TB/s)", parsed(&Options::gpu_bandwidth, parse_bandwidth)},
         {"--engine", "E", S::deployment, kFit | kPlan | kWindow, engine_list() + " (default vllm)",
          text(&Options::engine)},
         {"--utilization", "F", S::deployment, kFit | kPlan | kWindow,

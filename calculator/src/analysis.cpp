@@ -25,7 +25,8 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
     r.formula = derivation_text(*derivation, options.units);
     r.state_formula = state_derivation_text(s.arch, s.parallel, s.workload.batch, options.units);
 
-    auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel);
+    std::vector<std::string> too_large;
+    auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel, &too_large);
     CurveOptions curve_options = options.curves;
     if (curve_options.max_tokens == 0)
         curve_options.max_tokens = std::max(s.arch.max_positions, s.workload.context_tokens);
@@ -37,6 +38,11 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
     for (const Errors* e : {&variants.errors(), &curves.errors(), &weights.errors()}) collect(*e);
     if (!errors.empty()) return errors;
     r.variants = *variants;
+    // A layout left out of the comparison is said, never silently missing (the percentages still compare with MHA).
+    for (const std::string& name : too_large)
+        r.kv.warnings.push_back(name + " is left out of the comparison: its cache at this context and batch would " +
+                                "pass 2^64 bytes (16 EiB)" +
+                                (name == "MHA" ? "; the % of MHA still compares with its size" : ""));
     r.curves = *curves;
     r.weights_bytes = *weights;
     // A quantized checkpoint's bytes are an estimate from its scheme, even with a published parameter count.

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
@@ -110,6 +111,10 @@ double effective_fraction(const Deployment& d, const Parallelism& parallel) {
 Errors validate(const Deployment& d, const Parallelism& parallel) {
     Errors e;
     if (d.gpu.memory_bytes == 0) e.push_back({Field::gpu_memory, "the GPU's memory must be more than 0 bytes"});
+    // Far beyond any GPU, and low enough that every GPU's budget together stays an exact 64-bit figure.
+    if (d.gpu.memory_bytes > kMaxGpuMemoryBytes)
+        e.push_back({Field::gpu_memory, "the GPU's memory must be at most 1 PiB (" + format_count(kMaxGpuMemoryBytes) +
+                                            " bytes); " + format_count(d.gpu.memory_bytes) + " was given"});
     if (d.gpu.bandwidth_bytes_per_s == 0)
         e.push_back({Field::gpu_bandwidth, "the GPU's memory bandwidth must be more than 0"});
     if (d.gpu_count == 0)
@@ -169,6 +174,13 @@ Architecture engine_architecture(const Architecture& arch, Engine engine, std::u
     return a;
 }
 
+std::string unbounded_context_text(const Architecture& arch) {
+    return arch.attention_layers() == 0
+               ? "no limit: no layer keeps a KV cache, so the context does not change the memory"
+               : "no limit: every attention layer keeps only its window, so a longer context does not change the "
+                 "memory";
+}
+
 std::string reserve_text(const FitReport& f, UnitSystem units) {
     std::string text;
     for (const ReserveItem& item : f.reserve_items)
@@ -218,6 +230,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         for (const auto& e : kv.errors()) errors.push_back(e);
     if (!errors.empty()) return errors;
     const KvLayout& layout = *layout_or;
+    r.warnings = kv->warnings;  // the model's own "not exact:" reasons among them
 
     const ParameterCount params = parameters(model_arch);
     auto stored = stored_weights_bytes(model_arch, d);
@@ -326,7 +339,10 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     r.reserve_bytes_per_gpu = clamp_u64(reserve);
     r.free_bytes_per_gpu = static_cast<std::uint64_t>(std::max<i128>(0, unused));
     r.kv_budget_bytes_per_gpu = clamp_i64(budget);
-    r.kv_budget_bytes = clamp_i64(budget * static_cast<i128>(gpus));
+    const i128 all_budget = budget * static_cast<i128>(gpus);
+    if (all_budget > std::numeric_limits<std::int64_t>::max() || all_budget < std::numeric_limits<std::int64_t>::min())
+        return overflow_error(Field::gpus, "the KV budget of " + format_count(gpus) + " GPUs");
+    r.kv_budget_bytes = static_cast<std::int64_t>(all_budget);
     const i128 need = r.memory_bytes_per_gpu_needed;
     r.headroom_bytes_per_gpu = clamp_i64(budget - need);
     r.fits = budget >= 0 && budget >= need;
@@ -349,11 +365,18 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         context_where_kv_exceeds(layout, workload, budget_u, KvScope::heaviest_gpu, cap, Memory::kv_and_state);
     r.max_context = over ? (*over > 0 ? *over - 1 : 0) : cap;
     r.max_context_limited_by_model = !over && arch.max_positions > 0;
-    r.max_context_unbounded = !over && arch.max_positions == 0 && per_token.value() == 0;
+    // No max positions and a memory that stops growing (no KV cache, or every attention layer keeps only its
+    // window, as RecurrentGemma's): the search's bound is no limit of the model's, and is never shown as one.
+    auto flat = [&](auto bytes_at) { return bytes_at(cap / 2).value() == bytes_at(cap).value(); };
+    r.max_context_unbounded = !over && arch.max_positions == 0 && flat([&](std::uint64_t t) {
+        return layout.gpu_bytes_per_sequence(t, Memory::kv_and_state);
+    });
     if (r.engine_pages) {
         const std::uint64_t tokens = r.engine_pages->max_tokens(budget_u, workload.batch);
         r.max_context = std::min(cap, tokens);
         r.max_context_limited_by_model = tokens > cap && arch.max_positions > 0;
+        r.max_context_unbounded = tokens >= cap && arch.max_positions == 0 &&
+                                  flat([&](std::uint64_t t) { return r.engine_pages->bytes_per_sequence(t); });
         const HybridPages& h = *r.engine_pages;
         const HybridPages::Stage& st = h.stages.front();
         r.notes.push_back("vLLM's hybrid cache manager: attention blocks of " + format_count(h.attention_block) +
@@ -460,7 +483,6 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
             "not exact: with a draft model vLLM keeps one more recurrent-state page per layer group and sequence for "
             "each drafted token (num_speculative_tokens, which the draft's --speculative-config sets; "
             "model_executor/layers/mamba/abstract.py num_speculative_blocks); they are not counted here");
-    for (const auto& reason : arch.not_exact) r.notes.push_back("not exact: " + reason);
     return r;
 }
 

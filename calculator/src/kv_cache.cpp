@@ -176,6 +176,18 @@ Checked KvLayout::all_gpu_bytes_per_sequence(std::uint64_t tokens, Memory what) 
     return sum * tp_;
 }
 
+long double KvLayout::all_gpu_bytes_per_sequence_approx(std::uint64_t tokens) const {
+    long double sum = 0;
+    for (const auto& stage : stages_)
+        for (const auto& g : stage) {
+            const std::uint64_t kept = g.window == 0 ? tokens : std::min(tokens, g.window);
+            // Rounded up to whole blocks as stage_bytes_per_sequence rounds, without its overflow.
+            const long double blocks = static_cast<long double>(kept / block_ + (kept % block_ != 0 ? 1 : 0));
+            sum += blocks * static_cast<long double>(block_) * static_cast<long double>(g.token_bytes);
+        }
+    return sum * static_cast<long double>(tp_);
+}
+
 Checked KvLayout::all_gpu_state_bytes_per_sequence() const {
     Checked sum;
     for (const std::uint64_t s : stage_state_) sum += Checked(s);

@@ -40,7 +40,8 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
     if (!errors.empty()) return errors;
 
     Plan plan;
-    std::vector<std::string> not_exact;  // the fits' "not exact:" notes, each once
+    std::vector<std::string> not_exact;              // the fits' "not exact:" notes, each once
+    std::optional<std::vector<std::string>> common;  // the warnings of every fit so far
     plan.sequences = workload.batch;
     for (std::uint64_t tp = 1; tp <= limits.gpus_per_node; ++tp) {
         // Engines split the query and KV heads evenly (or replicate KV heads): validate(Parallelism) says which.
@@ -96,6 +97,13 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
             for (const std::string& n : f->notes)
                 if (n.starts_with("not exact:") && std::find(not_exact.begin(), not_exact.end(), n) == not_exact.end())
                     not_exact.push_back(n);
+            if (!common) {
+                common = f->warnings;
+            } else {
+                std::erase_if(*common, [&](const std::string& w) {
+                    return std::find(f->warnings.begin(), f->warnings.end(), w) == f->warnings.end();
+                });
+            }
             o.headroom_bytes_per_gpu = f->headroom_bytes_per_gpu;
             o.max_context = f->max_context;
             o.max_context_limited_by_model = f->max_context_limited_by_model;
@@ -123,6 +131,7 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
             "no layout within these limits holds one sequence at this context: shorten the "
             "context, choose a smaller KV or weight format, or a GPU with more memory");
     plan.notes.insert(plan.notes.end(), not_exact.begin(), not_exact.end());
+    if (common) plan.warnings = std::move(*common);
     return plan;
 }
 

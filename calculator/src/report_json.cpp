@@ -1,5 +1,7 @@
 #include "kvscope/calculator/report_json.h"
 
+#include <algorithm>
+
 #include "kvscope/calculator/scenario_file.h"
 
 namespace kvscope {
@@ -14,12 +16,14 @@ Value strings(const std::vector<std::string>& list) {
     return a;
 }
 
-// The notes that say a figure is not exact, which the JSON gives as warnings too (as kv --json gives its own).
-Value not_exact_warnings(const std::vector<std::string>& notes) {
-    Value warnings = Value::array();
+// The cache's warnings, then the notes that say a figure is not exact, which the JSON gives as warnings too (as
+// kv --json gives its own).
+Value warnings_json(const std::vector<std::string>& warnings, const std::vector<std::string>& notes) {
+    Value out = strings(warnings);
     for (const std::string& n : notes)
-        if (n.starts_with("not exact:")) warnings.push(Value::string(n));
-    return warnings;
+        if (n.starts_with("not exact:") && std::find(warnings.begin(), warnings.end(), n) == warnings.end())
+            out.push(Value::string(n));
+    return out;
 }
 
 Value workload_json(const Scenario& s, Value& out) {
@@ -265,7 +269,7 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         o.set("measured_step", Value());
     }
     o.set("notes", strings(f.notes));
-    o.set("warnings", not_exact_warnings(f.notes));
+    o.set("warnings", warnings_json(f.warnings, f.notes));
     return o;
 }
 
@@ -335,7 +339,7 @@ Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits) {
     }
     o.set("options", std::move(options));
     o.set("notes", strings(plan.notes));
-    o.set("warnings", not_exact_warnings(plan.notes));
+    o.set("warnings", warnings_json(plan.warnings, plan.notes));
     return o;
 }
 

@@ -196,14 +196,20 @@ std::span<const SizeSuffix> size_suffixes() {
         {"mib", 1ull << 20},
         {"gib", 1ull << 30},
         {"tib", 1ull << 40},
+        {"pib", 1ull << 50},
+        {"eib", 1ull << 60},
         {"kb", 1000ull},
         {"mb", 1000000ull},
         {"gb", kGB},
         {"tb", 1000ull * kGB},
+        {"pb", 1000000ull * kGB},
+        {"eb", 1000000000ull * kGB},
         {"k", 1ull << 10},
         {"m", 1ull << 20},
         {"g", 1ull << 30},
         {"t", 1ull << 40},
+        {"p", 1ull << 50},
+        {"e", 1ull << 60},
         {"b", 1},
     };
     return kSuffixes;
@@ -224,10 +230,26 @@ Result<std::uint64_t> parse_bytes(std::string_view raw, const std::string& field
             std::string number = trim(std::string_view(text).substr(0, text.size() - s.size()));
             // A size in a unit is a rounded figure already (vLLM logs "23.58 GiB", nvidia-smi "81559MiB"): the
             // nearest whole byte. A count of bytes must be whole.
-            return parse_scaled(number, number.size(), u.multiplier, field, what, u.multiplier > 1);
+            auto parsed = parse_scaled(number, number.size(), u.multiplier, field, what, u.multiplier > 1);
+            // The message quotes what was typed, unit and all ('16EiB', not '16Ei').
+            const std::string quoted = "'" + number + "'";
+            if (!parsed && parsed.errors().front().message.starts_with(quoted))
+                return FieldError{field, "'" + text + "'" + parsed.errors().front().message.substr(quoted.size())};
+            return parsed;
         }
     }
     return parse_scaled(text, text.size(), 1, field, what);
+}
+
+Result<std::uint64_t> parse_bandwidth(std::string_view raw, const std::string& field) {
+    std::string text = trim(raw);
+    if (text.size() > 2 && (text.ends_with("/s") || text.ends_with("/S"))) text = trim(text.substr(0, text.size() - 2));
+    auto bytes = parse_bytes(text, field);
+    if (!bytes) return bytes;
+    if (*bytes < 1000000)
+        return FieldError{field, "'" + trim(raw) + "' is " + format_count(*bytes) +
+                                     " bytes/s, slower than any memory: give its unit (3350GB or 3.35TB/s)"};
+    return bytes;
 }
 
 }  // namespace kvscope

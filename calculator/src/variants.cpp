@@ -71,12 +71,14 @@ std::string replication_text(std::uint64_t replication) {
 }
 
 Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype dtype, const Workload& workload,
-                                              const Parallelism& parallel) {
+                                              const Parallelism& parallel, std::vector<std::string>* too_large) {
     // The model's own layout must work; a variant the parallel layout cannot
     // express (tensor parallel against its head count) is left out.
     const auto own = kv_cache_report(arch, dtype, workload, parallel);
     if (!own) return own.errors();
     std::vector<Variant> out;
+    // MHA's KV bytes for the percentages: exact when they fit in 64 bits, else in long double (0: no MHA row).
+    long double mha_bytes = 0;
     for (auto& shape : variant_shapes(arch)) {
         Variant v;
         if (shape.is_model) {
@@ -91,7 +93,14 @@ Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype 
             const Checked total = layout->all_gpu_bytes_per_sequence(workload.context_tokens) * workload.batch;
             const Checked per_token = layout->bytes_per_token_all_gpus();
             const Checked state = layout->all_gpu_state_bytes_per_sequence() * workload.batch;
-            if (total.overflow() || per_token.overflow() || state.overflow()) continue;
+            if (total.overflow() || per_token.overflow() || state.overflow()) {
+                // Left out, never shown as a wrapped or clamped figure; named so that every report can say so.
+                if (too_large != nullptr) too_large->push_back(shape.name);
+                if (shape.series == VariantKind::mha)
+                    mha_bytes = layout->all_gpu_bytes_per_sequence_approx(workload.context_tokens) *
+                                static_cast<long double>(workload.batch);
+                continue;
+            }
             v.state_bytes = state.value();
             v.kv_cache_bytes = total.value();
             v.bytes_per_token = per_token.value();
@@ -105,10 +114,11 @@ Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype 
         out.push_back(std::move(v));
     }
     const auto mha =
-        std::find_if(out.begin(), out.end(), [](const Variant& v) { return v.kind == AttentionKind::MHA; });
-    const double mha_bytes = mha != out.end() ? static_cast<double>(mha->kv_cache_bytes) : 0.0;
+        std::find_if(out.begin(), out.end(), [](const Variant& v) { return v.series == VariantKind::mha; });
+    if (mha != out.end()) mha_bytes = static_cast<long double>(mha->kv_cache_bytes);
     for (auto& v : out)
-        v.percent_of_mha = mha_bytes > 0 ? 100.0 * static_cast<double>(v.kv_cache_bytes) / mha_bytes : 0.0;
+        v.percent_of_mha =
+            mha_bytes > 0 ? static_cast<double>(100.0L * static_cast<long double>(v.kv_cache_bytes) / mha_bytes) : 0.0;
     return out;
 }
 

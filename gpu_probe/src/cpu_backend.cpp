@@ -78,8 +78,9 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
         r.message = std::move(message);
         return r;
     };
-    auto tensors = kv_tensors(request);
-    if (!tensors) return fail(Status::invalid_input, tensors.error_text());
+    // The checks and the count of the buffers first: the list of them is built only once the cache fits.
+    auto count = kv_tensor_count(request);
+    if (!count) return fail(Status::invalid_input, count.error_text());
     auto kv = kv_cache_report(request.arch, request.dtype, request.workload, Parallelism{});
     if (!kv) return fail(Status::invalid_input, kv.error_text());
 
@@ -88,8 +89,6 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     AllocationCheck& a = r.allocation;
     a.predicted_bytes = kv->memory_bytes;
     a.predicted_state_bytes = kv->state_bytes;
-    for (const KvTensor& t : *tensors) a.requested_bytes += t.bytes;
-    a.allocations = tensors->size();
     a.granularity_bytes = host::page_bytes();
     a.granularity_source = "the system's page size";
     std::vector<Scratch> scratch(threads, Scratch(sh, request.dtype));
@@ -101,14 +100,23 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
             ? request.ceiling_bytes
             : std::min<std::uint64_t>(std::max<std::uint64_t>(4 * host::last_level_cache_bytes(), 256ull << 20),
                                       1ull << 30);
-    if (a.requested_bytes + a.workspace_bytes + ceiling_bytes > limit) {
+    // Each buffer's entry in the list and its pointer are memory too.
+    const std::uint64_t bookkeeping = *count * (sizeof(KvTensor) + sizeof(Buffer));
+    const Checked total = Checked(kv->memory_bytes) + a.workspace_bytes + ceiling_bytes + bookkeeping;
+    if (total.overflow() || total.value() > limit) {
         return fail(Status::out_of_memory,
-                    "the cache needs " + format_bytes(a.requested_bytes) + " (plus " +
-                        format_bytes(a.workspace_bytes + ceiling_bytes) + " of workspace) but only " +
+                    "the cache needs " + format_bytes(kv->memory_bytes) + ", and the probe " +
+                        format_bytes(a.workspace_bytes + bookkeeping) + " of workspace and " +
+                        format_bytes(ceiling_bytes) + " for the read ceiling (--ceiling-size), but only " +
                         format_bytes(limit) +
                         (control.memory_limit_bytes ? " is allowed by the memory limit" : " of memory is available") +
-                        "; lower the context, the batch or the precision");
+                        "; lower the context, the batch or the precision" +
+                        (kv->memory_bytes <= limit ? ", or the read ceiling's size" : ""));
     }
+    auto tensors = kv_tensors(request);
+    if (!tensors) return fail(Status::invalid_input, tensors.error_text());
+    for (const KvTensor& t : *tensors) a.requested_bytes += t.bytes;
+    a.allocations = tensors->size();
 
     // 1. Allocation check: one buffer per tensor, filled with random values (which also makes every page resident).
     control.report(0.0, "allocating the cache");

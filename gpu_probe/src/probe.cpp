@@ -30,7 +30,10 @@ bool can_store(KvDtype dtype) { return cpu::stores(dtype); }
 
 std::string storable_list() { return "fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, q8_0 or q4_0"; }
 
-Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
+namespace {
+
+// kv_tensors without the count's guard.
+Result<std::vector<KvTensor>> build_tensors(const ProbeRequest& request) {
     if (!can_store(request.dtype))
         return FieldError{Field::kv_dtype,
                           "the probe stores " + storable_list() + " (not " + std::string(to_string(request.dtype)) +
@@ -92,6 +95,31 @@ Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
         }
     }
     return tensors;
+}
+
+}  // namespace
+
+Result<std::uint64_t> kv_tensor_count(const ProbeRequest& request) {
+    // Every sequence has the same tensors: one sequence's list, checked as kv_tensors checks it, times the batch.
+    ProbeRequest one = request;
+    one.workload.batch = std::min<std::uint64_t>(request.workload.batch, 1);
+    auto per_sequence = build_tensors(one);
+    if (!per_sequence) return per_sequence.errors();
+    const Checked count = Checked(per_sequence->size()) * request.workload.batch;
+    if (count.overflow() || count.value() > kMaxProbeTensors)
+        return FieldError{Field::batch,
+                          "the probe allocates each sequence's K and V of each layer on its own: " +
+                              format_count(per_sequence->size()) + " buffers a sequence x " +
+                              format_count_of(request.workload.batch, "sequence", "sequences") + " is more than the " +
+                              format_count(kMaxProbeTensors) +
+                              " buffers it keeps track of; lower the batch (the calculator's figures need no probe)"};
+    return count.value();
+}
+
+Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request) {
+    // The count first, so that a batch no memory could hold is refused before a list of its buffers is built.
+    if (auto count = kv_tensor_count(request); !count) return count.errors();
+    return build_tensors(request);
 }
 
 AttentionShape attention_shape(const Architecture& a) {

@@ -469,46 +469,62 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
     // What the step can run: every layer attending with K and V of the model's heads.
     Dims d;
     if (std::string why = step::dims_of(req, d); !why.empty()) return fail(r, Status::invalid_input, why);
-    auto tensors = step::cache_tensors(req);
-    if (!tensors) return fail(r, Status::invalid_input, tensors.error_text());
+    // One sequence's cache (with the checks), so that nothing the size of the batch is built before it fits.
+    StepRequest one = req;
+    one.workload.batch = 1;
+    auto per_sequence = step::cache_tensors(one);
+    if (!per_sequence) return fail(r, Status::invalid_input, per_sequence.error_text());
     const std::uint64_t B = req.workload.batch;
+    auto buffers = step::cache_tensor_count(req);  // a batch of more buffers than the probe keeps track of: refused
+    if (!buffers) return fail(r, Status::invalid_input, buffers.error_text());
 
-    // The read ceiling first, so its buffer is gone before the model is allocated.
-    control.report(0.02, "measuring the read bandwidth ceiling");
-    const std::uint64_t ceiling_bytes =
-        req.ceiling_bytes ? req.ceiling_bytes
-                          : std::min<std::uint64_t>(
-                                std::max<std::uint64_t>(4 * host::last_level_cache_bytes(), 256ull << 20), 1ull << 30);
-    r.ceiling_gbps = measure_host_read_gbps(ceiling_bytes);
-    if (r.ceiling_gbps <= 0)
-        return fail(r, Status::out_of_memory,
-                    "could not allocate the " + format_bytes(ceiling_bytes) + " bandwidth buffer");
-
-    // As many layers as fit beside the embedding and the head.
-    const unsigned threads = host::threads();
+    // As many layers as fit beside the embedding and the head, and the list of the cache's buffers.
     const std::uint64_t limit = control.memory_limit_bytes ? control.memory_limit_bytes : host::available_bytes();
+    const unsigned threads = host::threads();
     const std::uint64_t margin = 64ull << 20;  // activations, scratch and the allocator's own
-    std::vector<std::uint64_t> layer_kv(a.layers, 0);
-    for (const KvTensor& t : *tensors) layer_kv[t.layer] += t.bytes;
+    std::vector<Checked> layer_kv(a.layers);
+    for (const KvTensor& t : *per_sequence) layer_kv[t.layer] += Checked(t.bytes) * B;
     Model probe_model(req, d, 0, threads);
-    std::uint64_t need = probe_model.outer_bytes() + margin, layers_run = 0;
+    std::uint64_t need = probe_model.outer_bytes() + margin + *buffers * sizeof(KvTensor), layers_run = 0;
     for (std::uint64_t l = 0; l < a.layers; ++l) {
-        const std::uint64_t more = probe_model.layer_bytes(l) + layer_kv[l];
-        if (need + more > limit) break;
-        need += more;
+        // Each sequence's slot and its two new rows' pointers, beside its K and V buffers.
+        const Checked more = Checked(probe_model.layer_bytes(l)) + layer_kv[l] +
+                             Checked(B) * (sizeof(cpu::Slot) + 2 * sizeof(void*) + 2 * sizeof(Buffer));
+        if (more.overflow() || need + more.value() > limit || need + more.value() < need) break;
+        need += more.value();
         ++layers_run;
     }
     if (layers_run == 0)
         return fail(r, Status::out_of_memory,
-                    "one layer (" + format_bytes(probe_model.layer_bytes(0) + layer_kv[0]) +
+                    "one layer (" + format_bytes((Checked(probe_model.layer_bytes(0)) + layer_kv[0]).value()) +
                         " of weights and cache) beside the " + "embedding and head (" +
                         format_bytes(probe_model.outer_bytes()) + ") needs more than the " + format_bytes(limit) +
                         (control.memory_limit_bytes ? " the memory limit allows" : " of memory available") +
                         "; lower the batch, the context or the weight precision");
     if (std::string why = step::experts_not_run(req, layers_run); !why.empty())
         return fail(r, Status::out_of_memory, why);
+    // The read ceiling, once the step is known to fit: its buffer is gone before the model is allocated, and it
+    // too stays within the limit.
+    const std::uint64_t ceiling_bytes =
+        req.ceiling_bytes ? req.ceiling_bytes
+                          : std::min<std::uint64_t>(
+                                std::max<std::uint64_t>(4 * host::last_level_cache_bytes(), 256ull << 20), 1ull << 30);
+    if (ceiling_bytes > limit)
+        return fail(r, Status::out_of_memory,
+                    "the read ceiling's " + format_bytes(ceiling_bytes) + " buffer is more than the " +
+                        format_bytes(limit) +
+                        (control.memory_limit_bytes ? " the memory limit allows" : " of memory available") +
+                        "; --ceiling-size sets a smaller one");
+    control.report(0.02, "measuring the read bandwidth ceiling");
+    r.ceiling_gbps = measure_host_read_gbps(ceiling_bytes);
+    if (r.ceiling_gbps <= 0)
+        return fail(r, Status::out_of_memory,
+                    "could not allocate the " + format_bytes(ceiling_bytes) + " bandwidth buffer");
+
     r.layers_run = layers_run;
     r.scaled = layers_run < a.layers;
+    auto tensors = step::cache_tensors(req);
+    if (!tensors) return fail(r, Status::invalid_input, tensors.error_text());
 
     Model model(req, d, layers_run, threads);
     std::vector<Buffer> cache;

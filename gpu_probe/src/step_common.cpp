@@ -52,13 +52,19 @@ std::string dims_of(const StepRequest& req, Dims& d) {
     return {};
 }
 
-Result<std::vector<KvTensor>> cache_tensors(const StepRequest& req) {
+namespace {
+ProbeRequest cache_request(const StepRequest& req) {
     ProbeRequest cache;
     cache.arch = req.arch;
     cache.dtype = req.kv_dtype;
     cache.workload = req.workload;
-    return kv_tensors(cache);
+    return cache;
 }
+}  // namespace
+
+Result<std::vector<KvTensor>> cache_tensors(const StepRequest& req) { return kv_tensors(cache_request(req)); }
+
+Result<std::uint64_t> cache_tensor_count(const StepRequest& req) { return kv_tensor_count(cache_request(req)); }
 
 StepReport fail(StepReport r, Status s, std::string message) {
     r.status = s;

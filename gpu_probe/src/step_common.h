@@ -35,6 +35,8 @@ std::string dims_of(const StepRequest& req, Dims& d);
 
 // The cache the step allocates: the probe's tensors (kv_tensors) for the step's model, format and workload.
 Result<std::vector<KvTensor>> cache_tensors(const StepRequest& req);
+// How many buffers that is (kv_tensor_count), without the list.
+Result<std::uint64_t> cache_tensor_count(const StepRequest& req);
 
 StepReport fail(StepReport r, Status s, std::string message);
 double median_of(std::vector<double> v);

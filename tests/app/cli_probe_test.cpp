@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include <sys/resource.h>
+
 #include "cli_run.h"
 
 namespace {
@@ -44,6 +46,51 @@ TEST(Cli, ProbeRefusesWhatDoesNotFitAndFormatsItCannotStore) {
     r = cli("probe --backend tpu --model llama-3-8b");
     EXPECT_EQ(r.status, 2);
     EXPECT_NE(r.err.find("'tpu' is not a backend"), std::string::npos) << r.err;
+}
+
+// The peak resident memory of the largest child this test process has waited for (each test runs in a process of
+// its own under ctest).
+long children_peak_kib() {
+    rusage u{};
+    ::getrusage(RUSAGE_CHILDREN, &u);
+    return u.ru_maxrss;
+}
+
+TEST(Cli, AProbeOfAHugeBatchIsRefusedBeforeItsBuffersAreListed) {
+    // 10^6 sequences of GPT-2's 24 buffers: more than the probe keeps track of, refused at once on the batch (a list
+    // of 24 million buffers took 1.8 GB and 11 s before it was refused, and ran out of memory under a smaller cap).
+    for (const char* step : {"", " --step"}) {
+        const CliRun r = cli(std::string("probe --backend cpu --model gpt2 --context 256 --batch 1000000 "
+                                         "--memory-limit 2GiB") +
+                             step);
+        EXPECT_EQ(r.status, 2) << step << r.err;
+        EXPECT_NE(r.err.find("24 buffers a sequence x 1,000,000 sequences is more than the 4,194,304 buffers it "
+                             "keeps track of; lower the batch"),
+                  std::string::npos)
+            << r.err;
+    }
+    // 170,000 sequences (4.08 million buffers) are weighed against the limit before their list is built.
+    const CliRun r = cli("probe --backend cpu --model gpt2 --context 256 --batch 170000 --memory-limit 2GiB");
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_NE(r.err.find("out_of_memory: the cache needs 1.46 TiB, and the probe"), std::string::npos) << r.err;
+    // That list alone is 230 MB; the CLI itself (under the sanitizers too) far less.
+    EXPECT_LT(children_peak_kib(), 128L << 10);
+}
+
+TEST(Cli, TheReadCeilingsBufferIsNamedAndKeptWithinTheMemoryLimit) {
+    // 128 MiB of cache is within a 200 MiB limit; a 1 GiB ceiling buffer is not, and the message says which.
+    CliRun r = cli("probe --backend cpu --context 256 --memory-limit 200MiB --ceiling-size 1GiB");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("the cache needs 128 MiB, and the probe"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("1.00 GiB for the read ceiling (--ceiling-size)"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("or the read ceiling's size"), std::string::npos) << r.err;
+    // The step measures its ceiling before it allocates the model: within the limit too.
+    r = cli("probe --backend cpu --step --model gpt2 --context 16 --memory-limit 200MiB --ceiling-size 1GiB");
+    EXPECT_EQ(r.status, 1);
+    EXPECT_NE(r.err.find("the read ceiling's 1.00 GiB buffer is more than the 200 MiB the memory limit allows; "
+                         "--ceiling-size sets a smaller one"),
+              std::string::npos)
+        << r.err;
 }
 
 TEST(Cli, ProbeStepTimesTheWholeModelBesideTheCalculatorsFloor) {

@@ -82,7 +82,7 @@ TEST(Layouts, TheFitCarriesTheWarningAndAScenarioFileKeepsIt) {
     d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
     auto f = fit(m->arch, KvDtype::bf16, {.context_tokens = 131072}, {}, d);
     ASSERT_TRUE(f);
-    EXPECT_TRUE(std::any_of(f->notes.begin(), f->notes.end(),
+    EXPECT_TRUE(std::any_of(f->warnings.begin(), f->warnings.end(),
                             [](const std::string& n) { return n.starts_with("not exact: attention_chunk_size"); }));
     Scenario s;
     s.arch = m->arch;

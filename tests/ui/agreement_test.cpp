@@ -352,6 +352,32 @@ TEST(Agreement, TensorRtLlmsTokensPerStepSizeItsProfilingRunAsInTheCli) {
     EXPECT_EQ(d->trtllmTokensField()->text(), "16,384");
 }
 
+TEST(Agreement, TheDeploymentTabWarnsAsFitDoesAndReadsABandwidthAsItShowsIt) {
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("llama-3-70b");
+    w.deployment()->enableBox()->setChecked(true);
+    DeploymentView* d = w.deployment();
+    w.model()->edit("long", [](Scenario& s) { s.workload.context_tokens = 32768; });
+    // kvscope-cli fit's "warning: the context of 32,768 tokens exceeds the model's 8,192 max positions".
+    const Scenario cli = cli_scenario({"fit", "--model", "llama-3-70b", "--gpu", "h100-sxm", "--context", "32k"});
+    const auto f = fit(cli.arch, cli.kv_dtype, cli.workload, cli.parallel, *cli.deployment);
+    ASSERT_TRUE(f) << f.error_text();
+    ASSERT_FALSE(f->warnings.empty());
+    for (const auto& warning : f->warnings)
+        EXPECT_TRUE(d->figuresLabel()->text().contains(QString::fromStdString(warning)))
+            << warning << "\n"
+            << d->figuresLabel()->text().toStdString();
+    // The bandwidth as the field shows it, "/s" and all, is read as typed, as --gpu-bandwidth reads it.
+    EXPECT_EQ(d->bandwidthField()->text(), "3.35 TB/s");
+    d->bandwidthField()->setText("4 TB/s");
+    d->bandwidthField()->setModified(true);
+    emit d->bandwidthField()->editingFinished();
+    const Scenario typed = cli_scenario(
+        {"fit", "--model", "llama-3-70b", "--gpu-memory", "80GiB", "--gpu-bandwidth", "4 TB/s", "--context", "32k"});
+    EXPECT_EQ(w.model()->scenario().deployment->gpu.bandwidth_bytes_per_s, typed.deployment->gpu.bandwidth_bytes_per_s);
+    EXPECT_EQ(typed.deployment->gpu.bandwidth_bytes_per_s, 4'000'000'000'000u);
+}
+
 TEST(Agreement, AnUnmodelledLayoutIsNotExactOnScreenAsOnTheCli) {
     QTemporaryDir dir;
     // attention_chunk_size outside Llama 4: which layers attend within chunks is not known.

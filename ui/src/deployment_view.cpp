@@ -139,7 +139,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                tr("GPUs that serve one copy of the model: tensor parallel × pipeline parallel, set under Parallel "
                   "or by a row of “How many GPUs?”."));
     marks_.add(memory_, {Field::gpu_memory}, tr("Memory of one GPU: 80GiB, 141 GB, or bytes."));
-    marks_.add(bandwidth_, {Field::gpu_bandwidth}, tr("Memory bandwidth of one GPU per second: 3350GB, or bytes."));
+    marks_.add(bandwidth_, {Field::gpu_bandwidth},
+               tr("Memory bandwidth of one GPU: 3.35 TB/s, 3350GB or bytes per second."));
     marks_.add(engine_, {}, tr("The inference engine whose rule decides how much memory the KV cache may use."));
     marks_.add(fraction_, {Field::utilization},
                tr("The engine's memory fraction (vLLM gpu_memory_utilization, SGLang mem_fraction_static …)."));
@@ -433,7 +434,8 @@ void DeploymentView::commitCustom() {
          {std::pair{memory_, &gpu.memory_bytes}, std::pair{bandwidth_, &gpu.bandwidth_bytes_per_s}}) {
         // Text shown, not typed ("79.6 GiB" for 85,520,809,984 bytes) keeps the exact value behind it.
         if (!field->isModified()) continue;
-        auto v = parse_bytes(field->text().trimmed().toStdString(), field->accessibleName().toStdString());
+        const auto parse = field == bandwidth_ ? parse_bandwidth : parse_bytes;
+        auto v = parse(field->text().trimmed().toStdString(), field->accessibleName().toStdString());
         if (v)
             *slot = *v;
         else
@@ -635,11 +637,11 @@ void DeploymentView::refreshResults() {
     QStringList rows;
     rows << tr("Max concurrent sequences at %1 tokens: <b>%2</b>")
                 .arg(q(format_tokens(s.workload.context_tokens)), q(format_count(f.max_batch)));
-    if (f.max_context_unbounded)
-        rows << tr(
-            "Max context: <b>no limit</b> — no layer keeps a KV cache, so the context does not change the "
-            "memory");
-    else
+    if (f.max_context_unbounded) {
+        // The calculator's words ("no limit: …"), with the figure in bold as the other rows have it.
+        const QString why = q(unbounded_context_text(s.arch));
+        rows << tr("Max context: <b>no limit</b> — %1").arg(why.mid(why.indexOf(':') + 2).toHtmlEscaped());
+    } else
         rows << tr("Max context at %1 sequence(s): <b>%2 tokens</b>%3")
                     .arg(s.workload.batch)
                     .arg(q(format_count(f.max_context)))
@@ -676,6 +678,9 @@ void DeploymentView::refreshResults() {
                 .arg(q(format_bytes(f.reserve_bytes_per_gpu, units)), q(reserve_text(f, units)).toHtmlEscaped());
     for (const auto& item : f.reserve_items)
         if (item.kind == ReserveKind::profile_peak) rows << (tr("Profile peak: ") + q(item.how)).toHtmlEscaped();
+    // The cache's warnings (a context past the model's max positions, …) in the Overview's colour, then the notes.
+    for (const auto& w : f.warnings)
+        rows << QStringLiteral("<span style=\"color: #e67e22\">%1</span>").arg(q(w).toHtmlEscaped());
     for (const auto& n : f.notes) rows << q(n).toHtmlEscaped();
     figures_->setText(rows.join("<br>"));
 }

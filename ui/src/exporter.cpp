@@ -9,6 +9,7 @@
 #include <QPdfWriter>
 #include <QSaveFile>
 #include <QSvgGenerator>
+#include <algorithm>
 
 #include "kvscope/calculator/explain.h"
 #include "kvscope/calculator/report_json.h"
@@ -207,11 +208,20 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
             y += 4;
             block(QObject::tr("Deployment fit"), 11, true);
             const FitReport& f = *r.fit;
+            for (const auto& w : f.warnings)
+                if (std::find(r.kv.warnings.begin(), r.kv.warnings.end(), w) == r.kv.warnings.end())
+                    block(QObject::tr("Note: %1").arg(q(w)), 8, false, QColor(0xb3, 0x5c, 0x00));
             block((f.fits ? QObject::tr("Fits, %1 to spare per GPU") : QObject::tr("Does not fit, short by %1 per GPU"))
                           .arg(q(format_bytes(static_cast<std::uint64_t>(std::abs(f.headroom_bytes_per_gpu)), units))) +
-                      QObject::tr(" · max %1 sequences at this context · max context %2 tokens at this batch · "
+                      QObject::tr(" · max %1 sequences at this context · max context %2 · "
                                   "decode about %3 tokens/s per sequence")
-                          .arg(q(format_count(f.max_batch)), q(format_count(f.max_context)))
+                          .arg(q(format_count(f.max_batch)),
+                               f.max_context_unbounded
+                                   ? q(unbounded_context_text(r.scenario.arch))
+                                   : QObject::tr("%1 tokens at this batch%2")
+                                         .arg(q(format_count(f.max_context)), f.max_context_limited_by_model
+                                                                                  ? QObject::tr(" (the model's limit)")
+                                                                                  : QString()))
                           .arg(r.decode->tokens_per_s_per_sequence, 0, 'f', 1),
                   9);
         }

@@ -247,13 +247,20 @@ struct FitReport {
     std::uint64_t max_batch = 0;                // concurrent sequences at the workload's context
     std::uint64_t max_context = 0;              // tokens per sequence at the workload's batch
     bool max_context_limited_by_model = false;  // the budget allows more than max positions
-    // No KV cache (a pure state-space model) and no max positions: the context does not change the memory,
-    // and max_context is only the search's bound, never shown as a figure.
+    // No max positions and a memory the context does not change beyond the windows (no KV cache, as a pure
+    // state-space model, or attention layers that all keep only a window): max_context is only the search's
+    // bound, never shown as a figure (unbounded_context_text says why).
     bool max_context_unbounded = false;
     std::uint64_t tokens_capacity = 0;  // tokens the budget holds (full attention per token)
                                         // after the recurrent state of the workload's sequences
     std::vector<std::string> notes;
+    // The cache's own warnings, as kv_cache_report gives them for the same inputs (a context past the model's max
+    // positions, KV heads copied by tensor parallelism, what is not exact): every report of a fit shows them.
+    std::vector<std::string> warnings;
 };
+
+// Why a fit's max context is no limit (max_context_unbounded), as every report says it: "no limit: …".
+std::string unbounded_context_text(const Architecture& arch);
 
 // The reserve's parts in a few words, as every report shows them: "profile peak 0.92 GiB, non-torch memory 150 MiB".
 std::string reserve_text(const FitReport& f, UnitSystem units = UnitSystem::binary);

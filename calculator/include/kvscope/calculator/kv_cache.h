@@ -68,6 +68,9 @@ public:
     [[nodiscard]] Checked gpu_bytes_per_sequence(std::uint64_t tokens, Memory what = Memory::kv) const;
     // One sequence summed over every GPU (replicated heads count on each GPU).
     [[nodiscard]] Checked all_gpu_bytes_per_sequence(std::uint64_t tokens, Memory what = Memory::kv) const;
+    // The same KV sum in long double, where the exact one passes 2^64 bytes: only ever compared (a percentage of
+    // MHA), never shown as a byte count.
+    [[nodiscard]] long double all_gpu_bytes_per_sequence_approx(std::uint64_t tokens) const;
     // The recurrent state of one sequence: on the GPU of stage `stage`, and over every GPU.
     [[nodiscard]] std::uint64_t stage_state_bytes_per_sequence(std::size_t stage) const {
         return stage_state_.at(stage);

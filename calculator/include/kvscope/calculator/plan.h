@@ -42,6 +42,9 @@ struct Plan {
     std::uint64_t sequences = 0;  // concurrent sequences to serve (the workload's batch)
     std::vector<PlanOption> options;
     std::vector<std::string> notes;
+    // The warnings every layout's fit gives (a context past the model's max positions, what is not exact); one
+    // layout's own (its KV heads copied) stay with that layout's fit.
+    std::vector<std::string> warnings;
 };
 
 // "TP 4 × PP 2 × 3 replicas" (replicas only when more than one): how the window and the CLI name a layout.

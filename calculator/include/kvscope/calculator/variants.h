@@ -64,8 +64,11 @@ struct VariantShape {
 // whose layers attends has just itself ("no attention").
 std::vector<VariantShape> variant_shapes(const Architecture& arch);
 
-// Each shape's cache for this workload; shapes the parallel layout cannot express are left out.
+// Each shape's cache for this workload; shapes the parallel layout cannot express are left out, and so are those
+// whose cache passes 2^64 bytes: each of these is named in `too_large` (when given), and the percentages of MHA
+// still compare with MHA's size, taken in long double when it is one of them.
 Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype dtype, const Workload& workload,
-                                              const Parallelism& parallel = {});
+                                              const Parallelism& parallel = {},
+                                              std::vector<std::string>* too_large = nullptr);
 
 }  // namespace kvscope

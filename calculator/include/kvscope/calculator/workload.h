@@ -27,6 +27,9 @@ struct Parallelism {
 // Upper bounds that keep every product well inside checked 64-bit arithmetic
 // while leaving room for absurd-but-explorable inputs.
 constexpr std::uint64_t kMaxTpOrPp = 4096;
+// The most memory a GPU may have (1 PiB): with kMaxTpOrPp x kMaxTpOrPp GPUs, 2^74 bytes in all, so the fit's
+// budget over every GPU is checked against 2^63 (deployment.cpp) rather than assumed to fit.
+constexpr std::uint64_t kMaxGpuMemoryBytes = 1ull << 50;
 
 // The context a scenario starts from: 8192 tokens, or the model's limit when it is shorter.
 std::uint64_t default_context_tokens(const Architecture& arch);

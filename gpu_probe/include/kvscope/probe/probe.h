@@ -94,7 +94,13 @@ std::string storable_list();
 
 // The calculator's layout as a list of allocations (KV cache, then recurrent state); their sum is the
 // predicted bytes. The attention timing needs one head layout: layers with heads of their own are refused.
+// A batch whose list would pass kMaxProbeTensors is refused (on the batch) before the list is built.
 Result<std::vector<KvTensor>> kv_tensors(const ProbeRequest& request);
+// How many tensors kv_tensors gives, with its checks, without building the list: what a backend weighs against
+// its memory before it builds one. 4,194,304 buffers (128 layers x 2 x 16,384 sequences) are far more than a
+// probe that fits in memory allocates.
+constexpr std::uint64_t kMaxProbeTensors = 1ull << 22;
+Result<std::uint64_t> kv_tensor_count(const ProbeRequest& request);
 
 struct AllocationCheck {
     std::uint64_t predicted_bytes = 0;        // the calculator's total: KV cache + recurrent state

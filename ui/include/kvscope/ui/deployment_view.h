@@ -34,6 +34,9 @@ public:
 
     [[nodiscard]] QGroupBox* enableBox() const { return box_; }
     [[nodiscard]] QComboBox* gpuField() const { return gpu_; }
+    // The GPU's memory and bandwidth, as shown ("79.6 GiB", "3.35 TB/s") and typed.
+    [[nodiscard]] QLineEdit* memoryField() const { return memory_; }
+    [[nodiscard]] QLineEdit* bandwidthField() const { return bandwidth_; }
     [[nodiscard]] QComboBox* weightsField() const { return weight_dtype_; }
     [[nodiscard]] QLabel* gpuCountLabel() const { return count_; }
     // vLLM's startup settings (shown for the vllm engine): version, tokens and sequences per step, CUDA graphs.

@@ -1,0 +1,96 @@
+// kvscope-cli at the edges of its figures: what lies beyond a figure's range is said in words, in the table and in
+// the JSON, and inputs are read as the program itself prints them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "cli_run.h"
+
+namespace {
+
+bool has_warning(const kvscope::json::Value& v, const std::string& part) {
+    const auto* w = v.find("warnings");
+    return w != nullptr && std::any_of(w->items().begin(), w->items().end(), [&](const kvscope::json::Value& x) {
+               return x.as_string().find(part) != std::string::npos;
+           });
+}
+
+TEST(CliLimits, AHeadLayoutPast2To64BytesIsSaidAndThePercentagesStillHold) {
+    // MHA's cache of 10^10 sequences of 8k tokens passes 2^64 bytes; GQA-8's is a quarter of it, not 0%.
+    const std::string args = "compare --model llama-3-8b --context 8k --batch 1e10";
+    const CliRun table = cli(args);
+    ASSERT_EQ(table.status, 0) << table.err;
+    EXPECT_NE(table.out.find("25.0%"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("warning: MHA is left out of the comparison: its cache at this context and batch "
+                             "would pass 2^64 bytes (16 EiB)"),
+              std::string::npos)
+        << table.out;
+    const auto v = json_of(cli(args + " --json"));
+    EXPECT_DOUBLE_EQ(v.find("variants")->items()[0].find("percent_of_mha")->as_double(), 25.0);
+    EXPECT_TRUE(has_warning(v, "MHA is left out of the comparison"));
+}
+
+TEST(CliLimits, FitAndPlanWarnOfAContextPastTheModelsPositions) {
+    const std::string said = "the context of 32,768 tokens exceeds the model's 8,192 max positions";
+    const std::string fit = "fit --model llama-3-70b --context 32k --batch 16 --gpu h100-sxm --gpus 4 --kv-dtype fp8";
+    const CliRun text = cli(fit);
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("warning: " + said), std::string::npos) << text.out;
+    EXPECT_TRUE(has_warning(json_of(cli(fit + " --json")), said));
+    const std::string plan = "plan --model llama-3-70b --context 32k --batch 16 --gpu h100-sxm --kv-dtype fp8";
+    EXPECT_NE(cli(plan).out.find("warning: " + said), std::string::npos);
+    EXPECT_TRUE(has_warning(json_of(cli(plan + " --json")), said));
+}
+
+TEST(CliLimits, AModelWithOnlyWindowedAttentionHasNoContextLimit) {
+    // RecurrentGemma keeps 2,048 tokens at most: no context is too long, and 2^40 (the search's end) is not shown.
+    const CliRun r = cli("fit --model recurrentgemma-9b --gpu a100-80gb --context 1e13");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("max context:     no limit: every attention layer keeps only its window"), std::string::npos)
+        << r.out;
+    EXPECT_EQ(r.out.find("1,099,511,627,776"), std::string::npos) << r.out;
+    const auto v = json_of(cli("fit --model recurrentgemma-9b --gpu a100-80gb --context 1e13 --json"));
+    EXPECT_TRUE(v.find("max_context")->is_null());
+    const CliRun plan = cli("plan --model recurrentgemma-9b --gpu a100-80gb --context 1e13");
+    EXPECT_NE(plan.out.find("no limit"), std::string::npos) << plan.out;
+}
+
+TEST(CliLimits, ASweepThatWouldRunBackwardsIsRefusedOrStartsAtTheBeginning) {
+    CliRun r = cli("sweep --model llama-3-8b --from 128k --to 128 --points 5 --csv");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("--from: the curve starts at 131,072 tokens, after its end at 128"), std::string::npos)
+        << r.err;
+    // A curve that ends before the default start of 128 starts at 1 instead of being a single row.
+    r = cli("sweep --model llama-3-8b --to 100 --points 3 --csv");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out,
+              "tokens,MHA,GQA-8,MQA\n1,524288,131072,16384\n10,5242880,1310720,163840\n"
+              "100,52428800,13107200,1638400\n");
+    // The error names the option typed, not the scenario's key.
+    r = cli("sweep --model llama-3-8b --to 1e14");
+    EXPECT_NE(r.err.find("sweep: --to: the curve's end at"), std::string::npos) << r.err;
+}
+
+TEST(CliLimits, GpuSizesAndBandwidthsReadAsTheProgramPrintsThem) {
+    // "3.35 TB/s" as `gpus` prints it; PiB and EiB as units; a bandwidth with no unit is not taken as bytes/s.
+    CliRun r = cli("fit --model llama-3-8b --gpu-memory 80GiB --gpu-bandwidth '3.35 TB/s' --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(u64(json_of(r), "memory_bytes_per_gpu"), 80ull << 30);
+    r = cli("fit --model llama-3-8b --gpu-memory 80GiB --gpu-bandwidth 3350");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("--gpu-bandwidth: '3350' is 3,350 bytes/s, slower than any memory: give its unit"),
+              std::string::npos)
+        << r.err;
+    // Beyond 1 PiB a GPU's memory is refused, never clamped into a budget of 8 EiB.
+    r = cli("fit --model llama-3-8b --gpu-memory 2EiB --gpu-bandwidth 1TB");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("--gpu-memory: the GPU's memory must be at most 1 PiB"), std::string::npos) << r.err;
+    r = cli("fit --model llama-3-8b --gpu-memory 16EiB --gpu-bandwidth 1TB");
+    EXPECT_NE(r.err.find("--gpu-memory: '16EiB' is too large (more than 2^64)"), std::string::npos) << r.err;
+    r = cli("fit --model llama-3-8b --gpu-memory 1PiB --gpu-bandwidth 1TB --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(u64(json_of(r), "memory_bytes_per_gpu"), 1ull << 50);
+}
+
+}  // namespace

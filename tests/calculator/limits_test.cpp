@@ -1,0 +1,126 @@
+// What lies beyond a figure's range is said, never shown as a figure: a head layout whose cache passes 2^64
+// bytes, a fit at a context past the model's positions, a context limit that is only the search's bound.
+#include <algorithm>
+
+#include "kvscope/calculator/analysis.h"
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/plan.h"
+#include "kvscope/calculator/report_json.h"
+#include "testing.h"
+
+namespace kvscope {
+namespace {
+
+const Architecture& catalog_arch(const char* id) { return Catalog::builtin().find_model(id)->model.arch; }
+
+bool says(const std::vector<std::string>& lines, const std::string& part) {
+    return std::any_of(lines.begin(), lines.end(),
+                       [&](const std::string& l) { return l.find(part) != std::string::npos; });
+}
+
+Scenario llama_3_8b(std::uint64_t context, std::uint64_t batch) {
+    Scenario s;
+    s.model_id = "llama-3-8b";
+    s.arch = catalog_arch("llama-3-8b");
+    s.kv_dtype = KvDtype::bf16;
+    s.workload = {.context_tokens = context, .batch = batch};
+    return s;
+}
+
+TEST(Limits, ALayoutPast2To64BytesIsNamedAndThePercentagesStillCompareWithMha) {
+    // 128 KiB a token x 8,192 tokens x 10^10 sequences = 1.07 x 10^19 bytes fits in 64 bits; MHA's four times
+    // that does not.
+    auto r = analyze(llama_3_8b(8192, 10'000'000'000), {.with_curves = false});
+    ASSERT_TRUE(r) << r.error_text();
+    ASSERT_EQ(r->variants.size(), 2u);
+    EXPECT_EQ(r->variants[0].name, "GQA-8");
+    EXPECT_EQ(r->variants[0].kv_cache_bytes, 131072ull * 8192 * 10'000'000'000ull);
+    // A quarter and an eighth of MHA's, not 0% against a missing row.
+    EXPECT_DOUBLE_EQ(r->variants[0].percent_of_mha, 25.0);
+    EXPECT_DOUBLE_EQ(r->variants[1].percent_of_mha, 3.125);
+    EXPECT_TRUE(says(r->kv.warnings,
+                     "MHA is left out of the comparison: its cache at this context and batch would "
+                     "pass 2^64 bytes (16 EiB)"))
+        << testing::join(r->kv.warnings);
+
+    // A context so long that MHA's cache of one sequence passes 2^64 bytes: its size is summed in long double.
+    std::vector<std::string> too_large;
+    auto v = compare_variants(catalog_arch("llama-3-8b"), KvDtype::bf16, {.context_tokens = 100'000'000'000'000}, {},
+                              &too_large);
+    ASSERT_TRUE(v) << v.error_text();
+    EXPECT_EQ(too_large, std::vector<std::string>{"MHA"});
+    EXPECT_DOUBLE_EQ((*v)[0].percent_of_mha, 25.0);
+
+    // Within 64 bits nothing is left out or said.
+    auto small = analyze(llama_3_8b(8192, 8), {.with_curves = false});
+    ASSERT_TRUE(small);
+    EXPECT_EQ(small->variants.size(), 3u);
+    EXPECT_FALSE(says(small->kv.warnings, "left out"));
+}
+
+Deployment h100s(std::uint64_t count) {
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
+    d.gpu_count = count;
+    return d;
+}
+
+TEST(Limits, AFitAndAPlanPastTheModelsPositionsSayItAsTheCacheDoes) {
+    // Llama 3 70B was trained for 8,192 positions: 32k tokens fit in memory, and every report says what kv says.
+    const Architecture& a = catalog_arch("llama-3-70b");
+    const Workload w{.context_tokens = 32768, .batch = 16};
+    const std::string said = "the context of 32,768 tokens exceeds the model's 8,192 max positions";
+    auto f = fit(a, KvDtype::fp8_e4m3, w, {.tp = 4}, h100s(4));
+    ASSERT_TRUE(f) << f.error_text();
+    EXPECT_TRUE(f->fits);
+    EXPECT_TRUE(says(f->warnings, said)) << testing::join(f->warnings);
+    Scenario s;
+    s.arch = a;
+    s.kv_dtype = KvDtype::fp8_e4m3;
+    s.workload = w;
+    s.parallel = {.tp = 4};
+    s.deployment = h100s(4);
+    auto d = decode_estimate(a, s.kv_dtype, w, s.parallel, *s.deployment, *f);
+    ASSERT_TRUE(d);
+    const json::Value j = fit_report_json(s, *f, *d, nullptr);
+    const auto& items = j.find("warnings")->items();
+    EXPECT_TRUE(std::any_of(items.begin(), items.end(), [&](const json::Value& x) { return x.as_string() == said; }));
+    auto plan = plan_deployments(a, KvDtype::fp8_e4m3, w, h100s(1));
+    ASSERT_TRUE(plan) << plan.error_text();
+    EXPECT_TRUE(says(plan->warnings, said)) << testing::join(plan->warnings);
+    // A layout's own warning stays with its fit: one KV head on several GPUs is not every layout's.
+    auto wide = fit(a, KvDtype::fp8_e4m3, {.context_tokens = 8192, .batch = 16}, {.tp = 16}, h100s(16));
+    ASSERT_TRUE(wide) << wide.error_text();
+    EXPECT_TRUE(says(wide->warnings, "each KV head is stored on 2 GPUs")) << testing::join(wide->warnings);
+    EXPECT_FALSE(says(plan->warnings, "each KV head"));
+    // Within the positions, nothing is said.
+    auto within = fit(a, KvDtype::fp8_e4m3, {.context_tokens = 8192, .batch = 16}, {.tp = 4}, h100s(4));
+    ASSERT_TRUE(within);
+    EXPECT_TRUE(within->warnings.empty()) << testing::join(within->warnings);
+}
+
+TEST(Limits, AModelWhoseAttentionLayersAllKeepAWindowHasNoContextLimitRatherThanTheSearchsBound) {
+    // RecurrentGemma: local attention over 2,048 tokens and recurrent blocks, no max positions in its config. Its
+    // memory stops growing at the window, so no context is too long: 2^40 tokens is only where the search stops.
+    const Architecture& rg = catalog_arch("recurrentgemma-9b");
+    ASSERT_EQ(rg.max_positions, 0u);
+    auto f = fit(rg, KvDtype::bf16, {.context_tokens = 10'000'000'000'000, .batch = 1}, {}, h100s(1));
+    ASSERT_TRUE(f) << f.error_text();
+    EXPECT_TRUE(f->fits);
+    EXPECT_TRUE(f->max_context_unbounded);
+    EXPECT_EQ(unbounded_context_text(rg),
+              "no limit: every attention layer keeps only its window, so a longer context does not change the memory");
+    EXPECT_EQ(unbounded_context_text(catalog_arch("mamba-codestral-7b")),
+              "no limit: no layer keeps a KV cache, so the context does not change the memory");
+    // A full-attention model with no max positions has a real limit, the memory's.
+    Architecture open = catalog_arch("llama-3-8b");
+    open.max_positions = 0;
+    auto g = fit(open, KvDtype::bf16, {.context_tokens = 8192, .batch = 1}, {}, h100s(1));
+    ASSERT_TRUE(g) << g.error_text();
+    EXPECT_FALSE(g->max_context_unbounded);
+    EXPECT_GT(g->max_context, 8192u);
+    EXPECT_LT(g->max_context, 1'000'000u);  // about 70 GiB of budget at 128 KiB a token
+}
+
+}  // namespace
+}  // namespace kvscope
