@@ -7,6 +7,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "kvscope/calculator/checked.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/tables.h"
 #include "kvscope/resources/embedded.h"
@@ -133,7 +134,18 @@ void load_models(const std::string& index_text, const std::string& index_source,
         if (const Value* p = entry.find("parameters"))
             if (auto n = p->as_u64()) m.model.arch.params_total = *n;
         if (const Value* p = entry.find("active_parameters"))
-            if (auto n = p->as_u64()) m.model.arch.params_active = *n;
+            if (auto n = p->as_u64()) {
+                m.model.arch.params_active = *n;
+                // OpenAI's active counts (the gpt-oss model card: 3.6 B of gpt-oss-20b = its layers' active weights
+                // and the unembedding) leave out the input embedding, which every other count here includes and the
+                // decode estimate takes out again (decode.cpp matmul_parameters): it is added back, so that the LM
+                // head a step reads is not taken out with it.
+                if (const Value* x = entry.find("active_parameters_exclude_embedding");
+                    x != nullptr && x->is_bool() && x->as_bool()) {
+                    const Checked with = Checked(*n) + Checked(m.model.arch.vocab_size) * m.model.arch.hidden_size;
+                    if (!with.overflow()) m.model.arch.params_active = with.value();
+                }
+            }
         m.model.arch.name = m.name;
         m.origin = origin.empty() ? "built-in" : origin + "/" + file;
         add(std::move(m));

@@ -316,6 +316,13 @@ void read_moe(Reader& r, ImportedModel& out) {
         // configuration_llama4.py: moe_layers = range(step - 1, layers, step).
         m.period = step->value, m.offset = step->value - 1;
     }
+    // transformers modeling_llama4.py: every expert layer (Llama4TextMoe) has one shared expert of intermediate_size
+    // beside the routed ones, with no key saying so, and the dense layers' MLP (Llama4TextDecoderLayer) is
+    // intermediate_size_mlp wide.
+    if (out.model_type == "llama4" || out.model_type == "llama4_text") {
+        if (!r.number({"n_shared_experts", "num_shared_experts"})) m.shared_experts = 1;
+        if (const auto mlp = r.number({"intermediate_size_mlp"})) out.arch.intermediate_size = mlp->value;
+    }
     out.arch.moe = m;
 }
 
