@@ -17,6 +17,7 @@ using probe::Status;
 
 constexpr int kExitFailed = 1;
 constexpr int kExitCancelled = 130;
+constexpr std::uint64_t kMaxRuns = 1000;  // timed decode steps (--runs)
 
 std::atomic<bool> g_cancel{false};
 extern "C" void on_interrupt(int) { g_cancel = true; }
@@ -106,9 +107,12 @@ Output unavailable(const std::string& command, const Options& o, const probe::Ba
 
 // A quantized checkpoint's step multiplies plain weights of the same shapes: said beside the format.
 std::string quantized_as_plain(const Scenario& s, KvDtype plain) {
-    if (!s.deployment || !s.deployment->weight_quant || s.deployment->weights_bytes_exact > 0) return {};
-    return " (the checkpoint's " + weight_quant_label(*s.deployment->weight_quant) + " is multiplied as " +
-           std::string(to_string(plain)) + " here)";
+    // The deployment's quantization, else (probe --step without --gpu) the model's own checkpoint's.
+    const std::optional<WeightQuant>& quant =
+        s.deployment ? s.deployment->weight_quant : s.model_weights.value_or(ModelWeights{}).quant;
+    if (!quant || (s.deployment && s.deployment->weights_bytes_exact > 0)) return {};
+    return " (the checkpoint's " + weight_quant_label(*quant) + " is multiplied as " + std::string(to_string(plain)) +
+           " here)";
 }
 
 // probe --step: one decode step of the whole model, beside the calculator's floor on the same bandwidth.
@@ -119,7 +123,7 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
     request.kv_dtype = s.kv_dtype;
     request.weight_dtype = s.deployment ? s.deployment->weight_dtype : s.model_weights.value_or(ModelWeights{}).dtype;
     request.workload = s.workload;
-    if (o.runs) request.timing_runs = static_cast<int>(std::min<std::uint64_t>(*o.runs, 1000));
+    if (o.runs) request.timing_runs = static_cast<int>(*o.runs);  // 1 … kMaxRuns (cmd_probe)
     if (o.ceiling_size) request.ceiling_bytes = *o.ceiling_size;
     const probe::StepReport p = backend.step(request, make_control(o));
     const double ratio = p.step_ms > 0 ? p.predicted_step_ms / p.step_ms : 0;  // predicted ÷ measured
@@ -140,6 +144,11 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
     if (o.format == Format::json) {
         Value v = run_json(p.status, p.message, p.device, s);
         v.set("weight_dtype", Value::string(std::string(to_string(request.weight_dtype))));
+        // A quantized checkpoint run in a plain format, as the text says it: in the warnings, null-free.
+        Value warnings = Value::array();
+        if (const std::string plain = quantized_as_plain(s, request.weight_dtype); !plain.empty())
+            warnings.push(Value::string(plain.substr(2, plain.size() - 3)));  // without " (" and ")"
+        v.set("warnings", std::move(warnings));
         Value st = Value::object();
         st.set("step_ms", Value::number(p.step_ms));
         st.set("min_step_ms", Value::number(p.min_step_ms));
@@ -235,20 +244,35 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src,
                 "kvscope-cli probe: --ceiling-size: " + format_bytes(*o.ceiling_size) +
                     " is too small to time; give at least 1 MiB (default: several times the last-level cache)\n",
                 kExitUsage};
+    // Out of range is said, never run as the nearest value.
+    if (o.runs && (*o.runs == 0 || *o.runs > kMaxRuns))
+        return {
+            "",
+            "kvscope-cli probe: --runs: " + format_count(*o.runs) + " is outside 1 … " + format_count(kMaxRuns) + "\n",
+            kExitUsage};
+    if (o.memory_limit && *o.memory_limit == 0)
+        return {"", "kvscope-cli probe: --memory-limit: must be more than 0 bytes (leave it out for the free memory)\n",
+                kExitUsage};
     if (o.step) return cmd_step(o, s, src, *backend.backend, catalog);
     probe::ProbeRequest request;
     request.arch = s.arch;
     request.dtype = s.kv_dtype;
     request.workload = s.workload;
-    if (o.runs) request.timing_runs = static_cast<int>(std::min<std::uint64_t>(*o.runs, 1000));
+    if (o.runs) request.timing_runs = static_cast<int>(*o.runs);  // 1 … kMaxRuns (cmd_probe)
     if (o.ceiling_size) request.ceiling_bytes = *o.ceiling_size;
     const probe::ProbeReport p = backend.backend->probe(request, make_control(o));
     const auto& a = p.allocation;
     const auto& at = p.attention;
+    // The cache's own warnings, as kv gives them for the same inputs (a context past the model's positions, …).
+    const auto kv = kv_cache_report(s.arch, s.kv_dtype, s.workload, {});
+    const std::vector<std::string> warnings = kv ? kv->warnings : std::vector<std::string>{};
     Output r;
     r.status = exit_status(p.status);
     if (o.format == Format::json) {
         Value v = run_json(p.status, p.message, p.device, s);
+        Value w = Value::array();
+        for (const auto& text : warnings) w.push(Value::string(text));
+        v.set("warnings", std::move(w));
         v.set("predicted_bytes", Value::number(a.predicted_bytes));
         v.set("predicted_state_bytes", Value::number(a.predicted_state_bytes));
         v.set("requested_bytes", Value::number(a.requested_bytes));
@@ -267,7 +291,8 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src,
         v.set("ceiling_gbps", Value::number(at.ceiling_gbps));
         v.set("fraction_of_ceiling", Value::number(at.fraction_of_ceiling));
         v.set("single_thread_gbps", Value::number(at.single_thread_gbps));
-        v.set("max_rel_error", Value::number(at.max_rel_error));
+        // null where nothing attended, so nothing was checked against float64.
+        v.set("max_rel_error", at.runs > 0 ? Value::number(at.max_rel_error) : Value());
         v.set("cache_resident", Value::boolean(at.cache_resident));
         v.set("kernel", Value::string(at.kernel));
         r.out = v.dump() + "\n";
@@ -282,7 +307,8 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src,
         {"model", src.description},
         {"workload", format_tokens(s.workload.context_tokens) + " tokens × " + std::to_string(s.workload.batch) + ", " +
                          std::string(to_string(s.kv_dtype))},
-        {"backend", p.device.backend + " — " + p.device.name + " (" + std::to_string(at.threads) + " threads)" +
+        {"backend", p.device.backend + " — " + p.device.name +
+                        (at.threads > 0 ? " (" + std::to_string(at.threads) + " threads)" : std::string()) +
                         (p.device.note.empty() ? "" : "; " + p.device.note)},
         {"predicted",
          format_bytes(a.predicted_bytes) + " (" + format_count(a.predicted_bytes) + " bytes" +
@@ -312,9 +338,10 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src,
     if (at.runs == 0) {  // nothing attends (a pure state-space model): the allocation rows only
         r.out = r.out.substr(0, r.out.find("attention:"));
         r.out += "attention:  none — no layer keeps a KV cache; the recurrent state was allocated and measured\n";
-        return r;
+    } else if (at.cache_resident) {
+        r.out += "note: the cache fits in the CPU caches, so the bandwidth is optimistic\n";
     }
-    if (at.cache_resident) r.out += "note: the cache fits in the CPU caches, so the bandwidth is optimistic\n";
+    for (const auto& w : warnings) r.out += "warning: " + w + "\n";
     return r;
 }
 
@@ -322,7 +349,13 @@ Output cmd_stopwatch(const Options& o) {
     auto backend = backend_of(o);
     if (!backend.backend) return unavailable("stopwatch", o, backend);
     probe::StopwatchRequest request;
-    if (o.tokens) request.tokens = static_cast<int>(std::min<std::uint64_t>(*o.tokens, 100000));
+    if (o.tokens && (*o.tokens == 0 || *o.tokens > static_cast<std::uint64_t>(probe::kMaxStopwatchTokens)))
+        return {"",
+                "kvscope-cli stopwatch: --tokens: " + format_count(*o.tokens) + " is outside 1 … " +
+                    format_count(static_cast<std::uint64_t>(probe::kMaxStopwatchTokens)) +
+                    " (the teaching model's positions)\n",
+                kExitUsage};
+    if (o.tokens) request.tokens = static_cast<int>(*o.tokens);
     if (o.prompt) request.prompt = *o.prompt;
     const probe::StopwatchReport w = backend.backend->stopwatch(request, make_control(o));
     Output r;

@@ -201,8 +201,14 @@ void read_dtypes(const Value& root, const Value& cfg, ImportedModel& out) {
             out.kv_dtype_source = key + " '" + dtype->as_string() + "' is not a cache format; fp16 used";
         }
     } else {
+        // A torch_dtype that is not a string (16, null) is named as found, not as missing.
+        const Value* other = nullptr;
+        for (const Value* obj : {&cfg, &root})
+            for (const char* k : {"torch_dtype", "dtype"})
+                if (const Value* v = obj->find(k); v && !other) other = v, key = k;
         out.kv_dtype = KvDtype::fp16;
-        out.kv_dtype_source = "no torch_dtype in the file; fp16 used";
+        out.kv_dtype_source = other != nullptr ? key + " is not a name of a format (\"bfloat16\"); fp16 used"
+                                               : "no torch_dtype in the file; fp16 used";
     }
     out.weight_dtype = out.kv_dtype;
     out.weight_dtype_source = out.kv_dtype_source;
@@ -329,6 +335,12 @@ void read_moe(Reader& r, ImportedModel& out) {
 }  // namespace
 
 Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes) {
+    // A folder opens as a stream of 2^63 bytes on Linux: said as what it is.
+    if (std::error_code ec; std::filesystem::is_directory(std::filesystem::path(path), ec))
+        return FieldError{"file",
+                          path +
+                              ": is a folder, not a file (--model-dir and the window's Import model folder read a "
+                              "model's folder)"};
     std::ifstream in(path, std::ios::binary);
     if (!in) return FieldError{"file", path + ": cannot be opened (missing, or no permission to read)"};
     in.seekg(0, std::ios::end);

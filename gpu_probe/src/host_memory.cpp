@@ -7,6 +7,8 @@
 
 #include <fstream>
 #include <locale>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "kvscope/calculator/numbers.h"
@@ -33,7 +35,56 @@ std::uint64_t meminfo(const std::string& key) {
     return 0;
 }
 
+// One number from a cgroup file ("max", a limit past 2^62: none).
+std::optional<std::uint64_t> cgroup_number(const std::string& path) {
+    std::ifstream in = system_file(path.c_str());
+    std::string text;
+    if (!(in >> text)) return std::nullopt;
+    const auto n = u64_from_text(text);
+    return n && *n < (1ull << 62) ? n : std::nullopt;
+}
+
 }  // namespace
+
+std::optional<std::uint64_t> cgroup_headroom(const std::string& cgroup_file, const std::string& root) {
+    std::ifstream in = system_file(cgroup_file.c_str());
+    std::string line;
+    std::optional<std::uint64_t> best;
+    auto consider = [&best](const std::string& dir, const char* limit_file, const char* usage_file,
+                            const char* inactive_key) {
+        const auto limit = cgroup_number(dir + "/" + limit_file);
+        if (!limit) return;
+        // The use less the file cache the kernel would reclaim first (inactive_file), as `docker stats` counts it.
+        std::uint64_t used = cgroup_number(dir + "/" + usage_file).value_or(0);
+        std::ifstream stat = system_file((dir + "/memory.stat").c_str());
+        std::string key;
+        std::uint64_t value = 0;
+        while (stat >> key >> value)
+            if (key == inactive_key) used = used > value ? used - value : 0;
+        const std::uint64_t left = *limit > used ? *limit - used : 0;
+        if (!best || left < *best) best = left;
+    };
+    while (std::getline(in, line)) {
+        // "0::/path" (v2) or "4:memory:/path" (v1); inside a container the path may not exist under the mount,
+        // whose root is then the container's own group.
+        const auto first = line.find(':'), second = line.find(':', first + 1);
+        if (first == std::string::npos || second == std::string::npos) continue;
+        const std::string controllers = line.substr(first + 1, second - first - 1);
+        std::string path = line.substr(second + 1);
+        const bool v2 = controllers.empty(), v1 = controllers.find("memory") != std::string::npos;
+        if (!v2 && !v1) continue;
+        const std::string mount = v2 ? root : root + "/memory";
+        const char* limit_file = v2 ? "memory.max" : "memory.limit_in_bytes";
+        const char* usage_file = v2 ? "memory.current" : "memory.usage_in_bytes";
+        const char* inactive_key = v2 ? "inactive_file" : "total_inactive_file";
+        for (;;) {
+            consider(mount + path, limit_file, usage_file, inactive_key);
+            if (path.empty() || path == "/") break;
+            path = path.substr(0, path.rfind('/'));
+        }
+    }
+    return best;
+}
 
 std::uint64_t resident_bytes() {
     std::ifstream in = system_file("/proc/self/statm");
@@ -42,7 +93,11 @@ std::uint64_t resident_bytes() {
     return resident * page_bytes();
 }
 
-std::uint64_t available_bytes() { return meminfo("MemAvailable"); }
+std::uint64_t available_bytes() {
+    const std::uint64_t available = meminfo("MemAvailable");
+    const auto headroom = cgroup_headroom();
+    return headroom && *headroom < available ? *headroom : available;
+}
 std::uint64_t total_bytes() { return meminfo("MemTotal"); }
 std::uint64_t page_bytes() { return static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)); }
 

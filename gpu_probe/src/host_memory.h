@@ -2,12 +2,19 @@
 // Facts about this process and machine read from /proc and sysconf (Linux).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace kvscope::probe::host {
 
-std::uint64_t resident_bytes();   // this process, now
-std::uint64_t available_bytes();  // MemAvailable
+std::uint64_t resident_bytes();  // this process, now
+// What the memory cgroup of this process still lets it use, where one limits it (a container's --memory, a
+// systemd unit's MemoryMax): the tightest of its limits less its use, over its group and the groups above it, in
+// cgroup v2 (memory.max, memory.current under `root`) and v1 (memory.limit_in_bytes, memory.usage_in_bytes under
+// `root`/memory); none where no group limits it.
+std::optional<std::uint64_t> cgroup_headroom(const std::string& cgroup_file = "/proc/self/cgroup",
+                                             const std::string& root = "/sys/fs/cgroup");
+std::uint64_t available_bytes();  // MemAvailable, or less where a memory cgroup (a container) allows less
 std::uint64_t total_bytes();      // MemTotal
 std::uint64_t page_bytes();
 std::uint64_t last_level_cache_bytes();

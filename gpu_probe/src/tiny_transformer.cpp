@@ -237,9 +237,10 @@ int TinyTransformer::pick(const std::vector<float>& logits, const std::vector<in
 StopwatchReport generate_both(const TinyTransformer& model, const StopwatchRequest& request, const Control& control,
                               const Generator& g) {
     StopwatchReport r;
-    if (request.tokens < 1 || request.tokens > 4096) {
+    if (request.tokens < 1 || request.tokens > kMaxStopwatchTokens) {
         r.status = Status::invalid_input;
-        r.message = "tokens: " + std::to_string(request.tokens) + " is outside 1 … 4096";
+        r.message =
+            "tokens: " + std::to_string(request.tokens) + " is outside 1 … " + std::to_string(kMaxStopwatchTokens);
         return r;
     }
     using Clock = std::chrono::steady_clock;

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <utility>
 
 #include "cli_run.h"
 
@@ -91,6 +94,65 @@ TEST(CliLimits, GpuSizesAndBandwidthsReadAsTheProgramPrintsThem) {
     r = cli("fit --model llama-3-8b --gpu-memory 1PiB --gpu-bandwidth 1TB --json");
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(u64(json_of(r), "memory_bytes_per_gpu"), 1ull << 50);
+}
+
+TEST(CliLimits, ProbeValuesOutOfRangeAreRefusedNotRunAsTheNearest) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"probe --backend cpu --runs 0", "--runs: 0 is outside 1 … 1,000"},
+        {"probe --backend cpu --runs 1M", "--runs: 1,048,576 is outside 1 … 1,000"},
+        {"probe --backend cpu --memory-limit 0", "--memory-limit: must be more than 0 bytes"},
+        {"stopwatch --backend cpu --tokens 1e9", "--tokens: 1,000,000,000 is outside 1 … 4,096"},
+    };
+    for (const auto& [args, said] : cases) {
+        const CliRun r = cli(args);
+        EXPECT_EQ(r.status, 2) << args;
+        EXPECT_NE(r.err.find(said), std::string::npos) << args << ": " << r.err;
+    }
+}
+
+TEST(CliLimits, TheProbeSaysWhatKvSaysOfTheScenarioAndOfAQuantizedCheckpoint) {
+    // GPT-2 was trained for 1,024 positions: the probe at 2k says so, as kv does.
+    const std::string args = "probe --backend cpu --model gpt2 --context 2k --runs 1 --ceiling-size 16MiB";
+    const std::string said = "the context of 2,048 tokens exceeds the model's 1,024 max positions";
+    const CliRun text = cli(args);
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("warning: " + said), std::string::npos) << text.out;
+    EXPECT_TRUE(has_warning(json_of(cli(args + " --json")), said));
+    // A model with no attention: nothing was checked against float64, so no error figure is given.
+    const auto state =
+        json_of(cli("probe --backend cpu --model mamba-codestral-7b --context 64 --ceiling-size 16MiB "
+                    "--json"));
+    EXPECT_TRUE(state.find("max_rel_error")->is_null());
+    // An AWQ checkpoint's step multiplies plain weights of its shapes, and the JSON says so as the text does.
+    const auto path = std::filesystem::temp_directory_path() / ("kvscope-awq-" + std::to_string(::getpid()) + ".json");
+    std::ofstream(path) << R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "intermediate_size": 1024, "vocab_size": 1000,
+        "torch_dtype": "float16", "max_position_embeddings": 4096,
+        "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}})";
+    const std::string step =
+        "probe --step --backend cpu --config " + path.string() + " --context 64 --runs 1 --ceiling-size 16MiB";
+    const CliRun st = cli(step);
+    const CliRun sj = cli(step + " --json");
+    std::filesystem::remove(path);
+    ASSERT_EQ(st.status, 0) << st.err;
+    EXPECT_NE(st.out.find("(the checkpoint's AWQ"), std::string::npos) << st.out;
+    EXPECT_TRUE(has_warning(json_of(sj), "is multiplied as fp16 here")) << sj.out;
+}
+
+TEST(CliLimits, AConfigThatIsAFolderOrHasADtypeThatIsNotANameIsSaidAsSuch) {
+    const auto dir = std::filesystem::temp_directory_path() / ("kvscope-folder-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    CliRun r = cli("kv --config " + dir.string());
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("is a folder, not a file (--model-dir"), std::string::npos) << r.err;
+    const auto path = dir / "config.json";
+    std::ofstream(path) << R"({"model_type": "llama", "num_hidden_layers": 8, "num_attention_heads": 8,
+        "hidden_size": 512, "torch_dtype": 16})";
+    r = cli("kv --config " + path.string());
+    std::filesystem::remove_all(dir);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("fp16 (torch_dtype is not a name of a format (\"bfloat16\"); fp16 used)"), std::string::npos)
+        << r.out;
 }
 
 }  // namespace

@@ -6,7 +6,12 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "cpu_kernels.h"
 #include "host_memory.h"
@@ -398,6 +403,38 @@ TEST(CpuBackend, TooLargeForTheLimitIsRefusedBeforeAllocating) {
     EXPECT_NE(p.message.find("1.00 GiB"), std::string::npos) << p.message;
     EXPECT_NE(p.message.find("memory limit"), std::string::npos) << p.message;
     EXPECT_LT(host::resident_bytes(), before + (8ull << 20));
+}
+
+TEST(CpuBackend, AContainersMemoryLimitIsTheMemoryAvailable) {
+    // A container's memory cgroup, v1 and v2, in a folder of its own: the free memory the probe weighs a cache
+    // against is what the group's limit leaves (less the file cache it would reclaim), not the machine's.
+    const std::filesystem::path root =
+        std::filesystem::temp_directory_path() / ("kvscope-cgroup-" + std::to_string(::getpid()));
+    auto write = [&](const std::filesystem::path& rel, const std::string& text) {
+        std::filesystem::create_directories((root / rel).parent_path());
+        std::ofstream(root / rel) << text;
+    };
+    write("self-v2", "0::/docker/abc\n");
+    write("fs/docker/abc/memory.max", "8589934592\n");  // 8 GiB for the container
+    write("fs/docker/abc/memory.current", "3221225472\n");
+    write("fs/docker/abc/memory.stat", "anon 2147483648\ninactive_file 1073741824\n");
+    write("fs/docker/memory.max", "max\n");  // no limit above it
+    // 8 GiB - (3 GiB used - 1 GiB of reclaimable file cache) = 6 GiB.
+    EXPECT_EQ(host::cgroup_headroom((root / "self-v2").string(), (root / "fs").string()), 6ull << 30);
+    // v1: the tighter of the group and its parent (4 GiB, 1 GiB in use).
+    write("self-v1", "12:pids:/x\n4:memory:/job/step\n0::/\n");
+    write("fs/memory/job/step/memory.limit_in_bytes", "17179869184\n");
+    write("fs/memory/job/step/memory.usage_in_bytes", "1073741824\n");
+    write("fs/memory/job/memory.limit_in_bytes", "4294967296\n");
+    write("fs/memory/job/memory.usage_in_bytes", "1073741824\n");
+    EXPECT_EQ(host::cgroup_headroom((root / "self-v1").string(), (root / "fs").string()), 3ull << 30);
+    // No limit (v1's "unlimited" is 2^63 rounded to a page): none, and the machine's MemAvailable stands.
+    write("self-none", "4:memory:/\n");
+    write("fs2/memory/memory.limit_in_bytes", "9223372036854771712\n");
+    write("fs2/memory/memory.usage_in_bytes", "1073741824\n");
+    EXPECT_FALSE(host::cgroup_headroom((root / "self-none").string(), (root / "fs2").string()).has_value());
+    EXPECT_FALSE(host::cgroup_headroom((root / "missing").string(), (root / "fs").string()).has_value());
+    std::filesystem::remove_all(root);
 }
 
 TEST(CpuBackend, CancellingStopsTheRunAndFreesTheCache) {

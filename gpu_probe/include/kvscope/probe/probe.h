@@ -137,8 +137,11 @@ struct ProbeReport {
     AttentionTiming attention;
 };
 
+// The most tokens the stopwatch generates: the teaching model's positions.
+constexpr int kMaxStopwatchTokens = 4096;
+
 struct StopwatchRequest {
-    int tokens = 128;  // generated tokens
+    int tokens = 128;  // generated tokens, 1 … kMaxStopwatchTokens
     std::string prompt = "the cache";
 };
 
