@@ -295,7 +295,7 @@ Errors validate(const Architecture& a) {
                                               format_count(kMaxHeads) + " supported"});
             break;
         }
-        if (s.kv_heads > 0 && a.query_heads > 0 && a.query_heads % s.kv_heads != 0) {
+        if (s.kv_heads > 0 && a.query_heads > 0 && a.query_heads % s.kv_heads != 0 && !s.draft) {
             e.push_back({Field::kv_heads, which() + ": KV heads (" + std::to_string(s.kv_heads) +
                                               ") must divide the query heads (" + std::to_string(a.query_heads) + ")"});
             break;

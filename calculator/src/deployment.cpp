@@ -411,6 +411,21 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     }
     if (params.estimated && !r.weights_exact)
         r.notes.push_back("parameter count estimated from the architecture: " + format_count(params.total));
+    // Under pipeline parallelism the weights are split evenly here; vLLM keeps the embedding on the first stage and
+    // the LM head (a copy of a tied embedding too) on the last, beside their layers (vllm/model_executor/models/
+    // utils.py make_layers, vllm/distributed/utils.py get_pp_indices): those GPUs hold more than the even share.
+    if (parallel.pp > 1 && model_arch.vocab_size > 0) {
+        const Checked embedding = Checked(model_arch.vocab_size) * model_arch.hidden_size;
+        if (auto bytes = weights_bytes(embedding.value(), d.weight_dtype); bytes && !embedding.overflow()) {
+            const std::uint64_t per_gpu = ceil_div(*bytes, parallel.tp);
+            r.notes.push_back(
+                std::string(kEvenPipelineNote) + " over the " + std::to_string(parallel.pp) +
+                " pipeline stages; engines keep the embedding (" + format_bytes(per_gpu) +
+                " per GPU) on the first stage and the LM head (" + format_bytes(per_gpu) +
+                (model_arch.tied_embeddings ? ", a copy of the tied embedding" : "") +
+                ") on the last (vLLM: utils.py make_layers), so their GPUs hold up to that much more than shown");
+        }
+    }
     if (r.state_bytes_per_gpu > 0)
         r.notes.push_back("the recurrent state of " + format_count_of(workload.batch, "sequence", "sequences") +
                           " takes " + format_bytes(r.state_bytes_per_gpu) +

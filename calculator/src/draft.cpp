@@ -170,6 +170,7 @@ Result<Architecture> with_draft_layers(const Architecture& target, const DraftMo
         s.kv_heads = a.kv_heads_of(l);
         s.head_dim_k = a.head_dim_k_of(l);
         s.head_dim_v = a.head_dim_v_of(l);
+        s.draft = true;
         out.layer_specs.push_back(s);
     }
     out.layers += a.layers;

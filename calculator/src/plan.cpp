@@ -42,6 +42,7 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
     Plan plan;
     std::vector<std::string> not_exact;              // the fits' "not exact:" notes, each once
     std::optional<std::vector<std::string>> common;  // the warnings of every fit so far
+    bool pipelined = false;                          // a layout with pipeline stages was evaluated
     plan.sequences = workload.batch;
     for (std::uint64_t tp = 1; tp <= limits.gpus_per_node; ++tp) {
         // Engines split the query and KV heads evenly (or replicate KV heads): validate(Parallelism) says which.
@@ -94,9 +95,14 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
                 continue;
             }
             // What makes a layout's figures not exact (an engine's estimated reserve) is said once for the plan.
-            for (const std::string& n : f->notes)
+            for (const std::string& n : f->notes) {
+                if (n.starts_with(kEvenPipelineNote)) {  // one line for every pipelined layout, below
+                    pipelined = true;
+                    continue;
+                }
                 if (n.starts_with("not exact:") && std::find(not_exact.begin(), not_exact.end(), n) == not_exact.end())
                     not_exact.push_back(n);
+            }
             if (!common) {
                 common = f->warnings;
             } else {
@@ -130,6 +136,10 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
         plan.notes.emplace_back(
             "no layout within these limits holds one sequence at this context: shorten the "
             "context, choose a smaller KV or weight format, or a GPU with more memory");
+    if (pipelined)
+        not_exact.push_back(std::string(kEvenPipelineNote) +
+                            " over a layout's pipeline stages; engines keep the embedding on the first stage and the "
+                            "LM head on the last, so their GPUs hold more than shown (fit names how much)");
     plan.notes.insert(plan.notes.end(), not_exact.begin(), not_exact.end());
     if (common) plan.warnings = std::move(*common);
     return plan;

@@ -169,7 +169,7 @@ std::string format_tokens(std::uint64_t n) {
 }
 
 std::string format_si(double value) {
-    static constexpr std::array<const char*, 7> kNames{"", " k", " M", " G", " T", " P", " E"};
+    static constexpr std::array<const char*, 9> kNames{"", " k", " M", " G", " T", " P", " E", " Z", " Y"};
     double v = value;
     std::size_t u = 0;
     while (u + 1 < kNames.size() && std::fabs(v) >= 999.5) v /= 1000.0, ++u;
@@ -187,7 +187,7 @@ Result<std::uint64_t> parse_count(std::string_view text, const std::string& fiel
     const std::string t = trim(text);
     if (!t.empty() && std::tolower(static_cast<unsigned char>(t.back())) == 'g')
         return FieldError{field, "'" + t + "': use a plain number or a k / M suffix (8k = 8192, 1M = 1048576)"};
-    return parse_with_kilo(text, field, "a whole number (8192, 8k, 128k, 1M)");
+    return parse_with_kilo(text, field, "a whole number (8, 8192, 8k, 1M)");
 }
 
 std::span<const SizeSuffix> size_suffixes() {

@@ -294,8 +294,10 @@ TEST(Cli, TensorRtLlmsReserveFollowsItsProfilingRun) {
     const CliRun plan_json = cli("plan --model llama-3-70b --gpu h100-sxm --engine trt-llm --context 8k --json");
     ASSERT_EQ(plan_json.status, 0) << plan_json.err;
     const kvscope::json::Value pj = json_of(plan_json);
-    ASSERT_EQ(pj.find("warnings")->items().size(), 1u) << plan_json.out;
+    // With the even split of the weights over pipeline stages, said once for every pipelined layout.
+    ASSERT_EQ(pj.find("warnings")->items().size(), 2u) << plan_json.out;
     EXPECT_TRUE(pj.find("warnings")->items()[0].as_string().starts_with("not exact: TensorRT-LLM's reserve"));
+    EXPECT_TRUE(pj.find("warnings")->items()[1].as_string().starts_with("not exact: the weights are split evenly"));
     const CliRun zero = cli(base + " --max-num-tokens 0");
     EXPECT_NE(zero.err.find("--max-num-tokens: must be at least 1"), std::string::npos) << zero.err;
     const CliRun huge = cli(base + " --max-num-tokens 32M");

@@ -4,6 +4,7 @@
 
 #include "kvscope/calculator/analysis.h"
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/draft.h"
 #include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/report_json.h"
 #include "testing.h"
@@ -120,6 +121,32 @@ TEST(Limits, AModelWhoseAttentionLayersAllKeepAWindowHasNoContextLimitRatherThan
     EXPECT_FALSE(g->max_context_unbounded);
     EXPECT_GT(g->max_context, 8192u);
     EXPECT_LT(g->max_context, 1'000'000u);  // about 70 GiB of budget at 128 KiB a token
+}
+
+TEST(Limits, PipelineStagesSayThatTheirWeightsAreSplitEvenly) {
+    // Llama 3 70B over 7 RTX 4090s: the first stage's GPU also holds the embedding, 128,256 x 8,192 x 2 bytes.
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("rtx-4090");
+    d.gpu_count = 7;
+    auto f = fit(catalog_arch("llama-3-70b"), KvDtype::bf16, {.context_tokens = 1024}, {.pp = 7}, d);
+    ASSERT_TRUE(f) << f.error_text();
+    EXPECT_TRUE(says(f->notes,
+                     "not exact: the weights are split evenly over the 7 pipeline stages; engines keep "
+                     "the embedding (1.96 GiB per GPU) on the first stage"))
+        << testing::join(f->notes);
+    d.gpu_count = 1;
+    auto one = fit(catalog_arch("llama-3-8b"), KvDtype::bf16, {.context_tokens = 1024}, {}, d);
+    ASSERT_TRUE(one);
+    EXPECT_FALSE(says(one->notes, "split evenly"));
+}
+
+TEST(Limits, ADraftsHeadsServeItsOwnQueryHeadsNotTheModels) {
+    // GPT-2's 12 KV heads do not divide Llama 3 70B's 64 query heads, and need not: they serve GPT-2's own 12.
+    DraftModel draft = draft_from_model(Catalog::builtin().find_model("gpt2")->model, "gpt2", std::nullopt);
+    auto cache = with_draft_layers(catalog_arch("llama-3-70b"), draft);
+    ASSERT_TRUE(cache) << cache.error_text();
+    EXPECT_TRUE(validate(*cache).empty());
+    EXPECT_EQ(cache->layers, 92u);
 }
 
 }  // namespace

@@ -83,6 +83,9 @@ TEST_P(InEveryLocale, NumbersAreWrittenAndReadWithAPoint) {
     EXPECT_FALSE(u64_from_text("18446744073709551616").has_value());
     EXPECT_EQ(format_bytes(3ull << 29), "1.50 GiB");
     EXPECT_EQ(format_si(1.234e12), "1.23 T");
+    // Recomputing a long prefix passes 10^18 FLOPs: the prefixes go on (zetta, yotta) before a bare exponent.
+    EXPECT_EQ(format_si(2.62e25), "26.2 Y");
+    EXPECT_EQ(format_si(4.5e21), "4.50 Z");
 }
 
 TEST_P(InEveryLocale, ASavedScenarioIsJsonAndReadsBackTheSame) {

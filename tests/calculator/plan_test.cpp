@@ -87,8 +87,10 @@ TEST(Plan, NothingFitsIsSaidAndBadInputsAreErrors) {
                                  {.gpus_per_node = 2, .max_pp = 2});
     ASSERT_TRUE(plan);
     for (const PlanOption& o : plan->options) EXPECT_FALSE(o.fits);
-    ASSERT_EQ(plan->notes.size(), 2u);
-    EXPECT_NE(plan->notes.back().find("no layout within these limits"), std::string::npos);
+    ASSERT_EQ(plan->notes.size(), 3u);
+    EXPECT_NE(plan->notes[1].find("no layout within these limits"), std::string::npos);
+    // Layouts with two stages were tried: their weights' even split is said once, for all of them.
+    EXPECT_TRUE(plan->notes[2].starts_with(kEvenPipelineNote)) << plan->notes[2];
     auto bad = plan_deployments(arch_of("llama-3-70b"), KvDtype::bf16, {.context_tokens = 0, .batch = 1}, h100());
     EXPECT_FALSE(bad);
 }

@@ -67,6 +67,9 @@ struct LayerSpec {
     std::uint64_t head_dim_v = 0;  // 0: the model's
     bool state = false;            // keeps the model's recurrent state (recurrent layers; Falcon-H1's
                                    // attention layers, which run a Mamba mixer beside the attention)
+    // A separate draft model's layer in the model's cache (draft.h with_draft_layers): its KV heads serve the
+    // draft's own query heads, which the draft's validation checked, not the model's.
+    bool draft = false;
     friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
     [[nodiscard]] bool attends() const {
         return kind == LayerKind::full || kind == LayerKind::sliding || kind == LayerKind::chunked ||

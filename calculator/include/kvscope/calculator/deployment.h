@@ -259,6 +259,10 @@ struct FitReport {
     std::vector<std::string> warnings;
 };
 
+// How the fit's note under pipeline parallelism begins (the weights split evenly, the embedding and LM head not on
+// their own stages): a plan says it once for all its layouts.
+constexpr const char* kEvenPipelineNote = "not exact: the weights are split evenly";
+
 // Why a fit's max context is no limit (max_context_unbounded), as every report says it: "no limit: …".
 std::string unbounded_context_text(const Architecture& arch);
 
