@@ -182,8 +182,9 @@ long double KvLayout::all_gpu_bytes_per_sequence_approx(std::uint64_t tokens) co
         for (const auto& g : stage) {
             const std::uint64_t kept = g.window == 0 ? tokens : std::min(tokens, g.window);
             // Rounded up to whole blocks as stage_bytes_per_sequence rounds, without its overflow.
-            const long double blocks = static_cast<long double>(kept / block_ + (kept % block_ != 0 ? 1 : 0));
-            sum += blocks * static_cast<long double>(block_) * static_cast<long double>(g.token_bytes);
+            const std::uint64_t blocks = kept / block_ + (kept % block_ != 0 ? 1 : 0);
+            sum += static_cast<long double>(blocks) * static_cast<long double>(block_) *
+                   static_cast<long double>(g.token_bytes);
         }
     return sum * static_cast<long double>(tp_);
 }
