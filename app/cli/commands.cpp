@@ -373,20 +373,26 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
     c.min_tokens = o.from.value_or(o.linear || c.max_tokens < 128 ? 0 : 128);
     if (c.points < 2 || c.points > 100000)
         return {"", usage_error({{"--points", "must be between 2 and 100000"}}, o.command), kExitUsage};
+    const std::string end_source = o.to                       ? ""
+                                   : s.arch.max_positions > 0 ? " (the model's max positions; --to sets it)"
+                                                              : " (the context; --to sets it)";
     if (c.min_tokens > c.max_tokens)
-        return {
-            "",
-            usage_error({{o.from ? "--from" : "--to", "the curve starts at " + format_count(c.min_tokens) +
-                                                          " tokens, after its end at " + format_count(c.max_tokens) +
-                                                          (o.to ? "" : " (the model's max positions: --to sets it)")}},
-                        o.command),
-            kExitUsage};
+        return {"",
+                usage_error({{o.from ? "--from" : "--to", "the curve starts at " + format_count(c.min_tokens) +
+                                                              " tokens, after its end at " +
+                                                              format_count(c.max_tokens) + " tokens" + end_source}},
+                            o.command),
+                kExitUsage};
     auto analysis = analyze(s, {.units = o.units, .curves = c});
     if (!analysis) return {"", usage_error(analysis.errors(), o.command), kExitUsage};
     const Curves* curves = &analysis->curves;
     Output r;
     if (o.format == Format::json) {
-        r.out = curves_json(s, *curves).dump() + "\n";
+        Value v = curves_json(s, *curves);
+        Value warnings = Value::array();  // a layout left out of the curves, …: as kv --json gives them
+        for (const auto& w : analysis->kv.warnings) warnings.push(Value::string(w));
+        v.set("warnings", std::move(warnings));
+        r.out = v.dump() + "\n";
         return r;
     }
     // The window's chart exports the same CSV, each column named as the JSON names it.
@@ -402,7 +408,7 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
         for (const auto& series : curves->series) row.push_back(format_bytes(series.bytes[i], o.units));
         t.add(row);
     }
-    r.out = header(s, src) + "\n" + t.text() + "(* the model's own layout)\n";
+    r.out = header(s, src) + "\n" + t.text() + "(* the model's own layout)\n" + warnings_text(analysis->kv.warnings);
     return r;
 }
 

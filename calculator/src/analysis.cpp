@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kvscope/calculator/units.h"
+
 namespace kvscope {
 
 Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
@@ -30,7 +32,8 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
     CurveOptions curve_options = options.curves;
     if (curve_options.max_tokens == 0)
         curve_options.max_tokens = std::max(s.arch.max_positions, s.workload.context_tokens);
-    auto curves = options.with_curves ? kv_curves(s.arch, s.kv_dtype, s.workload, s.parallel, curve_options)
+    std::vector<std::string> off_chart;
+    auto curves = options.with_curves ? kv_curves(s.arch, s.kv_dtype, s.workload, s.parallel, curve_options, &off_chart)
                                       : Result<Curves>(Curves{});
     // The deployment's weight format when there is one (the fit counts the same weights).
     const ParameterCount params = parameters(s.arch);
@@ -38,11 +41,20 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
     for (const Errors* e : {&variants.errors(), &curves.errors(), &weights.errors()}) collect(*e);
     if (!errors.empty()) return errors;
     r.variants = *variants;
-    // A layout left out of the comparison is said, never silently missing (the percentages still compare with MHA).
-    for (const std::string& name : too_large)
-        r.kv.warnings.push_back(name + " is left out of the comparison: its cache at this context and batch would " +
-                                "pass 2^64 bytes (16 EiB)" +
+    // A layout left out of the comparison or the chart is said, never silently missing (the percentages still
+    // compare with MHA).
+    for (const std::string& name : too_large) {
+        const bool also = std::find(off_chart.begin(), off_chart.end(), name) != off_chart.end();
+        r.kv.warnings.push_back(name + " is left out of the comparison" + (also ? " and the chart" : "") +
+                                ": its cache at this context and batch would pass 2^64 bytes (16 EiB)" +
                                 (name == "MHA" ? "; the % of MHA still compares with its size" : ""));
+    }
+    for (const std::string& name : off_chart)
+        if (std::find(too_large.begin(), too_large.end(), name) == too_large.end())
+            r.kv.warnings.push_back(name +
+                                    " is left out of the chart: its cache would pass 2^64 bytes (16 EiB) before "
+                                    "the chart's end at " +
+                                    format_count(curves->tokens.empty() ? 0 : curves->tokens.back()) + " tokens");
     r.curves = *curves;
     r.weights_bytes = *weights;
     // A quantized checkpoint's bytes are an estimate from its scheme, even with a published parameter count.

@@ -30,7 +30,7 @@ std::vector<std::uint64_t> spaced_tokens(const CurveOptions& o) {
 }
 
 Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload& workload, const Parallelism& parallel,
-                         CurveOptions options) {
+                         CurveOptions options, std::vector<std::string>* too_large) {
     if (options.max_tokens == 0)
         options.max_tokens = arch.max_positions > 0 ? arch.max_positions : workload.context_tokens;
     // The same rule as the comparison: the model's own cache must work at the workload's context.
@@ -42,8 +42,13 @@ Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload
         auto layout = KvLayout::make(shape.arch, dtype, workload, parallel);
         if (!layout) continue;  // as in compare_variants: a layout tensor parallelism cannot express
         // The curve rises with tokens: if its end fits in 64 bits, every point does.
-        if ((layout->all_gpu_bytes_per_sequence(c.tokens.back(), Memory::kv_and_state) * workload.batch).overflow())
-            return overflow_error(Field::max_tokens, "the curve's end at " + format_count(c.tokens.back()) + " tokens");
+        if ((layout->all_gpu_bytes_per_sequence(c.tokens.back(), Memory::kv_and_state) * workload.batch).overflow()) {
+            if (shape.is_model)
+                return overflow_error(Field::max_tokens,
+                                      "the curve's end at " + format_count(c.tokens.back()) + " tokens");
+            if (too_large != nullptr) too_large->push_back(shape.name);
+            continue;
+        }
         Curve curve;
         curve.name = shape.name;
         curve.is_model = shape.is_model;

@@ -219,6 +219,11 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         errors.push_back({Field::draft, "a draft model with pipeline parallelism (PP " + std::to_string(parallel.pp) +
                                             ") is not modelled: vLLM drafts without it; use tensor parallelism"});
     // vllm/config/speculative.py: one method per server.
+    // The draft's heads are split over the same tensor-parallel GPUs as the model's (vLLM shards the drafter as it
+    // shards the model): the same rule as the model's, on the draft's own heads.
+    if (d.draft)
+        for (const FieldError& e : validate(Parallelism{parallel.tp, 1}, d.draft->arch))
+            if (e.input == Field::tp) errors.push_back({Field::draft, "the draft " + d.draft->name + ": " + e.message});
     if (d.mtp && d.draft)
         errors.push_back({Field::draft,
                           "vLLM serves one speculative method: the model's MTP layers (--mtp) or a "

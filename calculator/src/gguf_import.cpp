@@ -281,6 +281,8 @@ void read_moe(Keys& k, ImportedModel& out) {
     m.shared_experts = k.number("expert_shared_count").value_or(0);
     m.dense_layers = k.number("leading_dense_block_count").value_or(0);
     if (t == "llama4") {
+        // Every expert layer has a shared expert (llama.cpp's graph reads ffn_*_shexp), with or without the key.
+        if (!k.number("expert_shared_count")) m.shared_experts = 1;
         // A layer has experts when (il + 1) % interleave_moe_layer_step == 0.
         const std::uint64_t step = k.number("interleave_moe_layer_step").value_or(1);
         if (step > 1) m.period = step, m.offset = step - 1;

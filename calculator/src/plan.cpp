@@ -141,7 +141,11 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
                             " over a layout's pipeline stages; engines keep the embedding on the first stage and the "
                             "LM head on the last, so their GPUs hold more than shown (fit names how much)");
     plan.notes.insert(plan.notes.end(), not_exact.begin(), not_exact.end());
-    if (common) plan.warnings = std::move(*common);
+    if (common) {
+        plan.warnings = std::move(*common);
+    } else if (auto kv = kv_cache_report(arch, kv_dtype, workload, Parallelism{}); kv) {
+        plan.warnings = kv->warnings;  // no layout could be evaluated: the cache's own, as kv gives them
+    }
     return plan;
 }
 

@@ -79,8 +79,9 @@ std::optional<std::uint64_t> cgroup_headroom(const std::string& cgroup_file, con
         const char* inactive_key = v2 ? "inactive_file" : "total_inactive_file";
         for (;;) {
             consider(mount + path, limit_file, usage_file, inactive_key);
-            if (path.empty() || path == "/") break;
-            path = path.substr(0, path.rfind('/'));
+            const auto up = path.rfind('/');
+            if (path.empty() || path == "/" || up == std::string::npos) break;
+            path = path.substr(0, up);
         }
     }
     return best;

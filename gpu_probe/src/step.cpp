@@ -495,12 +495,17 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
         ++layers_run;
     }
     if (layers_run == 0)
-        return fail(r, Status::out_of_memory,
-                    "one layer (" + format_bytes((Checked(probe_model.layer_bytes(0)) + layer_kv[0]).value()) +
-                        " of weights and cache) beside the " + "embedding and head (" +
-                        format_bytes(probe_model.outer_bytes()) + ") needs more than the " + format_bytes(limit) +
-                        (control.memory_limit_bytes ? " the memory limit allows" : " of memory available") +
-                        "; lower the batch, the context or the weight precision");
+        return fail(
+            r, Status::out_of_memory,
+            "one layer (" +
+                [&] {
+                    const Checked first = Checked(probe_model.layer_bytes(0)) + layer_kv[0];
+                    return first.overflow() ? std::string("more than 2^64 bytes") : format_bytes(first.value());
+                }() +
+                " of weights and cache) beside the " + "embedding and head (" +
+                format_bytes(probe_model.outer_bytes()) + ") needs more than the " + format_bytes(limit) +
+                (control.memory_limit_bytes ? " the memory limit allows" : " of memory available") +
+                "; lower the batch, the context or the weight precision");
     if (std::string why = step::experts_not_run(req, layers_run); !why.empty())
         return fail(r, Status::out_of_memory, why);
     // The read ceiling, once the step is known to fit: its buffer is gone before the model is allocated, and it

@@ -44,6 +44,14 @@ TEST(Limits, ALayoutPast2To64BytesIsNamedAndThePercentagesStillCompareWithMha) {
                      "pass 2^64 bytes (16 EiB)"))
         << testing::join(r->kv.warnings);
 
+    // The window computes the chart too: MHA is left out of it as well, said once, and the rest still shows.
+    auto shown = analyze(llama_3_8b(8192, 10'000'000'000), {});
+    ASSERT_TRUE(shown) << shown.error_text();
+    ASSERT_EQ(shown->curves.series.size(), 2u);
+    EXPECT_EQ(shown->curves.series[0].name, "GQA-8");
+    EXPECT_TRUE(says(shown->kv.warnings, "MHA is left out of the comparison and the chart"))
+        << testing::join(shown->kv.warnings);
+
     // A context so long that MHA's cache of one sequence passes 2^64 bytes: its size is summed in long double.
     std::vector<std::string> too_large;
     auto v = compare_variants(catalog_arch("llama-3-8b"), KvDtype::bf16, {.context_tokens = 100'000'000'000'000}, {},
@@ -147,6 +155,29 @@ TEST(Limits, ADraftsHeadsServeItsOwnQueryHeadsNotTheModels) {
     ASSERT_TRUE(cache) << cache.error_text();
     EXPECT_TRUE(validate(*cache).empty());
     EXPECT_EQ(cache->layers, 92u);
+    // Its heads are split over the same tensor-parallel GPUs as the model's: 12 heads over 8 GPUs are refused (on
+    // the draft), never rounded down to one head a GPU.
+    Deployment d = h100s(8);
+    d.draft = draft;
+    auto f = fit(catalog_arch("llama-3-70b"), KvDtype::bf16, {.context_tokens = 8192}, {.tp = 8}, d);
+    EXPECT_TRUE(
+        testing::has_error(f.errors(), "draft", "the draft gpt2: tensor parallel 8 must divide the query heads"))
+        << f.error_text();
+    EXPECT_TRUE(fit(catalog_arch("llama-3-70b"), KvDtype::bf16, {.context_tokens = 8192}, {.tp = 4}, [&] {
+        Deployment four = h100s(4);
+        four.draft = draft;
+        return four;
+    }()));
+}
+
+TEST(Limits, APlanWhereNothingFitsStillGivesTheCachesWarnings) {
+    // 1 GiB GPUs hold no layout of Llama 3 70B; the context past its positions is still said.
+    Deployment tiny = h100s(1);
+    tiny.gpu.memory_bytes = 1ull << 30;
+    auto plan = plan_deployments(catalog_arch("llama-3-70b"), KvDtype::bf16, {.context_tokens = 32768}, tiny,
+                                 {.gpus_per_node = 1, .max_pp = 1});
+    ASSERT_TRUE(plan) << plan.error_text();
+    EXPECT_TRUE(says(plan->warnings, "exceeds the model's 8,192 max positions")) << testing::join(plan->warnings);
 }
 
 }  // namespace

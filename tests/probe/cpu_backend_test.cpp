@@ -434,6 +434,9 @@ TEST(CpuBackend, AContainersMemoryLimitIsTheMemoryAvailable) {
     write("fs2/memory/memory.usage_in_bytes", "1073741824\n");
     EXPECT_FALSE(host::cgroup_headroom((root / "self-none").string(), (root / "fs2").string()).has_value());
     EXPECT_FALSE(host::cgroup_headroom((root / "missing").string(), (root / "fs").string()).has_value());
+    // A path without its leading slash ends the walk up, as the root does.
+    write("self-odd", "4:memory:job\n");
+    EXPECT_FALSE(host::cgroup_headroom((root / "self-odd").string(), (root / "fs2").string()).has_value());
     std::filesystem::remove_all(root);
 }
 

@@ -35,7 +35,9 @@ struct Curves {
 // Integer token counts from min to max inclusive, linear or log spaced, duplicates removed.
 std::vector<std::uint64_t> spaced_tokens(const CurveOptions& options);
 
+// The model's own series past 2^64 bytes at the curve's end is an error (on max_tokens); another layout's is left
+// out and named in `too_large` (when given), as compare_variants leaves it out of the comparison.
 Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload& workload, const Parallelism& parallel,
-                         CurveOptions options = {});
+                         CurveOptions options = {}, std::vector<std::string>* too_large = nullptr);
 
 }  // namespace kvscope
