@@ -205,6 +205,24 @@ Output cmd_models(const Options& o, const Catalog& catalog) {
         r.out = root.dump() + "\n";
         return r;
     }
+    // CSV: exact figures under the JSON's names, for a spreadsheet; the table below is for reading.
+    if (o.format == Format::csv) {
+        Table c({"id", "name", "layers", "query_heads", "kv_heads", "head_dim", "attention", "max_positions",
+                 "parameters", "parameters_estimated", "kv_dtype", "bytes_per_token"});
+        for (const auto& m : catalog.models()) {
+            const auto& a = m.model.arch;
+            const auto p = parameters(a);
+            const auto per_token = bytes_per_token(m);
+            c.add({m.id, m.name, std::to_string(a.layers), std::to_string(a.query_heads), std::to_string(a.kv_heads),
+                   std::to_string(a.head_dim_k),
+                   a.attention_layers() == 0 ? std::string("none") : std::string(to_string(attention_kind(a))),
+                   a.max_positions ? std::to_string(a.max_positions) : std::string(), std::to_string(p.total),
+                   p.estimated ? "true" : "false", std::string(to_string(m.model.kv_dtype)),
+                   per_token ? std::to_string(*per_token) : std::string()});
+        }
+        r.out = c.csv();
+        return r;
+    }
     Table t(
         {"id", "name", "layers", "heads q/kv", "head dim", "attention", "max ctx", "params", "KV dtype", "KV/token"});
     for (const auto& m : catalog.models()) {
@@ -220,7 +238,7 @@ Output cmd_models(const Options& o, const Catalog& catalog) {
                format_si(static_cast<double>(p.total)) + (p.estimated ? "~" : ""),
                std::string(to_string(m.model.kv_dtype)), per_token ? format_bytes(*per_token, o.units) : "?"});
     }
-    r.out = o.format == Format::csv ? t.csv() : t.text() + "(params ending in ~ are estimated from the architecture)\n";
+    r.out = t.text() + "(params ending in ~ are estimated from the architecture)\n";
     return r;
 }
 
@@ -243,12 +261,21 @@ Output cmd_gpus(const Options& o, const Catalog& catalog) {
         r.out = root.dump() + "\n";
         return r;
     }
+    // CSV: exact figures under the JSON's names; the table is for reading.
+    if (o.format == Format::csv) {
+        Table c({"id", "name", "memory_bytes", "bandwidth_bytes_per_s", "bf16_tflops"});
+        for (const auto& g : catalog.gpus())
+            c.add({g.id, g.name, std::to_string(g.memory_bytes), std::to_string(g.bandwidth_bytes_per_s),
+                   number_text(g.bf16_tflops)});
+        r.out = c.csv();
+        return r;
+    }
     Table t({"id", "name", "memory", "bandwidth", "bf16 dense"});
     for (const auto& g : catalog.gpus())
         t.add({g.id, g.name, format_bytes_both(g.memory_bytes, o.units),
                fixed(static_cast<double>(g.bandwidth_bytes_per_s) / 1e12, 2) + " TB/s",
                fixed(g.bf16_tflops, 0) + " TFLOP/s"});
-    r.out = o.format == Format::csv ? t.csv() : t.text();
+    r.out = t.text();
     return r;
 }
 

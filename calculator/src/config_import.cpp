@@ -372,6 +372,19 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
     }
     if (out.model_type == "gemma3") out.model_type = "gemma3_text";
     if (text_config && text_config->is_object()) out.notes.emplace_back("read the language model from text_config");
+    // A key given twice: the last is read, as Python's json module (and so transformers) reads it; said, since the
+    // first may be the one meant.
+    std::vector<const Value*> objects{&root};
+    if (&cfg != &root) objects.push_back(&cfg);  // text_config's own keys too
+    for (const Value* obj : objects) {
+        std::map<std::string_view, const Value*> first;
+        for (const auto& [key, value] : obj->members()) {
+            const auto [at, fresh] = first.emplace(key, &value);
+            if (!fresh)
+                out.notes.push_back(key + " is given twice (lines " + std::to_string(at->second->line()) + " and " +
+                                    std::to_string(value.line()) + "): the last is read, as Python's json reads it");
+        }
+    }
     if (const Value* n = root.find("_name_or_path"); n && n->is_string() &&
                                                      n->as_string().find('/') != std::string::npos &&
                                                      n->as_string().front() != '/' && n->as_string().front() != '.')

@@ -161,10 +161,44 @@ TEST(CliLimits, AConfigThatIsAFolderOrHasADtypeThatIsNotANameIsSaidAsSuch) {
     std::ofstream(path) << R"({"model_type": "llama", "num_hidden_layers": 8, "num_attention_heads": 8,
         "hidden_size": 512, "torch_dtype": 16})";
     r = cli("kv --config " + path.string());
-    std::filesystem::remove_all(dir);
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("fp16 (torch_dtype is not a name of a format (\"bfloat16\"); fp16 used)"), std::string::npos)
         << r.out;
+    // A key given twice: the last is read, as Python reads it, and that is said (JSON: in the warnings).
+    std::ofstream(path) << "{\"model_type\": \"llama\", \"num_attention_heads\": 8, \"hidden_size\": 512,\n"
+                           "\"num_hidden_layers\": 32,\n\"num_hidden_layers\": 16}";
+    r = cli("kv --config " + path.string());
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("16 layers"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("num_hidden_layers is given twice (lines 2 and 3): the last is read"), std::string::npos)
+        << r.out;
+    EXPECT_TRUE(has_warning(json_of(cli("kv --config " + path.string() + " --json")), "is given twice"));
+    std::filesystem::remove_all(dir);
+}
+
+TEST(CliLimits, TheCatalogsCsvHoldsExactFiguresUnderTheJsonsNames) {
+    const CliRun gpus = cli("gpus --csv");
+    ASSERT_EQ(gpus.status, 0) << gpus.err;
+    EXPECT_TRUE(gpus.out.starts_with("id,name,memory_bytes,bandwidth_bytes_per_s,bf16_tflops\n")) << gpus.out;
+    // The H100 SXM's 85,520,809,984 bytes (79.6 GiB) and 3.35 TB/s, as gpus --json gives them.
+    const auto json = json_of(cli("gpus --json"));
+    for (const auto& g : json.find("gpus")->items())
+        if (g.find("id")->as_string() == "h100-sxm") {
+            const std::string row = "h100-sxm,NVIDIA H100 SXM 80GB," + std::to_string(u64(g, "memory_bytes")) + "," +
+                                    std::to_string(u64(g, "bandwidth_bytes_per_s")) + ",";
+            EXPECT_NE(gpus.out.find("\n" + row), std::string::npos) << row << "\n" << gpus.out;
+        }
+    const CliRun models = cli("models --csv");
+    ASSERT_EQ(models.status, 0) << models.err;
+    EXPECT_TRUE(
+        models.out.starts_with("id,name,layers,query_heads,kv_heads,head_dim,attention,max_positions,"
+                               "parameters,parameters_estimated,kv_dtype,bytes_per_token\n"))
+        << models.out;
+    // Llama 3 8B: 8,192 positions, its published 8,030,261,248 parameters, 131,072 bytes a token in bf16.
+    EXPECT_NE(models.out.find("\nllama-3-8b,Llama 3 8B,32,32,8,128,GQA,8192,8030261248,false,bf16,131072\n"),
+              std::string::npos)
+        << models.out;
+    EXPECT_EQ(models.out.find("GiB"), std::string::npos);
 }
 
 }  // namespace
