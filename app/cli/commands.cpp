@@ -153,9 +153,7 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
             v.set("batch", Value::number(s.workload.batch));
             v.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
             v.set("variants", variants_json(*variants));
-            Value warnings = Value::array();  // as kv --json gives them
-            for (const auto& w : kv->warnings) warnings.push(Value::string(w));
-            v.set("warnings", std::move(warnings));
+            v.set("warnings", Value::strings(kv->warnings));  // as kv --json gives them
         }
         r.out = with_source_notes(std::move(v), src).dump() + "\n";
         return r;
@@ -276,9 +274,7 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
     Output r;
     if (o.format == Format::json) {
         Value v = curves_json(s, *curves);
-        Value warnings = Value::array();  // a layout left out of the curves, …: as kv --json gives them
-        for (const auto& w : analysis->kv.warnings) warnings.push(Value::string(w));
-        v.set("warnings", std::move(warnings));
+        v.set("warnings", Value::strings(analysis->kv.warnings));  // a layout left out of the curves, …: as kv
         r.out = v.dump() + "\n";
         return r;
     }
@@ -363,11 +359,13 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
         {"max batch", std::to_string(f->max_batch) + (f->max_batch == 1 ? " sequence at " : " sequences at ") +
                           format_tokens(s.workload.context_tokens) + " tokens"},
         {"max context", f->max_context_unbounded
-                            ? unbounded_context_text(s.arch)
+                            ? "no limit: " + unbounded_context_reason(s.arch)
                             : format_count(f->max_context) + " tokens at batch " + std::to_string(s.workload.batch) +
                                   (f->max_context_limited_by_model ? " (the model's limit; memory allows more)" : "")},
         {"cache holds",
-         s.arch.attention_layers() == 0 ? "no KV cache" : format_count(f->tokens_capacity) + " tokens in all"},
+         // A draft's layers keep a KV cache beside a state-space model's state.
+         s.arch.attention_layers() == 0 && !dep.draft ? "no KV cache"
+                                                      : format_count(f->tokens_capacity) + " tokens in all"},
         {"decode floor", fixed(d->step_time_floor_s * 1e3, ms_decimals(d->step_time_floor_s * 1e3)) +
                              " ms per step → " + fixed(d->tokens_per_s_per_sequence, 1) + " tokens/s per sequence, " +
                              fixed(d->tokens_per_s_total, 0) + " tokens/s in all"},
@@ -395,8 +393,10 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
             {"KV > weights", d->kv_exceeds_weights_at_tokens
                                  ? "from " + format_count(*d->kv_exceeds_weights_at_tokens) +
                                        " tokens per sequence at batch " + std::to_string(s.workload.batch)
-                             : s.arch.attention_layers() == 0 ? "never (no layer keeps a KV cache)"
-                                                              : "never (sliding windows or chunks cap the cache)"},
+                             : s.arch.attention_layers() == 0
+                                 ? (dep.draft ? "never (the model keeps no KV cache; the draft's is not in the step)"
+                                              : "never (no layer keeps a KV cache)")
+                                 : "never (sliding windows or chunks cap the cache)"},
         });
     r.out = header(s, src) + "\n" + key_values(rows);
     for (const auto& n : f->notes) r.out += "note: " + n + "\n";

@@ -105,15 +105,19 @@ Output unavailable(const std::string& command, const Options& o, const probe::Ba
     return r;
 }
 
-// A quantized checkpoint's step multiplies plain weights of the same shapes: said beside the format.
+// A quantized checkpoint's step multiplies plain weights of the same shapes: said beside the format (empty for a
+// plain checkpoint).
 std::string quantized_as_plain(const Scenario& s, KvDtype plain) {
     // The deployment's quantization, else (probe --step without --gpu) the model's own checkpoint's.
     const std::optional<WeightQuant>& quant =
         s.deployment ? s.deployment->weight_quant : s.model_weights.value_or(ModelWeights{}).quant;
     if (!quant || (s.deployment && s.deployment->weights_bytes_exact > 0)) return {};
-    return " (the checkpoint's " + weight_quant_label(*quant) + " is multiplied as " + std::string(to_string(plain)) +
-           " here)";
+    return "the checkpoint's " + weight_quant_label(*quant) + " is multiplied as " + std::string(to_string(plain)) +
+           " here";
 }
+
+// " (text)" after a figure, nothing for no text.
+std::string parenthesised(const std::string& text) { return text.empty() ? text : " (" + text + ")"; }
 
 // probe --step: one decode step of the whole model, beside the calculator's floor on the same bandwidth.
 Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, probe::Backend& backend,
@@ -145,10 +149,8 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
         Value v = run_json(p.status, p.message, p.device, s);
         v.set("weight_dtype", Value::string(std::string(to_string(request.weight_dtype))));
         // A quantized checkpoint run in a plain format, as the text says it: in the warnings, null-free.
-        Value warnings = Value::array();
-        if (const std::string plain = quantized_as_plain(s, request.weight_dtype); !plain.empty())
-            warnings.push(Value::string(plain.substr(2, plain.size() - 3)));  // without " (" and ")"
-        v.set("warnings", std::move(warnings));
+        const std::string plain = quantized_as_plain(s, request.weight_dtype);
+        v.set("warnings", plain.empty() ? Value::array() : Value::strings({plain}));
         Value st = Value::object();
         st.set("step_ms", Value::number(p.step_ms));
         st.set("min_step_ms", Value::number(p.min_step_ms));
@@ -187,7 +189,8 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
         {"model", src.description},
         {"workload", format_tokens(s.workload.context_tokens) + " tokens × " + std::to_string(s.workload.batch) +
                          ", cache " + std::string(to_string(s.kv_dtype)) + ", weights " +
-                         std::string(to_string(request.weight_dtype)) + quantized_as_plain(s, request.weight_dtype)},
+                         std::string(to_string(request.weight_dtype)) +
+                         parenthesised(quantized_as_plain(s, request.weight_dtype))},
         {"backend", p.device.backend + " — " + p.device.name},
         {"layers",
          std::to_string(p.layers_run) + " of " + std::to_string(p.layers_total) +
@@ -270,9 +273,7 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src,
     r.status = exit_status(p.status);
     if (o.format == Format::json) {
         Value v = run_json(p.status, p.message, p.device, s);
-        Value w = Value::array();
-        for (const auto& text : warnings) w.push(Value::string(text));
-        v.set("warnings", std::move(w));
+        v.set("warnings", Value::strings(warnings));
         v.set("predicted_bytes", Value::number(a.predicted_bytes));
         v.set("predicted_state_bytes", Value::number(a.predicted_state_bytes));
         v.set("requested_bytes", Value::number(a.requested_bytes));

@@ -253,8 +253,11 @@ Errors validate(const Architecture& a) {
         if (v == 0) e.push_back({field, std::string(what) + " must be at least 1"});
     };
     need_positive(a.layers, Field::layers, "the number of layers");
-    // A model none of whose layers attends (a pure state-space model) has no heads to check.
-    const bool attends = a.layers == 0 || a.attention_layers() > 0;
+    // A model none of whose layers attends (a pure state-space model) has no heads to check; a draft's layers
+    // (with_draft_layers) carry their own heads and head dimensions.
+    const bool attends = a.layers == 0 || a.layer_specs.empty() ||
+                         std::any_of(a.layer_specs.begin(), a.layer_specs.end(),
+                                     [](const LayerSpec& s) { return s.attends() && !s.draft; });
     if (attends) need_positive(a.query_heads, Field::query_heads, "the number of query heads");
     auto at_most = [&](std::uint64_t v, std::uint64_t limit, Field field, const char* what) {
         if (v > limit)

@@ -174,11 +174,10 @@ Architecture engine_architecture(const Architecture& arch, Engine engine, std::u
     return a;
 }
 
-std::string unbounded_context_text(const Architecture& arch) {
+std::string unbounded_context_reason(const Architecture& arch) {
     return arch.attention_layers() == 0
-               ? "no limit: no layer keeps a KV cache, so the context does not change the memory"
-               : "no limit: every attention layer keeps only its window, so a longer context does not change the "
-                 "memory";
+               ? "no layer keeps a KV cache, so the context does not change the memory"
+               : "every attention layer keeps only its window, so a longer context does not change the memory";
 }
 
 std::string reserve_text(const FitReport& f, UnitSystem units) {

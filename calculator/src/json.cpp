@@ -68,6 +68,11 @@ Value Value::array() {
     v.type_ = Type::array;
     return v;
 }
+Value Value::strings(const std::vector<std::string>& list) {
+    Value v = array();
+    for (const std::string& s : list) v.push(Value::string(s));
+    return v;
+}
 Value Value::object() {
     Value v;
     v.type_ = Type::object;

@@ -10,16 +10,10 @@ using json::Value;
 
 namespace {
 
-Value strings(const std::vector<std::string>& list) {
-    Value a = Value::array();
-    for (const auto& s : list) a.push(Value::string(s));
-    return a;
-}
-
 // The cache's warnings, then the notes that say a figure is not exact, which the JSON gives as warnings too (as
 // kv --json gives its own).
 Value warnings_json(const std::vector<std::string>& warnings, const std::vector<std::string>& notes) {
-    Value out = strings(warnings);
+    Value out = Value::strings(warnings);
     for (const std::string& n : notes)
         if (n.starts_with("not exact:") && std::find(warnings.begin(), warnings.end(), n) == warnings.end())
             out.push(Value::string(n));
@@ -117,7 +111,7 @@ Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std::vect
         layers.push(std::move(x));
     }
     o.set("layers", std::move(layers));
-    o.set("warnings", strings(kv.warnings));
+    o.set("warnings", Value::strings(kv.warnings));
     return o;
 }
 
@@ -268,7 +262,7 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
     } else {
         o.set("measured_step", Value());
     }
-    o.set("notes", strings(f.notes));
+    o.set("notes", Value::strings(f.notes));
     o.set("warnings", warnings_json(f.warnings, f.notes));
     return o;
 }
@@ -338,7 +332,7 @@ Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits) {
         options.push(std::move(x));
     }
     o.set("options", std::move(options));
-    o.set("notes", strings(plan.notes));
+    o.set("notes", Value::strings(plan.notes));
     o.set("warnings", warnings_json(plan.warnings, plan.notes));
     return o;
 }

@@ -365,9 +365,7 @@ public:
     void texts(std::string_view key, const std::vector<std::string>& x, Need need, std::string_view /*not_a_list*/,
                std::string_view /*bad_item*/) {
         if (need == Need::when_set && x.empty()) return;
-        Value list = Value::array();
-        for (const auto& t : x) list.push(Value::string(t));
-        out_.set(std::string(key), std::move(list));
+        out_.set(std::string(key), Value::strings(x));
     }
     template <class T>
     void object(std::string_view key, const T& x, Need need = Need::required) {

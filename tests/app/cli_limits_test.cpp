@@ -59,6 +59,20 @@ TEST(CliLimits, AModelWithOnlyWindowedAttentionHasNoContextLimit) {
     EXPECT_NE(plan.out.find("no limit"), std::string::npos) << plan.out;
 }
 
+TEST(CliLimits, AStateSpaceModelWithADraftCountsTheDraftsCache) {
+    // Mamba-Codestral keeps no KV cache of its own; its draft's 16 attention layers do (32,768 bytes a token).
+    const CliRun r = cli("fit --model mamba-codestral-7b --draft llama-3.2-1b --gpu h100-sxm --context 32k --batch 4");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("its KV 32,768 bytes a token"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("cache holds:     no KV cache"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(" tokens in all"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("never (the model keeps no KV cache; the draft's is not in the step)"), std::string::npos)
+        << r.out;
+    // Without the draft there is none.
+    const CliRun alone = cli("fit --model mamba-codestral-7b --gpu h100-sxm --context 32k --batch 4");
+    EXPECT_NE(alone.out.find("cache holds:     no KV cache"), std::string::npos) << alone.out;
+}
+
 TEST(CliLimits, ASweepThatWouldRunBackwardsIsRefusedOrStartsAtTheBeginning) {
     CliRun r = cli("sweep --model llama-3-8b --from 128k --to 128 --points 5 --csv");
     EXPECT_EQ(r.status, 2);

@@ -221,6 +221,35 @@ TEST(Draft, ADraftBesideAHybridModelsStateIsNotExact) {
     EXPECT_FALSE(has_note(*plain, "recurrent-state page"));
 }
 
+TEST(Draft, AStateSpaceModelsDraftBringsTheOnlyKvCache) {
+    // Mamba-Codestral (no attention, no heads in its config) with Llama 3.2 1B as its draft. The model's missing heads
+    // were once checked against the draft's attention layers: "query_heads: the number of query heads must be at
+    // least 1". The draft's 16 layers carry their own heads; their cache is the fit's only KV.
+    const Catalog& c = Catalog::builtin();
+    const Architecture mamba = c.find_model("mamba-codestral-7b")->model.arch;
+    ASSERT_EQ(mamba.attention_layers(), 0u);
+    const CatalogModel* small = c.find_model("llama-3.2-1b");
+    Deployment d = on_h100s(1);
+    d.draft = draft_from_model(small->model, small->id, std::nullopt);
+    const Workload w{.context_tokens = 32768, .batch = 4, .block_size = 16};
+    const auto f = fit(mamba, KvDtype::bf16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_EQ(f->draft_kv_bytes_per_token, 32'768u);
+    EXPECT_EQ(f->kv_bytes_per_gpu, 32'768ull * 32768 * 4);  // all of it the draft's
+    EXPECT_GT(f->state_bytes_per_gpu, 0u);
+    // The draft's cache grows with the context: a finite max context, and tokens the budget holds.
+    EXPECT_FALSE(f->max_context_unbounded);
+    EXPECT_GT(f->max_context, 32768u);
+    EXPECT_GT(f->tokens_capacity, 0u);
+    // The model's own problems are still its own: zero layers is an error of the model, not of the draft.
+    Architecture none = mamba;
+    none.layers = 0;
+    none.layer_specs.clear();
+    const auto bad = fit(none, KvDtype::bf16, w, {}, d);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.errors().front().input, Field::layers) << bad.error_text();
+}
+
 TEST(Draft, WhatNoEngineRunsIsAnErrorNamingTheDraft) {
     const Architecture llama = Catalog::builtin().find_model("llama-3-8b")->model.arch;
     const Workload w{.context_tokens = 8192, .batch = 1, .block_size = 16};

@@ -117,10 +117,10 @@ TEST(Limits, AModelWhoseAttentionLayersAllKeepAWindowHasNoContextLimitRatherThan
     ASSERT_TRUE(f) << f.error_text();
     EXPECT_TRUE(f->fits);
     EXPECT_TRUE(f->max_context_unbounded);
-    EXPECT_EQ(unbounded_context_text(rg),
-              "no limit: every attention layer keeps only its window, so a longer context does not change the memory");
-    EXPECT_EQ(unbounded_context_text(catalog_arch("mamba-codestral-7b")),
-              "no limit: no layer keeps a KV cache, so the context does not change the memory");
+    EXPECT_EQ(unbounded_context_reason(rg),
+              "every attention layer keeps only its window, so a longer context does not change the memory");
+    EXPECT_EQ(unbounded_context_reason(catalog_arch("mamba-codestral-7b")),
+              "no layer keeps a KV cache, so the context does not change the memory");
     // A full-attention model with no max positions has a real limit, the memory's.
     Architecture open = catalog_arch("llama-3-8b");
     open.max_positions = 0;

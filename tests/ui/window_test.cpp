@@ -106,6 +106,21 @@ TEST(Window, ACorruptSavedScenarioFallsBackToTheDefaultWithAMessage) {
     QSettings().clear();
 }
 
+TEST(Window, DeploymentTabSaysNoContextLimitForAModelWhoseAttentionKeepsOnlyAWindowAsFitDoes) {
+    // RecurrentGemma: recurrent blocks and local attention over 2,048 tokens, no max positions. kvscope-cli fit says
+    // "max context: no limit: every attention layer keeps only its window, …" (cli_limits_test); the tab says the
+    // same reason, never the search's bound of 2^40 tokens as a figure.
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("recurrentgemma-9b");
+    w.deployment()->enableBox()->setChecked(true);
+    const QString figures = w.deployment()->figuresLabel()->text();
+    EXPECT_TRUE(
+        figures.contains("Max context: <b>no limit</b> — every attention layer keeps only its window, so a "
+                         "longer context does not change the memory"))
+        << figures.toStdString();
+    EXPECT_FALSE(figures.contains("1,099,511,627,776")) << figures.toStdString();
+}
+
 TEST(Window, DeploymentTabAnswersTheReadmeQuestion) {
     MainWindow w(catalog(), false);
     w.model()->loadCatalogModel("llama-3-70b");

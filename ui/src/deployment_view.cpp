@@ -638,9 +638,8 @@ void DeploymentView::refreshResults() {
     rows << tr("Max concurrent sequences at %1 tokens: <b>%2</b>")
                 .arg(q(format_tokens(s.workload.context_tokens)), q(format_count(f.max_batch)));
     if (f.max_context_unbounded) {
-        // The calculator's words ("no limit: …"), with the figure in bold as the other rows have it.
-        const QString why = q(unbounded_context_text(s.arch));
-        rows << tr("Max context: <b>no limit</b> — %1").arg(why.mid(why.indexOf(':') + 2).toHtmlEscaped());
+        // The calculator's reason, with the figure in bold as the other rows have it.
+        rows << tr("Max context: <b>no limit</b> — %1").arg(q(unbounded_context_reason(s.arch)).toHtmlEscaped());
     } else
         rows << tr("Max context at %1 sequence(s): <b>%2 tokens</b>%3")
                     .arg(s.workload.batch)

@@ -217,7 +217,7 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                                   "decode about %3 tokens/s per sequence")
                           .arg(q(format_count(f.max_batch)),
                                f.max_context_unbounded
-                                   ? q(unbounded_context_text(r.scenario.arch))
+                                   ? QObject::tr("no limit: %1").arg(q(unbounded_context_reason(r.scenario.arch)))
                                    : QObject::tr("%1 tokens at this batch%2")
                                          .arg(q(format_count(f.max_context)), f.max_context_limited_by_model
                                                                                   ? QObject::tr(" (the model's limit)")

@@ -249,7 +249,7 @@ struct FitReport {
     bool max_context_limited_by_model = false;  // the budget allows more than max positions
     // No max positions and a memory the context does not change beyond the windows (no KV cache, as a pure
     // state-space model, or attention layers that all keep only a window): max_context is only the search's
-    // bound, never shown as a figure (unbounded_context_text says why).
+    // bound, never shown as a figure (unbounded_context_reason says why).
     bool max_context_unbounded = false;
     std::uint64_t tokens_capacity = 0;  // tokens the budget holds (full attention per token)
                                         // after the recurrent state of the workload's sequences
@@ -263,8 +263,8 @@ struct FitReport {
 // their own stages): a plan says it once for all its layouts.
 constexpr const char* kEvenPipelineNote = "not exact: the weights are split evenly";
 
-// Why a fit's max context is no limit (max_context_unbounded), as every report says it: "no limit: …".
-std::string unbounded_context_text(const Architecture& arch);
+// Why a fit's max context is no limit (max_context_unbounded), as every report says it after its own "no limit".
+std::string unbounded_context_reason(const Architecture& arch);
 
 // The reserve's parts in a few words, as every report shows them: "profile peak 0.92 GiB, non-torch memory 150 MiB".
 std::string reserve_text(const FitReport& f, UnitSystem units = UnitSystem::binary);

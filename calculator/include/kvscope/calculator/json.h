@@ -26,6 +26,7 @@ public:
     static Value number(double d);
     static Value string(std::string s);
     static Value array();
+    static Value strings(const std::vector<std::string>& list);  // an array of these strings
     static Value object();
 
     [[nodiscard]] Type type() const { return type_; }
