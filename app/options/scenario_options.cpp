@@ -277,6 +277,12 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
     s.workload.context_tokens = default_context_tokens(s.arch);
     Errors errors = apply_workload_options(o, s);
     if (o.kv_dtype) source.kv_dtype_source = "--kv-dtype";
+    // The config's SSM format, said by the import, no longer holds once the option sets another.
+    if (o.mamba_ssm_cache_dtype && *o.mamba_ssm_cache_dtype != "auto" && errors.empty() && s.arch.recurrent) {
+        std::erase_if(source.notes, [](const std::string& n) { return n.starts_with("the SSM state is kept in "); });
+        source.notes.push_back("the SSM state is kept in " + std::string(to_string(s.arch.recurrent->ssm_dtype)) +
+                               " (--mamba-ssm-cache-dtype)");
+    }
 
     if (o.command_id == Command::probe) {
         // probe takes one deployment option, --weight-dtype, for --step's weights: the model's weights in that

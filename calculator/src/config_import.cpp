@@ -301,7 +301,9 @@ void read_moe(Reader& r, ImportedModel& out) {
     MoeDims m;
     m.experts = experts->value;
     const auto per_token =
-        r.number({"num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk", "top_k_experts"});
+        // moe_k: ERNIE 4.5 (transformers configuration_ernie4_5_moe.py maps num_experts_per_tok to it).
+        r.number({"num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk", "top_k_experts",
+                  "moe_k"});
     if (!per_token) {
         r.error("num_experts_per_tok", r.cfg_.line(), "the model has experts but num_experts_per_tok is missing");
         return;

@@ -30,6 +30,33 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
     // expert_layer_period/offset place Jamba's experts (an MLP matter, not a cache one).
     static const char* kRead[] = {"sliding_window_pattern", "layer_types", "expert_layer_period",
                                   "expert_layer_offset"};
+    // Layout-like fields of a model type that do not change what any layer caches: not reported.
+    struct Harmless {
+        const char* model_type;
+        const char* key;  // and why, with the source
+    };
+    static const Harmless kHarmless[] = {
+        // NoPE layers drop the rotary embedding only; every layer still caches its keys and values
+        // (transformers configuration_smollm3.py, modeling_smollm3.py use_rope).
+        {"smollm3", "no_rope_layer_interval"},
+        {"smollm3", "no_rope_layers"},
+        // Which layers' MLPs are experts (transformers configuration_ernie4_5_moe.py): an MLP matter.
+        {"ernie4_5_moe", "moe_layer_interval"},
+        // The sparsity of each layer's MLP activations (transformers configuration_gemma3n.py).
+        {"gemma3n", "activation_sparsity_pattern"},
+        {"gemma3n_text", "activation_sparsity_pattern"},
+    };
+    const bool kinds_listed = cfg.find("layer_types") != nullptr || cfg.find("layers_block_type") != nullptr;
+    // Layer kinds listed, none of them keeping a state (Granite 4.0 Micro: granitemoehybrid, every layer
+    // attention): its mamba_* sizes describe no layer.
+    const bool no_state = kinds_listed && !out.arch.layer_specs.empty() && out.arch.state_layers() == 0;
+    const auto harmless = [&](const std::string& key) {
+        // transformers' Gemma 3 config saves the period it derives layer_types from beside them
+        // (configuration_gemma3.py _sliding_window_pattern); with layer_types read, it says nothing more.
+        if (key == "_sliding_window_pattern" && kinds_listed) return true;
+        return std::any_of(std::begin(kHarmless), std::end(kHarmless),
+                           [&](const Harmless& h) { return key == h.key && (out.model_type == h.model_type); });
+    };
     // The sizes of a recurrent state, which is memory too and is not counted yet.
     static const char* kStatePrefixes[] = {"mamba_",      "ssm_",    "linear_",    "conv_L",
                                            "conv_kernel", "d_state", "state_size", "time_step"};
@@ -40,6 +67,19 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
         if (out.model_type == type)
             reasons.push_back("model_type " + out.model_type +
                               " is a recurrent model whose state per sequence KVScope does not size");
+    // Hunyuan's cross-layer attention: each layer of a group of cla_share_factor reuses the first one's keys and
+    // values (vLLM hunyuan_v1.py _get_cla_factor, HunYuanCrossAttention), so fewer layers store a cache; how an
+    // engine sizes those layers is not modelled.
+    if (const Value* cla = cfg.find("use_cla"); cla && cla->is_bool() && cla->as_bool()) {
+        const Value* factor = cfg.find("cla_share_factor");
+        const std::uint64_t f = factor ? factor->as_u64().value_or(1) : 1;
+        if (f > 1)
+            reasons.push_back("use_cla" + line_of(*cla) + ": each group of " + std::to_string(f) +
+                              " layers shares the first one's keys and values (cross-layer attention, vLLM "
+                              "hunyuan_v1.py), so about 1 in " +
+                              std::to_string(f) +
+                              " layers stores a cache; counted here as every layer storing its own");
+    }
     std::vector<std::string> seen;
     bool state = false;
     for (const Value* obj : {&cfg, &root}) {
@@ -48,7 +88,7 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
             const Value& value = member.second;
             if (value.is_null() || std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
             if (std::any_of(std::begin(kRead), std::end(kRead), [&](const char* k) { return key == k; }) ||
-                std::find(read.begin(), read.end(), key) != read.end())
+                std::find(read.begin(), read.end(), key) != read.end() || harmless(key))
                 continue;
             const auto known =
                 std::find_if(std::begin(kKnown), std::end(kKnown), [&](const Known& k) { return key == k.key; });
@@ -63,7 +103,7 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
                 reasons.push_back(key + line_of(value) +
                                   " may change which layers keep a KV cache, and KVScope does not know it; "
                                   "counted here as every layer full attention");
-            } else if (!state && !out.arch.recurrent &&
+            } else if (!state && !out.arch.recurrent && !no_state &&
                        std::any_of(std::begin(kStatePrefixes), std::end(kStatePrefixes),
                                    [&](const char* p) { return key.starts_with(p); })) {
                 state = true;

@@ -3,10 +3,12 @@
 // config_layouts.cpp: what each layer keeps and the recurrent state): the reader of typed fields that
 // both use. Not a public header.
 
+#include <algorithm>
 #include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kvscope/calculator/config_import.h"
@@ -41,7 +43,9 @@ public:
     // Messages name the config key themselves ("num_attention_heads must be …"); join_errors then
     // leaves out the field in front, so the key is said once.
     void error(const std::string& key, int line, const std::string& message) {
-        errors.push_back({key, at(line) + message});
+        FieldError e{key, at(line) + message};
+        // A key read twice (its spelling in two rules) is wrong once.
+        if (std::find(errors.begin(), errors.end(), e) == errors.end()) errors.push_back(std::move(e));
     }
     // A value the file does not give and the importer could not derive: named by the input it is.
     void error(Field input, int line, const std::string& message) { errors.push_back({input, at(line) + message}); }
@@ -57,10 +61,10 @@ public:
         for (const char* key : spellings) {
             const Value* v = get(key);
             if (!v) continue;
-            const auto n = v->as_u64();
+            const bool listed = v->is_array() && per_layer_allowed(key);
+            const auto n = listed ? per_layer(key, *v) : v->as_u64();
             if (!n) {
-                error(key, v->line(),
-                      std::string(key) + " must be a whole number of at least 0, found " + describe(*v));
+                if (!listed) error(key, v->line(), std::string(key) + " must be a whole number, found " + describe(*v));
                 return std::nullopt;
             }
             if (found && found->value != *n) {
@@ -72,6 +76,35 @@ public:
             if (!found) found = Found{*n, key, v->line()};
         }
         return found;
+    }
+
+    // A list of one value per layer (vLLM hunyuan_v1.py indexes moe_topk and moe_intermediate_size by layer;
+    // Gemma 3n lists intermediate_size): one value when they agree, else the largest, said as assumed.
+    // Only MLP widths and expert counts, which weigh the weights: a per-layer list of a cache's heads or
+    // dimensions stays an error, never a largest value.
+    static bool per_layer_allowed(std::string_view key) {
+        return key == "moe_topk" || key == "moe_intermediate_size" || key == "intermediate_size";
+    }
+    std::optional<std::uint64_t> per_layer(const char* key, const Value& list) {
+        std::uint64_t lo = 0, hi = 0;
+        for (const Value& item : list.items()) {
+            const auto n = item.as_u64();
+            if (!n) {
+                error(key, item.line(),
+                      std::string(key) + " must list whole numbers, one per layer, found " + describe(item));
+                return std::nullopt;
+            }
+            lo = lo == 0 && hi == 0 ? *n : std::min(lo, *n);
+            hi = std::max(hi, *n);
+        }
+        if (list.items().empty()) {
+            error(key, list.line(), std::string(key) + " is an empty list; give a whole number or one per layer");
+            return std::nullopt;
+        }
+        if (lo != hi)
+            out_.assumed.push_back(std::string(key) + " lists " + std::to_string(lo) + " to " + std::to_string(hi) +
+                                   " across the layers; " + std::to_string(hi) + " is taken for every layer");
+        return hi;
     }
 
     std::optional<std::uint64_t> type_default(const std::string& canonical) const {

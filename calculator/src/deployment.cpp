@@ -171,6 +171,9 @@ Architecture engine_architecture(const Architecture& arch, Engine engine, std::u
     for (LayerSpec& s : a.layer_specs)
         if ((s.kind == LayerKind::sliding || s.kind == LayerKind::chunked) && s.window > 0)
             s.window = round_up(s.window + ubatch, 256).value();
+    // It keeps recurrent states in f32 whatever the model's dtype or the KV cache type (src/llama-model.cpp
+    // create_memory: llama_memory_recurrent / llama_memory_hybrid with GGML_TYPE_F32 for both tensors).
+    if (a.recurrent) a.recurrent->conv_dtype = a.recurrent->ssm_dtype = KvDtype::fp32;
     return a;
 }
 
@@ -211,6 +214,11 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
             (w > 0 && kept > 0 ? ": " + format_count(kept) + " for a window of " + format_count(w) : std::string()) +
             " (llama-kv-cache-iswa.cpp)");
     }
+    if (arch.recurrent && cache_arch->recurrent && arch.recurrent != cache_arch->recurrent)
+        r.notes.emplace_back("llama.cpp keeps the recurrent state in f32 whatever the model's dtype (conv " +
+                             std::string(to_string(cache_arch->recurrent->conv_dtype)) + ", SSM " +
+                             std::string(to_string(cache_arch->recurrent->ssm_dtype)) +
+                             " elsewhere; src/llama-model.cpp create_memory)");
     Errors errors = validate(d, parallel);
     // vLLM shares an EAGLE head's embedding and runs a drafter only without pipeline parallelism
     // (llm_base_proposer.py _maybe_share_embeddings: "if PP disabled"); a draft's layers on a stage are not modelled.

@@ -44,7 +44,10 @@ Checked indexer_row_bytes(const MlaDims& mla) {
 Checked mla_row_bytes(const MlaDims& mla, KvDtype dtype) {
     if (mla.indexer_head_dim == 0) return row_bytes(dtype, mla.kv_lora_rank + mla.qk_rope_head_dim);
     const Checked indexer = indexer_row_bytes(mla);
-    const bool ds_mla = dtype == KvDtype::fp8_e4m3 && mla.kv_lora_rank == 512 && mla.qk_rope_head_dim == 64;
+    // vLLM stores any fp8 cache of DeepSeek V3.2 as its 656-byte fp8_ds_mla row (model_executor/models/config.py
+    // DeepseekV32ForCausalLM.verify_and_update_config: cache_dtype.startswith("fp8") -> "fp8_ds_mla").
+    const bool fp8 = dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2;
+    const bool ds_mla = fp8 && mla.kv_lora_rank == 512 && mla.qk_rope_head_dim == 64;
     const Checked latent = ds_mla ? Checked(656) : row_bytes(dtype, mla.kv_lora_rank + mla.qk_rope_head_dim);
     return latent + indexer;
 }

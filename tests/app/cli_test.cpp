@@ -511,6 +511,12 @@ TEST(Cli, TheStateFormatsAreVllmsOptions) {
     const CliRun n = cli("kv --model nemotron-h-56b --json --mamba-cache-dtype float16");
     ASSERT_EQ(n.status, 0) << n.err;
     EXPECT_EQ(json_of(n).find("architecture")->find("recurrent_state")->find("ssm_dtype")->as_string(), "fp32");
+    // …and says so; once --mamba-ssm-cache-dtype sets another format, the note says that one instead.
+    EXPECT_NE(cli("kv --model nemotron-h-56b").out.find("note: the SSM state is kept in fp32"), std::string::npos);
+    const CliRun bf16 = cli("kv --model nemotron-h-56b --mamba-ssm-cache-dtype bfloat16");
+    EXPECT_EQ(bf16.out.find("kept in fp32"), std::string::npos) << bf16.out;
+    EXPECT_NE(bf16.out.find("note: the SSM state is kept in bf16 (--mamba-ssm-cache-dtype)"), std::string::npos)
+        << bf16.out;
     // Errors name the option.
     const CliRun bad = cli("kv --model qwen3-next-80b-a3b --mamba-cache-dtype fp8");
     EXPECT_EQ(bad.status, 2);

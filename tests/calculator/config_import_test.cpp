@@ -397,5 +397,69 @@ TEST(ConfigImport, AbsurdLayerCountWithSlidingWindowsIsAnErrorNotAnAllocation) {
                        "config.json:1: the number of layers (1,000,000,000,000) is more than");
 }
 
+bool says(const ImportedModel& m, const std::string& fragment) { return mentions(m.arch.not_exact, fragment); }
+
+TEST(ConfigImport, TodaysSpellingsOfExpertsAndPerLayerWidthsAreRead) {
+    // ERNIE 4.5 MoE names its experts per token moe_k (transformers configuration_ernie4_5_moe.py).
+    auto ernie = import(R"({"model_type": "ernie4_5_moe", "num_hidden_layers": 28, "num_attention_heads": 20,
+        "num_key_value_heads": 4, "head_dim": 128, "hidden_size": 2560, "moe_num_experts": 64, "moe_k": 6,
+        "moe_intermediate_size": 1536, "intermediate_size": 12288, "moe_layer_interval": 1,
+        "torch_dtype": "bfloat16"})");
+    ASSERT_TRUE(ernie.ok()) << ernie.error_text();
+    ASSERT_TRUE(ernie->arch.moe.has_value());
+    EXPECT_EQ(ernie->arch.moe->experts_per_token, 6u);
+    EXPECT_FALSE(says(*ernie, "moe_layer_interval")) << testing::join(ernie->arch.not_exact);  // an MLP matter
+    // Hunyuan lists moe_topk and moe_intermediate_size per layer (vLLM hunyuan_v1.py indexes them by layer).
+    auto hunyuan = import(R"({"model_type": "hunyuan_v1_moe", "num_hidden_layers": 4, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "hidden_size": 4096, "num_experts": 64, "moe_topk": [8, 8, 8, 8],
+        "moe_intermediate_size": [3072, 3072, 2048, 3072], "torch_dtype": "bfloat16"})");
+    ASSERT_TRUE(hunyuan.ok()) << hunyuan.error_text();
+    EXPECT_EQ(hunyuan->arch.moe->experts_per_token, 8u);
+    EXPECT_EQ(hunyuan->arch.moe->expert_intermediate_size, 3072u);
+    EXPECT_TRUE(mentions(hunyuan->assumed, "moe_intermediate_size lists 2048 to 3072 across the layers"))
+        << testing::join(hunyuan->assumed);
+    // A cache's heads listed per layer stay an error: the largest would be a guess at the cache.
+    auto heads = import(R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 32,
+        "num_key_value_heads": [8, 4], "hidden_size": 4096})");
+    ASSERT_FALSE(heads.ok());
+    EXPECT_EQ(heads.error_text(), "config.json:2: num_key_value_heads must be a whole number, found an array");
+}
+
+TEST(ConfigImport, KeysThatChangeNoCacheRaiseNoNotExactAndSharedLayersDo) {
+    // Gemma 3 as transformers saves it: layer_types and the period they came from (_sliding_window_pattern).
+    auto gemma = import(R"({"model_type": "gemma3_text", "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 1, "head_dim": 256, "hidden_size": 640, "sliding_window": 512,
+        "layer_types": ["sliding_attention", "full_attention"], "_sliding_window_pattern": 6})");
+    ASSERT_TRUE(gemma.ok()) << gemma.error_text();
+    EXPECT_TRUE(gemma->arch.not_exact.empty()) << testing::join(gemma->arch.not_exact);
+    // SmolLM3's NoPE layers still cache their keys and values.
+    auto smol = import(R"({"model_type": "smollm3", "num_hidden_layers": 4, "num_attention_heads": 16,
+        "num_key_value_heads": 4, "hidden_size": 2048, "no_rope_layer_interval": 4,
+        "no_rope_layers": [1, 1, 1, 0]})");
+    ASSERT_TRUE(smol.ok()) << smol.error_text();
+    EXPECT_TRUE(smol->arch.not_exact.empty()) << testing::join(smol->arch.not_exact);
+    // Granite 4.0 Micro: granitemoehybrid with every layer attention; its mamba_* sizes describe no layer.
+    auto micro = import(R"({"model_type": "granitemoehybrid", "num_hidden_layers": 2, "num_attention_heads": 40,
+        "num_key_value_heads": 8, "hidden_size": 2560, "layer_types": ["attention", "attention"],
+        "mamba_chunk_size": 256, "mamba_d_state": 256, "mamba_n_heads": 128, "mamba_d_head": 40})");
+    ASSERT_TRUE(micro.ok()) << micro.error_text();
+    EXPECT_TRUE(micro->arch.not_exact.empty()) << testing::join(micro->arch.not_exact);
+    // The same key on another model type is still said: which layers it changes is not known there.
+    auto other = import(R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "hidden_size": 4096, "moe_layer_interval": 2})");
+    ASSERT_TRUE(other.ok()) << other.error_text();
+    EXPECT_TRUE(says(*other, "moe_layer_interval")) << testing::join(other->arch.not_exact);
+    // Hunyuan's cross-layer attention stores fewer layers' caches: said as not exact, never silently doubled.
+    auto cla = import(R"({"model_type": "hunyuan_v1_moe", "num_hidden_layers": 64, "num_attention_heads": 80,
+        "num_key_value_heads": 8, "hidden_size": 6400, "head_dim": 128, "use_cla": true, "cla_share_factor": 2})");
+    ASSERT_TRUE(cla.ok()) << cla.error_text();
+    EXPECT_TRUE(says(*cla, "use_cla (line 2): each group of 2 layers shares the first one's keys and values"))
+        << testing::join(cla->arch.not_exact);
+    auto no_cla = import(R"({"model_type": "hunyuan_v1_moe", "num_hidden_layers": 64, "num_attention_heads": 80,
+        "num_key_value_heads": 8, "hidden_size": 6400, "head_dim": 128, "use_cla": false, "cla_share_factor": 2})");
+    ASSERT_TRUE(no_cla.ok()) << no_cla.error_text();
+    EXPECT_FALSE(says(*no_cla, "use_cla")) << testing::join(no_cla->arch.not_exact);
+}
+
 }  // namespace
 }  // namespace kvscope

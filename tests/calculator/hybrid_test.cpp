@@ -290,6 +290,31 @@ TEST(Hybrid, TheFitCountsTheStateInTheBudgetBatchAndContext) {
     EXPECT_EQ(g->max_context, 0u);
 }
 
+TEST(Hybrid, LlamaCppKeepsTheStateInF32WhateverTheModelsDtype) {
+    // Qwen3-Next's Gated DeltaNet layers in bf16 (vLLM): 36 x (3 x 8,192 conv x 2 + 32 x 128 x 128 SSM x 2) bytes a
+    // sequence; llama.cpp keeps both tensors in f32 (llama-model.cpp create_memory), twice that. A GGUF of the model
+    // is read the same way (gguf_import.cpp); a config.json served by llama.cpp must be too.
+    const Architecture& a = catalog_arch("qwen3-next-80b-a3b");
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h200");
+    const Workload w{.context_tokens = 32768, .batch = 1};
+    d.engine = Engine::plain;
+    auto plain = fit(a, KvDtype::bf16, w, {}, d);
+    d.engine = Engine::llama_cpp;
+    auto llama = fit(a, KvDtype::bf16, w, {}, d);
+    ASSERT_TRUE(plain && llama) << plain.error_text() << llama.error_text();
+    EXPECT_EQ(plain->state_bytes_per_gpu, 36ull * (3 * 8192 * 2 + 32 * 128 * 128 * 2));
+    EXPECT_EQ(llama->state_bytes_per_gpu, 2 * plain->state_bytes_per_gpu);
+    EXPECT_TRUE(std::any_of(llama->notes.begin(), llama->notes.end(), [](const std::string& n) {
+        return n.starts_with("llama.cpp keeps the recurrent state in f32");
+    })) << testing::join(llama->notes);
+    // A model without a state has nothing to say.
+    auto dense = fit(catalog_arch("llama-3-8b"), KvDtype::bf16, w, {}, d);
+    ASSERT_TRUE(dense);
+    EXPECT_FALSE(std::any_of(dense->notes.begin(), dense->notes.end(),
+                             [](const std::string& n) { return n.find("f32") != std::string::npos; }));
+}
+
 TEST(Hybrid, TheVllmEngineLaysOutHybridModelsInItsPages) {
     // vllm/platforms/interface.py _align_hybrid_block_size: the attention block is 16 x cdiv(state page,
     // 16 x attention bytes per token); the state page is padded to block x attention bytes per token.
@@ -432,6 +457,10 @@ TEST(Hybrid, DeepSeekV32KeepsItsIndexersKeysBesideTheLatent) {
     auto fp8 = kv_cache_report(m->arch, KvDtype::fp8_e4m3, {.context_tokens = 1000});
     ASSERT_TRUE(fp8);
     EXPECT_EQ(fp8->bytes_per_token, 61ull * (656 + 132));
+    // Any fp8 cache: vLLM turns fp8_e5m2 into fp8_ds_mla too (cache_dtype.startswith("fp8")), not 576 e5m2 bytes.
+    auto e5m2 = kv_cache_report(m->arch, KvDtype::fp8_e5m2, {.context_tokens = 1000});
+    ASSERT_TRUE(e5m2);
+    EXPECT_EQ(e5m2->bytes_per_token, 61ull * (656 + 132));
     // The derivation still multiplies to the exact bytes, with the row as the bytes it takes.
     auto d = derive_kv_bytes(m->arch, KvDtype::bf16, {.context_tokens = 1000}, {});
     ASSERT_TRUE(d) << d.error_text();

@@ -158,6 +158,7 @@ std::string weights_text(const Deployment& d);
 Workload engine_workload(const Workload& workload, Engine engine);
 // The layers as the engine keeps them: llama.cpp's sliding and chunked layers hold their window plus one
 // micro-batch (n_ubatch, kLlamaCppUbatch unless set) tokens, padded to 256; every other engine keeps the window.
+// llama.cpp also keeps the recurrent state in f32.
 constexpr std::uint64_t kLlamaCppUbatch = 512;
 Architecture engine_architecture(const Architecture& arch, Engine engine, std::uint64_t ubatch = kLlamaCppUbatch);
 // The deployment's micro-batch for llama.cpp (its own, else kLlamaCppUbatch).
