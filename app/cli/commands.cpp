@@ -24,22 +24,8 @@ using json::Value;
 std::string percent(double p) { return number_text(p, Notation::fixed, 1) + "%"; }
 
 // What the model's import said of fields it does not model (an unknown quantization, a malformed key): in the
-// JSON's warnings, as the text prints them as notes.
-Value with_source_notes(Value v, const ScenarioSource& src) {
-    if (src.notes.empty()) return v;
-    Value warnings = Value::array();
-    if (const Value* old = v.find("warnings"); old && old->is_array())
-        for (const Value& w : old->items()) warnings.push(w);
-    for (const auto& n : src.notes) warnings.push(Value::string(n));
-    v.set("warnings", std::move(warnings));
-    return v;
-}
-
-// A memory fraction with two decimals, three where it has them (SGLang's 0.835).
-std::string fraction_text(double f) {
-    const std::string three = number_text(f, Notation::fixed, 3);
-    return three.back() == '0' ? three.substr(0, three.size() - 1) : three;
-}
+// JSON's warnings, as the text prints them as notes (the window's exports give them the same way).
+Value with_source_notes(Value v, const ScenarioSource& src) { return with_warnings(std::move(v), src.notes); }
 
 std::string usage_error(const Errors& errors_in, const std::string& command) {
     Errors errors = errors_in;

@@ -1,6 +1,9 @@
 #include "command_line.h"
 
+#include <QFileInfo>
+#include <iterator>
 #include <map>
+#include <utility>
 
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/ui/scenario_model.h"
@@ -100,6 +103,24 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
     }
     if (c.exports() && c.screenshots_dir)
         errors.push_back({"--screenshots", "cannot be combined with the export options"});
+    // A chart format the exporter writes, said before any file is written.
+    if (c.export_chart) {
+        const QString suffix = QFileInfo(*c.export_chart).suffix().toLower();
+        if (suffix != "png" && suffix != "svg" && suffix != "pdf")
+            errors.push_back({"--export-chart", "'" + c.export_chart->toStdString() +
+                                                    "': choose a .png, .svg or .pdf file name for the chart"});
+    }
+    // Two exports to one file: the second would silently replace the first.
+    const std::pair<const char*, const std::optional<QString>*> exports[] = {{"--export-chart", &c.export_chart},
+                                                                             {"--export-csv", &c.export_csv},
+                                                                             {"--export-json", &c.export_json},
+                                                                             {"--export-report", &c.export_report}};
+    for (std::size_t i = 0; i < std::size(exports); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            if (*exports[i].second && *exports[j].second &&
+                QFileInfo(**exports[i].second).absoluteFilePath() == QFileInfo(**exports[j].second).absoluteFilePath())
+                errors.push_back({exports[i].first, "'" + exports[i].second->value().toStdString() + "' is the file " +
+                                                        exports[j].first + " writes; give each export its own file"});
     if (!errors.empty()) return errors;
     return c;
 }
@@ -127,7 +148,10 @@ Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const 
     ChosenScenario chosen{
         *s, o.config ? QString::fromStdString(source.description) : ui::display_name(catalog, *s), {}};
     for (const auto& a : source.assumed) chosen.notes << QString("assumed: %1").arg(QString::fromStdString(a));
-    for (const auto& n : source.notes) chosen.notes << QString::fromStdString(n);
+    for (const auto& n : source.notes) {
+        chosen.notes << QString::fromStdString(n);
+        chosen.warnings << QString::fromStdString(n);
+    }
     return std::optional<ChosenScenario>(chosen);
 }
 

@@ -35,6 +35,7 @@ struct ChosenScenario {
     Scenario scenario;
     QString description;
     QStringList notes;
+    QStringList warnings;  // the import's notes, which the exports give as warnings (ScenarioModel::State)
 };
 // The scenario the options describe, or none when the command line names no scenario.
 Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const Catalog& catalog);

@@ -38,7 +38,7 @@ int run_exports(const kvscope::gui::CommandLine& c, const kvscope::gui::ChosenSc
     using namespace kvscope::ui;
     ScenarioModel model(catalog);
     model.setUnits(c.options.units);
-    model.replace(chosen.scenario, chosen.description, chosen.notes, "command line");
+    model.replace(chosen.scenario, chosen.description, chosen.notes, "command line", chosen.warnings);
     if (!model.errors().empty()) {
         print_error(QString::fromStdString(kvscope::join_errors(model.errors())));
         return kExitUsage;
@@ -131,7 +131,8 @@ int run_app(int argc, char** argv) {
 
     // The startup probe measures a fresh start and must not touch the user's settings.
     kvscope::ui::MainWindow window(catalog, /*restore=*/!c.startup_probe);
-    if (*chosen) window.showScenario((*chosen)->scenario, (*chosen)->description, (*chosen)->notes);
+    if (*chosen)
+        window.showScenario((*chosen)->scenario, (*chosen)->description, (*chosen)->notes, (*chosen)->warnings);
     if (c.options.linear) window.chart()->setLogTokens(false);
     if (c.log_bytes) window.chart()->setLogBytes(*c.log_bytes);
     if (c.startup_probe) {

@@ -213,7 +213,7 @@ const std::vector<Declared>& declared() {
         {"--gpus", "N", S::deployment, kFit | kWindow, "how many GPUs (default tp x pp; alone it sets --tp)",
          parsed(&Options::gpus, parse_count), kPlan, kPlanTriesLayouts},
         {"--gpu-memory", "SIZE", S::deployment, kFit | kPlan | kWindow, "your own GPU: memory (80GiB, 24GB) …",
-         parsed(&Options::gpu_memory, parse_bytes)},
+         parsed(&Options::gpu_memory, parse_gpu_memory)},
         {"--gpu-bandwidth", "B", S::deployment, kFit | kPlan | kWindow,
          "… and bandwidth in bytes/s (3350GB = 3.35 TB/s)", parsed(&Options::gpu_bandwidth, parse_bandwidth)},
         {"--engine", "E", S::deployment, kFit | kPlan | kWindow, engine_list() + " (default vllm)",

@@ -125,6 +125,10 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
         d.gpu.id = "custom";
         d.gpu.name = "custom GPU";
     }
+    // A catalog GPU given other memory is no longer the catalog's: its name says so ("NVIDIA H100 SXM 80GB with
+    // 40.0 GiB"), not the catalog's own size beside another.
+    if (o.gpu && o.gpu_memory && *o.gpu_memory != d.gpu.memory_bytes && d.gpu.id != "custom")
+        d.gpu.name += " with " + format_bytes(*o.gpu_memory);
     if (o.gpu_memory) d.gpu.memory_bytes = *o.gpu_memory;
     if (o.gpu_bandwidth) d.gpu.bandwidth_bytes_per_s = *o.gpu_bandwidth;
     if (!o.gpu && o.gpu_memory && !o.gpu_bandwidth && !had)

@@ -267,6 +267,16 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
     return o;
 }
 
+Value with_warnings(Value report, const std::vector<std::string>& more) {
+    if (more.empty()) return report;
+    Value warnings = Value::array();
+    if (const Value* old = report.find("warnings"); old && old->is_array())
+        for (const Value& w : old->items()) warnings.push(w);
+    for (const std::string& w : more) warnings.push(Value::string(w));
+    report.set("warnings", std::move(warnings));
+    return report;
+}
+
 Value curves_json(const Scenario& s, const Curves& c) {
     Value o = Value::object();
     o.set("model", Value::string(s.model_id));

@@ -241,6 +241,14 @@ Result<std::uint64_t> parse_bytes(std::string_view raw, const std::string& field
     return parse_scaled(text, text.size(), 1, field, what);
 }
 
+Result<std::uint64_t> parse_gpu_memory(std::string_view raw, const std::string& field) {
+    auto bytes = parse_bytes(raw, field);
+    if (bytes && *bytes < (1ull << 20))
+        return FieldError{field, "'" + trim(raw) + "' is " + format_count(*bytes) +
+                                     " bytes, less than any GPU's memory: give its unit (80GiB or 24GB)"};
+    return bytes;
+}
+
 Result<std::uint64_t> parse_bandwidth(std::string_view raw, const std::string& field) {
     std::string text = trim(raw);
     if (text.size() > 2 && (text.ends_with("/s") || text.ends_with("/S"))) text = trim(text.substr(0, text.size() - 2));
@@ -250,6 +258,11 @@ Result<std::uint64_t> parse_bandwidth(std::string_view raw, const std::string& f
         return FieldError{field, "'" + trim(raw) + "' is " + format_count(*bytes) +
                                      " bytes/s, slower than any memory: give its unit (3350GB or 3.35TB/s)"};
     return bytes;
+}
+
+std::string fraction_text(double fraction) {
+    const std::string three = number_text(fraction, Notation::fixed, 3);
+    return three.back() == '0' ? three.substr(0, three.size() - 1) : three;
 }
 
 }  // namespace kvscope

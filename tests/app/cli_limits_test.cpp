@@ -73,6 +73,20 @@ TEST(CliLimits, AStateSpaceModelWithADraftCountsTheDraftsCache) {
     EXPECT_NE(alone.out.find("cache holds:     no KV cache"), std::string::npos) << alone.out;
 }
 
+TEST(CliLimits, AGpuMemoryWithoutItsUnitIsRefusedAndACatalogGpuGivenOtherMemorySaysSo) {
+    // "80" is a unit left off, as --gpu-bandwidth 3350 is: not an 80-byte GPU that does not fit.
+    const CliRun bare = cli("fit --model llama-3-8b --gpu-memory 80 --gpu-bandwidth 3TB");
+    EXPECT_EQ(bare.status, 2);
+    EXPECT_NE(bare.err.find("--gpu-memory: '80' is 80 bytes, less than any GPU's memory: give its unit"),
+              std::string::npos)
+        << bare.err;
+    // An H100 with 40 GiB is not "NVIDIA H100 SXM 80GB, 40.0 GiB each".
+    const CliRun half = cli("fit --model llama-3-8b --gpu h100-sxm --gpu-memory 40GiB");
+    ASSERT_EQ(half.status, 0) << half.err;
+    EXPECT_NE(half.out.find("1 × NVIDIA H100 SXM 80GB with 40.0 GiB, 40.0 GiB (42.9 GB) each"), std::string::npos)
+        << half.out;
+}
+
 TEST(CliLimits, ASweepThatWouldRunBackwardsIsRefusedOrStartsAtTheBeginning) {
     CliRun r = cli("sweep --model llama-3-8b --from 128k --to 128 --points 5 --csv");
     EXPECT_EQ(r.status, 2);

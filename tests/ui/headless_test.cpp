@@ -1,9 +1,11 @@
 // kvscope on the command line: exports without a window, and clear errors.
 #include <QDir>
+#include <QFile>
 #include <QImage>
 #include <QProcess>
 #include <QSvgRenderer>
 #include <QTemporaryDir>
+#include <algorithm>
 
 #include <gtest/gtest.h>
 
@@ -106,6 +108,50 @@ TEST(Headless, BadInputNamesTheOptionAndExitsWithTwo) {
     EXPECT_EQ(r.status, 2);
     EXPECT_TRUE(r.err.contains("need a scenario"));
     EXPECT_FALSE(QFile::exists(dir.filePath("c.svg")));
+}
+
+TEST(Headless, TwoExportsToOneFileOrAChartFormatItCannotWriteAreRefusedBeforeAnyIsWritten) {
+    QTemporaryDir dir;
+    AppRun r = kvscope_app(
+        {"--model", "gpt2", "--export-json", dir.filePath("same.json"), "--export-csv", dir.filePath("same.json")});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(r.err.contains("--export-json: '" + dir.filePath("same.json") +
+                               "' is the file --export-csv writes; give each export its own file"))
+        << r.err.toStdString();
+    EXPECT_FALSE(QFile::exists(dir.filePath("same.json")));
+    r = kvscope_app(
+        {"--model", "gpt2", "--export-chart", dir.filePath("c.jpg"), "--export-csv", dir.filePath("c.csv")});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(r.err.contains("--export-chart: '" + dir.filePath("c.jpg") + "': choose a .png, .svg or .pdf"))
+        << r.err.toStdString();
+    EXPECT_FALSE(QFile::exists(dir.filePath("c.csv")));
+}
+
+TEST(Headless, TheImportsWarningsAreInTheExportsAsInTheCli) {
+    // A quantization KVScope does not model: kvscope-cli fit --json gives the import's note among its warnings;
+    // the window's JSON gives it in kv and fit, and the report prints it.
+    QTemporaryDir dir;
+    QFile config(dir.filePath("config.json"));
+    ASSERT_TRUE(config.open(QIODevice::WriteOnly));
+    config.write(R"({"model_type": "llama", "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "hidden_size": 4096, "vocab_size": 128256, "intermediate_size": 14336,
+        "torch_dtype": "bfloat16", "quantization_config": {"quant_method": "weirdq"}})");
+    config.close();
+    const AppRun r = kvscope_app({"--config", dir.filePath("config.json"), "--gpu", "h100-sxm", "--export-json",
+                                  dir.filePath("r.json"), "--export-report", dir.filePath("r.pdf")});
+    ASSERT_EQ(r.status, 0) << r.err.toStdString();
+    const auto parsed = json::parse(read_all(dir.filePath("r.json")).toStdString());
+    ASSERT_TRUE(parsed);
+    const json::Value* v = &*parsed.value;
+    const auto has = [](const json::Value* warnings, const std::string& fragment) {
+        if (warnings == nullptr) return false;
+        return std::any_of(warnings->items().begin(), warnings->items().end(),
+                           [&](const json::Value& w) { return w.as_string().find(fragment) != std::string::npos; });
+    };
+    EXPECT_TRUE(has(v->find("kv")->find("warnings"), "'weirdq' is not modelled"));
+    EXPECT_TRUE(has(v->find("fit")->find("warnings"), "'weirdq' is not modelled"));
+    // The chart's curves carry the cache's warnings as sweep --json does (none here, but the key is there).
+    EXPECT_NE(v->find("curves")->find("warnings"), nullptr);
 }
 
 TEST(Headless, WithoutADisplayTheWindowlessOptionsAreSuggested) {

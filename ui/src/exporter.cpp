@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "kvscope/calculator/explain.h"
+#include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/report_json.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/ui/memory_chart.h"
@@ -117,10 +118,18 @@ QByteArray results_json(const ScenarioModel& model) {
     json::Value o = json::Value::object();
     o.set("kvscope_results", json::Value::number(std::uint64_t{1}));
     o.set("scenario", scenario_json(r.scenario));
-    o.set("kv", kv_report_json(r.scenario, r.kv, r.variants));
+    // As kvscope-cli kv, fit and sweep --json give them: the import's notes in the kv and fit warnings, the
+    // cache's in the curves'.
+    std::vector<std::string> imported;
+    for (const QString& w : model.importWarnings()) imported.push_back(w.toStdString());
+    o.set("kv", with_warnings(kv_report_json(r.scenario, r.kv, r.variants), imported));
     if (r.fit && r.decode)
-        o.set("fit", fit_report_json(r.scenario, *r.fit, *r.decode, r.measured_step ? &*r.measured_step : nullptr));
-    o.set("curves", curves_json(r.scenario, r.curves));
+        o.set("fit", with_warnings(
+                         fit_report_json(r.scenario, *r.fit, *r.decode, r.measured_step ? &*r.measured_step : nullptr),
+                         imported));
+    json::Value curves = curves_json(r.scenario, r.curves);
+    curves.set("warnings", json::Value::strings(r.kv.warnings));
+    o.set("curves", std::move(curves));
     return QByteArray::fromStdString(o.dump() + "\n");
 }
 
@@ -164,9 +173,9 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                       .arg(q(attention_label(s.arch)))
                       .arg(s.arch.head_dim_k)
                       .arg(s.arch.hidden_size);
-        inputs << QObject::tr("KV format %1, context %2 tokens, %3 sequence(s), block size %4, TP %5 × PP %6%7")
-                      .arg(q(std::string(to_string(s.kv_dtype))), q(format_count(s.workload.context_tokens)))
-                      .arg(s.workload.batch)
+        inputs << QObject::tr("KV format %1, context %2 tokens, %3, block size %4, TP %5 × PP %6%7")
+                      .arg(q(std::string(to_string(s.kv_dtype))), q(format_count(s.workload.context_tokens)),
+                           q(format_count_of(s.workload.batch, "sequence", "sequences")))
                       .arg(s.workload.block_size)
                       .arg(s.parallel.tp)
                       .arg(s.parallel.pp)
@@ -176,7 +185,7 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                               .arg(s.deployment->gpu_count)
                               .arg(q(s.deployment->gpu.name), q(format_bytes(s.deployment->gpu.memory_bytes, units)),
                                    q(std::string(to_string(s.deployment->engine))))
-                              .arg(r.fit ? r.fit->fraction : s.deployment->fraction, 0, 'f', 3)
+                              .arg(q(fraction_text(r.fit ? r.fit->fraction : s.deployment->fraction)))
                               .arg(q(weights_text(*s.deployment))) +
                           (s.deployment->draft ? QObject::tr(", draft %1 (%2)")
                                                      .arg(q(s.deployment->draft->name),
@@ -190,17 +199,25 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                   .arg(q(format_count(r.kv.total_bytes)), q(format_bytes(r.kv.bytes_per_token, units)),
                        q(format_bytes(r.kv.per_sequence_bytes, units)), q(format_bytes(r.kv.per_gpu_bytes, units))),
               9);
+        // A recurrent state is memory too, beside the cache (kvscope-cli kv: "state", "KV + state").
+        if (r.kv.state_bytes > 0)
+            block(QObject::tr("Recurrent state %1 (%2 bytes), %3 per sequence whatever the context · KV + state %4")
+                      .arg(q(format_bytes(r.kv.state_bytes, units)), q(format_count(r.kv.state_bytes)),
+                           q(format_bytes(r.kv.state_bytes_per_sequence, units)), both_units(r.kv.memory_bytes, units)),
+                  9);
         block(q(r.formula), 8, false, QColor(0x33, 0x33, 0x33));
-        for (const auto& w : r.kv.warnings)
-            block(QObject::tr("Note: %1").arg(q(w)), 8, false, QColor(0xb3, 0x5c, 0x00));
+        const QColor note_color(0xb3, 0x5c, 0x00);
+        for (const auto& w : r.kv.warnings) block(QObject::tr("Note: %1").arg(q(w)), 8, false, note_color);
+        // What the model's import said (an unknown quantization, the SSM state's format), as kvscope-cli says it.
+        for (const QString& w : model.importWarnings()) block(QObject::tr("Note: %1").arg(w), 8, false, note_color);
         y += 4;
         block(QObject::tr("Head layouts"), 11, true);
         QStringList rows;
         for (const Variant& v : r.variants)
-            rows << QObject::tr("%1%2: %3 KV heads, %4, %5% of MHA")
+            rows << QObject::tr("%1%2: %3, %4, %5% of MHA")
                         .arg(q(v.name), (v.is_model ? QObject::tr(" (this model)") : QString()) +
                                             (v.replication > 1 ? ", " + q(replication_text(v.replication)) : QString()))
-                        .arg(v.kv_heads)
+                        .arg(q(format_count_of(v.kv_heads, "KV head", "KV heads")))
                         .arg(q(format_bytes(v.kv_cache_bytes, units)))
                         .arg(v.percent_of_mha, 0, 'f', 1);
         block(rows.join('\n'), 9);
@@ -210,19 +227,37 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
             const FitReport& f = *r.fit;
             for (const auto& w : f.warnings)
                 if (std::find(r.kv.warnings.begin(), r.kv.warnings.end(), w) == r.kv.warnings.end())
-                    block(QObject::tr("Note: %1").arg(q(w)), 8, false, QColor(0xb3, 0x5c, 0x00));
+                    block(QObject::tr("Note: %1").arg(q(w)), 8, false, note_color);
+            // The fit's own "not exact:" reasons (an estimated reserve, the pipeline's even split), which
+            // fit --json gives among its warnings.
+            for (const auto& n : f.notes)
+                if (n.starts_with("not exact:") &&
+                    std::find(f.warnings.begin(), f.warnings.end(), n) == f.warnings.end())
+                    block(QObject::tr("Note: %1").arg(q(n)), 8, false, note_color);
             block((f.fits ? QObject::tr("Fits, %1 to spare per GPU") : QObject::tr("Does not fit, short by %1 per GPU"))
                           .arg(q(format_bytes(static_cast<std::uint64_t>(std::abs(f.headroom_bytes_per_gpu)), units))) +
-                      QObject::tr(" · max %1 sequences at this context · max context %2 · "
-                                  "decode about %3 tokens/s per sequence")
-                          .arg(q(format_count(f.max_batch)),
+                      QObject::tr(" · max %1 at this context · max context %2 · "
+                                  "decode up to %3 tokens/s per sequence (the memory-bandwidth floor, %4 ms a step)")
+                          .arg(q(format_count_of(f.max_batch, "sequence", "sequences")),
                                f.max_context_unbounded
                                    ? QObject::tr("no limit: %1").arg(q(unbounded_context_reason(r.scenario.arch)))
                                    : QObject::tr("%1 tokens at this batch%2")
                                          .arg(q(format_count(f.max_context)), f.max_context_limited_by_model
                                                                                   ? QObject::tr(" (the model's limit)")
                                                                                   : QString()))
-                          .arg(r.decode->tokens_per_s_per_sequence, 0, 'f', 1),
+                          .arg(q(number_text(r.decode->tokens_per_s_per_sequence, Notation::fixed, 1)),
+                               q(number_text(r.decode->step_time_floor_s * 1e3, Notation::fixed, 2))),
+                  9);
+            // The budget and what the fit counts against it, the draft's or MTP layers' cache and the engine's
+            // pages included (kvscope-cli fit: "KV budget", "KV needed").
+            block(QObject::tr("KV budget %1 per GPU · needed %2 per GPU (KV %3%4) · weights %5 per GPU")
+                      .arg(q(format_signed_bytes(f.kv_budget_bytes_per_gpu, units)),
+                           q(format_bytes(f.memory_bytes_per_gpu_needed, units)),
+                           q(format_bytes(f.kv_bytes_per_gpu, units)),
+                           f.state_bytes_per_gpu > 0
+                               ? QObject::tr(" + state %1").arg(q(format_bytes(f.state_bytes_per_gpu, units)))
+                               : QString(),
+                           q(format_bytes(f.weights_bytes_per_gpu, units))),
                   9);
         }
         y += 6;

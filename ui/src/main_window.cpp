@@ -481,8 +481,9 @@ void MainWindow::openAny(const QString& path) {
         importModelFile(path);
 }
 
-void MainWindow::showScenario(const Scenario& scenario, const QString& description, const QStringList& notes) {
-    model_->replace(scenario, description, notes, tr("Open from the command line"));
+void MainWindow::showScenario(const Scenario& scenario, const QString& description, const QStringList& notes,
+                              const QStringList& warnings) {
+    model_->replace(scenario, description, notes, tr("Open from the command line"), warnings);
     // The window no longer stands for the file restored from the last session: Ctrl+S must not
     // write this scenario over it.
     current_file_.clear();
@@ -594,6 +595,7 @@ void MainWindow::saveSettings() const {
     settings.setValue("scenario/last", QString::fromStdString(scenario_to_json(model_->scenario())));
     settings.setValue("scenario/description", model_->description());
     settings.setValue("scenario/notes", model_->notes());
+    settings.setValue("scenario/warnings", model_->importWarnings());
     // The file the window stood for, and whether it had unsaved changes: both come back at the next start.
     settings.setValue("scenario/file", current_file_);
     settings.setValue("scenario/modified", !model_->undoStack()->isClean());
@@ -675,7 +677,8 @@ void MainWindow::restoreSettings() {
         auto s = scenario_from_json(last.toStdString(), "settings");
         if (s) {
             model_->replace(s->scenario, settings.value("scenario/description").toString(),
-                            settings.value("scenario/notes").toStringList(), tr("Restore the last scenario"));
+                            settings.value("scenario/notes").toStringList(), tr("Restore the last scenario"),
+                            settings.value("scenario/warnings").toStringList());
             // Restoring is where the user left off, not an edit to undo.
             model_->undoStack()->clear();
             const QString file = settings.value("scenario/file").toString();

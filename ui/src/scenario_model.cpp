@@ -130,7 +130,8 @@ void ScenarioModel::edit(const QString& what, const std::function<void(Scenario&
     change(next);
     if (next == scenario_) return;  // nothing changed: no undo step
     dropStaleWeights(next);
-    undo_.push(new EditCommand(this, state(), {next, head_dim_follows_, description_, notes_}, what, merge_id));
+    undo_.push(
+        new EditCommand(this, state(), {next, head_dim_follows_, description_, notes_, warnings_}, what, merge_id));
 }
 
 void ScenarioModel::setLayers(std::uint64_t layers) {
@@ -172,8 +173,8 @@ void ScenarioModel::setHeadDim(std::uint64_t head_dim) {
     if (next.arch == before.arch) return;
     // Setting head dim by hand stops it following the model dimension (until it matches again).
     dropStaleWeights(next);
-    undo_.push(new EditCommand(this, {before, follows_before, description_, notes_},
-                               {next, head_dim_is_derived(next.arch), description_, notes_},
+    undo_.push(new EditCommand(this, {before, follows_before, description_, notes_, warnings_},
+                               {next, head_dim_is_derived(next.arch), description_, notes_, warnings_},
                                tr("Change head dimension"), -1));
 }
 
@@ -192,7 +193,7 @@ void ScenarioModel::loadCatalogModel(const QString& id) {
     notes += to_qt(m->model.notes);
     const QString name = QString::fromStdString(m->name);
     const KvDtype before = scenario_.kv_dtype;
-    replace(s, name, notes, tr("Load %1").arg(name));
+    replace(s, name, notes, tr("Load %1").arg(name), to_qt(m->model.notes));
     announceKvFormat(before, name, q(m->model.kv_dtype_source));
 }
 
@@ -231,7 +232,7 @@ std::optional<QString> ScenarioModel::adoptImported(const Result<ImportedModel>&
                      .arg(q(std::string(to_string(*weights.engine))));
     const QString name = q(s.arch.name);
     const KvDtype before = scenario_.kv_dtype;
-    replace(s, name, notes, tr("Import %1").arg(name));
+    replace(s, name, notes, tr("Import %1").arg(name), to_qt(imported->notes));
     announceKvFormat(before, name, q(imported->kv_dtype_source));
     return std::nullopt;
 }
@@ -256,18 +257,21 @@ std::optional<QString> ScenarioModel::saveScenario(const QString& path) const {
 }
 
 void ScenarioModel::replace(const Scenario& scenario, const QString& description, const QStringList& notes,
-                            const QString& what) {
-    undo_.push(
-        new EditCommand(this, state(), {scenario, head_dim_is_derived(scenario.arch), description, notes}, what, -1));
+                            const QString& what, const QStringList& warnings) {
+    undo_.push(new EditCommand(this, state(),
+                               {scenario, head_dim_is_derived(scenario.arch), description, notes, warnings}, what, -1));
 }
 
-ScenarioModel::State ScenarioModel::state() const { return {scenario_, head_dim_follows_, description_, notes_}; }
+ScenarioModel::State ScenarioModel::state() const {
+    return {scenario_, head_dim_follows_, description_, notes_, warnings_};
+}
 
 void ScenarioModel::restore(const State& state) {
     scenario_ = state.scenario;
     head_dim_follows_ = state.head_dim_follows;
     description_ = state.description;
     notes_ = state.notes;
+    warnings_ = state.warnings;
     recompute();
 }
 

@@ -25,5 +25,8 @@ json::Value fit_report_json(const Scenario& s, const FitReport& fit, const Decod
 json::Value curves_json(const Scenario& s, const Curves& curves);
 // The planner's answer: the workload, the GPU and engine, then `options` smallest GPU count first.
 json::Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits);
+// `report` with `more` after its "warnings" (what the model's import said of fields it does not model): every
+// program gives a report's JSON with the same import's notes.
+json::Value with_warnings(json::Value report, const std::vector<std::string>& more);
 
 }  // namespace kvscope

@@ -18,6 +18,8 @@ std::string format_bytes(std::uint64_t bytes, UnitSystem units = UnitSystem::bin
 std::string format_bytes_both(std::uint64_t bytes, UnitSystem primary = UnitSystem::binary);
 // Signed variant for headroom: "-3.20 GiB".
 std::string format_signed_bytes(std::int64_t bytes, UnitSystem units = UnitSystem::binary);
+// An engine's memory fraction with two decimals, three where it has them: "0.90", SGLang's "0.835".
+std::string fraction_text(double fraction);
 // 1234567 -> "1,234,567".
 std::string format_count(std::uint64_t n);
 // (3, "layer", "layers") -> "3 layers"; (1, …) -> "1 layer".
@@ -41,6 +43,8 @@ Result<std::uint64_t> parse_count(std::string_view text, const std::string& fiel
 // nearest whole byte (25,318,832,210). A plain count of bytes must be whole.
 Result<std::uint64_t> parse_bytes(std::string_view text, const std::string& field);
 // A memory bandwidth in bytes/s: a size as above, "/s" after it or not ("3.35 TB/s", as `gpus` and the window
+// A GPU's memory: a size as parse_bytes reads it, refused under 1 MiB ("80" is a unit left off, not 80 bytes).
+Result<std::uint64_t> parse_gpu_memory(std::string_view text, const std::string& field);
 // show it, or "3350GB"); below 1 MB/s it is refused as a size missing its unit.
 Result<std::uint64_t> parse_bandwidth(std::string_view text, const std::string& field);
 

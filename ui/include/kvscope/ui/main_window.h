@@ -65,7 +65,8 @@ public:
     bool exportJsonTo(const QString& path);
     bool exportReportTo(const QString& path);
     // Opens on a scenario given on the command line.
-    void showScenario(const Scenario& scenario, const QString& description, const QStringList& notes);
+    void showScenario(const Scenario& scenario, const QString& description, const QStringList& notes,
+                      const QStringList& warnings = {});
 
     void saveSettings() const;
     // Work in progress is copied to this window's own file after each change and removed on a

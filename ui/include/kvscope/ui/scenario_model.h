@@ -44,6 +44,8 @@ public:
     // Where the model came from and what was assumed, for the overview and reports.
     [[nodiscard]] const QString& description() const { return description_; }
     [[nodiscard]] const QStringList& notes() const { return notes_; }
+    // The import's notes the exports give as warnings (State::warnings).
+    [[nodiscard]] const QStringList& importWarnings() const { return warnings_; }
     // True while head dim is derived from model dim / query heads.
     [[nodiscard]] bool headDimFollows() const { return head_dim_follows_; }
     // Where decode steps measured here are kept (measured_step.h; the catalog's user folder); empty: not kept.
@@ -84,7 +86,8 @@ public:
     std::optional<QString> saveScenario(const QString& path) const;
     // A scenario without model_weights (a file saved before KVScope kept them) has model_weights_of's: the
     // catalog's, else the deployment's format.
-    void replace(const Scenario& scenario, const QString& description, const QStringList& notes, const QString& what);
+    void replace(const Scenario& scenario, const QString& description, const QStringList& notes, const QString& what,
+                 const QStringList& warnings = {});
     // The model's own weights: the format it was published in (its config's dtype or quantization), their exact
     // bytes when its files give them, the engine they are for: what a new deployment starts with, as kvscope-cli
     // gives it for --model, --config, --gguf and --model-dir. Kept in the scenario (and its file).
@@ -97,6 +100,9 @@ public:
         bool head_dim_follows = true;
         QString description;
         QStringList notes;
+        // What the model's import said of fields it does not model (an unknown quantization, the SSM state's
+        // format): the exports give them as warnings, as kvscope-cli's JSON gives the same import's notes.
+        QStringList warnings;
     };
     [[nodiscard]] State state() const;
     // Used by undo/redo: sets the inputs without recording a step.
@@ -127,6 +133,7 @@ private:
     Errors errors_;
     QString description_;
     QStringList notes_;
+    QStringList warnings_;
     bool head_dim_follows_ = true;
     MeasuredStepStore measured_;  // read again only when the file changed (another window, the CLI)
     UnitSystem units_ = UnitSystem::binary;
