@@ -69,6 +69,14 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
         if (!d) return d.errors();
         r.fit = *f;
         r.decode = *d;
+        // Where the engine keeps more than the plain per-layer sum (vLLM's hybrid pages, llama.cpp's windows, a
+        // draft's layers), the curves show what it allocates too: the line that meets the budget where the fit
+        // stops fitting.
+        if (options.with_curves) {
+            auto allocated = allocated_curve(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment, *f, r.curves);
+            if (!allocated) return allocated.errors();
+            if (*allocated) r.curves.series.push_back(std::move(**allocated));
+        }
         if (f->max_context > 0 && f->max_context < curve_options.max_tokens && !f->max_context_limited_by_model)
             r.stops_fitting_at = f->max_context + 1;
         if (options.measured_steps != nullptr) r.measured_step = find_measured_step(*options.measured_steps, s);

@@ -64,4 +64,36 @@ Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload
     return c;
 }
 
+Result<std::optional<Curve>> allocated_curve(const Architecture& arch, KvDtype dtype, const Workload& workload,
+                                             const Parallelism& parallel, const Deployment& deployment,
+                                             const FitReport& fit, const Curves& curves) {
+    auto cache = fit_cache_architecture(arch, deployment);
+    if (!cache) return cache.errors();
+    const Workload w = engine_workload(workload, deployment.engine);
+    auto layout = KvLayout::make(*cache, dtype, w, parallel);
+    if (!layout) return layout.errors();
+    const auto model =
+        std::find_if(curves.series.begin(), curves.series.end(), [](const Curve& c) { return c.is_model; });
+    Curve out;
+    out.series = VariantKind::allocated;
+    out.name = "as " + std::string(to_string(deployment.engine)) + " allocates it" +
+               (fit.gpus > 1 ? " (the fullest GPU × " + std::to_string(fit.gpus) + ")" : "");
+    const Checked state = Checked(fit.state_bytes_per_gpu) * fit.gpus;
+    if (state.overflow()) return std::optional<Curve>{};
+    out.state_bytes = state.value();
+    bool differs = model == curves.series.end();
+    for (std::size_t i = 0; i < curves.tokens.size(); ++i) {
+        const std::uint64_t t = curves.tokens[i];
+        // As the fit counts one sequence on its fullest GPU (fit: per_seq).
+        const Checked per_gpu = fit.engine_pages ? fit.engine_pages->bytes_per_sequence(t)
+                                                 : layout->gpu_bytes_per_sequence(t, Memory::kv_and_state);
+        const Checked all = per_gpu * w.batch * fit.gpus;
+        if (all.overflow()) return std::optional<Curve>{};
+        out.bytes.push_back(all.value());
+        differs = differs || model->bytes.size() != curves.tokens.size() || model->bytes[i] != all.value();
+    }
+    if (!differs) return std::optional<Curve>{};
+    return std::optional<Curve>(std::move(out));
+}
+
 }  // namespace kvscope

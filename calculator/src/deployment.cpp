@@ -190,13 +190,36 @@ std::string reserve_text(const FitReport& f, UnitSystem units) {
     return text.empty() ? "none" : text;
 }
 
+namespace {
+
+// The model served and the layers whose cache it keeps, before the engine's own way of keeping them.
+struct ServedLayers {
+    Architecture model;  // with its MTP layers when they draft: layers of the model served, weights and KV
+    Architecture cache;  // and a separate draft model's layers, which cache in the same KV cache (with_draft_layers)
+};
+
+Result<ServedLayers> served_layers(const Architecture& checkpoint, const Deployment& d) {
+    ServedLayers out{d.mtp ? with_mtp_layers(checkpoint) : checkpoint, {}};
+    Result<Architecture> cache = d.draft ? with_draft_layers(out.model, *d.draft) : out.model;
+    if (!cache) return cache.errors();
+    out.cache = std::move(*cache);
+    return out;
+}
+
+}  // namespace
+
+Result<Architecture> fit_cache_architecture(const Architecture& checkpoint, const Deployment& d) {
+    auto served = served_layers(checkpoint, d);
+    if (!served) return served.errors();
+    return engine_architecture(served->cache, d.engine, llama_cpp_ubatch(d));
+}
+
 Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Workload& workload_in,
                       const Parallelism& parallel, const Deployment& d) {
-    // Speculative decoding with the model's MTP layers: they are layers of the model served, weights and KV.
-    const Architecture model_arch = d.mtp ? with_mtp_layers(checkpoint) : checkpoint;
-    // A separate draft model's layers cache in the same KV cache as the model's (draft.h with_draft_layers).
-    Result<Architecture> cache_arch = d.draft ? with_draft_layers(model_arch, *d.draft) : model_arch;
-    if (!cache_arch) return cache_arch.errors();
+    auto served = served_layers(checkpoint, d);
+    if (!served) return served.errors();
+    const Architecture& model_arch = served->model;
+    const Architecture* cache_arch = &served->cache;
     const Workload workload = engine_workload(workload_in, d.engine);
     const std::uint64_t ubatch = llama_cpp_ubatch(d);
     const Architecture arch = engine_architecture(*cache_arch, d.engine, ubatch);

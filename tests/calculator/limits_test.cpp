@@ -180,5 +180,77 @@ TEST(Limits, APlanWhereNothingFitsStillGivesTheCachesWarnings) {
     EXPECT_TRUE(says(plan->warnings, "exceeds the model's 8,192 max positions")) << testing::join(plan->warnings);
 }
 
+// The series of what the engine allocates meets the budget line where the fit stops fitting: every point at or
+// before the fit's max context is within the budget, every point after it is over.
+void expect_the_allocated_curve_meets_the_budget_at_the_fits_limit(const Analysis& a, const std::string& name) {
+    ASSERT_TRUE(a.fit.has_value());
+    const auto allocated = std::find_if(a.curves.series.begin(), a.curves.series.end(),
+                                        [](const Curve& c) { return c.series == VariantKind::allocated; });
+    ASSERT_NE(allocated, a.curves.series.end());
+    EXPECT_EQ(allocated->name, name);
+    const auto budget = static_cast<std::uint64_t>(a.fit->kv_budget_bytes);
+    std::size_t over = 0;
+    for (std::size_t i = 0; i < a.curves.tokens.size(); ++i) {
+        EXPECT_EQ(a.curves.tokens[i] <= a.fit->max_context, allocated->bytes[i] <= budget)
+            << a.curves.tokens[i] << " tokens: " << allocated->bytes[i] << " bytes against " << budget;
+        over += allocated->bytes[i] > budget;
+    }
+    EXPECT_GT(over, 0u);
+    ASSERT_TRUE(a.stops_fitting_at.has_value());
+    EXPECT_EQ(*a.stops_fitting_at, a.fit->max_context + 1);
+}
+
+TEST(Limits, TheChartShowsWhatTheEngineAllocatesWhereItIsNotThePlainSum) {
+    // Nemotron-H 56B, 118 sequences of 8k on two H200s: vLLM's hybrid pages need 8% more than the plain per-layer
+    // sum. The plain curve stays under the budget at 8k while the fit says it does not fit; the allocated one
+    // crosses the budget where the fit's max context ends.
+    Scenario s;
+    s.model_id = "nemotron-h-56b";
+    s.arch = catalog_arch("nemotron-h-56b");
+    s.kv_dtype = KvDtype::bf16;
+    s.workload = {.context_tokens = 8192, .batch = 118};
+    s.parallel.tp = 2;
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h200");
+    d.gpu_count = 2;
+    s.deployment = d;
+    auto hybrid = analyze(s, {});
+    ASSERT_TRUE(hybrid) << hybrid.error_text();
+    EXPECT_FALSE(hybrid->fit->fits);
+    const auto model = std::find_if(hybrid->curves.series.begin(), hybrid->curves.series.end(),
+                                    [](const Curve& c) { return c.is_model; });
+    ASSERT_NE(model, hybrid->curves.series.end());
+    const std::size_t at_8k = static_cast<std::size_t>(
+        std::find(hybrid->curves.tokens.begin(), hybrid->curves.tokens.end(), 8192u) - hybrid->curves.tokens.begin());
+    ASSERT_LT(at_8k, hybrid->curves.tokens.size());
+    EXPECT_LT(model->bytes[at_8k], static_cast<std::uint64_t>(hybrid->fit->kv_budget_bytes));
+    expect_the_allocated_curve_meets_the_budget_at_the_fits_limit(*hybrid,
+                                                                  "as vllm allocates it (the fullest GPU × 2)");
+
+    // llama.cpp keeps gpt-oss's sliding layers' window and a micro-batch more, padded: more than the plain sum.
+    Scenario g;
+    g.model_id = "gpt-oss-20b";
+    g.arch = catalog_arch("gpt-oss-20b");
+    g.kv_dtype = KvDtype::bf16;
+    g.workload = {.context_tokens = 131072, .batch = 8};
+    Deployment cpp;
+    cpp.gpu = *Catalog::builtin().find_gpu("rtx-4090");
+    adopt_model_weights(cpp, Catalog::builtin().find_model("gpt-oss-20b")->model.model_weights());  // MXFP4
+    cpp.engine = Engine::llama_cpp;
+    g.deployment = cpp;
+    auto windows = analyze(g, {});
+    ASSERT_TRUE(windows) << windows.error_text();
+    expect_the_allocated_curve_meets_the_budget_at_the_fits_limit(*windows, "as llama.cpp allocates it");
+
+    // A dense model on one GPU allocates its plain sum: no second line.
+    Scenario dense = llama_3_8b(8192, 8);
+    dense.deployment = d;
+    dense.deployment->gpu_count = 1;
+    auto plain = analyze(dense, {});
+    ASSERT_TRUE(plain) << plain.error_text();
+    EXPECT_TRUE(std::none_of(plain->curves.series.begin(), plain->curves.series.end(),
+                             [](const Curve& c) { return c.series == VariantKind::allocated; }));
+}
+
 }  // namespace
 }  // namespace kvscope

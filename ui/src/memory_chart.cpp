@@ -24,11 +24,13 @@ namespace {
 // Fixed slots, one per VariantKind, so series are only ever updated in place.
 std::size_t slot_of(const Curve& c) { return static_cast<std::size_t>(c.series); }
 
-// MHA, GQA, MQA, MLA, the model's own layout when it is none of those, all full attention.
+// MHA, GQA, MQA, MLA, the model's own layout when it is none of those, all full attention, what the engine
+// allocates.
 const QColor kVariantColors[] = {QColor(0xd1, 0x49, 0x5b), QColor(0x2e, 0x86, 0xde), QColor(0x2a, 0x9d, 0x8f),
-                                 QColor(0x8e, 0x44, 0xad), QColor(0x34, 0x49, 0x5e), QColor(0x7f, 0x8c, 0x8d)};
+                                 QColor(0x8e, 0x44, 0xad), QColor(0x34, 0x49, 0x5e), QColor(0x7f, 0x8c, 0x8d),
+                                 QColor(0x6d, 0x4c, 0x41)};
 // The series' names in the legend's hidden-set (object names), in the same order.
-constexpr const char* kVariantKeys[] = {"MHA", "GQA", "MQA", "MLA", "own", "full"};
+constexpr const char* kVariantKeys[] = {"MHA", "GQA", "MQA", "MLA", "own", "full", "allocated"};
 static_assert(std::size(kVariantKeys) == kVariantKindCount && std::size(kVariantColors) == kVariantKindCount,
               "a key and a colour for every VariantKind");
 const QColor kBudgetColor(0xe6, 0x7e, 0x22);
@@ -163,8 +165,9 @@ void MemoryChart::refresh() {
         s->setName(QString::fromStdString(c.name) + (c.is_model ? tr(" (model)") : QString()) +
                    (c.replication > 1 ? ", " + q(replication_text(c.replication)) : QString()));
         QPen pen(kVariantColors[slot]);
-        pen.setWidthF(c.is_model ? 3.2 : 1.6);
-        if (!c.is_model) pen.setStyle(Qt::DashLine);
+        const bool allocated = c.series == VariantKind::allocated;
+        pen.setWidthF(c.is_model ? 3.2 : allocated ? 2.4 : 1.6);
+        if (!c.is_model) pen.setStyle(allocated ? Qt::DotLine : Qt::DashLine);
         s->setPen(pen);
     }
     const double x_lo = xOf(static_cast<double>(tokens.front())), x_hi = xOf(static_cast<double>(tokens.back()));
@@ -181,9 +184,15 @@ void MemoryChart::refresh() {
     const bool has_budget = r.fit && r.fit->kv_budget_bytes > 0;
     if (has_budget) {
         horizontal(budget_, static_cast<double>(r.fit->kv_budget_bytes));
+        // The line is every GPU's budget, as the curves are every GPU's bytes; the text says so beside the
+        // per-GPU figure the fit gives.
+        const QString all = q(format_bytes(static_cast<std::uint64_t>(r.fit->kv_budget_bytes), units));
         budget_->setName(
-            tr("KV budget %1")
-                .arg(QString::fromStdString(format_bytes(static_cast<std::uint64_t>(r.fit->kv_budget_bytes), units))));
+            r.fit->gpus > 1
+                ? tr("KV budget %1 (%2 per GPU × %3)")
+                      .arg(all, q(format_bytes(static_cast<std::uint64_t>(r.fit->kv_budget_bytes_per_gpu), units)))
+                      .arg(r.fit->gpus)
+                : tr("KV budget %1").arg(all));
     } else {
         budget_->clear();
     }

@@ -2,9 +2,11 @@
 // KV bytes against context length, one series per variant.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "kvscope/calculator/deployment.h"
 #include "kvscope/calculator/variants.h"
 
 namespace kvscope {
@@ -39,5 +41,14 @@ std::vector<std::uint64_t> spaced_tokens(const CurveOptions& options);
 // out and named in `too_large` (when given), as compare_variants leaves it out of the comparison.
 Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload& workload, const Parallelism& parallel,
                          CurveOptions options = {}, std::vector<std::string>* too_large = nullptr);
+
+// What a deployment's fit counts against its KV budget at each of the curves' token counts, over all GPUs as the
+// chart draws them: the layers as the engine keeps them (vLLM's hybrid pages, llama.cpp's windows and f32 state, a
+// draft's or the MTP layers' cache) on the heaviest GPU, times the GPUs, so that it crosses the budget line (the
+// budget per GPU times the GPUs) where the fit stops fitting. nullopt where it is the model's own curve, point for
+// point, or passes 2^64 bytes (the fit then says what does not fit).
+Result<std::optional<Curve>> allocated_curve(const Architecture& arch, KvDtype dtype, const Workload& workload,
+                                             const Parallelism& parallel, const Deployment& deployment,
+                                             const FitReport& fit, const Curves& curves);
 
 }  // namespace kvscope

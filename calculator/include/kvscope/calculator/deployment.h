@@ -270,6 +270,10 @@ std::string unbounded_context_reason(const Architecture& arch);
 // The reserve's parts in a few words, as every report shows them: "profile peak 0.92 GiB, non-torch memory 150 MiB".
 std::string reserve_text(const FitReport& f, UnitSystem units = UnitSystem::binary);
 
+// The layers whose cache the fit counts: the model's, its MTP layers' when they draft, a draft model's, as the
+// engine keeps them (engine_architecture).
+Result<Architecture> fit_cache_architecture(const Architecture& checkpoint, const Deployment& d);
+
 Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload& workload, const Parallelism& parallel,
                       const Deployment& deployment);
 

@@ -15,8 +15,9 @@ namespace kvscope {
 // Which line of the comparison a variant is: views keep one place per kind (a chart series, a colour), so a
 // variant's place never depends on its name. `own`: the model's layout when none of the uniform ones is (a
 // model whose layers have heads of their own, or whose layers do not attend).
-enum class VariantKind : std::uint8_t { mha, gqa, mqa, mla, own, all_full };
-constexpr std::size_t kVariantKindCount = 6;
+// allocated: no layout of its own, the curves' series of what the deployment's engine allocates (allocated_curve).
+enum class VariantKind : std::uint8_t { mha, gqa, mqa, mla, own, all_full, allocated };
+constexpr std::size_t kVariantKindCount = 7;
 
 struct Variant {
     std::string name;  // "MHA", "GQA-8", "MQA", "MLA"
