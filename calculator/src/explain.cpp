@@ -17,7 +17,7 @@ Result<std::string> kv_formula_text(const Architecture& arch, KvDtype dtype, con
 
 std::string curves_csv(const Curves& curves) {
     std::string out = "tokens";
-    for (const auto& s : curves.series) out += "," + s.name;
+    for (const auto& s : curves.series) out += "," + s.name + " bytes";  // a unit on every column
     out += "\n";
     for (std::size_t i = 0; i < curves.tokens.size(); ++i) {
         out += std::to_string(curves.tokens[i]);

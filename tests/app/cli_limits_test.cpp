@@ -96,7 +96,7 @@ TEST(CliLimits, ASweepThatWouldRunBackwardsIsRefusedOrStartsAtTheBeginning) {
     r = cli("sweep --model llama-3-8b --to 100 --points 3 --csv");
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(r.out,
-              "tokens,MHA,GQA-8,MQA\n1,524288,131072,16384\n10,5242880,1310720,163840\n"
+              "tokens,MHA bytes,GQA-8 bytes,MQA bytes\n1,524288,131072,16384\n10,5242880,1310720,163840\n"
               "100,52428800,13107200,1638400\n");
     // The model's own curve past 2^64 bytes is an error naming the option typed, not the scenario's key.
     r = cli("sweep --model llama-3-8b --to 1e15");

@@ -267,7 +267,7 @@ TEST(CurvesCsv, HeaderNamesEverySeriesAndRowsAreExact) {
                             {.points = 2, .min_tokens = 1, .max_tokens = 8192, .spacing = Spacing::linear});
     ASSERT_TRUE(curves.ok());
     EXPECT_EQ(curves_csv(*curves),
-              "tokens,MHA,GQA-8,MQA\n1,524288,131072,16384\n8192,4294967296,1073741824,134217728\n");
+              "tokens,MHA bytes,GQA-8 bytes,MQA bytes\n1,524288,131072,16384\n8192,4294967296,1073741824,134217728\n");
 }
 
 }  // namespace

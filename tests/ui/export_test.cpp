@@ -103,7 +103,7 @@ TEST(Export, CsvHasExactBytesPerLayout) {
     ASSERT_TRUE(w.exportCsvTo(dir.filePath("data.csv")));
     const QList<QByteArray> lines = read_all(dir.filePath("data.csv")).trimmed().split('\n');
     ASSERT_GT(lines.size(), 100);
-    EXPECT_EQ(lines.front(), "tokens,MHA,GQA-8,MQA");
+    EXPECT_EQ(lines.front(), "tokens,MHA bytes,GQA-8 bytes,MQA bytes");
     // One token of the lesson's model: 512 KiB as MHA, 128 KiB as GQA-8, 16 KiB as MQA.
     EXPECT_EQ(lines.at(1), "1,524288,131072,16384");
 }

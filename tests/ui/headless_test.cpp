@@ -51,7 +51,7 @@ TEST(Headless, ModelAndContextOptionsExportChartCsvAndReport) {
                                   "--export-json",   dir.filePath("r.json")});
     ASSERT_EQ(r.status, 0) << r.err.toStdString();
     EXPECT_TRUE(QSvgRenderer(dir.filePath("c.svg")).isValid());
-    EXPECT_TRUE(read_all(dir.filePath("c.csv")).startsWith("tokens,MHA,GQA-8,MQA\n"));
+    EXPECT_TRUE(read_all(dir.filePath("c.csv")).startsWith("tokens,MHA bytes,GQA-8 bytes,MQA bytes\n"));
     EXPECT_TRUE(read_all(dir.filePath("r.pdf")).startsWith("%PDF"));
     EXPECT_TRUE(read_all(dir.filePath("r.json")).contains("\"fits\": false"));
     EXPECT_TRUE(r.out.contains("wrote " + dir.filePath("c.svg")));

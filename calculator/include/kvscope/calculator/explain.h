@@ -20,7 +20,8 @@ Result<std::string> kv_formula_text(const Architecture& arch, KvDtype dtype, con
                                     const Parallelism& parallel, UnitSystem units = UnitSystem::binary);
 // (derive_kv_bytes in derivation.h gives the same factor by factor.)
 
-// "tokens,MHA,GQA-8,MQA" then one row per token count, exact byte counts.
+// "tokens,MHA bytes,GQA-8 bytes,MQA bytes" then one row per token count: each layout's exact bytes, KV cache and
+// recurrent state of every sequence on every GPU (the JSON's memory_bytes), under the JSON's series names.
 std::string curves_csv(const Curves& curves);
 
 }  // namespace kvscope
