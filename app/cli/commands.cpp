@@ -345,7 +345,7 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
         {"max batch", std::to_string(f->max_batch) + (f->max_batch == 1 ? " sequence at " : " sequences at ") +
                           format_tokens(s.workload.context_tokens) + " tokens"},
         {"max context", f->max_context_unbounded
-                            ? "no limit: " + unbounded_context_reason(s.arch)
+                            ? "no limit: " + f->unbounded_reason
                             : format_count(f->max_context) + " tokens at batch " + std::to_string(s.workload.batch) +
                                   (f->max_context_limited_by_model ? " (the model's limit; memory allows more)" : "")},
         {"cache holds",

@@ -75,7 +75,7 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
         if (options.with_curves) {
             auto allocated = allocated_curve(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment, *f, r.curves);
             if (!allocated) return allocated.errors();
-            if (*allocated) r.curves.series.push_back(std::move(**allocated));
+            if (*allocated) r.curves.series.push_back(**allocated);
         }
         if (f->max_context > 0 && f->max_context < curve_options.max_tokens && !f->max_context_limited_by_model)
             r.stops_fitting_at = f->max_context + 1;

@@ -302,14 +302,15 @@ void read_moe(Reader& r, ImportedModel& out) {
     m.experts = experts->value;
     const auto per_token =
         // moe_k: ERNIE 4.5 (transformers configuration_ernie4_5_moe.py maps num_experts_per_tok to it).
-        r.number({"num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk", "top_k_experts",
-                  "moe_k"});
+        r.number(
+            {"num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk", "top_k_experts", "moe_k"},
+            Reader::PerLayer::largest);
     if (!per_token) {
         r.error("num_experts_per_tok", r.cfg_.line(), "the model has experts but num_experts_per_tok is missing");
         return;
     }
     m.experts_per_token = per_token->value;
-    const auto size = r.number({"moe_intermediate_size", "expert_intermediate_size"});
+    const auto size = r.number({"moe_intermediate_size", "expert_intermediate_size"}, Reader::PerLayer::largest);
     m.expert_intermediate_size = size ? size->value : out.arch.intermediate_size;
     if (const auto shared = r.number({"n_shared_experts", "num_shared_experts"})) m.shared_experts = shared->value;
     if (const auto dense = r.number({"first_k_dense_replace"})) m.dense_layers = dense->value;
@@ -406,7 +407,8 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
         read_attention(r, out);
     }
     if (const auto vocab = r.number_or_default({"vocab_size", "padded_vocab_size"})) a.vocab_size = vocab->value;
-    if (const auto inter = r.number_or_default({"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"}))
+    if (const auto inter = r.number_or_default({"intermediate_size", "n_inner", "ffn_hidden_size", "ffn_dim"},
+                                               Reader::PerLayer::largest))
         a.intermediate_size = inter->value;
     else if (ungated_mlp(out.model_type) && a.hidden_size > 0)
         a.intermediate_size = 4 * a.hidden_size;  // GPT-2 / Falcon: n_inner None means 4 x hidden

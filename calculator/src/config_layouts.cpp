@@ -10,6 +10,8 @@
 namespace kvscope::importer {
 namespace {
 
+std::optional<LayerSpec> spec_of_layer_type(const std::string& s);
+
 // Config fields that change which layers keep a KV cache, and what the others keep instead. The
 // calculator does not model these layouts yet; a model that has one is computed as if every layer
 // were full attention and says so (Architecture::not_exact), never as an exact answer.
@@ -46,7 +48,15 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
         {"gemma3n", "activation_sparsity_pattern"},
         {"gemma3n_text", "activation_sparsity_pattern"},
     };
-    const bool kinds_listed = cfg.find("layer_types") != nullptr || cfg.find("layers_block_type") != nullptr;
+    // Layer kinds listed, every one of them a kind KVScope knows (an unknown one may keep a state).
+    const auto known_kinds = [&](const char* key) {
+        const Value* list = cfg.find(key);
+        return list != nullptr && list->is_array() &&
+               std::all_of(list->items().begin(), list->items().end(), [](const Value& v) {
+                   return v.is_string() && spec_of_layer_type(v.as_string()).has_value();
+               });
+    };
+    const bool kinds_listed = known_kinds("layer_types") || known_kinds("layers_block_type");
     // Layer kinds listed, none of them keeping a state (Granite 4.0 Micro: granitemoehybrid, every layer
     // attention): its mamba_* sizes describe no layer.
     const bool no_state = kinds_listed && !out.arch.layer_specs.empty() && out.arch.state_layers() == 0;

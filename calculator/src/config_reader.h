@@ -55,13 +55,17 @@ public:
         return v && !v->is_null() ? v : nullptr;
     }
 
+    // Whether a list of one value per layer is read (as its largest value): only where the caller reads an MLP width
+    // or an expert count, which weigh the weights. A cache's heads, a state's dimensions stay one number.
+    enum class PerLayer { no, largest };
+
     // A whole number under any of `spellings`; spellings that disagree are an error.
-    std::optional<Found> number(std::initializer_list<const char*> spellings) {
+    std::optional<Found> number(std::initializer_list<const char*> spellings, PerLayer lists = PerLayer::no) {
         std::optional<Found> found;
         for (const char* key : spellings) {
             const Value* v = get(key);
             if (!v) continue;
-            const bool listed = v->is_array() && per_layer_allowed(key);
+            const bool listed = v->is_array() && lists == PerLayer::largest;
             const auto n = listed ? per_layer(key, *v) : v->as_u64();
             if (!n) {
                 if (!listed) error(key, v->line(), std::string(key) + " must be a whole number, found " + describe(*v));
@@ -80,13 +84,16 @@ public:
 
     // A list of one value per layer (vLLM hunyuan_v1.py indexes moe_topk and moe_intermediate_size by layer;
     // Gemma 3n lists intermediate_size): one value when they agree, else the largest, said as assumed.
-    // Only MLP widths and expert counts, which weigh the weights: a per-layer list of a cache's heads or
-    // dimensions stays an error, never a largest value.
-    static bool per_layer_allowed(std::string_view key) {
-        return key == "moe_topk" || key == "moe_intermediate_size" || key == "intermediate_size";
-    }
     std::optional<std::uint64_t> per_layer(const char* key, const Value& list) {
-        std::uint64_t lo = 0, hi = 0;
+        const std::size_t layers = list.items().size();
+        if (layers == 0 || (out_.arch.layers > 0 && layers != out_.arch.layers)) {
+            error(key, list.line(),
+                  std::string(key) + " lists " + std::to_string(layers) + " values for " +
+                      std::to_string(out_.arch.layers) + " layers; give a whole number or one per layer");
+            return std::nullopt;
+        }
+        std::optional<std::uint64_t> lo;
+        std::uint64_t hi = 0;
         for (const Value& item : list.items()) {
             const auto n = item.as_u64();
             if (!n) {
@@ -94,16 +101,13 @@ public:
                       std::string(key) + " must list whole numbers, one per layer, found " + describe(item));
                 return std::nullopt;
             }
-            lo = lo == 0 && hi == 0 ? *n : std::min(lo, *n);
+            lo = std::min(lo.value_or(*n), *n);
             hi = std::max(hi, *n);
         }
-        if (list.items().empty()) {
-            error(key, list.line(), std::string(key) + " is an empty list; give a whole number or one per layer");
-            return std::nullopt;
-        }
-        if (lo != hi)
-            out_.assumed.push_back(std::string(key) + " lists " + std::to_string(lo) + " to " + std::to_string(hi) +
-                                   " across the layers; " + std::to_string(hi) + " is taken for every layer");
+        const std::string said = std::string(key) + " lists " + std::to_string(*lo) + " to " + std::to_string(hi) +
+                                 " across the layers; " + std::to_string(hi) + " is taken for every layer";
+        if (*lo != hi && std::find(out_.assumed.begin(), out_.assumed.end(), said) == out_.assumed.end())
+            out_.assumed.push_back(said);
         return hi;
     }
 
@@ -117,9 +121,10 @@ public:
     }
 
     // The field, else the model type's default (listed as assumed), else nullopt.
-    std::optional<Found> number_or_default(std::initializer_list<const char*> spellings) {
+    std::optional<Found> number_or_default(std::initializer_list<const char*> spellings,
+                                           PerLayer lists = PerLayer::no) {
         const std::size_t before = errors.size();
-        if (auto f = number(spellings)) return f;
+        if (auto f = number(spellings, lists)) return f;
         if (errors.size() != before) return std::nullopt;
         const std::string canonical = *spellings.begin();
         if (const auto d = type_default(canonical)) {

@@ -202,7 +202,7 @@ Result<ServedLayers> served_layers(const Architecture& checkpoint, const Deploym
     ServedLayers out{d.mtp ? with_mtp_layers(checkpoint) : checkpoint, {}};
     Result<Architecture> cache = d.draft ? with_draft_layers(out.model, *d.draft) : out.model;
     if (!cache) return cache.errors();
-    out.cache = std::move(*cache);
+    out.cache = *cache;
     return out;
 }
 
@@ -424,6 +424,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                           " as the plain per-layer sum (vllm/platforms/interface.py, vllm/v1/core/kv_cache_utils.py; "
                           "--engine plain for the plain figure)");
     }
+    if (r.max_context_unbounded) r.unbounded_reason = unbounded_context_reason(arch);
     r.weights_exact = d.weights_bytes_exact > 0;
     r.weights_source = r.weights_exact && d.weights_source.empty()
                            ? format_count(d.weights_bytes_exact) + " bytes, exact"

@@ -418,6 +418,24 @@ TEST(ConfigImport, TodaysSpellingsOfExpertsAndPerLayerWidthsAreRead) {
     EXPECT_EQ(hunyuan->arch.moe->expert_intermediate_size, 3072u);
     EXPECT_TRUE(mentions(hunyuan->assumed, "moe_intermediate_size lists 2048 to 3072 across the layers"))
         << testing::join(hunyuan->assumed);
+    // Zeros among them (a dense first layer) are said too; a list of another length than the layers is an error.
+    auto dense_first = import(R"({"model_type": "hunyuan_v1_moe", "num_hidden_layers": 4, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "hidden_size": 4096, "num_experts": 64, "moe_topk": [0, 8, 8, 8]})");
+    ASSERT_TRUE(dense_first.ok()) << dense_first.error_text();
+    ASSERT_EQ(dense_first->assumed.size(), 1u) << testing::join(dense_first->assumed);  // once, though read twice
+    EXPECT_EQ(dense_first->assumed.front(), "moe_topk lists 0 to 8 across the layers; 8 is taken for every layer");
+    auto short_list = import(R"({"model_type": "hunyuan_v1_moe", "num_hidden_layers": 4, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "hidden_size": 4096, "num_experts": 64, "moe_topk": [8, 8]})");
+    ASSERT_FALSE(short_list.ok());
+    EXPECT_NE(short_list.error_text().find("moe_topk lists 2 values for 4 layers"), std::string::npos)
+        << short_list.error_text();
+    // A state's size listed per layer is an error, though intermediate_size may list an MLP's widths elsewhere:
+    // Mamba's intermediate_size is its state's d_inner.
+    auto mamba = import(R"({"model_type": "mamba", "num_hidden_layers": 2, "hidden_size": 768,
+        "intermediate_size": [1536, 3072], "state_size": 16, "conv_kernel": 4, "vocab_size": 50280})");
+    ASSERT_FALSE(mamba.ok());
+    EXPECT_NE(mamba.error_text().find("intermediate_size must be a whole number, found an array"), std::string::npos)
+        << mamba.error_text();
     // A cache's heads listed per layer stay an error: the largest would be a guess at the cache.
     auto heads = import(R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 32,
         "num_key_value_heads": [8, 4], "hidden_size": 4096})");
@@ -444,6 +462,14 @@ TEST(ConfigImport, KeysThatChangeNoCacheRaiseNoNotExactAndSharedLayersDo) {
         "mamba_chunk_size": 256, "mamba_d_state": 256, "mamba_n_heads": 128, "mamba_d_head": 40})");
     ASSERT_TRUE(micro.ok()) << micro.error_text();
     EXPECT_TRUE(micro->arch.not_exact.empty()) << testing::join(micro->arch.not_exact);
+    // A kind KVScope does not know may keep a state: its mamba_* sizes are still said.
+    auto unknown = import(R"({"model_type": "foo_hybrid", "num_hidden_layers": 2, "num_attention_heads": 40,
+        "num_key_value_heads": 8, "hidden_size": 2560, "layer_types": ["attention", "weird_recurrent"],
+        "mamba_d_state": 256})");
+    ASSERT_TRUE(unknown.ok()) << unknown.error_text();
+    EXPECT_TRUE(says(*unknown, "'weird_recurrent'")) << testing::join(unknown->arch.not_exact);
+    EXPECT_TRUE(says(*unknown, "mamba_d_state (line 3) sizes a recurrent state"))
+        << testing::join(unknown->arch.not_exact);
     // The same key on another model type is still said: which layers it changes is not known there.
     auto other = import(R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 32,
         "num_key_value_heads": 8, "hidden_size": 4096, "moe_layer_interval": 2})");

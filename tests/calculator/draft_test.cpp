@@ -241,6 +241,17 @@ TEST(Draft, AStateSpaceModelsDraftBringsTheOnlyKvCache) {
     EXPECT_FALSE(f->max_context_unbounded);
     EXPECT_GT(f->max_context, 32768u);
     EXPECT_GT(f->tokens_capacity, 0u);
+    // A draft whose layers all keep a window (Mistral 7B v0.1's 4,096) leaves the memory flat past it: no limit,
+    // for the draft's reason, not "no layer keeps a KV cache".
+    Deployment windowed = on_h100s(1);
+    const CatalogModel* mistral = c.find_model("mistral-7b-v0.1");
+    ASSERT_NE(mistral, nullptr);
+    windowed.draft = draft_from_model(mistral->model, mistral->id, std::nullopt);
+    const auto flat = fit(mamba, KvDtype::bf16, w, {}, windowed);
+    ASSERT_TRUE(flat.ok()) << flat.error_text();
+    EXPECT_TRUE(flat->max_context_unbounded);
+    EXPECT_EQ(flat->unbounded_reason,
+              "every attention layer keeps only its window, so a longer context does not change the memory");
     // The model's own problems are still its own: zero layers is an error of the model, not of the draft.
     Architecture none = mamba;
     none.layers = 0;

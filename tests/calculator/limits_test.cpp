@@ -242,6 +242,18 @@ TEST(Limits, TheChartShowsWhatTheEngineAllocatesWhereItIsNotThePlainSum) {
     ASSERT_TRUE(windows) << windows.error_text();
     expect_the_allocated_curve_meets_the_budget_at_the_fits_limit(*windows, "as llama.cpp allocates it");
 
+    // Pipeline stages of unequal layers (80 over 3: 27, 27, 26): the fullest stage is what stops fitting.
+    Scenario staged = llama_3_8b(8192, 200);
+    staged.model_id = "llama-3-70b";
+    staged.arch = catalog_arch("llama-3-70b");
+    staged.parallel.pp = 3;
+    staged.deployment = d;
+    staged.deployment->gpu_count = 3;
+    auto stages = analyze(staged, {});
+    ASSERT_TRUE(stages) << stages.error_text();
+    expect_the_allocated_curve_meets_the_budget_at_the_fits_limit(*stages,
+                                                                  "as vllm allocates it (the fullest GPU × 3)");
+
     // A dense model on one GPU allocates its plain sum: no second line.
     Scenario dense = llama_3_8b(8192, 8);
     dense.deployment = d;

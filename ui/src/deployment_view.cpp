@@ -434,7 +434,7 @@ void DeploymentView::commitCustom() {
          {std::pair{memory_, &gpu.memory_bytes}, std::pair{bandwidth_, &gpu.bandwidth_bytes_per_s}}) {
         // Text shown, not typed ("79.6 GiB" for 85,520,809,984 bytes) keeps the exact value behind it.
         if (!field->isModified()) continue;
-        const auto parse = field == bandwidth_ ? parse_bandwidth : parse_bytes;
+        const auto parse = field == bandwidth_ ? parse_bandwidth : parse_gpu_memory;
         auto v = parse(field->text().trimmed().toStdString(), field->accessibleName().toStdString());
         if (v)
             *slot = *v;
@@ -639,7 +639,7 @@ void DeploymentView::refreshResults() {
                 .arg(q(format_tokens(s.workload.context_tokens)), q(format_count(f.max_batch)));
     if (f.max_context_unbounded) {
         // The calculator's reason, with the figure in bold as the other rows have it.
-        rows << tr("Max context: <b>no limit</b> — %1").arg(q(unbounded_context_reason(s.arch)).toHtmlEscaped());
+        rows << tr("Max context: <b>no limit</b> — %1").arg(q(f.unbounded_reason).toHtmlEscaped());
     } else
         rows << tr("Max context at %1 sequence(s): <b>%2 tokens</b>%3")
                     .arg(s.workload.batch)

@@ -240,7 +240,7 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                                   "decode up to %3 tokens/s per sequence (the memory-bandwidth floor, %4 ms a step)")
                           .arg(q(format_count_of(f.max_batch, "sequence", "sequences")),
                                f.max_context_unbounded
-                                   ? QObject::tr("no limit: %1").arg(q(unbounded_context_reason(r.scenario.arch)))
+                                   ? QObject::tr("no limit: %1").arg(q(f.unbounded_reason))
                                    : QObject::tr("%1 tokens at this batch%2")
                                          .arg(q(format_count(f.max_context)), f.max_context_limited_by_model
                                                                                   ? QObject::tr(" (the model's limit)")
@@ -250,14 +250,16 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                   9);
             // The budget and what the fit counts against it, the draft's or MTP layers' cache and the engine's
             // pages included (kvscope-cli fit: "KV budget", "KV needed").
-            block(QObject::tr("KV budget %1 per GPU · needed %2 per GPU (KV %3%4) · weights %5 per GPU")
+            // vLLM's hybrid pages need more than the plain sum of the cache and the state (as fit says it).
+            block(QObject::tr("KV budget %1 per GPU · needed %2 per GPU (%6KV %3%4) · weights %5 per GPU")
                       .arg(q(format_signed_bytes(f.kv_budget_bytes_per_gpu, units)),
                            q(format_bytes(f.memory_bytes_per_gpu_needed, units)),
                            q(format_bytes(f.kv_bytes_per_gpu, units)),
                            f.state_bytes_per_gpu > 0
                                ? QObject::tr(" + state %1").arg(q(format_bytes(f.state_bytes_per_gpu, units)))
                                : QString(),
-                           q(format_bytes(f.weights_bytes_per_gpu, units))),
+                           q(format_bytes(f.weights_bytes_per_gpu, units)),
+                           f.engine_pages ? QObject::tr("in vLLM's hybrid layout; plain sum ") : QString()),
                   9);
         }
         y += 6;

@@ -252,6 +252,7 @@ struct FitReport {
     // state-space model, or attention layers that all keep only a window): max_context is only the search's
     // bound, never shown as a figure (unbounded_context_reason says why).
     bool max_context_unbounded = false;
+    std::string unbounded_reason;       // why, of the layers the fit counts (a draft's too): unbounded_context_reason
     std::uint64_t tokens_capacity = 0;  // tokens the budget holds (full attention per token)
                                         // after the recurrent state of the workload's sequences
     std::vector<std::string> notes;

@@ -42,9 +42,9 @@ Result<std::uint64_t> parse_count(std::string_view text, const std::string& fiel
 // Sizes: "80GiB", "80 GB", "24g" (= GiB), "85899345920" (bytes); "23.58GiB", as engines print sizes, is the
 // nearest whole byte (25,318,832,210). A plain count of bytes must be whole.
 Result<std::uint64_t> parse_bytes(std::string_view text, const std::string& field);
-// A memory bandwidth in bytes/s: a size as above, "/s" after it or not ("3.35 TB/s", as `gpus` and the window
 // A GPU's memory: a size as parse_bytes reads it, refused under 1 MiB ("80" is a unit left off, not 80 bytes).
 Result<std::uint64_t> parse_gpu_memory(std::string_view text, const std::string& field);
+// A memory bandwidth in bytes/s: a size as above, "/s" after it or not ("3.35 TB/s", as `gpus` and the window
 // show it, or "3350GB"); below 1 MB/s it is refused as a size missing its unit.
 Result<std::uint64_t> parse_bandwidth(std::string_view text, const std::string& field);
 
