@@ -344,7 +344,8 @@ TEST(Cli, SweepCsvHasOneColumnPerVariant) {
     const CliRun r = cli("sweep --model llama-3-8b --points 4 --from 1k --to 8k --csv");
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(r.out,
-              "tokens,MHA bytes,GQA-8 bytes,MQA bytes\n1024,536870912,134217728,16777216\n2048,1073741824,268435456,33554432\n"
+              "tokens,MHA bytes,GQA-8 bytes,MQA "
+              "bytes\n1024,536870912,134217728,16777216\n2048,1073741824,268435456,33554432\n"
               "4096,2147483648,536870912,67108864\n8192,4294967296,1073741824,134217728\n");
 }
 
