@@ -135,7 +135,7 @@ TEST(Window, DeploymentTabAnswersTheReadmeQuestion) {
     });
     const QString verdict = w.deployment()->verdictLabel()->text();
     EXPECT_TRUE(verdict.startsWith("Does not fit")) << verdict.toStdString();
-    EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains("Max context at 8 sequence(s): <b>5,540 tokens</b>"))
+    EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains("Max context at 8 sequences: <b>5,540 tokens</b>"))
         << w.deployment()->figuresLabel()->text().toStdString();
     // vLLM's reserve, part by part, as kvscope-cli fit names it.
     EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains(

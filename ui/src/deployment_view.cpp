@@ -641,9 +641,8 @@ void DeploymentView::refreshResults() {
         // The calculator's reason, with the figure in bold as the other rows have it.
         rows << tr("Max context: <b>no limit</b> — %1").arg(q(f.unbounded_reason).toHtmlEscaped());
     } else
-        rows << tr("Max context at %1 sequence(s): <b>%2 tokens</b>%3")
-                    .arg(s.workload.batch)
-                    .arg(q(format_count(f.max_context)))
+        rows << tr("Max context at %1: <b>%2 tokens</b>%3")
+                    .arg(q(format_count_of(s.workload.batch, "sequence", "sequences")), q(format_count(f.max_context)))
                     .arg(f.max_context_limited_by_model ? tr(" (the model's limit)") : QString());
     rows << tr("Decode estimate: <b>%1 tokens/s</b> per sequence, %2 tokens/s in all (memory-bandwidth floor, %3 ms "
                "per step)")

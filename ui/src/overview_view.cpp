@@ -79,12 +79,12 @@ void OverviewView::refresh() {
     const UnitSystem units = model_->units();
 
     const ParameterCount params = parameters(s.arch);
-    headline_->setText(tr("<b>%1</b> · %2 · %3 parameters%4 · %5 tokens × %6 sequence(s) · %7")
-                           .arg(model_->description().toHtmlEscaped(), q(attention_label(s.arch)),
-                                q(format_si(static_cast<double>(params.total))),
-                                params.estimated ? tr(" (estimated)") : "", q(format_count(s.workload.context_tokens)))
-                           .arg(s.workload.batch)
-                           .arg(q(std::string(to_string(s.kv_dtype)))));
+    headline_->setText(
+        tr("<b>%1</b> · %2 · %3 parameters%4 · %5 tokens × %6 · %7")
+            .arg(model_->description().toHtmlEscaped(), q(attention_label(s.arch)),
+                 q(format_si(static_cast<double>(params.total))), params.estimated ? tr(" (estimated)") : "",
+                 q(format_count(s.workload.context_tokens)))
+            .arg(q(format_count_of(s.workload.batch, "sequence", "sequences")), q(std::string(to_string(s.kv_dtype)))));
     // A layout or format the calculator does not model exactly is never shown as an exact figure.
     const bool exact = r.kv.exact;
     total_->setText(exact ? tr("KV cache: %1").arg(both_units(r.kv.total_bytes, model_->units()))
