@@ -16,6 +16,8 @@ QString usage() {
                "usage: kvscope [SCENARIO OPTIONS] [--scenario FILE] [EXPORTS]\n"
                "\n"
                "Opens the KVScope window; with an export option, writes the files without a window.\n"
+               "Without --model, --config, --gguf, --model-dir or --scenario the window opens your last scenario\n"
+               "(the teaching model the first time); the exports need one of them.\n"
                "\n"
                "Scenario (as in kvscope-cli):\n"
                "  --scenario FILE     a saved .kvscope.json (every option below overrides it)\n") +

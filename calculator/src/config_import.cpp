@@ -446,6 +446,11 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
 
     // Structural checks (kv heads dividing the query heads, …) carry the file's name too.
     Errors problems = validate(a);
+    // Without query heads no head dimension is derived (model dim / heads): when the file gives none, the heads
+    // are the one problem, not two keys the file does not have.
+    if (a.query_heads == 0 && !r.keys.contains(Field::head_dim))
+        std::erase_if(problems,
+                      [](const FieldError& p) { return p.input == Field::head_dim || p.input == Field::head_dim_v; });
     // "num_hidden_layers: config.json:3: the number of layers must be at least 1": the key that gave
     // the value (what the user edits in the file), the place, and what is wrong, each once.
     for (auto& p : problems) {

@@ -443,6 +443,19 @@ TEST(ConfigImport, TodaysSpellingsOfExpertsAndPerLayerWidthsAreRead) {
     EXPECT_EQ(heads.error_text(), "config.json:2: num_key_value_heads must be a whole number, found an array");
 }
 
+TEST(ConfigImport, ZeroHeadsIsOneProblemNotThreeKeysTheFileDoesNotHave) {
+    auto zero = import(R"({"model_type": "llama", "num_hidden_layers": 32, "num_attention_heads": 0,
+        "num_key_value_heads": 8, "hidden_size": 4096})");
+    ASSERT_FALSE(zero.ok());
+    ASSERT_EQ(zero.errors().size(), 1u) << zero.error_text();
+    EXPECT_EQ(zero.errors().front().field, "num_attention_heads");
+    EXPECT_NE(zero.error_text().find("the number of query heads must be at least 1"), std::string::npos);
+    // A head dimension the file gives as 0 beside heads is still its own problem.
+    auto dim = import(R"({"model_type": "llama", "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "hidden_size": 4096, "head_dim": 0})");
+    EXPECT_FALSE(dim.ok());
+}
+
 TEST(ConfigImport, KeysThatChangeNoCacheRaiseNoNotExactAndSharedLayersDo) {
     // Gemma 3 as transformers saves it: layer_types and the period they came from (_sliding_window_pattern).
     auto gemma = import(R"({"model_type": "gemma3_text", "num_hidden_layers": 2, "num_attention_heads": 4,
