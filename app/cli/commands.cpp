@@ -23,10 +23,6 @@ using json::Value;
 
 std::string percent(double p) { return number_text(p, Notation::fixed, 1) + "%"; }
 
-// What the model's import said of fields it does not model (an unknown quantization, a malformed key): in the
-// JSON's warnings, as the text prints them as notes (the window's exports give them the same way).
-Value with_source_notes(Value v, const ScenarioSource& src) { return with_warnings(std::move(v), src.notes); }
-
 std::string usage_error(const Errors& errors_in, const std::string& command) {
     Errors errors = errors_in;
     // vLLM's settings come only from their options: named as typed.
@@ -141,7 +137,7 @@ Output cmd_kv(const Options& o, const Scenario& s, const ScenarioSource& src, bo
             v.set("variants", variants_json(*variants));
             v.set("warnings", Value::strings(kv->warnings));  // as kv --json gives them
         }
-        r.out = with_source_notes(std::move(v), src).dump() + "\n";
+        r.out = with_warnings(std::move(v), src.notes).dump() + "\n";
         return r;
     }
     if (o.format == Format::csv) {
@@ -293,7 +289,7 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
     const MeasuredStep* measured = analysis->measured_step ? &*analysis->measured_step : nullptr;
     Output r;
     if (o.format == Format::json) {
-        r.out = with_source_notes(fit_report_json(s, *f, *d, measured), src).dump() + "\n";
+        r.out = with_warnings(fit_report_json(s, *f, *d, measured), src.notes).dump() + "\n";
         return r;
     }
     if (o.format == Format::csv) {
@@ -404,7 +400,7 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
     }
     Output r;
     if (o.format == Format::json) {
-        r.out = with_source_notes(plan_json(s, *plan, limits), src).dump() + "\n";
+        r.out = with_warnings(plan_json(s, *plan, limits), src.notes).dump() + "\n";
         return r;
     }
     if (o.format == Format::csv) {

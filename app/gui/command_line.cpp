@@ -106,12 +106,9 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
     if (c.exports() && c.screenshots_dir)
         errors.push_back({"--screenshots", "cannot be combined with the export options"});
     // A chart format the exporter writes, said before any file is written.
-    if (c.export_chart) {
-        const QString suffix = QFileInfo(*c.export_chart).suffix().toLower();
-        if (suffix != "png" && suffix != "svg" && suffix != "pdf")
-            errors.push_back({"--export-chart", "'" + c.export_chart->toStdString() +
-                                                    "': choose a .png, .svg or .pdf file name for the chart"});
-    }
+    if (c.export_chart && !ui::is_chart_format(*c.export_chart))
+        errors.push_back({"--export-chart", "'" + c.export_chart->toStdString() +
+                                                "': choose a .png, .svg or .pdf file name for the chart"});
     // Two exports to one file: the second would silently replace the first.
     const std::pair<const char*, const std::optional<QString>*> exports[] = {{"--export-chart", &c.export_chart},
                                                                              {"--export-csv", &c.export_csv},

@@ -13,11 +13,7 @@ namespace {
 // The cache's warnings, then the notes that say a figure is not exact, which the JSON gives as warnings too (as
 // kv --json gives its own).
 Value warnings_json(const std::vector<std::string>& warnings, const std::vector<std::string>& notes) {
-    Value out = Value::strings(warnings);
-    for (const std::string& n : notes)
-        if (n.starts_with("not exact:") && std::find(warnings.begin(), warnings.end(), n) == warnings.end())
-            out.push(Value::string(n));
-    return out;
+    return Value::strings(warnings_and_not_exact(warnings, notes));
 }
 
 Value workload_json(const Scenario& s, Value& out) {
@@ -265,6 +261,15 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
     o.set("notes", Value::strings(f.notes));
     o.set("warnings", warnings_json(f.warnings, f.notes));
     return o;
+}
+
+std::vector<std::string> warnings_and_not_exact(const std::vector<std::string>& warnings,
+                                                const std::vector<std::string>& notes) {
+    std::vector<std::string> out = warnings;
+    for (const std::string& n : notes)
+        if (n.starts_with("not exact:") && std::find(warnings.begin(), warnings.end(), n) == warnings.end())
+            out.push_back(n);
+    return out;
 }
 
 Value with_warnings(Value report, const std::vector<std::string>& more) {

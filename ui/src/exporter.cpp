@@ -66,7 +66,13 @@ QImage chart_image(MemoryChart& chart, ChartSize size) {
     return image;
 }
 
+bool is_chart_format(const QString& path) {
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    return suffix == "png" || suffix == "svg" || suffix == "pdf";
+}
+
 std::optional<QString> export_chart(MemoryChart& chart, const QString& path, ChartSize size) {
+    if (!is_chart_format(path)) return QObject::tr("%1: choose a .png, .svg or .pdf file name for the chart").arg(path);
     const QString suffix = QFileInfo(path).suffix().toLower();
     if (size.logical.width() < 100 || size.logical.height() < 100 || size.logical.width() > 20000 ||
         size.logical.height() > 20000)
@@ -97,13 +103,11 @@ std::optional<QString> export_chart(MemoryChart& chart, const QString& path, Cha
         QPainter painter(&svg);
         chart.renderTo(&painter, target, QSizeF(size.logical));
         painter.end();
-    } else if (suffix == "pdf") {
+    } else {  // pdf
         // The page is the chart's size in points; drawn at the screen's resolution, it fills the page.
         const QRectF page(QPointF(0, 0), QSizeF(size.logical) * (dpi / 72.0));
         bytes = pdf_of([&](QPainter& p, QPdfWriter&) { chart.renderTo(&p, page, QSizeF(size.logical)); },
                        QPageSize(QSizeF(size.logical), QPageSize::Point), title, dpi);
-    } else {
-        return QObject::tr("%1: choose a .png, .svg or .pdf file name for the chart").arg(path);
     }
     return write_file(path, bytes);
 }
@@ -225,15 +229,11 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
             y += 4;
             block(QObject::tr("Deployment fit"), 11, true);
             const FitReport& f = *r.fit;
-            for (const auto& w : f.warnings)
+            // The fit's warnings and its own "not exact:" reasons (an estimated reserve, the pipeline's even split),
+            // as fit --json gives them, less those the cache's above said.
+            for (const auto& w : warnings_and_not_exact(f.warnings, f.notes))
                 if (std::find(r.kv.warnings.begin(), r.kv.warnings.end(), w) == r.kv.warnings.end())
                     block(QObject::tr("Note: %1").arg(q(w)), 8, false, note_color);
-            // The fit's own "not exact:" reasons (an estimated reserve, the pipeline's even split), which
-            // fit --json gives among its warnings.
-            for (const auto& n : f.notes)
-                if (n.starts_with("not exact:") &&
-                    std::find(f.warnings.begin(), f.warnings.end(), n) == f.warnings.end())
-                    block(QObject::tr("Note: %1").arg(q(n)), 8, false, note_color);
             block((f.fits ? QObject::tr("Fits, %1 to spare per GPU") : QObject::tr("Does not fit, short by %1 per GPU"))
                           .arg(q(format_bytes(static_cast<std::uint64_t>(std::abs(f.headroom_bytes_per_gpu)), units))) +
                       QObject::tr(" · max %1 at this context · max context %2 · "

@@ -25,6 +25,10 @@ json::Value fit_report_json(const Scenario& s, const FitReport& fit, const Decod
 json::Value curves_json(const Scenario& s, const Curves& curves);
 // The planner's answer: the workload, the GPU and engine, then `options` smallest GPU count first.
 json::Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits);
+// A report's warnings, then the notes that say a figure is not exact (each once): what a fit's or a plan's JSON
+// gives as "warnings", and the window's report as notes.
+std::vector<std::string> warnings_and_not_exact(const std::vector<std::string>& warnings,
+                                                const std::vector<std::string>& notes);
 // `report` with `more` after its "warnings" (what the model's import said of fields it does not model): every
 // program gives a report's JSON with the same import's notes.
 json::Value with_warnings(json::Value report, const std::vector<std::string>& more);

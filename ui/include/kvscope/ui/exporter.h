@@ -20,6 +20,8 @@ struct ChartSize {
     double scale = 2.0;        // PNG only: device pixels per logical pixel
 };
 
+// The chart formats export_chart writes: the file's suffix is .png, .svg or .pdf.
+bool is_chart_format(const QString& path);
 // The format is the file's suffix: .png, .svg or .pdf.
 std::optional<QString> export_chart(MemoryChart& chart, const QString& path, ChartSize size = {});
 // Memory against context: tokens then one column of exact bytes per head layout.
