@@ -1,6 +1,7 @@
 #include "kvscope/calculator/scenario_file.h"
 
 #include <algorithm>
+#include <cmath>
 #include <concepts>
 #include <type_traits>
 
@@ -21,6 +22,14 @@ struct Typed<std::uint64_t> {
     static std::optional<std::uint64_t> get(const Value& v) { return v.as_u64(); }
     static Value put(std::uint64_t x) { return Value::number(x); }
     static constexpr const char* expected = "must be a whole number of 0 or more";
+    // What is wrong with a number that is not one: 1e300 is too large, not "not a whole number".
+    static std::string problem(const Value& v) {
+        if (!v.is_number()) return expected;
+        const double d = v.as_double();
+        if (d < 0) return "must be 0 or more";
+        if (std::floor(d) != d) return "must be a whole number";
+        return "is too large (at most 18446744073709551615)";
+    }
 };
 template <>
 struct Typed<bool> {
@@ -61,6 +70,8 @@ public:
         if (const Value* v = member(object, key, required)) {
             if (auto x = Typed<T>::get(*v))
                 out = *x;
+            else if constexpr (std::is_same_v<T, std::uint64_t>)
+                fail(*v, std::string(key), Typed<T>::problem(*v));
             else
                 fail(*v, std::string(key), Typed<T>::expected);
         }

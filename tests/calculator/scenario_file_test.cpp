@@ -203,6 +203,26 @@ TEST(ScenarioFile, WrongTypesNameTheFieldAndLine) {
                        "not valid JSON");
 }
 
+TEST(ScenarioFile, ANumberOutOfRangeSaysWhich) {
+    // 1e300 bytes is too large, not "not a whole number"; -1 and 1.5 say what they lack.
+    const std::string text = scenario_to_json(llama70b_on_two_h100());
+    const auto at = text.find("\"batch\": 8");
+    ASSERT_NE(at, std::string::npos);
+    const auto with = [&](const std::string& batch) {
+        std::string t = text;
+        t.replace(at, 10, "\"batch\": " + batch);
+        return scenario_from_json(t, "s");
+    };
+    const std::string batch =
+        "s:" + std::to_string(1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n')) +
+        " batch";
+    EXPECT_FIELD_ERROR(with("1e300"), batch, "is too large (at most 18446744073709551615)");
+    EXPECT_FIELD_ERROR(with("18446744073709551616"), batch, "is too large");
+    EXPECT_FIELD_ERROR(with("-1"), batch, "must be 0 or more");
+    EXPECT_FIELD_ERROR(with("1.5"), batch, "must be a whole number");
+    EXPECT_FIELD_ERROR(with("\"8\""), batch, "must be a whole number of 0 or more");
+}
+
 TEST(ScenarioFile, UnknownFormatsAreNamed) {
     std::string text = scenario_to_json(llama70b_on_two_h100());
     const auto at = text.find("\"kv_dtype\": \"fp8_e4m3\"");
