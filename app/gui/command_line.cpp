@@ -7,6 +7,7 @@
 
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/text.h"
 
 namespace kvscope::gui {
 
@@ -131,8 +132,8 @@ Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const 
             return FieldError{"--scenario", "give either --scenario or --model/--config, not both"};
         auto s = read_scenario_file(c.scenario_file->toStdString());
         if (!s) return s.errors();
-        ChosenScenario chosen{
-            s->scenario, ui::display_name(catalog, s->scenario), {QString("from %1").arg(*c.scenario_file)}, {}};
+        ChosenScenario chosen{s->scenario, ui::display_name(catalog, s->scenario),
+                              {QString("from %1").arg(*c.scenario_file)}, ui::q(s->warnings)};
         if (!s->repaired.empty()) chosen.notes << QString::fromStdString(s->repaired);
         // Every option given beside the file overrides it: the workload's and the deployment's.
         Errors errors = cli::apply_scenario_options(o, catalog, chosen.scenario);

@@ -504,15 +504,19 @@ private:
 
 Value architecture_json(const Architecture& arch) { return Writer::write(arch); }
 
-Value scenario_json(const Scenario& s) {
+Value scenario_json(const Scenario& s, const std::vector<std::string>& warnings) {
     Value o = Value::object();
     o.set("kvscope_scenario", Value::number(kScenarioFormatVersion));
     Writer w(o);
     members(s, w);
+    // Only when there are some: a file without them reads the same in versions that predate them.
+    if (!warnings.empty()) o.set("warnings", Value::strings(warnings));
     return o;
 }
 
-std::string scenario_to_json(const Scenario& s) { return scenario_json(s).dump() + "\n"; }
+std::string scenario_to_json(const Scenario& s, const std::vector<std::string>& warnings) {
+    return scenario_json(s, warnings).dump() + "\n";
+}
 
 namespace {
 
@@ -586,9 +590,12 @@ Result<LoadedScenario> scenario_from_json(std::string_view text, const std::stri
     if (s.deployment && s.deployment->engine == Engine::sglang && !s.deployment->fraction_given &&
         s.deployment->fraction != default_fraction(Engine::sglang))
         s.deployment->fraction_given = true;
+    std::vector<std::string> warnings;
+    if (const Value* w = r.member(root, "warnings", false))
+        r.read_list(*w, "warnings", warnings, "must be a list of strings", "must hold strings");
     Errors errors = r.take();
     if (!errors.empty()) return errors;
-    return LoadedScenario{s, repaired};
+    return LoadedScenario{s, repaired, warnings};
 }
 
 Result<LoadedScenario> read_scenario_file(const std::string& path) {

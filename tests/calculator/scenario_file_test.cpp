@@ -223,6 +223,22 @@ TEST(ScenarioFile, ANumberOutOfRangeSaysWhich) {
     EXPECT_FIELD_ERROR(with("\"8\""), batch, "must be a whole number of 0 or more");
 }
 
+TEST(ScenarioFile, TheImportsWarningsAreKeptAndChecked) {
+    const Scenario s = llama70b_on_two_h100();
+    const std::vector<std::string> warnings{"quantization 'weirdq' is not modelled", "state in fp32"};
+    auto back = scenario_from_json(scenario_to_json(s, warnings), "w.kvscope.json");
+    ASSERT_TRUE(back.ok()) << back.error_text();
+    EXPECT_EQ(back->warnings, warnings);
+    EXPECT_EQ(back->scenario, s);
+    EXPECT_EQ(scenario_to_json(s).find("\"warnings\""), std::string::npos);
+    // A list that is not of strings is refused with its line, as every member is.
+    std::string text = scenario_to_json(s);
+    text.erase(text.rfind('}'));
+    text += ",\n\"warnings\": [1]}";
+    const auto line = std::count(text.begin(), text.end(), '\n') + 1;
+    EXPECT_FIELD_ERROR(scenario_from_json(text, "w"), "w:" + std::to_string(line) + " warnings", "must hold strings");
+}
+
 TEST(ScenarioFile, UnknownFormatsAreNamed) {
     std::string text = scenario_to_json(llama70b_on_two_h100());
     const auto at = text.find("\"kv_dtype\": \"fp8_e4m3\"");

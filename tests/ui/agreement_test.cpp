@@ -28,6 +28,7 @@
 #include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/comparison_model.h"
 #include "kvscope/ui/deployment_view.h"
+#include "kvscope/ui/exporter.h"
 #include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/memory_chart.h"
@@ -422,6 +423,35 @@ TEST(Agreement, AnImportedModelHasOneNameEverywhere) {
     ASSERT_TRUE(other.openScenarioFile(saved));
     EXPECT_EQ(other.model()->description(), "acme/Tiny-LM-2B");
     EXPECT_EQ(other.inputs()->modelPicker()->currentText(), "acme/Tiny-LM-2B");
+}
+
+TEST(Agreement, AnImportsWarningsAreSavedWithItsScenarioAndSaidAgainWhenOpened) {
+    // A quantization KVScope does not model: the weights are a guess. Saved and opened again (in another window,
+    // from a path with spaces and accents), the scenario still says so, in its notes and in its exports.
+    QTemporaryDir dir;
+    const QString path = dir.filePath("config.json");
+    testing::write_all(path, R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "hidden_size": 512, "torch_dtype": "bfloat16",
+        "quantization_config": {"quant_method": "weirdq"}})");
+    MainWindow w(catalog(), false);
+    ASSERT_TRUE(w.importModelFile(path));
+    const QStringList warnings = w.model()->importWarnings();
+    ASSERT_FALSE(warnings.isEmpty());
+    EXPECT_TRUE(warnings.join('\n').contains("'weirdq' is not modelled")) << warnings.join('\n').toStdString();
+    const QString saved = dir.filePath("Modèles à tester/weird q.kvscope.json");
+    ASSERT_TRUE(QDir().mkpath(QFileInfo(saved).absolutePath()));
+    ASSERT_TRUE(w.saveScenarioFile(saved));
+    MainWindow other(catalog(), false);
+    ASSERT_TRUE(other.openScenarioFile(saved));
+    EXPECT_EQ(other.model()->importWarnings(), warnings);
+    EXPECT_TRUE(QString::fromUtf8(results_json(*other.model())).contains("'weirdq' is not modelled"));
+    // A scenario with no such notes writes none: its file reads the same in versions before them.
+    MainWindow plain(catalog(), false);
+    const QString plain_path = dir.filePath("plain.kvscope.json");
+    ASSERT_TRUE(plain.saveScenarioFile(plain_path));
+    QFile f(plain_path);
+    ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+    EXPECT_FALSE(f.readAll().contains("\"warnings\""));
 }
 
 }  // namespace

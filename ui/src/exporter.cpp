@@ -124,8 +124,7 @@ QByteArray results_json(const ScenarioModel& model) {
     o.set("scenario", scenario_json(r.scenario));
     // As kvscope-cli kv, fit and sweep --json give them: the import's notes in the kv and fit warnings, the
     // cache's in the curves'.
-    std::vector<std::string> imported;
-    for (const QString& w : model.importWarnings()) imported.push_back(w.toStdString());
+    const std::vector<std::string> imported = std_strings(model.importWarnings());
     o.set("kv", with_warnings(kv_report_json(r.scenario, r.kv, r.variants), imported));
     if (r.fit && r.decode)
         o.set("fit", with_warnings(

@@ -636,15 +636,16 @@ void MainWindow::offerRecovery() {
         adopted_recovery_ = path;
         adopted_lock_ = std::move(lock);
         const Scenario s = recovered->scenario;
+        const QStringList warnings = q(recovered->warnings);
         const QString what = tr("%1 layers, %2 tokens × %3")
                                  .arg(s.arch.layers)
                                  .arg(q(format_tokens(s.workload.context_tokens)))
                                  .arg(s.workload.batch);
         messages_->showMessage(
             tr("KVScope did not close normally last time. Its unsaved scenario (%1) can be restored.").arg(what),
-            MessageBar::Kind::info, tr("&Restore it"), [this, s] {
+            MessageBar::Kind::info, tr("&Restore it"), [this, s, warnings] {
                 model_->replace(s, display_name(model_->catalog(), s), {tr("recovered after an unexpected exit")},
-                                tr("Restore unsaved work"));
+                                tr("Restore unsaved work"), warnings);
             });
         return;
     }

@@ -243,13 +243,14 @@ std::optional<QString> ScenarioModel::openScenario(const QString& path, QString*
     QStringList notes{tr("opened from %1").arg(path)};
     if (!s->repaired.empty()) notes << q(s->repaired);
     if (repaired) *repaired = q(s->repaired);
-    replace(s->scenario, display_name(catalog_, s->scenario), notes, tr("Open %1").arg(QFileInfo(path).fileName()));
+    replace(s->scenario, display_name(catalog_, s->scenario), notes, tr("Open %1").arg(QFileInfo(path).fileName()),
+            q(s->warnings));
     return std::nullopt;
 }
 
 std::optional<QString> ScenarioModel::saveScenario(const QString& path) const {
     QSaveFile file(path);
-    const std::string text = scenario_to_json(scenario_);
+    const std::string text = scenario_to_json(scenario_, std_strings(warnings_));
     if (!file.open(QIODevice::WriteOnly) ||
         file.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size()) || !file.commit())
         return tr("Could not save %1: %2").arg(path, file.errorString());
