@@ -5,9 +5,11 @@
 #include <bit>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <streambuf>
 
 #include "kvscope/calculator/checked.h"
+#include "kvscope/calculator/json.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/units.h"
 
@@ -125,7 +127,9 @@ public:
                                  (length > max ? "any " + what + " may be (" + format_count(max) + ")"
                                                : "the " + format_count(left()) + " bytes left in the file"));
         out.resize(length);
-        return bytes(out.data(), length, what);
+        if (auto e = bytes(out.data(), length, what)) return e;
+        out = json::valid_utf8(out);  // keys and tensor names, as the values (read_value)
+        return std::nullopt;
     }
 
 private:
@@ -199,7 +203,11 @@ std::optional<FieldError> read_value(Reader& r, Type type, Value& out, const std
                 return r.skip(length, what);
             }
             out.s.resize(length);
-            return r.bytes(out.s.data(), length, what);
+            if (auto e = r.bytes(out.s.data(), length, what)) return e;
+            // GGUF promises UTF-8 but does not check it: a name of stray bytes is shown, and written in JSON,
+            // with U+FFFD for each.
+            out.s = json::valid_utf8(out.s);
+            return std::nullopt;
         }
         case Type::array: {
             if (depth >= kMaxNesting) return r.error(r.offset(), key + " nests arrays deeper than GGUF files do");
@@ -267,9 +275,15 @@ Result<File> read_header(Reader& r) {
         return r.error(8, "the file is said to hold " + format_count(tensors) + " tensors, more than its " +
                               format_count(r.left()) + " remaining bytes can hold");
     // Nothing is reserved from the claimed counts: a corrupt count in a large file must not allocate for it.
+    // A key or a tensor named twice is refused, as ggml refuses the file (ggml/src/gguf.cpp gguf_init_from_file_impl:
+    // "duplicate key", "duplicate tensor name"): which of the two a model would be read with is no one's guess.
+    std::set<std::string, std::less<>> seen;
     for (std::uint64_t k = 0; k < entries; ++k) {
         std::string key;
+        const std::uint64_t key_at = r.offset();
         if (auto e = r.string(key, "metadata key " + std::to_string(k + 1), kMaxKeyBytes)) return *e;
+        if (!seen.insert(key).second)
+            return r.error(key_at, key + " is in the file twice; llama.cpp refuses such a file (duplicate key)");
         const std::uint64_t at = r.offset();
         std::uint32_t type = 0;
         if (auto e = r.number(type, key + "'s type")) return *e;
@@ -279,9 +293,14 @@ Result<File> read_header(Reader& r) {
         if (auto e = read_value(r, static_cast<Type>(type), v, key, key + "'s value", 0)) return *e;
         f.metadata.emplace_back(std::move(key), std::move(v));
     }
+    std::set<std::string, std::less<>> tensor_names;
     for (std::uint64_t k = 0; k < tensors; ++k) {
         TensorInfo t;
+        const std::uint64_t name_at = r.offset();
         if (auto e = r.string(t.name, "tensor " + std::to_string(k + 1) + "'s name", kMaxKeyBytes)) return *e;
+        if (!tensor_names.insert(t.name).second)
+            return r.error(name_at, "the tensor " + t.name +
+                                        " is in the file twice; llama.cpp refuses such a file (duplicate tensor name)");
         const std::uint64_t at = r.offset();
         std::uint32_t dims = 0;
         if (auto e = r.number(dims, t.name + "'s number of dimensions")) return *e;

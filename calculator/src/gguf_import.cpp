@@ -345,6 +345,8 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
     a.hidden_size = k.required("embedding_length");
     a.layers = k.required("block_count");
     if (!k.errors().empty()) return k.errors();
+    if (a.layers == 0)
+        return FieldError{Field::layers, source + ": " + t + ".block_count is 0; a model has at least one layer"};
     if (a.layers > kMaxLayers)
         return FieldError{Field::layers, source + ": " + t + ".block_count is " + format_count(a.layers) +
                                              ", more layers than any model has"};
@@ -438,9 +440,35 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
     out.kv_dtype_source = "llama.cpp's default cache type; its --cache-type-k/-v change it";
     out.engine = Engine::llama_cpp;
 
+    // The calculator's checks, said as the file's keys (llama-model.cpp load_hparams reads them): a missing head
+    // count is one problem, not also the head dimensions it would have given.
     Errors problems = validate(a);
-    for (auto& p : problems) p.message = source + ": " + p.message;
-    if (!problems.empty()) return problems;
+    const auto key_is = [&](const std::string& suffix) {
+        const Value* v = f.find(t + "." + suffix);
+        return t + "." + suffix + (v ? " is " + v->describe() : " is missing");
+    };
+    const bool heads_bad = std::any_of(problems.begin(), problems.end(),
+                                       [](const FieldError& e) { return e.input == Field::query_heads; });
+    Errors said;
+    for (FieldError& p : problems) {
+        std::string key;
+        if (p.input == Field::query_heads) key = key_is("attention.head_count");
+        if (p.input == Field::kv_heads) {
+            if (heads_bad && !f.find(t + ".attention.head_count_kv")) continue;  // it defaults to head_count
+            key = key_is("attention.head_count_kv");
+        }
+        if (p.input == Field::head_dim || p.input == Field::head_dim_v) {
+            const std::string length = p.input == Field::head_dim ? "attention.key_length" : "attention.value_length";
+            const bool given = f.find(t + "." + length) != nullptr;
+            if (!given && heads_bad) continue;  // it would have been embedding_length / head_count
+            key = given ? key_is(length)
+                                 : t + "." + length + " is missing and " + t + ".embedding_length / " + t +
+                                       ".attention.head_count is 0";
+        }
+        p.message = source + ": " + (key.empty() ? "" : key + ": ") + p.message;
+        said.push_back(std::move(p));
+    }
+    if (!said.empty()) return said;
     return out;
 }
 

@@ -123,7 +123,46 @@ Value& Value::set(std::string key, Value v) {
     return members_.back().second;
 }
 
-std::string quote(std::string_view s) {
+std::string valid_utf8(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+        const unsigned char c = byte(i);
+        std::size_t length = 0;
+        unsigned char low = 0x80, high = 0xBF;  // the second byte's range (RFC 3629 section 4)
+        if (c < 0x80) {
+            length = 1;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            length = 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            length = 3;
+            if (c == 0xE0) low = 0xA0;   // no overlong forms
+            if (c == 0xED) high = 0x9F;  // no surrogates
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            length = 4;
+            if (c == 0xF0) low = 0x90;
+            if (c == 0xF4) high = 0x8F;  // nothing past U+10FFFF
+        }
+        bool ok = length > 0 && i + length <= s.size();
+        for (std::size_t k = 1; ok && k < length; ++k) {
+            const unsigned char b = byte(i + k);
+            ok = k == 1 ? (b >= low && b <= high) : (b >= 0x80 && b <= 0xBF);
+        }
+        if (ok) {
+            out.append(s.substr(i, length));
+            i += length;
+        } else {
+            out += "\xEF\xBF\xBD";  // U+FFFD for the one byte that starts no well-formed sequence
+            ++i;
+        }
+    }
+    return out;
+}
+
+std::string quote(std::string_view raw) {
+    const std::string s = valid_utf8(raw);
     std::string out = "\"";
     for (unsigned char c : s) {
         switch (c) {

@@ -12,6 +12,7 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/gguf.h"
 #include "kvscope/calculator/gguf_writer.h"
+#include "kvscope/calculator/json.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/units.h"
 #include "testing.h"
@@ -139,6 +140,28 @@ TEST(Gguf, CorruptAndHostileHeadersNameTheByteAndWhatWasExpected) {
     EXPECT_FIELD_ERROR(gguf::read(counts, "m.gguf"), "gguf", "tensors, more than its");
     EXPECT_FIELD_ERROR(gguf::read(GgufWriter().tensor("t", {1, 2, 3, 4, 5}, 0).bytes(), "m.gguf"), "gguf",
                        "t has 5 dimensions");
+    // A key or a tensor twice: which one a model has is no one's guess, and llama.cpp refuses the file.
+    GgufWriter twice = base("llama", 32, 8192, 4096, 14336, 32);
+    twice.u32("llama.attention.head_count_kv", 8).u32("llama.attention.head_count_kv", 32);
+    EXPECT_FIELD_ERROR(gguf::read(twice.bytes(), "m.gguf"), "gguf",
+                       "llama.attention.head_count_kv is in the file twice; llama.cpp refuses such a file");
+    GgufWriter tensors_twice = base("llama", 32, 8192, 4096, 14336, 32);
+    tensors_twice.tensor("token_embd.weight", {4096, 32000}, 1).tensor("token_embd.weight", {4096, 32000}, 1);
+    EXPECT_FIELD_ERROR(gguf::read(tensors_twice.bytes(), "m.gguf"), "gguf",
+                       "the tensor token_embd.weight is in the file twice");
+}
+
+TEST(Gguf, ANameOfStrayBytesIsReadAsValidUtf8) {
+    // GGUF does not check its strings; the name is shown, and written in JSON, with U+FFFD for each stray byte.
+    GgufWriter w;
+    w.str("general.architecture", "llama").str("general.name", "caf\xe9 \xff\xfe Modèle \xed\xa0\x80 \xc0\xaf");
+    auto f = gguf::read(w.bytes(), "m.gguf");
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    const std::string r = "\xEF\xBF\xBD";
+    for (const auto& [key, value] : f->metadata)
+        if (key == "general.name")
+            EXPECT_EQ(value.s, "caf" + r + " " + r + r + " Modèle " + r + r + r + " " + r + r);
+    EXPECT_EQ(json::quote("a\xf4\x90\x80\x80" "b\xf0\x9f\x98\x80"), "\"a" + r + r + r + r + "b\xf0\x9f\x98\x80\"");
 }
 
 TEST(Gguf, MissingAndMalformedKeysAreNamed) {
@@ -155,6 +178,16 @@ TEST(Gguf, MissingAndMalformedKeysAreNamed) {
     text.str("llama.attention.head_count_kv", "eight");
     EXPECT_FIELD_ERROR(gguf::import(*gguf::read(text.bytes(), "m.gguf"), "m.gguf"), "llama.attention.head_count_kv",
                        "must be a whole number, not the text 'eight'");
+    // The calculator's checks name the file's keys, and a missing head count is one problem, not three.
+    EXPECT_FIELD_ERROR(gguf::import(*gguf::read(base("llama", 0, 8192, 4096, 14336, 32).bytes(), "m.gguf"), "m.gguf"),
+                       "layers", "m.gguf: llama.block_count is 0; a model has at least one layer");
+    const auto no_heads = gguf::import(*gguf::read(base("llama", 4, 8192, 4096, 14336, 0).bytes(), "m.gguf"), "m.gguf");
+    EXPECT_FIELD_ERROR(no_heads, "query_heads", "m.gguf: llama.attention.head_count is missing: the number of query");
+    EXPECT_EQ(no_heads.errors().size(), 1u) << no_heads.error_text();
+    GgufWriter zero_key = base("llama", 4, 8192, 4096, 14336, 32);
+    zero_key.u32("llama.attention.key_length", 0).u32("llama.attention.value_length", 128);
+    EXPECT_FIELD_ERROR(gguf::import(*gguf::read(zero_key.bytes(), "m.gguf"), "m.gguf"), "head_dim",
+                       "m.gguf: llama.attention.key_length is u32 0: the key head dimension must be at least 1");
     // KV heads that do not divide the query heads: the calculator's own check, with the file's name.
     GgufWriter odd = base("llama", 4, 8192, 4096, 14336, 32);
     odd.u32("llama.attention.head_count_kv", 5);

@@ -122,5 +122,8 @@ std::optional<RepairedText> repair_decimal_commas(std::string_view text);
 
 // JSON string escaping, quotes included.
 std::string quote(std::string_view s);
+// `s` with every byte that is not part of well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
+// U+10FFFF) replaced by U+FFFD, as a JSON text must be UTF-8 (RFC 8259) and a GGUF's strings need not be.
+std::string valid_utf8(std::string_view s);
 
 }  // namespace kvscope::json
