@@ -140,6 +140,46 @@ TEST(Messages, AfterQuitTheFileAndItsUnsavedMarkComeBack) {
     QSettings().clear();
 }
 
+TEST(Messages, AFileChangedSinceTheLastSessionIsNotWrittenOverWithTheOlderCopy) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("geteilt – Größe.kvscope.json");
+    {
+        MainWindow first(catalog(), true);
+        first.model()->loadCatalogModel("llama-3-8b");
+        ASSERT_TRUE(first.saveScenarioFile(path));
+        first.close();  // nothing unsaved
+    }
+    {
+        // Another window (or an editor, a sync) writes the file after this session ended.
+        MainWindow other(catalog(), false);
+        other.model()->loadCatalogModel("qwen2.5-7b");
+        QTest::qWait(20);  // a later modification time
+        ASSERT_TRUE(other.saveScenarioFile(path));
+    }
+    {
+        // With nothing unsaved, the window shows what the file holds now, and Ctrl+S keeps it.
+        MainWindow second(catalog(), true);
+        EXPECT_EQ(second.model()->scenario().model_id, "qwen2.5-7b");
+        EXPECT_FALSE(second.isWindowModified());
+        EXPECT_TRUE(second.windowTitle().startsWith("geteilt")) << second.windowTitle().toStdString();
+        second.model()->edit("batch", [](Scenario& s) { s.workload.batch = 5; });
+        second.close();  // now with unsaved changes
+    }
+    {
+        MainWindow other(catalog(), false);
+        other.model()->loadCatalogModel("gpt2");
+        QTest::qWait(20);
+        ASSERT_TRUE(other.saveScenarioFile(path));
+    }
+    // Unsaved changes here and a file changed elsewhere: both are kept, and the window says what Save would do.
+    MainWindow third(catalog(), true);
+    EXPECT_EQ(third.model()->scenario().workload.batch, 5u);
+    EXPECT_TRUE(third.isWindowModified());
+    EXPECT_TRUE(third.messages()->text().contains("changed since KVScope last saved it"))
+        << third.messages()->text().toStdString();
+    QSettings().clear();
+}
+
 TEST(Messages, ExportNamesKeepTheWholeModelNameAndSayWhereTheyWrote) {
     QTemporaryDir dir;
     MainWindow w(catalog(), false);

@@ -636,9 +636,36 @@ TEST(Window, UnsavedWorkIsOfferedBackAfterAnUnexpectedExit) {
     next.messages()->actionButton()->click();
     EXPECT_EQ(next.model()->scenario().workload.context_tokens, 12288u);
     EXPECT_EQ(next.model()->scenario().workload.batch, 3u);
+    EXPECT_FALSE(next.restoreRecoveryAction()->isEnabled());
     next.close();  // a normal close removes the copy it took over, and its own
     EXPECT_FALSE(QFile::exists(crashed_copy));
     EXPECT_FALSE(QFile::exists(next.recoveryPath()));
+    QSettings().clear();
+}
+
+TEST(Window, AnOfferedCopyIsKeptUntilItIsRestoredThoughAnotherMessageHidesTheOffer) {
+    QString crashed_copy;
+    {
+        auto* crashed = new MainWindow(testing::catalog(), true);
+        crashed_copy = crashed->recoveryPath();
+        crashed->model()->edit("ctx", [](Scenario& s) { s.workload.batch = 7; });
+        crashed->writeRecovery();
+        delete crashed;  // a crash: no closeEvent
+    }
+    {
+        MainWindow next(testing::catalog(), true);
+        ASSERT_TRUE(next.messages()->text().contains("did not close normally"));
+        ASSERT_TRUE(next.restoreRecoveryAction()->isEnabled());
+        next.messages()->showMessage("something else", MessageBar::Kind::info);  // the offer is gone from view
+        next.close();  // quitting without restoring keeps the copy
+        EXPECT_TRUE(QFile::exists(crashed_copy));
+    }
+    MainWindow again(testing::catalog(), true);
+    ASSERT_TRUE(again.restoreRecoveryAction()->isEnabled());  // offered again, and in the File menu
+    again.restoreRecoveryAction()->trigger();
+    EXPECT_EQ(again.model()->scenario().workload.batch, 7u);
+    again.close();
+    EXPECT_FALSE(QFile::exists(crashed_copy));
     QSettings().clear();
 }
 

@@ -333,6 +333,11 @@ void MainWindow::createActions() {
                                .arg(QStringLiteral(KVSCOPE_VERSION)));
     });
 
+    restore_recovery_ = make(tr("Restore &unsaved work"), {},
+                             tr("Bring back the scenario a window that did not close normally left unsaved"),
+                             [this] { restoreRecovery(); });
+    restore_recovery_->setEnabled(false);
+
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(open);
     file->addAction(import);
@@ -341,6 +346,7 @@ void MainWindow::createActions() {
     file->addSeparator();
     file->addAction(save);
     file->addAction(save_as);
+    file->addAction(restore_recovery_);
     file->addSeparator();
     QMenu* export_menu = file->addMenu(tr("&Export"));
     for (QAction* a : {export_chart, export_csv, export_json, export_report}) export_menu->addAction(a);
@@ -443,9 +449,43 @@ bool MainWindow::saveScenarioFile(const QString& path) {
     return true;
 }
 
+void MainWindow::restoreScenarioFile(const QString& file, const LoadedScenario& last, const QSettings& settings) {
+    // The window stands for the file again (Ctrl+S writes it), unless the file changed since this window last
+    // saved it (another window, an editor, a sync): then what is in it now is not silently written over.
+    const bool modified = settings.value("scenario/modified").toBool();
+    const qint64 time = QFileInfo(file).lastModified().toMSecsSinceEpoch();
+    const bool changed = time != settings.value("scenario/fileTime", time).toLongLong();
+    auto on_disk = read_scenario_file(file.toStdString());
+    if (!on_disk) {
+        messages_->showMessage(tr("%1 no longer reads as a scenario (%2). The last scenario is shown; Save as "
+                                  "writes it to a file of your choice.")
+                                   .arg(QDir::toNativeSeparators(file), q(join_errors(on_disk.errors()))),
+                               MessageBar::Kind::error);
+        return;
+    }
+    current_file_ = file;
+    current_file_time_ = time;
+    if (!modified && on_disk->scenario != last.scenario) {
+        // Nothing unsaved here: the file is the newer work, and it is what the window shows.
+        model_->replace(on_disk->scenario, display_name(model_->catalog(), on_disk->scenario),
+                        {tr("opened from %1, which changed since the last session").arg(file)},
+                        tr("Open %1").arg(QFileInfo(file).fileName()), q(on_disk->warnings));
+        model_->undoStack()->clear();
+    } else if (modified) {
+        model_->undoStack()->resetClean();
+        if (changed && on_disk->scenario != last.scenario)
+            messages_->showMessage(tr("%1 changed since KVScope last saved it, and this window has unsaved changes "
+                                      "of its own. Save (Ctrl+S) would replace the file's; Save as keeps both.")
+                                       .arg(QDir::toNativeSeparators(file)),
+                                   MessageBar::Kind::info);
+    }
+    updateTitleAndStatus();
+}
+
 void MainWindow::adoptScenarioFile(const QString& path) {
     // The window now stands for this file: its name in the title, no unsaved changes, a recent entry.
     current_file_ = path;
+    current_file_time_ = QFileInfo(path).lastModified().toMSecsSinceEpoch();
     model_->undoStack()->setClean();
     addRecent(path);
     updateTitleAndStatus();
@@ -572,7 +612,9 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     if (recovery_timer_) {
         recovery_timer_->stop();
         QFile::remove(recovery_path_);
-        if (!adopted_recovery_.isEmpty()) QFile::remove(adopted_recovery_);
+        // A copy offered and not restored stays, to be offered again: dismissing the offer, or another message
+        // taking its place, never deletes unsaved work.
+        if (!adopted_recovery_.isEmpty() && recovery_restored_) QFile::remove(adopted_recovery_);
     }
     event->accept();
 }
@@ -598,6 +640,7 @@ void MainWindow::saveSettings() const {
     settings.setValue("scenario/warnings", model_->importWarnings());
     // The file the window stood for, and whether it had unsaved changes: both come back at the next start.
     settings.setValue("scenario/file", current_file_);
+    settings.setValue("scenario/fileTime", current_file_time_);
     settings.setValue("scenario/modified", !model_->undoStack()->isClean());
 }
 
@@ -636,19 +679,28 @@ void MainWindow::offerRecovery() {
         adopted_recovery_ = path;
         adopted_lock_ = std::move(lock);
         const Scenario s = recovered->scenario;
-        const QStringList warnings = q(recovered->warnings);
+        pending_recovery_ = s;
+        pending_recovery_warnings_ = q(recovered->warnings);
+        restore_recovery_->setEnabled(true);
         const QString what = tr("%1 layers, %2 tokens × %3")
                                  .arg(s.arch.layers)
                                  .arg(q(format_tokens(s.workload.context_tokens)))
                                  .arg(s.workload.batch);
         messages_->showMessage(
             tr("KVScope did not close normally last time. Its unsaved scenario (%1) can be restored.").arg(what),
-            MessageBar::Kind::info, tr("&Restore it"), [this, s, warnings] {
-                model_->replace(s, display_name(model_->catalog(), s), {tr("recovered after an unexpected exit")},
-                                tr("Restore unsaved work"), warnings);
-            });
+            MessageBar::Kind::info, tr("&Restore it"), [this] { restoreRecovery(); });
         return;
     }
+}
+
+void MainWindow::restoreRecovery() {
+    if (!pending_recovery_) return;
+    const Scenario s = *pending_recovery_;
+    pending_recovery_.reset();
+    recovery_restored_ = true;
+    restore_recovery_->setEnabled(false);
+    model_->replace(s, display_name(model_->catalog(), s), {tr("recovered after an unexpected exit")},
+                    tr("Restore unsaved work"), pending_recovery_warnings_);
 }
 
 void MainWindow::restoreSettings() {
@@ -683,11 +735,7 @@ void MainWindow::restoreSettings() {
             // Restoring is where the user left off, not an edit to undo.
             model_->undoStack()->clear();
             const QString file = settings.value("scenario/file").toString();
-            if (!file.isEmpty() && QFileInfo::exists(file)) {
-                current_file_ = file;  // Ctrl+S writes it again, as before the restart
-                if (settings.value("scenario/modified").toBool()) model_->undoStack()->resetClean();
-                updateTitleAndStatus();
-            }
+            if (!file.isEmpty() && QFileInfo::exists(file)) restoreScenarioFile(file, *s, settings);
         } else {
             messages_->showMessage(tr("The last scenario could not be restored (%1); starting from the default.")
                                        .arg(q(join_errors(s.errors()))),

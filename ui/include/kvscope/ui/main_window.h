@@ -9,9 +9,11 @@
 #include <memory>
 #include <optional>
 
+#include "kvscope/calculator/scenario_file.h"
 #include "kvscope/ui/exporter.h"
 
 class QAction;
+class QSettings;
 class QMenu;
 class QLabel;
 class QSplitter;
@@ -76,6 +78,9 @@ public:
     [[nodiscard]] QString recoveryPath() const { return recovery_path_; }
     static QString recoveryFolder();
     void writeRecovery();
+    // Brings back the copy offered at start (File ▸ Restore unsaved work); until then it stays on disk.
+    void restoreRecovery();
+    [[nodiscard]] QAction* restoreRecoveryAction() const { return restore_recovery_; }
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -87,6 +92,8 @@ protected:
 private:
     void createActions();
     void restoreSettings();
+    // At start: the file the window stood for, as it is now (restoreSettings).
+    void restoreScenarioFile(const QString& file, const LoadedScenario& last, const QSettings& settings);
     void offerRecovery();
     void addRecent(const QString& path);
     void adoptScenarioFile(const QString& path);
@@ -113,6 +120,7 @@ private:
     QMenu* recent_menu_ = nullptr;
     QStringList recent_;
     QString current_file_;
+    qint64 current_file_time_ = 0;  // its last-modified time (ms) when this window last opened or saved it
     QString last_dir_;
     QAction* log_tokens_ = nullptr;
     QAction* log_bytes_ = nullptr;
@@ -123,6 +131,12 @@ private:
     std::unique_ptr<QLockFile> recovery_lock_;
     QString adopted_recovery_;  // a copy left by a window that died, offered back by this one
     std::unique_ptr<QLockFile> adopted_lock_;
+    // The offered copy's scenario until it is restored: it stays on disk (offered again at the next start) unless
+    // File ▸ Restore unsaved work, or the offer's button, brings it back.
+    std::optional<Scenario> pending_recovery_;
+    QStringList pending_recovery_warnings_;
+    bool recovery_restored_ = false;
+    QAction* restore_recovery_ = nullptr;
     bool recovery_problem_shown_ = false;
 };
 
