@@ -50,7 +50,7 @@ double spawn_ms(const QStringList& args, double* first_paint_ms) {
     if (first_paint_ms) {
         const QByteArray out = p.readAllStandardOutput();
         const auto at = out.indexOf("first-paint-ms ");
-        *first_paint_ms = at >= 0 ? out.mid(at + 15).trimmed().toDouble() : -1;
+        *first_paint_ms = at >= 0 ? out.mid(at + 15).split('\n').front().trimmed().toDouble() : -1;
     }
     return ms;
 }

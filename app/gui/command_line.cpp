@@ -15,6 +15,7 @@ QString usage() {
     // The scenario options are the ones kvscope-cli declares for the window (app/options/options.cpp).
     return QStringLiteral(
                "usage: kvscope [SCENARIO OPTIONS] [--scenario FILE] [EXPORTS]\n"
+               "       kvscope FILE   (opens a .kvscope.json, or imports a config.json, GGUF or model folder)\n"
                "\n"
                "Opens the KVScope window; with an export option, writes the files without a window.\n"
                "Without --model, --config, --gguf, --model-dir or --scenario the window opens your last scenario\n"
@@ -45,6 +46,14 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
     CommandLine c;
     Errors errors;
     std::vector<std::string> rest;
+    // One word that is no option: a file to open in the window (kvscope.desktop's Exec=kvscope %f); bench/'s
+    // --startup-probe may stand beside it.
+    QStringList words = args;
+    c.startup_probe = words.removeAll("--startup-probe") > 0;
+    if (words.size() == 1 && !words.front().startsWith('-')) {
+        c.open_file = words.front();
+        return c;
+    }
     const std::map<QString, std::optional<QString>*> paths{
         {"--scenario", &c.scenario_file},      {"--export-chart", &c.export_chart},
         {"--export-csv", &c.export_csv},       {"--export-json", &c.export_json},

@@ -17,6 +17,9 @@ struct CommandLine {
     bool help = false;
     bool version = false;
     std::optional<QString> scenario_file;
+    // `kvscope FILE` (the desktop's "Open with"): opened in the window as File ▸ Open or Import would, a
+    // .kvscope.json scenario, a config.json, a GGUF or a model folder.
+    std::optional<QString> open_file;
     std::optional<QString> export_chart, export_csv, export_json, export_report;
     ui::ChartSize chart_size;
     std::optional<QString> screenshots_dir;  // render every screen into this folder and exit

@@ -11,6 +11,7 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/ui/main_window.h"
+#include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/memory_chart.h"
 #include "kvscope/ui/scenario_model.h"
 #include "screenshots.h"
@@ -116,7 +117,7 @@ int run_app(int argc, char** argv) {
     for (const auto& p : problems) print_error(QString::fromStdString(p));
 
     auto chosen = kvscope::gui::scenario_from(c, catalog);
-    if (!chosen) {
+    if (!chosen && (c.exports() || c.screenshots_dir)) {
         print_error(QString::fromStdString(chosen.error_text()));
         return kExitUsage;
     }
@@ -131,19 +132,32 @@ int run_app(int argc, char** argv) {
 
     // The startup probe measures a fresh start and must not touch the user's settings.
     kvscope::ui::MainWindow window(catalog, /*restore=*/!c.startup_probe);
-    if (*chosen)
+    if (!chosen) {
+        // A broken --scenario file or a config.json that does not read: the window opens on the last scenario and
+        // says what is wrong, as File ▸ Open does (and on stderr, for whoever started it from a terminal).
+        print_error(QString::fromStdString(chosen.error_text()));
+        window.messages()->showMessage(
+            QObject::tr("Not opened: %1").arg(QString::fromStdString(chosen.error_text())),
+            kvscope::ui::MessageBar::Kind::error);
+    } else if (*chosen) {
         window.showScenario((*chosen)->scenario, (*chosen)->description, (*chosen)->notes, (*chosen)->warnings);
+    }
+    if (c.open_file) window.openAny(*c.open_file);
     if (c.options.linear) window.chart()->setLogTokens(false);
     if (c.log_bytes) window.chart()->setLogBytes(*c.log_bytes);
     if (c.startup_probe) {
         // bench/: report the time to the first painted frame, then leave.
         struct FirstPaint : QObject {
             QElapsedTimer* timer;
-            explicit FirstPaint(QElapsedTimer* t) : timer(t) {}
+            kvscope::ui::MainWindow* shown;
+            FirstPaint(QElapsedTimer* t, kvscope::ui::MainWindow* w) : timer(t), shown(w) {}
             bool eventFilter(QObject*, QEvent* e) override {
                 if (e->type() == QEvent::Paint && timer->isValid()) {
                     const double ms = static_cast<double>(timer->nsecsElapsed()) / 1e6;
                     std::printf("first-paint-ms %s\n", kvscope::number_text(ms, kvscope::Notation::fixed, 2).c_str());
+                    // What the window opened on, for the tests of kvscope FILE and of a file that does not open.
+                    std::printf("window: %s\nmessage: %s\n", qPrintable(shown->windowTitle()),
+                                qPrintable(shown->messages()->isVisible() ? shown->messages()->text() : QString()));
                     std::fflush(stdout);
                     timer->invalidate();
                     QTimer::singleShot(0, qApp, &QApplication::quit);
@@ -151,7 +165,7 @@ int run_app(int argc, char** argv) {
                 return false;
             }
         };
-        auto* probe = new FirstPaint(&since_start);
+        auto* probe = new FirstPaint(&since_start, &window);
         window.installEventFilter(probe);
     }
     window.show();

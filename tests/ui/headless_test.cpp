@@ -1,6 +1,7 @@
 // kvscope on the command line: exports without a window, and clear errors.
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QImage>
 #include <QProcess>
 #include <QSvgRenderer>
@@ -152,6 +153,45 @@ TEST(Headless, TheImportsWarningsAreInTheExportsAsInTheCli) {
     EXPECT_TRUE(has(v->find("fit")->find("warnings"), "'weirdq' is not modelled"));
     // The chart's curves carry the cache's warnings as sweep --json does (none here, but the key is there).
     EXPECT_NE(v->find("curves")->find("warnings"), nullptr);
+}
+
+TEST(Headless, AFileGivenAloneOpensInTheWindowAndOneThatDoesNotReadStillOpensTheWindow) {
+    // kvscope.desktop runs "kvscope %f": the file opens in the window as File > Open would, and a file that does not
+    // read opens the window on the last scenario with the problem said (on stderr too), never a bare exit.
+    QTemporaryDir dir;
+    const QString broken = dir.filePath("Übung 1/kaputt.kvscope.json");
+    QDir().mkpath(QFileInfo(broken).absolutePath());
+    QFile f(broken);
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write("{\"kvscope_scenario\": 1,");
+    f.close();
+    const auto window = [&](const QStringList& args) {
+        QProcess p;
+        auto env = QProcessEnvironment::systemEnvironment();
+        env.insert("QT_QPA_PLATFORM", "offscreen");
+        env.insert("XDG_CONFIG_HOME", dir.filePath("config"));
+        env.insert("XDG_DATA_HOME", dir.filePath("data"));
+        p.setProcessEnvironment(env);
+        p.start(KVSCOPE_APP_PATH, QStringList{"--startup-probe"} + args);
+        p.waitForFinished(60000);
+        return AppRun{p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
+    };
+    AppRun r = window({broken});
+    EXPECT_EQ(r.status, 0) << r.err.toStdString();
+    EXPECT_TRUE(r.out.contains("kaputt.kvscope.json:1: not valid JSON")) << r.out.toStdString();
+    r = window({"--scenario", broken});
+    EXPECT_EQ(r.status, 0) << r.err.toStdString();
+    EXPECT_TRUE(r.out.contains("message: Not opened: " + broken + ":1: not valid JSON")) << r.out.toStdString();
+    EXPECT_TRUE(r.err.contains(broken + ":1: not valid JSON")) << r.err.toStdString();
+    // A model's config.json given alone is imported.
+    const QString config = dir.filePath("Übung 1/config.json");
+    QFile c(config);
+    ASSERT_TRUE(c.open(QIODevice::WriteOnly));
+    c.write(R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2,
+        "hidden_size": 512})");
+    c.close();
+    r = window({config});
+    EXPECT_TRUE(r.out.contains("window: Übung 1")) << r.out.toStdString();  // named by its folder
 }
 
 TEST(Headless, WithoutADisplayTheWindowlessOptionsAreSuggested) {

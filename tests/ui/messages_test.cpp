@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDialog>
+#include <QFile>
 #include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
@@ -22,6 +23,7 @@
 #include "kvscope/ui/learn_view.h"
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/message_bar.h"
+#include "kvscope/ui/overview_view.h"
 #include "kvscope/ui/quiz_view.h"
 #include "kvscope/ui/scenario_model.h"
 #include "widget_testing.h"
@@ -178,6 +180,45 @@ TEST(Messages, AFileChangedSinceTheLastSessionIsNotWrittenOverWithTheOlderCopy) 
     EXPECT_TRUE(third.messages()->text().contains("changed since KVScope last saved it"))
         << third.messages()->text().toStdString();
     QSettings().clear();
+}
+
+TEST(Messages, AFileWithAnInputOutOfRangeNeverShowsTheLastResultsUnderItsName) {
+    // A hand-edited file: Llama 3 70B with a memory fraction of 1e300. The window keeps the last valid results (the
+    // teaching model's) and says whose they are; the file's problem is said at once; nothing is exported as its.
+    QTemporaryDir dir;
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("llama-3-70b");
+    w.deployment()->enableBox()->setChecked(true);
+    const QString path = dir.filePath("zu groß.kvscope.json");
+    ASSERT_TRUE(w.saveScenarioFile(path));
+    QFile f(path);
+    ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+    QByteArray text = f.readAll();
+    f.close();
+    const auto at = text.indexOf("\"fraction\": ");
+    ASSERT_GE(at, 0);
+    text.replace(at, text.indexOf(',', at) - at, "\"fraction\": 1e300");
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(text);
+    f.close();
+
+    MainWindow other(catalog(), false);
+    const QString before = other.model()->description();
+    ASSERT_TRUE(other.openScenarioFile(path));
+    EXPECT_EQ(other.model()->description(), "Llama 3 70B");
+    ASSERT_FALSE(other.model()->errors().empty());
+    EXPECT_EQ(other.messages()->kind(), MessageBar::Kind::error);
+    EXPECT_TRUE(other.messages()->text().contains("zu groß.kvscope.json opened, but some of its inputs need attention"))
+        << other.messages()->text().toStdString();
+    EXPECT_TRUE(other.messages()->text().contains("fraction")) << other.messages()->text().toStdString();
+    EXPECT_TRUE(other.overview()->staleLabel()->isVisibleTo(&other));
+    EXPECT_TRUE(other.overview()->staleLabel()->text().contains("last valid results, of " + before))
+        << other.overview()->staleLabel()->text().toStdString();
+    EXPECT_FALSE(other.overview()->headlineLabel()->text().contains("Llama 3 70B"))
+        << other.overview()->headlineLabel()->text().toStdString();
+    EXPECT_FALSE(other.exportJsonTo(dir.filePath("r.json")));
+    EXPECT_FALSE(QFile::exists(dir.filePath("r.json")));
+    EXPECT_TRUE(other.messages()->text().contains("Nothing exported: the inputs need attention"));
 }
 
 TEST(Messages, ExportNamesKeepTheWholeModelNameAndSayWhereTheyWrote) {

@@ -33,8 +33,10 @@ std::optional<QString> write_file(const QString& path, const QByteArray& bytes) 
 }
 
 std::optional<QString> no_results(const ScenarioModel& model) {
-    if (model.hasResults()) return std::nullopt;
-    return QObject::tr("Nothing to export yet: the inputs are not valid (%1)").arg(q(join_errors(model.errors())));
+    // While inputs need attention the window keeps the last valid results, which may be another model's: an export
+    // would give them as this scenario's. Nothing is written until the inputs are valid.
+    if (model.hasResults() && model.errors().empty()) return std::nullopt;
+    return QObject::tr("Nothing exported: the inputs need attention (%1)").arg(q(join_errors(model.errors())));
 }
 
 QByteArray pdf_of(const std::function<void(QPainter&, QPdfWriter&)>& draw, const QPageSize& page, const QString& title,

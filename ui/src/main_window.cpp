@@ -433,6 +433,12 @@ bool MainWindow::openScenarioFile(const QString& path) {
     QString repaired;
     if (!report(model_->openScenario(path, &repaired), tr("Opened %1").arg(path))) return false;
     adoptScenarioFile(path);
+    // A file keeps inputs the calculator rejects (saved half-finished, or edited by hand): said at once, with the
+    // file, and marked on their fields.
+    if (!model_->errors().empty())
+        messages_->showMessage(tr("%1 opened, but some of its inputs need attention: %2")
+                                   .arg(QFileInfo(path).fileName(), q(join_errors(model_->errors()))),
+                               MessageBar::Kind::error);
     if (!repaired.isEmpty()) {
         // The numbers came back; the file on disk is still the damaged one until it is saved again.
         messages_->showMessage(repaired, MessageBar::Kind::info);
@@ -563,7 +569,7 @@ void MainWindow::updateTitleAndStatus() {
     const Results& r = model_->results();
     QString text =
         tr("%1 · %2 tokens × %3 · %4 · KV cache %5")
-            .arg(model_->description(), q(format_tokens(r.scenario.workload.context_tokens)))
+            .arg(model_->resultsDescription(), q(format_tokens(r.scenario.workload.context_tokens)))
             .arg(r.scenario.workload.batch)
             .arg(q(std::string(to_string(r.scenario.kv_dtype))), both_units(r.kv.total_bytes, model_->units()));
     if (r.kv.state_bytes > 0) text += tr(" + state %1").arg(q(format_bytes(r.kv.state_bytes, model_->units())));

@@ -26,6 +26,7 @@ OverviewView::OverviewView(ScenarioModel* model, QWidget* parent)
       figures_(new QLabel),
       formula_(new QLabel),
       warnings_(new QLabel),
+      stale_(new QLabel),
       table_(new QTableView),
       comparison_(new ComparisonModel(model, this)) {
     QFont big = total_->font();
@@ -43,6 +44,9 @@ OverviewView::OverviewView(ScenarioModel* model, QWidget* parent)
     formula_->setToolTip(tr("The one formula, with this scenario's numbers substituted"));
     warnings_->setWordWrap(true);
     warnings_->setStyleSheet("color: #e67e22;");
+    stale_->setWordWrap(true);
+    stale_->setStyleSheet("color: #c0392b; font-weight: bold;");
+    stale_->hide();
 
     table_->setModel(comparison_);
     table_->setItemDelegateForColumn(ComparisonModel::Bar, new BarDelegate(ComparisonModel::FractionRole, table_));
@@ -55,6 +59,7 @@ OverviewView::OverviewView(ScenarioModel* model, QWidget* parent)
     table_->setAccessibleName(tr("MHA, GQA and MQA comparison"));
 
     auto* layout = new QVBoxLayout(this);
+    layout->addWidget(stale_);
     layout->addWidget(headline_);
     layout->addWidget(total_);
     layout->addWidget(figures_);
@@ -81,7 +86,7 @@ void OverviewView::refresh() {
     const ParameterCount params = parameters(s.arch);
     headline_->setText(
         tr("<b>%1</b> · %2 · %3 parameters%4 · %5 tokens × %6 · %7")
-            .arg(model_->description().toHtmlEscaped(), q(attention_label(s.arch)),
+            .arg(model_->resultsDescription().toHtmlEscaped(), q(attention_label(s.arch)),
                  q(format_si(static_cast<double>(params.total))), params.estimated ? tr(" (estimated)") : "",
                  q(format_count(s.workload.context_tokens)))
             .arg(q(format_count_of(s.workload.batch, "sequence", "sequences")), q(std::string(to_string(s.kv_dtype)))));
@@ -120,6 +125,13 @@ void OverviewView::refresh() {
                          q(format_bytes(r.kv.state_bytes_per_sequence, units)),
                          both_units(r.kv.memory_bytes, model_->units()));
     figures_->setText(rows.join('\n'));
+    // Inputs that need attention leave the last valid results in place: said above them, with whose they are.
+    const bool stale = !model_->errors().empty();
+    stale_->setVisible(stale);
+    if (stale)
+        stale_->setText(tr("The inputs need attention (%1). Shown below are the last valid results, of %2.")
+                            .arg(q(join_errors(model_->errors())), model_->resultsDescription())
+                            .toHtmlEscaped());
     formula_->setText(r.state_formula.empty() ? q(r.formula)
                                               : q(r.formula) + "\n" + tr("state: ") + q(r.state_formula));
     QStringList warnings;

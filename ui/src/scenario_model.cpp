@@ -285,6 +285,7 @@ void ScenarioModel::recompute() {
     errors_ = analysis ? Errors{} : analysis.errors();
     if (analysis) {
         results_ = *analysis;
+        results_description_ = description_;
         has_results_ = true;
     }
     emit changed();

@@ -61,6 +61,8 @@ public:
     // the reason in the message bar when it fails, leaving the scenario as it was.
     bool importModelFile(const QString& path);
     bool openScenarioFile(const QString& path);
+    // A .kvscope.json scenario is opened; anything else is imported as a model (config.json, GGUF, folder).
+    void openAny(const QString& path);
     bool saveScenarioFile(const QString& path);
     bool exportChartTo(const QString& path, ChartSize size = {});
     bool exportCsvTo(const QString& path);
@@ -102,7 +104,6 @@ private:
     bool report(const std::optional<QString>& problem, const QString& done);
     // As report(), and on success says where the file went with a button that opens its folder.
     bool exported(const std::optional<QString>& problem, const QString& done, const QString& path);
-    void openAny(const QString& path);
     QString askSavePath(const QString& title, const QString& filter, const QString& suffix);
 
     ScenarioModel* model_;

@@ -23,6 +23,8 @@ public:
     [[nodiscard]] QLabel* totalLabel() const { return total_; }
     [[nodiscard]] QLabel* formulaLabel() const { return formula_; }
     [[nodiscard]] QLabel* warningsLabel() const { return warnings_; }
+    [[nodiscard]] QLabel* staleLabel() const { return stale_; }
+    [[nodiscard]] QLabel* headlineLabel() const { return headline_; }
     [[nodiscard]] QTableView* comparisonTable() const { return table_; }
     [[nodiscard]] ComparisonModel* comparison() const { return comparison_; }
     // "Per token", "Per sequence", … with their values, as shown.
@@ -37,6 +39,7 @@ private:
     QLabel* figures_;
     QLabel* formula_;
     QLabel* warnings_;
+    QLabel* stale_;  // the inputs need attention: whose the last valid results below are
     QTableView* table_;
     ComparisonModel* comparison_;
 };

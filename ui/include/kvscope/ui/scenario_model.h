@@ -43,6 +43,9 @@ public:
     [[nodiscard]] const Errors& errors() const { return errors_; }
     // Where the model came from and what was assumed, for the overview and reports.
     [[nodiscard]] const QString& description() const { return description_; }
+    // The description of the scenario the results are of: while the inputs need attention the results are the
+    // last valid ones, of what may be another model, and are never shown under the current one's name.
+    [[nodiscard]] const QString& resultsDescription() const { return results_description_; }
     [[nodiscard]] const QStringList& notes() const { return notes_; }
     // The import's notes the exports give as warnings (State::warnings).
     [[nodiscard]] const QStringList& importWarnings() const { return warnings_; }
@@ -132,6 +135,7 @@ private:
     bool has_results_ = false;
     Errors errors_;
     QString description_;
+    QString results_description_;
     QStringList notes_;
     QStringList warnings_;
     bool head_dim_follows_ = true;
