@@ -1,5 +1,6 @@
 #include "command_line.h"
 
+#include <QDir>
 #include <QFileInfo>
 #include <iterator>
 #include <map>
@@ -119,6 +120,22 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
     if (c.export_chart && !ui::is_chart_format(*c.export_chart))
         errors.push_back({"--export-chart", "'" + c.export_chart->toStdString() +
                                                 "': choose a .png, .svg or .pdf file name for the chart"});
+    if (c.export_report && !c.export_report->endsWith(".pdf", Qt::CaseInsensitive))
+        errors.push_back({"--export-report", "'" + c.export_report->toStdString() +
+                                                 "': the report is a PDF; give a .pdf file name"});
+    // Where no export can be written, none is: a folder given as a file, or a folder that does not exist, is said
+    // before the first file is written (so that no set of exports is left half-done).
+    for (const auto& [option, path] : {std::pair{"--export-chart", &c.export_chart},
+                                       std::pair{"--export-csv", &c.export_csv},
+                                       std::pair{"--export-json", &c.export_json},
+                                       std::pair{"--export-report", &c.export_report}}) {
+        if (!*path) continue;
+        const QFileInfo info(**path);
+        if (info.isDir())
+            errors.push_back({option, "'" + (*path)->toStdString() + "' is a folder; give a file name in it"});
+        else if (!info.absoluteDir().exists())
+            errors.push_back({option, "the folder '" + info.absolutePath().toStdString() + "' does not exist"});
+    }
     // Two exports to one file: the second would silently replace the first.
     const std::pair<const char*, const std::optional<QString>*> exports[] = {{"--export-chart", &c.export_chart},
                                                                              {"--export-csv", &c.export_csv},

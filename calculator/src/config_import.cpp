@@ -344,6 +344,10 @@ Result<std::string> read_text_file(const std::string& path, std::size_t max_byte
                           path +
                               ": is a folder, not a file (--model-dir and the window's Import model folder read a "
                               "model's folder)"};
+    // A pipe or a device (/dev/zero) is no file to read: opening a pipe would wait for a writer.
+    if (std::error_code ec; std::filesystem::exists(std::filesystem::path(path), ec) &&
+                            !std::filesystem::is_regular_file(std::filesystem::path(path), ec))
+        return FieldError{"file", path + ": is not a regular file (a pipe or a device)"};
     std::ifstream in(path, std::ios::binary);
     if (!in) return FieldError{"file", path + ": cannot be opened (missing, or no permission to read)"};
     in.seekg(0, std::ios::end);
@@ -351,7 +355,7 @@ Result<std::string> read_text_file(const std::string& path, std::size_t max_byte
     if (size < 0) return FieldError{"file", path + ": cannot be read (not a regular file?)"};
     if (static_cast<std::size_t>(size) > max_bytes)
         return FieldError{"file", path + ": is " + format_bytes(static_cast<std::uint64_t>(size)) + ", more than the " +
-                                      format_bytes(max_bytes) + " a config may be"};
+                                      format_bytes(max_bytes) + " a config.json or a scenario may be"};
     in.seekg(0);
     std::string text(static_cast<std::size_t>(size), '\0');
     if (!in.read(text.data(), size)) return FieldError{"file", path + ": read failed"};

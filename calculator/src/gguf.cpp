@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <streambuf>
@@ -419,6 +420,12 @@ Result<File> read(std::string_view bytes, const std::string& source) {
 }
 
 Result<File> read_file(const std::string& path) {
+    // A folder, a pipe or a device is said as what it is (a pipe would otherwise wait for a writer).
+    if (std::error_code ec; std::filesystem::is_directory(std::filesystem::path(path), ec))
+        return FieldError{"gguf", path + ": is a folder, not a GGUF file (--model-dir reads a model's folder)"};
+    if (std::error_code ec; std::filesystem::exists(std::filesystem::path(path), ec) &&
+                            !std::filesystem::is_regular_file(std::filesystem::path(path), ec))
+        return FieldError{"gguf", path + ": is not a regular file (a pipe or a device)"};
     std::ifstream in(path, std::ios::binary);
     if (!in) return FieldError{"gguf", path + ": cannot be opened (missing, or no permission to read)"};
     in.seekg(0, std::ios::end);

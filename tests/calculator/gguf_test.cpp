@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/gguf.h"
 #include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/json.h"
@@ -149,6 +150,15 @@ TEST(Gguf, CorruptAndHostileHeadersNameTheByteAndWhatWasExpected) {
     tensors_twice.tensor("token_embd.weight", {4096, 32000}, 1).tensor("token_embd.weight", {4096, 32000}, 1);
     EXPECT_FIELD_ERROR(gguf::read(tensors_twice.bytes(), "m.gguf"), "gguf",
                        "the tensor token_embd.weight is in the file twice");
+}
+
+TEST(Gguf, AFolderOrADeviceIsSaidAsWhatItIs) {
+    const auto folder = std::filesystem::temp_directory_path() / "kvscope gguf Modèle";
+    std::filesystem::create_directories(folder);
+    EXPECT_FIELD_ERROR(gguf::read_file(folder.string()), "gguf", "is a folder, not a GGUF file (--model-dir");
+    EXPECT_FIELD_ERROR(gguf::read_file("/dev/zero"), "gguf", "/dev/zero: is not a regular file");
+    EXPECT_FIELD_ERROR(read_text_file("/dev/zero"), "file", "/dev/zero: is not a regular file");
+    std::filesystem::remove(folder);
 }
 
 TEST(Gguf, ANameOfStrayBytesIsReadAsValidUtf8) {

@@ -102,9 +102,25 @@ TEST(Headless, BadInputNamesTheOptionAndExitsWithTwo) {
     r = kvscope_app({"--context", "12q", "--export-chart", dir.filePath("c.svg")});
     EXPECT_EQ(r.status, 2);
     EXPECT_TRUE(r.err.contains("--context")) << r.err.toStdString();
-    r = kvscope_app({"--model", "llama-3-8b", "--kv-dtype", "fp8", "--export-chart", dir.filePath("nowhere/c.svg")});
-    EXPECT_EQ(r.status, 1);
-    EXPECT_TRUE(r.err.contains("nowhere/c.svg")) << r.err.toStdString();
+    // Where an export cannot be written, nothing is: said before the first file.
+    r = kvscope_app({"--model", "llama-3-8b", "--kv-dtype", "fp8", "--export-csv", dir.filePath("c.csv"),
+                     "--export-chart", dir.filePath("nowhere/c.svg")});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(r.err.contains("--export-chart: the folder '" + dir.filePath("nowhere") + "' does not exist"))
+        << r.err.toStdString();
+    EXPECT_FALSE(QFile::exists(dir.filePath("c.csv")));
+    QDir().mkpath(dir.filePath("a folder.json"));
+    r = kvscope_app({"--model", "gpt2", "--export-csv", dir.filePath("c.csv"), "--export-json",
+                     dir.filePath("a folder.json"), "--export-report", dir.filePath("r.txt")});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(r.err.contains("--export-json: '" + dir.filePath("a folder.json") + "' is a folder"))
+        << r.err.toStdString();
+    EXPECT_TRUE(r.err.contains("--export-report: '" + dir.filePath("r.txt") + "': the report is a PDF"));
+    EXPECT_FALSE(QFile::exists(dir.filePath("c.csv")));
+    // A pipe is written in place, not replaced by a file: the CSV comes out on standard output.
+    r = kvscope_app({"--model", "gpt2", "--export-csv", "/dev/stdout"});
+    EXPECT_EQ(r.status, 0) << r.err.toStdString();
+    EXPECT_TRUE(r.out.startsWith("tokens,MHA bytes")) << r.out.left(200).toStdString();
     r = kvscope_app({"--export-chart", dir.filePath("c.svg")});
     EXPECT_EQ(r.status, 2);
     EXPECT_TRUE(r.err.contains("need a scenario"));

@@ -2,6 +2,7 @@
 
 #include <QBuffer>
 #include <QDateTime>
+#include <QFile>
 #include <QFileInfo>
 #include <QImage>
 #include <QPageSize>
@@ -25,6 +26,17 @@ namespace kvscope::ui {
 namespace {
 
 std::optional<QString> write_file(const QString& path, const QByteArray& bytes) {
+    const QFileInfo info(path);
+    if (info.isDir()) return QObject::tr("Could not write %1: it is a folder; give a file name").arg(path);
+    if (info.exists() && !info.isFile()) {
+        // A pipe or a device (/dev/stdout, a named pipe): written in place. A save file would be renamed over it,
+        // replacing the device with a plain file where the user may (as root, /dev/null).
+        QFile device(path);
+        if (!device.open(QIODevice::WriteOnly) || device.write(bytes) != bytes.size() || !device.flush())
+            return QObject::tr("Could not write %1: %2").arg(path, device.errorString());
+        return std::nullopt;
+    }
+    // A plain file is written whole or not at all: a new file beside it, renamed over it when complete.
     QSaveFile file(path);
     if (!file.open(QIODevice::WriteOnly)) return QObject::tr("Could not write %1: %2").arg(path, file.errorString());
     if (file.write(bytes) != bytes.size() || !file.commit())
