@@ -2,6 +2,7 @@
 // paths with spaces and non-ASCII letters, a data or settings folder that cannot be written, and
 // two windows of the app open at once.
 #include <QDir>
+#include <QFileInfo>
 #include <QLocale>
 #include <QSettings>
 #include <QStandardPaths>
@@ -163,6 +164,24 @@ TEST(Environment, TwoWindowsKeepEachOthersNotes) {
     ASSERT_EQ(reread.notes().size(), 1);
     EXPECT_EQ(reread.notes()[0].claim, "edited");
     EXPECT_EQ(reread.notes()[0].scenario, fractional_deployment());
+}
+
+TEST(Environment, TwoWindowsKeepEachOthersRecentFiles) {
+    QSettings().clear();
+    QTemporaryDir dir;
+    auto* first = new MainWindow(testing::catalog(), true);
+    auto* second = new MainWindow(testing::catalog(), true);
+    ASSERT_TRUE(first->saveScenarioFile(dir.filePath("erste Größe.kvscope.json")));
+    ASSERT_TRUE(second->saveScenarioFile(dir.filePath("zweite.kvscope.json")));
+    first->close();
+    second->close();  // closing last: its list must not drop the first window's file
+    delete first;
+    delete second;
+    const QStringList recent = QSettings().value("files/recent").toStringList();
+    EXPECT_TRUE(recent.contains(QFileInfo(dir.filePath("erste Größe.kvscope.json")).absoluteFilePath()))
+        << recent.join(", ").toStdString();
+    EXPECT_EQ(recent.value(0), QFileInfo(dir.filePath("zweite.kvscope.json")).absoluteFilePath());
+    QSettings().clear();
 }
 
 TEST(Environment, TwoWindowsKeepTheirOwnRecoveryCopies) {

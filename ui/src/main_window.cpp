@@ -538,9 +538,13 @@ void MainWindow::showScenario(const Scenario& scenario, const QString& descripti
 
 void MainWindow::addRecent(const QString& path) {
     const QString full = QFileInfo(path).absoluteFilePath();
-    recent_.removeAll(full);
-    recent_.prepend(full);
-    while (recent_.size() > kMaxRecent) recent_.removeLast();
+    // Another window may have added files since this one started: its entries are kept, behind this one.
+    QStringList merged{full};
+    for (const QString& p : recent_ + QSettings().value("files/recent").toStringList())
+        if (!merged.contains(p)) merged << p;
+    while (merged.size() > kMaxRecent) merged.removeLast();
+    recent_ = merged;
+    QSettings().setValue("files/recent", recent_);
     rebuildRecentMenu();
 }
 
@@ -638,7 +642,8 @@ void MainWindow::saveSettings() const {
         settings.remove("view/logBytes");  // chosen by the chart for each model
     else
         settings.setValue("view/logBytes", chart_->logBytes());
-    settings.setValue("files/recent", recent_);
+    // files/recent is written when a file is added (addRecent), merged with other windows' additions: a list
+    // written here would drop what a second window added after this one started.
     settings.setValue("files/lastDir", last_dir_);
     settings.setValue("scenario/last", QString::fromStdString(scenario_to_json(model_->scenario())));
     settings.setValue("scenario/description", model_->description());
