@@ -132,6 +132,12 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
     const probe::StepReport p = backend.step(request, make_control(o));
     const double ratio = p.step_ms > 0 ? p.predicted_step_ms / p.step_ms : 0;  // predicted ÷ measured
     const auto batch = static_cast<double>(s.workload.batch);
+    // The cache's own warnings, as kv and probe give them (a context past the model's positions, …), and a
+    // quantized checkpoint run in a plain format.
+    const auto kv = kv_cache_report(s.arch, s.kv_dtype, s.workload, {});
+    std::vector<std::string> warnings = kv ? kv->warnings : std::vector<std::string>{};
+    if (std::string plain = quantized_as_plain(s, request.weight_dtype); !plain.empty())
+        warnings.push_back(std::move(plain));
     Output r;
     r.status = exit_status(p.status);
     // Kept for `fit` and the Deployment tab, which show it beside the estimate for this scenario on this GPU.
@@ -148,9 +154,13 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
     if (o.format == Format::json) {
         Value v = run_json(p.status, p.message, p.device, s);
         v.set("weight_dtype", Value::string(std::string(to_string(request.weight_dtype))));
-        // A quantized checkpoint run in a plain format, as the text says it: in the warnings, null-free.
-        const std::string plain = quantized_as_plain(s, request.weight_dtype);
-        v.set("warnings", plain.empty() ? Value::array() : Value::strings({plain}));
+        v.set("warnings", Value::strings(warnings));
+        // No step ran: no figures that a script could read as measured.
+        if (p.status != Status::ok) {
+            v.set("step", Value());
+            r.out = v.dump() + "\n";
+            return r;
+        }
         Value st = Value::object();
         st.set("step_ms", Value::number(p.step_ms));
         st.set("min_step_ms", Value::number(p.min_step_ms));
@@ -195,7 +205,10 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
         {"layers",
          std::to_string(p.layers_run) + " of " + std::to_string(p.layers_total) +
              (p.scaled ? " run (the rest did not fit in memory); their time scaled to the whole model" : " run")},
-        {"step", ms(p.step_ms) + " (median of " + std::to_string(p.runs) + ", min " + ms(p.min_step_ms) + ") → " +
+        {"step", ms(p.step_ms) +
+                     (p.runs > 1 ? " (median of " + std::to_string(p.runs) + " runs, min " + ms(p.min_step_ms) + ")"
+                                 : std::string(" (1 run)")) +
+                     " → " +
                      fixed(p.tokens_per_s(), 1) + " tokens/s per sequence, " + fixed(p.tokens_per_s() * batch, 1) +
                      " in all"},
         {"predicted", ms(p.predicted_step_ms) + " → " + fixed(p.predicted_tokens_per_s(), 1) +
@@ -213,6 +226,7 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
         {"kernel", p.kernel},
         {"kept in", kept_in.empty() ? std::string("not kept") : kept_in},
     });
+    for (const auto& w : warnings) r.out += "warning: " + w + "\n";
     return r;
 }
 

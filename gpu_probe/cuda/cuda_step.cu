@@ -266,7 +266,9 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     if (layers_run == 0)
         return fail(r, Status::out_of_memory,
                     "one layer (" + format_bytes(layer_paged(0) + layer_kv[0]) + " of weights and cache) beside the " +
-                        "embedding and head (" + format_bytes(outer_weights) + ") needs more than the " +
+                        "embedding and head (" + format_bytes(outer_weights) + "), the activations (" +
+                        format_bytes(activations) + ") and cuBLAS's workspace (" + format_bytes(margin) +
+                        ") needs more than the " +
                         format_bytes(limit) + " of device memory " +
                         (control.memory_limit_bytes ? "the memory limit allows" : "free") +
                         "; lower the batch, the context or the weight precision");

@@ -502,8 +502,9 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
                     const Checked first = Checked(probe_model.layer_bytes(0)) + layer_kv[0];
                     return first.overflow() ? std::string("more than 2^64 bytes") : format_bytes(first.value());
                 }() +
-                " of weights and cache) beside the " + "embedding and head (" +
-                format_bytes(probe_model.outer_bytes()) + ") needs more than the " + format_bytes(limit) +
+                " of weights and cache) beside the embedding and head (" + format_bytes(probe_model.outer_bytes()) +
+                ") and " + format_bytes(margin) + " kept for activations and scratch needs more than the " +
+                format_bytes(limit) +
                 (control.memory_limit_bytes ? " the memory limit allows" : " of memory available") +
                 "; lower the batch, the context or the weight precision");
     if (std::string why = step::experts_not_run(req, layers_run); !why.empty())

@@ -152,6 +152,33 @@ TEST(Cli, ProbeStepTimesTheWholeModelBesideTheCalculatorsFloor) {
         << q4.err;
 }
 
+TEST(Cli, AStepSaysTheScenariosWarningsAndAFailedOneGivesNoFigures) {
+    // GPT-2 at 2k: past its 1,024 positions, as kv and probe say; the step says so too, in the text and the JSON.
+    const std::string args = "probe --step --backend cpu --model gpt2 --context 2k --runs 1 --ceiling-size 16MiB";
+    const CliRun json = cli(args + " --json");
+    ASSERT_EQ(json.status, 0) << json.err;
+    const auto parsed = kvscope::json::parse(json.out);
+    ASSERT_TRUE(parsed.value.has_value()) << json.out;
+    const kvscope::json::Value* warnings = parsed.value->find("warnings");
+    ASSERT_TRUE(warnings != nullptr && warnings->items().size() == 1) << json.out;
+    EXPECT_EQ(warnings->items().front().as_string(),
+              "the context of 2,048 tokens exceeds the model's 1,024 max positions");
+    const CliRun text = cli(args);
+    EXPECT_NE(text.out.find("warning: the context of 2,048 tokens exceeds"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("(1 run)"), std::string::npos) << text.out;
+    // Refused for memory: "step" is null, not a row of zeros a script could read as measured.
+    const CliRun refused = cli(args + " --memory-limit 1MiB --json");
+    EXPECT_EQ(refused.status, 1);
+    const auto doc = kvscope::json::parse(refused.out);
+    ASSERT_TRUE(doc.value.has_value()) << refused.out;
+    EXPECT_EQ(doc.value->find("status")->as_string(), "out_of_memory");
+    ASSERT_NE(doc.value->find("step"), nullptr);
+    EXPECT_TRUE(doc.value->find("step")->is_null());
+    EXPECT_NE(doc.value->find("message")->as_string().find("64.0 MiB kept for activations and scratch"),
+              std::string::npos)
+        << refused.out;
+}
+
 TEST(Cli, AStepMeasuredHereIsKeptAndFitShowsItOnTheGpuItRanOn) {
     // A folder with a space and accents, given with --data-dir.
     const auto folder = std::filesystem::temp_directory_path() / ("kvscope données " + std::to_string(::getpid()));
