@@ -5,8 +5,9 @@
 #include <cmath>
 #include <string>
 
-#include "kvscope/calculator/learn.h"
+#include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/units.h"
 
 namespace kvscope::probe {
 
@@ -245,6 +246,16 @@ StopwatchReport generate_both(const TinyTransformer& model, const StopwatchReque
     }
     using Clock = std::chrono::steady_clock;
     const std::vector<int> prompt = model.encode(request.prompt);
+    // The prompt and the generated tokens take positions of the model's 4,096; past them nothing runs.
+    if (prompt.size() + static_cast<std::size_t>(request.tokens) > static_cast<std::size_t>(kMaxStopwatchTokens)) {
+        r.status = Status::invalid_input;
+        r.message = "prompt: its " + format_count_of(prompt.size(), "token", "tokens") + " and " +
+                    format_count_of(static_cast<std::uint64_t>(request.tokens), "generated token", "generated tokens") +
+                    " take " + format_count(prompt.size() + static_cast<std::size_t>(request.tokens)) +
+                    " positions, more than the teaching model's " + format_count(kMaxStopwatchTokens) +
+                    "; shorten the prompt or generate fewer tokens";
+        return r;
+    }
     const double total = 2.0 * request.tokens;
     auto cancelled = [&](int i, const char* run) {
         if (!control.cancelled()) return false;
@@ -292,11 +303,18 @@ StopwatchReport generate_both(const TinyTransformer& model, const StopwatchReque
     for (double ms : r.cached_ms) cached += ms;
     for (double ms : r.uncached_ms) uncached += ms;
     r.speedup = cached > 0 ? uncached / cached : 0.0;
-    const auto n = static_cast<std::uint64_t>(request.tokens);
-    if (auto curve = recompute_curve(TinyTransformer::architecture(), {n, 1, 1, false}, n, 2))
-        r.speedup_bound = curve->speedup_bound;
+    // The bound over the work timed. The cached run's clock starts after the prompt's prefill; its step i feeds
+    // one token at position p + i (contexts p+1 … p+n). The recomputing run's step i runs the whole prefix of p + i
+    // tokens (p … p+n-1): token_work's cumulative sums, from the first position, less those before.
+    const auto n = static_cast<std::uint64_t>(request.tokens), p = static_cast<std::uint64_t>(prompt.size());
+    const Architecture arch = TinyTransformer::architecture();
+    const auto work = [&arch](std::uint64_t t) { return t > 0 ? token_work(arch, {t, 1, 1, false}, t) : TokenWork{}; };
+    const double cached_work = work(p + n).cumulative_cached - work(p).cumulative_cached;
+    const std::uint64_t first = p > 0 ? p : 1;  // an empty prompt: the first recomputed step runs one position
+    const double recomputed_work = work(first + n - 1).cumulative_uncached - work(first - 1).cumulative_uncached;
+    r.speedup_bound = cached_work > 0 ? recomputed_work / cached_work : 1;
     auto one_decimal = [](double v) { return number_text(v, Notation::fixed, 1); };
-    r.message = std::to_string(request.tokens) + " tokens" + g.where + ": " + one_decimal(cached) +
+    r.message = format_count_of(n, "token", "tokens") + g.where + ": " + one_decimal(cached) +
                 " ms with the cache, " + one_decimal(uncached) + " ms recomputing (" + one_decimal(r.speedup) +
                 "× slower; the calculator's FLOP bound is " + one_decimal(r.speedup_bound) + "×); texts " +
                 (r.tokens_identical ? "identical" : "differ");

@@ -37,6 +37,29 @@ TEST(Stopwatch, BothRunsWriteTheSameTextAndCarryTheirRatioBesideTheBound) {
     EXPECT_NE(r.message.find("bound is"), std::string::npos) << r.message;
 }
 
+TEST(Stopwatch, TheBoundCountsThePromptAndThePositionsAreTheModels) {
+    // 200 prompt words, 4 tokens: each recomputed step runs the prompt again, so the bound is about 200×, not the
+    // 2.5× of 4 tokens from an empty context.
+    StopwatchRequest request;
+    request.tokens = 4;
+    for (int i = 0; i < 200; ++i) request.prompt += "cat ";
+    const StopwatchReport r = run_stopwatch(request, {});
+    ASSERT_EQ(r.status, Status::ok) << r.message;
+    EXPECT_GT(r.speedup_bound, 150.0);
+    EXPECT_LT(r.speedup_bound, 260.0);
+    EXPECT_EQ(r.message.rfind("4 tokens: ", 0), 0u) << r.message;
+    // Past the teaching model's 4,096 positions nothing runs.
+    request.prompt.clear();
+    for (int i = 0; i < 4094; ++i) request.prompt += "cat ";
+    const StopwatchReport past = run_stopwatch(request, {});
+    EXPECT_EQ(past.status, Status::invalid_input);
+    EXPECT_NE(past.message.find("take 4,098 positions, more than the teaching model's 4,096"), std::string::npos)
+        << past.message;
+    request.tokens = 1;
+    request.prompt = "hello";
+    EXPECT_EQ(run_stopwatch(request, {}).message.rfind("1 token: ", 0), 0u);
+}
+
 TEST(Stopwatch, AFarGapToTheBoundIsExplainedWithItsFigures) {
     // As the H200 measured it (docs/gpu-results.md): flat cached steps, 14× against a bound of about 1,600×.
     StopwatchReport r;

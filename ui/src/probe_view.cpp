@@ -435,8 +435,9 @@ void ProbeView::showStopwatch(const probe::StopwatchReport& r) {
                  r.tokens_identical
                      ? tr("Identical token for token (largest logit difference %1).").arg(r.max_logit_diff, 0, 'e', 1)
                      : tr("The texts differ.")));
-    const std::string note = probe::stopwatch_gap_note(r);
-    done(q(r.message) + (note.empty() ? QString() : ". " + q(note) + "."), true);
+    QString note = q(probe::stopwatch_gap_note(r));
+    if (!note.isEmpty()) note[0] = note[0].toUpper();  // a sentence of its own after the message
+    done(q(r.message) + (note.isEmpty() ? QString() : ". " + note + "."), true);
 }
 
 void ProbeView::done(const QString& message, bool ok) {
