@@ -58,12 +58,44 @@ Checked state_bytes_per_gpu(const RecurrentState& r, std::uint64_t tp) {
     return row_bytes(r.conv_dtype, v.conv.value()) + row_bytes(r.ssm_dtype, v.ssm.value());
 }
 
+namespace {
+
+// A cache stored in blocks (llama.cpp's q8_0 and q4_0, mxfp4: 32 values a block) views each head's row as whole
+// blocks, so a head dimension that is not a multiple of the block is refused: llama.cpp's llama_init_from_model
+// (src/llama-context.cpp) stops with "K cache type q8_0 with block size 32 does not divide n_embd_head_k=72" (and
+// the same for V). Rounding the row up to blocks would give a figure for a cache no engine makes.
+std::optional<FieldError> block_format_problem(const Architecture& arch, KvDtype dtype) {
+    const KvDtypeInfo& f = info(dtype);
+    if (f.values_per_block < 32) return std::nullopt;
+    const auto problem = [&](const char* what, std::uint64_t dim) -> std::optional<FieldError> {
+        if (dim % f.values_per_block == 0) return std::nullopt;
+        return FieldError{Field::kv_dtype,
+                          std::string(f.id) + " stores blocks of " + std::to_string(f.values_per_block) +
+                              " values, and the " + what + " head dimension " + format_count(dim) +
+                              " is not a multiple of " + std::to_string(f.values_per_block) +
+                              ": llama.cpp refuses such a cache (\"" + (what[0] == 'k' ? "K" : "V") + " cache type " +
+                              std::string(f.id) + " with block size " + std::to_string(f.values_per_block) +
+                              " does not divide n_embd_head_" + (what[0] == 'k' ? "k" : "v") + "\"); choose fp16, bf16 or fp8"};
+    };
+    // MLA: llama.cpp caches the latent and the rotary key as one row of K (n_embd_head_k = kv_lora_rank + rope).
+    if (arch.mla) return problem("key", arch.mla->kv_lora_rank + arch.mla->qk_rope_head_dim);
+    for (std::uint64_t l = 0; l < arch.layers; ++l) {
+        if (!arch.layer_specs.empty() && !arch.layer_specs[l].caches_kv()) continue;
+        if (auto e = problem("key", arch.head_dim_k_of(l))) return e;
+        if (auto e = problem("value", arch.head_dim_v_of(l))) return e;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const Workload& workload,
                                 const Parallelism& parallel) {
     Errors errors = validate(arch);
     for (auto& e : validate(workload)) errors.push_back(std::move(e));
     for (auto& e : validate(parallel, arch)) errors.push_back(std::move(e));
     if (!errors.empty()) return errors;
+    if (auto e = block_format_problem(arch, dtype)) return *e;
 
     KvLayout k;
     k.dtype_ = dtype;

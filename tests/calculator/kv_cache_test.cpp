@@ -9,6 +9,23 @@ namespace {
 
 using testing::make_arch;
 
+TEST(KvCache, ABlockFormatNeedsWholeBlocksAHeadAsLlamaCppDoes) {
+    // open_llama_3b's head dimension of 100 in q8_0: llama.cpp refuses the cache, so no figure is given for it.
+    const Architecture odd = testing::make_arch(26, 32, 32, 100);
+    const auto r = kv_cache_report(odd, KvDtype::q8_0, {2048, 1, 1, false});
+    EXPECT_FIELD_ERROR(r, "kv_dtype",
+                       "q8_0 stores blocks of 32 values, and the key head dimension 100 is not a multiple of 32: "
+                       "llama.cpp refuses such a cache (\"K cache type q8_0 with block size 32 does not divide "
+                       "n_embd_head_k\")");
+    EXPECT_TRUE(kv_cache_report(odd, KvDtype::fp16, {2048, 1, 1, false}).ok());
+    EXPECT_TRUE(kv_cache_report(testing::make_arch(32, 32, 8, 128), KvDtype::q4_0, {2048, 1, 1, false}).ok());
+    // A value dimension of its own (72) is checked too.
+    Architecture v72 = testing::make_arch(4, 8, 8, 128);
+    v72.head_dim_v = 72;
+    EXPECT_FIELD_ERROR(kv_cache_report(v72, KvDtype::q4_0, {64, 1, 1, false}), "kv_dtype",
+                       "the value head dimension 72 is not a multiple of 32");
+}
+
 TEST(KvCache, LessonReferenceMhaGqaMqa) {
     // 32 layers, 32 query heads, model dim 4096 (head dim 128), fp16, 8192 tokens, batch 1.
     const Architecture a = teaching_model();

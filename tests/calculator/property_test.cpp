@@ -45,6 +45,9 @@ public:
         c.workload = {pick({1, 7, 512, 4096, 32768, 131072}), pick({1, 3, 8, 64}), pick({1, 16, 256}), false};
         const auto dtypes = all_kv_dtypes();
         c.dtype = dtypes[std::uniform_int_distribution<std::size_t>(0, dtypes.size() - 1)(rng_)].dtype;
+        // A format of 32-value blocks needs whole blocks a head (llama.cpp refuses other shapes): 80 becomes 64.
+        if (info(c.dtype).values_per_block >= 32 && c.arch.head_dim_k % 32 != 0)
+            c.arch.head_dim_k = c.arch.head_dim_v = 64;
         return c;
     }
 

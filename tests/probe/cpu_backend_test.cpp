@@ -103,7 +103,7 @@ TEST(KvTensors, OnlyFormatsTheProbeStoresAreAccepted) {
     odd.arch.head_dim_k = odd.arch.head_dim_v = 48;
     const auto r = kv_tensors(odd);
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.errors().front().input, Field::head_dim);
+    EXPECT_EQ(r.errors().front().input, Field::kv_dtype);  // the calculator's check, as llama.cpp words it
     EXPECT_NE(r.errors().front().message.find("blocks of 32"), std::string::npos) << r.error_text();
 }
 
