@@ -69,10 +69,16 @@ void scan_huggingface(const fs::path& hub, std::vector<LocalModel>& out) {
         std::error_code error;
         if (fs::exists(snapshot / "config.json", error))
             out.push_back({id, LocalStore::huggingface, snapshot.string(), false});
-        // Each GGUF file is a model too (a GGUF repo, with or without a config.json beside).
+        // Each GGUF file is a model too (a GGUF repo, with or without a config.json beside), also one folder down:
+        // repos of split quantizations keep each in a folder of its own (unsloth's Q4_K_M/…-00001-of-00002.gguf).
         for (const fs::path& f : entries(snapshot, false))
             if (is_model_file(f))
                 out.push_back({id + "/" + f.filename().string(), LocalStore::huggingface, f.string(), true});
+        for (const fs::path& sub : entries(snapshot, true))
+            for (const fs::path& f : entries(sub, false))
+                if (is_model_file(f))
+                    out.push_back({id + "/" + sub.filename().string() + "/" + f.filename().string(),
+                                   LocalStore::huggingface, f.string(), true});
     }
 }
 

@@ -173,6 +173,10 @@ TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights
     write(hub / "models--meta-llama--Llama-3.1-8B" / "snapshots" / "r2" / "config.json", "{}");
     write(hub / "models--bartowski--Qwen3-8B-GGUF" / "snapshots" / "r" / "Qwen3-8B-Q4_K_M.gguf", "GGUF");
     write(hub / "models--bartowski--Qwen3-8B-GGUF" / "snapshots" / "r" / "mmproj-f16.gguf", "GGUF");
+    // A split quantization in a folder of its own, as unsloth's repos keep them: listed by its first piece.
+    const fs::path q4 = hub / "models--bartowski--Qwen3-8B-GGUF" / "snapshots" / "r" / "Q4_K_M";
+    write(q4 / "Qwen3-8B-Q4_K_M-00001-of-00002.gguf", "GGUF");
+    write(q4 / "Qwen3-8B-Q4_K_M-00002-of-00002.gguf", "GGUF");
     write(hub / "models--x--y" / "snapshots" / "a" / "config.json", "{}");
     write(hub / "models--x--y" / "snapshots" / "b" / "config.json", "{}");
     write(hub / "datasets--x--y" / "snapshots" / "a" / "config.json", "{}");
@@ -194,6 +198,7 @@ TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights
     for (const auto& m : models) ids.push_back(std::string(to_string(m.store)) + ": " + m.id);
     EXPECT_EQ(ids, (std::vector<std::string>{
                        "Hugging Face cache: bartowski/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf",
+                       "Hugging Face cache: bartowski/Qwen3-8B-GGUF/Q4_K_M/Qwen3-8B-Q4_K_M-00001-of-00002.gguf",
                        "Hugging Face cache: meta-llama/Llama-3.1-8B",
                        "Ollama: hf.co/bartowski/Phi-4-GGUF:Q4_K_M",
                        "Ollama: llama3.1:8b",
