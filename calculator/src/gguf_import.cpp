@@ -3,12 +3,14 @@
 // sizes of src/llama-hparams.cpp, as the engine that runs the file reads them.
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <filesystem>
 #include <map>
 #include <set>
 
 #include "kvscope/calculator/gguf.h"
+#include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/units.h"
 
 namespace kvscope::gguf {
@@ -323,7 +325,20 @@ KvDtype weight_format(const std::map<std::uint32_t, std::uint64_t>& by_type, Imp
         if (const auto i = type_info(type)) mix += (mix.empty() ? "" : ", ") + std::string(i->name);
     out.weight_dtype_source = "the GGUF's tensors (" + mix + ")";
     if (const auto d = parse_kv_dtype(name == "f32" ? "fp32" : (name == "f16" ? "fp16" : name))) return *d;
-    return KvDtype::bf16;  // a k-quant or i-quant mix: the exact bytes below are what counts
+    // A k-quant or i-quant mix (Q4_K_M: q4_K, q6_K, f32): the exact bytes are what counts while the shape is the
+    // file's; the format named is llama.cpp's plain one nearest the file's bits a weight, which an estimate falls
+    // back on once the shape is changed (bf16 would be about 3.5 times a Q4_K_M file).
+    std::uint64_t bytes = 0;
+    for (const auto& [type, b] : by_type) bytes += b;  // bounded: the sum the caller checked
+    if (out.arch.params_total == 0) return KvDtype::bf16;
+    const double bits = 8.0 * static_cast<double>(bytes) / static_cast<double>(out.arch.params_total);
+    KvDtype nearest = KvDtype::bf16;
+    for (const KvDtype d : {KvDtype::q4_0, KvDtype::q8_0, KvDtype::bf16})
+        if (std::abs(bits_per_value(d) - bits) < std::abs(bits_per_value(nearest) - bits)) nearest = d;
+    out.weight_dtype_source += "; " + number_text(bits, Notation::fixed, 2) + " bits a weight in all, nearest " +
+                               std::string(to_string(nearest)) + " (" +
+                               number_text(bits_per_value(nearest), Notation::fixed, 1) + ")";
+    return nearest;
 }
 
 }  // namespace

@@ -229,6 +229,11 @@ TEST(Gguf, LlamaGivesTheConfigJsonCacheExactWeightsAndLlamaCppDefaults) {
         << m.weights_source;
     EXPECT_EQ(m.arch.params_total, 8030261248u);  // Llama 3 8B's published count, from the tensors' shapes
     EXPECT_NE(m.weight_dtype_source.find("q4_K"), std::string::npos) << m.weight_dtype_source;
+    // The format an estimate falls back on (once the shape changes) is llama.cpp's plain one nearest the file's
+    // bits a weight (here 5.15), not bf16's 16.
+    EXPECT_EQ(m.weight_dtype, KvDtype::q4_0);
+    EXPECT_NE(m.weight_dtype_source.find("5.15 bits a weight in all, nearest q4_0 (4.5)"), std::string::npos)
+        << m.weight_dtype_source;
 }
 
 TEST(Gguf, SlidingChunkedMlaAndHybridModelsMatchTheirConfigJson) {
