@@ -128,10 +128,13 @@ void OverviewView::refresh() {
     // Inputs that need attention leave the last valid results in place: said above them, with whose they are.
     const bool stale = !model_->errors().empty();
     stale_->setVisible(stale);
-    if (stale)
-        stale_->setText(tr("The inputs need attention (%1). Shown below are the last valid results, of %2.")
-                            .arg(q(join_errors(model_->errors())), model_->resultsDescription())
+    if (stale) {
+        QStringList problems;
+        for (const FieldError& e : model_->errors()) problems << q(e.message);
+        stale_->setText(tr("The inputs need attention: %1. Shown below are the last valid results, of %2.")
+                            .arg(problems.join("; "), model_->resultsDescription())
                             .toHtmlEscaped());
+    }
     formula_->setText(r.state_formula.empty() ? q(r.formula)
                                               : q(r.formula) + "\n" + tr("state: ") + q(r.state_formula));
     QStringList warnings;
