@@ -144,6 +144,17 @@ TEST(Window, DeploymentTabAnswersTheReadmeQuestion) {
     EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains("tokens/s"));
     EXPECT_EQ(w.deployment()->bars()->segments().size(), 5);
     EXPECT_TRUE(w.statusSummary().contains("does not fit on 2 × NVIDIA H100"));
+    // At a memory fraction of 0.85 the weights and reserves alone do not fit: the shortfall is still fit's and the
+    // report's (the cache's need included), with the reason beside it (kvscope-cli fit: "short by 80.6 GiB").
+    w.model()->edit("fraction", [](Scenario& s) {
+        s.deployment->fraction = 0.85;
+        s.deployment->fraction_given = true;
+    });
+    EXPECT_TRUE(w.deployment()->verdictLabel()->text().startsWith(
+        "Does not fit: short by 80.6 GiB (86.5 GB) per GPU — the weights and reserves alone exceed the memory the "
+        "engine may use by 615 MiB"))
+        << w.deployment()->verdictLabel()->text().toStdString();
+    w.model()->undoStack()->undo();
     // Four more GPUs at tensor parallel 8 make it fit.
     w.model()->edit("more", [](Scenario& s) {
         s.parallel.tp = 8;

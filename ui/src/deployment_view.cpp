@@ -581,8 +581,11 @@ void DeploymentView::refreshResults() {
     const DecodeEstimate& d = *r.decode;
     const std::int64_t headroom = f.headroom_bytes_per_gpu;
     if (f.kv_budget_bytes_per_gpu < 0) {
-        verdict_->setText(tr("Does not fit: the weights alone need %1 more per GPU")
-                              .arg(q(format_bytes(static_cast<std::uint64_t>(-f.kv_budget_bytes_per_gpu), units))));
+        // The shortfall as fit and the report give it (cache included), and why there is no budget at all.
+        verdict_->setText(tr("Does not fit: short by %1 per GPU — the weights and reserves alone exceed the memory "
+                             "the engine may use by %2")
+                              .arg(both_units(static_cast<std::uint64_t>(-headroom), units),
+                                   q(format_bytes(static_cast<std::uint64_t>(-f.kv_budget_bytes_per_gpu), units))));
     } else if (f.fits) {
         verdict_->setText(
             tr("Fits, with %1 to spare per GPU").arg(both_units(static_cast<std::uint64_t>(headroom), units)));
