@@ -399,6 +399,12 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
             a.head_dim_k = *k_mla, a.head_dim_v = *v_mla;
             a.kv_heads = a.query_heads;  // every query head reads the one latent (as the config.json's count)
             kv.assign(a.layers, a.kv_heads);
+        } else if (rank && k_mla && *k_mla <= rope) {
+            // Present but no larger than the rotary part: no latent fits in it, and no rule here reads the file.
+            a.not_exact.push_back("deepseek2.attention.key_length_mla is " + std::to_string(*k_mla) +
+                                  ", not more than the rotary dimension " + std::to_string(rope) +
+                                  ", so it holds no latent; the cache is counted as full keys and values for every "
+                                  "head, as a GGUF without it is");
         } else if (rank) {
             out.notes.emplace_back(
                 "this GGUF has no deepseek2.attention.key_length_mla: it predates llama.cpp's MLA cache, and "

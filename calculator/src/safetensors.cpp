@@ -182,14 +182,22 @@ Result<Weights> read_weights(const std::string& path) {
             const auto text = read_text_file(index.string());
             if (!text) return text.errors();
             const auto parsed = json::parse(*text);
-            const json::Value* map = parsed ? parsed.value->find("weight_map") : nullptr;
+            if (!parsed)
+                return FieldError{"--weights", index.string() + ":" + std::to_string(parsed.error.line) +
+                                                   ": not valid JSON: " + parsed.error.message};
+            const json::Value* map = parsed.value->find("weight_map");
             if (!map || !map->is_object())
                 return FieldError{"--weights", index.string() + ": expected an object with a weight_map"};
             std::set<std::string> shards;
             for (const auto& [tensor, file] : map->members()) {
-                if (!file.is_string() || file.as_string().empty() || file.as_string().find('/') != std::string::npos)
-                    return FieldError{"--weights",
-                                      index.string() + ": weight_map['" + tensor + "'] must name a file in the folder"};
+                // A file of the folder: no path, and not "." or ".." (the folder itself or its parent).
+                const bool plain = file.is_string() && !file.as_string().empty() &&
+                                   file.as_string().find_first_of("/\\") == std::string::npos &&
+                                   file.as_string() != "." && file.as_string() != "..";
+                if (!plain)
+                    return FieldError{"--weights", index.string() + ":" + std::to_string(file.line()) +
+                                                       ": weight_map['" + tensor + "'] is " + file.dump(0) +
+                                                       "; it must name a file in the folder"};
                 shards.insert(file.as_string());
             }
             for (const auto& s : shards) files.push_back(folder / s);

@@ -407,6 +407,14 @@ TEST(Gguf, WhatLlamaCppDoesOtherwiseIsSaid) {
     const ImportedModel d = imported(old);
     EXPECT_FALSE(d.arch.mla.has_value());
     EXPECT_NE(testing::join(d.notes).find("predates llama.cpp's MLA cache"), std::string::npos);
+    // The key there but no larger than the rotary part: said as what it is, and not exact.
+    GgufWriter small = old;
+    small.u32("deepseek2.attention.key_length_mla", 64).u32("deepseek2.attention.value_length_mla", 128);
+    const ImportedModel s = imported(small);
+    EXPECT_FALSE(s.arch.mla.has_value());
+    EXPECT_NE(testing::join(s.arch.not_exact).find("key_length_mla is 64, not more than the rotary dimension 64"),
+              std::string::npos)
+        << testing::join(s.arch.not_exact);
 }
 
 TEST(Gguf, ASplitModelIsReadFromItsFirstPieceWithEveryPiecesTensors) {

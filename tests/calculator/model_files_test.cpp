@@ -157,6 +157,13 @@ TEST(Safetensors, ShardsOfAnIndexASnapshotAndACacheRepoFolderCountEachTensorOnce
     write(snap / "model.safetensors.index.json", R"({"weight_map":{"a":"model-00003-of-00003.safetensors"}})");
     EXPECT_FIELD_ERROR(safetensors::read_weights(snap.string()), "safetensors",
                        "model-00003-of-00003.safetensors: cannot be opened");
+    // An index that is not JSON says where; a shard named ".." or with a path is refused with its line.
+    write(snap / "model.safetensors.index.json", "{\"weight_map\": {\"a\": \"x.safetensors\",}}");
+    EXPECT_FIELD_ERROR(safetensors::read_weights(snap.string()), "--weights",
+                       "model.safetensors.index.json:1: not valid JSON");
+    write(snap / "model.safetensors.index.json", "{\"weight_map\": {\n\"a\": \"..\"}}");
+    EXPECT_FIELD_ERROR(safetensors::read_weights(snap.string()), "--weights",
+                       "model.safetensors.index.json:2: weight_map['a'] is \"..\"; it must name a file in the folder");
     fs::create_directories(dir.path() / "empty");
     EXPECT_FIELD_ERROR(safetensors::read_weights((dir.path() / "empty").string()), "--weights",
                        "holds no .safetensors");
