@@ -94,7 +94,8 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     std::vector<Scratch> scratch(threads, Scratch(sh, request.dtype));
     a.workspace_bytes = threads * scratch.front().bytes();
 
-    const std::uint64_t limit = control.memory_limit_bytes ? control.memory_limit_bytes : host::available_bytes();
+    const host::Budget budget = host::budget(control.memory_limit_bytes);
+    const std::uint64_t limit = budget.bytes;
     const std::uint64_t ceiling_bytes =
         request.ceiling_bytes
             ? request.ceiling_bytes
@@ -109,7 +110,9 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
                         format_bytes(a.workspace_bytes + bookkeeping) + " of workspace and " +
                         format_bytes(ceiling_bytes) + " for the read ceiling (--ceiling-size), but only " +
                         format_bytes(limit) +
-                        (control.memory_limit_bytes ? " is allowed by the memory limit" : " of memory is available") +
+                        (budget.by_limit ? std::string(" is allowed by the memory limit")
+                                         : std::string(" of memory is available") +
+                                               (control.memory_limit_bytes ? " (less than --memory-limit)" : "")) +
                         "; lower the context, the batch or the precision" +
                         (kv->memory_bytes <= limit ? ", or the read ceiling's size" : ""));
     }

@@ -99,6 +99,14 @@ std::uint64_t available_bytes() {
     const auto headroom = cgroup_headroom();
     return headroom && *headroom < available ? *headroom : available;
 }
+Budget budget(std::uint64_t memory_limit_bytes) {
+    const std::uint64_t available = available_bytes();
+    if (memory_limit_bytes > 0 && memory_limit_bytes <= available)
+        return {memory_limit_bytes, "the memory limit allows", true};
+    return {available, memory_limit_bytes > 0 ? "of memory available (less than --memory-limit)" : "of memory available",
+            false};
+}
+
 std::uint64_t total_bytes() { return meminfo("MemTotal"); }
 std::uint64_t page_bytes() { return static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)); }
 

@@ -15,6 +15,15 @@ std::uint64_t resident_bytes();  // this process, now
 std::optional<std::uint64_t> cgroup_headroom(const std::string& cgroup_file = "/proc/self/cgroup",
                                              const std::string& root = "/sys/fs/cgroup");
 std::uint64_t available_bytes();  // MemAvailable, or less where a memory cgroup (a container) allows less
+// What a run may allocate: --memory-limit, but never more than is available (a limit above the free memory would
+// let the kernel's OOM killer end the run, and more than the run). `why` completes "… more than the X": "the memory
+// limit allows" or "of memory available".
+struct Budget {
+    std::uint64_t bytes = 0;
+    std::string why;
+    bool by_limit = false;  // the limit, not the free memory, is the smaller
+};
+Budget budget(std::uint64_t memory_limit_bytes);
 std::uint64_t total_bytes();      // MemTotal
 std::uint64_t page_bytes();
 std::uint64_t last_level_cache_bytes();

@@ -479,7 +479,8 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
     if (!buffers) return fail(r, Status::invalid_input, buffers.error_text());
 
     // As many layers as fit beside the embedding and the head, and the list of the cache's buffers.
-    const std::uint64_t limit = control.memory_limit_bytes ? control.memory_limit_bytes : host::available_bytes();
+    const host::Budget budget = host::budget(control.memory_limit_bytes);
+    const std::uint64_t limit = budget.bytes;
     const unsigned threads = host::threads();
     const std::uint64_t margin = 64ull << 20;  // activations, scratch and the allocator's own
     std::vector<Checked> layer_kv(a.layers);
@@ -505,7 +506,7 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
                 " of weights and cache) beside the embedding and head (" + format_bytes(probe_model.outer_bytes()) +
                 ") and " + format_bytes(margin) + " kept for activations and scratch needs more than the " +
                 format_bytes(limit) +
-                (control.memory_limit_bytes ? " the memory limit allows" : " of memory available") +
+                " " + budget.why +
                 "; lower the batch, the context or the weight precision");
     if (std::string why = step::experts_not_run(req, layers_run); !why.empty())
         return fail(r, Status::out_of_memory, why);
@@ -519,7 +520,7 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
         return fail(r, Status::out_of_memory,
                     "the read ceiling's " + format_bytes(ceiling_bytes) + " buffer is more than the " +
                         format_bytes(limit) +
-                        (control.memory_limit_bytes ? " the memory limit allows" : " of memory available") +
+                        " " + budget.why +
                         "; --ceiling-size sets a smaller one");
     control.report(0.02, "measuring the read bandwidth ceiling");
     r.ceiling_gbps = measure_host_read_gbps(ceiling_bytes);
