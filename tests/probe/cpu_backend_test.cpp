@@ -438,6 +438,13 @@ TEST(CpuBackend, AContainersMemoryLimitIsTheMemoryAvailable) {
     write("self-odd", "4:memory:job\n");
     EXPECT_FALSE(host::cgroup_headroom((root / "self-odd").string(), (root / "fs2").string()).has_value());
     std::filesystem::remove_all(root);
+    // --memory-limit lowers the budget, never raises it above what is available (the OOM killer's territory).
+    EXPECT_EQ(host::budget(1ull << 20).bytes, 1ull << 20);
+    EXPECT_TRUE(host::budget(1ull << 20).by_limit);
+    EXPECT_LE(host::budget(1ull << 60).bytes, host::total_bytes());  // the free memory, which moves between calls
+    EXPECT_FALSE(host::budget(1ull << 60).by_limit);
+    EXPECT_EQ(host::budget(1ull << 60).why, "of memory available (less than --memory-limit)");
+    EXPECT_EQ(host::budget(0).why, "of memory available");
 }
 
 TEST(CpuBackend, CancellingStopsTheRunAndFreesTheCache) {
