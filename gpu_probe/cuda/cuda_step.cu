@@ -164,6 +164,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
                         " experts (not " + std::to_string(d.experts) + "); the CPU backend runs it (--backend cpu)");
     auto tensors = step::cache_tensors(req);  // refuses, with the reason, the formats the probe does not store
     if (!tensors) return fail(r, Status::invalid_input, tensors.error_text());
+    if (std::string why = step::whole_cache_problem(req); !why.empty()) return fail(r, Status::invalid_input, why);
     const KernelWishRead wish = attention_kernel_wish_from_environment();
     if (!wish.error.empty()) return fail(r, Status::invalid_input, wish.error);
     std::vector<std::pair<std::uint64_t, std::uint64_t>> fp8_shapes;  // every matrix cuBLASLt multiplies in fp8

@@ -477,6 +477,7 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
     const std::uint64_t B = req.workload.batch;
     auto buffers = step::cache_tensor_count(req);  // a batch of more buffers than the probe keeps track of: refused
     if (!buffers) return fail(r, Status::invalid_input, buffers.error_text());
+    if (std::string why = step::whole_cache_problem(req); !why.empty()) return fail(r, Status::invalid_input, why);
 
     // As many layers as fit beside the embedding and the head, and the list of the cache's buffers.
     const host::Budget budget = host::budget(control.memory_limit_bytes);

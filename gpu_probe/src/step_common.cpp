@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/numbers.h"
 
 namespace kvscope::probe::step {
@@ -65,6 +66,11 @@ ProbeRequest cache_request(const StepRequest& req) {
 Result<std::vector<KvTensor>> cache_tensors(const StepRequest& req) { return kv_tensors(cache_request(req)); }
 
 Result<std::uint64_t> cache_tensor_count(const StepRequest& req) { return kv_tensor_count(cache_request(req)); }
+
+std::string whole_cache_problem(const StepRequest& req) {
+    auto kv = kv_cache_report(req.arch, req.kv_dtype, req.workload, {});
+    return kv ? std::string() : kv.error_text();
+}
 
 StepReport fail(StepReport r, Status s, std::string message) {
     r.status = s;

@@ -37,6 +37,9 @@ std::string dims_of(const StepRequest& req, Dims& d);
 Result<std::vector<KvTensor>> cache_tensors(const StepRequest& req);
 // How many buffers that is (kv_tensor_count), without the list.
 Result<std::uint64_t> cache_tensor_count(const StepRequest& req);
+// The whole cache's checks, as probe makes them (a context whose cache passes 2^64 bytes is no input, said so
+// before any layer is weighed against the memory); empty when it passes.
+std::string whole_cache_problem(const StepRequest& req);
 
 StepReport fail(StepReport r, Status s, std::string message);
 double median_of(std::vector<double> v);

@@ -177,6 +177,13 @@ TEST(Cli, AStepSaysTheScenariosWarningsAndAFailedOneGivesNoFigures) {
     EXPECT_NE(doc.value->find("message")->as_string().find("64.0 MiB kept for activations and scratch"),
               std::string::npos)
         << refused.out;
+    // A context whose cache passes 2^64 bytes is no input, as probe says it, not a machine short of memory.
+    const CliRun huge = cli("probe --step --backend cpu --model llama-3-8b --context 1e15");
+    EXPECT_EQ(huge.status, 2) << huge.err;
+    EXPECT_NE(huge.err.find("invalid_input: context_tokens: a context of 1,000,000,000,000,000 tokens needs more "
+                            "than 2^64 bytes"),
+              std::string::npos)
+        << huge.err;
 }
 
 TEST(Cli, AStepMeasuredHereIsKeptAndFitShowsItOnTheGpuItRanOn) {
