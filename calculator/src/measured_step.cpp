@@ -153,7 +153,7 @@ std::string measured_step_text(const MeasuredStep& m, const DecodeEstimate& esti
     const double floor_ms = estimate.step_time_floor_s * 1e3;
     std::string t = number_text(m.step_ms, Notation::fixed, m.step_ms < 10 ? ms_decimals(m.step_ms) : 1) +
                     " ms per step → " + number_text(m.tokens_per_s(), Notation::fixed, 1) + " tokens/s per sequence";
-    if (floor_ms > 0) t += ", " + number_text(m.step_ms / floor_ms, Notation::fixed, 2) + "× the floor";
+    if (floor_ms > 0) t += ", " + ratio_text(m.step_ms / floor_ms) + " the floor";
     t += " (probe --step on " + m.device + ", " + m.measured_on;
     if (m.scaled)
         t += "; " + std::to_string(m.layers_run) + " of " + std::to_string(m.layers_total) +

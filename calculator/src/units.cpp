@@ -260,6 +260,11 @@ Result<std::uint64_t> parse_bandwidth(std::string_view raw, const std::string& f
     return bytes;
 }
 
+std::string ratio_text(double ratio) {
+    const int digits = ratio < 10 ? 2 : ratio < 100 ? 1 : 0;
+    return number_text(ratio, Notation::fixed, digits) + "×";
+}
+
 std::string fraction_text(double fraction) {
     const std::string three = number_text(fraction, Notation::fixed, 3);
     return three.back() == '0' ? three.substr(0, three.size() - 1) : three;

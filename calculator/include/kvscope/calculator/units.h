@@ -20,6 +20,8 @@ std::string format_bytes_both(std::uint64_t bytes, UnitSystem primary = UnitSyst
 std::string format_signed_bytes(std::int64_t bytes, UnitSystem units = UnitSystem::binary);
 // An engine's memory fraction with two decimals, three where it has them: "0.90", SGLang's "0.835".
 std::string fraction_text(double fraction);
+// A ratio with the digits that mean something: "1.37×", "12.4×", "351×".
+std::string ratio_text(double ratio);
 // 1234567 -> "1,234,567".
 std::string format_count(std::uint64_t n);
 // (3, "layer", "layers") -> "3 layers"; (1, …) -> "1 layer".
