@@ -120,7 +120,7 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
     if (c.export_chart && !ui::is_chart_format(*c.export_chart))
         errors.push_back({"--export-chart", "'" + c.export_chart->toStdString() +
                                                 "': choose a .png, .svg or .pdf file name for the chart"});
-    if (c.export_report && !c.export_report->endsWith(".pdf", Qt::CaseInsensitive))
+    if (c.export_report && !c.export_report->endsWith(".pdf", Qt::CaseInsensitive) && !ui::is_stream_path(*c.export_report))
         errors.push_back({"--export-report", "'" + c.export_report->toStdString() +
                                                  "': the report is a PDF; give a .pdf file name"});
     // Where no export can be written, none is: a folder given as a file, or a folder that does not exist, is said

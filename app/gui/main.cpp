@@ -54,7 +54,8 @@ int run_exports(const kvscope::gui::CommandLine& c, const kvscope::gui::ChosenSc
             print_error(*problem);
             status = kExitFailed;
         } else {
-            std::printf("wrote %s\n", qPrintable(path));
+            // On stderr: an export to /dev/stdout is the whole of standard output.
+            std::fprintf(stderr, "kvscope: wrote %s\n", qPrintable(path));
         }
     };
     if (c.export_chart) check(export_chart(chart, *c.export_chart, c.chart_size), *c.export_chart);

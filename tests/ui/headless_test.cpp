@@ -55,7 +55,7 @@ TEST(Headless, ModelAndContextOptionsExportChartCsvAndReport) {
     EXPECT_TRUE(read_all(dir.filePath("c.csv")).startsWith("tokens,MHA bytes,GQA-8 bytes,MQA bytes\n"));
     EXPECT_TRUE(read_all(dir.filePath("r.pdf")).startsWith("%PDF"));
     EXPECT_TRUE(read_all(dir.filePath("r.json")).contains("\"fits\": false"));
-    EXPECT_TRUE(r.out.contains("wrote " + dir.filePath("c.svg")));
+    EXPECT_TRUE(r.err.contains("wrote " + dir.filePath("c.svg")));
 }
 
 TEST(Headless, SavedScenarioExportsAPngOfTheChosenSize) {
@@ -117,10 +117,29 @@ TEST(Headless, BadInputNamesTheOptionAndExitsWithTwo) {
         << r.err.toStdString();
     EXPECT_TRUE(r.err.contains("--export-report: '" + dir.filePath("r.txt") + "': the report is a PDF"));
     EXPECT_FALSE(QFile::exists(dir.filePath("c.csv")));
-    // A pipe is written in place, not replaced by a file: the CSV comes out on standard output.
+    // A pipe is written in place, not replaced by a file: the CSV is the whole of standard output (what was written
+    // is said on standard error).
     r = kvscope_app({"--model", "gpt2", "--export-csv", "/dev/stdout"});
     EXPECT_EQ(r.status, 0) << r.err.toStdString();
     EXPECT_TRUE(r.out.startsWith("tokens,MHA bytes")) << r.out.left(200).toStdString();
+    for (const QString& line : r.out.trimmed().split('\n'))
+        EXPECT_EQ(line.count(','), r.out.left(r.out.indexOf('\n')).count(',')) << line.toStdString();
+    EXPECT_TRUE(r.err.contains("wrote /dev/stdout"));
+    // Standard output appended to a file (>>): what the file held stays, the export follows it; the report too.
+    const QString appended = dir.filePath("app.txt");
+    QFile before(appended);
+    ASSERT_TRUE(before.open(QIODevice::WriteOnly));
+    before.write("EARLIER\n");
+    before.close();
+    QProcess p;
+    p.setStandardOutputFile(appended, QIODevice::Append);
+    p.start(KVSCOPE_APP_PATH, {"--model", "gpt2", "--export-csv", "/dev/stdout", "--export-report", "/dev/null"});
+    ASSERT_TRUE(p.waitForFinished(60000));
+    EXPECT_EQ(p.exitCode(), 0) << p.readAllStandardError().toStdString();
+    EXPECT_TRUE(QFileInfo("/dev/null").exists() && !QFileInfo("/dev/null").isFile());  // still the device
+    QFile after(appended);
+    ASSERT_TRUE(after.open(QIODevice::ReadOnly));
+    EXPECT_TRUE(after.readAll().startsWith("EARLIER\ntokens,MHA bytes"));
     r = kvscope_app({"--export-chart", dir.filePath("c.svg")});
     EXPECT_EQ(r.status, 2);
     EXPECT_TRUE(r.err.contains("need a scenario"));

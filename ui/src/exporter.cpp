@@ -25,14 +25,30 @@ namespace kvscope::ui {
 
 namespace {
 
+}  // namespace
+
+bool is_stream_path(const QString& path) {
+    // /dev/stdout links to /proc/self/fd/1, which may be a plain file: the name, not what it leads to, decides.
+    if (path.startsWith("/dev/") || path.startsWith("/proc/")) return true;
+    const QFileInfo info(path);
+    return info.exists() && !info.isDir() && !info.isFile();  // a named pipe, a socket
+}
+
+namespace {
+
 std::optional<QString> write_file(const QString& path, const QByteArray& bytes) {
     const QFileInfo info(path);
     if (info.isDir()) return QObject::tr("Could not write %1: it is a folder; give a file name").arg(path);
-    if (info.exists() && !info.isFile()) {
-        // A pipe or a device (/dev/stdout, a named pipe): written in place. A save file would be renamed over it,
-        // replacing the device with a plain file where the user may (as root, /dev/null).
-        QFile device(path);
-        if (!device.open(QIODevice::WriteOnly) || device.write(bytes) != bytes.size() || !device.flush())
+    if (is_stream_path(path)) {
+        // Standard output or error, a pipe or a device: written in place, appended, never renamed over. A save file
+        // would replace the device with a plain file (as root, /dev/null), and /dev/stdout redirected with >> to a
+        // file would lose what the file held.
+        QFile device;
+        const bool open = path == "/dev/stdout"   ? device.open(1, QIODevice::WriteOnly)
+                          : path == "/dev/stderr" ? device.open(2, QIODevice::WriteOnly)
+                                                  : (device.setFileName(path),
+                                                     device.open(QIODevice::WriteOnly | QIODevice::Append));
+        if (!open || device.write(bytes) != bytes.size() || !device.flush())
             return QObject::tr("Could not write %1: %2").arg(path, device.errorString());
         return std::nullopt;
     }
@@ -87,6 +103,7 @@ bool is_chart_format(const QString& path) {
 
 std::optional<QString> export_chart(MemoryChart& chart, const QString& path, ChartSize size) {
     if (!is_chart_format(path)) return QObject::tr("%1: choose a .png, .svg or .pdf file name for the chart").arg(path);
+    if (auto problem = no_results(chart.model())) return problem;
     const QString suffix = QFileInfo(path).suffix().toLower();
     if (size.logical.width() < 100 || size.logical.height() < 100 || size.logical.width() > 20000 ||
         size.logical.height() > 20000)

@@ -22,6 +22,9 @@ struct ChartSize {
 
 // The chart formats export_chart writes: the file's suffix is .png, .svg or .pdf.
 bool is_chart_format(const QString& path);
+// Standard output or error, a device or a pipe (/dev/stdout, /dev/null, a named pipe): written in place and
+// appended to, never replaced by a file.
+bool is_stream_path(const QString& path);
 // The format is the file's suffix: .png, .svg or .pdf.
 std::optional<QString> export_chart(MemoryChart& chart, const QString& path, ChartSize size = {});
 // Memory against context: tokens then one column of exact bytes per head layout.

@@ -24,6 +24,7 @@ class MemoryChart : public QChartView {
     Q_OBJECT
 public:
     explicit MemoryChart(ScenarioModel* model, QWidget* parent = nullptr);
+    [[nodiscard]] const ScenarioModel& model() const { return *model_; }
 
     [[nodiscard]] bool logTokens() const { return log_x_; }
     [[nodiscard]] bool logBytes() const { return log_y_; }
