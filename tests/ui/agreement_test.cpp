@@ -136,11 +136,25 @@ TEST(Agreement, TheLayerMixIsShownAndALearnerCanChangeIt) {
     pick(w, "gemma-3-4b");
     EXPECT_FALSE(in->attentionEveryField()->isVisibleTo(&w));
     ASSERT_TRUE(in->windowField()->isVisibleTo(&w));
-    EXPECT_EQ(in->windowField()->value(), 1024);
+    EXPECT_EQ(in->windowField()->value(), 1024u);
+    QLineEdit* window_text = in->windowField()->findChild<QLineEdit*>();
+    EXPECT_EQ(window_text->text(), "1k");  // as the CLI writes tokens, in every locale
     w.model()->edit("context", [](Scenario& s) { s.workload.context_tokens = 32768; });
-    in->windowField()->setValue(4096);
+    const auto type = [&](const QString& text) {
+        window_text->setFocus();
+        window_text->selectAll();
+        QTest::keyClicks(window_text, text);
+        QTest::keyClick(window_text, Qt::Key_Return);
+    };
+    type("4k");  // read as the context is: 4,096 tokens, never "4"
     // 29 sliding layers x 4,096 + 5 global layers x 32,768 tokens, 4 KV heads x 256 x 2 (K, V) x 2 bytes.
     EXPECT_EQ(w.model()->results().kv.total_bytes, (29ull * 4096 + 5ull * 32768) * 4096);
+    type("1,5k");  // a German decimal comma: 1,536 tokens, not 15
+    EXPECT_EQ(layer_window(w.model()->scenario().arch, LayerKind::sliding), 1536u);
+    // What does not read is said on the field, and nothing changes.
+    type("4.0.96");
+    EXPECT_EQ(layer_window(w.model()->scenario().arch, LayerKind::sliding), 1536u);
+    EXPECT_TRUE(in->errorLabel()->text().contains("4.0.96")) << in->errorLabel()->text().toStdString();
 }
 
 TEST(Agreement, ThePickerFindsIdsRepoIdsNamesAndAliasesInAnyCase) {

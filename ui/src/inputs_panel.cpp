@@ -73,7 +73,9 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
       mix_edits_(new QWidget),
       attention_every_(new QSpinBox),
       attention_every_label_(new QLabel(tr("attention every"))),
-      window_(new QSpinBox),
+      // Read as the context is (8k, 1,5k, 4,096) and shown as the CLI prints it: a QSpinBox followed the desktop's
+      // locale ("4.096") and dropped what it could not read ("1,5k" became 15).
+      window_(new BigSpinBox(BigSpinBox::Kind::tokens, BigSpinBox::Step::doubling)),
       window_label_(new QLabel),
       spotlight_(new QFrame(this)) {
     // The Learn tab's pointer to an input: a frame in the highlight colour over the field.
@@ -209,6 +211,9 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
         tp_, {Field::tp},
         tr("Tensor-parallel GPUs: KV heads are split across them (and copied when there are fewer heads than GPUs)."));
     marks_.add(pp_, {Field::pp}, tr("Pipeline-parallel GPUs: layers are split across them."));
+    marks_.add(window_, {Field::sliding_window, Field::attention_chunk_size},
+               tr("Tokens each sliding-window layer keeps, or each chunked-attention layer attends to (the engine "
+                  "keeps one chunk); type 4096, 4k or 1,5k."));
     marks_.add(full_window_, {Field::full_window},
                tr("Some engines store every token on sliding-window layers too; tick to count the cache that way."));
     context_->slider()->setToolTip(context_->spinBox()->toolTip());
@@ -228,9 +233,7 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     attention_every_->setAccessibleName(tr("Attention every N layers"));
     attention_every_->setToolTip(
         tr("One layer in N attends (and keeps a KV cache); the others keep only their fixed recurrent state"));
-    window_->setRange(1, 1 << 30);
-    window_->setSuffix(tr(" tokens"));
-    window_->setGroupSeparatorShown(true);
+    window_->setRange(1, 1ull << 30);
     auto* mix_edits = new QHBoxLayout(mix_edits_);
     mix_edits->setContentsMargins(0, 0, 0, 0);
     mix_edits->addWidget(attention_every_label_);
@@ -314,17 +317,16 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     });
     // Without keyboard tracking a value counts once typed in full (Enter, leaving the field) or stepped.
     attention_every_->setKeyboardTracking(false);
-    window_->setKeyboardTracking(false);
     connect(attention_every_, &QSpinBox::valueChanged, this, [this] {
         const auto n = static_cast<std::uint64_t>(attention_every_->value());
         if (syncing_ || n == attention_period(model_->scenario().arch)) return;
         model_->edit(tr("Change attention every N layers"),
                      [n](Scenario& s) { s.arch = with_attention_period(s.arch, n); });
     });
-    connect(window_, &QSpinBox::valueChanged, this, [this] {
+    connect(window_, &BigSpinBox::problemChanged, this, &InputsPanel::sync);
+    connect(window_, &BigSpinBox::valueEdited, this, [this](std::uint64_t w) {
         const Architecture& a = model_->scenario().arch;
         const LayerKind kind = a.count_layers(LayerKind::sliding) > 0 ? LayerKind::sliding : LayerKind::chunked;
-        const auto w = static_cast<std::uint64_t>(window_->value());
         if (syncing_ || w == layer_window(a, kind)) return;
         model_->edit(kind == LayerKind::sliding ? tr("Change sliding window") : tr("Change attention chunk"),
                      [kind, w](Scenario& s) { s.arch = with_layer_window(s.arch, kind, w); });
@@ -483,16 +485,13 @@ void InputsPanel::sync() {
     window_label_->setVisible(window > 0);
     window_label_->setText(local == LayerKind::sliding ? tr("window") : tr("chunk"));
     window_->setAccessibleName(local == LayerKind::sliding ? tr("Sliding window") : tr("Attention chunk"));
-    window_->setToolTip(local == LayerKind::sliding
-                            ? tr("Tokens each sliding-window layer keeps")
-                            : tr("Tokens each chunked-attention layer attends to (the engine keeps one chunk)"));
-    if (window > 0 && !window_->hasFocus())
-        window_->setValue(static_cast<int>(std::min<std::uint64_t>(window, 1 << 30)));
+    if (window > 0 && !window_->hasFocus()) window_->setValue(std::min<std::uint64_t>(window, 1ull << 30));
     mix_edits_->setVisible(period > 0 || window > 0);
     layer_mix_row_->setVisible(!mix.empty());
 
     QMap<QWidget*, QString> typed;
-    for (BigSpinBox* box : {layers_, query_heads_, head_dim_, hidden_, context_->spinBox(), batch_, block_, tp_, pp_})
+    for (BigSpinBox* box :
+         {layers_, query_heads_, head_dim_, hidden_, context_->spinBox(), batch_, block_, tp_, pp_, window_})
         if (!box->problem().isEmpty()) typed.insert(box, box->problem());
     if (!kv_heads_problem_.isEmpty()) typed.insert(kv_heads_, kv_heads_problem_);
     QStringList problems = marks_.apply(model_->errors(), typed);

@@ -43,7 +43,7 @@ public:
     // The layer mix ("48 layers: 36 linear attention (gated DeltaNet), 12 full attention") and its edits.
     [[nodiscard]] QLabel* layerMixLabel() const { return layer_mix_; }
     [[nodiscard]] QSpinBox* attentionEveryField() const { return attention_every_; }
-    [[nodiscard]] QSpinBox* windowField() const { return window_; }
+    [[nodiscard]] BigSpinBox* windowField() const { return window_; }
     [[nodiscard]] const FieldMarks& marks() const { return marks_; }
 
     // Draws a frame around the input behind `field` and scrolls it into view, as while the Learn tab's
@@ -92,7 +92,7 @@ private:
     QWidget* mix_edits_;
     QSpinBox* attention_every_;
     QLabel* attention_every_label_;
-    QSpinBox* window_;
+    BigSpinBox* window_;
     QLabel* window_label_;
     FieldMarks marks_;
     QFrame* spotlight_;
