@@ -181,6 +181,20 @@ TEST(Environment, TwoWindowsKeepEachOthersRecentFiles) {
     EXPECT_TRUE(recent.contains(QFileInfo(dir.filePath("erste Größe.kvscope.json")).absoluteFilePath()))
         << recent.join(", ").toStdString();
     EXPECT_EQ(recent.value(0), QFileInfo(dir.filePath("zweite.kvscope.json")).absoluteFilePath());
+    // With a full list: a window that started before another's additions keeps them, newest first.
+    auto* a = new MainWindow(testing::catalog(), true);
+    for (int i = 0; i < 8; ++i) ASSERT_TRUE(a->saveScenarioFile(dir.filePath(QString("a%1.kvscope.json").arg(i))));
+    auto* b = new MainWindow(testing::catalog(), true);
+    ASSERT_TRUE(b->saveScenarioFile(dir.filePath("b.kvscope.json")));
+    ASSERT_TRUE(a->saveScenarioFile(dir.filePath("a-last.kvscope.json")));
+    a->close();
+    b->close();
+    delete a;
+    delete b;
+    const QStringList full = QSettings().value("files/recent").toStringList();
+    ASSERT_EQ(full.size(), 8) << full.join(", ").toStdString();
+    EXPECT_EQ(QFileInfo(full.value(0)).fileName(), "a-last.kvscope.json");
+    EXPECT_EQ(QFileInfo(full.value(1)).fileName(), "b.kvscope.json") << full.join(", ").toStdString();
     QSettings().clear();
 }
 

@@ -538,9 +538,10 @@ void MainWindow::showScenario(const Scenario& scenario, const QString& descripti
 
 void MainWindow::addRecent(const QString& path) {
     const QString full = QFileInfo(path).absoluteFilePath();
-    // Another window may have added files since this one started: its entries are kept, behind this one.
+    // The stored list is every window's, newest first (each addition is written at once): this file goes in front
+    // of it, and this window's own list, read at start, only fills what is left.
     QStringList merged{full};
-    for (const QString& p : recent_ + QSettings().value("files/recent").toStringList())
+    for (const QString& p : QSettings().value("files/recent").toStringList() + recent_)
         if (!merged.contains(p)) merged << p;
     while (merged.size() > kMaxRecent) merged.removeLast();
     recent_ = merged;

@@ -45,6 +45,7 @@ OverviewView::OverviewView(ScenarioModel* model, QWidget* parent)
     warnings_->setWordWrap(true);
     warnings_->setStyleSheet("color: #e67e22;");
     stale_->setWordWrap(true);
+    stale_->setTextFormat(Qt::PlainText);  // a model named "R&D", a message quoting llama.cpp: shown as they are
     stale_->setStyleSheet("color: #c0392b; font-weight: bold;");
     stale_->hide();
 
@@ -132,8 +133,7 @@ void OverviewView::refresh() {
         QStringList problems;
         for (const FieldError& e : model_->errors()) problems << q(e.message);
         stale_->setText(tr("The inputs need attention: %1. Shown below are the last valid results, of %2.")
-                            .arg(problems.join("; "), model_->resultsDescription())
-                            .toHtmlEscaped());
+                            .arg(problems.join("; "), model_->resultsDescription()));
     }
     formula_->setText(r.state_formula.empty() ? q(r.formula)
                                               : q(r.formula) + "\n" + tr("state: ") + q(r.state_formula));
