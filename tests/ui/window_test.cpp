@@ -671,12 +671,35 @@ TEST(Window, AnOfferedCopyIsKeptUntilItIsRestoredThoughAnotherMessageHidesTheOff
         next.close();  // quitting without restoring keeps the copy
         EXPECT_TRUE(QFile::exists(crashed_copy));
     }
-    MainWindow again(testing::catalog(), true);
-    ASSERT_TRUE(again.restoreRecoveryAction()->isEnabled());  // offered again, and in the File menu
-    again.restoreRecoveryAction()->trigger();
-    EXPECT_EQ(again.model()->scenario().workload.batch, 7u);
-    again.close();
-    EXPECT_FALSE(QFile::exists(crashed_copy));
+    {
+        MainWindow again(testing::catalog(), true);
+        ASSERT_TRUE(again.restoreRecoveryAction()->isEnabled());  // offered again, and in the File menu
+        EXPECT_TRUE(again.messages()->text().contains("kept until it is restored or discarded"));
+        again.restoreRecoveryAction()->trigger();
+        EXPECT_EQ(again.model()->scenario().workload.batch, 7u);
+        EXPECT_FALSE(again.discardRecoveryAction()->isEnabled());
+        again.close();
+        EXPECT_FALSE(QFile::exists(crashed_copy));
+    }
+    // Discarded: deleted at once, and not offered again.
+    {
+        auto* crashed = new MainWindow(testing::catalog(), true);
+        crashed_copy = crashed->recoveryPath();
+        crashed->model()->edit("ctx", [](Scenario& s) { s.workload.batch = 9; });
+        crashed->writeRecovery();
+        delete crashed;
+    }
+    {
+        MainWindow next(testing::catalog(), true);
+        ASSERT_TRUE(next.discardRecoveryAction()->isEnabled());
+        next.discardRecoveryAction()->trigger();
+        EXPECT_FALSE(QFile::exists(crashed_copy));
+        EXPECT_FALSE(next.restoreRecoveryAction()->isEnabled());
+        EXPECT_NE(next.model()->scenario().workload.batch, 9u);
+        next.close();
+    }
+    MainWindow last(testing::catalog(), true);
+    EXPECT_FALSE(last.restoreRecoveryAction()->isEnabled());
     QSettings().clear();
 }
 

@@ -337,6 +337,10 @@ void MainWindow::createActions() {
                              tr("Bring back the scenario a window that did not close normally left unsaved"),
                              [this] { restoreRecovery(); });
     restore_recovery_->setEnabled(false);
+    discard_recovery_ = make(tr("&Discard unsaved work"), {},
+                             tr("Delete the scenario a window that did not close normally left unsaved"),
+                             [this] { discardRecovery(); });
+    discard_recovery_->setEnabled(false);
 
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(open);
@@ -347,6 +351,7 @@ void MainWindow::createActions() {
     file->addAction(save);
     file->addAction(save_as);
     file->addAction(restore_recovery_);
+    file->addAction(discard_recovery_);
     file->addSeparator();
     QMenu* export_menu = file->addMenu(tr("&Export"));
     for (QAction* a : {export_chart, export_csv, export_json, export_report}) export_menu->addAction(a);
@@ -694,15 +699,29 @@ void MainWindow::offerRecovery() {
         pending_recovery_ = s;
         pending_recovery_warnings_ = q(recovered->warnings);
         restore_recovery_->setEnabled(true);
+        discard_recovery_->setEnabled(true);
         const QString what = tr("%1 layers, %2 tokens × %3")
                                  .arg(s.arch.layers)
                                  .arg(q(format_tokens(s.workload.context_tokens)))
                                  .arg(s.workload.batch);
         messages_->showMessage(
-            tr("KVScope did not close normally last time. Its unsaved scenario (%1) can be restored.").arg(what),
+            tr("KVScope did not close normally (%1). Its unsaved scenario (%2) can be restored; it is kept until "
+               "it is restored or discarded (File menu).")
+                .arg(QLocale().toString(copy.lastModified(), QLocale::ShortFormat), what),
             MessageBar::Kind::info, tr("&Restore it"), [this] { restoreRecovery(); });
         return;
     }
+}
+
+void MainWindow::discardRecovery() {
+    if (!pending_recovery_) return;
+    pending_recovery_.reset();
+    restore_recovery_->setEnabled(false);
+    discard_recovery_->setEnabled(false);
+    QFile::remove(adopted_recovery_);
+    adopted_lock_.reset();
+    adopted_recovery_.clear();
+    messages_->hide();
 }
 
 void MainWindow::restoreRecovery() {
@@ -711,6 +730,7 @@ void MainWindow::restoreRecovery() {
     pending_recovery_.reset();
     recovery_restored_ = true;
     restore_recovery_->setEnabled(false);
+    discard_recovery_->setEnabled(false);
     model_->replace(s, display_name(model_->catalog(), s), {tr("recovered after an unexpected exit")},
                     tr("Restore unsaved work"), pending_recovery_warnings_);
 }

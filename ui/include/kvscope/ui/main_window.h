@@ -82,7 +82,9 @@ public:
     void writeRecovery();
     // Brings back the copy offered at start (File ▸ Restore unsaved work); until then it stays on disk.
     void restoreRecovery();
+    void discardRecovery();  // File ▸ Discard unsaved work: the offered copy is deleted
     [[nodiscard]] QAction* restoreRecoveryAction() const { return restore_recovery_; }
+    [[nodiscard]] QAction* discardRecoveryAction() const { return discard_recovery_; }
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -138,6 +140,7 @@ private:
     QStringList pending_recovery_warnings_;
     bool recovery_restored_ = false;
     QAction* restore_recovery_ = nullptr;
+    QAction* discard_recovery_ = nullptr;
     bool recovery_problem_shown_ = false;
 };
 
