@@ -174,11 +174,20 @@ TEST(Messages, AFileChangedSinceTheLastSessionIsNotWrittenOverWithTheOlderCopy) 
         ASSERT_TRUE(other.saveScenarioFile(path));
     }
     // Unsaved changes here and a file changed elsewhere: both are kept, and the window says what Save would do.
-    MainWindow third(catalog(), true);
-    EXPECT_EQ(third.model()->scenario().workload.batch, 5u);
-    EXPECT_TRUE(third.isWindowModified());
-    EXPECT_TRUE(third.messages()->text().contains("changed since KVScope last saved it"))
-        << third.messages()->text().toStdString();
+    {
+        MainWindow third(catalog(), true);
+        EXPECT_EQ(third.model()->scenario().workload.batch, 5u);
+        EXPECT_TRUE(third.isWindowModified());
+        EXPECT_TRUE(third.messages()->text().contains("changed since KVScope last saved it"))
+            << third.messages()->text().toStdString();
+        EXPECT_TRUE(third.fileChangedElsewhere());  // Save asks before replacing it
+        third.close();  // still unsaved: the next start says it again
+    }
+    MainWindow fourth(catalog(), true);
+    EXPECT_TRUE(fourth.fileChangedElsewhere());
+    EXPECT_TRUE(fourth.messages()->text().contains("changed since KVScope last saved it"));
+    ASSERT_TRUE(fourth.saveScenarioFile(path));  // saved (as Replace does): the window and the file agree again
+    EXPECT_FALSE(fourth.fileChangedElsewhere());
     QSettings().clear();
 }
 

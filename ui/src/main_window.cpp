@@ -221,10 +221,25 @@ void MainWindow::createActions() {
     QAction* save = make(
         tr("&Save scenario"), QKeySequence::Save, tr("Save the inputs to a .kvscope.json file"),
         [this] {
-            const QString path =
+            QString path =
                 current_file_.endsWith(QString::fromUtf8(kScenarioFileSuffix.data()))
                     ? current_file_
                     : askSavePath(tr("Save scenario"), tr("KVScope scenarios (*.kvscope.json)"), ".kvscope.json");
+            if (!path.isEmpty() && path == current_file_ && fileChangedElsewhere()) {
+                // Another window, an editor or a sync wrote the file since this window opened or saved it.
+                QMessageBox ask(QMessageBox::Warning, tr("Save scenario"),
+                                tr("%1 changed since this window last opened or saved it. Replace what it holds now "
+                                   "with this window's scenario?")
+                                    .arg(QDir::toNativeSeparators(path)),
+                                QMessageBox::Cancel, this);
+                QPushButton* replace = ask.addButton(tr("&Replace"), QMessageBox::DestructiveRole);
+                QPushButton* other = ask.addButton(tr("Save &as…"), QMessageBox::AcceptRole);
+                ask.exec();
+                if (ask.clickedButton() == other)
+                    path = askSavePath(tr("Save scenario"), tr("KVScope scenarios (*.kvscope.json)"), ".kvscope.json");
+                else if (ask.clickedButton() != replace)
+                    path.clear();
+            }
             if (!path.isEmpty()) saveScenarioFile(path);
         },
         QStyle::SP_DialogSaveButton);
@@ -475,7 +490,9 @@ void MainWindow::restoreScenarioFile(const QString& file, const LoadedScenario& 
         return;
     }
     current_file_ = file;
-    current_file_time_ = time;
+    // With unsaved changes here and a file changed elsewhere, the time it had when this window last saved it is
+    // kept: Save then asks before replacing it (fileChangedElsewhere), and the next start says so again.
+    current_file_time_ = modified && changed ? settings.value("scenario/fileTime").toLongLong() : time;
     if (!modified && on_disk->scenario != last.scenario) {
         // Nothing unsaved here: the file is the newer work, and it is what the window shows.
         model_->replace(on_disk->scenario, display_name(model_->catalog(), on_disk->scenario),
@@ -491,6 +508,12 @@ void MainWindow::restoreScenarioFile(const QString& file, const LoadedScenario& 
                                    MessageBar::Kind::info);
     }
     updateTitleAndStatus();
+}
+
+bool MainWindow::fileChangedElsewhere() const {
+    if (current_file_.isEmpty() || current_file_time_ == 0) return false;
+    const QFileInfo info(current_file_);
+    return info.exists() && info.lastModified().toMSecsSinceEpoch() != current_file_time_;
 }
 
 void MainWindow::adoptScenarioFile(const QString& path) {

@@ -64,6 +64,9 @@ public:
     // A .kvscope.json scenario is opened; anything else is imported as a model (config.json, GGUF, folder).
     void openAny(const QString& path);
     bool saveScenarioFile(const QString& path);
+    // The file the window stands for was written by something else since this window opened or saved it: Save
+    // asks before replacing it.
+    [[nodiscard]] bool fileChangedElsewhere() const;
     bool exportChartTo(const QString& path, ChartSize size = {});
     bool exportCsvTo(const QString& path);
     bool exportJsonTo(const QString& path);
