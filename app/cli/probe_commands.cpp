@@ -126,6 +126,14 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
     request.arch = s.arch;
     request.kv_dtype = s.kv_dtype;
     request.weight_dtype = s.deployment ? s.deployment->weight_dtype : s.model_weights.value_or(ModelWeights{}).dtype;
+    // The model's own format (a GGUF's q4_0 or q8_0) that the step does not multiply: run in bf16 and say so, as the
+    // Probe tab does; a --weight-dtype the user gave is refused with the formats it takes.
+    std::string ran_as_bf16;
+    if (!o.weight_dtype && !probe::can_multiply(request.weight_dtype)) {
+        ran_as_bf16 = "the step multiplies fp32, fp16, bf16 or fp8_e4m3 weights; this run uses bf16 instead of " +
+                      std::string(to_string(request.weight_dtype));
+        request.weight_dtype = KvDtype::bf16;
+    }
     request.workload = s.workload;
     if (o.runs) request.timing_runs = static_cast<int>(*o.runs);  // 1 … kMaxRuns (cmd_probe)
     if (o.ceiling_size) request.ceiling_bytes = *o.ceiling_size;
@@ -138,6 +146,7 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
     std::vector<std::string> warnings = kv ? kv->warnings : std::vector<std::string>{};
     if (std::string plain = quantized_as_plain(s, request.weight_dtype); !plain.empty())
         warnings.push_back(std::move(plain));
+    if (!ran_as_bf16.empty()) warnings.push_back(ran_as_bf16);
     Output r;
     r.status = exit_status(p.status);
     // Kept for `fit` and the Deployment tab, which show it beside the estimate for this scenario on this GPU.

@@ -2,11 +2,15 @@
 // output, its exit status and the measurements it keeps.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <sys/resource.h>
 
 #include "cli_run.h"
+#include "kvscope/calculator/gguf_writer.h"
+#include "kvscope/calculator/json.h"
 
 namespace {
 
@@ -184,6 +188,30 @@ TEST(Cli, AStepSaysTheScenariosWarningsAndAFailedOneGivesNoFigures) {
                             "than 2^64 bytes"),
               std::string::npos)
         << huge.err;
+}
+
+TEST(Cli, AStepOfAGgufInAFormatItDoesNotMultiplyRunsInBf16AndSaysSo) {
+    // A q8_0 GGUF: the step multiplies bf16 weights of the same shapes, and says so; --weight-dtype q8_0, given by
+    // the user, is refused with the formats it takes.
+    kvscope::gguf::Writer w;
+    w.str("general.architecture", "llama").u32("llama.block_count", 2).u32("llama.context_length", 4096);
+    w.u32("llama.embedding_length", 256).u32("llama.feed_forward_length", 512).u32("llama.attention.head_count", 4);
+    w.u32("llama.attention.head_count_kv", 2).u32("llama.vocab_size", 1000);
+    w.tensor("token_embd.weight", {256, 1000}, 8).tensor("blk.0.ffn_gate.weight", {256, 512}, 8);
+    const auto path = std::filesystem::temp_directory_path() / ("kvscope-q8 " + std::to_string(::getpid()) + ".gguf");
+    std::ofstream(path, std::ios::binary) << w.bytes();
+    const std::string args = "probe --step --backend cpu --gguf '" + path.string() +
+                             "' --context 64 --runs 1 --ceiling-size 16MiB";
+    const CliRun r = cli(args + " --json");
+    const CliRun refused = cli(args + " --weight-dtype q8_0");
+    std::filesystem::remove(path);
+    ASSERT_EQ(r.status, 0) << r.err << r.out;
+    const auto doc = kvscope::json::parse(r.out);
+    ASSERT_TRUE(doc.value.has_value()) << r.out;
+    EXPECT_EQ(doc.value->find("weight_dtype")->as_string(), "bf16");
+    EXPECT_NE(r.out.find("this run uses bf16 instead of q8_0"), std::string::npos) << r.out;
+    EXPECT_EQ(refused.status, 2) << refused.err;
+    EXPECT_NE(refused.err.find("fp8_e4m3 weights (not q8_0)"), std::string::npos) << refused.err;
 }
 
 TEST(Cli, AStepMeasuredHereIsKeptAndFitShowsItOnTheGpuItRanOn) {
