@@ -54,7 +54,19 @@ Result<std::uint64_t> parse_scaled(const std::string& text, std::size_t number_e
     // frac / frac_scale * multiplier must be an integer.
     __extension__ using u128 = unsigned __int128;
     const u128 frac_product = static_cast<u128>(frac) * multiplier;
-    if (frac_product % frac_scale != 0 && !nearest) return FieldError{field, "'" + text + "' is not a whole number"};
+    if (frac_product % frac_scale != 0 && !nearest) {
+        // "131.072": a German writes thousands so, but a lone point is a decimal point here (either habit reads
+        // the same way on every desktop): said, with what writes the number meant.
+        const auto point = text.find('.');
+        const bool grouped_like = point != std::string::npos && text.find_first_of(".,", point + 1) == std::string::npos &&
+                                  text.size() - point - 1 == 3 && multiplier == 1;
+        return FieldError{field, "'" + text + "' is not a whole number" +
+                                     (grouped_like ? "; a lone point is a decimal point here: for " +
+                                                         text.substr(0, point) + text.substr(point + 1) + " write " +
+                                                         text.substr(0, point) + text.substr(point + 1) + " or " +
+                                                         text.substr(0, point) + "," + text.substr(point + 1)
+                                                   : std::string())};
+    }
     const u128 rounded = nearest ? (frac_product + frac_scale / 2) / frac_scale : frac_product / frac_scale;
     const Checked total = scaled_whole + static_cast<std::uint64_t>(rounded);
     if (total.overflow()) return FieldError{field, "'" + text + "' is too large (more than 2^64)"};

@@ -22,6 +22,11 @@ TEST(Units, TokenCountsTheWayPeopleWriteThem) {
     EXPECT_EQ(*parse_token_count("1e15", "--context"), 1'000'000'000'000'000u);
     EXPECT_EQ(*parse_token_count("1.5E3", "--context"), 1500u);
     EXPECT_FIELD_ERROR(parse_token_count("1.25e1", "--context"), "--context", "'1.25e1' is not a whole number");
+    // German thousands with a lone point: refused as a decimal, and the message says how to write the number meant.
+    EXPECT_FIELD_ERROR(parse_token_count("131.072", "--context"), "--context",
+                       "'131.072' is not a whole number; a lone point is a decimal point here: for 131072 write "
+                       "131072 or 131,072");
+    EXPECT_FIELD_ERROR(parse_token_count("1.5", "--context"), "--context", "'1.5' is not a whole number");
     EXPECT_FIELD_ERROR(parse_token_count("1e30", "--context"), "--context", "more than 2^64");
     // Echoed as people read it: 8k and 1M, but 10^15 in digits, not 976562500000k.
     EXPECT_EQ(format_tokens(8192), "8k");
