@@ -119,6 +119,7 @@ public:
     }
 
     // A string: its u64 length, checked against the rest of the file and `max`, then its bytes.
+    // Keys and tensor names: their raw bytes are compared for duplicates (as ggml compares them), then repaired.
     std::optional<FieldError> string(std::string& out, const std::string& what, std::uint64_t max) {
         const std::uint64_t at = offset_;
         std::uint64_t length = 0;
@@ -128,9 +129,7 @@ public:
                                  (length > max ? "any " + what + " may be (" + format_count(max) + ")"
                                                : "the " + format_count(left()) + " bytes left in the file"));
         out.resize(length);
-        if (auto e = bytes(out.data(), length, what)) return e;
-        out = json::valid_utf8(out);  // keys and tensor names, as the values (read_value)
-        return std::nullopt;
+        return bytes(out.data(), length, what);
     }
 
 private:
@@ -284,7 +283,9 @@ Result<File> read_header(Reader& r) {
         const std::uint64_t key_at = r.offset();
         if (auto e = r.string(key, "metadata key " + std::to_string(k + 1), kMaxKeyBytes)) return *e;
         if (!seen.insert(key).second)
-            return r.error(key_at, key + " is in the file twice; llama.cpp refuses such a file (duplicate key)");
+            return r.error(key_at, json::valid_utf8(key) +
+                                       " is in the file twice; llama.cpp refuses such a file (duplicate key)");
+        key = json::valid_utf8(key);  // shown, and written in JSON, as UTF-8 (as the values, read_value)
         const std::uint64_t at = r.offset();
         std::uint32_t type = 0;
         if (auto e = r.number(type, key + "'s type")) return *e;
@@ -300,8 +301,9 @@ Result<File> read_header(Reader& r) {
         const std::uint64_t name_at = r.offset();
         if (auto e = r.string(t.name, "tensor " + std::to_string(k + 1) + "'s name", kMaxKeyBytes)) return *e;
         if (!tensor_names.insert(t.name).second)
-            return r.error(name_at, "the tensor " + t.name +
+            return r.error(name_at, "the tensor " + json::valid_utf8(t.name) +
                                         " is in the file twice; llama.cpp refuses such a file (duplicate tensor name)");
+        t.name = json::valid_utf8(t.name);
         const std::uint64_t at = r.offset();
         std::uint32_t dims = 0;
         if (auto e = r.number(dims, t.name + "'s number of dimensions")) return *e;

@@ -75,10 +75,15 @@ std::optional<FieldError> block_format_problem(const Architecture& arch, KvDtype
                               " is not a multiple of " + std::to_string(f.values_per_block) +
                               ": llama.cpp refuses such a cache (\"" + (what[0] == 'k' ? "K" : "V") + " cache type " +
                               std::string(f.id) + " with block size " + std::to_string(f.values_per_block) +
-                              " does not divide n_embd_head_" + (what[0] == 'k' ? "k" : "v") + "\"); choose fp16, bf16 or fp8"};
+                              " does not divide n_embd_head_" + (what[0] == 'k' ? "k" : "v") + "\"); choose fp16 or bf16"};
     };
-    // MLA: llama.cpp caches the latent and the rotary key as one row of K (n_embd_head_k = kv_lora_rank + rope).
-    if (arch.mla) return problem("key", arch.mla->kv_lora_rank + arch.mla->qk_rope_head_dim);
+    // MLA: llama.cpp caches the latent and the rotary key as one row of K (n_embd_head_k = kv_lora_rank + rope) and
+    // reads V from the latent (n_embd_head_v = kv_lora_rank); both are checked.
+    if (arch.mla) {
+        if (auto e = problem("key (MLA latent and rotary part)", arch.mla->kv_lora_rank + arch.mla->qk_rope_head_dim))
+            return e;
+        return problem("value (MLA latent)", arch.mla->kv_lora_rank);
+    }
     for (std::uint64_t l = 0; l < arch.layers; ++l) {
         if (!arch.layer_specs.empty() && !arch.layer_specs[l].caches_kv()) continue;
         if (auto e = problem("key", arch.head_dim_k_of(l))) return e;

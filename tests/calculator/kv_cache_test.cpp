@@ -1,3 +1,4 @@
+#include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/kv_cache.h"
 
 #include "kvscope/calculator/units.h"
@@ -24,6 +25,13 @@ TEST(KvCache, ABlockFormatNeedsWholeBlocksAHeadAsLlamaCppDoes) {
     v72.head_dim_v = 72;
     EXPECT_FIELD_ERROR(kv_cache_report(v72, KvDtype::q4_0, {64, 1, 1, false}), "kv_dtype",
                        "the value head dimension 72 is not a multiple of 32");
+    // MLA: llama.cpp's K row is the latent and the rotary part (DeepSeek V3's 512 + 64 = 576, whole blocks), V the
+    // latent.
+    Architecture mla = Catalog::builtin().find_model("deepseek-v3")->model.arch;
+    EXPECT_TRUE(kv_cache_report(mla, KvDtype::q8_0, {64, 1, 1, false}).ok());
+    mla.mla->kv_lora_rank = 500;
+    EXPECT_FIELD_ERROR(kv_cache_report(mla, KvDtype::q8_0, {64, 1, 1, false}), "kv_dtype",
+                       "the key (MLA latent and rotary part) head dimension 564 is not a multiple of 32");
 }
 
 TEST(KvCache, LessonReferenceMhaGqaMqa) {
