@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kvscope/ui/big_spin_box.h"
+#include "kvscope/ui/context_input.h"
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/help_dialogs.h"
 #include "kvscope/ui/inputs_panel.h"
@@ -228,6 +230,25 @@ TEST(Messages, AFileWithAnInputOutOfRangeNeverShowsTheLastResultsUnderItsName) {
     EXPECT_FALSE(other.exportJsonTo(dir.filePath("r.json")));
     EXPECT_FALSE(QFile::exists(dir.filePath("r.json")));
     EXPECT_TRUE(other.messages()->text().contains("Nothing exported: the inputs need attention"));
+}
+
+TEST(Messages, SavingWhileAFieldHoldsTextItDidNotAcceptSaysSo) {
+    // "131.072" typed in Context (German thousands) is not accepted: the saved file keeps the last accepted 8k, and
+    // the window says so instead of a plain "Saved".
+    QTemporaryDir dir;
+    MainWindow w(catalog(), false);
+    QLineEdit* context = w.inputs()->contextField()->spinBox()->findChild<QLineEdit*>();
+    context->setFocus();
+    context->selectAll();
+    QTest::keyClicks(context, "131.072");
+    QTest::keyClick(context, Qt::Key_Return);
+    const QString path = dir.filePath("halb fertig.kvscope.json");
+    ASSERT_TRUE(w.saveScenarioFile(path));
+    EXPECT_TRUE(w.messages()->text().contains("without what the marked fields hold, which was not accepted ('131.072'"))
+        << w.messages()->text().toStdString();
+    MainWindow other(catalog(), false);
+    ASSERT_TRUE(other.openScenarioFile(path));
+    EXPECT_EQ(other.model()->scenario().workload.context_tokens, w.model()->scenario().workload.context_tokens);
 }
 
 TEST(Messages, ExportNamesKeepTheWholeModelNameAndSayWhereTheyWrote) {

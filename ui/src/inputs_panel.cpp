@@ -489,11 +489,7 @@ void InputsPanel::sync() {
     mix_edits_->setVisible(period > 0 || window > 0);
     layer_mix_row_->setVisible(!mix.empty());
 
-    QMap<QWidget*, QString> typed;
-    for (BigSpinBox* box :
-         {layers_, query_heads_, head_dim_, hidden_, context_->spinBox(), batch_, block_, tp_, pp_, window_})
-        if (!box->problem().isEmpty()) typed.insert(box, box->problem());
-    if (!kv_heads_problem_.isEmpty()) typed.insert(kv_heads_, kv_heads_problem_);
+    QMap<QWidget*, QString> typed = typedProblems();
     QStringList problems = marks_.apply(model_->errors(), typed);
     // What no input here shows: the Deployment tab marks its own fields; the rest (a loaded model's expert
     // counts, a window of 0, …) is listed here so that it is never left unsaid.
@@ -504,6 +500,17 @@ void InputsPanel::sync() {
     errors_->setVisible(!problems.isEmpty());
     syncing_ = false;
 }
+
+QMap<QWidget*, QString> InputsPanel::typedProblems() const {
+    QMap<QWidget*, QString> typed;
+    for (BigSpinBox* box :
+         {layers_, query_heads_, head_dim_, hidden_, context_->spinBox(), batch_, block_, tp_, pp_, window_})
+        if (!box->problem().isEmpty()) typed.insert(box, box->problem());
+    if (!kv_heads_problem_.isEmpty()) typed.insert(kv_heads_, kv_heads_problem_);
+    return typed;
+}
+
+QStringList InputsPanel::unaccepted() const { return typedProblems().values(); }
 
 }  // namespace kvscope::ui
 

@@ -472,6 +472,12 @@ bool MainWindow::saveScenarioFile(const QString& path) {
     last_dir_ = QFileInfo(path).absolutePath();
     if (!report(model_->saveScenario(path), tr("Saved %1").arg(path))) return false;
     adoptScenarioFile(path);
+    // Text a field did not accept never reached the scenario: the file holds the field's last accepted value.
+    if (const QStringList left = inputs_->unaccepted() + deployment_->unaccepted(); !left.isEmpty())
+        messages_->showMessage(tr("Saved %1 without what the marked fields hold, which was not accepted (%2); the file "
+                                  "keeps their last accepted values.")
+                                   .arg(QFileInfo(path).fileName(), left.join("; ")),
+                               MessageBar::Kind::info);
     return true;
 }
 

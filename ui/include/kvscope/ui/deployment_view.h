@@ -48,6 +48,8 @@ public:
     // llama.cpp's settings (shown for the llama.cpp engine): the micro-batch and flash attention.
     [[nodiscard]] QLineEdit* ubatchField() const { return ubatch_; }
     [[nodiscard]] QCheckBox* flashAttentionField() const { return flash_attn_; }
+    // What fields hold that was not accepted (text that does not read): not in the scenario, so not in a file.
+    [[nodiscard]] QStringList unaccepted() const { return typed_.values(); }
     // TensorRT-LLM's max_num_tokens (shown for the tensorrt-llm engine).
     [[nodiscard]] QLineEdit* trtllmTokensField() const { return trtllm_tokens_; }
     // A separate draft model (--draft): none, a catalog model, or a file; and how vLLM serves it (--draft-method).

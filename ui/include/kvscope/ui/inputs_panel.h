@@ -3,6 +3,7 @@
 // and one field per input. Wrong entries are marked with the reason; the results
 // of the last valid inputs stay on screen meanwhile.
 
+#include <QMap>
 #include <QWidget>
 
 #include "kvscope/calculator/local_models.h"
@@ -45,6 +46,8 @@ public:
     [[nodiscard]] QSpinBox* attentionEveryField() const { return attention_every_; }
     [[nodiscard]] BigSpinBox* windowField() const { return window_; }
     [[nodiscard]] const FieldMarks& marks() const { return marks_; }
+    // What fields hold that was not accepted (text that does not read): not in the scenario, so not in a file.
+    [[nodiscard]] QStringList unaccepted() const;
 
     // Draws a frame around the input behind `field` and scrolls it into view, as while the Learn tab's
     // matching factor is hovered; Field::none, or a field no input here answers for, clears the frame.
@@ -98,6 +101,7 @@ private:
     QFrame* spotlight_;
     QWidget* highlighted_ = nullptr;
     QString kv_heads_problem_;
+    [[nodiscard]] QMap<QWidget*, QString> typedProblems() const;
     bool syncing_ = false;
     QMetaObject::Connection focus_watch_;
 };
