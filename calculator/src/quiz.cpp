@@ -110,6 +110,29 @@ AnswerCheck check_answer(const Question& q, std::string_view typed, UnitSystem u
         c.message = "Type " + std::string(hint_for(q.unit)) + " (at most 2^64).";
         return c;
     }
+    // Tokens and bytes are whole: "30.634" is no count (a German's 30634 with a lone point, which reads as a decimal
+    // point here), never rounded to 31 and marked wrong.
+    const auto plain_count = [&typed] {  // a number alone, or with the word "bytes" or "tokens": no unit to scale it
+        std::string t = ascii_lower(typed);
+        for (const char* word : {"bytes", "tokens"})
+            if (const auto at = t.find(word); at != std::string::npos) t.erase(at, std::string_view(word).size());
+        return std::none_of(t.begin(), t.end(), [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)); });
+    };
+    if (q.unit != AnswerUnit::percent && std::floor(*value) != *value && plain_count()) {
+        const std::string text(typed);
+        const auto point = text.find('.');
+        const auto digits_after = point == std::string::npos ? 0 : text.find_first_not_of("0123456789", point + 1);
+        const bool grouped_like = point != std::string::npos && text.find_first_of(".,", point + 1) == std::string::npos &&
+                                  (digits_after == std::string::npos ? text.size() : digits_after) - point - 1 == 3;
+        c.message = "'" + text + "' is not a whole number of " +
+                    (q.unit == AnswerUnit::tokens ? "tokens" : "bytes") +
+                    (grouped_like ? "; a lone point is a decimal point here, so write " +
+                                        text.substr(0, point) + text.substr(point + 1, 3) + " or " +
+                                        text.substr(0, point) + "," + text.substr(point + 1, 3) + " for that number"
+                                  : std::string()) +
+                    ".";
+        return c;
+    }
     c.understood = true;
     c.correct = std::fabs(*value - q.answer) <= q.tolerance * std::fabs(q.answer);
     std::string said;

@@ -272,6 +272,14 @@ TEST(Quiz, QuestionsComeFromTheScenarioAndAnswersAreChecked) {
     EXPECT_EQ(crossing.worked.find("≈"), std::string::npos) << crossing.worked;
     EXPECT_NE(crossing.text.find("(all of them, as stored)"), std::string::npos) << crossing.text;
     EXPECT_TRUE(check_answer(crossing, std::to_string(static_cast<long long>(crossing.answer * 1.03))).correct);
+    // A count with a lone point and three digits (a German's thousands) is no whole number: said, never rounded and
+    // marked wrong; a size with a unit may be approximate ("1.3 KiB").
+    const AnswerCheck grouped = check_answer(crossing, "30.634");
+    EXPECT_FALSE(grouped.understood);
+    EXPECT_EQ(grouped.message, "'30.634' is not a whole number of tokens; a lone point is a decimal point here, so "
+                               "write 30634 or 30,634 for that number.");
+    EXPECT_FALSE(check_answer(heads, "131.072 bytes").understood);
+    EXPECT_TRUE(check_answer(per_token, "511.9 KiB").understood);
     EXPECT_FALSE(check_answer(crossing, std::to_string(static_cast<long long>(crossing.answer * 1.5))).correct);
 
     EXPECT_TRUE(check_answer(question(qs, "double_context"), "8 GiB").correct);
