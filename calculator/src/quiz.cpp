@@ -1,6 +1,7 @@
 #include "kvscope/calculator/quiz.h"
 
 #include <cctype>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
