@@ -70,6 +70,17 @@ TEST(Environment, TheFractionFieldTakesAPointOrACommaAndShowsAPoint) {
     EXPECT_EQ(slip, "0.60");
     box.setValue(0.9);
     EXPECT_EQ(box.text(), "0.90");  // as every other number in the window and the CLI
+    // The memory fraction's style: two decimals, three where it has them (as fit prints it), and a percentage.
+    DecimalSpinBox fraction;
+    fraction.setRange(0.01, 1.0);
+    fraction.setDecimals(3);
+    fraction.setFractionStyle(true);
+    fraction.setValue(0.9);
+    EXPECT_EQ(fraction.text(), "0.90");
+    fraction.setValue(0.835);
+    EXPECT_EQ(fraction.text(), "0.835");
+    EXPECT_DOUBLE_EQ(fraction.valueFromText("90 %"), 0.9);
+    EXPECT_DOUBLE_EQ(fraction.valueFromText("87,5%"), 0.875);
     QLocale::setDefault(before);
 
     // The deployment's fraction and the chart export's scale are such fields.

@@ -3,6 +3,7 @@
 #include <QLocale>
 
 #include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/units.h"
 
 namespace kvscope::ui {
 
@@ -18,12 +19,17 @@ std::optional<double> DecimalSpinBox::parse(const QString& text) const {
     QString body = text;
     if (!prefix().isEmpty() && body.startsWith(prefix())) body.remove(0, prefix().size());
     if (!suffix().isEmpty() && body.endsWith(suffix())) body.chop(suffix().size());
-    const TypedDecimal typed = read_typed_decimal(body.trimmed().toStdString());
+    body = body.trimmed();
+    const bool percent = fraction_style_ && body.endsWith('%');
+    if (percent) body = body.chopped(1).trimmed();
+    const TypedDecimal typed = read_typed_decimal(body.toStdString());
     if (!typed.error.empty()) return std::nullopt;
-    return number_from_text(typed.plain);
+    const auto v = number_from_text(typed.plain);
+    return v && percent ? std::optional<double>(*v / 100) : v;
 }
 
 QString DecimalSpinBox::textFromValue(double value) const {
+    if (fraction_style_) return QString::fromStdString(fraction_text(value));
     return QString::fromStdString(number_text(value, Notation::fixed, decimals()));
 }
 

@@ -20,8 +20,12 @@ public:
     // Text that is not a number on leaving the field goes back to the value (QDoubleSpinBox's own
     // fixup would drop ',' as the C locale's group separator: "0,5," would become 5).
     void fixup(QString& input) const override;
+    // A fraction, as the CLI writes it (units.h fraction_text): two decimals, three where it has them (0.90,
+    // SGLang's 0.835); and "90 %" read as 0.90.
+    void setFractionStyle(bool on) { fraction_style_ = on; }
 
 private:
+    bool fraction_style_ = false;
     // The typed text (prefix and suffix removed) as a number; nullopt when it is not one yet.
     [[nodiscard]] std::optional<double> parse(const QString& text) const;
 };
