@@ -217,13 +217,13 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
         {"step", ms(p.step_ms) +
                      (p.runs > 1 ? " (median of " + std::to_string(p.runs) + " runs, min " + ms(p.min_step_ms) + ")"
                                  : std::string(" (1 run)")) +
-                     " → " +
-                     fixed(p.tokens_per_s(), 1) + " tokens/s per sequence, " + fixed(p.tokens_per_s() * batch, 1) +
-                     " in all"},
+                     " → " + fixed(p.tokens_per_s(), 1) + " tokens/s per sequence, " +
+                     fixed(p.tokens_per_s() * batch, 1) + " in all"},
         {"predicted", ms(p.predicted_step_ms) + " → " + fixed(p.predicted_tokens_per_s(), 1) +
                           " tokens/s per sequence (the calculator's floor: " + format_bytes(p.predicted_bytes_read) +
                           " over the " + fixed(p.ceiling_gbps, 1) + " GB/s measured in this run)"},
-        {"measured/predicted", ratio_text(p.predicted_step_ms > 0 ? p.step_ms / p.predicted_step_ms : 0) + " the floor"},
+        {"measured/predicted",
+         ratio_text(p.predicted_step_ms > 0 ? p.step_ms / p.predicted_step_ms : 0) + " the floor"},
         {"breakdown", "weights " + ms(p.weights_ms) + " (" + format_bytes(p.weights_bytes_read) + " read" +
                           (p.experts_read ? ", " + format_count(p.experts_read) + " experts" : std::string()) +
                           "), attention " + ms(p.attention_ms) + " (" + format_bytes(p.kv_bytes_read) +

@@ -120,15 +120,15 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
     if (c.export_chart && !ui::is_chart_format(*c.export_chart))
         errors.push_back({"--export-chart", "'" + c.export_chart->toStdString() +
                                                 "': choose a .png, .svg or .pdf file name for the chart"});
-    if (c.export_report && !c.export_report->endsWith(".pdf", Qt::CaseInsensitive) && !ui::is_stream_path(*c.export_report))
-        errors.push_back({"--export-report", "'" + c.export_report->toStdString() +
-                                                 "': the report is a PDF; give a .pdf file name"});
+    if (c.export_report && !c.export_report->endsWith(".pdf", Qt::CaseInsensitive) &&
+        !ui::is_stream_path(*c.export_report))
+        errors.push_back({"--export-report",
+                          "'" + c.export_report->toStdString() + "': the report is a PDF; give a .pdf file name"});
     // Where no export can be written, none is: a folder given as a file, or a folder that does not exist, is said
     // before the first file is written (so that no set of exports is left half-done).
-    for (const auto& [option, path] : {std::pair{"--export-chart", &c.export_chart},
-                                       std::pair{"--export-csv", &c.export_csv},
-                                       std::pair{"--export-json", &c.export_json},
-                                       std::pair{"--export-report", &c.export_report}}) {
+    for (const auto& [option, path] :
+         {std::pair{"--export-chart", &c.export_chart}, std::pair{"--export-csv", &c.export_csv},
+          std::pair{"--export-json", &c.export_json}, std::pair{"--export-report", &c.export_report}}) {
         if (!*path) continue;
         const QFileInfo info(**path);
         if (info.isDir())
@@ -158,8 +158,10 @@ Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const 
             return FieldError{"--scenario", "give either --scenario or --model/--config, not both"};
         auto s = read_scenario_file(c.scenario_file->toStdString());
         if (!s) return s.errors();
-        ChosenScenario chosen{s->scenario, ui::display_name(catalog, s->scenario),
-                              {QString("from %1").arg(*c.scenario_file)}, ui::q(s->warnings)};
+        ChosenScenario chosen{s->scenario,
+                              ui::display_name(catalog, s->scenario),
+                              {QString("from %1").arg(*c.scenario_file)},
+                              ui::q(s->warnings)};
         if (!s->repaired.empty()) chosen.notes << QString::fromStdString(s->repaired);
         // Every option given beside the file overrides it: the workload's and the deployment's.
         Errors errors = cli::apply_scenario_options(o, catalog, chosen.scenario);

@@ -11,8 +11,8 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/ui/main_window.h"
-#include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/memory_chart.h"
+#include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/scenario_model.h"
 #include "screenshots.h"
 
@@ -137,9 +137,8 @@ int run_app(int argc, char** argv) {
         // A broken --scenario file or a config.json that does not read: the window opens on the last scenario and
         // says what is wrong, as File ▸ Open does (and on stderr, for whoever started it from a terminal).
         print_error(QString::fromStdString(chosen.error_text()));
-        window.messages()->showMessage(
-            QObject::tr("Not opened: %1").arg(QString::fromStdString(chosen.error_text())),
-            kvscope::ui::MessageBar::Kind::error);
+        window.messages()->showMessage(QObject::tr("Not opened: %1").arg(QString::fromStdString(chosen.error_text())),
+                                       kvscope::ui::MessageBar::Kind::error);
     } else if (*chosen) {
         window.showScenario((*chosen)->scenario, (*chosen)->description, (*chosen)->notes, (*chosen)->warnings);
     }

@@ -283,8 +283,8 @@ Result<File> read_header(Reader& r) {
         const std::uint64_t key_at = r.offset();
         if (auto e = r.string(key, "metadata key " + std::to_string(k + 1), kMaxKeyBytes)) return *e;
         if (!seen.insert(key).second)
-            return r.error(key_at, json::valid_utf8(key) +
-                                       " is in the file twice; llama.cpp refuses such a file (duplicate key)");
+            return r.error(
+                key_at, json::valid_utf8(key) + " is in the file twice; llama.cpp refuses such a file (duplicate key)");
         key = json::valid_utf8(key);  // shown, and written in JSON, as UTF-8 (as the values, read_value)
         const std::uint64_t at = r.offset();
         std::uint32_t type = 0;

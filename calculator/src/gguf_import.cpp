@@ -3,8 +3,8 @@
 // sizes of src/llama-hparams.cpp, as the engine that runs the file reads them.
 
 #include <algorithm>
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -483,8 +483,8 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
             const bool given = f.find(t + "." + length) != nullptr;
             if (!given && heads_bad) continue;  // it would have been embedding_length / head_count
             key = given ? key_is(length)
-                                 : t + "." + length + " is missing and " + t + ".embedding_length / " + t +
-                                       ".attention.head_count is 0";
+                        : t + "." + length + " is missing and " + t + ".embedding_length / " + t +
+                              ".attention.head_count is 0";
         }
         p.message = source + ": " + (key.empty() ? "" : key + ": ") + p.message;
         said.push_back(std::move(p));

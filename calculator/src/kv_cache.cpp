@@ -69,13 +69,13 @@ std::optional<FieldError> block_format_problem(const Architecture& arch, KvDtype
     if (f.values_per_block < 32) return std::nullopt;
     const auto problem = [&](const char* what, std::uint64_t dim) -> std::optional<FieldError> {
         if (dim % f.values_per_block == 0) return std::nullopt;
-        return FieldError{Field::kv_dtype,
-                          std::string(f.id) + " stores blocks of " + std::to_string(f.values_per_block) +
-                              " values, and the " + what + " head dimension " + format_count(dim) +
-                              " is not a multiple of " + std::to_string(f.values_per_block) +
-                              ": llama.cpp refuses such a cache (\"" + (what[0] == 'k' ? "K" : "V") + " cache type " +
-                              std::string(f.id) + " with block size " + std::to_string(f.values_per_block) +
-                              " does not divide n_embd_head_" + (what[0] == 'k' ? "k" : "v") + "\"); choose fp16 or bf16"};
+        return FieldError{
+            Field::kv_dtype,
+            std::string(f.id) + " stores blocks of " + std::to_string(f.values_per_block) + " values, and the " + what +
+                " head dimension " + format_count(dim) + " is not a multiple of " + std::to_string(f.values_per_block) +
+                ": llama.cpp refuses such a cache (\"" + (what[0] == 'k' ? "K" : "V") + " cache type " +
+                std::string(f.id) + " with block size " + std::to_string(f.values_per_block) +
+                " does not divide n_embd_head_" + (what[0] == 'k' ? "k" : "v") + "\"); choose fp16 or bf16"};
     };
     // MLA: llama.cpp caches the latent and the rotary key as one row of K (n_embd_head_k = kv_lora_rank + rope) and
     // reads V from the latent (n_embd_head_v = kv_lora_rank); both are checked.

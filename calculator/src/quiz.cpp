@@ -1,7 +1,7 @@
 #include "kvscope/calculator/quiz.h"
 
-#include <cctype>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -123,13 +123,13 @@ AnswerCheck check_answer(const Question& q, std::string_view typed, UnitSystem u
         const std::string text(typed);
         const auto point = text.find('.');
         const auto digits_after = point == std::string::npos ? 0 : text.find_first_not_of("0123456789", point + 1);
-        const bool grouped_like = point != std::string::npos && text.find_first_of(".,", point + 1) == std::string::npos &&
+        const bool grouped_like = point != std::string::npos &&
+                                  text.find_first_of(".,", point + 1) == std::string::npos &&
                                   (digits_after == std::string::npos ? text.size() : digits_after) - point - 1 == 3;
-        c.message = "'" + text + "' is not a whole number of " +
-                    (q.unit == AnswerUnit::tokens ? "tokens" : "bytes") +
-                    (grouped_like ? "; a lone point is a decimal point here, so write " +
-                                        text.substr(0, point) + text.substr(point + 1, 3) + " or " +
-                                        text.substr(0, point) + "," + text.substr(point + 1, 3) + " for that number"
+        c.message = "'" + text + "' is not a whole number of " + (q.unit == AnswerUnit::tokens ? "tokens" : "bytes") +
+                    (grouped_like ? "; a lone point is a decimal point here, so write " + text.substr(0, point) +
+                                        text.substr(point + 1, 3) + " or " + text.substr(0, point) + "," +
+                                        text.substr(point + 1, 3) + " for that number"
                                   : std::string()) +
                     ".";
         return c;

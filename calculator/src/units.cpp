@@ -58,7 +58,8 @@ Result<std::uint64_t> parse_scaled(const std::string& text, std::size_t number_e
         // "131.072": a German writes thousands so, but a lone point is a decimal point here (either habit reads
         // the same way on every desktop): said, with what writes the number meant.
         const auto point = text.find('.');
-        const bool grouped_like = point != std::string::npos && text.find_first_of(".,", point + 1) == std::string::npos &&
+        const bool grouped_like = point != std::string::npos &&
+                                  text.find_first_of(".,", point + 1) == std::string::npos &&
                                   text.size() - point - 1 == 3 && multiplier == 1;
         return FieldError{field, "'" + text + "' is not a whole number" +
                                      (grouped_like ? "; a lone point is a decimal point here: for " +

@@ -269,8 +269,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
                     "one layer (" + format_bytes(layer_paged(0) + layer_kv[0]) + " of weights and cache) beside the " +
                         "embedding and head (" + format_bytes(outer_weights) + "), the activations (" +
                         format_bytes(activations) + ") and cuBLAS's workspace (" + format_bytes(margin) +
-                        ") needs more than the " +
-                        format_bytes(limit) + " of device memory " +
+                        ") needs more than the " + format_bytes(limit) + " of device memory " +
                         (control.memory_limit_bytes ? "the memory limit allows" : "free") +
                         "; lower the batch, the context or the weight precision");
     if (std::string why = step::experts_not_run(req, layers_run); !why.empty())

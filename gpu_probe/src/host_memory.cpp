@@ -103,8 +103,8 @@ Budget budget(std::uint64_t memory_limit_bytes) {
     const std::uint64_t available = available_bytes();
     if (memory_limit_bytes > 0 && memory_limit_bytes <= available)
         return {memory_limit_bytes, "the memory limit allows", true};
-    return {available, memory_limit_bytes > 0 ? "of memory available (less than --memory-limit)" : "of memory available",
-            false};
+    return {available,
+            memory_limit_bytes > 0 ? "of memory available (less than --memory-limit)" : "of memory available", false};
 }
 
 std::uint64_t total_bytes() { return meminfo("MemTotal"); }

@@ -24,7 +24,7 @@ struct Budget {
     bool by_limit = false;  // the limit, not the free memory, is the smaller
 };
 Budget budget(std::uint64_t memory_limit_bytes);
-std::uint64_t total_bytes();      // MemTotal
+std::uint64_t total_bytes();  // MemTotal
 std::uint64_t page_bytes();
 std::uint64_t last_level_cache_bytes();
 std::string cpu_name();

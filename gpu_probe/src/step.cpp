@@ -506,9 +506,7 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
                 }() +
                 " of weights and cache) beside the embedding and head (" + format_bytes(probe_model.outer_bytes()) +
                 ") and " + format_bytes(margin) + " kept for activations and scratch needs more than the " +
-                format_bytes(limit) +
-                " " + budget.why +
-                "; lower the batch, the context or the weight precision");
+                format_bytes(limit) + " " + budget.why + "; lower the batch, the context or the weight precision");
     if (std::string why = step::experts_not_run(req, layers_run); !why.empty())
         return fail(r, Status::out_of_memory, why);
     // The read ceiling, once the step is known to fit: its buffer is gone before the model is allocated, and it
@@ -520,9 +518,7 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
     if (ceiling_bytes > limit)
         return fail(r, Status::out_of_memory,
                     "the read ceiling's " + format_bytes(ceiling_bytes) + " buffer is more than the " +
-                        format_bytes(limit) +
-                        " " + budget.why +
-                        "; --ceiling-size sets a smaller one");
+                        format_bytes(limit) + " " + budget.why + "; --ceiling-size sets a smaller one");
     control.report(0.02, "measuring the read bandwidth ceiling");
     r.ceiling_gbps = measure_host_read_gbps(ceiling_bytes);
     if (r.ceiling_gbps <= 0)

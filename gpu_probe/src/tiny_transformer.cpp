@@ -314,8 +314,8 @@ StopwatchReport generate_both(const TinyTransformer& model, const StopwatchReque
     const double recomputed_work = work(first + n - 1).cumulative_uncached - work(first - 1).cumulative_uncached;
     r.speedup_bound = cached_work > 0 ? recomputed_work / cached_work : 1;
     auto one_decimal = [](double v) { return number_text(v, Notation::fixed, 1); };
-    r.message = format_count_of(n, "token", "tokens") + g.where + ": " + one_decimal(cached) +
-                " ms with the cache, " + one_decimal(uncached) + " ms recomputing (" + one_decimal(r.speedup) +
+    r.message = format_count_of(n, "token", "tokens") + g.where + ": " + one_decimal(cached) + " ms with the cache, " +
+                one_decimal(uncached) + " ms recomputing (" + one_decimal(r.speedup) +
                 "× slower; the calculator's FLOP bound is " + one_decimal(r.speedup_bound) + "×); texts " +
                 (r.tokens_identical ? "identical" : "differ");
     return r;

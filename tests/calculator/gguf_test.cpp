@@ -171,7 +171,9 @@ TEST(Gguf, ANameOfStrayBytesIsReadAsValidUtf8) {
     const gguf::Value* name = f->find("general.name");
     ASSERT_NE(name, nullptr);
     EXPECT_EQ(name->s, "caf" + r + " " + r + r + " Modèle " + r + r + r + " " + r + r);
-    EXPECT_EQ(json::quote("a\xf4\x90\x80\x80" "b\xf0\x9f\x98\x80"), "\"a" + r + r + r + r + "b\xf0\x9f\x98\x80\"");
+    EXPECT_EQ(json::quote("a\xf4\x90\x80\x80"
+                          "b\xf0\x9f\x98\x80"),
+              "\"a" + r + r + r + r + "b\xf0\x9f\x98\x80\"");
 }
 
 TEST(Gguf, MissingAndMalformedKeysAreNamed) {

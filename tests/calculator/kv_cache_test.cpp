@@ -1,5 +1,5 @@
-#include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/catalog.h"
 
 #include "kvscope/calculator/units.h"
 #include "kvscope/calculator/variants.h"

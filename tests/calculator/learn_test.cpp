@@ -276,8 +276,9 @@ TEST(Quiz, QuestionsComeFromTheScenarioAndAnswersAreChecked) {
     // marked wrong; a size with a unit may be approximate ("1.3 KiB").
     const AnswerCheck grouped = check_answer(crossing, "30.634");
     EXPECT_FALSE(grouped.understood);
-    EXPECT_EQ(grouped.message, "'30.634' is not a whole number of tokens; a lone point is a decimal point here, so "
-                               "write 30634 or 30,634 for that number.");
+    EXPECT_EQ(grouped.message,
+              "'30.634' is not a whole number of tokens; a lone point is a decimal point here, so "
+              "write 30634 or 30,634 for that number.");
     EXPECT_FALSE(check_answer(heads, "131.072 bytes").understood);
     EXPECT_TRUE(check_answer(per_token, "511.9 KiB").understood);
     EXPECT_FALSE(check_answer(crossing, std::to_string(static_cast<long long>(crossing.answer * 1.5))).correct);

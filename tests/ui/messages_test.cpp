@@ -183,7 +183,7 @@ TEST(Messages, AFileChangedSinceTheLastSessionIsNotWrittenOverWithTheOlderCopy) 
         EXPECT_TRUE(third.messages()->text().contains("changed since KVScope last saved it"))
             << third.messages()->text().toStdString();
         EXPECT_TRUE(third.fileChangedElsewhere());  // Save asks before replacing it
-        third.close();  // still unsaved: the next start says it again
+        third.close();                              // still unsaved: the next start says it again
     }
     MainWindow fourth(catalog(), true);
     EXPECT_TRUE(fourth.fileChangedElsewhere());

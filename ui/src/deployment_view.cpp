@@ -89,8 +89,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     }
     fraction_->setRange(0.01, 1.0);
     fraction_->setSingleStep(0.01);
-    fraction_->setDecimals(3);  // SGLang's defaults have three (0.835)
-    fraction_->setFractionStyle(true);  // 0.90 as fit prints it; "90 %" read as 0.90
+    fraction_->setDecimals(3);              // SGLang's defaults have three (0.835)
+    fraction_->setFractionStyle(true);      // 0.90 as fit prints it; "90 %" read as 0.90
     fraction_->setKeyboardTracking(false);  // "1,5" is not applied as 1 on its first key
     for (const KvDtypeInfo& i : all_kv_dtypes())
         weight_dtype_->addItem(q(std::string(i.id)), static_cast<int>(i.dtype));

@@ -23,9 +23,7 @@
 
 namespace kvscope::ui {
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 bool is_stream_path(const QString& path) {
     // /dev/stdout links to /proc/self/fd/1, which may be a plain file: the name, not what it leads to, decides.
@@ -44,10 +42,10 @@ std::optional<QString> write_file(const QString& path, const QByteArray& bytes) 
         // would replace the device with a plain file (as root, /dev/null), and /dev/stdout redirected with >> to a
         // file would lose what the file held.
         QFile device;
-        const bool open = path == "/dev/stdout"   ? device.open(1, QIODevice::WriteOnly)
-                          : path == "/dev/stderr" ? device.open(2, QIODevice::WriteOnly)
-                                                  : (device.setFileName(path),
-                                                     device.open(QIODevice::WriteOnly | QIODevice::Append));
+        const bool open = path == "/dev/stdout" ? device.open(1, QIODevice::WriteOnly)
+                          : path == "/dev/stderr"
+                              ? device.open(2, QIODevice::WriteOnly)
+                              : (device.setFileName(path), device.open(QIODevice::WriteOnly | QIODevice::Append));
         if (!open || device.write(bytes) != bytes.size() || !device.flush())
             return QObject::tr("Could not write %1: %2").arg(path, device.errorString());
         return std::nullopt;
