@@ -139,6 +139,10 @@ int run_app(int argc, char** argv) {
         print_error(QString::fromStdString(chosen.error_text()));
         window.messages()->showMessage(QObject::tr("Not opened: %1").arg(QString::fromStdString(chosen.error_text())),
                                        kvscope::ui::MessageBar::Kind::error);
+    } else if (c.scenario_file && !c.has_scenario_options) {
+        // A saved scenario alone: opened as File > Open opens it, so the window stands for the file (Ctrl+S writes
+        // it, Open recent lists it). With options beside it, it is another scenario, not the file's.
+        window.openScenarioFile(*c.scenario_file);
     } else if (*chosen) {
         window.showScenario((*chosen)->scenario, (*chosen)->description, (*chosen)->notes, (*chosen)->warnings);
     }

@@ -227,6 +227,17 @@ TEST(Headless, AFileGivenAloneOpensInTheWindowAndOneThatDoesNotReadStillOpensThe
     c.close();
     r = window({config});
     EXPECT_TRUE(r.out.contains("window: Übung 1")) << r.out.toStdString();  // named by its folder
+    // A saved scenario given with --scenario alone is the file the window stands for (its title, Ctrl+S writes it).
+    const QString saved = dir.filePath("Übung 1/plan.kvscope.json");
+    QFile plan(saved);
+    ASSERT_TRUE(plan.open(QIODevice::WriteOnly));
+    Scenario gpt2;
+    gpt2.model_id = "gpt2";
+    gpt2.arch = Catalog::builtin().find_model("gpt2")->model.arch;
+    plan.write(QByteArray::fromStdString(scenario_to_json(gpt2)));
+    plan.close();
+    r = window({"--scenario", saved});
+    EXPECT_TRUE(r.out.contains("window: plan.kvscope.json")) << r.out.toStdString();
 }
 
 TEST(Headless, WithoutADisplayTheWindowlessOptionsAreSuggested) {
