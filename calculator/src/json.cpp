@@ -460,6 +460,9 @@ private:
             const char c = peek();
             if (c == '"') {
                 advance();
+                // Read as it is written: stray bytes and lone surrogates (\ud800) become U+FFFD here, as the writer
+                // (quote) writes them, so a file read and written again reads back the same.
+                out = valid_utf8(out);
                 return true;
             }
             if (static_cast<unsigned char>(c) < 0x20) return fail("control character inside a string");

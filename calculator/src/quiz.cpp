@@ -119,20 +119,19 @@ AnswerCheck check_answer(const Question& q, std::string_view typed, UnitSystem u
             if (const auto at = t.find(word); at != std::string::npos) t.erase(at, std::string_view(word).size());
         return std::none_of(t.begin(), t.end(), [](char ch) { return std::isalpha(static_cast<unsigned char>(ch)); });
     };
-    if (q.unit != AnswerUnit::percent && std::floor(*value) != *value && plain_count()) {
-        const std::string text(typed);
-        const auto point = text.find('.');
-        const auto digits_after = point == std::string::npos ? 0 : text.find_first_not_of("0123456789", point + 1);
-        const bool grouped_like = point != std::string::npos &&
-                                  text.find_first_of(".,", point + 1) == std::string::npos &&
-                                  (digits_after == std::string::npos ? text.size() : digits_after) - point - 1 == 3;
-        c.message = "'" + text + "' is not a whole number of " + (q.unit == AnswerUnit::tokens ? "tokens" : "bytes") +
-                    (grouped_like ? "; a lone point is a decimal point here, so write " + text.substr(0, point) +
-                                        text.substr(point + 1, 3) + " or " + text.substr(0, point) + "," +
-                                        text.substr(point + 1, 3) + " for that number"
-                                  : std::string()) +
-                    ".";
-        return c;
+    if (q.unit != AnswerUnit::percent && plain_count()) {
+        std::string number = ascii_lower(typed);
+        for (const char* word : {"bytes", "tokens"})
+            if (const auto at = number.find(word); at != std::string::npos) number.erase(at);
+        if (auto hint = lone_point_thousands(number)) {
+            c.message = *hint + ".";
+            return c;
+        }
+        if (std::floor(*value) != *value) {
+            c.message = "'" + std::string(typed) + "' is not a whole number of " +
+                        (q.unit == AnswerUnit::tokens ? "tokens" : "bytes") + ".";
+            return c;
+        }
     }
     c.understood = true;
     c.correct = std::fabs(*value - q.answer) <= q.tolerance * std::fabs(q.answer);

@@ -54,20 +54,7 @@ Result<std::uint64_t> parse_scaled(const std::string& text, std::size_t number_e
     // frac / frac_scale * multiplier must be an integer.
     __extension__ using u128 = unsigned __int128;
     const u128 frac_product = static_cast<u128>(frac) * multiplier;
-    if (frac_product % frac_scale != 0 && !nearest) {
-        // "131.072": a German writes thousands so, but a lone point is a decimal point here (either habit reads
-        // the same way on every desktop): said, with what writes the number meant.
-        const auto point = text.find('.');
-        const bool grouped_like = point != std::string::npos &&
-                                  text.find_first_of(".,", point + 1) == std::string::npos &&
-                                  text.size() - point - 1 == 3 && multiplier == 1;
-        return FieldError{field, "'" + text + "' is not a whole number" +
-                                     (grouped_like ? "; a lone point is a decimal point here: for " +
-                                                         text.substr(0, point) + text.substr(point + 1) + " write " +
-                                                         text.substr(0, point) + text.substr(point + 1) + " or " +
-                                                         text.substr(0, point) + "," + text.substr(point + 1)
-                                                   : std::string())};
-    }
+    if (frac_product % frac_scale != 0 && !nearest) return FieldError{field, "'" + text + "' is not a whole number"};
     const u128 rounded = nearest ? (frac_product + frac_scale / 2) / frac_scale : frac_product / frac_scale;
     const Checked total = scaled_whole + static_cast<std::uint64_t>(rounded);
     if (total.overflow()) return FieldError{field, "'" + text + "' is too large (more than 2^64)"};
@@ -116,11 +103,37 @@ std::optional<Result<std::uint64_t>> power_of_ten(const std::string& text, const
     return Result<std::uint64_t>(value.value());
 }
 
+}  // namespace
+
+std::optional<std::string> lone_point_thousands(std::string_view raw) {
+    // "131.072" or "128.000": one to three digits (not starting with 0), a point, three digits. A German writes
+    // thousands so, an English reader a decimal; a lone point is a decimal point here (numbers.h), so a count typed
+    // so is refused with how to write either number, never read as 131.072 or 128 in silence.
+    const std::string t = trim(raw);
+    const auto point = t.find('.');
+    const auto digits = [&t](std::size_t from, std::size_t to) {
+        return from < to &&
+               std::all_of(t.begin() + static_cast<std::ptrdiff_t>(from), t.begin() + static_cast<std::ptrdiff_t>(to),
+                           [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (point == std::string::npos || point < 1 || point > 3 || t[0] == '0' || t.size() != point + 4 ||
+        !digits(0, point) || !digits(point + 1, t.size()))
+        return std::nullopt;
+    const std::string whole = t.substr(0, point), thousands = whole + t.substr(point + 1);
+    const std::string decimal = t.substr(point + 1) == "000" ? whole : std::string();
+    return "'" + t + "' has a lone point, which is a decimal point here: for " + thousands + " write " + thousands +
+           " or " + whole + "," + t.substr(point + 1) +
+           (decimal.empty() ? "" : ", for " + decimal + " write " + decimal);
+}
+
+namespace {
+
 Result<std::uint64_t> parse_with_kilo(std::string_view raw, const std::string& field, const std::string& what) {
     const std::string text = trim(raw);
     if (text.empty()) return FieldError{field, "a value is needed"};
     if (text[0] == '-') return FieldError{field, "'" + text + "' is negative; " + what + " is needed"};
     if (auto scientific = power_of_ten(text, field, what)) return *scientific;
+    if (auto hint = lone_point_thousands(text)) return FieldError{field, *hint};
     std::size_t end = text.size();
     std::uint64_t mult = 1;
     const char last = static_cast<char>(std::tolower(static_cast<unsigned char>(text.back())));

@@ -32,6 +32,9 @@ TEST(KvCache, ABlockFormatNeedsWholeBlocksAHeadAsLlamaCppDoes) {
     mla.mla->kv_lora_rank = 500;
     EXPECT_FIELD_ERROR(kv_cache_report(mla, KvDtype::q8_0, {64, 1, 1, false}), "kv_dtype",
                        "the key (MLA latent and rotary part) head dimension 564 is not a multiple of 32");
+    mla.mla->qk_rope_head_dim = 12;  // 500 + 12 = 512 whole blocks of K; the latent of V, 500, is not
+    EXPECT_FIELD_ERROR(kv_cache_report(mla, KvDtype::q8_0, {64, 1, 1, false}), "kv_dtype",
+                       "the value (MLA latent) head dimension 500 is not a multiple of 32");
 }
 
 TEST(KvCache, LessonReferenceMhaGqaMqa) {

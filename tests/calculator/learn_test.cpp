@@ -277,8 +277,8 @@ TEST(Quiz, QuestionsComeFromTheScenarioAndAnswersAreChecked) {
     const AnswerCheck grouped = check_answer(crossing, "30.634");
     EXPECT_FALSE(grouped.understood);
     EXPECT_EQ(grouped.message,
-              "'30.634' is not a whole number of tokens; a lone point is a decimal point here, so "
-              "write 30634 or 30,634 for that number.");
+              "'30.634' has a lone point, which is a decimal point here: for 30634 write 30634 or 30,634.");
+    EXPECT_FALSE(check_answer(crossing, "30.000").understood);  // never read as 30 tokens
     EXPECT_FALSE(check_answer(heads, "131.072 bytes").understood);
     EXPECT_TRUE(check_answer(per_token, "511.9 KiB").understood);
     EXPECT_FALSE(check_answer(crossing, std::to_string(static_cast<long long>(crossing.answer * 1.5))).correct);

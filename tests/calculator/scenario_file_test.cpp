@@ -239,6 +239,21 @@ TEST(ScenarioFile, TheImportsWarningsAreKeptAndChecked) {
     EXPECT_FIELD_ERROR(scenario_from_json(text, "w"), "w:" + std::to_string(line) + " warnings", "must hold strings");
 }
 
+TEST(ScenarioFile, AStringOfStrayBytesReadsAndWritesBackTheSame) {
+    // A name with a byte that is no UTF-8 and a lone surrogate: read as U+FFFD, as the writer writes it, so saving
+    // the scenario again and reading it gives the same scenario (the fuzzer's round trip).
+    std::string text = scenario_to_json(llama70b_on_two_h100());
+    const auto at = text.find("\"name\": \"");
+    ASSERT_NE(at, std::string::npos);
+    text.insert(at + 9, "caf\xe9 \\ud800 ");
+    auto s = scenario_from_json(text, "s");
+    ASSERT_TRUE(s.ok()) << s.error_text();
+    EXPECT_EQ(s->scenario.arch.name.rfind("caf\xEF\xBF\xBD \xEF\xBF\xBD", 0), 0u) << s->scenario.arch.name;
+    auto again = scenario_from_json(scenario_to_json(s->scenario), "again");
+    ASSERT_TRUE(again.ok()) << again.error_text();
+    EXPECT_EQ(again->scenario, s->scenario);
+}
+
 TEST(ScenarioFile, UnknownFormatsAreNamed) {
     std::string text = scenario_to_json(llama70b_on_two_h100());
     const auto at = text.find("\"kv_dtype\": \"fp8_e4m3\"");

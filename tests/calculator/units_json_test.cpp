@@ -24,8 +24,16 @@ TEST(Units, TokenCountsTheWayPeopleWriteThem) {
     EXPECT_FIELD_ERROR(parse_token_count("1.25e1", "--context"), "--context", "'1.25e1' is not a whole number");
     // German thousands with a lone point: refused as a decimal, and the message says how to write the number meant.
     EXPECT_FIELD_ERROR(parse_token_count("131.072", "--context"), "--context",
-                       "'131.072' is not a whole number; a lone point is a decimal point here: for 131072 write "
-                       "131072 or 131,072");
+                       "'131.072' has a lone point, which is a decimal point here: for 131072 write 131072 or 131,072");
+    // "128.000" would read as 128: refused too, with both numbers it could mean.
+    EXPECT_FIELD_ERROR(parse_count("128.000", "--batch"), "--batch",
+                       "'128.000' has a lone point, which is a decimal point here: for 128000 write 128000 or "
+                       "128,000, for 128 write 128");
+    // Not that shape: a decimal ("1.5", "0.125"), grouped thousands ("1,234.567" is no count either way).
+    EXPECT_FALSE(lone_point_thousands("1.5").has_value());
+    EXPECT_FALSE(lone_point_thousands("0.125").has_value());
+    EXPECT_FALSE(lone_point_thousands("1234.567").has_value());
+    EXPECT_FALSE(lone_point_thousands("1.536k").has_value());
     EXPECT_FIELD_ERROR(parse_token_count("1.5", "--context"), "--context", "'1.5' is not a whole number");
     EXPECT_FIELD_ERROR(parse_token_count("1e30", "--context"), "--context", "more than 2^64");
     // Echoed as people read it: 8k and 1M, but 10^15 in digits, not 976562500000k.

@@ -155,6 +155,12 @@ TEST(Agreement, TheLayerMixIsShownAndALearnerCanChangeIt) {
     type("4.0.96");
     EXPECT_EQ(layer_window(w.model()->scenario().arch, LayerKind::sliding), 1536u);
     EXPECT_TRUE(in->errorLabel()->text().contains("4.0.96")) << in->errorLabel()->text().toStdString();
+    // A window of 0 reaches the calculator, which refuses it; the field stays in view to be mended.
+    type("0");
+    EXPECT_TRUE(in->windowField()->isVisibleTo(&w));
+    EXPECT_FALSE(w.model()->errors().empty());
+    type("2k");
+    EXPECT_TRUE(w.model()->errors().empty());
 }
 
 TEST(Agreement, ThePickerFindsIdsRepoIdsNamesAndAliasesInAnyCase) {

@@ -13,6 +13,7 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/scenario_file.h"
+#include "kvscope/ui/exporter.h"
 #include "widget_testing.h"
 
 namespace kvscope::ui {
@@ -125,6 +126,11 @@ TEST(Headless, BadInputNamesTheOptionAndExitsWithTwo) {
     for (const QString& line : r.out.trimmed().split('\n'))
         EXPECT_EQ(line.count(','), r.out.left(r.out.indexOf('\n')).count(',')) << line.toStdString();
     EXPECT_TRUE(r.err.contains("wrote /dev/stdout"));
+    // The standard streams by name, devices by what they are; a plain file, wherever it is, is written whole.
+    EXPECT_TRUE(ui::is_stream_path("/dev/stdout"));
+    EXPECT_TRUE(ui::is_stream_path("/dev/null"));
+    EXPECT_FALSE(ui::is_stream_path(dir.filePath("c.csv")));
+    EXPECT_FALSE(ui::is_stream_path(dir.filePath("not there yet.json")));
     // Standard output appended to a file (>>): what the file held stays, the export follows it; the report too.
     const QString appended = dir.filePath("app.txt");
     QFile before(appended);

@@ -248,7 +248,10 @@ TEST(Messages, SavingWhileAFieldHoldsTextItDidNotAcceptSaysSo) {
         << w.messages()->text().toStdString();
     MainWindow other(catalog(), false);
     ASSERT_TRUE(other.openScenarioFile(path));
-    EXPECT_EQ(other.model()->scenario().workload.context_tokens, w.model()->scenario().workload.context_tokens);
+    EXPECT_EQ(other.model()->scenario().workload.context_tokens, 8192u);  // the last accepted value
+    // Another value in the field (the slider, undo): what was refused is no longer what it holds.
+    w.model()->edit("context", [](Scenario& s) { s.workload.context_tokens = 32768; });
+    EXPECT_TRUE(w.inputs()->unaccepted().isEmpty());
 }
 
 TEST(Messages, ExportNamesKeepTheWholeModelNameAndSayWhereTheyWrote) {

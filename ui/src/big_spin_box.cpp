@@ -20,6 +20,8 @@ QString BigSpinBox::textOf(std::uint64_t v) const {
 }
 
 void BigSpinBox::setValue(std::uint64_t value) {
+    // Another value (undo, the slider): the text refused before is no longer what the field holds.
+    if (value != value_) problem_.clear();
     value_ = value;
     if (!lineEdit()->hasFocus() || lineEdit()->text() != textOf(value)) lineEdit()->setText(textOf(value));
 }

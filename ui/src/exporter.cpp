@@ -23,13 +23,15 @@
 
 namespace kvscope::ui {
 
-namespace {}  // namespace
-
 bool is_stream_path(const QString& path) {
-    // /dev/stdout links to /proc/self/fd/1, which may be a plain file: the name, not what it leads to, decides.
-    if (path.startsWith("/dev/") || path.startsWith("/proc/")) return true;
+    // The standard streams by name: /dev/stdout links to /proc/self/fd/1, which may be a plain file (a >>
+    // redirection), so what it leads to cannot decide. Else what the path is: a device or a named pipe, never a
+    // plain file (one in /dev/shm is written whole, as anywhere).
+    if (path == "/dev/stdout" || path == "/dev/stderr" || path.startsWith("/dev/fd/") ||
+        path.startsWith("/proc/self/fd/"))
+        return true;
     const QFileInfo info(path);
-    return info.exists() && !info.isDir() && !info.isFile();  // a named pipe, a socket
+    return info.exists() && !info.isDir() && !info.isFile();
 }
 
 namespace {

@@ -233,7 +233,7 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     attention_every_->setAccessibleName(tr("Attention every N layers"));
     attention_every_->setToolTip(
         tr("One layer in N attends (and keeps a KV cache); the others keep only their fixed recurrent state"));
-    window_->setRange(1, 1ull << 30);
+    window_->setRange(1, ~0ull);
     auto* mix_edits = new QHBoxLayout(mix_edits_);
     mix_edits->setContentsMargins(0, 0, 0, 0);
     mix_edits->addWidget(attention_every_label_);
@@ -481,12 +481,14 @@ void InputsPanel::sync() {
     attention_every_label_->setVisible(period > 0);
     if (period > 0 && !attention_every_->hasFocus())
         attention_every_->setValue(static_cast<int>(std::min<std::uint64_t>(period, kMaxLayers)));
-    window_->setVisible(window > 0);
-    window_label_->setVisible(window > 0);
+    // Shown while the model has such layers, a window of 0 typed in it too (marked, so that it can be mended).
+    const bool local_layers = a.count_layers(LayerKind::sliding) + a.count_layers(LayerKind::chunked) > 0;
+    window_->setVisible(local_layers);
+    window_label_->setVisible(local_layers);
     window_label_->setText(local == LayerKind::sliding ? tr("window") : tr("chunk"));
     window_->setAccessibleName(local == LayerKind::sliding ? tr("Sliding window") : tr("Attention chunk"));
-    if (window > 0 && !window_->hasFocus()) window_->setValue(std::min<std::uint64_t>(window, 1ull << 30));
-    mix_edits_->setVisible(period > 0 || window > 0);
+    if (local_layers && !window_->hasFocus()) window_->setValue(window);
+    mix_edits_->setVisible(period > 0 || local_layers);
     layer_mix_row_->setVisible(!mix.empty());
 
     QMap<QWidget*, QString> typed = typedProblems();

@@ -222,7 +222,7 @@ void MainWindow::createActions() {
         tr("&Save scenario"), QKeySequence::Save, tr("Save the inputs to a .kvscope.json file"),
         [this] {
             QString path =
-                current_file_.endsWith(QString::fromUtf8(kScenarioFileSuffix.data()))
+                current_file_.endsWith(QString::fromUtf8(kScenarioFileSuffix.data()), Qt::CaseInsensitive)
                     ? current_file_
                     : askSavePath(tr("Save scenario"), tr("KVScope scenarios (*.kvscope.json)"), ".kvscope.json");
             if (!path.isEmpty() && path == current_file_ && fileChangedElsewhere()) {
@@ -509,7 +509,8 @@ void MainWindow::restoreScenarioFile(const QString& file, const LoadedScenario& 
         model_->undoStack()->resetClean();
         if (changed && on_disk->scenario != last.scenario)
             messages_->showMessage(tr("%1 changed since KVScope last saved it, and this window has unsaved changes "
-                                      "of its own. Save (Ctrl+S) would replace the file's; Save as keeps both.")
+                                      "of its own. Save (Ctrl+S) asks before replacing the file's; Save as keeps "
+                                      "both.")
                                        .arg(QDir::toNativeSeparators(file)),
                                    MessageBar::Kind::info);
     }
@@ -523,8 +524,9 @@ bool MainWindow::fileChangedElsewhere() const {
 }
 
 void MainWindow::adoptScenarioFile(const QString& path) {
-    // The window now stands for this file: its name in the title, no unsaved changes, a recent entry.
-    current_file_ = path;
+    // The window now stands for this file: its name in the title, no unsaved changes, a recent entry. Kept whole
+    // (a relative path given on the command line names another file from another folder at the next start).
+    current_file_ = QFileInfo(path).absoluteFilePath();
     current_file_time_ = QFileInfo(path).lastModified().toMSecsSinceEpoch();
     model_->undoStack()->setClean();
     addRecent(path);
@@ -750,7 +752,7 @@ void MainWindow::discardRecovery() {
     QFile::remove(adopted_recovery_);
     adopted_lock_.reset();
     adopted_recovery_.clear();
-    messages_->hide();
+    if (messages_->text().contains(tr("did not close normally"))) messages_->hide();  // the offer, not another message
 }
 
 void MainWindow::restoreRecovery() {

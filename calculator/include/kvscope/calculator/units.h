@@ -2,6 +2,7 @@
 // Readable numbers, always labelled: GiB (2^30) and GB (10^9) are different units.
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,6 +21,9 @@ std::string format_bytes_both(std::uint64_t bytes, UnitSystem primary = UnitSyst
 std::string format_signed_bytes(std::int64_t bytes, UnitSystem units = UnitSystem::binary);
 // An engine's memory fraction with two decimals, three where it has them: "0.90", SGLang's "0.835".
 std::string fraction_text(double fraction);
+// A count typed as German thousands with a lone point ("131.072", "128.000"): the message saying how to write the
+// number meant, else none. Counts (parse_count, parse_token_count and the quiz) refuse such text.
+std::optional<std::string> lone_point_thousands(std::string_view text);
 // A ratio with the digits that mean something: "1.37×", "12.4×", "351×".
 std::string ratio_text(double ratio);
 // 1234567 -> "1,234,567".
