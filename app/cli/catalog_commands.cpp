@@ -34,6 +34,7 @@ Output cmd_local_models(const Options& o) {
             x.set("store", Value::string(std::string(to_string(m.store))));
             x.set("format", Value::string(m.gguf ? "gguf" : "config.json"));
             x.set("path", Value::string(m.path));
+            if (!m.problem.empty()) x.set("problem", Value::string(m.problem));
             list.push(std::move(x));
         }
         Value where = Value::object();
@@ -44,17 +45,24 @@ Output cmd_local_models(const Options& o) {
         r.out = root.dump() + "\n";
         return r;
     }
-    Table t({"id", "found in", "format", "path"});
-    for (const auto& m : models)
-        t.add({m.id, std::string(to_string(m.store)), m.gguf ? "GGUF" : "config.json", m.path});
     if (o.format == Format::csv) {
+        Table t({"id", "found in", "format", "path", "problem"});
+        for (const auto& m : models)
+            t.add({m.id, std::string(to_string(m.store)), m.gguf ? "GGUF" : "config.json", m.path, m.problem});
         r.out = t.csv();
         return r;
     }
+    Table t({"id", "found in", "format", "path"});
+    std::string problems;
+    for (const auto& m : models) {
+        t.add({m.id, std::string(to_string(m.store)), m.gguf ? "GGUF" : "config.json", m.path});
+        if (!m.problem.empty()) problems += "  " + m.id + ": " + m.problem + "\n";
+    }
+    if (!problems.empty()) problems = "Found, but not readable as found:\n" + problems;
     std::string where;
     for (const auto& [store, path] : searched)
         where += "  " + std::string(to_string(store)) + ": " + (path.empty() ? "(no home folder)" : path) + "\n";
-    r.out = (models.empty() ? "No models found. Searched:\n" : t.text() + "Searched:\n") + where +
+    r.out = (models.empty() ? "No models found. Searched:\n" : t.text() + problems + "Searched:\n") + where +
             "Use one with --model ID (as listed), or --gguf FILE / --model-dir DIR.\n";
     return r;
 }

@@ -161,8 +161,11 @@ Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const 
         ChosenScenario chosen{s->scenario,
                               ui::display_name(catalog, s->scenario),
                               {QString("from %1").arg(*c.scenario_file)},
-                              ui::q(s->warnings)};
-        if (!s->repaired.empty()) chosen.notes << QString::fromStdString(s->repaired);
+                              ui::q(s->warnings),
+                              {}};
+        for (const std::string* said : {&s->unread, &s->repaired})
+            if (!said->empty()) chosen.said << QString::fromStdString(*said);
+        chosen.notes += chosen.said;
         // Every option given beside the file overrides it: the workload's and the deployment's.
         Errors errors = cli::apply_scenario_options(o, catalog, chosen.scenario);
         if (!errors.empty()) return errors;
@@ -174,7 +177,7 @@ Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const 
     if (!s) return s.errors();
     // A config.json keeps the description build_scenario gave it (path and repo).
     ChosenScenario chosen{
-        *s, o.config ? QString::fromStdString(source.description) : ui::display_name(catalog, *s), {}, {}};
+        *s, o.config ? QString::fromStdString(source.description) : ui::display_name(catalog, *s), {}, {}, {}};
     for (const auto& a : source.assumed) chosen.notes << QString("assumed: %1").arg(QString::fromStdString(a));
     for (const auto& n : source.notes) {
         chosen.notes << QString::fromStdString(n);

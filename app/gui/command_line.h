@@ -39,6 +39,9 @@ struct ChosenScenario {
     QString description;
     QStringList notes;
     QStringList warnings;  // the import's notes, which the exports give as warnings (ScenarioModel::State)
+    // What reading a --scenario file needs said (numbers repaired, fields this version does not read): the window
+    // shows it, and exports print it on stderr.
+    QStringList said;
 };
 // The scenario the options describe, or none when the command line names no scenario.
 Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const Catalog& catalog);

@@ -37,6 +37,7 @@ bool wants_no_window(int argc, char** argv) {
 int run_exports(const kvscope::gui::CommandLine& c, const kvscope::gui::ChosenScenario& chosen,
                 const kvscope::Catalog& catalog) {
     using namespace kvscope::ui;
+    for (const QString& said : chosen.said) print_error(said);
     ScenarioModel model(catalog);
     model.setUnits(c.options.units);
     model.replace(chosen.scenario, chosen.description, chosen.notes, "command line", chosen.warnings);

@@ -9,6 +9,7 @@
 
 #include "config_reader.h"
 #include "kvscope/calculator/units.h"
+#include "open_file.h"
 
 namespace kvscope {
 namespace importer {
@@ -338,27 +339,15 @@ void read_moe(Reader& r, ImportedModel& out) {
 }  // namespace
 
 Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes) {
-    // A folder opens as a stream of 2^63 bytes on Linux: said as what it is.
-    if (std::error_code ec; std::filesystem::is_directory(std::filesystem::path(path), ec))
-        return FieldError{"file",
-                          path +
-                              ": is a folder, not a file (--model-dir and the window's Import model folder read a "
-                              "model's folder)"};
-    // A pipe or a device (/dev/zero) is no file to read: opening a pipe would wait for a writer.
-    if (std::error_code ec; std::filesystem::exists(std::filesystem::path(path), ec) &&
-                            !std::filesystem::is_regular_file(std::filesystem::path(path), ec))
-        return FieldError{"file", path + ": is not a regular file (a pipe or a device)"};
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return FieldError{"file", path + ": cannot be opened (missing, or no permission to read)"};
-    in.seekg(0, std::ios::end);
-    const auto size = in.tellg();
-    if (size < 0) return FieldError{"file", path + ": cannot be read (not a regular file?)"};
-    if (static_cast<std::size_t>(size) > max_bytes)
-        return FieldError{"file", path + ": is " + format_bytes(static_cast<std::uint64_t>(size)) + ", more than the " +
+    auto file =
+        open_file(path, "file", "a file", "--model-dir and the window's Import model folder read a model's folder");
+    if (!file) return file.errors();
+    if (file->size > max_bytes)
+        return FieldError{"file", path + ": is " + format_bytes(file->size) + ", more than the " +
                                       format_bytes(max_bytes) + " a config.json or a scenario may be"};
-    in.seekg(0);
-    std::string text(static_cast<std::size_t>(size), '\0');
-    if (!in.read(text.data(), size)) return FieldError{"file", path + ": read failed"};
+    std::string text(static_cast<std::size_t>(file->size), '\0');
+    if (!file.value().in.read(text.data(), static_cast<std::streamsize>(file->size)))
+        return FieldError{"file", path + ": read failed"};
     return text;
 }
 

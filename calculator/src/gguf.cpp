@@ -13,6 +13,7 @@
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/units.h"
+#include "open_file.h"
 
 namespace kvscope::gguf {
 namespace {
@@ -223,9 +224,11 @@ std::optional<FieldError> read_value(Reader& r, Type type, Value& out, const std
                 return r.error(at + 4, key + " is said to hold " + format_count(out.count) + " items, more than the " +
                                            format_count(r.left()) + " bytes left in the file can hold");
             // Kept: short arrays of numbers (per-layer settings), within a budget for the whole file, so that a
-            // crafted file cannot make the reader hold many times its own size.
+            // crafted file cannot make the reader hold many times its own size. The tokenizer's arrays (one number
+            // per token; gguf-py's gguf/constants.py Keys.Tokenizer) are only ever counted: kept, a vocabulary
+            // written before the model's keys would spend the budget its per-layer arrays need.
             const bool keep = out.count <= kKeptItems && out.item_type != Type::string &&
-                              out.item_type != Type::array && r.keep(out.count);
+                              out.item_type != Type::array && !key.starts_with("tokenizer.") && r.keep(out.count);
             if (keep) out.items.resize(out.count);
             Value scratch;
             const std::string items = key + "'s items";
@@ -422,19 +425,9 @@ Result<File> read(std::string_view bytes, const std::string& source) {
 }
 
 Result<File> read_file(const std::string& path) {
-    // A folder, a pipe or a device is said as what it is (a pipe would otherwise wait for a writer).
-    if (std::error_code ec; std::filesystem::is_directory(std::filesystem::path(path), ec))
-        return FieldError{"gguf", path + ": is a folder, not a GGUF file (--model-dir reads a model's folder)"};
-    if (std::error_code ec; std::filesystem::exists(std::filesystem::path(path), ec) &&
-                            !std::filesystem::is_regular_file(std::filesystem::path(path), ec))
-        return FieldError{"gguf", path + ": is not a regular file (a pipe or a device)"};
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return FieldError{"gguf", path + ": cannot be opened (missing, or no permission to read)"};
-    in.seekg(0, std::ios::end);
-    const auto size = in.tellg();
-    if (size < 0) return FieldError{"gguf", path + ": cannot be read (not a regular file?)"};
-    in.seekg(0);
-    return read(in, static_cast<std::uint64_t>(size), path);
+    auto file = open_file(path, "gguf", "a GGUF file", "--model-dir reads a model's folder");
+    if (!file) return file.errors();
+    return read(file.value().in, file->size, path);
 }
 
 std::optional<TypeInfo> type_info(std::uint32_t type) {

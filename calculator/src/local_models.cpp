@@ -64,21 +64,34 @@ void scan_huggingface(const fs::path& hub, std::vector<LocalModel>& out) {
         std::string id = folder.substr(8);
         if (const auto sep = id.find("--"); sep != std::string::npos) id = id.substr(0, sep) + "/" + id.substr(sep + 2);
         const auto found = cache_snapshot(repo.string());
-        if (!found) continue;
+        if (!found) {
+            // A download that never finished (no snapshot), or a refs/main left naming a snapshot since removed
+            // beside several others: listed, so that the model does not seem missing, with what to do.
+            const std::size_t snapshots = entries(repo / "snapshots", true).size();
+            out.push_back({id, LocalStore::huggingface, repo.string(), false,
+                           snapshots == 0 ? "has no snapshot (the download did not finish?); download it again"
+                                          : "refs/main names none of its " + std::to_string(snapshots) +
+                                                " snapshots; give the snapshot folder itself (--model-dir " +
+                                                (repo / "snapshots").string() + "/REVISION)"});
+            continue;
+        }
         const fs::path snapshot(*found);
         std::error_code error;
         if (fs::exists(snapshot / "config.json", error))
-            out.push_back({id, LocalStore::huggingface, snapshot.string(), false});
+            out.push_back({id, LocalStore::huggingface, snapshot.string(), false, {}});
         // Each GGUF file is a model too (a GGUF repo, with or without a config.json beside), also one folder down:
         // repos of split quantizations keep each in a folder of its own (unsloth's Q4_K_M/…-00001-of-00002.gguf).
         for (const fs::path& f : entries(snapshot, false))
             if (is_model_file(f))
-                out.push_back({id + "/" + f.filename().string(), LocalStore::huggingface, f.string(), true});
+                out.push_back({id + "/" + f.filename().string(), LocalStore::huggingface, f.string(), true, {}});
         for (const fs::path& sub : entries(snapshot, true))
             for (const fs::path& f : entries(sub, false))
                 if (is_model_file(f))
                     out.push_back({id + "/" + sub.filename().string() + "/" + f.filename().string(),
-                                   LocalStore::huggingface, f.string(), true});
+                                   LocalStore::huggingface,
+                                   f.string(),
+                                   true,
+                                   {}});
     }
 }
 
@@ -111,7 +124,13 @@ void scan_ollama(const fs::path& root, std::vector<LocalModel>& out) {
                             id = h + "/" + s + "/" + id;
                         else if (s != "library")
                             id = s + "/" + id;
-                        out.push_back({id, LocalStore::ollama, (root / "blobs" / blob).string(), true});
+                        const fs::path file = root / "blobs" / blob;
+                        std::error_code error;
+                        out.push_back({id, LocalStore::ollama, file.string(), true,
+                                       fs::is_regular_file(file, error)
+                                           ? std::string()
+                                           : "its weights file " + file.string() +
+                                                 " is missing (the pull did not finish?); run ollama pull " + id});
                         break;
                     }
                 }
@@ -125,7 +144,10 @@ void scan_lm_studio(const fs::path& root, std::vector<LocalModel>& out) {
                 if (is_model_file(f))
                     out.push_back(
                         {publisher.filename().string() + "/" + repo.filename().string() + "/" + f.filename().string(),
-                         LocalStore::lm_studio, f.string(), true});
+                         LocalStore::lm_studio,
+                         f.string(),
+                         true,
+                         {}});
 }
 
 }  // namespace
@@ -258,6 +280,8 @@ Result<ImportedModel> import_model_path(const std::string& path) {
 }
 
 Result<ImportedModel> import_local_model(const LocalModel& model) {
+    if (!model.problem.empty())
+        return FieldError{"model", model.id + " (" + std::string(to_string(model.store)) + "): " + model.problem};
     auto imported = import_model_path(model.path);
     if (imported) {
         imported.value().notes.push_back("found on this machine (" + std::string(to_string(model.store)) +

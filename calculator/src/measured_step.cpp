@@ -1,6 +1,11 @@
 #include "kvscope/calculator/measured_step.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -238,24 +243,67 @@ std::vector<MeasuredStep> read_measured_steps(const std::string& path) {
     return measured_steps_from_json(text);
 }
 
+namespace {
+
+// An exclusive lock on FILE.lock while the store is read, changed and replaced: two probes finishing at once (a window
+// and the CLI) would otherwise each write the file they read, and the second would drop the first's entry. flock(2)
+// locks are per open file, so two threads of one program exclude each other too; the lock goes with the descriptor.
+class StoreLock {
+public:
+    explicit StoreLock(const fs::path& store)
+        : fd_(::open((store.string() + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+        if (fd_ >= 0)
+            while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+            }
+    }
+    ~StoreLock() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    StoreLock(const StoreLock&) = delete;
+    StoreLock& operator=(const StoreLock&) = delete;
+
+private:
+    int fd_;
+};
+
+// The entries of the file as they are written, so that one this version cannot read (a newer version's, with a
+// format it does not know) is kept rather than dropped at the next write. What is not an entry at all is dropped.
+std::vector<Value> stored_entries(const std::string& path) {
+    std::vector<Value> out;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return out;
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto parsed = json::parse(text);
+    if (!parsed) return out;
+    if (const Value* list = member(*parsed.value, "steps", json::Type::array))
+        for (const Value& e : list->items())
+            if (e.is_object()) out.push_back(e);
+    return out;
+}
+
+}  // namespace
+
 Result<std::monostate> remember_measured_step(const std::string& path, const MeasuredStep& m) {
     if (path.empty()) return Errors{FieldError("measured steps", "no folder to keep them in (set KVSCOPE_DATA_DIR)")};
-    std::vector<MeasuredStep> steps = read_measured_steps(path);
-    std::erase_if(steps, [&](const MeasuredStep& e) { return e.key == m.key && e.device == m.device; });
-    steps.push_back(m);
+    std::error_code ec;
+    const fs::path target(path);
+    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+    if (ec) return Errors{FieldError(path, "cannot create its folder: " + ec.message())};
+    const StoreLock lock(target);
+
+    std::vector<Value> steps = stored_entries(path);
+    std::erase_if(steps,
+                  [&](const Value& e) { return text_of(e, "key") == m.key && text_of(e, "device") == m.device; });
+    steps.push_back(measured_step_json(m));
     if (steps.size() > kMaxMeasuredSteps)
         steps.erase(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(steps.size() - kMaxMeasuredSteps));
     Value list = Value::array();
-    for (const auto& e : steps) list.push(measured_step_json(e));
+    for (auto& e : steps) list.push(std::move(e));
     Value doc = Value::object();
     doc.set("format", Value::string("kvscope measured decode steps"));
     doc.set("version", Value::number(std::uint64_t{1}));
     doc.set("steps", std::move(list));
 
-    std::error_code ec;
-    const fs::path target(path);
-    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-    if (ec) return Errors{FieldError(path, "cannot create its folder: " + ec.message())};
     // Written beside the file, then renamed over it: a reader sees the old file or the new one, never half.
     const fs::path temp = target.string() + ".tmp" + std::to_string(std::random_device{}());
     {

@@ -11,6 +11,7 @@
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/units.h"
+#include "open_file.h"
 
 namespace kvscope::safetensors {
 namespace fs = std::filesystem;
@@ -134,13 +135,10 @@ Result<Header> read_header(std::string_view bytes, std::uint64_t file_size, cons
 }
 
 Result<Header> read_header_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return FieldError{"safetensors", path + ": cannot be opened (missing, or no permission to read)"};
-    in.seekg(0, std::ios::end);
-    const auto end = in.tellg();
-    if (end < 0) return FieldError{"safetensors", path + ": cannot be read (not a regular file?)"};
-    const auto size = static_cast<std::uint64_t>(end);
-    in.seekg(0);
+    auto file = open_file(path, "safetensors", "a safetensors file", "--model-dir reads a model's folder");
+    if (!file) return file.errors();
+    std::ifstream& in = file.value().in;
+    const std::uint64_t size = file->size;
     std::string start(static_cast<std::size_t>(std::min<std::uint64_t>(size, 8)), '\0');
     if (!in.read(start.data(), static_cast<std::streamsize>(start.size())))
         return FieldError{"safetensors", path + ": read failed"};

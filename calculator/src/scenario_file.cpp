@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <concepts>
+#include <set>
 #include <type_traits>
 
 #include "kvscope/calculator/config_import.h"
@@ -60,6 +61,7 @@ public:
     explicit Reader(std::string source) : source_(std::move(source)) {}
 
     const Value* member(const Value& object, std::string_view key, bool required = true) {
+        asked_.emplace(&object, std::string(key));
         const Value* v = object.find(key);
         if (!v && required) fail(object, std::string(key), "is missing");
         return v;
@@ -104,9 +106,28 @@ public:
     }
     Errors take() { return std::move(errors_); }
 
+    // An object read member by member; `path` names it in unread() ("architecture.", "layer_specs[2].").
+    void reading(const Value& object, std::string path) { objects_.emplace_back(&object, std::move(path)); }
+    // The members of the objects read that nothing asked for, "path.key (line N)" in file order: fields of
+    // a newer version, or a key misspelt by hand, which the numbers do not include.
+    [[nodiscard]] std::vector<std::string> unread() const {
+        std::vector<std::pair<int, std::string>> found;
+        for (const auto& [object, path] : objects_)
+            for (const auto& [key, value] : object->members())
+                if (!asked_.contains({object, key}))
+                    found.emplace_back(value.line(), path + key + " (line " + std::to_string(value.line()) + ")");
+        std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        std::vector<std::string> out;
+        out.reserve(found.size());
+        for (auto& f : found) out.push_back(std::move(f.second));
+        return out;
+    }
+
 private:
     std::string source_;
     Errors errors_;
+    std::set<std::pair<const Value*, std::string>> asked_;
+    std::vector<std::pair<const Value*, std::string>> objects_;
 };
 
 // Whether a member must be in a file, and whether it is written when it holds its default.
@@ -414,7 +435,7 @@ private:
 // Reads the members from a JSON object, every problem into the Reader.
 class MemberReader {
 public:
-    MemberReader(Reader& r, const Value& in) : r_(r), in_(in) {}
+    MemberReader(Reader& r, const Value& in, std::string path) : r_(r), in_(in), path_(std::move(path)) {}
 
     template <class T>
     void value(std::string_view key, T& x, Need need = Need::required) {
@@ -453,7 +474,7 @@ public:
     }
     template <class T>
     void object(std::string_view key, T& x, Need need = Need::required) {
-        if (const Value* o = r_.object(in_, key, need == Need::required)) read(r_, *o, x);
+        if (const Value* o = r_.object(in_, key, need == Need::required)) read(r_, *o, x, inner(key));
     }
     template <class E>
     void maybe_choice(std::string_view key, std::optional<E>& x) {
@@ -466,7 +487,7 @@ public:
     void maybe(std::string_view key, std::optional<T>& x) {
         if (const Value* o = r_.object(in_, key, false)) {
             T item;
-            read(r_, *o, item);
+            read(r_, *o, item, inner(key));
             x = std::move(item);
         }
     }
@@ -478,26 +499,32 @@ public:
             r_.fail(*items, std::string(key), "must be a list of " + std::string(what));
             return;
         }
+        std::size_t index = 0;
         for (const Value& item : items->items()) {
+            const std::string at = path_ + std::string(key) + "[" + std::to_string(index++) + "].";
             if (!item.is_object()) {
                 r_.fail(item, std::string(key), "must hold " + std::string(what));
                 continue;
             }
             T one;
-            read(r_, item, one);
+            read(r_, item, one, at);
             x.push_back(std::move(one));
         }
     }
 
     template <class T>
-    static void read(Reader& r, const Value& in, T& x) {
-        MemberReader m(r, in);
+    static void read(Reader& r, const Value& in, T& x, std::string path = {}) {
+        r.reading(in, path);
+        MemberReader m(r, in, std::move(path));
         members(x, m);
     }
 
 private:
+    [[nodiscard]] std::string inner(std::string_view key) const { return path_ + std::string(key) + "."; }
+
     Reader& r_;
     const Value& in_;
+    std::string path_;  // where in_ is in the file, "" at the top
 };
 
 }  // namespace
@@ -530,6 +557,20 @@ std::string repair_note(const std::string& source, const std::vector<json::Decim
            " held numbers written with a decimal comma (KVScope 0.1 saved them so in a German, French or "
            "other comma locale); they were read as decimals: " +
            list + ". Save the scenario to store the repaired file.";
+}
+
+// Fields the file holds and this version does not read, said rather than dropped in silence: one of them may be
+// an input a newer KVScope counts (the numbers would differ), or a key misspelt by hand.
+std::string unread_note(const std::string& source, const std::vector<std::string>& unread) {
+    if (unread.empty()) return {};
+    std::string list;
+    for (const auto& u : unread) list += (list.empty() ? "" : ", ") + u;
+    const bool one = unread.size() == 1;
+    const std::string them = one ? "it" : "them";
+    return source + " holds " + (one ? "a field" : std::to_string(unread.size()) + " fields") +
+           " this version of KVScope does not read: " + list + ". The numbers leave " + them +
+           " out (a newer KVScope or a hand edit may have written " + them + "), and saving writes the file without " +
+           them + ".";
 }
 
 }  // namespace
@@ -567,6 +608,7 @@ Result<LoadedScenario> scenario_from_json(std::string_view text, const std::stri
     }
 
     Reader r(source);
+    r.member(root, "kvscope_scenario");
     Scenario s;
     MemberReader::read(r, root, s);
     // Files of earlier versions give one window a layer (0 = full attention) instead of layer_specs.
@@ -595,7 +637,7 @@ Result<LoadedScenario> scenario_from_json(std::string_view text, const std::stri
         r.read_list(*w, "warnings", warnings, "must be a list of strings", "must hold strings");
     Errors errors = r.take();
     if (!errors.empty()) return errors;
-    return LoadedScenario{s, repaired, warnings};
+    return LoadedScenario{s, repaired, warnings, unread_note(source, r.unread())};
 }
 
 Result<LoadedScenario> read_scenario_file(const std::string& path) {

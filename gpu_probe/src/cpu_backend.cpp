@@ -96,11 +96,7 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
 
     const host::Budget budget = host::budget(control.memory_limit_bytes);
     const std::uint64_t limit = budget.bytes;
-    const std::uint64_t ceiling_bytes =
-        request.ceiling_bytes
-            ? request.ceiling_bytes
-            : std::min<std::uint64_t>(std::max<std::uint64_t>(4 * host::last_level_cache_bytes(), 256ull << 20),
-                                      1ull << 30);
+    const std::uint64_t ceiling_bytes = request.ceiling_bytes ? request.ceiling_bytes : host::ceiling_buffer_bytes();
     // Each buffer's entry in the list and its pointer are memory too.
     const std::uint64_t bookkeeping = *count * (sizeof(KvTensor) + sizeof(Buffer));
     const Checked total = Checked(kv->memory_bytes) + a.workspace_bytes + ceiling_bytes + bookkeeping;
@@ -108,12 +104,8 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
         return fail(Status::out_of_memory,
                     "the cache needs " + format_bytes(kv->memory_bytes) + ", and the probe " +
                         format_bytes(a.workspace_bytes + bookkeeping) + " of workspace and " +
-                        format_bytes(ceiling_bytes) + " for the read ceiling (--ceiling-size), but only " +
-                        format_bytes(limit) +
-                        (budget.by_limit ? std::string(" is allowed by the memory limit")
-                                         : std::string(" of memory is available") +
-                                               (control.memory_limit_bytes ? " (less than --memory-limit)" : "")) +
-                        "; lower the context, the batch or the precision" +
+                        format_bytes(ceiling_bytes) + " for the read ceiling (--ceiling-size): more than the " +
+                        format_bytes(limit) + " " + budget.why + "; lower the context, the batch or the precision" +
                         (kv->memory_bytes <= limit ? ", or the read ceiling's size" : ""));
     }
     auto tensors = kv_tensors(request);

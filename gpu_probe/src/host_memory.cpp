@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #endif
 
+#include <algorithm>
 #include <fstream>
 #include <locale>
 #include <optional>
@@ -109,6 +110,10 @@ Budget budget(std::uint64_t memory_limit_bytes) {
 
 std::uint64_t total_bytes() { return meminfo("MemTotal"); }
 std::uint64_t page_bytes() { return static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)); }
+
+std::uint64_t ceiling_buffer_bytes() {
+    return std::min<std::uint64_t>(std::max<std::uint64_t>(4 * last_level_cache_bytes(), 256ull << 20), 1ull << 30);
+}
 
 std::uint64_t last_level_cache_bytes() {
     long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);

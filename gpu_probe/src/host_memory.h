@@ -27,6 +27,9 @@ Budget budget(std::uint64_t memory_limit_bytes);
 std::uint64_t total_bytes();  // MemTotal
 std::uint64_t page_bytes();
 std::uint64_t last_level_cache_bytes();
+// The read ceiling's buffer when --ceiling-size gives none: four times the last-level cache (so the reads come from
+// memory, not the cache), at least 256 MiB and at most 1 GiB.
+std::uint64_t ceiling_buffer_bytes();
 std::string cpu_name();
 unsigned threads();
 // Asks for transparent huge pages over the whole 2 MiB pages inside [p, p + bytes), as inference

@@ -511,10 +511,7 @@ StepReport run_cpu_step(const StepRequest& req, const Control& control, const De
         return fail(r, Status::out_of_memory, why);
     // The read ceiling, once the step is known to fit: its buffer is gone before the model is allocated, and it
     // too stays within the limit.
-    const std::uint64_t ceiling_bytes =
-        req.ceiling_bytes ? req.ceiling_bytes
-                          : std::min<std::uint64_t>(
-                                std::max<std::uint64_t>(4 * host::last_level_cache_bytes(), 256ull << 20), 1ull << 30);
+    const std::uint64_t ceiling_bytes = req.ceiling_bytes ? req.ceiling_bytes : host::ceiling_buffer_bytes();
     if (ceiling_bytes > limit)
         return fail(r, Status::out_of_memory,
                     "the read ceiling's " + format_bytes(ceiling_bytes) + " buffer is more than the " +

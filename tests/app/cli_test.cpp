@@ -657,6 +657,20 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
                                              "lmstudio-community/Llama-3-GGUF/llama3.gguf"}));
     const CliRun local_table = cli("models --local", env);
     EXPECT_NE(local_table.out.find("Ollama"), std::string::npos) << local_table.out;
+    EXPECT_EQ(local_table.out.find("not readable as found"), std::string::npos) << local_table.out;
+    // A pull that did not finish is listed, with why, in each format; choosing it says the same.
+    write_file(dir / "ollama" / "manifests" / "registry.ollama.ai" / "library" / "qwen3" / "8b",
+               R"({"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:beef"}]})");
+    const std::string why = "qwen3:8b: its weights file " + (dir / "ollama" / "blobs" / "sha256-beef").string() +
+                            " is missing (the pull did not finish?); run ollama pull qwen3:8b";
+    const CliRun partial = cli("models --local", env);
+    EXPECT_NE(partial.out.find("Found, but not readable as found:\n  " + why + "\n"), std::string::npos) << partial.out;
+    EXPECT_NE(cli("models --local --json", env).out.find("\"problem\": \"its weights file"), std::string::npos);
+    EXPECT_NE(cli("models --local --csv", env).out.find(",problem\n"), std::string::npos);
+    const CliRun chosen = cli("kv --model qwen3:8b", env);
+    EXPECT_NE(chosen.status, 0);
+    EXPECT_NE(chosen.err.find("qwen3:8b (Ollama): its weights file"), std::string::npos) << chosen.err;
+    fs::remove_all(dir / "ollama" / "manifests" / "registry.ollama.ai" / "library" / "qwen3");
     EXPECT_NE(local_table.out.find((dir / "hub").string()), std::string::npos) << local_table.out;
     // --model resolves to them when the catalog does not know the name.
     EXPECT_EQ(kv_bytes(cli("kv --model llama3:8b --context 8k --json", env)), catalog);

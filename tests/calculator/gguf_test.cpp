@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kvscope/calculator/catalog.h"
@@ -15,6 +16,7 @@
 #include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/safetensors.h"
 #include "kvscope/calculator/units.h"
 #include "testing.h"
 
@@ -162,7 +164,13 @@ TEST(Gguf, AFolderOrADeviceIsSaidAsWhatItIs) {
     EXPECT_FIELD_ERROR(gguf::read_file(folder.string()), "gguf", "is a folder, not a GGUF file (--model-dir");
     EXPECT_FIELD_ERROR(gguf::read_file("/dev/zero"), "gguf", "/dev/zero: is not a regular file");
     EXPECT_FIELD_ERROR(read_text_file("/dev/zero"), "file", "/dev/zero: is not a regular file");
-    std::filesystem::remove(folder);
+    // A safetensors "file" that is a folder or a pipe: said, where the pipe waited for a writer that never came.
+    EXPECT_FIELD_ERROR(safetensors::read_header_file(folder.string()), "safetensors",
+                       "is a folder, not a safetensors file (--model-dir");
+    const auto pipe = folder / "model.safetensors";
+    ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+    EXPECT_FIELD_ERROR(safetensors::read_header_file(pipe.string()), "safetensors", "is not a regular file (a pipe");
+    std::filesystem::remove_all(folder);
 }
 
 TEST(Gguf, ANameOfStrayBytesIsReadAsValidUtf8) {
@@ -464,6 +472,26 @@ TEST(Gguf, PerLayerKvHeadsAreEachLayersOwn) {
     const auto kv = kv_cache_report(m.arch, KvDtype::fp16, one, Parallelism{});
     ASSERT_TRUE(kv.ok()) << kv.error_text();
     EXPECT_EQ(kv->total_bytes, (8u + 4 + 2 + 4) * 2 * 128 * 2 * 1000);  // K and V of 128 values in fp16
+}
+
+TEST(Gguf, LargeTokenizerArraysBeforeTheModelsKeysLeaveItsPerLayerArraysReadable) {
+    // The tokenizer's numeric arrays (token types, scores, one per token) are counted, never kept: a file that holds
+    // them before the model's keys had spent the reader's budget on them, and its per-layer KV heads "were not kept".
+    GgufWriter w;
+    const std::vector<std::uint32_t> per_token(60000, 1);
+    for (const char* key : {"tokenizer.ggml.token_type", "tokenizer.ggml.scores", "tokenizer.ggml.a",
+                            "tokenizer.ggml.b", "tokenizer.ggml.c"})
+        w.u32s(key, per_token);
+    w.str("general.architecture", "llama").u32("llama.block_count", 4).u32("llama.context_length", 8192);
+    w.u32("llama.embedding_length", 2048).u32("llama.feed_forward_length", 8192).u32("llama.attention.head_count", 16);
+    w.u32s("llama.attention.head_count_kv", {8, 4, 2, 4});
+    const auto file = gguf::read(w.bytes(), "model.gguf");
+    ASSERT_TRUE(file.ok()) << file.error_text();
+    EXPECT_EQ(file->find("tokenizer.ggml.scores")->count, 60000u);
+    const auto m = gguf::import(*file, "model.gguf");
+    ASSERT_TRUE(m.ok()) << m.error_text();
+    ASSERT_EQ(m->arch.layer_specs.size(), 4u);
+    EXPECT_EQ(m->arch.layer_specs[2].kv_heads, 2u);
 }
 
 TEST(Gguf, ABigEndianFileIsNamedAsSuch) {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <thread>
 
 #include "kvscope/calculator/analysis.h"
 #include "kvscope/calculator/catalog.h"
@@ -205,6 +206,35 @@ TEST(MeasuredStep, TheStoreKeepsTheNewestFewHundred) {
     ASSERT_EQ(steps.size(), kMaxMeasuredSteps);
     EXPECT_EQ(steps.front().batch, 6u);
     EXPECT_EQ(steps.back().batch, kMaxMeasuredSteps + 5);
+}
+
+TEST(MeasuredStep, WritersAtOnceKeepEveryEntryAndANewerVersionsEntriesSurvive) {
+    TempFolder folder;
+    fs::create_directories(folder.path);
+    const std::string path = measured_steps_path(folder.path.string());
+    // An entry this version cannot read (a cache format it does not know), written by a newer one: kept as it is.
+    std::ofstream(path) << R"({"steps": [{"key": "0123456789abcdef", "kv_dtype": "fp6", "weight_dtype": "bf16",
+        "step_ms": 3, "device": "NVIDIA B300", "future": {"x": 1}}, 7]})";
+    // Four probes finishing at once (a window and CLI runs), each remembering several steps.
+    Scenario s = llama_8b_on("h200");
+    std::vector<std::thread> writers;
+    for (int w = 0; w < 4; ++w)
+        writers.emplace_back([&, w] {
+            Scenario mine = s;
+            for (std::uint64_t i = 1; i <= 5; ++i) {
+                mine.workload.batch = static_cast<std::uint64_t>(w) * 10 + i;
+                EXPECT_TRUE(remember_measured_step(path, measured(mine, "NVIDIA H200", "h200", 7.0)).ok());
+            }
+        });
+    for (auto& t : writers) t.join();
+    EXPECT_EQ(read_measured_steps(path).size(), 20u);  // none lost to another writer's rename
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("\"kv_dtype\": \"fp6\""), std::string::npos) << text;
+    EXPECT_NE(text.find("\"future\""), std::string::npos) << text;
+    const auto parsed = json::parse(text);
+    ASSERT_TRUE(parsed);
+    EXPECT_EQ(parsed.value->find("steps")->items().size(), 21u);  // the 7 that is no entry is dropped
 }
 
 TEST(MeasuredStep, ADamagedStoreIsReadAsFarAsItGoesAndRewrittenWhole) {

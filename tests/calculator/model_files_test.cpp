@@ -174,7 +174,8 @@ TEST(Safetensors, ShardsOfAnIndexASnapshotAndACacheRepoFolderCountEachTensorOnce
 TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights) {
     TempDir dir;
     const fs::path hub = dir.path() / "hub";
-    // A config.json repo (refs/main names the snapshot), a GGUF repo, a repo with two snapshots and no ref (skipped).
+    // A config.json repo (refs/main names the snapshot), a GGUF repo, a repo with two snapshots and no ref (listed,
+    // with what to do), a repo whose download never made a snapshot.
     write(hub / "models--meta-llama--Llama-3.1-8B" / "refs" / "main", "r2\n");
     write(hub / "models--meta-llama--Llama-3.1-8B" / "snapshots" / "r1" / "config.json", "{}");
     write(hub / "models--meta-llama--Llama-3.1-8B" / "snapshots" / "r2" / "config.json", "{}");
@@ -187,6 +188,7 @@ TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights
     write(hub / "models--x--y" / "snapshots" / "a" / "config.json", "{}");
     write(hub / "models--x--y" / "snapshots" / "b" / "config.json", "{}");
     write(hub / "datasets--x--y" / "snapshots" / "a" / "config.json", "{}");
+    fs::create_directories(hub / "models--x--z" / "blobs");
     // Ollama: a library model and one from another registry, each a manifest naming its GGUF blob.
     const fs::path ollama = dir.path() / "ollama";
     const std::string manifest =
@@ -195,6 +197,10 @@ TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights
     write(ollama / "manifests" / "registry.ollama.ai" / "library" / "llama3.1" / "8b", manifest);
     write(ollama / "manifests" / "hf.co" / "bartowski" / "Phi-4-GGUF" / "Q4_K_M", manifest);
     write(ollama / "manifests" / "registry.ollama.ai" / "library" / "broken" / "latest", "{not json");
+    write(ollama / "blobs" / "sha256-0123abcd", "GGUF");
+    // A pull that did not finish: the manifest is there, its blob is not.
+    write(ollama / "manifests" / "registry.ollama.ai" / "library" / "qwen3" / "8b",
+          R"({"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:feedbeef"}]})");
     // LM Studio: publisher/repo/file.gguf.
     const fs::path lms = dir.path() / "lm studio";
     write(lms / "lmstudio-community" / "gemma-3-4b-it-GGUF" / "gemma-3-4b-it-Q4_K_M.gguf", "GGUF");
@@ -207,8 +213,11 @@ TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights
                        "Hugging Face cache: bartowski/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf",
                        "Hugging Face cache: bartowski/Qwen3-8B-GGUF/Q4_K_M/Qwen3-8B-Q4_K_M-00001-of-00002.gguf",
                        "Hugging Face cache: meta-llama/Llama-3.1-8B",
+                       "Hugging Face cache: x/y",
+                       "Hugging Face cache: x/z",
                        "Ollama: hf.co/bartowski/Phi-4-GGUF:Q4_K_M",
                        "Ollama: llama3.1:8b",
+                       "Ollama: qwen3:8b",
                        "LM Studio: lmstudio-community/gemma-3-4b-it-GGUF/gemma-3-4b-it-Q4_K_M.gguf",
                    }));
     const LocalModel* llama = find_local_model(models, "META-LLAMA/llama-3.1-8b");
@@ -219,7 +228,21 @@ TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights
     ASSERT_NE(o, nullptr);
     EXPECT_EQ(fs::path(o->path), ollama / "blobs" / "sha256-0123abcd");
     EXPECT_TRUE(o->gguf);
+    EXPECT_EQ(o->problem, "");
     EXPECT_EQ(find_local_model(models, "nothing/here"), nullptr);
+    // Found but not readable as found: listed with why, and importing says so.
+    const LocalModel* several = find_local_model(models, "x/y");
+    ASSERT_NE(several, nullptr);
+    EXPECT_EQ(several->problem,
+              "refs/main names none of its 2 snapshots; give the snapshot folder itself (--model-dir " +
+                  (hub / "models--x--y" / "snapshots").string() + "/REVISION)");
+    EXPECT_EQ(find_local_model(models, "x/z")->problem,
+              "has no snapshot (the download did not finish?); download it again");
+    const LocalModel* partial = find_local_model(models, "qwen3:8b");
+    ASSERT_NE(partial, nullptr);
+    EXPECT_EQ(partial->problem, "its weights file " + (ollama / "blobs" / "sha256-feedbeef").string() +
+                                    " is missing (the pull did not finish?); run ollama pull qwen3:8b");
+    EXPECT_FIELD_ERROR(import_local_model(*partial), "model", "qwen3:8b (Ollama): its weights file");
     // Missing folders are no error: nothing is found there.
     EXPECT_TRUE(scan_local_models({(dir.path() / "a").string(), (dir.path() / "b").string(), ""}).empty());
 }

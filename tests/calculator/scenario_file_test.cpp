@@ -47,6 +47,7 @@ TEST(ScenarioFile, EveryCatalogModelRoundTripsExactly) {
         EXPECT_EQ(*back->scenario.deployment, *s.deployment);  // the GPU's aliases and source too
         EXPECT_EQ(back->scenario.deployment->engine, Engine::sglang);
         EXPECT_DOUBLE_EQ(back->scenario.deployment->fraction, 0.88);
+        EXPECT_EQ(back->unread, "") << m.id;  // every member written is read back
     }
 }
 
@@ -252,6 +253,36 @@ TEST(ScenarioFile, AStringOfStrayBytesReadsAndWritesBackTheSame) {
     auto again = scenario_from_json(scenario_to_json(s->scenario), "again");
     ASSERT_TRUE(again.ok()) << again.error_text();
     EXPECT_EQ(again->scenario, s->scenario);
+}
+
+TEST(ScenarioFile, FieldsThisVersionDoesNotReadAreSaidWithTheirLines) {
+    // A newer version's input (or a key misspelt by hand) is not silently left out of the numbers and the next save.
+    Scenario s = llama70b_on_two_h100();
+    s.arch.layer_specs = sliding_layers({4096, 0});
+    std::string text = scenario_to_json(s);
+    const auto line_of = [&](std::string_view needle) {
+        const auto at = text.find(needle);
+        EXPECT_NE(at, std::string::npos) << needle;
+        return std::to_string(1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    };
+    text.insert(text.find("\"kind\": \"full\""), "\"sink_tokens\": 4, ");
+    text.insert(text.find("\"layers\":"), "\"kv_lora\": 512, ");
+    text.insert(text.find("\"kv_dtype\":"), "\"prefix_cache_share\": 0.5, ");
+    auto back = scenario_from_json(text, "new.kvscope.json");
+    ASSERT_TRUE(back.ok()) << back.error_text();
+    EXPECT_EQ(back->scenario.arch, s.arch);
+    EXPECT_EQ(back->unread,
+              "new.kvscope.json holds 3 fields this version of KVScope does not read: architecture.kv_lora (line " +
+                  line_of("\"kv_lora\"") + "), architecture.layer_specs[1].sink_tokens (line " +
+                  line_of("\"sink_tokens\"") + "), prefix_cache_share (line " + line_of("\"prefix_cache_share\"") +
+                  "). The numbers leave them out (a newer KVScope or a hand edit may have written them), and saving "
+                  "writes the file without them.");
+    // The keys every version reads, a legacy one included, are not listed.
+    text = scenario_to_json(s, {"a warning"});
+    text.insert(text.find("\"layers\":"), "\"layer_windows\": [4096, 0], ");
+    auto plain = scenario_from_json(text, "old.kvscope.json");
+    ASSERT_TRUE(plain.ok()) << plain.error_text();
+    EXPECT_EQ(plain->unread, "");
 }
 
 TEST(ScenarioFile, UnknownFormatsAreNamed) {

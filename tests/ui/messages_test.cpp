@@ -232,6 +232,36 @@ TEST(Messages, AFileWithAnInputOutOfRangeNeverShowsTheLastResultsUnderItsName) {
     EXPECT_TRUE(other.messages()->text().contains("Nothing exported: the inputs need attention"));
 }
 
+TEST(Messages, AFileWithFieldsThisVersionDoesNotReadSaysSoWithItsOtherProblems) {
+    // A newer version's field and an input the calculator rejects: both are said in the one message (the second
+    // message used to hide the first), and the notes keep the fields that saving will not keep.
+    QTemporaryDir dir;
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("llama-3-8b");
+    const QString path = dir.filePath("neuer Stand.kvscope.json");
+    ASSERT_TRUE(w.saveScenarioFile(path));
+    QFile f(path);
+    ASSERT_TRUE(f.open(QIODevice::ReadOnly));
+    QByteArray text = f.readAll();
+    f.close();
+    const auto at = text.indexOf("\"batch\": ");
+    ASSERT_GE(at, 0);
+    text.replace(at, text.indexOf(',', at) - at, "\"batch\": 0, \"prefix_share\": 0.5");
+    ASSERT_TRUE(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(text);
+    f.close();
+
+    MainWindow other(catalog(), false);
+    ASSERT_TRUE(other.openScenarioFile(path));
+    const QString said = other.messages()->text();
+    EXPECT_EQ(other.messages()->kind(), MessageBar::Kind::error);
+    EXPECT_TRUE(said.contains("some of its inputs need attention")) << said.toStdString();
+    EXPECT_TRUE(said.contains("holds a field this version of KVScope does not read: workload.prefix_share (line"))
+        << said.toStdString();
+    EXPECT_TRUE(other.model()->notes().join('\n').contains("saving writes the file without it"))
+        << other.model()->notes().join('\n').toStdString();
+}
+
 TEST(Messages, SavingWhileAFieldHoldsTextItDidNotAcceptSaysSo) {
     // "131.072" typed in Context (German thousands) is not accepted: the saved file keeps the last accepted 8k, and
     // the window says so instead of a plain "Saved".

@@ -43,11 +43,15 @@ std::optional<QString> write_file(const QString& path, const QByteArray& bytes) 
         // Standard output or error, a pipe or a device: written in place, appended, never renamed over. A save file
         // would replace the device with a plain file (as root, /dev/null), and /dev/stdout redirected with >> to a
         // file would lose what the file held.
+        // Appended only where it leads to a plain file (/dev/fd/N of a >> redirection): a device or a pipe has no end
+        // to seek to (Qt warns "Cannot call seek on a sequential device" for /dev/null).
         QFile device;
-        const bool open = path == "/dev/stdout" ? device.open(1, QIODevice::WriteOnly)
-                          : path == "/dev/stderr"
-                              ? device.open(2, QIODevice::WriteOnly)
-                              : (device.setFileName(path), device.open(QIODevice::WriteOnly | QIODevice::Append));
+        const bool open =
+            path == "/dev/stdout" ? device.open(1, QIODevice::WriteOnly)
+            : path == "/dev/stderr"
+                ? device.open(2, QIODevice::WriteOnly)
+                : (device.setFileName(path),
+                   device.open(info.isFile() ? QIODevice::WriteOnly | QIODevice::Append : QIODevice::WriteOnly));
         if (!open || device.write(bytes) != bytes.size() || !device.flush())
             return QObject::tr("Could not write %1: %2").arg(path, device.errorString());
         return std::nullopt;

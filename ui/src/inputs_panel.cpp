@@ -111,10 +111,15 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
             items->item(picker_->count() - 1)->setEnabled(false);  // a heading, not a choice
         for (std::size_t i = 0; i < local_.size(); ++i) {
             const LocalModel& m = local_[i];
-            const QString shown = q(m.id) + "  ·  " + q(std::string(to_string(m.store)));
+            const QString shown = q(m.id) + "  ·  " + q(std::string(to_string(m.store))) +
+                                  (m.problem.empty() ? QString() : "  ·  " + tr("incomplete"));
             picker_->addItem(shown, QString::fromLatin1(kLocalPrefix) + QString::number(i));
             const int row = picker_->count() - 1;
-            picker_->setItemData(row, tr("%1, found in %2").arg(q(m.path), q(std::string(to_string(m.store)))),
+            // A model that cannot be read as found says why before it is chosen (choosing it says so too).
+            picker_->setItemData(row,
+                                 m.problem.empty()
+                                     ? tr("%1, found in %2").arg(q(m.path), q(std::string(to_string(m.store))))
+                                     : q(m.id) + ": " + q(m.problem),
                                  Qt::ToolTipRole);
             picker_->setItemData(row, shown + '\n' + q(m.id), kSearchRole);
         }

@@ -237,12 +237,14 @@ std::optional<QString> ScenarioModel::adoptImported(const Result<ImportedModel>&
     return std::nullopt;
 }
 
-std::optional<QString> ScenarioModel::openScenario(const QString& path, QString* repaired) {
+std::optional<QString> ScenarioModel::openScenario(const QString& path, QString* repaired, QString* unread) {
     auto s = read_scenario_file(path.toStdString());
     if (!s) return error_text(s.errors());
     QStringList notes{tr("opened from %1").arg(path)};
     if (!s->repaired.empty()) notes << q(s->repaired);
+    if (!s->unread.empty()) notes << q(s->unread);
     if (repaired) *repaired = q(s->repaired);
+    if (unread) *unread = q(s->unread);
     replace(s->scenario, display_name(catalog_, s->scenario), notes, tr("Open %1").arg(QFileInfo(path).fileName()),
             q(s->warnings));
     return std::nullopt;

@@ -23,6 +23,9 @@ struct LocalModel {
     LocalStore store = LocalStore::huggingface;
     std::string path;   // a snapshot folder holding config.json, or a .gguf file
     bool gguf = false;  // path is a GGUF file
+    // Why the model, found, cannot be read as it is ("its weights file … is missing: the pull did not finish"); empty
+    // when it can. Such a model is listed (a store that seems to hide it would puzzle) and importing it gives this.
+    std::string problem;
 };
 
 // Where each store keeps its models, from the environment as each tool reads it:
@@ -39,7 +42,8 @@ struct LocalRoots {
 };
 LocalRoots local_roots_from_environment();
 
-// Every model found, sorted by store and id. A folder that is missing or unreadable is skipped.
+// Every model found, sorted by store and id, those that cannot be read as found with their `problem`. A folder that
+// is missing or unreadable is skipped.
 std::vector<LocalModel> scan_local_models(const LocalRoots& roots);
 
 // The model `key` names (its id, case-insensitively; for the Hugging Face cache also "org/name"), or nullptr.

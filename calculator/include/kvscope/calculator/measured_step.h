@@ -82,7 +82,8 @@ std::string measured_steps_path(const std::string& folder);
 std::vector<MeasuredStep> read_measured_steps(const std::string& path);
 // Adds `m` to the file (replacing the entry for the same device and key), creating its folder;
 // an error with the path and the reason when it cannot be written. The file keeps the newest
-// kMaxMeasuredSteps entries.
+// kMaxMeasuredSteps entries, those this version cannot read among them (a newer version's). Writers
+// take turns on FILE.lock, so two probes that finish at once both keep their entries.
 Result<std::monostate> remember_measured_step(const std::string& path, const MeasuredStep& m);
 
 // The file read again only when it changed (its time and size), for views that look at every change.

@@ -84,8 +84,9 @@ public:
     // A model found on this machine (scan_local_models), as kvscope-cli --model reads it.
     std::optional<QString> importLocalModel(const LocalModel& model);
     // `repaired`, when given, receives what had to be repaired to read the file (a 0.1 file with
-    // decimal commas), or an empty text.
-    std::optional<QString> openScenario(const QString& path, QString* repaired = nullptr);
+    // decimal commas), or an empty text; `unread` the fields of the file this version does not read
+    // (LoadedScenario::unread), or an empty text.
+    std::optional<QString> openScenario(const QString& path, QString* repaired = nullptr, QString* unread = nullptr);
     std::optional<QString> saveScenario(const QString& path) const;
     // A scenario without model_weights (a file saved before KVScope kept them) has model_weights_of's: the
     // catalog's, else the deployment's format.
