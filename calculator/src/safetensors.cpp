@@ -4,6 +4,7 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "kvscope/calculator/checked.h"
@@ -43,6 +44,16 @@ Result<std::uint64_t> header_length(std::string_view bytes, std::uint64_t file_s
     return n;
 }
 
+// A whole number as the safetensors library reads one (serde into usize): digits only, so 8.0 and 8e0 are refused
+// as it refuses them, not read as 8.
+std::optional<std::uint64_t> whole(const json::Value& v) {
+    const std::string& literal = v.as_string();
+    if (!v.is_number() || literal.empty() ||
+        !std::all_of(literal.begin(), literal.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return std::nullopt;
+    return v.as_u64();
+}
+
 }  // namespace
 
 std::optional<std::uint32_t> dtype_bits(std::string_view dtype) {
@@ -66,6 +77,11 @@ Result<Header> read_header(std::string_view bytes, std::uint64_t file_size, cons
                     "expected a header of " + format_count(*n) + " bytes, but the file ends at byte " +
                         format_count(bytes.size()));
     const std::string_view text = bytes.substr(8, *n);
+    // safetensors/src/tensor.rs read_metadata: the header is UTF-8 (InvalidHeader) and starts with '{'
+    // (InvalidHeaderStart: no byte order mark, no space first); what the library refuses is not counted here.
+    if (text.empty() || text.front() != '{')
+        return fail(source, 8, "the header must start with '{' (a byte order mark or a space before it is refused)");
+    if (json::valid_utf8(text) != text) return fail(source, 8, "the header is not valid UTF-8");
     const auto parsed = json::parse(text);
     if (!parsed)
         return FieldError{"safetensors", source + ": the header (JSON from byte 8) line " +
@@ -76,14 +92,21 @@ Result<Header> read_header(std::string_view bytes, std::uint64_t file_size, cons
     Header h;
     // (begin, end) of every tensor: they must tile the data section without gaps or overlaps (tensor.rs validate).
     std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
+    std::map<std::string, int> lines;  // each name and its line: a name given twice is refused
     for (const auto& member : parsed.value->members()) {
         const std::string& name = member.first;  // not a structured binding: the lambda below captures it
         const json::Value& t = member.second;
-        if (name == "__metadata__") continue;
         const auto where = [&](const std::string& what) {
             return FieldError{"safetensors", source + ": tensor '" + name + "' (header line " +
                                                  std::to_string(t.line()) + "): " + what};
         };
+        // The library reads the header into a map, where the second of two names replaces the first; the data the
+        // first described is then a gap, and the file is refused (tensor.rs validate). Counting both would give an
+        // exact-looking figure for a file no loader opens.
+        if (const auto [at, added] = lines.emplace(name, t.line()); !added)
+            return where("is named twice in the header (also on line " + std::to_string(at->second) +
+                         "), which the safetensors library refuses");
+        if (name == "__metadata__") continue;
         if (!t.is_object()) return where("expected an object with dtype, shape and data_offsets");
         const json::Value* dtype = t.find("dtype");
         const json::Value* shape = t.find("shape");
@@ -94,14 +117,16 @@ Result<Header> read_header(std::string_view bytes, std::uint64_t file_size, cons
         if (!shape || !shape->is_array()) return where("expected a shape (a list of whole numbers)");
         Checked values(1);
         for (const auto& d : shape->items()) {
-            const auto v = d.as_u64();
-            if (!v) return where("the shape holds '" + d.dump(0) + "', not a whole number");
+            const auto v = whole(d);
+            if (!v)
+                return where("the shape holds '" + (d.is_number() ? d.as_string() : d.dump(0)) +
+                             "', not a whole number");
             values = values * *v;
         }
-        if (!offsets || !offsets->is_array() || offsets->items().size() != 2 || !offsets->items()[0].as_u64() ||
-            !offsets->items()[1].as_u64())
-            return where("expected data_offsets [begin, end]");
-        const std::uint64_t begin = *offsets->items()[0].as_u64(), end = *offsets->items()[1].as_u64();
+        if (!offsets || !offsets->is_array() || offsets->items().size() != 2 || !whole(offsets->items()[0]) ||
+            !whole(offsets->items()[1]))
+            return where("expected data_offsets [begin, end] of whole numbers written as such (8, not 8.0)");
+        const std::uint64_t begin = *whole(offsets->items()[0]), end = *whole(offsets->items()[1]);
         const Checked value_bits = values * *bits;
         if (value_bits.overflow()) return where("its size overflows 64 bits");
         if (value_bits.value() % 8 != 0)

@@ -121,6 +121,31 @@ TEST(Safetensors, CorruptHeadersNameTheFileTheByteAndWhatWasExpected) {
     const std::string broken = with_header(R"({"w":{"dtype":)", 0);
     EXPECT_FIELD_ERROR(safetensors::read_header(broken, broken.size(), "m.safetensors"), "safetensors",
                        "m.safetensors: the header (JSON from byte 8) line 1:");
+    // What the safetensors library refuses is not counted: a name given twice (both spans tile the data, so each
+    // was counted), offsets or a shape written as fractions, a byte order mark or a space before the header.
+    const std::string twice = with_header(
+        "{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]},\n"
+        "\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[4,8]}}",
+        8);
+    EXPECT_FIELD_ERROR(safetensors::read_header(twice, twice.size(), "m.safetensors"), "safetensors",
+                       "m.safetensors: tensor 'a' (header line 2): is named twice in the header (also on line 1)");
+    const std::string fraction = with_header(R"({"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4.0]}})", 4);
+    EXPECT_FIELD_ERROR(safetensors::read_header(fraction, fraction.size(), "m.safetensors"), "safetensors",
+                       "expected data_offsets [begin, end] of whole numbers written as such (8, not 8.0)");
+    const std::string shape = with_header(R"({"w":{"dtype":"U8","shape":[4e0],"data_offsets":[0,4]}})", 4);
+    EXPECT_FIELD_ERROR(safetensors::read_header(shape, shape.size(), "m.safetensors"), "safetensors",
+                       "the shape holds '4e0', not a whole number");
+    for (const std::string& before : {std::string("\xEF\xBB\xBF"), std::string(" ")}) {
+        const std::string marked = with_header(before + R"({"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", 4);
+        EXPECT_FIELD_ERROR(safetensors::read_header(marked, marked.size(), "m.safetensors"), "safetensors",
+                           "m.safetensors: byte 8: the header must start with '{'");
+    }
+    const std::string stray = with_header("{\"w\xff\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}", 4);
+    EXPECT_FIELD_ERROR(safetensors::read_header(stray, stray.size(), "m.safetensors"), "safetensors",
+                       "the header is not valid UTF-8");
+    // Spaces after the header are the writer's padding to 8 bytes, and are read.
+    const std::string padded = with_header(R"({"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}   )", 4);
+    EXPECT_TRUE(safetensors::read_header(padded, padded.size(), "m.safetensors").ok());
     const std::string overflow =
         with_header(R"({"w":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8);
     EXPECT_FIELD_ERROR(safetensors::read_header(overflow, overflow.size(), "m.safetensors"), "safetensors",
