@@ -429,6 +429,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     r.weights_source = r.weights_exact && d.weights_source.empty()
                            ? format_count(d.weights_bytes_exact) + " bytes, exact"
                            : d.weights_source;
+    if (auto mismatch = weights_mismatch(model_arch, d)) r.warnings.push_back(std::move(*mismatch));
     if (!r.weights_exact && d.weight_quant) {
         r.weights_quant = weight_quant_label(loaded_weight_quant(d));
         if (auto q = quantized_weights(model_arch, loaded_weight_quant(d), d.weight_dtype, false)) {

@@ -2,6 +2,7 @@
 // the parameter count in a format), a separate draft model's, and what a decode step reads of them.
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/units.h"
 #include "wide.h"
 
 namespace kvscope {
@@ -53,6 +54,23 @@ Result<std::uint64_t> stored_weights_bytes(const Architecture& arch, const Deplo
         return q->bytes;
     }
     return weights_bytes(parameters(arch).total, d.weight_dtype);
+}
+
+std::optional<std::string> weights_mismatch(const Architecture& arch, const Deployment& d) {
+    // Only safetensors bytes given beside a model (its folder, --weights, the Deployment tab's files) can be another
+    // model's; a GGUF's bytes are its own model's, and its weight format only the nearest plain one.
+    // (safetensors::Weights::source_text names them: "… bytes, exact from 4 safetensors headers".)
+    if (d.weights_bytes_exact == 0 || d.weights_source.find("safetensors") == std::string::npos) return std::nullopt;
+    Deployment estimated = d;
+    estimated.weights_bytes_exact = 0;
+    const auto expected = stored_weights_bytes(arch, estimated);
+    if (!expected || *expected == 0) return std::nullopt;
+    const double ratio = static_cast<double>(d.weights_bytes_exact) / static_cast<double>(*expected);
+    // Between half and twice: a vision tower or MTP layers beside the text model, embeddings kept in another format.
+    if (ratio >= 0.5 && ratio <= 2.0) return std::nullopt;
+    return "the weights' exact " + format_bytes(d.weights_bytes_exact) + " (" + d.weights_source + ") are " +
+           ratio_text(ratio) + " the " + format_bytes(*expected) + " this model's parameters take (" +
+           weights_text(estimated) + ")" + ": are the files this model's? The fit counts the files' bytes";
 }
 
 Result<std::uint64_t> draft_weights_bytes(const DraftModel& draft, KvDtype dtype) {

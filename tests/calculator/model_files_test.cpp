@@ -7,6 +7,8 @@
 #include <fstream>
 #include <optional>
 
+#include "kvscope/calculator/analysis.h"
+#include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/local_models.h"
@@ -150,6 +152,42 @@ TEST(Safetensors, CorruptHeadersNameTheFileTheByteAndWhatWasExpected) {
         with_header(R"({"w":{"dtype":"F64","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8);
     EXPECT_FIELD_ERROR(safetensors::read_header(overflow, overflow.size(), "m.safetensors"), "safetensors",
                        "overflows 64 bits");
+}
+
+TEST(Safetensors, ShardsFarFromTheModelsParametersAreQuestionedNotTrustedInSilence) {
+    // Llama 3 70B's config beside Llama 3 8B's shards (--weights pointing at the wrong folder): the fit counts the
+    // files' bytes, and every report asks whether they are this model's.
+    const auto& catalog = Catalog::builtin();
+    Scenario s;
+    s.arch = catalog.find_model("llama-3-70b")->model.arch;
+    s.workload = {.context_tokens = 8192, .batch = 1};
+    Deployment d;
+    d.gpu = *catalog.find_gpu("h200");
+    d.weight_dtype = KvDtype::bf16;
+    d.weights_bytes_exact = 16'060'522'496;
+    d.weights_source = "16,060,522,496 bytes, exact from 4 safetensors headers (BF16)";
+    s.deployment = d;
+    const auto questioned = [](const Scenario& x) {
+        const auto a = analyze(x);
+        EXPECT_TRUE(a.ok()) << a.error_text();
+        std::string found;
+        for (const auto& w : a->fit->warnings)
+            if (w.find("are the files this model's?") != std::string::npos) found = w;
+        return found;
+    };
+    EXPECT_EQ(questioned(s).rfind("the weights' exact 15.0 GiB (16,060,522,496 bytes, exact from 4 safetensors "
+                                  "headers (BF16)) are 0.11× the 131 GiB this model's parameters take (in bf16)",
+                                  0),
+              0u)
+        << questioned(s);
+    // Its own shards (within half and twice: a vision tower, MTP layers), a GGUF's bytes, no exact bytes: nothing.
+    s.deployment->weights_bytes_exact = 141'107'412'992;
+    EXPECT_EQ(questioned(s), "");
+    s.deployment->weights_bytes_exact = 16'060'522'496;
+    s.deployment->weights_source = "16,060,522,496 bytes, exact from the GGUF's 724 tensors in 2 files";
+    EXPECT_EQ(questioned(s), "");
+    s.deployment->weights_bytes_exact = 0;
+    EXPECT_EQ(questioned(s), "");
 }
 
 TEST(Safetensors, ShardsOfAnIndexASnapshotAndACacheRepoFolderCountEachTensorOnce) {
