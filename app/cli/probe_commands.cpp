@@ -318,6 +318,7 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src,
         // null where nothing attended, so nothing was checked against float64.
         v.set("max_rel_error", at.runs > 0 ? Value::number(at.max_rel_error) : Value());
         v.set("cache_resident", Value::boolean(at.cache_resident));
+        v.set("heads_per_row", Value::number(at.heads_per_row));
         v.set("kernel", Value::string(at.kernel));
         r.out = v.dump() + "\n";
         return r;
@@ -365,6 +366,8 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src,
     } else if (at.cache_resident) {
         r.out += "note: the cache fits in the CPU caches, so the bandwidth is optimistic\n";
     }
+    if (const std::string bound = probe::arithmetic_bound_note(at); at.runs > 0 && !bound.empty())
+        r.out += "note: " + bound + "\n";
     for (const auto& w : warnings) r.out += "warning: " + w + "\n";
     return r;
 }

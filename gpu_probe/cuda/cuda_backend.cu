@@ -292,6 +292,7 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     at.min_ms = *std::min_element(times.begin(), times.end());
     at.kv_read_gbps = static_cast<double>(at.kv_bytes_read) / (at.median_ms * 1e6);
     at.fraction_of_ceiling = at.ceiling_gbps > 0 ? at.kv_read_gbps / at.ceiling_gbps : 0;
+    at.heads_per_row = sh.kv_heads > 0 ? sh.q_heads / sh.kv_heads : 0;
 
     // Check the first and last slots against float64 on the host.
     control.report(0.95, "checking against a float64 reference");

@@ -160,6 +160,7 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
     at.threads = threads;
     at.kv_bytes_read = kv_bytes_read(*tensors);
     at.cache_resident = at.kv_bytes_read < host::last_level_cache_bytes();
+    at.heads_per_row = sh.kv_heads > 0 ? sh.q_heads / sh.kv_heads : 0;
     at.kernel = "flash-decoding order on " + std::to_string(threads) + " threads: " + std::to_string(kTile) +
                 "-token tiles, each K/V row read once for its query group" +
                 (uses_bf16_dot(request.dtype, sh) ? ", K by AVX-512 BF16 dot products" : "");

@@ -31,6 +31,23 @@ TEST(Cli, ProbeOnTheCpuChecksThePredictionAndReportsBandwidth) {
     EXPECT_LT(v.find("max_rel_error")->as_double(), 1e-4);
     // How the step was computed, so that figures from two machines can be compared.
     EXPECT_NE(v.find("kernel")->as_string().find("flash-decoding order"), std::string::npos);
+    EXPECT_EQ(u64(v, "heads_per_row"), 1u);  // the teaching model's MHA
+}
+
+TEST(Cli, AProbeOfALatentReadByEveryHeadSaysItsFractionMeasuresTheKernel) {
+    // DeepSeek-V3's one latent row serves 128 query heads: 1% of the ceiling is arithmetic, not slow memory, and the
+    // report says so; Llama 3 8B's groups of 4 read the cache as memory-bound, without the note.
+    CliRun r = cli("probe --backend cpu --model deepseek-v3 --context 256 --runs 1");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("note: each cached row is read by 128 query heads, so this step is bound by arithmetic, not "
+                         "by reading the cache: the fraction of the ceiling measures the kernel, not the memory\n"),
+              std::string::npos)
+        << r.out;
+    r = cli("probe --backend cpu --model deepseek-v3 --context 256 --runs 1 --json");
+    EXPECT_EQ(u64(json_of(r), "heads_per_row"), 128u);
+    r = cli("probe --backend cpu --model llama-3-8b --context 256 --runs 1");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out.find("bound by arithmetic"), std::string::npos) << r.out;
 }
 
 TEST(Cli, ProbeRefusesWhatDoesNotFitAndFormatsItCannotStore) {

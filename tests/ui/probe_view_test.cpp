@@ -54,6 +54,17 @@ TEST(ProbeView, ChecksTheCurrentScenariosCacheOnThisMachine) {
         << cell_of(p->results(), "Measured − predicted").toStdString();
     EXPECT_TRUE(cell_of(p->results(), "Kernel").contains(cuda_answers() ? "split-K" : "flash-decoding order"));
     EXPECT_TRUE(p->statusLabel()->text().contains("measured read bandwidth")) << p->statusLabel()->text().toStdString();
+    EXPECT_FALSE(p->statusLabel()->text().contains("bound by arithmetic"));  // the teaching model's MHA reads memory
+
+    // A latent read by all 128 heads: the tab says the fraction measures the kernel, as the CLI does.
+    w.model()->loadCatalogModel("deepseek-v3");
+    w.model()->edit("small", [](Scenario& s) { s.workload.context_tokens = 256; });
+    p->runProbe();
+    ASSERT_TRUE(finished.wait(120000));
+    EXPECT_TRUE(
+        p->statusLabel()->text().contains(". Each cached row is read by 128 query heads, so this step is bound "
+                                          "by arithmetic"))
+        << p->statusLabel()->text().toStdString();
 }
 
 TEST(ProbeView, StopwatchDrawsBothCurvesAndShowsTheTexts) {

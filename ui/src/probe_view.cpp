@@ -418,7 +418,9 @@ void ProbeView::showProbe(const probe::ProbeReport& r) {
     };
     table_title_->setText(tr("<b>Allocation check and decode attention</b>"));
     fillTable(rows);
-    done(note + q(r.message), true);
+    QString bound = q(probe::arithmetic_bound_note(at));
+    if (!bound.isEmpty()) bound[0] = bound[0].toUpper();  // a sentence of its own after the message
+    done(note + q(r.message) + (bound.isEmpty() ? QString() : ". " + bound + "."), true);
 }
 
 void ProbeView::showStopwatch(const probe::StopwatchReport& r) {

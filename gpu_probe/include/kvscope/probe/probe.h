@@ -123,11 +123,17 @@ struct AttentionTiming {
     double kv_read_gbps = 0;
     double ceiling_gbps = 0;  // a large read-only pass measured in the same run
     double fraction_of_ceiling = 0;
-    double single_thread_gbps = 0;  // CPU only: the same step on one thread
-    double max_rel_error = 0;       // against a float64 reference on the same random inputs
-    bool cache_resident = false;    // the KV fits in the last-level cache: figures are optimistic
-    std::string kernel;             // how the step was computed (tiles, splits, instructions)
+    double single_thread_gbps = 0;    // CPU only: the same step on one thread
+    double max_rel_error = 0;         // against a float64 reference on the same random inputs
+    bool cache_resident = false;      // the KV fits in the last-level cache: figures are optimistic
+    std::uint64_t heads_per_row = 0;  // query heads each cached row is read for: a GQA group; all of them for MLA
+    std::string kernel;               // how the step was computed (tiles, splits, instructions)
 };
+
+// Where so many query heads read each cached row (16 or more: MLA's one latent for every head, a GQA group as wide)
+// that the step is bound by arithmetic, not by reading the cache: a sentence saying that the fraction of the ceiling
+// then measures the kernel, not the memory; empty otherwise.
+std::string arithmetic_bound_note(const AttentionTiming& at);
 
 struct ProbeReport {
     Status status = Status::ok;
