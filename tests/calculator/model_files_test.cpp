@@ -131,20 +131,19 @@ TEST(Safetensors, CorruptHeadersNameTheFileTheByteAndWhatWasExpected) {
         8);
     EXPECT_FIELD_ERROR(safetensors::read_header(twice, twice.size(), "m.safetensors"), "safetensors",
                        "m.safetensors: tensor 'a' (header line 2): is named twice in the header (also on line 1)");
-    const std::string fraction = with_header(R"({"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4.0]}})", 4);
-    EXPECT_FIELD_ERROR(safetensors::read_header(fraction, fraction.size(), "m.safetensors"), "safetensors",
-                       "expected data_offsets [begin, end] of whole numbers written as such (8, not 8.0)");
-    const std::string shape = with_header(R"({"w":{"dtype":"U8","shape":[4e0],"data_offsets":[0,4]}})", 4);
-    EXPECT_FIELD_ERROR(safetensors::read_header(shape, shape.size(), "m.safetensors"), "safetensors",
-                       "the shape holds '4e0', not a whole number");
-    for (const std::string& before : {std::string("\xEF\xBB\xBF"), std::string(" ")}) {
-        const std::string marked = with_header(before + R"({"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", 4);
-        EXPECT_FIELD_ERROR(safetensors::read_header(marked, marked.size(), "m.safetensors"), "safetensors",
-                           "m.safetensors: byte 8: the header must start with '{'");
+    const std::string u8_4 = R"("dtype":"U8","shape":[4],"data_offsets":[0,4]}})";
+    for (const auto& [header, expected] : std::vector<std::pair<std::string, std::string>>{
+             {R"({"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4.0]}})",
+              "expected data_offsets [begin, end] of whole numbers written as such (8, not 8.0)"},
+             {R"({"w":{"dtype":"U8","shape":[4e0],"data_offsets":[0,4]}})",
+              "the shape holds '4e0', not a whole number"},
+             {"\xEF\xBB\xBF{\"w\":{" + u8_4, "m.safetensors: byte 8: the header must start with '{'"},
+             {" {\"w\":{" + u8_4, "m.safetensors: byte 8: the header must start with '{'"},
+             {"{\"w\xff\":{" + u8_4, "m.safetensors: byte 8: the header is not valid UTF-8"},
+         }) {
+        const std::string file = with_header(header, 4);
+        EXPECT_FIELD_ERROR(safetensors::read_header(file, file.size(), "m.safetensors"), "safetensors", expected);
     }
-    const std::string stray = with_header("{\"w\xff\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}", 4);
-    EXPECT_FIELD_ERROR(safetensors::read_header(stray, stray.size(), "m.safetensors"), "safetensors",
-                       "the header is not valid UTF-8");
     // Spaces after the header are the writer's padding to 8 bytes, and are read.
     const std::string padded = with_header(R"({"w":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}   )", 4);
     EXPECT_TRUE(safetensors::read_header(padded, padded.size(), "m.safetensors").ok());

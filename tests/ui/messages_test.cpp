@@ -193,6 +193,19 @@ TEST(Messages, AFileChangedSinceTheLastSessionIsNotWrittenOverWithTheOlderCopy) 
     QSettings().clear();
 }
 
+// A saved file edited by hand: `"key": value` (up to the next comma) becomes `with`; false when the file holds no
+// such member or cannot be rewritten.
+bool edit_member(const QString& path, const QByteArray& key, const QByteArray& with) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return false;
+    QByteArray text = f.readAll();
+    f.close();
+    const auto at = text.indexOf("\"" + key + "\": ");
+    if (at < 0) return false;
+    text.replace(at, text.indexOf(',', at) - at, with);
+    return f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(text) == text.size();
+}
+
 TEST(Messages, AFileWithAnInputOutOfRangeNeverShowsTheLastResultsUnderItsName) {
     // A hand-edited file: Llama 3 70B with a memory fraction of 1e300. The window keeps the last valid results (the
     // teaching model's) and says whose they are; the file's problem is said at once; nothing is exported as its.
@@ -202,16 +215,7 @@ TEST(Messages, AFileWithAnInputOutOfRangeNeverShowsTheLastResultsUnderItsName) {
     w.deployment()->enableBox()->setChecked(true);
     const QString path = dir.filePath("zu groß.kvscope.json");
     ASSERT_TRUE(w.saveScenarioFile(path));
-    QFile f(path);
-    ASSERT_TRUE(f.open(QIODevice::ReadOnly));
-    QByteArray text = f.readAll();
-    f.close();
-    const auto at = text.indexOf("\"fraction\": ");
-    ASSERT_GE(at, 0);
-    text.replace(at, text.indexOf(',', at) - at, "\"fraction\": 1e300");
-    ASSERT_TRUE(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
-    f.write(text);
-    f.close();
+    ASSERT_TRUE(edit_member(path, "fraction", "\"fraction\": 1e300"));
 
     MainWindow other(catalog(), false);
     const QString before = other.model()->description();
@@ -240,16 +244,7 @@ TEST(Messages, AFileWithFieldsThisVersionDoesNotReadSaysSoWithItsOtherProblems) 
     w.model()->loadCatalogModel("llama-3-8b");
     const QString path = dir.filePath("neuer Stand.kvscope.json");
     ASSERT_TRUE(w.saveScenarioFile(path));
-    QFile f(path);
-    ASSERT_TRUE(f.open(QIODevice::ReadOnly));
-    QByteArray text = f.readAll();
-    f.close();
-    const auto at = text.indexOf("\"batch\": ");
-    ASSERT_GE(at, 0);
-    text.replace(at, text.indexOf(',', at) - at, "\"batch\": 0, \"prefix_share\": 0.5");
-    ASSERT_TRUE(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
-    f.write(text);
-    f.close();
+    ASSERT_TRUE(edit_member(path, "batch", "\"batch\": 0, \"prefix_share\": 0.5"));
 
     MainWindow other(catalog(), false);
     ASSERT_TRUE(other.openScenarioFile(path));
