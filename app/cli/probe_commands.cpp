@@ -69,6 +69,15 @@ Value device_json(const probe::DeviceInfo& d) {
     return o;
 }
 
+// The limits of the attention's figures, as the text gives them under its table and the JSON in "notes".
+std::vector<std::string> attention_notes(const probe::AttentionTiming& at) {
+    std::vector<std::string> notes;
+    if (at.runs == 0) return notes;
+    if (at.cache_resident) notes.emplace_back("the cache fits in the CPU caches, so the bandwidth is optimistic");
+    if (std::string bound = probe::arithmetic_bound_note(at); !bound.empty()) notes.push_back(std::move(bound));
+    return notes;
+}
+
 // What every probe run's JSON opens with: how it ended, where it ran, and the scenario it ran.
 Value run_json(Status status, const std::string& message, const probe::DeviceInfo& device, const Scenario& s) {
     Value v = Value::object();
@@ -319,6 +328,7 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src,
         v.set("max_rel_error", at.runs > 0 ? Value::number(at.max_rel_error) : Value());
         v.set("cache_resident", Value::boolean(at.cache_resident));
         v.set("heads_per_row", Value::number(at.heads_per_row));
+        v.set("notes", Value::strings(attention_notes(at)));
         v.set("kernel", Value::string(at.kernel));
         r.out = v.dump() + "\n";
         return r;
@@ -363,11 +373,8 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src,
     if (at.runs == 0) {  // nothing attends (a pure state-space model): the allocation rows only
         r.out = r.out.substr(0, r.out.find("attention:"));
         r.out += "attention:  none — no layer keeps a KV cache; the recurrent state was allocated and measured\n";
-    } else if (at.cache_resident) {
-        r.out += "note: the cache fits in the CPU caches, so the bandwidth is optimistic\n";
     }
-    if (const std::string bound = probe::arithmetic_bound_note(at); at.runs > 0 && !bound.empty())
-        r.out += "note: " + bound + "\n";
+    for (const auto& n : attention_notes(at)) r.out += "note: " + n + "\n";
     for (const auto& w : warnings) r.out += "warning: " + w + "\n";
     return r;
 }

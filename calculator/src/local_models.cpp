@@ -55,8 +55,23 @@ std::vector<fs::path> entries(const fs::path& folder, bool directories) {
     return out;
 }
 
+// Why a cache repo folder has no snapshot to read (cache_snapshot gave none): no snapshot, or several and a refs/main
+// that names none of them (or no refs/main).
+std::string no_snapshot_problem(const fs::path& repo) {
+    const auto snapshots = entries(repo / "snapshots", true);
+    if (snapshots.empty()) return "has no snapshot (the download did not finish?); download it again";
+    std::string names;
+    for (const auto& s : snapshots) names += (names.empty() ? "" : ", ") + s.filename().string();
+    std::error_code error;
+    return std::string(fs::exists(repo / "refs" / "main", error) ? "refs/main names none of its "
+                                                                 : "has no refs/main to choose one of its ") +
+           std::to_string(snapshots.size()) + " snapshots (" + names +
+           "); give the snapshot folder itself (--model-dir " + snapshots.front().string() + ")";
+}
+
 // huggingface_hub (file_download.py): hub/models--ORG--NAME/{refs/main, snapshots/REVISION/…}; the snapshot refs/main
-// names, else the only one (a cache filled with a pinned revision has no refs/main).
+// names, else the only one (a cache filled with a pinned revision has no refs/main). In a snapshot each file is a
+// link to blobs/…, which an interrupted download leaves missing.
 void scan_huggingface(const fs::path& hub, std::vector<LocalModel>& out) {
     for (const fs::path& repo : entries(hub, true)) {
         const std::string folder = repo.filename().string();
@@ -65,20 +80,20 @@ void scan_huggingface(const fs::path& hub, std::vector<LocalModel>& out) {
         if (const auto sep = id.find("--"); sep != std::string::npos) id = id.substr(0, sep) + "/" + id.substr(sep + 2);
         const auto found = cache_snapshot(repo.string());
         if (!found) {
-            // A download that never finished (no snapshot), or a refs/main left naming a snapshot since removed
-            // beside several others: listed, so that the model does not seem missing, with what to do.
-            const std::size_t snapshots = entries(repo / "snapshots", true).size();
-            out.push_back({id, LocalStore::huggingface, repo.string(), false,
-                           snapshots == 0 ? "has no snapshot (the download did not finish?); download it again"
-                                          : "refs/main names none of its " + std::to_string(snapshots) +
-                                                " snapshots; give the snapshot folder itself (--model-dir " +
-                                                (repo / "snapshots").string() + "/REVISION)"});
+            // Listed, so that the model does not seem missing, with what to do.
+            out.push_back({id, LocalStore::huggingface, repo.string(), false, no_snapshot_problem(repo)});
             continue;
         }
         const fs::path snapshot(*found);
+        const std::size_t before = out.size();
         std::error_code error;
-        if (fs::exists(snapshot / "config.json", error))
+        const fs::path config = snapshot / "config.json";
+        if (fs::exists(config, error))
             out.push_back({id, LocalStore::huggingface, snapshot.string(), false, {}});
+        else if (fs::is_symlink(config, error))
+            out.push_back({id, LocalStore::huggingface, snapshot.string(), false,
+                           "its config.json links to a blob that is missing (the download did not finish?); "
+                           "download it again"});
         // Each GGUF file is a model too (a GGUF repo, with or without a config.json beside), also one folder down:
         // repos of split quantizations keep each in a folder of its own (unsloth's Q4_K_M/…-00001-of-00002.gguf).
         for (const fs::path& f : entries(snapshot, false))
@@ -92,6 +107,11 @@ void scan_huggingface(const fs::path& hub, std::vector<LocalModel>& out) {
                                    f.string(),
                                    true,
                                    {}});
+        if (out.size() == before)
+            out.push_back({id, LocalStore::huggingface, snapshot.string(), false,
+                           "its snapshot " + snapshot.filename().string() +
+                               " holds no config.json and no .gguf file (the download did not finish, or the repo "
+                               "is no model)"});
     }
 }
 
@@ -102,12 +122,26 @@ void scan_ollama(const fs::path& root, std::vector<LocalModel>& out) {
         for (const fs::path& space : entries(host, true))
             for (const fs::path& model : entries(space, true))
                 for (const fs::path& tag : entries(model, false)) {
+                    // "ollama list" names library models "MODEL:TAG", others "NAMESPACE/MODEL:TAG", and models of
+                    // another registry with its host in front.
+                    const std::string h = host.filename().string(), s = space.filename().string();
+                    std::string id = model.filename().string() + ":" + tag.filename().string();
+                    if (h != "registry.ollama.ai")
+                        id = h + "/" + s + "/" + id;
+                    else if (s != "library")
+                        id = s + "/" + id;
+                    LocalModel found{id, LocalStore::ollama, tag.string(), true,
+                                     "its manifest " + tag.string() + " names no model layer (" +
+                                         "application/vnd.ollama.image.model); run ollama pull " + id};
                     const auto text = read_text_file(tag.string(), 1 << 20);
-                    if (!text) continue;
-                    const auto parsed = json::parse(*text);
+                    const auto parsed = text ? json::parse(*text) : json::ParseResult{};
+                    if (!parsed)
+                        found.problem = "its manifest " + tag.string() + " cannot be read (" +
+                                        (text ? "not JSON: " + parsed.error.message : text.error_text()) +
+                                        "); run ollama pull " + id;
                     const json::Value* layers = parsed ? parsed.value->find("layers") : nullptr;
-                    if (!layers || !layers->is_array()) continue;
-                    for (const json::Value& layer : layers->items()) {
+                    for (const json::Value& layer :
+                         layers && layers->is_array() ? layers->items() : std::vector<json::Value>{}) {
                         const json::Value* type = layer.find("mediaType");
                         const json::Value* digest = layer.find("digest");
                         if (!type || !type->is_string() || type->as_string() != "application/vnd.ollama.image.model" ||
@@ -116,23 +150,20 @@ void scan_ollama(const fs::path& root, std::vector<LocalModel>& out) {
                         std::string blob = digest->as_string();
                         std::replace(blob.begin(), blob.end(), ':', '-');
                         if (blob.find('/') != std::string::npos) continue;
-                        // "ollama list" names library models "MODEL:TAG", others "NAMESPACE/MODEL:TAG", and models of
-                        // another registry with its host in front.
-                        const std::string h = host.filename().string(), s = space.filename().string();
-                        std::string id = model.filename().string() + ":" + tag.filename().string();
-                        if (h != "registry.ollama.ai")
-                            id = h + "/" + s + "/" + id;
-                        else if (s != "library")
-                            id = s + "/" + id;
                         const fs::path file = root / "blobs" / blob;
                         std::error_code error;
-                        out.push_back({id, LocalStore::ollama, file.string(), true,
-                                       fs::is_regular_file(file, error)
-                                           ? std::string()
-                                           : "its weights file " + file.string() +
-                                                 " is missing (the pull did not finish?); run ollama pull " + id});
+                        found.path = file.string();
+                        if (!fs::is_regular_file(file, error))
+                            found.problem = "its weights file " + file.string() +
+                                            " is missing (the pull did not finish?); run ollama pull " + id;
+                        else if (fs::file_size(file, error) == 0)
+                            found.problem = "its weights file " + file.string() +
+                                            " is empty (the pull did not finish?); run ollama pull " + id;
+                        else
+                            found.problem.clear();
                         break;
                     }
+                    out.push_back(std::move(found));
                 }
 }
 
@@ -282,7 +313,9 @@ Result<ImportedModel> import_model_path(const std::string& path) {
 Result<ImportedModel> import_local_model(const LocalModel& model) {
     if (!model.problem.empty())
         return FieldError{"model", model.id + " (" + std::string(to_string(model.store)) + "): " + model.problem};
-    auto imported = import_model_path(model.path);
+    // An Ollama blob is a GGUF by what Ollama says of it, whatever its bytes (an interrupted pull): read as one, so
+    // that its problems are a GGUF's, never a config.json's.
+    auto imported = model.store == LocalStore::ollama ? gguf::import_file(model.path) : import_model_path(model.path);
     if (imported) {
         imported.value().notes.push_back("found on this machine (" + std::string(to_string(model.store)) +
                                          "): " + model.path);

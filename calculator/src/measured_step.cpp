@@ -250,8 +250,8 @@ namespace {
 // locks are per open file, so two threads of one program exclude each other too; the lock goes with the descriptor.
 class StoreLock {
 public:
-    explicit StoreLock(const fs::path& store)
-        : fd_(::open((store.string() + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    // A lock file another user left (a run under sudo) is opened to read: flock needs no write access.
+    explicit StoreLock(const fs::path& store) : fd_(open_lock(store.string() + ".lock")) {
         if (fd_ >= 0)
             while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
             }
@@ -263,21 +263,29 @@ public:
     StoreLock& operator=(const StoreLock&) = delete;
 
 private:
+    static int open_lock(const std::string& path) {
+        const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        return fd >= 0 ? fd : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    }
     int fd_;
 };
 
 // The entries of the file as they are written, so that one this version cannot read (a newer version's, with a
 // format it does not know) is kept rather than dropped at the next write. What is not an entry at all is dropped.
-std::vector<Value> stored_entries(const std::string& path) {
+// `version`: the file's, kept when a newer version wrote it.
+std::vector<Value> stored_entries(const std::string& path, std::uint64_t& version) {
     std::vector<Value> out;
     std::ifstream in(path, std::ios::binary);
     if (!in) return out;
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const auto parsed = json::parse(text);
     if (!parsed) return out;
+    if (const Value* v = member(*parsed.value, "version", json::Type::number))
+        version = std::max(version, v->as_u64().value_or(0));
+    // An entry of any version has a key and a time; one without is damage, not kept.
     if (const Value* list = member(*parsed.value, "steps", json::Type::array))
         for (const Value& e : list->items())
-            if (e.is_object()) out.push_back(e);
+            if (e.is_object() && !text_of(e, "key").empty() && number_of(e, "step_ms") > 0) out.push_back(e);
     return out;
 }
 
@@ -291,7 +299,8 @@ Result<std::monostate> remember_measured_step(const std::string& path, const Mea
     if (ec) return Errors{FieldError(path, "cannot create its folder: " + ec.message())};
     const StoreLock lock(target);
 
-    std::vector<Value> steps = stored_entries(path);
+    std::uint64_t version = 1;
+    std::vector<Value> steps = stored_entries(path, version);
     std::erase_if(steps,
                   [&](const Value& e) { return text_of(e, "key") == m.key && text_of(e, "device") == m.device; });
     steps.push_back(measured_step_json(m));
@@ -301,7 +310,7 @@ Result<std::monostate> remember_measured_step(const std::string& path, const Mea
     for (auto& e : steps) list.push(std::move(e));
     Value doc = Value::object();
     doc.set("format", Value::string("kvscope measured decode steps"));
-    doc.set("version", Value::number(std::uint64_t{1}));
+    doc.set("version", Value::number(version));
     doc.set("steps", std::move(list));
 
     // Written beside the file, then renamed over it: a reader sees the old file or the new one, never half.

@@ -142,6 +142,7 @@ Result<Header> read_header(std::string_view bytes, std::uint64_t file_size, cons
         spans.emplace_back(begin, end);
         h.bytes += size;  // bounded by data_bytes once the spans are known not to overlap
         h.by_dtype[dtype->as_string()] += size;
+        h.names.push_back(name);
         ++h.tensors;
     }
     std::sort(spans.begin(), spans.end());
@@ -231,13 +232,22 @@ Result<Weights> read_weights(const std::string& path) {
         }
         if (files.empty())
             return FieldError{"--weights", path + ": holds no .safetensors file (nor model.safetensors.index.json)"};
+    } else if (fs::exists(folder, error)) {
+        return FieldError{"--weights", path + ": is not a regular file (a pipe or a device)"};
     } else {
         return FieldError{"--weights", path + ": no such file or folder"};
     }
     Weights w;
+    std::map<std::string, std::string> file_of;  // each tensor and the file it came from
     for (const auto& f : files) {
         auto h = read_header_file(f.string());
         if (!h) return h.errors();
+        for (const std::string& name : h->names)
+            if (const auto [at, added] = file_of.emplace(name, f.filename().string()); !added)
+                return FieldError{"--weights", path + ": the tensor '" + name + "' is in both " + at->second + " and " +
+                                                   f.filename().string() +
+                                                   " (two copies of the weights?): give one file, or a folder with "
+                                                   "model.safetensors.index.json to say which"};
         const Checked total = Checked(w.bytes) + h->bytes;
         if (total.overflow()) return FieldError{"--weights", path + ": the weights' size overflows 64 bits"};
         w.bytes = total.value();

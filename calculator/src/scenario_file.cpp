@@ -635,9 +635,13 @@ Result<LoadedScenario> scenario_from_json(std::string_view text, const std::stri
     std::vector<std::string> warnings;
     if (const Value* w = r.member(root, "warnings", false))
         r.read_list(*w, "warnings", warnings, "must be a list of strings", "must hold strings");
+    const std::vector<std::string> unread = r.unread();
     Errors errors = r.take();
+    // A required key misspelt by hand is missing under its name and unread under the other: both are said, so that
+    // "context_tokens: is missing" comes with the "contxt_tokens (line 12)" the file holds.
+    if (!errors.empty() && !unread.empty()) errors.push_back({source, unread_note(source, unread)});
     if (!errors.empty()) return errors;
-    return LoadedScenario{s, repaired, warnings, unread_note(source, r.unread())};
+    return LoadedScenario{s, repaired, warnings, unread_note(source, unread)};
 }
 
 Result<LoadedScenario> read_scenario_file(const std::string& path) {

@@ -277,6 +277,7 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     const std::uint64_t per_read = mma      ? std::min<std::uint64_t>(kMmaHeads, group)
                                    : stream ? std::min<std::uint64_t>(stream_g, group)
                                             : g;
+    plan.tensor_cores = mma;
     plan.description = how + std::to_string(per_read) + " query heads per K/V read, " + std::to_string(plan.blocks) +
                        " blocks (" + std::to_string(per_sm) + " per SM)" + note;
     return plan;

@@ -73,6 +73,7 @@ struct DecodePlan {
     int dtype = kFp16;
     std::uint64_t slots = 0, max_tokens = 0;
     bool fused = false;
+    bool tensor_cores = false;  // the MMA kernel: the query heads of a group are the rows of its tiles
     // The fused kernel.
     DecodeFn kernel = nullptr;
     SplitDev split{};

@@ -257,6 +257,7 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     at.cache_resident = at.kv_bytes_read < 2 * l2;
 
     at.kernel = plan.description;
+    at.tensor_cores = plan.tensor_cores;
     const cuda::DecodeBuffers decode_buffers{slot_table.get<SlotDev>(), q.get<float>(),       scores.get<float>(),
                                              part_out.get<float>(),     part_ml.get<float>(), out.get<float>()};
     auto flush_l2 = [&] {  // when the cache could stay in L2 between runs

@@ -135,7 +135,7 @@ std::string arithmetic_bound_note(const AttentionTiming& at) {
     // Each byte read feeds heads_per_row multiply-adds per value; at 16 and more a CPU's or GPU's arithmetic (for
     // the CUDA-core kernel) runs out before its memory does (measured on the CPU: 42% of the ceiling for Llama 3 8B's
     // groups of 4, 30% for 70B's 8, 1% for DeepSeek-V3's latent read by 128 heads).
-    if (at.heads_per_row < 16) return {};
+    if (at.heads_per_row < 16 || at.tensor_cores) return {};
     return "each cached row is read by " + std::to_string(at.heads_per_row) +
            " query heads, so this step is bound by arithmetic, not by reading the cache: the fraction of the "
            "ceiling measures the kernel, not the memory";

@@ -44,7 +44,12 @@ TEST(Cli, AProbeOfALatentReadByEveryHeadSaysItsFractionMeasuresTheKernel) {
               std::string::npos)
         << r.out;
     r = cli("probe --backend cpu --model deepseek-v3 --context 256 --runs 1 --json");
-    EXPECT_EQ(u64(json_of(r), "heads_per_row"), 128u);
+    const auto v = json_of(r);
+    EXPECT_EQ(u64(v, "heads_per_row"), 128u);
+    bool said = false;  // the same words in the JSON's notes
+    for (const auto& n : v.find("notes")->items())
+        said = said || n.as_string().starts_with("each cached row is read by 128");
+    EXPECT_TRUE(said) << r.out;
     r = cli("probe --backend cpu --model llama-3-8b --context 256 --runs 1");
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(r.out.find("bound by arithmetic"), std::string::npos) << r.out;

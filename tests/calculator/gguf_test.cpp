@@ -478,16 +478,17 @@ TEST(Gguf, LargeTokenizerArraysBeforeTheModelsKeysLeaveItsPerLayerArraysReadable
     // The tokenizer's numeric arrays (token types, scores, one per token) are counted, never kept: a file that holds
     // them before the model's keys had spent the reader's budget on them, and its per-layer KV heads "were not kept".
     GgufWriter w;
-    const std::vector<std::uint32_t> per_token(60000, 1);
-    for (const char* key : {"tokenizer.ggml.token_type", "tokenizer.ggml.scores", "tokenizer.ggml.a",
-                            "tokenizer.ggml.b", "tokenizer.ggml.c"})
+    // Four arrays of a 65,536-token vocabulary: kept, they would spend the reader's whole budget (2^18 items).
+    const std::vector<std::uint32_t> per_token(65536, 1);
+    for (const char* key :
+         {"tokenizer.ggml.token_type", "tokenizer.ggml.scores", "tokenizer.ggml.merges_n", "tokenizer.ggml.extra"})
         w.u32s(key, per_token);
     w.str("general.architecture", "llama").u32("llama.block_count", 4).u32("llama.context_length", 8192);
     w.u32("llama.embedding_length", 2048).u32("llama.feed_forward_length", 8192).u32("llama.attention.head_count", 16);
     w.u32s("llama.attention.head_count_kv", {8, 4, 2, 4});
     const auto file = gguf::read(w.bytes(), "model.gguf");
     ASSERT_TRUE(file.ok()) << file.error_text();
-    EXPECT_EQ(file->find("tokenizer.ggml.scores")->count, 60000u);
+    EXPECT_EQ(file->find("tokenizer.ggml.scores")->count, 65536u);
     const auto m = gguf::import(*file, "model.gguf");
     ASSERT_TRUE(m.ok()) << m.error_text();
     ASSERT_EQ(m->arch.layer_specs.size(), 4u);

@@ -213,8 +213,8 @@ TEST(MeasuredStep, WritersAtOnceKeepEveryEntryAndANewerVersionsEntriesSurvive) {
     fs::create_directories(folder.path);
     const std::string path = measured_steps_path(folder.path.string());
     // An entry this version cannot read (a cache format it does not know), written by a newer one: kept as it is.
-    std::ofstream(path) << R"({"steps": [{"key": "0123456789abcdef", "kv_dtype": "fp6", "weight_dtype": "bf16",
-        "step_ms": 3, "device": "NVIDIA B300", "future": {"x": 1}}, 7]})";
+    std::ofstream(path) << R"({"version": 2, "steps": [{"key": "0123456789abcdef", "kv_dtype": "fp6",
+        "weight_dtype": "bf16", "step_ms": 3, "device": "NVIDIA B300", "future": {"x": 1}}, 7, {"key": ""}]})";
     // Four probes finishing at once (a window and CLI runs), each remembering several steps.
     Scenario s = llama_8b_on("h200");
     std::vector<std::thread> writers;
@@ -234,7 +234,8 @@ TEST(MeasuredStep, WritersAtOnceKeepEveryEntryAndANewerVersionsEntriesSurvive) {
     EXPECT_NE(text.find("\"future\""), std::string::npos) << text;
     const auto parsed = json::parse(text);
     ASSERT_TRUE(parsed);
-    EXPECT_EQ(parsed.value->find("steps")->items().size(), 21u);  // the 7 that is no entry is dropped
+    EXPECT_EQ(parsed.value->find("steps")->items().size(), 21u);  // the 7 and the entry of no key are dropped
+    EXPECT_EQ(parsed.value->find("version")->as_u64(), 2u);       // the newer version's file stays its
 }
 
 TEST(MeasuredStep, ADamagedStoreIsReadAsFarAsItGoesAndRewrittenWhole) {

@@ -2,6 +2,7 @@
 // (a fake Hugging Face cache, Ollama store and LM Studio folder built by the test).
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -179,9 +180,18 @@ TEST(Safetensors, ShardsFarFromTheModelsParametersAreQuestionedNotTrustedInSilen
                                   0),
               0u)
         << questioned(s);
-    // Its own shards (within half and twice: a vision tower, MTP layers), a GGUF's bytes, no exact bytes: nothing.
-    s.deployment->weights_bytes_exact = 141'107'412'992;
-    EXPECT_EQ(questioned(s), "");
+    // Its own shards, in float32 (2.2× with buffers) or a 4-bit scheme the config does not describe (0.3×), a GGUF's
+    // bytes, no exact bytes: nothing.
+    for (const std::uint64_t own : {141'107'412'992ull, 310'000'000'000ull, 42'000'000'000ull}) {
+        s.deployment->weights_bytes_exact = own;
+        EXPECT_EQ(questioned(s), "") << own;
+    }
+    // Llama 3 70B's files for Llama 3 8B: 8.79×.
+    Scenario small = s;
+    small.arch = catalog.find_model("llama-3-8b")->model.arch;
+    small.deployment->weights_bytes_exact = 141'107'412'992;
+    small.deployment->weights_source = "141,107,412,992 bytes, exact from 30 safetensors headers (BF16)";
+    EXPECT_NE(questioned(small).find(" are 8.79× the 15.0 GiB"), std::string::npos) << questioned(small);
     s.deployment->weights_bytes_exact = 16'060'522'496;
     s.deployment->weights_source = "16,060,522,496 bytes, exact from the GGUF's 724 tensors in 2 files";
     EXPECT_EQ(questioned(s), "");
@@ -215,6 +225,18 @@ TEST(Safetensors, ShardsOfAnIndexASnapshotAndACacheRepoFolderCountEachTensorOnce
     // Without an index, every .safetensors file in the folder.
     fs::remove(snap / "model.safetensors.index.json");
     EXPECT_EQ(safetensors::read_weights(snap.string())->files.size(), 3u);
+    // Two copies of the weights in one folder, with no index to choose: refused, never counted twice.
+    write(snap / "model-copy.safetensors", safetensors_bytes({{"a", "BF16", {1024, 1024}}}));
+    EXPECT_FIELD_ERROR(safetensors::read_weights(snap.string()), "--weights",
+                       "the tensor 'a' is in both model-00001-of-00002.safetensors and model-copy.safetensors (two "
+                       "copies of the weights?)");
+    fs::remove(snap / "model-copy.safetensors");
+    // A named pipe or a device given as the weights: said as what it is (it was "no such file or folder").
+    ASSERT_EQ(::mkfifo((dir.path() / "pipe.safetensors").c_str(), 0600), 0);
+    EXPECT_FIELD_ERROR(safetensors::read_weights((dir.path() / "pipe.safetensors").string()), "--weights",
+                       "pipe.safetensors: is not a regular file (a pipe or a device)");
+    EXPECT_FIELD_ERROR(safetensors::read_weights("/dev/null"), "--weights",
+                       "/dev/null: is not a regular file (a pipe or a device)");
     // A shard the index names that is missing, an empty folder, a path that is not there.
     write(snap / "model.safetensors.index.json", R"({"weight_map":{"a":"model-00003-of-00003.safetensors"}})");
     EXPECT_FIELD_ERROR(safetensors::read_weights(snap.string()), "safetensors",
@@ -251,6 +273,14 @@ TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights
     write(hub / "models--x--y" / "snapshots" / "b" / "config.json", "{}");
     write(hub / "datasets--x--y" / "snapshots" / "a" / "config.json", "{}");
     fs::create_directories(hub / "models--x--z" / "blobs");
+    // refs/main left naming a snapshot since removed, beside two others; a snapshot of a README alone; a config.json
+    // linked to a blob an interrupted download never wrote.
+    write(hub / "models--x--stale" / "refs" / "main", "gone");
+    write(hub / "models--x--stale" / "snapshots" / "c" / "config.json", "{}");
+    write(hub / "models--x--stale" / "snapshots" / "d" / "config.json", "{}");
+    write(hub / "models--x--readme" / "snapshots" / "e" / "README.md", "");
+    fs::create_directories(hub / "models--x--dangling" / "snapshots" / "f");
+    fs::create_symlink("../../blobs/0123", hub / "models--x--dangling" / "snapshots" / "f" / "config.json");
     // Ollama: a library model and one from another registry, each a manifest naming its GGUF blob.
     const fs::path ollama = dir.path() / "ollama";
     const std::string manifest =
@@ -263,6 +293,12 @@ TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights
     // A pull that did not finish: the manifest is there, its blob is not.
     write(ollama / "manifests" / "registry.ollama.ai" / "library" / "qwen3" / "8b",
           R"({"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:feedbeef"}]})");
+    // An empty blob (cut off at its start), a manifest of no model layer.
+    write(ollama / "manifests" / "registry.ollama.ai" / "library" / "empty" / "1b",
+          R"({"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:00"}]})");
+    write(ollama / "blobs" / "sha256-00", "");
+    write(ollama / "manifests" / "registry.ollama.ai" / "library" / "nomodel" / "1b",
+          R"({"layers":[{"mediaType":"application/vnd.ollama.image.template","digest":"sha256:t"}]})");
     // LM Studio: publisher/repo/file.gguf.
     const fs::path lms = dir.path() / "lm studio";
     write(lms / "lmstudio-community" / "gemma-3-4b-it-GGUF" / "gemma-3-4b-it-Q4_K_M.gguf", "GGUF");
@@ -275,10 +311,16 @@ TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights
                        "Hugging Face cache: bartowski/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf",
                        "Hugging Face cache: bartowski/Qwen3-8B-GGUF/Q4_K_M/Qwen3-8B-Q4_K_M-00001-of-00002.gguf",
                        "Hugging Face cache: meta-llama/Llama-3.1-8B",
+                       "Hugging Face cache: x/dangling",
+                       "Hugging Face cache: x/readme",
+                       "Hugging Face cache: x/stale",
                        "Hugging Face cache: x/y",
                        "Hugging Face cache: x/z",
                        "Ollama: hf.co/bartowski/Phi-4-GGUF:Q4_K_M",
+                       "Ollama: broken:latest",
+                       "Ollama: empty:1b",
                        "Ollama: llama3.1:8b",
+                       "Ollama: nomodel:1b",
                        "Ollama: qwen3:8b",
                        "LM Studio: lmstudio-community/gemma-3-4b-it-GGUF/gemma-3-4b-it-Q4_K_M.gguf",
                    }));
@@ -296,8 +338,34 @@ TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights
     const LocalModel* several = find_local_model(models, "x/y");
     ASSERT_NE(several, nullptr);
     EXPECT_EQ(several->problem,
-              "refs/main names none of its 2 snapshots; give the snapshot folder itself (--model-dir " +
-                  (hub / "models--x--y" / "snapshots").string() + "/REVISION)");
+              "has no refs/main to choose one of its 2 snapshots (a, b); give the snapshot folder "
+              "itself (--model-dir " +
+                  (hub / "models--x--y" / "snapshots" / "a").string() + ")");
+    EXPECT_EQ(find_local_model(models, "x/stale")->problem,
+              "refs/main names none of its 2 snapshots (c, d); give the snapshot folder itself (--model-dir " +
+                  (hub / "models--x--stale" / "snapshots" / "c").string() + ")");
+    EXPECT_EQ(find_local_model(models, "x/readme")->problem,
+              "its snapshot e holds no config.json and no .gguf file (the download did not finish, or the repo is no "
+              "model)");
+    EXPECT_EQ(find_local_model(models, "x/dangling")->problem,
+              "its config.json links to a blob that is missing (the download did not finish?); download it again");
+    EXPECT_EQ(find_local_model(models, "broken")
+                  ->problem.rfind(
+                      "its manifest " +
+                          (ollama / "manifests" / "registry.ollama.ai" / "library" / "broken" / "latest").string() +
+                          " cannot be read (not JSON: ",
+                      0),
+              0u)
+        << find_local_model(models, "broken")->problem;
+    EXPECT_NE(find_local_model(models, "nomodel:1b")->problem.find("names no model layer"), std::string::npos);
+    EXPECT_EQ(find_local_model(models, "empty:1b")->problem,
+              "its weights file " + (ollama / "blobs" / "sha256-00").string() +
+                  " is empty (the pull did not finish?); run ollama pull empty:1b");
+    // A blob that is no GGUF is said as a GGUF's problem, never a config.json's.
+    LocalModel not_gguf = *o;
+    write(ollama / "blobs" / "sha256-text", "hello");
+    not_gguf.path = (ollama / "blobs" / "sha256-text").string();
+    EXPECT_FIELD_ERROR(import_local_model(not_gguf), "gguf", "this is not a GGUF file");
     EXPECT_EQ(find_local_model(models, "x/z")->problem,
               "has no snapshot (the download did not finish?); download it again");
     const LocalModel* partial = find_local_model(models, "qwen3:8b");

@@ -277,6 +277,14 @@ TEST(ScenarioFile, FieldsThisVersionDoesNotReadAreSaidWithTheirLines) {
                   line_of("\"sink_tokens\"") + "), prefix_cache_share (line " + line_of("\"prefix_cache_share\"") +
                   "). The numbers leave them out (a newer KVScope or a hand edit may have written them), and saving "
                   "writes the file without them.");
+    // A required key misspelt: missing under its name, and the spelling the file holds is named beside it.
+    std::string misspelt = scenario_to_json(s);
+    misspelt.replace(misspelt.find("\"context_tokens\""), 16, "\"contxt_tokens\"");
+    const auto refused = scenario_from_json(misspelt, "m.kvscope.json");
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error_text().find("context_tokens: is missing"), std::string::npos) << refused.error_text();
+    EXPECT_NE(refused.error_text().find("does not read: workload.contxt_tokens (line"), std::string::npos)
+        << refused.error_text();
     // The keys every version reads, a legacy one included, are not listed.
     text = scenario_to_json(s, {"a warning"});
     text.insert(text.find("\"layers\":"), "\"layer_windows\": [4096, 0], ");

@@ -474,6 +474,20 @@ TEST(CpuBackend, InvalidScenariosAreResultsNotCrashes) {
     EXPECT_NE(p.message.find("kv_heads"), std::string::npos) << p.message;
 }
 
+TEST(CpuBackend, ALatentReadByEveryHeadIsSaidToBeBoundByArithmeticExceptOnTensorCores) {
+    // The figure's limit is said where scalar arithmetic bounds the step (16 or more heads a row), not for groups
+    // of 8, and not for the GPU's tensor-core kernel, which is built for such groups.
+    AttentionTiming at;
+    at.heads_per_row = 128;
+    EXPECT_NE(arithmetic_bound_note(at).find("read by 128 query heads, so this step is bound by arithmetic"),
+              std::string::npos);
+    at.tensor_cores = true;
+    EXPECT_EQ(arithmetic_bound_note(at), "");
+    at = AttentionTiming{};
+    at.heads_per_row = 8;
+    EXPECT_EQ(arithmetic_bound_note(at), "");
+}
+
 TEST(Backends, CpuIsAlwaysListedAndAutoFallsBackToIt) {
     const auto devices = list_devices();
     ASSERT_GE(devices.size(), 2u);

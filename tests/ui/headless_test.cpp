@@ -144,7 +144,8 @@ TEST(Headless, BadInputNamesTheOptionAndExitsWithTwo) {
     const QString err = QString::fromUtf8(p.readAllStandardError());
     EXPECT_EQ(p.exitCode(), 0) << err.toStdString();
     // A device has no end to seek to: written without Qt's "Cannot call seek on a sequential device".
-    EXPECT_EQ(err, "kvscope: wrote /dev/stdout\nkvscope: wrote /dev/null\n");
+    EXPECT_TRUE(err.contains("kvscope: wrote /dev/stdout\nkvscope: wrote /dev/null\n")) << err.toStdString();
+    EXPECT_FALSE(err.contains("seek")) << err.toStdString();
     EXPECT_TRUE(QFileInfo("/dev/null").exists() && !QFileInfo("/dev/null").isFile());  // still the device
     QFile after(appended);
     ASSERT_TRUE(after.open(QIODevice::ReadOnly));

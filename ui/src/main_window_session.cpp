@@ -79,15 +79,20 @@ void MainWindow::restoreScenarioFile(const QString& file, const LoadedScenario& 
                         {tr("opened from %1, which changed since the last session").arg(file)},
                         tr("Open %1").arg(QFileInfo(file).fileName()), q(on_disk->warnings));
         model_->undoStack()->clear();
-    } else if (modified) {
+    }
+    QStringList said;
+    if (modified) {
         model_->undoStack()->resetClean();
         if (changed && on_disk->scenario != last.scenario)
-            messages_->showMessage(tr("%1 changed since KVScope last saved it, and this window has unsaved changes "
-                                      "of its own. Save (Ctrl+S) asks before replacing the file's; Save as keeps "
-                                      "both.")
-                                       .arg(QDir::toNativeSeparators(file)),
-                                   MessageBar::Kind::info);
+            said << tr("%1 changed since KVScope last saved it, and this window has unsaved changes of its own. Save "
+                       "(Ctrl+S) asks before replacing the file's; Save as keeps both.")
+                        .arg(QDir::toNativeSeparators(file));
     }
+    // Fields a newer version wrote into the file since: Ctrl+S would write it without them, so they are said now.
+    if (!on_disk->unread.empty()) said << q(on_disk->unread);
+    if (!said.isEmpty())
+        messages_->showMessage(said.join('\n'),
+                               on_disk->unread.empty() ? MessageBar::Kind::info : MessageBar::Kind::error);
     updateTitleAndStatus();
 }
 

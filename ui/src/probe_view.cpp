@@ -418,7 +418,7 @@ void ProbeView::showProbe(const probe::ProbeReport& r) {
     };
     table_title_->setText(tr("<b>Allocation check and decode attention</b>"));
     fillTable(rows);
-    QString bound = q(probe::arithmetic_bound_note(at));
+    QString bound = at.runs > 0 ? q(probe::arithmetic_bound_note(at)) : QString();
     if (!bound.isEmpty()) bound[0] = bound[0].toUpper();  // a sentence of its own after the message
     done(note + q(r.message) + (bound.isEmpty() ? QString() : ". " + bound + "."), true);
 }

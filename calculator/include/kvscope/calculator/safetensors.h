@@ -22,6 +22,7 @@ struct Header {
     std::uint64_t tensors = 0;
     std::uint64_t bytes = 0;                        // the tensors' bytes: what a runtime loads
     std::map<std::string, std::uint64_t> by_dtype;  // "BF16" -> bytes
+    std::vector<std::string> names;                 // the tensors', in the header's order
 };
 
 // One file's header from its first bytes: `bytes` may hold the whole file or only its start (at least the
@@ -41,6 +42,8 @@ struct Weights {
 
 // `path`: a .safetensors file; a folder with model.safetensors.index.json (its shards, each once); a folder of
 // .safetensors files; or a Hugging Face cache repo folder (models--org--name: the snapshot refs/main names).
+// A tensor in two of the files read (a folder holding two copies, without an index to choose) is refused, never
+// counted twice.
 Result<Weights> read_weights(const std::string& path);
 
 }  // namespace kvscope::safetensors

@@ -127,12 +127,14 @@ struct AttentionTiming {
     double max_rel_error = 0;         // against a float64 reference on the same random inputs
     bool cache_resident = false;      // the KV fits in the last-level cache: figures are optimistic
     std::uint64_t heads_per_row = 0;  // query heads each cached row is read for: a GQA group; all of them for MLA
+    bool tensor_cores = false;        // the GPU's MMA kernel ran (a group's heads as the rows of its tiles)
     std::string kernel;               // how the step was computed (tiles, splits, instructions)
 };
 
 // Where so many query heads read each cached row (16 or more: MLA's one latent for every head, a GQA group as wide)
-// that the step is bound by arithmetic, not by reading the cache: a sentence saying that the fraction of the ceiling
-// then measures the kernel, not the memory; empty otherwise.
+// that a kernel of scalar arithmetic (the CPU's, the GPU's CUDA-core kernels) is bound by it, not by reading the
+// cache: a sentence saying that the fraction of the ceiling then measures the kernel, not the memory; empty
+// otherwise, and for the GPU's tensor-core kernel, which is built for such groups.
 std::string arithmetic_bound_note(const AttentionTiming& at);
 
 struct ProbeReport {
