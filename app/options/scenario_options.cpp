@@ -156,11 +156,12 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
         d.weight_quant.reset();
     }
     if (o.weights) {
-        if (const auto w = safetensors::read_weights(*o.weights)) {
-            d.weights_bytes_exact = w->bytes;
-            d.weights_source = w->source_text();
+        if (const auto files = safetensors::read_weights(*o.weights)) {
+            const safetensors::Weights w = files->served_in(d.weight_dtype);  // a float32 checkpoint served in bf16
+            d.weights_bytes_exact = w.bytes;
+            d.weights_source = w.source_text();
         } else {
-            for (const auto& e : w.errors()) errors.push_back({"--weights", e.message});
+            for (const auto& e : files.errors()) errors.push_back({"--weights", e.message});
         }
     }
     // --reserve replaces a derived reserve (vLLM's profile peak, TensorRT-LLM's, llama.cpp's compute buffer);

@@ -303,10 +303,11 @@ Result<ImportedModel> import_model_path(const std::string& path) {
                                          ": the weights are estimated from the parameter count");
         return imported;
     }
-    const auto weights = safetensors::read_weights(path);
-    if (!weights) return weights.errors();
-    imported.value().weights_bytes = weights->bytes;
-    imported.value().weights_source = weights->source_text();
+    const auto files = safetensors::read_weights(path);
+    if (!files) return files.errors();
+    const safetensors::Weights weights = files->served_in(imported.value().weight_dtype);
+    imported.value().weights_bytes = weights.bytes;
+    imported.value().weights_source = weights.source_text();
     return imported;
 }
 

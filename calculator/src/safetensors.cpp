@@ -179,9 +179,37 @@ Result<Header> read_header_file(const std::string& path) {
 std::string Weights::source_text() const {
     std::string dtypes;
     for (const auto& [dtype, b] : by_dtype) dtypes += (dtypes.empty() ? "" : ", ") + dtype;
-    return format_count(bytes) + " bytes, exact from " +
-           format_count_of(files.size(), "safetensors header", "safetensors headers") +
-           (dtypes.empty() ? "" : " (" + dtypes + ")");
+    const std::string headers = format_count_of(files.size(), "safetensors header", "safetensors headers");
+    if (!stored_as.empty())
+        return format_count(bytes) + " bytes, exact from " + headers + ": their " + format_count(stored_bytes) +
+               " bytes of " + stored_as + " loaded as " + dtypes;
+    return format_count(bytes) + " bytes, exact from " + headers + (dtypes.empty() ? "" : " (" + dtypes + ")");
+}
+
+Weights Weights::served_in(KvDtype dtype) const {
+    // vLLM creates each parameter in the model's dtype and copies the checkpoint's tensor into it
+    // (model_executor/model_loader/weight_utils.py default_weight_loader), casting float tensors; dtype=auto serves a
+    // float32 checkpoint in bf16 (config/model.py _resolve_auto_dtype). Only a checkpoint of one float format is
+    // recast here: where formats are mixed (bf16 weights beside float32 norms, or a state-space model's A_log, which
+    // some models keep in float32; quantized integers and fp8 with their scales) the files' bytes stand.
+    const char* target = dtype == KvDtype::bf16   ? "BF16"
+                         : dtype == KvDtype::fp16 ? "F16"
+                         : dtype == KvDtype::fp32 ? "F32"
+                                                  : nullptr;
+    const std::string only = by_dtype.size() == 1 ? by_dtype.begin()->first : std::string();
+    const bool one_float = only == "F16" || only == "BF16" || only == "F32" || only == "F64";
+    if (target == nullptr || !one_float || only == target) return *this;
+    // Every format here is whole bytes a value (2, 4 or 8): values = bytes / width, exactly.
+    const std::uint64_t to_width = *dtype_bits(target) / 8;
+    Checked total(0);
+    for (const auto& [name, b] : by_dtype) total += Checked(b / (*dtype_bits(name) / 8)) * to_width;
+    if (total.overflow()) return *this;
+    Weights w = *this;
+    w.stored_bytes = bytes;
+    for (const auto& [name, b] : by_dtype) w.stored_as += (w.stored_as.empty() ? "" : ", ") + name;
+    w.bytes = total.value();
+    w.by_dtype = {{target, total.value()}};
+    return w;
 }
 
 Result<Weights> read_weights(const std::string& path) {

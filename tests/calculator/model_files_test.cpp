@@ -199,6 +199,26 @@ TEST(Safetensors, ShardsFarFromTheModelsParametersAreQuestionedNotTrustedInSilen
     EXPECT_EQ(questioned(s), "");
 }
 
+TEST(Safetensors, AFloat32CheckpointIsCountedInTheFormatItIsServedIn) {
+    // vLLM serves a float32 checkpoint in bf16 (dtype=auto): 2 bytes a value are loaded, not the files' 4.
+    TempDir dir;
+    write(dir.path() / "f32.safetensors", safetensors_bytes({{"w", "F32", {1024, 1024}}, {"n", "F32", {1024}}}));
+    const auto files = safetensors::read_weights((dir.path() / "f32.safetensors").string());
+    ASSERT_TRUE(files.ok()) << files.error_text();
+    const safetensors::Weights served = files->served_in(KvDtype::bf16);
+    EXPECT_EQ(served.bytes, (1024u * 1024 + 1024) * 2);
+    EXPECT_EQ(served.source_text(),
+              "2,099,200 bytes, exact from 1 safetensors header: their 4,198,400 bytes of F32 loaded as BF16");
+    EXPECT_EQ(files->served_in(KvDtype::fp32).bytes, files->bytes);  // served as stored
+    EXPECT_EQ(files->served_in(KvDtype::q4_0).bytes, files->bytes);  // not a float format: as stored
+    // Mixed formats (bf16 weights beside float32 norms; a quantized checkpoint's integers and scales) stand as stored.
+    write(dir.path() / "mixed.safetensors", safetensors_bytes({{"w", "BF16", {1024, 1024}}, {"n", "F32", {1024}}}));
+    const auto mixed = safetensors::read_weights((dir.path() / "mixed.safetensors").string());
+    ASSERT_TRUE(mixed.ok()) << mixed.error_text();
+    EXPECT_EQ(mixed->served_in(KvDtype::bf16).bytes, mixed->bytes);
+    EXPECT_EQ(mixed->served_in(KvDtype::bf16).source_text(), mixed->source_text());
+}
+
 TEST(Safetensors, ShardsOfAnIndexASnapshotAndACacheRepoFolderCountEachTensorOnce) {
     TempDir dir;
     const fs::path repo = dir.path() / "hub" / "models--org--Model-8B";
