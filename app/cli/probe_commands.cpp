@@ -70,10 +70,12 @@ Value device_json(const probe::DeviceInfo& d) {
 }
 
 // The limits of the attention's figures, as the text gives them under its table and the JSON in "notes".
-std::vector<std::string> attention_notes(const probe::AttentionTiming& at) {
+// `host`: the cache is in host memory (the CPU backend); a GPU flushes its L2 where the cache would fit in it.
+std::vector<std::string> attention_notes(const probe::AttentionTiming& at, bool host) {
     std::vector<std::string> notes;
     if (at.runs == 0) return notes;
-    if (at.cache_resident) notes.emplace_back("the cache fits in the CPU caches, so the bandwidth is optimistic");
+    if (at.cache_resident && host)
+        notes.emplace_back("the cache fits in the CPU caches, so the bandwidth is optimistic");
     if (std::string bound = probe::arithmetic_bound_note(at); !bound.empty()) notes.push_back(std::move(bound));
     return notes;
 }
@@ -328,7 +330,7 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src,
         v.set("max_rel_error", at.runs > 0 ? Value::number(at.max_rel_error) : Value());
         v.set("cache_resident", Value::boolean(at.cache_resident));
         v.set("heads_per_row", Value::number(at.heads_per_row));
-        v.set("notes", Value::strings(attention_notes(at)));
+        v.set("notes", Value::strings(attention_notes(at, p.device.host_memory)));
         v.set("kernel", Value::string(at.kernel));
         r.out = v.dump() + "\n";
         return r;
@@ -374,7 +376,7 @@ Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src,
         r.out = r.out.substr(0, r.out.find("attention:"));
         r.out += "attention:  none — no layer keeps a KV cache; the recurrent state was allocated and measured\n";
     }
-    for (const auto& n : attention_notes(at)) r.out += "note: " + n + "\n";
+    for (const auto& n : attention_notes(at, p.device.host_memory)) r.out += "note: " + n + "\n";
     for (const auto& w : warnings) r.out += "warning: " + w + "\n";
     return r;
 }

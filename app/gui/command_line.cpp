@@ -162,7 +162,8 @@ Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const 
                               ui::display_name(catalog, s->scenario),
                               {QString("from %1").arg(*c.scenario_file)},
                               ui::q(s->warnings),
-                              {}};
+                              {},
+                              !s->unread.empty()};
         for (const std::string* said : {&s->unread, &s->repaired})
             if (!said->empty()) chosen.said << QString::fromStdString(*said);
         chosen.notes += chosen.said;
@@ -177,7 +178,7 @@ Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const 
     if (!s) return s.errors();
     // A config.json keeps the description build_scenario gave it (path and repo).
     ChosenScenario chosen{
-        *s, o.config ? QString::fromStdString(source.description) : ui::display_name(catalog, *s), {}, {}, {}};
+        *s, o.config ? QString::fromStdString(source.description) : ui::display_name(catalog, *s), {}, {}, {}, false};
     for (const auto& a : source.assumed) chosen.notes << QString("assumed: %1").arg(QString::fromStdString(a));
     for (const auto& n : source.notes) {
         chosen.notes << QString::fromStdString(n);

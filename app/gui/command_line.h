@@ -42,6 +42,7 @@ struct ChosenScenario {
     // What reading a --scenario file needs said (numbers repaired, fields this version does not read): the window
     // shows it, and exports print it on stderr.
     QStringList said;
+    bool said_problem = false;  // `said` names fields the numbers leave out (not only numbers repaired)
 };
 // The scenario the options describe, or none when the command line names no scenario.
 Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const Catalog& catalog);

@@ -148,7 +148,9 @@ int run_app(int argc, char** argv) {
         window.showScenario((*chosen)->scenario, (*chosen)->description, (*chosen)->notes, (*chosen)->warnings);
         // The file's fields this version does not read (or its repaired numbers), said as File > Open says them.
         if (!(*chosen)->said.isEmpty())
-            window.messages()->showMessage((*chosen)->said.join('\n'), kvscope::ui::MessageBar::Kind::error);
+            window.messages()->showMessage((*chosen)->said.join('\n'), (*chosen)->said_problem
+                                                                           ? kvscope::ui::MessageBar::Kind::error
+                                                                           : kvscope::ui::MessageBar::Kind::info);
     }
     if (c.open_file) window.openAny(*c.open_file);
     if (c.options.linear) window.chart()->setLogTokens(false);

@@ -66,7 +66,7 @@ std::string no_snapshot_problem(const fs::path& repo) {
     return std::string(fs::exists(repo / "refs" / "main", error) ? "refs/main names none of its "
                                                                  : "has no refs/main to choose one of its ") +
            std::to_string(snapshots.size()) + " snapshots (" + names +
-           "); give the snapshot folder itself (--model-dir " + snapshots.front().string() + ")";
+           "); give the snapshot folder itself (--model-dir " + (repo / "snapshots").string() + "/<one of them>)";
 }
 
 // huggingface_hub (file_download.py): hub/models--ORG--NAME/{refs/main, snapshots/REVISION/…}; the snapshot refs/main
@@ -107,11 +107,19 @@ void scan_huggingface(const fs::path& hub, std::vector<LocalModel>& out) {
                                    f.string(),
                                    true,
                                    {}});
-        if (out.size() == before)
+        // A snapshot of weights without their config.json, or of nothing at all, is a download that did not finish;
+        // a repo of an adapter (adapter_config.json), a diffusers pipeline (model_index.json) or a tokenizer alone is
+        // no language model, and is not listed.
+        const auto files = entries(snapshot, false);
+        const bool weights = std::any_of(files.begin(), files.end(), [](const fs::path& f) {
+            return f.extension() == ".safetensors" || f.filename() == "model.safetensors.index.json";
+        });
+        if (out.size() == before &&
+            (files.empty() || (weights && !fs::exists(snapshot / "adapter_config.json", error))))
             out.push_back({id, LocalStore::huggingface, snapshot.string(), false,
                            "its snapshot " + snapshot.filename().string() +
-                               " holds no config.json and no .gguf file (the download did not finish, or the repo "
-                               "is no model)"});
+                               (files.empty() ? std::string(" is empty") : " holds weights but no config.json") +
+                               " (the download did not finish?); download it again"});
     }
 }
 
@@ -122,6 +130,7 @@ void scan_ollama(const fs::path& root, std::vector<LocalModel>& out) {
         for (const fs::path& space : entries(host, true))
             for (const fs::path& model : entries(space, true))
                 for (const fs::path& tag : entries(model, false)) {
+                    if (tag.filename().string().starts_with('.')) continue;  // .DS_Store, an editor's backup
                     // "ollama list" names library models "MODEL:TAG", others "NAMESPACE/MODEL:TAG", and models of
                     // another registry with its host in front.
                     const std::string h = host.filename().string(), s = space.filename().string();
@@ -135,9 +144,10 @@ void scan_ollama(const fs::path& root, std::vector<LocalModel>& out) {
                                          "application/vnd.ollama.image.model); run ollama pull " + id};
                     const auto text = read_text_file(tag.string(), 1 << 20);
                     const auto parsed = text ? json::parse(*text) : json::ParseResult{};
-                    if (!parsed)
-                        found.problem = "its manifest " + tag.string() + " cannot be read (" +
-                                        (text ? "not JSON: " + parsed.error.message : text.error_text()) +
+                    if (!text)  // no permission to read (a service's store): pulling again would not help
+                        found.problem = "its manifest " + text.errors().front().message;
+                    else if (!parsed)
+                        found.problem = "its manifest " + tag.string() + " is not JSON (" + parsed.error.message +
                                         "); run ollama pull " + id;
                     const json::Value* layers = parsed ? parsed.value->find("layers") : nullptr;
                     for (const json::Value& layer :
@@ -149,7 +159,11 @@ void scan_ollama(const fs::path& root, std::vector<LocalModel>& out) {
                             continue;
                         std::string blob = digest->as_string();
                         std::replace(blob.begin(), blob.end(), ':', '-');
-                        if (blob.find('/') != std::string::npos) continue;
+                        if (blob.find('/') != std::string::npos) {
+                            found.problem = "its manifest's model digest '" + digest->as_string() +
+                                            "' names no blob; run ollama pull " + id;
+                            break;
+                        }
                         const fs::path file = root / "blobs" / blob;
                         std::error_code error;
                         found.path = file.string();
@@ -350,9 +364,14 @@ Result<std::optional<FoundModel>> find_model(const std::string& spec, const Cata
 }
 
 const LocalModel* find_local_model(const std::vector<LocalModel>& models, std::string_view key) {
+    // Cache folders may differ only in case (models--Qwen--Qwen3-8B, models--Qwen--qwen3-8b): the exact spelling
+    // first, then any case; among matches, one that can be read before one that cannot.
     const std::string k = ascii_lower(key);
+    const LocalModel* best = nullptr;
+    const auto rank = [&](const LocalModel& m) { return (m.id == key ? 0 : 2) + (m.problem.empty() ? 0 : 1); };
     for (const LocalModel& m : models)
-        if (ascii_lower(m.id) == k) return &m;
+        if (ascii_lower(m.id) == k && (best == nullptr || rank(m) < rank(*best))) best = &m;
+    if (best) return best;
     // Ollama reads a name without a tag as NAME:latest (types/model/name.go).
     if (k.find(':') == std::string::npos)
         for (const LocalModel& m : models)

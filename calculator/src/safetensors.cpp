@@ -182,7 +182,7 @@ std::string Weights::source_text() const {
     const std::string headers = format_count_of(files.size(), "safetensors header", "safetensors headers");
     if (!stored_as.empty())
         return format_count(bytes) + " bytes, exact from " + headers + ": their " + format_count(stored_bytes) +
-               " bytes of " + stored_as + " loaded as " + dtypes;
+               " bytes of " + stored_as + " loaded as " + served_as;
     return format_count(bytes) + " bytes, exact from " + headers + (dtypes.empty() ? "" : " (" + dtypes + ")");
 }
 
@@ -196,19 +196,32 @@ Weights Weights::served_in(KvDtype dtype) const {
                          : dtype == KvDtype::fp16 ? "F16"
                          : dtype == KvDtype::fp32 ? "F32"
                                                   : nullptr;
-    const std::string only = by_dtype.size() == 1 ? by_dtype.begin()->first : std::string();
-    const bool one_float = only == "F16" || only == "BF16" || only == "F32" || only == "F64";
-    if (target == nullptr || !one_float || only == target) return *this;
+    const auto is_float = [](const std::string& d) { return d == "F16" || d == "BF16" || d == "F32" || d == "F64"; };
+    // Buffers stored beside the weights (position ids, masks) are integers and stay as they are; any other format
+    // (packed integers, fp8) makes the checkpoint a quantized one, loaded as stored.
+    const auto is_buffer = [](const std::string& d) { return d == "I64" || d == "BOOL"; };
+    std::string only;
+    for (const auto& [name, b] : by_dtype) {
+        if (is_buffer(name)) continue;
+        if (!is_float(name) || !only.empty()) return *this;
+        only = name;
+    }
+    // The same width (bf16 and fp16) is the same bytes: nothing is recast, nor said to be.
+    if (target == nullptr || only.empty() || *dtype_bits(only) == *dtype_bits(target)) return *this;
     // Every format here is whole bytes a value (2, 4 or 8): values = bytes / width, exactly.
     const std::uint64_t to_width = *dtype_bits(target) / 8;
-    Checked total(0);
-    for (const auto& [name, b] : by_dtype) total += Checked(b / (*dtype_bits(name) / 8)) * to_width;
+    const Checked recast = Checked(by_dtype.at(only) / (*dtype_bits(only) / 8)) * to_width;
+    Checked total = recast;
+    for (const auto& [name, b] : by_dtype)
+        if (is_buffer(name)) total += Checked(b);
     if (total.overflow()) return *this;
     Weights w = *this;
-    w.stored_bytes = bytes;
-    for (const auto& [name, b] : by_dtype) w.stored_as += (w.stored_as.empty() ? "" : ", ") + name;
+    w.stored_bytes = by_dtype.at(only);
+    w.stored_as = only;
+    w.served_as = target;
     w.bytes = total.value();
-    w.by_dtype = {{target, total.value()}};
+    w.by_dtype.erase(only);
+    w.by_dtype[target] = recast.value();
     return w;
 }
 
@@ -216,6 +229,7 @@ Result<Weights> read_weights(const std::string& path) {
     std::error_code error;
     fs::path folder(path);
     std::vector<fs::path> files;
+    bool indexed = false;  // the shards are those an index names: its weight_map, not a folder listing, chose them
     if (fs::is_regular_file(folder, error)) {
         files.push_back(folder);
     } else if (fs::is_directory(folder, error)) {
@@ -230,7 +244,8 @@ Result<Weights> read_weights(const std::string& path) {
             folder = *snapshot;
         }
         const fs::path index = folder / "model.safetensors.index.json";
-        if (fs::exists(index, error)) {
+        indexed = fs::exists(index, error);
+        if (indexed) {
             const auto text = read_text_file(index.string());
             if (!text) return text.errors();
             const auto parsed = json::parse(*text);
@@ -270,7 +285,9 @@ Result<Weights> read_weights(const std::string& path) {
     for (const auto& f : files) {
         auto h = read_header_file(f.string());
         if (!h) return h.errors();
-        for (const std::string& name : h->names)
+        // Only a folder listing can take two copies of the weights; an index's shards are the model's, as it names
+        // them.
+        for (const std::string& name : indexed ? std::vector<std::string>{} : h->names)
             if (const auto [at, added] = file_of.emplace(name, f.filename().string()); !added)
                 return FieldError{"--weights", path + ": the tensor '" + name + "' is in both " + at->second + " and " +
                                                    f.filename().string() +

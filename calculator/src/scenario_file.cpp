@@ -639,7 +639,11 @@ Result<LoadedScenario> scenario_from_json(std::string_view text, const std::stri
     Errors errors = r.take();
     // A required key misspelt by hand is missing under its name and unread under the other: both are said, so that
     // "context_tokens: is missing" comes with the "contxt_tokens (line 12)" the file holds.
-    if (!errors.empty() && !unread.empty()) errors.push_back({source, unread_note(source, unread)});
+    if (!errors.empty() && !unread.empty()) {
+        std::string list;
+        for (const auto& u : unread) list += (list.empty() ? "" : ", ") + u;
+        errors.push_back({source, "also holds fields this version of KVScope does not read: " + list});
+    }
     if (!errors.empty()) return errors;
     return LoadedScenario{s, repaired, warnings, unread_note(source, unread)};
 }

@@ -560,12 +560,13 @@ void write_file(const std::filesystem::path& p, const std::string& bytes) {
 }
 
 // A safetensors file of one BF16 tensor of `values` values: the 8-byte header length, the header, the data.
-std::string safetensors_of(const std::string& name, std::uint64_t values) {
-    const std::string header = R"({")" + name + R"(":{"dtype":"BF16","shape":[)" + std::to_string(values) +
-                               R"(],"data_offsets":[0,)" + std::to_string(values * 2) + "]}}";
+std::string safetensors_of(const std::string& name, std::uint64_t values, const std::string& dtype = "BF16") {
+    const std::uint64_t width = dtype == "F32" ? 4 : 2;
+    const std::string header = R"({")" + name + R"(":{"dtype":")" + dtype + R"(","shape":[)" + std::to_string(values) +
+                               R"(],"data_offsets":[0,)" + std::to_string(values * width) + "]}}";
     std::string out;
     kvscope::gguf::Writer::put(out, header.size(), 8);
-    return out + header + std::string(values * 2, '\0');
+    return out + header + std::string(values * width, '\0');
 }
 
 constexpr const char* kLlama3Config = R"({"_name_or_path": "meta-llama/Meta-Llama-3-8B", "model_type": "llama",
@@ -622,6 +623,18 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
     }
     const CliRun table = cli("fit --model-dir " + at("Llama 3 8B") + " --gpu h100-sxm");
     EXPECT_NE(table.out.find("2,048 bytes, exact from 2 safetensors headers"), std::string::npos) << table.out;
+    // A float32 checkpoint is counted as vLLM serves it, in the config's bf16, through --model-dir and --weights.
+    const fs::path f32 = dir / "Llama 3 8B float32";
+    write_file(f32 / "config.json", kLlama3Config);
+    write_file(f32 / "model.safetensors", safetensors_of("a", 1024, "F32"));
+    for (const std::string& args :
+         {"--model-dir " + at("Llama 3 8B float32"), "--model llama-3-8b --weights " + at("Llama 3 8B float32")}) {
+        const auto v = json_of(cli("fit " + args + " --gpu h100-sxm --json"));
+        EXPECT_EQ(u64(v, "weights_bytes"), 2048u) << args;
+        EXPECT_EQ(v.find("weights_source")->as_string(),
+                  "2,048 bytes, exact from 1 safetensors header: their 4,096 bytes of F32 loaded as BF16")
+            << args;
+    }
     // --weight-dtype asks for another format than the files hold: the estimate again.
     const auto fp8 = json_of(cli("fit --model-dir " + at("Llama 3 8B") + " --gpu h100-sxm --weight-dtype fp8 --json"));
     EXPECT_FALSE(fp8.find("weights_exact")->as_bool());

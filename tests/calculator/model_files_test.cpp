@@ -217,6 +217,17 @@ TEST(Safetensors, AFloat32CheckpointIsCountedInTheFormatItIsServedIn) {
     ASSERT_TRUE(mixed.ok()) << mixed.error_text();
     EXPECT_EQ(mixed->served_in(KvDtype::bf16).bytes, mixed->bytes);
     EXPECT_EQ(mixed->served_in(KvDtype::bf16).source_text(), mixed->source_text());
+    // Integer buffers beside float32 weights (position ids) stay as stored; the weights are recast.
+    write(dir.path() / "ids.safetensors",
+          safetensors_bytes({{"w", "F32", {1024, 1024}}, {"position_ids", "I64", {512}}}));
+    const auto ids = safetensors::read_weights((dir.path() / "ids.safetensors").string());
+    ASSERT_TRUE(ids.ok()) << ids.error_text();
+    EXPECT_EQ(ids->served_in(KvDtype::bf16).bytes, 1024u * 1024 * 2 + 512 * 8);
+    // Half-precision files served in the other half precision: the same bytes, and nothing said of a cast.
+    write(dir.path() / "f16.safetensors", safetensors_bytes({{"w", "F16", {1024}}}));
+    const auto f16 = safetensors::read_weights((dir.path() / "f16.safetensors").string());
+    ASSERT_TRUE(f16.ok()) << f16.error_text();
+    EXPECT_EQ(f16->served_in(KvDtype::bf16).source_text(), f16->source_text());
 }
 
 TEST(Safetensors, ShardsOfAnIndexASnapshotAndACacheRepoFolderCountEachTensorOnce) {
@@ -298,7 +309,8 @@ TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights
     write(hub / "models--x--stale" / "refs" / "main", "gone");
     write(hub / "models--x--stale" / "snapshots" / "c" / "config.json", "{}");
     write(hub / "models--x--stale" / "snapshots" / "d" / "config.json", "{}");
-    write(hub / "models--x--readme" / "snapshots" / "e" / "README.md", "");
+    write(hub / "models--x--noconfig" / "snapshots" / "e" / "model.safetensors", "");
+    write(hub / "models--x--tokenizer" / "snapshots" / "g" / "tokenizer.json", "{}");  // no model: not listed
     fs::create_directories(hub / "models--x--dangling" / "snapshots" / "f");
     fs::create_symlink("../../blobs/0123", hub / "models--x--dangling" / "snapshots" / "f" / "config.json");
     // Ollama: a library model and one from another registry, each a manifest naming its GGUF blob.
@@ -332,7 +344,7 @@ TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights
                        "Hugging Face cache: bartowski/Qwen3-8B-GGUF/Q4_K_M/Qwen3-8B-Q4_K_M-00001-of-00002.gguf",
                        "Hugging Face cache: meta-llama/Llama-3.1-8B",
                        "Hugging Face cache: x/dangling",
-                       "Hugging Face cache: x/readme",
+                       "Hugging Face cache: x/noconfig",
                        "Hugging Face cache: x/stale",
                        "Hugging Face cache: x/y",
                        "Hugging Face cache: x/z",
@@ -357,23 +369,22 @@ TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights
     // Found but not readable as found: listed with why, and importing says so.
     const LocalModel* several = find_local_model(models, "x/y");
     ASSERT_NE(several, nullptr);
-    EXPECT_EQ(several->problem,
-              "has no refs/main to choose one of its 2 snapshots (a, b); give the snapshot folder "
-              "itself (--model-dir " +
-                  (hub / "models--x--y" / "snapshots" / "a").string() + ")");
+    EXPECT_EQ(
+        several->problem,
+        "has no refs/main to choose one of its 2 snapshots (a, b); give the snapshot folder itself (--model-dir " +
+            (hub / "models--x--y" / "snapshots").string() + "/<one of them>)");
     EXPECT_EQ(find_local_model(models, "x/stale")->problem,
               "refs/main names none of its 2 snapshots (c, d); give the snapshot folder itself (--model-dir " +
-                  (hub / "models--x--stale" / "snapshots" / "c").string() + ")");
-    EXPECT_EQ(find_local_model(models, "x/readme")->problem,
-              "its snapshot e holds no config.json and no .gguf file (the download did not finish, or the repo is no "
-              "model)");
+                  (hub / "models--x--stale" / "snapshots").string() + "/<one of them>)");
+    EXPECT_EQ(find_local_model(models, "x/noconfig")->problem,
+              "its snapshot e holds weights but no config.json (the download did not finish?); download it again");
     EXPECT_EQ(find_local_model(models, "x/dangling")->problem,
               "its config.json links to a blob that is missing (the download did not finish?); download it again");
     EXPECT_EQ(find_local_model(models, "broken")
                   ->problem.rfind(
                       "its manifest " +
                           (ollama / "manifests" / "registry.ollama.ai" / "library" / "broken" / "latest").string() +
-                          " cannot be read (not JSON: ",
+                          " is not JSON (",
                       0),
               0u)
         << find_local_model(models, "broken")->problem;
@@ -393,6 +404,12 @@ TEST(LocalModels, FindsTheHuggingFaceCacheOllamaAndLmStudioWithoutReadingWeights
     EXPECT_EQ(partial->problem, "its weights file " + (ollama / "blobs" / "sha256-feedbeef").string() +
                                     " is missing (the pull did not finish?); run ollama pull qwen3:8b");
     EXPECT_FIELD_ERROR(import_local_model(*partial), "model", "qwen3:8b (Ollama): its weights file");
+    // Cache folders that differ only in case: the exact spelling first, then one that can be read.
+    const std::vector<LocalModel> cased{{"Qwen/Qwen3-8B", LocalStore::huggingface, "/a", false, "has no snapshot"},
+                                        {"Qwen/qwen3-8b", LocalStore::huggingface, "/b", false, {}}};
+    EXPECT_EQ(find_local_model(cased, "Qwen/Qwen3-8B")->path, "/a");
+    EXPECT_EQ(find_local_model(cased, "Qwen/qwen3-8b")->path, "/b");
+    EXPECT_EQ(find_local_model(cased, "qwen/QWEN3-8B")->path, "/b");
     // Missing folders are no error: nothing is found there.
     EXPECT_TRUE(scan_local_models({(dir.path() / "a").string(), (dir.path() / "b").string(), ""}).empty());
 }

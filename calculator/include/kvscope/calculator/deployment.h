@@ -282,7 +282,7 @@ Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload
 Result<std::uint64_t> weights_bytes(std::uint64_t params, KvDtype dtype);
 // The deployment's weights: its exact bytes when known, else the parameter count in its weight format.
 Result<std::uint64_t> stored_weights_bytes(const Architecture& arch, const Deployment& d);
-// When the deployment's exact bytes come from safetensors files and are less than a fifth or more than five times what
+// When the deployment's exact bytes come from safetensors files and are less than a quarter or more than 2.5 times what
 // the model's parameters take in its weight format (or quantization scheme): a warning asking whether the files are
 // this model's (a 70B config beside an 8B's shards); nullopt when they agree or the bytes are not from such files.
 std::optional<std::string> weights_mismatch(const Architecture& arch, const Deployment& d);

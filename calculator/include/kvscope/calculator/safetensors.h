@@ -37,15 +37,17 @@ struct Weights {
     std::uint64_t tensors = 0;
     std::map<std::string, std::uint64_t> by_dtype;
     std::vector<std::string> files;  // the headers read
-    // Set by served_in when an engine loads the tensors in another float format: the files' own bytes and format.
+    // Set by served_in when an engine loads the float tensors in another float format: their bytes and format in the
+    // files, and the format they are loaded in.
     std::uint64_t stored_bytes = 0;
     std::string stored_as;
+    std::string served_as;
     // "16,060,522,496 bytes, exact from 4 safetensors headers (BF16)": how reports name the figure.
     [[nodiscard]] std::string source_text() const;
-    // The bytes an engine loads when it serves the model in `dtype` (bf16, fp16 or fp32): a checkpoint of one float
-    // format (F16, BF16, F32 or F64) is cast to it whole (a float32 checkpoint is served in bf16); one of mixed
-    // formats (quantized integers, fp8 and their scales; float32 norms beside bf16) is loaded as stored, and so is
-    // any other `dtype`.
+    // The bytes an engine loads when it serves the model in `dtype` (bf16, fp16 or fp32): a checkpoint whose float
+    // tensors share one format (F16, BF16, F32 or F64) has them cast to it (a float32 checkpoint is served in bf16),
+    // its integer buffers (I64 position ids, BOOL masks) as stored; one of mixed formats (quantized integers, fp8 and
+    // their scales; float32 norms beside bf16) is loaded as stored, and so is any other `dtype`.
     [[nodiscard]] Weights served_in(KvDtype dtype) const;
 };
 
