@@ -79,6 +79,13 @@ bool render_files(const Catalog& catalog, const QDir& dir) {
   "hidden_size": 4096, "head_dim": 128, "intermediate_size": 12288, "max_position_embeddings": 40960,
   "vocab_size": 151936, "torch_dtype": "bfloat16"})");
     c.close();
+    // An Ollama pull that did not finish: listed, marked incomplete, with why in its tooltip.
+    const QString manifests = home.filePath(".ollama/models/manifests/registry.ollama.ai/library/qwen3");
+    QDir().mkpath(manifests);
+    QFile m(manifests + "/8b");
+    if (m.open(QIODevice::WriteOnly))
+        m.write(R"({"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:a3de86cd1c13"}]})");
+    m.close();
     const QByteArray saved_home = qgetenv("HOME");
     for (const char* v : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "OLLAMA_MODELS"})
         qunsetenv(v);
