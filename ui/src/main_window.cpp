@@ -448,33 +448,6 @@ bool MainWindow::importModelFile(const QString& path) {
     return true;
 }
 
-bool MainWindow::openScenarioFile(const QString& path) {
-    last_dir_ = QFileInfo(path).absolutePath();
-    QString repaired;
-    QString unread;
-    if (!report(model_->openScenario(path, &repaired, &unread), tr("Opened %1").arg(path))) return false;
-    adoptScenarioFile(path);
-    // What the file needs said, in one message (each would hide the one before): inputs the calculator rejects
-    // (saved half-finished, or edited by hand; marked on their fields too), fields this version does not read,
-    // numbers repaired. Either of the first two is shown as a problem.
-    QStringList said;
-    if (!model_->errors().empty())
-        said << tr("%1 opened, but some of its inputs need attention: %2")
-                    .arg(QFileInfo(path).fileName(), q(join_errors(model_->errors())));
-    if (!unread.isEmpty()) said << unread;
-    if (!repaired.isEmpty()) said << repaired;
-    if (!said.isEmpty())
-        messages_->showMessage(said.join(QStringLiteral("\n")), said.size() > (repaired.isEmpty() ? 0 : 1)
-                                                                    ? MessageBar::Kind::error
-                                                                    : MessageBar::Kind::info);
-    if (!repaired.isEmpty()) {
-        // The numbers came back; the file on disk is still the damaged one until it is saved again.
-        model_->undoStack()->resetClean();
-        updateTitleAndStatus();
-    }
-    return true;
-}
-
 bool MainWindow::saveScenarioFile(const QString& path) {
     last_dir_ = QFileInfo(path).absolutePath();
     if (!report(model_->saveScenario(path), tr("Saved %1").arg(path))) return false;
