@@ -156,12 +156,14 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
         d.weight_quant.reset();
     }
     if (o.weights) {
-        if (const auto files = safetensors::read_weights(*o.weights)) {
-            const safetensors::Weights w = files->served_in(d.weight_dtype);  // a float32 checkpoint served in bf16
-            d.weights_bytes_exact = w.bytes;
-            d.weights_source = w.source_text();
+        // A float32 checkpoint is served in bf16, a float one with --weight-dtype fp8 quantized at load.
+        const auto files = safetensors::read_weights(*o.weights);
+        const auto served = files ? files->served_in(d.weight_dtype) : Result<safetensors::Weights>(files.errors());
+        if (served) {
+            d.weights_bytes_exact = served->bytes;
+            d.weights_source = served->source_text();
         } else {
-            for (const auto& e : files.errors()) errors.push_back({"--weights", e.message});
+            for (const auto& e : served.errors()) errors.push_back({files ? e.field : "--weights", e.message});
         }
     }
     // --reserve replaces a derived reserve (vLLM's profile peak, TensorRT-LLM's, llama.cpp's compute buffer);

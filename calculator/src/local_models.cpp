@@ -319,7 +319,11 @@ Result<ImportedModel> import_model_path(const std::string& path) {
     }
     const auto files = safetensors::read_weights(path);
     if (!files) return files.errors();
-    const safetensors::Weights weights = files->served_in(imported.value().weight_dtype);
+    // A config whose format the float files cannot be served in as they load: counted as stored, and said.
+    const auto served = files->served_in(imported.value().weight_dtype);
+    if (!served)
+        imported.value().notes.push_back(served.errors().front().message + "; counted as the files store them");
+    const safetensors::Weights& weights = served ? *served : *files;
     imported.value().weights_bytes = weights.bytes;
     imported.value().weights_source = weights.source_text();
     return imported;

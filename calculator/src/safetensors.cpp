@@ -56,6 +56,24 @@ std::optional<std::uint64_t> whole(const json::Value& v) {
 
 }  // namespace
 
+bool engine_skips(std::string_view name) {
+    // The sources are in safetensors.h beside the declaration.
+    constexpr std::array<std::string_view, 5> kBuffers{".attn.bias", ".attn.masked_bias", "rotary_emb.inv_freq",
+                                                       "rotary_emb.cos_cached", "rotary_emb.sin_cached"};
+    return std::any_of(kBuffers.begin(), kBuffers.end(),
+                       [&](std::string_view b) { return name.find(b) != std::string_view::npos; });
+}
+
+bool quantized_at_load(std::string_view name, std::size_t rank) {
+    // The sources are in safetensors.h beside the declaration.
+    if (rank < 2) return false;  // norms, biases, scalars
+    constexpr std::array<std::string_view, 7> kNot{"embed", "lm_head", "wte.", "wpe.", "conv", "A_log", "expert_gate"};
+    if (std::any_of(kNot.begin(), kNot.end(),
+                    [&](std::string_view n) { return name.find(n) != std::string_view::npos; }))
+        return false;
+    return !name.ends_with(".gate.weight") && name != "gate.weight";  // a MoE router
+}
+
 std::optional<std::uint32_t> dtype_bits(std::string_view dtype) {
     // safetensors/src/tensor.rs enum Dtype and Dtype::bitsize.
     static constexpr std::array<std::pair<std::string_view, std::uint32_t>, 22> kBits{{
@@ -140,10 +158,20 @@ Result<Header> read_header(std::string_view bytes, std::uint64_t file_size, cons
             return where("ends at byte " + format_count(end) + " of the data, but the file holds " +
                          format_count(data_bytes) + " bytes of data");
         spans.emplace_back(begin, end);
-        h.bytes += size;  // bounded by data_bytes once the spans are known not to overlap
-        h.by_dtype[dtype->as_string()] += size;
         h.names.push_back(name);
+        // Each sum is bounded by data_bytes once the spans are known not to overlap.
+        if (engine_skips(name)) {
+            h.skipped_bytes += size;
+            ++h.skipped_tensors;
+            continue;
+        }
+        h.bytes += size;
+        h.by_dtype[dtype->as_string()] += size;
         ++h.tensors;
+        if (quantized_at_load(name, shape->items().size())) {
+            h.linear_by_dtype[dtype->as_string()] += size;
+            ++h.linear_tensors;
+        }
     }
     std::sort(spans.begin(), spans.end());
     std::uint64_t next = 0;
@@ -180,37 +208,104 @@ std::string Weights::source_text() const {
     std::string dtypes;
     for (const auto& [dtype, b] : by_dtype) dtypes += (dtypes.empty() ? "" : ", ") + dtype;
     const std::string headers = format_count_of(files.size(), "safetensors header", "safetensors headers");
+    const std::string skipped = skipped_tensors == 0
+                                    ? ""
+                                    : "; not counted: " + format_count_of(skipped_tensors, "buffer", "buffers") +
+                                          " of the files (attention masks, rotary tables; " +
+                                          format_count(skipped_bytes) + " bytes) that engines skip at load";
+    if (fp8_values > 0)
+        return format_count(bytes) + " bytes, from " + headers + " of " + format_count(stored_bytes) + " bytes of " +
+               stored_as + ": the linear layers' " + format_count(fp8_values) +
+               " values quantized to fp8_e4m3 at load (vLLM --quantization fp8; their float32 scales, 4 bytes a "
+               "layer, not counted), the rest " +
+               (served_as.empty() ? "as stored" : "in " + served_as) + skipped;
     if (!stored_as.empty())
         return format_count(bytes) + " bytes, exact from " + headers + ": their " + format_count(stored_bytes) +
-               " bytes of " + stored_as + " loaded as " + served_as;
-    return format_count(bytes) + " bytes, exact from " + headers + (dtypes.empty() ? "" : " (" + dtypes + ")");
+               " bytes of " + stored_as + " loaded as " + served_as + skipped;
+    return format_count(bytes) + " bytes, exact from " + headers + (dtypes.empty() ? "" : " (" + dtypes + ")") +
+           skipped;
 }
 
-Weights Weights::served_in(KvDtype dtype) const {
+namespace {
+
+// Every float format here is whole bytes a value (2, 4 or 8): values = bytes / width, exactly.
+std::uint64_t width_of(const std::string& dtype) { return *dtype_bits(dtype) / 8; }
+
+}  // namespace
+
+Result<Weights> Weights::served_in(KvDtype dtype) const {
     // vLLM creates each parameter in the model's dtype and copies the checkpoint's tensor into it
     // (model_executor/model_loader/weight_utils.py default_weight_loader), casting float tensors; dtype=auto serves a
     // float32 checkpoint in bf16 (config/model.py _resolve_auto_dtype). Only a checkpoint of one float format is
     // recast here: where formats are mixed (bf16 weights beside float32 norms, or a state-space model's A_log, which
     // some models keep in float32; quantized integers and fp8 with their scales) the files' bytes stand.
-    const char* target = dtype == KvDtype::bf16   ? "BF16"
-                         : dtype == KvDtype::fp16 ? "F16"
-                         : dtype == KvDtype::fp32 ? "F32"
-                                                  : nullptr;
     const auto is_float = [](const std::string& d) { return d == "F16" || d == "BF16" || d == "F32" || d == "F64"; };
     // Buffers stored beside the weights (position ids, masks) are integers and stay as they are; any other format
     // (packed integers, fp8) makes the checkpoint a quantized one, loaded as stored.
     const auto is_buffer = [](const std::string& d) { return d == "I64" || d == "BOOL"; };
-    std::string only;
+    std::string only;  // the one float format, or empty
+    bool mixed = false;
     for (const auto& [name, b] : by_dtype) {
         if (is_buffer(name)) continue;
-        if (!is_float(name) || !only.empty()) return *this;
+        if (!is_float(name)) return *this;  // a quantized checkpoint: as stored, whatever the format asked
+        mixed = mixed || !only.empty();
         only = name;
     }
-    // The same width (bf16 and fp16) is the same bytes: nothing is recast, nor said to be.
-    if (target == nullptr || only.empty() || *dtype_bits(only) == *dtype_bits(target)) return *this;
-    // Every format here is whole bytes a value (2, 4 or 8): values = bytes / width, exactly.
-    const std::uint64_t to_width = *dtype_bits(target) / 8;
-    const Checked recast = Checked(by_dtype.at(only) / (*dtype_bits(only) / 8)) * to_width;
+    if (only.empty()) return *this;
+    if (mixed) only.clear();
+    const std::string stored = [&] {
+        std::string list;
+        for (const auto& [name, b] : by_dtype)
+            if (!is_buffer(name)) list += (list.empty() ? "" : " and ") + name;
+        return list;
+    }();
+    if (dtype == KvDtype::fp8_e4m3) {
+        // vLLM's online fp8 (quantization/fp8.py Fp8LinearMethod, checkpoint not fp8-serialized): each linear
+        // layer's weight becomes fp8_e4m3 after loading, one value a byte with a float32 scale; the rest is the
+        // model's dtype (bf16 for float32 files, as above), or as stored where the files mix float formats.
+        const std::string half = only == "F32" || only == "F64" ? "BF16" : only;
+        Checked total;
+        Checked values;
+        Weights w = *this;
+        w.by_dtype.clear();
+        for (const auto& [name, b] : by_dtype) {
+            if (is_buffer(name)) {
+                total += Checked(b);
+                w.by_dtype[name] += b;
+                continue;
+            }
+            const auto linear_at = linear_by_dtype.find(name);
+            const std::uint64_t linear = linear_at == linear_by_dtype.end() ? 0 : linear_at->second;
+            const std::uint64_t linear_values = linear / width_of(name);
+            values += Checked(linear_values);
+            const std::string rest_as = half.empty() ? name : half;
+            const Checked rest = Checked((b - linear) / width_of(name)) * width_of(rest_as);
+            total += Checked(linear_values) + rest;
+            if (linear_values > 0) w.by_dtype["F8_E4M3"] += linear_values;
+            if (rest.value() > 0) w.by_dtype[rest_as] += rest.value();
+        }
+        if (total.overflow() || values.overflow()) return *this;
+        w.bytes = total.value();
+        w.fp8_values = values.value();
+        w.stored_bytes = bytes;
+        w.stored_as = stored;
+        w.served_as = half;
+        return w;
+    }
+    const char* target = dtype == KvDtype::bf16   ? "BF16"
+                         : dtype == KvDtype::fp16 ? "F16"
+                         : dtype == KvDtype::fp32 ? "F32"
+                                                  : nullptr;
+    if (target == nullptr)
+        return FieldError{"--weight-dtype",
+                          "the weights' files hold " + stored + " values, and no engine quantizes them to " +
+                              std::string(to_string(dtype)) +
+                              " as it loads them (vLLM's --quantization fp8 makes fp8_e4m3): give the files of a "
+                              "checkpoint quantized so, or leave out --weights for an estimate in " +
+                              std::string(to_string(dtype))};
+    // The same width (bf16 and fp16) is the same bytes: nothing is recast, nor said to be; nor mixed formats.
+    if (only.empty() || width_of(only) == width_of(target)) return *this;
+    const Checked recast = Checked(by_dtype.at(only) / width_of(only)) * width_of(target);
     Checked total = recast;
     for (const auto& [name, b] : by_dtype)
         if (is_buffer(name)) total += Checked(b);
@@ -297,6 +392,12 @@ Result<Weights> read_weights(const std::string& path) {
         if (total.overflow()) return FieldError{"--weights", path + ": the weights' size overflows 64 bits"};
         w.bytes = total.value();
         w.tensors += h->tensors;
+        const Checked skipped = Checked(w.skipped_bytes) + h->skipped_bytes;
+        if (skipped.overflow()) return FieldError{"--weights", path + ": the weights' size overflows 64 bits"};
+        w.skipped_bytes = skipped.value();
+        w.skipped_tensors += h->skipped_tensors;
+        w.linear_tensors += h->linear_tensors;
+        for (const auto& [dtype, b] : h->linear_by_dtype) w.linear_by_dtype[dtype] += b;  // within w.bytes
         for (const auto& [dtype, b] : h->by_dtype) w.by_dtype[dtype] += b;
         w.files.push_back(f.string());
     }

@@ -559,11 +559,14 @@ void write_file(const std::filesystem::path& p, const std::string& bytes) {
     std::ofstream(p, std::ios::binary) << bytes;
 }
 
-// A safetensors file of one BF16 tensor of `values` values: the 8-byte header length, the header, the data.
-std::string safetensors_of(const std::string& name, std::uint64_t values, const std::string& dtype = "BF16") {
+// A safetensors file of one BF16 tensor of `values` values: the 8-byte header length, the header, the data. `shape`
+// ("32,32") makes it a matrix; a list of `values` by default.
+std::string safetensors_of(const std::string& name, std::uint64_t values, const std::string& dtype = "BF16",
+                           const std::string& shape = "") {
     const std::uint64_t width = dtype == "F32" ? 4 : 2;
-    const std::string header = R"({")" + name + R"(":{"dtype":")" + dtype + R"(","shape":[)" + std::to_string(values) +
-                               R"(],"data_offsets":[0,)" + std::to_string(values * width) + "]}}";
+    const std::string header = R"({")" + name + R"(":{"dtype":")" + dtype + R"(","shape":[)" +
+                               (shape.empty() ? std::to_string(values) : shape) + R"(],"data_offsets":[0,)" +
+                               std::to_string(values * width) + "]}}";
     std::string out;
     kvscope::gguf::Writer::put(out, header.size(), 8);
     return out + header + std::string(values * width, '\0');
@@ -638,6 +641,22 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
     // --weight-dtype asks for another format than the files hold: the estimate again.
     const auto fp8 = json_of(cli("fit --model-dir " + at("Llama 3 8B") + " --gpu h100-sxm --weight-dtype fp8 --json"));
     EXPECT_FALSE(fp8.find("weights_exact")->as_bool());
+    // --weights with --weight-dtype fp8: the files' linear layers as vLLM's --quantization fp8 makes them at load; a
+    // format no engine makes of them at load is refused, naming --weight-dtype, rather than counted as stored.
+    write_file(dir / "one layer" / "model.safetensors",
+               safetensors_of("model.layers.0.mlp.down_proj.weight", 1024, "BF16", "32,32"));
+    const CliRun online =
+        cli("fit --model llama-3-8b --gpu h100-sxm --weight-dtype fp8 --json --weights " + at("one layer"));
+    ASSERT_EQ(online.status, 0) << online.err;
+    EXPECT_EQ(u64(json_of(online), "weights_bytes"), 1024u);
+    EXPECT_NE(json_of(online).find("weights_source")->as_string().find("1,024 values quantized to fp8_e4m3 at load"),
+              std::string::npos)
+        << online.out;
+    const CliRun q4 = cli("fit --model llama-3-8b --gpu h100-sxm --weight-dtype q4_0 --weights " + at("one layer"));
+    EXPECT_EQ(q4.status, 2);
+    EXPECT_NE(q4.err.find("--weight-dtype: the weights' files hold BF16 values, and no engine quantizes them to q4_0"),
+              std::string::npos)
+        << q4.err;
 
     // Bad files: a clear line naming the file, exit 2.
     write_file(dir / "broken.gguf", llama3_gguf().substr(0, 100));

@@ -205,29 +205,113 @@ TEST(Safetensors, AFloat32CheckpointIsCountedInTheFormatItIsServedIn) {
     write(dir.path() / "f32.safetensors", safetensors_bytes({{"w", "F32", {1024, 1024}}, {"n", "F32", {1024}}}));
     const auto files = safetensors::read_weights((dir.path() / "f32.safetensors").string());
     ASSERT_TRUE(files.ok()) << files.error_text();
-    const safetensors::Weights served = files->served_in(KvDtype::bf16);
-    EXPECT_EQ(served.bytes, (1024u * 1024 + 1024) * 2);
-    EXPECT_EQ(served.source_text(),
+    const auto served = files->served_in(KvDtype::bf16);
+    ASSERT_TRUE(served.ok()) << served.error_text();
+    EXPECT_EQ(served->bytes, (1024u * 1024 + 1024) * 2);
+    EXPECT_EQ(served->source_text(),
               "2,099,200 bytes, exact from 1 safetensors header: their 4,198,400 bytes of F32 loaded as BF16");
-    EXPECT_EQ(files->served_in(KvDtype::fp32).bytes, files->bytes);  // served as stored
-    EXPECT_EQ(files->served_in(KvDtype::q4_0).bytes, files->bytes);  // not a float format: as stored
+    EXPECT_EQ(files->served_in(KvDtype::fp32)->bytes, files->bytes);  // served as stored
     // Mixed formats (bf16 weights beside float32 norms; a quantized checkpoint's integers and scales) stand as stored.
     write(dir.path() / "mixed.safetensors", safetensors_bytes({{"w", "BF16", {1024, 1024}}, {"n", "F32", {1024}}}));
     const auto mixed = safetensors::read_weights((dir.path() / "mixed.safetensors").string());
     ASSERT_TRUE(mixed.ok()) << mixed.error_text();
-    EXPECT_EQ(mixed->served_in(KvDtype::bf16).bytes, mixed->bytes);
-    EXPECT_EQ(mixed->served_in(KvDtype::bf16).source_text(), mixed->source_text());
+    EXPECT_EQ(mixed->served_in(KvDtype::bf16)->bytes, mixed->bytes);
+    EXPECT_EQ(mixed->served_in(KvDtype::bf16)->source_text(), mixed->source_text());
     // Integer buffers beside float32 weights (position ids) stay as stored; the weights are recast.
     write(dir.path() / "ids.safetensors",
           safetensors_bytes({{"w", "F32", {1024, 1024}}, {"position_ids", "I64", {512}}}));
     const auto ids = safetensors::read_weights((dir.path() / "ids.safetensors").string());
     ASSERT_TRUE(ids.ok()) << ids.error_text();
-    EXPECT_EQ(ids->served_in(KvDtype::bf16).bytes, 1024u * 1024 * 2 + 512 * 8);
+    EXPECT_EQ(ids->served_in(KvDtype::bf16)->bytes, 1024u * 1024 * 2 + 512 * 8);
     // Half-precision files served in the other half precision: the same bytes, and nothing said of a cast.
     write(dir.path() / "f16.safetensors", safetensors_bytes({{"w", "F16", {1024}}}));
     const auto f16 = safetensors::read_weights((dir.path() / "f16.safetensors").string());
     ASSERT_TRUE(f16.ok()) << f16.error_text();
-    EXPECT_EQ(f16->served_in(KvDtype::bf16).source_text(), f16->source_text());
+    EXPECT_EQ(f16->served_in(KvDtype::bf16)->source_text(), f16->source_text());
+}
+
+TEST(Safetensors, FloatFilesServedInFp8HaveTheirLinearLayersQuantizedAtLoadAndOtherFormatsAreRefused) {
+    // vLLM's --quantization fp8 on a bf16 checkpoint: every linear layer's weight becomes one byte a value; the
+    // embedding, the LM head, the norms and the MoE router stay in bf16 (quantization/fp8.py Fp8Config).
+    TempDir dir;
+    const std::vector<Tensor> layer{{"model.embed_tokens.weight", "BF16", {1000, 64}},
+                                    {"model.layers.0.self_attn.q_proj.weight", "BF16", {64, 64}},
+                                    {"model.layers.0.self_attn.k_proj.weight", "BF16", {16, 64}},
+                                    {"model.layers.0.input_layernorm.weight", "BF16", {64}},
+                                    {"model.layers.0.mlp.gate.weight", "BF16", {8, 64}},
+                                    {"model.layers.0.mlp.experts.0.gate_proj.weight", "BF16", {128, 64}},
+                                    {"model.norm.weight", "BF16", {64}},
+                                    {"lm_head.weight", "BF16", {1000, 64}}};
+    write(dir.path() / "bf16.safetensors", safetensors_bytes(layer));
+    const auto files = safetensors::read_weights((dir.path() / "bf16.safetensors").string());
+    ASSERT_TRUE(files.ok()) << files.error_text();
+    const std::uint64_t linear = 64 * 64 + 16 * 64 + 128 * 64, rest = 1000 * 64 * 2 + 64 + 8 * 64 + 64;
+    EXPECT_EQ(files->bytes, (linear + rest) * 2);
+    const auto fp8 = files->served_in(KvDtype::fp8_e4m3);
+    ASSERT_TRUE(fp8.ok()) << fp8.error_text();
+    EXPECT_EQ(fp8->bytes, linear + rest * 2);
+    EXPECT_EQ(fp8->source_text(),
+              "270,592 bytes, from 1 safetensors header of 283,904 bytes of BF16: the linear layers' 13,312 values "
+              "quantized to fp8_e4m3 at load (vLLM --quantization fp8; their float32 scales, 4 bytes a layer, not "
+              "counted), the rest in BF16");
+    // Float32 files: the linear layers in fp8, the rest in bf16 as dtype=auto serves them.
+    std::vector<Tensor> f32 = layer;
+    for (Tensor& t : f32) t.dtype = "F32";
+    write(dir.path() / "f32.safetensors", safetensors_bytes(f32));
+    const auto wide = safetensors::read_weights((dir.path() / "f32.safetensors").string());
+    ASSERT_TRUE(wide.ok()) << wide.error_text();
+    EXPECT_EQ(wide->served_in(KvDtype::fp8_e4m3)->bytes, linear + rest * 2);
+    // A checkpoint already quantized (fp8 weights and their scales) is loaded as stored.
+    write(dir.path() / "q.safetensors", safetensors_bytes({{"model.layers.0.mlp.down_proj.weight", "F8_E4M3", {64, 64}},
+                                                           {"model.layers.0.mlp.down_proj.weight_scale", "F32", {1}}}));
+    const auto quantized = safetensors::read_weights((dir.path() / "q.safetensors").string());
+    ASSERT_TRUE(quantized.ok()) << quantized.error_text();
+    EXPECT_EQ(quantized->served_in(KvDtype::fp8_e4m3)->bytes, quantized->bytes);
+    EXPECT_EQ(quantized->served_in(KvDtype::q4_0)->bytes, quantized->bytes);
+    // A format no engine quantizes float files to at load: refused, never the files' bf16 bytes under its name.
+    for (const KvDtype d : {KvDtype::q4_0, KvDtype::int8, KvDtype::fp8_e5m2}) {
+        const auto refused = files->served_in(d);
+        ASSERT_FALSE(refused.ok()) << to_string(d);
+        EXPECT_NE(refused.error_text().find("the weights' files hold BF16 values, and no engine quantizes them to " +
+                                            std::string(to_string(d))),
+                  std::string::npos)
+            << refused.error_text();
+    }
+    EXPECT_TRUE(safetensors::quantized_at_load("model.layers.3.mlp.down_proj.weight", 2));
+    EXPECT_FALSE(safetensors::quantized_at_load("model.layers.3.mlp.down_proj.bias", 1));
+    EXPECT_FALSE(safetensors::quantized_at_load("transformer.wte.weight", 2));
+    EXPECT_FALSE(safetensors::quantized_at_load("model.layers.3.mlp.shared_expert_gate.weight", 2));
+}
+
+TEST(Safetensors, TheMaskAndRotaryBuffersOfOldCheckpointsAreNotCountedAsWeights) {
+    // openai-community/gpt2's model.safetensors holds a float32 1024x1024 causal mask per layer (h.N.attn.bias),
+    // 50 MB of its 548 MB, which vLLM's gpt2.py skips at load; an old Llama checkpoint's rotary_emb.inv_freq likewise.
+    // The attention's own bias (c_attn.bias) is a weight and stays.
+    TempDir dir;
+    write(dir.path() / "gpt2.safetensors",
+          safetensors_bytes({{"h.0.attn.c_attn.weight", "F32", {768, 2304}},
+                             {"h.0.attn.c_attn.bias", "F32", {2304}},
+                             {"h.0.attn.bias", "F32", {1, 1, 1024, 1024}},
+                             {"h.0.attn.masked_bias", "F32", {}},
+                             {"model.layers.0.self_attn.rotary_emb.inv_freq", "F32", {64}}}));
+    const auto files = safetensors::read_weights((dir.path() / "gpt2.safetensors").string());
+    ASSERT_TRUE(files.ok()) << files.error_text();
+    EXPECT_EQ(files->bytes, (768u * 2304 + 2304) * 4);
+    EXPECT_EQ(files->tensors, 2u);
+    EXPECT_EQ(files->skipped_tensors, 3u);
+    EXPECT_EQ(files->skipped_bytes, (1024u * 1024 + 1 + 64) * 4);
+    EXPECT_EQ(files->source_text(),
+              "7,087,104 bytes, exact from 1 safetensors header (F32); not counted: 3 buffers of the files (attention "
+              "masks, rotary tables; 4,194,564 bytes) that engines skip at load");
+    // Served in bf16, only the weights are recast, and the buffers are still named.
+    const auto served = files->served_in(KvDtype::bf16);
+    ASSERT_TRUE(served.ok()) << served.error_text();
+    EXPECT_EQ(served->bytes, (768u * 2304 + 2304) * 2);
+    EXPECT_NE(served->source_text().find("loaded as BF16; not counted: 3 buffers"), std::string::npos)
+        << served->source_text();
+    EXPECT_TRUE(safetensors::engine_skips("transformer.h.11.attn.bias"));
+    EXPECT_FALSE(safetensors::engine_skips("transformer.h.11.attn.c_attn.bias"));
+    EXPECT_FALSE(safetensors::engine_skips("model.layers.0.self_attn.o_proj.bias"));
 }
 
 TEST(Safetensors, ShardsOfAnIndexASnapshotAndACacheRepoFolderCountEachTensorOnce) {
