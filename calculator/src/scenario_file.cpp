@@ -123,6 +123,24 @@ public:
         return out;
     }
 
+    // The members of the objects read given twice, "path.key (lines A and B)" in file order: json::Value::find reads
+    // the last, as Python's json does; a file this program wrote never holds one, so a hand edit put it there.
+    [[nodiscard]] std::vector<std::string> twice() const {
+        std::vector<std::pair<int, std::string>> found;
+        for (const auto& [object, path] : objects_) {
+            std::map<std::string_view, int> first;
+            for (const auto& [key, value] : object->members())
+                if (const auto [at, fresh] = first.emplace(key, value.line()); !fresh)
+                    found.emplace_back(value.line(), path + key + " (lines " + std::to_string(at->second) + " and " +
+                                                         std::to_string(value.line()) + ")");
+        }
+        std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        std::vector<std::string> out;
+        out.reserve(found.size());
+        for (auto& f : found) out.push_back(std::move(f.second));
+        return out;
+    }
+
 private:
     std::string source_;
     Errors errors_;
@@ -573,6 +591,17 @@ std::string unread_note(const std::string& source, const std::vector<std::string
            them + ".";
 }
 
+// Keys given twice in one object: the last is read, and the first is dropped at the next save; either may be the
+// one meant, so both lines are named.
+std::string twice_note(const std::string& source, const std::vector<std::string>& twice) {
+    if (twice.empty()) return {};
+    std::string list;
+    for (const auto& t : twice) list += (list.empty() ? "" : ", ") + t;
+    const bool one = twice.size() == 1;
+    return source + " gives " + (one ? "a field" : std::to_string(twice.size()) + " fields") + " twice: " + list +
+           ". The numbers read the last of each, and saving writes only " + (one ? "it" : "those") + ".";
+}
+
 }  // namespace
 
 Result<LoadedScenario> scenario_from_json(std::string_view text, const std::string& source) {
@@ -645,7 +674,10 @@ Result<LoadedScenario> scenario_from_json(std::string_view text, const std::stri
         errors.push_back({source, "also holds fields this version of KVScope does not read: " + list});
     }
     if (!errors.empty()) return errors;
-    return LoadedScenario{s, repaired, warnings, unread_note(source, unread)};
+    std::string note = unread_note(source, unread);
+    const std::string twice = twice_note(source, r.twice());
+    note += (note.empty() || twice.empty() ? "" : " ") + twice;
+    return LoadedScenario{s, repaired, warnings, note};
 }
 
 Result<LoadedScenario> read_scenario_file(const std::string& path) {

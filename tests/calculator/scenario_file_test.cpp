@@ -287,6 +287,27 @@ TEST(ScenarioFile, FieldsThisVersionDoesNotReadAreSaidWithTheirLines) {
                                         "workload.contxt_tokens (line"),
               std::string::npos)
         << refused.error_text();
+    // A key given twice by hand: the last is read, and both lines are named (with any unread field beside them).
+    std::string twice = scenario_to_json(s);
+    const std::string batch = "\"batch\": " + std::to_string(s.workload.batch);
+    twice.insert(twice.find(batch), "\"batch\": 3,\n");
+    twice.insert(twice.find("\"kv_dtype\":"), "\"prefix_cache_share\": 0.5, ");
+    text = twice;  // line_of reads `text`
+    const std::string first = line_of("\"batch\": 3"), prefix = line_of("\"prefix_cache_share\"");
+    const auto at = twice.find(batch);
+    const std::string last =
+        std::to_string(1 + std::count(twice.begin(), twice.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    auto doubled = scenario_from_json(twice, "t.kvscope.json");
+    ASSERT_TRUE(doubled.ok()) << doubled.error_text();
+    EXPECT_EQ(doubled->scenario.workload.batch, s.workload.batch);  // the last, as Python's json reads it
+    EXPECT_EQ(doubled->unread,
+              "t.kvscope.json holds a field this version of KVScope does not read: "
+              "prefix_cache_share (line " +
+                  prefix +
+                  "). The numbers leave it out (a newer KVScope or a hand edit may have written it), "
+                  "and saving writes the file without it. t.kvscope.json gives a field twice: "
+                  "workload.batch (lines " +
+                  first + " and " + last + "). The numbers read the last of each, and saving writes only it.");
     // The keys every version reads, a legacy one included, are not listed.
     text = scenario_to_json(s, {"a warning"});
     text.insert(text.find("\"layers\":"), "\"layer_windows\": [4096, 0], ");

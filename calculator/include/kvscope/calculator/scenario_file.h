@@ -38,8 +38,9 @@ struct LoadedScenario {
     Scenario scenario;
     std::string repaired;  // "repaired 2 numbers written with a decimal comma: fraction 0,85 -> 0.85, …"; or empty
     std::vector<std::string> warnings;  // the import's, as saved with it (scenario_json)
-    // Fields this version does not read, with their lines, in one sentence; or empty. A newer version's input or a
-    // misspelt key is left out of the numbers, so the window says so rather than dropping it in silence.
+    // Fields this version does not read, with their lines, in one sentence, and fields given twice (the last is read)
+    // in another; or empty. A newer version's input, a misspelt key or a hand edit's second value is left out of the
+    // numbers, so the window says so rather than dropping it in silence.
     std::string unread;
 };
 // `source` names the file in messages ("my.kvscope.json").
