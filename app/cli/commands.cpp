@@ -327,7 +327,11 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
         {"reserved", format_bytes(f->reserve_bytes_per_gpu, u) + " per GPU" +
                          (f->reserve_estimated ? " (estimate)" : "") + ": " + reserve_text(*f, u)},
         {"KV budget", format_signed_bytes(f->kv_budget_bytes_per_gpu, u) + " per GPU"},
-        {"KV needed", f->state_bytes_per_gpu == 0
+        {"KV needed", f->state_bytes_per_gpu == 0 && f->engine_pages ? format_bytes(f->memory_bytes_per_gpu_needed, u) +
+                                                                           " per GPU in vLLM's hybrid layout (plain "
+                                                                           "sum " +
+                                                                           format_bytes(f->kv_bytes_per_gpu, u) + ")"
+                      : f->state_bytes_per_gpu == 0
                           ? format_bytes(f->kv_bytes_per_gpu, u) + " per GPU"
                           : format_bytes(f->memory_bytes_per_gpu_needed, u) + " per GPU" +
                                 (f->engine_pages ? " in vLLM's hybrid layout (plain sum " +
@@ -337,7 +341,10 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
                                 format_bytes(f->state_bytes_per_gpu, u) + " recurrent state)"},
         {"verdict", f->fits
                         ? "FITS with " + format_signed_bytes(f->headroom_bytes_per_gpu, u) + " to spare per GPU"
-                        : "DOES NOT FIT: short by " + format_signed_bytes(-f->headroom_bytes_per_gpu, u) + " per GPU"},
+                        : "DOES NOT FIT: short by " + format_signed_bytes(-f->headroom_bytes_per_gpu, u) + " per GPU" +
+                              (f->short_at_startup ? " at vLLM's start check (see the warning); a decoding sequence "
+                                                     "fits"
+                                                   : "")},
         {"max batch", std::to_string(f->max_batch) + (f->max_batch == 1 ? " sequence at " : " sequences at ") +
                           format_tokens(s.workload.context_tokens) + " tokens"},
         {"max context", f->max_context_unbounded

@@ -382,6 +382,31 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     r.headroom_bytes_per_gpu = clamp_i64(budget - need);
     r.fits = budget >= 0 && budget >= need;
     if (budget < 0) r.notes.emplace_back("the weights and reserves alone exceed the memory the engine may use");
+    // vLLM refuses to start unless one request of max_model_len fits as it counts one at most, a sliding group
+    // holding a prefill chunk beside its window: with sliding layers, more than a decoding sequence keeps.
+    std::uint64_t startup_limit = std::numeric_limits<std::uint64_t>::max();
+    if (r.engine_pages && r.engine_pages->window > 0) {
+        const std::uint64_t chunk = vllm_batch(workload, d).max_num_batched_tokens;
+        const Checked start = r.engine_pages->startup_bytes(workload.context_tokens, chunk);
+        startup_limit = r.engine_pages->startup_max_tokens(budget > 0 ? static_cast<std::uint64_t>(budget) : 0, chunk);
+        r.startup_bytes_per_gpu = start.overflow() ? std::numeric_limits<std::uint64_t>::max() : start.value();
+        if (start.overflow() || static_cast<i128>(start.value()) > budget) {
+            r.short_at_startup = r.fits;  // a decoding sequence fits: it is the start that does not
+            r.fits = false;
+            if (!start.overflow() && static_cast<i128>(start.value()) > need)
+                r.headroom_bytes_per_gpu = clamp_i64(budget - static_cast<i128>(start.value()));
+            r.warnings.push_back(
+                "vLLM would not start: it requires one request of max_model_len " +
+                format_count(workload.context_tokens) + " to fit as it counts one at most, " +
+                (start.overflow() ? std::string("more than 64 bits of bytes") : format_bytes(start.value())) +
+                " per GPU, its sliding layers holding their window less one and a prefill chunk (" +
+                format_count(chunk) + " tokens, max_num_batched_tokens) and a block more, against a KV budget of " +
+                format_bytes(static_cast<std::uint64_t>(std::max<i128>(0, budget))) +
+                " (vllm/v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes, "
+                "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory); a lower --max-num-batched-tokens or "
+                "context lowers it");
+        }
+    }
 
     const std::uint64_t budget_u = budget > 0 ? static_cast<std::uint64_t>(budget) : 0;
     // A sequence needs its KV cache and its recurrent state; both count against the budget.
@@ -389,6 +414,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                                 ? r.engine_pages->bytes_per_sequence(workload.context_tokens)
                                 : layout.gpu_bytes_per_sequence(workload.context_tokens, Memory::kv_and_state);
     r.max_batch = per_seq.value() > 0 ? budget_u / per_seq.value() : 0;
+    if (startup_limit < workload.context_tokens) r.max_batch = 0;  // vLLM would not start at this context
     const Checked per_token = layout.bytes_per_token_per_gpu();
     const std::uint64_t after_state = budget_u > r.state_bytes_per_gpu ? budget_u - r.state_bytes_per_gpu : 0;
     r.tokens_capacity = per_token.value() > 0 ? after_state / per_token.value() : 0;
@@ -407,22 +433,44 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         return layout.gpu_bytes_per_sequence(t, Memory::kv_and_state);
     });
     if (r.engine_pages) {
-        const std::uint64_t tokens = r.engine_pages->max_tokens(budget_u, workload.batch);
+        const std::uint64_t tokens = std::min(r.engine_pages->max_tokens(budget_u, workload.batch), startup_limit);
         r.max_context = std::min(cap, tokens);
         r.max_context_limited_by_model = tokens > cap && arch.max_positions > 0;
         r.max_context_unbounded = tokens >= cap && arch.max_positions == 0 &&
                                   flat([&](std::uint64_t t) { return r.engine_pages->bytes_per_sequence(t); });
         const HybridPages& h = *r.engine_pages;
         const HybridPages::Stage& st = h.stages.front();
-        r.notes.push_back("vLLM's hybrid cache manager: attention blocks of " + format_count(h.attention_block) +
-                          " tokens so that one page (" + format_count(h.page_bytes) +
-                          " bytes) holds a layer's recurrent state (" + format_count(h.state_bytes) +
-                          " bytes, padded), layers in groups of " + format_count(st.group_size) + " (" +
-                          std::to_string(st.attention_groups) + " attention, " + std::to_string(st.state_groups) +
-                          " state); " + format_bytes(r.memory_bytes_per_gpu_needed) + " per GPU against " +
-                          format_bytes(r.plain_memory_bytes_per_gpu) +
-                          " as the plain per-layer sum (vllm/platforms/interface.py, vllm/v1/core/kv_cache_utils.py; "
-                          "--engine plain for the plain figure)");
+        if (h.window > 0) {
+            const std::uint64_t padding =
+                st.group_size * (st.attention_groups + st.sliding_groups) - st.full_layers - st.sliding_layers;
+            r.notes.push_back(
+                "vLLM's hybrid cache manager: the " + format_count(st.sliding_layers) + " sliding-window and " +
+                format_count(st.full_layers) + " full-attention layers in groups of " + format_count(st.group_size) +
+                " (" + std::to_string(st.sliding_groups) + " sliding, " + std::to_string(st.attention_groups) +
+                " full" +
+                (padding > 0
+                     ? "; " + format_count_of(padding, "padding layer", "padding layers") + ", as vLLM adds them"
+                     : "") +
+                "), blocks of " + format_count(h.attention_block) + " tokens, a sliding group holding its window's " +
+                format_count(h.sliding_blocks(h.window)) +
+                " blocks and one more where the window starts inside a block; " +
+                format_bytes(r.memory_bytes_per_gpu_needed) + " per GPU against " +
+                format_bytes(r.plain_memory_bytes_per_gpu) +
+                " as the plain per-layer sum (vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size, "
+                "vllm/v1/core/single_type_kv_cache_manager.py SlidingWindowManager; --engine plain for the plain "
+                "figure)");
+        } else {
+            r.notes.push_back(
+                "vLLM's hybrid cache manager: attention blocks of " + format_count(h.attention_block) +
+                " tokens so that one page (" + format_count(h.page_bytes) +
+                " bytes) holds a layer's recurrent state (" + format_count(h.state_bytes) +
+                " bytes, padded), layers in groups of " + format_count(st.group_size) + " (" +
+                std::to_string(st.attention_groups) + " attention, " + std::to_string(st.state_groups) + " state); " +
+                format_bytes(r.memory_bytes_per_gpu_needed) + " per GPU against " +
+                format_bytes(r.plain_memory_bytes_per_gpu) +
+                " as the plain per-layer sum (vllm/platforms/interface.py, vllm/v1/core/kv_cache_utils.py; "
+                "--engine plain for the plain figure)");
+        }
     }
     if (r.max_context_unbounded) r.unbounded_reason = unbounded_context_reason(arch);
     r.weights_exact = d.weights_bytes_exact > 0;

@@ -1,6 +1,7 @@
 #include "kvscope/calculator/kv_cache.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "kvscope/calculator/units.h"
 
@@ -342,10 +343,19 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
     return r;
 }
 
+std::uint64_t HybridPages::sliding_blocks(std::uint64_t tokens) const {
+    // At `tokens`, vLLM has freed the blocks that lie wholly before the window (skipped tokens: tokens - window),
+    // so it holds cdiv(tokens, b) - floor((tokens - window) / b): the window's blocks, and one more while the window
+    // starts inside a block. The most over every shorter length is min(cdiv(tokens, b), cdiv(window + b - 1, b)).
+    if (window == 0 || attention_block == 0) return 0;
+    return std::min(ceil_div(tokens, attention_block), ceil_div(window + attention_block - 1, attention_block));
+}
+
 Checked HybridPages::bytes_per_sequence(std::uint64_t tokens) const {
     Checked most;
     for (const Stage& s : stages) {
         const Checked pages = Checked(s.attention_groups) * ceil_div(tokens, attention_block) +
+                              Checked(s.sliding_groups) * sliding_blocks(tokens) +
                               Checked(s.state_groups) * (Checked(speculative_blocks) + 1);
         const Checked bytes = Checked(s.group_size) * page_bytes * pages;
         if (bytes.overflow()) return bytes;
@@ -354,26 +364,144 @@ Checked HybridPages::bytes_per_sequence(std::uint64_t tokens) const {
     return most;
 }
 
+namespace {
+
+constexpr std::uint64_t kNoLimit = std::numeric_limits<std::uint64_t>::max();
+
+// The most blocks c a sequence may reach with `pages` pages of a group set: attention x c + sliding x min(c, cap)
+// + fixed <= pages; kNoLimit when nothing bounds it, nullopt when not even the fixed pages fit.
+std::optional<std::uint64_t> most_blocks(std::uint64_t pages, std::uint64_t attention, std::uint64_t sliding,
+                                         std::uint64_t cap, std::uint64_t fixed) {
+    if (pages < fixed) return std::nullopt;
+    const std::uint64_t left = pages - fixed;
+    if (attention + sliding == 0) return kNoLimit;
+    const std::uint64_t blocks = left / (attention + sliding);  // while every group grows alike, up to the cap
+    if (sliding == 0 || blocks <= cap) return blocks;
+    if (attention == 0) return kNoLimit;        // sliding groups alone: no context is too long
+    return (left - sliding * cap) / attention;  // left >= (attention + sliding) x cap here
+}
+
+}  // namespace
+
 std::uint64_t HybridPages::max_tokens(std::uint64_t budget, std::uint64_t sequences) const {
-    std::uint64_t best = std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t best = kNoLimit;
+    const std::uint64_t window_blocks = sliding_blocks(kNoLimit / 2);  // a sliding group's most
     for (const Stage& s : stages) {
-        // sequences x group_size x page x (attention_groups x blocks + state_groups x (1 + speculative)) <= budget
         const Checked per_page_set = Checked(sequences) * s.group_size * page_bytes;
         if (per_page_set.overflow() || per_page_set.value() == 0) continue;
-        const std::uint64_t pages = budget / per_page_set.value();
         const Checked state_pages = Checked(s.state_groups) * (Checked(speculative_blocks) + 1);
-        if (state_pages.overflow() || pages < state_pages.value()) return 0;
-        if (s.attention_groups == 0) continue;
-        const std::uint64_t blocks = (pages - state_pages.value()) / s.attention_groups;
-        const Checked tokens = Checked(blocks) * attention_block;
-        best = std::min(best, tokens.overflow() ? std::numeric_limits<std::uint64_t>::max() : tokens.value());
+        if (state_pages.overflow()) return 0;
+        const auto blocks = most_blocks(budget / per_page_set.value(), s.attention_groups, s.sliding_groups,
+                                        window_blocks, state_pages.value());
+        if (!blocks) return 0;
+        if (*blocks == kNoLimit) continue;
+        const Checked tokens = Checked(*blocks) * attention_block;
+        best = std::min(best, tokens.overflow() ? kNoLimit : tokens.value());
     }
     return best;
 }
 
+Checked HybridPages::startup_bytes(std::uint64_t max_model_len, std::uint64_t batched_tokens) const {
+    if (window == 0) return bytes_per_sequence(max_model_len);
+    Checked most;
+    const Checked chunk = Checked(window - 1) + batched_tokens;
+    const std::uint64_t held =
+        ceil_div(std::min(chunk.overflow() ? kNoLimit : chunk.value(), max_model_len), attention_block) + 1;
+    for (const Stage& s : stages) {
+        const Checked pages = Checked(s.attention_groups) * ceil_div(max_model_len, attention_block) +
+                              Checked(s.sliding_groups) * held +
+                              Checked(s.state_groups) * (Checked(speculative_blocks) + 1);
+        const Checked bytes = Checked(s.group_size) * page_bytes * pages;
+        if (bytes.overflow()) return bytes;
+        if (bytes.value() > most.value()) most = bytes;
+    }
+    return most;
+}
+
+std::uint64_t HybridPages::startup_max_tokens(std::uint64_t budget, std::uint64_t batched_tokens) const {
+    if (window == 0) return max_tokens(budget, 1);
+    std::uint64_t best = kNoLimit;
+    const Checked chunk = Checked(window - 1) + batched_tokens;
+    const std::uint64_t cap = ceil_div(chunk.overflow() ? kNoLimit : chunk.value(), attention_block);
+    for (const Stage& s : stages) {
+        const Checked per_page_set = Checked(s.group_size) * page_bytes;
+        if (per_page_set.overflow() || per_page_set.value() == 0) continue;
+        // Each sliding group's one block more is fixed, beside the states'.
+        const Checked fixed = Checked(s.sliding_groups) + Checked(s.state_groups) * (Checked(speculative_blocks) + 1);
+        if (fixed.overflow()) return 0;
+        const auto blocks =
+            most_blocks(budget / per_page_set.value(), s.attention_groups, s.sliding_groups, cap, fixed.value());
+        if (!blocks) return 0;
+        if (*blocks == kNoLimit) continue;
+        const Checked tokens = Checked(*blocks) * attention_block;
+        best = std::min(best, tokens.overflow() ? kNoLimit : tokens.value());
+    }
+    return best;
+}
+
+namespace {
+
+// Groups of `group_size` layers from the counts of two kinds in one stage (kv_cache_utils.py
+// _get_kv_cache_groups_uniform_page_size): the smaller count, or the larger when it is under 1.5 times the smaller;
+// one kind alone is one group of all its layers.
+std::uint64_t group_size_of(std::uint64_t a, std::uint64_t b) {
+    if (a == 0 || b == 0) return std::max(a, b);
+    const std::uint64_t lo = std::min(a, b), hi = std::max(a, b);
+    return 2 * hi < 3 * lo ? hi : lo;
+}
+
+// The layers [first, first + count) of pipeline stage s: contiguous, as KvLayout splits them.
+std::pair<std::uint64_t, std::uint64_t> stage_layers(const Architecture& arch, const Parallelism& parallel,
+                                                     std::uint64_t s) {
+    const std::uint64_t base = arch.layers / parallel.pp, extra = arch.layers % parallel.pp;
+    return {s * base + std::min(s, extra), base + (s < extra ? 1 : 0)};
+}
+
+// Sliding-window layers of one window beside full-attention layers, every one of one row size, with no state.
+std::optional<HybridPages> vllm_sliding_pages(const KvLayout& layout, const Architecture& arch,
+                                              const Workload& workload, const Parallelism& parallel) {
+    std::uint64_t row = 0, window = 0, full = 0;
+    for (std::uint64_t l = 0; l < arch.layers; ++l) {
+        const std::uint64_t r = layout.row_bytes_per_gpu(l);
+        if (r == 0) continue;  // a layer reading another's cache, or none: no pages of its own
+        if (arch.layer(l).kind == LayerKind::chunked) return std::nullopt;  // not modelled here
+        if (row > 0 && r != row) return std::nullopt;
+        row = r;
+        const std::uint64_t w = layout.window(l);  // 0 under --full-window, as vLLM's layers without one
+        if (w == 0) {
+            ++full;
+        } else {
+            if (window > 0 && w != window) return std::nullopt;  // two windows: three kinds, not modelled here
+            window = w;
+        }
+    }
+    if (window == 0 || full == 0) return std::nullopt;  // one kind: the plain per-layer sum
+    HybridPages h;
+    h.attention_block = std::max<std::uint64_t>(workload.block_size, 16);  // vLLM's CUDA default block
+    h.page_bytes = h.attention_block * row;
+    h.window = window;
+    for (std::uint64_t s = 0; s < parallel.pp; ++s) {
+        const auto [first, count] = stage_layers(arch, parallel, s);
+        HybridPages::Stage st;
+        for (std::uint64_t l = first; l < first + count; ++l) {
+            if (layout.row_bytes_per_gpu(l) == 0) continue;
+            ++(layout.window(l) == 0 ? st.full_layers : st.sliding_layers);
+        }
+        st.group_size = group_size_of(st.full_layers, st.sliding_layers);
+        if (st.group_size > 0) {
+            st.attention_groups = ceil_div(st.full_layers, st.group_size);
+            st.sliding_groups = ceil_div(st.sliding_layers, st.group_size);
+        }
+        h.stages.push_back(st);
+    }
+    return h;
+}
+
+}  // namespace
+
 std::optional<HybridPages> vllm_hybrid_pages(const Architecture& arch, KvDtype dtype, const Workload& workload,
                                              const Parallelism& parallel) {
-    if (!arch.recurrent || arch.state_layers() == 0 || arch.attention_layers() == 0) return std::nullopt;
+    if (arch.attention_layers() == 0) return std::nullopt;
     auto layout = KvLayout::make(arch, dtype, workload, parallel);
     if (!layout) return std::nullopt;
     return vllm_hybrid_pages(*layout, arch, workload, parallel);
@@ -381,7 +509,8 @@ std::optional<HybridPages> vllm_hybrid_pages(const Architecture& arch, KvDtype d
 
 std::optional<HybridPages> vllm_hybrid_pages(const KvLayout& made, const Architecture& arch, const Workload& workload,
                                              const Parallelism& parallel) {
-    if (!arch.recurrent || arch.state_layers() == 0 || arch.attention_layers() == 0) return std::nullopt;
+    if (arch.attention_layers() == 0) return std::nullopt;
+    if (!arch.recurrent || arch.state_layers() == 0) return vllm_sliding_pages(made, arch, workload, parallel);
     const KvLayout* layout = &made;
     std::uint64_t row = 0, state = 0;
     for (std::uint64_t l = 0; l < arch.layers; ++l) {
@@ -403,28 +532,18 @@ std::optional<HybridPages> vllm_hybrid_pages(const KvLayout& made, const Archite
     h.state_bytes = state;
     // Contiguous pipeline stages, as KvLayout splits them; in each, layers of a kind form groups of
     // group_size: the smallest kind's count, or the largest when it is under 1.5 times the smallest.
-    const std::uint64_t base = arch.layers / parallel.pp, extra = arch.layers % parallel.pp;
-    std::uint64_t next = 0;
     for (std::uint64_t s = 0; s < parallel.pp; ++s) {
-        const std::uint64_t count = base + (s < extra ? 1 : 0);
+        const auto [first, count] = stage_layers(arch, parallel, s);
         std::uint64_t attention = 0, states = 0;
-        for (std::uint64_t l = next; l < next + count; ++l) {
+        for (std::uint64_t l = first; l < first + count; ++l) {
             attention += layout->row_bytes_per_gpu(l) > 0;
             states += arch.layer(l).keeps_state();
         }
-        next += count;
         HybridPages::Stage st;
-        if (attention == 0 || states == 0) {
-            // One kind only in this stage: one group of all its layers.
-            st.group_size = std::max(attention, states);
-            st.attention_groups = attention > 0 ? 1 : 0;
-            st.state_groups = states > 0 ? 1 : 0;
-        } else {
-            const std::uint64_t lo = std::min(attention, states), hi = std::max(attention, states);
-            st.group_size = 2 * hi < 3 * lo ? hi : lo;
-            st.attention_groups = ceil_div(attention, st.group_size);
-            st.state_groups = ceil_div(states, st.group_size);
-        }
+        st.group_size = group_size_of(attention, states);
+        st.attention_groups = attention > 0 ? ceil_div(attention, st.group_size) : 0;
+        st.state_groups = states > 0 ? ceil_div(states, st.group_size) : 0;
+        st.full_layers = attention;
         h.stages.push_back(st);
     }
     return h;

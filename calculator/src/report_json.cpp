@@ -227,10 +227,14 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         p.set("group_size", Value::number(f.engine_pages->stages.front().group_size));
         p.set("attention_groups", Value::number(f.engine_pages->stages.front().attention_groups));
         p.set("state_groups", Value::number(f.engine_pages->stages.front().state_groups));
+        p.set("sliding_groups", Value::number(f.engine_pages->stages.front().sliding_groups));
+        p.set("sliding_window_tokens", Value::number(f.engine_pages->window));
         o.set("vllm_hybrid_layout", std::move(p));
     } else {
         o.set("vllm_hybrid_layout", Value());
     }
+    o.set("vllm_startup_bytes_per_gpu", Value::number(f.startup_bytes_per_gpu));
+    o.set("short_at_startup", Value::boolean(f.short_at_startup));
     o.set("fits", Value::boolean(f.fits));
     o.set("headroom_bytes_per_gpu", Value::number_signed(f.headroom_bytes_per_gpu));
     o.set("max_batch", Value::number(f.max_batch));

@@ -591,6 +591,10 @@ void DeploymentView::refreshResults() {
     } else if (f.fits) {
         verdict_->setText(
             tr("Fits, with %1 to spare per GPU").arg(both_units(static_cast<std::uint64_t>(headroom), units)));
+    } else if (f.short_at_startup) {
+        verdict_->setText(tr("Does not fit: short by %1 per GPU at vLLM's start check (see the warning); a decoding "
+                             "sequence fits")
+                              .arg(both_units(static_cast<std::uint64_t>(-headroom), units)));
     } else {
         verdict_->setText(
             tr("Does not fit: short by %1 per GPU").arg(both_units(static_cast<std::uint64_t>(-headroom), units)));
@@ -664,11 +668,15 @@ void DeploymentView::refreshResults() {
                      : f.parameters_estimated   ? tr(", estimated")
                                                 : QString(),
                      q(format_signed_bytes(f.kv_budget_bytes_per_gpu, units)),
-                     f.state_bytes_per_gpu == 0 ? q(format_bytes(f.kv_bytes_per_gpu, units))
-                                                : tr("%1 (%2 KV cache + %3 recurrent state)")
-                                                      .arg(q(format_bytes(f.memory_bytes_per_gpu_needed, units)),
-                                                           q(format_bytes(f.kv_bytes_per_gpu, units)),
-                                                           q(format_bytes(f.state_bytes_per_gpu, units))));
+                     f.state_bytes_per_gpu == 0 && f.engine_pages
+                         ? tr("%1 in vLLM's hybrid layout (plain sum %2)")
+                               .arg(q(format_bytes(f.memory_bytes_per_gpu_needed, units)),
+                                    q(format_bytes(f.kv_bytes_per_gpu, units)))
+                     : f.state_bytes_per_gpu == 0 ? q(format_bytes(f.kv_bytes_per_gpu, units))
+                                                  : tr("%1 (%2 KV cache + %3 recurrent state)")
+                                                        .arg(q(format_bytes(f.memory_bytes_per_gpu_needed, units)),
+                                                             q(format_bytes(f.kv_bytes_per_gpu, units)),
+                                                             q(format_bytes(f.state_bytes_per_gpu, units))));
     // A separate draft model's share of both, as kvscope-cli fit's "draft:" line gives it.
     if (const auto& dm = r.scenario.deployment ? r.scenario.deployment->draft : std::nullopt)
         rows << tr("Draft %1 (%2): %3 parameters, %4 of the weights; its KV %5 bytes a token, %6 per GPU of the need")

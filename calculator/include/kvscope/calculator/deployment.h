@@ -242,6 +242,10 @@ struct FitReport {
     // cache out otherwise (vLLM's hybrid cache manager pads each state to an attention page).
     std::uint64_t plain_memory_bytes_per_gpu = 0;
     std::optional<HybridPages> engine_pages;  // vLLM's hybrid layout, when it applies
+    // What vLLM's check at start requires beside sliding layers (HybridPages::startup_bytes), 0 when none applies;
+    // when it is over the budget the deployment does not fit, and the headroom is the check's.
+    std::uint64_t startup_bytes_per_gpu = 0;
+    bool short_at_startup = false;
     bool fits = false;
     std::int64_t headroom_bytes_per_gpu = 0;    // budget - need; negative = short by
     std::uint64_t free_bytes_per_gpu = 0;       // memory the rule leaves unused (fraction < 1)
