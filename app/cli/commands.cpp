@@ -342,9 +342,8 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
         {"verdict", f->fits
                         ? "FITS with " + format_signed_bytes(f->headroom_bytes_per_gpu, u) + " to spare per GPU"
                         : "DOES NOT FIT: short by " + format_signed_bytes(-f->headroom_bytes_per_gpu, u) + " per GPU" +
-                              (f->short_at_startup ? " at vLLM's start check (see the warning); a decoding sequence "
-                                                     "fits"
-                                                   : "")},
+                              (f->headroom_from_startup ? " at vLLM's start check (see the warning)" : "") +
+                              (f->short_at_startup ? "; decoding alone would fit" : "")},
         {"max batch", std::to_string(f->max_batch) + (f->max_batch == 1 ? " sequence at " : " sequences at ") +
                           format_tokens(s.workload.context_tokens) + " tokens"},
         {"max context", f->max_context_unbounded

@@ -376,6 +376,14 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     });
     window.statusBar()->clearMessage();
     ok &= save(&window, dir.filePath("trtllm-fit.png"));
+    // Gemma 3 27B at 128k on one H100 at 0.85: a decoding sequence fits, vLLM's start check (a prefill chunk in
+    // each sliding group) does not.
+    deploy("gemma-3-27b", 131072, 1, "h100-sxm", 1, [](Deployment& d) {
+        d.fraction = 0.85;
+        d.fraction_given = true;
+    });
+    window.statusBar()->clearMessage();
+    ok &= save(&window, dir.filePath("sliding-start-check.png"));
     window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
 
     // A layout KVScope does not model: its figures come with "not exact".

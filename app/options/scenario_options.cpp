@@ -159,7 +159,13 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
         // A float32 checkpoint is served in bf16, a float one with --weight-dtype fp8 quantized at load.
         const auto files = safetensors::read_weights(*o.weights);
         const auto served = files ? files->served_in(d.weight_dtype) : Result<safetensors::Weights>(files.errors());
-        if (served) {
+        if (served && served->bytes == 0) {
+            // Nothing an engine loads (only buffers it skips, or no tensor): said, never the estimate in silence.
+            errors.push_back(
+                {"--weights", *o.weights + ": holds no weights an engine loads (" +
+                                  format_count_of(files->tensors + files->skipped_tensors, "tensor", "tensors") +
+                                  (files->skipped_tensors > 0 ? ", all buffers engines skip at load" : "") + ")"});
+        } else if (served) {
             d.weights_bytes_exact = served->bytes;
             d.weights_source = served->source_text();
         } else {

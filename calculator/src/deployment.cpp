@@ -312,6 +312,15 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     r.memory_bytes_per_gpu_needed = r.plain_memory_bytes_per_gpu = kv->memory_bytes_per_gpu;
     // vLLM's hybrid cache manager lays out a model with recurrent and attention layers in pages of its own.
     if (d.engine == Engine::vllm) r.engine_pages = vllm_hybrid_pages(*layout_or, arch, workload, parallel);
+    // Sliding layers beside full ones are laid out so by vLLM's hybrid KV cache manager, from 0.10; earlier
+    // releases are left to the plain sum, and that is said.
+    const std::uint64_t vllm_minor = d.vllm.version_minor > 0 ? d.vllm.version_minor : kDefaultVllmMinor;
+    if (r.engine_pages && r.engine_pages->window > 0 && vllm_minor < 10) {
+        r.engine_pages.reset();
+        r.notes.emplace_back(
+            "not exact: vLLM before 0.10 (no hybrid KV cache manager) does not lay out sliding-window layers beside "
+            "full ones as 0.10 on does; the plain per-layer sum is counted");
+    }
     // Speculative decoding keeps a state page per drafted token beside each running state: as many as the MTP
     // layers when --mtp serves them (vllm/config/speculative.py: num_speculative_tokens defaults to n_predict).
     if (r.engine_pages && d.mtp) r.engine_pages->speculative_blocks = checkpoint.mtp_layers;
@@ -382,29 +391,37 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     r.headroom_bytes_per_gpu = clamp_i64(budget - need);
     r.fits = budget >= 0 && budget >= need;
     if (budget < 0) r.notes.emplace_back("the weights and reserves alone exceed the memory the engine may use");
+    // The headroom's magnitude must be shown as a positive number: never the one int64 value with no negation.
+    r.headroom_bytes_per_gpu = std::max(r.headroom_bytes_per_gpu, -std::numeric_limits<std::int64_t>::max());
     // vLLM refuses to start unless one request of max_model_len fits as it counts one at most, a sliding group
     // holding a prefill chunk beside its window: with sliding layers, more than a decoding sequence keeps.
     std::uint64_t startup_limit = std::numeric_limits<std::uint64_t>::max();
     if (r.engine_pages && r.engine_pages->window > 0) {
         const std::uint64_t chunk = vllm_batch(workload, d).max_num_batched_tokens;
         const Checked start = r.engine_pages->startup_bytes(workload.context_tokens, chunk);
-        startup_limit = r.engine_pages->startup_max_tokens(budget > 0 ? static_cast<std::uint64_t>(budget) : 0, chunk);
         r.startup_bytes_per_gpu = start.overflow() ? std::numeric_limits<std::uint64_t>::max() : start.value();
-        if (start.overflow() || static_cast<i128>(start.value()) > budget) {
-            r.short_at_startup = r.fits;  // a decoding sequence fits: it is the start that does not
+        startup_limit = r.engine_pages->startup_max_tokens(budget > 0 ? static_cast<std::uint64_t>(budget) : 0, chunk);
+        const i128 start_need = r.startup_bytes_per_gpu;
+        if (start_need > budget) {
+            r.short_at_startup = r.fits;  // a decoding batch fits: it is the start that does not
             r.fits = false;
-            if (!start.overflow() && static_cast<i128>(start.value()) > need)
-                r.headroom_bytes_per_gpu = clamp_i64(budget - static_cast<i128>(start.value()));
+            if (start_need > need) {
+                r.headroom_bytes_per_gpu =
+                    std::max(clamp_i64(budget - start_need), -std::numeric_limits<std::int64_t>::max());
+                r.headroom_from_startup = true;
+            }
             r.warnings.push_back(
-                "vLLM would not start: it requires one request of max_model_len " +
-                format_count(workload.context_tokens) + " to fit as it counts one at most, " +
+                "vLLM would not start: its check that one request of max_model_len " +
+                format_count(workload.context_tokens) + " tokens fits needs " +
                 (start.overflow() ? std::string("more than 64 bits of bytes") : format_bytes(start.value())) +
-                " per GPU, its sliding layers holding their window less one and a prefill chunk (" +
-                format_count(chunk) + " tokens, max_num_batched_tokens) and a block more, against a KV budget of " +
+                " per GPU (each sliding group counted with its window less one, a prefill chunk of " +
+                format_count(chunk) +
+                " tokens (max_num_batched_tokens) and a block more), more than the KV budget of " +
                 format_bytes(static_cast<std::uint64_t>(std::max<i128>(0, budget))) +
-                " (vllm/v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes, "
-                "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory); a lower --max-num-batched-tokens or "
-                "context lowers it");
+                "; the longest context it passes is " + format_count(startup_limit) +
+                " tokens, and a smaller --max-num-batched-tokens lowers the need (vllm/v1/kv_cache_interface.py "
+                "SlidingWindowSpec.max_memory_usage_bytes, vllm/v1/core/kv_cache_utils.py "
+                "check_enough_kv_cache_memory)");
         }
     }
 
@@ -441,16 +458,17 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         const HybridPages& h = *r.engine_pages;
         const HybridPages::Stage& st = h.stages.front();
         if (h.window > 0) {
-            const std::uint64_t padding =
-                st.group_size * (st.attention_groups + st.sliding_groups) - st.full_layers - st.sliding_layers;
+            const std::uint64_t padding = h.model_group_size * (st.attention_groups + st.sliding_groups) -
+                                          h.model_full_layers - h.model_sliding_layers;
             r.notes.push_back(
-                "vLLM's hybrid cache manager: the " + format_count(st.sliding_layers) + " sliding-window and " +
-                format_count(st.full_layers) + " full-attention layers in groups of " + format_count(st.group_size) +
-                " (" + std::to_string(st.sliding_groups) + " sliding, " + std::to_string(st.attention_groups) +
-                " full" +
+                "vLLM's hybrid cache manager: the " + format_count(h.model_sliding_layers) + " sliding-window and " +
+                format_count(h.model_full_layers) + " full-attention layers in groups of " +
+                format_count(h.model_group_size) + " (" + std::to_string(st.sliding_groups) + " sliding, " +
+                std::to_string(st.attention_groups) + " full" +
                 (padding > 0
                      ? "; " + format_count_of(padding, "padding layer", "padding layers") + ", as vLLM adds them"
                      : "") +
+                (h.stages.size() > 1 ? "; each pipeline stage keeps every group, with its share of their layers" : "") +
                 "), blocks of " + format_count(h.attention_block) + " tokens, a sliding group holding its window's " +
                 format_count(h.sliding_blocks(h.window)) +
                 " blocks and one more where the window starts inside a block; " +

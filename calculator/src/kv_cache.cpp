@@ -376,7 +376,7 @@ std::optional<std::uint64_t> most_blocks(std::uint64_t pages, std::uint64_t atte
     const std::uint64_t left = pages - fixed;
     if (attention + sliding == 0) return kNoLimit;
     const std::uint64_t blocks = left / (attention + sliding);  // while every group grows alike, up to the cap
-    if (sliding == 0 || blocks <= cap) return blocks;
+    if (sliding == 0 || blocks < cap) return blocks;
     if (attention == 0) return kNoLimit;        // sliding groups alone: no context is too long
     return (left - sliding * cap) / attention;  // left >= (attention + sliding) x cap here
 }
@@ -480,18 +480,36 @@ std::optional<HybridPages> vllm_sliding_pages(const KvLayout& layout, const Arch
     h.attention_block = std::max<std::uint64_t>(workload.block_size, 16);  // vLLM's CUDA default block
     h.page_bytes = h.attention_block * row;
     h.window = window;
+    // The groups are the whole model's (vllm/v1/core/kv_cache_utils.py get_kv_cache_configs groups the layers of
+    // every worker, then gives each its share): each kind's layers in order, dealt round-robin into its groups
+    // (layers[i::num_groups]). A pipeline stage keeps every group, its layers of each, and as many tensors as
+    // its fullest group has layers there.
+    std::uint64_t sliding_layers = 0;
+    for (std::uint64_t l = 0; l < arch.layers; ++l)
+        sliding_layers += layout.row_bytes_per_gpu(l) > 0 && layout.window(l) > 0;
+    h.model_group_size = group_size_of(full, sliding_layers);
+    h.model_full_layers = full;
+    h.model_sliding_layers = sliding_layers;
+    const std::uint64_t full_groups = ceil_div(full, h.model_group_size);
+    const std::uint64_t sliding_groups = ceil_div(sliding_layers, h.model_group_size);
+    std::vector<std::uint64_t> group_of(arch.layers, 0);  // full groups first, then the sliding ones
+    std::uint64_t next_full = 0, next_sliding = 0;
+    for (std::uint64_t l = 0; l < arch.layers; ++l) {
+        if (layout.row_bytes_per_gpu(l) == 0) continue;
+        group_of[l] = layout.window(l) == 0 ? next_full++ % full_groups : full_groups + next_sliding++ % sliding_groups;
+    }
     for (std::uint64_t s = 0; s < parallel.pp; ++s) {
         const auto [first, count] = stage_layers(arch, parallel, s);
         HybridPages::Stage st;
+        std::vector<std::uint64_t> in_group(full_groups + sliding_groups, 0);
         for (std::uint64_t l = first; l < first + count; ++l) {
             if (layout.row_bytes_per_gpu(l) == 0) continue;
             ++(layout.window(l) == 0 ? st.full_layers : st.sliding_layers);
+            ++in_group[group_of[l]];
         }
-        st.group_size = group_size_of(st.full_layers, st.sliding_layers);
-        if (st.group_size > 0) {
-            st.attention_groups = ceil_div(st.full_layers, st.group_size);
-            st.sliding_groups = ceil_div(st.sliding_layers, st.group_size);
-        }
+        st.group_size = *std::max_element(in_group.begin(), in_group.end());
+        st.attention_groups = full_groups;
+        st.sliding_groups = sliding_groups;
         h.stages.push_back(st);
     }
     return h;

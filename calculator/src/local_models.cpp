@@ -322,7 +322,10 @@ Result<ImportedModel> import_model_path(const std::string& path) {
     // A config whose format the float files cannot be served in as they load: counted as stored, and said.
     const auto served = files->served_in(imported.value().weight_dtype);
     if (!served)
-        imported.value().notes.push_back(served.errors().front().message + "; counted as the files store them");
+        imported.value().notes.push_back("the config's weight format " +
+                                         std::string(to_string(imported.value().weight_dtype)) +
+                                         " is not one the float files become as an engine loads them; counted as the "
+                                         "files store them");
     const safetensors::Weights& weights = served ? *served : *files;
     imported.value().weights_bytes = weights.bytes;
     imported.value().weights_source = weights.source_text();

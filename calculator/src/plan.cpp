@@ -14,6 +14,13 @@ std::string why_not_text(const FitReport& f, std::uint64_t context, UnitSystem u
     if (f.kv_budget_bytes_per_gpu < 0)
         return "the weights (" + format_bytes(f.weights_bytes_per_gpu, units) +
                " per GPU) and reserves exceed what the engine may use";
+    if (f.short_at_startup)
+        return "vLLM's start check of one request of " + format_count(context) +
+               " tokens (a prefill chunk in each "
+               "sliding group) needs " +
+               format_bytes(f.startup_bytes_per_gpu, units) + ", more than the " +
+               format_bytes(static_cast<std::uint64_t>(f.kv_budget_bytes_per_gpu), units) +
+               " KV budget per GPU (a smaller --max-num-batched-tokens lowers it)";
     return "one sequence of " + format_count(context) + " tokens needs more than the " +
            format_bytes(static_cast<std::uint64_t>(f.kv_budget_bytes_per_gpu), units) + " KV budget per GPU";
 }

@@ -224,7 +224,9 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         p.set("attention_block_tokens", Value::number(f.engine_pages->attention_block));
         p.set("page_bytes", Value::number(f.engine_pages->page_bytes));
         p.set("state_bytes_per_layer", Value::number(f.engine_pages->state_bytes));
-        p.set("group_size", Value::number(f.engine_pages->stages.front().group_size));
+        p.set("group_size",
+              Value::number(f.engine_pages->model_group_size > 0 ? f.engine_pages->model_group_size
+                                                                 : f.engine_pages->stages.front().group_size));
         p.set("attention_groups", Value::number(f.engine_pages->stages.front().attention_groups));
         p.set("state_groups", Value::number(f.engine_pages->stages.front().state_groups));
         p.set("sliding_groups", Value::number(f.engine_pages->stages.front().sliding_groups));
@@ -235,6 +237,7 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
     }
     o.set("vllm_startup_bytes_per_gpu", Value::number(f.startup_bytes_per_gpu));
     o.set("short_at_startup", Value::boolean(f.short_at_startup));
+    o.set("headroom_from_startup", Value::boolean(f.headroom_from_startup));
     o.set("fits", Value::boolean(f.fits));
     o.set("headroom_bytes_per_gpu", Value::number_signed(f.headroom_bytes_per_gpu));
     o.set("max_batch", Value::number(f.max_batch));

@@ -57,20 +57,21 @@ std::optional<std::uint64_t> whole(const json::Value& v) {
 }  // namespace
 
 bool engine_skips(std::string_view name) {
-    // The sources are in safetensors.h beside the declaration.
-    constexpr std::array<std::string_view, 5> kBuffers{".attn.bias", ".attn.masked_bias", "rotary_emb.inv_freq",
-                                                       "rotary_emb.cos_cached", "rotary_emb.sin_cached"};
-    return std::any_of(kBuffers.begin(), kBuffers.end(),
-                       [&](std::string_view b) { return name.find(b) != std::string_view::npos; });
+    // The sources are in safetensors.h beside the declaration. The masks by their ending ("c_attn.bias" is a weight).
+    constexpr std::array<std::string_view, 7> kBuffers{
+        ".attn.bias",          ".attn.masked_bias",     ".attn.attention.bias", ".attn.attention.masked_bias",
+        "rotary_emb.inv_freq", "rotary_emb.cos_cached", "rotary_emb.sin_cached"};
+    return std::any_of(kBuffers.begin(), kBuffers.end(), [&](std::string_view b) { return name.ends_with(b); });
 }
 
 bool quantized_at_load(std::string_view name, std::size_t rank) {
     // The sources are in safetensors.h beside the declaration.
     if (rank < 2) return false;  // norms, biases, scalars
-    constexpr std::array<std::string_view, 7> kNot{"embed", "lm_head", "wte.", "wpe.", "conv", "A_log", "expert_gate"};
-    if (std::any_of(kNot.begin(), kNot.end(),
-                    [&](std::string_view n) { return name.find(n) != std::string_view::npos; }))
+    const auto has = [&](std::string_view part) { return name.find(part) != std::string_view::npos; };
+    if (has("embed") || has("lm_head") || has("wte.") || has("wpe.") || has("A_log") || has("expert_gate") ||
+        has("router"))
         return false;
+    if (has("conv") && rank >= 3) return false;  // a convolution's kernel; LFM2's conv.in_proj is a linear layer
     return !name.ends_with(".gate.weight") && name != "gate.weight";  // a MoE router
 }
 
@@ -298,10 +299,11 @@ Result<Weights> Weights::served_in(KvDtype dtype) const {
                                                   : nullptr;
     if (target == nullptr)
         return FieldError{"--weight-dtype",
-                          "the weights' files hold " + stored + " values, and no engine quantizes them to " +
+                          "the weights' files hold " + stored + " values, and KVScope knows no engine that makes " +
                               std::string(to_string(dtype)) +
-                              " as it loads them (vLLM's --quantization fp8 makes fp8_e4m3): give the files of a "
-                              "checkpoint quantized so, or leave out --weights for an estimate in " +
+                              " of them as it loads them (vLLM's --quantization fp8 makes fp8_e4m3; its in-flight "
+                              "bitsandbytes and torchao modes are not counted here): give the files of a checkpoint "
+                              "quantized so, or leave out --weights for an estimate in " +
                               std::string(to_string(dtype))};
     // The same width (bf16 and fp16) is the same bytes: nothing is recast, nor said to be; nor mixed formats.
     if (only.empty() || width_of(only) == width_of(target)) return *this;

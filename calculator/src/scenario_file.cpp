@@ -125,14 +125,20 @@ public:
 
     // The members of the objects read given twice, "path.key (lines A and B)" in file order: json::Value::find reads
     // the last, as Python's json does; a file this program wrote never holds one, so a hand edit put it there.
+    // Keys nothing reads are in unread() already, and not here.
     [[nodiscard]] std::vector<std::string> twice() const {
         std::vector<std::pair<int, std::string>> found;
         for (const auto& [object, path] : objects_) {
-            std::map<std::string_view, int> first;
+            std::map<std::string_view, std::vector<int>> lines;  // each key read, and every line that gives it
             for (const auto& [key, value] : object->members())
-                if (const auto [at, fresh] = first.emplace(key, value.line()); !fresh)
-                    found.emplace_back(value.line(), path + key + " (lines " + std::to_string(at->second) + " and " +
-                                                         std::to_string(value.line()) + ")");
+                if (asked_.contains({object, key})) lines[key].push_back(value.line());
+            for (const auto& [key, at] : lines) {
+                if (at.size() < 2) continue;
+                std::string list;
+                for (std::size_t i = 0; i < at.size(); ++i)
+                    list += (i == 0 ? "" : i + 1 == at.size() ? " and " : ", ") + std::to_string(at[i]);
+                found.emplace_back(at.front(), path + std::string(key) + " (lines " + list + ")");
+            }
         }
         std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
         std::vector<std::string> out;
@@ -598,8 +604,9 @@ std::string twice_note(const std::string& source, const std::vector<std::string>
     std::string list;
     for (const auto& t : twice) list += (list.empty() ? "" : ", ") + t;
     const bool one = twice.size() == 1;
-    return source + " gives " + (one ? "a field" : std::to_string(twice.size()) + " fields") + " twice: " + list +
-           ". The numbers read the last of each, and saving writes only " + (one ? "it" : "those") + ".";
+    return source + " gives " + (one ? "a field" : std::to_string(twice.size()) + " fields") +
+           " more than once: " + list + ". The numbers read the last of each, and saving writes only " +
+           (one ? "it" : "those") + ".";
 }
 
 }  // namespace

@@ -105,6 +105,43 @@ TEST(Cli, FitJsonContract) {
     EXPECT_GT(v.find("decode_tokens_per_s")->as_double(), 0.0);
 }
 
+TEST(Cli, SlidingLayersBesideFullOnesAreInVllmsPagesAndItsStartCheckInTheVerdict) {
+    // Gemma 3 27B at 128k on one H100 at 0.85: a decoding sequence's 10.5 GiB fit the 12.2 GiB budget, vLLM's start
+    // check (14.2 GiB) does not. The table, the JSON and the CSV say the same.
+    const std::string args = "fit --model gemma-3-27b --gpu h100-sxm --context 128k --utilization 0.85";
+    const CliRun table = cli(args);
+    ASSERT_EQ(table.status, 0) << table.err;
+    EXPECT_NE(table.out.find("DOES NOT FIT: short by 1.98 GiB per GPU at vLLM's start check (see the warning); "
+                             "decoding alone would fit"),
+              std::string::npos)
+        << table.out;
+    EXPECT_NE(table.out.find("KV needed:       10.5 GiB per GPU in vLLM's hybrid layout (plain sum 10.4 GiB)"),
+              std::string::npos)
+        << table.out;
+    EXPECT_NE(table.out.find("warning: vLLM would not start"), std::string::npos) << table.out;
+    const auto v = json_of(cli(args + " --json"));
+    EXPECT_FALSE(v.find("fits")->as_bool());
+    EXPECT_TRUE(v.find("short_at_startup")->as_bool());
+    EXPECT_TRUE(v.find("headroom_from_startup")->as_bool());
+    EXPECT_EQ(u64(v, "vllm_startup_bytes_per_gpu"), 10ull * 131072 * (8192 + 6 * 577));
+    EXPECT_EQ(*v.find("headroom_bytes_per_gpu")->as_i64(),
+              *v.find("kv_budget_bytes_per_gpu")->as_i64() - 10ll * 131072 * (8192 + 6 * 577));
+    const auto* layout = v.find("vllm_hybrid_layout");
+    ASSERT_NE(layout, nullptr);
+    EXPECT_EQ(u64(*layout, "group_size"), 10u);
+    EXPECT_EQ(u64(*layout, "sliding_groups"), 6u);
+    EXPECT_EQ(u64(*layout, "sliding_window_tokens"), 1024u);
+    EXPECT_EQ(u64(v, "max_batch"), 0u);
+    // A smaller prefill chunk passes the check.
+    const auto small = json_of(cli(args + " --max-num-batched-tokens 1024 --json"));
+    EXPECT_TRUE(small.find("fits")->as_bool());
+    EXPECT_FALSE(small.find("short_at_startup")->as_bool());
+    // vLLM before 0.10 had no hybrid KV cache manager: the plain sum, said not to be exact.
+    const CliRun old = cli(args + " --vllm-version 0.9");
+    EXPECT_NE(old.out.find("not exact: vLLM before 0.10"), std::string::npos) << old.out;
+    EXPECT_EQ(old.out.find("vLLM's start check"), std::string::npos) << old.out;
+}
+
 TEST(Cli, VllmsStartupSettingsChangeItsReserveAndTheFitNamesEachPart) {
     const std::string base = "fit --model llama-3-70b --context 32k --batch 16 --gpu h100-sxm --gpus 2 --kv-dtype fp8";
     const CliRun r = cli(base + " --vllm-version 0.21 --max-num-seqs 256 --max-num-batched-tokens 4k");
@@ -652,10 +689,19 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
     EXPECT_NE(json_of(online).find("weights_source")->as_string().find("1,024 values quantized to fp8_e4m3 at load"),
               std::string::npos)
         << online.out;
+    // A file of nothing an engine loads (GPT-2's mask alone) is said, not taken for the estimate in silence.
+    write_file(dir / "mask only" / "model.safetensors", safetensors_of("h.0.attn.bias", 16, "F32"));
+    const CliRun masks = cli("fit --model gpt2 --gpu h100-sxm --weights " + at("mask only"));
+    EXPECT_EQ(masks.status, 2);
+    EXPECT_NE(masks.err.find("holds no weights an engine loads (1 tensor, all buffers engines skip at load)"),
+              std::string::npos)
+        << masks.err;
     const CliRun q4 = cli("fit --model llama-3-8b --gpu h100-sxm --weight-dtype q4_0 --weights " + at("one layer"));
     EXPECT_EQ(q4.status, 2);
-    EXPECT_NE(q4.err.find("--weight-dtype: the weights' files hold BF16 values, and no engine quantizes them to q4_0"),
-              std::string::npos)
+    EXPECT_NE(
+        q4.err.find(
+            "--weight-dtype: the weights' files hold BF16 values, and KVScope knows no engine that makes q4_0 of them"),
+        std::string::npos)
         << q4.err;
 
     // Bad files: a clear line naming the file, exit 2.

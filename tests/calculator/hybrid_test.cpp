@@ -399,6 +399,14 @@ TEST(Hybrid, VllmGroupsSlidingAndFullLayersInPagesAndChecksAPrefillChunkAtStart)
     EXPECT_GT(pages->bytes_per_sequence(pages->max_tokens(ten, 1) + 1).value(), ten);
     EXPECT_LE(pages->startup_bytes(pages->startup_max_tokens(ten, 8192), 8192).value(), ten);
     EXPECT_GT(pages->startup_bytes(pages->startup_max_tokens(ten, 8192) + 1, 8192).value(), ten);
+    // At the edge where every group has just reached the sliding groups' most, the full group grows on alone.
+    for (std::uint64_t extra = 0; extra < 8; ++extra) {
+        const std::uint64_t budget = block * (7 * 65 + extra);
+        const std::uint64_t most = pages->max_tokens(budget, 1);
+        EXPECT_EQ(most, (65 + extra) * 16) << extra;
+        EXPECT_LE(pages->bytes_per_sequence(most).value(), budget) << extra;
+        EXPECT_GT(pages->bytes_per_sequence(most + 1).value(), budget) << extra;
+    }
 
     // gpt-oss-20b alternates 12 sliding (128) and 12 full layers: one group of each, nothing padded.
     const auto oss = vllm_hybrid_pages(catalog_arch("gpt-oss-20b"), KvDtype::bf16, {.context_tokens = 131072}, {});
@@ -435,13 +443,36 @@ TEST(Hybrid, VllmGroupsSlidingAndFullLayersInPagesAndChecksAPrefillChunkAtStart)
     EXPECT_EQ(f->headroom_bytes_per_gpu, f->kv_budget_bytes_per_gpu - static_cast<std::int64_t>(start));
     EXPECT_EQ(f->max_context, pages->startup_max_tokens(static_cast<std::uint64_t>(f->kv_budget_bytes_per_gpu), 8192));
     EXPECT_TRUE(says(f->warnings,
-                     "vLLM would not start: it requires one request of max_model_len "
-                     "131,072 to fit as it counts one at most"))
+                     "vLLM would not start: its check that one request of max_model_len 131,072 "
+                     "tokens fits needs 14.2 GiB per GPU"))
         << testing::join(f->warnings);
     EXPECT_TRUE(says(f->notes,
                      "the 52 sliding-window and 10 full-attention layers in groups of 10 "
                      "(6 sliding, 1 full; 8 padding layers, as vLLM adds them)"))
         << testing::join(f->notes);
+    EXPECT_TRUE(f->short_at_startup);
+    EXPECT_TRUE(f->headroom_from_startup);
+    // A smaller budget, short for decoding too: the shortfall is still the start's, the larger, and says so.
+    d.fraction = 0.78;
+    auto both = fit(gemma, KvDtype::bf16, w, {}, d);
+    ASSERT_TRUE(both) << both.error_text();
+    EXPECT_FALSE(both->fits);
+    EXPECT_FALSE(both->short_at_startup);
+    EXPECT_TRUE(both->headroom_from_startup);
+    EXPECT_EQ(both->headroom_bytes_per_gpu, both->kv_budget_bytes_per_gpu - static_cast<std::int64_t>(start));
+    d.fraction = 0.85;
+    // Under pipeline parallelism every stage keeps the model's 7 groups with its share of their layers: four stages
+    // of 16, 16, 15 and 15 layers hold at most 3 layers of a group (vllm/v1/core/kv_cache_utils.py
+    // get_kv_cache_configs), so the fullest GPU's sequence is 3 pages a block.
+    const auto pp4 = vllm_hybrid_pages(gemma, KvDtype::bf16, {.context_tokens = 131072}, {.pp = 4});
+    ASSERT_TRUE(pp4);
+    ASSERT_EQ(pp4->stages.size(), 4u);
+    EXPECT_EQ(pp4->model_group_size, 10u);
+    for (const auto& st : pp4->stages) {
+        EXPECT_EQ(st.attention_groups, 1u);
+        EXPECT_EQ(st.sliding_groups, 6u);
+    }
+    EXPECT_EQ(pp4->bytes_per_sequence(131072).value(), 3ull * 131072 * (8192 + 6 * 65));
     // A smaller prefill chunk lowers the start's need below the budget: it fits.
     d.vllm.max_num_batched_tokens = 1024;
     f = fit(gemma, KvDtype::bf16, w, {}, d);

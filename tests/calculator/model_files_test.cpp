@@ -268,13 +268,15 @@ TEST(Safetensors, FloatFilesServedInFp8HaveTheirLinearLayersQuantizedAtLoadAndOt
     ASSERT_TRUE(quantized.ok()) << quantized.error_text();
     EXPECT_EQ(quantized->served_in(KvDtype::fp8_e4m3)->bytes, quantized->bytes);
     EXPECT_EQ(quantized->served_in(KvDtype::q4_0)->bytes, quantized->bytes);
-    // A format no engine quantizes float files to at load: refused, never the files' bf16 bytes under its name.
+    // A format KVScope knows no engine to make of float files at load: refused, never the files' bf16 bytes under its
+    // name.
     for (const KvDtype d : {KvDtype::q4_0, KvDtype::int8, KvDtype::fp8_e5m2}) {
         const auto refused = files->served_in(d);
         ASSERT_FALSE(refused.ok()) << to_string(d);
-        EXPECT_NE(refused.error_text().find("the weights' files hold BF16 values, and no engine quantizes them to " +
-                                            std::string(to_string(d))),
-                  std::string::npos)
+        EXPECT_NE(
+            refused.error_text().find("the weights' files hold BF16 values, and KVScope knows no engine that makes " +
+                                      std::string(to_string(d))),
+            std::string::npos)
             << refused.error_text();
     }
     EXPECT_TRUE(safetensors::quantized_at_load("model.layers.3.mlp.down_proj.weight", 2));

@@ -305,9 +305,25 @@ TEST(ScenarioFile, FieldsThisVersionDoesNotReadAreSaidWithTheirLines) {
               "prefix_cache_share (line " +
                   prefix +
                   "). The numbers leave it out (a newer KVScope or a hand edit may have written it), "
-                  "and saving writes the file without it. t.kvscope.json gives a field twice: "
+                  "and saving writes the file without it. t.kvscope.json gives a field more than once: "
                   "workload.batch (lines " +
                   first + " and " + last + "). The numbers read the last of each, and saving writes only it.");
+    // Given three times, one entry with every line; an unknown key given twice is named once, as unread.
+    std::string thrice = scenario_to_json(s);
+    thrice.insert(thrice.find(batch), "\"batch\": 3,\n\"batch\": 4,\n\"prefix_share\": 1,\n\"prefix_share\": 2,\n");
+    auto three = scenario_from_json(thrice, "3.kvscope.json");
+    ASSERT_TRUE(three.ok()) << three.error_text();
+    const std::string b1 = [&] {
+        const auto at = thrice.find("\"batch\": 3");
+        return std::to_string(1 + std::count(thrice.begin(), thrice.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    }();
+    const std::string b2 = std::to_string(std::stoi(b1) + 1), b3 = std::to_string(std::stoi(b1) + 4);
+    EXPECT_NE(three->unread.find("gives a field more than once: workload.batch (lines " + b1 + ", " + b2 + " and " +
+                                 b3 + ")"),
+              std::string::npos)
+        << three->unread;
+    EXPECT_NE(three->unread.find("does not read: workload.prefix_share (line"), std::string::npos) << three->unread;
+    EXPECT_EQ(three->unread.find("prefix_share (lines"), std::string::npos) << three->unread;
     // The keys every version reads, a legacy one included, are not listed.
     text = scenario_to_json(s, {"a warning"});
     text.insert(text.find("\"layers\":"), "\"layer_windows\": [4096, 0], ");

@@ -591,9 +591,11 @@ void DeploymentView::refreshResults() {
     } else if (f.fits) {
         verdict_->setText(
             tr("Fits, with %1 to spare per GPU").arg(both_units(static_cast<std::uint64_t>(headroom), units)));
-    } else if (f.short_at_startup) {
-        verdict_->setText(tr("Does not fit: short by %1 per GPU at vLLM's start check (see the warning); a decoding "
-                             "sequence fits")
+    } else if (f.headroom_from_startup) {
+        verdict_->setText((f.short_at_startup ? tr("Does not fit: short by %1 per GPU at vLLM's start check (see the "
+                                                   "warning); decoding alone would fit")
+                                              : tr("Does not fit: short by %1 per GPU at vLLM's start check (see the "
+                                                   "warning)"))
                               .arg(both_units(static_cast<std::uint64_t>(-headroom), units)));
     } else {
         verdict_->setText(
@@ -606,7 +608,8 @@ void DeploymentView::refreshResults() {
     const std::uint64_t kv_shown = std::min(f.kv_bytes_per_gpu, budget);
     // The recurrent state (hybrid and state-space models) shares the budget with the KV cache.
     const std::uint64_t state_shown = std::min(f.state_bytes_per_gpu, budget - kv_shown);
-    // vLLM's hybrid layout takes more than the plain sum (blocks and states padded to its pages): drawn too.
+    // vLLM's hybrid layout takes more than the plain sum (states padded to its pages, padding layers, a sliding
+    // group's block more): drawn too.
     const std::uint64_t padding = f.memory_bytes_per_gpu_needed > f.plain_memory_bytes_per_gpu
                                       ? f.memory_bytes_per_gpu_needed - f.plain_memory_bytes_per_gpu
                                       : 0;
@@ -633,11 +636,22 @@ void DeploymentView::refreshResults() {
         {tr("left unused"), f.free_bytes_per_gpu, QColor(0xdf, 0xe6, 0xe9)},
     };
     if (padding > 0)
-        segments.insert(2, {tr("vLLM page padding"), padding_shown, QColor(0xc3, 0xb1, 0xe1),
+        segments.insert(2, {tr("vLLM extra pages"), padding_shown, QColor(0xc3, 0xb1, 0xe1),
                             padding_shown == padding
                                 ? QString()
-                                : tr("vLLM page padding %1 of the %2 needed")
+                                : tr("vLLM extra pages %1 of the %2 needed")
                                       .arg(q(format_bytes(padding_shown, units)), q(format_bytes(padding, units)))});
+    // Where only vLLM's start check does not pass, what it asks beyond a decoding sequence's cache fills the budget
+    // and the rest is the overflow beyond the bar.
+    if (f.headroom_from_startup && f.startup_bytes_per_gpu > f.memory_bytes_per_gpu_needed) {
+        const std::uint64_t extra = f.startup_bytes_per_gpu - f.memory_bytes_per_gpu_needed;
+        const std::uint64_t extra_shown = std::min(extra, budget - kv_shown - state_shown - padding_shown);
+        segments.insert(
+            padding > 0 ? 3 : 2,
+            {tr("vLLM start check: a prefill chunk in each sliding group"), extra_shown, QColor(0xf3, 0xa6, 0x83),
+             tr("vLLM start check %1 of the %2 it asks beyond the cache")
+                 .arg(q(format_bytes(extra_shown, units)), q(format_bytes(extra, units)))});
+    }
     if (f.state_bytes_per_gpu > 0)
         segments.insert(2, {tr("recurrent state"), state_shown, QColor(0x8e, 0x6c, 0xc9), state_legend});
     bars_->setData(segments, f.memory_bytes_per_gpu, overflow, static_cast<int>(f.gpus), units);

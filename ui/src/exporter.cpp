@@ -268,9 +268,9 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
             for (const auto& w : warnings_and_not_exact(f.warnings, f.notes))
                 if (std::find(r.kv.warnings.begin(), r.kv.warnings.end(), w) == r.kv.warnings.end())
                     block(QObject::tr("Note: %1").arg(q(w)), 8, false, note_color);
-            block((f.fits               ? QObject::tr("Fits, %1 to spare per GPU")
-                   : f.short_at_startup ? QObject::tr("Does not fit, short by %1 per GPU at vLLM's start check")
-                                        : QObject::tr("Does not fit, short by %1 per GPU"))
+            block((f.fits                    ? QObject::tr("Fits, %1 to spare per GPU")
+                   : f.headroom_from_startup ? QObject::tr("Does not fit, short by %1 per GPU at vLLM's start check")
+                                             : QObject::tr("Does not fit, short by %1 per GPU"))
                           .arg(q(format_bytes(static_cast<std::uint64_t>(std::abs(f.headroom_bytes_per_gpu)), units))) +
                       QObject::tr(" · max %1 at this context · max context %2 · "
                                   "decode up to %3 tokens/s per sequence (the memory-bandwidth floor, %4 ms a step)")

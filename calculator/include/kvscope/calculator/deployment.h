@@ -245,7 +245,8 @@ struct FitReport {
     // What vLLM's check at start requires beside sliding layers (HybridPages::startup_bytes), 0 when none applies;
     // when it is over the budget the deployment does not fit, and the headroom is the check's.
     std::uint64_t startup_bytes_per_gpu = 0;
-    bool short_at_startup = false;
+    bool short_at_startup = false;       // decoding alone would fit: only the start check does not pass
+    bool headroom_from_startup = false;  // the headroom is budget - the start check's need (it is the larger)
     bool fits = false;
     std::int64_t headroom_bytes_per_gpu = 0;    // budget - need; negative = short by
     std::uint64_t free_bytes_per_gpu = 0;       // memory the rule leaves unused (fraction < 1)

@@ -177,6 +177,11 @@ struct HybridPages {
     std::uint64_t page_bytes = 0;       // one block of one attention layer (= one padded state, with states)
     std::uint64_t state_bytes = 0;      // one layer's state before padding (0: sliding and full layers)
     std::uint64_t window = 0;           // the sliding layers' window in tokens (0: none)
+    // Sliding beside full layers: the whole model's group size and layers of each kind (a pipeline stage keeps
+    // every group, with its own share of their layers).
+    std::uint64_t model_group_size = 0;
+    std::uint64_t model_full_layers = 0;
+    std::uint64_t model_sliding_layers = 0;
     struct Stage {
         std::uint64_t group_size = 0;        // layers per group
         std::uint64_t attention_groups = 0;  // groups of full-attention layers
@@ -200,8 +205,10 @@ struct HybridPages {
     [[nodiscard]] std::uint64_t max_tokens(std::uint64_t budget, std::uint64_t sequences) const;
     // What vLLM checks at start, on the heaviest GPU: that one request of `max_model_len` tokens fits, its sliding
     // groups holding window - 1 + `batched_tokens` tokens (a prefill chunk beside the window) and one block more
-    // (vllm/v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes, summed over the groups by
-    // vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory). The same as bytes_per_sequence without
+    // (vllm/v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes), each group's blocks costing
+    // group size x page, padding layers included (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory ->
+    // _max_memory_usage_bytes_from_groups, "correctly accounts for padding in hybrid models"; earlier releases
+    // summed the layers' own specs, without the padding: a lower figure). The same as bytes_per_sequence without
     // sliding groups.
     [[nodiscard]] Checked startup_bytes(std::uint64_t max_model_len, std::uint64_t batched_tokens) const;
     // The longest max_model_len that check passes in `budget` bytes (the most a uint64 holds: no limit).

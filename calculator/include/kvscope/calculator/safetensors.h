@@ -36,16 +36,18 @@ struct Header {
 // the model rebuilds. vLLM model_executor/models/gpt2.py and gpt_j.py load_weights skip ".attn.bias" and
 // ".attn.masked_bias" (GPT-2's causal masks, float32 1024x1024 per layer: 50 MB of openai-community/gpt2's 548 MB
 // file; "c_attn.bias" is a weight and is kept); llama.py and the models built on it skip "rotary_emb.inv_freq",
-// "rotary_emb.cos_cached" and "rotary_emb.sin_cached". transformers registers all of them as buffers
+// "rotary_emb.cos_cached" and "rotary_emb.sin_cached"; GPT-Neo's masks are ".attn.attention.bias" and
+// ".attn.attention.masked_bias". transformers registers all of them as buffers
 // (models/gpt2/modeling_gpt2.py GPT2Attention, persistent=False) and ignores them in a checkpoint.
 bool engine_skips(std::string_view name);
 
-// Whether serving a float checkpoint with vLLM's --quantization fp8 (SGLang's likewise) turns this tensor into fp8 at
-// load: the weight of a linear layer, which is what Fp8Config.get_quant_method quantizes (LinearBase and FusedMoE
-// layers: vllm/model_executor/layers/quantization/fp8.py). By name and rank: a tensor of 2 or more dimensions, but
-// not an embedding or the LM head (VocabParallelEmbedding and ParallelLMHead are not LinearBase), nor a MoE router
-// (built with quant_config=None: models/mixtral.py MixtralMoE.gate, qwen2_moe.py gate and shared_expert_gate,
-// deepseek_v2.py), nor a convolution or a state-space model's A_log (plain parameters: mamba_mixer.py).
+// Whether serving a float checkpoint with vLLM's --quantization fp8 turns this tensor into fp8 at load: the weight
+// of a linear layer, which is what Fp8Config.get_quant_method quantizes (LinearBase and FusedMoE layers:
+// vllm/model_executor/layers/quantization/fp8.py). By name and rank: a tensor of 2 or more dimensions, but not an
+// embedding or the LM head (VocabParallelEmbedding and ParallelLMHead are not LinearBase), nor a MoE router (built
+// with quant_config=None: models/mixtral.py MixtralMoE.gate, qwen2_moe.py gate and shared_expert_gate,
+// deepseek_v2.py; "router" in Llama 4, Jamba, DBRX and GraniteMoE), nor a convolution's kernel (3 or more
+// dimensions) or a state-space model's A_log (plain parameters: mamba_mixer.py).
 bool quantized_at_load(std::string_view name, std::size_t rank);
 
 // One file's header from its first bytes: `bytes` may hold the whole file or only its start (at least the
@@ -76,8 +78,8 @@ struct Weights {
     // in fp8_e4m3 its linear layers are quantized at load (quantized_at_load), the rest in the files' half precision
     // (bf16 for float32 files); its integer buffers (I64 position ids, BOOL masks) stay as stored. One of mixed
     // formats (quantized integers, fp8 and their scales; float32 norms beside bf16) is loaded as stored, whatever
-    // `dtype`. An error for a format no engine quantizes float files to at load (int8, int4, q8_0, q4_0, mxfp4,
-    // fp8_e5m2): the files are not what would be served.
+    // `dtype`. An error for a format KVScope knows no engine to make of float files at load (int8, int4, q8_0, q4_0,
+    // mxfp4, fp8_e5m2): the files are not what would be served.
     [[nodiscard]] Result<Weights> served_in(KvDtype dtype) const;
 };
 
