@@ -155,14 +155,19 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
         d.weights_source.clear();
         d.weight_quant.reset();
     }
-    if (o.weights) {
+    // The weights' files: --weights, or --model-dir's own when --weight-dtype asks for another format than its
+    // config (a folder of no safetensors keeps the estimate), so that both read the same files the same way.
+    std::optional<std::string> weights_path = o.weights;
+    if (!weights_path && o.weight_dtype && o.model_dir && safetensors::read_weights(*o.model_dir))
+        weights_path = o.model_dir;
+    if (weights_path) {
         // A float32 checkpoint is served in bf16, a float one with --weight-dtype fp8 quantized at load.
-        const auto files = safetensors::read_weights(*o.weights);
+        const auto files = safetensors::read_weights(*weights_path);
         const auto served = files ? files->served_in(d.weight_dtype) : Result<safetensors::Weights>(files.errors());
         if (served && served->bytes == 0) {
             // Nothing an engine loads (only buffers it skips, or no tensor): said, never the estimate in silence.
             errors.push_back(
-                {"--weights", *o.weights + ": holds no weights an engine loads (" +
+                {"--weights", *weights_path + ": holds no weights an engine loads (" +
                                   format_count_of(files->tensors + files->skipped_tensors, "tensor", "tensors") +
                                   (files->skipped_tensors > 0 ? ", all buffers engines skip at load" : "") + ")"});
         } else if (served) {

@@ -482,7 +482,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                 "vLLM's hybrid cache manager: attention blocks of " + format_count(h.attention_block) +
                 " tokens so that one page (" + format_count(h.page_bytes) +
                 " bytes) holds a layer's recurrent state (" + format_count(h.state_bytes) +
-                " bytes, padded), layers in groups of " + format_count(st.group_size) + " (" +
+                " bytes, padded), layers in groups of " + format_count(h.model_group_size) + " (" +
                 std::to_string(st.attention_groups) + " attention, " + std::to_string(st.state_groups) + " state); " +
                 format_bytes(r.memory_bytes_per_gpu_needed) + " per GPU against " +
                 format_bytes(r.plain_memory_bytes_per_gpu) +

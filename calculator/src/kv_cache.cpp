@@ -457,6 +457,42 @@ std::pair<std::uint64_t, std::uint64_t> stage_layers(const Architecture& arch, c
     return {s * base + std::min(s, extra), base + (s < extra ? 1 : 0)};
 }
 
+// The model's groups of two kinds of layer (`kind_a` and `kind_b` say which layers hold each; a layer may hold
+// both, as Falcon-H1's attention and Mamba mixers) and each pipeline stage's share (vllm/v1/core/kv_cache_utils.py
+// get_kv_cache_configs: the groups are built from every worker's layers, then each worker keeps every group with
+// its own layers of it): each kind's layers in order, dealt round-robin into its groups (layers[i::num_groups]);
+// a stage's tensors are as many as its fullest group has layers there. Fills the stages' group sizes and counts.
+std::uint64_t group_two_kinds(const std::vector<bool>& kind_a, const std::vector<bool>& kind_b,
+                              const Architecture& arch, const Parallelism& parallel, HybridPages& h,
+                              std::uint64_t HybridPages::Stage::*groups_b) {
+    const auto count = [](const std::vector<bool>& v) {
+        return static_cast<std::uint64_t>(std::count(v.begin(), v.end(), true));
+    };
+    const std::uint64_t na = count(kind_a), nb = count(kind_b);
+    const std::uint64_t size = group_size_of(na, nb);
+    const std::uint64_t groups_a = na > 0 ? ceil_div(na, size) : 0, groups_of_b = nb > 0 ? ceil_div(nb, size) : 0;
+    std::vector<std::uint64_t> a_group(arch.layers, 0), b_group(arch.layers, 0);
+    std::uint64_t next_a = 0, next_b = 0;
+    for (std::uint64_t l = 0; l < arch.layers; ++l) {
+        if (kind_a[l] && groups_a > 0) a_group[l] = next_a++ % groups_a;
+        if (kind_b[l] && groups_of_b > 0) b_group[l] = groups_a + next_b++ % groups_of_b;
+    }
+    for (std::uint64_t s = 0; s < parallel.pp; ++s) {
+        const auto [first, layers] = stage_layers(arch, parallel, s);
+        std::vector<std::uint64_t> in_group(groups_a + groups_of_b + 1, 0);
+        HybridPages::Stage st;
+        for (std::uint64_t l = first; l < first + layers; ++l) {
+            if (kind_a[l]) ++in_group[a_group[l]], ++st.full_layers;
+            if (kind_b[l]) ++in_group[b_group[l]], ++st.sliding_layers;
+        }
+        st.group_size = *std::max_element(in_group.begin(), in_group.end());
+        st.attention_groups = groups_a;
+        st.*groups_b = groups_of_b;
+        h.stages.push_back(st);
+    }
+    return size;
+}
+
 // Sliding-window layers of one window beside full-attention layers, every one of one row size, with no state.
 std::optional<HybridPages> vllm_sliding_pages(const KvLayout& layout, const Architecture& arch,
                                               const Workload& workload, const Parallelism& parallel) {
@@ -480,38 +516,14 @@ std::optional<HybridPages> vllm_sliding_pages(const KvLayout& layout, const Arch
     h.attention_block = std::max<std::uint64_t>(workload.block_size, 16);  // vLLM's CUDA default block
     h.page_bytes = h.attention_block * row;
     h.window = window;
-    // The groups are the whole model's (vllm/v1/core/kv_cache_utils.py get_kv_cache_configs groups the layers of
-    // every worker, then gives each its share): each kind's layers in order, dealt round-robin into its groups
-    // (layers[i::num_groups]). A pipeline stage keeps every group, its layers of each, and as many tensors as
-    // its fullest group has layers there.
-    std::uint64_t sliding_layers = 0;
-    for (std::uint64_t l = 0; l < arch.layers; ++l)
-        sliding_layers += layout.row_bytes_per_gpu(l) > 0 && layout.window(l) > 0;
-    h.model_group_size = group_size_of(full, sliding_layers);
-    h.model_full_layers = full;
-    h.model_sliding_layers = sliding_layers;
-    const std::uint64_t full_groups = ceil_div(full, h.model_group_size);
-    const std::uint64_t sliding_groups = ceil_div(sliding_layers, h.model_group_size);
-    std::vector<std::uint64_t> group_of(arch.layers, 0);  // full groups first, then the sliding ones
-    std::uint64_t next_full = 0, next_sliding = 0;
+    std::vector<bool> is_full(arch.layers, false), is_sliding(arch.layers, false);
     for (std::uint64_t l = 0; l < arch.layers; ++l) {
         if (layout.row_bytes_per_gpu(l) == 0) continue;
-        group_of[l] = layout.window(l) == 0 ? next_full++ % full_groups : full_groups + next_sliding++ % sliding_groups;
+        (layout.window(l) == 0 ? is_full : is_sliding)[l] = true;
     }
-    for (std::uint64_t s = 0; s < parallel.pp; ++s) {
-        const auto [first, count] = stage_layers(arch, parallel, s);
-        HybridPages::Stage st;
-        std::vector<std::uint64_t> in_group(full_groups + sliding_groups, 0);
-        for (std::uint64_t l = first; l < first + count; ++l) {
-            if (layout.row_bytes_per_gpu(l) == 0) continue;
-            ++(layout.window(l) == 0 ? st.full_layers : st.sliding_layers);
-            ++in_group[group_of[l]];
-        }
-        st.group_size = *std::max_element(in_group.begin(), in_group.end());
-        st.attention_groups = full_groups;
-        st.sliding_groups = sliding_groups;
-        h.stages.push_back(st);
-    }
+    h.model_group_size = group_two_kinds(is_full, is_sliding, arch, parallel, h, &HybridPages::Stage::sliding_groups);
+    h.model_full_layers = full;
+    h.model_sliding_layers = static_cast<std::uint64_t>(std::count(is_sliding.begin(), is_sliding.end(), true));
     return h;
 }
 
@@ -548,22 +560,14 @@ std::optional<HybridPages> vllm_hybrid_pages(const KvLayout& made, const Archite
     h.attention_block = std::max<std::uint64_t>(workload.block_size, 16 * ceil_div(state, 16 * row));
     h.page_bytes = h.attention_block * row;
     h.state_bytes = state;
-    // Contiguous pipeline stages, as KvLayout splits them; in each, layers of a kind form groups of
-    // group_size: the smallest kind's count, or the largest when it is under 1.5 times the smallest.
-    for (std::uint64_t s = 0; s < parallel.pp; ++s) {
-        const auto [first, count] = stage_layers(arch, parallel, s);
-        std::uint64_t attention = 0, states = 0;
-        for (std::uint64_t l = first; l < first + count; ++l) {
-            attention += layout->row_bytes_per_gpu(l) > 0;
-            states += arch.layer(l).keeps_state();
-        }
-        HybridPages::Stage st;
-        st.group_size = group_size_of(attention, states);
-        st.attention_groups = attention > 0 ? ceil_div(attention, st.group_size) : 0;
-        st.state_groups = states > 0 ? ceil_div(states, st.group_size) : 0;
-        st.full_layers = attention;
-        h.stages.push_back(st);
+    // The model's groups of attention and state layers, each pipeline stage keeping every group.
+    std::vector<bool> attends(arch.layers, false), states(arch.layers, false);
+    for (std::uint64_t l = 0; l < arch.layers; ++l) {
+        attends[l] = layout->row_bytes_per_gpu(l) > 0;
+        states[l] = arch.layer(l).keeps_state();
     }
+    h.model_group_size = group_two_kinds(attends, states, arch, parallel, h, &HybridPages::Stage::state_groups);
+    for (HybridPages::Stage& st : h.stages) st.sliding_layers = 0;  // they counted the state layers
     return h;
 }
 

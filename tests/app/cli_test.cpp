@@ -675,9 +675,11 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
                   "2,048 bytes, exact from 1 safetensors header: their 4,096 bytes of F32 loaded as BF16")
             << args;
     }
-    // --weight-dtype asks for another format than the files hold: the estimate again.
+    // --weight-dtype asks for another format than the files hold: the files as that format is served (their 1-D
+    // tensors are no linear layers: as stored), the same through --model-dir as through --weights.
     const auto fp8 = json_of(cli("fit --model-dir " + at("Llama 3 8B") + " --gpu h100-sxm --weight-dtype fp8 --json"));
-    EXPECT_FALSE(fp8.find("weights_exact")->as_bool());
+    EXPECT_TRUE(fp8.find("weights_exact")->as_bool());
+    EXPECT_EQ(u64(fp8, "weights_bytes"), 2048u);
     // --weights with --weight-dtype fp8: the files' linear layers as vLLM's --quantization fp8 makes them at load; a
     // format no engine makes of them at load is refused, naming --weight-dtype, rather than counted as stored.
     write_file(dir / "one layer" / "model.safetensors",
@@ -696,6 +698,11 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
     EXPECT_NE(masks.err.find("holds no weights an engine loads (1 tensor, all buffers engines skip at load)"),
               std::string::npos)
         << masks.err;
+    // --model-dir's own files are read the same way when --weight-dtype asks for another format.
+    write_file(dir / "one layer" / "config.json", kLlama3Config);
+    const CliRun own = cli("fit --model-dir " + at("one layer") + " --gpu h100-sxm --weight-dtype fp8 --json");
+    ASSERT_EQ(own.status, 0) << own.err;
+    EXPECT_EQ(u64(json_of(own), "weights_bytes"), 1024u);
     const CliRun q4 = cli("fit --model llama-3-8b --gpu h100-sxm --weight-dtype q4_0 --weights " + at("one layer"));
     EXPECT_EQ(q4.status, 2);
     EXPECT_NE(

@@ -164,6 +164,29 @@ TEST(Window, DeploymentTabAnswersTheReadmeQuestion) {
         << w.deployment()->verdictLabel()->text().toStdString();
 }
 
+TEST(Window, TheDeploymentTabSaysWhenOnlyVllmsStartCheckDoesNotPass) {
+    // kvscope-cli fit --model gemma-3-27b --gpu h100-sxm --context 128k --utilization 0.85: "DOES NOT FIT: short by
+    // 1.98 GiB per GPU at vLLM's start check (see the warning); decoding alone would fit" (cli_test).
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("gemma-3-27b");
+    w.deployment()->enableBox()->setChecked(true);  // one H100, vLLM
+    w.model()->edit("start check", [](Scenario& s) {
+        s.workload.context_tokens = 131072;
+        s.deployment->fraction = 0.85;
+        s.deployment->fraction_given = true;
+    });
+    const QString verdict = w.deployment()->verdictLabel()->text();
+    EXPECT_TRUE(
+        verdict.startsWith("Does not fit: short by 1.98 GiB (2.13 GB) per GPU at vLLM's start check (see the "
+                           "warning); decoding alone would fit"))
+        << verdict.toStdString();
+    const auto segments = w.deployment()->bars()->segments();
+    EXPECT_TRUE(std::any_of(segments.begin(), segments.end(),
+                            [](const auto& seg) { return seg.label.startsWith("vLLM start check"); }));
+    EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains("vLLM would not start"))
+        << w.deployment()->figuresLabel()->text().toStdString();
+}
+
 TEST(Window, VllmsStartupSettingsAreFieldsThatChangeItsReserve) {
     MainWindow w(catalog(), false);
     w.model()->loadCatalogModel("llama-3-70b");
