@@ -157,9 +157,14 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
     }
     // The weights' files: --weights, or --model-dir's own when --weight-dtype asks for another format than its
     // config (a folder of no safetensors keeps the estimate), so that both read the same files the same way.
+    // Only float files: a quantized checkpoint in another format is no longer what its files hold (the estimate).
     std::optional<std::string> weights_path = o.weights;
-    if (!weights_path && o.weight_dtype && o.model_dir && safetensors::read_weights(*o.model_dir))
-        weights_path = o.model_dir;
+    const char* weights_flag = "--weights";
+    if (!weights_path && o.weight_dtype && o.model_dir)
+        if (const auto own = safetensors::read_weights(*o.model_dir); own && own->float_only() && own->bytes > 0) {
+            weights_path = o.model_dir;
+            weights_flag = "--model-dir";
+        }
     if (weights_path) {
         // A float32 checkpoint is served in bf16, a float one with --weight-dtype fp8 quantized at load.
         const auto files = safetensors::read_weights(*weights_path);
@@ -167,14 +172,14 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
         if (served && served->bytes == 0) {
             // Nothing an engine loads (only buffers it skips, or no tensor): said, never the estimate in silence.
             errors.push_back(
-                {"--weights", *weights_path + ": holds no weights an engine loads (" +
-                                  format_count_of(files->tensors + files->skipped_tensors, "tensor", "tensors") +
-                                  (files->skipped_tensors > 0 ? ", all buffers engines skip at load" : "") + ")"});
+                {weights_flag, *weights_path + ": holds no weights an engine loads (" +
+                                   format_count_of(files->tensors + files->skipped_tensors, "tensor", "tensors") +
+                                   (files->skipped_tensors > 0 ? ", all buffers engines skip at load" : "") + ")"});
         } else if (served) {
             d.weights_bytes_exact = served->bytes;
             d.weights_source = served->source_text();
         } else {
-            for (const auto& e : served.errors()) errors.push_back({files ? e.field : "--weights", e.message});
+            for (const auto& e : served.errors()) errors.push_back({files ? e.field : weights_flag, e.message});
         }
     }
     // --reserve replaces a derived reserve (vLLM's profile peak, TensorRT-LLM's, llama.cpp's compute buffer);

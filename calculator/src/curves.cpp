@@ -69,7 +69,7 @@ Result<std::optional<Curve>> allocated_curve(const Architecture& arch, KvDtype d
                                              const FitReport& fit, const Curves& curves) {
     auto cache = fit_cache_architecture(arch, deployment);
     if (!cache) return cache.errors();
-    const Workload w = engine_workload(workload, deployment.engine);
+    const Workload w = engine_workload(workload, deployment, *cache);
     auto layout = KvLayout::make(*cache, dtype, w, parallel);
     if (!layout) return layout.errors();
     const auto model =

@@ -107,7 +107,7 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
     d.cumulative_flops_uncached = work.cumulative_uncached;
 
     // Smallest context where the cache on a GPU outweighs that GPU's share of the weights.
-    const Workload stored = engine_workload(workload, deployment.engine);  // as the fit stored it
+    const Workload stored = engine_workload(workload, deployment, arch);  // as the fit stored it
     auto layout = KvLayout::make(engine_architecture(arch, deployment.engine, llama_cpp_ubatch(deployment)), kv_dtype,
                                  stored, parallel);
     if (!layout) return layout.errors();

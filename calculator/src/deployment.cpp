@@ -156,9 +156,20 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
     return e;
 }
 
-Workload engine_workload(const Workload& workload, Engine engine) {
+bool vllm_keeps_full_context(const Deployment& d, const Architecture& cache_arch) {
+    // V0's block tables are shared by every layer, so a sliding layer beside full ones holds the blocks of the
+    // whole context (its kernel reads only the window); V1 before the hybrid KV cache manager turned sliding specs
+    // into full ones (vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs), as it still does when the manager
+    // is disabled. The manager came with 0.10.
+    const std::uint64_t minor = d.vllm.version_minor > 0 ? d.vllm.version_minor : kDefaultVllmMinor;
+    return d.engine == Engine::vllm && minor < 10 && cache_arch.has_sliding_layers() &&
+           cache_arch.count_layers(LayerKind::full) > 0;
+}
+
+Workload engine_workload(const Workload& workload, const Deployment& d, const Architecture& cache_arch) {
     Workload w = workload;
-    if (engine == Engine::llama_cpp) w.block_size = 1;
+    if (d.engine == Engine::llama_cpp) w.block_size = 1;
+    if (vllm_keeps_full_context(d, cache_arch)) w.full_window = true;
     return w;
 }
 
@@ -220,7 +231,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     if (!served) return served.errors();
     const Architecture& model_arch = served->model;
     const Architecture* cache_arch = &served->cache;
-    const Workload workload = engine_workload(workload_in, d.engine);
+    const Workload workload = engine_workload(workload_in, d, *cache_arch);
     const std::uint64_t ubatch = llama_cpp_ubatch(d);
     const Architecture arch = engine_architecture(*cache_arch, d.engine, ubatch);
     FitReport r;
@@ -312,15 +323,11 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     r.memory_bytes_per_gpu_needed = r.plain_memory_bytes_per_gpu = kv->memory_bytes_per_gpu;
     // vLLM's hybrid cache manager lays out a model with recurrent and attention layers in pages of its own.
     if (d.engine == Engine::vllm) r.engine_pages = vllm_hybrid_pages(*layout_or, arch, workload, parallel);
-    // Sliding layers beside full ones are laid out so by vLLM's hybrid KV cache manager, from 0.10; earlier
-    // releases are left to the plain sum, and that is said.
-    const std::uint64_t vllm_minor = d.vllm.version_minor > 0 ? d.vllm.version_minor : kDefaultVllmMinor;
-    if (r.engine_pages && r.engine_pages->window > 0 && vllm_minor < 10) {
-        r.engine_pages.reset();
+    if (!workload_in.full_window && vllm_keeps_full_context(d, *cache_arch))
         r.notes.emplace_back(
-            "not exact: vLLM before 0.10 (no hybrid KV cache manager) does not lay out sliding-window layers beside "
-            "full ones as 0.10 on does; the plain per-layer sum is counted");
-    }
+            "vLLM before 0.10 (no hybrid KV cache manager) keeps the whole context on the sliding-window layers "
+            "beside full ones, as --full-window counts them: its block tables are the model's, every layer's "
+            "(vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs; V0's block manager)");
     // Speculative decoding keeps a state page per drafted token beside each running state: as many as the MTP
     // layers when --mtp serves them (vllm/config/speculative.py: num_speculative_tokens defaults to n_predict).
     if (r.engine_pages && d.mtp) r.engine_pages->speculative_blocks = checkpoint.mtp_layers;
@@ -396,7 +403,8 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     // vLLM refuses to start unless one request of max_model_len fits as it counts one at most, a sliding group
     // holding a prefill chunk beside its window: with sliding layers, more than a decoding sequence keeps.
     std::uint64_t startup_limit = std::numeric_limits<std::uint64_t>::max();
-    if (r.engine_pages && r.engine_pages->window > 0) {
+    // With no budget at all the weights and reserves are the reason, said above; the check is not reached.
+    if (r.engine_pages && r.engine_pages->window > 0 && budget > 0) {
         const std::uint64_t chunk = vllm_batch(workload, d).max_num_batched_tokens;
         const Checked start = r.engine_pages->startup_bytes(workload.context_tokens, chunk);
         r.startup_bytes_per_gpu = start.overflow() ? std::numeric_limits<std::uint64_t>::max() : start.value();

@@ -234,6 +234,13 @@ std::uint64_t width_of(const std::string& dtype) { return *dtype_bits(dtype) / 8
 
 }  // namespace
 
+bool Weights::float_only() const {
+    return std::all_of(by_dtype.begin(), by_dtype.end(), [](const auto& entry) {
+        const std::string& d = entry.first;
+        return d == "F16" || d == "BF16" || d == "F32" || d == "F64" || d == "I64" || d == "BOOL";
+    });
+}
+
 Result<Weights> Weights::served_in(KvDtype dtype) const {
     // vLLM creates each parameter in the model's dtype and copies the checkpoint's tensor into it
     // (model_executor/model_loader/weight_utils.py default_weight_loader), casting float tensors; dtype=auto serves a
@@ -305,7 +312,7 @@ Result<Weights> Weights::served_in(KvDtype dtype) const {
                               std::string(to_string(dtype)) +
                               " of them as it loads them (vLLM's --quantization fp8 makes fp8_e4m3; its in-flight "
                               "bitsandbytes and torchao modes are not counted here): give the files of a checkpoint "
-                              "quantized so, or leave out --weights for an estimate in " +
+                              "quantized so, or the format without the files for an estimate in " +
                               std::string(to_string(dtype))};
     // The same width (bf16 and fp16) is the same bytes: nothing is recast, nor said to be; nor mixed formats.
     if (only.empty() || width_of(only) == width_of(target)) return *this;

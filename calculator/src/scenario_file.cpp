@@ -55,6 +55,14 @@ struct Typed<std::string> {
     static constexpr const char* expected = "must be a string";
 };
 
+// "30", "30 and 31", "30, 31 and 34".
+std::string line_list(const std::vector<int>& lines) {
+    std::string list;
+    for (std::size_t i = 0; i < lines.size(); ++i)
+        list += (i == 0 ? "" : i + 1 == lines.size() ? " and " : ", ") + std::to_string(lines[i]);
+    return list;
+}
+
 // Reads typed members, collecting every problem as "file:line field: message".
 class Reader {
 public:
@@ -112,10 +120,21 @@ public:
     // a newer version, or a key misspelt by hand, which the numbers do not include.
     [[nodiscard]] std::vector<std::string> unread() const {
         std::vector<std::pair<int, std::string>> found;
-        for (const auto& [object, path] : objects_)
+        for (const auto& [object, path] : objects_) {
+            std::map<std::string_view, std::vector<int>> lines;  // a key given more than once is one field
+            std::vector<std::string_view> order;
             for (const auto& [key, value] : object->members())
-                if (!asked_.contains({object, key}))
-                    found.emplace_back(value.line(), path + key + " (line " + std::to_string(value.line()) + ")");
+                if (!asked_.contains({object, key})) {
+                    auto& at = lines[key];
+                    if (at.empty()) order.push_back(key);
+                    at.push_back(value.line());
+                }
+            for (const std::string_view key : order) {
+                const std::vector<int>& at = lines[key];
+                found.emplace_back(at.front(), path + std::string(key) + (at.size() == 1 ? " (line " : " (lines ") +
+                                                   line_list(at) + ")");
+            }
+        }
         std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
         std::vector<std::string> out;
         out.reserve(found.size());
@@ -132,13 +151,9 @@ public:
             std::map<std::string_view, std::vector<int>> lines;  // each key read, and every line that gives it
             for (const auto& [key, value] : object->members())
                 if (asked_.contains({object, key})) lines[key].push_back(value.line());
-            for (const auto& [key, at] : lines) {
-                if (at.size() < 2) continue;
-                std::string list;
-                for (std::size_t i = 0; i < at.size(); ++i)
-                    list += (i == 0 ? "" : i + 1 == at.size() ? " and " : ", ") + std::to_string(at[i]);
-                found.emplace_back(at.front(), path + std::string(key) + " (lines " + list + ")");
-            }
+            for (const auto& [key, at] : lines)
+                if (at.size() >= 2)
+                    found.emplace_back(at.front(), path + std::string(key) + " (lines " + line_list(at) + ")");
         }
         std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
         std::vector<std::string> out;

@@ -136,10 +136,19 @@ TEST(Cli, SlidingLayersBesideFullOnesAreInVllmsPagesAndItsStartCheckInTheVerdict
     const auto small = json_of(cli(args + " --max-num-batched-tokens 1024 --json"));
     EXPECT_TRUE(small.find("fits")->as_bool());
     EXPECT_FALSE(small.find("short_at_startup")->as_bool());
-    // vLLM before 0.10 had no hybrid KV cache manager: the plain sum, said not to be exact.
-    const CliRun old = cli(args + " --vllm-version 0.9");
-    EXPECT_NE(old.out.find("not exact: vLLM before 0.10"), std::string::npos) << old.out;
-    EXPECT_EQ(old.out.find("vLLM's start check"), std::string::npos) << old.out;
+    // vLLM before 0.10 had no hybrid KV cache manager: the sliding layers keep the whole context, as --full-window
+    // counts them, and that is said.
+    const auto old = json_of(cli(args + " --vllm-version 0.9 --json"));
+    const auto full = json_of(cli(args + " --vllm-version 0.9 --full-window --json"));
+    EXPECT_EQ(u64(old, "kv_cache_bytes_per_gpu"), u64(full, "kv_cache_bytes_per_gpu"));
+    EXPECT_TRUE(old.find("vllm_hybrid_layout")->is_null());
+    const CliRun old_table = cli(args + " --vllm-version 0.9");
+    EXPECT_NE(old_table.out.find("vLLM before 0.10 (no hybrid KV cache manager) keeps the whole context"),
+              std::string::npos)
+        << old_table.out;
+    // Where the weights alone do not fit, they are the reason; the start check is not reached.
+    const CliRun small_gpu = cli("fit --model gemma-3-27b --gpu rtx-4090 --context 32k");
+    EXPECT_EQ(small_gpu.out.find("start check"), std::string::npos) << small_gpu.out;
 }
 
 TEST(Cli, VllmsStartupSettingsChangeItsReserveAndTheFitNamesEachPart) {

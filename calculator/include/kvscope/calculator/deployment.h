@@ -154,8 +154,12 @@ void adopt_model_weights(Deployment& d, const ModelWeights& w);
 // The deployment's weights in a few words: "in bf16", or "432,704 bytes, exact from the GGUF's 3 tensors".
 std::string weights_text(const Deployment& d);
 
-// The workload as the engine stores it: llama.cpp keeps one contiguous cache (block size 1).
-Workload engine_workload(const Workload& workload, Engine engine);
+// The workload as the engine stores it: llama.cpp keeps one contiguous cache (block size 1); vLLM before its
+// hybrid KV cache manager (0.10) keeps the whole context on sliding layers that sit beside full ones.
+// `cache_arch`: the layers whose cache is counted.
+Workload engine_workload(const Workload& workload, const Deployment& d, const Architecture& cache_arch);
+// Whether that vLLM rule applies: a release before 0.10, and sliding layers beside full ones.
+bool vllm_keeps_full_context(const Deployment& d, const Architecture& cache_arch);
 // The layers as the engine keeps them: llama.cpp's sliding and chunked layers hold their window plus one
 // micro-batch (n_ubatch, kLlamaCppUbatch unless set) tokens, padded to 256; every other engine keeps the window.
 // llama.cpp also keeps the recurrent state in f32.

@@ -208,8 +208,8 @@ struct HybridPages {
     // (vllm/v1/kv_cache_interface.py SlidingWindowSpec.max_memory_usage_bytes), each group's blocks costing
     // group size x page, padding layers included (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory ->
     // _max_memory_usage_bytes_from_groups, "correctly accounts for padding in hybrid models"; earlier releases
-    // summed the layers' own specs, without the padding: a lower figure). The same as bytes_per_sequence without
-    // sliding groups.
+    // counted less: the layers' own specs without the padding, or only the first group's blocks). The same as
+    // bytes_per_sequence without sliding groups.
     [[nodiscard]] Checked startup_bytes(std::uint64_t max_model_len, std::uint64_t batched_tokens) const;
     // The longest max_model_len that check passes in `budget` bytes (the most a uint64 holds: no limit).
     [[nodiscard]] std::uint64_t startup_max_tokens(std::uint64_t budget, std::uint64_t batched_tokens) const;

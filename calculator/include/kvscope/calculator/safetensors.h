@@ -81,6 +81,9 @@ struct Weights {
     // `dtype`. An error for a format KVScope knows no engine to make of float files at load (int8, int4, q8_0, q4_0,
     // mxfp4, fp8_e5m2): the files are not what would be served.
     [[nodiscard]] Result<Weights> served_in(KvDtype dtype) const;
+    // Whether every tensor is a float one (F16, BF16, F32, F64) or an integer buffer (I64, BOOL): a checkpoint an
+    // engine may cast or quantize as it loads it, not one already quantized.
+    [[nodiscard]] bool float_only() const;
 };
 
 // `path`: a .safetensors file; a folder with model.safetensors.index.json (its shards, each once); a folder of
