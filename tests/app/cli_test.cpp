@@ -132,6 +132,16 @@ TEST(Cli, SlidingLayersBesideFullOnesAreInVllmsPagesAndItsStartCheckInTheVerdict
     EXPECT_EQ(u64(*layout, "sliding_groups"), 6u);
     EXPECT_EQ(u64(*layout, "sliding_window_tokens"), 1024u);
     EXPECT_EQ(u64(v, "max_batch"), 0u);
+    // The CSV row carries the same: its headroom is the start check's, and says so.
+    const CliRun csv = cli(args + " --csv");
+    ASSERT_EQ(csv.status, 0) << csv.err;
+    EXPECT_NE(csv.out.find(",fits,headroom_bytes_per_gpu,headroom_from_startup,vllm_startup_bytes_per_gpu,"),
+              std::string::npos)
+        << csv.out;
+    EXPECT_NE(csv.out.find(",false," + std::to_string(*v.find("headroom_bytes_per_gpu")->as_i64()) + ",true," +
+                           std::to_string(10ull * 131072 * (8192 + 6 * 577)) + ","),
+              std::string::npos)
+        << csv.out;
     // A smaller prefill chunk passes the check.
     const auto small = json_of(cli(args + " --max-num-batched-tokens 1024 --json"));
     EXPECT_TRUE(small.find("fits")->as_bool());
