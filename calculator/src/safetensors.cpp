@@ -234,11 +234,18 @@ std::uint64_t width_of(const std::string& dtype) { return *dtype_bits(dtype) / 8
 
 }  // namespace
 
+namespace {
+
+// Float formats an engine may cast or quantize as it loads them, and the integer buffers (position ids, masks)
+// stored beside the weights, which stay as they are.
+bool is_float_format(const std::string& d) { return d == "F16" || d == "BF16" || d == "F32" || d == "F64"; }
+bool is_buffer_format(const std::string& d) { return d == "I64" || d == "BOOL"; }
+
+}  // namespace
+
 bool Weights::float_only() const {
-    return std::all_of(by_dtype.begin(), by_dtype.end(), [](const auto& entry) {
-        const std::string& d = entry.first;
-        return d == "F16" || d == "BF16" || d == "F32" || d == "F64" || d == "I64" || d == "BOOL";
-    });
+    return std::all_of(by_dtype.begin(), by_dtype.end(),
+                       [](const auto& entry) { return is_float_format(entry.first) || is_buffer_format(entry.first); });
 }
 
 Result<Weights> Weights::served_in(KvDtype dtype) const {
@@ -247,10 +254,8 @@ Result<Weights> Weights::served_in(KvDtype dtype) const {
     // float32 checkpoint in bf16 (config/model.py _resolve_auto_dtype). Only a checkpoint of one float format is
     // recast here: where formats are mixed (bf16 weights beside float32 norms, or a state-space model's A_log, which
     // some models keep in float32; quantized integers and fp8 with their scales) the files' bytes stand.
-    const auto is_float = [](const std::string& d) { return d == "F16" || d == "BF16" || d == "F32" || d == "F64"; };
-    // Buffers stored beside the weights (position ids, masks) are integers and stay as they are; any other format
-    // (packed integers, fp8) makes the checkpoint a quantized one, loaded as stored.
-    const auto is_buffer = [](const std::string& d) { return d == "I64" || d == "BOOL"; };
+    const auto is_float = is_float_format;  // any other format (packed integers, fp8) is a quantized checkpoint
+    const auto is_buffer = is_buffer_format;
     std::string only;  // the one float format, or empty
     bool mixed = false;
     for (const auto& [name, b] : by_dtype) {
