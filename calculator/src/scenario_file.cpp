@@ -8,10 +8,13 @@
 
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/json.h"
+#include "scenario_notes.h"
 
 namespace kvscope {
 
 using json::Value;
+using scenario_notes::comma_list;
+using scenario_notes::line_list;
 
 namespace {
 
@@ -54,14 +57,6 @@ struct Typed<std::string> {
     static Value put(const std::string& x) { return Value::string(x); }
     static constexpr const char* expected = "must be a string";
 };
-
-// "30", "30 and 31", "30, 31 and 34".
-std::string line_list(const std::vector<int>& lines) {
-    std::string list;
-    for (std::size_t i = 0; i < lines.size(); ++i)
-        list += (i == 0 ? "" : i + 1 == lines.size() ? " and " : ", ") + std::to_string(lines[i]);
-    return list;
-}
 
 // Reads typed members, collecting every problem as "file:line field: message".
 class Reader {
@@ -584,48 +579,6 @@ std::string scenario_to_json(const Scenario& s, const std::vector<std::string>& 
     return scenario_json(s, warnings).dump() + "\n";
 }
 
-namespace {
-
-// The repairs in one sentence: "source was written with decimal commas …: line 40 fraction 0,85 -> 0.85".
-std::string repair_note(const std::string& source, const std::vector<json::DecimalCommaRepair>& repairs) {
-    std::string list;
-    for (const auto& r : repairs)
-        list += (list.empty() ? "" : ", ") + (r.key.empty() ? "" : r.key + " ") + r.before + " -> " + r.after +
-                " (line " + std::to_string(r.line) + ")";
-    return source +
-           " held numbers written with a decimal comma (KVScope 0.1 saved them so in a German, French or "
-           "other comma locale); they were read as decimals: " +
-           list + ". Save the scenario to store the repaired file.";
-}
-
-// Fields the file holds and this version does not read, said rather than dropped in silence: one of them may be
-// an input a newer KVScope counts (the numbers would differ), or a key misspelt by hand.
-std::string unread_note(const std::string& source, const std::vector<std::string>& unread) {
-    if (unread.empty()) return {};
-    std::string list;
-    for (const auto& u : unread) list += (list.empty() ? "" : ", ") + u;
-    const bool one = unread.size() == 1;
-    const std::string them = one ? "it" : "them";
-    return source + " holds " + (one ? "a field" : std::to_string(unread.size()) + " fields") +
-           " this version of KVScope does not read: " + list + ". The numbers leave " + them +
-           " out (a newer KVScope or a hand edit may have written " + them + "), and saving writes the file without " +
-           them + ".";
-}
-
-// Keys given twice in one object: the last is read, and the first is dropped at the next save; either may be the
-// one meant, so both lines are named.
-std::string twice_note(const std::string& source, const std::vector<std::string>& twice) {
-    if (twice.empty()) return {};
-    std::string list;
-    for (const auto& t : twice) list += (list.empty() ? "" : ", ") + t;
-    const bool one = twice.size() == 1;
-    return source + " gives " + (one ? "a field" : std::to_string(twice.size()) + " fields") +
-           " more than once: " + list + ". The numbers read the last of each, and saving writes only " +
-           (one ? "it" : "those") + ".";
-}
-
-}  // namespace
-
 Result<LoadedScenario> scenario_from_json(std::string_view text, const std::string& source) {
     json::ParseResult parsed = json::parse(text);
     std::string repaired;
@@ -637,7 +590,7 @@ Result<LoadedScenario> scenario_from_json(std::string_view text, const std::stri
             return FieldError{source + ":" + std::to_string(parsed.error.line),
                               "not valid JSON: " + parsed.error.message};
         parsed = std::move(again);
-        repaired = repair_note(source, fixed->repairs);
+        repaired = scenario_notes::repair_note(source, fixed->repairs);
     }
     const Value& root = *parsed.value;
     if (!root.is_object()) return FieldError{source, "is not a KVScope scenario (expected a JSON object)"};
@@ -691,13 +644,11 @@ Result<LoadedScenario> scenario_from_json(std::string_view text, const std::stri
     // A required key misspelt by hand is missing under its name and unread under the other: both are said, so that
     // "context_tokens: is missing" comes with the "contxt_tokens (line 12)" the file holds.
     if (!errors.empty() && !unread.empty()) {
-        std::string list;
-        for (const auto& u : unread) list += (list.empty() ? "" : ", ") + u;
-        errors.push_back({source, "also holds fields this version of KVScope does not read: " + list});
+        errors.push_back({source, "also holds fields this version of KVScope does not read: " + comma_list(unread)});
     }
     if (!errors.empty()) return errors;
-    std::string note = unread_note(source, unread);
-    const std::string twice = twice_note(source, r.twice());
+    std::string note = scenario_notes::unread_note(source, unread);
+    const std::string twice = scenario_notes::twice_note(source, r.twice());
     note += (note.empty() || twice.empty() ? "" : " ") + twice;
     return LoadedScenario{s, repaired, warnings, note};
 }

@@ -42,12 +42,7 @@ ImportedModel imported(const GgufWriter& w) {
     return m.ok() ? *m : ImportedModel{};
 }
 
-const Architecture& catalog_arch(const std::string& id) {
-    const CatalogModel* m = Catalog::builtin().find_model(id);
-    EXPECT_NE(m, nullptr) << id;
-    static const Architecture none;
-    return m ? m->model.arch : none;
-}
+using testing::catalog_arch;
 
 // The KV bytes of both at several contexts and batches; the recurrent state too, in llama.cpp's f32.
 void expect_same_cache(const Architecture& gguf_arch, Architecture config_arch) {

@@ -12,7 +12,7 @@
 namespace kvscope {
 namespace {
 
-const Architecture& catalog_arch(const char* id) { return Catalog::builtin().find_model(id)->model.arch; }
+using testing::catalog_arch;
 
 bool says(const std::vector<std::string>& lines, const std::string& part) {
     return std::any_of(lines.begin(), lines.end(),

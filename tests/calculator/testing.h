@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kvscope/calculator/architecture.h"
+#include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/result.h"
 
 namespace kvscope::testing {
@@ -25,6 +26,14 @@ inline Architecture make_arch(std::uint64_t layers, std::uint64_t q, std::uint64
     a.vocab_size = 32000;
     a.max_positions = 1u << 20;
     return a;
+}
+
+// A catalog model's architecture; a failure (and an empty architecture) where the catalog has no such id.
+inline const Architecture& catalog_arch(const std::string& id) {
+    const CatalogModel* m = Catalog::builtin().find_model(id);
+    EXPECT_NE(m, nullptr) << id;
+    static const Architecture none;
+    return m ? m->model.arch : none;
 }
 
 // The texts one to a line, for failure messages.

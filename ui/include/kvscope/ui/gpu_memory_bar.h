@@ -10,6 +10,10 @@
 
 #include "kvscope/calculator/units.h"
 
+namespace kvscope {
+struct FitReport;
+}
+
 namespace kvscope::ui {
 
 class GpuMemoryBar : public QWidget {
@@ -28,6 +32,9 @@ public:
 
     // `segments` for one GPU, in order; `memory` is the GPU's size; `overflow` what does not fit.
     void setData(QList<Segment> segments, std::uint64_t memory, std::uint64_t overflow, int gpus, UnitSystem units);
+    // The segments of a fit per GPU: weights, KV cache, recurrent state, vLLM's extra pages and start check,
+    // free budget, reserve, what the engine leaves unused (gpu_memory_bar_fit.cpp).
+    void setFit(const FitReport& fit, UnitSystem units);
     [[nodiscard]] const QList<Segment>& segments() const { return segments_; }
 
     QSize sizeHint() const override;
