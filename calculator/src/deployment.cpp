@@ -269,6 +269,23 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         errors.push_back({Field::draft,
                           "vLLM serves one speculative method: the model's MTP layers (--mtp) or a "
                           "draft model (--draft), not both"});
+    // vLLM refuses a step of fewer tokens than sequences (vllm/config/scheduler.py verify_max_model_len, earlier
+    // SchedulerConfig._verify_args: "max_num_batched_tokens (…) must be greater than or equal to max_num_seqs (…)").
+    if (d.engine == Engine::vllm) {
+        const VllmBatch b = vllm_batch(workload, d);
+        if (b.max_num_batched_tokens < b.max_num_seqs && !(b.tokens_default && b.seqs_default)) {
+            const auto given = [](std::uint64_t n, bool by_default) {
+                return format_count(n) + (by_default ? " (vLLM's default here)" : "");
+            };
+            errors.push_back({b.tokens_default ? Field::max_num_seqs : Field::max_num_batched_tokens,
+                              "vLLM does not start when a step's tokens (max_num_batched_tokens " +
+                                  given(b.max_num_batched_tokens, b.tokens_default) +
+                                  ") are fewer than its sequences (max_num_seqs " +
+                                  given(b.max_num_seqs, b.seqs_default) +
+                                  "): \"max_num_batched_tokens must be greater than or equal to max_num_seqs\" "
+                                  "(vllm/config/scheduler.py); raise the tokens or lower the sequences"});
+        }
+    }
     auto layout_or = KvLayout::make(arch, kv_dtype, workload, parallel);
     auto kv =
         layout_or ? kv_cache_report(*layout_or, arch, workload, parallel) : Result<KvCacheReport>(layout_or.errors());

@@ -187,6 +187,13 @@ TEST(Cli, VllmsStartupSettingsChangeItsReserveAndTheFitNamesEachPart) {
     EXPECT_NE(huge.err.find("--max-num-batched-tokens: 1,000,000,000,000,000 tokens a step is more than any"),
               std::string::npos)
         << huge.err;
+    // Fewer tokens a step than sequences: vLLM does not start, and the fit says so with the setting's name.
+    const CliRun few = cli(base + " --max-num-batched-tokens 512");
+    EXPECT_EQ(few.status, 2);
+    EXPECT_NE(few.err.find("--max-num-batched-tokens: vLLM does not start when a step's tokens (max_num_batched_tokens "
+                           "512) are fewer than its sequences (max_num_seqs 1,024 (vLLM's default here))"),
+              std::string::npos)
+        << few.err;
     const CliRun none = cli(base + " --max-num-seqs 0");
     EXPECT_NE(none.err.find("--max-num-seqs: must be at least 1"), std::string::npos) << none.err;
     for (const char* bad : {"1.2", "0.5", "latest", "0.x", "0.99999999999999999999999", "0.21.garbage", "0.100"}) {

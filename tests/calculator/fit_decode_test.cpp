@@ -19,6 +19,32 @@ Deployment h100s(std::uint64_t count) {
     return d;
 }
 
+// vLLM does not start with fewer tokens a step than sequences (vllm/config/scheduler.py): the fit says so, naming the
+// setting given and the default beside it, rather than a budget for a server that never runs.
+TEST(Fit, VllmRefusesFewerTokensAStepThanSequences) {
+    const auto& a = Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    const Workload w{.context_tokens = 8192, .batch = 4};
+    Deployment d = h100s(1);
+    d.vllm.max_num_batched_tokens = 512;  // an H100's default is 1,024 sequences
+    auto f = fit(a, KvDtype::bf16, w, {}, d);
+    ASSERT_FALSE(f.ok());
+    EXPECT_TRUE(testing::has_error(f.errors(), "max_num_batched_tokens",
+                                   "a step's tokens (max_num_batched_tokens 512) are fewer than its sequences "
+                                   "(max_num_seqs 1,024 (vLLM's default here))"))
+        << f.error_text();
+    d.vllm.max_num_seqs = 512;  // equal is allowed
+    EXPECT_TRUE(fit(a, KvDtype::bf16, w, {}, d).ok());
+    // More sequences than the default 8,192 tokens: the sequences are the setting named.
+    d.vllm = {.max_num_seqs = 10000};
+    f = fit(a, KvDtype::bf16, w, {}, d);
+    ASSERT_FALSE(f.ok());
+    EXPECT_TRUE(testing::has_error(f.errors(), "max_num_seqs", "(max_num_batched_tokens 8,192 (vLLM's default here))"))
+        << f.error_text();
+    // Another engine does not read vLLM's settings.
+    d.engine = Engine::sglang;
+    EXPECT_TRUE(fit(a, KvDtype::bf16, w, {}, d).ok());
+}
+
 // vLLM's own reserve, derived from its profile run's inputs (deployment.cpp vllm_reserve), worked by hand.
 TEST(Fit, VllmsReserveIsItsProfileRunsPeakNamedPartByPart) {
     const auto& a = Catalog::builtin().find_model("llama-3-70b")->model.arch;
