@@ -70,7 +70,7 @@ Result<std::optional<Curve>> allocated_curve(const Architecture& arch, KvDtype d
     auto cache = fit_cache_architecture(arch, deployment);
     if (!cache) return cache.errors();
     const Workload w = engine_workload(workload, deployment, *cache);
-    auto layout = KvLayout::make(*cache, dtype, w, parallel);
+    auto layout = KvLayout::make(*cache, dtype, w, engine_parallelism(parallel, deployment.engine));
     if (!layout) return layout.errors();
     const auto model =
         std::find_if(curves.series.begin(), curves.series.end(), [](const Curve& c) { return c.is_model; });

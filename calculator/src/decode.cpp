@@ -109,7 +109,7 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
     // Smallest context where the cache on a GPU outweighs that GPU's share of the weights.
     const Workload stored = engine_workload(workload, deployment, arch);  // as the fit stored it
     auto layout = KvLayout::make(engine_architecture(arch, deployment.engine, llama_cpp_ubatch(deployment)), kv_dtype,
-                                 stored, parallel);
+                                 stored, engine_parallelism(parallel, deployment.engine));
     if (!layout) return layout.errors();
     d.kv_exceeds_weights_at_tokens = context_where_kv_exceeds(
         *layout, stored, f.weights_bytes_per_gpu - f.draft_weights_bytes_per_gpu, KvScope::heaviest_gpu);

@@ -173,6 +173,16 @@ Workload engine_workload(const Workload& workload, const Deployment& d, const Ar
     return w;
 }
 
+Parallelism engine_parallelism(const Parallelism& parallel, Engine engine) {
+    Parallelism p = parallel;
+    // llama.cpp's layer split (--split-mode layer) follows --tensor-split or the GPUs' free memory
+    // (src/llama-model.cpp load_tensors); on GPUs alike it is taken as the even split with the first stages' extra.
+    p.split = engine == Engine::vllm     ? StageSplit::before_last
+              : engine == Engine::sglang ? StageSplit::last
+                                         : StageSplit::first;
+    return p;
+}
+
 Architecture engine_architecture(const Architecture& arch, Engine engine, std::uint64_t ubatch) {
     if (engine != Engine::llama_cpp) return arch;
     // llama.cpp keeps a sliding (or chunked) layer's window and one micro-batch more, padded to 256 tokens, per
@@ -226,7 +236,8 @@ Result<Architecture> fit_cache_architecture(const Architecture& checkpoint, cons
 }
 
 Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Workload& workload_in,
-                      const Parallelism& parallel, const Deployment& d) {
+                      const Parallelism& parallel_in, const Deployment& d) {
+    const Parallelism parallel = engine_parallelism(parallel_in, d.engine);  // its pipeline stages' layers
     auto served = served_layers(checkpoint, d);
     if (!served) return served.errors();
     const Architecture& model_arch = served->model;
@@ -247,6 +258,18 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
             ") more, padded to 256 tokens" +
             (w > 0 && kept > 0 ? ": " + format_count(kept) + " for a window of " + format_count(w) : std::string()) +
             " (llama-kv-cache-iswa.cpp)");
+    }
+    // Layers left over from an even split go where the engine puts them: said, with the stages' layers, when that
+    // is not the first stages (where kvscope-cli kv and the Overview put them).
+    if (parallel.pp > 1 && arch.layers % parallel.pp != 0 && parallel.split != StageSplit::first) {
+        std::string counts;
+        for (std::uint64_t s = 0; s < parallel.pp; ++s)
+            counts += (s == 0 ? "" : ", ") + std::to_string(stage_layers(arch.layers, parallel, s).count);
+        const bool last = parallel.split == StageSplit::last;
+        r.notes.push_back(std::string(last ? "SGLang" : "vLLM") + " gives the layers left over (" +
+                          format_count(arch.layers) + " on " + std::to_string(parallel.pp) + " stages) to the " +
+                          (last ? "last stages" : "stages before the last") + ": " + counts + " layers (" +
+                          (last ? "sglang/srt" : "vllm") + "/distributed/utils.py get_pp_indices)");
     }
     if (arch.recurrent && cache_arch->recurrent && arch.recurrent != cache_arch->recurrent)
         r.notes.emplace_back("llama.cpp keeps the recurrent state in f32 whatever the model's dtype (conv " +

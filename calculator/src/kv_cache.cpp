@@ -153,11 +153,9 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
         if (own_heads) model_row = row.kv;
     }
 
-    // Contiguous pipeline stages; the first (layers % pp) stages take one layer more.
-    const std::uint64_t base = arch.layers / parallel.pp, extra = arch.layers % parallel.pp;
-    std::uint64_t next = 0;
+    // Contiguous pipeline stages, the layers that do not divide among them given as the engine gives them.
     for (std::uint64_t s = 0; s < parallel.pp; ++s) {
-        const std::uint64_t count = base + (s < extra ? 1 : 0);
+        const auto [next, count] = stage_layers(arch.layers, parallel, s);
         std::vector<Group> groups;
         Checked stage_state;
         for (std::uint64_t l = next; l < next + count; ++l) {
@@ -178,7 +176,6 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
             if (bytes.overflow()) return overflow_error(Field::layers, "one token across these layers");
             g.token_bytes = bytes.value();
         }
-        next += count;
         k.stages_.push_back(std::move(groups));
         k.stage_state_.push_back(stage_state.value());
     }
@@ -450,13 +447,6 @@ std::uint64_t group_size_of(std::uint64_t a, std::uint64_t b) {
     return 2 * hi < 3 * lo ? hi : lo;
 }
 
-// The layers [first, first + count) of pipeline stage s: contiguous, as KvLayout splits them.
-std::pair<std::uint64_t, std::uint64_t> stage_layers(const Architecture& arch, const Parallelism& parallel,
-                                                     std::uint64_t s) {
-    const std::uint64_t base = arch.layers / parallel.pp, extra = arch.layers % parallel.pp;
-    return {s * base + std::min(s, extra), base + (s < extra ? 1 : 0)};
-}
-
 // The model's groups of two kinds of layer (`kind_a` and `kind_b` say which layers hold each; a layer may hold
 // both, as Falcon-H1's attention and Mamba mixers) and each pipeline stage's share (vllm/v1/core/kv_cache_utils.py
 // get_kv_cache_configs: the groups are built from every worker's layers, then each worker keeps every group with
@@ -478,7 +468,7 @@ std::uint64_t group_two_kinds(const std::vector<bool>& kind_a, const std::vector
         if (kind_b[l] && groups_of_b > 0) b_group[l] = groups_a + next_b++ % groups_of_b;
     }
     for (std::uint64_t s = 0; s < parallel.pp; ++s) {
-        const auto [first, layers] = stage_layers(arch, parallel, s);
+        const auto [first, layers] = stage_layers(arch.layers, parallel, s);
         std::vector<std::uint64_t> in_group(groups_a + groups_of_b + 1, 0);
         HybridPages::Stage st;
         for (std::uint64_t l = first; l < first + layers; ++l) {

@@ -58,4 +58,36 @@ Errors validate(const Parallelism& p, const Architecture& arch) {
     return e;
 }
 
+StageLayers stage_layers(std::uint64_t layers, const Parallelism& p, std::uint64_t stage) {
+    const std::uint64_t pp = std::max<std::uint64_t>(1, p.pp);
+    const std::uint64_t base = layers / pp, extra = layers % pp;
+    // The stages before `stage` that took a layer more, and whether `stage` takes one.
+    std::uint64_t before = 0;
+    bool more = false;
+    switch (p.split) {
+        case StageSplit::first:
+            // TensorRT-LLM: tensorrt_llm/mapping.py pp_layers, torch.tensor_split ("first n ranks get one extra
+            // layer").
+            before = std::min(stage, extra);
+            more = stage < extra;
+            break;
+        case StageSplit::before_last: {
+            // vLLM: vllm/distributed/utils.py get_pp_indices, partitions[-i] += 1 for i in 2 .. extra + 1 (the last
+            // stage never takes one); VLLM_PP_LAYER_PARTITION, which sets the split by hand, is not modelled.
+            const std::uint64_t from = pp - 1 - extra;  // the first stage with one more
+            before = stage > from ? std::min(stage, pp - 1) - from : 0;
+            more = extra > 0 && stage >= from && stage < pp - 1;
+            break;
+        }
+        case StageSplit::last:
+            // SGLang: python/sglang/srt/distributed/utils.py get_pp_indices, "the last N partitions will have one extra
+            // layer, where N = remainder" (from late 2025; earlier releases gave the whole remainder to the last
+            // stage).
+            before = stage > pp - extra ? stage - (pp - extra) : 0;
+            more = stage >= pp - extra;
+            break;
+    }
+    return {stage * base + before, base + (more ? 1 : 0)};
+}
+
 }  // namespace kvscope

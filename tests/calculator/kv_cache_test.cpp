@@ -1,5 +1,9 @@
 #include "kvscope/calculator/kv_cache.h"
+
+#include <algorithm>
+
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/deployment.h"
 
 #include "kvscope/calculator/units.h"
 #include "kvscope/calculator/variants.h"
@@ -165,6 +169,67 @@ TEST(KvCache, PipelineParallelSplitsLayersAndTheBusiestStageCounts) {
     EXPECT_EQ(r->per_gpu_bytes, 27 * per_layer);  // stages of 27, 27, 26 layers
     EXPECT_EQ(r->total_bytes, 80 * per_layer);
     EXPECT_EQ(r->bytes_per_token_per_gpu, 27u * 2 * 8 * 128 * 2);
+}
+
+// Layers that do not divide among the stages: TensorRT-LLM gives the first stages one more (torch.tensor_split), vLLM
+// the stages before the last (get_pp_indices: 30 layers on 4 stages are 7, 8, 8, 7), SGLang the last ones.
+TEST(KvCache, EachEngineGivesTheLayersLeftOverToItsOwnStages) {
+    const auto counts = [](std::uint64_t layers, std::uint64_t pp, StageSplit split) {
+        std::vector<std::uint64_t> out;
+        std::uint64_t next = 0;
+        for (std::uint64_t s = 0; s < pp; ++s) {
+            const StageLayers st = stage_layers(layers, {.pp = pp, .split = split}, s);
+            EXPECT_EQ(st.first, next) << layers << " layers, stage " << s;  // contiguous, in order
+            next += st.count;
+            out.push_back(st.count);
+        }
+        EXPECT_EQ(next, layers);
+        return out;
+    };
+    using V = std::vector<std::uint64_t>;
+    EXPECT_EQ(counts(30, 4, StageSplit::first), (V{8, 8, 7, 7}));
+    EXPECT_EQ(counts(30, 4, StageSplit::before_last), (V{7, 8, 8, 7}));
+    EXPECT_EQ(counts(30, 4, StageSplit::last), (V{7, 7, 8, 8}));
+    EXPECT_EQ(counts(61, 8, StageSplit::before_last), (V{7, 7, 8, 8, 8, 8, 8, 7}));
+    EXPECT_EQ(counts(11, 4, StageSplit::before_last), (V{3, 3, 3, 2}));  // 3 left over: every stage but the last
+    EXPECT_EQ(counts(32, 4, StageSplit::last), (V{8, 8, 8, 8}));
+    for (std::uint64_t layers = 1; layers <= 24; ++layers)
+        for (std::uint64_t pp = 1; pp <= layers; ++pp)
+            for (const StageSplit split : {StageSplit::first, StageSplit::before_last, StageSplit::last}) {
+                const V c = counts(layers, pp, split);
+                EXPECT_EQ(*std::max_element(c.begin(), c.end()), (layers + pp - 1) / pp);
+                EXPECT_EQ(*std::min_element(c.begin(), c.end()), layers / pp);
+            }
+
+    // LFM2 700M's six attention layers (2, 5, 8, 10, 12, 14 of 16) on 3 stages at 128k tokens, bf16: 2,048 bytes a
+    // token and layer. TensorRT-LLM's stages 0-5, 6-10, 11-15 hold 2 each; SGLang's 10-15 holds 3; vLLM's 5-10 holds
+    // 3, in its hybrid pages: 3 tensors x 32,768-byte pages x (8,192 blocks + 2 state groups).
+    const Architecture& lfm2 = testing::catalog_arch("lfm2-700m");
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h200");
+    d.gpu_count = 3;
+    const Workload w{.context_tokens = 131072, .batch = 1};
+    const std::uint64_t layer = 131072ull * 2048;
+    d.engine = Engine::tensorrt_llm;
+    auto f = fit(lfm2, KvDtype::bf16, w, {.pp = 3}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_EQ(f->kv_bytes_per_gpu, 2 * layer);
+    d.engine = Engine::sglang;
+    f = fit(lfm2, KvDtype::bf16, w, {.pp = 3}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_EQ(f->kv_bytes_per_gpu, 3 * layer);
+    d.engine = Engine::vllm;
+    f = fit(lfm2, KvDtype::bf16, w, {.pp = 3}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_EQ(f->kv_bytes_per_gpu, 3 * layer);
+    EXPECT_EQ(f->memory_bytes_per_gpu_needed, 3ull * 32768 * (8192 + 2));
+    EXPECT_TRUE(std::any_of(f->notes.begin(), f->notes.end(), [](const std::string& n) {
+        return n.starts_with(
+            "vLLM gives the layers left over (16 on 3 stages) to the stages before the last: 5, 6, 5 "
+            "layers (vllm/distributed/utils.py get_pp_indices)");
+    })) << testing::join(f->notes);
+    // Without an engine (kvscope-cli kv) the first stages take them.
+    EXPECT_EQ(kv_cache_report(lfm2, KvDtype::bf16, w, {.pp = 3})->per_gpu_bytes, 2 * layer);
 }
 
 TEST(KvCache, QuantizedFormatsAreExact) {

@@ -158,6 +158,9 @@ std::string weights_text(const Deployment& d);
 // hybrid KV cache manager (0.10) keeps the whole context on sliding layers that sit beside full ones.
 // `cache_arch`: the layers whose cache is counted.
 Workload engine_workload(const Workload& workload, const Deployment& d, const Architecture& cache_arch);
+// The parallel layout as the engine splits the layers into pipeline stages (StageSplit): vLLM gives a layer more to
+// the stages before the last, SGLang to the last ones, TensorRT-LLM and llama.cpp to the first.
+Parallelism engine_parallelism(const Parallelism& parallel, Engine engine);
 // Whether that vLLM rule applies: a release before 0.10, and sliding layers beside full ones.
 bool vllm_keeps_full_context(const Deployment& d, const Architecture& cache_arch);
 // The layers as the engine keeps them: llama.cpp's sliding and chunked layers hold their window plus one

@@ -17,12 +17,27 @@ struct Workload {
     friend bool operator==(const Workload&, const Workload&) = default;
 };
 
+// Which pipeline stages take a layer more when the layers do not divide among them (StageSplit below).
+enum class StageSplit {
+    first,        // the first ones (TensorRT-LLM; the split where no engine is named)
+    before_last,  // those just before the last, from the second-to-last back (vLLM)
+    last,         // the last ones (SGLang)
+};
+
 struct Parallelism {
-    std::uint64_t tp = 1;  // tensor parallel: KV heads split across GPUs
-    std::uint64_t pp = 1;  // pipeline parallel: layers split across GPUs
+    std::uint64_t tp = 1;                  // tensor parallel: KV heads split across GPUs
+    std::uint64_t pp = 1;                  // pipeline parallel: layers split across GPUs
+    StageSplit split = StageSplit::first;  // the engine's; not an input (fit sets it from the engine)
     friend bool operator==(const Parallelism&, const Parallelism&) = default;
     [[nodiscard]] std::uint64_t gpus() const { return tp * pp; }
 };
+
+// The layers [first, first + count) of pipeline stage `stage` (< p.pp): contiguous, layers / pp each and the rest one
+// each to the stages `p.split` names.
+struct StageLayers {
+    std::uint64_t first = 0, count = 0;
+};
+StageLayers stage_layers(std::uint64_t layers, const Parallelism& p, std::uint64_t stage);
 
 // Upper bounds that keep every product well inside checked 64-bit arithmetic
 // while leaving room for absurd-but-explorable inputs.
