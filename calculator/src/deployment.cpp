@@ -157,13 +157,21 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
 }
 
 bool vllm_keeps_full_context(const Deployment& d, const Architecture& cache_arch) {
+    if (d.engine != Engine::vllm || cache_arch.count_layers(LayerKind::full) == 0) return false;
+    const std::uint64_t minor = vllm_minor(d);
     // V0's block tables are shared by every layer, so a sliding layer beside full ones holds the blocks of the
     // whole context (its kernel reads only the window); V1 before the hybrid KV cache manager turned sliding specs
     // into full ones (vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs), as it still does when the manager
     // is disabled. The manager came with 0.10.
-    const std::uint64_t minor = d.vllm.version_minor > 0 ? d.vllm.version_minor : kDefaultVllmMinor;
-    return d.engine == Engine::vllm && minor < 10 && cache_arch.has_sliding_layers() &&
-           cache_arch.count_layers(LayerKind::full) > 0;
+    if (cache_arch.has_sliding_layers() && minor < 10) return true;
+    // Chunked-local layers (Llama 4) kept the whole context too until the manager grouped them: before 0.10, and from
+    // 0.10.1 while vllm/config/vllm.py disabled the manager for any model with attention_chunk_size unless
+    // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 (vllm/envs.py, default "0" from PR #21761 until PR #29627
+    // made it "1"); unify_hybrid_kv_cache_specs then makes them FullAttentionSpec, blocks for every token.
+    // With an EAGLE drafter the manager is off for them in every release (vllm/config/vllm.py: "Hybrid KV cache manager
+    // is not yet supported with chunked local attention + eagle"; SpeculativeConfig.use_eagle: eagle, eagle3, mtp).
+    const bool eagle = (d.draft && d.draft->method != DraftMethod::draft_model) || d.mtp;
+    return cache_arch.count_layers(LayerKind::chunked) > 0 && (minor < kVllmChunkedHybridMinor || eagle);
 }
 
 Workload engine_workload(const Workload& workload, const Deployment& d, const Architecture& cache_arch) {
@@ -363,11 +371,34 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     r.memory_bytes_per_gpu_needed = r.plain_memory_bytes_per_gpu = kv->memory_bytes_per_gpu;
     // vLLM's hybrid cache manager lays out a model with recurrent and attention layers in pages of its own.
     if (d.engine == Engine::vllm) r.engine_pages = vllm_hybrid_pages(*layout_or, arch, workload, parallel);
-    if (!workload_in.full_window && vllm_keeps_full_context(d, *cache_arch))
-        r.notes.emplace_back(
-            "vLLM before 0.10 (no hybrid KV cache manager) keeps the whole context on the sliding-window layers "
-            "beside full ones, as --full-window counts them: its block tables are the model's, every layer's "
-            "(vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs; V0's block manager)");
+    if (d.engine == Engine::vllm && !workload_in.full_window && cache_arch->count_layers(LayerKind::chunked) > 0 &&
+        cache_arch->count_layers(LayerKind::full) > 0 && vllm_minor(d) >= kVllmChunkedUnsureFirst &&
+        vllm_minor(d) <= kVllmChunkedUnsureLast)
+        r.warnings.push_back(
+            "not exact: whether vLLM 0." + std::to_string(vllm_minor(d)) +
+            " frees the chunked-attention layers' blocks before the current chunk by default is not known here (its "
+            "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE became \"1\" between 0.12 and 0.16); counted as " +
+            (vllm_minor(d) >= kVllmChunkedHybridMinor ? "freeing them" : "keeping the whole context") +
+            ", --vllm-version 0.12 or 0.16 gives the other figure");
+    if (!workload_in.full_window && vllm_keeps_full_context(d, *cache_arch)) {
+        if (cache_arch->has_sliding_layers())
+            r.notes.emplace_back(
+                "vLLM before 0.10 (no hybrid KV cache manager) keeps the whole context on the sliding-window layers "
+                "beside full ones, as --full-window counts them: its block tables are the model's, every layer's "
+                "(vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs; V0's block manager)");
+        else
+            r.notes.push_back(
+                "vLLM 0." + std::to_string(vllm_minor(d)) +
+                " keeps the whole context on the chunked-attention layers beside full ones, as --full-window counts "
+                "them: its hybrid KV cache manager, which frees the blocks before the current chunk, " +
+                (vllm_minor(d) >= kVllmChunkedHybridMinor
+                     ? std::string("is off for models with attention_chunk_size under EAGLE or MTP drafting")
+                     : "came with 0.10 and is off for models with attention_chunk_size before 0." +
+                           std::to_string(kVllmChunkedHybridMinor) +
+                           " unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1") +
+                " (vllm/config/vllm.py, vllm/envs.py; vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs "
+                "makes them full-attention specs)");
+    }
     // Speculative decoding keeps a state page per drafted token beside each running state: as many as the MTP
     // layers when --mtp serves them (vllm/config/speculative.py: num_speculative_tokens defaults to n_predict).
     if (r.engine_pages && d.mtp) r.engine_pages->speculative_blocks = checkpoint.mtp_layers;
@@ -462,14 +493,18 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                 "vLLM would not start: its check that one request of max_model_len " +
                 format_count(workload.context_tokens) + " tokens fits needs " +
                 (start.overflow() ? std::string("more than 64 bits of bytes") : format_bytes(start.value())) +
-                " per GPU (each sliding group counted with its window less one, a prefill chunk of " +
-                format_count(chunk) +
-                " tokens (max_num_batched_tokens) and a block more), more than the KV budget of " +
-                format_bytes(static_cast<std::uint64_t>(std::max<i128>(0, budget))) +
+                " per GPU (each " +
+                (r.engine_pages->chunked
+                     ? "chunked group counted with its chunk and a prefill chunk of " + format_count(chunk) +
+                           " tokens (max_num_batched_tokens)"
+                     : "sliding group counted with its window less one, a prefill chunk of " + format_count(chunk) +
+                           " tokens (max_num_batched_tokens) and a block "
+                           "more") +
+                "), more than the KV budget of " + format_bytes(static_cast<std::uint64_t>(std::max<i128>(0, budget))) +
                 "; the longest context it passes is " + format_count(startup_limit) +
-                " tokens, and a smaller --max-num-batched-tokens lowers the need (vllm/v1/kv_cache_interface.py "
-                "SlidingWindowSpec.max_memory_usage_bytes, vllm/v1/core/kv_cache_utils.py "
-                "check_enough_kv_cache_memory)");
+                " tokens, and a smaller --max-num-batched-tokens lowers the need (vllm/v1/kv_cache_interface.py " +
+                (r.engine_pages->chunked ? "ChunkedLocalAttentionSpec" : "SlidingWindowSpec") +
+                ".max_memory_usage_bytes, vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory)");
         }
     }
 
@@ -508,23 +543,28 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         if (h.window > 0) {
             const std::uint64_t padding = h.model_group_size * (st.attention_groups + st.sliding_groups) -
                                           h.model_full_layers - h.model_sliding_layers;
+            const std::string kind = h.chunked ? "chunked" : "sliding";
             r.notes.push_back(
-                "vLLM's hybrid cache manager: the " + format_count(h.model_sliding_layers) + " sliding-window and " +
-                format_count(h.model_full_layers) + " full-attention layers in groups of " +
-                format_count(h.model_group_size) + " (" + std::to_string(st.sliding_groups) + " sliding, " +
-                std::to_string(st.attention_groups) + " full" +
+                "vLLM's hybrid cache manager: the " + format_count(h.model_sliding_layers) +
+                (h.chunked ? " chunked-attention and " : " sliding-window and ") + format_count(h.model_full_layers) +
+                " full-attention layers in groups of " + format_count(h.model_group_size) + " (" +
+                std::to_string(st.sliding_groups) + " " + kind + ", " + std::to_string(st.attention_groups) + " full" +
                 (padding > 0
                      ? "; " + format_count_of(padding, "padding layer", "padding layers") + ", as vLLM adds them"
                      : "") +
                 (h.stages.size() > 1 ? "; each pipeline stage keeps every group, with its share of their layers" : "") +
-                "), blocks of " + format_count(h.attention_block) + " tokens, a sliding group holding its window's " +
-                format_count(h.sliding_blocks(h.window)) +
-                " blocks and one more where the window starts inside a block; " +
-                format_bytes(r.memory_bytes_per_gpu_needed) + " per GPU against " +
+                "), blocks of " + format_count(h.attention_block) + " tokens, " +
+                (h.chunked
+                     ? "a chunked group holding the current chunk's blocks, " +
+                           format_count(h.sliding_blocks(std::numeric_limits<std::uint64_t>::max() / 2)) + " at most"
+                     : "a sliding group holding its window's " + format_count(h.sliding_blocks(h.window)) +
+                           " blocks and one more where the window starts inside a block") +
+                "; " + format_bytes(r.memory_bytes_per_gpu_needed) + " per GPU against " +
                 format_bytes(r.plain_memory_bytes_per_gpu) +
                 " as the plain per-layer sum (vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size, "
-                "vllm/v1/core/single_type_kv_cache_manager.py SlidingWindowManager; --engine plain for the plain "
-                "figure)");
+                "vllm/v1/core/single_type_kv_cache_manager.py " +
+                (h.chunked ? "ChunkedLocalAttentionManager" : "SlidingWindowManager") +
+                "; --engine plain for the plain figure)");
         } else {
             r.notes.push_back(
                 "vLLM's hybrid cache manager: attention blocks of " + format_count(h.attention_block) +

@@ -345,8 +345,30 @@ std::uint64_t HybridPages::sliding_blocks(std::uint64_t tokens) const {
     // so it holds cdiv(tokens, b) - floor((tokens - window) / b): the window's blocks, and one more while the window
     // starts inside a block. The most over every shorter length is min(cdiv(tokens, b), cdiv(window + b - 1, b)).
     if (window == 0 || attention_block == 0) return 0;
-    return std::min(ceil_div(tokens, attention_block), ceil_div(window + attention_block - 1, attention_block));
+    // A chunked group skips floor((tokens - 1) / chunk) x chunk tokens: the chunk's blocks where it starts on a block,
+    // and one more where it starts inside one (the same most as a window's).
+    const std::uint64_t most = chunked && window % attention_block == 0
+                                   ? window / attention_block
+                                   : ceil_div(window + attention_block - 1, attention_block);
+    return std::min(ceil_div(tokens, attention_block), most);
 }
+
+namespace {
+
+// What vLLM's start check counts for one request of max_model_len in a windowed group: a sliding group the window
+// less one and a prefill chunk of `batched_tokens`, and a block more (SlidingWindowSpec.max_memory_usage_bytes); a
+// chunked group the chunk and a prefill chunk (ChunkedLocalAttentionSpec.max_memory_usage_bytes,
+// vllm/v1/kv_cache_interface.py). `cap` is the blocks that grow with the context, `fixed` the block more.
+struct StartBlocks {
+    std::uint64_t cap = 0, fixed = 0;
+};
+StartBlocks start_blocks(const HybridPages& h, std::uint64_t batched_tokens) {
+    const Checked tokens = Checked(h.chunked ? h.window : h.window - 1) + batched_tokens;
+    return {ceil_div(tokens.overflow() ? std::numeric_limits<std::uint64_t>::max() : tokens.value(), h.attention_block),
+            h.chunked ? 0u : 1u};
+}
+
+}  // namespace
 
 Checked HybridPages::bytes_per_sequence(std::uint64_t tokens) const {
     Checked most;
@@ -401,9 +423,8 @@ std::uint64_t HybridPages::max_tokens(std::uint64_t budget, std::uint64_t sequen
 Checked HybridPages::startup_bytes(std::uint64_t max_model_len, std::uint64_t batched_tokens) const {
     if (window == 0) return bytes_per_sequence(max_model_len);
     Checked most;
-    const Checked chunk = Checked(window - 1) + batched_tokens;
-    const std::uint64_t held =
-        ceil_div(std::min(chunk.overflow() ? kNoLimit : chunk.value(), max_model_len), attention_block) + 1;
+    const StartBlocks start = start_blocks(*this, batched_tokens);
+    const std::uint64_t held = std::min(start.cap, ceil_div(max_model_len, attention_block)) + start.fixed;
     for (const Stage& s : stages) {
         const Checked pages = Checked(s.attention_groups) * ceil_div(max_model_len, attention_block) +
                               Checked(s.sliding_groups) * held +
@@ -418,16 +439,16 @@ Checked HybridPages::startup_bytes(std::uint64_t max_model_len, std::uint64_t ba
 std::uint64_t HybridPages::startup_max_tokens(std::uint64_t budget, std::uint64_t batched_tokens) const {
     if (window == 0) return max_tokens(budget, 1);
     std::uint64_t best = kNoLimit;
-    const Checked chunk = Checked(window - 1) + batched_tokens;
-    const std::uint64_t cap = ceil_div(chunk.overflow() ? kNoLimit : chunk.value(), attention_block);
+    const StartBlocks start = start_blocks(*this, batched_tokens);
     for (const Stage& s : stages) {
         const Checked per_page_set = Checked(s.group_size) * page_bytes;
         if (per_page_set.overflow() || per_page_set.value() == 0) continue;
         // Each sliding group's one block more is fixed, beside the states'.
-        const Checked fixed = Checked(s.sliding_groups) + Checked(s.state_groups) * (Checked(speculative_blocks) + 1);
+        const Checked fixed =
+            Checked(s.sliding_groups) * start.fixed + Checked(s.state_groups) * (Checked(speculative_blocks) + 1);
         if (fixed.overflow()) return 0;
         const auto blocks =
-            most_blocks(budget / per_page_set.value(), s.attention_groups, s.sliding_groups, cap, fixed.value());
+            most_blocks(budget / per_page_set.value(), s.attention_groups, s.sliding_groups, start.cap, fixed.value());
         if (!blocks) return 0;
         if (*blocks == kNoLimit) continue;
         const Checked tokens = Checked(*blocks) * attention_block;
@@ -487,10 +508,10 @@ std::uint64_t group_two_kinds(const std::vector<bool>& kind_a, const std::vector
 std::optional<HybridPages> vllm_sliding_pages(const KvLayout& layout, const Architecture& arch,
                                               const Workload& workload, const Parallelism& parallel) {
     std::uint64_t row = 0, window = 0, full = 0;
+    std::optional<bool> chunked;  // whether the windowed layers are chunked-local rather than sliding
     for (std::uint64_t l = 0; l < arch.layers; ++l) {
         const std::uint64_t r = layout.row_bytes_per_gpu(l);
         if (r == 0) continue;  // a layer reading another's cache, or none: no pages of its own
-        if (arch.layer(l).kind == LayerKind::chunked) return std::nullopt;  // not modelled here
         if (row > 0 && r != row) return std::nullopt;
         row = r;
         const std::uint64_t w = layout.window(l);  // 0 under --full-window, as vLLM's layers without one
@@ -498,11 +519,15 @@ std::optional<HybridPages> vllm_sliding_pages(const KvLayout& layout, const Arch
             ++full;
         } else {
             if (window > 0 && w != window) return std::nullopt;  // two windows: three kinds, not modelled here
+            const bool c = arch.layer(l).kind == LayerKind::chunked;
+            if (chunked && *chunked != c) return std::nullopt;  // sliding and chunked: three kinds, not modelled
+            chunked = c;
             window = w;
         }
     }
     if (window == 0 || full == 0) return std::nullopt;  // one kind: the plain per-layer sum
     HybridPages h;
+    h.chunked = chunked.value_or(false);
     h.attention_block = std::max<std::uint64_t>(workload.block_size, 16);  // vLLM's CUDA default block
     h.page_bytes = h.attention_block * row;
     h.window = window;

@@ -231,6 +231,9 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         p.set("state_groups", Value::number(f.engine_pages->stages.front().state_groups));
         p.set("sliding_groups", Value::number(f.engine_pages->stages.front().sliding_groups));
         p.set("sliding_window_tokens", Value::number(f.engine_pages->window));
+        // What the windowed groups hold: "sliding" windows, or "chunked" local attention (the window is the chunk).
+        p.set("windowed_layers",
+              f.engine_pages->window == 0 ? Value() : Value::string(f.engine_pages->chunked ? "chunked" : "sliding"));
         o.set("vllm_hybrid_layout", std::move(p));
     } else {
         o.set("vllm_hybrid_layout", Value());

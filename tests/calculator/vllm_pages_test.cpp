@@ -3,6 +3,7 @@
 // Bytes worked out by hand from the published config.json, with the vLLM file each rule follows.
 #include <algorithm>
 
+#include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/deployment.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "testing.h"
@@ -159,9 +160,10 @@ TEST(VllmPages, VllmGroupsSlidingAndFullLayersInPagesAndChecksAPrefillChunkAtSta
     EXPECT_EQ(both->headroom_bytes_per_gpu, both->kv_budget_bytes_per_gpu - static_cast<std::int64_t>(start));
     d.fraction = 0.85;
     // Under pipeline parallelism every stage keeps the model's 7 groups with its share of their layers: four stages
-    // of 16, 16, 15 and 15 layers hold at most 3 layers of a group (vllm/v1/core/kv_cache_utils.py
-    // get_kv_cache_configs), so the fullest GPU's sequence is 3 pages a block.
-    const auto pp4 = vllm_hybrid_pages(gemma, KvDtype::bf16, {.context_tokens = 131072}, {.pp = 4});
+    // of 15, 16, 16 and 15 layers (vllm/distributed/utils.py get_pp_indices) hold at most 3 layers of a group
+    // (vllm/v1/core/kv_cache_utils.py get_kv_cache_configs), so the fullest GPU's sequence is 3 pages a block.
+    const auto pp4 = vllm_hybrid_pages(gemma, KvDtype::bf16, {.context_tokens = 131072},
+                                       {.pp = 4, .split = StageSplit::before_last});
     ASSERT_TRUE(pp4);
     ASSERT_EQ(pp4->stages.size(), 4u);
     EXPECT_EQ(pp4->model_group_size, 10u);
@@ -182,6 +184,92 @@ TEST(VllmPages, VllmGroupsSlidingAndFullLayersInPagesAndChecksAPrefillChunkAtSta
     f = fit(gemma, KvDtype::bf16, w, {}, d);
     ASSERT_TRUE(f) << f.error_text();
     EXPECT_FALSE(f->engine_pages);
+}
+
+// Llama 4's chunked-attention layers (attention_chunk_size 8,192) beside its full ones (every fourth, NoPE), under
+// vLLM's hybrid cache manager (on for them by default in the newest releases): grouped as sliding layers are, each
+// chunked group holding the current chunk's blocks (single_type_kv_cache_manager.py ChunkedLocalAttentionManager
+// frees every block wholly before the chunk's start), and the start check counting the chunk and a prefill chunk
+// with no block more (kv_cache_interface.py ChunkedLocalAttentionSpec.max_memory_usage_bytes).
+TEST(VllmPages, ChunkedAttentionLayersHoldTheirChunkBesideFullOnes) {
+    const Architecture& scout = catalog_arch("llama-4-scout");
+    // TP 4: 2 of the 8 KV heads a GPU, 2 x 2 x 128 x 2 = 1,024 bytes a token and layer, 16,384 a page. 36 chunked and
+    // 12 full layers: groups of 12 (36 >= 1.5 x 12), 3 chunked and 1 full, no padding.
+    const auto pages = vllm_hybrid_pages(scout, KvDtype::bf16, {.context_tokens = 131072}, {.tp = 4});
+    ASSERT_TRUE(pages);
+    EXPECT_TRUE(pages->chunked);
+    EXPECT_EQ(pages->window, 8192u);
+    EXPECT_EQ(pages->page_bytes, 16384u);
+    EXPECT_EQ(pages->model_group_size, 12u);
+    ASSERT_EQ(pages->stages.size(), 1u);
+    EXPECT_EQ(pages->stages[0].sliding_groups, 3u);
+    EXPECT_EQ(pages->stages[0].attention_groups, 1u);
+    // The chunk starts on a block: 512 blocks at most, not the 513 a window of 8,192 may span.
+    EXPECT_EQ(pages->sliding_blocks(100'000), 512u);
+    EXPECT_EQ(pages->sliding_blocks(1000), 63u);
+    const std::uint64_t block = 12ull * 16384;
+    EXPECT_EQ(pages->bytes_per_sequence(131072).value(), block * (8192 + 3 * 512));
+    // The same as the plain per-layer sum, padding none: 12 x 1,024 x 131,072 + 36 x 1,024 x 8,192.
+    EXPECT_EQ(pages->bytes_per_sequence(131072).value(), 12ull * 1024 * 131072 + 36ull * 1024 * 8192);
+    // The start check: the chunk and a prefill chunk of 8,192 tokens, 1,024 blocks a chunked group, none more.
+    EXPECT_EQ(pages->startup_bytes(131072, 8192).value(), block * (8192 + 3 * 1024));
+    EXPECT_EQ(pages->startup_bytes(4096, 8192).value(), block * (256 + 3 * 256));  // shorter than both
+    const std::uint64_t budget = block * (8192 + 3 * 1024) - 1;
+    EXPECT_EQ(pages->startup_max_tokens(budget, 8192), (8192 - 1) * 16u);
+    EXPECT_LE(pages->startup_bytes(pages->startup_max_tokens(budget, 8192), 8192).value(), budget);
+
+    // The fit says so in its words, and its JSON names the windowed layers.
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
+    d.gpu_count = 4;
+    auto f = fit(scout, KvDtype::bf16, {.context_tokens = 131072, .batch = 4}, {.tp = 4}, d);
+    ASSERT_TRUE(f) << f.error_text();
+    ASSERT_TRUE(f->engine_pages);
+    EXPECT_EQ(f->memory_bytes_per_gpu_needed, 4 * block * (8192 + 3 * 512));
+    EXPECT_TRUE(std::any_of(f->notes.begin(), f->notes.end(), [](const std::string& n) {
+        return n.find(
+                   "the 36 chunked-attention and 12 full-attention layers in groups of 12 (3 chunked, 1 full), "
+                   "blocks of 16 tokens, a chunked group holding the current chunk's blocks, 512 at most") !=
+               std::string::npos;
+    })) << testing::join(f->notes);
+
+    // Before 0.14 the manager was off for models with attention_chunk_size (vllm/config/vllm.py, vllm/envs.py
+    // VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE "0"), and before 0.10 there was none: every layer keeps the
+    // whole context, 48 x 1,024 bytes a token on each GPU. So does an EAGLE drafter in any release.
+    for (const std::uint64_t minor : {9u, 12u, 13u}) {
+        d.vllm.version_minor = minor;
+        f = fit(scout, KvDtype::bf16, {.context_tokens = 131072, .batch = 4}, {.tp = 4}, d);
+        ASSERT_TRUE(f) << f.error_text();
+        EXPECT_FALSE(f->engine_pages) << minor;
+        EXPECT_EQ(f->kv_bytes_per_gpu, 4ull * 48 * 1024 * 131072) << minor;
+        EXPECT_TRUE(std::any_of(f->notes.begin(), f->notes.end(), [&](const std::string& n) {
+            return n.starts_with("vLLM 0." + std::to_string(minor) +
+                                 " keeps the whole context on the chunked-attention layers beside full ones");
+        })) << testing::join(f->notes);
+    }
+    // 0.13 to 0.15: which side of the change is not certain, and the fit says so; 0.12 and 0.16 are.
+    const auto unsure = [&](std::uint64_t minor) {
+        d.vllm.version_minor = minor;
+        const auto g = fit(scout, KvDtype::bf16, {.context_tokens = 131072, .batch = 4}, {.tp = 4}, d);
+        return g && !g->warnings.empty() && std::any_of(g->warnings.begin(), g->warnings.end(), [](const auto& w) {
+                   return w.starts_with("not exact: whether vLLM 0.1");
+               });
+    };
+    EXPECT_TRUE(unsure(13));
+    EXPECT_TRUE(unsure(15));
+    EXPECT_FALSE(unsure(12));
+    EXPECT_FALSE(unsure(16));
+    d.vllm.version_minor = 14;
+    EXPECT_FALSE(vllm_keeps_full_context(d, scout));
+    d.draft = DraftModel{};
+    d.draft->method = DraftMethod::eagle3;
+    EXPECT_TRUE(vllm_keeps_full_context(d, scout));
+    d.draft->method = DraftMethod::draft_model;
+    EXPECT_FALSE(vllm_keeps_full_context(d, scout));
+    // Sliding layers are not chunked ones: Gemma 3 keeps its windows from 0.10 whatever the drafter.
+    d.draft->method = DraftMethod::eagle;
+    d.vllm.version_minor = 12;
+    EXPECT_FALSE(vllm_keeps_full_context(d, catalog_arch("gemma-3-27b")));
 }
 
 }  // namespace

@@ -56,7 +56,9 @@ void GpuMemoryBar::setFit(const FitReport& f, UnitSystem units) {
         const std::uint64_t extra_shown = std::min(extra, budget - kv_shown - state_shown - padding_shown);
         segments.insert(
             padding > 0 ? 3 : 2,
-            {tr("vLLM start check: a prefill chunk in each sliding group"), extra_shown, QColor(0xf3, 0xa6, 0x83),
+            {f.engine_pages && f.engine_pages->chunked ? tr("vLLM start check: a prefill chunk in each chunked group")
+                                                       : tr("vLLM start check: a prefill chunk in each sliding group"),
+             extra_shown, QColor(0xf3, 0xa6, 0x83),
              tr("vLLM start check %1 of the %2 it asks beyond the cache")
                  .arg(q(format_bytes(extra_shown, units)), q(format_bytes(extra, units)))});
     }

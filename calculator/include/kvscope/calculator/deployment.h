@@ -72,6 +72,13 @@ constexpr std::uint64_t kDefaultVllmMinor = 20;
 // The versions whose rules the calculator has (0.6 … 0.21); later ones follow 0.21's, and a version past
 // kLatestVllmMinor is refused as a typo.
 constexpr std::uint64_t kOldestVllmMinor = 6;
+// The first release whose hybrid KV cache manager groups chunked-local layers (Llama 4) by default, keeping only the
+// current chunk (vllm/envs.py VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to "1"); before it they
+// keep the whole context (vllm_keeps_full_context). The docs of 0.12 give the default as False and those of 0.16 as
+// True; the change (PR #29627) was merged on 2025-12-16, after 0.13 was cut: 0.14 is taken as the first, and 0.13 to
+// 0.15 are said to be not exact (kVllmChunkedUnsure*).
+constexpr std::uint64_t kVllmChunkedHybridMinor = 14;
+constexpr std::uint64_t kVllmChunkedUnsureFirst = 13, kVllmChunkedUnsureLast = 15;
 constexpr std::uint64_t kNewestVllmRules = 21;
 constexpr std::uint64_t kLatestVllmMinor = 99;
 
@@ -161,7 +168,8 @@ Workload engine_workload(const Workload& workload, const Deployment& d, const Ar
 // The parallel layout as the engine splits the layers into pipeline stages (StageSplit): vLLM gives a layer more to
 // the stages before the last, SGLang to the last ones, TensorRT-LLM and llama.cpp to the first.
 Parallelism engine_parallelism(const Parallelism& parallel, Engine engine);
-// Whether that vLLM rule applies: a release before 0.10, and sliding layers beside full ones.
+// Whether that vLLM rule applies: sliding layers beside full ones before 0.10, or chunked-local layers beside full
+// ones before kVllmChunkedHybridMinor.
 bool vllm_keeps_full_context(const Deployment& d, const Architecture& cache_arch);
 // The layers as the engine keeps them: llama.cpp's sliding and chunked layers hold their window plus one
 // micro-batch (n_ubatch, kLlamaCppUbatch unless set) tokens, padded to 256; every other engine keeps the window.

@@ -177,6 +177,10 @@ struct HybridPages {
     std::uint64_t page_bytes = 0;       // one block of one attention layer (= one padded state, with states)
     std::uint64_t state_bytes = 0;      // one layer's state before padding (0: sliding and full layers)
     std::uint64_t window = 0;           // the sliding layers' window in tokens (0: none)
+    // The windowed layers are chunked-local attention (Llama 4), `window` their chunk: a group holds the blocks of the
+    // current chunk (single_type_kv_cache_manager.py ChunkedLocalAttentionManager frees every block wholly before the
+    // chunk's start) and vLLM's start check counts the chunk and a prefill chunk (ChunkedLocalAttentionSpec).
+    bool chunked = false;
     // Sliding beside full layers: the whole model's group size and layers of each kind (a pipeline stage keeps
     // every group, with its own share of their layers).
     std::uint64_t model_group_size = 0;
