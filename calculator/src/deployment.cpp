@@ -177,8 +177,17 @@ bool vllm_keeps_full_context(const Deployment& d, const Architecture& cache_arch
 Workload engine_workload(const Workload& workload, const Deployment& d, const Architecture& cache_arch) {
     Workload w = workload;
     if (d.engine == Engine::llama_cpp) w.block_size = 1;
-    if (vllm_keeps_full_context(d, cache_arch)) w.full_window = true;
+    if (vllm_keeps_full_context(d, cache_arch) || sglang_keeps_full_context(d, cache_arch)) w.full_window = true;
     return w;
+}
+
+bool sglang_keeps_full_context(const Deployment& d, const Architecture& cache_arch) {
+    // SGLang keeps every layer in one token pool (mem_cache/memory_pool.py MHATokenToKVPool over all layers; the window
+    // is the attention kernel's alone) unless its hybrid SWA memory is on, which it is only for the families listed in
+    // configs/model_config.py is_hybrid_swa_model (gpt-oss, Llama 4, MiMo-V2, Step-3.5, Gemma 4, Laguna, DeepSeek V4);
+    // Gemma 2 and 3 are forced off (model_overrides/gemma2_gemma3.py). Those families' second pool is not modelled.
+    return d.engine == Engine::sglang &&
+           (cache_arch.has_sliding_layers() || cache_arch.count_layers(LayerKind::chunked) > 0);
 }
 
 Parallelism engine_parallelism(const Parallelism& parallel, Engine engine) {
@@ -371,6 +380,15 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     r.memory_bytes_per_gpu_needed = r.plain_memory_bytes_per_gpu = kv->memory_bytes_per_gpu;
     // vLLM's hybrid cache manager lays out a model with recurrent and attention layers in pages of its own.
     if (d.engine == Engine::vllm) r.engine_pages = vllm_hybrid_pages(*layout_or, arch, workload, parallel);
+    if (!workload_in.full_window && sglang_keeps_full_context(d, *cache_arch))
+        r.warnings.push_back(
+            "not exact: SGLang keeps the whole context on sliding-window and chunked-attention layers, as counted "
+            "here, "
+            "for every family but those it gives a second pool: gpt-oss, Llama 4, MiMo-V2, Step-3.5, Gemma 4 and "
+            "Laguna keep those layers' tokens in a pool of 0.8 x the full layers' (--swa-full-tokens-ratio), which "
+            "this does not model; for them the figure is off by up to 18% (over beyond 1.25 windows, under below; "
+            "sglang/srt/configs/"
+            "model_config.py is_hybrid_swa_model, model_executor/pool_configurator.py; Gemma 2 and 3 are exact)");
     if (d.engine == Engine::vllm && !workload_in.full_window && cache_arch->count_layers(LayerKind::chunked) > 0 &&
         cache_arch->count_layers(LayerKind::full) > 0 && vllm_minor(d) >= kVllmChunkedUnsureFirst &&
         vllm_minor(d) <= kVllmChunkedUnsureLast)

@@ -311,6 +311,34 @@ TEST(Hybrid, LlamaCppKeepsTheStateInF32WhateverTheModelsDtype) {
                              [](const std::string& n) { return n.find("f32") != std::string::npos; }));
 }
 
+// SGLang keeps one token pool for every layer (mem_cache/memory_pool.py MHATokenToKVPool): a sliding layer holds the
+// whole context, its window the kernel's alone, for Gemma 2 and 3 (model_overrides/gemma2_gemma3.py turns hybrid SWA
+// memory off) and every family not in configs/model_config.py is_hybrid_swa_model. Those in it are said not exact.
+TEST(Hybrid, SglangKeepsTheWholeContextOnSlidingLayers) {
+    const Architecture& gemma = catalog_arch("gemma-3-27b");
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h200");
+    d.engine = Engine::sglang;
+    const Workload w{.context_tokens = 32768, .batch = 2};
+    auto f = fit(gemma, KvDtype::bf16, w, {}, d);
+    ASSERT_TRUE(f) << f.error_text();
+    // 62 layers x 16 KV heads x 128 x 2 x 2 bytes = 8,192 bytes a token and layer, for every token.
+    EXPECT_EQ(f->kv_bytes_per_gpu, 2ull * 62 * 8192 * 32768);
+    EXPECT_TRUE(std::any_of(f->warnings.begin(), f->warnings.end(), [](const std::string& x) {
+        return x.starts_with(
+            "not exact: SGLang keeps the whole context on sliding-window and chunked-attention layers");
+    })) << testing::join(f->warnings);
+    // vLLM and TensorRT-LLM keep the windows: 10 full layers and 52 of 1,024 tokens.
+    d.engine = Engine::tensorrt_llm;
+    f = fit(gemma, KvDtype::bf16, w, {}, d);
+    ASSERT_TRUE(f) << f.error_text();
+    EXPECT_EQ(f->kv_bytes_per_gpu, 2ull * 8192 * (10 * 32768 + 52 * 1024));
+    // A model of full layers only is not touched.
+    d.engine = Engine::sglang;
+    EXPECT_FALSE(sglang_keeps_full_context(d, catalog_arch("llama-3-8b")));
+    EXPECT_TRUE(sglang_keeps_full_context(d, catalog_arch("llama-4-scout")));
+}
+
 TEST(Hybrid, APureStateSpaceModelSaysSoAndDividesByNothing) {
     const Architecture& a = catalog_arch("mamba-codestral-7b");
     const KvCacheReport r = report(a, 1'000'000, 4);
