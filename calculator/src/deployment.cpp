@@ -381,7 +381,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     // vLLM's hybrid cache manager lays out a model with recurrent and attention layers in pages of its own.
     if (d.engine == Engine::vllm) r.engine_pages = vllm_hybrid_pages(*layout_or, arch, workload, parallel);
     if (!workload_in.full_window && sglang_keeps_full_context(d, *cache_arch))
-        r.warnings.push_back(
+        r.warnings.emplace_back(
             "not exact: SGLang keeps the whole context on sliding-window and chunked-attention layers, as counted "
             "here, "
             "for every family but those it gives a second pool: gpt-oss, Llama 4, MiMo-V2, Step-3.5, Gemma 4 and "
