@@ -283,8 +283,9 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         for (std::uint64_t s = 0; s < parallel.pp; ++s)
             counts += (s == 0 ? "" : ", ") + std::to_string(stage_layers(arch.layers, parallel, s).count);
         const bool last = parallel.split == StageSplit::last;
-        r.notes.push_back(std::string(last ? "SGLang" : "vLLM") + " gives the layers left over (" +
-                          format_count(arch.layers) + " on " + std::to_string(parallel.pp) + " stages) to the " +
+        r.notes.push_back(std::string(last ? "SGLang" : "vLLM") + " gives the " +
+                          format_count_of(arch.layers % parallel.pp, "layer", "layers") + " left over from " +
+                          format_count(arch.layers) + " on " + std::to_string(parallel.pp) + " stages to the " +
                           (last ? "last stages" : "stages before the last") + ": " + counts + " layers (" +
                           (last ? "sglang/srt" : "vllm") + "/distributed/utils.py get_pp_indices)");
     }
@@ -315,7 +316,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
         const VllmBatch b = vllm_batch(workload, d);
         if (b.max_num_batched_tokens < b.max_num_seqs && !(b.tokens_default && b.seqs_default)) {
             const auto given = [](std::uint64_t n, bool by_default) {
-                return format_count(n) + (by_default ? " (vLLM's default here)" : "");
+                return format_count(n) + (by_default ? ", vLLM's default here" : "");
             };
             errors.push_back({b.tokens_default ? Field::max_num_seqs : Field::max_num_batched_tokens,
                               "vLLM does not start when a step's tokens (max_num_batched_tokens " +
@@ -383,21 +384,23 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     if (!workload_in.full_window && sglang_keeps_full_context(d, *cache_arch))
         r.warnings.emplace_back(
             "not exact: SGLang keeps the whole context on sliding-window and chunked-attention layers, as counted "
-            "here, "
-            "for every family but those it gives a second pool: gpt-oss, Llama 4, MiMo-V2, Step-3.5, Gemma 4 and "
-            "Laguna keep those layers' tokens in a pool of 0.8 x the full layers' (--swa-full-tokens-ratio), which "
-            "this does not model; for them the figure is off by up to 18% (over beyond 1.25 windows, under below; "
-            "sglang/srt/configs/"
-            "model_config.py is_hybrid_swa_model, model_executor/pool_configurator.py; Gemma 2 and 3 are exact)");
+            "here, for every family but those it gives a second pool (gpt-oss, Llama 4, MiMo-V2, Step-3.5, Gemma 4, "
+            "Laguna, DeepSeek V4: 0.8 x the full layers' tokens, --swa-full-tokens-ratio), which this does not model "
+            "and a model's shape does not tell apart: for them the figure is off by up to 18% (over beyond 1.25 "
+            "windows, under below); for the rest, Gemma 2 and 3 among them, it is SGLang's (sglang/srt/configs/"
+            "model_config.py is_hybrid_swa_model, model_executor/pool_configurator.py)");
+    // Which side of the change 0.13 - 0.15 are on is not certain (an EAGLE or MTP drafter keeps the whole context in
+    // every release, so that figure is).
+    const bool freeing = vllm_minor(d) >= kVllmChunkedHybridMinor;
     if (d.engine == Engine::vllm && !workload_in.full_window && cache_arch->count_layers(LayerKind::chunked) > 0 &&
         cache_arch->count_layers(LayerKind::full) > 0 && vllm_minor(d) >= kVllmChunkedUnsureFirst &&
-        vllm_minor(d) <= kVllmChunkedUnsureLast)
+        vllm_minor(d) <= kVllmChunkedUnsureLast && freeing != vllm_keeps_full_context(d, *cache_arch))
         r.warnings.push_back(
             "not exact: whether vLLM 0." + std::to_string(vllm_minor(d)) +
             " frees the chunked-attention layers' blocks before the current chunk by default is not known here (its "
             "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE became \"1\" between 0.12 and 0.16); counted as " +
-            (vllm_minor(d) >= kVllmChunkedHybridMinor ? "freeing them" : "keeping the whole context") +
-            ", --vllm-version 0.12 or 0.16 gives the other figure");
+            (freeing ? "freeing them, as --vllm-version 0.16 does; 0.12 gives the other figure"
+                     : "keeping the whole context, as --vllm-version 0.12 does; 0.16 gives the other figure"));
     if (!workload_in.full_window && vllm_keeps_full_context(d, *cache_arch)) {
         if (cache_arch->has_sliding_layers())
             r.notes.emplace_back(
@@ -411,9 +414,10 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                 "them: its hybrid KV cache manager, which frees the blocks before the current chunk, " +
                 (vllm_minor(d) >= kVllmChunkedHybridMinor
                      ? std::string("is off for models with attention_chunk_size under EAGLE or MTP drafting")
-                     : "came with 0.10 and is off for models with attention_chunk_size before 0." +
-                           std::to_string(kVllmChunkedHybridMinor) +
-                           " unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1") +
+                 : vllm_minor(d) < 10 ? std::string("came with 0.10")
+                                      : "is off for models with attention_chunk_size before 0." +
+                                            std::to_string(kVllmChunkedHybridMinor) +
+                                            " unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1") +
                 " (vllm/config/vllm.py, vllm/envs.py; vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs "
                 "makes them full-attention specs)");
     }

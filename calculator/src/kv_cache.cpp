@@ -317,9 +317,13 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
         r.warnings.push_back("the MLA latent is shared by all heads: each of the " + std::to_string(parallel.tp) +
                              " tensor-parallel GPUs keeps a full copy");
     if (workload.full_window && arch.has_sliding_layers())
-        r.warnings.emplace_back("sliding-window layers keep the full context (the engine ignores their windows)");
+        r.warnings.emplace_back(
+            "sliding-window layers keep every token (the engine stores the whole context; attention still reads the "
+            "window)");
     if (workload.full_window && arch.count_layers(LayerKind::chunked) > 0)
-        r.warnings.emplace_back("chunked-attention layers keep the full context (the engine ignores their chunks)");
+        r.warnings.emplace_back(
+            "chunked-attention layers keep every token (the engine stores the whole context; attention still reads the "
+            "chunk)");
     if (arch.attention_layers() == 0)
         r.warnings.emplace_back("no layer of this model attends: it keeps no KV cache, only its recurrent state");
     // Integer caches are counted as their bits a value alone: exact for TensorRT-LLM's INT8 cache, whose one

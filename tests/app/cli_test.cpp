@@ -191,7 +191,7 @@ TEST(Cli, VllmsStartupSettingsChangeItsReserveAndTheFitNamesEachPart) {
     const CliRun few = cli(base + " --max-num-batched-tokens 512");
     EXPECT_EQ(few.status, 2);
     EXPECT_NE(few.err.find("--max-num-batched-tokens: vLLM does not start when a step's tokens (max_num_batched_tokens "
-                           "512) are fewer than its sequences (max_num_seqs 1,024 (vLLM's default here))"),
+                           "512) are fewer than its sequences (max_num_seqs 1,024, vLLM's default here)"),
               std::string::npos)
         << few.err;
     const CliRun none = cli(base + " --max-num-seqs 0");

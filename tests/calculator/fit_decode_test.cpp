@@ -30,7 +30,7 @@ TEST(Fit, VllmRefusesFewerTokensAStepThanSequences) {
     ASSERT_FALSE(f.ok());
     EXPECT_TRUE(testing::has_error(f.errors(), "max_num_batched_tokens",
                                    "a step's tokens (max_num_batched_tokens 512) are fewer than its sequences "
-                                   "(max_num_seqs 1,024 (vLLM's default here))"))
+                                   "(max_num_seqs 1,024, vLLM's default here)"))
         << f.error_text();
     d.vllm.max_num_seqs = 512;  // equal is allowed
     EXPECT_TRUE(fit(a, KvDtype::bf16, w, {}, d).ok());
@@ -38,7 +38,7 @@ TEST(Fit, VllmRefusesFewerTokensAStepThanSequences) {
     d.vllm = {.max_num_seqs = 10000};
     f = fit(a, KvDtype::bf16, w, {}, d);
     ASSERT_FALSE(f.ok());
-    EXPECT_TRUE(testing::has_error(f.errors(), "max_num_seqs", "(max_num_batched_tokens 8,192 (vLLM's default here))"))
+    EXPECT_TRUE(testing::has_error(f.errors(), "max_num_seqs", "(max_num_batched_tokens 8,192, vLLM's default here)"))
         << f.error_text();
     // Another engine does not read vLLM's settings.
     d.engine = Engine::sglang;

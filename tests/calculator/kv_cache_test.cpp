@@ -225,7 +225,7 @@ TEST(KvCache, EachEngineGivesTheLayersLeftOverToItsOwnStages) {
     EXPECT_EQ(f->memory_bytes_per_gpu_needed, 3ull * 32768 * (8192 + 2));
     EXPECT_TRUE(std::any_of(f->notes.begin(), f->notes.end(), [](const std::string& n) {
         return n.starts_with(
-            "vLLM gives the layers left over (16 on 3 stages) to the stages before the last: 5, 6, 5 "
+            "vLLM gives the 1 layer left over from 16 on 3 stages to the stages before the last: 5, 6, 5 "
             "layers (vllm/distributed/utils.py get_pp_indices)");
     })) << testing::join(f->notes);
     // Without an engine (kvscope-cli kv) the first stages take them.

@@ -217,7 +217,8 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                       .arg(s.workload.block_size)
                       .arg(s.parallel.tp)
                       .arg(s.parallel.pp)
-                      .arg(s.workload.full_window ? QObject::tr(", full context kept on sliding layers") : QString());
+                      .arg(s.workload.full_window ? QObject::tr(", full context kept on sliding and chunked layers")
+                                                  : QString());
         if (s.deployment)
             inputs << QObject::tr("%1 × %2 (%3 each), %4 rule at %5, weights %6")
                               .arg(s.deployment->gpu_count)

@@ -66,7 +66,7 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
       block_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::doubling)),
       tp_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::doubling)),
       pp_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::by_one)),
-      full_window_(new QCheckBox(tr("Engine keeps the full context on sliding layers"))),
+      full_window_(new QCheckBox(tr("Engine keeps the full context on sliding and chunked layers"))),
       errors_(new QLabel),
       layer_mix_(new QLabel),
       layer_mix_row_(new QWidget),
@@ -220,7 +220,8 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
                tr("Tokens each sliding-window layer keeps, or each chunked-attention layer attends to (the engine "
                   "keeps one chunk); type 4096, 4k or 1,5k."));
     marks_.add(full_window_, {Field::full_window},
-               tr("Some engines store every token on sliding-window layers too; tick to count the cache that way."));
+               tr("Some engines store every token on sliding-window and chunked layers too; tick to count the cache "
+                  "that way."));
     context_->slider()->setToolTip(context_->spinBox()->toolTip());
 
     auto* head_dim_row = new QWidget;
@@ -338,7 +339,8 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     });
     connect(full_window_, &QCheckBox::toggled, this, [this](bool on) {
         if (syncing_) return;
-        model_->edit(tr("Toggle full context on sliding layers"), [on](Scenario& s) { s.workload.full_window = on; });
+        model_->edit(tr("Toggle full context on sliding and chunked layers"),
+                     [on](Scenario& s) { s.workload.full_window = on; });
     });
     connect(model_, &ScenarioModel::changed, this, &InputsPanel::sync);
     sync();

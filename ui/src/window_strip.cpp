@@ -158,9 +158,10 @@ void ContextWindowPage::setConversation(std::uint64_t tokens) {
         if (r.window > 0)
             lines
                 << tr("%1 see only the last %2 tokens, whatever the context window.").arg(q(r.label), count(r.visible));
-    if (model_->results().scenario.workload.full_window && arch.has_sliding_layers())
+    if (model_->results().scenario.workload.full_window &&
+        (arch.has_sliding_layers() || arch.count_layers(LayerKind::chunked) > 0))
         lines << tr(
-            "(The engine keeps the full context in the cache of sliding layers, but they still attend "
+            "(The engine keeps the full context in the cache of sliding and chunked layers, but they still attend "
             "only to their window.)");
     summary_->setText(lines.join(' '));
 }
