@@ -160,6 +160,31 @@ TEST(Cli, SlidingLayersBesideFullOnesAreInVllmsPagesAndItsStartCheckInTheVerdict
     EXPECT_EQ(small_gpu.out.find("start check"), std::string::npos) << small_gpu.out;
 }
 
+// Llama 4's chunked layers as each engine keeps them, end to end: vLLM 0.20 in its pages ("windowed_layers":
+// "chunked"), vLLM 0.12 and SGLang with the whole context on every layer, and the same figure in the table.
+TEST(Cli, ChunkedLayersAreKeptAsEachEngineKeepsThem) {
+    const std::string args = "fit --model llama-4-scout --gpu h100-sxm --gpus 4 --tp 4 --context 128k --batch 4";
+    const auto now = json_of(cli(args + " --json"));
+    const auto* layout = now.find("vllm_hybrid_layout");
+    ASSERT_TRUE(layout && layout->is_object()) << "vLLM 0.20 lays the chunked layers out in its pages";
+    EXPECT_EQ(layout->find("windowed_layers")->as_string(), "chunked");
+    EXPECT_EQ(u64(*layout, "sliding_window_tokens"), 8192u);
+    EXPECT_EQ(u64(now, "memory_bytes_needed_per_gpu"), 4ull * (12 * 1024 * 131072 + 36 * 1024 * 8192));
+    // 48 layers x 1,024 bytes a token on each GPU, every token kept.
+    const std::uint64_t whole = 4ull * 48 * 1024 * 131072;
+    for (const std::string engine : {"--vllm-version 0.12", "--engine sglang"}) {
+        const auto v = json_of(cli(args + " " + engine + " --json"));
+        EXPECT_EQ(u64(v, "kv_cache_bytes_per_gpu"), whole) << engine;
+        EXPECT_TRUE(v.find("vllm_hybrid_layout")->is_null()) << engine;
+    }
+    const CliRun old = cli(args + " --vllm-version 0.12");
+    ASSERT_EQ(old.status, 0) << old.err;
+    EXPECT_NE(old.out.find("KV needed:       24.0 GiB per GPU"), std::string::npos) << old.out;
+    EXPECT_NE(old.out.find("note: vLLM 0.12 keeps the whole context on the chunked-attention layers"),
+              std::string::npos)
+        << old.out;
+}
+
 TEST(Cli, VllmsStartupSettingsChangeItsReserveAndTheFitNamesEachPart) {
     const std::string base = "fit --model llama-3-70b --context 32k --batch 16 --gpu h100-sxm --gpus 2 --kv-dtype fp8";
     const CliRun r = cli(base + " --vllm-version 0.21 --max-num-seqs 256 --max-num-batched-tokens 4k");
