@@ -56,8 +56,7 @@ __global__ void fill_blocks_kernel(unsigned char* data, std::size_t n, int dtype
     for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n / 32;
          i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
         unsigned char* b = data + i * block_bytes;
-        b[0] = static_cast<unsigned char>(d & 0xff);
-        b[1] = static_cast<unsigned char>(d >> 8);
+        *reinterpret_cast<unsigned short*>(b) = d;  // one 16-bit store: see store_block in cuda_step_kernels.cu
         for (unsigned j = 0; j < (q8 ? 32u : 16u); ++j) {
             const std::uint64_t h = mix((i * 32 + j) * 0x9E3779B97F4A7C15ull + seed);
             if (q8) {

@@ -17,6 +17,7 @@ namespace {
 
 constexpr std::uint64_t kWorkspaceBytes = 32ull << 20;  // cuBLASLt's, as cuBLAS takes on Hopper
 constexpr float kFp8Max = 448.0f;                       // the largest finite fp8_e4m3
+constexpr std::uint64_t kScaleStride = 4;               // floats between scales: 16-byte aligned pointers
 
 // The largest |x| of n bf16 values into *amax_bits (as its bits: non-negative floats order as their bits do).
 __global__ void amax_kernel(const __nv_bfloat16* x, std::uint64_t n, unsigned* amax_bits) {
@@ -47,8 +48,11 @@ void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const T& v) {
 
 }  // namespace
 
-Fp8Gemm::Fp8Gemm(std::uint64_t max_inputs)
-    : workspace_(kWorkspaceBytes), inputs_(max_inputs), scales_(3 * sizeof(float)) {
+Fp8Gemm::Fp8Gemm(std::uint64_t max_inputs, std::uint64_t max_outputs)
+    : workspace_(kWorkspaceBytes),
+      inputs_(max_inputs),
+      outputs_(max_outputs * sizeof(float)),
+      scales_(3 * kScaleStride * sizeof(float)) {
     const float one = 1.0f;
     KVSCOPE_CUDA(cudaMemcpy(scales_.get<float>(), &one, sizeof one, cudaMemcpyHostToDevice));
     KVSCOPE_CUDA(cublasLtCreate(&lt_));  // last: nothing after it can throw and leave it behind
@@ -73,7 +77,9 @@ std::string Fp8Gemm::prepare(const std::vector<std::pair<std::uint64_t, std::uin
     return "";
 }
 
-std::uint64_t Fp8Gemm::device_bytes(std::uint64_t max_inputs) { return kWorkspaceBytes + max_inputs + 256; }
+std::uint64_t Fp8Gemm::device_bytes(std::uint64_t max_inputs, std::uint64_t max_outputs) {
+    return kWorkspaceBytes + max_inputs + max_outputs * sizeof(float) + 3 * 256;  // cudaMalloc's 256-byte steps
+}
 
 std::string Fp8Gemm::unavailable(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& shapes) {
     int device = 0, major = 0, minor = 0;
@@ -97,7 +103,7 @@ std::string Fp8Gemm::make_plan(std::uint64_t rows, std::uint64_t cols, std::uint
     if (plans_.count(key)) return "";
     Plan p;
     cublasLtMatmulPreference_t pref{};
-    cublasLtMatmulHeuristicResult_t result{};
+    cublasLtMatmulHeuristicResult_t results[Plan::kAlgos]{};
     int found = 0;
     try {
         KVSCOPE_CUDA(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -107,7 +113,7 @@ std::string Fp8Gemm::make_plan(std::uint64_t rows, std::uint64_t cols, std::uint
         set(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
         const float* scales = scales_.get<float>();
         set(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(scales));
-        set(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(scales + 2));
+        set(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(scales + 2 * kScaleStride));
         KVSCOPE_CUDA(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_8F_E4M3, cols, rows, static_cast<std::int64_t>(cols)));
         KVSCOPE_CUDA(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_8F_E4M3, cols, batch, static_cast<std::int64_t>(cols)));
         KVSCOPE_CUDA(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, rows, batch, static_cast<std::int64_t>(rows)));
@@ -116,7 +122,7 @@ std::string Fp8Gemm::make_plan(std::uint64_t rows, std::uint64_t cols, std::uint
         KVSCOPE_CUDA(
             cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
         const cublasStatus_t s =
-            cublasLtMatmulAlgoGetHeuristic(lt_, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+            cublasLtMatmulAlgoGetHeuristic(lt_, p.desc, p.a, p.b, p.c, p.c, pref, Plan::kAlgos, results, &found);
         cublasLtMatmulPreferenceDestroy(pref);
         pref = nullptr;
         if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
@@ -131,7 +137,7 @@ std::string Fp8Gemm::make_plan(std::uint64_t rows, std::uint64_t cols, std::uint
         destroy(p);
         throw;
     }
-    p.algo = result.algo;
+    for (p.count = 0; p.count < found; ++p.count) p.algos[p.count] = results[p.count].algo;
     try {
         plans_.emplace(key, p);
     } catch (...) {  // the map could not hold it: its descriptors are nobody's
@@ -144,19 +150,36 @@ std::string Fp8Gemm::make_plan(std::uint64_t rows, std::uint64_t cols, std::uint
 void Fp8Gemm::matmul(const void* w, std::uint64_t rows, std::uint64_t cols, const void* x, std::uint64_t batch,
                      float* y, float alpha) {
     if (std::string why = make_plan(rows, cols, batch); !why.empty()) throw CudaError(why, cudaErrorNotSupported);
-    const Plan& p = plans_.at(std::make_tuple(rows, cols, batch));
+    Plan& p = plans_.at(std::make_tuple(rows, cols, batch));
     const std::uint64_t n = batch * cols;
-    auto* amax = reinterpret_cast<unsigned*>(scales_.get<float>() + 1);
+    auto* amax = reinterpret_cast<unsigned*>(scales_.get<float>() + kScaleStride);
     KVSCOPE_CUDA(cudaMemsetAsync(amax, 0, sizeof(unsigned)));
     const auto blocks = static_cast<unsigned>(std::clamp<std::uint64_t>((n + 255) / 256, 1, 1024));
     amax_kernel<<<blocks, 256>>>(static_cast<const __nv_bfloat16*>(x), n, amax);
     KVSCOPE_CUDA(cudaGetLastError());
-    quantize_kernel<<<blocks, 256>>>(static_cast<const __nv_bfloat16*>(x), n, amax, scales_.get<float>() + 2,
-                                     inputs_.get<__nv_fp8_e4m3>());
+    quantize_kernel<<<blocks, 256>>>(static_cast<const __nv_bfloat16*>(x), n, amax,
+                                     scales_.get<float>() + 2 * kScaleStride, inputs_.get<__nv_fp8_e4m3>());
     KVSCOPE_CUDA(cudaGetLastError());
     const float beta = 0;
-    KVSCOPE_CUDA(cublasLtMatmul(lt_, p.desc, &alpha, w, p.a, inputs_.get(), p.b, &beta, y, p.c, y, p.c, &p.algo,
-                                workspace_.get(), kWorkspaceBytes, nullptr));
+    // Out of place: C (unread at beta 0) is outputs_, D is y. A kernel the heuristic offered but cublasLtMatmul
+    // refuses (CUBLAS_STATUS_NOT_SUPPORTED: the heuristic does not see the pointers) gives way to the next one.
+    for (;;) {
+        const cublasStatus_t s =
+            cublasLtMatmul(lt_, p.desc, &alpha, w, p.a, inputs_.get(), p.b, &beta, outputs_.get(), p.c, y, p.c,
+                           &p.algos[p.chosen], workspace_.get(), kWorkspaceBytes, nullptr);
+        if (s == CUBLAS_STATUS_SUCCESS) return;
+        if (s != CUBLAS_STATUS_NOT_SUPPORTED || p.chosen + 1 >= p.count)
+            throw CudaError(
+                "cuBLASLt's fp8_e4m3 GEMM of a " + std::to_string(rows) + " × " + std::to_string(cols) +
+                    " matrix at a batch of " + std::to_string(batch) + " failed: " + cublasGetStatusName(s) +
+                    (s == CUBLAS_STATUS_NOT_SUPPORTED
+                         ? " for each of the " + std::to_string(p.count) +
+                               " kernels its heuristic offered (CUBLASLT_LOG_LEVEL=1 makes cuBLASLt say why)"
+                         : std::string()) +
+                    "; give --weight-dtype bf16",
+                cudaErrorNotSupported);
+        ++p.chosen;
+    }
 }
 
 }  // namespace kvscope::probe::cuda

@@ -7,6 +7,10 @@
 //
 // cuBLASLt's FP8 kernels need compute capability 8.9 or newer, A transposed and B not ("TN", which the step's
 // row-major weights are), and 16-byte aligned rows: inputs a multiple of 16 values, fp32 outputs a multiple of 4.
+// On an H200 (2026-12-04, docs/gpu-results.md) the GEMM written in place (C = D) was offered a kernel by the
+// heuristic and then refused by cublasLtMatmul (CUBLAS_STATUS_NOT_SUPPORTED) at every shape. So it writes out of
+// place, as cuBLASLt's own FP8 sample does (C, unread at beta 0, is a scratch buffer of its own; D the caller's y),
+// its scales 16 bytes apart, and keeps several of the heuristic's kernels, using the first that runs.
 
 #include <cublasLt.h>
 
@@ -23,8 +27,9 @@ namespace kvscope::probe::cuda {
 
 class Fp8Gemm {
 public:
-    // `max_inputs`: the most activations one GEMM takes (the batch times the widest input).
-    explicit Fp8Gemm(std::uint64_t max_inputs);
+    // `max_inputs`: the most activations one GEMM takes (the batch times the widest input); `max_outputs`: the
+    // most it gives (the batch times the most rows).
+    Fp8Gemm(std::uint64_t max_inputs, std::uint64_t max_outputs);
     ~Fp8Gemm();
     Fp8Gemm(const Fp8Gemm&) = delete;
     Fp8Gemm& operator=(const Fp8Gemm&) = delete;
@@ -38,8 +43,8 @@ public:
     // allocated: "" when it has one for every one, else why not, in words.
     std::string prepare(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& shapes, std::uint64_t batch);
 
-    // Device memory it holds beside the weights: the workspace, the quantised inputs and the scales.
-    static std::uint64_t device_bytes(std::uint64_t max_inputs);
+    // Device memory it holds beside the weights: the workspace, the quantised inputs, C's scratch and the scales.
+    static std::uint64_t device_bytes(std::uint64_t max_inputs, std::uint64_t max_outputs);
     // "" when this device runs FP8 GEMMs of these shapes (rows × cols each), else why not, in words.
     static std::string unavailable(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& shapes);
 
@@ -47,14 +52,17 @@ private:
     struct Plan {
         cublasLtMatmulDesc_t desc{};
         cublasLtMatrixLayout_t a{}, b{}, c{};
-        cublasLtMatmulAlgo_t algo{};
+        static constexpr int kAlgos = 8;       // the heuristic's kernels kept, tried in turn
+        cublasLtMatmulAlgo_t algos[kAlgos]{};  // best first
+        int count = 0, chosen = 0;             // how many there are; the first of them that ran
     };
     // The plan for a shape, made the first time: "" or why cuBLASLt has none.
     std::string make_plan(std::uint64_t rows, std::uint64_t cols, std::uint64_t batch);
     static void destroy(Plan& p);
 
     cublasLtHandle_t lt_{};
-    DeviceBuffer workspace_, inputs_, scales_;  // scales_: the weights' (1), amax's bits, the inputs'
+    DeviceBuffer workspace_, inputs_, outputs_, scales_;  // scales_: the weights' (1), amax's bits, the inputs',
+                                                          // 16 bytes apart
     std::map<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>, Plan> plans_;
 };
 

@@ -126,6 +126,8 @@ std::string new_rows_differ(KvDtype kv, const float* staged, const std::vector<s
     std::vector<float> values(slots.size() * (sh.row_k + sh.row_v));
     KVSCOPE_CUDA(cudaMemcpy(values.data(), staged, values.size() * sizeof(float), cudaMemcpyDeviceToHost));
     std::vector<std::byte> want(std::max(row_k, row_v));
+    std::string first;  // the first row that differs, in words
+    std::uint64_t rows_wrong = 0, bytes_wrong = 0;
     for (std::size_t at = 0; at < slots.size(); ++at) {
         const step::ReferenceSlot& slot = slots[at];
         for (const bool key : {true, false}) {
@@ -133,15 +135,30 @@ std::string new_rows_differ(KvDtype kv, const float* staged, const std::vector<s
             cpu::from_float(kv, values.data() + at * (sh.row_k + sh.row_v) + (key ? 0 : sh.row_k), want.data(),
                             key ? sh.row_k : sh.row_v);
             const auto* got = static_cast<const std::byte*>(key ? slot.k : slot.v) + (slot.tokens - 1) * bytes;
+            std::string where;  // the offsets that differ, the first few
+            std::uint64_t wrong = 0;
             for (std::uint64_t i = 0; i < bytes; ++i)
-                if (got[i] != want[i])
-                    return "the new token's " + std::string(key ? "K" : "V") + " row of layer " +
-                           std::to_string(at / batch) + ", sequence " + std::to_string(at % batch) + " has " +
-                           std::to_string(std::to_integer<int>(got[i])) + " at byte " + std::to_string(i) +
-                           " where the CPU's " + std::string(to_string(kv)) + " encoding of the same values has " +
-                           std::to_string(std::to_integer<int>(want[i])) + ": the step's cache write is wrong";
+                if (got[i] != want[i] && ++wrong <= 6) where += (where.empty() ? "" : ", ") + std::to_string(i);
+            if (wrong == 0) continue;
+            ++rows_wrong;
+            bytes_wrong += wrong;
+            if (!first.empty()) continue;
+            // The row's first bytes on both sides, so that a wrong write can be told from a wrong place.
+            std::string both;
+            for (const auto* row : {got, static_cast<const std::byte*>(want.data())}) {
+                both += both.empty() ? "; the step's first bytes:" : "; the CPU's:";
+                for (std::uint64_t j = 0; j < std::min<std::uint64_t>(bytes, 6); ++j)
+                    both += " " + std::to_string(std::to_integer<int>(row[j]));
+            }
+            first = "the new token's " + std::string(key ? "K" : "V") + " row of layer " + std::to_string(at / batch) +
+                    ", sequence " + std::to_string(at % batch) + " differs from the CPU's " +
+                    std::string(to_string(kv)) + " encoding of the same values in " + std::to_string(wrong) + " of " +
+                    std::to_string(bytes) + " bytes (at " + where + (wrong > 6 ? ", …" : "") + both + ")";
         }
     }
+    if (!first.empty())
+        return first + "; " + std::to_string(rows_wrong) + " of " + std::to_string(2 * slots.size()) + " rows, " +
+               std::to_string(bytes_wrong) + " bytes in all: the step's cache write is wrong";
     return "";
 }
 
@@ -251,10 +268,10 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     // The experts' scratch: router logits, each (token, choice) pair's up output, activation and down output.
     const std::uint64_t expert_scratch =
         a.moe ? B * (d.experts + K * (up_rows_e + H) + H) * sizeof(float) + B * K * inter_e * ab : 0;
-    const std::uint64_t activations = B * (2 * H + width + d.q_heads * (d.dk + d.dv)) * sizeof(float) +
-                                      B * input_width * ab + (fp8 ? Fp8Gemm::device_bytes(B * input_width) : 0) +
-                                      plan.scores_bytes + plan.part_out_bytes + plan.part_ml_bytes + plan.out_bytes +
-                                      expert_scratch;
+    const std::uint64_t activations =
+        B * (2 * H + width + d.q_heads * (d.dk + d.dv)) * sizeof(float) + B * input_width * ab +
+        (fp8 ? Fp8Gemm::device_bytes(B * input_width, B * width) : 0) + plan.scores_bytes + plan.part_out_bytes +
+        plan.part_ml_bytes + plan.out_bytes + expert_scratch;
     const std::uint64_t margin = 256ull << 20;  // cuBLAS's workspace and handle
     std::uint64_t need = outer_weights + activations + margin, layers_run = 0;
     for (std::uint64_t l = 0; l < a.layers; ++l) {
@@ -283,7 +300,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     // for is refused at once.
     std::optional<Fp8Gemm> fp8_gemm;
     if (fp8) {
-        fp8_gemm.emplace(B * input_width);
+        fp8_gemm.emplace(B * input_width, B * width);
         if (std::string why = fp8_gemm->prepare(fp8_shapes, B); !why.empty()) {
             r.weight_dtype_refused = true;
             return fail(r, Status::invalid_input, why);

@@ -52,9 +52,11 @@ __device__ void store_block(const float* x, unsigned char* b, int dtype) {
         }
     const float d = dtype == kQ8_0 ? __fdiv_rn(amax, 127.0f) : __fdiv_rn(max, -8.0f);
     const float id = d != 0 ? __fdiv_rn(1.0f, d) : 0.0f;
-    const unsigned short dh = __half_as_ushort(__float2half_rn(d));
-    b[0] = static_cast<unsigned char>(dh & 0xff);
-    b[1] = static_cast<unsigned char>(dh >> 8);
+    // The scale's two bytes in one 16-bit store (blocks of 34 and 18 bytes keep it 2-byte aligned), little-endian
+    // as ggml stores it. Not a byte at a time: ptxas 13 turns `st.u8` of the low byte of a `cvt.rn.f16.f32` result
+    // into a float-to-u8 conversion of the half (F2I.U8.F16), which wrote 0 for every scale below 1 (seen on an
+    // H200, 2026-12-04: CudaBackend.ASmallModelsStepMatchesFloat64; docs/gpu-results.md).
+    *reinterpret_cast<unsigned short*>(b) = __half_as_ushort(__float2half_rn(d));
     if (dtype == kQ8_0) {  // the nearest step, halves away from 0 (lround); NaN to 0
         for (int j = 0; j < 32; ++j) {
             const float q = __fmul_rn(x[j], id);
