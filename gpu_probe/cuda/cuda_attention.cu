@@ -186,7 +186,9 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     // cache (0.84 of the read ceiling against 0.64) and for one query head per KV head (MHA, 0.95
     // against 0.89); the stream kernel for 16-bit caches shared by 2 or more heads (0.83-0.91
     // against 0.58-0.76 at four heads; 0.50 against 0.34 at eight).
-    // The tensor-core kernel where asked for and the device grants it the shared memory it needs.
+    // The tensor-core kernel where asked for, or under auto where the H200's figures favour it (decode_choice.h:
+    // groups of 5 or more query heads, fp8 caches, MLA's latent), and the device grants it the shared memory it
+    // needs.
     // MLA's latent takes its own (cuda_decode_mla.cu), whose warps share each tile.
     DecodeFn mma = nullptr;
     const bool latent = is_mla_latent(sh);

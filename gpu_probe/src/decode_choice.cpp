@@ -55,20 +55,18 @@ std::string tensor_core_refusal(const AttentionShape& sh, KvDtype dtype) {
     return {};
 }
 
+bool prefers_tensor_cores(const AttentionShape& sh, KvDtype dtype) {
+    return is_fp8(dtype) || is_mla_latent(sh) || (sh.kv_heads > 0 && sh.q_heads / sh.kv_heads >= kAutoGroup);
+}
+
 bool use_tensor_cores(KernelWish wish, const AttentionShape& sh, KvDtype dtype) {
-    return wish == KernelWish::tensor_cores && tensor_core_refusal(sh, dtype).empty();
+    if (wish == KernelWish::cuda_cores || !tensor_core_refusal(sh, dtype).empty()) return false;
+    return wish == KernelWish::tensor_cores || prefers_tensor_cores(sh, dtype);
 }
 
 std::string tensor_core_note(KernelWish wish, const AttentionShape& sh, KvDtype dtype) {
-    if (wish == KernelWish::cuda_cores || use_tensor_cores(wish, sh, dtype)) return {};
-    const std::string why = tensor_core_refusal(sh, dtype);
-    if (wish == KernelWish::tensor_cores) return "; tensor cores not used: " + why;
-    // Where CUDA cores limit the stream kernel, and for fp8, which no other fused kernel reads.
-    const bool fp8 = is_fp8(dtype);
-    if (why.empty() && sh.kv_heads > 0 && (sh.q_heads / sh.kv_heads >= 5 || fp8))
-        return "; KVSCOPE_ATTENTION_KERNEL=tensor-cores runs the tensor-core kernel instead (not yet measured on a "
-               "GPU)";
-    return {};
+    if (wish != KernelWish::tensor_cores || use_tensor_cores(wish, sh, dtype)) return {};
+    return "; tensor cores not used: " + tensor_core_refusal(sh, dtype);
 }
 
 }  // namespace kvscope::probe

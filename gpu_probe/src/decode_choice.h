@@ -5,7 +5,8 @@
 // KVSCOPE_ATTENTION_KERNEL chooses between the tensor-core kernel (cuda_decode_mma.cu: the query heads
 // of a group are the rows of an MMA tile, as TensorRT-LLM's XQA and FlashInfer's tensor-core decode do)
 // and the CUDA-core kernels measured in docs/gpu-results.md (the stream, tile and three-kernel paths):
-//   auto          the default: the CUDA-core kernels, until a GPU run has measured the tensor-core one
+//   auto          the default: the tensor-core kernel where it takes the shape and the measurements favour it
+//                 (prefers_tensor_cores), else the CUDA-core kernels
 //   tensor-cores  the tensor-core kernel wherever it takes the shape (tensor_core_refusal), else auto
 //   cuda-cores    the CUDA-core kernels
 
@@ -45,14 +46,24 @@ bool is_mla_latent(const AttentionShape& shape);
 // latents of 512 + 64 values.
 std::string tensor_core_refusal(const AttentionShape& shape, KvDtype dtype);
 
-// Whether plan_decode runs the tensor-core kernel: only when asked for (auto keeps the measured kernels)
-// and the shape allows it.
+// Query heads per KV head from which `auto` runs the tensor-core kernel. Measured on an H200 (2026-12-04,
+// docs/gpu-results.md, scripts/gpu-check): with groups of 7, 8 and 16 the stream kernel reached 0.27–0.51 of the
+// same-run read ceiling, limited by CUDA-core arithmetic, and the tensor-core kernel 0.73–0.92; with Llama 3 8B's
+// groups of 4 both reached 0.88, and the stream kernel, measured longer, stays.
+constexpr unsigned kAutoGroup = 5;
+
+// Whether `auto` runs the tensor-core kernel on a shape it takes: groups of kAutoGroup or more query heads, fp8
+// caches (which no CUDA-core fused kernel reads: 0.46 of the ceiling against 0.04 for the three-kernel path on the
+// H200) and MLA's latent (128 query heads on one latent: 0.05–0.10 against 0.02–0.04; arithmetic-bound either
+// way, see docs/gpu-results.md).
+bool prefers_tensor_cores(const AttentionShape& shape, KvDtype dtype);
+
+// Whether plan_decode runs the tensor-core kernel: asked for, or `auto` on a shape it prefers, and the shape
+// allows it; never under cuda-cores.
 bool use_tensor_cores(KernelWish wish, const AttentionShape& shape, KvDtype dtype);
 
-// What the report's kernel line adds about the tensor-core kernel when it did not run: why not (it was
-// asked for), or how to ask for it (auto, on a shape it takes whose query groups have 5 or more heads,
-// where CUDA cores limit the stream kernel, or whose cache is fp8, which only it reads fused); empty
-// otherwise.
+// What the report's kernel line adds when the tensor-core kernel was asked for and could not run: why not, in
+// words; empty otherwise.
 std::string tensor_core_note(KernelWish wish, const AttentionShape& shape, KvDtype dtype);
 
 }  // namespace kvscope::probe

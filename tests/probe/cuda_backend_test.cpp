@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/probe/probe.h"
@@ -123,7 +124,9 @@ TEST(CudaBackend, EveryKernelShapeMatchesTheFloat64Reference) {
     auto cuda = cuda_or_skip(why);
     if (!cuda) GTEST_SKIP() << "no CUDA device: " << why;
     const std::string stream = "a warp per stream of tokens", tile = "-token tiles", three = "three kernels";
-    const KernelWishFor automatic("auto");  // the kernels auto picks, whatever the shell exported
+    // The CUDA-core kernels, whatever the shell exported (auto runs tensor cores on some of these shapes: the test
+    // below checks that).
+    const KernelWishFor cuda_cores("cuda-cores");
     struct Case {
         std::string model;
         KvDtype dtype;
@@ -224,6 +227,19 @@ TEST(CudaBackend, TheTensorCoreKernelMatchesTheFloat64Reference) {
         EXPECT_EQ(p.attention.kernel.find("latent read once") != std::string::npos,
                   c.model.rfind("deepseek", 0) == 0 || c.model == "kimi-k2")
             << p.attention.kernel;
+    }
+    {  // What auto runs (decode_choice.h's prefers_tensor_cores): tensor cores for groups of 5 or more, fp8 and MLA.
+        const KernelWishFor automatic("auto");
+        for (const auto& [model, dtype, on_tensor_cores] :
+             {std::tuple{"llama-3-70b", KvDtype::bf16, true}, std::tuple{"deepseek-v3", KvDtype::bf16, true},
+              std::tuple{"llama-3-8b", KvDtype::fp8_e4m3, true}, std::tuple{"llama-3-8b", KvDtype::bf16, false}}) {
+            const ProbeReport p = cuda->probe(quick_request(catalog_arch(model), dtype, 300, 1), {});
+            ASSERT_EQ(p.status, Status::ok) << p.message;
+            EXPECT_LT(p.attention.max_rel_error, 1e-4) << p.attention.kernel;
+            if (p.attention.kernel.find("tensor cores not used: the kernel needs") != std::string::npos) continue;
+            EXPECT_EQ(p.attention.kernel.find("on tensor cores") != std::string::npos, on_tensor_cores)
+                << model << ": " << p.attention.kernel;
+        }
     }
     ProbeRequest r = quick_request(catalog_arch("gemma-2-9b"), KvDtype::bf16, 500, 1);
     ProbeReport p = cuda->probe(r, {});
