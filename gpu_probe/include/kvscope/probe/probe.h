@@ -167,10 +167,11 @@ struct StopwatchReport {
 };
 
 // Why the stopwatch's measured ratio stays far below the calculator's bound, when it does (under half of
-// it): the cached steps cost about the same from the first tokens to the last, so a fixed cost per step
-// (kernel launches on a GPU, handing work to threads on a CPU) bounds them at this small model's size,
-// not the arithmetic the bound counts — said with the figures. Empty otherwise, and for runs of fewer than
-// 16 tokens (too few to tell). The CLI, the Probe tab and the Learn page show the same words.
+// it): a fixed cost per step (kernel launches on a GPU, handing work to threads on a CPU) bounds the cached
+// steps at this small model's size, not the arithmetic the bound counts — said with the figures. Either the
+// cached steps cost about the same from the first tokens to the last, or they grow but a recomputed step late
+// in the run takes under a tenth of the bound's ratio of a cached one's time. Empty otherwise, and for runs of
+// fewer than 16 tokens (too few to tell). The CLI, the Probe tab and the Learn page show the same words.
 std::string stopwatch_gap_note(const StopwatchReport& report);
 
 // One decode step of the whole model (probe --step): random weights of the model's exact shapes
