@@ -83,8 +83,9 @@ constexpr CommandInfo kCommandInfo[] = {
      "Allocates the model's KV cache on this machine exactly as the calculator lays it out, compares the bytes, "
      "and times one decode step's attention over it against a read-bandwidth ceiling measured in the same run. "
      "With --step it runs a decode step of the whole model instead and sets its time beside the calculator's "
-     "floor on that bandwidth. On a CUDA GPU, KVSCOPE_ATTENTION_KERNEL=tensor-cores times the tensor-core "
-     "attention kernel (auto, tensor-cores or cuda-cores). Ctrl+C cancels (everything is freed)."},
+     "floor on that bandwidth. On a CUDA GPU, attention runs on tensor cores for 5 or more query heads per KV "
+     "head, fp8 caches and MLA, else on CUDA cores; KVSCOPE_ATTENTION_KERNEL (auto, tensor-cores or cuda-cores) "
+     "chooses. Ctrl+C cancels (everything is freed)."},
     {Command::stopwatch, "stopwatch", "a small transformer generating with and without its KV cache",
      "stopwatch [--tokens N] [--prompt TEXT] [options]",
      "A small real transformer generates N tokens (default 128) twice: with its KV cache, and recomputing the "
