@@ -6,7 +6,10 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "cpu_kernels.h"
 #include "cuda_block_reduce.cuh"
@@ -255,6 +258,17 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
         std::min<std::uint64_t>(std::max<std::uint64_t>(1, max_tokens / (4 * kTile)), ((1ull << 31) - 1) / per_split);
     std::uint64_t splits = std::clamp<std::uint64_t>((kWaves * resident + per_split - 1) / per_split, 1, most);
     if (stream || mma) splits = whole_waves(max_tokens, per_split, resident, most, splits);
+    // For measuring the split policy on a GPU (scripts/gpu-check's split sweep): KVSCOPE_DECODE_SPLITS=N forces
+    // N splits (at most `most`); anything else is ignored.
+    bool forced = false;
+    if (const char* v = std::getenv("KVSCOPE_DECODE_SPLITS"); v && *v) {  // NOLINT(concurrency-mt-unsafe)
+        std::uint64_t n = 0;
+        const auto [end, ec] = std::from_chars(v, v + std::strlen(v), n);
+        if (ec == std::errc() && *end == '\0' && n >= 1) {
+            splits = std::min(n, most);
+            forced = true;
+        }
+    }
     const std::uint64_t split_tokens = split_size(max_tokens, splits);
     splits = (max_tokens + split_tokens - 1) / split_tokens;
     plan.split = {split_tokens, static_cast<std::uint32_t>(splits), static_cast<std::uint32_t>(head_chunks)};
@@ -281,7 +295,8 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
                                             : g;
     plan.tensor_cores = mma;
     plan.description = how + std::to_string(per_read) + " query heads per K/V read, " + std::to_string(plan.blocks) +
-                       " blocks (" + std::to_string(per_sm) + " per SM)" + note;
+                       " blocks (" + std::to_string(per_sm) + " per SM)" +
+                       (forced ? "; the splits set by KVSCOPE_DECODE_SPLITS" : "") + note;
     return plan;
 }
 

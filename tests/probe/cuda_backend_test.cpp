@@ -45,23 +45,24 @@ StepRequest step_request(const Architecture& arch, KvDtype cache, KvDtype weight
     return r;
 }
 
-// KVSCOPE_ATTENTION_KERNEL set for one scope, and as it was again after it.
+// KVSCOPE_ATTENTION_KERNEL (or another variable) set for one scope, and as it was again after it.
 class KernelWishFor {
 public:
-    explicit KernelWishFor(const char* value) {
-        if (const char* was = std::getenv("KVSCOPE_ATTENTION_KERNEL")) was_ = was;  // NOLINT(concurrency-mt-unsafe)
-        setenv("KVSCOPE_ATTENTION_KERNEL", value, 1);
+    explicit KernelWishFor(const char* value, const char* name = "KVSCOPE_ATTENTION_KERNEL") : name_(name) {
+        if (const char* was = std::getenv(name)) was_ = was;  // NOLINT(concurrency-mt-unsafe)
+        setenv(name, value, 1);
     }
     ~KernelWishFor() {
         if (was_)
-            setenv("KVSCOPE_ATTENTION_KERNEL", was_->c_str(), 1);
+            setenv(name_, was_->c_str(), 1);
         else
-            unsetenv("KVSCOPE_ATTENTION_KERNEL");
+            unsetenv(name_);
     }
     KernelWishFor(const KernelWishFor&) = delete;
     KernelWishFor& operator=(const KernelWishFor&) = delete;
 
 private:
+    const char* name_;
     std::optional<std::string> was_;
 };
 
@@ -253,6 +254,15 @@ TEST(CudaBackend, TheTensorCoreKernelMatchesTheFloat64Reference) {
     p = cuda->probe(r, {});
     ASSERT_EQ(p.status, Status::ok) << p.message;
     EXPECT_NE(p.attention.kernel.find("tensor cores not used"), std::string::npos) << p.attention.kernel;
+    {  // KVSCOPE_DECODE_SPLITS sets the split count for measuring it (scripts/gpu-check's sweep), and says so.
+        const KernelWishFor three("3", "KVSCOPE_DECODE_SPLITS");
+        const ProbeReport split = cuda->probe(quick_request(catalog_arch("llama-3-70b"), KvDtype::bf16, 3000, 1), {});
+        ASSERT_EQ(split.status, Status::ok) << split.message;
+        EXPECT_LT(split.attention.max_rel_error, 1e-4) << split.attention.kernel;
+        EXPECT_NE(split.attention.kernel.find("3 splits of 1024 tokens"), std::string::npos) << split.attention.kernel;
+        EXPECT_NE(split.attention.kernel.find("the splits set by KVSCOPE_DECODE_SPLITS"), std::string::npos)
+            << split.attention.kernel;
+    }
     const KernelWishFor odd("mma");
     p = cuda->probe(r, {});
     EXPECT_EQ(p.status, Status::invalid_input);
