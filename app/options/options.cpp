@@ -84,7 +84,8 @@ constexpr CommandInfo kCommandInfo[] = {
      "and times one decode step's attention over it against a read-bandwidth ceiling measured in the same run. "
      "With --step it runs a decode step of the whole model instead and sets its time beside the calculator's "
      "floor on that bandwidth. On a CUDA GPU, attention runs on tensor cores for 5 or more query heads per KV "
-     "head, fp8 caches and MLA, else on CUDA cores; KVSCOPE_ATTENTION_KERNEL (auto, tensor-cores or cuda-cores) "
+     "head, fp8 caches and MLA where the kernel takes the shape (heads of 64 or 128, 16-bit or fp8), else on CUDA "
+     "cores; KVSCOPE_ATTENTION_KERNEL (auto, tensor-cores or cuda-cores) "
      "chooses. Ctrl+C cancels (everything is freed)."},
     {Command::stopwatch, "stopwatch", "a small transformer generating with and without its KV cache",
      "stopwatch [--tokens N] [--prompt TEXT] [options]",

@@ -265,12 +265,13 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     const DecodePlan plan = plan_decode(sh, req.kv_dtype, B, max_tokens, sms, wish.wish);
     const std::uint64_t width = std::max({d.qkv_rows(), up_rows, up_rows_s, d.vocab, H});
     const std::uint64_t input_width = std::max({H, d.intermediate, inter_s, d.q_heads * d.dv});  // the GEMMs' widest
+    const std::uint64_t gemm_rows = std::max(width, d.experts);  // the most rows a GEMM gives (the router's too)
     // The experts' scratch: router logits, each (token, choice) pair's up output, activation and down output.
     const std::uint64_t expert_scratch =
         a.moe ? B * (d.experts + K * (up_rows_e + H) + H) * sizeof(float) + B * K * inter_e * ab : 0;
     const std::uint64_t activations =
         B * (2 * H + width + d.q_heads * (d.dk + d.dv)) * sizeof(float) + B * input_width * ab +
-        (fp8 ? Fp8Gemm::device_bytes(B * input_width, B * width) : 0) + plan.scores_bytes + plan.part_out_bytes +
+        (fp8 ? Fp8Gemm::device_bytes(B * input_width, B * gemm_rows) : 0) + plan.scores_bytes + plan.part_out_bytes +
         plan.part_ml_bytes + plan.out_bytes + expert_scratch;
     const std::uint64_t margin = 256ull << 20;  // cuBLAS's workspace and handle
     std::uint64_t need = outer_weights + activations + margin, layers_run = 0;
@@ -300,7 +301,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     // for is refused at once.
     std::optional<Fp8Gemm> fp8_gemm;
     if (fp8) {
-        fp8_gemm.emplace(B * input_width, B * width);
+        fp8_gemm.emplace(B * input_width, B * gemm_rows);
         if (std::string why = fp8_gemm->prepare(fp8_shapes, B); !why.empty()) {
             r.weight_dtype_refused = true;
             return fail(r, Status::invalid_input, why);
@@ -478,7 +479,15 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
             return fail(r, Status::cancelled, "cancelled while timing; all device memory was freed");
         control.report(0.2 + 0.6 * run / (runs + 1),
                        "timing the decode step, run " + std::to_string(run) + " of " + std::to_string(runs));
-        run_step(off, coarse);
+        try {
+            run_step(off, coarse);
+        } catch (const CudaError& e) {
+            // cuBLASLt refusing an fp8 GEMM only when it runs (its heuristic had offered a kernel, as on the H200 of
+            // 2026-12-04) is a refusal of the weight format, as prepare()'s are: step.cpp then runs the step in bf16.
+            if (!fp8_gemm || run > 0 || e.code() != cudaErrorNotSupported) throw;
+            r.weight_dtype_refused = true;
+            return fail(r, Status::invalid_input, std::string("weight_dtype: ") + e.what());
+        }
         const std::vector<double> p = coarse.totals();
         if (run > 0) totals.push_back(ms_of(p, Phase::outer) + ms_of(p, Phase::layers) * f);
     }

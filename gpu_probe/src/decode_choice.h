@@ -47,7 +47,7 @@ bool is_mla_latent(const AttentionShape& shape);
 std::string tensor_core_refusal(const AttentionShape& shape, KvDtype dtype);
 
 // Query heads per KV head from which `auto` runs the tensor-core kernel. Measured on an H200 (2026-12-04,
-// docs/gpu-results.md, scripts/gpu-check): with groups of 7, 8 and 16 the stream kernel reached 0.27–0.51 of the
+// docs/gpu-results.md, scripts/gpu-check): with groups of 7, 8 and 16 the stream kernel reached 0.26–0.51 of the
 // same-run read ceiling, limited by CUDA-core arithmetic, and the tensor-core kernel 0.73–0.92; with Llama 3 8B's
 // groups of 4 both reached 0.88, and the stream kernel, measured longer, stays.
 constexpr unsigned kAutoGroup = 5;

@@ -338,7 +338,7 @@ std::string stopwatch_gap_note(const StopwatchReport& r) {
     const std::string cost = r.device.host_memory ? "handing each operation to the threads"
                                                   : "launching its kernels (several dozen per step)";
     const std::string bound = "At this small model's size the fixed cost of " + cost +
-                              " bounds each cached step, not the arithmetic the bound counts; a larger model, or a "
+                              " dominates each cached step, not the arithmetic the bound counts; a larger model, or a "
                               "step captured whole (a CUDA graph), comes closer to it";
     const std::string head = "the measured ratio (" + text(r.speedup, 1) + "×) stays far below the bound (" +
                              text(r.speedup_bound, 1) + "×) because ";
