@@ -32,7 +32,8 @@ TEST(Layouts, EveryHybridSpellingIsNamedWithItsLine) {
         {R"("moe_attention_interval": 3)", "moe_attention_interval (line 3) may change which layers"},
         {R"("mamba_d_state": 128)", "mamba_d_state (line 3) sizes a recurrent state"},
     };
-    for (const auto& [extra, expected] : spellings) {
+    for (const auto& spelling : spellings) {
+        const std::string &extra = spelling.first, &expected = spelling.second;  // clang 14's lambdas take no bindings
         auto m = import(extra);
         ASSERT_TRUE(m) << extra << ": " << m.error_text();
         EXPECT_NE(reason(m->arch, expected), "") << extra << " gave: " << testing::join(m->arch.not_exact);

@@ -19,6 +19,19 @@
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/probe/probe.h"
 
+// Whether AddressSanitizer is on: gcc says so with __SANITIZE_ADDRESS__, clang (the asan preset's compiler) with
+// __has_feature(address_sanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+#define KVSCOPE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KVSCOPE_ASAN 1
+#endif
+#endif
+#ifndef KVSCOPE_ASAN
+#define KVSCOPE_ASAN 0
+#endif
+
 namespace kvscope::probe {
 namespace {
 
@@ -280,7 +293,7 @@ TEST(CpuBackend, AllocatesExactlyThePredictionAndMeasuresIt) {
     // Resident growth: the cache, rounded to pages per allocation, give or take the allocator's own pages.
     EXPECT_GE(a.measured_bytes + (4ull << 20), a.requested_bytes);
     std::uint64_t slack = 16ull << 20;
-#if defined(__SANITIZE_ADDRESS__)
+#if KVSCOPE_ASAN
     // Under AddressSanitizer (scripts/test's asan run) the process also grows by the shadow of the
     // buffers it tracks, one byte per eight; the product itself carries no such shadow.
     slack += a.requested_bytes / 8;
@@ -459,7 +472,7 @@ TEST(CpuBackend, CancellingStopsTheRunAndFreesTheCache) {
     const ProbeReport p = cpu()->probe(request_for("llama-3-8b", 4096, KvDtype::bf16), c);
     EXPECT_EQ(p.status, Status::cancelled);
     EXPECT_NE(p.message.find("freed"), std::string::npos);
-#if !defined(__SANITIZE_ADDRESS__)
+#if !KVSCOPE_ASAN
     EXPECT_LT(host::resident_bytes(), before + (64ull << 20));  // the 512 MiB cache is gone
 #else
     (void)before;  // AddressSanitizer keeps freed memory in quarantine; its leak check at exit covers this instead
@@ -537,7 +550,7 @@ TEST(CpuBackend, RepeatedRunsGiveBackTheirMemory) {
     ASSERT_EQ(backend->probe(r, {}).status, Status::ok);  // warm the allocator
     const std::uint64_t before = host::resident_bytes();
     for (int i = 0; i < 3; ++i) ASSERT_EQ(backend->probe(r, {}).status, Status::ok);
-#if !defined(__SANITIZE_ADDRESS__)
+#if !KVSCOPE_ASAN
     EXPECT_LT(host::resident_bytes(), before + (32ull << 20));  // each run holds a 128 MiB cache
 #else
     (void)before;
