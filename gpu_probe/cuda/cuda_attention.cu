@@ -6,10 +6,7 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 #include "cpu_kernels.h"
 #include "cuda_block_reduce.cuh"
@@ -160,7 +157,7 @@ std::uint64_t whole_waves(std::uint64_t max_tokens, std::uint64_t per_split, std
 }  // namespace
 
 DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t slots, std::uint64_t max_tokens,
-                       unsigned sms, KernelWish wish) {
+                       unsigned sms, KernelWish wish, std::uint64_t forced_splits) {
     DecodePlan plan;
     plan.shape = {static_cast<std::uint32_t>(sh.q_heads),    static_cast<std::uint32_t>(sh.kv_heads),
                   static_cast<std::uint32_t>(sh.dk),         static_cast<std::uint32_t>(sh.dv),
@@ -258,17 +255,8 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
         std::min<std::uint64_t>(std::max<std::uint64_t>(1, max_tokens / (4 * kTile)), ((1ull << 31) - 1) / per_split);
     std::uint64_t splits = std::clamp<std::uint64_t>((kWaves * resident + per_split - 1) / per_split, 1, most);
     if (stream || mma) splits = whole_waves(max_tokens, per_split, resident, most, splits);
-    // For measuring the split policy on a GPU (scripts/gpu-check's split sweep): KVSCOPE_DECODE_SPLITS=N forces
-    // N splits (at most `most`); anything else is ignored.
-    bool forced = false;
-    if (const char* v = std::getenv("KVSCOPE_DECODE_SPLITS"); v && *v) {  // NOLINT(concurrency-mt-unsafe)
-        std::uint64_t n = 0;
-        const auto [end, ec] = std::from_chars(v, v + std::strlen(v), n);
-        if (ec == std::errc() && *end == '\0' && n >= 1) {
-            splits = std::min(n, most);
-            forced = true;
-        }
-    }
+    // For measuring the split policy (KVSCOPE_DECODE_SPLITS, decode_choice.h): the count asked for, at most `most`.
+    if (forced_splits) splits = std::min(forced_splits, most);
     const std::uint64_t split_tokens = split_size(max_tokens, splits);
     splits = (max_tokens + split_tokens - 1) / split_tokens;
     plan.split = {split_tokens, static_cast<std::uint32_t>(splits), static_cast<std::uint32_t>(head_chunks)};
@@ -296,7 +284,12 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
     plan.tensor_cores = mma;
     plan.description = how + std::to_string(per_read) + " query heads per K/V read, " + std::to_string(plan.blocks) +
                        " blocks (" + std::to_string(per_sm) + " per SM)" +
-                       (forced ? "; the splits set by KVSCOPE_DECODE_SPLITS" : "") + note;
+                       (!forced_splits ? std::string{}
+                        : forced_splits <= most
+                            ? std::string("; the splits set by KVSCOPE_DECODE_SPLITS")
+                            : "; KVSCOPE_DECODE_SPLITS asked for " + std::to_string(forced_splits) + " splits, and " +
+                                  std::to_string(most) + " is the most this context takes (four 64-token tiles each)") +
+                       note;
     return plan;
 }
 

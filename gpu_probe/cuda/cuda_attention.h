@@ -90,9 +90,10 @@ struct DecodePlan {
 };
 
 // `slots` = layers × sequences, `max_tokens` the longest slot, `sms` the device's multiprocessors, `wish`
-// KVSCOPE_ATTENTION_KERNEL's choice between the tensor-core kernel and the others (decode_choice.h).
+// KVSCOPE_ATTENTION_KERNEL's choice between the tensor-core kernel and the others (decode_choice.h), `forced_splits`
+// KVSCOPE_DECODE_SPLITS's count (0: the policy's).
 DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t slots, std::uint64_t max_tokens,
-                       unsigned sms, KernelWish wish);
+                       unsigned sms, KernelWish wish, std::uint64_t forced_splits = 0);
 
 struct DecodeBuffers {
     const SlotDev* slots;  // plan.slots of them

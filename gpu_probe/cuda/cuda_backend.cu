@@ -187,9 +187,9 @@ void CudaBackend::run(const ProbeRequest& request, const Control& control, Probe
     // Bytes of a run of values in the cache's format (whole blocks of 32 for q8_0 and q4_0).
     const auto bytes_of = [&](std::uint64_t values) { return cpu::row_size(request.dtype, values); };
     // No slot (nothing attends): no plan, whose shape would divide by 0 KV heads; its buffers stay 1 byte.
-    const cuda::DecodePlan plan = slot_count > 0
-                                      ? cuda::plan_decode(sh, request.dtype, slot_count, max_tokens, sms, wish.wish)
-                                      : cuda::DecodePlan{};
+    const cuda::DecodePlan plan =
+        slot_count > 0 ? cuda::plan_decode(sh, request.dtype, slot_count, max_tokens, sms, wish.wish, wish.splits)
+                       : cuda::DecodePlan{};
     const std::uint64_t q_bytes = request.arch.layers * sh.q_heads * sh.dk * sizeof(float);
     const std::uint64_t l2 = r.device.cache_bytes;
     const std::uint64_t ceiling_bytes =

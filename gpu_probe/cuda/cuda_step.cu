@@ -262,7 +262,7 @@ StepReport run_cuda_step(const StepRequest& req, const Control& control, const D
     }
     const AttentionShape sh = attention_shape(a);
     const std::uint64_t staged_row = sh.row_k + sh.row_v;  // a sequence's new K and V in fp32 (launch_rope_store)
-    const DecodePlan plan = plan_decode(sh, req.kv_dtype, B, max_tokens, sms, wish.wish);
+    const DecodePlan plan = plan_decode(sh, req.kv_dtype, B, max_tokens, sms, wish.wish, wish.splits);
     const std::uint64_t width = std::max({d.qkv_rows(), up_rows, up_rows_s, d.vocab, H});
     const std::uint64_t input_width = std::max({H, d.intermediate, inter_s, d.q_heads * d.dv});  // the GEMMs' widest
     const std::uint64_t gemm_rows = std::max(width, d.experts);  // the most rows a GEMM gives (the router's too)

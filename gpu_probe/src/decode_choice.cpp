@@ -1,5 +1,6 @@
 #include "decode_choice.h"
 
+#include <charconv>
 #include <cstdlib>
 #include <string_view>
 
@@ -13,15 +14,39 @@ bool is_fp8(KvDtype d) { return d == KvDtype::fp8_e4m3 || d == KvDtype::fp8_e5m2
 
 KernelWishRead attention_kernel_wish(const char* value) {
     const std::string_view v = value ? value : "";
-    if (v.empty() || v == "auto") return {};
-    if (v == "tensor-cores") return {KernelWish::tensor_cores, {}};
-    if (v == "cuda-cores") return {KernelWish::cuda_cores, {}};
-    return {KernelWish::automatic, "KVSCOPE_ATTENTION_KERNEL: \"" + std::string(v) +
-                                       "\" is not a kernel choice (auto, tensor-cores or cuda-cores)"};
+    KernelWishRead r;
+    if (v == "tensor-cores")
+        r.wish = KernelWish::tensor_cores;
+    else if (v == "cuda-cores")
+        r.wish = KernelWish::cuda_cores;
+    else if (!v.empty() && v != "auto")
+        r.error = "KVSCOPE_ATTENTION_KERNEL: \"" + std::string(v) +
+                  "\" is not a kernel choice (auto, tensor-cores or cuda-cores)";
+    return r;
+}
+
+KernelWishRead decode_splits_wish(const char* value) {
+    const std::string_view v = value ? value : "";
+    KernelWishRead r;
+    if (v.empty()) return r;
+    std::uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n == 0)
+        r.error = "KVSCOPE_DECODE_SPLITS: \"" + std::string(v) +
+                  "\" is not a number of splits (a whole number from 1; leave it unset for the probe's own count)";
+    else
+        r.splits = n;
+    return r;
 }
 
 KernelWishRead attention_kernel_wish_from_environment() {
-    return attention_kernel_wish(std::getenv("KVSCOPE_ATTENTION_KERNEL"));  // NOLINT(concurrency-mt-unsafe)
+    KernelWishRead r = attention_kernel_wish(std::getenv("KVSCOPE_ATTENTION_KERNEL"));  // NOLINT(concurrency-mt-unsafe)
+    if (!r.error.empty()) return r;
+    const KernelWishRead splits =
+        decode_splits_wish(std::getenv("KVSCOPE_DECODE_SPLITS"));  // NOLINT(concurrency-mt-unsafe)
+    r.splits = splits.splits;
+    r.error = splits.error;
+    return r;
 }
 
 bool is_mla_latent(const AttentionShape& sh) {

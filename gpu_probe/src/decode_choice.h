@@ -10,6 +10,7 @@
 //   tensor-cores  the tensor-core kernel wherever it takes the shape (tensor_core_refusal), else auto
 //   cuda-cores    the CUDA-core kernels
 
+#include <cstdint>
 #include <string>
 
 #include "kvscope/calculator/kv_dtype.h"
@@ -21,12 +22,17 @@ enum class KernelWish { automatic, tensor_cores, cuda_cores };
 
 struct KernelWishRead {
     KernelWish wish = KernelWish::automatic;
-    std::string error;  // set when the value is none of the three; names the variable and what it takes
+    std::uint64_t splits =
+        0;              // KVSCOPE_DECODE_SPLITS: the fused kernels' split count, for measuring it; 0: the policy's
+    std::string error;  // set when a value is not one the variable takes; names the variable and what it takes
 };
 
 // KVSCOPE_ATTENTION_KERNEL's value (nullptr or empty: auto).
 KernelWishRead attention_kernel_wish(const char* value);
-// The same, read from the environment.
+// KVSCOPE_DECODE_SPLITS's value (nullptr or empty: the policy's count, 0): a whole number from 1, else an error that
+// names the variable. plan_decode takes at most one split per four 64-token tiles and says when it took fewer.
+KernelWishRead decode_splits_wish(const char* value);
+// Both, read from the environment (the kernel's error first).
 KernelWishRead attention_kernel_wish_from_environment();
 
 // Query heads in one MMA tile: a group of more heads takes several blocks, a smaller one leaves rows idle.

@@ -30,6 +30,23 @@ TEST(DecodeChoice, TheEnvironmentChoosesBetweenTensorCoresAndTheMeasuredKernels)
     EXPECT_TRUE(attention_kernel_wish("tensor-cores").error.empty());
 }
 
+// KVSCOPE_DECODE_SPLITS, for measuring the split policy: a whole number from 1, or unset for the probe's own count;
+// anything else is refused in words that name the variable and the value.
+TEST(DecodeChoice, TheSplitCountIsAWholeNumberOrRefusedInWords) {
+    EXPECT_EQ(decode_splits_wish(nullptr).splits, 0u);
+    EXPECT_EQ(decode_splits_wish("").splits, 0u);
+    EXPECT_TRUE(decode_splits_wish("").error.empty());
+    EXPECT_EQ(decode_splits_wish("8").splits, 8u);
+    EXPECT_TRUE(decode_splits_wish("8").error.empty());
+    for (const char* odd : {"0", "-3", "eight", "8x", " 8", "1.5", "99999999999999999999999"}) {
+        const KernelWishRead r = decode_splits_wish(odd);
+        EXPECT_EQ(r.splits, 0u) << odd;
+        EXPECT_NE(r.error.find("KVSCOPE_DECODE_SPLITS: \"" + std::string(odd) + "\" is not a number of splits"),
+                  std::string::npos)
+            << r.error;
+    }
+}
+
 // The shapes the issue names for tensor cores (8, 16, 7 and 8 query heads per KV head; heads of 128 and
 // 64) and the stream kernel's own (Llama 3 8B, 4 per KV head) are taken; what the kernel does not read is
 // refused in words.
