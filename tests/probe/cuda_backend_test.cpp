@@ -254,7 +254,7 @@ TEST(CudaBackend, TheTensorCoreKernelMatchesTheFloat64Reference) {
     p = cuda->probe(r, {});
     ASSERT_EQ(p.status, Status::ok) << p.message;
     EXPECT_NE(p.attention.kernel.find("tensor cores not used"), std::string::npos) << p.attention.kernel;
-    {  // KVSCOPE_DECODE_SPLITS sets the split count for measuring it (scripts/gpu-check's sweep), and says so.
+    {  // KVSCOPE_DECODE_SPLITS sets the split count for measuring it (scripts/gpu-check's split sweep), and says so.
         const KernelWishFor three("3", "KVSCOPE_DECODE_SPLITS");
         const ProbeReport split = cuda->probe(quick_request(catalog_arch("llama-3-70b"), KvDtype::bf16, 3000, 1), {});
         ASSERT_EQ(split.status, Status::ok) << split.message;
