@@ -332,17 +332,18 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
             "model_config.py is_hybrid_swa_model, model_executor/pool_configurator.py)");
     // Which side of the change 0.13 - 0.15 are on is not certain (an EAGLE or MTP drafter keeps the whole context in
     // every release, so that figure is).
-    const bool freeing = vllm_minor(d) >= kVllmChunkedHybridMinor;
+    const std::uint64_t minor = vllm_minor(d);
+    const bool freeing = minor >= kVllmChunkedHybridMinor, keeps_full = vllm_keeps_full_context(d, *cache_arch);
     if (d.engine == Engine::vllm && !workload_in.full_window && cache_arch->count_layers(LayerKind::chunked) > 0 &&
-        cache_arch->count_layers(LayerKind::full) > 0 && vllm_minor(d) >= kVllmChunkedUnsureFirst &&
-        vllm_minor(d) <= kVllmChunkedUnsureLast && freeing != vllm_keeps_full_context(d, *cache_arch))
+        cache_arch->count_layers(LayerKind::full) > 0 && minor >= kVllmChunkedUnsureFirst &&
+        minor <= kVllmChunkedUnsureLast && freeing != keeps_full)
         r.warnings.push_back(
-            "not exact: whether vLLM 0." + std::to_string(vllm_minor(d)) +
+            "not exact: whether vLLM 0." + std::to_string(minor) +
             " frees the chunked-attention layers' blocks before the current chunk by default is not known here (its "
             "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE became \"1\" between 0.12 and 0.16); counted as " +
             (freeing ? "freeing them, as --vllm-version 0.16 does; 0.12 gives the other figure"
                      : "keeping the whole context, as --vllm-version 0.12 does; 0.16 gives the other figure"));
-    if (!workload_in.full_window && vllm_keeps_full_context(d, *cache_arch)) {
+    if (!workload_in.full_window && keeps_full) {
         if (cache_arch->has_sliding_layers())
             r.notes.emplace_back(
                 "vLLM before 0.10 (no hybrid KV cache manager) keeps the whole context on the sliding-window layers "
@@ -350,15 +351,14 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                 "(vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs; V0's block manager)");
         else
             r.notes.push_back(
-                "vLLM 0." + std::to_string(vllm_minor(d)) +
+                "vLLM 0." + std::to_string(minor) +
                 " keeps the whole context on the chunked-attention layers beside full ones, as --full-window counts "
                 "them: its hybrid KV cache manager, which frees the blocks before the current chunk, " +
-                (vllm_minor(d) >= kVllmChunkedHybridMinor
-                     ? std::string("is off for models with attention_chunk_size under EAGLE or MTP drafting")
-                 : vllm_minor(d) < 10 ? std::string("came with 0.10")
-                                      : "is off for models with attention_chunk_size before 0." +
-                                            std::to_string(kVllmChunkedHybridMinor) +
-                                            " unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1") +
+                (freeing      ? std::string("is off for models with attention_chunk_size under EAGLE or MTP drafting")
+                 : minor < 10 ? std::string("came with 0.10")
+                              : "is off for models with attention_chunk_size before 0." +
+                                    std::to_string(kVllmChunkedHybridMinor) +
+                                    " unless VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1") +
                 " (vllm/config/vllm.py, vllm/envs.py; vllm/v1/core/kv_cache_utils.py unify_hybrid_kv_cache_specs "
                 "makes them full-attention specs)");
     }
@@ -517,11 +517,10 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                      : "") +
                 (h.stages.size() > 1 ? "; each pipeline stage keeps every group, with its share of their layers" : "") +
                 "), blocks of " + format_count(h.attention_block) + " tokens, " +
-                (h.chunked
-                     ? "a chunked group holding the current chunk's blocks, " +
-                           format_count(h.sliding_blocks(std::numeric_limits<std::uint64_t>::max() / 2)) + " at most"
-                     : "a sliding group holding its window's " + format_count(h.sliding_blocks(h.window)) +
-                           " blocks and one more where the window starts inside a block") +
+                (h.chunked ? "a chunked group holding the current chunk's blocks, " + format_count(h.window_blocks()) +
+                                 " at most"
+                           : "a sliding group holding its window's " + format_count(h.sliding_blocks(h.window)) +
+                                 " blocks and one more where the window starts inside a block") +
                 "; " + format_bytes(r.memory_bytes_per_gpu_needed) + " per GPU against " +
                 format_bytes(r.plain_memory_bytes_per_gpu) +
                 " as the plain per-layer sum (vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size, "

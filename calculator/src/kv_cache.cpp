@@ -347,14 +347,17 @@ Result<KvCacheReport> kv_cache_report(const KvLayout& layout, const Architecture
 std::uint64_t HybridPages::sliding_blocks(std::uint64_t tokens) const {
     // At `tokens`, vLLM has freed the blocks that lie wholly before the window (skipped tokens: tokens - window),
     // so it holds cdiv(tokens, b) - floor((tokens - window) / b): the window's blocks, and one more while the window
-    // starts inside a block. The most over every shorter length is min(cdiv(tokens, b), cdiv(window + b - 1, b)).
+    // starts inside a block. The most over every shorter length is min(cdiv(tokens, b), window_blocks()).
     if (window == 0 || attention_block == 0) return 0;
-    // A chunked group skips floor((tokens - 1) / chunk) x chunk tokens: the chunk's blocks where it starts on a block,
-    // and one more where it starts inside one (the same most as a window's).
-    const std::uint64_t most = chunked && window % attention_block == 0
-                                   ? window / attention_block
-                                   : ceil_div(window + attention_block - 1, attention_block);
-    return std::min(ceil_div(tokens, attention_block), most);
+    return std::min(ceil_div(tokens, attention_block), window_blocks());
+}
+
+std::uint64_t HybridPages::window_blocks() const {
+    if (window == 0 || attention_block == 0) return 0;
+    // A sliding group: cdiv(window + b - 1, b). A chunked group skips floor((tokens - 1) / chunk) x chunk tokens: the
+    // chunk's blocks where it starts on a block, and one more where it starts inside one (the same most as a window's).
+    return chunked && window % attention_block == 0 ? window / attention_block
+                                                    : ceil_div(window + attention_block - 1, attention_block);
 }
 
 namespace {
@@ -408,14 +411,13 @@ std::optional<std::uint64_t> most_blocks(std::uint64_t pages, std::uint64_t atte
 
 std::uint64_t HybridPages::max_tokens(std::uint64_t budget, std::uint64_t sequences) const {
     std::uint64_t best = kNoLimit;
-    const std::uint64_t window_blocks = sliding_blocks(kNoLimit / 2);  // a sliding group's most
     for (const Stage& s : stages) {
         const Checked per_page_set = Checked(sequences) * s.group_size * page_bytes;
         if (per_page_set.overflow() || per_page_set.value() == 0) continue;
         const Checked state_pages = Checked(s.state_groups) * (Checked(speculative_blocks) + 1);
         if (state_pages.overflow()) return 0;
         const auto blocks = most_blocks(budget / per_page_set.value(), s.attention_groups, s.sliding_groups,
-                                        window_blocks, state_pages.value());
+                                        window_blocks(), state_pages.value());
         if (!blocks) return 0;
         if (*blocks == kNoLimit) continue;
         const Checked tokens = Checked(*blocks) * attention_block;

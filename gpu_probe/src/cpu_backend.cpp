@@ -16,6 +16,7 @@
 #include "kvscope/calculator/units.h"
 #include "reference.h"
 #include "step.h"
+#include "step_common.h"
 #include "tiny_transformer.h"
 
 namespace kvscope::probe {
@@ -34,11 +35,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v[v.size() / 2];
 }
 
 class CpuBackend final : public Backend {
@@ -204,7 +200,7 @@ ProbeReport CpuBackend::probe(const ProbeRequest& request, const Control& contro
         if (run > 0) times.push_back(ms_since(start));
     }
     at.runs = runs;
-    at.median_ms = median(times);
+    at.median_ms = step::median_of(times);
     at.min_ms = *std::min_element(times.begin(), times.end());
     at.kv_read_gbps = static_cast<double>(at.kv_bytes_read) / (at.median_ms * 1e6);
     at.fraction_of_ceiling = at.ceiling_gbps > 0 ? at.kv_read_gbps / at.ceiling_gbps : 0;
@@ -258,7 +254,7 @@ double measure_host_read_gbps(std::uint64_t bytes) {
         const double ms = ms_since(start);
         if (run > 0) runs.push_back(static_cast<double>(words * 8) / (ms * 1e6));
     }
-    return sink.load() == 42 ? 0 : median(runs);  // the comparison keeps the passes observable
+    return sink.load() == 42 ? 0 : step::median_of(runs);  // the comparison keeps the passes observable
 }
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }

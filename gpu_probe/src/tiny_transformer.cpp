@@ -8,6 +8,7 @@
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/units.h"
+#include "step_common.h"
 
 namespace kvscope::probe {
 
@@ -326,10 +327,8 @@ std::string stopwatch_gap_note(const StopwatchReport& r) {
     if (n < 16 || r.speedup_bound <= 0 || r.speedup >= 0.5 * r.speedup_bound) return {};
     // Medians of an early stretch (after the first eighth, which warms up) and of the last quarter.
     auto median_of = [](const std::vector<double>& ms, std::size_t from, std::size_t to) {
-        std::vector<double> v(ms.begin() + static_cast<std::ptrdiff_t>(from),
-                              ms.begin() + static_cast<std::ptrdiff_t>(to));
-        std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-        return v[v.size() / 2];
+        return step::median_of(
+            {ms.begin() + static_cast<std::ptrdiff_t>(from), ms.begin() + static_cast<std::ptrdiff_t>(to)});
     };
     const double early = median_of(r.cached_ms, n / 8, n / 4), late = median_of(r.cached_ms, 3 * n / 4, n);
     if (early <= 0) return {};

@@ -11,6 +11,13 @@
 namespace kvscope {
 namespace {
 
+// A layout of one pipeline stage whose page groups are `windowed` sliding (or chunked) and `full` full-attention ones.
+void expect_one_stage(const HybridPages& pages, std::uint64_t windowed, std::uint64_t full) {
+    ASSERT_EQ(pages.stages.size(), 1u);
+    EXPECT_EQ(pages.stages[0].sliding_groups, windowed);
+    EXPECT_EQ(pages.stages[0].attention_groups, full);
+}
+
 using testing::catalog_arch;
 
 TEST(VllmPages, TheVllmEngineLaysOutHybridModelsInItsPages) {
@@ -67,10 +74,8 @@ TEST(VllmPages, VllmGroupsSlidingAndFullLayersInPagesAndChecksAPrefillChunkAtSta
     EXPECT_EQ(pages->attention_block, 16u);
     EXPECT_EQ(pages->page_bytes, 131072u);
     EXPECT_EQ(pages->window, 1024u);
-    ASSERT_EQ(pages->stages.size(), 1u);
+    ASSERT_NO_FATAL_FAILURE(expect_one_stage(*pages, 6, 1));
     EXPECT_EQ(pages->stages[0].group_size, 10u);
-    EXPECT_EQ(pages->stages[0].attention_groups, 1u);
-    EXPECT_EQ(pages->stages[0].sliding_groups, 6u);
     // A sliding group holds every block up to the window, then the window's 64 and the one it starts in.
     EXPECT_EQ(pages->sliding_blocks(100), 7u);
     EXPECT_EQ(pages->sliding_blocks(1024), 64u);
@@ -201,9 +206,7 @@ TEST(VllmPages, ChunkedAttentionLayersHoldTheirChunkBesideFullOnes) {
     EXPECT_EQ(pages->window, 8192u);
     EXPECT_EQ(pages->page_bytes, 16384u);
     EXPECT_EQ(pages->model_group_size, 12u);
-    ASSERT_EQ(pages->stages.size(), 1u);
-    EXPECT_EQ(pages->stages[0].sliding_groups, 3u);
-    EXPECT_EQ(pages->stages[0].attention_groups, 1u);
+    ASSERT_NO_FATAL_FAILURE(expect_one_stage(*pages, 3, 1));
     // The chunk starts on a block: 512 blocks at most, not the 513 a window of 8,192 may span.
     EXPECT_EQ(pages->sliding_blocks(100'000), 512u);
     EXPECT_EQ(pages->sliding_blocks(1000), 63u);

@@ -205,6 +205,8 @@ struct HybridPages {
     // the one it starts in, at most (the most over every length up to `tokens`, so that the figure never falls as
     // the context grows).
     [[nodiscard]] std::uint64_t sliding_blocks(std::uint64_t tokens) const;
+    // The most blocks a sliding (or chunked) group holds for a sequence, however long: sliding_blocks' bound.
+    [[nodiscard]] std::uint64_t window_blocks() const;
     // The longest context whose `sequences` fit in `budget` bytes on every GPU; 0 when not even one token does.
     [[nodiscard]] std::uint64_t max_tokens(std::uint64_t budget, std::uint64_t sequences) const;
     // What vLLM checks at start, on the heaviest GPU: that one request of `max_model_len` tokens fits, its sliding
