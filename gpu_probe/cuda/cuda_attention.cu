@@ -113,7 +113,9 @@ __global__ void output_kernel(const SlotDev* slots, const float* scores, float* 
     }
 }
 
-// out[row] = Σ_split e^(m − M)·partial / Σ_split e^(m − M)·l, one block per (slot, query head).
+// out[row] = Σ_split e^(m − M)·partial / Σ_split e^(m − M)·l, one block per (slot, query head). A split that saw no
+// token (m = −inf, l = 0) adds nothing, and its partial output is not read: a block with no tokens need not write
+// it (the tensor-core kernel's do not).
 __global__ void combine_kernel(const float* part_out, const float* part_ml, float* out, unsigned splits, unsigned dv) {
     const std::size_t row = blockIdx.x;
     const float* ml = part_ml + row * splits * 2;
@@ -123,11 +125,13 @@ __global__ void combine_kernel(const float* part_out, const float* part_ml, floa
         for (unsigned d = threadIdx.x; d < dv; d += blockDim.x) out[row * dv + d] = 0;
         return;
     }
-    for (unsigned s = 0; s < splits; ++s) l += ml[2 * s + 1] * __expf(ml[2 * s] - m);  // empty splits add 0
+    for (unsigned s = 0; s < splits; ++s)
+        if (ml[2 * s] != -INFINITY) l += ml[2 * s + 1] * __expf(ml[2 * s] - m);
     const float inv = l > 0 ? 1.0f / l : 0.0f;
     for (unsigned d = threadIdx.x; d < dv; d += blockDim.x) {
         float o = 0;
-        for (unsigned s = 0; s < splits; ++s) o += part_out[(row * splits + s) * dv + d] * __expf(ml[2 * s] - m);
+        for (unsigned s = 0; s < splits; ++s)
+            if (ml[2 * s] != -INFINITY) o += part_out[(row * splits + s) * dv + d] * __expf(ml[2 * s] - m);
         out[row * dv + d] = o * inv;
     }
 }
@@ -241,7 +245,7 @@ DecodePlan plan_decode(const AttentionShape& sh, KvDtype dtype, std::uint64_t sl
         KVSCOPE_CUDA(cudaFuncSetAttribute(mma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(plan.shared_bytes)));
         // As much of each SM's L1 as shared memory as it takes (only a hint to the driver), so that two blocks of
-        // 88.5 or 102.75 KiB fit an SM of 228 KiB (H100, H200).
+        // 88.5 or 102.75 KiB fit an SM of 228 KiB (H100, H200), and three of 70.5 KiB.
         KVSCOPE_CUDA(
             cudaFuncSetAttribute(mma, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
     }

@@ -37,7 +37,7 @@ DecodeFn stream_kernel(int dtype, unsigned g, std::uint64_t loads);
 // The tensor-core kernel (cuda_decode_mma.cu): up to kMmaHeads (decode_choice.h) query heads of one KV
 // head per block, 16-token tiles per warp.
 constexpr unsigned kMmaWarps = 4;
-// Its dynamic shared memory for heads of d values (64 or 128; 0 for any other): 52.5 KiB and 88.5 KiB,
+// Its dynamic shared memory for heads of d values (64 or 128; 0 for any other): 70.5 KiB and 88.5 KiB,
 // more than the default 48 KiB, so plan_decode raises the kernel's limit.
 std::size_t mma_shared_bytes(std::uint64_t d);
 // The tensor-core kernel for a cache format (kFp16, kBf16, kFp8E4m3, kFp8E5m2) and heads of d = 64 or 128

@@ -77,8 +77,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
 
     mma::load_queries<T, kDk>(q + (static_cast<std::size_t>(s.layer) * sh.q_heads + head0) * kDk, heads, q_hi, q_lo,
                               kRow);
-    int row_of[Acc::num_elements];
-    mma::rows_of_fragment(scores_of(warp), row_of);
+    const unsigned frag_rows = mma::rows_of_fragment(scores_of(warp));
     __syncthreads();  // the queries are in; the scores are rewritten below
 
     // Token t's latent starts t·row_k values after the KV head's (MLA has one).
@@ -184,7 +183,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
             for (unsigned v = 0; v < kMmaWarps; ++v) sum += scores_of(v)[at];
             x[e] = t0 + col < t_end ? sum : -INFINITY;
         }
-        const mma::TileWeights<T> pw = mma::softmax_tile(x, r, half, m_run, l_run, mine, row_of);
+        const mma::TileWeights<T> pw = mma::softmax_tile(x, r, half, m_run, l_run, mine, frag_rows);
         // This warp's quarter of the output: O = O·c + P·V, V the tile's first 512 values.
 #pragma unroll
         for (int i = 0; i < kVSteps; ++i)

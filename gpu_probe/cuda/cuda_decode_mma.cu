@@ -7,8 +7,9 @@
 // 16×16×16 tiles, which sm_80 and sm_90 run as mma.sync:
 //   - a block takes up to 16 query heads of one KV head (zero rows fill a smaller group) and one split of
 //     the tokens; each of its four warps takes every fourth 16-token tile of the split;
-//   - a warp copies its next tile's K and V rows into shared memory with cp.async while it computes on
-//     the current one (rows past the sequence's end are zero-filled, never read); an fp8 tile is loaded
+//   - a warp copies its next tile's K and V rows (its next two with heads of 64) into shared memory with
+//     cp.async while it computes on the current one (rows past the sequence's end are zero-filled, never
+//     read); a split with no tokens leaves at once; an fp8 tile is loaded
 //     into registers instead and widened to fp16 on its way into shared memory — exactly: every E4M3
 //     and E5M2 value is an fp16 value — so fp8 caches multiply as fp16 (the other fused kernels do not
 //     read fp8 at all);
@@ -45,8 +46,14 @@ using mma::Mul;
 using mma::round128;
 using mma::widen_16;
 
-constexpr int kM = 16;      // query heads per tile (kMmaHeads)
-constexpr int kStages = 2;  // tiles per warp in shared memory: the one computed on and the one being copied
+constexpr int kM = 16;  // query heads per tile (kMmaHeads)
+// Tiles per warp in shared memory with heads of D values: the one computed on and the ones being copied. A tile of
+// heads of 64 is 4 KiB of K and V, half of one at 128, so a warp keeps two on their way. Measured on an H200
+// (2026-12-04, docs/gpu-results.md), gpt-oss-20b: two stages, 4 blocks an SM and 8 splits read 0.69–0.70 of the
+// ceiling at 32k and 0.79 at 128k; three stages, 3 blocks an SM and 4 splits 0.75–0.78 and 0.85–0.87. Three
+// stages at 128 would take 122.5 KiB a block: one block an SM.
+template <int D>
+constexpr int kStagesOf = D == 64 ? 3 : 2;
 static_assert(kM == kMmaHeads, "a block's query heads are the MMA tile's rows");
 static_assert(kN * 64 / 8 % 32 == 0, "a warp copies a tile in whole rounds of 16-byte pieces");
 
@@ -55,6 +62,7 @@ static_assert(kN * 64 / 8 % 32 == 0, "a warp copies a tile in whole rounds of 16
 // at the end); each warp's scratch; the warps' maxima and sums.
 template <int D>
 struct MmaSmem {
+    static constexpr int kStages = kStagesOf<D>;
     static constexpr int kRow = D + 8;  // 16-bit values per shared row of Q, K and V (8 of padding)
     static constexpr std::size_t q = round128(std::size_t{kM} * kRow * 2);
     static constexpr std::size_t tile = round128(std::size_t{kN} * kRow * 2);
@@ -72,6 +80,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
     constexpr bool kFp8 = mma::kIsFp8<F>;
     using L = MmaSmem<D>;
     constexpr int kRow = L::kRow;
+    constexpr int kStages = L::kStages;
+    // Tiles a warp has on their way while it computes: kStages − 1 copies into shared memory (cp.async), or one
+    // fp8 tile in registers.
+    constexpr int kAhead = kFp8 ? 1 : kStages - 1;
     extern __shared__ __align__(128) unsigned char smem[];
 
     const BlockWork w = block_work(slots, sh, sp, kM);
@@ -79,6 +91,17 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
     const SlotDev s = w.s;
     const std::uint64_t t_begin = w.t_begin, t_end = w.t_end;
     const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const std::size_t first_row = static_cast<std::size_t>(slot) * sh.q_heads + head0;
+    // A split past the end of its sequence (a sliding-window layer's, a shorter sequence's) reads nothing: its
+    // heads' (max, sum) say so, and combine_kernel reads no partial output for it. Leaving at once frees the block's
+    // place on its SM for a split with tokens (three in eight of gpt-oss-20b's blocks at 32k are such).
+    if (t_begin >= t_end) {
+        for (unsigned g = threadIdx.x; g < heads; g += blockDim.x) {
+            part_ml[((first_row + g) * sp.splits + split) * 2] = -INFINITY;
+            part_ml[((first_row + g) * sp.splits + split) * 2 + 1] = 0.0f;
+        }
+        return;
+    }
 
     T* const q_hi = reinterpret_cast<T*>(smem);
     T* const q_lo = reinterpret_cast<T*>(smem + L::q);
@@ -95,8 +118,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
     };
 
     mma::load_queries<T, D>(q + (static_cast<std::size_t>(s.layer) * sh.q_heads + head0) * D, heads, q_hi, q_lo, kRow);
-    int row_of[Acc::num_elements];
-    mma::rows_of_fragment(scores, row_of);
+    const unsigned frag_rows = mma::rows_of_fragment(scores);
     __syncthreads();  // the queries are in; the scores are rewritten below
 
     // Token t's K head starts t·row_k values after k_rows, its V head t·row_v values after v_rows.
@@ -147,14 +169,19 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
     // The lane pair (2r, 2r + 1) keeps head r's running maximum and sum, and takes half of its tile row each.
     const unsigned r = lane / 2, half = lane % 2;
     float m_run = -INFINITY, l_run = 0.0f;
-    if (warp < tiles) fetch_tile(0, warp);
-    copies_commit();
-    int stage = 0;
-    for (std::uint64_t j = warp; j < tiles; j += kMmaWarps, stage ^= 1) {
+#pragma unroll
+    for (int a = 0; a < kAhead; ++a) {
+        if (warp + a * kMmaWarps < tiles) fetch_tile(a, warp + a * kMmaWarps);
+        copies_commit();
+    }
+    // `stage` holds tile j; the copy of tile j + kAhead·(warps) goes into `ahead`, the stage computed on last.
+    int stage = 0, ahead = kAhead % kStages;
+    const auto next_stage = [](int x) { return x + 1 == kStages ? 0 : x + 1; };
+    for (std::uint64_t j = warp; j < tiles; j += kMmaWarps, stage = next_stage(stage), ahead = next_stage(ahead)) {
         if constexpr (kFp8) land_tile(stage);  // before the registers take the next tile
-        if (j + kMmaWarps < tiles) fetch_tile(stage ^ 1, j + kMmaWarps);
-        copies_commit();  // an empty group on the last tile, so that the wait below counts alike
-        copies_wait<1>();
+        if (j + kAhead * kMmaWarps < tiles) fetch_tile(ahead, j + kAhead * kMmaWarps);
+        copies_commit();  // an empty group near the end, so that the wait below counts alike
+        copies_wait<kAhead>();
         __syncwarp();  // every lane's copies of this tile are in
         const T* const kt = k_tile(stage);
         const T* const vt = v_tile(stage);
@@ -167,14 +194,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
         __syncwarp();
 
         // The running softmax of head r over this tile: tokens past the end weigh 0.
-        const std::uint64_t t0 = t_begin + j * kN;
         float x[8];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-            const unsigned col = half * 8 + e;
-            x[e] = t0 + col < t_end ? scores[r * kScoreLd + col] : -INFINITY;
-        }
-        const mma::TileWeights<T> pw = mma::softmax_tile(x, r, half, m_run, l_run, mine, row_of);
+        mma::read_scores(scores, r, half, t_end - (t_begin + j * kN), x);
+        const mma::TileWeights<T> pw = mma::softmax_tile(x, r, half, m_run, l_run, mine, frag_rows);
 #pragma unroll
         for (int nc = 0; nc < D / 16; ++nc) mma::add_weighted_values(o[nc], pw, vt + nc * 16, kRow);
         __syncwarp();  // this stage, the scores and the weights are rewritten next
@@ -192,7 +214,6 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
         l_w[warp * kM + r] = l_run;
     }
     __syncthreads();
-    const std::size_t first_row = static_cast<std::size_t>(slot) * sh.q_heads + head0;
     for (unsigned i = threadIdx.x; i < heads * D; i += kMmaWarps * 32) {
         const unsigned g = i / D, d = i % D;
         float mx = -INFINITY;

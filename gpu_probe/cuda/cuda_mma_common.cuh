@@ -9,6 +9,7 @@
 #include <mma.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include "cuda_attention.h"
@@ -17,9 +18,12 @@ namespace kvscope::probe::cuda::mma {
 
 namespace wmma = nvcuda::wmma;
 
-constexpr int kN = 16;         // tokens per tile (and the MMA tile's rows and depth)
-constexpr int kScoreLd = 20;   // floats per row of a tile of scores (16 and 4 of padding, off the bank pattern)
+constexpr int kN = 16;  // tokens per tile (and the MMA tile's rows and depth)
+// Rows of a warp's tile of scores and of softmax weights, padded off the bank pattern and 16 bytes apart, so that a
+// lane reads and writes its part of a row with 16-byte loads and stores.
+constexpr int kScoreLd = 20;   // floats per row of a tile of scores (16 and 4 of padding)
 constexpr int kWeightLd = 24;  // 16-bit values per row of a tile of softmax weights (16 and 8 of padding)
+static_assert(kScoreLd * 4 % 16 == 0 && kWeightLd * 2 % 16 == 0, "rows of scores and weights on 16 bytes");
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -39,6 +43,9 @@ __device__ __forceinline__ __nv_bfloat16 to_16<__nv_bfloat16>(float x) {
 }
 __device__ __forceinline__ float from_16(__half x) { return __half2float(x); }
 __device__ __forceinline__ float from_16(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+__device__ __forceinline__ unsigned bits_16(__half x) { return __half_as_ushort(x); }
+__device__ __forceinline__ unsigned bits_16(__nv_bfloat16 x) { return __bfloat16_as_ushort(x); }
 
 // x as hi + lo, both in T.
 template <class T>
@@ -119,8 +126,11 @@ __device__ __forceinline__ void load_queries(const float* qg, unsigned heads, T*
 
 // Which row (query head) each element of an accumulator fragment holds: WMMA does not say, so a fragment
 // is loaded from a matrix whose every element is its row number, written into `scratch` (16 × kScoreLd
-// floats of this warp's own). The caller syncs before `scratch` is written again.
-__device__ __forceinline__ void rows_of_fragment(float* scratch, int (&row_of)[Acc::num_elements]) {
+// floats of this warp's own). The caller syncs before `scratch` is written again. The rows come packed, element i's
+// in bits 4i to 4i + 3 (row_at), in one register rather than eight: with heads of 64 the tensor-core kernel then
+// fits 128 registers a thread without spilling, and four blocks to an SM.
+static_assert(Acc::num_elements * 4 <= 32, "a fragment's rows fit one 32-bit word");
+__device__ __forceinline__ unsigned rows_of_fragment(float* scratch) {
     const unsigned lane = threadIdx.x % 32;
     for (unsigned i = lane; i < 16 * kN; i += 32) {
         const unsigned row = i / kN;
@@ -130,21 +140,24 @@ __device__ __forceinline__ void rows_of_fragment(float* scratch, int (&row_of)[A
     Acc rows;
     wmma::fill_fragment(rows, 0.0f);  // overwritten by the load; said for clang-tidy, which cannot see into it
     wmma::load_matrix_sync(rows, scratch, kScoreLd, wmma::mem_row_major);
+    unsigned packed = 0;
 #pragma unroll
-    for (int i = 0; i < Acc::num_elements; ++i) row_of[i] = static_cast<int>(rows.x[i]);
+    for (int i = 0; i < Acc::num_elements; ++i) packed |= static_cast<unsigned>(rows.x[i]) << (4 * i);
+    return packed;
 }
+__device__ __forceinline__ unsigned row_at(unsigned rows, int i) { return (rows >> (4 * i)) & 15u; }
 
 // S += Q·Kᵀ for one step of 16 values: the queries' two parts at q_hi and q_lo, 16 token-major K rows at `k`
-// (read as the columns of Kᵀ), both `ld` values a row.
+// (read as the columns of Kᵀ), all `ld` values a row.
 template <class T>
 __device__ __forceinline__ void add_scores(Acc& st, const T* q_hi, const T* q_lo, const T* k, unsigned ld) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> qh, ql;
+    wmma::load_matrix_sync(qh, q_hi, ld);
+    wmma::load_matrix_sync(ql, q_lo, ld);
     wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> kb;
     wmma::load_matrix_sync(kb, k, ld);
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> qa;
-    wmma::load_matrix_sync(qa, q_hi, ld);
-    wmma::mma_sync(st, qa, kb, st);
-    wmma::load_matrix_sync(qa, q_lo, ld);
-    wmma::mma_sync(st, qa, kb, st);
+    wmma::mma_sync(st, qh, kb, st);
+    wmma::mma_sync(st, ql, kb, st);
 }
 
 // A tile's softmax weights as MMA operands (two 16-bit parts), and each accumulator element's rescaling factor.
@@ -154,14 +167,34 @@ struct TileWeights {
     float cf[Acc::num_elements];
 };
 
+// Head r's 8 scores of a tile that lane `half` of its pair takes (columns half·8 to half·8 + 7), from a warp's
+// tile of scores with two 16-byte loads; tokens from `left` on (past the end) are −inf.
+__device__ __forceinline__ void read_scores(const float* scores, unsigned r, unsigned half, std::uint64_t left,
+                                            float (&x)[8]) {
+    const auto* const row = reinterpret_cast<const float4*>(scores + r * kScoreLd + half * 8);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const float4 f = row[i];
+        x[4 * i] = f.x;
+        x[4 * i + 1] = f.y;
+        x[4 * i + 2] = f.z;
+        x[4 * i + 3] = f.w;
+    }
+    const unsigned valid = left < kN ? static_cast<unsigned>(left) : kN;
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+        if (half * 8 + e >= valid) x[e] = -INFINITY;
+}
+
 // One 16-token tile's step of a running softmax in base 2, for head r: the lane pair (2r, 2r + 1) keeps its
 // maximum and sum, each lane holding 8 of the tile's scores `x` (columns half·8 to half·8 + 7; −inf for tokens
-// past the end). The weights go through the warp's scratch as two 16-bit parts, with each head's factor that
-// rescales the output so far; they come back as MMA operands (row_of from rows_of_fragment).
+// past the end). The weights go through the warp's scratch as two 16-bit parts (a 16-byte store each), with each
+// head's factor that rescales the output so far; they come back as MMA operands (rows from rows_of_fragment).
+// The 16-byte loads and stores of the scratch (read_scores too) took gpt-oss-20b's attention at 32k from 0.726
+// to 0.779 of the read ceiling on an H200, and fp8 caches from 0.336 to 0.396 (docs/gpu-results.md, 2026-12-04).
 template <class T>
 __device__ __forceinline__ TileWeights<T> softmax_tile(const float (&x)[8], unsigned r, unsigned half, float& m_run,
-                                                       float& l_run, const WarpScratch<T>& scratch,
-                                                       const int (&row_of)[Acc::num_elements]) {
+                                                       float& l_run, const WarpScratch<T>& scratch, unsigned rows) {
     float mx = -INFINITY;
 #pragma unroll
     for (const float v : x) mx = fmaxf(mx, v);
@@ -170,13 +203,20 @@ __device__ __forceinline__ TileWeights<T> softmax_tile(const float (&x)[8], unsi
     const float base = m_new == -INFINITY ? 0.0f : m_new;
     const float c = exp2f(m_run - base);
     float sum = 0.0f;
+    unsigned hi[4], lo[4];  // two 16-bit weights to a word, the lower column in the lower half
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-        const float p = exp2f(x[e] - base);
-        const unsigned at = r * kWeightLd + half * 8 + e;
-        split_16(p, scratch.p_hi[at], scratch.p_lo[at]);
-        sum += p;
+    for (int e = 0; e < 8; e += 2) {
+        T h0, l0, h1, l1;
+        const float p0 = exp2f(x[e] - base), p1 = exp2f(x[e + 1] - base);
+        split_16(p0, h0, l0);
+        split_16(p1, h1, l1);
+        hi[e / 2] = bits_16(h0) | (bits_16(h1) << 16);
+        lo[e / 2] = bits_16(l0) | (bits_16(l1) << 16);
+        sum += p0;
+        sum += p1;
     }
+    *reinterpret_cast<uint4*>(scratch.p_hi + r * kWeightLd + half * 8) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+    *reinterpret_cast<uint4*>(scratch.p_lo + r * kWeightLd + half * 8) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     l_run = l_run * c + sum;
     m_run = m_new;
@@ -184,7 +224,7 @@ __device__ __forceinline__ TileWeights<T> softmax_tile(const float (&x)[8], unsi
     __syncwarp();
     TileWeights<T> w;
 #pragma unroll
-    for (int i = 0; i < Acc::num_elements; ++i) w.cf[i] = scratch.factors[row_of[i]];
+    for (int i = 0; i < Acc::num_elements; ++i) w.cf[i] = scratch.factors[row_at(rows, i)];
     wmma::load_matrix_sync(w.hi, scratch.p_hi, kWeightLd);
     wmma::load_matrix_sync(w.lo, scratch.p_lo, kWeightLd);
     return w;
