@@ -7,8 +7,8 @@
 // 16×16×16 tiles, which sm_80 and sm_90 run as mma.sync:
 //   - a block takes up to 16 query heads of one KV head (zero rows fill a smaller group) and one split of
 //     the tokens; each of its four warps takes every fourth 16-token tile of the split;
-//   - a warp copies its next tile's K and V rows (its next two with heads of 64) into shared memory with
-//     cp.async while it computes on the current one (rows past the sequence's end are zero-filled, never
+//   - a warp copies its next tile's K and V rows (its next two with heads of 64 in a 16-bit cache) into shared
+//     memory with cp.async while it computes on the current one (rows past the sequence's end are zero-filled, never
 //     read); a split with no tokens leaves at once; an fp8 tile is loaded
 //     into registers instead and widened to fp16 on its way into shared memory — exactly: every E4M3
 //     and E5M2 value is an fp16 value — so fp8 caches multiply as fp16 (the other fused kernels do not
@@ -51,7 +51,8 @@ constexpr int kM = 16;  // query heads per tile (kMmaHeads)
 // heads of 64 is 4 KiB of K and V, half of one at 128, so a warp keeps two on their way. Measured on an H200
 // (2026-12-04, docs/gpu-results.md), gpt-oss-20b: two stages, 4 blocks an SM and 8 splits read 0.69–0.70 of the
 // ceiling at 32k and 0.79 at 128k; three stages, 3 blocks an SM and 4 splits 0.75–0.78 and 0.85–0.87. Three
-// stages at 128 would take 122.5 KiB a block: one block an SM.
+// stages at 128 would take 122.5 KiB a block: one block an SM. An fp8 cache keeps one tile ahead in registers and
+// uses two of the three; its 148–158 registers a thread hold it to 3 blocks an SM whatever its shared memory.
 template <int D>
 constexpr int kStagesOf = D == 64 ? 3 : 2;
 static_assert(kM == kMmaHeads, "a block's query heads are the MMA tile's rows");

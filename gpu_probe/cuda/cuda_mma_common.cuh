@@ -127,8 +127,7 @@ __device__ __forceinline__ void load_queries(const float* qg, unsigned heads, T*
 // Which row (query head) each element of an accumulator fragment holds: WMMA does not say, so a fragment
 // is loaded from a matrix whose every element is its row number, written into `scratch` (16 × kScoreLd
 // floats of this warp's own). The caller syncs before `scratch` is written again. The rows come packed, element i's
-// in bits 4i to 4i + 3 (row_at), in one register rather than eight: with heads of 64 the tensor-core kernel then
-// fits 128 registers a thread without spilling, and four blocks to an SM.
+// in bits 4i to 4i + 3 (row_at), in one register rather than eight, which the kernels' other values need more.
 static_assert(Acc::num_elements * 4 <= 32, "a fragment's rows fit one 32-bit word");
 __device__ __forceinline__ unsigned rows_of_fragment(float* scratch) {
     const unsigned lane = threadIdx.x % 32;

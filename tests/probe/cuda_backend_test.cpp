@@ -191,7 +191,8 @@ TEST(CudaBackend, TheTensorCoreKernelMatchesTheFloat64Reference) {
         cases.push_back({"llama-3-70b", KvDtype::bf16, ctx, 1});
     cases.push_back({"llama-3-70b", KvDtype::fp16, 777, 2});
     // Heads of 64 take three stages a warp: fewer tiles than the copies ahead, one per warp, a partial last round.
-    // gpt-oss-20b's sliding-window layers hold 128 tokens, so their later splits are empty and leave at once.
+    // At 1000 tokens the context is split (three splits of 384 on an H200), and gpt-oss-20b's sliding-window layers
+    // hold 128 tokens, so their later splits are empty and leave at once (fp16 here, fp8 below).
     for (std::uint64_t ctx : {1, 17, 65, 129, 300}) cases.push_back({"gpt-oss-20b", KvDtype::fp16, ctx, 1});
     cases.push_back({"gpt-oss-20b", KvDtype::fp16, 1000, 1});
     cases.push_back({"gpt-oss-20b", KvDtype::bf16, 200, 1});
