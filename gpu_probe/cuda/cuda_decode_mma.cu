@@ -93,13 +93,15 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
     const std::uint64_t t_begin = w.t_begin, t_end = w.t_end;
     const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const std::size_t first_row = static_cast<std::size_t>(slot) * sh.q_heads + head0;
+    // Where head g's partial result of this split goes: its (max, sum) pair in part_ml, its dv values in part_out.
+    const auto partial = [&](unsigned g) { return (first_row + g) * sp.splits + split; };
     // A split past the end of its sequence (a sliding-window layer's, a shorter sequence's) reads nothing: its
     // heads' (max, sum) say so, and combine_kernel reads no partial output for it. Leaving at once frees the block's
     // place on its SM for a split with tokens (three in eight of gpt-oss-20b's blocks at 32k are such).
     if (t_begin >= t_end) {
         for (unsigned g = threadIdx.x; g < heads; g += blockDim.x) {
-            part_ml[((first_row + g) * sp.splits + split) * 2] = -INFINITY;
-            part_ml[((first_row + g) * sp.splits + split) * 2 + 1] = 0.0f;
+            part_ml[partial(g) * 2] = -INFINITY;
+            part_ml[partial(g) * 2 + 1] = 0.0f;
         }
         return;
     }
@@ -228,10 +230,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
             acc += o_w[(std::size_t{v} * kM + g) * D + d] * a;
             sum += l_w[v * kM + g] * a;
         }
-        part_out[((first_row + g) * sp.splits + split) * sh.dv + d] = acc;
+        part_out[partial(g) * sh.dv + d] = acc;
         if (d == 0) {  // combine_kernel works in base e
-            part_ml[((first_row + g) * sp.splits + split) * 2] = mx * kLn2;
-            part_ml[((first_row + g) * sp.splits + split) * 2 + 1] = sum;
+            part_ml[partial(g) * 2] = mx * kLn2;
+            part_ml[partial(g) * 2 + 1] = sum;
         }
     }
 }
