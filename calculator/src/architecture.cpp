@@ -171,15 +171,13 @@ std::uint64_t attention_period(const Architecture& a) {
 Architecture with_attention_period(const Architecture& a, std::uint64_t n) {
     Architecture out = a;
     if (n == 0 || a.layer_specs.empty()) return out;
-    std::uint64_t first = n - 1;  // Qwen3-Next's rule, (i + 1) % n == 0, when no attention layer exists yet
-    for (std::uint64_t l = 0; l < a.layers; ++l)
-        if (a.layer(l).kind == LayerKind::full) {
-            first = std::min(l, n - 1);
-            break;
-        }
+    // The last layer of every n attends, as a config's full_attention_interval = n says it (transformers
+    // configuration_qwen3_next.py: layer i is "full_attention" when (i + 1) % full_attention_interval == 0; Qwen3.5,
+    // MiniMax's attn_type_list and Kimi Linear's full_attn_layers place it the same way). One n, one layout, whatever
+    // was set before, so that the window gives what kvscope-cli reads from that config.
     for (std::uint64_t l = 0; l < out.layers; ++l) {
         LayerSpec& s = out.layer_specs[l];
-        s.kind = l % n == first ? LayerKind::full : LayerKind::recurrent;
+        s.kind = (l + 1) % n == 0 ? LayerKind::full : LayerKind::recurrent;
         s.window = 0;
     }
     return out;

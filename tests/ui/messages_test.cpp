@@ -278,25 +278,48 @@ TEST(Messages, AFileWithFieldsThisVersionDoesNotReadSaysSoWithItsOtherProblems) 
 }
 
 TEST(Messages, SavingWhileAFieldHoldsTextItDidNotAcceptSaysSo) {
-    // "131.072" typed in Context (German thousands) is not accepted: the saved file keeps the last accepted 8k, and
-    // the window says so instead of a plain "Saved".
+    // "131.072" typed in Context (German thousands) is not accepted, with Enter or without: the save is refused in
+    // words, the file is not written, and the field keeps the text and its mark. Never "Saved" with the old 8k while
+    // the box shows 131.072.
     QTemporaryDir dir;
     MainWindow w(catalog(), false);
+    w.show();
     QLineEdit* context = w.inputs()->contextField()->spinBox()->findChild<QLineEdit*>();
+    const QString path = dir.filePath("halb fertig.kvscope.json");
+    for (const bool enter : {true, false}) {
+        context->setFocus();
+        context->selectAll();
+        QTest::keyClicks(context, "131.072");
+        if (enter) QTest::keyClick(context, Qt::Key_Return);
+        EXPECT_FALSE(w.saveScenarioFile(path)) << "Enter: " << enter;
+        EXPECT_FALSE(QFile::exists(path));
+        EXPECT_TRUE(w.messages()->text().startsWith("Not saved: Context: '131.072'"))
+            << w.messages()->text().toStdString();
+        EXPECT_TRUE(w.messages()->text().contains("press Esc in it to put back its value"));
+        EXPECT_EQ(context->text(), "131.072");  // still what was typed, marked
+        EXPECT_TRUE(w.inputs()->marks().isMarked(w.inputs()->contextField()->spinBox()));
+        EXPECT_TRUE(w.windowTitle().contains("[*]"));
+        // Esc puts the value back; the save then writes it.
+        QTest::keyClick(context, Qt::Key_Escape);
+        EXPECT_EQ(context->text(), "8k");
+        EXPECT_FALSE(w.inputs()->marks().isMarked(w.inputs()->contextField()->spinBox()));
+    }
+    // Text typed and not entered that the field accepts is saved as shown.
     context->setFocus();
     context->selectAll();
-    QTest::keyClicks(context, "131.072");
-    QTest::keyClick(context, Qt::Key_Return);
-    const QString path = dir.filePath("halb fertig.kvscope.json");
+    QTest::keyClicks(context, "128k");
     ASSERT_TRUE(w.saveScenarioFile(path));
-    EXPECT_TRUE(w.messages()->text().contains("without what the marked fields hold, which was not accepted ('131.072'"))
-        << w.messages()->text().toStdString();
     MainWindow other(catalog(), false);
     ASSERT_TRUE(other.openScenarioFile(path));
-    EXPECT_EQ(other.model()->scenario().workload.context_tokens, 8192u);  // the last accepted value
+    EXPECT_EQ(other.model()->scenario().workload.context_tokens, 131072u);
+    EXPECT_EQ(other.inputs()->contextField()->spinBox()->findChild<QLineEdit*>()->text(), "128k");
     // Another value in the field (the slider, undo): what was refused is no longer what it holds.
+    QTest::keyClicks(context, "x");
+    QTest::keyClick(context, Qt::Key_Return);
+    EXPECT_FALSE(w.inputs()->unaccepted().isEmpty());
     w.model()->edit("context", [](Scenario& s) { s.workload.context_tokens = 32768; });
     EXPECT_TRUE(w.inputs()->unaccepted().isEmpty());
+    EXPECT_EQ(context->text(), "32k");
 }
 
 TEST(Messages, ExportNamesKeepTheWholeModelNameAndSayWhereTheyWrote) {

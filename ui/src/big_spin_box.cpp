@@ -1,5 +1,6 @@
 #include "kvscope/ui/big_spin_box.h"
 
+#include <QKeyEvent>
 #include <QLineEdit>
 
 #include "kvscope/calculator/units.h"
@@ -20,10 +21,40 @@ QString BigSpinBox::textOf(std::uint64_t v) const {
 }
 
 void BigSpinBox::setValue(std::uint64_t value) {
-    // Another value (undo, the slider): the text refused before is no longer what the field holds.
-    if (value != value_) problem_.clear();
-    value_ = value;
-    if (!lineEdit()->hasFocus() || lineEdit()->text() != textOf(value)) lineEdit()->setText(textOf(value));
+    if (value != value_) {
+        // Another value (an undo, a model loaded, the slider): it is what the field holds now, whatever was typed.
+        problem_.clear();
+        value_ = value;
+    } else if (!problem_.isEmpty() || pending()) {
+        return;  // the user's own text stays: refused and marked, or still being typed
+    }
+    if (lineEdit()->text() != textOf(value)) lineEdit()->setText(textOf(value));
+    lineEdit()->setModified(false);
+}
+
+bool BigSpinBox::pending() const { return problem_.isEmpty() && lineEdit()->isModified(); }
+
+bool BigSpinBox::commitPending() {
+    if (lineEdit()->isModified()) commitText();
+    return problem_.isEmpty();
+}
+
+void BigSpinBox::revert() {
+    const bool had_problem = !problem_.isEmpty();
+    problem_.clear();
+    lineEdit()->setText(textOf(value_));
+    lineEdit()->setModified(false);
+    if (had_problem) emit problemChanged();
+}
+
+void BigSpinBox::keyPressEvent(QKeyEvent* event) {
+    // Esc takes back what was typed, refused or not: the field shows its value again.
+    if (event->key() == Qt::Key_Escape && (lineEdit()->isModified() || !problem_.isEmpty())) {
+        revert();
+        event->accept();
+        return;
+    }
+    QAbstractSpinBox::keyPressEvent(event);
 }
 
 void BigSpinBox::setRange(std::uint64_t minimum, std::uint64_t maximum) {
@@ -48,6 +79,8 @@ void BigSpinBox::stepBy(int steps) {
     }
     if (v == value_) return;
     setValue(v);
+    lineEdit()->setText(textOf(v));  // an arrow replaces text that was typed or refused
+    lineEdit()->setModified(false);
     emit valueEdited(v);
 }
 
@@ -84,10 +117,12 @@ void BigSpinBox::commitText() {
     }
     if (*parsed == value_) {
         lineEdit()->setText(textOf(value_));
+        lineEdit()->setModified(false);
         return;
     }
     value_ = *parsed;
     lineEdit()->setText(textOf(value_));
+    lineEdit()->setModified(false);
     emit valueEdited(value_);
 }
 

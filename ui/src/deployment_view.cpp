@@ -12,6 +12,7 @@
 #include <QVBoxLayout>
 
 #include "kvscope/ui/decimal_spin_box.h"
+#include "kvscope/ui/field_text.h"
 #include "kvscope/ui/gpu_memory_bar.h"
 #include "kvscope/ui/overview_view.h"
 #include "kvscope/ui/plan_view.h"
@@ -378,6 +379,8 @@ void DeploymentView::commitVllmBatch() {
     };
     read(vllm_tokens_, v.max_num_batched_tokens, true);
     read(vllm_seqs_, v.max_num_seqs, false);
+    for (QLineEdit* field : {vllm_tokens_, vllm_seqs_})
+        if (!typed_.contains(field)) field->setModified(false);  // accepted: the scenario's text again
     if (!(v == model_->scenario().deployment->vllm))
         model_->edit(tr("Change vLLM's batch limits"), [&v](Scenario& s) { s.deployment->vllm = v; });
     sync();
@@ -401,9 +404,26 @@ void DeploymentView::commitEngineCount(QLineEdit* field, const QString& what, co
             value = *n;
     }
     Deployment current = *model_->scenario().deployment;
+    if (!typed_.contains(field)) field->setModified(false);  // accepted: the scenario's text again
     if (!typed_.contains(field) && value != slot(current))
         model_->edit(what, [value, slot](Scenario& s) { slot(*s.deployment) = value; });
     sync();
+}
+
+QStringList DeploymentView::unaccepted() const {
+    QStringList out;
+    for (auto it = typed_.begin(); it != typed_.end(); ++it) out << it.key()->accessibleName() + ": " + it.value();
+    return out;
+}
+
+bool DeploymentView::commitPending() {
+    if (!model_->scenario().deployment) return true;
+    if (memory_->isModified() || bandwidth_->isModified()) commitCustom();
+    if (vllm_tokens_->isModified() || vllm_seqs_->isModified()) commitVllmBatch();
+    if (ubatch_->isModified()) emit ubatch_->editingFinished();
+    if (trtllm_tokens_->isModified()) emit trtllm_tokens_->editingFinished();
+    fraction_->interpretText();
+    return typed_.isEmpty();
 }
 
 void DeploymentView::chooseDraft(const QString& spec) {
@@ -431,19 +451,21 @@ void DeploymentView::commitCustom() {
     if (syncing_ || !model_->scenario().deployment) return;
     const Deployment& current = *model_->scenario().deployment;
     GpuSpec gpu = current.gpu;
-    typed_.clear();
     for (auto [field, slot] :
          {std::pair{memory_, &gpu.memory_bytes}, std::pair{bandwidth_, &gpu.bandwidth_bytes_per_s}}) {
         // Text shown, not typed ("79.6 GiB" for 85,520,809,984 bytes) keeps the exact value behind it.
         if (!field->isModified()) continue;
+        typed_.remove(field);
         const auto parse = field == bandwidth_ ? parse_bandwidth : parse_gpu_memory;
         auto v = parse(field->text().trimmed().toStdString(), field->accessibleName().toStdString());
-        if (v)
+        if (v) {
             *slot = *v;
-        else
+            field->setModified(false);
+        } else {
             typed_.insert(field, q(v.errors().front().message));
+        }
     }
-    if (typed_.isEmpty() && !(gpu == current.gpu)) {
+    if (!typed_.contains(memory_) && !typed_.contains(bandwidth_) && !(gpu == current.gpu)) {
         gpu.id = "custom";
         gpu.name = "custom GPU";
         gpu.source = "entered by hand";
@@ -456,18 +478,26 @@ void DeploymentView::sync() {
     syncing_ = true;
     const Scenario& s = model_->scenario();
     box_->setChecked(s.deployment.has_value());
-    if (s.deployment) {
-        const Deployment& d = *s.deployment;
+    // Before the box is ticked the form shows the deployment ticking it starts (greyed out, as the box disables
+    // it): its GPU, engine, fraction and weights, never a widget's own default (0.01, fp32).
+    const Deployment shown =
+        s.deployment ? *s.deployment : starting_deployment(model_->catalog(), s, model_->modelWeights());
+    // A field shows its scenario value, or text of the user's own, refused or still being typed (field_text.h).
+    const auto show = [this](QLineEdit* field, const QString& text) {
+        if (show_scenario_text(field, text, typed_.contains(field))) typed_.remove(field);
+    };
+    {
+        const Deployment& d = shown;
         const int gi = gpu_->findData(q(d.gpu.id));
         gpu_->setCurrentIndex(gi >= 0 ? gi : gpu_->findData(kCustom));
         count_->setText(tr("%1 = TP %2 × PP %3").arg(d.gpu_count).arg(s.parallel.tp).arg(s.parallel.pp));
-        if (!memory_->hasFocus() && !typed_.contains(memory_))
-            memory_->setText(q(format_bytes(d.gpu.memory_bytes, model_->units())));
-        if (!bandwidth_->hasFocus() && !typed_.contains(bandwidth_))
-            bandwidth_->setText(q(format_bytes(d.gpu.bandwidth_bytes_per_s, UnitSystem::decimal)) + "/s");
+        show(memory_, q(format_bytes(d.gpu.memory_bytes, model_->units())));
+        show(bandwidth_, q(format_bytes(d.gpu.bandwidth_bytes_per_s, UnitSystem::decimal)) + "/s");
         engine_->setCurrentIndex(engine_->findData(static_cast<int>(d.engine)));
-        // SGLang's own default for this GPU and layout until one is given (as kvscope-cli fit shows it).
-        fraction_->setValue(effective_fraction(d, s.parallel));
+        // SGLang's own default for this GPU and layout until one is given (as kvscope-cli fit shows it). Set only
+        // when it changed: setting a spin box rewrites text typed in it and not yet accepted.
+        if (const double fraction = effective_fraction(d, s.parallel); std::abs(fraction_->value() - fraction) > 5e-4)
+            fraction_->setValue(fraction);
         fraction_->setEnabled(engine_takes_fraction(d.engine));
         // "exact (the files)" first when the deployment (or else the model's files) has the weights' exact bytes,
         // "as quantized (…)" when it has a checkpoint's scheme; the item is touched only when it changes.
@@ -514,8 +544,7 @@ void DeploymentView::sync() {
         for (auto [field, value, fallback] : {std::tuple{vllm_tokens_, d.vllm.max_num_batched_tokens, default_tokens},
                                               std::tuple{vllm_seqs_, d.vllm.max_num_seqs, default_seqs}}) {
             field->setPlaceholderText(tr("vLLM's default: %1").arg(q(format_count(fallback))));
-            if (!field->hasFocus() && !typed_.contains(field))
-                field->setText(value > 0 ? q(format_count(value)) : QString());
+            show(field, value > 0 ? q(format_count(value)) : QString());
         }
         // The model's own multi-token-prediction layers as a speculative draft (--mtp), offered when it has them.
         const std::uint64_t mtp_layers = s.arch.mtp_layers;
@@ -543,15 +572,13 @@ void DeploymentView::sync() {
         for (QWidget* field : std::initializer_list<QWidget*>{ubatch_, flash_attn_})
             form_->setRowVisible(field, d.engine == Engine::llama_cpp);
         ubatch_->setPlaceholderText(tr("llama.cpp's default: %1").arg(kLlamaCppUbatch));
-        if (!ubatch_->hasFocus() && !typed_.contains(ubatch_))
-            ubatch_->setText(d.llama_cpp.ubatch > 0 ? q(format_count(d.llama_cpp.ubatch)) : QString());
+        show(ubatch_, d.llama_cpp.ubatch > 0 ? q(format_count(d.llama_cpp.ubatch)) : QString());
         flash_attn_->setChecked(!d.llama_cpp.flash_attn_off);
         // TensorRT-LLM's tokens per step; its profiling run's activations follow it unless the reserve is fixed.
         form_->setRowVisible(trtllm_tokens_, d.engine == Engine::tensorrt_llm);
         trtllm_tokens_->setPlaceholderText(tr("TensorRT-LLM's default: %1").arg(q(format_count(kTrtllmMaxNumTokens))));
-        if (!trtllm_tokens_->hasFocus() && !typed_.contains(trtllm_tokens_))
-            trtllm_tokens_->setText(d.tensorrt_llm.max_num_tokens > 0 ? q(format_count(d.tensorrt_llm.max_num_tokens))
-                                                                      : QString());
+        show(trtllm_tokens_,
+             d.tensorrt_llm.max_num_tokens > 0 ? q(format_count(d.tensorrt_llm.max_num_tokens)) : QString());
         trtllm_tokens_->setEnabled(!d.fixed_reserve);
         flash_attn_->setEnabled(!d.fixed_reserve);  // the micro-batch still sets what sliding layers keep
         Deployment with_graphs = d;

@@ -64,12 +64,6 @@ std::optional<QString> write_file(const QString& path, const QByteArray& bytes) 
     return std::nullopt;
 }
 
-std::optional<QString> no_results(const ScenarioModel& model) {
-    // While inputs need attention the window keeps the last valid results, which may be another model's: an export
-    // would give them as this scenario's. Nothing is written until the inputs are valid.
-    if (model.hasResults() && model.errors().empty()) return std::nullopt;
-    return QObject::tr("Nothing exported: the inputs need attention (%1)").arg(q(join_errors(model.errors())));
-}
 
 QByteArray pdf_of(const std::function<void(QPainter&, QPdfWriter&)>& draw, const QPageSize& page, const QString& title,
                   int resolution = 72) {
@@ -90,6 +84,13 @@ QByteArray pdf_of(const std::function<void(QPainter&, QPdfWriter&)>& draw, const
 
 }  // namespace
 
+std::optional<QString> export_problem(const ScenarioModel& model) {
+    // While inputs need attention the window keeps the last valid results, which may be another model's: an export
+    // would give them as this scenario's. Nothing is written until the inputs are valid.
+    if (model.hasResults() && model.errors().empty()) return std::nullopt;
+    return QObject::tr("Nothing exported: the inputs need attention (%1)").arg(q(join_errors(model.errors())));
+}
+
 QImage chart_image(MemoryChart& chart, ChartSize size) {
     QImage image(size.logical * size.scale, QImage::Format_ARGB32_Premultiplied);
     image.setDevicePixelRatio(size.scale);
@@ -107,7 +108,7 @@ bool is_chart_format(const QString& path) {
 
 std::optional<QString> export_chart(MemoryChart& chart, const QString& path, ChartSize size) {
     if (!is_chart_format(path)) return QObject::tr("%1: choose a .png, .svg or .pdf file name for the chart").arg(path);
-    if (auto problem = no_results(chart.model())) return problem;
+    if (auto problem = export_problem(chart.model())) return problem;
     const QString suffix = QFileInfo(path).suffix().toLower();
     if (size.logical.width() < 100 || size.logical.height() < 100 || size.logical.width() > 20000 ||
         size.logical.height() > 20000)
@@ -148,7 +149,7 @@ std::optional<QString> export_chart(MemoryChart& chart, const QString& path, Cha
 }
 
 std::optional<QString> export_csv(const ScenarioModel& model, const QString& path) {
-    if (auto problem = no_results(model)) return problem;
+    if (auto problem = export_problem(model)) return problem;
     return write_file(path, QByteArray::fromStdString(curves_csv(model.results().curves)));
 }
 
@@ -172,12 +173,12 @@ QByteArray results_json(const ScenarioModel& model) {
 }
 
 std::optional<QString> export_json(const ScenarioModel& model, const QString& path) {
-    if (auto problem = no_results(model)) return problem;
+    if (auto problem = export_problem(model)) return problem;
     return write_file(path, results_json(model));
 }
 
 std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& model, const QString& path) {
-    if (auto problem = no_results(model)) return problem;
+    if (auto problem = export_problem(model)) return problem;
     const Results& r = model.results();
     const Scenario& s = r.scenario;
     const UnitSystem units = model.units();

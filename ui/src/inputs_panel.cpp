@@ -24,6 +24,7 @@
 #include "kvscope/calculator/variants.h"
 #include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/context_input.h"
+#include "kvscope/ui/field_text.h"
 #include "kvscope/ui/scenario_model.h"
 #include "kvscope/ui/text.h"
 
@@ -62,7 +63,7 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
       hidden_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::by_one)),
       kv_dtype_(new QComboBox),
       context_(new ContextInput),
-      batch_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::doubling)),
+      batch_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::by_one)),
       block_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::doubling)),
       tp_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::doubling)),
       pp_(new BigSpinBox(BigSpinBox::Kind::count, BigSpinBox::Step::by_one)),
@@ -160,6 +161,8 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
 
     kv_heads_->setEditable(true);
     kv_heads_->setInsertPolicy(QComboBox::NoInsert);
+    // No completion: "3" typed must stay 3, never become the list's 32 on Enter.
+    kv_heads_->setCompleter(nullptr);
     kv_heads_->lineEdit()->setValidator(new QIntValidator(0, 1 << 30, kv_heads_));
     head_dim_hint_->setForegroundRole(QPalette::PlaceholderText);
     for (const KvDtypeInfo& i : all_kv_dtypes()) {
@@ -427,8 +430,20 @@ void InputsPanel::commitKvHeads() {
         return;
     }
     kv_heads_problem_.clear();
+    kv_heads_->lineEdit()->setModified(false);  // accepted: the field's text is the scenario's again
     model_->edit(tr("Change KV heads"), [heads](Scenario& s) { s.arch.kv_heads = heads; });
     sync();
+}
+
+bool InputsPanel::commitPending() {
+    for (BigSpinBox* box : numberFields()) box->commitPending();
+    if (kv_heads_->isEnabled() && kv_heads_->lineEdit()->isModified()) commitKvHeads();
+    if (attention_every_->isVisible()) attention_every_->interpretText();
+    return unaccepted().isEmpty();
+}
+
+QList<BigSpinBox*> InputsPanel::numberFields() const {
+    return {layers_, query_heads_, head_dim_, hidden_, context_->spinBox(), batch_, block_, tp_, pp_, window_};
 }
 
 void InputsPanel::sync() {
@@ -447,26 +462,41 @@ void InputsPanel::sync() {
     if (!model_->notes().isEmpty()) source += "\n" + model_->notes().join("\n");
     source_->setText(source);
 
-    if (!layers_->hasFocus()) layers_->setValue(a.layers);
-    if (!query_heads_->hasFocus()) query_heads_->setValue(a.query_heads);
-    if (!hidden_->hasFocus()) hidden_->setValue(a.hidden_size);
-    if (!head_dim_->hasFocus()) head_dim_->setValue(a.head_dim_k);
+    // Every field shows the scenario's value, or text of the user's own that is refused or still being typed
+    // (field_text.h): an undo, a model loaded or a file opened replaces it.
+    layers_->setValue(a.layers);
+    query_heads_->setValue(a.query_heads);
+    hidden_->setValue(a.hidden_size);
+    head_dim_->setValue(a.head_dim_k);
     head_dim_hint_->setText(a.mla ? tr("MLA: latent %1 + rope %2").arg(a.mla->kv_lora_rank).arg(a.mla->qk_rope_head_dim)
                             : model_->headDimFollows() ? tr("auto")
                                                        : tr("set"));
     head_dim_hint_->setToolTip(model_->headDimFollows()
                                    ? tr("Follows model dim ÷ query heads until you set it")
                                    : tr("Set by hand or by the model's config; model dim no longer changes it"));
-    // KV heads offers the divisors of the query heads (MHA … MQA).
-    kv_heads_->clear();
-    for (const std::uint64_t d : kv_head_choices(a)) {
-        Architecture layout = a;
-        layout.kv_heads = d;
-        kv_heads_->addItem(QString::number(d), QVariant::fromValue<qulonglong>(d));
-        kv_heads_->setItemData(kv_heads_->count() - 1, q(attention_label(layout)), Qt::ToolTipRole);  // MHA, GQA-8, MQA
+    // KV heads offers the divisors of the query heads (MHA … MQA); the list is built again only when they change,
+    // and text of the user's own in the box survives it.
+    const std::vector<std::uint64_t> choices = kv_head_choices(a);
+    bool same_choices = kv_heads_->count() == static_cast<int>(choices.size());
+    for (int i = 0; same_choices && i < kv_heads_->count(); ++i)
+        same_choices = kv_heads_->itemData(i).toULongLong() == choices[static_cast<std::size_t>(i)];
+    if (!same_choices) {
+        const QString text = kv_heads_->lineEdit()->text();
+        const bool modified = kv_heads_->lineEdit()->isModified();
+        kv_heads_->clear();
+        for (const std::uint64_t d : choices) {
+            Architecture layout = a;
+            layout.kv_heads = d;
+            kv_heads_->addItem(QString::number(d), QVariant::fromValue<qulonglong>(d));
+            kv_heads_->setItemData(kv_heads_->count() - 1, q(attention_label(layout)),
+                                   Qt::ToolTipRole);  // MHA, GQA-8, MQA
+        }
+        kv_heads_->lineEdit()->setText(text);
+        kv_heads_->lineEdit()->setModified(modified);
     }
-    if (!kv_heads_->lineEdit()->hasFocus() || kv_heads_problem_.isEmpty())
-        kv_heads_->setEditText(a.mla ? tr("MLA latent") : QString::number(a.kv_heads));
+    if (show_scenario_text(kv_heads_->lineEdit(), a.mla ? tr("MLA latent") : QString::number(a.kv_heads),
+                           !kv_heads_problem_.isEmpty()))
+        kv_heads_problem_.clear();
     kv_heads_->setEnabled(!a.mla);
     head_dim_->setEnabled(!a.mla);
     kv_dtype_->setCurrentIndex(kv_dtype_->findData(static_cast<int>(s.kv_dtype)));
@@ -486,7 +516,10 @@ void InputsPanel::sync() {
     const std::uint64_t window = layer_window(a, local);
     attention_every_->setVisible(period > 0);
     attention_every_label_->setVisible(period > 0);
-    if (period > 0 && !attention_every_->hasFocus())
+    // From 2 (every layer attending leaves no recurrent layer, and no way back here) to the layers (one attention
+    // layer, the last): the row never removes itself. A typed value not yet accepted stays until it is.
+    attention_every_->setRange(2, static_cast<int>(std::clamp<std::uint64_t>(a.layers, 2, kMaxLayers)));
+    if (period > 0 && static_cast<std::uint64_t>(attention_every_->value()) != period)
         attention_every_->setValue(static_cast<int>(std::min<std::uint64_t>(period, kMaxLayers)));
     // Shown while the model has such layers, a window of 0 typed in it too (marked, so that it can be mended).
     const bool local_layers = a.count_layers(LayerKind::sliding) + a.count_layers(LayerKind::chunked) > 0;
@@ -494,7 +527,7 @@ void InputsPanel::sync() {
     window_label_->setVisible(local_layers);
     window_label_->setText(local == LayerKind::sliding ? tr("window") : tr("chunk"));
     window_->setAccessibleName(local == LayerKind::sliding ? tr("Sliding window") : tr("Attention chunk"));
-    if (local_layers && !window_->hasFocus()) window_->setValue(window);
+    if (local_layers) window_->setValue(window);
     mix_edits_->setVisible(period > 0 || local_layers);
     layer_mix_row_->setVisible(!mix.empty());
 
@@ -512,14 +545,18 @@ void InputsPanel::sync() {
 
 QMap<QWidget*, QString> InputsPanel::typedProblems() const {
     QMap<QWidget*, QString> typed;
-    for (BigSpinBox* box :
-         {layers_, query_heads_, head_dim_, hidden_, context_->spinBox(), batch_, block_, tp_, pp_, window_})
+    for (BigSpinBox* box : numberFields())
         if (!box->problem().isEmpty()) typed.insert(box, box->problem());
     if (!kv_heads_problem_.isEmpty()) typed.insert(kv_heads_, kv_heads_problem_);
     return typed;
 }
 
-QStringList InputsPanel::unaccepted() const { return typedProblems().values(); }
+QStringList InputsPanel::unaccepted() const {
+    QStringList out;
+    const QMap<QWidget*, QString> typed = typedProblems();
+    for (auto it = typed.begin(); it != typed.end(); ++it) out << it.key()->accessibleName() + ": " + it.value();
+    return out;
+}
 
 }  // namespace kvscope::ui
 

@@ -6,6 +6,7 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QClipboard>
+#include <QComboBox>
 #include <QCloseEvent>
 #include <QDesktopServices>
 #include <QDir>
@@ -221,6 +222,7 @@ void MainWindow::createActions() {
     QAction* save = make(
         tr("&Save scenario"), QKeySequence::Save, tr("Save the inputs to a .kvscope.json file"),
         [this] {
+            if (!acceptTypedText(tr("Not saved"))) return;  // said before a dialog asks where
             QString path =
                 current_file_.endsWith(QString::fromUtf8(kScenarioFileSuffix.data()), Qt::CaseInsensitive)
                     ? current_file_
@@ -245,6 +247,7 @@ void MainWindow::createActions() {
         QStyle::SP_DialogSaveButton);
     QAction* save_as =
         make(tr("Save scenario &as…"), QKeySequence::SaveAs, tr("Save the inputs under a new name"), [this] {
+            if (!acceptTypedText(tr("Not saved"))) return;
             const QString path =
                 askSavePath(tr("Save scenario"), tr("KVScope scenarios (*.kvscope.json)"), ".kvscope.json");
             if (!path.isEmpty()) saveScenarioFile(path);
@@ -269,6 +272,7 @@ void MainWindow::createActions() {
     QAction* export_chart = make(
         tr("Export &chart…"), QKeySequence(tr("Ctrl+E")), tr("Save the chart as PNG, SVG or PDF"),
         [this] {
+            if (!readyToExport()) return;  // said before the dialogs, not after them
             const QString path = askSavePath(
                 tr("Export chart"), tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"), ".png");
             if (path.isEmpty()) return;
@@ -283,11 +287,13 @@ void MainWindow::createActions() {
         QStyle::SP_DriveFDIcon);
     QAction* export_csv =
         make(tr("Export data as CS&V…"), {}, tr("Save memory against context as CSV (exact bytes)"), [this] {
+            if (!readyToExport()) return;
             const QString path = askSavePath(tr("Export CSV"), tr("CSV (*.csv)"), ".csv");
             if (!path.isEmpty()) exportCsvTo(path);
         });
     QAction* export_json =
         make(tr("Export data as &JSON…"), {}, tr("Save the inputs and every result as JSON"), [this] {
+            if (!readyToExport()) return;
             const QString path = askSavePath(tr("Export JSON"), tr("JSON (*.json)"), ".json");
             if (!path.isEmpty()) exportJsonTo(path);
         });
@@ -295,6 +301,7 @@ void MainWindow::createActions() {
         tr("Export &report (PDF)…"), QKeySequence(tr("Ctrl+Shift+E")),
         tr("A one-page PDF with the inputs, the numbers, the comparison and the chart"),
         [this] {
+            if (!readyToExport()) return;
             const QString path = askSavePath(tr("Export report"), tr("PDF document (*.pdf)"), ".pdf");
             if (!path.isEmpty()) exportReportTo(path);
         },
@@ -306,7 +313,12 @@ void MainWindow::createActions() {
     undo->setShortcut(QKeySequence::Undo);
     undo->setIcon(style()->standardIcon(QStyle::SP_ArrowBack));
     QAction* redo = model_->undoStack()->createRedoAction(this, tr("&Redo"));
-    redo->setShortcuts({QKeySequence::Redo, QKeySequence(tr("Ctrl+Y"))});
+    // The platform's Redo keys, and both common ones besides: Ctrl+Y where it is not the platform's own already (a
+    // key listed twice is an ambiguous shortcut that Qt then ignores).
+    QList<QKeySequence> redo_keys = QKeySequence::keyBindings(QKeySequence::Redo);
+    for (const QKeySequence& key : {QKeySequence(tr("Ctrl+Y")), QKeySequence(tr("Ctrl+Shift+Z"))})
+        if (!redo_keys.contains(key)) redo_keys << key;
+    redo->setShortcuts(redo_keys);
     redo->setIcon(style()->standardIcon(QStyle::SP_ArrowForward));
     QAction* copy_chart = make(tr("Copy c&hart"), QKeySequence(tr("Ctrl+Shift+C")),
                                tr("Copy the chart to the clipboard as an image"), [this] {
@@ -448,16 +460,32 @@ bool MainWindow::importModelFile(const QString& path) {
     return true;
 }
 
+bool MainWindow::acceptTypedText(const QString& refused) {
+    // Text typed and not yet entered counts as entered; text a field refuses stops the save or export, so that no
+    // file holds the old value of a field that shows a new one.
+    inputs_->commitPending();
+    deployment_->commitPending();
+    const QStringList left = inputs_->unaccepted() + deployment_->unaccepted();
+    if (left.isEmpty()) return true;
+    messages_->showMessage(
+        tr("%1: %2. Correct the marked field, or press Esc in it to put back its value.").arg(refused, left.join("; ")),
+        MessageBar::Kind::error);
+    statusBar()->showMessage(tr("Nothing was written"), 5000);
+    return false;
+}
+
+bool MainWindow::readyToExport() {
+    if (!acceptTypedText(tr("Nothing exported"))) return false;
+    // Said before a dialog asks where: the exports are of valid inputs only (exporter.h).
+    if (const auto problem = export_problem(*model_)) return report(problem, {});
+    return true;
+}
+
 bool MainWindow::saveScenarioFile(const QString& path) {
+    if (!acceptTypedText(tr("Not saved"))) return false;
     last_dir_ = QFileInfo(path).absolutePath();
     if (!report(model_->saveScenario(path), tr("Saved %1").arg(path))) return false;
     adoptScenarioFile(path);
-    // Text a field did not accept never reached the scenario: the file holds the field's last accepted value.
-    if (const QStringList left = inputs_->unaccepted() + deployment_->unaccepted(); !left.isEmpty())
-        messages_->showMessage(tr("Saved %1 without what the marked fields hold, which was not accepted (%2); the file "
-                                  "keeps their last accepted values.")
-                                   .arg(QFileInfo(path).fileName(), left.join("; ")),
-                               MessageBar::Kind::info);
     return true;
 }
 
@@ -481,16 +509,17 @@ bool MainWindow::exported(const std::optional<QString>& problem, const QString& 
 }
 
 bool MainWindow::exportChartTo(const QString& path, ChartSize size) {
-    return exported(export_chart(*chart_, path, size), tr("Chart written to %1").arg(path), path);
+    return readyToExport() && exported(export_chart(*chart_, path, size), tr("Chart written to %1").arg(path), path);
 }
 bool MainWindow::exportCsvTo(const QString& path) {
-    return exported(export_csv(*model_, path), tr("CSV written to %1").arg(path), path);
+    return readyToExport() && exported(export_csv(*model_, path), tr("CSV written to %1").arg(path), path);
 }
 bool MainWindow::exportJsonTo(const QString& path) {
-    return exported(export_json(*model_, path), tr("JSON written to %1").arg(path), path);
+    return readyToExport() && exported(export_json(*model_, path), tr("JSON written to %1").arg(path), path);
 }
 bool MainWindow::exportReportTo(const QString& path) {
-    return exported(export_report(*chart_, *model_, path), tr("Report written to %1").arg(path), path);
+    return readyToExport() &&
+           exported(export_report(*chart_, *model_, path), tr("Report written to %1").arg(path), path);
 }
 
 void MainWindow::openAny(const QString& path) {
@@ -580,10 +609,16 @@ bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
     if (event->type() == QEvent::ShortcutOverride) {
         auto* key = static_cast<QKeyEvent*>(event);
         auto* field = qobject_cast<QWidget*>(watched);
-        const bool text_field = qobject_cast<QLineEdit*>(watched) || qobject_cast<QAbstractSpinBox*>(watched);
+        // An editable box (KV heads) has the focus itself and hands the keys to its line edit.
+        const auto* box = qobject_cast<QComboBox*>(watched);
+        const bool text_field = qobject_cast<QLineEdit*>(watched) || qobject_cast<QAbstractSpinBox*>(watched) ||
+                                (box && box->isEditable());
         // The scenario's own fields only: a quiz answer or a note keeps its text undo.
         const bool scenario_field = field && (inputs_->isAncestorOf(field) || deployment_->isAncestorOf(field));
-        if (text_field && scenario_field && (key->matches(QKeySequence::Undo) || key->matches(QKeySequence::Redo))) {
+        const QKeySequence pressed(key->keyCombination());
+        const bool undo_or_redo = key->matches(QKeySequence::Undo) || key->matches(QKeySequence::Redo) ||
+                                  pressed == QKeySequence(tr("Ctrl+Y")) || pressed == QKeySequence(tr("Ctrl+Shift+Z"));
+        if (text_field && scenario_field && undo_or_redo) {
             event->ignore();  // not the field's: the window's Undo/Redo shortcut takes it
             return true;
         }

@@ -202,8 +202,8 @@ std::vector<std::uint64_t> layer_windows(const Architecture& arch);
 Architecture with_mtp_layers(const Architecture& arch);
 
 // Edits a learner makes to the layer mix. The attention layers of a hybrid model are every n-th layer when
-// they are evenly spaced (Qwen3-Next: n = 4, Jamba: n = 8); attention_period is that n, or 0. Setting it
-// keeps the first attention layer's place within the period and makes the others recurrent.
+// they are evenly spaced (Qwen3-Next: n = 4, Jamba: n = 8); attention_period is that n, or 0. Setting it makes the
+// last layer of every n attend and the others recurrent, as full_attention_interval = n places them (Qwen3-Next).
 std::uint64_t attention_period(const Architecture& arch);
 Architecture with_attention_period(const Architecture& arch, std::uint64_t n);
 // The window of the sliding layers (or the chunk of the chunked ones), 0 when none; setting it changes them all.

@@ -17,11 +17,19 @@ public:
     BigSpinBox(Kind kind, Step step, QWidget* parent = nullptr);
 
     [[nodiscard]] std::uint64_t value() const { return value_; }
-    // Sets the value without emitting valueEdited (model → view updates).
+    // Sets the value without emitting valueEdited (model → view updates), by the rule every input of the window
+    // follows (field_text.h): a new value replaces whatever the field holds; the same value leaves text of the
+    // user's own in place, refused (problem()) or still being typed (pending()).
     void setValue(std::uint64_t value);
     void setRange(std::uint64_t minimum, std::uint64_t maximum);
     // The text as typed, when it does not parse: shown in the field's error.
     [[nodiscard]] QString problem() const { return problem_; }
+    // Text typed and not yet accepted (no Enter, the focus still here).
+    [[nodiscard]] bool pending() const;
+    // Accepts the text typed, as Enter does; false when the field refuses it (problem() says why).
+    bool commitPending();
+    // Puts the value back in place of text of the user's own (Esc).
+    void revert();
 
     void stepBy(int steps) override;
     QValidator::State validate(QString& input, int& pos) const override;
@@ -36,6 +44,7 @@ signals:
 protected:
     StepEnabled stepEnabled() const override;
     void focusOutEvent(QFocusEvent* event) override;
+    void keyPressEvent(QKeyEvent* event) override;
 
 private:
     void commitText();

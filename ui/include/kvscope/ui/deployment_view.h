@@ -49,7 +49,10 @@ public:
     [[nodiscard]] QLineEdit* ubatchField() const { return ubatch_; }
     [[nodiscard]] QCheckBox* flashAttentionField() const { return flash_attn_; }
     // What fields hold that was not accepted (text that does not read): not in the scenario, so not in a file.
-    [[nodiscard]] QStringList unaccepted() const { return typed_.values(); }
+    [[nodiscard]] QStringList unaccepted() const;
+    // Accepts the text typed in any field and not yet entered, as Enter would (InputsPanel::commitPending); false
+    // when a field refuses its text.
+    bool commitPending();
     // TensorRT-LLM's max_num_tokens (shown for the tensorrt-llm engine).
     [[nodiscard]] QLineEdit* trtllmTokensField() const { return trtllm_tokens_; }
     // A separate draft model (--draft): none, a catalog model, or a file; and how vLLM serves it (--draft-method).

@@ -20,6 +20,9 @@ struct ChartSize {
     double scale = 2.0;        // PNG only: device pixels per logical pixel
 };
 
+// Why nothing may be exported now (the inputs need attention: the results shown are the last valid ones, maybe of
+// another model), or nothing. Every export checks it first.
+std::optional<QString> export_problem(const ScenarioModel& model);
 // The chart formats export_chart writes: the file's suffix is .png, .svg or .pdf.
 bool is_chart_format(const QString& path);
 // Standard output or error, a device or a pipe (/dev/stdout, /dev/null, a named pipe): written in place and

@@ -48,6 +48,10 @@ public:
     [[nodiscard]] const FieldMarks& marks() const { return marks_; }
     // What fields hold that was not accepted (text that does not read): not in the scenario, so not in a file.
     [[nodiscard]] QStringList unaccepted() const;
+    // Accepts the text typed in any field and not yet entered, as Enter would (before a save or an export, so that
+    // nothing is written as the old value while the field shows a new one). False when a field refuses its text:
+    // unaccepted() then says what.
+    bool commitPending();
 
     // Draws a frame around the input behind `field` and scrolls it into view, as while the Learn tab's
     // matching factor is hovered; Field::none, or a field no input here answers for, clears the frame.
@@ -102,6 +106,8 @@ private:
     QWidget* highlighted_ = nullptr;
     QString kv_heads_problem_;
     [[nodiscard]] QMap<QWidget*, QString> typedProblems() const;
+    // The fields of whole numbers and token counts, each a BigSpinBox.
+    [[nodiscard]] QList<BigSpinBox*> numberFields() const;
     bool syncing_ = false;
     QMetaObject::Connection focus_watch_;
 };

@@ -107,6 +107,11 @@ private:
     void rebuildRecentMenu();
     void updateTitleAndStatus();
     bool report(const std::optional<QString>& problem, const QString& done);
+    // Commits the text typed in the inputs and not yet entered; false, with `refused` ("Not saved") and what each
+    // field refuses in the message bar, when a field holds text it does not accept.
+    bool acceptTypedText(const QString& refused);
+    // acceptTypedText, and inputs valid: an export may be written (checked before its dialogs ask anything).
+    bool readyToExport();
     // As report(), and on success says where the file went with a button that opens its folder.
     bool exported(const std::optional<QString>& problem, const QString& done, const QString& path);
     QString askSavePath(const QString& title, const QString& filter, const QString& suffix);

@@ -1,0 +1,177 @@
+// The inputs show what the window computes with, after every kind of change: an undo with the focus still in the
+// field, a model loaded, keys that belong to the window (Ctrl+Z in any field), Esc, the layer-mix row.
+#include <QAction>
+#include <QApplication>
+#include <QComboBox>
+#include <QFile>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QUndoStack>
+
+#include <gtest/gtest.h>
+
+#include "kvscope/calculator/config_import.h"
+#include "kvscope/calculator/scenario_file.h"
+#include "kvscope/ui/big_spin_box.h"
+#include "kvscope/ui/context_input.h"
+#include "kvscope/ui/inputs_panel.h"
+#include "kvscope/ui/main_window.h"
+#include "kvscope/ui/scenario_model.h"
+#include "widget_testing.h"
+
+namespace kvscope::ui {
+namespace {
+
+using testing::catalog;
+
+QLineEdit* edit_of(BigSpinBox* box) { return box->findChild<QLineEdit*>(); }
+
+void type(QLineEdit* edit, const QString& text, bool enter = true) {
+    edit->setFocus();
+    edit->selectAll();
+    QTest::keyClicks(edit, text);
+    if (enter) QTest::keyClick(edit, Qt::Key_Return);
+}
+
+QAction* action_with(MainWindow& w, const QKeySequence& key) {
+    for (QAction* a : w.findChildren<QAction*>())
+        if (a->shortcuts().contains(key)) return a;
+    return nullptr;
+}
+
+struct ShownWindow {
+    MainWindow w{catalog(), false};
+    ShownWindow() {
+        w.show();
+        w.activateWindow();
+        QApplication::setActiveWindow(&w);
+        (void)QTest::qWaitForWindowActive(&w);
+    }
+};
+
+TEST(WindowState, AnUndoWithTheFocusInTheFieldShowsTheValueItPutsBack) {
+    // Layers 70,000 (past the calculator's 65,536), Enter: marked. The toolbar's Undo leaves the focus in the box;
+    // the box must read 48 again, unmarked, and the file Save as writes must say 48.
+    ShownWindow sw;
+    MainWindow& w = sw.w;
+    w.model()->loadCatalogModel("qwen3-next-80b-a3b");
+    w.model()->edit("batch", [](Scenario& s) { s.workload.batch = 4; });
+    BigSpinBox* layers = w.inputs()->layersField();
+    type(edit_of(layers), "70000");
+    EXPECT_EQ(w.model()->scenario().arch.layers, 70000u);
+    EXPECT_TRUE(w.inputs()->marks().isMarked(layers));
+    ASSERT_TRUE(edit_of(layers)->hasFocus() || layers->hasFocus());
+    action_with(w, QKeySequence::Undo)->trigger();
+    EXPECT_EQ(w.model()->scenario().arch.layers, 48u);
+    EXPECT_EQ(edit_of(layers)->text(), "48");
+    EXPECT_FALSE(w.inputs()->marks().isMarked(layers));
+    QTemporaryDir dir;
+    const QString path = dir.filePath("ré sumé.kvscope.json");
+    ASSERT_TRUE(w.saveScenarioFile(path));
+    auto saved = read_scenario_file(path.toStdString());
+    ASSERT_TRUE(saved);
+    EXPECT_EQ(saved->scenario.arch.layers, 48u);
+    // Typed again, it is an edit again, and Undo takes back that edit (not the sequences before it).
+    type(edit_of(layers), "70000");
+    EXPECT_EQ(w.model()->scenario().arch.layers, 70000u);
+    action_with(w, QKeySequence::Undo)->trigger();
+    EXPECT_EQ(w.model()->scenario().arch.layers, 48u);
+    EXPECT_EQ(w.model()->scenario().workload.batch, 4u);
+}
+
+TEST(WindowState, TextRefusedStaysWithItsMarkUntilTheValueChangesOrEscTakesItBack) {
+    // "131.072" with Enter: the box keeps what was typed and says why (never 4k in red over a message quoting
+    // 131.072); clicking elsewhere does not turn it back to 4k without a word.
+    ShownWindow sw;
+    MainWindow& w = sw.w;
+    w.model()->edit("context", [](Scenario& s) { s.workload.context_tokens = 4096; });
+    BigSpinBox* context = w.inputs()->contextField()->spinBox();
+    type(edit_of(context), "131.072");
+    EXPECT_EQ(edit_of(context)->text(), "131.072");
+    EXPECT_TRUE(w.inputs()->marks().isMarked(context));
+    EXPECT_TRUE(w.inputs()->errorLabel()->text().contains("'131.072'"));
+    w.inputs()->batchField()->setFocus();  // elsewhere
+    EXPECT_EQ(edit_of(context)->text(), "131.072");
+    EXPECT_TRUE(w.inputs()->marks().isMarked(context));
+    EXPECT_EQ(w.model()->scenario().workload.context_tokens, 4096u);
+    // Esc in the field takes the text back.
+    edit_of(context)->setFocus();
+    QTest::keyClick(edit_of(context), Qt::Key_Escape);
+    EXPECT_EQ(edit_of(context)->text(), "4k");
+    EXPECT_FALSE(w.inputs()->marks().isMarked(context));
+    EXPECT_TRUE(w.inputs()->errorLabel()->text().isEmpty());
+    // Text typed and not entered: Esc takes it back too.
+    type(edit_of(context), "64k", false);
+    QTest::keyClick(edit_of(context), Qt::Key_Escape);
+    EXPECT_EQ(edit_of(context)->text(), "4k");
+    EXPECT_EQ(w.model()->scenario().workload.context_tokens, 4096u);
+}
+
+TEST(WindowState, CtrlZInTheKvHeadsBoxUndoesTheScenario) {
+    ShownWindow sw;
+    MainWindow& w = sw.w;
+    QComboBox* kv = w.inputs()->kvHeadsField();
+    type(kv->lineEdit(), "8");
+    EXPECT_EQ(w.model()->scenario().arch.kv_heads, 8u);
+    ASSERT_TRUE(kv->hasFocus());
+    QTest::keySequence(QApplication::focusWidget(), QKeySequence::Undo);
+    EXPECT_EQ(w.model()->scenario().arch.kv_heads, 32u);
+    EXPECT_EQ(kv->lineEdit()->text(), "32");
+    QTest::keySequence(QApplication::focusWidget(), QKeySequence::Redo);
+    EXPECT_EQ(w.model()->scenario().arch.kv_heads, 8u);
+    EXPECT_EQ(kv->lineEdit()->text(), "8");
+    // "3" typed stays 3 (no completion to the list's 32): a divisor the calculator then refuses, said.
+    type(kv->lineEdit(), "3");
+    EXPECT_EQ(w.model()->scenario().arch.kv_heads, 3u);
+    EXPECT_TRUE(w.inputs()->marks().isMarked(kv));
+}
+
+TEST(WindowState, AttentionEveryNGivesWhatTheConfigsIntervalGivesAndKeepsItsRow) {
+    // Qwen3-Next's full_attention_interval = n: layer i attends when (i + 1) % n == 0. The window's "attention every
+    // n" gives that layout for every n it takes, whatever was set before; 1 (no recurrent layer left, the row gone)
+    // and more than the layers (no attention at all) are not offered.
+    ShownWindow sw;
+    MainWindow& w = sw.w;
+    w.model()->loadCatalogModel("qwen3-next-80b-a3b");
+    QSpinBox* every = w.inputs()->attentionEveryField();
+    ASSERT_TRUE(every->isVisibleTo(&w));
+    EXPECT_EQ(every->minimum(), 2);
+    EXPECT_EQ(every->maximum(), 48);
+    const QByteArray config = testing::read_all(QStringLiteral(KVSCOPE_MODELS_DIR "/qwen3-next-80b-a3b.json"));
+    ASSERT_FALSE(config.isEmpty());
+    for (const int n : {2, 8, 3, 48, 5, 4}) {
+        every->setValue(n);
+        QByteArray edited = config;
+        edited.replace("\"full_attention_interval\": 4", QByteArray("\"full_attention_interval\": ") +
+                                                            QByteArray::number(n));
+        ASSERT_TRUE(edited.contains("\"full_attention_interval\": " + QByteArray::number(n) + ","));
+        auto imported = import_config(edited.toStdString(), "edited");
+        ASSERT_TRUE(imported) << imported.error_text();
+        EXPECT_EQ(w.model()->scenario().arch.layer_specs, imported->arch.layer_specs) << "every " << n;
+        EXPECT_TRUE(every->isVisibleTo(&w)) << "every " << n;
+        EXPECT_EQ(every->value(), n);
+    }
+    // Typed past the layers, the box keeps its range.
+    type(every->findChild<QLineEdit*>(), "100");
+    EXPECT_LE(w.model()->scenario().arch.count_layers(LayerKind::full), 48u);
+    EXPECT_GE(w.model()->scenario().arch.count_layers(LayerKind::full), 1u);
+    EXPECT_TRUE(every->isVisibleTo(&w));
+}
+
+TEST(WindowState, SequenceArrowsStepByOne) {
+    ShownWindow sw;
+    MainWindow& w = sw.w;
+    BigSpinBox* batch = w.inputs()->batchField();
+    batch->setFocus();
+    QTest::keyClick(batch, Qt::Key_Up);
+    QTest::keyClick(batch, Qt::Key_Up);
+    EXPECT_EQ(w.model()->scenario().workload.batch, 3u);
+    QTest::keyClick(batch, Qt::Key_Down);
+    EXPECT_EQ(w.model()->scenario().workload.batch, 2u);
+}
+
+}  // namespace
+}  // namespace kvscope::ui

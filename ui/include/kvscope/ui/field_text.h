@@ -1,0 +1,18 @@
+#pragma once
+// The one rule every input of the window follows: it shows its scenario value — or text of the user's own, which
+// is either refused (the field marked, its message quoting that text) or still being typed (changed, not yet
+// accepted, and committed or refused before anything is saved or exported). A change of the scenario's value (an
+// undo or redo, a model loaded, a file opened, the recovery restored) always wins over text of the user's own.
+// BigSpinBox follows it with its own value; the plain line edits of the panels follow it through this function.
+
+class QLineEdit;
+class QString;
+
+namespace kvscope::ui {
+
+// Shows `text`, the scenario's value as the field writes it, in `edit` unless the edit holds text of the user's own
+// (`refused`, or changed and not yet accepted) and the value is the one it showed before. True when the value
+// changed since the edit last showed it: the caller then forgets what it had refused of the edit's text.
+bool show_scenario_text(QLineEdit* edit, const QString& text, bool refused);
+
+}  // namespace kvscope::ui
