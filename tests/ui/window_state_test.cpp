@@ -4,11 +4,15 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QFile>
+#include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTableWidget>
 #include <QUndoStack>
 
 #include <gtest/gtest.h>
@@ -17,9 +21,13 @@
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/context_input.h"
+#include "kvscope/ui/deployment_view.h"
+#include "kvscope/ui/learn_view.h"
+#include "kvscope/ui/probe_view.h"
 #include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/stale_note.h"
 #include "widget_testing.h"
 
 namespace kvscope::ui {
@@ -171,6 +179,66 @@ TEST(WindowState, SequenceArrowsStepByOne) {
     EXPECT_EQ(w.model()->scenario().workload.batch, 3u);
     QTest::keyClick(batch, Qt::Key_Down);
     EXPECT_EQ(w.model()->scenario().workload.batch, 2u);
+}
+
+}  // namespace
+}  // namespace kvscope::ui
+
+namespace kvscope::ui {
+namespace {
+
+TEST(WindowState, TheProbesTableSaysWhoseItIsAfterAModelSwitch) {
+    MainWindow w(testing::catalog(), false);
+    w.show();
+    w.model()->loadCatalogModel("llama-3-8b");
+    w.model()->edit("small", [](Scenario& s) { s.workload.context_tokens = 128; });
+    ProbeView* p = w.probe();
+    QSignalSpy finished(p, &ProbeView::finished);
+    p->runProbe();
+    ASSERT_TRUE(finished.wait(120000));
+    ASSERT_GT(p->results()->rowCount(), 0);
+    EXPECT_FALSE(p->measuredForLabel()->isHidden());
+    EXPECT_EQ(p->measuredForLabel()->text(), "Measured for Llama 3 8B at 128 tokens × 1 sequence, bf16 cache.");
+    // Another model: the table stays, said to be Llama 3 8B's, with what to do.
+    w.model()->loadCatalogModel("llama-3.2-1b");
+    EXPECT_GT(p->results()->rowCount(), 0);
+    EXPECT_TRUE(p->measuredForLabel()->text().startsWith("Measured for Llama 3 8B at 128 tokens"));
+    EXPECT_TRUE(p->measuredForLabel()->text().endsWith("not the current inputs; run it again to measure them."));
+    // Back to what it measured (undo): no longer flagged.
+    w.model()->undoStack()->undo();
+    EXPECT_TRUE(p->measuredForLabel()->text().endsWith("bf16 cache."));
+}
+
+TEST(WindowState, EveryResultsTabSaysWhoseFiguresItShowsWhileTheInputsNeedAttention) {
+    ShownWindow sw;
+    MainWindow& w = sw.w;
+    w.model()->loadCatalogModel("llama-3-8b");
+    w.deployment()->enableBox()->setChecked(true);
+    ASSERT_TRUE(w.model()->results().fit && w.model()->results().fit->fits);
+    EXPECT_FALSE(w.deployment()->staleLabel()->isVisibleTo(&w));
+    EXPECT_FALSE(w.learn()->staleLabel()->isVisibleTo(&w));
+    // Another model, then an input the calculator refuses: the figures are Llama 3 8B's.
+    w.model()->loadCatalogModel("llama-3.2-1b");
+    type(w.inputs()->kvHeadsField()->lineEdit(), "5");
+    ASSERT_FALSE(w.model()->resultsAreCurrent());
+    const QString whose = "last valid results, of Llama 3.2 1B at 8k tokens × 1 sequence";
+    for (int tab = 0; tab < w.tabs()->count(); ++tab) {
+        if (tab == MainWindow::ProbeTab) continue;  // its own measurements say whose they are (above)
+        w.tabs()->setCurrentIndex(tab);
+        bool said = false;
+        for (StaleNote* note : w.tabs()->widget(tab)->findChildren<StaleNote*>())
+            said |= note->isVisibleTo(&w) && note->text().contains(whose) && note->text().contains("KV heads (5)");
+        EXPECT_TRUE(said) << "tab " << w.tabs()->tabText(tab).toStdString();
+    }
+    // No green "Fits" for what is not these inputs.
+    EXPECT_TRUE(w.deployment()->verdictLabel()->text().startsWith("Last valid inputs: Fits"))
+        << w.deployment()->verdictLabel()->text().toStdString();
+    EXPECT_FALSE(w.deployment()->verdictLabel()->styleSheet().contains("#27ae60"));
+    // Mended: every note goes.
+    type(w.inputs()->kvHeadsField()->lineEdit(), "4");
+    ASSERT_TRUE(w.model()->resultsAreCurrent());
+    for (StaleNote* note : w.findChildren<StaleNote*>()) EXPECT_TRUE(note->isHidden());
+    EXPECT_TRUE(w.deployment()->verdictLabel()->text().startsWith("Fits"));
 }
 
 }  // namespace

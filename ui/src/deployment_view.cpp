@@ -17,6 +17,7 @@
 #include "kvscope/ui/overview_view.h"
 #include "kvscope/ui/plan_view.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/stale_note.h"
 #include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
@@ -74,6 +75,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
       bars_(new GpuMemoryBar),
       figures_(new QLabel),
       errors_(new QLabel),
+      stale_(new StaleNote(model)),
       plan_(new PlanView(model)) {
     box_->setCheckable(true);
     for (const GpuSpec& g : model_->catalog().gpus()) {
@@ -210,6 +212,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     column->addStretch(1);
 
     auto* results = new QVBoxLayout;
+    results->addWidget(stale_);
     results->addWidget(verdict_);
     results->addWidget(bars_);
     results->addWidget(figures_);
@@ -628,7 +631,13 @@ void DeploymentView::refreshResults() {
         verdict_->setText(
             tr("Does not fit: short by %1 per GPU").arg(both_units(static_cast<std::uint64_t>(-headroom), units)));
     }
-    verdict_->setStyleSheet(f.fits ? "color: #27ae60;" : "color: #d63031;");
+    // The last valid inputs' verdict, while the inputs need attention, is no answer for these: said so above it
+    // (stale_), and never in the green of a fit.
+    if (!model_->resultsAreCurrent()) verdict_->setText(tr("Last valid inputs: %1").arg(verdict_->text()));
+    verdict_->setStyleSheet(!model_->resultsAreCurrent() ? QString()
+                            : f.fits                     ? QStringLiteral("color: #27ae60;")
+                                                         : QStringLiteral("color: #d63031;"));
+    verdict_->setForegroundRole(model_->resultsAreCurrent() ? QPalette::WindowText : QPalette::PlaceholderText);
 
     bars_->setFit(f, units);
 

@@ -4,6 +4,7 @@
 #include <QListWidget>
 #include <QScrollArea>
 #include <QStackedWidget>
+#include <QVBoxLayout>
 
 #include "kvscope/ui/notes_view.h"
 #include "kvscope/ui/phases_view.h"
@@ -11,6 +12,7 @@
 #include "kvscope/ui/recompute_view.h"
 #include "kvscope/ui/scrollable.h"
 #include "kvscope/ui/show_work_view.h"
+#include "kvscope/ui/stale_note.h"
 #include "kvscope/ui/what_if_view.h"
 #include "kvscope/ui/window_strip.h"
 
@@ -26,7 +28,8 @@ LearnView::LearnView(ScenarioModel* model, const QString& notes_path, QWidget* p
       what_ifs_(new WhatIfView(model)),
       context_window_(new ContextWindowPage(model)),
       quiz_(new QuizView(model)),
-      notes_(new NotesView(model, notes_path)) {
+      notes_(new NotesView(model, notes_path)),
+      stale_(new StaleNote(model)) {
     const QList<std::pair<QString, QWidget*>> pages{{tr("Show your work"), scrollable(show_work_)},
                                                     {tr("Prefill and decode"), scrollable(phases_)},
                                                     {tr("Cost of recomputing"), recompute_},
@@ -46,10 +49,14 @@ LearnView::LearnView(ScenarioModel* model, const QString& notes_path, QWidget* p
         pages_list_->item(i)->setSizeHint(QSize(text_width + 16, row_height));
     pages_list_->setFixedWidth(text_width + 24);
     pages_list_->setCurrentRow(0);
-    auto* layout = new QHBoxLayout(this);
+    auto* row = new QHBoxLayout;
+    row->setContentsMargins(0, 0, 0, 0);
+    row->addWidget(pages_list_);
+    row->addWidget(stack_, 1);
+    auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(pages_list_);
-    layout->addWidget(stack_, 1);
+    layout->addWidget(stale_);  // the lessons compute from the last valid results while the inputs need attention
+    layout->addLayout(row, 1);
 
     connect(pages_list_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
     connect(show_work_, &ShowWorkView::fieldHovered, this, &LearnView::fieldHovered);

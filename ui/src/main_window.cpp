@@ -52,6 +52,7 @@
 #include "kvscope/ui/recompute_view.h"
 #include "kvscope/ui/scenario_model.h"
 #include "kvscope/ui/scrollable.h"
+#include "kvscope/ui/stale_note.h"
 #include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
@@ -100,6 +101,7 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     chart_bar->addWidget(hint);
     chart_bar->addWidget(reset);
     auto* chart_layout = new QVBoxLayout(chart_page);
+    chart_layout->addWidget(new StaleNote(model_));  // whose the lines are while the inputs need attention
     chart_layout->addLayout(chart_bar);
     chart_layout->addWidget(chart_, 1);
     log_x->setChecked(chart_->logTokens());

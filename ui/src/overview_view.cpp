@@ -10,6 +10,7 @@
 #include "kvscope/ui/bar_delegate.h"
 #include "kvscope/ui/comparison_model.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/stale_note.h"
 #include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
@@ -26,7 +27,7 @@ OverviewView::OverviewView(ScenarioModel* model, QWidget* parent)
       figures_(new QLabel),
       formula_(new QLabel),
       warnings_(new QLabel),
-      stale_(new QLabel),
+      stale_(new StaleNote(model)),
       table_(new QTableView),
       comparison_(new ComparisonModel(model, this)) {
     QFont big = total_->font();
@@ -44,10 +45,6 @@ OverviewView::OverviewView(ScenarioModel* model, QWidget* parent)
     formula_->setToolTip(tr("The one formula, with this scenario's numbers substituted"));
     warnings_->setWordWrap(true);
     warnings_->setStyleSheet("color: #e67e22;");
-    stale_->setWordWrap(true);
-    stale_->setTextFormat(Qt::PlainText);  // a model named "R&D", a message quoting llama.cpp: shown as they are
-    stale_->setStyleSheet("color: #c0392b; font-weight: bold;");
-    stale_->hide();
 
     table_->setModel(comparison_);
     table_->setItemDelegateForColumn(ComparisonModel::Bar, new BarDelegate(ComparisonModel::FractionRole, table_));
@@ -126,15 +123,6 @@ void OverviewView::refresh() {
                          q(format_bytes(r.kv.state_bytes_per_sequence, units)),
                          both_units(r.kv.memory_bytes, model_->units()));
     figures_->setText(rows.join('\n'));
-    // Inputs that need attention leave the last valid results in place: said above them, with whose they are.
-    const bool stale = !model_->errors().empty();
-    stale_->setVisible(stale);
-    if (stale) {
-        QStringList problems;
-        for (const FieldError& e : model_->errors()) problems << q(e.message);
-        stale_->setText(tr("The inputs need attention: %1. Shown below are the last valid results, of %2.")
-                            .arg(problems.join("; "), model_->resultsDescription()));
-    }
     formula_->setText(r.state_formula.empty() ? q(r.formula)
                                               : q(r.formula) + "\n" + tr("state: ") + q(r.state_formula));
     QStringList warnings;

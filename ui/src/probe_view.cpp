@@ -50,6 +50,7 @@ ProbeView::ProbeView(ScenarioModel* model, ProbeRunner* runner, QWidget* parent)
       probe_button_(new QPushButton(tr("&Run probe"))),
       step_button_(new QPushButton(tr("Time a &decode step"))),
       table_title_(new QLabel),
+      measured_for_label_(new QLabel),
       stopwatch_button_(new QPushButton(tr("Run &stopwatch"))),
       cancel_button_(new QPushButton(tr("Cancel"))),
       tokens_(new QSpinBox),
@@ -137,6 +138,10 @@ ProbeView::ProbeView(ScenarioModel* model, ProbeRunner* runner, QWidget* parent)
     auto* left = new QVBoxLayout;
     table_title_->setText(tr("<b>Allocation check and decode attention</b>"));
     left->addWidget(table_title_);
+    measured_for_label_->setWordWrap(true);
+    measured_for_label_->setTextFormat(Qt::PlainText);
+    measured_for_label_->hide();
+    left->addWidget(measured_for_label_);
     left->addWidget(table_, 1);
     auto* right = new QVBoxLayout;
     right->addWidget(new QLabel(tr("<b>Stopwatch</b>")));
@@ -183,6 +188,8 @@ ProbeView::ProbeView(ScenarioModel* model, ProbeRunner* runner, QWidget* parent)
     connect(runner_, &ProbeRunner::probeFinished, this, [this](const probe::ProbeReport& r) { showProbe(r); });
     connect(runner_, &ProbeRunner::stepFinished, this, &ProbeView::showStep);
     connect(runner_, &ProbeRunner::failed, this, [this](const QString& why) { done(why, false); });
+    // The table stays after the inputs change, labelled with whose it is.
+    connect(model_, &ScenarioModel::changed, this, &ProbeView::showWhoseTable);
     connect(runner_, &ProbeRunner::finished, this, [this] {
         if (retry_) {  // the step again, in a format the device multiplies (showStep)
             step_request_ = std::exchange(retry_, std::nullopt);
@@ -248,7 +255,7 @@ void ProbeView::runProbe() {
     }
     if (s.parallel.gpus() > 1) note += tr("One device holds the whole cache here (TP/PP are not split). ");
     if (runner_->running()) return;
-    table_->setRowCount(0);
+    startMeasuring(s, false);
     note_ = note;
     runner_->probe(request);
 }
@@ -282,7 +289,7 @@ void ProbeView::runStep() {
                     .arg(q(probe::storable_list()), q(std::string(to_string(s.kv_dtype))));
     }
     if (s.parallel.gpus() > 1) note += tr("One device runs the whole model here (TP/PP are not split). ");
-    table_->setRowCount(0);
+    startMeasuring(s, true);
     note_ = note;
     step_request_ = request;
     step_model_ = s.model_id;
@@ -356,6 +363,38 @@ void ProbeView::showStep(const probe::StepReport& r) {
     done(note + q(r.message), true);
 }
 
+void ProbeView::startMeasuring(const Scenario& s, bool step) {
+    table_->setRowCount(0);
+    measured_for_ = s;
+    measured_name_ = model_->resultsDescription();
+    measured_step_ = step;
+    showWhoseTable();
+}
+
+void ProbeView::showWhoseTable() {
+    if (table_->rowCount() == 0 || !measured_for_) {
+        measured_for_label_->hide();
+        return;
+    }
+    const Scenario& m = *measured_for_;
+    const Scenario& now = model_->scenario();
+    // What the run measured depends on the model's shape, the workload and the cache's format (and, for a step,
+    // the weights' format); a change of anything else (the GPU count, the engine) leaves the figures standing.
+    const auto weights = [this](const Scenario& s) {
+        return s.deployment ? s.deployment->weight_dtype : model_->modelWeightDtype();
+    };
+    const bool same = m.arch == now.arch && m.workload == now.workload && m.kv_dtype == now.kv_dtype &&
+                      (!measured_step_ || weights(m) == weights(now));
+    const QString whose = tr("Measured for %1 at %2 tokens × %3, %4 cache")
+                              .arg(measured_name_, q(format_tokens(m.workload.context_tokens)),
+                                   q(format_count_of(m.workload.batch, "sequence", "sequences")),
+                                   q(std::string(to_string(m.kv_dtype))));
+    measured_for_label_->setText(same ? whose + "."
+                                      : whose + tr(" — not the current inputs; run it again to measure them."));
+    measured_for_label_->setStyleSheet(same ? QString() : QStringLiteral("color: #c0392b; font-weight: bold;"));
+    measured_for_label_->show();
+}
+
 void ProbeView::fillTable(const QList<std::pair<QString, QString>>& rows) {
     table_->setRowCount(static_cast<int>(rows.size()));
     for (int i = 0; i < rows.size(); ++i) {
@@ -365,6 +404,7 @@ void ProbeView::fillTable(const QList<std::pair<QString, QString>>& rows) {
         table_->setItem(i, 1, value);
     }
     table_->resizeRowsToContents();
+    showWhoseTable();
 }
 
 void ProbeView::runStopwatch() { runner_->stopwatch(tokens_->value()); }

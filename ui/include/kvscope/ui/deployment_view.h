@@ -72,6 +72,7 @@ public:
     [[nodiscard]] QLabel* verdictLabel() const { return verdict_; }
     [[nodiscard]] QLabel* figuresLabel() const { return figures_; }
     [[nodiscard]] GpuMemoryBar* bars() const { return bars_; }
+    [[nodiscard]] QLabel* staleLabel() const { return stale_; }
 
 protected:
     void resizeEvent(QResizeEvent* event) override;
@@ -111,6 +112,7 @@ private:
     GpuMemoryBar* bars_;
     QLabel* figures_;
     QLabel* errors_;
+    QLabel* stale_;  // a StaleNote: whose the figures are while the inputs need attention
     PlanView* plan_;
     QBoxLayout* columns_ = nullptr;
     FieldMarks marks_;

@@ -7,6 +7,7 @@
 
 #include "kvscope/ui/notes_store.h"
 
+class QLabel;
 class QListWidget;
 class QStackedWidget;
 
@@ -38,6 +39,8 @@ public:
     [[nodiscard]] ContextWindowPage* contextWindow() const { return context_window_; }
     [[nodiscard]] QuizView* quiz() const { return quiz_; }
     [[nodiscard]] NotesView* notes() const { return notes_; }
+    // Above the lessons while the inputs need attention: whose figures they show.
+    [[nodiscard]] QLabel* staleLabel() const { return stale_; }
 
 signals:
     void fieldHovered(kvscope::Field field);
@@ -55,6 +58,7 @@ private:
     ContextWindowPage* context_window_;
     QuizView* quiz_;
     NotesView* notes_;
+    QLabel* stale_;  // a StaleNote
 };
 
 }  // namespace kvscope::ui

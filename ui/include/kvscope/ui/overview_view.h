@@ -39,7 +39,7 @@ private:
     QLabel* figures_;
     QLabel* formula_;
     QLabel* warnings_;
-    QLabel* stale_;  // the inputs need attention: whose the last valid results below are
+    QLabel* stale_;  // a StaleNote: the inputs need attention, whose the last valid results below are
     QTableView* table_;
     ComparisonModel* comparison_;
 };

@@ -40,6 +40,9 @@ public:
     [[nodiscard]] QLineSeries* uncachedSeries() const { return uncached_; }
     [[nodiscard]] QLabel* textsLabel() const { return texts_; }
     [[nodiscard]] QSpinBox* tokensField() const { return tokens_; }
+    // Whose the table's figures are ("Measured for Llama 3 8B at 8k tokens × 1, fp16"), and, once the inputs have
+    // changed since, that they are not the current ones; hidden while the table is empty.
+    [[nodiscard]] QLabel* measuredForLabel() const { return measured_for_label_; }
 
     // Lists the devices now (the tab does it in the background the first time it is shown,
     // so a slow driver never delays the app's start).
@@ -69,6 +72,9 @@ private:
     void showStopwatch(const probe::StopwatchReport& report);
     void addStep(bool cached, double ms);
     void done(const QString& message, bool ok);
+    // The run that fills the table starts: what it measures, kept for measured_for_label_.
+    void startMeasuring(const Scenario& s, bool step);
+    void showWhoseTable();
 
     ScenarioModel* model_;
     ProbeRunner* runner_;
@@ -78,6 +84,11 @@ private:
     QPushButton* probe_button_;
     QPushButton* step_button_;
     QLabel* table_title_;  // what the table shows: the allocation check, or the decode step
+    QLabel* measured_for_label_;
+    // The inputs the table's figures were measured for, and their name then; a step run also multiplies the weights.
+    std::optional<Scenario> measured_for_;
+    QString measured_name_;
+    bool measured_step_ = false;
     QPushButton* stopwatch_button_;
     QPushButton* cancel_button_;
     QSpinBox* tokens_;

@@ -46,6 +46,12 @@ public:
     // The description of the scenario the results are of: while the inputs need attention the results are the
     // last valid ones, of what may be another model, and are never shown under the current one's name.
     [[nodiscard]] const QString& resultsDescription() const { return results_description_; }
+    // True when the results are of the inputs as they stand (valid inputs, computed); false while the inputs need
+    // attention and the results are the last valid ones, or there are none.
+    [[nodiscard]] bool resultsAreCurrent() const { return has_results_ && errors_.empty(); }
+    // What every results tab says while they are not current: what needs attention, and whose the figures shown
+    // are ("… the last valid results, of Llama 3 8B at 8k tokens × 1"); empty while they are current.
+    [[nodiscard]] QString staleText() const;
     [[nodiscard]] const QStringList& notes() const { return notes_; }
     // The import's notes the exports give as warnings (State::warnings).
     [[nodiscard]] const QStringList& importWarnings() const { return warnings_; }
