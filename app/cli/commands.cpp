@@ -236,6 +236,9 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
     c.spacing = o.linear ? Spacing::linear : Spacing::log;
     // Without --to: the model's max positions (the context when unknown), as --help says.
     c.max_tokens = o.to.value_or(s.arch.max_positions > 0 ? s.arch.max_positions : s.workload.context_tokens);
+    // An end the user did not choose is lowered where the model's cache would pass 2^64 bytes, and said; --to's is
+    // refused in words.
+    c.lower_end_to_fit = !o.to;
     // Without --from: 128, or 1 for a curve that ends before it.
     c.min_tokens = o.from.value_or(o.linear || c.max_tokens < 128 ? 0 : 128);
     if (c.points < 2 || c.points > 100000)
@@ -256,7 +259,7 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
     Output r;
     if (o.format == Format::json) {
         Value v = curves_json(s, *curves);
-        v.set("warnings", Value::strings(analysis->kv.warnings));  // a layout left out of the curves, …: as kv
+        v.set("warnings", Value::strings(curve_warnings(*analysis)));  // the cache's, then a layout left out, …
         r.out = v.dump() + "\n";
         return r;
     }
@@ -273,7 +276,7 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
         for (const auto& series : curves->series) row.push_back(format_bytes(series.bytes[i], o.units));
         t.add(row);
     }
-    r.out = header(s, src) + "\n" + t.text() + "(* the model's own layout)\n" + warnings_text(analysis->kv.warnings);
+    r.out = header(s, src) + "\n" + t.text() + "(* the model's own layout)\n" + warnings_text(curve_warnings(*analysis));
     return r;
 }
 

@@ -30,8 +30,10 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
     std::vector<std::string> too_large;
     auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel, &too_large);
     CurveOptions curve_options = options.curves;
-    if (curve_options.max_tokens == 0)
+    if (curve_options.max_tokens == 0) {
         curve_options.max_tokens = std::max(s.arch.max_positions, s.workload.context_tokens);
+        curve_options.lower_end_to_fit = true;
+    }
     std::vector<std::string> off_chart;
     auto curves = options.with_curves ? kv_curves(s.arch, s.kv_dtype, s.workload, s.parallel, curve_options, &off_chart)
                                       : Result<Curves>(Curves{});
@@ -49,12 +51,17 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
                                 ": its cache at this context and batch would pass 2^64 bytes (16 EiB)" +
                                 (name == "MHA" ? "; the % of MHA still compares with its size" : ""));
     }
+    if (curves->lowered_from > 0 && !curves->tokens.empty())
+        r.curve_warnings.push_back("the chart ends at " + format_count(curves->tokens.back()) + " tokens, not at " +
+                                   format_count(curves->lowered_from) + ": past it the cache of " +
+                                   format_count_of(s.workload.batch, "sequence", "sequences") +
+                                   " would pass 2^64 bytes (16 EiB)");
     for (const std::string& name : off_chart)
         if (std::find(too_large.begin(), too_large.end(), name) == too_large.end())
-            r.kv.warnings.push_back(name +
-                                    " is left out of the chart: its cache would pass 2^64 bytes (16 EiB) before "
-                                    "the chart's end at " +
-                                    format_count(curves->tokens.empty() ? 0 : curves->tokens.back()) + " tokens");
+            r.curve_warnings.push_back(name +
+                                       " is left out of the chart: its cache would pass 2^64 bytes (16 EiB) before "
+                                       "the chart's end at " +
+                                       format_count(curves->tokens.empty() ? 0 : curves->tokens.back()) + " tokens");
     r.curves = *curves;
     r.weights_bytes = *weights;
     // A quantized checkpoint's bytes are an estimate from its scheme, even with a published parameter count.
@@ -82,6 +89,12 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
         if (options.measured_steps != nullptr) r.measured_step = find_measured_step(*options.measured_steps, s);
     }
     return r;
+}
+
+std::vector<std::string> curve_warnings(const Analysis& analysis) {
+    std::vector<std::string> out = analysis.kv.warnings;
+    out.insert(out.end(), analysis.curve_warnings.begin(), analysis.curve_warnings.end());
+    return out;
 }
 
 }  // namespace kvscope

@@ -37,6 +37,27 @@ Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload
     if (auto own = kv_cache_report(arch, dtype, workload, parallel); !own) return own.errors();
 
     Curves c;
+    if (options.lower_end_to_fit)
+        for (const auto& shape : variant_shapes(arch)) {
+            if (!shape.is_model) continue;
+            auto layout = KvLayout::make(shape.arch, dtype, workload, parallel);
+            if (!layout) break;
+            const auto overflows = [&](std::uint64_t t) {
+                return (layout->all_gpu_bytes_per_sequence(t, Memory::kv_and_state) * workload.batch).overflow();
+            };
+            if (!overflows(options.max_tokens)) break;
+            // The bytes grow with the tokens and fit at the context (kv_cache_report above): the last count that
+            // fits lies between the two.
+            std::uint64_t fits = std::min(workload.context_tokens, options.max_tokens), over = options.max_tokens;
+            while (over - fits > 1) {
+                const std::uint64_t mid = fits + (over - fits) / 2;
+                (overflows(mid) ? over : fits) = mid;
+            }
+            c.lowered_from = options.max_tokens;
+            options.max_tokens = fits;
+            options.min_tokens = std::min(options.min_tokens, fits);
+            break;
+        }
     c.tokens = spaced_tokens(options);
     for (const auto& shape : variant_shapes(arch)) {
         auto layout = KvLayout::make(shape.arch, dtype, workload, parallel);

@@ -101,6 +101,16 @@ TEST(CliLimits, ASweepThatWouldRunBackwardsIsRefusedOrStartsAtTheBeginning) {
     // The model's own curve past 2^64 bytes is an error naming the option typed, not the scenario's key.
     r = cli("sweep --model llama-3-8b --to 1e15");
     EXPECT_NE(r.err.find("sweep: --to: the curve's end at"), std::string::npos) << r.err;
+    // Without --to the end is the model's max positions, which the user did not set: lowered, and said, never
+    // refused (MiniMax-M1's 10^6 tokens for 10^8 sequences would pass 2^64 bytes).
+    r = cli("sweep --model minimax-m1 --batch 1e8 --points 3 --csv");
+    ASSERT_EQ(r.status, 0) << r.err;
+    r = cli("sweep --model minimax-m1 --batch 1e8 --points 3");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("warning: the chart ends at"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("past it the cache of 100,000,000 sequences would pass 2^64 bytes (16 EiB)"),
+              std::string::npos)
+        << r.out;
     // Another layout's is left out of the curves and said, as kv and compare leave it out of the comparison.
     r = cli("sweep --model llama-3-8b --to 1e14 --points 3");
     ASSERT_EQ(r.status, 0) << r.err;

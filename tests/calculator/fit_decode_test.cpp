@@ -373,6 +373,20 @@ TEST(Curves, LogSpacedSeriesForEveryVariantUpToMaxPositions) {
 
     auto huge = kv_curves(a, KvDtype::bf16, {}, {}, {.max_tokens = 100'000'000'000'000'000ull});
     EXPECT_FIELD_ERROR(huge, "max_tokens", "the curve's end at 100,000,000,000,000,000 tokens");
+    // An end of the caller's own choosing is lowered instead: to the last count whose GQA-8 cache (128 KiB a token)
+    // fits in 64 bits, 2^64 / 2^17 - 1 tokens, and the end asked for is kept to be said.
+    auto lowered = kv_curves(a, KvDtype::bf16, {}, {},
+                             {.max_tokens = 100'000'000'000'000'000ull, .lower_end_to_fit = true});
+    ASSERT_TRUE(lowered) << lowered.error_text();
+    EXPECT_EQ(lowered->tokens.back(), (1ull << 47) - 1);
+    EXPECT_EQ(lowered->lowered_from, 100'000'000'000'000'000ull);
+    ASSERT_EQ(lowered->series.size(), 2u);  // MHA passes 2^64 bytes before that end: left out
+    EXPECT_EQ(lowered->series[0].name, "GQA-8");
+    EXPECT_EQ(lowered->series[0].bytes.back(), ((1ull << 47) - 1) << 17);
+    auto within = kv_curves(a, KvDtype::bf16, {}, {}, {.max_tokens = 8192, .lower_end_to_fit = true});
+    ASSERT_TRUE(within);
+    EXPECT_EQ(within->lowered_from, 0u);
+    EXPECT_EQ(within->tokens.back(), 8192u);
 
     auto lin = spaced_tokens({.points = 5, .min_tokens = 0, .max_tokens = 1000, .spacing = Spacing::linear});
     EXPECT_EQ(lin, (std::vector<std::uint64_t>{1, 251, 501, 750, 1000}));

@@ -52,6 +52,21 @@ TEST(Limits, ALayoutPast2To64BytesIsNamedAndThePercentagesStillCompareWithMha) {
     EXPECT_TRUE(says(shown->kv.warnings, "MHA is left out of the comparison and the chart"))
         << testing::join(shown->kv.warnings);
 
+    // A model whose max positions are 10^15 (a config says so): the scenario is answered, as kvscope-cli kv answers
+    // it; the chart's end is the calculator's choice and is lowered where the cache would pass 2^64 bytes, and said.
+    Scenario far = llama_3_8b(8192, 1);
+    far.arch.max_positions = 1'000'000'000'000'000;
+    auto r_far = analyze(far);
+    ASSERT_TRUE(r_far) << r_far.error_text();
+    EXPECT_EQ(r_far->kv.total_bytes, 131072ull * 8192);
+    EXPECT_EQ(r_far->curves.tokens.back(), (1ull << 47) - 1);
+    EXPECT_TRUE(says(r_far->curve_warnings, "the chart ends at 140,737,488,355,327 tokens, not at "
+                                            "1,000,000,000,000,000: past it the cache of 1 sequence would pass 2^64 "
+                                            "bytes (16 EiB)"))
+        << testing::join(r_far->curve_warnings);
+    EXPECT_FALSE(says(r_far->kv.warnings, "the chart"));  // nothing of the cache's own figures
+    EXPECT_TRUE(says(curve_warnings(*r_far), "the chart ends at"));
+
     // A context so long that MHA's cache of one sequence passes 2^64 bytes: its size is summed in long double.
     std::vector<std::string> too_large;
     auto v = compare_variants(catalog_arch("llama-3-8b"), KvDtype::bf16, {.context_tokens = 100'000'000'000'000}, {},

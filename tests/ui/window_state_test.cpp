@@ -23,6 +23,7 @@
 #include "kvscope/ui/context_input.h"
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/learn_view.h"
+#include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/probe_view.h"
 #include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/main_window.h"
@@ -239,6 +240,38 @@ TEST(WindowState, EveryResultsTabSaysWhoseFiguresItShowsWhileTheInputsNeedAttent
     ASSERT_TRUE(w.model()->resultsAreCurrent());
     for (StaleNote* note : w.findChildren<StaleNote*>()) EXPECT_TRUE(note->isHidden());
     EXPECT_TRUE(w.deployment()->verdictLabel()->text().startsWith("Fits"));
+}
+
+}  // namespace
+}  // namespace kvscope::ui
+
+namespace kvscope::ui {
+namespace {
+
+TEST(WindowState, TheWindowAnswersWhatTheCliAnswersAndLowersTheChartsEndInstead) {
+    // MiniMax-M1 for 10^8 sequences: kvscope-cli kv answers; the window did mark Context red for the chart's end at
+    // the model's 10M tokens, which nobody typed.
+    ShownWindow sw;
+    MainWindow& w = sw.w;
+    w.model()->loadCatalogModel("minimax-m1");
+    type(edit_of(w.inputs()->batchField()), "1e8");
+    EXPECT_EQ(w.model()->scenario().workload.batch, 100'000'000u);
+    EXPECT_TRUE(w.model()->resultsAreCurrent()) << join_errors(w.model()->errors());
+    EXPECT_FALSE(w.inputs()->marks().isMarked(w.inputs()->contextField()->spinBox()));
+    const auto* notes = w.findChild<QLabel*>("chartNotes");
+    ASSERT_NE(notes, nullptr);
+    EXPECT_FALSE(notes->isHidden());
+    EXPECT_TRUE(notes->text().startsWith("the chart ends at ")) << notes->text().toStdString();
+    // A config that says max_position_embeddings 10^15, imported: answered, its chart lowered.
+    QTemporaryDir dir;
+    QByteArray config = testing::read_all(QStringLiteral(KVSCOPE_MODELS_DIR "/llama-3-8b.json"));
+    ASSERT_TRUE(config.contains("\"max_position_embeddings\": 8192"));
+    config.replace("\"max_position_embeddings\": 8192", "\"max_position_embeddings\": 1e15");
+    const QString path = testing::write_config(dir, "far", config);
+    ASSERT_TRUE(w.importModelFile(path)) << w.messages()->text().toStdString();
+    EXPECT_TRUE(w.model()->resultsAreCurrent()) << join_errors(w.model()->errors());
+    EXPECT_TRUE(notes->text().contains("not at 1,000,000,000,000,000")) << notes->text().toStdString();
+    EXPECT_TRUE(w.exportJsonTo(dir.filePath("far.json"))) << w.messages()->text().toStdString();
 }
 
 }  // namespace

@@ -167,7 +167,7 @@ QByteArray results_json(const ScenarioModel& model) {
                          fit_report_json(r.scenario, *r.fit, *r.decode, r.measured_step ? &*r.measured_step : nullptr),
                          imported));
     json::Value curves = curves_json(r.scenario, r.curves);
-    curves.set("warnings", json::Value::strings(r.kv.warnings));
+    curves.set("warnings", json::Value::strings(curve_warnings(r)));
     o.set("curves", std::move(curves));
     return QByteArray::fromStdString(o.dump() + "\n");
 }
@@ -247,7 +247,7 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                   9);
         block(q(r.formula), 8, false, QColor(0x33, 0x33, 0x33));
         const QColor note_color(0xb3, 0x5c, 0x00);
-        for (const auto& w : r.kv.warnings) block(QObject::tr("Note: %1").arg(q(w)), 8, false, note_color);
+        for (const auto& w : curve_warnings(r)) block(QObject::tr("Note: %1").arg(q(w)), 8, false, note_color);
         // What the model's import said (an unknown quantization, the SSM state's format), as kvscope-cli says it.
         for (const QString& w : model.importWarnings()) block(QObject::tr("Note: %1").arg(w), 8, false, note_color);
         y += 4;

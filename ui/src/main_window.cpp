@@ -104,6 +104,22 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     chart_layout->addWidget(new StaleNote(model_));  // whose the lines are while the inputs need attention
     chart_layout->addLayout(chart_bar);
     chart_layout->addWidget(chart_, 1);
+    // What the chart leaves out or where it ends before the model's limit, under it (the curves' own warnings).
+    auto* chart_notes = new QLabel;
+    chart_notes->setObjectName("chartNotes");
+    chart_notes->setWordWrap(true);
+    chart_notes->setTextFormat(Qt::PlainText);
+    chart_notes->setStyleSheet("color: #e67e22;");
+    chart_layout->addWidget(chart_notes);
+    auto show_chart_notes = [this, chart_notes] {
+        QStringList notes;
+        if (model_->hasResults())
+            for (const std::string& w : model_->results().curve_warnings) notes << q(w);
+        chart_notes->setText(notes.join('\n'));
+        chart_notes->setVisible(!notes.isEmpty());
+    };
+    connect(model_, &ScenarioModel::changed, chart_notes, show_chart_notes);
+    show_chart_notes();
     log_x->setChecked(chart_->logTokens());
     log_y->setChecked(chart_->logBytes());
     connect(log_x, &QCheckBox::toggled, chart_, &MemoryChart::setLogTokens);

@@ -126,7 +126,7 @@ void OverviewView::refresh() {
     formula_->setText(r.state_formula.empty() ? q(r.formula)
                                               : q(r.formula) + "\n" + tr("state: ") + q(r.state_formula));
     QStringList warnings;
-    for (const auto& w : r.kv.warnings) warnings << q(w);
+    for (const auto& w : curve_warnings(r)) warnings << q(w);  // the cache's, then what the chart leaves out
     warnings_->setText(warnings.join('\n'));
     warnings_->setVisible(!warnings.isEmpty());
 }

@@ -25,7 +25,8 @@ namespace kvscope {
 
 struct AnalysisOptions {
     UnitSystem units = UnitSystem::binary;  // of the derivation's text
-    // The memory-vs-context curves; max_tokens 0: the model's max positions or the context, whichever is more.
+    // The memory-vs-context curves; max_tokens 0: the model's max positions or the context, whichever is more, an end
+    // of the curves' own choosing, lowered where the model's cache would pass 2^64 bytes before it.
     CurveOptions curves;
     // false: no curves (a caller that shows none, whose figures must not fail on a curve's overflow).
     bool with_curves = true;
@@ -40,6 +41,9 @@ struct Analysis {
     KvCacheReport kv;
     std::vector<Variant> variants;
     Curves curves;
+    // What the curves leave out, or where they end before the model's limit, said beside them (the chart, sweep's and
+    // the exports' curve warnings, after the cache's own): nothing of the cache's figures, so not among kv.warnings.
+    std::vector<std::string> curve_warnings;
     KvDerivation derivation;          // the formula factor by factor
     std::string formula;              // the same as one line
     std::string state_formula;        // the recurrent state as one line; empty for a model without one
@@ -56,5 +60,8 @@ struct Analysis {
 
 // Every stage in order; the errors of the first stages that fail, each with its field.
 Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options = {});
+
+// What is said beside the curves (sweep, the chart, the exports' curves): the cache's warnings, then the curves' own.
+std::vector<std::string> curve_warnings(const Analysis& analysis);
 
 }  // namespace kvscope

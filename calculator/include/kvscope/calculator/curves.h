@@ -18,6 +18,10 @@ struct CurveOptions {
     std::uint64_t min_tokens = 1;
     std::uint64_t max_tokens = 0;  // 0: the model's max positions (or the context when unknown)
     Spacing spacing = Spacing::log;
+    // The end is the caller's choice, not the user's (the model's max positions): where the model's cache would pass
+    // 2^64 bytes there, the curves end at the last token count where it does not (Curves::lowered_from says so)
+    // instead of refusing the scenario. A user's own end (sweep --to) is refused in words.
+    bool lower_end_to_fit = false;
 };
 
 struct Curve {
@@ -32,13 +36,15 @@ struct Curve {
 struct Curves {
     std::vector<std::uint64_t> tokens;  // shared x values, strictly increasing
     std::vector<Curve> series;
+    std::uint64_t lowered_from = 0;  // the end asked for, when lower_end_to_fit lowered it; else 0
 };
 
 // Integer token counts from min to max inclusive, linear or log spaced, duplicates removed.
 std::vector<std::uint64_t> spaced_tokens(const CurveOptions& options);
 
-// The model's own series past 2^64 bytes at the curve's end is an error (on max_tokens); another layout's is left
-// out and named in `too_large` (when given), as compare_variants leaves it out of the comparison.
+// The model's own series past 2^64 bytes at the curve's end is an error (on max_tokens) unless the end may be lowered
+// (lower_end_to_fit); another layout's is left out and named in `too_large` (when given), as compare_variants leaves
+// it out of the comparison.
 Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload& workload, const Parallelism& parallel,
                          CurveOptions options = {}, std::vector<std::string>* too_large = nullptr);
 
