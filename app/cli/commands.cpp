@@ -21,7 +21,6 @@ namespace {
 
 using json::Value;
 
-std::string percent(double p) { return number_text(p, Notation::fixed, 1) + "%"; }
 
 std::string usage_error(const Errors& errors_in, const std::string& command) {
     Errors errors = errors_in;
@@ -107,7 +106,7 @@ Table variants_table(const std::vector<Variant>& variants, UnitSystem units) {
             std::to_string(v.kv_heads),
             format_bytes(v.kv_cache_bytes, units),
             format_bytes(v.bytes_per_token, units),
-            percent(v.percent_of_mha),
+            format_percent(v.percent_of_mha),
             bars};
         if (state) row.insert(row.begin() + 3, format_bytes(v.state_bytes, units));
         t.add(row);
@@ -384,9 +383,7 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
          // A draft's layers keep a KV cache beside a state-space model's state.
          s.arch.attention_layers() == 0 && !dep.draft ? "no KV cache"
                                                       : format_count(f->tokens_capacity) + " tokens in all"},
-        {"decode floor", fixed(d->step_time_floor_s * 1e3, ms_decimals(d->step_time_floor_s * 1e3)) +
-                             " ms per step → " + fixed(d->tokens_per_s_per_sequence, 1) + " tokens/s per sequence, " +
-                             fixed(d->tokens_per_s_total, 0) + " tokens/s in all"},
+        {"decode floor", decode_floor_text(*d, f->fits)},
     };
     if (dep.draft)
         rows.insert(rows.begin() + 3,

@@ -3,6 +3,8 @@
 #include <map>
 
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/units.h"
 
 namespace kvscope {
 namespace {
@@ -114,6 +116,13 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
     d.kv_exceeds_weights_at_tokens = context_where_kv_exceeds(
         *layout, stored, f.weights_bytes_per_gpu - f.draft_weights_bytes_per_gpu, KvScope::heaviest_gpu);
     return d;
+}
+
+std::string decode_floor_text(const DecodeEstimate& d, bool fits) {
+    const double ms = d.step_time_floor_s * 1e3;
+    return (fits ? "" : "if it fitted, ") + number_text(ms, Notation::fixed, ms_decimals(ms)) + " ms per step → " +
+           number_text(d.tokens_per_s_per_sequence, Notation::fixed, 1) + " tokens/s per sequence, " +
+           number_text(d.tokens_per_s_total, Notation::fixed, 0) + " tokens/s in all";
 }
 
 }  // namespace kvscope

@@ -185,6 +185,8 @@ std::string format_count_of(std::uint64_t n, const std::string& one, const std::
     return format_count(n) + " " + (n == 1 ? one : many);
 }
 
+std::string format_percent(double percent) { return number_text(percent, Notation::fixed, 1) + "%"; }
+
 std::string format_tokens(std::uint64_t n) {
     // 8k, 128k, 1M — a short name for the counts people choose; beyond 99,999 of a unit the digits
     // read better (10^15 tokens is 1,000,000,000,000,000, not 976562500000k).

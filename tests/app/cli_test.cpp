@@ -15,6 +15,19 @@
 
 namespace {
 
+TEST(Cli, ADeploymentThatDoesNotFitHasNoDecodeSpeedOfItsOwn) {
+    // 131 GiB of Llama 3 70B's weights on one 80 GB GPU: the floor is what it would be if it fitted.
+    CliRun r = cli("fit --model llama-3-70b --gpu h100-sxm");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("verdict:         DOES NOT FIT"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("decode floor:    if it fitted, "), std::string::npos) << r.out;
+    r = cli("fit --model llama-3-8b --gpu h100-sxm");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("verdict:         FITS"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("if it fitted"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("decode floor:    "), std::string::npos) << r.out;
+}
+
 TEST(Cli, KvJsonTheLessonsReference) {
     const CliRun r = cli("kv --model kvscope-teaching-32l --context 8k --json");
     ASSERT_EQ(r.status, 0) << r.err;

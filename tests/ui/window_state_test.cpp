@@ -20,6 +20,8 @@
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/ui/big_spin_box.h"
+#include "kvscope/ui/comparison_model.h"
+#include "kvscope/ui/overview_view.h"
 #include "kvscope/ui/context_input.h"
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/learn_view.h"
@@ -272,6 +274,31 @@ TEST(WindowState, TheWindowAnswersWhatTheCliAnswersAndLowersTheChartsEndInstead)
     EXPECT_TRUE(w.model()->resultsAreCurrent()) << join_errors(w.model()->errors());
     EXPECT_TRUE(notes->text().contains("not at 1,000,000,000,000,000")) << notes->text().toStdString();
     EXPECT_TRUE(w.exportJsonTo(dir.filePath("far.json"))) << w.messages()->text().toStdString();
+}
+
+}  // namespace
+}  // namespace kvscope::ui
+
+namespace kvscope::ui {
+namespace {
+
+TEST(WindowState, ThePercentOfMhaIsRoundedOneWayEverywhere) {
+    // Qwen3-Next's MQA is 6.25% of MHA: the window, its copied table and the report say 6.2%, as kvscope-cli compare
+    // does (a tie to the even digit), never 6.3%.
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("qwen3-next-80b-a3b");
+    const ComparisonModel* c = w.overview()->comparison();
+    bool found = false;
+    for (int row = 0; row < c->rowCount(); ++row)
+        if (c->data(c->index(row, ComparisonModel::Layout), Qt::DisplayRole).toString() == "MQA") {
+            EXPECT_EQ(c->data(c->index(row, ComparisonModel::PercentOfMha), Qt::DisplayRole).toString(), "6.2%");
+            found = true;
+        }
+    EXPECT_TRUE(found);
+    EXPECT_TRUE(c->toTsv().contains("\t6.2%\t")) << c->toTsv().toStdString();
+    EXPECT_EQ(format_percent(6.25), "6.2%");
+    EXPECT_EQ(format_percent(3.125), "3.1%");
+    EXPECT_EQ(format_percent(12.5), "12.5%");
 }
 
 }  // namespace

@@ -141,7 +141,11 @@ TEST(Window, DeploymentTabAnswersTheReadmeQuestion) {
     EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains(
         "Reserve 2.59 GiB per GPU (estimate): profile peak 2.45 GiB, non-torch memory 150 MiB"))
         << w.deployment()->figuresLabel()->text().toStdString();
-    EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains("tokens/s"));
+    // No speed of its own for a deployment that does not fit: the floor is what it would be if it fitted (as
+    // kvscope-cli fit's "decode floor: if it fitted, …").
+    EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains(
+        "Decode estimate: <b>none</b>, it does not fit (the memory-bandwidth floor if it fitted, "))
+        << w.deployment()->figuresLabel()->text().toStdString();
     EXPECT_EQ(w.deployment()->bars()->segments().size(), 5);
     EXPECT_TRUE(w.statusSummary().contains("does not fit on 2 × NVIDIA H100"));
     // At a memory fraction of 0.85 the weights and reserves alone do not fit: the shortfall is still fit's and the
@@ -162,6 +166,37 @@ TEST(Window, DeploymentTabAnswersTheReadmeQuestion) {
     });
     EXPECT_TRUE(w.deployment()->verdictLabel()->text().startsWith("Fits"))
         << w.deployment()->verdictLabel()->text().toStdString();
+    EXPECT_TRUE(w.deployment()->figuresLabel()->text().contains("Decode estimate: <b>"))
+        << w.deployment()->figuresLabel()->text().toStdString();
+    EXPECT_FALSE(w.deployment()->figuresLabel()->text().contains("if it fitted"));
+}
+
+TEST(Window, TheBarsLegendGivesTheWholeWeightsWhenTheyDoNotFitTheGpu) {
+    // Qwen3-Next 80B at 128k x 8 on one H100: 149 GiB of weights on a 79.6 GiB GPU. The legend gives the weights'
+    // whole size (as the figures do) and how much of it the bar holds; nothing "left unused" past the bar's end.
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("qwen3-next-80b-a3b");
+    w.deployment()->enableBox()->setChecked(true);
+    w.model()->edit("big", [](Scenario& s) {
+        s.workload.context_tokens = 131072;
+        s.workload.batch = 8;
+    });
+    const FitReport& f = *w.model()->results().fit;
+    ASSERT_GT(f.weights_bytes_per_gpu, f.memory_bytes_per_gpu);
+    const auto segments = w.deployment()->bars()->segments();
+    std::uint64_t drawn = 0;
+    for (const auto& seg : segments) {
+        drawn += seg.bytes;
+        EXPECT_NE(seg.label, "left unused");
+    }
+    EXPECT_LE(drawn, f.memory_bytes_per_gpu);
+    ASSERT_FALSE(segments.isEmpty());
+    EXPECT_EQ(segments.front().label, "weights");
+    EXPECT_EQ(segments.front().legend,
+              QString("weights %1 (%2 of it in the bar)")
+                  .arg(QString::fromStdString(format_bytes(f.weights_bytes_per_gpu)),
+                       QString::fromStdString(format_bytes(f.memory_bytes_per_gpu))));
+    EXPECT_TRUE(segments.front().legend.startsWith("weights 149 GiB")) << segments.front().legend.toStdString();
 }
 
 TEST(Window, TheDeploymentTabSaysWhenOnlyVllmsStartCheckDoesNotPass) {

@@ -50,7 +50,7 @@ QVariant ComparisonModel::data(const QModelIndex& index, int role) const {
             case PerToken:
                 return QString::fromStdString(format_bytes(v.bytes_per_token, units));
             case PercentOfMha:
-                return QString::number(v.percent_of_mha, 'f', 1) + "%";
+                return QString::fromStdString(format_percent(v.percent_of_mha));  // as kvscope-cli rounds it
             default:
                 return {};
         }

@@ -652,11 +652,12 @@ void DeploymentView::refreshResults() {
         rows << tr("Max context at %1: <b>%2 tokens</b>%3")
                     .arg(q(format_count_of(s.workload.batch, "sequence", "sequences")), q(format_count(f.max_context)))
                     .arg(f.max_context_limited_by_model ? tr(" (the model's limit)") : QString());
-    rows << tr("Decode estimate: <b>%1 tokens/s</b> per sequence, %2 tokens/s in all (memory-bandwidth floor, %3 ms "
-               "per step)")
-                .arg(d.tokens_per_s_per_sequence, 0, 'f', 1)
-                .arg(d.tokens_per_s_total, 0, 'f', 0)
-                .arg(d.step_time_floor_s * 1000, 0, 'f', ms_decimals(d.step_time_floor_s * 1000));
+    // A deployment that does not fit has no speed of its own: the floor is said as what it would be if it fitted.
+    const QString floor = q(decode_floor_text(d, f.fits)).toHtmlEscaped();
+    rows << (f.fits ? tr("Decode estimate: <b>%1 tokens/s</b> per sequence (the memory-bandwidth floor: %2)")
+                          .arg(d.tokens_per_s_per_sequence, 0, 'f', 1)
+                          .arg(floor)
+                    : tr("Decode estimate: <b>none</b>, it does not fit (the memory-bandwidth floor %1)").arg(floor));
     // The same step measured on this GPU (probe --step or the Probe tab), in the words kvscope-cli fit uses.
     if (r.measured_step)
         rows << tr("Decode measured: %1").arg(q(measured_step_text(*r.measured_step, d)).toHtmlEscaped());

@@ -254,12 +254,12 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
         block(QObject::tr("Head layouts"), 11, true);
         QStringList rows;
         for (const Variant& v : r.variants)
-            rows << QObject::tr("%1%2: %3, %4, %5% of MHA")
+            rows << QObject::tr("%1%2: %3, %4, %5 of MHA")
                         .arg(q(v.name), (v.is_model ? QObject::tr(" (this model)") : QString()) +
                                             (v.replication > 1 ? ", " + q(replication_text(v.replication)) : QString()))
                         .arg(q(format_count_of(v.kv_heads, "KV head", "KV heads")))
                         .arg(q(format_bytes(v.kv_cache_bytes, units)))
-                        .arg(v.percent_of_mha, 0, 'f', 1);
+                        .arg(q(format_percent(v.percent_of_mha)));
         block(rows.join('\n'), 9);
         if (r.fit && r.decode) {
             y += 4;
@@ -274,8 +274,7 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                    : f.headroom_from_startup ? QObject::tr("Does not fit, short by %1 per GPU at vLLM's start check")
                                              : QObject::tr("Does not fit, short by %1 per GPU"))
                           .arg(q(format_bytes(static_cast<std::uint64_t>(std::abs(f.headroom_bytes_per_gpu)), units))) +
-                      QObject::tr(" · max %1 at this context · max context %2 · "
-                                  "decode up to %3 tokens/s per sequence (the memory-bandwidth floor, %4 ms a step)")
+                      QObject::tr(" · max %1 at this context · max context %2 · decode floor %3")
                           .arg(q(format_count_of(f.max_batch, "sequence", "sequences")),
                                f.max_context_unbounded
                                    ? QObject::tr("no limit: %1").arg(q(f.unbounded_reason))
@@ -283,8 +282,7 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                                          .arg(q(format_count(f.max_context)), f.max_context_limited_by_model
                                                                                   ? QObject::tr(" (the model's limit)")
                                                                                   : QString()))
-                          .arg(q(number_text(r.decode->tokens_per_s_per_sequence, Notation::fixed, 1)),
-                               q(number_text(r.decode->step_time_floor_s * 1e3, Notation::fixed, 2))),
+                          .arg(q(decode_floor_text(*r.decode, f.fits))),
                   9);
             // The budget and what the fit counts against it, the draft's or MTP layers' cache and the engine's
             // pages included (kvscope-cli fit: "KV budget", "KV needed").

@@ -37,11 +37,11 @@ void GpuMemoryBar::setFit(const FitReport& f, UnitSystem units) {
             : tr("recurrent state %1 of the %2 needed")
                   .arg(q(format_bytes(state_shown, units)), q(format_bytes(f.state_bytes_per_gpu, units)));
     QList<GpuMemoryBar::Segment> segments{
-        {tr("weights"), std::min(f.weights_bytes_per_gpu, f.memory_bytes_per_gpu), QColor(0x2e, 0x86, 0xde)},
+        {tr("weights"), f.weights_bytes_per_gpu, QColor(0x2e, 0x86, 0xde)},
         {tr("KV cache"), kv_shown, QColor(0x2a, 0x9d, 0x8f), kv_legend},
-        {tr("free KV budget"), spare, QColor(0xa8, 0xe6, 0xcf)},
+        {tr("free KV budget"), spare, QColor(0xa8, 0xe6, 0xcf), {}, false},
         {tr("reserve"), f.reserve_bytes_per_gpu, QColor(0x95, 0xa5, 0xa6)},
-        {tr("left unused"), f.free_bytes_per_gpu, QColor(0xdf, 0xe6, 0xe9)},
+        {tr("left unused"), f.free_bytes_per_gpu, QColor(0xdf, 0xe6, 0xe9), {}, false},
     };
     if (padding > 0)
         segments.insert(2, {tr("vLLM extra pages"), padding_shown, QColor(0xc3, 0xb1, 0xe1),
@@ -64,7 +64,23 @@ void GpuMemoryBar::setFit(const FitReport& f, UnitSystem units) {
     }
     if (f.state_bytes_per_gpu > 0)
         segments.insert(2, {tr("recurrent state"), state_shown, QColor(0x8e, 0x6c, 0xc9), state_legend});
-    setData(segments, f.memory_bytes_per_gpu, overflow, static_cast<int>(f.gpus), units);
+    // The bar is the GPU's memory: what lies past its end (weights larger than the GPU, say) is drawn as far as the
+    // end, and its legend gives the whole figure with the part in the bar; a leftover past the end is not there.
+    std::uint64_t room = f.memory_bytes_per_gpu;
+    QList<GpuMemoryBar::Segment> in_bar;
+    for (GpuMemoryBar::Segment s : segments) {
+        const std::uint64_t shown = std::min(s.bytes, room);
+        room -= shown;
+        if (shown < s.bytes) {
+            if (!s.need) continue;
+            s.legend = shown == 0 ? tr("%1 %2 (none of it in the bar)").arg(s.label, q(format_bytes(s.bytes, units)))
+                                  : tr("%1 %2 (%3 of it in the bar)")
+                                        .arg(s.label, q(format_bytes(s.bytes, units)), q(format_bytes(shown, units)));
+            s.bytes = shown;
+        }
+        in_bar << s;
+    }
+    setData(in_bar, f.memory_bytes_per_gpu, overflow, static_cast<int>(f.gpus), units);
 }
 
 }  // namespace kvscope::ui

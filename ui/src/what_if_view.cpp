@@ -88,10 +88,10 @@ void WhatIfView::refresh() {
         const std::uint64_t before = per_gpu ? w.per_gpu_before : w.total_before;
         const std::uint64_t after = per_gpu ? w.per_gpu_after : w.total_after;
         const QString colour = w.percent_change < 0 ? "#27ae60" : w.percent_change > 0 ? "#c0392b" : "gray";
-        QString text = tr("%1 → <b>%2</b>%3 <span style=\"color:%4\"><b>%5%6%</b></span>")
+        QString text = tr("%1 → <b>%2</b>%3 <span style=\"color:%4\"><b>%5%6</b></span>")
                            .arg(q(format_bytes(before, units)), q(format_bytes(after, units)),
-                                per_gpu ? tr(" per GPU") : QString(), colour, w.percent_change > 0 ? "+" : "")
-                           .arg(w.percent_change, 0, 'f', 1);
+                                per_gpu ? tr(" per GPU") : QString(), colour, w.percent_change > 0 ? "+" : "",
+                                q(format_percent(w.percent_change)));
         if (per_gpu && w.total_after != w.per_gpu_after)
             text += tr("<br><small>total over all GPUs: %1 → %2</small>")
                         .arg(q(format_bytes(w.total_before, units)), q(format_bytes(w.total_after, units)));

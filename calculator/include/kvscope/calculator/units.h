@@ -32,6 +32,9 @@ std::string format_count(std::uint64_t n);
 std::string format_count_of(std::uint64_t n, const std::string& one, const std::string& many);
 // Token counts the way people say them: 8192 -> "8k", 131072 -> "128k", 1048576 -> "1M", 1000 -> "1000".
 std::string format_tokens(std::uint64_t n);
+// A percentage with one decimal, rounded one way wherever it is shown (the window, kvscope-cli, the report): the
+// nearest, and a tie to the even digit, as std::to_chars rounds the double's exact value (6.25 -> "6.2%").
+std::string format_percent(double percent);
 // 1.234e12 -> "1.23 T" (FLOPs and other large non-byte figures).
 std::string format_si(double value);
 // Work in floating-point operations: "15.1 GFLOP", "2.41 TFLOP".

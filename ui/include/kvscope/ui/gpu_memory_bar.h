@@ -25,6 +25,9 @@ public:
         QColor color;
         // The legend's text when not "label size" (e.g. "KV budget 2.47 GiB of the 40 GiB needed").
         QString legend = {};
+        // Memory the deployment needs (weights, cache, reserve), as opposed to what is left over (free budget, what
+        // the engine leaves unused): past the bar's end a need is still listed, a leftover is not there at all.
+        bool need = true;
     };
     // The colour of what does not fit, drawn hatched in the bar and in its legend swatch.
     static QBrush overflowBrush();
