@@ -251,9 +251,31 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
     // --gpus alone sets tensor parallel; with --tp/--pp the product must match.
     if (o.gpus) {
         d.gpu_count = *o.gpus;
-        // Alone it sets the tensor parallel degree, over the pipeline stages the scenario has.
-        if (!o.tp && !o.pp && s.parallel.pp > 0 && *o.gpus % s.parallel.pp == 0)
-            s.parallel.tp = *o.gpus / s.parallel.pp;
+        // Alone it sets the tensor parallel degree, over the pipeline stages the scenario has. Where the heads do not
+        // split that way, the error is --gpus's, with the layouts of that many GPUs that do: never "tensor parallel
+        // 3" for a degree the user did not give.
+        if (!o.tp && !o.pp && s.parallel.pp > 0 && *o.gpus % s.parallel.pp == 0) {
+            Parallelism tried = s.parallel;
+            tried.tp = *o.gpus / s.parallel.pp;
+            const Errors refused = validate(tried, s.arch);
+            if (refused.empty()) {
+                s.parallel = tried;
+            } else {
+                std::vector<std::string> layouts;
+                for (std::uint64_t tp = 1; tp <= *o.gpus && layouts.size() < 4; ++tp)
+                    if (*o.gpus % tp == 0 && validate(Parallelism{tp, *o.gpus / tp}, s.arch).empty())
+                        layouts.push_back(tp == 1 ? "--pp " + std::to_string(*o.gpus)
+                                                  : "--tp " + std::to_string(tp) + " --pp " +
+                                                        std::to_string(*o.gpus / tp));
+                std::string choices;
+                for (const std::string& l : layouts) choices += (choices.empty() ? "" : " or ") + l;
+                errors.push_back({"--gpus", std::to_string(*o.gpus) +
+                                                " GPUs as tensor parallel alone do not split this model (" +
+                                                refused.front().message + ")" +
+                                                (layouts.empty() ? std::string("; no split of that many GPUs does")
+                                                                 : "; give " + choices)});
+            }
+        }
     } else if (!had || o.tp || o.pp) {
         d.gpu_count = s.parallel.tp * s.parallel.pp;
     }

@@ -39,7 +39,14 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
                                       : Result<Curves>(Curves{});
     // The deployment's weight format when there is one (the fit counts the same weights).
     const ParameterCount params = parameters(s.arch);
-    auto weights = stored_weights_bytes(s.arch, s.deployment ? *s.deployment : Deployment{});
+    // The deployment's weights; without one, the model's own as published (its format, its files' exact bytes), as
+    // a deployment starts with them (adopt_model_weights): never bf16 for an MXFP4 or GGUF model by default.
+    const Deployment weights_of = s.deployment ? *s.deployment : [&s] {
+        Deployment d;
+        if (s.model_weights) adopt_model_weights(d, *s.model_weights);
+        return d;
+    }();
+    auto weights = stored_weights_bytes(s.arch, weights_of);
     for (const Errors* e : {&variants.errors(), &curves.errors(), &weights.errors()}) collect(*e);
     if (!errors.empty()) return errors;
     r.variants = *variants;
@@ -65,8 +72,9 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
     r.curves = *curves;
     r.weights_bytes = *weights;
     // A quantized checkpoint's bytes are an estimate from its scheme, even with a published parameter count.
-    const bool exact = s.deployment && s.deployment->weights_bytes_exact > 0;
-    r.weights_estimated = !exact && (params.estimated || (s.deployment && s.deployment->weight_quant));
+    const bool exact = weights_of.weights_bytes_exact > 0;
+    r.weights_estimated = !exact && (params.estimated || weights_of.weight_quant);
+    r.weights_format = weights_format_text(weights_of);
     r.kv_exceeds_weights_at = context_where_kv_exceeds(*layout, s.workload, r.weights_bytes);
 
     if (s.deployment) {

@@ -188,11 +188,12 @@ std::string format_count_of(std::uint64_t n, const std::string& one, const std::
 std::string format_percent(double percent) { return number_text(percent, Notation::fixed, 1) + "%"; }
 
 std::string format_tokens(std::uint64_t n) {
-    // 8k, 128k, 1M — a short name for the counts people choose; beyond 99,999 of a unit the digits
-    // read better (10^15 tokens is 1,000,000,000,000,000, not 976562500000k).
+    // 8k, 128k, 1M — a short name for the counts people choose. k only below 1M (MiniMax-M1's 10,240,000 tokens are
+    // not "10000k" beside Llama 4 Scout's "10M"), M beneath 100,000 of them; the digits otherwise (10^15 tokens is
+    // 1,000,000,000,000,000, not 976562500000k).
     constexpr std::uint64_t kShort = 100000;
     if (n >= (1ull << 20) && n % (1ull << 20) == 0 && (n >> 20) < kShort) return std::to_string(n >> 20) + "M";
-    if (n >= (1ull << 10) && n % (1ull << 10) == 0 && (n >> 10) < kShort) return std::to_string(n >> 10) + "k";
+    if (n >= (1ull << 10) && n % (1ull << 10) == 0 && n < (1ull << 20)) return std::to_string(n >> 10) + "k";
     return format_count(n);
 }
 

@@ -46,6 +46,12 @@ std::string weights_text(const Deployment& d) {
     return d.weights_source.empty() ? format_count(d.weights_bytes_exact) + " bytes, exact" : d.weights_source;
 }
 
+std::string weights_format_text(const Deployment& d) {
+    if (d.weights_bytes_exact > 0) return "weights exact from the files";
+    if (d.weight_quant) return d.weight_quant->method + " weights";
+    return std::string(to_string(d.weight_dtype)) + " weights";
+}
+
 Result<std::uint64_t> stored_weights_bytes(const Architecture& arch, const Deployment& d) {
     if (d.weights_bytes_exact > 0) return d.weights_bytes_exact;
     if (d.weight_quant) {

@@ -28,6 +28,19 @@ TEST(Cli, ADeploymentThatDoesNotFitHasNoDecodeSpeedOfItsOwn) {
     EXPECT_NE(r.out.find("decode floor:    "), std::string::npos) << r.out;
 }
 
+TEST(Cli, GpusThatTensorParallelCannotSplitNameGpusAndTheLayoutsThatDo) {
+    // --gpus 3 alone would be tensor parallel 3, which 64 query heads do not divide: the error is --gpus's, with the
+    // layout of three GPUs that works, not "tensor parallel 3" the user never gave.
+    const CliRun r = cli("fit --model llama-3-70b --gpu h100-sxm --gpus 3");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("--gpus: 3 GPUs as tensor parallel alone do not split this model (tensor parallel 3 must "
+                         "divide the query heads (64)); give --pp 3"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("tp: "), std::string::npos) << r.err;
+    EXPECT_EQ(cli("fit --model llama-3-70b --gpu h100-sxm --pp 3").status, 0);
+}
+
 TEST(Cli, KvJsonTheLessonsReference) {
     const CliRun r = cli("kv --model kvscope-teaching-32l --context 8k --json");
     ASSERT_EQ(r.status, 0) << r.err;

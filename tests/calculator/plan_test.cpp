@@ -69,6 +69,26 @@ TEST(Plan, Llama3_70bDoesNotFitOneGpuAndReplicasServeTheRest) {
     EXPECT_EQ(plan_layout_text(*tp8), "TP 8 × PP 1");
 }
 
+TEST(Plan, ALayoutWithMoreGpusAndNoMoreSpeedIsLeftOutAndCounted) {
+    // Llama 3 70B, 16 sequences of 32k: TP 1 × PP 3 × 3 replicas (9 GPUs) decodes slower in all than TP 8 (8 GPUs).
+    const Workload w{.context_tokens = 32768, .batch = 16};
+    auto plan = plan_deployments(arch_of("llama-3-70b"), KvDtype::bf16, w, h100());
+    ASSERT_TRUE(plan) << plan.error_text();
+    double best = -1;
+    std::uint64_t best_gpus = 0;
+    for (const PlanOption& o : plan->options) {
+        if (!o.fits) continue;
+        // Every fitting layout is faster than any fitting one with fewer GPUs listed above it.
+        if (o.gpus > best_gpus && best >= 0) EXPECT_GT(o.decode_tokens_per_s, best) << plan_layout_text(o);
+        if (o.decode_tokens_per_s > best) best = o.decode_tokens_per_s, best_gpus = o.gpus;
+    }
+    EXPECT_TRUE(std::none_of(plan->options.begin(), plan->options.end(),
+                             [](const PlanOption& o) { return o.gpus == 9; }));
+    EXPECT_TRUE(std::any_of(plan->notes.begin(), plan->notes.end(), [](const std::string& n) {
+        return n == "2 layouts left out: each takes more GPUs than one above it and decodes no faster in all";
+    }));
+}
+
 TEST(Plan, KvHeadsThatCannotBeSplitAreLeftOut) {
     // 32 query heads and 8 KV heads: TP 3, 5, 6, 7 divide neither.
     auto plan = plan_deployments(arch_of("llama-3-8b"), KvDtype::bf16, {.context_tokens = 8192, .batch = 1}, h100());

@@ -41,6 +41,11 @@ TEST(Units, TokenCountsTheWayPeopleWriteThem) {
     EXPECT_EQ(format_tokens(1u << 20), "1M");
     EXPECT_EQ(format_tokens(1'000'000'000'000'000u), "1,000,000,000,000,000");
     EXPECT_EQ(format_tokens(99999ull << 20), "99999M");
+    // k only below 1M: MiniMax-M1's 10,240,000 tokens beside Llama 4 Scout's 10M, never "10000k".
+    EXPECT_EQ(format_tokens(10'240'000), "10,240,000");
+    EXPECT_EQ(format_tokens(10ull << 20), "10M");
+    EXPECT_EQ(format_tokens(1023ull << 10), "1023k");
+    EXPECT_EQ(format_tokens(1536ull << 10), "1,572,864");
 }
 
 TEST(Units, ByteSizes) {

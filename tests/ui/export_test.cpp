@@ -1,5 +1,9 @@
 // Every export writes a file a report pipeline can use; failures lose nothing.
+#include <QApplication>
 #include <QFileInfo>
+#include <QLegend>
+#include <QScatterSeries>
+#include <QUndoStack>
 #include <QImage>
 #include <QLineSeries>
 #include <QSvgRenderer>
@@ -8,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include "kvscope/calculator/json.h"
+#include "kvscope/ui/big_spin_box.h"
+#include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/memory_chart.h"
 #include "kvscope/ui/message_bar.h"
@@ -56,7 +62,7 @@ TEST(Export, TheChartSaysWhatItShowsInEveryFormat) {
     MemoryChart* chart = w.chart();
     EXPECT_EQ(chart->titleText(), "KV cache against context length: Llama 3 70B");
     EXPECT_EQ(chart->subtitleText(),
-              "fp8_e4m3 KV · 128k tokens × 8 sequences · TP 2 × PP 1 · 2 × NVIDIA H100 SXM 80GB · vllm");
+              "fp8_e4m3 KV · bf16 weights · 128k tokens × 8 sequences · TP 2 × PP 1 · 2 × NVIDIA H100 SXM 80GB · vllm");
     EXPECT_TRUE(chart->chart()->title().contains(chart->subtitleText().toHtmlEscaped()));
 
     ASSERT_TRUE(w.exportChartTo(dir.filePath("chart.svg")));
@@ -187,6 +193,64 @@ TEST(Export, AnUnwritablePathGetsAMessageAndNothingChanges) {
     EXPECT_FALSE(w.exportChartTo(dir.filePath("keep.bmp")));  // unsupported format: named, nothing written
     EXPECT_TRUE(w.messages()->text().contains(".png, .svg or .pdf"));
     EXPECT_EQ(read_all(existing), "previous");
+}
+
+}  // namespace
+}  // namespace kvscope::ui
+
+namespace kvscope::ui {
+namespace {
+
+TEST(Export, TheChartsLabelsSayWhatTheyAreInEveryPalette) {
+    MainWindow w(catalog(), false);
+    MemoryChart* chart = w.chart();
+    w.model()->loadCatalogModel("llama-3-70b");
+    // The crossing has its unit; each legend entry is drawn as its series is (a dashed line is not a square).
+    ASSERT_TRUE(w.model()->results().kv_exceeds_weights_at);
+    EXPECT_TRUE(chart->outgrowsMarker()->name().startsWith("KV > weights from "));
+    EXPECT_TRUE(chart->outgrowsMarker()->name().endsWith(" tokens")) << chart->outgrowsMarker()->name().toStdString();
+    EXPECT_EQ(chart->chart()->legend()->markerShape(), QLegend::MarkerShapeFromSeries);
+    // The weights' format, as the Weights line counts them.
+    EXPECT_TRUE(chart->subtitleText().contains("bf16 weights")) << chart->subtitleText().toStdString();
+    w.model()->loadCatalogModel("gpt-oss-20b");
+    EXPECT_TRUE(chart->subtitleText().contains("mxfp4 weights")) << chart->subtitleText().toStdString();
+    // An edited model is never exported under the published name alone.
+    w.model()->setLayers(12);
+    EXPECT_EQ(chart->titleText(), "KV cache against context length: gpt-oss-20b (edited)");
+    w.model()->undoStack()->undo();
+    EXPECT_EQ(chart->titleText(), "KV cache against context length: gpt-oss-20b");
+    // Dark mode: the rich-text title is written in the palette's text colour, not the default black.
+    QPalette dark = chart->palette();
+    dark.setColor(QPalette::Window, QColor(0x20, 0x20, 0x20));
+    dark.setColor(QPalette::WindowText, QColor(0xee, 0xee, 0xee));
+    dark.setColor(QPalette::Base, QColor(0x18, 0x18, 0x18));
+    dark.setColor(QPalette::Text, QColor(0xee, 0xee, 0xee));
+    chart->setPalette(dark);
+    EXPECT_TRUE(chart->chart()->title().contains("color: #eeeeee")) << chart->chart()->title().toStdString();
+}
+
+TEST(Export, ALineUnderAnotherSaysWhereItIs) {
+    // Qwen3-Next at TP 2: MQA's one KV head is replicated on both GPUs, as many bytes as GQA-2's two: its line lies
+    // under the model's, and its legend entry says so.
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("qwen3-next-80b-a3b");
+    w.model()->edit("tp", [](Scenario& s) { s.parallel.tp = 2; });
+    QLineSeries* mqa = w.chart()->variantSeries(static_cast<int>(VariantKind::mqa));
+    ASSERT_TRUE(mqa->isVisible());
+    EXPECT_TRUE(mqa->name().endsWith("(on the GQA-2 line)")) << mqa->name().toStdString();
+    w.model()->undoStack()->undo();
+    EXPECT_FALSE(mqa->name().contains("on the")) << mqa->name().toStdString();
+}
+
+TEST(Export, TheMessageBarNeverMovesTheInputs) {
+    MainWindow w(catalog(), false);
+    w.resize(1024, 640);
+    w.show();
+    QWidget* layers = w.inputs()->layersField();
+    const QPoint before = layers->mapTo(&w, QPoint(0, 0));
+    w.messages()->showMessage("A message long enough to take a line of its own in the bar", MessageBar::Kind::error);
+    QApplication::processEvents();
+    EXPECT_EQ(layers->mapTo(&w, QPoint(0, 0)), before);
 }
 
 }  // namespace

@@ -182,6 +182,9 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
     const Results& r = model.results();
     const Scenario& s = r.scenario;
     const UnitSystem units = model.units();
+    // The model's name as loaded, "(edited)" when its shape was changed since (an imported model keeps its own).
+    const QString report_name = model.catalog().find_model(s.model_id) ? shown_model_name(model.catalog(), s)
+                                                                       : model.description();
 
     auto draw = [&](QPainter& p, QPdfWriter&) {
         const double left = 40, width = 595 - 80;
@@ -198,7 +201,7 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
             p.drawText(QRectF(left, y, width, bounds.height()), Qt::TextWordWrap, text);
             y += bounds.height() + 4;
         };
-        block(QObject::tr("KV cache report — %1").arg(model.description()), 16, true);
+        block(QObject::tr("KV cache report — %1").arg(report_name), 16, true);
         block(QObject::tr("KVScope %1 · %2")
                   .arg(QStringLiteral(KVSCOPE_VERSION), QDateTime::currentDateTime().toString("yyyy-MM-dd HH:mm")),
               8, false, Qt::darkGray);
@@ -299,11 +302,44 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                   9);
         }
         y += 6;
-        const double chart_height = std::min(420.0, 842 - 30 - y);
-        chart.renderTo(&p, QRectF(left, y, width, chart_height), QSizeF(900, 900 * chart_height / width));
+        // The legend under the chart, two entries to a line, each drawn as its line is: beside a plot a page wide it
+        // would cut its own figures.
+        const QList<MemoryChart::LegendEntry> legend = chart.legendEntries();
+        const double legend_line = 12, legend_height = legend_line * static_cast<double>((legend.size() + 1) / 2);
+        const double chart_height = std::min(400.0, 842 - 36 - y - legend_height);
+        // Laid out at 640 logical pixels for the page's 515 points: its title and ticks are read at 80% of their
+        // size in the window (at 900 they were 57%, the title too small to read on paper).
+        constexpr double kChartLayoutWidth = 640;
+        chart.renderTo(&p, QRectF(left, y, width, chart_height),
+                       QSizeF(kChartLayoutWidth, kChartLayoutWidth * chart_height / width), false);
+        y += chart_height + 4;
+        QFont legend_font = base;
+        legend_font.setPointSizeF(8);
+        p.setFont(legend_font);
+        for (qsizetype i = 0; i < legend.size(); ++i) {
+            const MemoryChart::LegendEntry& e = legend.at(i);
+            const double x = left + (i % 2 == 0 ? 0 : width / 2), row = y + legend_line * static_cast<double>(i / 2);
+            const double mid = row + legend_line / 2;
+            if (e.dot) {
+                p.setPen(Qt::NoPen);
+                p.setBrush(e.pen.color());
+                if (e.shape == QScatterSeries::MarkerShapeRectangle)
+                    p.drawRect(QRectF(x + 7, mid - 3, 6, 6));
+                else
+                    p.drawEllipse(QPointF(x + 10, mid), 3, 3);
+                p.setBrush(Qt::NoBrush);
+            } else {
+                QPen pen = e.pen;
+                pen.setWidthF(std::min(pen.widthF(), 2.0));
+                p.setPen(pen);
+                p.drawLine(QPointF(x, mid), QPointF(x + 20, mid));
+            }
+            p.setPen(Qt::black);
+            p.drawText(QRectF(x + 26, row, width / 2 - 28, legend_line), Qt::AlignVCenter | Qt::AlignLeft, e.name);
+        }
     };
     return write_file(
-        path, pdf_of(draw, QPageSize(QPageSize::A4), QObject::tr("KV cache report — %1").arg(model.description())));
+        path, pdf_of(draw, QPageSize(QPageSize::A4), QObject::tr("KV cache report — %1").arg(report_name)));
 }
 
 }  // namespace kvscope::ui

@@ -156,8 +156,10 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     auto* central = new QWidget;
     auto* layout = new QVBoxLayout(central);
     layout->setContentsMargins(4, 4, 4, 0);
-    layout->addWidget(messages_);
+    // The message bar sits under the work area: shown or hidden, it never moves the inputs (a click aimed at one
+    // field while a message appeared landed in the next one down).
     layout->addWidget(splitter_, 1);
+    layout->addWidget(messages_);
     setCentralWidget(central);
     // A normal widget, not a permanent one: a temporary message (a notice, "Saved …") takes its place
     // for a few seconds instead of having no room beside it.

@@ -5,6 +5,7 @@
 #include <QGraphicsLineItem>
 #include <QGraphicsRectItem>
 #include <QGraphicsSimpleTextItem>
+#include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QScatterSeries>
@@ -52,6 +53,9 @@ MemoryChart::MemoryChart(ScenarioModel* model, QWidget* parent)
     chart_->setMargins(QMargins(6, 6, 12, 6));
     // On the right, one entry a line: a row along the bottom cut the numbers off in a small window.
     chart_->legend()->setAlignment(Qt::AlignRight);
+    // Each entry drawn as its series is (a dashed line, a dotted one, a dot), not as a square of its colour: the
+    // weights, the context and the crossing were three identical black squares.
+    chart_->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);
 
     x_ = new QCategoryAxis;
     y_ = new QCategoryAxis;
@@ -162,8 +166,17 @@ void MemoryChart::refresh() {
             if (b > 0 && (y_min_positive == 0 || b < y_min_positive)) y_min_positive = b;
         }
         s->replace(points);
+        // A layout whose bytes are another's at every point (MQA replicated as GQA-2 at TP 2) lies under its line:
+        // the legend says where it is.
+        QString under;
+        for (const Curve& other : r.curves.series)
+            if (&other != &c && !c.is_model && other.bytes == c.bytes &&
+                (other.is_model || &other < &c)) {
+                under = tr(" (on the %1 line)").arg(q(other.name));
+                break;
+            }
         s->setName(QString::fromStdString(c.name) + (c.is_model ? tr(" (model)") : QString()) +
-                   (c.replication > 1 ? ", " + q(replication_text(c.replication)) : QString()));
+                   (c.replication > 1 ? ", " + q(replication_text(c.replication)) : QString()) + under);
         QPen pen(kVariantColors[slot]);
         const bool allocated = c.series == VariantKind::allocated;
         pen.setWidthF(c.is_model ? 3.2 : allocated ? 2.4 : 1.6);
@@ -189,9 +202,10 @@ void MemoryChart::refresh() {
         const QString all = q(format_bytes(static_cast<std::uint64_t>(r.fit->kv_budget_bytes), units));
         budget_->setName(
             r.fit->gpus > 1
-                ? tr("KV budget %1 (%2 per GPU × %3)")
-                      .arg(all, q(format_bytes(static_cast<std::uint64_t>(r.fit->kv_budget_bytes_per_gpu), units)))
+                ? tr("KV budget %1 (%2 GPUs × %3)")
+                      .arg(all)
                       .arg(r.fit->gpus)
+                      .arg(q(format_bytes(static_cast<std::uint64_t>(r.fit->kv_budget_bytes_per_gpu), units)))
                 : tr("KV budget %1").arg(all));
     } else {
         budget_->clear();
@@ -203,13 +217,13 @@ void MemoryChart::refresh() {
             s->clear();
     };
     marker(outgrows_, r.kv_exceeds_weights_at, weights);
-    outgrows_->setName(
-        r.kv_exceeds_weights_at
-            ? tr("KV > weights (%1)").arg(QString::fromStdString(format_tokens(*r.kv_exceeds_weights_at)))
-            : tr("KV stays below the weights"));
+    outgrows_->setName(r.kv_exceeds_weights_at
+                           ? tr("KV > weights from %1 tokens")
+                                 .arg(QString::fromStdString(format_tokens(*r.kv_exceeds_weights_at)))
+                           : tr("KV stays below the weights"));
     marker(stops_, r.stops_fitting_at, has_budget ? static_cast<double>(r.fit->kv_budget_bytes) : 0);
     stops_->setName(r.stops_fitting_at
-                        ? tr("no fit from %1").arg(QString::fromStdString(format_tokens(*r.stops_fitting_at)))
+                        ? tr("no fit from %1 tokens").arg(QString::fromStdString(format_tokens(*r.stops_fitting_at)))
                         : tr("stops fitting"));
 
     // The scenario's context, marked where it lies within the curves.
@@ -261,11 +275,12 @@ void MemoryChart::updateTitle() {
     const bool state = r.kv.state_bytes > 0;
     title_ = (state ? tr("KV cache and recurrent state against context length: %1")
                     : tr("KV cache against context length: %1"))
-                 .arg(display_name(model_->catalog(), s));
+                 .arg(shown_model_name(model_->catalog(), s));
     y_->setTitleText(state ? tr("KV cache + state (all sequences, all GPUs)")
                            : tr("KV cache (all sequences, all GPUs)"));
     QStringList parts;
     parts << tr("%1 KV").arg(q(std::string(to_string(s.kv_dtype))));
+    parts << q(r.weights_format);  // what the Weights line counts
     parts << tr("%1 tokens × %2")
                  .arg(q(format_tokens(s.workload.context_tokens)),
                       s.workload.batch == 1 ? tr("1 sequence")
@@ -276,8 +291,11 @@ void MemoryChart::updateTitle() {
         parts << tr("%1 × %2").arg(s.deployment->gpu_count).arg(q(s.deployment->gpu.name))
               << q(std::string(to_string(s.deployment->engine)));
     subtitle_ = parts.join(" · ");
-    chart_->setTitle(QStringLiteral("<b>%1</b><br><span style=\"font-size: small\">%2</span>")
-                         .arg(title_.toHtmlEscaped(), subtitle_.toHtmlEscaped()));
+    // A rich-text title takes no title brush: its colour is the palette's text, written in (dark mode).
+    chart_->setTitle(QStringLiteral("<span style=\"color: %3\"><b>%1</b><br><span style=\"font-size: small\">%2"
+                                    "</span></span>")
+                         .arg(title_.toHtmlEscaped(), subtitle_.toHtmlEscaped(),
+                              palette().color(QPalette::WindowText).name()));
 }
 
 bool MemoryChart::chooseBytesAxis(const Results& r) const {
@@ -421,6 +439,7 @@ void MemoryChart::applyPalette() {
     // Follow the system palette (dark mode included) rather than a fixed chart theme.
     const QPalette p = palette();
     follow_palette(chart_, p);
+    if (model_->hasResults()) updateTitle();  // the title's colour is in its text
     QPen weights_pen(p.color(QPalette::Text), 1.8, Qt::DashDotLine);
     weights_->setPen(weights_pen);
     budget_->setPen(QPen(kBudgetColor, 2.2, Qt::DashLine));
@@ -429,14 +448,28 @@ void MemoryChart::applyPalette() {
     outgrows_->setBorderColor(p.color(QPalette::Base));
 }
 
-void MemoryChart::renderTo(QPainter* painter, const QRectF& target, QSizeF size) {
+void MemoryChart::renderTo(QPainter* painter, const QRectF& target, QSizeF size, bool with_legend) {
     hideCrosshair();
     const QSizeF old = chart_->size();
+    if (!with_legend) chart_->legend()->hide();
     chart_->resize(size);
     if (chart_->layout()) chart_->layout()->activate();
     chart_->scene()->render(painter, target, chart_->sceneBoundingRect());
+    if (!with_legend) chart_->legend()->show();
     chart_->resize(old);
     if (chart_->layout()) chart_->layout()->activate();
+}
+
+QList<MemoryChart::LegendEntry> MemoryChart::legendEntries() const {
+    QList<LegendEntry> out;
+    for (QAbstractSeries* s : chart_->series()) {
+        if (!s->isVisible()) continue;
+        if (auto* scatter = qobject_cast<QScatterSeries*>(s))
+            out.append({scatter->name(), QPen(scatter->color()), true, scatter->markerShape()});
+        else if (auto* line = qobject_cast<QLineSeries*>(s))
+            out.append({line->name(), line->pen(), false, QScatterSeries::MarkerShapeCircle});
+    }
+    return out;
 }
 
 }  // namespace kvscope::ui

@@ -55,6 +55,12 @@ QString display_name(const Catalog& catalog, const Scenario& scenario) {
     return QString::fromStdString(scenario.arch.name);
 }
 
+QString shown_model_name(const Catalog& catalog, const Scenario& scenario) {
+    const CatalogModel* m = catalog.find_model(scenario.model_id);
+    const bool edited = m && !(m->model.arch == scenario.arch);
+    return display_name(catalog, scenario) + (edited ? QObject::tr(" (edited)") : QString());
+}
+
 Scenario scenario_for(const CatalogModel& m) {
     Scenario s;
     s.model_id = m.id;

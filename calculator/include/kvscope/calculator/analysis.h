@@ -49,6 +49,7 @@ struct Analysis {
     std::string state_formula;        // the recurrent state as one line; empty for a model without one
     std::uint64_t weights_bytes = 0;  // all GPUs, in the deployment's (or the model's) weight format
     bool weights_estimated = false;
+    std::string weights_format;  // what weights_bytes counts, in a few words: "bf16 weights", "mxfp4 weights"
     std::optional<FitReport> fit;
     std::optional<DecodeEstimate> decode;
     std::optional<MeasuredStep> measured_step;  // this scenario's step measured on the deployment's GPU

@@ -5,6 +5,8 @@
 // with exact values, linear/log axes, legend toggles, rubber-band zoom.
 
 #include <QChartView>
+#include <QPen>
+#include <QScatterSeries>
 #include <QSet>
 
 #include <array>
@@ -13,7 +15,6 @@
 
 class QCategoryAxis;
 class QLineSeries;
-class QScatterSeries;
 class QGraphicsLineItem;
 class QGraphicsSimpleTextItem;
 class QGraphicsRectItem;
@@ -46,8 +47,17 @@ public:
     // The crosshair's text at `tokens` (the nearest plotted point), as shown on hover.
     [[nodiscard]] QString readout(std::uint64_t tokens) const;
 
-    // Renders the chart at `size` logical pixels onto `painter` (exports, reports, clipboard).
-    void renderTo(QPainter* painter, const QRectF& target, QSizeF size);
+    // Renders the chart at `size` logical pixels onto `painter` (exports, reports, clipboard); without its legend
+    // where the page lists legendEntries() itself (the report: a legend beside a narrow plot would cut its figures).
+    void renderTo(QPainter* painter, const QRectF& target, QSizeF size, bool with_legend = true);
+    // The legend's entries as shown: each visible series' name and how it is drawn.
+    struct LegendEntry {
+        QString name;
+        QPen pen;
+        bool dot = false;  // a marker (the crossings), not a line
+        QScatterSeries::MarkerShape shape = QScatterSeries::MarkerShapeCircle;
+    };
+    [[nodiscard]] QList<LegendEntry> legendEntries() const;
 
 public slots:
     void setLogTokens(bool on);

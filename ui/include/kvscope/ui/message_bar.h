@@ -1,5 +1,5 @@
 #pragma once
-// An inline message above the work area (errors from imports and exports, and
+// An inline message under the work area (errors from imports and exports, and
 // confirmations), so nothing modal interrupts the user or a test.
 
 #include <QFrame>

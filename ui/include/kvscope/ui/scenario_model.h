@@ -154,6 +154,9 @@ private:
 
 // What to call a scenario's model: the catalog's name when it is a catalog model, else its own.
 QString display_name(const Catalog& catalog, const Scenario& scenario);
+// The same, marked "(edited)" when its shape is no longer the catalog model's: what the chart's title, the report and
+// the exports call it, so that an edited model never goes out under the published one's name alone.
+QString shown_model_name(const Catalog& catalog, const Scenario& scenario);
 
 // The scenario a new window opens on: the lesson's 32-layer model at 8192 tokens in fp16.
 Scenario default_scenario(const Catalog& catalog);
