@@ -70,9 +70,7 @@ bool render_files(const Catalog& catalog, const QDir& dir) {
     const QString snapshot = home.filePath(".cache/huggingface/hub/models--Qwen--Qwen3-8B/snapshots/b968826");
     QDir().mkpath(lms);
     QDir().mkpath(snapshot);
-    QFile g(gguf);
-    if (g.open(QIODevice::WriteOnly)) g.write(QByteArray::fromStdString(w.bytes()));
-    g.close();
+    w.write_file(gguf.toStdString());  // whole, its tensors' data a hole, as a finished download
     QFile c(snapshot + "/config.json");
     if (c.open(QIODevice::WriteOnly))
         c.write(R"({"model_type": "qwen3", "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,

@@ -391,7 +391,34 @@ const Value* File::find(std::string_view key) const {
 
 Result<File> read(std::istream& in, std::uint64_t size, const std::string& source) {
     Reader r(in, size, source);
-    return read_header(r);
+    auto f = read_header(r);
+    if (f) f.value().file_bytes = size;
+    return f;
+}
+
+std::optional<std::string> missing_tensor_data(const File& f) {
+    if (f.file_bytes == 0 || f.tensors.empty()) return std::nullopt;
+    std::uint64_t alignment = 32;
+    if (const Value* a = f.find("general.alignment"))
+        if (const auto v = a->as_u64(); v && *v > 0 && *v <= (1u << 20)) alignment = *v;
+    // header_bytes is within the file, far from 2^64: the padding cannot overflow it.
+    const Checked data_start = Checked(f.header_bytes) + (alignment - f.header_bytes % alignment) % alignment;
+    Checked end = data_start;
+    for (const TensorInfo& t : f.tensors) {
+        const auto bytes = tensor_bytes(t);
+        if (!bytes) continue;  // said by the import, which needs every tensor's size
+        const Checked tensor_end = data_start + t.offset + *bytes;
+        if (tensor_end.overflow() || tensor_end.value() > end.value()) end = tensor_end;
+    }
+    if (!end.overflow() && end.value() <= f.file_bytes) return std::nullopt;
+    const std::string needed = end.overflow() ? "more than 2^64 bytes" : "byte " + format_count(end.value());
+    if (!data_start.overflow() && f.file_bytes <= data_start.value())
+        return "the file holds none of its tensors' data (it ends at byte " + format_count(f.file_bytes) +
+               ", they would reach " + needed +
+               "): a header-only or cut-short download, which llama.cpp cannot load (\"tensor data is not within the "
+               "file bounds\")";
+    return "the file ends at byte " + format_count(f.file_bytes) + ", before its tensors' data does (at " + needed +
+           "): a download cut short, which llama.cpp cannot load (\"tensor data is not within the file bounds\")";
 }
 
 namespace {

@@ -450,6 +450,12 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
     out.weights_bytes = weights.value();
     out.weights_source = format_count(out.weights_bytes) + " bytes, exact from the GGUF's " +
                          format_count_of(f.tensors.size(), "tensor", "tensors");
+    // A file without its tensors' data: the sizes are the ones its tensor list gives, never a model that loads.
+    if (const auto missing = missing_tensor_data(f)) {
+        out.weights_source = format_count(out.weights_bytes) + " bytes, as the GGUF's tensor list gives its " +
+                             format_count_of(f.tensors.size(), "tensor", "tensors") + " (the file lacks their data)";
+        out.notes.push_back(*missing);
+    }
     a.gated_mlp = ffn_tensors ? gate : !one_of(t, {"falcon", "starcoder2", "starcoder"});
     a.attention_bias = bias;
     a.tied_embeddings = !f.tensors.empty() && !output;  // llama.cpp reuses token_embd when output.weight is absent
@@ -527,6 +533,7 @@ Result<ImportedModel> import_file(const std::string& path) {
     // over all of them, so every piece's tensor infos are read for the weights.
     const Value* count = file->find("split.count");
     const std::uint64_t pieces = count ? count->as_u64().value_or(1) : 1;
+    std::vector<std::string> cut_short;  // the pieces that end before their tensors' data
     if (pieces > 1) {
         const std::filesystem::path p(path);
         const auto split = split_name(p.filename().string());
@@ -539,16 +546,26 @@ Result<ImportedModel> import_file(const std::string& path) {
             return FieldError{"gguf", path + ": is piece " + std::to_string(split->no) + " of " +
                                           std::to_string(pieces) + " of a split model; open the first, " +
                                           split_piece_name(*split, 1)};
+        // Each piece holds its own tensors' data: checked piece by piece, then the list is one.
+        if (const auto missing = missing_tensor_data(*file)) cut_short.push_back(p.filename().string() + ": " + *missing);
         for (std::uint64_t k = 2; k <= pieces; ++k) {
             const std::string piece = (p.parent_path() / split_piece_name(*split, k)).string();
             auto more = read_file(piece);
             if (!more) return more.errors();
+            if (const auto missing = missing_tensor_data(*more))
+                cut_short.push_back(split_piece_name(*split, k) + ": " + *missing);
             for (auto& t : more.value().tensors) file.value().tensors.emplace_back(std::move(t));
         }
+        file.value().file_bytes = 0;  // the pieces were checked above, each against its own size
     }
     auto imported = import(*file, path);
     if (!imported) return imported;
     ImportedModel& m = imported.value();
+    if (!cut_short.empty()) {
+        m.weights_source = format_count(m.weights_bytes) + " bytes, as the GGUF's tensor list gives them (" +
+                           format_count_of(cut_short.size(), "piece lacks", "pieces lack") + " their data)";
+        m.notes.insert(m.notes.end(), cut_short.begin(), cut_short.end());
+    }
     if (m.arch.name.empty()) m.arch.name = std::filesystem::path(path).stem().string();
     if (pieces > 1) m.weights_source += " in " + std::to_string(pieces) + " files";
     return imported;

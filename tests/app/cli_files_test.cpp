@@ -36,13 +36,14 @@ constexpr const char* kLlama3Config = R"({"_name_or_path": "meta-llama/Meta-Llam
     "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 8192, "num_attention_heads": 32,
     "num_hidden_layers": 32, "num_key_value_heads": 8, "torch_dtype": "bfloat16", "vocab_size": 128256})";
 
-std::string llama3_gguf() {
+// The whole file is written (its tensors' data a hole): a header alone is a file llama.cpp cannot load, and is said.
+kvscope::gguf::Writer llama3_gguf() {
     kvscope::gguf::Writer w;
     w.str("general.architecture", "llama").str("general.name", "Meta Llama 3 8B").u32("llama.block_count", 32);
     w.u32("llama.context_length", 8192).u32("llama.embedding_length", 4096).u32("llama.feed_forward_length", 14336);
     w.u32("llama.attention.head_count", 32).u32("llama.attention.head_count_kv", 8).u32("llama.vocab_size", 128256);
     w.tensor("token_embd.weight", {4096, 128256}, 12).tensor("output.weight", {4096, 128256}, 14);
-    return w.bytes();
+    return w;
 }
 
 }  // namespace
@@ -57,7 +58,7 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
     ASSERT_GT(catalog, 0u);
 
     // A GGUF: the same cache as the catalog's config.json, the engine llama.cpp, the weights exact.
-    write_file(dir / "Meta Llama 3 8B.Q4_K_M.gguf", llama3_gguf());
+    llama3_gguf().write_file((dir / "Meta Llama 3 8B.Q4_K_M.gguf").string());
     EXPECT_EQ(kv_bytes(cli("kv --gguf " + at("Meta Llama 3 8B.Q4_K_M.gguf") + " --context 8k --json")), catalog);
     const CliRun fit = cli("fit --gguf " + at("Meta Llama 3 8B.Q4_K_M.gguf") + " --gpu rtx-4090 --json");
     ASSERT_EQ(fit.status, 0) << fit.err;
@@ -135,7 +136,7 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
         << q4.err;
 
     // Bad files: a clear line naming the file, exit 2.
-    write_file(dir / "broken.gguf", llama3_gguf().substr(0, 100));
+    write_file(dir / "broken.gguf", llama3_gguf().bytes().substr(0, 100));
     const CliRun broken = cli("kv --gguf " + at("broken.gguf"));
     EXPECT_EQ(broken.status, 2);
     EXPECT_NE(broken.err.find("broken.gguf: byte "), std::string::npos) << broken.err;
@@ -150,11 +151,11 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
     const fs::path snap = dir / "hub" / "models--meta-llama--Meta-Llama-3-8B" / "snapshots" / "abc";
     write_file(snap / "config.json", kLlama3Config);
     write_file(dir / "hub" / "models--meta-llama--Meta-Llama-3-8B" / "refs" / "main", "abc");
-    write_file(dir / "ollama" / "blobs" / "sha256-feed", llama3_gguf());
+    llama3_gguf().write_file((dir / "ollama" / "blobs" / "sha256-feed").string());
     write_file(dir / "ollama" / "manifests" / "registry.ollama.ai" / "library" / "llama3" / "8b",
                R"({"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:feed"}]})");
-    write_file(dir / "home" / ".lmstudio" / "models" / "lmstudio-community" / "Llama-3-GGUF" / "llama3.gguf",
-               llama3_gguf());
+    llama3_gguf().write_file(
+        (dir / "home" / ".lmstudio" / "models" / "lmstudio-community" / "Llama-3-GGUF" / "llama3.gguf").string());
     const std::string env = "HF_HUB_CACHE=" + at("hub") + " OLLAMA_MODELS=" + at("ollama") + " HOME=" + at("home");
     const CliRun local = cli("models --local --json", env);
     ASSERT_EQ(local.status, 0) << local.err;

@@ -224,7 +224,7 @@ TEST(Cli, AStepOfAGgufInAFormatItDoesNotMultiplyRunsInBf16AndSaysSo) {
     w.u32("llama.attention.head_count_kv", 2).u32("llama.vocab_size", 1000);
     w.tensor("token_embd.weight", {256, 1000}, 8).tensor("blk.0.ffn_gate.weight", {256, 512}, 8);
     const auto path = std::filesystem::temp_directory_path() / ("kvscope-q8 " + std::to_string(::getpid()) + ".gguf");
-    std::ofstream(path, std::ios::binary) << w.bytes();
+    w.write_file(path.string());
     const std::string args =
         "probe --step --backend cpu --gguf '" + path.string() + "' --context 64 --runs 1 --ceiling-size 16MiB";
     const CliRun r = cli(args + " --json");

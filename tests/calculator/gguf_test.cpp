@@ -37,7 +37,11 @@ GgufWriter base(const std::string& arch, std::uint32_t layers, std::uint32_t ctx
 }
 
 ImportedModel imported(const GgufWriter& w) {
-    auto m = gguf::import(*gguf::read(w.bytes(), "model.gguf"), "model.gguf");
+    // The header alone, standing for a whole file whose size is not known: the check of a file that lacks its
+    // tensors' data has its own tests (Gguf.AFileWithoutItsTensorsDataIsSaidNotToLoad).
+    auto file = gguf::read(w.bytes(), "model.gguf");
+    if (file) file.value().file_bytes = 0;
+    auto m = gguf::import(*file, "model.gguf");
     EXPECT_TRUE(m.ok()) << m.error_text();
     return m.ok() ? *m : ImportedModel{};
 }
@@ -435,9 +439,7 @@ TEST(Gguf, ASplitModelIsReadFromItsFirstPieceWithEveryPiecesTensors) {
     first.tensor("token_embd.weight", {4096, 128256}, 12);
     GgufWriter second;
     second.u32("split.count", 2).u32("split.no", 1).tensor("output.weight", {4096, 128256}, 14);
-    const auto put = [&](const std::string& name, const GgufWriter& w) {
-        std::ofstream(dir / name, std::ios::binary) << w.bytes();
-    };
+    const auto put = [&](const std::string& name, const GgufWriter& w) { w.write_file((dir / name).string()); };
     put("Llama-3-8B-Q4_K_M-00001-of-00002.gguf", first);
     put("Llama-3-8B-Q4_K_M-00002-of-00002.gguf", second);
     const auto m = gguf::import_file((dir / "Llama-3-8B-Q4_K_M-00001-of-00002.gguf").string());
@@ -488,6 +490,50 @@ TEST(Gguf, LargeTokenizerArraysBeforeTheModelsKeysLeaveItsPerLayerArraysReadable
     ASSERT_TRUE(m.ok()) << m.error_text();
     ASSERT_EQ(m->arch.layer_specs.size(), 4u);
     EXPECT_EQ(m->arch.layer_specs[2].kv_heads, 2u);
+}
+
+TEST(Gguf, AFileWithoutItsTensorsDataIsSaidNotToLoad) {
+    // A header-only GGUF (or a download cut short) lists its tensors but holds not all of their data: llama.cpp
+    // refuses it ("tensor data is not within the file bounds"). Its weights are the sizes the list gives, never
+    // "exact from the GGUF's tensors" as if it were a model that loads.
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("kvscope cut ü " + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    GgufWriter w = base("llama", 2, 8192, 512, 1024, 8);
+    w.u32("llama.attention.head_count_kv", 4).u32("llama.vocab_size", 1000);
+    w.tensor("token_embd.weight", {512, 1000}, 1).tensor("output.weight", {512, 1000}, 1);
+    const std::uint64_t whole = w.data_end();
+    ASSERT_EQ(whole % 32, 0u);
+    // The whole file: exact, nothing said.
+    const std::string path = (dir / "whole.gguf").string();
+    w.write_file(path);
+    ASSERT_EQ(fs::file_size(path), whole);
+    auto m = gguf::import_file(path);
+    ASSERT_TRUE(m.ok()) << m.error_text();
+    EXPECT_NE(m->weights_source.find("exact from the GGUF's 2 tensors"), std::string::npos) << m->weights_source;
+    EXPECT_TRUE(std::none_of(m->notes.begin(), m->notes.end(),
+                             [](const std::string& n) { return n.find("cannot load") != std::string::npos; }));
+    // The header alone.
+    std::ofstream(dir / "header.gguf", std::ios::binary) << w.bytes();
+    m = gguf::import_file((dir / "header.gguf").string());
+    ASSERT_TRUE(m.ok()) << m.error_text();
+    EXPECT_EQ(m->weights_bytes, 2u * 512 * 1000 * 2);
+    EXPECT_EQ(m->weights_source.find("exact"), std::string::npos) << m->weights_source;
+    EXPECT_NE(m->weights_source.find("as the GGUF's tensor list gives its 2 tensors (the file lacks their data)"),
+              std::string::npos)
+        << m->weights_source;
+    EXPECT_TRUE(std::any_of(m->notes.begin(), m->notes.end(), [](const std::string& n) {
+        return n.starts_with("the file holds none of its tensors' data (it ends at byte ") &&
+               n.find("which llama.cpp cannot load") != std::string::npos;
+    })) << testing::join(m->notes);
+    // Cut short in the data.
+    fs::resize_file(path, whole - 100);
+    m = gguf::import_file(path);
+    ASSERT_TRUE(m.ok()) << m.error_text();
+    EXPECT_TRUE(std::any_of(m->notes.begin(), m->notes.end(), [&](const std::string& n) {
+        return n.starts_with("the file ends at byte " + format_count(whole - 100) + ", before its tensors' data does");
+    })) << testing::join(m->notes);
+    fs::remove_all(dir);
 }
 
 TEST(Gguf, ABigEndianFileIsNamedAsSuch) {

@@ -490,7 +490,8 @@ QByteArray safetensors_of(std::uint64_t values) {
     return QByteArray::fromStdString(out);
 }
 
-std::string small_gguf() {
+// Written whole (its tensors' data a hole): a header alone is a file llama.cpp cannot load, and is said.
+kvscope::gguf::Writer small_gguf() {
     kvscope::gguf::Writer w;
     w.str("general.architecture", "gemma2").str("general.name", "Tiny Gemma").u32("gemma2.block_count", 6);
     w.u32("gemma2.context_length", 8192).u32("gemma2.embedding_length", 1024).u32("gemma2.feed_forward_length", 4096);
@@ -498,7 +499,7 @@ std::string small_gguf() {
     w.u32("gemma2.attention.key_length", 128).u32("gemma2.attention.value_length", 128);
     w.u32("gemma2.attention.sliding_window", 1024);
     w.tensor("token_embd.weight", {1024, 32000}, 12).tensor("blk.0.ffn_gate.weight", {1024, 4096}, 8);
-    return w.bytes();
+    return w;
 }
 
 void write_bytes(const QString& path, const QByteArray& bytes) {
@@ -511,7 +512,7 @@ void write_bytes(const QString& path, const QByteArray& bytes) {
 TEST(Agreement, AGgufAndAModelFolderStartTheirDeploymentAsInTheCliAndKeepItWhenSaved) {
     QTemporaryDir dir;
     const QString gguf = dir.filePath("Modèles à tester/tiny gemma.Q4_K_M.gguf");
-    write_bytes(gguf, QByteArray::fromStdString(small_gguf()));
+    small_gguf().write_file(gguf.toStdString());
     MainWindow w(catalog(), false);
     ASSERT_TRUE(w.importModelFile(gguf)) << w.messages()->text().toStdString();
     EXPECT_EQ(w.model()->description(), "Tiny Gemma");
@@ -578,7 +579,7 @@ TEST(Agreement, AGgufAndAModelFolderStartTheirDeploymentAsInTheCliAndKeepItWhenS
     EXPECT_EQ(*fourth.model()->scenario().deployment, *cli.deployment);
     // A corrupt GGUF is refused with its byte; nothing entered is lost.
     const Scenario before = w.model()->scenario();
-    write_bytes(dir.filePath("broken.gguf"), QByteArray::fromStdString(small_gguf().substr(0, 60)));
+    write_bytes(dir.filePath("broken.gguf"), QByteArray::fromStdString(small_gguf().bytes().substr(0, 60)));
     EXPECT_FALSE(w.importModelFile(dir.filePath("broken.gguf")));
     EXPECT_TRUE(w.messages()->text().contains("broken.gguf: byte ")) << w.messages()->text().toStdString();
     EXPECT_EQ(w.model()->scenario(), before);
@@ -617,7 +618,7 @@ TEST(Agreement, TheModelsOnThisMachineAreInThePickerAndLoadAsTheCliReadsThem) {
     const QString snapshot = dir.filePath("hub/models--acme--Tiny-LM-2B/snapshots/abc");
     write_bytes(snapshot + "/config.json", R"({"model_type": "llama", "num_hidden_layers": 2,
         "num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 512, "max_position_embeddings": 4096})");
-    write_bytes(dir.filePath("home/.lmstudio/models/pub/Tiny-GGUF/tiny.gguf"), QByteArray::fromStdString(small_gguf()));
+    small_gguf().write_file(dir.filePath("home/.lmstudio/models/pub/Tiny-GGUF/tiny.gguf").toStdString());
     const EnvironmentFor env{{"HF_HUB_CACHE", dir.filePath("hub").toUtf8()},
                              {"OLLAMA_MODELS", dir.filePath("none").toUtf8()},
                              {"HOME", dir.filePath("home").toUtf8()}};

@@ -57,8 +57,15 @@ struct File {
     std::vector<std::pair<std::string, Value>> metadata;  // in file order
     std::vector<TensorInfo> tensors;
     std::uint64_t header_bytes = 0;  // where the tensor infos end
+    std::uint64_t file_bytes = 0;    // the file's size (0: not known, nothing checked against it)
     [[nodiscard]] const Value* find(std::string_view key) const;
 };
+
+// When the file ends before its tensors' data does (a header-only file, a download cut short), what is missing, in
+// words: llama.cpp refuses such a file ("tensor data is not within the file bounds", llama-model-loader.cpp). The
+// data starts at the end of the tensor infos rounded up to general.alignment (32 by default, ggml's
+// GGUF_DEFAULT_ALIGNMENT).
+std::optional<std::string> missing_tensor_data(const File& file);
 
 // Reads the header from `in` (positioned at the file's start) of a file of `size` bytes; `source` names it in
 // messages, which give the byte offset and what was expected there. Counts and lengths that could not fit in

@@ -1,12 +1,18 @@
 #pragma once
 // Writes GGUF headers byte by byte as ggml's docs/gguf.md specifies them, so that the tests, the benchmarks and the
-// screenshots can build the files the reader takes: metadata of every type, arrays, and tensor infos (no tensor data).
+// screenshots can build the files the reader takes: metadata of every type, arrays, and tensor infos at the offsets
+// their data would have (each tensor's bytes, rounded up to 32). bytes() is the header alone; write_file() writes the
+// whole file, its data a hole of zeros (sparse on disk), as a complete download is.
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "kvscope/calculator/gguf.h"
 
 namespace kvscope::gguf {
 
@@ -72,9 +78,27 @@ public:
         for (const auto d : dims) put(tensors_, d, 8);
         put(tensors_, type, 4);
         put(tensors_, offset_, 8);
-        offset_ += 32;  // the offsets are not checked by the reader: any aligned value
+        // The next tensor's data follows this one's, aligned to 32 bytes (an unknown type takes 32).
+        const auto size = tensor_bytes(TensorInfo{name, dims, type, 0});
+        offset_ += ((size ? *size : 0) + 31) / 32 * 32 + (size ? 0 : 32);
         ++tensor_count_;
         return *this;
+    }
+    // Where the data of the tensors ends in the whole file: the header rounded up to 32, then every tensor's data.
+    [[nodiscard]] std::uint64_t data_end(std::uint32_t version = 3) const {
+        return (bytes(version).size() + 31) / 32 * 32 + offset_;
+    }
+    // The whole file: the header, then the tensors' data as zeros (a hole: it takes no disk space where the file
+    // system keeps sparse files).
+    void write_file(const std::string& path, std::uint32_t version = 3) const {
+        if (const auto folder = std::filesystem::path(path).parent_path(); !folder.empty())
+            std::filesystem::create_directories(folder);
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        out << bytes(version);
+        if (tensor_count_ > 0 && data_end(version) > bytes(version).size()) {
+            out.seekp(static_cast<std::streamoff>(data_end(version) - 1));
+            out.put('\0');
+        }
     }
 
     // One Llama-style block's tensors as a Q4_K_M file holds them (q4_K, with attn_v and ffn_down in q6_K; f32
