@@ -177,6 +177,33 @@ struct ServedLayers {
     Architecture cache;  // and a separate draft model's layers, which cache in the same KV cache (with_draft_layers)
 };
 
+// What llama.cpp does not do that the inputs ask of it, each said as a figure that is not llama.cpp's.
+std::vector<std::string> llama_cpp_warnings(const Deployment& d, const Parallelism& parallel) {
+    std::vector<std::string> out;
+    if (d.engine != Engine::llama_cpp) return out;
+    // ggml's weight types (ggml/include/ggml.h enum ggml_type): f32, f16, bf16, the q*/iq* blocks, mxfp4; no fp8,
+    // and no plain int8 or int4 format for a model's weights.
+    const KvDtype w = d.weight_dtype;
+    if (d.weights_bytes_exact == 0 && (w == KvDtype::fp8_e4m3 || w == KvDtype::fp8_e5m2 || w == KvDtype::int8 ||
+                                       w == KvDtype::int4))
+        out.push_back("not exact: llama.cpp has no " + std::string(to_string(w)) +
+                      " weights (a GGUF holds f32, f16, bf16 or ggml's block formats, ggml.h ggml_type); they are "
+                      "counted at its size here, and --weight-dtype " +
+                      (w == KvDtype::int4 ? std::string("q4_0") : std::string("q8_0")) +
+                      " counts llama.cpp's format of about as many bits");
+    // llama.cpp's GPUs split a model by whole layers (--split-mode layer, its default: --pp counts that), or split
+    // each weight matrix by rows while the KV cache and the activations stay on the main GPU (--split-mode row):
+    // neither splits the KV heads as tensor parallelism does (src/llama-model.cpp load_tensors).
+    if (parallel.tp > 1)
+        out.push_back("not exact: llama.cpp has no tensor parallelism that splits the KV heads: its default split gives "
+                      "each GPU whole layers (--pp " +
+                      std::to_string(parallel.tp * parallel.pp) +
+                      " counts it), and --split-mode row splits the weights but keeps the whole KV cache on the main "
+                      "GPU; TP " +
+                      std::to_string(parallel.tp) + " is counted here as vLLM splits the heads");
+    return out;
+}
+
 Result<ServedLayers> served_layers(const Architecture& checkpoint, const Deployment& d) {
     ServedLayers out{d.mtp ? with_mtp_layers(checkpoint) : checkpoint, {}};
     Result<Architecture> cache = d.draft ? with_draft_layers(out.model, *d.draft) : out.model;
@@ -546,6 +573,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                            ? format_count(d.weights_bytes_exact) + " bytes, exact"
                            : d.weights_source;
     if (auto mismatch = weights_mismatch(model_arch, d)) r.warnings.push_back(std::move(*mismatch));
+    for (std::string& w : llama_cpp_warnings(d, parallel_in)) r.warnings.push_back(std::move(w));
     if (!r.weights_exact && d.weight_quant) {
         r.weights_quant = weight_quant_label(loaded_weight_quant(d));
         if (auto q = quantized_weights(model_arch, loaded_weight_quant(d), d.weight_dtype, false)) {

@@ -41,6 +41,21 @@ TEST(Cli, GpusThatTensorParallelCannotSplitNameGpusAndTheLayoutsThatDo) {
     EXPECT_EQ(cli("fit --model llama-3-70b --gpu h100-sxm --pp 3").status, 0);
 }
 
+TEST(Cli, WhatLlamaCppDoesNotDoIsSaid) {
+    // fp8 weights and tensor parallel 2 under llama.cpp: neither is llama.cpp's, and the figures are said to be not
+    // its own (with what counts its own instead), in the text and the JSON warnings.
+    CliRun r = cli("fit --model llama-3-8b --gpu h100-sxm --engine llama.cpp --weight-dtype fp8_e4m3 --tp 2");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("warning: not exact: llama.cpp has no fp8_e4m3 weights"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--weight-dtype q8_0 counts llama.cpp's format"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("warning: not exact: llama.cpp has no tensor parallelism that splits the KV heads"),
+              std::string::npos)
+        << r.out;
+    r = cli("fit --model llama-3-8b --gpu h100-sxm --engine llama.cpp --pp 2 --weight-dtype q8_0 --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out.find("llama.cpp has no"), std::string::npos) << r.out;
+}
+
 TEST(Cli, KvJsonTheLessonsReference) {
     const CliRun r = cli("kv --model kvscope-teaching-32l --context 8k --json");
     ASSERT_EQ(r.status, 0) << r.err;
