@@ -192,6 +192,13 @@ std::vector<WhatIf> what_ifs(const Scenario& s) {
             return {};
         },
         true);
+    // Two rows that make the same scenario (halving 2 KV heads is MQA) are one change: the later says so.
+    for (std::size_t i = 0; i < out.size(); ++i)
+        for (std::size_t j = 0; j < i && out[i].available; ++j)
+            if (out[j].available && out[j].scenario == out[i].scenario) {
+                out[i].available = false;
+                out[i].unavailable_reason = "it is the same change as \"" + out[j].title + "\" for this model";
+            }
     return out;
 }
 
@@ -250,9 +257,12 @@ ContextWindowView context_window_view(const Architecture& arch, std::uint64_t co
                 r.visible = v.in_window == 0 ? 0 : (v.in_window - 1) % r.window + 1;
                 break;
             default:
+                // No token leaves a recurrent layer's state: it summarises the whole conversation, those past the
+                // attention layers' window too.
                 r.label = format_count_of(layers, "recurrent layer", "recurrent layers") +
                           " (a fixed state that summarises every token)";
-                r.visible = v.in_window;
+                r.visible = v.conversation;
+                r.summarised = true;
                 break;
         }
         v.rows.push_back(r);

@@ -23,6 +23,14 @@ std::string bytes_answer(std::uint64_t bytes, UnitSystem units) {
 
 std::string percent_text(double p) { return number_text(p, Notation::fixed, p < 10 ? 2 : 1) + "%"; }
 
+// a ÷ b with two decimals, rounded, digits grouped as every count: 6,510,416,640 ÷ 8,000 = "813,802.08".
+std::string quotient_text(std::uint64_t a, std::uint64_t b) {
+    const unsigned __int128 hundredths = (static_cast<unsigned __int128>(a) * 100 + b / 2) / b;
+    const auto whole = static_cast<std::uint64_t>(hundredths / 100);
+    const auto rest = static_cast<unsigned>(hundredths % 100);
+    return format_count(whole) + "." + (rest < 10 ? "0" : "") + std::to_string(rest);
+}
+
 const char* hint_for(AnswerUnit unit) {
     switch (unit) {
         case AnswerUnit::bytes:
@@ -183,8 +191,8 @@ std::vector<Question> questions_for(const Scenario& s, UnitSystem units) {
         if (d) {
             Question q;
             q.id = "other_kv_heads";
-            q.text = "With " + format_count(other) + " KV heads instead of " + format_count(s.arch.kv_heads) +
-                     ", and everything else as it is, how big is the cache?";
+            q.text = "With " + format_count_of(other, "KV head", "KV heads") + " instead of " +
+                     format_count(s.arch.kv_heads) + ", and everything else as it is, how big is the cache?";
             q.answer = static_cast<double>(d->total_bytes);
             q.answer_text = bytes_answer(d->total_bytes, units);
             q.worked = derivation_text(*d, units) +
@@ -242,10 +250,8 @@ std::vector<Question> questions_for(const Scenario& s, UnitSystem units) {
             q.worked = "Each token of context adds " + format_bytes(report->bytes_per_token, units) + " × " +
                        format_count(s.workload.batch) + " = " + format_bytes(per_context_token, units) + "; " +
                        format_bytes(*weights, units) + " ÷ " + format_bytes(per_context_token, units) + " = " +
-                       format_count(*weights / per) + "." +
-                       std::to_string(static_cast<int>(10.0L * static_cast<long double>(*weights % per) /
-                                                       static_cast<long double>(per))) +
-                       " tokens, so the first whole token past it is " + format_count(first_past);
+                       quotient_text(*weights, per) + " tokens, so the first whole token past it is " +
+                       format_count(first_past);
             if (first_past != *at)
                 q.worked += " before sliding windows and blocks; the exact search gives " + format_count(*at);
             q.worked += ".";
@@ -268,8 +274,9 @@ std::vector<Question> questions_for(const Scenario& s, UnitSystem units) {
         if (mha && asked && mha->kv_cache_bytes > 0 && asked != mha) {
             Question q;
             q.id = "share_of_mha";
-            q.text = asked == own ? "What percentage of the MHA cache (" + format_count(mha->kv_heads) +
-                                        " KV heads) does this model's " + own->name + " layout take?"
+            q.text = asked == own ? "What percentage of the MHA cache (" +
+                                        format_count_of(mha->kv_heads, "KV head", "KV heads") +
+                                        ") does this model's " + own->name + " layout take?"
                                   : "This model is MHA. What percentage of its cache would MQA (1 KV head) take?";
             q.unit = AnswerUnit::percent;
             q.answer = asked->percent_of_mha;

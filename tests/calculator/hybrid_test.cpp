@@ -470,6 +470,11 @@ TEST(Hybrid, LearnersSeeWhatEachKindOfLayerKeeps) {
     ASSERT_EQ(v.rows.size(), 2u);
     EXPECT_EQ(v.rows[0].label, "12 full-attention layers");
     EXPECT_EQ(v.rows[1].label, "36 recurrent layers (a fixed state that summarises every token)");
+    // Past the 262,144-token window the attention layers lose the first tokens; the state keeps them summarised.
+    const ContextWindowView past = context_window_view(s.arch, 300000);
+    EXPECT_EQ(past.rows[0].visible, 262144u);
+    EXPECT_TRUE(past.rows[1].summarised);
+    EXPECT_EQ(past.rows[1].visible, 300000u);
     // Llama 4's chunked layers see the tokens of the current chunk only: 10,000 = 8,192 + 1,808.
     const ContextWindowView llama = context_window_view(catalog_arch("llama-4-scout"), 10000);
     ASSERT_EQ(llama.rows.size(), 2u);

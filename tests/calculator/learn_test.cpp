@@ -286,6 +286,41 @@ TEST(Quiz, QuestionsComeFromTheScenarioAndAnswersAreChecked) {
     EXPECT_TRUE(check_answer(question(qs, "double_context"), "8 GiB").correct);
 }
 
+TEST(WhatIf, TwoRowsThatMakeTheSameScenarioAreOneChange) {
+    // 2 KV heads: halving them is MQA. The MQA row says so instead of repeating the same figures.
+    const auto rows = what_ifs(lesson(2));
+    const auto find = [&](const std::string& id) {
+        return *std::find_if(rows.begin(), rows.end(), [&](const WhatIf& w) { return w.id == id; });
+    };
+    EXPECT_TRUE(find("halve_kv_heads").available);
+    EXPECT_FALSE(find("mqa").available);
+    EXPECT_EQ(find("mqa").unavailable_reason, "it is the same change as \"Halve the KV heads (2 → 1)\" for this model");
+    // With 8 they differ, and both stand.
+    const auto eight = what_ifs(lesson(8));
+    EXPECT_TRUE(std::all_of(eight.begin(), eight.begin() + 2, [](const WhatIf& w) { return w.available; }));
+}
+
+TEST(Quiz, TheWorkedQuotientIsRoundedAndOneKvHeadIsSingular) {
+    // Llama 3 70B's 131 GiB of weights against 327,680 bytes a token of context (batch 1, fp8 cache halves it): the
+    // quotient with two decimals, rounded ("…813,802.0" was the tenths cut off), and "1 KV head".
+    Scenario s = lesson(8);
+    s.arch = testing::catalog_arch("llama-3-70b");
+    s.workload.context_tokens = 8192;
+    const auto qs = questions_for(s);
+    const Question& crossing = question(qs, "outgrows_weights");
+    const std::string::size_type eq = crossing.worked.find(" = ", crossing.worked.find(" ÷ "));
+    ASSERT_NE(eq, std::string::npos) << crossing.worked;
+    const std::string quotient = crossing.worked.substr(eq + 3, crossing.worked.find(" tokens", eq) - eq - 3);
+    const std::string::size_type point = quotient.find('.');
+    ASSERT_NE(point, std::string::npos) << quotient;
+    EXPECT_EQ(quotient.size() - point, 3u) << quotient;  // two decimals
+    // One KV head is one head.
+    Scenario gqa = lesson(2);
+    const auto heads = questions_for(gqa);
+    EXPECT_EQ(question(heads, "other_kv_heads").text.find("With 1 KV head instead of 2"), 0u)
+        << question(heads, "other_kv_heads").text;
+}
+
 TEST(Quiz, GqaAsksForItsShareAndInvalidInputsAskNothing) {
     const auto qs = questions_for(lesson(8));
     const Question& share = question(qs, "share_of_mha");

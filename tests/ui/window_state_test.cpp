@@ -7,6 +7,7 @@
 #include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
@@ -14,6 +15,8 @@
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QUndoStack>
+#include <QValueAxis>
+#include <QLineSeries>
 
 #include <gtest/gtest.h>
 
@@ -27,6 +30,7 @@
 #include "kvscope/ui/learn_view.h"
 #include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/probe_view.h"
+#include "kvscope/ui/recompute_view.h"
 #include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/scenario_model.h"
@@ -299,6 +303,56 @@ TEST(WindowState, ThePercentOfMhaIsRoundedOneWayEverywhere) {
     EXPECT_EQ(format_percent(6.25), "6.2%");
     EXPECT_EQ(format_percent(3.125), "3.1%");
     EXPECT_EQ(format_percent(12.5), "12.5%");
+}
+
+}  // namespace
+}  // namespace kvscope::ui
+
+namespace kvscope::ui {
+namespace {
+
+TEST(WindowState, TheStopwatchSaysWhenItTimesFewerTokensThanAsked) {
+    // Learn › Cost of recomputing starts at 4,096 tokens; the stopwatch times at most 256. The button says 256, and
+    // the run says that 4,096 were asked and why it times fewer.
+    ScenarioModel model(catalog());
+    RecomputeView view(&model);
+    EXPECT_EQ(view.tokensField()->value(), 4096);
+    EXPECT_EQ(view.runButton()->text(), "Run the &stopwatch (256 tokens)");
+    int asked = 0;
+    QObject::connect(&view, &RecomputeView::stopwatchRequested, &view, [&](int tokens) {
+        asked = tokens;
+        view.stopwatchStarted(tokens);  // as the runner says when it starts
+    });
+    view.runButton()->click();
+    EXPECT_EQ(asked, 256);
+    EXPECT_TRUE(view.measuredLabel()->text().startsWith("Stopwatch running on 256 tokens"));
+    EXPECT_TRUE(view.measuredLabel()->text().contains("4,096 asked: the stopwatch times at most 256"))
+        << view.measuredLabel()->text().toStdString();
+    view.probeIdle();  // that run is over
+    view.tokensField()->setValue(100);
+    EXPECT_EQ(view.runButton()->text(), "Run the &stopwatch (100 tokens)");
+    view.runButton()->click();
+    EXPECT_EQ(asked, 100);
+    EXPECT_FALSE(view.measuredLabel()->text().contains("asked")) << view.measuredLabel()->text().toStdString();
+}
+
+}  // namespace
+}  // namespace kvscope::ui
+
+namespace kvscope::ui {
+namespace {
+
+TEST(WindowState, TheStopwatchChartsTicksHaveTheirUnitAndItsTitleFits) {
+    MainWindow w(catalog(), false);
+    w.resize(1024, 640);
+    w.show();
+    w.tabs()->setCurrentIndex(MainWindow::ProbeTab);
+    QValueAxis* y = nullptr;
+    for (QAbstractAxis* axis : w.probe()->cachedSeries()->attachedAxes())
+        if (axis->orientation() == Qt::Vertical) y = qobject_cast<QValueAxis*>(axis);
+    ASSERT_NE(y, nullptr);
+    EXPECT_TRUE(y->labelFormat().endsWith(" ms")) << y->labelFormat().toStdString();
+    EXPECT_EQ(y->titleText(), "time so far");
 }
 
 }  // namespace

@@ -104,10 +104,11 @@ ProbeView::ProbeView(ScenarioModel* model, ProbeRunner* runner, QWidget* parent)
     uncached_->setPen(QPen(QColor(0xd1, 0x49, 0x5b), 2.5));
     chart->addSeries(cached_);
     chart->addSeries(uncached_);
+    // A short title, the unit on every tick: in a small window "cumulative time (ms)" was cut to "cumulative ti…".
     x_->setTitleText(tr("generated tokens"));
-    y_->setTitleText(tr("cumulative time (ms)"));
+    y_->setTitleText(tr("time so far"));
     x_->setLabelFormat("%d");
-    y_->setLabelFormat(axis_label_format(AxisDigits::fixed, 0));
+    y_->setLabelFormat(axis_label_format(AxisDigits::fixed, 0) + " ms");
     chart->addAxis(x_, Qt::AlignBottom);
     chart->addAxis(y_, Qt::AlignLeft);
     for (QLineSeries* s : {cached_, uncached_}) {

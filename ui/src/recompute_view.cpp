@@ -122,8 +122,18 @@ RecomputeView::RecomputeView(ScenarioModel* model, QWidget* parent)
 
     connect(mode_, &QComboBox::currentIndexChanged, this, [this](int i) { setCumulative(i == 1); });
     connect(tokens_, &QSpinBox::valueChanged, this, &RecomputeView::refresh);
-    connect(run_, &QPushButton::clicked, this,
-            [this] { emit stopwatchRequested(std::clamp(tokens_->value(), 8, kMaxStopwatchTokens)); });
+    // The button says how many tokens it times: never 4,096 asked and 256 timed without a word.
+    const auto label_run = [this] {
+        run_->setText(tr("Run the &stopwatch (%1 tokens)")
+                          .arg(q(format_count(static_cast<std::uint64_t>(
+                              std::clamp(tokens_->value(), 8, kMaxStopwatchTokens))))));
+    };
+    connect(tokens_, &QSpinBox::valueChanged, this, label_run);
+    label_run();
+    connect(run_, &QPushButton::clicked, this, [this] {
+        requested_ = tokens_->value();
+        emit stopwatchRequested(std::clamp(tokens_->value(), 8, kMaxStopwatchTokens));
+    });
     auto* lazy = new RefreshWhenShown(this, [this] { refresh(); });
     connect(model_, &ScenarioModel::changed, lazy, &RefreshWhenShown::request);
 }
@@ -181,10 +191,19 @@ void RecomputeView::refresh() {
             .arg(q(format_flops(curve->per_token_cached.back())), q(format_flops(curve->per_token_uncached.back()))));
 }
 
-void RecomputeView::stopwatchStarted() {
+void RecomputeView::stopwatchStarted(int tokens) {
     cached_ms_.clear();
     uncached_ms_.clear();
-    measured_->setText(tr("Stopwatch running… (progress and Cancel in the Probe tab)"));
+    const QString lowered =
+        requested_ > tokens
+            ? tr(" — %1 asked: the stopwatch times at most %2, as recomputing grows with the square of the tokens "
+                 "(the calculated curves above go to %1)")
+                  .arg(q(format_count(static_cast<std::uint64_t>(requested_))))
+                  .arg(q(format_count(static_cast<std::uint64_t>(tokens))))
+            : QString();
+    requested_ = 0;
+    measured_->setText(tr("Stopwatch running on %1 tokens… (progress and Cancel in the Probe tab)%2")
+                           .arg(q(format_count(static_cast<std::uint64_t>(tokens))), lowered));
     run_->setEnabled(false);
     waiting_ = true;
     plotMeasured();

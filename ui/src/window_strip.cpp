@@ -55,7 +55,8 @@ void WindowStrip::paintEvent(QPaintEvent*) {
     const QColor seen = pal.color(QPalette::Highlight);
     const bool cells = view_.conversation > 0 && view_.conversation <= 128;
 
-    auto band = [&](double top, const QString& label, std::uint64_t visible, const QColor& colour) {
+    auto band = [&](double top, const QString& label, std::uint64_t visible, const QColor& colour,
+                    bool summarised = false) {
         p.setPen(text);
         p.drawText(QRectF(area.left(), top, area.width(), fontMetrics().height()), Qt::AlignLeft | Qt::AlignVCenter,
                    label);
@@ -68,6 +69,8 @@ void WindowStrip::paintEvent(QPaintEvent*) {
             p.fillRect(left, QBrush(pal.color(QPalette::Window), Qt::BDiagPattern));
         }
         p.fillRect(QRectF(x_at(first_seen), bar.top(), bar.right() - x_at(first_seen), bar.height()), colour);
+        // A state summarises its tokens rather than attending to them: dotted over its colour, never greyed.
+        if (summarised) p.fillRect(bar, QBrush(pal.color(QPalette::Base), Qt::Dense6Pattern));
         if (cells) {
             p.setPen(QPen(pal.color(QPalette::Window), 1));
             for (std::uint64_t t = 1; t < view_.conversation; ++t) {
@@ -90,7 +93,10 @@ void WindowStrip::paintEvent(QPaintEvent*) {
     for (const WindowRow& r : view_.rows) {
         QColor c = seen;
         if (r.window > 0) c = c.lighter(125);
-        band(top, tr("%1: see the last %2").arg(q(r.label), count(r.visible)), r.visible, c);
+        const QString label = r.summarised
+                                  ? tr("%1: keep all %2 in their state").arg(q(r.label), count(r.visible))
+                                  : tr("%1: see the last %2").arg(q(r.label), count(r.visible));
+        band(top, label, r.visible, c, r.summarised);
         top += bandHeight();
     }
     // The token scale: where the conversation starts and ends.
@@ -158,6 +164,10 @@ void ContextWindowPage::setConversation(std::uint64_t tokens) {
         if (r.window > 0)
             lines
                 << tr("%1 see only the last %2 tokens, whatever the context window.").arg(q(r.label), count(r.visible));
+        else if (r.summarised)
+            lines << tr("The recurrent layers attend to no token: their state of fixed size summarises all %1, the "
+                        "first ones too.")
+                         .arg(count(r.visible));
     if (model_->results().scenario.workload.full_window &&
         (arch.has_sliding_layers() || arch.count_layers(LayerKind::chunked) > 0))
         lines << tr(

@@ -67,6 +67,9 @@ struct WindowRow {
     std::uint64_t layers = 0;
     std::uint64_t window = 0;   // tokens these layers can attend to; 0 = the whole context window
     std::uint64_t visible = 0;  // the last `visible` tokens of the conversation
+    // Recurrent layers attend to no token: their fixed state summarises every token so far, the first ones too
+    // (visible is then the whole conversation).
+    bool summarised = false;
 };
 struct ContextWindowView {
     std::uint64_t conversation = 0;

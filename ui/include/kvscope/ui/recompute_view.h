@@ -36,10 +36,14 @@ public:
     [[nodiscard]] QLineSeries* measuredCachedSeries() const { return measured_cached_; }
     [[nodiscard]] QLineSeries* measuredUncachedSeries() const { return measured_uncached_; }
     [[nodiscard]] QChartView* chartView() const { return view_; }
+    [[nodiscard]] QPushButton* runButton() const { return run_; }
+    // What the stopwatch measured, or is measuring, in words.
+    [[nodiscard]] QLabel* measuredLabel() const { return measured_; }
 
 public slots:
     // The stopwatch (run from here or the Probe tab): cleared at its start, a point per step, the report at the end.
-    void stopwatchStarted();
+    // `tokens`: what the run times (a request past the stopwatch's most is said to be lowered).
+    void stopwatchStarted(int tokens);
     void addStopwatchStep(bool cached, double ms);
     void setStopwatch(const probe::StopwatchReport& report);
     // The probe's worker is free again (after a report, a failure to start, or a cancel).
@@ -73,6 +77,7 @@ private:
     bool cumulative_ = false;
     std::vector<double> cached_ms_, uncached_ms_;
     bool waiting_ = false;
+    int requested_ = 0;  // the tokens asked for by this page's last click, when more than the stopwatch times
 };
 
 }  // namespace kvscope::ui
