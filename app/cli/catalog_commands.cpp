@@ -34,6 +34,7 @@ Output cmd_local_models(const Options& o) {
             x.set("store", Value::string(std::string(to_string(m.store))));
             x.set("format", Value::string(m.gguf ? "gguf" : "config.json"));
             x.set("path", Value::string(m.path));
+            x.set("ready", Value::boolean(m.problem.empty()));  // false: found, but not a model that loads as it is
             if (!m.problem.empty()) x.set("problem", Value::string(m.problem));
             list.push(std::move(x));
         }
@@ -52,18 +53,27 @@ Output cmd_local_models(const Options& o) {
         r.out = t.csv();
         return r;
     }
+    // The table holds the models that load; a download that did not finish (or another that cannot be read as it
+    // is) is listed apart, with why, never among them.
     Table t({"id", "found in", "format", "path"});
     std::string problems;
+    std::size_t ready = 0;
     for (const auto& m : models) {
+        if (!m.problem.empty()) {
+            problems += "  " + m.id + ": " + m.problem + "\n";
+            continue;
+        }
         t.add({m.id, std::string(to_string(m.store)), m.gguf ? "GGUF" : "config.json", m.path});
-        if (!m.problem.empty()) problems += "  " + m.id + ": " + m.problem + "\n";
+        ++ready;
     }
     if (!problems.empty()) problems = "Found, but not readable as found:\n" + problems;
     std::string where;
     for (const auto& [store, path] : searched)
         where += "  " + std::string(to_string(store)) + ": " + (path.empty() ? "(no home folder)" : path) + "\n";
-    r.out = (models.empty() ? "No models found. Searched:\n" : t.text() + problems + "Searched:\n") + where +
-            "Use one with --model ID (as listed), or --gguf FILE / --model-dir DIR.\n";
+    r.out = (models.empty() ? "No models found. Searched:\n"
+                            : (ready > 0 ? t.text() : std::string("No model here loads as it is.\n")) + problems +
+                                  "Searched:\n") +
+            where + "Use one with --model ID (as listed), or --gguf FILE / --model-dir DIR.\n";
     return r;
 }
 

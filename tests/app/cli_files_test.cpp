@@ -174,6 +174,10 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
                             " is missing (the pull did not finish?); run ollama pull qwen3:8b";
     const CliRun partial = cli("models --local", env);
     EXPECT_NE(partial.out.find("Found, but not readable as found:\n  " + why + "\n"), std::string::npos) << partial.out;
+    // Apart from the models that load: not a row of the table.
+    EXPECT_EQ(partial.out.substr(0, partial.out.find("Found, but")).find("qwen3:8b"), std::string::npos)
+        << partial.out;
+    EXPECT_NE(cli("models --local --json", env).out.find("\"ready\": false"), std::string::npos);
     EXPECT_NE(cli("models --local --json", env).out.find("\"problem\": \"its weights file"), std::string::npos);
     EXPECT_NE(cli("models --local --csv", env).out.find(",problem\n"), std::string::npos);
     const CliRun chosen = cli("kv --model qwen3:8b", env);

@@ -1,6 +1,7 @@
 // The window agrees with kvscope-cli: a model picked from the picker gives the CLI's bytes, fit
 // and decode figures; the picker finds what people type; replication is said wherever it counts;
 // the planner's table is the CLI's plan.
+#include <QApplication>
 #include <QComboBox>
 #include <QCompleter>
 #include <QDir>
@@ -15,6 +16,7 @@
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -642,6 +644,19 @@ TEST(Agreement, TheModelsOnThisMachineAreInThePickerAndLoadAsTheCliReadsThem) {
     pick(w, "acme/tiny-lm-2b");
     EXPECT_EQ(w.model()->description(), "acme/Tiny-LM-2B");
     EXPECT_EQ(w.model()->scenario().arch, cli_scenario({"kv", "--model", "acme/Tiny-LM-2B"}).arch);
+
+    // A model downloaded while the window is open is in the list the next time the picker is entered: no restart.
+    EXPECT_LT(picker->findText("acme/Later-1B", Qt::MatchStartsWith), 0);
+    write_bytes(dir.filePath("hub/models--acme--Later-1B/snapshots/def/config.json"),
+                R"({"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 4,
+        "hidden_size": 512, "max_position_embeddings": 4096})");
+    w.show();
+    w.tabs()->tabBar()->setFocus();
+    picker->setFocus();
+    QApplication::processEvents();
+    EXPECT_GT(picker->findText("acme/Later-1B", Qt::MatchStartsWith), heading);
+    pick(w, "acme/later-1b");
+    EXPECT_EQ(w.model()->scenario().arch.layers, 4u);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 // restart, the context-window strip counts what each layer still sees, and the recompute chart
 // takes the stopwatch's measured curves.
 #include <QApplication>
+#include <QTabWidget>
+#include <QFrame>
 #include <QChartView>
 #include <QComboBox>
 #include <QDir>
@@ -135,6 +137,12 @@ TEST(LearnShowWork, PointingAtAFactorFramesItsInput) {
     EXPECT_EQ(w.inputs()->highlightedField(), static_cast<QWidget*>(w.inputs()->layersField()));
     emit v->formulaLabel()->linkActivated("head_dim");
     EXPECT_TRUE(w.inputs()->headDimField()->hasFocus() || !QApplication::focusWindow());
+    // Another tab while a factor is pointed at (Ctrl+1 from the keyboard): the frame does not stay on the form.
+    emit t->cellEntered(layers_row, 2);
+    ASSERT_NE(w.inputs()->highlightedField(), nullptr);
+    w.tabs()->setCurrentIndex(MainWindow::OverviewTab);
+    EXPECT_EQ(w.inputs()->highlightedField(), nullptr);
+    EXPECT_TRUE(w.inputs()->findChild<QFrame*>("fieldSpotlight")->isHidden());
 }
 
 TEST(LearnWhatIf, AppliesAndReverts) {

@@ -55,9 +55,18 @@ TEST(Window, UnsavedWorkIsOfferedBackAfterAnUnexpectedExit) {
     EXPECT_EQ(next.model()->scenario().workload.context_tokens, 12288u);
     EXPECT_EQ(next.model()->scenario().workload.batch, 3u);
     EXPECT_FALSE(next.restoreRecoveryAction()->isEnabled());
+    EXPECT_TRUE(next.messages()->text().startsWith("Restored the scenario KVScope had not saved"));
     next.close();  // a normal close removes the copy it took over, and its own
     EXPECT_FALSE(QFile::exists(crashed_copy));
     EXPECT_FALSE(QFile::exists(next.recoveryPath()));
+    {
+        // After a clean restart the recovery is over: nothing says "recovered" any more (it is no provenance).
+        MainWindow after(testing::catalog(), true);
+        EXPECT_EQ(after.model()->scenario().workload.batch, 3u);
+        EXPECT_FALSE(after.model()->notes().join('\n').contains("recovered")) << after.model()->notes().join('\n').toStdString();
+        EXPECT_FALSE(after.messages()->isVisibleTo(&after) && after.messages()->text().contains("Restored"));
+        after.close();
+    }
     QSettings().clear();
 }
 

@@ -9,6 +9,8 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QDoubleSpinBox>
+#include <QCheckBox>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QSignalSpy>
@@ -353,6 +355,38 @@ TEST(WindowState, TheStopwatchChartsTicksHaveTheirUnitAndItsTitleFits) {
     ASSERT_NE(y, nullptr);
     EXPECT_TRUE(y->labelFormat().endsWith(" ms")) << y->labelFormat().toStdString();
     EXPECT_EQ(y->titleText(), "time so far");
+}
+
+}  // namespace
+}  // namespace kvscope::ui
+
+namespace kvscope::ui {
+namespace {
+
+TEST(WindowState, TheDeploymentFormBeforeItIsTickedShowsWhatTickingItStarts) {
+    // Not 0.01 (the spin box's least), fp32 (the list's first), two "Tokens per step" rows and a checkbox with no
+    // text: the form shows the deployment ticking it starts, greyed out until then.
+    MainWindow w(catalog(), false);
+    w.resize(1280, 800);
+    w.show();
+    w.tabs()->setCurrentIndex(MainWindow::DeploymentTab);
+    w.model()->loadCatalogModel("gpt-oss-20b");
+    DeploymentView* d = w.deployment();
+    ASSERT_FALSE(d->enableBox()->isChecked());
+    const auto* fraction = d->findChild<QDoubleSpinBox*>();
+    ASSERT_NE(fraction, nullptr);
+    EXPECT_DOUBLE_EQ(fraction->value(), 0.90);
+    EXPECT_EQ(d->gpuField()->currentText(), "NVIDIA H100 SXM 80GB");
+    EXPECT_TRUE(d->weightsField()->currentText().startsWith("as quantized (mxfp4)"))
+        << d->weightsField()->currentText().toStdString();
+    EXPECT_TRUE(d->vllmTokensField()->isVisibleTo(d));
+    EXPECT_FALSE(d->trtllmTokensField()->isVisibleTo(d));
+    for (QCheckBox* box : d->findChildren<QCheckBox*>())
+        if (box->isVisibleTo(d)) EXPECT_FALSE(box->text().isEmpty());
+    // Ticked: the same values, now the deployment's.
+    d->enableBox()->setChecked(true);
+    ASSERT_TRUE(w.model()->scenario().deployment);
+    EXPECT_DOUBLE_EQ(fraction->value(), w.model()->scenario().deployment->fraction);
 }
 
 }  // namespace

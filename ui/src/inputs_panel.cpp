@@ -103,30 +103,10 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
         for (const std::string& n : model_names(m)) names << q(n);
         picker_->setItemData(row, names.join('\n'), kSearchRole);
     }
-    // "On this machine": the Hugging Face cache, Ollama and LM Studio (folder listings only, never weights).
-    local_ = scan_local_models(local_roots_from_environment());
-    if (!local_.empty()) {
-        picker_->insertSeparator(picker_->count());
-        picker_->addItem(tr("On this machine"));
-        if (auto* items = qobject_cast<QStandardItemModel*>(picker_->model()))
-            items->item(picker_->count() - 1)->setEnabled(false);  // a heading, not a choice
-        for (std::size_t i = 0; i < local_.size(); ++i) {
-            const LocalModel& m = local_[i];
-            const QString shown = q(m.id) + "  ·  " + q(std::string(to_string(m.store))) +
-                                  (m.problem.empty() ? QString() : "  ·  " + tr("incomplete"));
-            picker_->addItem(shown, QString::fromLatin1(kLocalPrefix) + QString::number(i));
-            const int row = picker_->count() - 1;
-            // A model that cannot be read as found says why before it is chosen (choosing it says so too).
-            picker_->setItemData(row,
-                                 m.problem.empty()
-                                     ? tr("%1, found in %2").arg(q(m.path), q(std::string(to_string(m.store))))
-                                     : q(m.id) + ": " + q(m.problem),
-                                 Qt::ToolTipRole);
-            picker_->setItemData(row, shown + '\n' + q(m.id), kSearchRole);
-        }
-    }
-    // The list as wide as its longest entry (a local GGUF's path-like id), not as narrow as the box.
-    picker_->view()->setMinimumWidth(picker_->view()->sizeHintForColumn(0) + 24);
+    // "On this machine": the Hugging Face cache, Ollama and LM Studio (folder listings only, never weights), listed
+    // again whenever the picker is entered, so that a model downloaded meanwhile is there without a restart.
+    catalog_items_ = picker_->count();
+    refreshLocalModels();
     auto* completer = new ModelCompleter(picker_->model(), picker_);
     completer->setCompletionRole(kSearchRole);
     completer->setFilterMode(Qt::MatchContains);
@@ -153,6 +133,7 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
             return w && (w == picker_ || picker_->isAncestorOf(w) || w == picker_->completer()->popup());
         };
         if (inside_picker(old) && !inside_picker(now) && !syncing_) showModelInPicker();
+        if (!inside_picker(old) && inside_picker(now) && !syncing_) refreshLocalModels();
     });
     import_->setToolButtonStyle(Qt::ToolButtonTextOnly);
     source_->setWordWrap(true);
@@ -411,6 +392,45 @@ void InputsPanel::pickTypedModel() {
     }
     showModelInPicker();
     emit notice(text);
+}
+
+void InputsPanel::refreshLocalModels() {
+    std::vector<LocalModel> found = scan_local_models(local_roots_from_environment());
+    const auto same = [](const LocalModel& a, const LocalModel& b) {
+        return a.id == b.id && a.path == b.path && a.problem == b.problem && a.store == b.store;
+    };
+    if (found.size() == local_.size() && std::equal(found.begin(), found.end(), local_.begin(), same) &&
+        picker_->count() > catalog_items_)
+        return;
+    const bool was_syncing = syncing_;
+    syncing_ = true;  // the box keeps its text; nothing here is a choice of the user's
+    const QString text = picker_->lineEdit()->text();
+    while (picker_->count() > catalog_items_) picker_->removeItem(picker_->count() - 1);
+    local_ = std::move(found);
+    if (!local_.empty()) {
+        picker_->insertSeparator(picker_->count());
+        picker_->addItem(tr("On this machine"));
+        if (auto* items = qobject_cast<QStandardItemModel*>(picker_->model()))
+            items->item(picker_->count() - 1)->setEnabled(false);  // a heading, not a choice
+        for (std::size_t i = 0; i < local_.size(); ++i) {
+            const LocalModel& m = local_[i];
+            const QString shown = q(m.id) + "  ·  " + q(std::string(to_string(m.store))) +
+                                  (m.problem.empty() ? QString() : "  ·  " + tr("incomplete"));
+            picker_->addItem(shown, QString::fromLatin1(kLocalPrefix) + QString::number(i));
+            const int row = picker_->count() - 1;
+            // A model that cannot be read as found says why before it is chosen (choosing it says so too).
+            picker_->setItemData(row,
+                                 m.problem.empty()
+                                     ? tr("%1, found in %2").arg(q(m.path), q(std::string(to_string(m.store))))
+                                     : q(m.id) + ": " + q(m.problem),
+                                 Qt::ToolTipRole);
+            picker_->setItemData(row, shown + '\n' + q(m.id), kSearchRole);
+        }
+    }
+    picker_->lineEdit()->setText(text);
+    // The list as wide as its longest entry (a local GGUF's path-like id), not as narrow as the box.
+    picker_->view()->setMinimumWidth(picker_->view()->sizeHintForColumn(0) + 24);
+    syncing_ = was_syncing;
 }
 
 void InputsPanel::loadLocalModel(std::size_t index) {

@@ -711,9 +711,12 @@ void MainWindow::restoreSettings() {
     if (!last.isEmpty()) {
         auto s = scenario_from_json(last.toStdString(), "settings");
         if (s) {
-            model_->replace(s->scenario, settings.value("scenario/description").toString(),
-                            settings.value("scenario/notes").toStringList(), tr("Restore the last scenario"),
-                            settings.value("scenario/warnings").toStringList());
+            // Earlier versions kept "recovered after an unexpected exit" among the notes: an event of a past session,
+            // not where the model comes from.
+            QStringList notes = settings.value("scenario/notes").toStringList();
+            notes.removeAll(QStringLiteral("recovered after an unexpected exit"));
+            model_->replace(s->scenario, settings.value("scenario/description").toString(), notes,
+                            tr("Restore the last scenario"), settings.value("scenario/warnings").toStringList());
             // Restoring is where the user left off, not an edit to undo.
             model_->undoStack()->clear();
             const QString file = settings.value("scenario/file").toString();

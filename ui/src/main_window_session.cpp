@@ -199,8 +199,13 @@ void MainWindow::restoreRecovery() {
     recovery_restored_ = true;
     restore_recovery_->setEnabled(false);
     discard_recovery_->setEnabled(false);
-    model_->replace(s, display_name(model_->catalog(), s), {tr("recovered after an unexpected exit")},
-                    tr("Restore unsaved work"), pending_recovery_warnings_);
+    // Where the model comes from stays in the notes (they outlive the session); that it was recovered is an event of
+    // this session, said once in the message bar (a note kept saying so after every clean restart).
+    model_->replace(s, display_name(model_->catalog(), s), {}, tr("Restore unsaved work"),
+                    pending_recovery_warnings_);
+    messages_->showMessage(tr("Restored the scenario KVScope had not saved when it stopped. Save it (Ctrl+S) to keep "
+                              "it in a file; Undo takes it back."),
+                           MessageBar::Kind::info);
 }
 
 }  // namespace kvscope::ui

@@ -126,6 +126,16 @@ bool ShowWorkView::eventFilter(QObject* watched, QEvent* event) {
     return QWidget::eventFilter(watched, event);
 }
 
+void ShowWorkView::leaveEvent(QEvent* event) {
+    emit fieldHovered(Field::none);
+    QWidget::leaveEvent(event);
+}
+
+void ShowWorkView::hideEvent(QHideEvent* event) {
+    emit fieldHovered(Field::none);
+    QWidget::hideEvent(event);
+}
+
 void ShowWorkView::refresh() {
     if (!model_->hasResults()) return;
     const Results& r = model_->results();

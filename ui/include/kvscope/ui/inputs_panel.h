@@ -75,6 +75,14 @@ private:
     // Reads the model found on this machine (local_[index]).
     void loadLocalModel(std::size_t index);
 
+public:
+    // Looks for the models on this machine again and lists them under the catalog's when they changed (a model
+    // downloaded since the window opened); the picker does it whenever it is entered.
+    void refreshLocalModels();
+
+private:
+    int catalog_items_ = 0;  // the picker's items before "On this machine"
+
     ScenarioModel* model_;
     std::vector<LocalModel> local_;  // the models on this machine, listed under the catalog's
     QComboBox* picker_;

@@ -38,6 +38,10 @@ signals:
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
+    // Leaving the page, or the page going out of view (another tab, another lesson, Ctrl+1): no factor is hovered
+    // any more, and the frame it drew on the form goes.
+    void leaveEvent(QEvent* event) override;
+    void hideEvent(QHideEvent* event) override;
 
 private:
     void refresh();
