@@ -233,18 +233,21 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
     CurveOptions c;
     c.points = o.points.value_or(o.format == Format::table ? 12 : 512);
     c.spacing = o.linear ? Spacing::linear : Spacing::log;
-    // Without --to: the model's max positions (the context when unknown), as --help says.
-    c.max_tokens = o.to.value_or(s.arch.max_positions > 0 ? s.arch.max_positions : s.workload.context_tokens);
+    // Without --to: the model's max positions or the context, whichever is more, as the window's chart ends (so that
+    // the JSON and CSV are the window's export, point for point).
+    c.max_tokens = o.to.value_or(std::max(s.arch.max_positions, s.workload.context_tokens));
     // An end the user did not choose is lowered where the model's cache would pass 2^64 bytes, and said; --to's is
     // refused in words.
     c.lower_end_to_fit = !o.to;
-    // Without --from: 128, or 1 for a curve that ends before it.
-    c.min_tokens = o.from.value_or(o.linear || c.max_tokens < 128 ? 0 : 128);
+    // Without --from: 1, as the window's chart starts; the table's dozen rows from 128 (or 1 for a curve that ends
+    // before it), where the first rows of 1, 2, 5 tokens would say little.
+    c.min_tokens = o.from.value_or(o.format != Format::table || o.linear || c.max_tokens < 128 ? 0 : 128);
     if (c.points < 2 || c.points > 100000)
         return {"", usage_error({{"--points", "must be between 2 and 100000"}}, o.command), kExitUsage};
-    const std::string end_source = o.to                       ? ""
-                                   : s.arch.max_positions > 0 ? " (the model's max positions; --to sets it)"
-                                                              : " (the context; --to sets it)";
+    const std::string end_source = o.to ? ""
+                                   : s.arch.max_positions >= s.workload.context_tokens
+                                       ? " (the model's max positions; --to sets it)"
+                                       : " (the context; --to sets it)";
     if (c.min_tokens > c.max_tokens)
         return {"",
                 usage_error({{o.from ? "--from" : "--to", "the curve starts at " + format_count(c.min_tokens) +

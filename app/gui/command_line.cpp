@@ -22,8 +22,7 @@ QString usage() {
                "Without --model, --config, --gguf, --model-dir or --scenario the window opens your last scenario\n"
                "(the teaching model the first time); the exports need one of them.\n"
                "\n"
-               "Scenario (as in kvscope-cli):\n"
-               "  --scenario FILE     a saved .kvscope.json (every option below overrides it)\n") +
+               "Scenario (as in kvscope-cli):\n") +
            QString::fromStdString(cli::options_help(cli::Command::window)) +
            QStringLiteral(
                "chart:\n"
@@ -56,7 +55,7 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
         return c;
     }
     const std::map<QString, std::optional<QString>*> paths{
-        {"--scenario", &c.scenario_file},      {"--export-chart", &c.export_chart},
+        {"--export-chart", &c.export_chart},
         {"--export-csv", &c.export_csv},       {"--export-json", &c.export_json},
         {"--export-report", &c.export_report}, {"--screenshots", &c.screenshots_dir}};
     for (qsizetype i = 0; i < args.size(); ++i) {
@@ -112,7 +111,8 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
     } else {
         c.options = *options;
         const cli::Options& o = c.options;
-        c.has_scenario_options = cli::names_scenario(o);
+        c.has_scenario_options = cli::names_scenario(o);  // the model, workload and deployment options, not --scenario
+        if (o.scenario_file) c.scenario_file = QString::fromStdString(*o.scenario_file);
     }
     if (c.exports() && c.screenshots_dir)
         errors.push_back({"--screenshots", "cannot be combined with the export options"});
@@ -153,9 +153,7 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
 
 Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const Catalog& catalog) {
     const cli::Options& o = c.options;
-    if (c.scenario_file) {
-        if (o.model || o.config)
-            return FieldError{"--scenario", "give either --scenario or --model/--config, not both"};
+    if (c.scenario_file) {  // never beside --model, --config, --gguf or --model-dir (parse_options says so)
         auto s = read_scenario_file(c.scenario_file->toStdString());
         if (!s) return s.errors();
         ChosenScenario chosen{s->scenario,

@@ -181,6 +181,10 @@ const std::vector<Declared>& declared() {
         {"--weights", "PATH", S::deployment, kFit | kPlan | kWindow,
          "the weights' exact bytes from safetensors headers: a file, a folder of shards or a Hugging Face snapshot",
          text(&Options::weights)},
+        {"--scenario", "FILE", S::files, kScenario,
+         "a .kvscope.json scenario saved in the window: its model, workload and deployment (the options given beside "
+         "it override them)",
+         text(&Options::scenario_file)},
         {"--local", "", S::files, kModels,
          "the models on this machine: the Hugging Face cache, Ollama and LM Studio (nothing is read but folders)",
          flag(&Options::local)},
@@ -415,9 +419,10 @@ Result<Options> parse_options(const std::vector<std::string>& args, std::optiona
         if (o.config) models.emplace_back("--config");
         if (o.gguf) models.emplace_back("--gguf");
         if (o.model_dir) models.emplace_back("--model-dir");
+        if (o.scenario_file) models.emplace_back("--scenario");
         if (models.size() > 1)
-            errors.push_back({models[1], "give one of --model, --config, --gguf and --model-dir, not " + models[0] +
-                                             " and " + models[1]});
+            errors.push_back({models[1], "give one of --model, --config, --gguf, --model-dir and --scenario, not " +
+                                             models[0] + " and " + models[1]});
     }
     if ((o.command_id == Command::probe || o.command_id == Command::stopwatch) && o.format == Format::csv && !o.help)
         errors.push_back({"--format", o.command + " writes a table or JSON, not CSV"});

@@ -40,6 +40,8 @@ struct Options {
     std::optional<std::string> model, config, data_dir;
     // Files users already have: a GGUF, a model folder (config.json + safetensors), the weights' safetensors.
     std::optional<std::string> gguf, model_dir, weights;
+    // A scenario saved in the window (.kvscope.json): the model, workload and deployment it holds.
+    std::optional<std::string> scenario_file;
     bool local = false;  // models --local: what is on this machine
     std::optional<std::uint64_t> context, batch, block_size, tp, pp;
     bool full_window = false;

@@ -8,6 +8,7 @@
 #include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/safetensors.h"
+#include "kvscope/calculator/scenario_file.h"
 #include "kvscope/calculator/tables.h"
 #include "options.h"
 
@@ -298,6 +299,25 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
         s.model_weights = imported.model_weights();
         model_dtype = imported.kv_dtype;
     };
+    if (o.scenario_file) {
+        // A saved scenario: every figure it holds, then what the options beside it change (as the window opens it).
+        auto loaded = read_scenario_file(*o.scenario_file);
+        if (!loaded) return loaded.errors();
+        s = loaded->scenario;
+        const CatalogModel* m = catalog.find_model(s.model_id);
+        source.description = s.model_id + " (" + (m ? m->name : s.arch.name) + ", from " + *o.scenario_file + ")";
+        source.notes = loaded->warnings;  // what the model's import said, kept with the file
+        for (const std::string* said : {&loaded->unread, &loaded->repaired})
+            if (!said->empty()) source.notes.push_back(*said);
+        source.kv_dtype_source = "the scenario file";
+        Errors errors = apply_scenario_options(o, catalog, s);
+        if (o.kv_dtype) source.kv_dtype_source = "--kv-dtype";
+        // fit and plan need a deployment: the file's, or one the options give (the same error as without a file).
+        if ((o.command_id == Command::fit || o.command_id == Command::plan) && !s.deployment)
+            apply_deployment_options(o, catalog, s, errors);
+        if (!errors.empty()) return errors;
+        return s;
+    }
     if (o.config || o.gguf || o.model_dir) {
         const std::string& path = o.config ? *o.config : (o.gguf ? *o.gguf : *o.model_dir);
         auto imported =

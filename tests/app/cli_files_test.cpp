@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/json.h"
+#include "kvscope/calculator/scenario_file.h"
 
 namespace {
 
@@ -194,3 +196,54 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
     EXPECT_NE(unknown.err.find("models --local"), std::string::npos) << unknown.err;
     fs::remove_all(dir);
 }
+
+namespace {
+
+TEST(Cli, AScenarioSavedInTheWindowGivesTheSameNumbersHeadless) {
+    // The window's File > Save writes a .kvscope.json; kvscope-cli --scenario reads it on a server: the same model,
+    // workload and deployment, and the options beside it change them (as the window's own --scenario does).
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("kvscope scénario " + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    kvscope::Scenario s;
+    s.model_id = "llama-3-70b";
+    s.arch = kvscope::Catalog::builtin().find_model("llama-3-70b")->model.arch;
+    s.kv_dtype = kvscope::KvDtype::fp8_e4m3;
+    s.workload.context_tokens = 32768;
+    s.workload.batch = 16;
+    s.parallel.tp = 2;
+    kvscope::Deployment d;
+    d.gpu = *kvscope::Catalog::builtin().find_gpu("h100-sxm");
+    d.gpu_count = 2;
+    s.deployment = d;
+    const fs::path file = dir / "plan ü.kvscope.json";
+    write_file(file, kvscope::scenario_to_json(s));
+    const std::string scenario = " --scenario '" + file.string() + "'";
+    const auto kv_bytes = [](const CliRun& run) { return u64(json_of(run), "kv_cache_bytes"); };
+    CliRun r = cli("kv" + scenario + " --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const CliRun same = cli("kv --model llama-3-70b --kv-dtype fp8 --context 32k --batch 16 --tp 2 --json");
+    EXPECT_EQ(kv_bytes(r), kv_bytes(same));
+    r = cli("fit" + scenario);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("model:      llama-3-70b (Llama 3 70B, from " + file.string() + ")"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("GPUs:            2 × NVIDIA H100 SXM 80GB"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("KV dtype:   fp8_e4m3 (the scenario file)"), std::string::npos) << r.out;
+    // An option beside it changes the file's figure.
+    r = cli("kv" + scenario + " --context 8k --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(kv_bytes(r), kv_bytes(same) / 4);
+    // Beside --model, or a file that is not there: said, naming the option.
+    r = cli("kv --model llama-3-8b" + scenario);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("give one of --model, --config, --gguf, --model-dir and --scenario, not --model and --scenario"),
+              std::string::npos)
+        << r.err;
+    r = cli("kv --scenario '" + (dir / "none.kvscope.json").string() + "'");
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("none.kvscope.json"), std::string::npos) << r.err;
+    fs::remove_all(dir);
+}
+
+}  // namespace
