@@ -381,6 +381,11 @@ TEST(WindowState, TheDeploymentFormBeforeItIsTickedShowsWhatTickingItStarts) {
         << d->weightsField()->currentText().toStdString();
     EXPECT_TRUE(d->vllmTokensField()->isVisibleTo(d));
     EXPECT_FALSE(d->trtllmTokensField()->isVisibleTo(d));
+    // Greyed out, every one: text typed in a field of no deployment would go nowhere (vLLM's were editable).
+    for (const QWidget* field : {static_cast<const QWidget*>(d->vllmTokensField()),
+                                 static_cast<const QWidget*>(d->vllmSequencesField()),
+                                 static_cast<const QWidget*>(d->memoryField()), static_cast<const QWidget*>(fraction)})
+        EXPECT_FALSE(field->isEnabled()) << field->accessibleName().toStdString();
     for (QCheckBox* box : d->findChildren<QCheckBox*>())
         if (box->isVisibleTo(d)) EXPECT_FALSE(box->text().isEmpty());
     // Ticked: the same values, now the deployment's.

@@ -235,7 +235,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     };
     connect(box_, &QGroupBox::toggled, this, [this](bool on) {
         if (syncing_) return;
-        typed_.clear();
+        dropTypedText();  // a deployment started or removed: no text typed for the one before stays
         const Catalog& catalog = model_->catalog();
         const ModelWeights weights = model_->modelWeights();
         model_->edit(on ? tr("Check a deployment") : tr("Remove the deployment"), [on, &catalog, weights](Scenario& s) {
@@ -246,7 +246,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         });
     });
     connect(gpu_, &QComboBox::activated, this, [this, edit](int index) {
-        typed_.clear();  // a catalog GPU replaces whatever was mistyped in Memory or Bandwidth: no stale error
+        dropTypedText();  // a catalog GPU replaces whatever was mistyped in Memory or Bandwidth: no stale error
         const QString id = gpu_->itemData(index).toString();
         const GpuSpec* g = model_->catalog().find_gpu(id.toStdString());
         edit(tr("Change GPU"), [g](Deployment& d, Scenario&) {
@@ -258,6 +258,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                 d.gpu.source = "entered by hand";
             }
         });
+        sync();  // the same GPU chosen again changes nothing, but its figures replace the mistyped text all the same
     });
     connect(memory_, &QLineEdit::editingFinished, this, &DeploymentView::commitCustom);
     connect(bandwidth_, &QLineEdit::editingFinished, this, &DeploymentView::commitCustom);
@@ -376,7 +377,8 @@ void DeploymentView::commitVllmBatch() {
         if (!n)
             typed_.insert(field, q(n.errors().front().message));
         else if (*n == 0)  // as the command line: 0 is no setting vLLM takes
-            typed_.insert(field, tr("%1: must be at least 1 (leave it empty for vLLM's default)").arg(q(name)));
+            typed_.insert(field, tr("'%1' is no count it takes: at least 1, or empty for vLLM's default")
+                                     .arg(q(text)));
         else
             slot = *n;
     };
@@ -402,7 +404,7 @@ void DeploymentView::commitEngineCount(QLineEdit* field, const QString& what, co
         if (!n)
             typed_.insert(field, q(n.errors().front().message));
         else if (*n == 0)
-            typed_.insert(field, tr("%1: must be at least 1 (leave it empty for %2)").arg(name, empty_means));
+            typed_.insert(field, tr("'%1' is no count it takes: at least 1, or empty for %2").arg(q(text), empty_means));
         else
             value = *n;
     }
@@ -411,6 +413,12 @@ void DeploymentView::commitEngineCount(QLineEdit* field, const QString& what, co
     if (!typed_.contains(field) && value != slot(current))
         model_->edit(what, [value, slot](Scenario& s) { slot(*s.deployment) = value; });
     sync();
+}
+
+void DeploymentView::dropTypedText() {
+    typed_.clear();
+    for (QLineEdit* field : {memory_, bandwidth_, vllm_tokens_, vllm_seqs_, ubatch_, trtllm_tokens_})
+        forget_user_text(field);
 }
 
 QStringList DeploymentView::unaccepted() const {
@@ -480,6 +488,10 @@ void DeploymentView::commitCustom() {
 void DeploymentView::sync() {
     syncing_ = true;
     const Scenario& s = model_->scenario();
+    // The deployment came or went (ticked, an undo, a file opened): what was typed for the one before is not this
+    // one's.
+    if (s.deployment.has_value() != had_deployment_) dropTypedText();
+    had_deployment_ = s.deployment.has_value();
     box_->setChecked(s.deployment.has_value());
     // Before the box is ticked the form shows the deployment ticking it starts (greyed out, as the box disables
     // it): its GPU, engine, fraction and weights, never a widget's own default (0.01, fp32).
@@ -501,7 +513,9 @@ void DeploymentView::sync() {
         // when it changed: setting a spin box rewrites text typed in it and not yet accepted.
         if (const double fraction = effective_fraction(d, s.parallel); std::abs(fraction_->value() - fraction) > 5e-4)
             fraction_->setValue(fraction);
-        fraction_->setEnabled(engine_takes_fraction(d.engine));
+        // Unticked, the box has disabled every field; enabling one here would let it take text that goes nowhere.
+        const bool on = s.deployment.has_value();
+        fraction_->setEnabled(on && engine_takes_fraction(d.engine));
         // "exact (the files)" first when the deployment (or else the model's files) has the weights' exact bytes,
         // "as quantized (…)" when it has a checkpoint's scheme; the item is touched only when it changes.
         const ModelWeights files = model_->modelWeights();
@@ -533,7 +547,7 @@ void DeploymentView::sync() {
         vllm_version_->setCurrentIndex(vllm_version_->findData(version));
         // --reserve fixed the reserve: vLLM's settings then change nothing, and the rule says why.
         for (QWidget* field : std::initializer_list<QWidget*>{vllm_version_, vllm_tokens_, vllm_seqs_})
-            field->setEnabled(!d.fixed_reserve);
+            field->setEnabled(on && !d.fixed_reserve);
         if (d.fixed_reserve && (d.engine == Engine::vllm || d.engine == Engine::tensorrt_llm))
             rule_->setText(rule_->text() + tr(" — the reserve is fixed (--reserve), so %1's settings do not change it")
                                                .arg(d.engine == Engine::vllm ? QStringLiteral("vLLM")
@@ -582,11 +596,11 @@ void DeploymentView::sync() {
         trtllm_tokens_->setPlaceholderText(tr("TensorRT-LLM's default: %1").arg(q(format_count(kTrtllmMaxNumTokens))));
         show(trtllm_tokens_,
              d.tensorrt_llm.max_num_tokens > 0 ? q(format_count(d.tensorrt_llm.max_num_tokens)) : QString());
-        trtllm_tokens_->setEnabled(!d.fixed_reserve);
-        flash_attn_->setEnabled(!d.fixed_reserve);  // the micro-batch still sets what sliding layers keep
+        trtllm_tokens_->setEnabled(on && !d.fixed_reserve);
+        flash_attn_->setEnabled(on && !d.fixed_reserve);  // the micro-batch still sets what sliding layers keep
         Deployment with_graphs = d;
         with_graphs.vllm.enforce_eager = false;
-        vllm_graphs_->setEnabled(!d.fixed_reserve && vllm_subtracts_cuda_graphs(with_graphs));
+        vllm_graphs_->setEnabled(on && !d.fixed_reserve && vllm_subtracts_cuda_graphs(with_graphs));
     }
     const QStringList problems = marks_.apply(model_->errors(), typed_);
     errors_->setText(problems.join('\n'));

@@ -21,4 +21,9 @@ bool show_scenario_text(QLineEdit* edit, const QString& text, bool refused) {
     return changed;
 }
 
+void forget_user_text(QLineEdit* edit) {
+    edit->setModified(false);
+    edit->setProperty(kShown, QVariant());
+}
+
 }  // namespace kvscope::ui

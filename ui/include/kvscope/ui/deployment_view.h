@@ -38,6 +38,8 @@ public:
     [[nodiscard]] QLineEdit* memoryField() const { return memory_; }
     [[nodiscard]] QLineEdit* bandwidthField() const { return bandwidth_; }
     [[nodiscard]] QComboBox* weightsField() const { return weight_dtype_; }
+    [[nodiscard]] QComboBox* engineField() const { return engine_; }
+    [[nodiscard]] DecimalSpinBox* fractionField() const { return fraction_; }
     [[nodiscard]] QLabel* gpuCountLabel() const { return count_; }
     // vLLM's startup settings (shown for the vllm engine): version, tokens and sequences per step, CUDA graphs.
     [[nodiscard]] QComboBox* vllmVersionField() const { return vllm_version_; }
@@ -50,6 +52,7 @@ public:
     [[nodiscard]] QCheckBox* flashAttentionField() const { return flash_attn_; }
     // What fields hold that was not accepted (text that does not read): not in the scenario, so not in a file.
     [[nodiscard]] QStringList unaccepted() const;
+    [[nodiscard]] const FieldMarks& marks() const { return marks_; }
     // Accepts the text typed in any field and not yet entered, as Enter would (InputsPanel::commitPending); false
     // when a field refuses its text.
     bool commitPending();
@@ -81,6 +84,9 @@ private:
     void sync();
     void refreshResults();
     void commitCustom();
+    // Forgets what the fields hold of the user's own (refused or not yet entered): a deployment ticked or removed, a
+    // catalog GPU chosen; the next sync shows the scenario's values in them.
+    void dropTypedText();
     void commitVllmBatch();
     // A count whose empty text means the engine's default (`empty_means`, "llama.cpp's 512"), kept in the
     // deployment's `slot`: one undoable edit named `what`, or the field keeps its text and says what is wrong.
@@ -118,6 +124,7 @@ private:
     FieldMarks marks_;
     QMap<QWidget*, QString> typed_;
     bool syncing_ = false;
+    bool had_deployment_ = false;  // whether the scenario had a deployment at the last sync
 };
 
 }  // namespace kvscope::ui

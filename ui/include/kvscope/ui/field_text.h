@@ -14,5 +14,8 @@ namespace kvscope::ui {
 // (`refused`, or changed and not yet accepted) and the value is the one it showed before. True when the value
 // changed since the edit last showed it: the caller then forgets what it had refused of the edit's text.
 bool show_scenario_text(QLineEdit* edit, const QString& text, bool refused);
+// The edit's text of the user's own is dropped (a choice elsewhere replaced what it was for: a catalog GPU in place of
+// a mistyped memory size): the next show_scenario_text writes the scenario's text whatever it was.
+void forget_user_text(QLineEdit* edit);
 
 }  // namespace kvscope::ui

@@ -40,6 +40,9 @@ public:
     [[nodiscard]] QComboBox* kvDtypeField() const { return kv_dtype_; }
     [[nodiscard]] ContextInput* contextField() const { return context_; }
     [[nodiscard]] BigSpinBox* batchField() const { return batch_; }
+    [[nodiscard]] BigSpinBox* blockField() const { return block_; }
+    [[nodiscard]] BigSpinBox* tpField() const { return tp_; }
+    [[nodiscard]] BigSpinBox* ppField() const { return pp_; }
     [[nodiscard]] QLabel* errorLabel() const { return errors_; }
     // The layer mix ("48 layers: 36 linear attention (gated DeltaNet), 12 full attention") and its edits.
     [[nodiscard]] QLabel* layerMixLabel() const { return layer_mix_; }
