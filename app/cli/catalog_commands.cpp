@@ -70,9 +70,9 @@ Output cmd_local_models(const Options& o) {
     std::string where;
     for (const auto& [store, path] : searched)
         where += "  " + std::string(to_string(store)) + ": " + (path.empty() ? "(no home folder)" : path) + "\n";
-    r.out = (models.empty() ? "No models found. Searched:\n"
-                            : (ready > 0 ? t.text() : std::string("No model here loads as it is.\n")) + problems +
-                                  "Searched:\n") +
+    r.out = (models.empty()
+                 ? "No models found. Searched:\n"
+                 : (ready > 0 ? t.text() : std::string("No model here loads as it is.\n")) + problems + "Searched:\n") +
             where + "Use one with --model ID (as listed), or --gguf FILE / --model-dir DIR.\n";
     return r;
 }

@@ -21,7 +21,6 @@ namespace {
 
 using json::Value;
 
-
 std::string usage_error(const Errors& errors_in, const std::string& command) {
     Errors errors = errors_in;
     // vLLM's settings come only from their options: named as typed.
@@ -278,7 +277,8 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
         for (const auto& series : curves->series) row.push_back(format_bytes(series.bytes[i], o.units));
         t.add(row);
     }
-    r.out = header(s, src) + "\n" + t.text() + "(* the model's own layout)\n" + warnings_text(curve_warnings(*analysis));
+    r.out =
+        header(s, src) + "\n" + t.text() + "(* the model's own layout)\n" + warnings_text(curve_warnings(*analysis));
     return r;
 }
 

@@ -54,10 +54,11 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
         c.open_file = words.front();
         return c;
     }
-    const std::map<QString, std::optional<QString>*> paths{
-        {"--export-chart", &c.export_chart},
-        {"--export-csv", &c.export_csv},       {"--export-json", &c.export_json},
-        {"--export-report", &c.export_report}, {"--screenshots", &c.screenshots_dir}};
+    const std::map<QString, std::optional<QString>*> paths{{"--export-chart", &c.export_chart},
+                                                           {"--export-csv", &c.export_csv},
+                                                           {"--export-json", &c.export_json},
+                                                           {"--export-report", &c.export_report},
+                                                           {"--screenshots", &c.screenshots_dir}};
     for (qsizetype i = 0; i < args.size(); ++i) {
         QString arg = args.at(i);
         std::optional<QString> inline_value;

@@ -7,6 +7,7 @@
 #include <QEventLoop>
 #include <QFile>
 #include <QGroupBox>
+#include <QKeyEvent>
 #include <QLineEdit>
 #include <QLocale>
 #include <QMouseEvent>
@@ -24,6 +25,8 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/scenario_file.h"
+#include "kvscope/ui/big_spin_box.h"
+#include "kvscope/ui/context_input.h"
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/learn_view.h"
@@ -164,6 +167,11 @@ bool render_learn(ui::MainWindow& window, const QDir& dir) {
     learn->setPage(ui::LearnView::ContextWindow);
     learn->contextWindow()->setConversation(10000);
     ok &= save(&window, dir.filePath("learn-context-window.png"));
+    // A hybrid past its window: the attention layers lose the first tokens, the recurrent state keeps them all.
+    model->loadCatalogModel("qwen3-next-80b-a3b");
+    learn->contextWindow()->setConversation(300000);
+    ok &= save(&window, dir.filePath("learn-context-window-hybrid.png"));
+    model->undoStack()->undo();
 
     model->loadCatalogModel("llama-3-8b");
     learn->setPage(ui::LearnView::Quiz);
@@ -275,6 +283,22 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
         s.deployment.reset();
     });
     window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
+    // Text a field refuses stops a save in words, before any dialog, in a laptop-sized window; the field keeps it.
+    {
+        window.resize(1024, 640);
+        QLineEdit* context = window.inputs()->contextField()->spinBox()->findChild<QLineEdit*>();
+        context->setFocus();
+        context->selectAll();
+        context->setText("131.072");
+        context->setModified(true);
+        QTemporaryDir scratch;
+        window.saveScenarioFile(scratch.filePath("plan.kvscope.json"));
+        ok &= save(&window, dir.filePath("refused-save.png"));
+        QKeyEvent esc(QEvent::KeyPress, Qt::Key_Escape, Qt::NoModifier);
+        QApplication::sendEvent(window.inputs()->contextField()->spinBox(), &esc);
+        window.messages()->hide();
+        window.resize(1360, 860);
+    }
     model->edit("Set up the example", [](Scenario& s) { s.arch.kv_heads = 5; });
     ok &= save(&window, dir.filePath("invalid-input.png"));
 
@@ -431,6 +455,18 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     QApplication::setPalette(dark);
     window.tabs()->setCurrentIndex(ui::MainWindow::ChartTab);
     ok &= save(&window, dir.filePath("dark-mode.png"));
+    // Whose results, in dark mode and a laptop-sized window: Llama 3 8B fitted, then Llama 3.2 1B with a KV head count
+    // that does not divide: the Deployment tab keeps the last valid figures, says whose, and greys the verdict.
+    {
+        window.resize(1024, 640);
+        model->loadCatalogModel("llama-3-8b");
+        window.deployment()->enableBox()->setChecked(true);
+        model->loadCatalogModel("llama-3.2-1b");
+        model->edit("Set up the example", [](Scenario& s) { s.arch.kv_heads = 5; });
+        window.tabs()->setCurrentIndex(ui::MainWindow::DeploymentTab);
+        ok &= save(&window, dir.filePath("whose-results.png"));
+        window.resize(1360, 860);
+    }
     return ok;
 }
 

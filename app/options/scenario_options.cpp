@@ -265,16 +265,16 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
                 std::vector<std::string> layouts;
                 for (std::uint64_t tp = 1; tp <= *o.gpus && layouts.size() < 4; ++tp)
                     if (*o.gpus % tp == 0 && validate(Parallelism{tp, *o.gpus / tp}, s.arch).empty())
-                        layouts.push_back(tp == 1 ? "--pp " + std::to_string(*o.gpus)
-                                                  : "--tp " + std::to_string(tp) + " --pp " +
-                                                        std::to_string(*o.gpus / tp));
+                        layouts.push_back(tp == 1
+                                              ? "--pp " + std::to_string(*o.gpus)
+                                              : "--tp " + std::to_string(tp) + " --pp " + std::to_string(*o.gpus / tp));
                 std::string choices;
                 for (const std::string& l : layouts) choices += (choices.empty() ? "" : " or ") + l;
-                errors.push_back({"--gpus", std::to_string(*o.gpus) +
-                                                " GPUs as tensor parallel alone do not split this model (" +
-                                                refused.front().message + ")" +
-                                                (layouts.empty() ? std::string("; no split of that many GPUs does")
-                                                                 : "; give " + choices)});
+                errors.push_back(
+                    {"--gpus",
+                     std::to_string(*o.gpus) + " GPUs as tensor parallel alone do not split this model (" +
+                         refused.front().message + ")" +
+                         (layouts.empty() ? std::string("; no split of that many GPUs does") : "; give " + choices)});
             }
         }
     } else if (!had || o.tp || o.pp) {

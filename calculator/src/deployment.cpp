@@ -184,8 +184,8 @@ std::vector<std::string> llama_cpp_warnings(const Deployment& d, const Paralleli
     // ggml's weight types (ggml/include/ggml.h enum ggml_type): f32, f16, bf16, the q*/iq* blocks, mxfp4; no fp8,
     // and no plain int8 or int4 format for a model's weights.
     const KvDtype w = d.weight_dtype;
-    if (d.weights_bytes_exact == 0 && (w == KvDtype::fp8_e4m3 || w == KvDtype::fp8_e5m2 || w == KvDtype::int8 ||
-                                       w == KvDtype::int4))
+    if (d.weights_bytes_exact == 0 &&
+        (w == KvDtype::fp8_e4m3 || w == KvDtype::fp8_e5m2 || w == KvDtype::int8 || w == KvDtype::int4))
         out.push_back("not exact: llama.cpp has no " + std::string(to_string(w)) +
                       " weights (a GGUF holds f32, f16, bf16 or ggml's block formats, ggml.h ggml_type); they are "
                       "counted at its size here, and --weight-dtype " +
@@ -195,12 +195,13 @@ std::vector<std::string> llama_cpp_warnings(const Deployment& d, const Paralleli
     // each weight matrix by rows while the KV cache and the activations stay on the main GPU (--split-mode row):
     // neither splits the KV heads as tensor parallelism does (src/llama-model.cpp load_tensors).
     if (parallel.tp > 1)
-        out.push_back("not exact: llama.cpp has no tensor parallelism that splits the KV heads: its default split gives "
-                      "each GPU whole layers (--pp " +
-                      std::to_string(parallel.tp * parallel.pp) +
-                      " counts it), and --split-mode row splits the weights but keeps the whole KV cache on the main "
-                      "GPU; TP " +
-                      std::to_string(parallel.tp) + " is counted here as vLLM splits the heads");
+        out.push_back(
+            "not exact: llama.cpp has no tensor parallelism that splits the KV heads: its default split gives "
+            "each GPU whole layers (--pp " +
+            std::to_string(parallel.tp * parallel.pp) +
+            " counts it), and --split-mode row splits the weights but keeps the whole KV cache on the main "
+            "GPU; TP " +
+            std::to_string(parallel.tp) + " is counted here as vLLM splits the heads");
     return out;
 }
 

@@ -547,7 +547,8 @@ Result<ImportedModel> import_file(const std::string& path) {
                                           std::to_string(pieces) + " of a split model; open the first, " +
                                           split_piece_name(*split, 1)};
         // Each piece holds its own tensors' data: checked piece by piece, then the list is one.
-        if (const auto missing = missing_tensor_data(*file)) cut_short.push_back(p.filename().string() + ": " + *missing);
+        if (const auto missing = missing_tensor_data(*file))
+            cut_short.push_back(p.filename().string() + ": " + *missing);
         for (std::uint64_t k = 2; k <= pieces; ++k) {
             const std::string piece = (p.parent_path() / split_piece_name(*split, k)).string();
             auto more = read_file(piece);

@@ -275,8 +275,8 @@ std::vector<Question> questions_for(const Scenario& s, UnitSystem units) {
             Question q;
             q.id = "share_of_mha";
             q.text = asked == own ? "What percentage of the MHA cache (" +
-                                        format_count_of(mha->kv_heads, "KV head", "KV heads") +
-                                        ") does this model's " + own->name + " layout take?"
+                                        format_count_of(mha->kv_heads, "KV head", "KV heads") + ") does this model's " +
+                                        own->name + " layout take?"
                                   : "This model is MHA. What percentage of its cache would MQA (1 KV head) take?";
             q.unit = AnswerUnit::percent;
             q.answer = asked->percent_of_mha;

@@ -177,8 +177,7 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
     const CliRun partial = cli("models --local", env);
     EXPECT_NE(partial.out.find("Found, but not readable as found:\n  " + why + "\n"), std::string::npos) << partial.out;
     // Apart from the models that load: not a row of the table.
-    EXPECT_EQ(partial.out.substr(0, partial.out.find("Found, but")).find("qwen3:8b"), std::string::npos)
-        << partial.out;
+    EXPECT_EQ(partial.out.substr(0, partial.out.find("Found, but")).find("qwen3:8b"), std::string::npos) << partial.out;
     EXPECT_NE(cli("models --local --json", env).out.find("\"ready\": false"), std::string::npos);
     EXPECT_NE(cli("models --local --json", env).out.find("\"problem\": \"its weights file"), std::string::npos);
     EXPECT_NE(cli("models --local --csv", env).out.find(",problem\n"), std::string::npos);
@@ -237,8 +236,9 @@ TEST(Cli, AScenarioSavedInTheWindowGivesTheSameNumbersHeadless) {
     // Beside --model, or a file that is not there: said, naming the option.
     r = cli("kv --model llama-3-8b" + scenario);
     EXPECT_EQ(r.status, 2);
-    EXPECT_NE(r.err.find("give one of --model, --config, --gguf, --model-dir and --scenario, not --model and --scenario"),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find("give one of --model, --config, --gguf, --model-dir and --scenario, not --model and --scenario"),
+        std::string::npos)
         << r.err;
     r = cli("kv --scenario '" + (dir / "none.kvscope.json").string() + "'");
     EXPECT_NE(r.status, 0);

@@ -375,8 +375,8 @@ TEST(Curves, LogSpacedSeriesForEveryVariantUpToMaxPositions) {
     EXPECT_FIELD_ERROR(huge, "max_tokens", "the curve's end at 100,000,000,000,000,000 tokens");
     // An end of the caller's own choosing is lowered instead: to the last count whose GQA-8 cache (128 KiB a token)
     // fits in 64 bits, 2^64 / 2^17 - 1 tokens, and the end asked for is kept to be said.
-    auto lowered = kv_curves(a, KvDtype::bf16, {}, {},
-                             {.max_tokens = 100'000'000'000'000'000ull, .lower_end_to_fit = true});
+    auto lowered =
+        kv_curves(a, KvDtype::bf16, {}, {}, {.max_tokens = 100'000'000'000'000'000ull, .lower_end_to_fit = true});
     ASSERT_TRUE(lowered) << lowered.error_text();
     EXPECT_EQ(lowered->tokens.back(), (1ull << 47) - 1);
     EXPECT_EQ(lowered->lowered_from, 100'000'000'000'000'000ull);

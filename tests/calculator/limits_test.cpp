@@ -60,9 +60,10 @@ TEST(Limits, ALayoutPast2To64BytesIsNamedAndThePercentagesStillCompareWithMha) {
     ASSERT_TRUE(r_far) << r_far.error_text();
     EXPECT_EQ(r_far->kv.total_bytes, 131072ull * 8192);
     EXPECT_EQ(r_far->curves.tokens.back(), (1ull << 47) - 1);
-    EXPECT_TRUE(says(r_far->curve_warnings, "the chart ends at 140,737,488,355,327 tokens, not at "
-                                            "1,000,000,000,000,000: past it the cache of 1 sequence would pass 2^64 "
-                                            "bytes (16 EiB)"))
+    EXPECT_TRUE(says(r_far->curve_warnings,
+                     "the chart ends at 140,737,488,355,327 tokens, not at "
+                     "1,000,000,000,000,000: past it the cache of 1 sequence would pass 2^64 "
+                     "bytes (16 EiB)"))
         << testing::join(r_far->curve_warnings);
     EXPECT_FALSE(says(r_far->kv.warnings, "the chart"));  // nothing of the cache's own figures
     EXPECT_TRUE(says(curve_warnings(*r_far), "the chart ends at"));

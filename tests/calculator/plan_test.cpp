@@ -82,8 +82,8 @@ TEST(Plan, ALayoutWithMoreGpusAndNoMoreSpeedIsLeftOutAndCounted) {
         if (o.gpus > best_gpus && best >= 0) EXPECT_GT(o.decode_tokens_per_s, best) << plan_layout_text(o);
         if (o.decode_tokens_per_s > best) best = o.decode_tokens_per_s, best_gpus = o.gpus;
     }
-    EXPECT_TRUE(std::none_of(plan->options.begin(), plan->options.end(),
-                             [](const PlanOption& o) { return o.gpus == 9; }));
+    EXPECT_TRUE(
+        std::none_of(plan->options.begin(), plan->options.end(), [](const PlanOption& o) { return o.gpus == 9; }));
     EXPECT_TRUE(std::any_of(plan->notes.begin(), plan->notes.end(), [](const std::string& n) {
         return n == "2 layouts left out: each takes more GPUs than one above it and decodes no faster in all";
     }));

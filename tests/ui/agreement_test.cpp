@@ -366,7 +366,8 @@ TEST(Agreement, TensorRtLlmsTokensPerStepSizeItsProfilingRunAsInTheCli) {
     d->trtllmTokensField()->setText("0");
     emit d->trtllmTokensField()->editingFinished();
     EXPECT_EQ(w.model()->scenario().deployment->tensorrt_llm.max_num_tokens, 16384u);
-    EXPECT_TRUE(d->trtllmTokensField()->toolTip().contains("'0' is no count it takes: at least 1, or empty for TensorRT-LLM's"))
+    EXPECT_TRUE(
+        d->trtllmTokensField()->toolTip().contains("'0' is no count it takes: at least 1, or empty for TensorRT-LLM's"))
         << d->trtllmTokensField()->toolTip().toStdString();
     d->trtllmTokensField()->setText("");
     emit d->trtllmTokensField()->editingFinished();

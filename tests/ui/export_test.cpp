@@ -1,13 +1,13 @@
 // Every export writes a file a report pipeline can use; failures lose nothing.
 #include <QApplication>
 #include <QFileInfo>
-#include <QLegend>
-#include <QScatterSeries>
-#include <QUndoStack>
 #include <QImage>
+#include <QLegend>
 #include <QLineSeries>
+#include <QScatterSeries>
 #include <QSvgRenderer>
 #include <QTemporaryDir>
+#include <QUndoStack>
 
 #include <gtest/gtest.h>
 

@@ -3,11 +3,10 @@
 // restart, the context-window strip counts what each layer still sees, and the recompute chart
 // takes the stopwatch's measured curves.
 #include <QApplication>
-#include <QTabWidget>
-#include <QFrame>
 #include <QChartView>
 #include <QComboBox>
 #include <QDir>
+#include <QFrame>
 #include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
@@ -18,6 +17,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>

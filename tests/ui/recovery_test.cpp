@@ -63,7 +63,8 @@ TEST(Window, UnsavedWorkIsOfferedBackAfterAnUnexpectedExit) {
         // After a clean restart the recovery is over: nothing says "recovered" any more (it is no provenance).
         MainWindow after(testing::catalog(), true);
         EXPECT_EQ(after.model()->scenario().workload.batch, 3u);
-        EXPECT_FALSE(after.model()->notes().join('\n').contains("recovered")) << after.model()->notes().join('\n').toStdString();
+        EXPECT_FALSE(after.model()->notes().join('\n').contains("recovered"))
+            << after.model()->notes().join('\n').toStdString();
         EXPECT_FALSE(after.messages()->isVisibleTo(&after) && after.messages()->text().contains("Restored"));
         after.close();
     }

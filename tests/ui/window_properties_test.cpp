@@ -111,8 +111,7 @@ std::vector<Input> inputs_of(MainWindow& w) {
         {"PP", spin(in->ppField()), in->ppField(), [](S s, U) { return number(s.parallel.pp); }, Texts::count},
         {"Window", spin(in->windowField()), in->windowField(),
          [](S s, U) -> std::optional<QString> {
-             const LayerKind k =
-                 s.arch.count_layers(LayerKind::sliding) > 0 ? LayerKind::sliding : LayerKind::chunked;
+             const LayerKind k = s.arch.count_layers(LayerKind::sliding) > 0 ? LayerKind::sliding : LayerKind::chunked;
              if (s.arch.count_layers(k) == 0) return std::nullopt;
              return tokens(layer_window(s.arch, k));
          },
@@ -156,7 +155,7 @@ std::vector<Input> inputs_of(MainWindow& w) {
 
 // The texts typed: accepted, refused by the field, and accepted by the field but refused by the calculator; numbers
 // as a German or French user writes them too (1,5k; a lone point).
-const char* const kCountTexts[] = {"1",  "2", "4",  "8",   "16",   "32", "48", "64", "128", "70000", "0",
+const char* const kCountTexts[] = {"1",  "2", "4",   "8",   "16",   "32",  "48", "64", "128", "70000", "0",
                                    "-1", "",  "12q", "1e3", "1,5k", " 8 ", "5",  "3",  "96",  "40"};
 const char* const kTokenTexts[] = {"8k",  "4096", "128k", "131.072", "1,5k", "1.5k", "1M",  "0",
                                    "abc", "1e15", "32k",  "131,072", "200",  "2k",   "10M", ""};
@@ -229,22 +228,38 @@ std::string describe(const Action& a, const std::vector<Input>& inputs) {
         case Action::type:
             return std::string("type '") + a.text + "' in " + inputs.at(static_cast<std::size_t>(a.target)).name +
                    ", " + ends[static_cast<int>(a.end)];
-        case Action::undo_toolbar: return "toolbar Undo";
-        case Action::undo_key: return "Ctrl+Z in the focused widget";
-        case Action::redo_toolbar: return "toolbar Redo";
-        case Action::redo_key: return "the Redo key in the focused widget";
-        case Action::pick: return std::string("pick ") + kModels[a.target];
-        case Action::tab: return "tab " + std::to_string(a.target);
-        case Action::save: return "save";
-        case Action::reopen: return "reopen the saved file";
-        case Action::export_json: return "export JSON";
-        case Action::toggle_deployment: return "tick/untick Check a deployment";
-        case Action::kv_dtype: return "KV dtype " + std::string(all_kv_dtypes()[static_cast<std::size_t>(a.target)].id);
-        case Action::gpu: return std::string("GPU ") + kGpus[a.target];
-        case Action::engine: return "engine " + std::string(to_string(static_cast<Engine>(a.target)));
-        case Action::units: return "switch units";
-        case Action::attention_every: return "attention every " + a.text;
-        case Action::click_away: return "click elsewhere";
+        case Action::undo_toolbar:
+            return "toolbar Undo";
+        case Action::undo_key:
+            return "Ctrl+Z in the focused widget";
+        case Action::redo_toolbar:
+            return "toolbar Redo";
+        case Action::redo_key:
+            return "the Redo key in the focused widget";
+        case Action::pick:
+            return std::string("pick ") + kModels[a.target];
+        case Action::tab:
+            return "tab " + std::to_string(a.target);
+        case Action::save:
+            return "save";
+        case Action::reopen:
+            return "reopen the saved file";
+        case Action::export_json:
+            return "export JSON";
+        case Action::toggle_deployment:
+            return "tick/untick Check a deployment";
+        case Action::kv_dtype:
+            return "KV dtype " + std::string(all_kv_dtypes()[static_cast<std::size_t>(a.target)].id);
+        case Action::gpu:
+            return std::string("GPU ") + kGpus[a.target];
+        case Action::engine:
+            return "engine " + std::string(to_string(static_cast<Engine>(a.target)));
+        case Action::units:
+            return "switch units";
+        case Action::attention_every:
+            return "attention every " + a.text;
+        case Action::click_away:
+            return "click elsewhere";
     }
     return "?";
 }
@@ -258,34 +273,66 @@ Action random_action(std::mt19937_64& rng, const std::vector<Input>& inputs) {
         a.target = below(inputs.size());
         a.end = static_cast<End>(below(10) < 6 ? 0 : 1 + below(3));
         switch (inputs.at(static_cast<std::size_t>(a.target)).texts) {
-            case Texts::count: a.text = kCountTexts[rng() % std::size(kCountTexts)]; break;
-            case Texts::tokens: a.text = kTokenTexts[rng() % std::size(kTokenTexts)]; break;
-            case Texts::size: a.text = kSizeTexts[rng() % std::size(kSizeTexts)]; break;
-            case Texts::bandwidth: a.text = kBandwidthTexts[rng() % std::size(kBandwidthTexts)]; break;
-            case Texts::engine_count: a.text = kEngineCountTexts[rng() % std::size(kEngineCountTexts)]; break;
+            case Texts::count:
+                a.text = kCountTexts[rng() % std::size(kCountTexts)];
+                break;
+            case Texts::tokens:
+                a.text = kTokenTexts[rng() % std::size(kTokenTexts)];
+                break;
+            case Texts::size:
+                a.text = kSizeTexts[rng() % std::size(kSizeTexts)];
+                break;
+            case Texts::bandwidth:
+                a.text = kBandwidthTexts[rng() % std::size(kBandwidthTexts)];
+                break;
+            case Texts::engine_count:
+                a.text = kEngineCountTexts[rng() % std::size(kEngineCountTexts)];
+                break;
         }
         return a;
     }
-    const std::pair<int, Action::Kind> kinds[] = {
-        {56, Action::undo_toolbar}, {60, Action::undo_key},     {63, Action::redo_toolbar},
-        {65, Action::redo_key},     {70, Action::pick},         {73, Action::tab},
-        {77, Action::save},         {79, Action::reopen},       {82, Action::export_json},
-        {86, Action::toggle_deployment}, {89, Action::kv_dtype}, {91, Action::gpu},
-        {93, Action::engine},       {94, Action::units},        {97, Action::attention_every},
-        {100, Action::click_away}};
+    const std::pair<int, Action::Kind> kinds[] = {{56, Action::undo_toolbar},
+                                                  {60, Action::undo_key},
+                                                  {63, Action::redo_toolbar},
+                                                  {65, Action::redo_key},
+                                                  {70, Action::pick},
+                                                  {73, Action::tab},
+                                                  {77, Action::save},
+                                                  {79, Action::reopen},
+                                                  {82, Action::export_json},
+                                                  {86, Action::toggle_deployment},
+                                                  {89, Action::kv_dtype},
+                                                  {91, Action::gpu},
+                                                  {93, Action::engine},
+                                                  {94, Action::units},
+                                                  {97, Action::attention_every},
+                                                  {100, Action::click_away}};
     for (const auto& [upto, kind] : kinds)
         if (roll < upto) {
             a.kind = kind;
             break;
         }
     switch (a.kind) {
-        case Action::pick: a.target = below(std::size(kModels)); break;
-        case Action::tab: a.target = below(5); break;
-        case Action::kv_dtype: a.target = below(kKvDtypeCount); break;
-        case Action::gpu: a.target = below(std::size(kGpus)); break;
-        case Action::engine: a.target = below(kEngineCount); break;
-        case Action::attention_every: a.text = std::to_string(1 + below(60)); break;
-        default: break;
+        case Action::pick:
+            a.target = below(std::size(kModels));
+            break;
+        case Action::tab:
+            a.target = below(5);
+            break;
+        case Action::kv_dtype:
+            a.target = below(kKvDtypeCount);
+            break;
+        case Action::gpu:
+            a.target = below(std::size(kGpus));
+            break;
+        case Action::engine:
+            a.target = below(kEngineCount);
+            break;
+        case Action::attention_every:
+            a.text = std::to_string(1 + below(60));
+            break;
+        default:
+            break;
     }
     return a;
 }
@@ -321,11 +368,15 @@ void perform(Harness& h, const Action& a) {
         case Action::undo_toolbar:
             if (QAction* undo = action_with(w, QKeySequence::Undo)) undo->trigger();
             break;
-        case Action::undo_key: QTest::keySequence(focus ? focus : &w, QKeySequence::Undo); break;
+        case Action::undo_key:
+            QTest::keySequence(focus ? focus : &w, QKeySequence::Undo);
+            break;
         case Action::redo_toolbar:
             if (QAction* redo = action_with(w, QKeySequence(QObject::tr("Ctrl+Y")))) redo->trigger();
             break;
-        case Action::redo_key: QTest::keySequence(focus ? focus : &w, QKeySequence::Redo); break;
+        case Action::redo_key:
+            QTest::keySequence(focus ? focus : &w, QKeySequence::Redo);
+            break;
         case Action::pick: {
             QLineEdit* edit = w.inputs()->modelPicker()->lineEdit();
             edit->setFocus();
@@ -334,7 +385,9 @@ void perform(Harness& h, const Action& a) {
             QTest::keyClick(edit, Qt::Key_Return);
             break;
         }
-        case Action::tab: w.tabs()->setCurrentIndex(a.target); break;
+        case Action::tab:
+            w.tabs()->setCurrentIndex(a.target);
+            break;
         case Action::save:
             h.file_before = testing::read_all(h.saved_path);
             h.last_save_refused = !w.saveScenarioFile(h.saved_path);
@@ -353,7 +406,9 @@ void perform(Harness& h, const Action& a) {
             box->setChecked(!box->isChecked());
             break;
         }
-        case Action::kv_dtype: choose(w.inputs()->kvDtypeField(), a.target); break;
+        case Action::kv_dtype:
+            choose(w.inputs()->kvDtypeField(), a.target);
+            break;
         case Action::gpu:
             w.tabs()->setCurrentIndex(MainWindow::DeploymentTab);
             choose(w.deployment()->gpuField(), w.deployment()->gpuField()->findData(QString(kGpus[a.target])));
@@ -375,7 +430,9 @@ void perform(Harness& h, const Action& a) {
             QTest::keyClick(edit, Qt::Key_Return);
             break;
         }
-        case Action::click_away: w.tabs()->tabBar()->setFocus(); break;
+        case Action::click_away:
+            w.tabs()->tabBar()->setFocus();
+            break;
     }
     QCoreApplication::processEvents();
 }
@@ -383,8 +440,8 @@ void perform(Harness& h, const Action& a) {
 // kvscope-cli's JSON for `command` on the scenario saved at `path` (the real binary, as a user runs it).
 std::optional<json::Value> cli_json(const QString& path, const QString& command, UnitSystem units) {
     QProcess p;
-    p.start(QStringLiteral(KVSCOPE_CLI_PATH), {command, "--scenario", path, "--json", "--units",
-                                               units == UnitSystem::binary ? "binary" : "decimal"});
+    p.start(QStringLiteral(KVSCOPE_CLI_PATH),
+            {command, "--scenario", path, "--json", "--units", units == UnitSystem::binary ? "binary" : "decimal"});
     if (!p.waitForFinished(60000) || p.exitCode() != 0) return std::nullopt;
     auto parsed = json::parse(p.readAllStandardOutput().toStdString());
     if (!parsed) return std::nullopt;
@@ -463,8 +520,9 @@ std::optional<std::string> violation(Harness& h, const Action& a) {
     if (a.kind == Action::export_json) {
         const bool may = current && w.inputs()->unaccepted().isEmpty() && w.deployment()->unaccepted().isEmpty();
         if (h.last_export_written != may)
-            return h.last_export_written ? "an export was written while the inputs need attention"
-                                         : "an export of valid inputs was refused: " + w.messages()->text().toStdString();
+            return h.last_export_written
+                       ? "an export was written while the inputs need attention"
+                       : "an export of valid inputs was refused: " + w.messages()->text().toStdString();
         if (!may) {
             if (testing::read_all(h.exportPath()) != h.file_before) return "a refused export changed the file";
             if (!w.messages()->text().startsWith("Nothing exported")) return "a refused export said nothing";

@@ -2,23 +2,23 @@
 // field, a model loaded, keys that belong to the window (Ctrl+Z in any field), Esc, the layer-mix row.
 #include <QAction>
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLineSeries>
 #include <QPushButton>
-#include <QSpinBox>
-#include <QDoubleSpinBox>
-#include <QCheckBox>
-#include <QTemporaryDir>
-#include <QTest>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTabWidget>
 #include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
 #include <QUndoStack>
 #include <QValueAxis>
-#include <QLineSeries>
 
 #include <gtest/gtest.h>
 
@@ -26,15 +26,15 @@
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/comparison_model.h"
-#include "kvscope/ui/overview_view.h"
 #include "kvscope/ui/context_input.h"
 #include "kvscope/ui/deployment_view.h"
+#include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/learn_view.h"
+#include "kvscope/ui/main_window.h"
 #include "kvscope/ui/message_bar.h"
+#include "kvscope/ui/overview_view.h"
 #include "kvscope/ui/probe_view.h"
 #include "kvscope/ui/recompute_view.h"
-#include "kvscope/ui/inputs_panel.h"
-#include "kvscope/ui/main_window.h"
 #include "kvscope/ui/scenario_model.h"
 #include "kvscope/ui/stale_note.h"
 #include "widget_testing.h"
@@ -162,8 +162,8 @@ TEST(WindowState, AttentionEveryNGivesWhatTheConfigsIntervalGivesAndKeepsItsRow)
     for (const int n : {2, 8, 3, 48, 5, 4}) {
         every->setValue(n);
         QByteArray edited = config;
-        edited.replace("\"full_attention_interval\": 4", QByteArray("\"full_attention_interval\": ") +
-                                                            QByteArray::number(n));
+        edited.replace("\"full_attention_interval\": 4",
+                       QByteArray("\"full_attention_interval\": ") + QByteArray::number(n));
         ASSERT_TRUE(edited.contains("\"full_attention_interval\": " + QByteArray::number(n) + ","));
         auto imported = import_config(edited.toStdString(), "edited");
         ASSERT_TRUE(imported) << imported.error_text();
@@ -335,6 +335,14 @@ TEST(WindowState, TheStopwatchSaysWhenItTimesFewerTokensThanAsked) {
     EXPECT_EQ(view.runButton()->text(), "Run the &stopwatch (100 tokens)");
     view.runButton()->click();
     EXPECT_EQ(asked, 100);
+    // A run over: the tokens field takes the count measured, and the button says it too.
+    probe::StopwatchReport report;
+    report.status = probe::Status::ok;
+    report.cached_ms.assign(160, 0.5);
+    report.uncached_ms.assign(160, 5.0);
+    view.setStopwatch(report);
+    EXPECT_EQ(view.tokensField()->value(), 160);
+    EXPECT_EQ(view.runButton()->text(), "Run the &stopwatch (160 tokens)");
     EXPECT_FALSE(view.measuredLabel()->text().contains("asked")) << view.measuredLabel()->text().toStdString();
 }
 
@@ -382,9 +390,9 @@ TEST(WindowState, TheDeploymentFormBeforeItIsTickedShowsWhatTickingItStarts) {
     EXPECT_TRUE(d->vllmTokensField()->isVisibleTo(d));
     EXPECT_FALSE(d->trtllmTokensField()->isVisibleTo(d));
     // Greyed out, every one: text typed in a field of no deployment would go nowhere (vLLM's were editable).
-    for (const QWidget* field : {static_cast<const QWidget*>(d->vllmTokensField()),
-                                 static_cast<const QWidget*>(d->vllmSequencesField()),
-                                 static_cast<const QWidget*>(d->memoryField()), static_cast<const QWidget*>(fraction)})
+    for (const QWidget* field :
+         {static_cast<const QWidget*>(d->vllmTokensField()), static_cast<const QWidget*>(d->vllmSequencesField()),
+          static_cast<const QWidget*>(d->memoryField()), static_cast<const QWidget*>(fraction)})
         EXPECT_FALSE(field->isEnabled()) << field->accessibleName().toStdString();
     for (QCheckBox* box : d->findChildren<QCheckBox*>())
         if (box->isVisibleTo(d)) EXPECT_FALSE(box->text().isEmpty());
@@ -392,6 +400,35 @@ TEST(WindowState, TheDeploymentFormBeforeItIsTickedShowsWhatTickingItStarts) {
     d->enableBox()->setChecked(true);
     ASSERT_TRUE(w.model()->scenario().deployment);
     EXPECT_DOUBLE_EQ(fraction->value(), w.model()->scenario().deployment->fraction);
+}
+
+}  // namespace
+}  // namespace kvscope::ui
+
+namespace kvscope::ui {
+namespace {
+
+TEST(WindowState, TextTypedForAnotherEnginesSettingGoesWithItsRow) {
+    // 'abc' typed in vLLM's Tokens per step, not entered; the engine changed to TensorRT-LLM (the wheel over the box
+    // changes it without taking the focus), so the row goes; Undo brings vLLM back: the field shows the scenario's
+    // value, not a stray 'abc' that nothing marks.
+    ShownWindow sw;
+    MainWindow& w = sw.w;
+    w.tabs()->setCurrentIndex(MainWindow::DeploymentTab);
+    DeploymentView* d = w.deployment();
+    d->enableBox()->setChecked(true);
+    type(d->vllmTokensField(), "abc", false);
+    QComboBox* engine = d->engineField();
+    const int trt = engine->findData(static_cast<int>(Engine::tensorrt_llm));
+    engine->setCurrentIndex(trt);
+    emit engine->activated(trt);
+    ASSERT_EQ(w.model()->scenario().deployment->engine, Engine::tensorrt_llm);
+    action_with(w, QKeySequence::Undo)->trigger();
+    ASSERT_EQ(w.model()->scenario().deployment->engine, Engine::vllm);
+    EXPECT_EQ(d->vllmTokensField()->text(), "");
+    EXPECT_TRUE(d->unaccepted().isEmpty());
+    QTemporaryDir dir;
+    EXPECT_TRUE(w.saveScenarioFile(dir.filePath("s.kvscope.json"))) << w.messages()->text().toStdString();
 }
 
 }  // namespace

@@ -192,10 +192,9 @@ TEST(Window, TheBarsLegendGivesTheWholeWeightsWhenTheyDoNotFitTheGpu) {
     EXPECT_LE(drawn, f.memory_bytes_per_gpu);
     ASSERT_FALSE(segments.isEmpty());
     EXPECT_EQ(segments.front().label, "weights");
-    EXPECT_EQ(segments.front().legend,
-              QString("weights %1 (%2 of it in the bar)")
-                  .arg(QString::fromStdString(format_bytes(f.weights_bytes_per_gpu)),
-                       QString::fromStdString(format_bytes(f.memory_bytes_per_gpu))));
+    EXPECT_EQ(segments.front().legend, QString("weights %1 (%2 of it in the bar)")
+                                           .arg(QString::fromStdString(format_bytes(f.weights_bytes_per_gpu)),
+                                                QString::fromStdString(format_bytes(f.memory_bytes_per_gpu))));
     EXPECT_TRUE(segments.front().legend.startsWith("weights 149 GiB")) << segments.front().legend.toStdString();
 }
 

@@ -377,8 +377,7 @@ void DeploymentView::commitVllmBatch() {
         if (!n)
             typed_.insert(field, q(n.errors().front().message));
         else if (*n == 0)  // as the command line: 0 is no setting vLLM takes
-            typed_.insert(field, tr("'%1' is no count it takes: at least 1, or empty for vLLM's default")
-                                     .arg(q(text)));
+            typed_.insert(field, tr("'%1' is no count it takes: at least 1, or empty for vLLM's default").arg(q(text)));
         else
             slot = *n;
     };
@@ -404,7 +403,8 @@ void DeploymentView::commitEngineCount(QLineEdit* field, const QString& what, co
         if (!n)
             typed_.insert(field, q(n.errors().front().message));
         else if (*n == 0)
-            typed_.insert(field, tr("'%1' is no count it takes: at least 1, or empty for %2").arg(q(text), empty_means));
+            typed_.insert(field,
+                          tr("'%1' is no count it takes: at least 1, or empty for %2").arg(q(text), empty_means));
         else
             value = *n;
     }
@@ -601,6 +601,14 @@ void DeploymentView::sync() {
         Deployment with_graphs = d;
         with_graphs.vllm.enforce_eager = false;
         vllm_graphs_->setEnabled(on && !d.fixed_reserve && vllm_subtracts_cuda_graphs(with_graphs));
+        // A field whose row this engine hides holds nothing of the user's: what was typed there was for another
+        // engine's setting (and its focus-out came during this sync, too late to be entered); when an undo brings
+        // the row back, the field shows the scenario's value.
+        for (QLineEdit* field : {vllm_tokens_, vllm_seqs_, ubatch_, trtllm_tokens_})
+            if (!form_->isRowVisible(field) && (field->isModified() || typed_.contains(field))) {
+                typed_.remove(field);
+                forget_user_text(field);
+            }
     }
     const QStringList problems = marks_.apply(model_->errors(), typed_);
     errors_->setText(problems.join('\n'));

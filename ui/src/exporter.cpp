@@ -64,7 +64,6 @@ std::optional<QString> write_file(const QString& path, const QByteArray& bytes) 
     return std::nullopt;
 }
 
-
 QByteArray pdf_of(const std::function<void(QPainter&, QPdfWriter&)>& draw, const QPageSize& page, const QString& title,
                   int resolution = 72) {
     QByteArray bytes;
@@ -183,8 +182,8 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
     const Scenario& s = r.scenario;
     const UnitSystem units = model.units();
     // The model's name as loaded, "(edited)" when its shape was changed since (an imported model keeps its own).
-    const QString report_name = model.catalog().find_model(s.model_id) ? shown_model_name(model.catalog(), s)
-                                                                       : model.description();
+    const QString report_name =
+        model.catalog().find_model(s.model_id) ? shown_model_name(model.catalog(), s) : model.description();
 
     auto draw = [&](QPainter& p, QPdfWriter&) {
         const double left = 40, width = 595 - 80;
@@ -338,8 +337,8 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
             p.drawText(QRectF(x + 26, row, width / 2 - 28, legend_line), Qt::AlignVCenter | Qt::AlignLeft, e.name);
         }
     };
-    return write_file(
-        path, pdf_of(draw, QPageSize(QPageSize::A4), QObject::tr("KV cache report — %1").arg(report_name)));
+    return write_file(path,
+                      pdf_of(draw, QPageSize(QPageSize::A4), QObject::tr("KV cache report — %1").arg(report_name)));
 }
 
 }  // namespace kvscope::ui

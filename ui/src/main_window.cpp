@@ -6,8 +6,8 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QClipboard>
-#include <QComboBox>
 #include <QCloseEvent>
+#include <QComboBox>
 #include <QDesktopServices>
 #include <QDir>
 #include <QFileDialog>
@@ -631,8 +631,8 @@ bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
         auto* field = qobject_cast<QWidget*>(watched);
         // An editable box (KV heads) has the focus itself and hands the keys to its line edit.
         const auto* box = qobject_cast<QComboBox*>(watched);
-        const bool text_field = qobject_cast<QLineEdit*>(watched) || qobject_cast<QAbstractSpinBox*>(watched) ||
-                                (box && box->isEditable());
+        const bool text_field =
+            qobject_cast<QLineEdit*>(watched) || qobject_cast<QAbstractSpinBox*>(watched) || (box && box->isEditable());
         // The scenario's own fields only: a quiz answer or a note keeps its text undo.
         const bool scenario_field = field && (inputs_->isAncestorOf(field) || deployment_->isAncestorOf(field));
         const QKeySequence pressed(key->keyCombination());

@@ -201,8 +201,7 @@ void MainWindow::restoreRecovery() {
     discard_recovery_->setEnabled(false);
     // Where the model comes from stays in the notes (they outlive the session); that it was recovered is an event of
     // this session, said once in the message bar (a note kept saying so after every clean restart).
-    model_->replace(s, display_name(model_->catalog(), s), {}, tr("Restore unsaved work"),
-                    pending_recovery_warnings_);
+    model_->replace(s, display_name(model_->catalog(), s), {}, tr("Restore unsaved work"), pending_recovery_warnings_);
     messages_->showMessage(tr("Restored the scenario KVScope had not saved when it stopped. Save it (Ctrl+S) to keep "
                               "it in a file; Undo takes it back."),
                            MessageBar::Kind::info);

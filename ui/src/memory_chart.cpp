@@ -170,8 +170,7 @@ void MemoryChart::refresh() {
         // the legend says where it is.
         QString under;
         for (const Curve& other : r.curves.series)
-            if (&other != &c && !c.is_model && other.bytes == c.bytes &&
-                (other.is_model || &other < &c)) {
+            if (&other != &c && !c.is_model && other.bytes == c.bytes && (other.is_model || &other < &c)) {
                 under = tr(" (on the %1 line)").arg(q(other.name));
                 break;
             }
@@ -200,13 +199,12 @@ void MemoryChart::refresh() {
         // The line is every GPU's budget, as the curves are every GPU's bytes; the text says so beside the
         // per-GPU figure the fit gives.
         const QString all = q(format_bytes(static_cast<std::uint64_t>(r.fit->kv_budget_bytes), units));
-        budget_->setName(
-            r.fit->gpus > 1
-                ? tr("KV budget %1 (%2 GPUs × %3)")
-                      .arg(all)
-                      .arg(r.fit->gpus)
-                      .arg(q(format_bytes(static_cast<std::uint64_t>(r.fit->kv_budget_bytes_per_gpu), units)))
-                : tr("KV budget %1").arg(all));
+        budget_->setName(r.fit->gpus > 1 ? tr("KV budget %1 (%2 GPUs × %3)")
+                                               .arg(all)
+                                               .arg(r.fit->gpus)
+                                               .arg(q(format_bytes(
+                                                   static_cast<std::uint64_t>(r.fit->kv_budget_bytes_per_gpu), units)))
+                                         : tr("KV budget %1").arg(all));
     } else {
         budget_->clear();
     }
@@ -217,10 +215,10 @@ void MemoryChart::refresh() {
             s->clear();
     };
     marker(outgrows_, r.kv_exceeds_weights_at, weights);
-    outgrows_->setName(r.kv_exceeds_weights_at
-                           ? tr("KV > weights from %1 tokens")
-                                 .arg(QString::fromStdString(format_tokens(*r.kv_exceeds_weights_at)))
-                           : tr("KV stays below the weights"));
+    outgrows_->setName(
+        r.kv_exceeds_weights_at
+            ? tr("KV > weights from %1 tokens").arg(QString::fromStdString(format_tokens(*r.kv_exceeds_weights_at)))
+            : tr("KV stays below the weights"));
     marker(stops_, r.stops_fitting_at, has_budget ? static_cast<double>(r.fit->kv_budget_bytes) : 0);
     stops_->setName(r.stops_fitting_at
                         ? tr("no fit from %1 tokens").arg(QString::fromStdString(format_tokens(*r.stops_fitting_at)))
@@ -292,10 +290,10 @@ void MemoryChart::updateTitle() {
               << q(std::string(to_string(s.deployment->engine)));
     subtitle_ = parts.join(" · ");
     // A rich-text title takes no title brush: its colour is the palette's text, written in (dark mode).
-    chart_->setTitle(QStringLiteral("<span style=\"color: %3\"><b>%1</b><br><span style=\"font-size: small\">%2"
-                                    "</span></span>")
-                         .arg(title_.toHtmlEscaped(), subtitle_.toHtmlEscaped(),
-                              palette().color(QPalette::WindowText).name()));
+    chart_->setTitle(
+        QStringLiteral("<span style=\"color: %3\"><b>%1</b><br><span style=\"font-size: small\">%2"
+                       "</span></span>")
+            .arg(title_.toHtmlEscaped(), subtitle_.toHtmlEscaped(), palette().color(QPalette::WindowText).name()));
 }
 
 bool MemoryChart::chooseBytesAxis(const Results& r) const {

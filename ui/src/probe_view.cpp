@@ -386,10 +386,10 @@ void ProbeView::showWhoseTable() {
     };
     const bool same = m.arch == now.arch && m.workload == now.workload && m.kv_dtype == now.kv_dtype &&
                       (!measured_step_ || weights(m) == weights(now));
-    const QString whose = tr("Measured for %1 at %2 tokens × %3, %4 cache")
-                              .arg(measured_name_, q(format_tokens(m.workload.context_tokens)),
-                                   q(format_count_of(m.workload.batch, "sequence", "sequences")),
-                                   q(std::string(to_string(m.kv_dtype))));
+    const QString whose =
+        tr("Measured for %1 at %2 tokens × %3, %4 cache")
+            .arg(measured_name_, q(format_tokens(m.workload.context_tokens)),
+                 q(format_count_of(m.workload.batch, "sequence", "sequences")), q(std::string(to_string(m.kv_dtype))));
     measured_for_label_->setText(same ? whose + "."
                                       : whose + tr(" — not the current inputs; run it again to measure them."));
     measured_for_label_->setStyleSheet(same ? QString() : QStringLiteral("color: #c0392b; font-weight: bold;"));

@@ -123,13 +123,8 @@ RecomputeView::RecomputeView(ScenarioModel* model, QWidget* parent)
     connect(mode_, &QComboBox::currentIndexChanged, this, [this](int i) { setCumulative(i == 1); });
     connect(tokens_, &QSpinBox::valueChanged, this, &RecomputeView::refresh);
     // The button says how many tokens it times: never 4,096 asked and 256 timed without a word.
-    const auto label_run = [this] {
-        run_->setText(tr("Run the &stopwatch (%1 tokens)")
-                          .arg(q(format_count(static_cast<std::uint64_t>(
-                              std::clamp(tokens_->value(), 8, kMaxStopwatchTokens))))));
-    };
-    connect(tokens_, &QSpinBox::valueChanged, this, label_run);
-    label_run();
+    connect(tokens_, &QSpinBox::valueChanged, this, &RecomputeView::labelRun);
+    labelRun();
     connect(run_, &QPushButton::clicked, this, [this] {
         requested_ = tokens_->value();
         emit stopwatchRequested(std::clamp(tokens_->value(), 8, kMaxStopwatchTokens));
@@ -191,6 +186,12 @@ void RecomputeView::refresh() {
             .arg(q(format_flops(curve->per_token_cached.back())), q(format_flops(curve->per_token_uncached.back()))));
 }
 
+void RecomputeView::labelRun() {
+    run_->setText(tr("Run the &stopwatch (%1 tokens)")
+                      .arg(q(format_count(
+                          static_cast<std::uint64_t>(std::clamp(tokens_->value(), 8, kMaxStopwatchTokens))))));
+}
+
 void RecomputeView::stopwatchStarted(int tokens) {
     cached_ms_.clear();
     uncached_ms_.clear();
@@ -234,6 +235,7 @@ void RecomputeView::setStopwatch(const probe::StopwatchReport& r) {
         const QSignalBlocker quiet(tokens_);
         tokens_->setValue(std::max(2, static_cast<int>(cached_ms_.size())));
     }
+    labelRun();
     plotMeasured();
     const double cached = std::accumulate(cached_ms_.begin(), cached_ms_.end(), 0.0);
     const double uncached = std::accumulate(uncached_ms_.begin(), uncached_ms_.end(), 0.0);

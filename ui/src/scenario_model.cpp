@@ -275,8 +275,8 @@ QString ScenarioModel::staleText() const {
     if (resultsAreCurrent()) return {};
     QStringList problems;
     for (const FieldError& e : errors_) problems << q(e.message);
-    if (!has_results_) return tr("The inputs need attention: %1. There are no results until they are fixed.")
-                                .arg(problems.join("; "));
+    if (!has_results_)
+        return tr("The inputs need attention: %1. There are no results until they are fixed.").arg(problems.join("; "));
     const Workload& w = results_.scenario.workload;
     return tr("The inputs need attention: %1. Shown below are the last valid results, of %2 at %3 tokens × %4.")
         .arg(problems.join("; "), results_description_, q(format_tokens(w.context_tokens)),

@@ -93,9 +93,8 @@ void WindowStrip::paintEvent(QPaintEvent*) {
     for (const WindowRow& r : view_.rows) {
         QColor c = seen;
         if (r.window > 0) c = c.lighter(125);
-        const QString label = r.summarised
-                                  ? tr("%1: keep all %2 in their state").arg(q(r.label), count(r.visible))
-                                  : tr("%1: see the last %2").arg(q(r.label), count(r.visible));
+        const QString label = r.summarised ? tr("%1: keep all %2 in their state").arg(q(r.label), count(r.visible))
+                                           : tr("%1: see the last %2").arg(q(r.label), count(r.visible));
         band(top, label, r.visible, c, r.summarised);
         top += bandHeight();
     }

@@ -58,6 +58,7 @@ protected:
 private:
     void refresh();
     void plotMeasured();
+    void labelRun();  // the run button, with the tokens it times
 
     ScenarioModel* model_;
     QComboBox* mode_;
