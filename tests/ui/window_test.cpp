@@ -253,7 +253,7 @@ TEST(Window, VllmsStartupSettingsAreFieldsThatChangeItsReserve) {
     d->vllmSequencesField()->setText("0");
     emit d->vllmSequencesField()->editingFinished();
     EXPECT_EQ(w.model()->scenario().deployment->vllm.max_num_seqs, 256u);
-    EXPECT_TRUE(d->vllmSequencesField()->toolTip().contains("must be at least 1"))
+    EXPECT_TRUE(d->vllmSequencesField()->toolTip().contains("'0' is no count it takes: at least 1"))
         << d->vllmSequencesField()->toolTip().toStdString();
     w.model()->edit("later", [](Scenario& s) { s.deployment->vllm.version_minor = 25; });
     EXPECT_EQ(d->vllmVersionField()->currentText(), "0.25 (0.21's rules)");
@@ -417,7 +417,7 @@ TEST(Window, LlamaCppsMicroBatchAndFlashAttentionSizeItsComputeBuffer) {
     d->ubatchField()->setText("0");
     emit d->ubatchField()->editingFinished();
     EXPECT_EQ(w.model()->scenario().deployment->llama_cpp.ubatch, 2048u);
-    EXPECT_TRUE(d->ubatchField()->toolTip().contains("must be at least 1"))
+    EXPECT_TRUE(d->ubatchField()->toolTip().contains("'0' is no count it takes: at least 1"))
         << d->ubatchField()->toolTip().toStdString();
     d->ubatchField()->setText("");
     emit d->ubatchField()->editingFinished();
