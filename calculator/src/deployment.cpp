@@ -574,7 +574,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                            ? format_count(d.weights_bytes_exact) + " bytes, exact"
                            : d.weights_source;
     if (auto mismatch = weights_mismatch(model_arch, d)) r.warnings.push_back(std::move(*mismatch));
-    for (std::string& w : llama_cpp_warnings(d, parallel_in)) r.warnings.push_back(std::move(w));
+    for (std::string& said : llama_cpp_warnings(d, parallel_in)) r.warnings.push_back(std::move(said));
     if (!r.weights_exact && d.weight_quant) {
         r.weights_quant = weight_quant_label(loaded_weight_quant(d));
         if (auto q = quantized_weights(model_arch, loaded_weight_quant(d), d.weight_dtype, false)) {

@@ -147,7 +147,8 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
     EXPECT_NE(missing.err.find("--weights"), std::string::npos) << missing.err;
     const CliRun two = cli("kv --gguf " + at("a.gguf") + " --model-dir " + at("x"));
     EXPECT_EQ(two.status, 2);
-    EXPECT_NE(two.err.find("give one of --model, --config, --gguf, --model-dir and --scenario"), std::string::npos) << two.err;
+    EXPECT_NE(two.err.find("give one of --model, --config, --gguf, --model-dir and --scenario"), std::string::npos)
+        << two.err;
 
     // The models on this machine: a Hugging Face cache, an Ollama store and an LM Studio folder.
     const fs::path snap = dir / "hub" / "models--meta-llama--Meta-Llama-3-8B" / "snapshots" / "abc";

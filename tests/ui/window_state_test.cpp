@@ -17,6 +17,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
 #include <QUndoStack>
 #include <QValueAxis>
 
@@ -190,12 +191,6 @@ TEST(WindowState, SequenceArrowsStepByOne) {
     EXPECT_EQ(w.model()->scenario().workload.batch, 2u);
 }
 
-}  // namespace
-}  // namespace kvscope::ui
-
-namespace kvscope::ui {
-namespace {
-
 TEST(WindowState, TheProbesTableSaysWhoseItIsAfterAModelSwitch) {
     MainWindow w(testing::catalog(), false);
     w.show();
@@ -250,12 +245,6 @@ TEST(WindowState, EveryResultsTabSaysWhoseFiguresItShowsWhileTheInputsNeedAttent
     EXPECT_TRUE(w.deployment()->verdictLabel()->text().startsWith("Fits"));
 }
 
-}  // namespace
-}  // namespace kvscope::ui
-
-namespace kvscope::ui {
-namespace {
-
 TEST(WindowState, TheWindowAnswersWhatTheCliAnswersAndLowersTheChartsEndInstead) {
     // MiniMax-M1 for 10^8 sequences: kvscope-cli kv answers; the window did mark Context red for the chart's end at
     // the model's 10M tokens, which nobody typed.
@@ -282,12 +271,6 @@ TEST(WindowState, TheWindowAnswersWhatTheCliAnswersAndLowersTheChartsEndInstead)
     EXPECT_TRUE(w.exportJsonTo(dir.filePath("far.json"))) << w.messages()->text().toStdString();
 }
 
-}  // namespace
-}  // namespace kvscope::ui
-
-namespace kvscope::ui {
-namespace {
-
 TEST(WindowState, ThePercentOfMhaIsRoundedOneWayEverywhere) {
     // Qwen3-Next's MQA is 6.25% of MHA: the window, its copied table and the report say 6.2%, as kvscope-cli compare
     // does (a tie to the even digit), never 6.3%.
@@ -306,12 +289,6 @@ TEST(WindowState, ThePercentOfMhaIsRoundedOneWayEverywhere) {
     EXPECT_EQ(format_percent(3.125), "3.1%");
     EXPECT_EQ(format_percent(12.5), "12.5%");
 }
-
-}  // namespace
-}  // namespace kvscope::ui
-
-namespace kvscope::ui {
-namespace {
 
 TEST(WindowState, TheStopwatchSaysWhenItTimesFewerTokensThanAsked) {
     // Learn › Cost of recomputing starts at 4,096 tokens; the stopwatch times at most 256. The button says 256, and
@@ -346,12 +323,6 @@ TEST(WindowState, TheStopwatchSaysWhenItTimesFewerTokensThanAsked) {
     EXPECT_FALSE(view.measuredLabel()->text().contains("asked")) << view.measuredLabel()->text().toStdString();
 }
 
-}  // namespace
-}  // namespace kvscope::ui
-
-namespace kvscope::ui {
-namespace {
-
 TEST(WindowState, TheStopwatchChartsTicksHaveTheirUnitAndItsTitleFits) {
     MainWindow w(catalog(), false);
     w.resize(1024, 640);
@@ -364,12 +335,6 @@ TEST(WindowState, TheStopwatchChartsTicksHaveTheirUnitAndItsTitleFits) {
     EXPECT_TRUE(y->labelFormat().endsWith(" ms")) << y->labelFormat().toStdString();
     EXPECT_EQ(y->titleText(), "time so far");
 }
-
-}  // namespace
-}  // namespace kvscope::ui
-
-namespace kvscope::ui {
-namespace {
 
 TEST(WindowState, TheDeploymentFormBeforeItIsTickedShowsWhatTickingItStarts) {
     // Not 0.01 (the spin box's least), fp32 (the list's first), two "Tokens per step" rows and a checkbox with no
@@ -402,12 +367,6 @@ TEST(WindowState, TheDeploymentFormBeforeItIsTickedShowsWhatTickingItStarts) {
     EXPECT_DOUBLE_EQ(fraction->value(), w.model()->scenario().deployment->fraction);
 }
 
-}  // namespace
-}  // namespace kvscope::ui
-
-namespace kvscope::ui {
-namespace {
-
 TEST(WindowState, TextTypedForAnotherEnginesSettingGoesWithItsRow) {
     // 'abc' typed in vLLM's Tokens per step, not entered; the engine changed to TensorRT-LLM (the wheel over the box
     // changes it without taking the focus), so the row goes; Undo brings vLLM back: the field shows the scenario's
@@ -429,6 +388,31 @@ TEST(WindowState, TextTypedForAnotherEnginesSettingGoesWithItsRow) {
     EXPECT_TRUE(d->unaccepted().isEmpty());
     QTemporaryDir dir;
     EXPECT_TRUE(w.saveScenarioFile(dir.filePath("s.kvscope.json"))) << w.messages()->text().toStdString();
+}
+
+TEST(WindowState, AnExportOfInputsThatNeedAttentionIsRefusedBeforeAnyDialog) {
+    // The export used to ask where (and the PNG's size) before saying "Nothing exported"; the probe measured the last
+    // valid inputs, which may be another model's.
+    ShownWindow sw;
+    MainWindow& w = sw.w;
+    type(w.inputs()->kvHeadsField()->lineEdit(), "5");
+    ASSERT_FALSE(w.model()->resultsAreCurrent());
+    bool dialog = false;
+    QTimer watch;
+    QObject::connect(&watch, &QTimer::timeout, [&] {
+        if (QWidget* modal = QApplication::activeModalWidget()) {
+            dialog = true;
+            modal->close();
+        }
+    });
+    watch.start(50);
+    action_with(w, QKeySequence(QObject::tr("Ctrl+E")))->trigger();
+    EXPECT_FALSE(dialog);
+    EXPECT_TRUE(w.messages()->text().startsWith("Nothing exported: the inputs need attention"))
+        << w.messages()->text().toStdString();
+    w.probe()->runProbe();
+    EXPECT_FALSE(w.probe()->running());
+    EXPECT_TRUE(w.probe()->statusLabel()->text().startsWith("Fix the marked inputs first"));
 }
 
 }  // namespace

@@ -304,7 +304,8 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
         // The legend under the chart, two entries to a line, each drawn as its line is: beside a plot a page wide it
         // would cut its own figures.
         const QList<MemoryChart::LegendEntry> legend = chart.legendEntries();
-        const double legend_line = 12, legend_height = legend_line * static_cast<double>((legend.size() + 1) / 2);
+        const qsizetype legend_rows = (legend.size() + 1) / 2;  // two entries a line
+        const double legend_line = 12, legend_height = legend_line * static_cast<double>(legend_rows);
         const double chart_height = std::min(400.0, 842 - 36 - y - legend_height);
         // Laid out at 640 logical pixels for the page's 515 points: its title and ticks are read at 80% of their
         // size in the window (at 900 they were 57%, the title too small to read on paper).
@@ -317,7 +318,8 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
         p.setFont(legend_font);
         for (qsizetype i = 0; i < legend.size(); ++i) {
             const MemoryChart::LegendEntry& e = legend.at(i);
-            const double x = left + (i % 2 == 0 ? 0 : width / 2), row = y + legend_line * static_cast<double>(i / 2);
+            const qsizetype line = i / 2;  // the entry's line, two to a line
+            const double x = left + (i % 2 == 0 ? 0 : width / 2), row = y + legend_line * static_cast<double>(line);
             const double mid = row + legend_line / 2;
             if (e.dot) {
                 p.setPen(Qt::NoPen);

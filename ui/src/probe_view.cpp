@@ -239,7 +239,7 @@ void ProbeView::cancel() {
 }
 
 void ProbeView::runProbe() {
-    if (!model_->hasResults()) {
+    if (!model_->resultsAreCurrent()) {  // never the last valid inputs', which may be another model's
         done(tr("Fix the marked inputs first: the probe allocates the current scenario's cache."), false);
         return;
     }
@@ -262,7 +262,7 @@ void ProbeView::runProbe() {
 }
 
 void ProbeView::runStep() {
-    if (!model_->hasResults()) {
+    if (!model_->resultsAreCurrent()) {
         done(tr("Fix the marked inputs first: the step runs the current scenario's model."), false);
         return;
     }

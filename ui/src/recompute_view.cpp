@@ -187,9 +187,9 @@ void RecomputeView::refresh() {
 }
 
 void RecomputeView::labelRun() {
-    run_->setText(tr("Run the &stopwatch (%1 tokens)")
-                      .arg(q(format_count(
-                          static_cast<std::uint64_t>(std::clamp(tokens_->value(), 8, kMaxStopwatchTokens))))));
+    run_->setText(
+        tr("Run the &stopwatch (%1 tokens)")
+            .arg(q(format_count(static_cast<std::uint64_t>(std::clamp(tokens_->value(), 8, kMaxStopwatchTokens))))));
 }
 
 void RecomputeView::stopwatchStarted(int tokens) {
