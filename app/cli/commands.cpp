@@ -257,6 +257,15 @@ Output cmd_sweep(const Options& o, const Scenario& s, const ScenarioSource& src)
     auto analysis = analyze(s, {.units = o.units, .curves = c});
     if (!analysis) return {"", usage_error(analysis.errors(), o.command), kExitUsage};
     const Curves* curves = &analysis->curves;
+    // An end lowered below the --from given (the cache would pass 2^64 bytes before it): refused, never a curve that
+    // starts earlier than asked.
+    if (o.from && curves->lowered_from > 0 && !curves->tokens.empty() && curves->tokens.back() < *o.from)
+        return {"",
+                usage_error({{"--from", "the curve starts at " + format_count(*o.from) + " tokens, after its end at " +
+                                            format_count(curves->tokens.back()) +
+                                            " (past it the cache would pass 2^64 bytes; --to sets the end)"}},
+                            o.command),
+                kExitUsage};
     Output r;
     if (o.format == Format::json) {
         Value v = curves_json(s, *curves);
@@ -443,10 +452,12 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
         Table t({"gpus", "tp", "pp", "replicas", "fits", "sequences_per_replica", "headroom_bytes_per_gpu", "max_batch",
                  "max_context", "decode_tokens_per_s_per_sequence", "decode_tokens_per_s"});
         for (const PlanOption& p : plan->options)
-            t.add({std::to_string(p.gpus), std::to_string(p.tp), std::to_string(p.pp), std::to_string(p.replicas),
-                   p.fits ? "true" : "false", std::to_string(p.sequences_per_replica),
-                   std::to_string(p.headroom_bytes_per_gpu), std::to_string(p.max_batch), std::to_string(p.max_context),
-                   fixed(p.decode_tokens_per_s_per_sequence, 1), fixed(p.decode_tokens_per_s, 1)});
+            if (!p.dominated)
+                t.add({std::to_string(p.gpus), std::to_string(p.tp), std::to_string(p.pp), std::to_string(p.replicas),
+                       p.fits ? "true" : "false", std::to_string(p.sequences_per_replica),
+                       std::to_string(p.headroom_bytes_per_gpu), std::to_string(p.max_batch),
+                       std::to_string(p.max_context), fixed(p.decode_tokens_per_s_per_sequence, 1),
+                       fixed(p.decode_tokens_per_s, 1)});
         r.out = t.csv();
         return r;
     }
@@ -455,15 +466,16 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
     Table t({"GPUs", "TP × PP × replicas", "fits", "headroom per GPU", "max seqs", "max context", "tok/s per seq",
              "tok/s in all"});
     for (const PlanOption& p : plan->options)
-        t.add({std::to_string(p.gpus), plan_layout_text(p), p.fits ? "yes" : "no",
-               p.fits ? format_signed_bytes(p.headroom_bytes_per_gpu, u) : "—",
-               p.fits ? std::to_string(p.max_batch) : "0",
-               !p.fits ? "—"
-               : p.max_context_unbounded
-                   ? "no limit"
-                   : format_count(p.max_context) + (p.max_context_limited_by_model ? " (model max)" : ""),
-               p.fits ? fixed(p.decode_tokens_per_s_per_sequence, 1) : "—",
-               p.fits ? fixed(p.decode_tokens_per_s, 0) : "—"});
+        if (!p.dominated)
+            t.add({std::to_string(p.gpus), plan_layout_text(p), p.fits ? "yes" : "no",
+                   p.fits ? format_signed_bytes(p.headroom_bytes_per_gpu, u) : "—",
+                   p.fits ? std::to_string(p.max_batch) : "0",
+                   !p.fits ? "—"
+                   : p.max_context_unbounded
+                       ? "no limit"
+                       : format_count(p.max_context) + (p.max_context_limited_by_model ? " (model max)" : ""),
+                   p.fits ? fixed(p.decode_tokens_per_s_per_sequence, 1) : "—",
+                   p.fits ? fixed(p.decode_tokens_per_s, 0) : "—"});
     std::vector<std::pair<std::string, std::string>> rows{
         {"GPU", dep.gpu.name + ", " + format_bytes_both(dep.gpu.memory_bytes, u) + " each"},
         {"engine", std::string(to_string(dep.engine)) +

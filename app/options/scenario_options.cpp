@@ -262,9 +262,12 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
             if (refused.empty()) {
                 s.parallel = tried;
             } else {
+                // Only degrees the calculator takes (each at most kMaxTpOrPp): --gpus 1e15 is no search of 10^15.
                 std::vector<std::string> layouts;
-                for (std::uint64_t tp = 1; tp <= *o.gpus && layouts.size() < 4; ++tp)
-                    if (*o.gpus % tp == 0 && validate(Parallelism{tp, *o.gpus / tp}, s.arch).empty())
+                const std::uint64_t most_tp = std::min(*o.gpus, kMaxTpOrPp);
+                for (std::uint64_t tp = 1; tp <= most_tp && layouts.size() < 4; ++tp)
+                    if (*o.gpus % tp == 0 && *o.gpus / tp <= kMaxTpOrPp &&
+                        validate(Parallelism{tp, *o.gpus / tp}, s.arch).empty())
                         layouts.push_back(tp == 1
                                               ? "--pp " + std::to_string(*o.gpus)
                                               : "--tp " + std::to_string(tp) + " --pp " + std::to_string(*o.gpus / tp));
@@ -272,7 +275,7 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
                 for (const std::string& l : layouts) choices += (choices.empty() ? "" : " or ") + l;
                 errors.push_back(
                     {"--gpus",
-                     std::to_string(*o.gpus) + " GPUs as tensor parallel alone do not split this model (" +
+                     format_count(*o.gpus) + " GPUs as tensor parallel alone do not split this model (" +
                          refused.front().message + ")" +
                          (layouts.empty() ? std::string("; no split of that many GPUs does") : "; give " + choices)});
             }

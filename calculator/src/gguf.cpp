@@ -409,6 +409,7 @@ std::optional<std::string> missing_tensor_data(const File& f) {
         if (!bytes) continue;  // said by the import, which needs every tensor's size
         const Checked tensor_end = data_start + t.offset + *bytes;
         if (tensor_end.overflow() || tensor_end.value() > end.value()) end = tensor_end;
+        if (end.overflow()) break;  // past 2^64: no later tensor ends further
     }
     if (!end.overflow() && end.value() <= f.file_bytes) return std::nullopt;
     const std::string needed = end.overflow() ? "more than 2^64 bytes" : "byte " + format_count(end.value());

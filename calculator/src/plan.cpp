@@ -136,32 +136,29 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
         return a.decode_tokens_per_s > b.decode_tokens_per_s;
     });
     // A fitting layout that takes more GPUs than one listed before it and decodes no faster in all is no choice:
-    // left out, and counted in a note.
+    // flagged (the tables leave it out), and counted in a note. "No faster" within a part in 10^9, so that two rows
+    // that print the same figure are the same speed.
     std::size_t dominated = 0;
     double best_fewer = -1;  // the most tokens/s in all of the fitting layouts with fewer GPUs
-    std::vector<PlanOption> kept;
     for (std::size_t i = 0; i < plan.options.size();) {
         const std::uint64_t gpus = plan.options[i].gpus;
         double best_here = best_fewer;
         for (; i < plan.options.size() && plan.options[i].gpus == gpus; ++i) {
             PlanOption& o = plan.options[i];
-            if (o.fits && best_fewer >= 0 && o.decode_tokens_per_s <= best_fewer) {
-                ++dominated;
-                continue;
-            }
-            if (o.fits) best_here = std::max(best_here, o.decode_tokens_per_s);
-            kept.push_back(std::move(o));
+            if (!o.fits) continue;
+            o.dominated = best_fewer >= 0 && o.decode_tokens_per_s <= best_fewer * (1 + 1e-9);
+            dominated += o.dominated ? 1 : 0;
+            if (!o.dominated) best_here = std::max(best_here, o.decode_tokens_per_s);
         }
         best_fewer = best_here;
     }
-    plan.options = std::move(kept);
-    if (dominated > 0)
-        plan.notes.push_back(format_count_of(dominated, "layout", "layouts") +
-                             " left out: each takes more GPUs than one above it and decodes no faster in all");
     plan.notes.push_back("tensor parallel within a node of " + std::to_string(limits.gpus_per_node) +
                          " GPUs, pipeline parallel up to " + std::to_string(limits.max_pp) +
                          " stages, replicas (data parallel) for the rest of the " + format_count(workload.batch) +
                          (workload.batch == 1 ? " sequence" : " sequences"));
+    if (dominated > 0)
+        plan.notes.push_back(format_count_of(dominated, "layout", "layouts") +
+                             " left out: each takes more GPUs than one above it and decodes no faster in all");
     if (std::none_of(plan.options.begin(), plan.options.end(), [](const PlanOption& o) { return o.fits; }))
         plan.notes.emplace_back(
             "no layout within these limits holds one sequence at this context: shorten the "

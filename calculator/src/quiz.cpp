@@ -23,9 +23,10 @@ std::string bytes_answer(std::uint64_t bytes, UnitSystem units) {
 
 std::string percent_text(double p) { return number_text(p, Notation::fixed, p < 10 ? 2 : 1) + "%"; }
 
-// a ÷ b with two decimals, rounded, digits grouped as every count: 6,510,416,640 ÷ 8,000 = "813,802.08".
+// a ÷ b with two decimals, digits grouped as every count: 6,510,416,640 ÷ 8,000 = "813,802.08". Cut, not rounded:
+// 90,532.996 is "90,532.99", never "90,533.00", so that "the first whole token past it is 90,533" holds.
 std::string quotient_text(std::uint64_t a, std::uint64_t b) {
-    const unsigned __int128 hundredths = (static_cast<unsigned __int128>(a) * 100 + b / 2) / b;
+    const unsigned __int128 hundredths = static_cast<unsigned __int128>(a) * 100 / b;
     const auto whole = static_cast<std::uint64_t>(hundredths / 100);
     const auto rest = static_cast<unsigned>(hundredths % 100);
     return format_count(whole) + "." + (rest < 10 ? "0" : "") + std::to_string(rest);

@@ -346,6 +346,7 @@ Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits) {
         x.set("replicas", Value::number(p.replicas));
         x.set("gpus", Value::number(p.gpus));
         x.set("fits", Value::boolean(p.fits));
+        x.set("dominated", Value::boolean(p.dominated));  // more GPUs than a layout above, no faster: not listed
         x.set("sequences_per_replica", Value::number(p.sequences_per_replica));
         x.set("headroom_bytes_per_gpu", Value::number_signed(p.headroom_bytes_per_gpu));
         x.set("max_batch", Value::number(p.max_batch));

@@ -47,7 +47,7 @@ std::string weights_text(const Deployment& d) {
 }
 
 std::string weights_format_text(const Deployment& d) {
-    if (d.weights_bytes_exact > 0) return "weights exact from the files";
+    if (d.weights_bytes_exact > 0) return "weights from the files";  // their sizes; weights_source says more
     if (d.weight_quant) return d.weight_quant->method + " weights";
     return std::string(to_string(d.weight_dtype)) + " weights";
 }

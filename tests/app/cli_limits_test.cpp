@@ -111,6 +111,11 @@ TEST(CliLimits, ASweepThatWouldRunBackwardsIsRefusedOrStartsAtTheBeginning) {
     EXPECT_NE(r.out.find("past it the cache of 100,000,000 sequences would pass 2^64 bytes (16 EiB)"),
               std::string::npos)
         << r.out;
+    // A --from past that lowered end is refused, not quietly moved before it.
+    r = cli("sweep --model minimax-m1 --batch 1e8 --from 8M");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("--from: the curve starts at 8,388,608 tokens, after its end at 4,500,015"), std::string::npos)
+        << r.err;
     // Another layout's is left out of the curves and said, as kv and compare leave it out of the comparison.
     r = cli("sweep --model llama-3-8b --to 1e14 --points 3");
     ASSERT_EQ(r.status, 0) << r.err;

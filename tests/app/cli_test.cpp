@@ -39,6 +39,12 @@ TEST(Cli, GpusThatTensorParallelCannotSplitNameGpusAndTheLayoutsThatDo) {
         << r.err;
     EXPECT_EQ(r.err.find("tp: "), std::string::npos) << r.err;
     EXPECT_EQ(cli("fit --model llama-3-70b --gpu h100-sxm --pp 3").status, 0);
+    // So many GPUs that no layout takes them: said at once, never a search through 10^15 degrees.
+    const CliRun huge = cli("fit --model llama-3-70b --gpu h100-sxm --gpus 1e15");
+    EXPECT_EQ(huge.status, 2);
+    EXPECT_NE(huge.err.find("--gpus: 1,000,000,000,000,000 GPUs as tensor parallel alone do not split this model"),
+              std::string::npos)
+        << huge.err;
 }
 
 TEST(Cli, WhatLlamaCppDoesNotDoIsSaid) {

@@ -534,6 +534,14 @@ TEST(Gguf, AFileWithoutItsTensorsDataIsSaidNotToLoad) {
         return n.starts_with("the file ends at byte " + format_count(whole - 100) + ", before its tensors' data does");
     })) << testing::join(m->notes);
     fs::remove_all(dir);
+    // A tensor said to lie near 2^64 bytes in, before one that does not: its data is missing all the same.
+    gguf::File crafted;
+    crafted.header_bytes = 100;
+    crafted.file_bytes = 4096;
+    crafted.tensors = {gguf::TensorInfo{"far", {32}, 0, ~0ull - 64}, gguf::TensorInfo{"near", {32}, 0, 0}};
+    const auto far = gguf::missing_tensor_data(crafted);
+    ASSERT_TRUE(far.has_value());
+    EXPECT_NE(far->find("more than 2^64 bytes"), std::string::npos) << *far;
 }
 
 TEST(Gguf, ABigEndianFileIsNamedAsSuch) {

@@ -3,6 +3,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QCheckBox>
+#include <QClipboard>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFile>
@@ -34,6 +35,7 @@
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/message_bar.h"
 #include "kvscope/ui/overview_view.h"
+#include "kvscope/ui/plan_view.h"
 #include "kvscope/ui/probe_view.h"
 #include "kvscope/ui/recompute_view.h"
 #include "kvscope/ui/scenario_model.h"
@@ -413,6 +415,113 @@ TEST(WindowState, AnExportOfInputsThatNeedAttentionIsRefusedBeforeAnyDialog) {
     w.probe()->runProbe();
     EXPECT_FALSE(w.probe()->running());
     EXPECT_TRUE(w.probe()->statusLabel()->text().startsWith("Fix the marked inputs first"));
+}
+
+TEST(WindowState, EscTakesBackWhatWasTypedInEveryKindOfField) {
+    ShownWindow sw;
+    MainWindow& w = sw.w;
+    // KV heads: typed and not entered, then Esc; emptied, which a save refuses, then Esc.
+    QLineEdit* kv = w.inputs()->kvHeadsField()->lineEdit();
+    type(kv, "16", false);
+    QTest::keyClick(kv, Qt::Key_Escape);
+    EXPECT_EQ(kv->text(), "32");
+    EXPECT_EQ(w.model()->scenario().arch.kv_heads, 32u);
+    kv->setFocus();
+    kv->selectAll();
+    QTest::keyClick(kv, Qt::Key_Backspace);
+    ASSERT_EQ(kv->text(), "");
+    QTemporaryDir dir;
+    EXPECT_FALSE(w.saveScenarioFile(dir.filePath("s.kvscope.json")));
+    ASSERT_FALSE(w.inputs()->unaccepted().isEmpty());
+    kv->setFocus();
+    QTest::keyClick(kv, Qt::Key_Escape);
+    EXPECT_EQ(kv->text(), "32");
+    EXPECT_TRUE(w.inputs()->unaccepted().isEmpty());
+    // A Deployment field: refused memory, then Esc.
+    w.tabs()->setCurrentIndex(MainWindow::DeploymentTab);
+    w.deployment()->enableBox()->setChecked(true);
+    QLineEdit* memory = w.deployment()->memoryField();
+    type(memory, "lots");
+    ASSERT_FALSE(w.deployment()->unaccepted().isEmpty());
+    QTest::keyClick(memory, Qt::Key_Escape);
+    EXPECT_EQ(memory->text(), "79.6 GiB");
+    EXPECT_TRUE(w.deployment()->unaccepted().isEmpty());
+}
+
+TEST(WindowState, AHiddenFieldKeepsNothingThatWouldStopASave) {
+    // "abc" refused in Gemma 3 4B's sliding window; then Llama 3 8B, which has none: the row goes, and so does the
+    // refusal (it named a field nobody could see, and stopped every save).
+    ShownWindow sw;
+    MainWindow& w = sw.w;
+    w.model()->loadCatalogModel("gemma-3-4b");
+    type(edit_of(w.inputs()->windowField()), "abc");
+    ASSERT_FALSE(w.inputs()->unaccepted().isEmpty());
+    w.model()->loadCatalogModel("llama-3-8b");
+    EXPECT_TRUE(w.inputs()->windowField()->isHidden() || !w.inputs()->windowField()->isVisibleTo(&w));
+    EXPECT_TRUE(w.inputs()->unaccepted().isEmpty());
+    EXPECT_FALSE(w.inputs()->errorLabel()->isVisibleTo(&w));
+    QTemporaryDir dir;
+    EXPECT_TRUE(w.saveScenarioFile(dir.filePath("s.kvscope.json"))) << w.messages()->text().toStdString();
+    // The model back (undo): its window shows the scenario's value.
+    w.model()->undoStack()->undo();
+    EXPECT_EQ(edit_of(w.inputs()->windowField())->text(), "1k");
+}
+
+TEST(WindowState, AnUndoWithTheFocusInThePickerNamesTheModelItPutsBack) {
+    ShownWindow sw;
+    MainWindow& w = sw.w;
+    QComboBox* picker = w.inputs()->modelPicker();
+    type(picker->lineEdit(), "llama-3-8b");
+    ASSERT_EQ(w.model()->scenario().model_id, "llama-3-8b");
+    ASSERT_TRUE(picker->hasFocus() || picker->lineEdit()->hasFocus());
+    QTest::keySequence(QApplication::focusWidget(), QKeySequence::Undo);
+    EXPECT_EQ(w.model()->scenario().model_id, "kvscope-teaching-32l");
+    EXPECT_TRUE(picker->lineEdit()->text().startsWith("Teaching model")) << picker->lineEdit()->text().toStdString();
+}
+
+TEST(WindowState, CopiesOfResultsOfInputsThatNeedAttentionAreRefused) {
+    ShownWindow sw;
+    MainWindow& w = sw.w;
+    type(w.inputs()->kvHeadsField()->lineEdit(), "5");
+    QApplication::clipboard()->setText("before");
+    action_with(w, QKeySequence(QObject::tr("Ctrl+Alt+C")))->trigger();
+    EXPECT_EQ(QApplication::clipboard()->text(), "before");
+    EXPECT_TRUE(w.messages()->text().startsWith("Nothing copied: the inputs need attention"))
+        << w.messages()->text().toStdString();
+}
+
+TEST(WindowState, ThePlannerLeavesOutLayoutsThatAreNoChoiceButTheOneInUse) {
+    // Llama 3 70B, 16 sequences of 32k on H100s: TP 1 x PP 3 x 3 replicas (9 GPUs) decodes slower in all than TP 8
+    // (8 GPUs): not listed, and the caption says how many are left out, beside the planner's scope.
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("llama-3-70b");
+    w.deployment()->enableBox()->setChecked(true);
+    w.model()->edit("plan", [](Scenario& s) {
+        s.workload.context_tokens = 32768;
+        s.workload.batch = 16;
+    });
+    w.resize(1280, 800);
+    w.show();
+    w.tabs()->setCurrentIndex(MainWindow::DeploymentTab);
+    QApplication::processEvents();
+    QTableWidget* table = w.deployment()->plan()->table();
+    const auto listed = [table](const QString& layout) {
+        for (int r = 0; r < table->rowCount(); ++r)
+            if (table->item(r, 1)->text().startsWith(layout)) return true;
+        return false;
+    };
+    EXPECT_FALSE(listed("TP 1 × PP 3 × 3 replicas"));
+    EXPECT_TRUE(listed("TP 8 × PP 1"));
+    const QString caption = w.deployment()->plan()->caption()->text();
+    EXPECT_TRUE(caption.contains("Tensor parallel within a node of 8 GPUs")) << caption.toStdString();
+    EXPECT_TRUE(caption.contains("layouts left out: each takes more GPUs")) << caption.toStdString();
+    // In use, it is listed all the same (bold, "in use").
+    w.model()->edit("pp 3", [](Scenario& s) {
+        s.parallel = {1, 3};
+        s.deployment->gpu_count = 3;
+    });
+    QApplication::processEvents();
+    EXPECT_TRUE(listed("TP 1 × PP 3 × 3 replicas  (in use)"));
 }
 
 }  // namespace

@@ -47,6 +47,12 @@ void BigSpinBox::revert() {
     if (had_problem) emit problemChanged();
 }
 
+void BigSpinBox::dropUserText() {
+    problem_.clear();
+    lineEdit()->setText(textOf(value_));
+    lineEdit()->setModified(false);
+}
+
 void BigSpinBox::keyPressEvent(QKeyEvent* event) {
     // Esc takes back what was typed, refused or not: the field shows its value again.
     if (event->key() == Qt::Key_Escape && (lineEdit()->isModified() || !problem_.isEmpty())) {

@@ -353,6 +353,15 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         commitEngineCount(trtllm_tokens_, tr("Change TensorRT-LLM's tokens per step"), tr("TensorRT-LLM's 8,192"),
                           [](Deployment& d) -> std::uint64_t& { return d.tensorrt_llm.max_num_tokens; });
     });
+    // Esc takes back what was typed in a field, as in the number fields of the inputs.
+    for (QLineEdit* field : {memory_, bandwidth_, vllm_tokens_, vllm_seqs_, ubatch_, trtllm_tokens_})
+        take_back_on_escape(field, [this, field] {
+            if (!typed_.contains(field) && !field->isModified()) return false;
+            typed_.remove(field);
+            forget_user_text(field);
+            sync();
+            return true;
+        });
     connect(vllm_tokens_, &QLineEdit::editingFinished, this, &DeploymentView::commitVllmBatch);
     connect(vllm_seqs_, &QLineEdit::editingFinished, this, &DeploymentView::commitVllmBatch);
     connect(model_, &ScenarioModel::changed, this, &DeploymentView::sync);
@@ -511,7 +520,8 @@ void DeploymentView::sync() {
         engine_->setCurrentIndex(engine_->findData(static_cast<int>(d.engine)));
         // SGLang's own default for this GPU and layout until one is given (as kvscope-cli fit shows it). Set only
         // when it changed: setting a spin box rewrites text typed in it and not yet accepted.
-        if (const double fraction = effective_fraction(d, s.parallel); std::abs(fraction_->value() - fraction) > 5e-4)
+        if (const double fraction = effective_fraction(d, s.parallel);
+            fraction_->textFromValue(fraction) != fraction_->textFromValue(fraction_->value()))
             fraction_->setValue(fraction);
         // Unticked, the box has disabled every field; enabling one here would let it take text that goes nowhere.
         const bool on = s.deployment.has_value();

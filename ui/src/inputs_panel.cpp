@@ -300,6 +300,16 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     });
     connect(context_->spinBox(), &BigSpinBox::problemChanged, this, &InputsPanel::sync);
     connect(kv_heads_, &QComboBox::activated, this, [this] { commitKvHeads(); });
+    // Esc takes back what was typed in KV heads, as in every other field.
+    const auto take_back_kv_heads = [this] {
+        if (kv_heads_problem_.isEmpty() && !kv_heads_->lineEdit()->isModified()) return false;
+        kv_heads_problem_.clear();
+        forget_user_text(kv_heads_->lineEdit());
+        sync();
+        return true;
+    };
+    take_back_on_escape(kv_heads_, take_back_kv_heads);
+    take_back_on_escape(kv_heads_->lineEdit(), take_back_kv_heads);
     connect(kv_heads_->lineEdit(), &QLineEdit::editingFinished, this, &InputsPanel::commitKvHeads);
     connect(kv_dtype_, &QComboBox::activated, this, [this](int index) {
         const auto dtype = static_cast<KvDtype>(kv_dtype_->itemData(index).toInt());
@@ -348,6 +358,7 @@ void InputsPanel::showModelInPicker() {
     const int index = picker_->findData(q(model_->scenario().model_id));
     if (index >= 0) picker_->setCurrentIndex(index);
     picker_->setEditText(index >= 0 ? picker_->itemText(index) : model_->description());
+    shown_model_id_ = model_->scenario().model_id;
     picker_->lineEdit()->setCursorPosition(0);  // show the name's start
     syncing_ = was_syncing;
 }
@@ -399,9 +410,9 @@ void InputsPanel::refreshLocalModels() {
     const auto same = [](const LocalModel& a, const LocalModel& b) {
         return a.id == b.id && a.path == b.path && a.problem == b.problem && a.store == b.store;
     };
-    if (found.size() == local_.size() && std::equal(found.begin(), found.end(), local_.begin(), same) &&
-        picker_->count() > catalog_items_)
-        return;
+    if (local_listed_ && found.size() == local_.size() && std::equal(found.begin(), found.end(), local_.begin(), same))
+        return;  // nothing new on this machine: the list (and the box's text and selection) stay as they are
+    local_listed_ = true;
     const bool was_syncing = syncing_;
     syncing_ = true;  // the box keeps its text; nothing here is a choice of the user's
     const QString text = picker_->lineEdit()->text();
@@ -458,7 +469,7 @@ void InputsPanel::commitKvHeads() {
 bool InputsPanel::commitPending() {
     for (BigSpinBox* box : numberFields()) box->commitPending();
     if (kv_heads_->isEnabled() && kv_heads_->lineEdit()->isModified()) commitKvHeads();
-    if (attention_every_->isVisible()) attention_every_->interpretText();
+    if (!attention_every_->isHidden()) attention_every_->interpretText();
     return unaccepted().isEmpty();
 }
 
@@ -474,7 +485,9 @@ void InputsPanel::sync() {
     const int index = picker_->findData(QString::fromStdString(s.model_id));
     const CatalogModel* preset = model_->catalog().find_model(s.model_id);
     const bool edited = preset && !(preset->model.arch == a);
-    if (!picker_->lineEdit()->hasFocus()) showModelInPicker();  // never another model's name over these numbers
+    // Never another model's name over these numbers: the model in use, unless a name is being typed in the box for
+    // the model it shows (an undo or a file that changes the model replaces that too).
+    if (!picker_->lineEdit()->hasFocus() || s.model_id != shown_model_id_) showModelInPicker();
     QString source = index >= 0 && preset
                          ? QString::fromStdString(preset->hf_repo.empty() ? preset->source : preset->hf_repo)
                          : model_->description();
@@ -547,7 +560,10 @@ void InputsPanel::sync() {
     window_label_->setVisible(local_layers);
     window_label_->setText(local == LayerKind::sliding ? tr("window") : tr("chunk"));
     window_->setAccessibleName(local == LayerKind::sliding ? tr("Sliding window") : tr("Attention chunk"));
-    if (local_layers) window_->setValue(window);
+    if (local_layers)
+        window_->setValue(window);
+    else
+        window_->dropUserText();  // hidden: what was typed there was for another model's window
     mix_edits_->setVisible(period > 0 || local_layers);
     layer_mix_row_->setVisible(!mix.empty());
 
@@ -557,8 +573,12 @@ void InputsPanel::sync() {
     // counts, a window of 0, …) is listed here so that it is never left unsaid.
     problems << marks_.unclaimed(model_->errors(), {Field::gpus, Field::gpu_memory, Field::gpu_bandwidth,
                                                     Field::utilization, Field::weight_dtype});
+    // "Last valid results" only while the calculator refuses the inputs: text a field refused leaves the results
+    // those of the inputs as they stand.
     errors_->setText(problems.isEmpty() ? QString()
-                                        : tr("Showing the last valid results. Fix:\n• %1").arg(problems.join("\n• ")));
+                     : model_->errors().empty()
+                         ? tr("Not accepted:\n• %1").arg(problems.join("\n• "))
+                         : tr("Showing the last valid results. Fix:\n• %1").arg(problems.join("\n• ")));
     errors_->setVisible(!problems.isEmpty());
     syncing_ = false;
 }

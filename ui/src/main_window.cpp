@@ -342,11 +342,13 @@ void MainWindow::createActions() {
     redo->setIcon(style()->standardIcon(QStyle::SP_ArrowForward));
     QAction* copy_chart = make(tr("Copy c&hart"), QKeySequence(tr("Ctrl+Shift+C")),
                                tr("Copy the chart to the clipboard as an image"), [this] {
+                                   if (!readyToExport(tr("Nothing copied"))) return;
                                    QApplication::clipboard()->setImage(chart_image(*chart_));
                                    statusBar()->showMessage(tr("Chart copied"), 3000);
                                });
     QAction* copy_table = make(tr("Copy &table"), QKeySequence(tr("Ctrl+Alt+C")),
                                tr("Copy the MHA/GQA/MQA comparison as tab-separated text"), [this] {
+                                   if (!readyToExport(tr("Nothing copied"))) return;
                                    QApplication::clipboard()->setText(overview_->comparison()->toTsv());
                                    statusBar()->showMessage(tr("Comparison table copied"), 3000);
                                });
@@ -494,10 +496,15 @@ bool MainWindow::acceptTypedText(const QString& refused) {
     return false;
 }
 
-bool MainWindow::readyToExport() {
-    if (!acceptTypedText(tr("Nothing exported"))) return false;
-    // Said before a dialog asks where: the exports are of valid inputs only (exporter.h).
-    if (const auto problem = export_problem(*model_)) return report(problem, {});
+bool MainWindow::readyToExport(const QString& refused) {
+    const QString nothing = refused.isEmpty() ? tr("Nothing exported") : refused;
+    if (!acceptTypedText(nothing)) return false;
+    // Said before a dialog asks where: the exports (and the clipboard's copies) are of valid inputs only (exporter.h).
+    if (const auto problem = export_problem(*model_)) {
+        QString said = *problem;
+        if (!refused.isEmpty()) said.replace(tr("Nothing exported"), refused);
+        return report(said, {});
+    }
     return true;
 }
 

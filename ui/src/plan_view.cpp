@@ -84,13 +84,21 @@ void PlanView::refresh() {
                          "context; headroom at the sequences each replica serves. %5.")
                           .arg(q(format_count(plan.sequences)), q(format_tokens(s.workload.context_tokens)),
                                q(s.deployment->gpu.name), q(std::string(to_string(s.deployment->engine))), [&plan] {
-                                   QString note = plan.notes.empty() ? QString() : q(plan.notes.front());
-                                   if (!note.isEmpty()) note[0] = note[0].toUpper();
-                                   return note;
+                                   // The scope, and how many layouts are left out as no choice (as the CLI says).
+                                   QStringList said;
+                                   for (const std::string& n : plan.notes)
+                                       if (said.isEmpty() || n.find(" left out: ") != std::string::npos) said << q(n);
+                                   for (QString& n : said) n[0] = n[0].toUpper();
+                                   return said.join(". ");
                                }()));
-    table_->setRowCount(static_cast<int>(plan.options.size()));
+    // The layouts that are a choice, and the one in use whatever it is.
+    std::vector<const PlanOption*> listed;
+    for (const PlanOption& o : plan.options)
+        if (!o.dominated || (o.tp == s.parallel.tp && o.pp == s.parallel.pp)) listed.push_back(&o);
+    table_->setRowCount(static_cast<int>(listed.size()));
     int row = 0;
-    for (const PlanOption& o : plan.options) {
+    for (const PlanOption* listed_option : listed) {
+        const PlanOption& o = *listed_option;
         const bool in_use = o.tp == s.parallel.tp && o.pp == s.parallel.pp;
         const QStringList cells{
             QString::number(o.gpus),

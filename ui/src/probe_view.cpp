@@ -256,7 +256,7 @@ void ProbeView::runProbe() {
     }
     if (s.parallel.gpus() > 1) note += tr("One device holds the whole cache here (TP/PP are not split). ");
     if (runner_->running()) return;
-    startMeasuring(s, false);
+    startMeasuring(s, false, request.dtype);
     note_ = note;
     runner_->probe(request);
 }
@@ -290,7 +290,7 @@ void ProbeView::runStep() {
                     .arg(q(probe::storable_list()), q(std::string(to_string(s.kv_dtype))));
     }
     if (s.parallel.gpus() > 1) note += tr("One device runs the whole model here (TP/PP are not split). ");
-    startMeasuring(s, true);
+    startMeasuring(s, true, request.kv_dtype);
     note_ = note;
     step_request_ = request;
     step_model_ = s.model_id;
@@ -364,9 +364,10 @@ void ProbeView::showStep(const probe::StepReport& r) {
     done(note + q(r.message), true);
 }
 
-void ProbeView::startMeasuring(const Scenario& s, bool step) {
+void ProbeView::startMeasuring(const Scenario& s, bool step, KvDtype stored) {
     table_->setRowCount(0);
     measured_for_ = s;
+    measured_format_ = stored;
     measured_name_ = model_->resultsDescription();
     measured_step_ = step;
     showWhoseTable();
@@ -389,7 +390,8 @@ void ProbeView::showWhoseTable() {
     const QString whose =
         tr("Measured for %1 at %2 tokens × %3, %4 cache")
             .arg(measured_name_, q(format_tokens(m.workload.context_tokens)),
-                 q(format_count_of(m.workload.batch, "sequence", "sequences")), q(std::string(to_string(m.kv_dtype))));
+                 q(format_count_of(m.workload.batch, "sequence", "sequences")),
+                 q(std::string(to_string(measured_format_))));  // the format stored (fp16 for one it cannot store)
     measured_for_label_->setText(same ? whose + "."
                                       : whose + tr(" — not the current inputs; run it again to measure them."));
     measured_for_label_->setStyleSheet(same ? QString() : QStringLiteral("color: #c0392b; font-weight: bold;"));

@@ -160,7 +160,7 @@ constexpr std::uint64_t kSglangContextBytes = 1ull << 30;
 void adopt_model_weights(Deployment& d, const ModelWeights& w);
 // The deployment's weights in a few words: "in bf16", or "432,704 bytes, exact from the GGUF's 3 tensors".
 std::string weights_text(const Deployment& d);
-// Shorter, for a chart's subtitle: "bf16 weights", "awq weights", "weights exact from the files".
+// Shorter, for a chart's subtitle: "bf16 weights", "awq weights", "weights from the files".
 std::string weights_format_text(const Deployment& d);
 
 // The workload as the engine stores it: llama.cpp keeps one contiguous cache (block size 1); vLLM without its

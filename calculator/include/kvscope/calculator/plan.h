@@ -36,6 +36,9 @@ struct PlanOption {
     double decode_tokens_per_s_per_sequence = 0;
     double decode_tokens_per_s = 0;  // every sequence of every replica
     std::string why_not;             // when it does not fit: the fit's reason, in words
+    // It fits, but takes more GPUs than a fitting layout listed before it and decodes no faster in all: no choice.
+    // The tables leave it out (and a note counts them), unless it is the layout in use; the JSON keeps it, flagged.
+    bool dominated = false;
 };
 
 struct Plan {

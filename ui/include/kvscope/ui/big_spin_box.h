@@ -30,6 +30,9 @@ public:
     bool commitPending();
     // Puts the value back in place of text of the user's own (Esc).
     void revert();
+    // The same without a word: the field is hidden (a model without sliding layers), and what was typed there is
+    // not this scenario's.
+    void dropUserText();
 
     void stepBy(int steps) override;
     QValidator::State validate(QString& input, int& pos) const override;

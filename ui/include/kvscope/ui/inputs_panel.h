@@ -84,7 +84,9 @@ public:
     void refreshLocalModels();
 
 private:
-    int catalog_items_ = 0;  // the picker's items before "On this machine"
+    int catalog_items_ = 0;       // the picker's items before "On this machine"
+    bool local_listed_ = false;   // the models on this machine have been listed once
+    std::string shown_model_id_;  // the model the picker showed last
 
     ScenarioModel* model_;
     std::vector<LocalModel> local_;  // the models on this machine, listed under the catalog's

@@ -110,8 +110,9 @@ private:
     // Commits the text typed in the inputs and not yet entered; false, with `refused` ("Not saved") and what each
     // field refuses in the message bar, when a field holds text it does not accept.
     bool acceptTypedText(const QString& refused);
-    // acceptTypedText, and inputs valid: an export may be written (checked before its dialogs ask anything).
-    bool readyToExport();
+    // acceptTypedText, and inputs valid: an export may be written (checked before its dialogs ask anything), or,
+    // with `refused` ("Nothing copied"), a copy to the clipboard made.
+    bool readyToExport(const QString& refused = {});
     // As report(), and on success says where the file went with a button that opens its folder.
     bool exported(const std::optional<QString>& problem, const QString& done, const QString& path);
     QString askSavePath(const QString& title, const QString& filter, const QString& suffix);

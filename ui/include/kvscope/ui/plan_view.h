@@ -18,6 +18,8 @@ public:
     explicit PlanView(ScenarioModel* model, QWidget* parent = nullptr);
 
     [[nodiscard]] QTableWidget* table() const { return table_; }
+    // What the table is of, its scope, and how many layouts it leaves out.
+    [[nodiscard]] QLabel* caption() const { return caption_; }
     [[nodiscard]] QPushButton* applyButton() const { return apply_; }
 
     enum Column { Gpus, Layout, Fits, Headroom, MaxSequences, MaxContext, PerSequence, InAll, ColumnCount };

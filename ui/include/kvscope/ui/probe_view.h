@@ -72,8 +72,9 @@ private:
     void showStopwatch(const probe::StopwatchReport& report);
     void addStep(bool cached, double ms);
     void done(const QString& message, bool ok);
-    // The run that fills the table starts: what it measures, kept for measured_for_label_.
-    void startMeasuring(const Scenario& s, bool step);
+    // The run that fills the table starts: what it measures (its cache in `stored`, which may stand in for a format
+    // the probe cannot store), kept for measured_for_label_.
+    void startMeasuring(const Scenario& s, bool step, KvDtype stored);
     void showWhoseTable();
 
     ScenarioModel* model_;
@@ -89,6 +90,7 @@ private:
     std::optional<Scenario> measured_for_;
     QString measured_name_;
     bool measured_step_ = false;
+    KvDtype measured_format_ = KvDtype::fp16;
     QPushButton* stopwatch_button_;
     QPushButton* cancel_button_;
     QSpinBox* tokens_;
