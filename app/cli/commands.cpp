@@ -61,7 +61,8 @@ std::string header(const Scenario& s, const ScenarioSource& src) {
                               (s.arch.mla->indexer_head_dim > 0
                                    ? " + indexer key " + std::to_string(s.arch.mla->indexer_head_dim)
                                    : "")
-                        : std::to_string(s.arch.kv_heads) + " KV heads, head dim " + std::to_string(s.arch.head_dim_k) +
+                        : format_count_of(s.arch.kv_heads, "KV head", "KV heads") + ", head dim " +
+                              std::to_string(s.arch.head_dim_k) +
                               (s.arch.head_dim_v != s.arch.head_dim_k ? "/" + std::to_string(s.arch.head_dim_v) : ""))},
         {"workload", format_tokens(s.workload.context_tokens) + " tokens × " + std::to_string(s.workload.batch) +
                          (s.workload.batch == 1 ? " sequence" : " sequences") +
@@ -507,7 +508,7 @@ std::string general_help() {
                "\n";
     }
     return out + R"(
-Run 'kvscope-cli COMMAND --help' for a command's options.
+Run 'kvscope-cli COMMAND --help' for a command's options; 'kvscope-cli --version' prints the version.
 Examples:
   kvscope-cli kv --model llama-3-8b --context 128k --batch 8
   kvscope-cli fit --model llama-3-70b --context 32k --batch 16 --gpu h100-sxm --gpus 2 --kv-dtype fp8
@@ -543,6 +544,9 @@ std::string command_help(const std::string& command) {
 }
 
 Output run(const std::vector<std::string>& args) {
+    // The version alone, as the window's --version prints its own.
+    if (args.size() == 1 && args[0] == "--version")
+        return {std::string("kvscope-cli ") + KVSCOPE_VERSION + "\n", "", kExitOk};
     auto parsed = parse_options(args);
     const std::string command = parsed ? parsed->command : (args.empty() ? "" : args[0]);
     if (!parsed) {

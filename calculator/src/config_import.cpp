@@ -223,6 +223,37 @@ void read_dtypes(const Value& root, const Value& cfg, ImportedModel& out) {
     }
 }
 
+// The layer count from a list of one layer kind per layer, where the list is what gives it. transformers
+// configuration_nemotron_h.py derives num_hidden_layers from layers_block_type (a num_hidden_layers beside it is
+// dropped), and newer nemotron_h configs give only the list; for other model types a list gives the count only when
+// the file has no layer-count field (read_layouts then reads each entry as that layer's kind).
+std::optional<Found> layers_from_kinds(Reader& r, ImportedModel& out) {
+    const bool list_decides = out.model_type == "nemotron_h";
+    const Value* given = nullptr;
+    const char* given_key = nullptr;
+    for (const char* k : {"num_hidden_layers", "n_layer", "num_layers", "n_layers"})
+        if (const Value* v = r.get(k); v && !given) given = v, given_key = k;
+    if (given && !list_decides) return std::nullopt;
+    for (const char* key : {"layers_block_type", "layer_types"}) {
+        if (list_decides && std::string_view(key) != "layers_block_type") continue;
+        const Value* list = r.get(key);
+        if (!list || !list->is_array() || list->items().empty()) continue;
+        const std::uint64_t n = list->items().size();
+        if (given) {
+            if (given->as_u64() == n) return std::nullopt;  // they agree: the field gives it
+            out.notes.push_back(std::string(given_key) + " (" + Reader::describe(*given) +
+                                ") is not read: transformers configuration_nemotron_h.py counts the " +
+                                std::to_string(n) + " entries of layers_block_type");
+        } else {
+            out.notes.push_back("the layer count is the " + std::to_string(n) + " entries of " + key +
+                                " (the file has no num_hidden_layers" +
+                                (list_decides ? "; transformers configuration_nemotron_h.py derives it so)" : ")"));
+        }
+        return Found{n, key, list->line()};
+    }
+    return std::nullopt;
+}
+
 void read_attention(Reader& r, ImportedModel& out) {
     Architecture& a = out.arch;
     const auto q = r.required({"num_attention_heads", "n_head", "n_heads", "num_heads"});
@@ -389,7 +420,9 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
     Reader r(root, cfg, source, out);
     Architecture& a = out.arch;
     a.name = out.hf_repo;
-    if (const auto layers = r.required({"num_hidden_layers", "n_layer", "num_layers", "n_layers"}))
+    if (const auto listed = layers_from_kinds(r, out))
+        a.layers = listed->value, r.lines[Field::layers] = listed->line, r.keys[Field::layers] = listed->key;
+    else if (const auto layers = r.required({"num_hidden_layers", "n_layer", "num_layers", "n_layers"}))
         a.layers = layers->value, r.lines[Field::layers] = layers->line, r.keys[Field::layers] = layers->key;
     if (state_space_type(out.model_type)) {
         // modeling_mamba.py / modeling_mamba2.py: a block is a norm and the mixer, with no MLP.

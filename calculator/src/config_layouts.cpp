@@ -16,7 +16,7 @@ std::optional<LayerSpec> spec_of_layer_type(const std::string& s);
 // calculator does not model these layouts yet; a model that has one is computed as if every layer
 // were full attention and says so (Architecture::not_exact), never as an exact answer.
 void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel& out,
-                             const std::vector<std::string>& read) {
+                             const std::vector<std::string>& read, const std::set<std::string, std::less<>>& asked) {
     struct Known {
         const char* key;
         const char* meaning;  // and where the rule is defined
@@ -90,6 +90,14 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
                               std::to_string(f) +
                               " layers stores a cache; counted here as every layer storing its own");
     }
+    // The second line of defence: a list with one entry per layer, or a list of objects (one per layer or block, as
+    // Llama-Nemotron's block_configs), that no rule asked for describes layers KVScope does not know; what it changes
+    // (a layer without attention, other heads, a window) is unknown, so the answer is not exact.
+    const auto per_layer_list = [&](const Value& v) {
+        if (!v.is_array() || v.items().empty()) return false;
+        if (std::all_of(v.items().begin(), v.items().end(), [](const Value& i) { return i.is_object(); })) return true;
+        return out.arch.layers > 1 && v.items().size() == out.arch.layers;
+    };
     std::vector<std::string> seen;
     bool state = false;
     for (const Value* obj : {&cfg, &root}) {
@@ -108,6 +116,13 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
                 seen.push_back(key);
                 reasons.push_back(key + line_of(value) + ": " + known->meaning +
                                   "; counted here as every layer full attention");
+            } else if (per_layer_list(value) && !asked.contains(key)) {
+                seen.push_back(key);
+                const bool objects = value.items().front().is_object();
+                reasons.push_back(key + line_of(value) + " describes the layers one by one (" +
+                                  std::to_string(value.items().size()) + (objects ? " objects" : " entries") +
+                                  ") and KVScope does not read it; it may change what a layer keeps (no attention, "
+                                  "other heads, a window), so every layer is counted as the other fields say");
             } else if (layout_like) {
                 seen.push_back(key);
                 reasons.push_back(key + line_of(value) +
@@ -665,7 +680,7 @@ void read_layouts(Reader& r, const Value& cfg, const Value& root, ImportedModel&
                                   " has recurrent layers whose state KVScope cannot size; their state is not counted");
         }
     }
-    find_unmodelled_layouts(cfg, root, out, r.layout_keys);
+    find_unmodelled_layouts(cfg, root, out, r.layout_keys, r.asked);
 }
 
 }  // namespace kvscope::importer

@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,8 @@ public:
     std::map<Field, int> lines;            // Architecture field -> line it came from
     std::map<Field, std::string> keys;     // Architecture field -> the config key that gave it
     std::vector<std::string> layout_keys;  // layout fields the importer read (never reported as unknown)
+    // Every key a rule looked for, given or not: a per-layer list none of them asked for is named as not read.
+    mutable std::set<std::string, std::less<>> asked;
 
     std::string at(int line) const { return source_ + ":" + std::to_string(line) + ": "; }
 
@@ -51,6 +54,7 @@ public:
     void error(Field input, int line, const std::string& message) { errors.push_back({input, at(line) + message}); }
 
     const Value* get(const char* key) const {
+        asked.insert(key);
         const Value* v = cfg_.find(key);
         return v && !v->is_null() ? v : nullptr;
     }

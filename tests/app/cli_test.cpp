@@ -116,6 +116,25 @@ TEST(Cli, AnswersForEveryCatalogModel) {
     }
 }
 
+TEST(Cli, VersionIsPrinted) {
+    const CliRun r = cli("--version");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(r.out.starts_with("kvscope-cli ")) << r.out;
+    EXPECT_NE(r.out.find_first_of("0123456789"), std::string::npos) << r.out;
+    EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST(Cli, OneKvHeadIsOneHead) {
+    // Gemma 3 1B keeps one KV head (MQA); the attention line counts it in the singular.
+    const CliRun r = cli("kv --model gemma-3-1b");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("MQA — 26 layers, 4 query heads, 1 KV head, head dim 256"), std::string::npos) << r.out;
+    // Llama 3.1's ids and its Hugging Face names find the model the catalog now holds.
+    const CliRun l = cli("kv --model meta-llama/Meta-Llama-3.1-8B-Instruct --context 128k --json");
+    ASSERT_EQ(l.status, 0) << l.err;
+    EXPECT_EQ(u64(json_of(l), "kv_cache_bytes"), 131072ull * 131072);  // 16 GiB: 128k tokens x 128 KiB
+}
+
 TEST(Cli, HuggingFaceRepoIdAndCaseInsensitiveIds) {
     const CliRun a = cli("kv --model meta-llama/Meta-Llama-3-8B --json");
     const CliRun b = cli("kv --model LLAMA-3-8B --json");

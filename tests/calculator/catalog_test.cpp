@@ -29,6 +29,9 @@ TEST(Catalog, BytesPerTokenOfEveryModelMatchesTheHandArithmetic) {
         {"llama-2-70b", 2ull * 80 * 8 * 128 * 2},            // 327,680 fp16
         {"llama-3-8b", 2ull * 32 * 8 * 128 * 2},             // 131,072 bf16
         {"llama-3-70b", 2ull * 80 * 8 * 128 * 2},            // 327,680 bf16
+        {"llama-3.1-8b", 2ull * 32 * 8 * 128 * 2},           // 131,072 bf16
+        {"llama-3.1-70b", 2ull * 80 * 8 * 128 * 2},          // 327,680 bf16
+        {"llama-3.3-70b", 2ull * 80 * 8 * 128 * 2},          // 327,680 bf16
         {"llama-3.1-405b", 2ull * 126 * 8 * 128 * 2},        // 516,096 bf16
         {"llama-3.2-1b", 2ull * 16 * 8 * 64 * 2},            // 32,768 bf16
         {"mistral-7b-v0.1", 2ull * 32 * 8 * 128 * 2},        // 131,072 bf16
@@ -52,6 +55,8 @@ TEST(Catalog, BytesPerTokenOfEveryModelMatchesTheHandArithmetic) {
         {"llama-4-scout", 2ull * 48 * 8 * 128 * 2},             // 196,608 (chunked layers keep a row per token too)
         {"llama-4-maverick", 2ull * 48 * 8 * 128 * 2},          // 196,608
         {"gemma-3-4b", 2ull * 34 * 4 * 256 * 2},                // 139,264 (gemma3_text defaults)
+        {"gemma-3-1b", 2ull * 26 * 1 * 256 * 2},                // 26,624 (one KV head, head_dim 256)
+        {"gemma-3-12b", 2ull * 48 * 8 * 256 * 2},               // 393,216 (gemma3_text default head_dim 256)
         {"kimi-k2", 61ull * (512 + 64) * 2},                    // 70,272 MLA
         {"glm-4.7", 2ull * 92 * 8 * 128 * 2},                   // 376,832
         {"jamba-v0.1", 2ull * 4 * 8 * 128 * 2},                 // 16,384: 4 of 32 layers attend
@@ -80,6 +85,15 @@ TEST(Catalog, SlidingWindowModelsStoreWhatTheirLayersKeep) {
     auto r = kv_cache_report(g3->model.arch, KvDtype::bf16, {.context_tokens = 131072});
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->total_bytes, 8192ull * (10 * 131072 + 52 * 1024));  // 2 x 16 x 128 x 2 = 8192 per layer-token
+    // Gemma 3 1B at its 32k: sliding_window_pattern 6 makes layers 5, 11, 17 and 23 global, the other 22 keep
+    // 512 tokens; 2 x 1 KV head x 256 x 2 bytes = 1,024 per layer-token.
+    auto r1 = kv_cache_report(c.find_model("gemma-3-1b")->model.arch, KvDtype::bf16, {.context_tokens = 32768});
+    ASSERT_TRUE(r1.ok()) << r1.error_text();
+    EXPECT_EQ(r1->total_bytes, 1024ull * (4 * 32768 + 22 * 512));  // 145,752,064
+    // Gemma 3 12B at 128k: 8 of 48 global, 40 keep 1,024 tokens; 2 x 8 x 256 x 2 = 8,192 per layer-token.
+    auto r12 = kv_cache_report(c.find_model("gemma-3-12b")->model.arch, KvDtype::bf16, {.context_tokens = 131072});
+    ASSERT_TRUE(r12.ok()) << r12.error_text();
+    EXPECT_EQ(r12->total_bytes, 8192ull * (8 * 131072 + 40 * 1024));
     // Gemma 2 9B at 8k: even layers slide over 4096.
     const auto* g2 = c.find_model("gemma-2-9b");
     auto r2 = kv_cache_report(g2->model.arch, KvDtype::fp32, {.context_tokens = 8192});
@@ -148,6 +162,9 @@ TEST(Catalog, EstimatedParametersAgreeWithThePublishedCounts) {
     EXPECT_NEAR(static_cast<double>(rg.total) / 9e9, 1.0, 0.06) << rg.total;
     // Llama 3 8B is exact: 2 x 128256 x 4096 + 32 x 218,112,000 + 4096.
     EXPECT_EQ(estimate_parameters(Catalog::builtin().find_model("llama-3-8b")->model.arch).total, 8'030'261'248ull);
+    // Llama 3.1 and 3.3 keep Llama 3's shapes: the published totals are the shape's own count, to the parameter.
+    EXPECT_EQ(estimate_parameters(Catalog::builtin().find_model("llama-3.1-8b")->model.arch).total, 8'030'261'248ull);
+    EXPECT_EQ(estimate_parameters(Catalog::builtin().find_model("llama-3.3-70b")->model.arch).total, 70'553'706'496ull);
 }
 
 TEST(Catalog, MoeActiveParametersAreAFractionOfTheTotal) {

@@ -1,5 +1,6 @@
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/kv_cache.h"
 
 #include "kvscope/resources/embedded.h"
 
@@ -441,6 +442,71 @@ TEST(ConfigImport, TodaysSpellingsOfExpertsAndPerLayerWidthsAreRead) {
         "num_key_value_heads": [8, 4], "hidden_size": 4096})");
     ASSERT_FALSE(heads.ok());
     EXPECT_EQ(heads.error_text(), "config.json:2: num_key_value_heads must be a whole number, found an array");
+}
+
+TEST(ConfigImport, AListThatDescribesTheLayersOneByOneIsNeverPassedOverInSilence) {
+    // Made-up keys: one value per layer, one object per layer (as Llama-Nemotron's block_configs, whose attention
+    // may be no_op on a layer), and one object per block of another count. Each is named with its line.
+    const std::string base = R"("model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 8, "hidden_size": 512, "torch_dtype": "bfloat16")";
+    const struct {
+        const char* key;
+        const char* value;
+        const char* said;
+    } lists[] = {
+        {"made_up_window_per_layer", "[512, 0, 512, 0]", "(4 entries)"},
+        {"made_up_blocks", R"([{"attention": {"no_op": true}}, {"attention": {"no_op": false}}, {}, {}])",
+         "(4 objects)"},
+        {"made_up_stages", R"([{"layers": 2}, {"layers": 2}])", "(2 objects)"},
+    };
+    for (const auto& l : lists) {
+        auto m = import("{" + base + ",\n\"" + l.key + "\": " + l.value + "}");
+        ASSERT_TRUE(m.ok()) << l.key << ": " << m.error_text();
+        EXPECT_TRUE(says(*m, std::string(l.key) + " (line 3) describes the layers one by one " + l.said +
+                                 " and KVScope does not read it"))
+            << testing::join(m->arch.not_exact);
+    }
+    // Lists of another length are no description of the layers (token ids, a name list); lists a rule reads are
+    // read (Hunyuan's moe_topk per layer): neither is named.
+    auto other = import("{" + base + R"(, "eos_token_id": [1, 2, 3], "architectures": ["LlamaForCausalLM"]})");
+    ASSERT_TRUE(other.ok()) << other.error_text();
+    EXPECT_TRUE(other->arch.not_exact.empty()) << testing::join(other->arch.not_exact);
+    auto read = import(R"({"model_type": "hunyuan_v1_moe", "num_hidden_layers": 4, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "hidden_size": 4096, "num_experts": 64, "moe_topk": [8, 8, 8, 8],
+        "moe_intermediate_size": [3072, 3072, 2048, 3072], "torch_dtype": "bfloat16"})");
+    ASSERT_TRUE(read.ok()) << read.error_text();
+    EXPECT_TRUE(read->arch.not_exact.empty()) << testing::join(read->arch.not_exact);
+}
+
+TEST(ConfigImport, ALayerCountGivenOnlyByTheListOfLayerKindsIsItsLength) {
+    // Newer nemotron_h configs drop num_hidden_layers; transformers configuration_nemotron_h.py derives it from
+    // layers_block_type (and drops a num_hidden_layers given beside it).
+    const std::string body = R"("model_type": "nemotron_h", "num_attention_heads": 32, "num_key_value_heads": 2,
+        "head_dim": 128, "hidden_size": 2688, "torch_dtype": "bfloat16",
+        "layers_block_type": ["mamba", "moe", "attention", "moe", "mamba", "moe", "attention", "mlp"])";
+    auto m = import("{" + body + "}");
+    ASSERT_TRUE(m.ok()) << m.error_text();
+    EXPECT_EQ(m->arch.layers, 8u);
+    EXPECT_EQ(m->arch.attention_layers(), 2u);
+    // 2 attention layers x 2 (K and V) x 2 KV heads x 128 x 2 bytes = 2,048 bytes per token.
+    auto r = kv_cache_report(m->arch, m->kv_dtype, {.context_tokens = 1000, .batch = 1}, {});
+    ASSERT_TRUE(r) << r.error_text();
+    EXPECT_EQ(r->bytes_per_token, 2'048u);
+    EXPECT_EQ(r->total_bytes, 2'048'000u);
+    EXPECT_TRUE(mentions(m->notes, "the layer count is the 8 entries of layers_block_type")) << testing::join(m->notes);
+    auto both = import(R"({"num_hidden_layers": 52, )" + body + "}");
+    ASSERT_TRUE(both.ok()) << both.error_text();
+    EXPECT_EQ(both->arch.layers, 8u);
+    EXPECT_TRUE(mentions(both->notes, "num_hidden_layers (52) is not read")) << testing::join(both->notes);
+    // Another model type with a list and no count: the list gives it too, as the only count in the file.
+    auto qwen = import(R"({"model_type": "qwen3_next", "num_attention_heads": 8, "num_key_value_heads": 2,
+        "head_dim": 64, "hidden_size": 512, "layer_types": ["linear_attention", "full_attention"]})");
+    ASSERT_TRUE(qwen.ok()) << qwen.error_text();
+    EXPECT_EQ(qwen->arch.layers, 2u);
+    // Neither a count nor a list: the message names the field, as before.
+    auto none = import(R"({"model_type": "nemotron_h", "num_attention_heads": 32, "hidden_size": 2688,
+        "hybrid_override_pattern": "M*"})");
+    EXPECT_FALSE(none.ok());
 }
 
 TEST(ConfigImport, ZeroHeadsIsOneProblemNotThreeKeysTheFileDoesNotHave) {

@@ -136,6 +136,11 @@ TEST(Hybrid, EverySpellingIsReadWithItsRule) {
         {"hybrid_override_pattern",
          R"("model_type": "nemotron_h", "num_hidden_layers": 5, )" + base + R"("hybrid_override_pattern": "M*-EM")",
          {K::recurrent, K::full, K::none, K::none, K::recurrent}},
+        // Newer nemotron_h configs: no num_hidden_layers, layers_block_type names each layer (transformers
+        // configuration_nemotron_h.py counts the layers from it).
+        {"layers_block_type, nemotron_h",
+         R"("model_type": "nemotron_h", )" + base + R"("layers_block_type": ["mamba", "attention", "moe", "mlp"])",
+         {K::recurrent, K::full, K::none, K::none}},
         // configuration_granitemoehybrid.py: layers_block_type "mamba" / "attention".
         {"layers_block_type",
          R"("model_type": "granitemoehybrid", "num_hidden_layers": 3, )" + base +

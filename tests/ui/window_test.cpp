@@ -635,9 +635,12 @@ TEST(Window, ThePresetPickerFiltersAsYouType) {
     completer->setCompletionPrefix("70B");
     QStringList found;
     for (int i = 0; completer->setCurrentRow(i); ++i) found << completer->currentCompletion();
-    ASSERT_EQ(found.size(), 2) << found.join(", ").toStdString();
+    // Every 70B model, in the catalog's order, and nothing else.
+    ASSERT_EQ(found.size(), 4) << found.join(", ").toStdString();
     EXPECT_TRUE(found[0].startsWith("Llama 2 70B"));
     EXPECT_TRUE(found[1].startsWith("Llama 3 70B"));
+    EXPECT_TRUE(found[2].startsWith("Llama 3.1 70B"));
+    EXPECT_TRUE(found[3].startsWith("Llama 3.3 70B"));
 }
 
 TEST(Window, ZoomRelabelsTheAxesAndResetRestoresThem) {
