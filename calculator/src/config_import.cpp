@@ -210,6 +210,14 @@ void read_dtypes(const Value& root, const Value& cfg, ImportedModel& out) {
         out.kv_dtype = KvDtype::fp16;
         out.kv_dtype_source = other != nullptr ? key + " is not a name of a format (\"bfloat16\"); fp16 used"
                                                : "no torch_dtype in the file; fp16 used";
+        // An MXFP4 checkpoint (gpt-oss) runs in bf16 only: vLLM quantization/mxfp4.py get_supported_act_dtypes is
+        // [bfloat16] (and its dtype=auto reads the tensors' bf16), so its cache is bf16 (cache_dtype "auto").
+        const Value* quant = root.find("quantization_config");
+        const Value* method = quant && quant->is_object() ? quant->find("quant_method") : nullptr;
+        if (other == nullptr && method && method->is_string() && method->as_string() == "mxfp4") {
+            out.kv_dtype = KvDtype::bf16;
+            out.kv_dtype_source = "no torch_dtype in the file; bf16, the only format vLLM runs MXFP4 checkpoints in";
+        }
     }
     out.weight_dtype = out.kv_dtype;
     out.weight_dtype_source = out.kv_dtype_source;
@@ -280,8 +288,10 @@ void read_attention(Reader& r, ImportedModel& out) {
     if (!kv) kv = r.number_or_default({"num_key_value_heads"});
     if (!kv && q) {
         kv = Found{q->value, "num_attention_heads", q->line};
-        out.assumed.push_back("num_key_value_heads = num_attention_heads = " + std::to_string(q->value) +
-                              " (no KV head count in the file: multi-head attention)");
+        // Llama-Nemotron gives its KV heads per layer in block_configs (config_layouts.cpp read_block_configs).
+        if (!r.get("block_configs"))
+            out.assumed.push_back("num_key_value_heads = num_attention_heads = " + std::to_string(q->value) +
+                                  " (no KV head count in the file: multi-head attention)");
     }
     if (kv) a.kv_heads = kv->value, r.lines[Field::kv_heads] = kv->line, r.keys[Field::kv_heads] = kv->key;
 
@@ -309,6 +319,21 @@ void read_attention(Reader& r, ImportedModel& out) {
         return;
     }
 
+    if (out.model_type == "zamba2") {
+        // transformers configuration_zamba2.py: the attention runs on [hidden, embedding] concatenated, so
+        // attention_head_dim = 2 x hidden / heads; kv_channels (hidden / heads, Megatron's name) is not what it uses.
+        // vLLM zamba2.py sizes the cache with config.attention_head_dim.
+        r.layout_keys.emplace_back("kv_channels");
+        if (auto hd = r.number({"attention_head_dim"})) {
+            a.head_dim_k = a.head_dim_v = hd->value;
+            r.lines[Field::head_dim] = r.lines[Field::head_dim_v] = hd->line;
+        } else if (hidden && q && q->value > 0) {
+            a.head_dim_k = a.head_dim_v = 2 * hidden->value / q->value;
+            out.assumed.push_back("attention_head_dim = 2 x " + hidden->key + " / " + q->key + " = " +
+                                  std::to_string(a.head_dim_k) + " (configuration_zamba2.py; not in the file)");
+        }
+        return;
+    }
     if (auto hd = r.number({"head_dim", "kv_channels", "attention_head_dim"})) {
         a.head_dim_k = a.head_dim_v = hd->value;
         r.lines[Field::head_dim] = r.lines[Field::head_dim_v] = hd->line;

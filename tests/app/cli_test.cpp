@@ -300,7 +300,7 @@ TEST(Cli, AQuantizedCheckpointIsWeighedAsItsSchemeStoresIt) {
     const CliRun r = cli("fit --model gpt-oss-20b --gpu a100-80gb --context 8k");
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("weights:         13.7 GiB (14.7 GB) estimated for MXFP4, 4-bit float with an 8-bit scale per "
-                         "32 weights, the experts only, the rest in fp16"),
+                         "32 weights, the experts only, the rest in bf16"),
               std::string::npos)
         << r.out;
     const CliRun j = cli("fit --model gpt-oss-20b --gpu a100-80gb --context 8k --json");

@@ -23,30 +23,31 @@ std::uint64_t bytes_per_token(const CatalogModel& m) {
 // 2 (K and V) x layers x KV heads x head dim x bytes per element, in the config's dtype.
 TEST(Catalog, BytesPerTokenOfEveryModelMatchesTheHandArithmetic) {
     const std::map<std::string, std::uint64_t> expected{
-        {"kvscope-teaching-32l", 2ull * 32 * 32 * 128 * 2},  // 524,288 fp16
-        {"llama-2-7b", 2ull * 32 * 32 * 128 * 2},            // 524,288 fp16
-        {"llama-2-13b", 2ull * 40 * 40 * 128 * 2},           // 819,200 fp16
-        {"llama-2-70b", 2ull * 80 * 8 * 128 * 2},            // 327,680 fp16
-        {"llama-3-8b", 2ull * 32 * 8 * 128 * 2},             // 131,072 bf16
-        {"llama-3-70b", 2ull * 80 * 8 * 128 * 2},            // 327,680 bf16
-        {"llama-3.1-8b", 2ull * 32 * 8 * 128 * 2},           // 131,072 bf16
-        {"llama-3.1-70b", 2ull * 80 * 8 * 128 * 2},          // 327,680 bf16
-        {"llama-3.3-70b", 2ull * 80 * 8 * 128 * 2},          // 327,680 bf16
-        {"llama-3.1-405b", 2ull * 126 * 8 * 128 * 2},        // 516,096 bf16
-        {"llama-3.2-1b", 2ull * 16 * 8 * 64 * 2},            // 32,768 bf16
-        {"mistral-7b-v0.1", 2ull * 32 * 8 * 128 * 2},        // 131,072 bf16
-        {"mixtral-8x7b", 2ull * 32 * 8 * 128 * 2},           // 131,072 bf16
-        {"qwen2.5-7b", 2ull * 28 * 4 * 128 * 2},             // 57,344 bf16 (3584 / 28 = 128)
-        {"qwen2.5-72b", 2ull * 80 * 8 * 128 * 2},            // 327,680 bf16
-        {"qwen3-8b", 2ull * 36 * 8 * 128 * 2},               // 147,456 bf16 (explicit head_dim 128)
-        {"gemma-2-9b", 2ull * 42 * 8 * 256 * 2},             // 344,064: float32 as published, served as bf16
-        {"gemma-3-27b", 2ull * 62 * 16 * 128 * 2},           // 507,904 bf16 (text_config)
-        {"phi-3-mini", 2ull * 32 * 32 * 96 * 2},             // 393,216 bf16 (3072 / 32 = 96)
-        {"falcon-7b", 2ull * 32 * 1 * 64 * 2},               // 8,192 bf16 (multi_query, 4544 / 71 = 64)
-        {"gpt2", 2ull * 12 * 12 * 64 * 2},                   // 36,864 fp16 (no dtype: default)
-        {"deepseek-v3", 61ull * (512 + 64) * 2},             // 70,272 bf16 (MLA latent + rope, no x2)
-        {"gpt-oss-20b", 2ull * 24 * 8 * 64 * 2},             // 49,152 fp16 (no dtype: default)
-        {"gpt-oss-120b", 2ull * 36 * 8 * 64 * 2},            // 73,728 fp16
+        {"kvscope-teaching-32l", 2ull * 32 * 32 * 128 * 2},         // 524,288 fp16
+        {"llama-2-7b", 2ull * 32 * 32 * 128 * 2},                   // 524,288 fp16
+        {"llama-2-13b", 2ull * 40 * 40 * 128 * 2},                  // 819,200 fp16
+        {"llama-2-70b", 2ull * 80 * 8 * 128 * 2},                   // 327,680 fp16
+        {"llama-3-8b", 2ull * 32 * 8 * 128 * 2},                    // 131,072 bf16
+        {"llama-3-70b", 2ull * 80 * 8 * 128 * 2},                   // 327,680 bf16
+        {"llama-3.1-8b", 2ull * 32 * 8 * 128 * 2},                  // 131,072 bf16
+        {"llama-3.1-70b", 2ull * 80 * 8 * 128 * 2},                 // 327,680 bf16
+        {"llama-3.3-70b", 2ull * 80 * 8 * 128 * 2},                 // 327,680 bf16
+        {"llama-3.1-405b", 2ull * 126 * 8 * 128 * 2},               // 516,096 bf16
+        {"llama-3.3-nemotron-super-49b", 2ull * 49 * 8 * 128 * 2},  // 200,704: 49 of 80 layers attend (block_configs)
+        {"llama-3.2-1b", 2ull * 16 * 8 * 64 * 2},                   // 32,768 bf16
+        {"mistral-7b-v0.1", 2ull * 32 * 8 * 128 * 2},               // 131,072 bf16
+        {"mixtral-8x7b", 2ull * 32 * 8 * 128 * 2},                  // 131,072 bf16
+        {"qwen2.5-7b", 2ull * 28 * 4 * 128 * 2},                    // 57,344 bf16 (3584 / 28 = 128)
+        {"qwen2.5-72b", 2ull * 80 * 8 * 128 * 2},                   // 327,680 bf16
+        {"qwen3-8b", 2ull * 36 * 8 * 128 * 2},                      // 147,456 bf16 (explicit head_dim 128)
+        {"gemma-2-9b", 2ull * 42 * 8 * 256 * 2},                    // 344,064: float32 as published, served as bf16
+        {"gemma-3-27b", 2ull * 62 * 16 * 128 * 2},                  // 507,904 bf16 (text_config)
+        {"phi-3-mini", 2ull * 32 * 32 * 96 * 2},                    // 393,216 bf16 (3072 / 32 = 96)
+        {"falcon-7b", 2ull * 32 * 1 * 64 * 2},                      // 8,192 bf16 (multi_query, 4544 / 71 = 64)
+        {"gpt2", 2ull * 12 * 12 * 64 * 2},                          // 36,864 fp16 (no dtype: default)
+        {"deepseek-v3", 61ull * (512 + 64) * 2},                    // 70,272 bf16 (MLA latent + rope, no x2)
+        {"gpt-oss-20b", 2ull * 24 * 8 * 64 * 2},                    // 49,152 bf16 (no dtype; MXFP4 runs in bf16)
+        {"gpt-oss-120b", 2ull * 36 * 8 * 64 * 2},                   // 73,728 bf16
         // Today's models (their layer mixes and states: hybrid_test.cpp). Only layers with a KV cache count.
         {"qwen3-30b-a3b", 2ull * 48 * 4 * 128 * 2},             // 98,304 bf16
         {"qwen3-235b-a22b", 2ull * 94 * 4 * 128 * 2},           // 192,512 bf16
@@ -76,6 +77,17 @@ TEST(Catalog, BytesPerTokenOfEveryModelMatchesTheHandArithmetic) {
         ASSERT_NE(m, nullptr) << id;
         EXPECT_EQ(bytes_per_token(*m), bytes) << id;
     }
+}
+
+TEST(Catalog, GptOssIsServedInBf16AsVllmRunsMxfp4) {
+    // Its config.json names no torch_dtype; vLLM runs an MXFP4 checkpoint in bf16 only (quantization/mxfp4.py).
+    for (const char* id : {"gpt-oss-20b", "gpt-oss-120b"}) {
+        const auto& m = Catalog::builtin().find_model(id)->model;
+        EXPECT_EQ(m.kv_dtype, KvDtype::bf16) << id;
+        EXPECT_NE(m.kv_dtype_source.find("MXFP4"), std::string::npos) << m.kv_dtype_source;
+    }
+    // Without the quantization, no torch_dtype is still fp16, said as such (GPT-2).
+    EXPECT_EQ(Catalog::builtin().find_model("gpt2")->model.kv_dtype, KvDtype::fp16);
 }
 
 TEST(Catalog, SlidingWindowModelsStoreWhatTheirLayersKeep) {
@@ -122,8 +134,28 @@ TEST(Catalog, FindsIdsAliasesAndRepoIdsCaseInsensitively) {
     ASSERT_FALSE(hints.empty());
     EXPECT_EQ(hints.front(), "llama-3-70b");
     ASSERT_NE(c.find_gpu("H100-SXM"), nullptr);
-    for (const char* id : {"h100-sxm", "h100-pcie", "h200", "b200", "a100-40gb", "a100-80gb", "l40s", "l4", "a10g",
-                           "rtx-4090", "rtx-3090", "rtx-6000-ada", "mi300x"}) {
+    for (const char* id : {"h100-sxm",
+                           "h100-pcie",
+                           "h200",
+                           "b200",
+                           "a100-40gb",
+                           "a100-80gb",
+                           "l40s",
+                           "l4",
+                           "a10g",
+                           "rtx-4090",
+                           "rtx-3090",
+                           "rtx-6000-ada",
+                           "mi300x",
+                           "b300",
+                           "gb200",
+                           "gb300",
+                           "h800",
+                           "rtx-5090",
+                           "rtx-pro-6000-blackwell",
+                           "mi325x",
+                           "mi355x",
+                           "gaudi-3"}) {
         const GpuSpec* g = c.find_gpu(id);
         ASSERT_NE(g, nullptr) << id;
         EXPECT_GT(g->memory_bytes, 16ull << 30) << id;
@@ -132,6 +164,15 @@ TEST(Catalog, FindsIdsAliasesAndRepoIdsCaseInsensitively) {
         EXPECT_FALSE(g->source.empty()) << id;
     }
     EXPECT_EQ(c.find_gpu("h200")->memory_bytes, 143771ull << 20);
+    // What the driver reports, where a published report was found (nvidia-smi MiB x 2^20), else the sheet's GiB.
+    EXPECT_EQ(c.find_gpu("b300")->memory_bytes, 275040ull << 20);
+    EXPECT_EQ(c.find_gpu("gb200")->memory_bytes, 189471ull << 20);
+    EXPECT_EQ(c.find_gpu("rtx-5090")->memory_bytes, 32607ull << 20);
+    EXPECT_EQ(c.find_gpu("rtx-pro-6000")->memory_bytes, 97887ull << 20);
+    EXPECT_EQ(c.find_gpu("mi355x")->memory_bytes, 288ull << 30);
+    EXPECT_EQ(c.find_gpu("gaudi3")->memory_bytes, 131072ull << 20);
+    // Dense figures: the B300's 2,250 TFLOPS is NVIDIA's non-sparse BF16, half the sparse figure of its sheet.
+    EXPECT_DOUBLE_EQ(c.find_gpu("b300")->bf16_tflops, 2250.0);
 }
 
 TEST(Catalog, EstimatedParametersAgreeWithThePublishedCounts) {

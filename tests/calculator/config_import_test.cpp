@@ -478,6 +478,87 @@ TEST(ConfigImport, AListThatDescribesTheLayersOneByOneIsNeverPassedOverInSilence
     EXPECT_TRUE(read->arch.not_exact.empty()) << testing::join(read->arch.not_exact);
 }
 
+// Llama-Nemotron's block_configs, as vLLM nemotron_nas.py builds it: attention only where attention.no_op is false,
+// num_attention_heads // n_heads_in_group KV heads each; FFN widths int(2 x ffn_mult x hidden / 3) rounded up to 256.
+std::string nemotron_nas(const std::string& first_group = "8", std::size_t blocks = 8) {
+    const auto att = [](const std::string& g) {
+        return R"({"no_op": false, "replace_with_linear": false, "n_heads_in_group": )" + g +
+               R"(, "window_length": null})";
+    };
+    const std::string noop = R"({"no_op": true, "replace_with_linear": false, "n_heads_in_group": null})";
+    const auto ffn = [](const char* m) { return std::string(R"({"no_op": false, "ffn_mult": )") + m + "}"; };
+    const std::string list[] = {
+        R"({"attention": )" + att(first_group) + R"(, "ffn": )" + ffn("5.25") + "}",    // 28,672
+        R"({"attention": )" + att("8") + R"(, "ffn": )" + ffn("5.25") + "}",            // 28,672
+        R"({"attention": )" + noop + R"(, "ffn": )" + ffn("1.3125") + "}",              // 7,168
+        R"({"attention": )" + att("16") + R"(, "ffn": )" + ffn("0.5") + "}",            // 2,730 -> 2,816
+        R"({"attention": )" + noop + R"(, "ffn": )" + ffn("1.0") + "}",                 // 5,461 -> 5,632
+        R"({"attention": )" + att("8") + R"(, "ffn": )" + ffn("2.625") + "}",           // 14,336
+        R"({"attention": )" + noop + R"(, "ffn": {"no_op": true, "ffn_mult": null}})",  // 0
+        R"({"attention": )" + att("8") + R"(, "ffn": )" + ffn("5.25") + "}",            // 28,672
+    };
+    std::string joined;
+    for (std::size_t i = 0; i < blocks; ++i) joined += (i ? ",\n" : "") + list[i];
+    return R"({"architectures": ["DeciLMForCausalLM"], "model_type": "nemotron-nas", "num_hidden_layers": 8,
+        "num_attention_heads": 64, "num_key_value_heads": null, "intermediate_size": null, "hidden_size": 8192,
+        "torch_dtype": "bfloat16", "vocab_size": 128256, "max_position_embeddings": 131072,
+        "block_configs": [)" +
+           joined + "]}";
+}
+
+TEST(ConfigImport, LlamaNemotronsBlocksGiveEachLayerItsAttentionAndHeads) {
+    auto m = import(nemotron_nas());
+    ASSERT_TRUE(m.ok()) << m.error_text();
+    EXPECT_EQ(m->arch.attention_layers(), 5u);
+    EXPECT_EQ(m->arch.kv_heads, 8u);           // the first attending block's: 64 / 8
+    EXPECT_EQ(m->arch.layer(3).kv_heads, 4u);  // 64 / 16
+    EXPECT_EQ(m->arch.layer(2).kind, LayerKind::none);
+    EXPECT_EQ(m->arch.head_dim_k, 128u);  // 8192 / 64
+    // 2 (K and V) x 128 x 2 bytes x (4 layers x 8 heads + 1 layer x 4 heads) = 18,432 bytes per token, where the file
+    // read as MHA on every layer gave 2 x 128 x 2 x 8 x 64 = 262,144 (14 times too many).
+    auto r = kv_cache_report(m->arch, m->kv_dtype, {.context_tokens = 8192, .batch = 1}, {});
+    ASSERT_TRUE(r) << r.error_text();
+    EXPECT_EQ(r->bytes_per_token, 18'432u);
+    EXPECT_EQ(r->total_bytes, 18'432ull * 8192);
+    // The FFN widths 28,672 x 3 + 7,168 + 2,816 + 5,632 + 14,336 + 0 = 115,968 over 8 layers: 14,496 each.
+    EXPECT_EQ(m->arch.intermediate_size, 14'496u);
+    EXPECT_TRUE(mentions(m->assumed, "block_configs gives FFN widths of 0 to 28,672")) << testing::join(m->assumed);
+    EXPECT_FALSE(mentions(m->assumed, "multi-head attention")) << testing::join(m->assumed);
+    EXPECT_TRUE(m->arch.not_exact.empty()) << testing::join(m->arch.not_exact);
+    // A group that does not divide the heads, and a list of another length: errors naming the entry.
+    EXPECT_FIELD_ERROR(import(nemotron_nas("3")), "block_configs",
+                       "block_configs[0].attention.n_heads_in_group must be a whole number above 0 that divides "
+                       "num_attention_heads (64), found 3");
+    EXPECT_FIELD_ERROR(import(nemotron_nas("8", 7)), "block_configs",
+                       "block_configs must list one object per layer (8), found 7 entries");
+}
+
+TEST(ConfigImport, ZambaTwosAttentionRunsAtTwiceTheHiddenWidth) {
+    // transformers configuration_zamba2.py: attention_head_dim = 2 x hidden / heads (the attention reads the hidden
+    // state and the embedding side by side); kv_channels = hidden / heads is Megatron's name, not what it uses. vLLM
+    // zamba2.py caches attention_head_dim on each "hybrid" layer, and the Mamba-2 state on every layer.
+    const std::string body = R"("model_type": "zamba2", "hidden_size": 256, "num_attention_heads": 4,
+        "num_key_value_heads": 4, "kv_channels": 64, "num_hidden_layers": 4, "torch_dtype": "bfloat16",
+        "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid"], "mamba_expand": 2, "mamba_ngroups": 1,
+        "n_mamba_heads": 8, "mamba_headdim": 64, "mamba_d_state": 64, "mamba_d_conv": 4)";
+    for (const std::string& dim : {std::string(R"("attention_head_dim": 128, )"), std::string()}) {
+        auto m = import("{" + dim + body + "}");
+        ASSERT_TRUE(m.ok()) << m.error_text();
+        EXPECT_EQ(m->arch.head_dim_k, 128u) << dim;  // 2 x 256 / 4, given or derived
+        EXPECT_EQ(m->arch.attention_layers(), 2u);
+        ASSERT_TRUE(m->arch.recurrent.has_value());
+        EXPECT_EQ(m->arch.state_layers(), 4u);
+        EXPECT_TRUE(m->arch.not_exact.empty()) << testing::join(m->arch.not_exact);
+        // 2 hybrid layers x 2 (K and V) x 4 KV heads x 128 x 2 bytes = 4,096 bytes per token.
+        auto r = kv_cache_report(m->arch, m->kv_dtype, {.context_tokens = 1000, .batch = 1}, {});
+        ASSERT_TRUE(r) << r.error_text();
+        EXPECT_EQ(r->bytes_per_token, 4'096u);
+        // Mamba-2 (vllm mamba_utils.py): conv (4 - 1) x (2 x 256 + 2 x 1 x 64) and SSM 8 x 64 x 64 per layer.
+        EXPECT_EQ(m->arch.recurrent->conv_channels, 512u);
+        EXPECT_EQ(m->arch.recurrent->heads * m->arch.recurrent->head_dim * m->arch.recurrent->state_size, 32'768u);
+    }
+}
+
 TEST(ConfigImport, ALayerCountGivenOnlyByTheListOfLayerKindsIsItsLength) {
     // Newer nemotron_h configs drop num_hidden_layers; transformers configuration_nemotron_h.py derives it from
     // layers_block_type (and drops a num_hidden_layers given beside it).

@@ -14,6 +14,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -522,6 +523,24 @@ TEST(WindowState, ThePlannerLeavesOutLayoutsThatAreNoChoiceButTheOneInUse) {
     });
     QApplication::processEvents();
     EXPECT_TRUE(listed("TP 1 × PP 3 × 3 replicas  (in use)"));
+}
+
+TEST(WindowState, ANoticeAboutAnotherModelGoesWhenTheModelChanges) {
+    // DeepSeek-V3 replaces the lesson's fp16 with its own bf16 and says so; Qwen3-Next (bf16 too) replaces nothing,
+    // so the line must not keep naming DeepSeek-V3 under Qwen3-Next's figures.
+    MainWindow w(testing::catalog(), false);
+    w.show();
+    w.model()->loadCatalogModel("deepseek-v3");
+    EXPECT_TRUE(w.statusBar()->currentMessage().contains("DeepSeek-V3's own bf16"))
+        << w.statusBar()->currentMessage().toStdString();
+    w.model()->loadCatalogModel("qwen3-next-80b-a3b");
+    EXPECT_FALSE(w.statusBar()->currentMessage().contains("DeepSeek")) << w.statusBar()->currentMessage().toStdString();
+    // An edit of the same model keeps a notice about it.
+    w.model()->loadCatalogModel("gpt2");  // no torch_dtype: fp16, in place of Qwen3-Next's bf16
+    const QString notice = w.statusBar()->currentMessage();
+    EXPECT_TRUE(notice.contains("own fp16")) << notice.toStdString();
+    w.model()->edit("batch", [](Scenario& s) { s.workload.batch = 3; });
+    EXPECT_EQ(w.statusBar()->currentMessage(), notice);
 }
 
 }  // namespace

@@ -187,6 +187,13 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
 
     createActions();
     connect(model_, &ScenarioModel::changed, this, &MainWindow::updateTitleAndStatus);
+    // A notice about an edit of another model (its KV format replaced, …) goes with it when the model changes; a
+    // notice about loading the new one comes after this.
+    connect(model_, &ScenarioModel::changed, this, [this] {
+        if (model_->description() == notice_model_) return;
+        notice_model_ = model_->description();
+        statusBar()->clearMessage();
+    });
     connect(model_->undoStack(), &QUndoStack::cleanChanged, this, &MainWindow::updateTitleAndStatus);
     resize(1280, 800);
     if (restore) {

@@ -151,6 +151,7 @@ private:
     QAction* restore_recovery_ = nullptr;
     QAction* discard_recovery_ = nullptr;
     bool recovery_problem_shown_ = false;
+    QString notice_model_;  // the model the status line's notice is about
 };
 
 }  // namespace kvscope::ui
