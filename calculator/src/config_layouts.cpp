@@ -93,7 +93,13 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
     // The second line of defence: a list with one entry per layer, or a list of objects (one per layer or block, as
     // Llama-Nemotron's block_configs), that no rule asked for describes layers KVScope does not know; what it changes
     // (a layer without attention, other heads, a window) is unknown, so the answer is not exact.
-    const auto per_layer_list = [&](const Value& v) {
+    // Lists of token ids and names, whatever their length (transformers configuration_utils.py, generation config).
+    static const char* kNotLayers[] = {"architectures", "eos_token_id",       "bos_token_id",
+                                       "pad_token_id",  "suppress_tokens",    "begin_suppress_tokens",
+                                       "bad_words_ids", "forced_decoder_ids", "stop_token_ids"};
+    const auto per_layer_list = [&](const std::string& key, const Value& v) {
+        if (std::any_of(std::begin(kNotLayers), std::end(kNotLayers), [&](const char* k) { return key == k; }))
+            return false;
         if (!v.is_array() || v.items().empty()) return false;
         if (std::all_of(v.items().begin(), v.items().end(), [](const Value& i) { return i.is_object(); })) return true;
         return out.arch.layers > 1 && v.items().size() == out.arch.layers;
@@ -116,7 +122,7 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
                 seen.push_back(key);
                 reasons.push_back(key + line_of(value) + ": " + known->meaning +
                                   "; counted here as every layer full attention");
-            } else if (per_layer_list(value) && !asked.contains(key)) {
+            } else if (per_layer_list(key, value) && !asked.contains(key)) {
                 seen.push_back(key);
                 const bool objects = value.items().front().is_object();
                 reasons.push_back(key + line_of(value) + " describes the layers one by one (" +

@@ -468,7 +468,8 @@ TEST(ConfigImport, AListThatDescribesTheLayersOneByOneIsNeverPassedOverInSilence
     }
     // Lists of another length are no description of the layers (token ids, a name list); lists a rule reads are
     // read (Hunyuan's moe_topk per layer): neither is named.
-    auto other = import("{" + base + R"(, "eos_token_id": [1, 2, 3], "architectures": ["LlamaForCausalLM"]})");
+    auto other = import("{" + base + R"(, "eos_token_id": [1, 2, 3], "architectures": ["LlamaForCausalLM"],
+        "suppress_tokens": [1, 2, 3, 4]})");  // token ids, even four of them for four layers
     ASSERT_TRUE(other.ok()) << other.error_text();
     EXPECT_TRUE(other->arch.not_exact.empty()) << testing::join(other->arch.not_exact);
     auto read = import(R"({"model_type": "hunyuan_v1_moe", "num_hidden_layers": 4, "num_attention_heads": 32,
