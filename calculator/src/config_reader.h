@@ -184,6 +184,9 @@ std::optional<KvDtype> dtype_from_torch(const std::string& name);
 // Model types whose layers are all recurrent: no attention, no KV cache.
 bool state_space_type(const std::string& type);
 
+// Llama-Nemotron's block_configs into the per-layer description (config_blocks.cpp); false when the file has none.
+bool read_block_configs(Reader& r, ImportedModel& out);
+
 // What each layer keeps (the per-layer description, Architecture::layer_specs), the recurrent state of the
 // layers that keep one, and the not-exact reasons for layout fields KVScope does not model.
 void read_layouts(Reader& r, const Value& cfg, const Value& root, ImportedModel& out);
