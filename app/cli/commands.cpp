@@ -511,8 +511,8 @@ std::string general_help() {
 Run 'kvscope-cli COMMAND --help' for a command's options; 'kvscope-cli --version' prints the version.
 Examples:
   kvscope-cli kv --model llama-3-8b --context 128k --batch 8
-  kvscope-cli fit --model llama-3-70b --context 32k --batch 16 --gpu h100-sxm --gpus 2 --kv-dtype fp8
-  kvscope-cli plan --model llama-3-70b --context 32k --batch 64 --gpu h100-sxm --kv-dtype fp8
+  kvscope-cli fit --model llama-3.1-70b --context 32k --batch 16 --gpu h100-sxm --gpus 2 --kv-dtype fp8
+  kvscope-cli plan --model llama-3.1-70b --context 32k --batch 64 --gpu h100-sxm --kv-dtype fp8
   kvscope-cli sweep --config ./config.json --csv > curve.csv
 )";
 }

@@ -31,11 +31,11 @@ struct DataFolder {
 };
 inline const DataFolder g_data;
 
-// `env`: more NAME='value' assignments for the run.
-inline CliRun cli(const std::string& args, const std::string& env = "") {
+// Runs `program` with `args` through the shell; `env`: more NAME='value' assignments for the run.
+inline CliRun run_program(const std::string& program, const std::string& args, const std::string& env = "") {
     const auto err_path = std::filesystem::temp_directory_path() / ("kvscope-cli-err-" + std::to_string(::getpid()));
-    const std::string cmd = "KVSCOPE_DATA_DIR='" + g_data.path.string() + "' " + env + " '" KVSCOPE_CLI_PATH "' " +
-                            args + " 2>'" + err_path.string() + "'";
+    const std::string cmd = "KVSCOPE_DATA_DIR='" + g_data.path.string() + "' " + env + " '" + program + "' " + args +
+                            " 2>'" + err_path.string() + "'";
     CliRun r;
     FILE* pipe = ::popen(cmd.c_str(), "r");
     if (!pipe) return r;
@@ -49,6 +49,8 @@ inline CliRun cli(const std::string& args, const std::string& env = "") {
     std::filesystem::remove(err_path);
     return r;
 }
+
+inline CliRun cli(const std::string& args, const std::string& env = "") { return run_program(KVSCOPE_CLI_PATH, args, env); }
 
 inline kvscope::json::Value json_of(const CliRun& r) {
     auto parsed = kvscope::json::parse(r.out);

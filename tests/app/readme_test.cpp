@@ -1,0 +1,176 @@
+// The README's examples are tests: every fenced block that begins with `$ kvscope-cli …` (or `$ kvscope …`, the
+// window's program, where it is built) is run, and what the program prints (standard output, then standard error) must be the lines the README shows. A line `…` alone
+// stands for any number of lines. A block whose output depends on the machine (timings, the CPU's name) is
+// marked `<!-- machine-dependent: why -->` on the line before its fence; it is not compared, and the marker
+// must say why.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_run.h"
+
+namespace {
+
+std::string rstrip(std::string s) {
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.pop_back();
+    return s;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) out.push_back(rstrip(line));
+    while (!out.empty() && out.back().empty()) out.pop_back();
+    return out;
+}
+
+struct Example {
+    int line = 0;  // of the `$` line in README.md, 1-based
+    std::string program;  // kvscope-cli or kvscope
+    std::string args;  // after the program's name
+    std::vector<std::string> expected;
+    bool machine_dependent = false;
+    std::string why;  // the marker's reason
+};
+
+const std::string kMarker = "<!-- machine-dependent:";
+
+// The program a `$` line runs, and its arguments; false for any other line.
+bool command_of(const std::string& line, std::string& program, std::string& args) {
+    for (const std::string p : {"kvscope-cli", "kvscope"}) {
+        const std::string prompt = "$ " + p + " ";
+        if (line.rfind(prompt, 0) == 0) {
+            program = p;
+            args = line.substr(prompt.size());
+            return true;
+        }
+    }
+    return false;
+}
+
+std::vector<Example> examples_of(const std::vector<std::string>& readme) {
+    std::vector<Example> out;
+    for (std::size_t i = 0; i < readme.size(); ++i) {
+        if (readme[i].rfind("```", 0) != 0) continue;
+        std::size_t end = i + 1;
+        while (end < readme.size() && readme[end].rfind("```", 0) != 0) ++end;
+        std::string program, args;
+        if (end > i + 1 && command_of(readme[i + 1], program, args)) {
+            Example ex;
+            if (i > 0 && readme[i - 1].rfind(kMarker, 0) == 0) {
+                ex.machine_dependent = true;
+                ex.why = readme[i - 1].substr(kMarker.size());
+            }
+            for (std::size_t k = i + 1; k < end; ++k) {
+                if (command_of(readme[k], program, args)) {
+                    if (!ex.args.empty()) out.push_back(ex);
+                    ex.line = static_cast<int>(k + 1);
+                    ex.program = program;
+                    ex.args = args;
+                    ex.expected.clear();
+                } else {
+                    ex.expected.push_back(readme[k]);
+                }
+            }
+            out.push_back(ex);
+        }
+        i = end;  // the closing fence
+    }
+    return out;
+}
+
+// Whether `actual` from `a` on is what `expected` from `e` on shows, a `…` line standing for any lines.
+bool matches(const std::vector<std::string>& expected, std::size_t e, const std::vector<std::string>& actual,
+             std::size_t a) {
+    if (e == expected.size()) return a == actual.size();
+    if (expected[e] == "…") {
+        for (std::size_t skip = a; skip <= actual.size(); ++skip)
+            if (matches(expected, e + 1, actual, skip)) return true;
+        return false;
+    }
+    return a < actual.size() && expected[e] == actual[a] && matches(expected, e + 1, actual, a + 1);
+}
+
+// The first line where they part, for the failure message.
+std::string first_difference(const std::vector<std::string>& expected, const std::vector<std::string>& actual) {
+    std::size_t a = 0;
+    for (std::size_t e = 0; e < expected.size(); ++e) {
+        if (expected[e] == "…") return "(after a `…` line) README: " + (e + 1 < expected.size() ? expected[e + 1] : "");
+        if (a >= actual.size()) return "README shows more:  " + expected[e];
+        if (expected[e] != actual[a])
+            return "README:  " + expected[e] + "\nprinted: " + actual[a];
+        ++a;
+    }
+    return a < actual.size() ? "printed more: " + actual[a] : "";
+}
+
+std::vector<Example> readme_examples() {
+    std::ifstream in(KVSCOPE_README_PATH);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::vector<std::string> lines;
+    std::istringstream s(text.str());
+    for (std::string line; std::getline(s, line);) lines.push_back(rstrip(line));
+    return examples_of(lines);
+}
+
+}  // namespace
+
+TEST(Readme, FindsItsExamples) {
+    // The parser itself: a marked block, a block of two commands, a `…` line, a block of another kind.
+    const std::vector<std::string> md = {
+        "text", "```", "$ kvscope-cli kv --model gpt2", "a", "…", "b", "$ kvscope --help", "c", "```",
+        "```sh", "kvscope-cli kv", "```", "<!-- machine-dependent: timings -->", "```", "$ kvscope-cli stopwatch",
+        "x", "```"};
+    const auto ex = examples_of(md);
+    ASSERT_EQ(ex.size(), 3u);
+    EXPECT_EQ(ex[0].line, 3);
+    EXPECT_EQ(ex[0].args, "kv --model gpt2");
+    EXPECT_EQ(ex[0].expected, (std::vector<std::string>{"a", "…", "b"}));
+    EXPECT_EQ(ex[0].program, "kvscope-cli");
+    EXPECT_EQ(ex[1].program, "kvscope");
+    EXPECT_EQ(ex[1].args, "--help");
+    EXPECT_FALSE(ex[1].machine_dependent);
+    EXPECT_TRUE(ex[2].machine_dependent);
+    EXPECT_EQ(ex[2].why, " timings -->");
+
+    EXPECT_TRUE(matches({"a", "…", "d"}, 0, {"a", "b", "c", "d"}, 0));
+    EXPECT_TRUE(matches({"a", "…"}, 0, {"a"}, 0));
+    EXPECT_FALSE(matches({"a", "…", "d"}, 0, {"a", "b", "c"}, 0));
+    EXPECT_FALSE(matches({"a", "b"}, 0, {"a", "b", "c"}, 0));
+}
+
+TEST(Readme, EveryExampleRunsAsShown) {
+    const auto examples = readme_examples();
+    int compared = 0;
+    for (const auto& ex : examples) {
+        if (ex.machine_dependent) {
+            // A marker without its reason is no marker.
+            EXPECT_GT(rstrip(ex.why).size(), std::string(" -->").size())
+                << "README.md:" << ex.line << ": say why the output depends on the machine";
+            continue;
+        }
+        CliRun r;
+        if (ex.program == "kvscope-cli") {
+            r = cli(ex.args);
+        } else {
+#ifdef KVSCOPE_APP_PATH
+            // The window's program with no display: its help and its exports need none.
+            r = run_program(KVSCOPE_APP_PATH, ex.args, "QT_QPA_PLATFORM=offscreen");
+#else
+            continue;  // a build without the window (cmake -DKVSCOPE_GUI=OFF) has no kvscope to run
+#endif
+        }
+        const auto actual = lines_of(r.out + r.err);
+        EXPECT_TRUE(matches(ex.expected, 0, actual, 0))
+            << "README.md:" << ex.line << ": $ " << ex.program << " " << ex.args << "\n"
+            << first_difference(ex.expected, actual) << "\n--- printed ---\n"
+            << r.out << r.err;
+        ++compared;
+    }
+    // The README's opening examples (kv, fit, a hybrid model), plan, --help and an error at least.
+    EXPECT_GE(compared, 6);
+}
