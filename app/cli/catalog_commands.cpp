@@ -146,7 +146,8 @@ Output cmd_gpus(const Options& o, const Catalog& catalog) {
             x.set("name", Value::string(g.name));
             x.set("memory_bytes", Value::number(g.memory_bytes));
             x.set("bandwidth_bytes_per_s", Value::number(g.bandwidth_bytes_per_s));
-            x.set("bf16_tflops", Value::number(g.bf16_tflops));
+            // 0 is no vendor figure: null, never a number that looks like one.
+            x.set("bf16_tflops", g.bf16_tflops > 0 ? Value::number(g.bf16_tflops) : Value());
             x.set("source", Value::string(g.source));
             list.push(std::move(x));
         }
@@ -160,7 +161,7 @@ Output cmd_gpus(const Options& o, const Catalog& catalog) {
         Table c({"id", "name", "memory_bytes", "bandwidth_bytes_per_s", "bf16_tflops"});
         for (const auto& g : catalog.gpus())
             c.add({g.id, g.name, std::to_string(g.memory_bytes), std::to_string(g.bandwidth_bytes_per_s),
-                   number_text(g.bf16_tflops)});
+                   g.bf16_tflops > 0 ? number_text(g.bf16_tflops) : std::string()});
         r.out = c.csv();
         return r;
     }
@@ -168,8 +169,10 @@ Output cmd_gpus(const Options& o, const Catalog& catalog) {
     for (const auto& g : catalog.gpus())
         t.add({g.id, g.name, format_bytes_both(g.memory_bytes, o.units),
                fixed(static_cast<double>(g.bandwidth_bytes_per_s) / 1e12, 2) + " TB/s",
-               fixed(g.bf16_tflops, 0) + " TFLOP/s"});
+               g.bf16_tflops > 0 ? fixed(g.bf16_tflops, 0) + " TFLOP/s" : std::string("—")});
     r.out = t.text();
+    if (std::ranges::any_of(catalog.gpus(), [](const GpuSpec& g) { return g.bf16_tflops <= 0; }))
+        r.out += "(— no dense bf16 figure in a vendor document; memory and bandwidth decide the decode floor)\n";
     return r;
 }
 

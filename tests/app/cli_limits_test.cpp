@@ -230,7 +230,16 @@ TEST(CliLimits, TheCatalogsCsvHoldsExactFiguresUnderTheJsonsNames) {
             const std::string row = "h100-sxm,NVIDIA H100 SXM 80GB," + std::to_string(u64(g, "memory_bytes")) + "," +
                                     std::to_string(u64(g, "bandwidth_bytes_per_s")) + ",";
             EXPECT_NE(gpus.out.find("\n" + row), std::string::npos) << row << "\n" << gpus.out;
+        } else if (g.find("id")->as_string() == "rtx-5080") {
+            // No vendor BF16 figure: null in JSON, an empty cell in CSV, a dash in the table — never 0 TFLOP/s.
+            EXPECT_TRUE(g.find("bf16_tflops")->is_null());
+            EXPECT_NE(gpus.out.find("\nrtx-5080,NVIDIA GeForce RTX 5080 16GB,17179869184,960000000000,\n"),
+                      std::string::npos)
+                << gpus.out;
         }
+    const CliRun table = cli("gpus");
+    EXPECT_EQ(table.out.find(" 0 TFLOP/s"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("(— no dense bf16 figure in a vendor document"), std::string::npos) << table.out;
     const CliRun models = cli("models --csv");
     ASSERT_EQ(models.status, 0) << models.err;
     EXPECT_TRUE(

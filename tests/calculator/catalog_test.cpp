@@ -173,6 +173,30 @@ TEST(Catalog, FindsIdsAliasesAndRepoIdsCaseInsensitively) {
     EXPECT_EQ(c.find_gpu("gaudi3")->memory_bytes, 131072ull << 20);
     // Dense figures: the B300's 2,250 TFLOPS is NVIDIA's non-sparse BF16, half the sparse figure of its sheet.
     EXPECT_DOUBLE_EQ(c.find_gpu("b300")->bf16_tflops, 2250.0);
+
+    // The cards of people's own machines and the export parts: memory and bandwidth from the sheet (bus bits / 8
+    // × Gbps), BF16 where a vendor document gives it and 0 (unknown) where none does.
+    struct Card {
+        const char* id;
+        std::uint64_t memory, bandwidth;
+        double bf16;
+    };
+    for (const Card& k : {Card{"h20", 97871ull << 20, 4'000'000'000'000ull, 148.0},
+                          Card{"a800", 81920ull << 20, 2'039'000'000'000ull, 312.0},
+                          Card{"rtx-5080", 16ull << 30, 256 / 8 * 30'000'000'000ull, 0.0},
+                          Card{"rtx-5070-ti", 16ull << 30, 256 / 8 * 28'000'000'000ull, 0.0},
+                          Card{"rtx-5060-ti-16gb", 16ull << 30, 128 / 8 * 28'000'000'000ull, 0.0},
+                          Card{"rtx-4080", 16376ull << 20, 256 / 8 * 22'400'000'000ull, 97.5},
+                          Card{"rtx-4070-ti-super", 16ull << 30, 256 / 8 * 21'000'000'000ull, 0.0},
+                          Card{"rtx-4060-ti-16gb", 16ull << 30, 128 / 8 * 18'000'000'000ull, 0.0},
+                          Card{"rtx-3060-12gb", 12ull << 30, 192 / 8 * 15'000'000'000ull, 0.0}}) {
+        const GpuSpec* g = c.find_gpu(k.id);
+        ASSERT_NE(g, nullptr) << k.id;
+        EXPECT_EQ(g->memory_bytes, k.memory) << k.id;
+        EXPECT_EQ(g->bandwidth_bytes_per_s, k.bandwidth) << k.id;
+        EXPECT_DOUBLE_EQ(g->bf16_tflops, k.bf16) << k.id;
+        EXPECT_FALSE(g->source.empty()) << k.id;
+    }
 }
 
 TEST(Catalog, EstimatedParametersAgreeWithThePublishedCounts) {
