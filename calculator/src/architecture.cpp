@@ -231,7 +231,8 @@ std::string layer_mix_text(const Architecture& a) {
         }
         if (s.state && s.kind != LayerKind::recurrent) what += " + " + state_words;
         if (s.attends() && (s.kv_heads > 0 || s.head_dim_k > 0))
-            what += " (" + std::to_string(a.kv_heads_of(l)) + " KV heads × " + std::to_string(a.head_dim_k_of(l)) + ")";
+            what += " (" + std::to_string(a.kv_heads_of(l)) + " KV heads × " + std::to_string(a.head_dim_k_of(l)) +
+                    (a.head_dim_v_of(l) != a.head_dim_k_of(l) ? "/" + std::to_string(a.head_dim_v_of(l)) : "") + ")";
         auto it = std::find_if(parts.begin(), parts.end(), [&](const auto& p) { return p.first == what; });
         if (it == parts.end())
             parts.emplace_back(what, 1);

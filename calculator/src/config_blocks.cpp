@@ -1,4 +1,5 @@
-// Llama-Nemotron's per-block layout (block_configs), for read_layouts (config_layouts.cpp).
+// Layouts whose layers have heads of their own: Llama-Nemotron's per-block layout (block_configs) and MiMo-V2's
+// hybrid_layer_pattern, for read_layouts (config_layouts.cpp).
 #include <algorithm>
 
 #include "config_reader.h"
@@ -107,6 +108,80 @@ bool read_block_configs(Reader& r, ImportedModel& out) {
         out.notes.push_back("block_configs replaces attention with a linear map on " +
                             format_count_of(linear, "layer", "layers") +
                             " (no cache); vLLM nemotron_nas.py cannot load such a model");
+    return true;
+}
+
+// MiMo-V2-Flash and MiMo-V2 (model_type mimo_v2_flash, mimo_v2): hybrid_layer_pattern gives each layer 1 for sliding-
+// window attention, 0 for full (SGLang models/mimo_v2_flash.py is_swa_layer; configs/model_config.py
+// get_hybrid_layer_ids; vLLM models/mimo_v2_flash.py). A full layer has num_key_value_heads heads of head_dim keys and
+// v_head_dim values; a sliding layer swa_num_key_value_heads heads of swa_head_dim keys and swa_v_head_dim values,
+// within sliding_window_size tokens (SGLang ModelConfig._get_sliding_window_size: sliding_window_size, then
+// sliding_window). Both engines store K and V at their own sizes (SGLang mem_cache/memory_pool.py
+// MHATokenToKVPool's v_buffer of v_head_dim; vLLM FullAttentionSpec head_size_v). The SWA layers' attention sinks
+// are one scalar per head (attention_sink_bias), no cached token. False when the file is no MiMo-V2.
+bool read_mimo_layout(Reader& r, ImportedModel& out) {
+    if (out.model_type != "mimo_v2_flash" && out.model_type != "mimo_v2") return false;
+    const Value* pattern = r.get("hybrid_layer_pattern");
+    if (!pattern) return false;
+    Architecture& a = out.arch;
+    for (const char* k : {"hybrid_layer_pattern", "swa_num_key_value_heads", "swa_num_attention_heads", "swa_head_dim",
+                          "swa_v_head_dim", "v_head_dim", "sliding_window_size", "sliding_window",
+                          "attention_chunk_size"})
+        r.layout_keys.emplace_back(k);
+    if (!pattern->is_array() || pattern->items().size() != a.layers) {
+        r.error("hybrid_layer_pattern", pattern->line(),
+                "hybrid_layer_pattern must list 0 (full attention) or 1 (sliding window) for each of the " +
+                    std::to_string(a.layers) + " layers, found " +
+                    (pattern->is_array() ? std::to_string(pattern->items().size()) + " entries"
+                                         : Reader::describe(*pattern)));
+        return true;
+    }
+    // The values' widths: v_head_dim of the full layers, else head_dim (K and V alike).
+    if (const auto v = r.number({"v_head_dim"})) {
+        a.head_dim_v = v->value;
+        r.lines[Field::head_dim_v] = v->line;
+        r.keys[Field::head_dim_v] = v->key;
+    }
+    const auto swa_heads = r.number({"swa_num_key_value_heads"});
+    const auto swa_k = r.number({"swa_head_dim"});
+    const auto swa_v = r.number({"swa_v_head_dim"});
+    const auto window = r.number({"sliding_window_size", "sliding_window"});
+    if (!r.errors.empty()) return true;
+    std::vector<LayerSpec> specs;
+    for (std::size_t i = 0; i < pattern->items().size(); ++i) {
+        const Value& p = pattern->items()[i];
+        const auto kind = p.as_u64();
+        if (!kind || *kind > 1) {
+            r.error("hybrid_layer_pattern", p.line(),
+                    "hybrid_layer_pattern[" + std::to_string(i) + "] must be 0 (full attention) or 1 (sliding window), found " +
+                        Reader::describe(p));
+            return true;
+        }
+        if (*kind == 0) {
+            specs.push_back({LayerKind::full});
+            continue;
+        }
+        if (!window || window->value == 0) {
+            r.error("sliding_window_size", r.cfg_.line(),
+                    "hybrid_layer_pattern marks sliding-window layers; they need a sliding_window_size above 0");
+            return true;
+        }
+        LayerSpec l{LayerKind::sliding, window->value};
+        // Absent swa_* sizes are the full layers' (SGLang reads them with the full layers' as default).
+        if (swa_heads && swa_heads->value != a.kv_heads) l.kv_heads = swa_heads->value;
+        const std::uint64_t k = swa_k ? swa_k->value : a.head_dim_k;
+        const std::uint64_t v = swa_v ? swa_v->value : a.head_dim_v;
+        if (k != a.head_dim_k || v != a.head_dim_v) l.head_dim_k = k, l.head_dim_v = v;
+        specs.push_back(l);
+    }
+    if (r.get("attention_chunk_size"))
+        out.notes.push_back("attention_chunk_size is not read for MiMo-V2: SGLang and vLLM (mimo_v2_flash.py) take "
+                            "the window from sliding_window_size");
+    if (a.mtp_layers > 0)
+        a.not_exact.push_back(
+            "num_nextn_predict_layers: MiMo-V2's MTP layers attend in a sliding window with the sliding layers' heads "
+            "(vLLM mimo_v2_mtp.py serves 1 of them); --mtp counts each as a full-attention layer");
+    a.layer_specs = std::move(specs);
     return true;
 }
 

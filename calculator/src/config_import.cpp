@@ -371,6 +371,19 @@ void read_moe(Reader& r, ImportedModel& out) {
     m.expert_intermediate_size = size ? size->value : out.arch.intermediate_size;
     if (const auto shared = r.number({"n_shared_experts", "num_shared_experts"})) m.shared_experts = shared->value;
     if (const auto dense = r.number({"first_k_dense_replace"})) m.dense_layers = dense->value;
+    // MiMo-V2 (SGLang models/mimo_v2_flash.py): moe_layer_freq lists 1 for a layer whose MLP has experts, 0 for a
+    // dense one; the dense layers lead. (DeepSeek's moe_layer_freq is one number, a period KVScope's weights ignore.)
+    if (const Value* freq = r.get("moe_layer_freq"); freq && freq->is_array() && !m.dense_layers) {
+        const auto& items = freq->items();
+        const auto first_moe =
+            std::find_if(items.begin(), items.end(), [](const Value& v) { return v.as_u64().value_or(0) != 0; });
+        const bool prefix =
+            std::all_of(first_moe, items.end(), [](const Value& v) { return v.as_u64().value_or(0) == 1; });
+        m.dense_layers = static_cast<std::uint64_t>(first_moe - items.begin());
+        if (!prefix)
+            out.assumed.push_back("moe_layer_freq mixes dense and expert layers after layer " +
+                                  std::to_string(m.dense_layers) + "; the weights count experts on every later layer");
+    }
     const bool jamba = out.model_type == "jamba";
     const auto period = r.number({"expert_layer_period"});
     if (const std::uint64_t p = period ? period->value : (jamba ? 2 : 0); p > 1) {

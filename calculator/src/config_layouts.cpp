@@ -679,7 +679,8 @@ void read_layouts(Reader& r, const Value& cfg, const Value& root, ImportedModel&
     // Per-layer descriptions are tables of one entry per layer: an absurd layer count is named by validate()
     // afterwards, never allocated.
     const bool layout = r.errors.empty() && a.layers <= kMaxLayers;
-    if (layout && !read_block_configs(r, out) && !read_hybrid_layout(r, out)) read_windows(r, cfg, out);
+    if (layout && !read_block_configs(r, out) && !read_mimo_layout(r, out) && !read_hybrid_layout(r, out))
+        read_windows(r, cfg, out);
     if (layout && r.errors.empty()) read_global_heads(r, out);
     if (layout && r.errors.empty()) read_shared_layers(r, out);
     if (r.errors.empty() && a.state_layers() > 0) {

@@ -186,6 +186,8 @@ bool state_space_type(const std::string& type);
 
 // Llama-Nemotron's block_configs into the per-layer description (config_blocks.cpp); false when the file has none.
 bool read_block_configs(Reader& r, ImportedModel& out);
+// MiMo-V2's hybrid_layer_pattern with its sliding layers' own heads (config_blocks.cpp); false for another model.
+bool read_mimo_layout(Reader& r, ImportedModel& out);
 
 // What each layer keeps (the per-layer description, Architecture::layer_specs), the recurrent state of the
 // layers that keep one, and the not-exact reasons for layout fields KVScope does not model.

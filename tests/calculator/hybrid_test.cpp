@@ -465,6 +465,57 @@ TEST(Hybrid, DeepSeekV32KeepsItsIndexersKeysBesideTheLatent) {
     EXPECT_EQ(catalog_fp8->total_bytes, 131072ull * 61 * (656 + 132));
 }
 
+// MiMo-V2-Flash's fields as SGLang models/mimo_v2_flash.py reads them: hybrid_layer_pattern 1 = sliding window,
+// 0 = full (layers 0, 5, 11, ..., 47: 9 full, 39 sliding); full layers 4 KV heads of 192-wide keys and 128-wide
+// values, sliding layers 8 heads of the same widths (swa_*), within sliding_window_size 128.
+std::string mimo_v2_flash(const std::string& pattern_override = "") {
+    std::string pattern, moe;
+    for (int l = 0; l < 48; ++l) {
+        pattern += std::string(l ? ", " : "") + (l == 0 || (l + 1) % 6 == 0 ? "0" : "1");
+        moe += std::string(l ? ", " : "") + (l == 0 ? "0" : "1");
+    }
+    return R"("architectures": ["MiMoV2FlashForCausalLM"], "model_type": "mimo_v2_flash", "vocab_size": 152576,
+        "hidden_size": 4096, "num_hidden_layers": 48, "num_attention_heads": 64, "num_key_value_heads": 4,
+        "head_dim": 192, "v_head_dim": 128, "swa_num_attention_heads": 64, "swa_num_key_value_heads": 8,
+        "swa_head_dim": 192, "swa_v_head_dim": 128, "sliding_window": 128, "sliding_window_size": 128,
+        "add_swa_attention_sink_bias": true, "add_full_attention_sink_bias": false, "intermediate_size": 16384,
+        "n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 2048, "torch_dtype": "bfloat16",
+        "max_position_embeddings": 262144, "moe_layer_freq": [)" +
+           moe + R"(], "hybrid_layer_pattern": [)" + (pattern_override.empty() ? pattern : pattern_override) + "]";
+}
+
+TEST(Hybrid, MiMoV2SlidingLayersHaveHeadsOfTheirOwnAndValuesNarrowerThanKeys) {
+    auto m = import(mimo_v2_flash());
+    ASSERT_TRUE(m.ok()) << m.error_text();
+    const Architecture& a = m->arch;
+    EXPECT_TRUE(a.not_exact.empty()) << testing::join(a.not_exact);
+    EXPECT_EQ(a.count_layers(LayerKind::full), 9u);
+    EXPECT_EQ(a.count_layers(LayerKind::sliding), 39u);
+    EXPECT_EQ(a.head_dim_k, 192u);
+    EXPECT_EQ(a.head_dim_v, 128u);
+    EXPECT_EQ(a.layer(1).kv_heads, 8u);
+    EXPECT_EQ(a.layer(1).window, 128u);
+    // Per token: 9 x 4 x (192 + 128) x 2 + 39 x 8 x (192 + 128) x 2 = 23,040 + 199,680 = 222,720 bytes.
+    // At 32,768 tokens: 23,040 x 32,768 + 199,680 x 128 = 754,974,720 + 25,559,040 = 780,533,760 bytes, where the file
+    // read as full attention with the model's heads on every layer gave 48 x 2,560 x 32,768 = 4,026,531,840.
+    const KvCacheReport r = report(a, 32768);
+    EXPECT_EQ(r.bytes_per_token, 222'720u);
+    EXPECT_EQ(r.total_bytes, 780'533'760u);
+    // moe_layer_freq's leading 0 is a dense layer: 309 G parameters as the model card says, not 315 G.
+    ASSERT_TRUE(a.moe.has_value());
+    EXPECT_EQ(a.moe->dense_layers, 1u);
+    EXPECT_NEAR(static_cast<double>(estimate_parameters(a).total), 309e9, 0.01 * 309e9);
+
+    // A pattern of another length, or a value that is neither 0 nor 1: errors naming the field.
+    EXPECT_FIELD_ERROR(import(mimo_v2_flash("0, 1")), "hybrid_layer_pattern",
+                       "hybrid_layer_pattern must list 0 (full attention) or 1 (sliding window) for each of the 48 "
+                       "layers, found 2 entries");
+    std::string two = "2";
+    for (int l = 1; l < 48; ++l) two += ", 0";
+    EXPECT_FIELD_ERROR(import(mimo_v2_flash(two)), "hybrid_layer_pattern",
+                       "hybrid_layer_pattern[0] must be 0 (full attention) or 1 (sliding window), found 2");
+}
+
 TEST(Hybrid, LearnersSeeWhatEachKindOfLayerKeeps) {
     Scenario s;
     s.arch = catalog_arch("qwen3-next-80b-a3b");
