@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "config_reader.h"
+#include "kvscope/calculator/checked.h"
 #include "kvscope/calculator/units.h"
 #include "open_file.h"
 
@@ -98,6 +99,8 @@ const std::map<std::string, std::map<std::string, std::uint64_t>>& type_defaults
           {"sliding_window", 4096},
           {"sliding_window_pattern", 6},
           {"tie_word_embeddings", 1}}},
+        // transformers configuration_gemma3n.py: Gemma3nTextConfig ties the LM head to the embedding.
+        {"gemma3n_text", {{"tie_word_embeddings", 1}}},
         {"phi3",
          {{"vocab_size", 32064},
           {"hidden_size", 3072},
@@ -352,6 +355,38 @@ void read_attention(Reader& r, ImportedModel& out) {
     }
 }
 
+// Gemma 3n (transformers modeling_gemma3n.py Gemma3nTextModel, Gemma3nTextDecoderLayer; vLLM gemma3n.py loads them
+// all on the GPU): beside its blocks, an embedding table per layer of hidden_size_per_layer_input values for each of
+// vocab_size_per_layer_input tokens (embed_tokens_per_layer), the projection of the hidden state to those inputs
+// and its norm, AltUp's altup_num_inputs - 1 projections in and out; in every layer AltUp's router, coefficients
+// and norms, the Laurel block (two matrices of laurel_rank and a norm), the per-layer input's gate and projection
+// and its norm, and the two feed-forward norms and q/k norms the estimate's two norms do not count.
+void read_gemma3n_parameters(Reader& r, ImportedModel& out) {
+    if (out.model_type != "gemma3n_text" && out.model_type != "gemma3n") return;
+    Architecture& a = out.arch;
+    const auto per_layer = r.number({"hidden_size_per_layer_input"});
+    const auto per_layer_vocab = r.number({"vocab_size_per_layer_input"});
+    const auto altup = r.number({"altup_num_inputs"});
+    const auto laurel = r.number({"laurel_rank"});
+    if (!per_layer || !per_layer_vocab || !altup || !laurel) {
+        out.assumed.emplace_back("Gemma 3n's per-layer embeddings, AltUp and Laurel (hidden_size_per_layer_input, "
+                                 "vocab_size_per_layer_input, altup_num_inputs, laurel_rank) are not all in the "
+                                 "file: the weights count its blocks alone");
+        return;
+    }
+    const std::uint64_t H = a.hidden_size, L = a.layers, P = per_layer->value, n = altup->value;
+    const Checked tables = Checked(per_layer_vocab->value) * L * P;
+    const Checked model = Checked(H) * L * P + P + Checked(2) * (n > 0 ? n - 1 : 0) * H * H;
+    const Checked altup_layer = Checked(H) + Checked(n) * n + Checked(n) * n * n + Checked(H) * n + H;
+    const Checked laurel_layer = Checked(2) * H * laurel->value + H;
+    const Checked input_layer = Checked(2) * H * P + H;
+    const Checked norms_layer = Checked(2) * H + Checked(2) * a.head_dim_k;
+    const Checked layers = (altup_layer + laurel_layer + input_layer + norms_layer) * L;
+    if (tables.overflow() || (model + layers).overflow()) return;  // a shape validate() refuses
+    a.extra_embedding_params = tables.value();
+    a.extra_layer_params = (model + layers).value();
+}
+
 void read_moe(Reader& r, ImportedModel& out) {
     const auto experts = r.number({"num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"});
     if (!experts || experts->value == 0) return;
@@ -504,6 +539,7 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
     if (const auto v = r.number({"draft_vocab_size"})) out.draft_vocab_size = v->value;
     if (const auto v = r.number({"target_hidden_size"})) out.target_hidden_size = v->value;
     read_moe(r, out);
+    read_gemma3n_parameters(r, out);
     read_dtypes(root, cfg, out);
     read_layouts(r, cfg, root, out);  // config_layouts.cpp: what each layer keeps, after the model dtype
     if (!r.errors.empty()) return r.errors;

@@ -129,10 +129,12 @@ ParameterCount estimate_parameters(const Architecture& a) {
         total_layers += own + mlp_total;
         active_layers += own + mlp_active;
     }
-    const Checked embedding = Checked(a.vocab_size) * H;
-    const Checked head = a.tied_embeddings ? Checked(0) : embedding;
-    const Checked total = total_layers + embedding + head + H;
-    const Checked active = active_layers + embedding + head + H;
+    const Checked head = a.tied_embeddings ? Checked(0) : Checked(a.vocab_size) * H;
+    const Checked embedding = Checked(a.vocab_size) * H + a.extra_embedding_params;
+    linear += Checked(a.extra_layer_params);
+    linear_active += Checked(a.extra_layer_params);
+    const Checked total = total_layers + a.extra_layer_params + embedding + head + H;
+    const Checked active = active_layers + a.extra_layer_params + embedding + head + H;
     ParameterCount p;
     p.estimated = true;
     // A shape that overflows 64 bits of parameters is rejected by validation

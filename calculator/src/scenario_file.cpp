@@ -285,6 +285,8 @@ void members(Self& a, V& v) {
     v.value("tied_embeddings", a.tied_embeddings, Need::optional);
     v.value("attention_bias", a.attention_bias, Need::optional);
     v.value("mtp_layers", a.mtp_layers, Need::when_set);
+    v.value("extra_embedding_params", a.extra_embedding_params, Need::when_set);
+    v.value("extra_layer_params", a.extra_layer_params, Need::when_set);
     v.value("params_total", a.params_total, Need::optional);
     v.value("params_active", a.params_active, Need::optional);
 }

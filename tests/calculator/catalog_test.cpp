@@ -69,6 +69,9 @@ TEST(Catalog, BytesPerTokenOfEveryModelMatchesTheHandArithmetic) {
         {"minimax-m1", 2ull * 10 * 8 * 128 * 2},                // 40,960: 10 of 80 (fp16: no dtype in the file)
         {"recurrentgemma-9b", 2ull * 12 * 1 * 256 * 2},         // 12,288: 12 of 38, each within 2,048 tokens
         {"nemotron-3-nano-30b-a3b", 2ull * 6 * 2 * 128 * 2},    // 6,144: 6 of 52
+        {"gemma-3n-e4b", 2ull * 20 * 2 * 256 * 2},              // 40,960: the last 15 of 35 share earlier caches
+        {"granite-4.0-h-tiny", 2ull * 4 * 4 * 128 * 2},         // 8,192: 4 of 40 attend (fp16: no dtype given)
+        {"falcon-h1-7b", 2ull * 44 * 2 * 128 * 2},              // 45,056: every layer attends beside its Mamba-2
     };
     const auto& catalog = Catalog::builtin();
     EXPECT_EQ(catalog.models().size(), expected.size());
@@ -225,6 +228,16 @@ TEST(Catalog, EstimatedParametersAgreeWithThePublishedCounts) {
     // (modeling_recurrent_gemma.py), tied embeddings (configuration default).
     const auto rg = estimate_parameters(Catalog::builtin().find_model("recurrentgemma-9b")->model.arch);
     EXPECT_NEAR(static_cast<double>(rg.total) / 9e9, 1.0, 0.06) << rg.total;
+    // Gemma 3n E4B (modeling_gemma3n.py), by hand: the tied embedding 262,400 x 2,048 = 537,395,200; 35 layers of
+    // attention 2,048 x (2,048 + 2 x 512) + 2,048 x 2,048 = 10,485,760, MLP 3 x 2,048 x 16,384 = 100,663,296 and two
+    // norms 4,096; the final norm 2,048: 4,427,757,568. Beside them the per-layer embeddings 262,144 x 35 x 256 =
+    // 2,348,810,240; the per-layer projection 2,048 x 35 x 256 + its norm 256 and AltUp's 2 x 3 x 2,048^2 =
+    // 43,516,160; per layer AltUp 2,048 + 16 + 64 + 8,192 + 2,048, Laurel 2 x 2,048 x 64 + 2,048, the per-layer
+    // input 2 x 2,048 x 256 + 2,048, two more norms and q/k norms 4,096 + 512: 1,331,792 x 35 = 46,612,720. In all
+    // 6,866,696,688 — the published 7.85B less the vision and audio encoders, where the blocks alone said 4.97B.
+    const auto g3n = estimate_parameters(Catalog::builtin().find_model("gemma-3n-e4b")->model.arch);
+    EXPECT_EQ(g3n.total, 6'866'696'688ull);
+    EXPECT_EQ(g3n.embedding, 537'395'200ull + 2'348'810'240ull);  // read one row a token: not in a step's bytes
     // Llama 3 8B is exact: 2 x 128256 x 4096 + 32 x 218,112,000 + 4096.
     EXPECT_EQ(estimate_parameters(Catalog::builtin().find_model("llama-3-8b")->model.arch).total, 8'030'261'248ull);
     // Llama 3.1 and 3.3 keep Llama 3's shapes: the published totals are the shape's own count, to the parameter.

@@ -83,6 +83,16 @@ TEST(Hybrid, CatalogModelsMatchTheHandArithmetic) {
         {"qwen3-235b-a22b", 2ull * 94 * 4 * 128 * 2, 0, ""},
         {"kimi-k2", 61ull * (512 + 64) * 2, 0, ""},  // MLA latent + rope, no x2
         {"glm-4.7", 2ull * 92 * 8 * 128 * 2, 0, ""},
+        // Granite 4.0-H Tiny: layer_types lists 4 attention layers of 40 (4 KV heads x 128). Mamba-2 (vllm
+        // granitemoehybrid.py): 48 heads x 64 = 3,072, 1 group of 128; conv 3 x (3,072 + 2 x 128), SSM 48 x 64 x 128,
+        // fp16 (no dtype in the file).
+        {"granite-4.0-h-tiny", 2ull * 4 * 4 * 128 * 2, 36ull * (3 * (3072 + 2 * 128) + 48 * 64 * 128) * 2,
+         "40 layers: 36 Mamba-2, 4 full attention"},
+        // Falcon-H1 7B: attention (2 KV heads x 128) and a Mamba-2 mixer side by side on all 44 layers (vllm
+        // falcon_h1.py): mamba_d_ssm 3,072 = 24 heads x 128, 1 group of 256; conv 3 x (3,072 + 2 x 256), SSM
+        // 24 x 128 x 256.
+        {"falcon-h1-7b", 2ull * 44 * 2 * 128 * 2, 44ull * (3 * (3072 + 2 * 256) + 24 * 128 * 256) * 2,
+         "44 layers: 44 full attention + Mamba-2"},
         // Gemma 3 4B: 34 layers (29 sliding 1024, 5 global), 4 KV heads x 256 (gemma3_text defaults).
         {"gemma-3-4b", 2ull * 34 * 4 * 256 * 2, 0, "34 layers: 29 sliding window 1,024, 5 full attention"},
     };

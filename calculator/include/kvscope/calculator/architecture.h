@@ -142,6 +142,11 @@ struct Architecture {
     // Multi-token-prediction layers the checkpoint carries beside its decoder (num_nextn_predict_layers,
     // mtp_num_hidden_layers): counted only when the deployment serves them as a speculative draft (with_mtp_layers).
     std::uint64_t mtp_layers = 0;
+    // Parameters beside the blocks the estimate builds from the shape (0 for most models): more embedding tables,
+    // read one row per token, and more matrices in the layers. Gemma 3n's per-layer input embeddings, and its AltUp,
+    // Laurel and per-layer-input projections (config_import.cpp read_gemma3n_parameters).
+    std::uint64_t extra_embedding_params = 0;
+    std::uint64_t extra_layer_params = 0;
     // Published counts (0 = estimate from the shape).
     std::uint64_t params_total = 0;
     std::uint64_t params_active = 0;
