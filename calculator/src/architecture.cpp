@@ -230,6 +230,7 @@ std::string layer_mix_text(const Architecture& a) {
                 break;
         }
         if (s.state && s.kind != LayerKind::recurrent) what += " + " + state_words;
+        if (s.no_indexer && s.caches_kv()) what += " without an indexer key";
         if (s.attends() && (s.kv_heads > 0 || s.head_dim_k > 0))
             what += " (" + std::to_string(a.kv_heads_of(l)) + " KV heads × " + std::to_string(a.head_dim_k_of(l)) +
                     (a.head_dim_v_of(l) != a.head_dim_k_of(l) ? "/" + std::to_string(a.head_dim_v_of(l)) : "") + ")";

@@ -1,5 +1,6 @@
 // Layouts whose layers have heads of their own: Llama-Nemotron's per-block layout (block_configs) and MiMo-V2's
-// hybrid_layer_pattern, for read_layouts (config_layouts.cpp).
+// hybrid_layer_pattern, and the layers of an MLA model that keep no indexer key, for read_layouts
+// (config_layouts.cpp).
 #include <algorithm>
 
 #include "config_reader.h"
@@ -183,6 +184,71 @@ bool read_mimo_layout(Reader& r, ImportedModel& out) {
             "(vLLM mimo_v2_mtp.py serves 1 of them); --mtp counts each as a full-attention layer");
     a.layer_specs = std::move(specs);
     return true;
+}
+
+// DeepSeek-V3.2-style sparse attention whose indexer runs on some layers only (GLM-5.2: index_topk_freq 4,
+// index_skip_topk_offset 3). vLLM deepseek_v2.py DeepseekV2MLAAttention builds an Indexer, and so its key cache, unless
+// the layer skips the top-k selection: index_topk_pattern[l] == 'S' where a pattern is given, else
+// max(l - index_skip_topk_offset + 1, 0) % index_topk_freq != 0 (getattr defaults 1 and 2: every layer); the MTP layers
+// always build theirs. SGLang's dsa_layer_skips_topk is the same rule, and its pool leaves those layers out since PR
+// #30531 (older SGLang keeps a slot on every layer). transformers' GlmMoeDsaConfig derives indexer_types ("full" or
+// "shared") by the same rule; vLLM does not read it, so it is only checked against the rule.
+void read_indexer_layers(Reader& r, ImportedModel& out) {
+    Architecture& a = out.arch;
+    if (!a.mla || a.mla->indexer_head_dim == 0) return;
+    for (const char* k : {"index_topk_freq", "index_skip_topk_offset", "index_topk_pattern", "indexer_types"})
+        r.layout_keys.emplace_back(k);
+    const auto freq = r.number({"index_topk_freq"});
+    const auto offset = r.number({"index_skip_topk_offset"});
+    const Value* pattern = r.get("index_topk_pattern");
+    if (freq && freq->value == 0) {
+        r.error("index_topk_freq", freq->line, "index_topk_freq must be at least 1");
+        return;
+    }
+    if (pattern && !pattern->is_string()) {
+        r.error("index_topk_pattern", pattern->line(),
+                "index_topk_pattern must be a text of F (an indexer) and S (none), one letter per layer, found " +
+                    Reader::describe(*pattern));
+        return;
+    }
+    const std::uint64_t f = freq ? freq->value : 1, o = offset ? offset->value : 2;
+    std::vector<bool> skips(a.layers, false);
+    std::uint64_t skipped = 0;
+    for (std::uint64_t l = 0; l < a.layers; ++l) {
+        if (pattern) {
+            const std::string& p = pattern->as_string();
+            if (l < p.size() && p[l] != 'S' && p[l] != 'F') {
+                r.error("index_topk_pattern", pattern->line(),
+                        "index_topk_pattern must hold only F and S, found '" + std::string(1, p[l]) + "' at layer " +
+                            std::to_string(l));
+                return;
+            }
+            skips[l] = l < p.size() && p[l] == 'S';
+        } else {
+            skips[l] = (l + 1 > o ? l + 1 - o : 0) % f != 0;
+        }
+        skipped += skips[l] ? 1 : 0;
+    }
+    if (skipped == 0) return;
+    if (a.layer_specs.empty()) a.layer_specs.assign(a.layers, LayerSpec{});
+    for (std::uint64_t l = 0; l < a.layers; ++l) a.layer_specs[l].no_indexer = skips[l];
+    const std::string rule = pattern ? "index_topk_pattern"
+                                     : "index_topk_freq " + std::to_string(f) + ", index_skip_topk_offset " +
+                                           std::to_string(o);
+    out.notes.push_back("the sparse-attention indexer keeps its key on " + format_count(a.layers - skipped) + " of " +
+                        format_count_of(a.layers, "layer", "layers") + " (" + rule +
+                        ": vLLM deepseek_v2.py, SGLang since PR #30531); the MTP layers keep theirs");
+    if (const Value* types = r.get("indexer_types"); types && types->is_array()) {
+        bool agrees = types->items().size() == a.layers;
+        for (std::size_t l = 0; agrees && l < types->items().size(); ++l) {
+            const Value& t = types->items()[l];
+            agrees = t.is_string() && (t.as_string() == "full") == !skips[l];
+        }
+        if (!agrees)
+            a.not_exact.push_back("indexer_types (line " + std::to_string(types->line()) +
+                                  ") puts the indexer on other layers than " + rule +
+                                  " does; vLLM deepseek_v2.py follows the rule, and so does this count");
+    }
 }
 
 }  // namespace kvscope::importer

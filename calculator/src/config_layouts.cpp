@@ -683,6 +683,7 @@ void read_layouts(Reader& r, const Value& cfg, const Value& root, ImportedModel&
         read_windows(r, cfg, out);
     if (layout && r.errors.empty()) read_global_heads(r, out);
     if (layout && r.errors.empty()) read_shared_layers(r, out);
+    if (layout && r.errors.empty()) read_indexer_layers(r, out);
     if (r.errors.empty() && a.state_layers() > 0) {
         if (auto st = read_state(r, out))
             a.recurrent = *st;

@@ -188,6 +188,8 @@ bool state_space_type(const std::string& type);
 bool read_block_configs(Reader& r, ImportedModel& out);
 // MiMo-V2's hybrid_layer_pattern with its sliding layers' own heads (config_blocks.cpp); false for another model.
 bool read_mimo_layout(Reader& r, ImportedModel& out);
+// The layers of an MLA model whose sparse-attention indexer keeps no key (config_blocks.cpp).
+void read_indexer_layers(Reader& r, ImportedModel& out);
 
 // What each layer keeps (the per-layer description, Architecture::layer_specs), the recurrent state of the
 // layers that keep one, and the not-exact reasons for layout fields KVScope does not model.

@@ -42,9 +42,10 @@ Checked indexer_row_bytes(const MlaDims& mla) {
     return Checked(mla.indexer_head_dim) + Checked(ceil_div(mla.indexer_head_dim, 128)) * 4;
 }
 
-Checked mla_row_bytes(const MlaDims& mla, KvDtype dtype) {
+Checked mla_row_bytes(const MlaDims& mla, KvDtype dtype, bool with_indexer) {
     if (mla.indexer_head_dim == 0) return row_bytes(dtype, mla.kv_lora_rank + mla.qk_rope_head_dim);
-    const Checked indexer = indexer_row_bytes(mla);
+    // A layer without an indexer keeps the model's latent format (the model is still V3.2's kind).
+    const Checked indexer = with_indexer ? indexer_row_bytes(mla) : Checked(0);
     // vLLM stores any fp8 cache of DeepSeek V3.2 as its 656-byte fp8_ds_mla row (model_executor/models/config.py
     // DeepseekV32ForCausalLM.verify_and_update_config: cache_dtype.startswith("fp8") -> "fp8_ds_mla").
     const bool fp8 = dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2;
@@ -132,14 +133,14 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
         row.window = honoured_window(spec, workload);
         if (spec.keeps_state()) row.state = state;
         if (!spec.caches_kv()) continue;
-        const bool own_heads = spec.kv_heads == 0 && spec.head_dim_k == 0 && spec.head_dim_v == 0;
+        const bool own_heads = spec.kv_heads == 0 && spec.head_dim_k == 0 && spec.head_dim_v == 0 && !spec.no_indexer;
         if (own_heads && model_row) {
             row.kv = *model_row;
             continue;
         }
         Checked bytes;
         if (arch.mla) {
-            bytes = mla_row_bytes(*arch.mla, dtype);
+            bytes = mla_row_bytes(*arch.mla, dtype, !spec.no_indexer);
         } else {
             const std::uint64_t heads = std::max<std::uint64_t>(1, arch.kv_heads_of(l) / parallel.tp);
             const Checked values_k = Checked(heads) * arch.head_dim_k_of(l);

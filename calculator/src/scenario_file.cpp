@@ -222,6 +222,7 @@ void members(Self& l, V& v) {  // only what differs from a full-attention layer 
     v.value("head_dim_k", l.head_dim_k, Need::when_set);
     v.value("head_dim_v", l.head_dim_v, Need::when_set);
     v.value("state", l.state, Need::when_set);
+    v.value("no_indexer", l.no_indexer, Need::when_set);
 }
 
 template <class Self, class V>

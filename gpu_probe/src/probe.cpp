@@ -74,7 +74,7 @@ Result<std::vector<KvTensor>> build_tensors(const ProbeRequest& request) {
         const std::uint64_t attended = KvLayout::kept_tokens(layout->window(layer), context);
         for (std::uint64_t seq = 0; seq < request.workload.batch; ++seq) {
             tensors.push_back({layer, false, false, seq, tokens, attended, tokens * k_row});
-            if (indexer_row > 0) {
+            if (indexer_row > 0 && !arch.layer(layer).no_indexer) {
                 KvTensor indexer{layer, false, false, seq, tokens, 0, tokens * indexer_row};
                 indexer.is_indexer = true;
                 tensors.push_back(indexer);

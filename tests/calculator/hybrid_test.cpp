@@ -475,6 +475,75 @@ TEST(Hybrid, DeepSeekV32KeepsItsIndexersKeysBesideTheLatent) {
     EXPECT_EQ(catalog_fp8->total_bytes, 131072ull * 61 * (656 + 132));
 }
 
+// GLM-5.2's indexer fields on DeepSeek-V3.2's MLA shape (78 layers): index_topk_freq 4, index_skip_topk_offset 3.
+std::string indexer_some_layers(const std::string& extra) {
+    return R"("model_type": "glm_moe_dsa", "num_hidden_layers": 78, "num_attention_heads": 64,
+        "num_key_value_heads": 64, "hidden_size": 6144, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 192, "v_head_dim": 256, "q_lora_rank": 2048, "index_head_dim": 128,
+        "index_n_heads": 32, "index_topk": 2048, "torch_dtype": "bfloat16", "num_nextn_predict_layers": 1, )" +
+           extra;
+}
+
+TEST(Hybrid, AnIndexerOnSomeLayersKeepsKeysOnThoseAlone) {
+    // vLLM deepseek_v2.py: a layer keeps the indexer's key unless max(l - offset + 1, 0) % freq != 0: layers 0, 1, 2
+    // (max(., 0) = 0), then 6, 10, ..., 74 — 21 of 78.
+    auto m = import(indexer_some_layers(R"("index_topk_freq": 4, "index_skip_topk_offset": 3)"));
+    ASSERT_TRUE(m) << m.error_text();
+    const Architecture& a = m->arch;
+    EXPECT_TRUE(a.not_exact.empty()) << testing::join(a.not_exact);
+    std::vector<std::uint64_t> keyed;
+    for (std::uint64_t l = 0; l < a.layers; ++l)
+        if (!a.layer(l).no_indexer) keyed.push_back(l);
+    ASSERT_EQ(keyed.size(), 21u);
+    EXPECT_EQ(keyed[3], 6u);
+    EXPECT_EQ(keyed.back(), 74u);
+    // 78 latents of (512 + 64) x 2 bytes and 21 keys of 132 bytes: 89,856 + 2,772 = 92,628 bytes a token, where a key
+    // on every layer said 78 x 1,284 = 100,152.
+    EXPECT_EQ(report(a, 1000).bytes_per_token, 78ull * 1152 + 21ull * 132);
+    // An fp8 cache keeps the model's 656-byte fp8_ds_mla latent on every layer.
+    auto fp8 = kv_cache_report(a, KvDtype::fp8_e4m3, {.context_tokens = 1000});
+    ASSERT_TRUE(fp8);
+    EXPECT_EQ(fp8->bytes_per_token, 78ull * 656 + 21ull * 132);
+    EXPECT_NE(testing::join(m->notes).find("the sparse-attention indexer keeps its key on 21 of 78 layers"),
+              std::string::npos)
+        << testing::join(m->notes);
+    // The MTP layer always keeps its key (vLLM: is_mtp_layer builds a full indexer).
+    Deployment d;
+    d.mtp = true;
+    auto served = fit_cache_architecture(a, d);
+    ASSERT_TRUE(served) << served.error_text();
+    EXPECT_EQ(report(*served, 1000).bytes_per_token, 79ull * 1152 + 22ull * 132);
+    // The derivation adds the rows layer by layer, and a saved scenario keeps which layers have no key.
+    auto derived = derive_kv_bytes(a, KvDtype::bf16, {.context_tokens = 1000}, {});
+    ASSERT_TRUE(derived) << derived.error_text();
+    Scenario s;
+    s.arch = a;
+    auto back = scenario_from_json(scenario_to_json(s), "glm.kvscope.json");
+    ASSERT_TRUE(back) << back.error_text();
+    EXPECT_EQ(back->scenario.arch, a);
+
+    // The same layers from an explicit pattern; an indexer_types list that disagrees with the rule is said.
+    std::string pattern;
+    for (std::uint64_t l = 0; l < 78; ++l) pattern += a.layer(l).no_indexer ? 'S' : 'F';
+    auto p = import(indexer_some_layers(R"("index_topk_pattern": ")" + pattern + R"(")"));
+    ASSERT_TRUE(p) << p.error_text();
+    EXPECT_EQ(report(p->arch, 1000).bytes_per_token, 78ull * 1152 + 21ull * 132);
+    std::string types;
+    for (std::uint64_t l = 0; l < 78; ++l) types += std::string(l ? ", " : "") + (l % 2 ? "\"shared\"" : "\"full\"");
+    auto t = import(indexer_some_layers(R"("index_topk_freq": 4, "index_skip_topk_offset": 3, "indexer_types": [)" +
+                                        types + "]"));
+    ASSERT_TRUE(t) << t.error_text();
+    EXPECT_NE(testing::join(t->arch.not_exact).find("indexer_types (line"), std::string::npos);
+    // Without the fields every layer keeps a key (DeepSeek-V3.2, GLM-5); a zero frequency or a stray letter is named.
+    auto all = import(indexer_some_layers(R"("index_topk_freq": 1)"));
+    ASSERT_TRUE(all) << all.error_text();
+    EXPECT_EQ(report(all->arch, 1000).bytes_per_token, 78ull * 1284);
+    EXPECT_FIELD_ERROR(import(indexer_some_layers(R"("index_topk_freq": 0)")), "index_topk_freq",
+                       "index_topk_freq must be at least 1");
+    EXPECT_FIELD_ERROR(import(indexer_some_layers(R"("index_topk_pattern": "FFX")")), "index_topk_pattern",
+                       "index_topk_pattern must hold only F and S, found 'X' at layer 2");
+}
+
 // MiMo-V2-Flash's fields as SGLang models/mimo_v2_flash.py reads them: hybrid_layer_pattern 1 = sliding window,
 // 0 = full (layers 0, 5, 11, ..., 47: 9 full, 39 sliding); full layers 4 KV heads of 192-wide keys and 128-wide
 // values, sliding layers 8 heads of the same widths (swa_*), within sliding_window_size 128.

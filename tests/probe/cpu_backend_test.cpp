@@ -81,6 +81,26 @@ TEST(CpuBackend, AllocatesDeepSeekV32sIndexerKeysBesideTheLatentAndTimesTheLaten
     EXPECT_EQ(p.attention.kv_bytes_read, 61ull * 1024 * 2 * 576 * 2);
 }
 
+TEST(KvTensors, AnIndexerOnSomeLayersIsAllocatedOnThoseAlone) {
+    // GLM-5.2's rule (vLLM deepseek_v2.py: no Indexer where the layer skips top-k) on DeepSeek-V3.2's shape: every
+    // fourth layer from the third keeps a key; the tensors still sum to the calculator's bytes.
+    ProbeRequest r = request_for("deepseek-v3.2", 256, KvDtype::bf16, 1);
+    std::uint64_t keyed = 0;
+    r.arch.layer_specs.assign(r.arch.layers, LayerSpec{});
+    for (std::uint64_t l = 0; l < r.arch.layers; ++l) {
+        r.arch.layer_specs[l].no_indexer = (l + 1 > 3 ? l - 2 : 0) % 4 != 0;
+        keyed += r.arch.layer_specs[l].no_indexer ? 0 : 1;
+    }
+    EXPECT_EQ(keyed, 3u + 14u);  // 0, 1, 2, then 6, 10, ..., 58
+    auto tensors = kv_tensors(r);
+    ASSERT_TRUE(tensors.ok()) << tensors.error_text();
+    EXPECT_EQ(tensors->size(), 61u + keyed);
+    std::uint64_t bytes = 0;
+    for (const KvTensor& t : *tensors) bytes += t.bytes;
+    EXPECT_EQ(bytes, 256ull * (61 * 576 * 2 + keyed * 132));
+    EXPECT_EQ(bytes, kv_cache_report(r.arch, r.dtype, r.workload, {})->total_bytes);
+}
+
 TEST(CpuBackend, AllocatesTheRecurrentStateBesideTheCache) {
     // Qwen3-Next at 2048 tokens, 2 sequences, bf16: 12 attention layers keep K and V, 36 gated-DeltaNet
     // layers keep 1,097,728 bytes of state each per sequence (vLLM gated_delta_net_state_shape).

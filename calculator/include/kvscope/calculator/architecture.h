@@ -70,6 +70,9 @@ struct LayerSpec {
     // A separate draft model's layer in the model's cache (draft.h with_draft_layers): its KV heads serve the
     // draft's own query heads, which the draft's validation checked, not the model's.
     bool draft = false;
+    // A layer of an MLA model with a sparse-attention indexer that keeps no index key (GLM-5.2's layers that skip the
+    // top-k selection: vLLM deepseek_v2.py builds them no Indexer).
+    bool no_indexer = false;
     friend bool operator==(const LayerSpec&, const LayerSpec&) = default;
     [[nodiscard]] bool attends() const {
         return kind == LayerKind::full || kind == LayerKind::sliding || kind == LayerKind::chunked ||

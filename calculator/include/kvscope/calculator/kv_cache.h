@@ -38,7 +38,7 @@ std::uint64_t honoured_window(const LayerSpec& layer, const Workload& workload);
 // plus one fp32 scale per 128 of them whatever the cache format (132 bytes for 128), and a model with
 // an indexer keeps an fp8 latent as fp8_ds_mla, 656 bytes (512 fp8 values, 4 fp32 scales, 64 bf16
 // rope values), for FlashMLA's sparse kernels.
-Checked mla_row_bytes(const MlaDims& mla, KvDtype dtype);
+Checked mla_row_bytes(const MlaDims& mla, KvDtype dtype, bool with_indexer = true);
 // The indexer's key alone (0 without an indexer): index_head_dim fp8 values and an fp32 scale per 128.
 Checked indexer_row_bytes(const MlaDims& mla);
 
