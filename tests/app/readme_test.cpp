@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -173,4 +174,63 @@ TEST(Readme, EveryExampleRunsAsShown) {
     }
     // The README's opening examples (kv, fit, a hybrid model), plan, --help and an error at least.
     EXPECT_GE(compared, 6);
+}
+
+namespace {
+
+// Every key of a JSON value, at every depth.
+void collect_keys(const kvscope::json::Value& v, std::set<std::string>& keys) {
+    if (v.is_object())
+        for (const auto& [k, x] : v.members()) {
+            keys.insert(k);
+            collect_keys(x, keys);
+        }
+    else if (v.is_array())
+        for (const auto& x : v.items()) collect_keys(x, keys);
+}
+
+}  // namespace
+
+TEST(Readme, TheJsonContractNamesEveryKeyTheProgramsWrite) {
+    std::ifstream in(KVSCOPE_README_PATH);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string readme = text.str();
+    const auto from = readme.find("### JSON contract");
+    const auto to = readme.find("## How it calculates", from);
+    ASSERT_NE(from, std::string::npos);
+    ASSERT_NE(to, std::string::npos);
+    const std::string contract = readme.substr(from, to - from);
+    // Models and settings that make the optional members appear: a recurrent state, MLA with an indexer, experts,
+    // MTP layers, a draft, Gemma 3n's extra parameters, every engine, the catalogs, the probe and the stopwatch.
+    const char* commands[] = {
+        "kv --model qwen3-next-80b-a3b --json",
+        "kv --model deepseek-v3.2 --json",
+        "kv --model mixtral-8x7b --json",
+        "kv --model gemma-3n-e4b --json",
+        "kv --model llama-4-scout --json",
+        "fit --model qwen3-next-80b-a3b --gpu h100-sxm --gpus 4 --mtp --json",
+        "fit --model llama-3.1-70b --gpu h100-sxm --gpus 4 --draft llama-3.2-1b --json",
+        "fit --model llama-3-8b --gpu h100-sxm --engine sglang --json",
+        "fit --model llama-3-8b --gpu h100-sxm --engine llama.cpp --json",
+        "fit --model llama-3-8b --gpu h100-sxm --engine tensorrt-llm --json",
+        "plan --model llama-3-70b --context 8k --batch 64 --gpu h100-sxm --json",
+        "compare --model llama-3-8b --json",
+        "sweep --model gpt2 --json",
+        "models --json",
+        "gpus --json",
+        "devices --json",
+        "probe --backend cpu --model gpt2 --context 256 --json",
+        "probe --step --backend cpu --model gpt2 --context 64 --json",
+        "stopwatch --tokens 4 --json",
+    };
+    for (const char* c : commands) {
+        const CliRun r = cli(c);
+        ASSERT_EQ(r.status, 0) << c << "\n" << r.err;
+        std::set<std::string> keys;
+        collect_keys(json_of(r), keys);
+        for (const auto& k : keys)
+            EXPECT_NE(contract.find("`" + k + "`"), std::string::npos)
+                << c << " writes \"" << k << "\", which README.md's JSON contract does not name";
+    }
 }
