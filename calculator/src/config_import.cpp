@@ -327,6 +327,15 @@ void read_attention(Reader& r, ImportedModel& out) {
         // attention_head_dim = 2 x hidden / heads; kv_channels (hidden / heads, Megatron's name) is not what it uses.
         // vLLM zamba2.py sizes the cache with config.attention_head_dim.
         r.layout_keys.emplace_back("kv_channels");
+        // vLLM zamba2.py Zamba2Attention builds QKVParallelLinear and Attention with num_attention_heads alone: keys
+        // and values have as many heads as the queries, whatever num_key_value_heads says.
+        if (q && a.kv_heads != q->value) {
+            out.assumed.push_back("KV heads = num_attention_heads = " + std::to_string(q->value) + ": vLLM zamba2.py " +
+                                  "runs Zamba2's attention with as many KV heads as query heads, so " +
+                                  r.keys[Field::kv_heads] + " = " + std::to_string(a.kv_heads) + " is not used");
+            a.kv_heads = q->value;
+            r.lines[Field::kv_heads] = q->line, r.keys[Field::kv_heads] = q->key;
+        }
         if (auto hd = r.number({"attention_head_dim"})) {
             a.head_dim_k = a.head_dim_v = hd->value;
             r.lines[Field::head_dim] = r.lines[Field::head_dim_v] = hd->line;

@@ -558,6 +558,13 @@ TEST(ConfigImport, ZambaTwosAttentionRunsAtTwiceTheHiddenWidth) {
         EXPECT_EQ(m->arch.recurrent->conv_channels, 512u);
         EXPECT_EQ(m->arch.recurrent->heads * m->arch.recurrent->head_dim * m->arch.recurrent->state_size, 32'768u);
     }
+    // vLLM zamba2.py gives keys and values num_attention_heads heads: a num_key_value_heads of 2 is not used, said.
+    std::string gqa = body;
+    gqa.replace(gqa.find(R"("num_key_value_heads": 4)"), 24, R"("num_key_value_heads": 2)");
+    auto m = import("{" + gqa + "}");
+    ASSERT_TRUE(m.ok()) << m.error_text();
+    EXPECT_EQ(m->arch.kv_heads, 4u);
+    EXPECT_TRUE(mentions(m->assumed, "num_key_value_heads = 2 is not used")) << testing::join(m->assumed);
 }
 
 TEST(ConfigImport, ALayerCountGivenOnlyByTheListOfLayerKindsIsItsLength) {
