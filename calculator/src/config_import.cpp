@@ -414,19 +414,39 @@ void read_moe(Reader& r, ImportedModel& out) {
     const auto size = r.number({"moe_intermediate_size", "expert_intermediate_size"}, Reader::PerLayer::largest);
     m.expert_intermediate_size = size ? size->value : out.arch.intermediate_size;
     if (const auto shared = r.number({"n_shared_experts", "num_shared_experts"})) m.shared_experts = shared->value;
+    // A shared expert of its own width (Nemotron-H: moe_shared_expert_intermediate_size, configuration_nemotron_h.py;
+    // Qwen2-MoE and Qwen3-Next: shared_expert_intermediate_size, one shared expert where it is above 0; Granite 4.0:
+    // shared_intermediate_size, configuration_granitemoehybrid.py).
+    if (const auto width = r.number(
+            {"moe_shared_expert_intermediate_size", "shared_expert_intermediate_size", "shared_intermediate_size"});
+        width && width->value > 0) {
+        m.shared_intermediate_size = width->value;
+        if (!r.number({"n_shared_experts", "num_shared_experts"})) m.shared_experts = 1;
+    }
+    // Nemotron 3 Super's latent experts (configuration_nemotron_h.py moe_latent_size).
+    if (const auto latent = r.number({"moe_latent_size"}); latent && latent->value > 0) m.latent_size = latent->value;
     if (const auto dense = r.number({"first_k_dense_replace"})) m.dense_layers = dense->value;
-    // MiMo-V2 (SGLang models/mimo_v2_flash.py): moe_layer_freq lists 1 for a layer whose MLP has experts, 0 for a
-    // dense one; the dense layers lead. (DeepSeek's moe_layer_freq is one number, a period KVScope's weights ignore.)
-    if (const Value* freq = r.get("moe_layer_freq"); freq && freq->is_array() && !m.dense_layers) {
-        const auto& items = freq->items();
-        const auto first_moe =
-            std::find_if(items.begin(), items.end(), [](const Value& v) { return v.as_u64().value_or(0) != 0; });
-        const bool prefix =
-            std::all_of(first_moe, items.end(), [](const Value& v) { return v.as_u64().value_or(0) == 1; });
-        m.dense_layers = static_cast<std::uint64_t>(first_moe - items.begin());
-        if (!prefix)
-            out.assumed.push_back("moe_layer_freq mixes dense and expert layers after layer " +
-                                  std::to_string(m.dense_layers) + "; the weights count experts on every later layer");
+    // Which layers' MLPs have experts, listed per layer: MiMo-V2's moe_layer_freq (SGLang models/mimo_v2_flash.py: 1 for
+    // experts, 0 dense) and GLM-5's mlp_layer_types (transformers configuration_glm_moe_dsa.py: "sparse" or
+    // "dense"); the dense layers lead. (DeepSeek's moe_layer_freq is one number, a period KVScope's weights ignore.)
+    for (const char* key : {"moe_layer_freq", "mlp_layer_types"}) {
+        const Value* list = r.get(key);
+        if (!list || !list->is_array() || list->items().empty()) continue;
+        const auto experts = [](const Value& v) {
+            return v.is_string() ? v.as_string() == "sparse" || v.as_string() == "moe" : v.as_u64().value_or(0) != 0;
+        };
+        const auto& items = list->items();
+        const auto first = std::find_if(items.begin(), items.end(), experts);
+        const std::uint64_t dense = static_cast<std::uint64_t>(first - items.begin());
+        if (!std::all_of(first, items.end(), experts))
+            out.assumed.push_back(std::string(key) + " mixes dense and expert layers after layer " +
+                                  std::to_string(dense) + "; the weights count experts on every later layer");
+        if (m.dense_layers != 0 && m.dense_layers != dense)
+            out.assumed.push_back(std::string(key) + " gives " + std::to_string(dense) +
+                                  " leading dense layers where first_k_dense_replace gives " +
+                                  std::to_string(m.dense_layers) + "; the list is taken");
+        m.dense_layers = dense;
+        break;
     }
     const bool jamba = out.model_type == "jamba";
     const auto period = r.number({"expert_layer_period"});

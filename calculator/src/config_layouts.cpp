@@ -10,143 +10,6 @@
 namespace kvscope::importer {
 namespace {
 
-std::optional<LayerSpec> spec_of_layer_type(const std::string& s);
-
-// Config fields that change which layers keep a KV cache, and what the others keep instead. The
-// calculator does not model these layouts yet; a model that has one is computed as if every layer
-// were full attention and says so (Architecture::not_exact), never as an exact answer.
-void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel& out,
-                             const std::vector<std::string>& read, const std::set<std::string, std::less<>>& asked) {
-    struct Known {
-        const char* key;
-        const char* meaning;  // and where the rule is defined
-    };
-    static const Known kKnown[] = {
-        {"attention_chunk_size",
-         "attention within chunks on some layers; which layers is known for Llama 4 only "
-         "(transformers configuration_llama4.py)"},
-    };
-    // Recurrent models whose state KVScope does not size (transformers configuration_rwkv.py).
-    static const char* kStateSpace[] = {"rwkv"};
-    // Layout fields the importer reads (read_windows): not reported.
-    // expert_layer_period/offset place Jamba's experts (an MLP matter, not a cache one).
-    static const char* kRead[] = {"sliding_window_pattern", "layer_types", "expert_layer_period",
-                                  "expert_layer_offset"};
-    // Layout-like fields of a model type that do not change what any layer caches: not reported.
-    struct Harmless {
-        const char* model_type;
-        const char* key;  // and why, with the source
-    };
-    static const Harmless kHarmless[] = {
-        // NoPE layers drop the rotary embedding only; every layer still caches its keys and values
-        // (transformers configuration_smollm3.py, modeling_smollm3.py use_rope).
-        {"smollm3", "no_rope_layer_interval"},
-        {"smollm3", "no_rope_layers"},
-        // Which layers' MLPs are experts (transformers configuration_ernie4_5_moe.py): an MLP matter.
-        {"ernie4_5_moe", "moe_layer_interval"},
-        // The sparsity of each layer's MLP activations (transformers configuration_gemma3n.py).
-        {"gemma3n", "activation_sparsity_pattern"},
-        {"gemma3n_text", "activation_sparsity_pattern"},
-    };
-    // Layer kinds listed, every one of them a kind KVScope knows (an unknown one may keep a state).
-    const auto known_kinds = [&](const char* key) {
-        const Value* list = cfg.find(key);
-        return list != nullptr && list->is_array() &&
-               std::all_of(list->items().begin(), list->items().end(), [](const Value& v) {
-                   return v.is_string() && spec_of_layer_type(v.as_string()).has_value();
-               });
-    };
-    const bool kinds_listed = known_kinds("layer_types") || known_kinds("layers_block_type");
-    // Layer kinds listed, none of them keeping a state (Granite 4.0 Micro: granitemoehybrid, every layer
-    // attention): its mamba_* sizes describe no layer.
-    const bool no_state = kinds_listed && !out.arch.layer_specs.empty() && out.arch.state_layers() == 0;
-    const auto harmless = [&](const std::string& key) {
-        // transformers' Gemma 3 config saves the period it derives layer_types from beside them
-        // (configuration_gemma3.py _sliding_window_pattern); with layer_types read, it says nothing more.
-        if (key == "_sliding_window_pattern" && kinds_listed) return true;
-        return std::any_of(std::begin(kHarmless), std::end(kHarmless),
-                           [&](const Harmless& h) { return key == h.key && (out.model_type == h.model_type); });
-    };
-    // The sizes of a recurrent state, which is memory too and is not counted yet.
-    static const char* kStatePrefixes[] = {"mamba_",      "ssm_",    "linear_",    "conv_L",
-                                           "conv_kernel", "d_state", "state_size", "time_step"};
-
-    std::vector<std::string>& reasons = out.arch.not_exact;
-    const auto line_of = [](const Value& v) { return " (line " + std::to_string(v.line()) + ")"; };
-    for (const char* type : kStateSpace)
-        if (out.model_type == type)
-            reasons.push_back("model_type " + out.model_type +
-                              " is a recurrent model whose state per sequence KVScope does not size");
-    // Hunyuan's cross-layer attention: each layer of a group of cla_share_factor reuses the first one's keys and
-    // values (vLLM hunyuan_v1.py _get_cla_factor, HunYuanCrossAttention), so fewer layers store a cache; how an
-    // engine sizes those layers is not modelled.
-    if (const Value* cla = cfg.find("use_cla"); cla && cla->is_bool() && cla->as_bool()) {
-        const Value* factor = cfg.find("cla_share_factor");
-        const std::uint64_t f = factor ? factor->as_u64().value_or(1) : 1;
-        if (f > 1)
-            reasons.push_back("use_cla" + line_of(*cla) + ": each group of " + std::to_string(f) +
-                              " layers shares the first one's keys and values (cross-layer attention, vLLM "
-                              "hunyuan_v1.py), so about 1 in " +
-                              std::to_string(f) +
-                              " layers stores a cache; counted here as every layer storing its own");
-    }
-    // The second line of defence: a list with one entry per layer, or a list of objects (one per layer or block, as
-    // Llama-Nemotron's block_configs), that no rule asked for describes layers KVScope does not know; what it changes
-    // (a layer without attention, other heads, a window) is unknown, so the answer is not exact.
-    // Lists of token ids and names, whatever their length (transformers configuration_utils.py, generation config).
-    static const char* kNotLayers[] = {"architectures", "eos_token_id",       "bos_token_id",
-                                       "pad_token_id",  "suppress_tokens",    "begin_suppress_tokens",
-                                       "bad_words_ids", "forced_decoder_ids", "stop_token_ids"};
-    const auto per_layer_list = [&](const std::string& key, const Value& v) {
-        if (std::any_of(std::begin(kNotLayers), std::end(kNotLayers), [&](const char* k) { return key == k; }))
-            return false;
-        if (!v.is_array() || v.items().empty()) return false;
-        if (std::all_of(v.items().begin(), v.items().end(), [](const Value& i) { return i.is_object(); })) return true;
-        return out.arch.layers > 1 && v.items().size() == out.arch.layers;
-    };
-    std::vector<std::string> seen;
-    bool state = false;
-    for (const Value* obj : {&cfg, &root}) {
-        for (const auto& member : obj->members()) {
-            const std::string& key = member.first;  // named, not a structured binding: lambdas below use it
-            const Value& value = member.second;
-            if (value.is_null() || std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-            if (std::any_of(std::begin(kRead), std::end(kRead), [&](const char* k) { return key == k; }) ||
-                std::find(read.begin(), read.end(), key) != read.end() || harmless(key))
-                continue;
-            const auto known =
-                std::find_if(std::begin(kKnown), std::end(kKnown), [&](const Known& k) { return key == k.key; });
-            const bool layout_like =
-                key.ends_with("_interval") || key.ends_with("_period") || key.find("pattern") != std::string::npos;
-            if (known != std::end(kKnown)) {
-                seen.push_back(key);
-                reasons.push_back(key + line_of(value) + ": " + known->meaning +
-                                  "; counted here as every layer full attention");
-            } else if (per_layer_list(key, value) && !asked.contains(key)) {
-                seen.push_back(key);
-                const bool objects = value.items().front().is_object();
-                reasons.push_back(key + line_of(value) + " describes the layers one by one (" +
-                                  std::to_string(value.items().size()) + (objects ? " objects" : " entries") +
-                                  ") and KVScope does not read it; it may change what a layer keeps (no attention, "
-                                  "other heads, a window), so every layer is counted as the other fields say");
-            } else if (layout_like) {
-                seen.push_back(key);
-                reasons.push_back(key + line_of(value) +
-                                  " may change which layers keep a KV cache, and KVScope does not know it; "
-                                  "counted here as every layer full attention");
-            } else if (!state && !out.arch.recurrent && !no_state &&
-                       std::any_of(std::begin(kStatePrefixes), std::end(kStatePrefixes),
-                                   [&](const char* p) { return key.starts_with(p); })) {
-                state = true;
-                seen.push_back(key);
-                reasons.push_back(key + line_of(value) +
-                                  " sizes a recurrent state (Mamba, linear attention or convolution), which is "
-                                  "memory per sequence that is not counted yet");
-            }
-        }
-    }
-}
-
 bool one_of(const std::string& s, std::initializer_list<const char*> names) {
     return std::any_of(names.begin(), names.end(), [&](const char* n) { return s == n; });
 }
@@ -300,21 +163,6 @@ std::optional<RecurrentState> read_state(Reader& r, ImportedModel& out) {
     return st;
 }
 
-// One layer kind per `layer_types` value (transformers configuration_utils.py ALLOWED_LAYER_TYPES, with its
-// legacy names "mamba" and "attention"; nemotron_h's "mlp"; configuration_lfm2.py "conv").
-std::optional<LayerSpec> spec_of_layer_type(const std::string& s) {
-    if (one_of(s, {"full_attention", "attention", "deepseek_sparse_attention"})) return LayerSpec{LayerKind::full};
-    if (s == "sliding_attention") return LayerSpec{LayerKind::sliding};
-    if (s == "chunked_attention") return LayerSpec{LayerKind::chunked};
-    if (one_of(s, {"linear_attention", "mamba", "conv"})) return LayerSpec{LayerKind::recurrent};
-    if (s == "hybrid") {  // attention and a recurrent mixer side by side (Falcon-H1, Zamba2)
-        LayerSpec l{LayerKind::full};
-        l.state = true;
-        return l;
-    }
-    if (one_of(s, {"mlp", "moe", "dense", "sparse"})) return LayerSpec{LayerKind::none};
-    return std::nullopt;
-}
 
 // A list of one layer kind name per layer (layer_types, layers_block_type) into `specs`; names KVScope does
 // not know are counted by value as not exact (as full attention). False, with an error naming `key`, for a
@@ -442,6 +290,14 @@ bool read_hybrid_layout(Reader& r, ImportedModel& out) {
                         std::string("hybrid_override_pattern holds '") + c + "'; known are M, *, - and E");
                 return true;
             }
+        }
+        // The MTP block's own pattern (vLLM nemotron_h_mtp.py: its layers follow mtp_hybrid_override_pattern, "*E" in
+        // Nemotron 3 Super): --mtp counts one attention layer per MTP layer, which is that pattern's cache.
+        if (const Value* mtp = take("mtp_hybrid_override_pattern"); mtp && mtp->is_string()) {
+            const std::string& p = mtp->as_string();
+            if (std::count(p.begin(), p.end(), '*') != 1 || p.find('M') != std::string::npos)
+                a.not_exact.push_back("mtp_hybrid_override_pattern (line " + std::to_string(mtp->line()) + ") \"" + p +
+                                      "\": --mtp counts one attention layer and no Mamba state per MTP layer");
         }
     } else if (const Value* types = r.get("layer_types")) {
         r.layout_keys.emplace_back("layer_types");
@@ -671,6 +527,22 @@ void read_windows(Reader& r, const Value& cfg, ImportedModel& out) {
 }
 
 }  // namespace
+
+// One layer kind per `layer_types` value (transformers configuration_utils.py ALLOWED_LAYER_TYPES, with its
+// legacy names "mamba" and "attention"; nemotron_h's "mlp"; configuration_lfm2.py "conv").
+std::optional<LayerSpec> spec_of_layer_type(const std::string& s) {
+    if (one_of(s, {"full_attention", "attention", "deepseek_sparse_attention"})) return LayerSpec{LayerKind::full};
+    if (s == "sliding_attention") return LayerSpec{LayerKind::sliding};
+    if (s == "chunked_attention") return LayerSpec{LayerKind::chunked};
+    if (one_of(s, {"linear_attention", "mamba", "conv"})) return LayerSpec{LayerKind::recurrent};
+    if (s == "hybrid") {  // attention and a recurrent mixer side by side (Falcon-H1, Zamba2)
+        LayerSpec l{LayerKind::full};
+        l.state = true;
+        return l;
+    }
+    if (one_of(s, {"mlp", "moe", "dense", "sparse"})) return LayerSpec{LayerKind::none};
+    return std::nullopt;
+}
 
 bool state_space_type(const std::string& type) { return one_of(type, {"mamba", "mamba2", "falcon_mamba"}); }
 

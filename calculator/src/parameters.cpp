@@ -111,8 +111,14 @@ ParameterCount estimate_parameters(const Architecture& a) {
         const bool mlp = s.kind == LayerKind::none || a.mlp_beside_mixer;
         Checked mlp_total, mlp_active;
         if (mlp && a.moe && a.moe->has_experts(l)) {
-            const Checked expert = Checked(mats) * H * a.moe->expert_intermediate_size;
-            const Checked shared = expert * a.moe->shared_experts;
+            // Routed experts in their latent width where the model has one, with the projections into it and back
+            // (vLLM nemotron_h.py NemotronHMoE fc1_latent_proj / fc2_latent_proj); shared experts at their own width.
+            const std::uint64_t width = a.moe->latent_size ? a.moe->latent_size : H;
+            const Checked expert = Checked(mats) * width * a.moe->expert_intermediate_size;
+            const std::uint64_t shared_width =
+                a.moe->shared_intermediate_size ? a.moe->shared_intermediate_size : a.moe->expert_intermediate_size;
+            const Checked shared = Checked(mats) * H * shared_width * a.moe->shared_experts +
+                                   (a.moe->latent_size ? Checked(2) * H * a.moe->latent_size : Checked(0));
             const Checked router = Checked(H) * a.moe->experts;
             mlp_total = expert * a.moe->experts + shared + router;
             mlp_active = expert * a.moe->experts_per_token + shared + router;

@@ -260,6 +260,8 @@ void members(Self& m, V& v) {
     v.value("dense_layers", m.dense_layers, Need::optional);
     v.value("period", m.period, Need::optional);
     v.value("offset", m.offset, Need::optional);
+    v.value("shared_intermediate_size", m.shared_intermediate_size, Need::when_set);
+    v.value("latent_size", m.latent_size, Need::when_set);
 }
 
 template <class Self, class V>

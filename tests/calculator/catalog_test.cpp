@@ -72,6 +72,11 @@ TEST(Catalog, BytesPerTokenOfEveryModelMatchesTheHandArithmetic) {
         {"gemma-3n-e4b", 2ull * 20 * 2 * 256 * 2},              // 40,960: the last 15 of 35 share earlier caches
         {"granite-4.0-h-tiny", 2ull * 4 * 4 * 128 * 2},         // 8,192: 4 of 40 attend (fp16: no dtype given)
         {"falcon-h1-7b", 2ull * 44 * 2 * 128 * 2},              // 45,056: every layer attends beside its Mamba-2
+        // 9 full layers of 4 KV heads, 39 sliding of 8, keys 192 and values 128 wide: 23,040 + 199,680 = 222,720.
+        {"mimo-v2-flash", 9ull * 4 * (192 + 128) * 2 + 39ull * 8 * (192 + 128) * 2},
+        {"glm-5.2", 78ull * (512 + 64) * 2 + 21ull * (128 + 4)},  // 92,628: MLA, the indexer's key on 21 of 78
+        {"qwen3-32b", 2ull * 64 * 8 * 128 * 2},                  // 262,144
+        {"step-3.7-flash", 2ull * 45 * 8 * 128 * 2},             // 184,320 (33 of them keep a 512-token window)
     };
     const auto& catalog = Catalog::builtin();
     EXPECT_EQ(catalog.models().size(), expected.size());

@@ -93,6 +93,14 @@ TEST(Hybrid, CatalogModelsMatchTheHandArithmetic) {
         // 24 x 128 x 256.
         {"falcon-h1-7b", 2ull * 44 * 2 * 128 * 2, 44ull * (3 * (3072 + 2 * 256) + 24 * 128 * 256) * 2,
          "44 layers: 44 full attention + Mamba-2"},
+        // MiMo-V2-Flash's published file: hybrid_layer_pattern's 9 full layers (4 KV heads) and 39 sliding ones (8 KV
+        // heads, window 128), keys 192 and values 128 wide (SGLang mimo_v2_flash.py).
+        {"mimo-v2-flash", 9ull * 4 * 320 * 2 + 39ull * 8 * 320 * 2, 0,
+         "48 layers: 9 full attention, 39 sliding window 128 (8 KV heads × 192/128)"},
+        // GLM-5.2: index_topk_freq 4 from index_skip_topk_offset 3 keeps the indexer's key on layers 0-2, 6, 10, ..., 74.
+        {"glm-5.2", 78ull * 576 * 2 + 21ull * 132, 0, "78 layers: 21 MLA, 57 MLA without an indexer key"},
+        // Step-3.7-Flash: layer_types gives every fourth layer from 0 full attention, the others a 512-token window.
+        {"step-3.7-flash", 2ull * 45 * 8 * 128 * 2, 0, "45 layers: 12 full attention, 33 sliding window 512"},
         // Gemma 3 4B: 34 layers (29 sliding 1024, 5 global), 4 KV heads x 256 (gemma3_text defaults).
         {"gemma-3-4b", 2ull * 34 * 4 * 256 * 2, 0, "34 layers: 29 sliding window 1,024, 5 full attention"},
     };

@@ -125,5 +125,32 @@ TEST(Layouts, FalconMultiQueryRunsWithOneKvHeadWhateverTheSavedCount) {
     })) << testing::join(m->assumed);
 }
 
+TEST(Layouts, ListsInsideSettingsAndListsThatCountTheMtpLayerAreNamed) {
+    // MiniMax-M3's sparse_attention_config holds per-layer lists; DeepSeek-V4's compress_ratios lists the layers and
+    // the MTP layer (9 entries for 8 + 1). A vision tower's per-layer list is not about these layers.
+    auto sparse = import(R"("sparse_attention_config": {"use_sparse_attention": true, "sparse_index_dim": 128,
+        "sparse_attention_freq": [0, 0, 1, 1, 1, 1, 1, 1]})");
+    ASSERT_TRUE(sparse) << sparse.error_text();
+    EXPECT_NE(reason(sparse->arch, "sparse_attention_config.sparse_attention_freq (line 4) describes the layers one by "
+                                   "one (8 entries)"),
+              "");
+    auto ratios = import(R"("num_nextn_predict_layers": 1, "compress_ratios": [0, 4, 128, 4, 128, 4, 128, 4, 0])");
+    ASSERT_TRUE(ratios) << ratios.error_text();
+    EXPECT_NE(reason(ratios->arch, "compress_ratios (line 3) describes the layers one by one (9 entries)"), "");
+    // Nemotron 3 Super's MTP block "*E" is one attention layer, as --mtp counts it; a Mamba mixer in it is not.
+    const std::string nemotron = R"("hybrid_override_pattern": "M*M-M*ME", "num_nextn_predict_layers": 1,
+        "mamba_num_heads": 8, "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 1, "conv_kernel": 4, "expand": 2,
+        "mtp_hybrid_override_pattern": )";
+    auto super = import(nemotron + R"("*E")", "nemotron_h");
+    ASSERT_TRUE(super) << super.error_text();
+    EXPECT_TRUE(super->arch.not_exact.empty()) << testing::join(super->arch.not_exact);
+    auto mamba_mtp = import(nemotron + R"("M*E")", "nemotron_h");
+    ASSERT_TRUE(mamba_mtp) << mamba_mtp.error_text();
+    EXPECT_NE(reason(mamba_mtp->arch, "mtp_hybrid_override_pattern (line 5) \"M*E\": --mtp counts one attention"), "");
+    auto vision = import(R"("vision_config": {"layer_scales": [1, 1, 1, 1, 1, 1, 1, 1]})");
+    ASSERT_TRUE(vision) << vision.error_text();
+    EXPECT_TRUE(vision->arch.not_exact.empty()) << testing::join(vision->arch.not_exact);
+}
+
 }  // namespace
 }  // namespace kvscope

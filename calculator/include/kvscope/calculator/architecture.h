@@ -38,6 +38,12 @@ struct MoeDims {
     std::uint64_t dense_layers = 0;
     std::uint64_t period = 1;
     std::uint64_t offset = 0;
+    // The shared experts' width where it differs from the routed ones' (moe_shared_expert_intermediate_size,
+    // shared_expert_intermediate_size; 0: expert_intermediate_size).
+    std::uint64_t shared_intermediate_size = 0;
+    // The width the routed experts work in where it is not the hidden size (Nemotron 3 Super's moe_latent_size: the
+    // hidden state projected down to it before the experts and back after; 0: hidden_size).
+    std::uint64_t latent_size = 0;
     friend bool operator==(const MoeDims&, const MoeDims&) = default;
     [[nodiscard]] bool has_experts(std::uint64_t layer) const {
         return layer >= dense_layers && (period <= 1 || layer % period == offset);
