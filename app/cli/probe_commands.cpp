@@ -48,9 +48,13 @@ int exit_status(Status s) {
             return kExitCancelled;
         case Status::invalid_input:
             return kExitUsage;
-        default:
+        case Status::out_of_memory:
+        case Status::no_device:
+        case Status::driver_mismatch:
+        case Status::failed:
             return kExitFailed;
     }
+    return kExitFailed;  // not reached: every member is a case above
 }
 
 Value device_json(const probe::DeviceInfo& d) {

@@ -40,9 +40,13 @@ inline int code_of(KvDtype d) {
             return kQ4_0;
         case KvDtype::int8:
             return kInt8;
-        default:
+        case KvDtype::bf16:
+        // Not stored by the probe (cpu::stores refuses them before a kernel is chosen): no code of their own.
+        case KvDtype::int4:
+        case KvDtype::mxfp4:
             return kBf16;
     }
+    return kBf16;  // not reached: every member is a case above
 }
 // The CUDA backend's probe and step store every format the CPU backend stores (cpu::stores); a value's bytes
 // in them are cpu::element_bytes'.

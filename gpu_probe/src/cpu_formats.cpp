@@ -144,7 +144,8 @@ void from_float(KvDtype dtype, const float* src, void* dst, std::size_t n) {
                 }
             }
             return;
-        default:
+        case KvDtype::int4:
+        case KvDtype::mxfp4:
             return;  // not a stored format: stores() says so first
     }
 }

@@ -528,9 +528,25 @@ bool has_bf16_dot_cpu() { return false; }
 }  // namespace
 
 std::size_t element_bytes(KvDtype dtype) {
-    return dtype == KvDtype::fp32                                                               ? 4
-           : dtype == KvDtype::fp8_e4m3 || dtype == KvDtype::fp8_e5m2 || dtype == KvDtype::int8 ? 1
-                                                                                                : 2;
+    // Every format named, so that a new one is a compile error here (-Werror=switch), not a silent 2 bytes. The block
+    // formats are converted to fp16 a tile at a time: their elements, once converted, are 2 bytes; int4 and mxfp4 are
+    // not stored by the probe (stores() refuses them first) and take the size of that conversion too.
+    switch (dtype) {
+        case KvDtype::fp32:
+            return 4;
+        case KvDtype::fp8_e4m3:
+        case KvDtype::fp8_e5m2:
+        case KvDtype::int8:
+            return 1;
+        case KvDtype::fp16:
+        case KvDtype::bf16:
+        case KvDtype::q8_0:
+        case KvDtype::q4_0:
+        case KvDtype::int4:
+        case KvDtype::mxfp4:
+            return 2;
+    }
+    return 2;  // not reached: every member is a case above
 }
 
 bool direct(KvDtype dtype) { return dtype == KvDtype::fp32 || dtype == KvDtype::fp16 || dtype == KvDtype::bf16; }
