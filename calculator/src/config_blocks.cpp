@@ -125,9 +125,9 @@ bool read_mimo_layout(Reader& r, ImportedModel& out) {
     const Value* pattern = r.get("hybrid_layer_pattern");
     if (!pattern) return false;
     Architecture& a = out.arch;
-    for (const char* k : {"hybrid_layer_pattern", "swa_num_key_value_heads", "swa_num_attention_heads", "swa_head_dim",
-                          "swa_v_head_dim", "v_head_dim", "sliding_window_size", "sliding_window",
-                          "attention_chunk_size"})
+    for (const char* k :
+         {"hybrid_layer_pattern", "swa_num_key_value_heads", "swa_num_attention_heads", "swa_head_dim",
+          "swa_v_head_dim", "v_head_dim", "sliding_window_size", "sliding_window", "attention_chunk_size"})
         r.layout_keys.emplace_back(k);
     if (!pattern->is_array() || pattern->items().size() != a.layers) {
         r.error("hybrid_layer_pattern", pattern->line(),
@@ -154,8 +154,8 @@ bool read_mimo_layout(Reader& r, ImportedModel& out) {
         const auto kind = p.as_u64();
         if (!kind || *kind > 1) {
             r.error("hybrid_layer_pattern", p.line(),
-                    "hybrid_layer_pattern[" + std::to_string(i) + "] must be 0 (full attention) or 1 (sliding window), found " +
-                        Reader::describe(p));
+                    "hybrid_layer_pattern[" + std::to_string(i) +
+                        "] must be 0 (full attention) or 1 (sliding window), found " + Reader::describe(p));
             return true;
         }
         if (*kind == 0) {
@@ -176,8 +176,9 @@ bool read_mimo_layout(Reader& r, ImportedModel& out) {
         specs.push_back(l);
     }
     if (r.get("attention_chunk_size"))
-        out.notes.push_back("attention_chunk_size is not read for MiMo-V2: SGLang and vLLM (mimo_v2_flash.py) take "
-                            "the window from sliding_window_size");
+        out.notes.push_back(
+            "attention_chunk_size is not read for MiMo-V2: SGLang and vLLM (mimo_v2_flash.py) take "
+            "the window from sliding_window_size");
     if (a.mtp_layers > 0)
         a.not_exact.push_back(
             "num_nextn_predict_layers: MiMo-V2's MTP layers attend in a sliding window with the sliding layers' heads "
@@ -232,9 +233,9 @@ void read_indexer_layers(Reader& r, ImportedModel& out) {
     if (skipped == 0) return;
     if (a.layer_specs.empty()) a.layer_specs.assign(a.layers, LayerSpec{});
     for (std::uint64_t l = 0; l < a.layers; ++l) a.layer_specs[l].no_indexer = skips[l];
-    const std::string rule = pattern ? "index_topk_pattern"
-                                     : "index_topk_freq " + std::to_string(f) + ", index_skip_topk_offset " +
-                                           std::to_string(o);
+    const std::string rule =
+        pattern ? "index_topk_pattern"
+                : "index_topk_freq " + std::to_string(f) + ", index_skip_topk_offset " + std::to_string(o);
     out.notes.push_back("the sparse-attention indexer keeps its key on " + format_count(a.layers - skipped) + " of " +
                         format_count_of(a.layers, "layer", "layers") + " (" + rule +
                         ": vLLM deepseek_v2.py, SGLang since PR #30531); the MTP layers keep theirs");

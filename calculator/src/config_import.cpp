@@ -378,9 +378,10 @@ void read_gemma3n_parameters(Reader& r, ImportedModel& out) {
     const auto altup = r.number({"altup_num_inputs"});
     const auto laurel = r.number({"laurel_rank"});
     if (!per_layer || !per_layer_vocab || !altup || !laurel) {
-        out.assumed.emplace_back("Gemma 3n's per-layer embeddings, AltUp and Laurel (hidden_size_per_layer_input, "
-                                 "vocab_size_per_layer_input, altup_num_inputs, laurel_rank) are not all in the "
-                                 "file: the weights count its blocks alone");
+        out.assumed.emplace_back(
+            "Gemma 3n's per-layer embeddings, AltUp and Laurel (hidden_size_per_layer_input, "
+            "vocab_size_per_layer_input, altup_num_inputs, laurel_rank) are not all in the "
+            "file: the weights count its blocks alone");
         return;
     }
     const std::uint64_t H = a.hidden_size, L = a.layers, P = per_layer->value, n = altup->value;
@@ -426,8 +427,8 @@ void read_moe(Reader& r, ImportedModel& out) {
     // Nemotron 3 Super's latent experts (configuration_nemotron_h.py moe_latent_size).
     if (const auto latent = r.number({"moe_latent_size"}); latent && latent->value > 0) m.latent_size = latent->value;
     if (const auto dense = r.number({"first_k_dense_replace"})) m.dense_layers = dense->value;
-    // Which layers' MLPs have experts, listed per layer: MiMo-V2's moe_layer_freq (SGLang models/mimo_v2_flash.py: 1 for
-    // experts, 0 dense) and GLM-5's mlp_layer_types (transformers configuration_glm_moe_dsa.py: "sparse" or
+    // Which layers' MLPs have experts, listed per layer: MiMo-V2's moe_layer_freq (SGLang models/mimo_v2_flash.py: 1
+    // for experts, 0 dense) and GLM-5's mlp_layer_types (transformers configuration_glm_moe_dsa.py: "sparse" or
     // "dense"); the dense layers lead. (DeepSeek's moe_layer_freq is one number, a period KVScope's weights ignore.)
     for (const char* key : {"moe_layer_freq", "mlp_layer_types"}) {
         const Value* list = r.get(key);

@@ -163,7 +163,6 @@ std::optional<RecurrentState> read_state(Reader& r, ImportedModel& out) {
     return st;
 }
 
-
 // A list of one layer kind name per layer (layer_types, layers_block_type) into `specs`; names KVScope does
 // not know are counted by value as not exact (as full attention). False, with an error naming `key`, for a
 // list that is not one name per layer.

@@ -98,19 +98,21 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
         if (std::all_of(v.items().begin(), v.items().end(), [](const Value& i) { return i.is_object(); })) return true;
         // One entry per layer, or per layer and MTP layer (DeepSeek-V4's compress_ratios lists its MTP layer too).
         const std::size_t n = v.items().size();
-        return out.arch.layers > 1 && (n == out.arch.layers || (out.arch.mtp_layers > 0 && n == out.arch.layers +
-                                                                                                   out.arch.mtp_layers));
+        return out.arch.layers > 1 &&
+               (n == out.arch.layers || (out.arch.mtp_layers > 0 && n == out.arch.layers + out.arch.mtp_layers));
     };
     // An object of settings no rule read (MiniMax-M3's sparse_attention_config) whose lists of numbers have one entry
     // per layer: the first such list, else nullptr. The other models' configs (vision, audio) and the weights'
     // quantization are not about the language model's layers.
-    static const char* kNotLayerSettings[] = {"quantization_config", "vision_config",  "audio_config",
-                                              "speech_config",       "vision_tower",   "rope_scaling",
-                                              "rope_parameters",     "auto_map",       "text_config",
+    static const char* kNotLayerSettings[] = {"quantization_config", "vision_config",    "audio_config",
+                                              "speech_config",       "vision_tower",     "rope_scaling",
+                                              "rope_parameters",     "auto_map",         "text_config",
                                               "compression_config",  "generation_config"};
-    const auto nested_per_layer_list = [&](const std::string& key, const Value& v) -> const std::pair<std::string, Value>* {
+    const auto nested_per_layer_list = [&](const std::string& key,
+                                           const Value& v) -> const std::pair<std::string, Value>* {
         if (!v.is_object() || asked.contains(key) ||
-            std::any_of(std::begin(kNotLayerSettings), std::end(kNotLayerSettings), [&](const char* k) { return key == k; }))
+            std::any_of(std::begin(kNotLayerSettings), std::end(kNotLayerSettings),
+                        [&](const char* k) { return key == k; }))
             return nullptr;
         for (const auto& m : v.members()) {
             const Value& list = m.second;
@@ -149,8 +151,7 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
             } else if (const auto* inner = nested_per_layer_list(key, value)) {
                 seen.push_back(key);
                 reasons.push_back(key + "." + inner->first + line_of(inner->second) +
-                                  " describes the layers one by one (" +
-                                  std::to_string(inner->second.items().size()) +
+                                  " describes the layers one by one (" + std::to_string(inner->second.items().size()) +
                                   " entries) and KVScope does not read it; it may change what a layer keeps (an index "
                                   "key, no attention, a window), so every layer is counted as the other fields say");
             } else if (layout_like) {

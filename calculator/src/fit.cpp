@@ -622,7 +622,7 @@ private:
     std::optional<KvLayout> layout_or;
     std::optional<KvCacheReport> kv;
     ParameterCount params;
-    std::uint64_t stored = 0;  // the model's weights, before a draft's
+    std::uint64_t stored = 0;      // the model's weights, before a draft's
     i128 budget = 0, kv_need = 0;  // per GPU: what the engine lets the cache use, what the batch needs
     std::uint64_t startup_limit = std::numeric_limits<std::uint64_t>::max();
 };

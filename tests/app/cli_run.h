@@ -50,7 +50,9 @@ inline CliRun run_program(const std::string& program, const std::string& args, c
     return r;
 }
 
-inline CliRun cli(const std::string& args, const std::string& env = "") { return run_program(KVSCOPE_CLI_PATH, args, env); }
+inline CliRun cli(const std::string& args, const std::string& env = "") {
+    return run_program(KVSCOPE_CLI_PATH, args, env);
+}
 
 inline kvscope::json::Value json_of(const CliRun& r) {
     auto parsed = kvscope::json::parse(r.out);

@@ -1,8 +1,8 @@
 // The README's examples are tests: every fenced block that begins with `$ kvscope-cli …` (or `$ kvscope …`, the
-// window's program, where it is built) is run, and what the program prints (standard output, then standard error) must be the lines the README shows. A line `…` alone
-// stands for any number of lines. A block whose output depends on the machine (timings, the CPU's name) is
-// marked `<!-- machine-dependent: why -->` on the line before its fence; it is not compared, and the marker
-// must say why.
+// window's program, where it is built) is run, and what the program prints (standard output, then standard error) must
+// be the lines the README shows. A line `…` alone stands for any number of lines. A block whose output depends on the
+// machine (timings, the CPU's name) is marked `<!-- machine-dependent: why -->` on the line before its fence; it is not
+// compared, and the marker must say why.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -29,9 +29,9 @@ std::vector<std::string> lines_of(const std::string& text) {
 }
 
 struct Example {
-    int line = 0;  // of the `$` line in README.md, 1-based
+    int line = 0;         // of the `$` line in README.md, 1-based
     std::string program;  // kvscope-cli or kvscope
-    std::string args;  // after the program's name
+    std::string args;     // after the program's name
     std::vector<std::string> expected;
     bool machine_dependent = false;
     std::string why;  // the marker's reason
@@ -101,8 +101,7 @@ std::string first_difference(const std::vector<std::string>& expected, const std
     for (std::size_t e = 0; e < expected.size(); ++e) {
         if (expected[e] == "…") return "(after a `…` line) README: " + (e + 1 < expected.size() ? expected[e + 1] : "");
         if (a >= actual.size()) return "README shows more:  " + expected[e];
-        if (expected[e] != actual[a])
-            return "README:  " + expected[e] + "\nprinted: " + actual[a];
+        if (expected[e] != actual[a]) return "README:  " + expected[e] + "\nprinted: " + actual[a];
         ++a;
     }
     return a < actual.size() ? "printed more: " + actual[a] : "";
@@ -122,10 +121,23 @@ std::vector<Example> readme_examples() {
 
 TEST(Readme, FindsItsExamples) {
     // The parser itself: a marked block, a block of two commands, a `…` line, a block of another kind.
-    const std::vector<std::string> md = {
-        "text", "```", "$ kvscope-cli kv --model gpt2", "a", "…", "b", "$ kvscope --help", "c", "```",
-        "```sh", "kvscope-cli kv", "```", "<!-- machine-dependent: timings -->", "```", "$ kvscope-cli stopwatch",
-        "x", "```"};
+    const std::vector<std::string> md = {"text",
+                                         "```",
+                                         "$ kvscope-cli kv --model gpt2",
+                                         "a",
+                                         "…",
+                                         "b",
+                                         "$ kvscope --help",
+                                         "c",
+                                         "```",
+                                         "```sh",
+                                         "kvscope-cli kv",
+                                         "```",
+                                         "<!-- machine-dependent: timings -->",
+                                         "```",
+                                         "$ kvscope-cli stopwatch",
+                                         "x",
+                                         "```"};
     const auto ex = examples_of(md);
     ASSERT_EQ(ex.size(), 3u);
     EXPECT_EQ(ex[0].line, 3);

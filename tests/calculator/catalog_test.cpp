@@ -75,8 +75,8 @@ TEST(Catalog, BytesPerTokenOfEveryModelMatchesTheHandArithmetic) {
         // 9 full layers of 4 KV heads, 39 sliding of 8, keys 192 and values 128 wide: 23,040 + 199,680 = 222,720.
         {"mimo-v2-flash", 9ull * 4 * (192 + 128) * 2 + 39ull * 8 * (192 + 128) * 2},
         {"glm-5.2", 78ull * (512 + 64) * 2 + 21ull * (128 + 4)},  // 92,628: MLA, the indexer's key on 21 of 78
-        {"qwen3-32b", 2ull * 64 * 8 * 128 * 2},                  // 262,144
-        {"step-3.7-flash", 2ull * 45 * 8 * 128 * 2},             // 184,320 (33 of them keep a 512-token window)
+        {"qwen3-32b", 2ull * 64 * 8 * 128 * 2},                   // 262,144
+        {"step-3.7-flash", 2ull * 45 * 8 * 128 * 2},              // 184,320 (33 of them keep a 512-token window)
     };
     const auto& catalog = Catalog::builtin();
     EXPECT_EQ(catalog.models().size(), expected.size());

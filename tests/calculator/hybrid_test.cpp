@@ -97,7 +97,8 @@ TEST(Hybrid, CatalogModelsMatchTheHandArithmetic) {
         // heads, window 128), keys 192 and values 128 wide (SGLang mimo_v2_flash.py).
         {"mimo-v2-flash", 9ull * 4 * 320 * 2 + 39ull * 8 * 320 * 2, 0,
          "48 layers: 9 full attention, 39 sliding window 128 (8 KV heads × 192/128)"},
-        // GLM-5.2: index_topk_freq 4 from index_skip_topk_offset 3 keeps the indexer's key on layers 0-2, 6, 10, ..., 74.
+        // GLM-5.2: index_topk_freq 4 from index_skip_topk_offset 3 keeps the indexer's key on layers 0-2, 6, 10,
+        // ..., 74.
         {"glm-5.2", 78ull * 576 * 2 + 21ull * 132, 0, "78 layers: 21 MLA, 57 MLA without an indexer key"},
         // Step-3.7-Flash: layer_types gives every fourth layer from 0 full attention, the others a 512-token window.
         {"step-3.7-flash", 2ull * 45 * 8 * 128 * 2, 0, "45 layers: 12 full attention, 33 sliding window 512"},
@@ -538,8 +539,8 @@ TEST(Hybrid, AnIndexerOnSomeLayersKeepsKeysOnThoseAlone) {
     EXPECT_EQ(report(p->arch, 1000).bytes_per_token, 78ull * 1152 + 21ull * 132);
     std::string types;
     for (std::uint64_t l = 0; l < 78; ++l) types += std::string(l ? ", " : "") + (l % 2 ? "\"shared\"" : "\"full\"");
-    auto t = import(indexer_some_layers(R"("index_topk_freq": 4, "index_skip_topk_offset": 3, "indexer_types": [)" +
-                                        types + "]"));
+    auto t = import(
+        indexer_some_layers(R"("index_topk_freq": 4, "index_skip_topk_offset": 3, "indexer_types": [)" + types + "]"));
     ASSERT_TRUE(t) << t.error_text();
     EXPECT_NE(testing::join(t->arch.not_exact).find("indexer_types (line"), std::string::npos);
     // Without the fields every layer keeps a key (DeepSeek-V3.2, GLM-5); a zero frequency or a stray letter is named.

@@ -132,8 +132,9 @@ TEST(Layouts, ListsInsideSettingsAndListsThatCountTheMtpLayerAreNamed) {
     auto sparse = import(R"("sparse_attention_config": {"use_sparse_attention": true, "sparse_index_dim": 128,
         "sparse_attention_freq": [0, 0, 1, 1, 1, 1, 1, 1]})");
     ASSERT_TRUE(sparse) << sparse.error_text();
-    EXPECT_NE(reason(sparse->arch, "sparse_attention_config.sparse_attention_freq (line 4) describes the layers one by "
-                                   "one (8 entries)"),
+    EXPECT_NE(reason(sparse->arch,
+                     "sparse_attention_config.sparse_attention_freq (line 4) describes the layers one by "
+                     "one (8 entries)"),
               "");
     auto ratios = import(R"("num_nextn_predict_layers": 1, "compress_ratios": [0, 4, 128, 4, 128, 4, 128, 4, 0])");
     ASSERT_TRUE(ratios) << ratios.error_text();

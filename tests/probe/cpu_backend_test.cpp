@@ -58,8 +58,9 @@ TEST(KvTensors, SumToTheCalculatorsPredictionForEveryCatalogModel) {
         if (std::any_of(specs.begin(), specs.end(), [](const LayerSpec& l) {
                 return l.caches_kv() && (l.kv_heads > 0 || l.head_dim_k > 0 || l.head_dim_v > 0);
             })) {
-            EXPECT_NE(kv_tensors(r).error_text().find("this model's layers have KV heads or head dimensions of their own"),
-                      std::string::npos)
+            EXPECT_NE(
+                kv_tensors(r).error_text().find("this model's layers have KV heads or head dimensions of their own"),
+                std::string::npos)
                 << m.id;
             continue;
         }
