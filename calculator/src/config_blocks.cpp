@@ -176,11 +176,11 @@ bool read_mimo_layout(Reader& r, ImportedModel& out) {
         specs.push_back(l);
     }
     if (r.get("attention_chunk_size"))
-        out.notes.push_back(
+        out.notes.emplace_back(
             "attention_chunk_size is not read for MiMo-V2: SGLang and vLLM (mimo_v2_flash.py) take "
             "the window from sliding_window_size");
     if (a.mtp_layers > 0)
-        a.not_exact.push_back(
+        a.not_exact.emplace_back(
             "num_nextn_predict_layers: MiMo-V2's MTP layers attend in a sliding window with the sliding layers' heads "
             "(vLLM mimo_v2_mtp.py serves 1 of them); --mtp counts each as a full-attention layer");
     a.layer_specs = std::move(specs);

@@ -433,13 +433,13 @@ void read_moe(Reader& r, ImportedModel& out) {
     for (const char* key : {"moe_layer_freq", "mlp_layer_types"}) {
         const Value* list = r.get(key);
         if (!list || !list->is_array() || list->items().empty()) continue;
-        const auto experts = [](const Value& v) {
+        const auto has_experts = [](const Value& v) {
             return v.is_string() ? v.as_string() == "sparse" || v.as_string() == "moe" : v.as_u64().value_or(0) != 0;
         };
         const auto& items = list->items();
-        const auto first = std::find_if(items.begin(), items.end(), experts);
+        const auto first = std::find_if(items.begin(), items.end(), has_experts);
         const std::uint64_t dense = static_cast<std::uint64_t>(first - items.begin());
-        if (!std::all_of(first, items.end(), experts))
+        if (!std::all_of(first, items.end(), has_experts))
             out.assumed.push_back(std::string(key) + " mixes dense and expert layers after layer " +
                                   std::to_string(dense) + "; the weights count experts on every later layer");
         if (m.dense_layers != 0 && m.dense_layers != dense)

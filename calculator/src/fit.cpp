@@ -639,7 +639,7 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
                       const Parallelism& parallel_in, const Deployment& d) {
     auto served = served_layers(checkpoint, d);
     if (!served) return served.errors();
-    return FitStages(checkpoint, kv_dtype, workload_in, parallel_in, d, std::move(*served)).run();
+    return FitStages(checkpoint, kv_dtype, workload_in, parallel_in, d, *served).run();
 }
 
 }  // namespace kvscope

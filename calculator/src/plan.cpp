@@ -152,13 +152,16 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
         }
         best_fewer = best_here;
     }
-    plan.notes.push_back("tensor parallel within a node of " + std::to_string(limits.gpus_per_node) +
-                         " GPUs, pipeline parallel up to " + std::to_string(limits.max_pp) +
-                         " stages, replicas (data parallel) for the rest of the " + format_count(workload.batch) +
-                         (workload.batch == 1 ? " sequence" : " sequences"));
-    if (dominated > 0)
-        plan.notes.push_back(format_count_of(dominated, "layout", "layouts") +
-                             " left out: each takes more GPUs than one above it and decodes no faster in all");
+    plan.scope_note = "tensor parallel within a node of " + std::to_string(limits.gpus_per_node) +
+                      " GPUs, pipeline parallel up to " + std::to_string(limits.max_pp) +
+                      " stages, replicas (data parallel) for the rest of the " + format_count(workload.batch) +
+                      (workload.batch == 1 ? " sequence" : " sequences");
+    plan.notes.push_back(plan.scope_note);
+    if (dominated > 0) {
+        plan.dominated_note = format_count_of(dominated, "layout", "layouts") +
+                              " left out: each takes more GPUs than one above it and decodes no faster in all";
+        plan.notes.push_back(plan.dominated_note);
+    }
     if (std::none_of(plan.options.begin(), plan.options.end(), [](const PlanOption& o) { return o.fits; }))
         plan.notes.emplace_back(
             "no layout within these limits holds one sequence at this context: shorten the "

@@ -89,6 +89,10 @@ TEST(Plan, ALayoutWithMoreGpusAndNoMoreSpeedIsLeftOutAndCounted) {
     EXPECT_TRUE(std::any_of(plan->notes.begin(), plan->notes.end(), [](const std::string& n) {
         return n == "2 layouts left out: each takes more GPUs than one above it and decodes no faster in all";
     }));
+    // The window's caption reads the same two notes from their own fields, never by matching the text.
+    EXPECT_EQ(plan->dominated_note,
+              "2 layouts left out: each takes more GPUs than one above it and decodes no faster in all");
+    EXPECT_TRUE(plan->scope_note.starts_with("tensor parallel within a node of 8 GPUs")) << plan->scope_note;
 }
 
 TEST(Plan, KvHeadsThatCannotBeSplitAreLeftOut) {

@@ -86,8 +86,8 @@ void PlanView::refresh() {
                                q(s.deployment->gpu.name), q(std::string(to_string(s.deployment->engine))), [&plan] {
                                    // The scope, and how many layouts are left out as no choice (as the CLI says).
                                    QStringList said;
-                                   for (const std::string& n : plan.notes)
-                                       if (said.isEmpty() || n.find(" left out: ") != std::string::npos) said << q(n);
+                                   for (const std::string* n : {&plan.scope_note, &plan.dominated_note})
+                                       if (!n->empty()) said << q(*n);
                                    for (QString& n : said) n[0] = n[0].toUpper();
                                    return said.join(". ");
                                }()));

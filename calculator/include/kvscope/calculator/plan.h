@@ -45,6 +45,9 @@ struct Plan {
     std::uint64_t sequences = 0;  // concurrent sequences to serve (the workload's batch)
     std::vector<PlanOption> options;
     std::vector<std::string> notes;
+    // Two of the notes on their own, for the window's caption: the limits the layouts were sought within, and how
+    // many layouts are left out as no choice (empty when none is).
+    std::string scope_note, dominated_note;
     // The warnings every layout's fit gives (a context past the model's max positions, what is not exact); one
     // layout's own (its KV heads copied) stay with that layout's fit.
     std::vector<std::string> warnings;
