@@ -146,7 +146,9 @@ bool read_mimo_layout(Reader& r, ImportedModel& out) {
     const auto swa_heads = r.number({"swa_num_key_value_heads"});
     const auto swa_k = r.number({"swa_head_dim"});
     const auto swa_v = r.number({"swa_v_head_dim"});
-    const auto window = r.number({"sliding_window_size", "sliding_window"});
+    // sliding_window_size first, sliding_window only without it (SGLang _get_sliding_window_size): not synonyms.
+    auto window = r.number({"sliding_window_size"});
+    if (!window) window = r.number({"sliding_window"});
     if (!r.errors.empty()) return true;
     std::vector<LayerSpec> specs;
     for (std::size_t i = 0; i < pattern->items().size(); ++i) {
@@ -202,14 +204,16 @@ void read_indexer_layers(Reader& r, ImportedModel& out) {
     const auto freq = r.number({"index_topk_freq"});
     const auto offset = r.number({"index_skip_topk_offset"});
     const Value* pattern = r.get("index_topk_pattern");
-    if (freq && freq->value == 0) {
+    if (freq && freq->value == 0 && !pattern) {
         r.error("index_topk_freq", freq->line, "index_topk_freq must be at least 1");
         return;
     }
-    if (pattern && !pattern->is_string()) {
+    if (pattern && (!pattern->is_string() || pattern->as_string().size() != a.layers)) {
         r.error("index_topk_pattern", pattern->line(),
-                "index_topk_pattern must be a text of F (an indexer) and S (none), one letter per layer, found " +
-                    Reader::describe(*pattern));
+                "index_topk_pattern must be a text of F (an indexer) and S (none), one letter for each of the " +
+                    std::to_string(a.layers) + " layers, found " +
+                    (pattern->is_string() ? std::to_string(pattern->as_string().size()) + " letters"
+                                          : Reader::describe(*pattern)));
         return;
     }
     const std::uint64_t f = freq ? freq->value : 1, o = offset ? offset->value : 2;
@@ -230,17 +234,12 @@ void read_indexer_layers(Reader& r, ImportedModel& out) {
         }
         skipped += skips[l] ? 1 : 0;
     }
-    if (skipped == 0) return;
-    if (a.layer_specs.empty()) a.layer_specs.assign(a.layers, LayerSpec{});
-    for (std::uint64_t l = 0; l < a.layers; ++l) a.layer_specs[l].no_indexer = skips[l];
     const std::string rule =
         pattern ? "index_topk_pattern"
                 : "index_topk_freq " + std::to_string(f) + ", index_skip_topk_offset " + std::to_string(o);
-    out.notes.push_back("the sparse-attention indexer keeps its key on " + format_count(a.layers - skipped) + " of " +
-                        format_count_of(a.layers, "layer", "layers") + " (" + rule +
-                        ": vLLM deepseek_v2.py, SGLang since PR #30531); the MTP layers keep theirs");
-    if (const Value* types = r.get("indexer_types"); types && types->is_array()) {
-        bool agrees = types->items().size() == a.layers;
+    // An explicit list beside the rule, checked whether or not the rule skips a layer.
+    if (const Value* types = r.get("indexer_types")) {
+        bool agrees = types->is_array() && types->items().size() == a.layers;
         for (std::size_t l = 0; agrees && l < types->items().size(); ++l) {
             const Value& t = types->items()[l];
             agrees = t.is_string() && (t.as_string() == "full") == !skips[l];
@@ -250,6 +249,12 @@ void read_indexer_layers(Reader& r, ImportedModel& out) {
                                   ") puts the indexer on other layers than " + rule +
                                   " does; vLLM deepseek_v2.py follows the rule, and so does this count");
     }
+    if (skipped == 0) return;
+    if (a.layer_specs.empty()) a.layer_specs.assign(a.layers, LayerSpec{});
+    for (std::uint64_t l = 0; l < a.layers; ++l) a.layer_specs[l].no_indexer = skips[l];
+    out.notes.push_back("the sparse-attention indexer keeps its key on " + format_count(a.layers - skipped) + " of " +
+                        format_count_of(a.layers, "layer", "layers") + " (" + rule +
+                        ": vLLM deepseek_v2.py, SGLang since PR #30531); the MTP layers keep theirs");
 }
 
 }  // namespace kvscope::importer

@@ -417,9 +417,9 @@ void read_moe(Reader& r, ImportedModel& out) {
     if (const auto shared = r.number({"n_shared_experts", "num_shared_experts"})) m.shared_experts = shared->value;
     // A shared expert of its own width (Nemotron-H: moe_shared_expert_intermediate_size, configuration_nemotron_h.py;
     // Qwen2-MoE and Qwen3-Next: shared_expert_intermediate_size, one shared expert where it is above 0; Granite 4.0:
-    // shared_intermediate_size, configuration_granitemoehybrid.py).
-    if (const auto width = r.number(
-            {"moe_shared_expert_intermediate_size", "shared_expert_intermediate_size", "shared_intermediate_size"});
+    // shared_intermediate_size, configuration_granitemoehybrid.py; Step-3.5/3.7: share_expert_dim, vLLM step3p5.py).
+    if (const auto width = r.number({"moe_shared_expert_intermediate_size", "shared_expert_intermediate_size",
+                                     "shared_intermediate_size", "share_expert_dim"});
         width && width->value > 0) {
         m.shared_intermediate_size = width->value;
         if (!r.number({"n_shared_experts", "num_shared_experts"})) m.shared_experts = 1;
@@ -437,6 +437,9 @@ void read_moe(Reader& r, ImportedModel& out) {
             return v.is_string() ? v.as_string() == "sparse" || v.as_string() == "moe" : v.as_u64().value_or(0) != 0;
         };
         const auto& items = list->items();
+        if (items.size() != out.arch.layers)
+            out.assumed.push_back(std::string(key) + " lists " + std::to_string(items.size()) + " layers of " +
+                                  std::to_string(out.arch.layers) + "; its leading dense layers are taken as given");
         const auto first = std::find_if(items.begin(), items.end(), has_experts);
         const std::uint64_t dense = static_cast<std::uint64_t>(first - items.begin());
         if (!std::all_of(first, items.end(), has_experts))

@@ -105,7 +105,9 @@ Result<KvDerivation> finish(KvDerivation d, const Workload& workload, const KvCa
 Result<KvDerivation> derive_per_layer_rows(const KvLayout& layout, const Architecture& arch, const Workload& workload,
                                            const KvCacheReport& report) {
     KvDerivation d;
-    d.form = attention_label(arch) + " with per-layer heads";
+    // MLA rows differ only by the indexer's key (GLM-5.2's layers that skip it); other models by their heads.
+    const bool mla = arch.mla.has_value();
+    d.form = attention_label(arch) + (mla ? " with the indexer's key on some layers" : " with per-layer heads");
     std::map<std::pair<std::uint64_t, std::uint64_t>, std::pair<std::uint64_t, std::uint64_t>> groups;  // (tokens, row)
     for (std::uint64_t l = 0; l < arch.layers; ++l) {
         const std::uint64_t row = layout.row_bytes_per_gpu(l) * layout.tp();
@@ -121,13 +123,17 @@ Result<KvDerivation> derive_per_layer_rows(const KvLayout& layout, const Archite
         g.layers.value = it->second.first;
         g.layers.text = format_count_of(g.layers.value, "layer", "layers");
         g.layers.field = Field::layers;
-        g.layers.note = "Layers with the same heads, head dimensions and tokens kept.";
+        g.layers.note =
+            mla ? "Layers that keep the same row (the latent, with or without the indexer's key) and tokens."
+                : "Layers with the same heads, head dimensions and tokens kept.";
         const Checked value = Checked(tokens) * row;
         if (value.overflow()) return overflow_error(Field::context_tokens, "the cache of these layers");
         g.tokens.value = value.value();
         g.tokens.text = format_count_of(tokens, "token", "tokens") + " × " + format_count(row) + " bytes";
         g.tokens.field = Field::context_tokens;
-        g.tokens.note = "Tokens kept times the bytes of one token of one such layer (K and V of its own heads).";
+        g.tokens.note = mla ? "Tokens kept times the bytes of one token of one such layer (its latent, and the "
+                              "indexer's key where the layer keeps one)."
+                            : "Tokens kept times the bytes of one token of one such layer (K and V of its own heads).";
         d.groups.push_back(std::move(g));
     }
     return finish(std::move(d), workload, report);

@@ -90,6 +90,10 @@ public:
           arch(engine_architecture(served.cache, deployment.engine, ubatch)),
           gpus(parallel.gpus()) {}
 
+    // It points into its own served layers: never copied or moved.
+    FitStages(const FitStages&) = delete;
+    FitStages& operator=(const FitStages&) = delete;
+
     Result<FitReport> run() {
         engine_notes();
         for (auto stage :

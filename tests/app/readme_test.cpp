@@ -162,7 +162,8 @@ TEST(Readme, EveryExampleRunsAsShown) {
     for (const auto& ex : examples) {
         if (ex.machine_dependent) {
             // A marker without its reason is no marker.
-            EXPECT_GT(rstrip(ex.why).size(), std::string(" -->").size())
+            const std::string why = ex.why.substr(0, ex.why.find("-->"));
+            EXPECT_NE(why.find_first_not_of(' '), std::string::npos)
                 << "README.md:" << ex.line << ": say why the output depends on the machine";
             continue;
         }
@@ -236,6 +237,26 @@ TEST(Readme, TheJsonContractNamesEveryKeyTheProgramsWrite) {
         "probe --step --backend cpu --model gpt2 --context 64 --json",
         "stopwatch --tokens 4 --json",
     };
+    // models --local on a made-up Hugging Face cache: one snapshot that loads, one repository whose download left
+    // no snapshot (listed with its problem).
+    const auto hub = std::filesystem::temp_directory_path() / ("kvscope-readme-hub-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(hub / "models--acme--good" / "snapshots" / "abc");
+    std::ofstream(hub / "models--acme--good" / "snapshots" / "abc" / "config.json")
+        << R"({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256})";
+    for (const char* repo : {"models--acme--good", "models--acme--broken"}) {
+        std::filesystem::create_directories(hub / repo / "refs");
+        std::ofstream(hub / repo / "refs" / "main") << "abc";
+    }
+    const CliRun local = cli("models --local --json",
+                             "HF_HUB_CACHE='" + hub.string() + "' OLLAMA_MODELS=/nonexistent HOME=/nonexistent");
+    std::filesystem::remove_all(hub);
+    ASSERT_EQ(local.status, 0) << local.err;
+    std::set<std::string> local_keys;
+    collect_keys(json_of(local), local_keys);
+    EXPECT_TRUE(local_keys.contains("problem")) << local.out;  // the broken snapshot was found and said
+    for (const auto& k : local_keys)
+        EXPECT_NE(contract.find("`" + k + "`"), std::string::npos)
+            << "models --local --json writes \"" << k << "\", which README.md's JSON contract does not name";
     for (const char* c : commands) {
         const CliRun r = cli(c);
         ASSERT_EQ(r.status, 0) << c << "\n" << r.err;

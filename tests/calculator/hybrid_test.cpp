@@ -549,8 +549,14 @@ TEST(Hybrid, AnIndexerOnSomeLayersKeepsKeysOnThoseAlone) {
     EXPECT_EQ(report(all->arch, 1000).bytes_per_token, 78ull * 1284);
     EXPECT_FIELD_ERROR(import(indexer_some_layers(R"("index_topk_freq": 0)")), "index_topk_freq",
                        "index_topk_freq must be at least 1");
-    EXPECT_FIELD_ERROR(import(indexer_some_layers(R"("index_topk_pattern": "FFX")")), "index_topk_pattern",
-                       "index_topk_pattern must hold only F and S, found 'X' at layer 2");
+    EXPECT_FIELD_ERROR(import(indexer_some_layers(R"("index_topk_pattern": "FF)" + std::string(75, 'S') + R"(X")")),
+                       "index_topk_pattern", "index_topk_pattern must hold only F and S, found 'X' at layer 77");
+    EXPECT_FIELD_ERROR(import(indexer_some_layers(R"("index_topk_pattern": "FFS")")), "index_topk_pattern",
+                       "one letter for each of the 78 layers, found 3 letters");
+    // A list that disagrees is said even where the rule keeps every layer's key.
+    auto listed = import(indexer_some_layers(R"("indexer_types": [)" + types + "]"));
+    ASSERT_TRUE(listed) << listed.error_text();
+    EXPECT_NE(testing::join(listed->arch.not_exact).find("indexer_types (line"), std::string::npos);
 }
 
 // MiMo-V2-Flash's fields as SGLang models/mimo_v2_flash.py reads them: hybrid_layer_pattern 1 = sliding window,
