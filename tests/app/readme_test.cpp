@@ -107,12 +107,16 @@ std::string first_difference(const std::vector<std::string>& expected, const std
     return a < actual.size() ? "printed more: " + actual[a] : "";
 }
 
-std::vector<Example> readme_examples() {
+std::string readme_text() {
     std::ifstream in(KVSCOPE_README_PATH);
     std::stringstream text;
     text << in.rdbuf();
+    return text.str();
+}
+
+std::vector<Example> readme_examples() {
     std::vector<std::string> lines;
-    std::istringstream s(text.str());
+    std::istringstream s(readme_text());
     for (std::string line; std::getline(s, line);) lines.push_back(rstrip(line));
     return examples_of(lines);
 }
@@ -205,10 +209,7 @@ void collect_keys(const kvscope::json::Value& v, std::set<std::string>& keys) {
 }  // namespace
 
 TEST(Readme, TheJsonContractNamesEveryKeyTheProgramsWrite) {
-    std::ifstream in(KVSCOPE_README_PATH);
-    std::stringstream text;
-    text << in.rdbuf();
-    const std::string readme = text.str();
+    const std::string readme = readme_text();
     const auto from = readme.find("### JSON contract");
     const auto to = readme.find("## How it calculates", from);
     ASSERT_NE(from, std::string::npos);
