@@ -44,6 +44,7 @@ private:
 template <class T>
 class DeviceArray {
 public:
+    DeviceArray() = default;
     explicit DeviceArray(std::size_t n) : buffer_(n * sizeof(T)) {}
     explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
         KVSCOPE_CUDA(cudaMemcpy(get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));

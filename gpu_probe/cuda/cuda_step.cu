@@ -162,473 +162,621 @@ std::string new_rows_differ(KvDtype kv, const float* staged, const std::vector<s
     return "";
 }
 
-}  // namespace
-
-StepReport run_cuda_step(const StepRequest& req, const Control& control, const DeviceInfo& device) {
-    StepReport r;
-    r.device = device;
-    const Architecture& a = req.arch;
-    r.layers_total = a.layers;
-    Dims d;
-    if (std::string why = step::dims_of(req, d); !why.empty()) return fail(r, Status::invalid_input, why);
-    if (d.top_k > kMaxTopK)
-        return fail(r, Status::invalid_input,
-                    "experts_per_token: the CUDA step routes each token to at most " + std::to_string(kMaxTopK) +
-                        " experts (not " + std::to_string(d.top_k) + "); the CPU backend runs it (--backend cpu)");
-    if (d.experts > kMaxExperts)
-        return fail(r, Status::invalid_input,
-                    "num_experts: the CUDA step groups a layer's tokens among at most " + std::to_string(kMaxExperts) +
-                        " experts (not " + std::to_string(d.experts) + "); the CPU backend runs it (--backend cpu)");
-    auto tensors = step::cache_tensors(req);  // refuses, with the reason, the formats the probe does not store
-    if (!tensors) return fail(r, Status::invalid_input, tensors.error_text());
-    if (std::string why = step::whole_cache_problem(req); !why.empty()) return fail(r, Status::invalid_input, why);
-    const KernelWishRead wish = attention_kernel_wish_from_environment();
-    if (!wish.error.empty()) return fail(r, Status::invalid_input, wish.error);
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> fp8_shapes;  // every matrix cuBLASLt multiplies in fp8
-    if (req.weight_dtype == KvDtype::fp8_e4m3) {                      // (the experts' GEMV is ours)
-        auto& shapes = fp8_shapes;
-        shapes = {{d.qkv_rows(), d.hidden}, {d.hidden, d.q_heads * d.dv}, {d.vocab, d.hidden}};
-        const std::uint64_t inter_s = d.shared * d.expert_intermediate;
-        bool dense = false;  // a layer with the dense MLP
-        for (std::uint64_t l = 0; l < a.layers && !dense; ++l) dense = !step::expert_layer(a, d, l);
-        if (dense) shapes.insert(shapes.end(), {{d.up_rows(d.intermediate), d.hidden}, {d.hidden, d.intermediate}});
-        if (a.moe && d.experts > 0) shapes.emplace_back(d.experts, d.hidden);
-        if (inter_s) shapes.insert(shapes.end(), {{d.up_rows(inter_s), d.hidden}, {d.hidden, inter_s}});
-        KVSCOPE_CUDA(cudaFree(nullptr));
-        if (std::string why = Fp8Gemm::unavailable(shapes); !why.empty()) {
-            r.weight_dtype_refused = true;
-            return fail(r, Status::invalid_input, why);
-        }
+// The step in phases, as the CPU step's (step.cpp: check_inputs, fit_layers, measure_ceiling, allocate,
+// time_steps, count_reads, check_logits, finish): each phase fills its part of the report, or fails it and
+// ends the step. Everything the step allocates is owned here and freed with it, on every path.
+class CudaStep {
+public:
+    CudaStep(const StepRequest& req, const Control& control, const DeviceInfo& device)
+        : req_(req),
+          control_(control),
+          device_(device),
+          a_(req.arch),
+          B_(req.workload.batch),
+          wd_(req.weight_dtype),
+          fp8_(wd_ == KvDtype::fp8_e4m3),
+          ad_(fp8_ ? KvDtype::bf16 : wd_),
+          wcode_(code_of(wd_)),
+          acode_(code_of(ad_)),
+          kvcode_(code_of(req.kv_dtype)),
+          wtype_(cuda_type(wd_)),
+          eb_(cpu::element_bytes(wd_)),
+          ab_(cpu::element_bytes(ad_)),
+          sms_(std::max(1u, device.compute_units)) {
+        r_.device = device;
+        r_.layers_total = a_.layers;
     }
-    const std::uint64_t B = req.workload.batch, H = d.hidden;
-    const KvDtype wd = req.weight_dtype;
-    // fp8 weights multiply bf16 activations (quantised to fp8 inside each GEMM: cuda_fp8_gemm.h); the others
-    // activations of their own format.
-    const bool fp8 = wd == KvDtype::fp8_e4m3;
-    const KvDtype ad = fp8 ? KvDtype::bf16 : wd;
-    const int wcode = code_of(wd), acode = code_of(ad), kvcode = code_of(req.kv_dtype);
-    const cudaDataType wtype = cuda_type(wd);
-    const std::size_t eb = cpu::element_bytes(wd), ab = cpu::element_bytes(ad);
-    const unsigned sms = std::max(1u, device.compute_units);
 
-    KVSCOPE_CUDA(cudaFree(nullptr));  // the context first, so the free memory read next is what the step may use
-    std::size_t free0 = 0, total = 0;
-    KVSCOPE_CUDA(cudaMemGetInfo(&free0, &total));
+    StepReport run() {
+        if (check_inputs() && measure_ceiling() && fit_layers() && allocate() && time_steps() && count_reads() &&
+            check_logits())
+            finish();
+        return std::move(r_);
+    }
 
-    const std::uint64_t limit =
-        control.memory_limit_bytes ? std::min<std::uint64_t>(control.memory_limit_bytes, free0) : free0;
+private:
+    bool failed(Status s, std::string why) {
+        r_ = fail(std::move(r_), s, std::move(why));
+        return false;
+    }
+    bool refused_weights(std::string why) {
+        r_.weight_dtype_refused = true;
+        return failed(Status::invalid_input, std::move(why));
+    }
 
-    // The read ceiling first, so its buffer is gone before the model is allocated (within the limit too).
-    control.report(0.02, "measuring the read bandwidth ceiling");
-    {
-        const std::uint64_t l2 = device.cache_bytes;
+    // What the CUDA step cannot run (beside what every step refuses), and cuBLASLt's fp8 GEMMs for every shape.
+    bool check_inputs() {
+        if (std::string why = step::dims_of(req_, d_); !why.empty()) return failed(Status::invalid_input, why);
+        if (d_.top_k > kMaxTopK)
+            return failed(Status::invalid_input, "experts_per_token: the CUDA step routes each token to at most " +
+                                                     std::to_string(kMaxTopK) + " experts (not " +
+                                                     std::to_string(d_.top_k) +
+                                                     "); the CPU backend runs it (--backend cpu)");
+        if (d_.experts > kMaxExperts)
+            return failed(Status::invalid_input, "num_experts: the CUDA step groups a layer's tokens among at most " +
+                                                     std::to_string(kMaxExperts) + " experts (not " +
+                                                     std::to_string(d_.experts) +
+                                                     "); the CPU backend runs it (--backend cpu)");
+        auto tensors = step::cache_tensors(req_);  // refuses, with the reason, the formats the probe does not store
+        if (!tensors) return failed(Status::invalid_input, tensors.error_text());
+        tensors_ = std::move(*tensors);
+        if (std::string why = step::whole_cache_problem(req_); !why.empty()) return failed(Status::invalid_input, why);
+        wish_ = attention_kernel_wish_from_environment();
+        if (!wish_.error.empty()) return failed(Status::invalid_input, wish_.error);
+        H_ = d_.hidden;
+        K_ = d_.top_k;
+        up_rows_ = d_.up_rows(d_.intermediate);
+        inter_e_ = d_.expert_intermediate;
+        up_rows_e_ = d_.up_rows(inter_e_);
+        inter_s_ = d_.shared * inter_e_;
+        up_rows_s_ = d_.up_rows(inter_s_);
+        if (!fp8_) return true;
+        // Every matrix cuBLASLt multiplies in fp8 (the experts' GEMV is ours).
+        fp8_shapes_ = {{d_.qkv_rows(), H_}, {H_, d_.q_heads * d_.dv}, {d_.vocab, H_}};
+        bool dense = false;  // a layer with the dense MLP
+        for (std::uint64_t l = 0; l < a_.layers && !dense; ++l) dense = !moe_layer(l);
+        if (dense) fp8_shapes_.insert(fp8_shapes_.end(), {{up_rows_, H_}, {H_, d_.intermediate}});
+        if (a_.moe && d_.experts > 0) fp8_shapes_.emplace_back(d_.experts, H_);
+        if (inter_s_) fp8_shapes_.insert(fp8_shapes_.end(), {{up_rows_s_, H_}, {H_, inter_s_}});
+        KVSCOPE_CUDA(cudaFree(nullptr));
+        if (std::string why = Fp8Gemm::unavailable(fp8_shapes_); !why.empty()) return refused_weights(why);
+        return true;
+    }
+
+    // The memory the step may use, and the read ceiling first, so that its buffer is gone before the model is
+    // allocated (within the limit too).
+    bool measure_ceiling() {
+        KVSCOPE_CUDA(cudaFree(nullptr));  // the context first, so the free memory read next is what the step may use
+        std::size_t free0 = 0;
+        KVSCOPE_CUDA(cudaMemGetInfo(&free0, &total_));
+        limit_ = control_.memory_limit_bytes ? std::min<std::uint64_t>(control_.memory_limit_bytes, free0) : free0;
+        control_.report(0.02, "measuring the read bandwidth ceiling");
+        const std::uint64_t l2 = device_.cache_bytes;
         const std::uint64_t bytes =
-            std::min<std::uint64_t>(req.ceiling_bytes ? std::max<std::uint64_t>(req.ceiling_bytes, 1ull << 20)
-                                                      : std::max<std::uint64_t>({8 * l2, 1ull << 30}),
-                                    limit / 2) /
+            std::min<std::uint64_t>(req_.ceiling_bytes ? std::max<std::uint64_t>(req_.ceiling_bytes, 1ull << 20)
+                                                       : std::max<std::uint64_t>({8 * l2, 1ull << 30}),
+                                    limit_ / 2) /
             16 * 16;
         DeviceBuffer ceiling(bytes), sink(sizeof(unsigned));
         fill_random(ceiling.get(), bytes / 4, kFp32, 99);
-        r.ceiling_gbps = read_ceiling_gbps(ceiling.get(), bytes, sms, sink.get<unsigned>());
+        r_.ceiling_gbps = read_ceiling_gbps(ceiling.get(), bytes, sms_, sink.get<unsigned>());
+        return true;
     }
 
-    // As many layers as fit beside the embedding, the head, the activations and cuBLAS's workspace. Each
-    // allocation counts as cudaMalloc hands it out, rounded up to whole 2 MiB pages.
-    const auto paged = [](std::uint64_t bytes) { return (bytes + (2ull << 20) - 1) / (2ull << 20) * (2ull << 20); };
-    const std::uint64_t up_rows = d.up_rows(d.intermediate);
+    // Each allocation counts as cudaMalloc hands it out, rounded up to whole 2 MiB pages.
+    static std::uint64_t paged(std::uint64_t bytes) { return (bytes + (2ull << 20) - 1) / (2ull << 20) * (2ull << 20); }
     // Expert layers (as the CPU step's moe_layer): the router, every expert, and the shared experts' MLP.
-    const auto moe_layer = [&](std::uint64_t l) { return step::expert_layer(a, d, l); };
-    const std::uint64_t inter_e = d.expert_intermediate, up_rows_e = d.up_rows(inter_e), K = d.top_k;
-    const std::uint64_t inter_s = d.shared * inter_e, up_rows_s = d.up_rows(inter_s);
-    const std::uint64_t expert_bytes = (up_rows_e + inter_e) * H * eb;  // one expert's up and down
+    [[nodiscard]] bool moe_layer(std::uint64_t l) const { return step::expert_layer(a_, d_, l); }
+    [[nodiscard]] std::uint64_t expert_bytes() const { return (up_rows_e_ + inter_e_) * H_ * eb_; }  // up and down
+    [[nodiscard]] std::uint64_t attention_bytes() const { return (d_.qkv_rows() * H_ + H_ * d_.q_heads * d_.dv) * eb_; }
     // What layer l stores, and the part of it a step reads for every token (all but the experts).
-    const auto mlp_bytes = [&](std::uint64_t l) {
-        return moe_layer(l) ? (d.experts * H + (up_rows_s + inter_s) * H) * eb : (up_rows + d.intermediate) * H * eb;
-    };
-    const std::uint64_t attention_bytes = (d.qkv_rows() * H + H * d.q_heads * d.dv) * eb;
-    const auto layer_paged = [&](std::uint64_t l) {
-        const std::uint64_t attention = paged(d.qkv_rows() * H * eb) + paged(H * d.q_heads * d.dv * eb);
-        if (!moe_layer(l)) return attention + paged(up_rows * H * eb) + paged(H * d.intermediate * eb);
-        return attention + paged(d.experts * H * eb) + paged(d.experts * up_rows_e * H * eb) +
-               paged(d.experts * H * inter_e * eb) +
-               (d.shared ? paged(up_rows_s * H * eb) + paged(H * inter_s * eb) : 0);
-    };
-    const std::uint64_t outer_weights = (a.tied_embeddings ? 1 : 2) * paged(d.vocab * H * eb);
-    std::uint64_t max_tokens = 1;
-    std::vector<std::uint64_t> layer_kv(a.layers, 0);
-    for (const KvTensor& t : *tensors) {
-        layer_kv[t.layer] += paged(t.bytes);
-        max_tokens = std::max(max_tokens, t.attended);
+    [[nodiscard]] std::uint64_t mlp_bytes(std::uint64_t l) const {
+        return moe_layer(l) ? (d_.experts * H_ + (up_rows_s_ + inter_s_) * H_) * eb_
+                            : (up_rows_ + d_.intermediate) * H_ * eb_;
     }
-    const AttentionShape sh = attention_shape(a);
-    const std::uint64_t staged_row = sh.row_k + sh.row_v;  // a sequence's new K and V in fp32 (launch_rope_store)
-    const DecodePlan plan = plan_decode(sh, req.kv_dtype, B, max_tokens, sms, wish.wish, wish.splits);
-    const std::uint64_t width = std::max({d.qkv_rows(), up_rows, up_rows_s, d.vocab, H});
-    const std::uint64_t input_width = std::max({H, d.intermediate, inter_s, d.q_heads * d.dv});  // the GEMMs' widest
-    const std::uint64_t gemm_rows = std::max(width, d.experts);  // the most rows a GEMM gives (the router's too)
-    // The experts' scratch: router logits, each (token, choice) pair's up output, activation and down output.
-    const std::uint64_t expert_scratch =
-        a.moe ? B * (d.experts + K * (up_rows_e + H) + H) * sizeof(float) + B * K * inter_e * ab : 0;
-    const std::uint64_t activations =
-        B * (2 * H + width + d.q_heads * (d.dk + d.dv)) * sizeof(float) + B * input_width * ab +
-        (fp8 ? Fp8Gemm::device_bytes(B * input_width, B * gemm_rows) : 0) + plan.scores_bytes + plan.part_out_bytes +
-        plan.part_ml_bytes + plan.out_bytes + expert_scratch;
-    const std::uint64_t margin = 256ull << 20;  // cuBLAS's workspace and handle
-    std::uint64_t need = outer_weights + activations + margin, layers_run = 0;
-    for (std::uint64_t l = 0; l < a.layers; ++l) {
-        const std::uint64_t more =
-            layer_paged(l) + layer_kv[l] + 2 * B * sizeof(SlotDev) + B * K * 8 + B * staged_row * sizeof(float);
-        if (need + more > limit) break;
-        need += more;
-        ++layers_run;
+    [[nodiscard]] std::uint64_t layer_paged(std::uint64_t l) const {
+        const std::uint64_t attention = paged(d_.qkv_rows() * H_ * eb_) + paged(H_ * d_.q_heads * d_.dv * eb_);
+        if (!moe_layer(l)) return attention + paged(up_rows_ * H_ * eb_) + paged(H_ * d_.intermediate * eb_);
+        return attention + paged(d_.experts * H_ * eb_) + paged(d_.experts * up_rows_e_ * H_ * eb_) +
+               paged(d_.experts * H_ * inter_e_ * eb_) +
+               (d_.shared ? paged(up_rows_s_ * H_ * eb_) + paged(H_ * inter_s_ * eb_) : 0);
     }
-    if (layers_run == 0)
-        return fail(r, Status::out_of_memory,
-                    "one layer (" + format_bytes(layer_paged(0) + layer_kv[0]) + " of weights and cache) beside the " +
-                        "embedding and head (" + format_bytes(outer_weights) + "), the activations (" +
-                        format_bytes(activations) + ") and cuBLAS's workspace (" + format_bytes(margin) +
-                        ") needs more than the " + format_bytes(limit) + " of device memory " +
-                        (control.memory_limit_bytes ? "the memory limit allows" : "free") +
-                        "; lower the batch, the context or the weight precision");
-    if (std::string why = step::experts_not_run(req, layers_run); !why.empty())
-        return fail(r, Status::out_of_memory, why);
-    r.layers_run = layers_run;
-    r.scaled = layers_run < a.layers;
 
-    control.report(0.1, "allocating " + format_bytes(need - margin) + " of weights and cache on " + device.name + " (" +
-                            std::to_string(layers_run) + " of " + std::to_string(a.layers) + " layers)");
-    // cuBLASLt's kernels for the fp8 GEMMs are chosen before anything large is allocated, so a shape it has none
-    // for is refused at once.
-    std::optional<Fp8Gemm> fp8_gemm;
-    if (fp8) {
-        fp8_gemm.emplace(B * input_width, B * gemm_rows);
-        if (std::string why = fp8_gemm->prepare(fp8_shapes, B); !why.empty()) {
-            r.weight_dtype_refused = true;
-            return fail(r, Status::invalid_input, why);
+    // As many layers as fit beside the embedding, the head, the activations and cuBLAS's workspace.
+    bool fit_layers() {
+        const std::uint64_t outer_weights = (a_.tied_embeddings ? 1 : 2) * paged(d_.vocab * H_ * eb_);
+        std::uint64_t max_tokens = 1;
+        std::vector<std::uint64_t> layer_kv(a_.layers, 0);
+        for (const KvTensor& t : tensors_) {
+            layer_kv[t.layer] += paged(t.bytes);
+            max_tokens = std::max(max_tokens, t.attended);
         }
+        sh_ = attention_shape(a_);
+        staged_row_ = sh_.row_k + sh_.row_v;  // a sequence's new K and V in fp32 (launch_rope_store)
+        plan_ = plan_decode(sh_, req_.kv_dtype, B_, max_tokens, sms_, wish_.wish, wish_.splits);
+        width_ = std::max({d_.qkv_rows(), up_rows_, up_rows_s_, d_.vocab, H_});
+        input_width_ = std::max({H_, d_.intermediate, inter_s_, d_.q_heads * d_.dv});  // the GEMMs' widest
+        gemm_rows_ = std::max(width_, d_.experts);  // the most rows a GEMM gives (the router's too)
+        // The experts' scratch: router logits, each (token, choice) pair's up output, activation and down output.
+        const std::uint64_t expert_scratch =
+            a_.moe ? B_ * (d_.experts + K_ * (up_rows_e_ + H_) + H_) * sizeof(float) + B_ * K_ * inter_e_ * ab_ : 0;
+        const std::uint64_t activations =
+            B_ * (2 * H_ + width_ + d_.q_heads * (d_.dk + d_.dv)) * sizeof(float) + B_ * input_width_ * ab_ +
+            (fp8_ ? Fp8Gemm::device_bytes(B_ * input_width_, B_ * gemm_rows_) : 0) + plan_.scores_bytes +
+            plan_.part_out_bytes + plan_.part_ml_bytes + plan_.out_bytes + expert_scratch;
+        const std::uint64_t margin = 256ull << 20;  // cuBLAS's workspace and handle
+        std::uint64_t need = outer_weights + activations + margin, layers_run = 0;
+        for (std::uint64_t l = 0; l < a_.layers; ++l) {
+            const std::uint64_t more = layer_paged(l) + layer_kv[l] + 2 * B_ * sizeof(SlotDev) + B_ * K_ * 8 +
+                                       B_ * staged_row_ * sizeof(float);
+            if (need + more > limit_) break;
+            need += more;
+            ++layers_run;
+        }
+        if (layers_run == 0)
+            return failed(Status::out_of_memory,
+                          "one layer (" + format_bytes(layer_paged(0) + layer_kv[0]) +
+                              " of weights and cache) beside the embedding and head (" + format_bytes(outer_weights) +
+                              "), the activations (" + format_bytes(activations) + ") and cuBLAS's workspace (" +
+                              format_bytes(margin) + ") needs more than the " + format_bytes(limit_) +
+                              " of device memory " +
+                              (control_.memory_limit_bytes ? "the memory limit allows" : "free") +
+                              "; lower the batch, the context or the weight precision");
+        if (std::string why = step::experts_not_run(req_, layers_run); !why.empty())
+            return failed(Status::out_of_memory, why);
+        layers_run_ = layers_run;
+        allocated_bytes_ = need - margin;
+        r_.layers_run = layers_run;
+        r_.scaled = layers_run < a_.layers;
+        return true;
     }
-    Blas blas;
-    std::uint64_t seed = 104729;
-    auto weights = [&](std::uint64_t elements) {
-        DeviceBuffer w(elements * eb);
-        fill_random(w.get(), elements, wcode, seed++);
+
+    bool allocate() {
+        control_.report(0.1, "allocating " + format_bytes(allocated_bytes_) + " of weights and cache on " +
+                                 device_.name + " (" + std::to_string(layers_run_) + " of " +
+                                 std::to_string(a_.layers) + " layers)");
+        // cuBLASLt's kernels for the fp8 GEMMs are chosen before anything large is allocated, so a shape it has
+        // none for is refused at once.
+        if (fp8_) {
+            fp8_gemm_.emplace(B_ * input_width_, B_ * gemm_rows_);
+            if (std::string why = fp8_gemm_->prepare(fp8_shapes_, B_); !why.empty()) return refused_weights(why);
+        }
+        blas_.emplace();
+        return allocate_weights() && allocate_cache() && allocate_activations();
+    }
+
+    DeviceBuffer random_weights(std::uint64_t elements) {
+        DeviceBuffer w(elements * eb_);
+        fill_random(w.get(), elements, wcode_, seed_++);
         return w;
-    };
-    DeviceBuffer embedding = weights(d.vocab * H);
-    DeviceBuffer head_own = a.tied_embeddings ? DeviceBuffer() : weights(d.vocab * H);
-    const void* head = a.tied_embeddings ? embedding.get() : head_own.get();
-    std::vector<LayerBuffers> layers;
-    layers.reserve(layers_run);
-    for (std::uint64_t l = 0; l < layers_run; ++l) {
-        if (control.cancelled())
-            return fail(r, Status::cancelled, "cancelled while allocating; all device memory was freed");
-        LayerBuffers& w = layers.emplace_back();
-        w.qkv = weights(d.qkv_rows() * H);
-        w.o = weights(H * d.q_heads * d.dv);
-        w.moe = moe_layer(l);
-        if (w.moe) {
-            w.router = weights(d.experts * H);
-            w.experts_up = weights(d.experts * up_rows_e * H);
-            w.experts_down = weights(d.experts * H * inter_e);
-            if (d.shared) {
-                w.up = weights(up_rows_s * H);
-                w.down = weights(H * inter_s);
-            }
-        } else {
-            w.up = weights(up_rows * H);
-            w.down = weights(H * d.intermediate);
-        }
     }
-    // The cache of the layers run, filled at random, and where each sequence's new K and V row goes.
-    const std::uint64_t row_k = cpu::row_size(req.kv_dtype, sh.row_k), row_v = cpu::row_size(req.kv_dtype, sh.row_v);
-    std::vector<DeviceBuffer> cache;
-    std::vector<SlotDev> slots(layers_run * B);
-    std::vector<void*> new_k(layers_run * B), new_v(layers_run * B);
-    std::vector<std::uint64_t> positions(layers_run * B);
-    for (std::size_t i = 0; i < tensors->size(); ++i) {
-        const KvTensor& t = (*tensors)[i];
-        if (t.layer >= layers_run || !t.is_key()) continue;
-        const KvTensor& v = (*tensors)[i + 1];
-        auto* kb = static_cast<std::byte*>(cache.emplace_back(t.bytes).get());
-        auto* vb = static_cast<std::byte*>(cache.emplace_back(v.bytes).get());
-        fill_random(kb, cpu::values_in(req.kv_dtype, t.bytes), kvcode, 7 + 2 * i);
-        fill_random(vb, cpu::values_in(req.kv_dtype, v.bytes), kvcode, 8 + 2 * i);
-        const std::uint64_t at = t.layer * B + t.sequence;
-        // The slot's `layer` indexes the queries: here, one row of queries per sequence.
-        slots[at] = {kb, vb, t.attended, static_cast<std::uint32_t>(t.sequence)};
-        new_k[at] = kb + (t.attended - 1) * row_k;
-        new_v[at] = vb + (t.attended - 1) * row_v;
-        positions[at] = t.attended - 1;
-    }
-    const DeviceArray<SlotDev> slot_table(slots);
-    const DeviceArray<void*> new_k_dev(new_k), new_v_dev(new_v);
-    const DeviceArray<std::uint64_t> positions_dev(positions);
-    std::vector<std::uint64_t> tokens(B);
-    for (std::uint64_t b = 0; b < B; ++b) tokens[b] = (b * 2654435761ull + 12345) % d.vocab;
-    const DeviceArray<std::uint64_t> tokens_dev(tokens);
-    DeviceArray<float> staged(layers_run * B * staged_row);
-    DeviceArray<float> x(B * H), y(B * width), q(B * d.q_heads * d.dk), scores(plan.scores_bytes / sizeof(float) + 1),
-        part_out(plan.part_out_bytes / sizeof(float) + 1), part_ml(plan.part_ml_bytes / sizeof(float) + 1),
-        attn(plan.out_bytes / sizeof(float) + 1);
-    DeviceBuffer xn(B * input_width * ab);
-    // The experts' scratch, and each layer's choices (kept for the bytes read and the float64 check).
-    DeviceArray<float> router_logits(a.moe ? B * d.experts : 1), expert_up(a.moe ? B * K * up_rows_e : 1),
-        expert_down(a.moe ? B * K * H : 1), expert_out(a.moe ? B * H : 1),
-        route_weights(std::max<std::uint64_t>(1, layers_run * B * K));
-    DeviceArray<std::uint32_t> route_ids(std::max<std::uint64_t>(1, layers_run * B * K));
-    DeviceArray<std::uint32_t> group_count(1), group_expert(B * K + 1), group_start(B * K + 1), group_order(B * K + 1);
-    const ExpertGroups groups{group_count.get(), group_expert.get(), group_start.get(), group_order.get(),
-                              static_cast<std::uint32_t>(d.experts)};
-    DeviceBuffer expert_act(std::max<std::uint64_t>(1, B * K * inter_e * ab));
-    // y = alpha · W·x for the whole batch: cuBLAS, or cuBLASLt's FP8 GEMM for fp8 weights.
-    const auto gemm = [&](const void* w, std::uint64_t rows, std::uint64_t cols, float* out, float alpha) {
-        if (fp8_gemm)
-            fp8_gemm->matmul(w, rows, cols, xn.get(), B, out, alpha);
-        else
-            blas.matmul(wtype, w, rows, cols, xn.get(), B, out, alpha);
-    };
-    KVSCOPE_CUDA(cudaDeviceSynchronize());
 
-    const RopeShape rope{static_cast<std::uint32_t>(d.q_heads), static_cast<std::uint32_t>(d.kv_heads),
-                         static_cast<std::uint32_t>(d.dk), static_cast<std::uint32_t>(d.dv), d.qkv_rows()};
-    const auto in_scale = [](std::uint64_t inputs) {
+    bool allocate_weights() {
+        embedding_ = random_weights(d_.vocab * H_);
+        if (!a_.tied_embeddings) head_own_ = random_weights(d_.vocab * H_);
+        head_ = a_.tied_embeddings ? embedding_.get() : head_own_.get();
+        layers_.reserve(layers_run_);
+        for (std::uint64_t l = 0; l < layers_run_; ++l) {
+            if (control_.cancelled())
+                return failed(Status::cancelled, "cancelled while allocating; all device memory was freed");
+            LayerBuffers& w = layers_.emplace_back();
+            w.qkv = random_weights(d_.qkv_rows() * H_);
+            w.o = random_weights(H_ * d_.q_heads * d_.dv);
+            w.moe = moe_layer(l);
+            if (w.moe) {
+                w.router = random_weights(d_.experts * H_);
+                w.experts_up = random_weights(d_.experts * up_rows_e_ * H_);
+                w.experts_down = random_weights(d_.experts * H_ * inter_e_);
+                if (d_.shared) {
+                    w.up = random_weights(up_rows_s_ * H_);
+                    w.down = random_weights(H_ * inter_s_);
+                }
+            } else {
+                w.up = random_weights(up_rows_ * H_);
+                w.down = random_weights(H_ * d_.intermediate);
+            }
+        }
+        return true;
+    }
+
+    // The cache of the layers run, filled at random, and where each sequence's new K and V row goes.
+    bool allocate_cache() {
+        row_k_ = cpu::row_size(req_.kv_dtype, sh_.row_k);
+        row_v_ = cpu::row_size(req_.kv_dtype, sh_.row_v);
+        slots_.assign(layers_run_ * B_, {});
+        std::vector<void*> new_k(layers_run_ * B_), new_v(layers_run_ * B_);
+        std::vector<std::uint64_t> positions(layers_run_ * B_);
+        for (std::size_t i = 0; i < tensors_.size(); ++i) {
+            const KvTensor& t = tensors_[i];
+            if (t.layer >= layers_run_ || !t.is_key()) continue;
+            const KvTensor& v = tensors_[i + 1];
+            auto* kb = static_cast<std::byte*>(cache_.emplace_back(t.bytes).get());
+            auto* vb = static_cast<std::byte*>(cache_.emplace_back(v.bytes).get());
+            fill_random(kb, cpu::values_in(req_.kv_dtype, t.bytes), kvcode_, 7 + 2 * i);
+            fill_random(vb, cpu::values_in(req_.kv_dtype, v.bytes), kvcode_, 8 + 2 * i);
+            const std::uint64_t at = t.layer * B_ + t.sequence;
+            // The slot's `layer` indexes the queries: here, one row of queries per sequence.
+            slots_[at] = {kb, vb, t.attended, static_cast<std::uint32_t>(t.sequence)};
+            new_k[at] = kb + (t.attended - 1) * row_k_;
+            new_v[at] = vb + (t.attended - 1) * row_v_;
+            positions[at] = t.attended - 1;
+        }
+        slot_table_ = DeviceArray<SlotDev>(slots_);
+        new_k_dev_ = DeviceArray<void*>(new_k);
+        new_v_dev_ = DeviceArray<void*>(new_v);
+        positions_dev_ = DeviceArray<std::uint64_t>(positions);
+        return true;
+    }
+
+    // Random token ids, the activations, the attention's scratch and the experts'.
+    bool allocate_activations() {
+        tokens_.resize(B_);
+        for (std::uint64_t b = 0; b < B_; ++b) tokens_[b] = (b * 2654435761ull + 12345) % d_.vocab;
+        tokens_dev_ = DeviceArray<std::uint64_t>(tokens_);
+        staged_ = DeviceArray<float>(layers_run_ * B_ * staged_row_);
+        x_ = DeviceArray<float>(B_ * H_);
+        y_ = DeviceArray<float>(B_ * width_);
+        q_ = DeviceArray<float>(B_ * d_.q_heads * d_.dk);
+        scores_ = DeviceArray<float>(plan_.scores_bytes / sizeof(float) + 1);
+        part_out_ = DeviceArray<float>(plan_.part_out_bytes / sizeof(float) + 1);
+        part_ml_ = DeviceArray<float>(plan_.part_ml_bytes / sizeof(float) + 1);
+        attn_ = DeviceArray<float>(plan_.out_bytes / sizeof(float) + 1);
+        xn_ = DeviceBuffer(B_ * input_width_ * ab_);
+        // The experts' scratch, and each layer's choices (kept for the bytes read and the float64 check).
+        router_logits_ = DeviceArray<float>(a_.moe ? B_ * d_.experts : 1);
+        expert_up_ = DeviceArray<float>(a_.moe ? B_ * K_ * up_rows_e_ : 1);
+        expert_down_ = DeviceArray<float>(a_.moe ? B_ * K_ * H_ : 1);
+        expert_out_ = DeviceArray<float>(a_.moe ? B_ * H_ : 1);
+        route_weights_ = DeviceArray<float>(std::max<std::uint64_t>(1, layers_run_ * B_ * K_));
+        route_ids_ = DeviceArray<std::uint32_t>(std::max<std::uint64_t>(1, layers_run_ * B_ * K_));
+        group_count_ = DeviceArray<std::uint32_t>(1);
+        group_expert_ = DeviceArray<std::uint32_t>(B_ * K_ + 1);
+        group_start_ = DeviceArray<std::uint32_t>(B_ * K_ + 1);
+        group_order_ = DeviceArray<std::uint32_t>(B_ * K_ + 1);
+        groups_ = {group_count_.get(), group_expert_.get(), group_start_.get(), group_order_.get(),
+                   static_cast<std::uint32_t>(d_.experts)};
+        expert_act_ = DeviceBuffer(std::max<std::uint64_t>(1, B_ * K_ * inter_e_ * ab_));
+        KVSCOPE_CUDA(cudaDeviceSynchronize());
+        return true;
+    }
+
+    static float in_scale(std::uint64_t inputs) {
         return static_cast<float>(1.0 / std::sqrt(static_cast<double>(inputs)));
-    };
+    }
+    // y = alpha · W·x for the whole batch: cuBLAS, or cuBLASLt's FP8 GEMM for fp8 weights.
+    void gemm(const void* w, std::uint64_t rows, std::uint64_t cols, float* out, float alpha) {
+        if (fp8_gemm_)
+            fp8_gemm_->matmul(w, rows, cols, xn_.get(), B_, out, alpha);
+        else
+            blas_->matmul(wtype_, w, rows, cols, xn_.get(), B_, out, alpha);
+    }
     // A gated (or plain) MLP of the whole batch on xn, added to x; SiLU's output overwrites xn.
-    const auto mlp = [&](const void* up, const void* down, std::uint64_t rows, std::uint64_t inter, Marks& fine) {
+    void mlp(const void* up, const void* down, std::uint64_t rows, std::uint64_t inter, Marks& fine) {
         fine.mark(Phase::weights);
-        gemm(up, rows, H, y.get(), in_scale(H));
+        gemm(up, rows, H_, y_.get(), in_scale(H_));
         fine.mark(Phase::other);
-        launch_silu(y.get(), B, inter, d.gated, xn.get(), acode);
+        launch_silu(y_.get(), B_, inter, d_.gated, xn_.get(), acode_);
         fine.mark(Phase::weights);
-        gemm(down, H, inter, y.get(), in_scale(inter));
+        gemm(down, H_, inter, y_.get(), in_scale(inter));
         fine.mark(Phase::other);
-        launch_add(x.get(), y.get(), B * H);
-    };
+        launch_add(x_.get(), y_.get(), B_ * H_);
+    }
+    // The router (raw products, as the CPU step's), each token's top-k, the choices grouped by expert, each
+    // chosen expert's MLP for the tokens that chose it (its rows read once), summed with the routing weights.
+    // The shared experts' MLP still reads xn, which the experts leave as it is.
+    void experts(std::uint64_t l, const LayerBuffers& w, Marks& fine) {
+        std::uint32_t* ids = route_ids_.get() + l * B_ * K_;
+        float* chosen = route_weights_.get() + l * B_ * K_;
+        fine.mark(Phase::weights);
+        gemm(w.router.get(), d_.experts, H_, router_logits_.get(), 1.0f);
+        fine.mark(Phase::other);
+        launch_route(router_logits_.get(), B_, static_cast<std::uint32_t>(d_.experts), static_cast<std::uint32_t>(K_),
+                     ids, chosen);
+        launch_group_pairs(ids, B_ * K_, groups_);
+        fine.mark(Phase::weights);
+        launch_expert_gemv(w.experts_up.get(), up_rows_e_, H_, groups_, B_ * K_, xn_.get(),
+                           static_cast<std::uint32_t>(K_), in_scale(H_), expert_up_.get(), wcode_, acode_);
+        fine.mark(Phase::other);
+        launch_silu(expert_up_.get(), B_ * K_, inter_e_, d_.gated, expert_act_.get(), acode_);
+        fine.mark(Phase::weights);
+        launch_expert_gemv(w.experts_down.get(), H_, inter_e_, groups_, B_ * K_, expert_act_.get(), 1,
+                           in_scale(inter_e_), expert_down_.get(), wcode_, acode_);
+        fine.mark(Phase::other);
+        launch_expert_sum(expert_down_.get(), chosen, B_, static_cast<std::uint32_t>(K_), H_, expert_out_.get());
+        launch_add(x_.get(), expert_out_.get(), B_ * H_);
+        if (d_.shared) mlp(w.up.get(), w.down.get(), up_rows_s_, inter_s_, fine);
+    }
+    // Layer l's attention: the QKV projection, RoPE and the new rows into the cache, decode, the output
+    // projection and the residual.
+    void attention(std::uint64_t l, const LayerBuffers& w, Marks& fine) {
+        const RopeShape rope{static_cast<std::uint32_t>(d_.q_heads), static_cast<std::uint32_t>(d_.kv_heads),
+                             static_cast<std::uint32_t>(d_.dk), static_cast<std::uint32_t>(d_.dv), d_.qkv_rows()};
+        fine.mark(Phase::other);
+        launch_rms_norm(x_.get(), B_, H_, xn_.get(), acode_);
+        fine.mark(Phase::weights);
+        gemm(w.qkv.get(), d_.qkv_rows(), H_, y_.get(), in_scale(H_));
+        fine.mark(Phase::attention);
+        launch_rope_store(y_.get(), rope, positions_dev_.get() + l * B_, new_k_dev_.get() + l * B_,
+                          new_v_dev_.get() + l * B_, kvcode_, q_.get(), staged_.get() + l * B_ * staged_row_, B_);
+        launch_decode(
+            plan_, {slot_table_.get() + l * B_, q_.get(), scores_.get(), part_out_.get(), part_ml_.get(), attn_.get()});
+        fine.mark(Phase::other);
+        launch_cast(attn_.get(), B_ * d_.q_heads * d_.dv, xn_.get(), acode_);
+        fine.mark(Phase::weights);
+        gemm(w.o.get(), H_, d_.q_heads * d_.dv, y_.get(), in_scale(d_.q_heads * d_.dv));
+        fine.mark(Phase::other);
+        launch_add(x_.get(), y_.get(), B_ * H_);
+    }
     // One step for the batch. `fine` (when on) marks where each phase begins; `coarse` (when on) only the
     // layers and what is outside them, so the timed steps are not slowed by many events.
-    auto run_step = [&](Marks& fine, Marks& coarse) {
+    void run_step(Marks& fine, Marks& coarse) {
         fine.mark(Phase::outer);
         coarse.mark(Phase::outer);
-        launch_embed(embedding.get(), wcode, tokens_dev.get(), B, H, x.get());
+        launch_embed(embedding_.get(), wcode_, tokens_dev_.get(), B_, H_, x_.get());
         coarse.mark(Phase::layers);
-        for (std::uint64_t l = 0; l < layers_run; ++l) {
-            const LayerBuffers& w = layers[l];
-            fine.mark(Phase::other);
-            launch_rms_norm(x.get(), B, H, xn.get(), acode);
-            fine.mark(Phase::weights);
-            gemm(w.qkv.get(), d.qkv_rows(), H, y.get(), in_scale(H));
-            fine.mark(Phase::attention);
-            launch_rope_store(y.get(), rope, positions_dev.get() + l * B, new_k_dev.get() + l * B,
-                              new_v_dev.get() + l * B, kvcode, q.get(), staged.get() + l * B * staged_row, B);
-            launch_decode(plan,
-                          {slot_table.get() + l * B, q.get(), scores.get(), part_out.get(), part_ml.get(), attn.get()});
-            fine.mark(Phase::other);
-            launch_cast(attn.get(), B * d.q_heads * d.dv, xn.get(), acode);
-            fine.mark(Phase::weights);
-            gemm(w.o.get(), H, d.q_heads * d.dv, y.get(), in_scale(d.q_heads * d.dv));
-            fine.mark(Phase::other);
-            launch_add(x.get(), y.get(), B * H);
-            launch_rms_norm(x.get(), B, H, xn.get(), acode);
-            if (w.moe) {
-                // The router (raw products, as the CPU step's), each token's top-k, the choices grouped by
-                // expert, each chosen expert's MLP for the tokens that chose it (its rows read once), summed
-                // with the routing weights. The shared experts' MLP below still reads xn, which the experts
-                // leave as it is.
-                std::uint32_t* ids = route_ids.get() + l * B * K;
-                float* chosen = route_weights.get() + l * B * K;
-                fine.mark(Phase::weights);
-                gemm(w.router.get(), d.experts, H, router_logits.get(), 1.0f);
-                fine.mark(Phase::other);
-                launch_route(router_logits.get(), B, static_cast<std::uint32_t>(d.experts),
-                             static_cast<std::uint32_t>(K), ids, chosen);
-                launch_group_pairs(ids, B * K, groups);
-                fine.mark(Phase::weights);
-                launch_expert_gemv(w.experts_up.get(), up_rows_e, H, groups, B * K, xn.get(),
-                                   static_cast<std::uint32_t>(K), in_scale(H), expert_up.get(), wcode, acode);
-                fine.mark(Phase::other);
-                launch_silu(expert_up.get(), B * K, inter_e, d.gated, expert_act.get(), acode);
-                fine.mark(Phase::weights);
-                launch_expert_gemv(w.experts_down.get(), H, inter_e, groups, B * K, expert_act.get(), 1,
-                                   in_scale(inter_e), expert_down.get(), wcode, acode);
-                fine.mark(Phase::other);
-                launch_expert_sum(expert_down.get(), chosen, B, static_cast<std::uint32_t>(K), H, expert_out.get());
-                launch_add(x.get(), expert_out.get(), B * H);
-                if (d.shared) mlp(w.up.get(), w.down.get(), up_rows_s, inter_s, fine);
-            } else {
-                mlp(w.up.get(), w.down.get(), up_rows, d.intermediate, fine);
-            }
+        for (std::uint64_t l = 0; l < layers_run_; ++l) {
+            const LayerBuffers& w = layers_[l];
+            attention(l, w, fine);
+            launch_rms_norm(x_.get(), B_, H_, xn_.get(), acode_);
+            if (w.moe)
+                experts(l, w, fine);
+            else
+                mlp(w.up.get(), w.down.get(), up_rows_, d_.intermediate, fine);
         }
         fine.mark(Phase::outer);
         coarse.mark(Phase::outer);
-        launch_rms_norm(x.get(), B, H, xn.get(), acode);
+        launch_rms_norm(x_.get(), B_, H_, xn_.get(), acode_);
         fine.mark(Phase::outer_weights);
-        gemm(head, d.vocab, H, y.get(), in_scale(H));
+        gemm(head_, d_.vocab, H_, y_.get(), in_scale(H_));
         fine.mark(Phase::end);
         coarse.mark(Phase::end);
-    };
-    auto ms_of = [](const std::vector<double>& p, Phase x) { return p[static_cast<std::size_t>(x)]; };
-
-    // One warm-up step, then the timed ones; the per-layer part is scaled to every layer.
-    Marks off(false), coarse(true);
-    std::vector<double> totals;
-    const double f = static_cast<double>(a.layers) / static_cast<double>(layers_run);
-    const int runs = std::max(1, req.timing_runs);
-    for (int run = 0; run <= runs; ++run) {
-        if (control.cancelled())
-            return fail(r, Status::cancelled, "cancelled while timing; all device memory was freed");
-        control.report(0.2 + 0.6 * run / (runs + 1),
-                       "timing the decode step, run " + std::to_string(run) + " of " + std::to_string(runs));
-        try {
-            run_step(off, coarse);
-        } catch (const CudaError& e) {
-            // cuBLASLt refusing an fp8 GEMM only when it runs (its heuristic had offered a kernel, as on the H200 of
-            // 2026-12-04) is a refusal of the weight format, as prepare()'s are: step.cpp then runs the step in bf16.
-            if (!fp8_gemm || run > 0 || e.code() != cudaErrorNotSupported) throw;
-            r.weight_dtype_refused = true;
-            return fail(r, Status::invalid_input, std::string("weight_dtype: ") + e.what());
-        }
-        const std::vector<double> p = coarse.totals();
-        if (run > 0) totals.push_back(ms_of(p, Phase::outer) + ms_of(p, Phase::layers) * f);
     }
-    r.runs = runs;
-    r.step_ms = step::median_of(totals);
-    r.min_step_ms = *std::min_element(totals.begin(), totals.end());
+    static double ms_of(const std::vector<double>& p, Phase x) { return p[static_cast<std::size_t>(x)]; }
 
-    // The breakdown from one more step with a mark between phases (the marks cost a little time, so they
-    // give the shares, and the median the total).
-    control.report(0.85, "timing the phases of one step");
-    Marks fine(true);
-    run_step(fine, off);  // creates the events, so the run that is read does not wait for their creation
-    (void)fine.totals();
-    run_step(fine, off);
-    const std::vector<double> p = fine.totals();
-    const double outer = ms_of(p, Phase::outer) + ms_of(p, Phase::outer_weights);
-    const double in_layers = (ms_of(p, Phase::weights) + ms_of(p, Phase::attention) + ms_of(p, Phase::other)) * f;
-    const double share = outer + in_layers > 0 ? r.step_ms / (outer + in_layers) : 0;
-    r.weights_ms = (ms_of(p, Phase::outer_weights) + ms_of(p, Phase::weights) * f) * share;
-    r.attention_ms = ms_of(p, Phase::attention) * f * share;
-    r.other_ms = std::max(0.0, r.step_ms - r.weights_ms - r.attention_ms);
+    // One warm-up step, then the timed ones; the per-layer part is scaled to every layer. Then the breakdown
+    // from one more step with a mark between phases (the marks cost a little time, so they give the shares, and
+    // the median the total).
+    bool time_steps() {
+        Marks off(false), coarse(true);
+        std::vector<double> totals;
+        const double f = layer_scale();
+        const int runs = std::max(1, req_.timing_runs);
+        for (int run = 0; run <= runs; ++run) {
+            if (control_.cancelled())
+                return failed(Status::cancelled, "cancelled while timing; all device memory was freed");
+            control_.report(0.2 + 0.6 * run / (runs + 1),
+                            "timing the decode step, run " + std::to_string(run) + " of " + std::to_string(runs));
+            try {
+                run_step(off, coarse);
+            } catch (const CudaError& e) {
+                // cuBLASLt refusing an fp8 GEMM only when it runs (its heuristic had offered a kernel, as on the H200
+                // of 2026-12-04) is a refusal of the weight format, as prepare()'s are: step.cpp then runs the step
+                // in bf16.
+                if (!fp8_gemm_ || run > 0 || e.code() != cudaErrorNotSupported) throw;
+                return refused_weights(std::string("weight_dtype: ") + e.what());
+            }
+            const std::vector<double> p = coarse.totals();
+            if (run > 0) totals.push_back(ms_of(p, Phase::outer) + ms_of(p, Phase::layers) * f);
+        }
+        r_.runs = runs;
+        r_.step_ms = step::median_of(totals);
+        r_.min_step_ms = *std::min_element(totals.begin(), totals.end());
+
+        control_.report(0.85, "timing the phases of one step");
+        Marks fine(true);
+        run_step(fine, off);  // creates the events, so the run that is read does not wait for their creation
+        (void)fine.totals();
+        run_step(fine, off);
+        const std::vector<double> p = fine.totals();
+        const double outer = ms_of(p, Phase::outer) + ms_of(p, Phase::outer_weights);
+        const double in_layers = (ms_of(p, Phase::weights) + ms_of(p, Phase::attention) + ms_of(p, Phase::other)) * f;
+        const double share = outer + in_layers > 0 ? r_.step_ms / (outer + in_layers) : 0;
+        r_.weights_ms = (ms_of(p, Phase::outer_weights) + ms_of(p, Phase::weights) * f) * share;
+        r_.attention_ms = ms_of(p, Phase::attention) * f * share;
+        r_.other_ms = std::max(0.0, r_.step_ms - r_.weights_ms - r_.attention_ms);
+        return true;
+    }
+    [[nodiscard]] double layer_scale() const {
+        return static_cast<double>(a_.layers) / static_cast<double>(layers_run_);
+    }
+
     // What a step reads: the head, one embedding row a sequence, and each layer's matrices — of the experts,
     // those the batch chose in the last run (as the CPU step counts them), scaled to every layer.
-    std::vector<std::uint32_t> ids_host(layers_run * B * K);
-    std::vector<float> weights_host(layers_run * B * K);
-    if (K) {
-        KVSCOPE_CUDA(cudaMemcpy(ids_host.data(), route_ids.get(), ids_host.size() * sizeof(std::uint32_t),
-                                cudaMemcpyDeviceToHost));
-        KVSCOPE_CUDA(cudaMemcpy(weights_host.data(), route_weights.get(), weights_host.size() * sizeof(float),
-                                cudaMemcpyDeviceToHost));
-    }
-    std::uint64_t layers_read = 0, experts_chosen = 0;
-    for (std::uint64_t l = 0; l < layers_run; ++l) {
-        layers_read += attention_bytes + mlp_bytes(l);
-        if (!moe_layer(l)) continue;
-        std::vector<bool> seen(d.experts, false);
-        for (std::uint64_t i = l * B * K; i < (l + 1) * B * K; ++i)
-            if (!seen[ids_host[i]]) {
-                seen[ids_host[i]] = true;
-                ++experts_chosen;
-                layers_read += expert_bytes;
-            }
-    }
-    r.weights_bytes_read =
-        d.vocab * H * eb + B * H * eb + static_cast<std::uint64_t>(std::llround(static_cast<double>(layers_read) * f));
-    r.experts_read = static_cast<std::uint64_t>(std::llround(static_cast<double>(experts_chosen) * f));
-    r.kv_bytes_read = kv_bytes_read(*tensors);
-
-    // The logits must be numbers: a step that overflowed would time nothing real.
-    std::vector<float> logits(B * d.vocab);
-    KVSCOPE_CUDA(cudaMemcpy(logits.data(), y.get(), logits.size() * sizeof(float), cudaMemcpyDeviceToHost));
-    if (std::string why = step::non_finite_logits(logits); !why.empty()) return fail(r, Status::failed, why);
-    // The check: the same layers in float64 on the host (step_reference.h), for models small enough to redo
-    // that way, as the CPU step does. The GEMMs' inputs are rounded to the weight format, as engines keep
-    // activations, so a 16-bit step differs from float64 by about that rounding.
-    std::string checked = "logits checked finite (against float64 for up to 64 MiB of weights and 256 MiB of cache)";
-    std::uint64_t run_weights = (a.tied_embeddings ? 1 : 2) * d.vocab * H * eb;
-    for (std::uint64_t l = 0; l < layers_run; ++l)
-        run_weights += attention_bytes + mlp_bytes(l) + (moe_layer(l) ? d.experts * expert_bytes : 0);
-    std::uint64_t run_cache = 0;
-    for (const SlotDev& slot : slots) run_cache += slot.tokens * (row_k + row_v);
-    if (run_weights <= step::kReferenceWeightBytes && run_cache <= step::kReferenceCacheBytes) {
-        try {
-            control.report(0.9, "checking the logits against float64");
-            std::vector<std::vector<std::byte>> host;  // the copies the reference reads
-            const auto to_host = [&host](const void* device, std::uint64_t bytes) -> const void* {
-                std::vector<std::byte>& h = host.emplace_back(bytes);
-                KVSCOPE_CUDA(cudaMemcpy(h.data(), device, bytes, cudaMemcpyDeviceToHost));
-                return h.data();
-            };
-            step::ReferenceStep ref;
-            ref.dims = d;
-            ref.weight_dtype = wd;
-            ref.kv_dtype = req.kv_dtype;
-            ref.embedding = to_host(embedding.get(), d.vocab * H * eb);
-            ref.head = a.tied_embeddings ? ref.embedding : to_host(head, d.vocab * H * eb);
-            ref.routes.resize(layers_run);
-            for (std::uint64_t l = 0; l < layers_run; ++l) {
-                const LayerBuffers& w = layers[l];
-                step::ReferenceLayer& rl = ref.layers.emplace_back();
-                rl.qkv = to_host(w.qkv.get(), d.qkv_rows() * H * eb);
-                rl.o = to_host(w.o.get(), H * d.q_heads * d.dv * eb);
-                rl.moe = w.moe;
-                if (!w.moe) {
-                    rl.up = to_host(w.up.get(), up_rows * H * eb);
-                    rl.down = to_host(w.down.get(), H * d.intermediate * eb);
-                    continue;
-                }
-                const auto* ups =
-                    static_cast<const std::byte*>(to_host(w.experts_up.get(), d.experts * up_rows_e * H * eb));
-                const auto* downs =
-                    static_cast<const std::byte*>(to_host(w.experts_down.get(), d.experts * H * inter_e * eb));
-                for (std::uint64_t e = 0; e < d.experts; ++e) {
-                    rl.expert_up.push_back(ups + e * up_rows_e * H * eb);
-                    rl.expert_down.push_back(downs + e * H * inter_e * eb);
-                }
-                if (d.shared) {
-                    rl.shared_up = to_host(w.up.get(), up_rows_s * H * eb);
-                    rl.shared_down = to_host(w.down.get(), H * inter_s * eb);
-                }
-                rl.router = to_host(w.router.get(), d.experts * H * eb);  // the GPU's choices are checked
-                for (std::uint64_t b = 0; b < B; ++b) {                   // the experts the GPU chose, with its weights
-                    step::Route& route = ref.routes[l].emplace_back();
-                    for (std::uint64_t j = 0; j < K; ++j) {
-                        route.experts.push_back(ids_host[(l * B + b) * K + j]);
-                        route.weights.push_back(weights_host[(l * B + b) * K + j]);
-                    }
-                }
-            }
-            for (const SlotDev& slot : slots)  // each holds the last run's new K and V row, as the step wrote it
-                ref.slots.push_back(
-                    {to_host(slot.k, slot.tokens * row_k), to_host(slot.v, slot.tokens * row_v), slot.tokens});
-            if (std::string why = new_rows_differ(req.kv_dtype, staged.get(), ref.slots, sh, row_k, row_v, B);
-                !why.empty())
-                return fail(r, Status::failed, why);
-            ref.tokens = tokens;
-            // The GEMMs' inputs are in the weight format (fp8: quantised to fp8_e4m3 with one scale).
-            ref.slack = wd == KvDtype::fp32 ? 1e-4 : fp8 ? 0.1 : 1e-2;
-            const step::ReferenceResult checked_step = step::reference_step(ref);
-            if (!checked_step.wrong_row.empty()) return fail(r, Status::failed, checked_step.wrong_row);
-            r.max_rel_error = max_relative_error(logits.data(), checked_step.logits);
-            checked = "logits checked against float64 of the same layers";
-        } catch (const std::bad_alloc&) {
-            checked = "logits checked finite (this host could not hold the copies the float64 check reads)";
+    bool count_reads() {
+        ids_host_.resize(layers_run_ * B_ * K_);
+        weights_host_.resize(layers_run_ * B_ * K_);
+        if (K_) {
+            KVSCOPE_CUDA(cudaMemcpy(ids_host_.data(), route_ids_.get(), ids_host_.size() * sizeof(std::uint32_t),
+                                    cudaMemcpyDeviceToHost));
+            KVSCOPE_CUDA(cudaMemcpy(weights_host_.data(), route_weights_.get(), weights_host_.size() * sizeof(float),
+                                    cudaMemcpyDeviceToHost));
         }
+        std::uint64_t layers_read = 0, experts_chosen = 0;
+        for (std::uint64_t l = 0; l < layers_run_; ++l) {
+            layers_read += attention_bytes() + mlp_bytes(l);
+            if (!moe_layer(l)) continue;
+            std::vector<bool> seen(d_.experts, false);
+            for (std::uint64_t i = l * B_ * K_; i < (l + 1) * B_ * K_; ++i)
+                if (!seen[ids_host_[i]]) {
+                    seen[ids_host_[i]] = true;
+                    ++experts_chosen;
+                    layers_read += expert_bytes();
+                }
+        }
+        const double f = layer_scale();
+        r_.weights_bytes_read = d_.vocab * H_ * eb_ + B_ * H_ * eb_ +
+                                static_cast<std::uint64_t>(std::llround(static_cast<double>(layers_read) * f));
+        r_.experts_read = static_cast<std::uint64_t>(std::llround(static_cast<double>(experts_chosen) * f));
+        r_.kv_bytes_read = kv_bytes_read(tensors_);
+        return true;
     }
-    r.kernel =
-        (fp8 ? std::string("cuBLASLt FP8 GEMMs (fp8_e4m3 weights, per-tensor scale; the bf16 activations quantised to "
-                           "fp8_e4m3 before each with one dynamic scale, amax / 448, as vLLM's fp8 layers do; fp32 "
-                           "accumulate)")
-             : "cuBLAS GEMMs (cublasGemmEx, " + std::string(to_string(wd)) + " in, fp32 accumulate)") +
-        ", each weight read once per step for the whole batch" +
-        (a.moe ? std::string("; experts: the router's top-k chosen on the GPU, the choices grouped by expert on the "
-                             "GPU, each chosen expert's rows read once for the tokens that chose it (8 at a time") +
-                     (fp8 ? ", fp8 weights beside bf16 inputs)" : ")")
-               : "") +
-        "; attention: " + plan.description + "; " + checked;
-    step::predict(r, req, total);
-    control.report(1.0, "done");
-    r.message = step::finished_message(r);
-    return r;
+
+    // The logits must be numbers: a step that overflowed would time nothing real. Then the same layers in float64
+    // on the host (step_reference.h), for models small enough to redo that way, as the CPU step does. The GEMMs'
+    // inputs are rounded to the weight format, as engines keep activations, so a 16-bit step differs from float64
+    // by about that rounding.
+    bool check_logits() {
+        std::vector<float> logits(B_ * d_.vocab);
+        KVSCOPE_CUDA(cudaMemcpy(logits.data(), y_.get(), logits.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        if (std::string why = step::non_finite_logits(logits); !why.empty()) return failed(Status::failed, why);
+        checked_ = "logits checked finite (against float64 for up to 64 MiB of weights and 256 MiB of cache)";
+        std::uint64_t run_weights = (a_.tied_embeddings ? 1 : 2) * d_.vocab * H_ * eb_;
+        for (std::uint64_t l = 0; l < layers_run_; ++l)
+            run_weights += attention_bytes() + mlp_bytes(l) + (moe_layer(l) ? d_.experts * expert_bytes() : 0);
+        std::uint64_t run_cache = 0;
+        for (const SlotDev& slot : slots_) run_cache += slot.tokens * (row_k_ + row_v_);
+        if (run_weights > step::kReferenceWeightBytes || run_cache > step::kReferenceCacheBytes) return true;
+        try {
+            control_.report(0.9, "checking the logits against float64");
+            std::vector<std::vector<std::byte>> host;  // the copies the reference reads
+            step::ReferenceStep ref = reference(host);
+            if (std::string why = new_rows_differ(req_.kv_dtype, staged_.get(), ref.slots, sh_, row_k_, row_v_, B_);
+                !why.empty())
+                return failed(Status::failed, why);
+            const step::ReferenceResult checked_step = step::reference_step(ref);
+            if (!checked_step.wrong_row.empty()) return failed(Status::failed, checked_step.wrong_row);
+            r_.max_rel_error = max_relative_error(logits.data(), checked_step.logits);
+            checked_ = "logits checked against float64 of the same layers";
+        } catch (const std::bad_alloc&) {
+            checked_ = "logits checked finite (this host could not hold the copies the float64 check reads)";
+        }
+        return true;
+    }
+
+    // The step's weights, cache and the experts the GPU chose, copied to `host` as the float64 reference reads
+    // them.
+    step::ReferenceStep reference(std::vector<std::vector<std::byte>>& host) const {
+        const auto to_host = [&host](const void* device, std::uint64_t bytes) -> const void* {
+            std::vector<std::byte>& h = host.emplace_back(bytes);
+            KVSCOPE_CUDA(cudaMemcpy(h.data(), device, bytes, cudaMemcpyDeviceToHost));
+            return h.data();
+        };
+        step::ReferenceStep ref;
+        ref.dims = d_;
+        ref.weight_dtype = wd_;
+        ref.kv_dtype = req_.kv_dtype;
+        ref.embedding = to_host(embedding_.get(), d_.vocab * H_ * eb_);
+        ref.head = a_.tied_embeddings ? ref.embedding : to_host(head_, d_.vocab * H_ * eb_);
+        ref.routes.resize(layers_run_);
+        for (std::uint64_t l = 0; l < layers_run_; ++l) {
+            const LayerBuffers& w = layers_[l];
+            step::ReferenceLayer& rl = ref.layers.emplace_back();
+            rl.qkv = to_host(w.qkv.get(), d_.qkv_rows() * H_ * eb_);
+            rl.o = to_host(w.o.get(), H_ * d_.q_heads * d_.dv * eb_);
+            rl.moe = w.moe;
+            if (!w.moe) {
+                rl.up = to_host(w.up.get(), up_rows_ * H_ * eb_);
+                rl.down = to_host(w.down.get(), H_ * d_.intermediate * eb_);
+                continue;
+            }
+            const auto* ups =
+                static_cast<const std::byte*>(to_host(w.experts_up.get(), d_.experts * up_rows_e_ * H_ * eb_));
+            const auto* downs =
+                static_cast<const std::byte*>(to_host(w.experts_down.get(), d_.experts * H_ * inter_e_ * eb_));
+            for (std::uint64_t e = 0; e < d_.experts; ++e) {
+                rl.expert_up.push_back(ups + e * up_rows_e_ * H_ * eb_);
+                rl.expert_down.push_back(downs + e * H_ * inter_e_ * eb_);
+            }
+            if (d_.shared) {
+                rl.shared_up = to_host(w.up.get(), up_rows_s_ * H_ * eb_);
+                rl.shared_down = to_host(w.down.get(), H_ * inter_s_ * eb_);
+            }
+            rl.router = to_host(w.router.get(), d_.experts * H_ * eb_);  // the GPU's choices are checked
+            for (std::uint64_t b = 0; b < B_; ++b) {                     // the experts the GPU chose, with its weights
+                step::Route& route = ref.routes[l].emplace_back();
+                for (std::uint64_t j = 0; j < K_; ++j) {
+                    route.experts.push_back(ids_host_[(l * B_ + b) * K_ + j]);
+                    route.weights.push_back(weights_host_[(l * B_ + b) * K_ + j]);
+                }
+            }
+        }
+        for (const SlotDev& slot : slots_)  // each holds the last run's new K and V row, as the step wrote it
+            ref.slots.push_back(
+                {to_host(slot.k, slot.tokens * row_k_), to_host(slot.v, slot.tokens * row_v_), slot.tokens});
+        ref.tokens = tokens_;
+        // The GEMMs' inputs are in the weight format (fp8: quantised to fp8_e4m3 with one scale).
+        ref.slack = wd_ == KvDtype::fp32 ? 1e-4 : fp8_ ? 0.1 : 1e-2;
+        return ref;
+    }
+
+    void finish() {
+        r_.kernel =
+            (fp8_
+                 ? std::string("cuBLASLt FP8 GEMMs (fp8_e4m3 weights, per-tensor scale; the bf16 activations quantised "
+                               "to fp8_e4m3 before each with one dynamic scale, amax / 448, as vLLM's fp8 layers do; "
+                               "fp32 accumulate)")
+                 : "cuBLAS GEMMs (cublasGemmEx, " + std::string(to_string(wd_)) + " in, fp32 accumulate)") +
+            ", each weight read once per step for the whole batch" +
+            (a_.moe ? std::string("; experts: the router's top-k chosen on the GPU, the choices grouped by expert on "
+                                  "the GPU, each chosen expert's rows read once for the tokens that chose it (8 at a "
+                                  "time") +
+                          (fp8_ ? ", fp8 weights beside bf16 inputs)" : ")")
+                    : "") +
+            "; attention: " + plan_.description + "; " + checked_;
+        step::predict(r_, req_, total_);
+        control_.report(1.0, "done");
+        r_.message = step::finished_message(r_);
+    }
+
+    // The request, and the formats it multiplies in: fp8 weights multiply bf16 activations (quantised to fp8
+    // inside each GEMM: cuda_fp8_gemm.h); the others activations of their own format.
+    const StepRequest& req_;
+    const Control& control_;
+    const DeviceInfo& device_;
+    const Architecture& a_;
+    const std::uint64_t B_;
+    const KvDtype wd_;
+    const bool fp8_;
+    const KvDtype ad_;
+    const int wcode_, acode_, kvcode_;
+    const cudaDataType wtype_;
+    const std::size_t eb_, ab_;
+    const unsigned sms_;
+    StepReport r_;
+
+    // check_inputs: the shapes, the cache's tensors, the attention kernel asked for.
+    Dims d_;
+    std::uint64_t H_ = 0, K_ = 0, up_rows_ = 0, inter_e_ = 0, up_rows_e_ = 0, inter_s_ = 0, up_rows_s_ = 0;
+    std::vector<KvTensor> tensors_;
+    KernelWishRead wish_;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> fp8_shapes_;
+    // measure_ceiling and fit_layers: the memory, the layers run, the attention's plan and the widest buffers.
+    std::size_t total_ = 0;
+    std::uint64_t limit_ = 0, layers_run_ = 0, allocated_bytes_ = 0;
+    AttentionShape sh_{};
+    std::uint64_t staged_row_ = 0, width_ = 0, input_width_ = 0, gemm_rows_ = 0;
+    DecodePlan plan_;
+    // allocate: the GEMMs, the weights, the cache and the activations.
+    std::optional<Fp8Gemm> fp8_gemm_;
+    std::optional<Blas> blas_;
+    std::uint64_t seed_ = 104729;
+    DeviceBuffer embedding_, head_own_;
+    const void* head_ = nullptr;
+    std::vector<LayerBuffers> layers_;
+    std::uint64_t row_k_ = 0, row_v_ = 0;
+    std::vector<DeviceBuffer> cache_;
+    std::vector<SlotDev> slots_;
+    DeviceArray<SlotDev> slot_table_;
+    DeviceArray<void*> new_k_dev_, new_v_dev_;
+    DeviceArray<std::uint64_t> positions_dev_, tokens_dev_;
+    std::vector<std::uint64_t> tokens_;
+    DeviceArray<float> staged_, x_, y_, q_, scores_, part_out_, part_ml_, attn_;
+    DeviceBuffer xn_;
+    DeviceArray<float> router_logits_, expert_up_, expert_down_, expert_out_, route_weights_;
+    DeviceArray<std::uint32_t> route_ids_, group_count_, group_expert_, group_start_, group_order_;
+    ExpertGroups groups_{};
+    DeviceBuffer expert_act_;
+    // count_reads and check_logits: the experts the last run chose, and how the logits were checked.
+    std::vector<std::uint32_t> ids_host_;
+    std::vector<float> weights_host_;
+    std::string checked_;
+};
+
+}  // namespace
+
+StepReport run_cuda_step(const StepRequest& req, const Control& control, const DeviceInfo& device) {
+    CudaStep step(req, control, device);
+    return step.run();
 }
 
 }  // namespace kvscope::probe::cuda

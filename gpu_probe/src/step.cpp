@@ -13,6 +13,7 @@
 #include <cstring>
 #include <new>
 #include <numeric>
+#include <optional>
 
 #include "backends.h"
 #include "cpu_attention.h"
@@ -103,7 +104,7 @@ struct Matrix {
     [[nodiscard]] std::uint64_t elements() const { return rows * cols; }
 };
 
-Buffer allocate(std::uint64_t bytes) {
+Buffer allocate_buffer(std::uint64_t bytes) {
     void* p = std::malloc(std::max<std::uint64_t>(bytes, 1));
     if (!p) throw std::bad_alloc();
     host::advise_huge_pages(p, bytes);
@@ -204,7 +205,7 @@ public:
     void allocate_weights() {
         std::vector<std::pair<void*, std::uint64_t>> fills;  // buffer, elements
         auto make = [&](const Matrix& m) {
-            Buffer b = allocate(m.elements() * eb_);
+            Buffer b = allocate_buffer(m.elements() * eb_);
             fills.emplace_back(b.get(), m.elements());
             return b;
         };
@@ -459,159 +460,237 @@ step::ReferenceStep reference_of(const Model& m, const StepRequest& req, const s
     return s;
 }
 
+// The step in phases, as the CUDA step's (gpu_probe/cuda/cuda_step.cu: check_inputs, measure_ceiling,
+// fit_layers, allocate, time_steps, count_reads, check_logits, finish): each phase fills its part of the report,
+// or fails it and ends the step. Everything the step allocates is owned here and freed with it, on every path.
+class CpuStep {
+public:
+    CpuStep(const StepRequest& req, const Control& control, const DeviceInfo& device)
+        : req_(req),
+          control_(control),
+          a_(req.arch),
+          B_(req.workload.batch),
+          budget_(host::budget(control.memory_limit_bytes)),
+          threads_(host::threads()) {
+        r_.device = device;
+        r_.layers_total = a_.layers;
+    }
+
+    StepReport run() {
+        if (check_inputs() && fit_layers() && measure_ceiling() && allocate() && time_steps() && count_reads() &&
+            check_logits())
+            finish();
+        return std::move(r_);
+    }
+
+private:
+    bool failed(Status s, std::string why) {
+        r_ = fail(std::move(r_), s, std::move(why));
+        return false;
+    }
+
+    // What the step can run: every layer attending with K and V of the model's heads. One sequence's cache (with
+    // the checks), so that nothing the size of the batch is built before it fits.
+    bool check_inputs() {
+        if (std::string why = step::dims_of(req_, d_); !why.empty()) return failed(Status::invalid_input, why);
+        StepRequest one = req_;
+        one.workload.batch = 1;
+        auto per_sequence = step::cache_tensors(one);
+        if (!per_sequence) return failed(Status::invalid_input, per_sequence.error_text());
+        per_sequence_ = std::move(*per_sequence);
+        auto buffers = step::cache_tensor_count(req_);  // more buffers than the probe keeps track of: refused
+        if (!buffers) return failed(Status::invalid_input, buffers.error_text());
+        buffers_ = *buffers;
+        if (std::string why = step::whole_cache_problem(req_); !why.empty()) return failed(Status::invalid_input, why);
+        return true;
+    }
+
+    // As many layers as fit beside the embedding and the head, and the list of the cache's buffers.
+    bool fit_layers() {
+        const std::uint64_t limit = budget_.bytes;
+        std::vector<Checked> layer_kv(a_.layers);
+        for (const KvTensor& t : per_sequence_) layer_kv[t.layer] += Checked(t.bytes) * B_;
+        const Model sizes(req_, d_, 0, threads_);
+        std::uint64_t need = sizes.outer_bytes() + kMargin + buffers_ * sizeof(KvTensor), layers_run = 0;
+        for (std::uint64_t l = 0; l < a_.layers; ++l) {
+            // Each sequence's slot and its two new rows' pointers, beside its K and V buffers.
+            const Checked more = Checked(sizes.layer_bytes(l)) + layer_kv[l] +
+                                 Checked(B_) * (sizeof(cpu::Slot) + 2 * sizeof(void*) + 2 * sizeof(Buffer));
+            if (more.overflow() || need + more.value() > limit || need + more.value() < need) break;
+            need += more.value();
+            ++layers_run;
+        }
+        if (layers_run == 0) {
+            const Checked first = Checked(sizes.layer_bytes(0)) + layer_kv[0];
+            return failed(
+                Status::out_of_memory,
+                "one layer (" + (first.overflow() ? std::string("more than 2^64 bytes") : format_bytes(first.value())) +
+                    " of weights and cache) beside the embedding and head (" + format_bytes(sizes.outer_bytes()) +
+                    ") and " + format_bytes(kMargin) + " kept for activations and scratch needs more than the " +
+                    format_bytes(limit) + " " + budget_.why + "; lower the batch, the context or the weight precision");
+        }
+        if (std::string why = step::experts_not_run(req_, layers_run); !why.empty())
+            return failed(Status::out_of_memory, why);
+        layers_run_ = layers_run;
+        need_ = need;
+        return true;
+    }
+
+    // The read ceiling, once the step is known to fit: its buffer is gone before the model is allocated, and it
+    // too stays within the limit.
+    bool measure_ceiling() {
+        const std::uint64_t ceiling_bytes = req_.ceiling_bytes ? req_.ceiling_bytes : host::ceiling_buffer_bytes();
+        if (ceiling_bytes > budget_.bytes)
+            return failed(Status::out_of_memory, "the read ceiling's " + format_bytes(ceiling_bytes) +
+                                                     " buffer is more than the " + format_bytes(budget_.bytes) + " " +
+                                                     budget_.why + "; --ceiling-size sets a smaller one");
+        control_.report(0.02, "measuring the read bandwidth ceiling");
+        r_.ceiling_gbps = measure_host_read_gbps(ceiling_bytes);
+        if (r_.ceiling_gbps <= 0)
+            return failed(Status::out_of_memory,
+                          "could not allocate the " + format_bytes(ceiling_bytes) + " bandwidth buffer");
+        r_.layers_run = layers_run_;
+        r_.scaled = layers_run_ < a_.layers;
+        return true;
+    }
+
+    // The weights and the cache of the layers run: a token's K and V rows in the cache's format (blocks and fp8
+    // included).
+    bool allocate() {
+        auto tensors = step::cache_tensors(req_);
+        if (!tensors) return failed(Status::invalid_input, tensors.error_text());
+        tensors_ = std::move(*tensors);
+        model_.emplace(req_, d_, layers_run_, threads_);
+        std::vector<cpu::Slot> slots(layers_run_ * B_);
+        std::vector<void*> new_k(layers_run_ * B_), new_v(layers_run_ * B_);
+        control_.report(0.1, "allocating " + format_bytes(need_ - kMargin) + " of weights and cache (" +
+                                 std::to_string(layers_run_) + " of " + std::to_string(a_.layers) + " layers)");
+        try {
+            model_->allocate_weights();
+            const std::uint64_t row_k = cpu::row_size(req_.kv_dtype, d_.kv_heads * d_.dk);
+            const std::uint64_t row_v = cpu::row_size(req_.kv_dtype, d_.kv_heads * d_.dv);
+            for (std::size_t i = 0; i < tensors_.size(); ++i) {
+                const KvTensor& t = tensors_[i];
+                if (t.layer >= layers_run_ || !t.is_key()) continue;
+                if (control_.cancelled())
+                    return failed(Status::cancelled, "cancelled while allocating; all memory was freed");
+                const KvTensor& v = tensors_[i + 1];
+                void* kb = cache_.emplace_back(allocate_buffer(t.bytes)).get();
+                void* vb = cache_.emplace_back(allocate_buffer(v.bytes)).get();
+                cpu::fill_random(req_.kv_dtype, kb, cpu::values_in(req_.kv_dtype, t.bytes), 7 + 2 * i);
+                cpu::fill_random(req_.kv_dtype, vb, cpu::values_in(req_.kv_dtype, v.bytes), 8 + 2 * i);
+                const std::uint64_t at = t.layer * B_ + t.sequence;
+                slots[at] = {kb, vb, t.layer, t.attended};
+                new_k[at] = static_cast<std::byte*>(kb) + (t.attended - 1) * row_k;
+                new_v[at] = static_cast<std::byte*>(vb) + (t.attended - 1) * row_v;
+            }
+        } catch (const std::bad_alloc&) {
+            return failed(Status::out_of_memory,
+                          "the system refused to allocate " + format_bytes(need_ - kMargin) + "; all memory was freed");
+        }
+        model_->set_cache(std::move(slots), std::move(new_k), std::move(new_v));
+        return true;
+    }
+
+    // Random token ids, one per sequence; one warm-up step, then the timed ones. The whole model's step from the
+    // layers run: the per-layer part scaled to every layer.
+    bool time_steps() {
+        tokens_.resize(B_);
+        for (std::uint64_t b = 0; b < B_; ++b) tokens_[b] = (b * 2654435761ull + 12345) % d_.vocab;
+        std::vector<Model::Times> times;
+        const int runs = std::max(1, req_.timing_runs);
+        for (int run = 0; run <= runs; ++run) {
+            if (control_.cancelled()) return failed(Status::cancelled, "cancelled while timing; all memory was freed");
+            control_.report(0.2 + 0.6 * run / (runs + 1),
+                            "timing the decode step, run " + std::to_string(run) + " of " + std::to_string(runs));
+            const Model::Times t = model_->run(tokens_, logits_, &routes_);
+            if (run > 0) times.push_back(t);
+        }
+        if (std::string why = step::non_finite_logits(logits_); !why.empty()) return failed(Status::failed, why);
+        const double f = layer_scale();
+        std::vector<double> totals;
+        totals.reserve(times.size());
+        for (const auto& t : times) totals.push_back(t.outer_ms + t.layers_ms * f);
+        const double med = median_of(totals);
+        median_run_ = *std::find_if(times.begin(), times.end(),
+                                    [&](const Model::Times& x) { return x.outer_ms + x.layers_ms * f == med; });
+        const Model::Times& t = median_run_;
+        r_.runs = runs;
+        r_.step_ms = med;
+        r_.min_step_ms = *std::min_element(totals.begin(), totals.end());
+        r_.weights_ms = t.outer_weights_ms + t.weights_ms * f;
+        r_.attention_ms = t.attention_ms * f;
+        r_.other_ms = std::max(0.0, r_.step_ms - r_.weights_ms - r_.attention_ms);
+        return true;
+    }
+    [[nodiscard]] double layer_scale() const {
+        return static_cast<double>(a_.layers) / static_cast<double>(layers_run_);
+    }
+
+    // What the median step read, scaled to every layer.
+    bool count_reads() {
+        const double f = layer_scale();
+        const Model::Times& t = median_run_;
+        r_.weights_bytes_read =
+            t.outer_weight_bytes + static_cast<std::uint64_t>(std::llround(static_cast<double>(t.weight_bytes) * f));
+        r_.experts_read = static_cast<std::uint64_t>(std::llround(static_cast<double>(t.experts) * f));
+        r_.kv_bytes_read = kv_bytes_read(tensors_);
+        r_.kernel = "weights read once per step in their stored format for the whole batch (" +
+                    std::to_string(threads_) +
+                    " threads, 64 rows each); attention as the probe's, one sequence per thread";
+        // The calculator's floor for the same scenario on the bandwidth just measured.
+        step::predict(r_, req_, host::total_bytes());
+        return true;
+    }
+
+    // The check: float64 of the same layers, for models small enough to redo that way. The cache rows the step
+    // writes hold the last run's K and V; the reference reads them as they are, and checks them against its own.
+    bool check_logits() {
+        std::uint64_t run_weights = model_->outer_bytes();
+        for (std::uint64_t l = 0; l < layers_run_; ++l) run_weights += model_->layer_bytes(l);
+        if (run_weights > step::kReferenceWeightBytes) return true;
+        control_.report(0.9, "checking the logits against float64");
+        const step::ReferenceResult ref =
+            step::reference_step(reference_of(*model_, req_, tokens_, routes_, layers_run_));
+        if (!ref.wrong_row.empty()) return failed(Status::failed, ref.wrong_row);
+        r_.max_rel_error = max_relative_error(logits_.data(), ref.logits);
+        return true;
+    }
+
+    void finish() {
+        control_.report(1.0, "done");
+        r_.message = step::finished_message(r_);
+    }
+
+    static constexpr std::uint64_t kMargin = 64ull << 20;  // activations, scratch and the allocator's own
+
+    const StepRequest& req_;
+    const Control& control_;
+    const Architecture& a_;
+    const std::uint64_t B_;
+    const host::Budget budget_;
+    const unsigned threads_;
+    StepReport r_;
+    // check_inputs and fit_layers: the shapes, one sequence's cache, the layers run and what they need.
+    Dims d_;
+    std::vector<KvTensor> per_sequence_;
+    std::uint64_t buffers_ = 0, layers_run_ = 0, need_ = 0;
+    // allocate: the cache's tensors, the model (its weights and slots) and the cache's buffers.
+    std::vector<KvTensor> tensors_;
+    std::optional<Model> model_;
+    std::vector<Buffer> cache_;
+    // time_steps: the tokens, the last run's logits and routes, the median run's times.
+    std::vector<std::uint64_t> tokens_;
+    std::vector<float> logits_;
+    std::vector<std::vector<Route>> routes_;
+    Model::Times median_run_;
+};
+
 }  // namespace
 
 StepReport run_cpu_step(const StepRequest& req, const Control& control, const DeviceInfo& device) {
-    StepReport r;
-    r.device = device;
-    const Architecture& a = req.arch;
-    r.layers_total = a.layers;
-    // What the step can run: every layer attending with K and V of the model's heads.
-    Dims d;
-    if (std::string why = step::dims_of(req, d); !why.empty()) return fail(r, Status::invalid_input, why);
-    // One sequence's cache (with the checks), so that nothing the size of the batch is built before it fits.
-    StepRequest one = req;
-    one.workload.batch = 1;
-    auto per_sequence = step::cache_tensors(one);
-    if (!per_sequence) return fail(r, Status::invalid_input, per_sequence.error_text());
-    const std::uint64_t B = req.workload.batch;
-    auto buffers = step::cache_tensor_count(req);  // a batch of more buffers than the probe keeps track of: refused
-    if (!buffers) return fail(r, Status::invalid_input, buffers.error_text());
-    if (std::string why = step::whole_cache_problem(req); !why.empty()) return fail(r, Status::invalid_input, why);
-
-    // As many layers as fit beside the embedding and the head, and the list of the cache's buffers.
-    const host::Budget budget = host::budget(control.memory_limit_bytes);
-    const std::uint64_t limit = budget.bytes;
-    const unsigned threads = host::threads();
-    const std::uint64_t margin = 64ull << 20;  // activations, scratch and the allocator's own
-    std::vector<Checked> layer_kv(a.layers);
-    for (const KvTensor& t : *per_sequence) layer_kv[t.layer] += Checked(t.bytes) * B;
-    Model probe_model(req, d, 0, threads);
-    std::uint64_t need = probe_model.outer_bytes() + margin + *buffers * sizeof(KvTensor), layers_run = 0;
-    for (std::uint64_t l = 0; l < a.layers; ++l) {
-        // Each sequence's slot and its two new rows' pointers, beside its K and V buffers.
-        const Checked more = Checked(probe_model.layer_bytes(l)) + layer_kv[l] +
-                             Checked(B) * (sizeof(cpu::Slot) + 2 * sizeof(void*) + 2 * sizeof(Buffer));
-        if (more.overflow() || need + more.value() > limit || need + more.value() < need) break;
-        need += more.value();
-        ++layers_run;
-    }
-    if (layers_run == 0)
-        return fail(
-            r, Status::out_of_memory,
-            "one layer (" +
-                [&] {
-                    const Checked first = Checked(probe_model.layer_bytes(0)) + layer_kv[0];
-                    return first.overflow() ? std::string("more than 2^64 bytes") : format_bytes(first.value());
-                }() +
-                " of weights and cache) beside the embedding and head (" + format_bytes(probe_model.outer_bytes()) +
-                ") and " + format_bytes(margin) + " kept for activations and scratch needs more than the " +
-                format_bytes(limit) + " " + budget.why + "; lower the batch, the context or the weight precision");
-    if (std::string why = step::experts_not_run(req, layers_run); !why.empty())
-        return fail(r, Status::out_of_memory, why);
-    // The read ceiling, once the step is known to fit: its buffer is gone before the model is allocated, and it
-    // too stays within the limit.
-    const std::uint64_t ceiling_bytes = req.ceiling_bytes ? req.ceiling_bytes : host::ceiling_buffer_bytes();
-    if (ceiling_bytes > limit)
-        return fail(r, Status::out_of_memory,
-                    "the read ceiling's " + format_bytes(ceiling_bytes) + " buffer is more than the " +
-                        format_bytes(limit) + " " + budget.why + "; --ceiling-size sets a smaller one");
-    control.report(0.02, "measuring the read bandwidth ceiling");
-    r.ceiling_gbps = measure_host_read_gbps(ceiling_bytes);
-    if (r.ceiling_gbps <= 0)
-        return fail(r, Status::out_of_memory,
-                    "could not allocate the " + format_bytes(ceiling_bytes) + " bandwidth buffer");
-
-    r.layers_run = layers_run;
-    r.scaled = layers_run < a.layers;
-    auto tensors = step::cache_tensors(req);
-    if (!tensors) return fail(r, Status::invalid_input, tensors.error_text());
-
-    Model model(req, d, layers_run, threads);
-    std::vector<Buffer> cache;
-    std::vector<cpu::Slot> slots(layers_run * B);
-    std::vector<void*> new_k(layers_run * B), new_v(layers_run * B);
-    control.report(0.1, "allocating " + format_bytes(need - margin) + " of weights and cache (" +
-                            std::to_string(layers_run) + " of " + std::to_string(a.layers) + " layers)");
-    try {
-        model.allocate_weights();
-        // A token's K and V rows in the cache's format (blocks and fp8 included).
-        const std::uint64_t row_k = cpu::row_size(req.kv_dtype, d.kv_heads * d.dk);
-        const std::uint64_t row_v = cpu::row_size(req.kv_dtype, d.kv_heads * d.dv);
-        for (std::size_t i = 0; i < tensors->size(); ++i) {
-            const KvTensor& t = (*tensors)[i];
-            if (t.layer >= layers_run || !t.is_key()) continue;
-            if (control.cancelled())
-                return fail(r, Status::cancelled, "cancelled while allocating; all memory was freed");
-            const KvTensor& v = (*tensors)[i + 1];
-            void* kb = cache.emplace_back(allocate(t.bytes)).get();
-            void* vb = cache.emplace_back(allocate(v.bytes)).get();
-            cpu::fill_random(req.kv_dtype, kb, cpu::values_in(req.kv_dtype, t.bytes), 7 + 2 * i);
-            cpu::fill_random(req.kv_dtype, vb, cpu::values_in(req.kv_dtype, v.bytes), 8 + 2 * i);
-            const std::uint64_t at = t.layer * B + t.sequence;
-            slots[at] = {kb, vb, t.layer, t.attended};
-            new_k[at] = static_cast<std::byte*>(kb) + (t.attended - 1) * row_k;
-            new_v[at] = static_cast<std::byte*>(vb) + (t.attended - 1) * row_v;
-        }
-    } catch (const std::bad_alloc&) {
-        return fail(r, Status::out_of_memory,
-                    "the system refused to allocate " + format_bytes(need - margin) + "; all memory was freed");
-    }
-    model.set_cache(std::move(slots), std::move(new_k), std::move(new_v));
-
-    // Random token ids, one per sequence; one warm-up step, then the timed ones.
-    std::vector<std::uint64_t> tokens(B);
-    for (std::uint64_t b = 0; b < B; ++b) tokens[b] = (b * 2654435761ull + 12345) % d.vocab;
-    std::vector<float> logits;
-    std::vector<Model::Times> times;
-    std::vector<std::vector<Route>> routes;
-    const int runs = std::max(1, req.timing_runs);
-    for (int run = 0; run <= runs; ++run) {
-        if (control.cancelled()) return fail(r, Status::cancelled, "cancelled while timing; all memory was freed");
-        control.report(0.2 + 0.6 * run / (runs + 1),
-                       "timing the decode step, run " + std::to_string(run) + " of " + std::to_string(runs));
-        const Model::Times t = model.run(tokens, logits, &routes);
-        if (run > 0) times.push_back(t);
-    }
-    if (std::string why = step::non_finite_logits(logits); !why.empty()) return fail(r, Status::failed, why);
-    // The whole model's step from the layers run: the per-layer part scaled to every layer.
-    const double f = static_cast<double>(a.layers) / static_cast<double>(layers_run);
-    std::vector<double> totals;
-    totals.reserve(times.size());
-    for (const auto& t : times) totals.push_back(t.outer_ms + t.layers_ms * f);
-    const double med = median_of(totals);
-    const Model::Times& t = *std::find_if(times.begin(), times.end(),
-                                          [&](const Model::Times& x) { return x.outer_ms + x.layers_ms * f == med; });
-    r.runs = runs;
-    r.step_ms = med;
-    r.min_step_ms = *std::min_element(totals.begin(), totals.end());
-    r.weights_ms = t.outer_weights_ms + t.weights_ms * f;
-    r.attention_ms = t.attention_ms * f;
-    r.other_ms = std::max(0.0, r.step_ms - r.weights_ms - r.attention_ms);
-    r.weights_bytes_read =
-        t.outer_weight_bytes + static_cast<std::uint64_t>(std::llround(static_cast<double>(t.weight_bytes) * f));
-    r.experts_read = static_cast<std::uint64_t>(std::llround(static_cast<double>(t.experts) * f));
-    r.kv_bytes_read = kv_bytes_read(*tensors);
-    r.kernel = "weights read once per step in their stored format for the whole batch (" + std::to_string(threads) +
-               " threads, 64 rows each); attention as the probe's, one sequence per thread";
-
-    // The calculator's floor for the same scenario on the bandwidth just measured.
-    step::predict(r, req, host::total_bytes());
-
-    // The check: float64 of the same layers, for models small enough to redo that way.
-    std::uint64_t run_weights = model.outer_bytes();
-    for (std::uint64_t l = 0; l < layers_run; ++l) run_weights += model.layer_bytes(l);
-    if (run_weights <= step::kReferenceWeightBytes) {
-        control.report(0.9, "checking the logits against float64");
-        // The cache rows the step writes hold the last run's K and V; the reference reads them as they are, and
-        // checks them against its own.
-        const step::ReferenceResult ref = step::reference_step(reference_of(model, req, tokens, routes, layers_run));
-        if (!ref.wrong_row.empty()) return fail(r, Status::failed, ref.wrong_row);
-        r.max_rel_error = max_relative_error(logits.data(), ref.logits);
-    }
-    control.report(1.0, "done");
-    r.message = step::finished_message(r);
-    return r;
+    CpuStep step(req, control, device);
+    return step.run();
 }
 
 }  // namespace kvscope::probe
