@@ -201,15 +201,8 @@ bool render_learn(ui::MainWindow& window, const QDir& dir) {
     return ok;
 }
 
-}  // namespace
-
-bool render_screenshots(const Catalog& catalog, const QString& folder) {
-    QDir().mkpath(folder);
-    QDir dir(folder);
-    ui::MainWindow window(catalog, /*restore=*/false);
-    window.resize(1360, 860);
-    window.show();
-
+// overview.png, chart.png and deployment.png.
+bool render_readme_example(const Catalog& catalog, ui::MainWindow& window, const QDir& dir) {
     // The README's question: Llama 3 70B at 128k in fp8, 8 requests, on 2×H100.
     ui::ScenarioModel* model = window.model();
     model->loadCatalogModel("llama-3-70b");
@@ -239,41 +232,53 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
 
     window.tabs()->setCurrentIndex(ui::MainWindow::DeploymentTab);
     ok &= save(&window, dir.filePath("deployment.png"));
+    return ok;
+}
 
+// repaired-file.png.
+bool render_repaired_file(ui::MainWindow& window, const QDir& dir) {
+    ui::ScenarioModel* model = window.model();
     // A scenario that KVScope 0.1 saved on a German desktop ("fraction": 0,85), opened again
     // with the window in a German locale: the repair is named, the fields show 0.85.
-    {
-        const QLocale before;
-        QLocale::setDefault(QLocale(QLocale::German, QLocale::Germany));
-        QTemporaryDir scratch;
-        Scenario s = model->scenario();
-        s.deployment->fraction = 0.85;
-        std::string text = scenario_to_json(s);
-        text.replace(text.find("0.85"), 4, "0,85");
-        const QString path = scratch.filePath(QString::fromUtf8("Prüfung 1.kvscope.json"));
-        QFile file(path);
-        if (file.open(QIODevice::WriteOnly)) file.write(text.data(), static_cast<qint64>(text.size()));
-        file.close();
-        window.openScenarioFile(path);
-        ok &= save(&window, dir.filePath("repaired-file.png"));
-        window.messages()->hide();
-        QLocale::setDefault(before);
-    }
+    const QLocale before;
+    QLocale::setDefault(QLocale(QLocale::German, QLocale::Germany));
+    QTemporaryDir scratch;
+    Scenario s = model->scenario();
+    s.deployment->fraction = 0.85;
+    std::string text = scenario_to_json(s);
+    text.replace(text.find("0.85"), 4, "0,85");
+    const QString path = scratch.filePath(QString::fromUtf8("Prüfung 1.kvscope.json"));
+    QFile file(path);
+    if (file.open(QIODevice::WriteOnly)) file.write(text.data(), static_cast<qint64>(text.size()));
+    file.close();
+    window.openScenarioFile(path);
+    const bool ok = save(&window, dir.filePath("repaired-file.png"));
+    window.messages()->hide();
+    QLocale::setDefault(before);
+    return ok;
+}
 
+// picked-model.png and chart-small.png.
+bool render_picked_model(ui::MainWindow& window, const QDir& dir) {
+    bool ok = true;
     // Picking another model by its id: its own KV format replaces fp8, and the status line says so.
-    {
-        QLineEdit* picker = window.inputs()->modelPicker()->lineEdit();
-        picker->setText("gemma-2-9b");
-        emit picker->returnPressed();
-        window.tabs()->setCurrentIndex(ui::MainWindow::DeploymentTab);
-        ok &= save(&window, dir.filePath("picked-model.png"));
-        // The chart in a small window, as a laptop shows it.
-        window.resize(1024, 640);
-        window.tabs()->setCurrentIndex(ui::MainWindow::ChartTab);
-        ok &= save(&window, dir.filePath("chart-small.png"));
-        window.resize(1360, 860);
-    }
+    QLineEdit* picker = window.inputs()->modelPicker()->lineEdit();
+    picker->setText("gemma-2-9b");
+    emit picker->returnPressed();
+    window.tabs()->setCurrentIndex(ui::MainWindow::DeploymentTab);
+    ok &= save(&window, dir.filePath("picked-model.png"));
+    // The chart in a small window, as a laptop shows it.
+    window.resize(1024, 640);
+    window.tabs()->setCurrentIndex(ui::MainWindow::ChartTab);
+    ok &= save(&window, dir.filePath("chart-small.png"));
+    window.resize(1360, 860);
+    return ok;
+}
 
+// refused-save.png and invalid-input.png.
+bool render_learner_inputs(ui::MainWindow& window, const QDir& dir) {
+    ui::ScenarioModel* model = window.model();
+    bool ok = true;
     // A learner's view: the lesson's model, with an invalid KV head count being corrected.
     model->loadCatalogModel("kvscope-teaching-32l");
     model->edit("Set up the example", [](Scenario& s) {
@@ -301,7 +306,13 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     }
     model->edit("Set up the example", [](Scenario& s) { s.arch.kv_heads = 5; });
     ok &= save(&window, dir.filePath("invalid-input.png"));
+    return ok;
+}
 
+// probe.png and probe-step.png.
+bool render_probe(ui::MainWindow& window, const QDir& dir) {
+    ui::ScenarioModel* model = window.model();
+    bool ok = true;
     // The probe on this machine: the lesson's model at 2k tokens, then the stopwatch.
     model->undoStack()->undo();
     model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 2048; });
@@ -328,7 +339,13 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     ok &= save(&window, dir.filePath("probe-step.png"));
     model->edit("Set up the example", [](Scenario& s) { s.workload.batch = 1; });
     window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
+    return ok;
+}
 
+// mla.png, hybrid.png, hybrid-chart.png and hybrid-fit.png.
+bool render_model_kinds(const Catalog& catalog, ui::MainWindow& window, const QDir& dir) {
+    ui::ScenarioModel* model = window.model();
+    bool ok = true;
     // A latent-attention model: the comparison gains an MLA row.
     model->loadCatalogModel("deepseek-v3");
     model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 32768; });
@@ -356,6 +373,13 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     });
     window.tabs()->setCurrentIndex(ui::MainWindow::DeploymentTab);
     ok &= save(&window, dir.filePath("hybrid-fit.png"));
+    return ok;
+}
+
+// quantized-fit.png, mtp-sglang-fit.png, draft-fit.png, trtllm-fit.png and sliding-start-check.png.
+bool render_deployments(const Catalog& catalog, ui::MainWindow& window, const QDir& dir) {
+    ui::ScenarioModel* model = window.model();
+    bool ok = true;
     // A catalog model deployed on `gpus` of a catalog GPU (tensor parallel over them) with the model's own weights,
     // at a context and batch in vLLM's blocks of 16; `tweak` sets the rest of the deployment.
     const auto deploy = [&](const char* id, std::uint64_t context, std::uint64_t batch, const char* gpu,
@@ -407,28 +431,33 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     window.statusBar()->clearMessage();
     ok &= save(&window, dir.filePath("sliding-start-check.png"));
     window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
+    return ok;
+}
 
+// not-exact.png.
+bool render_not_exact(ui::MainWindow& window, const QDir& dir) {
+    ui::ScenarioModel* model = window.model();
     // A layout KVScope does not model: its figures come with "not exact".
-    {
-        QTemporaryDir scratch;
-        // attention_chunk_size outside Llama 4: which layers attend within chunks is not known.
-        const QString path = scratch.filePath("chunked-8B/config.json");
-        QDir().mkpath(scratch.filePath("chunked-8B"));
-        QFile file(path);
-        if (file.open(QIODevice::WriteOnly))
-            file.write(R"({"model_type": "llama", "num_hidden_layers": 32, "num_attention_heads": 32,
+    QTemporaryDir scratch;
+    // attention_chunk_size outside Llama 4: which layers attend within chunks is not known.
+    const QString path = scratch.filePath("chunked-8B/config.json");
+    QDir().mkpath(scratch.filePath("chunked-8B"));
+    QFile file(path);
+    if (file.open(QIODevice::WriteOnly))
+        file.write(R"({"model_type": "llama", "num_hidden_layers": 32, "num_attention_heads": 32,
   "num_key_value_heads": 8, "hidden_size": 4096, "head_dim": 128, "max_position_embeddings": 1048576,
   "vocab_size": 128256, "intermediate_size": 14336, "attention_chunk_size": 8192, "torch_dtype": "bfloat16"})");
-        file.close();
-        window.importModelFile(path);
-        model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 131072; });
-        ok &= save(&window, dir.filePath("not-exact.png"));
-        window.statusBar()->clearMessage();  // the import's temporary path is no part of the pictures after it
-    }
+    file.close();
+    window.importModelFile(path);
+    model->edit("Set up the example", [](Scenario& s) { s.workload.context_tokens = 131072; });
+    const bool ok = save(&window, dir.filePath("not-exact.png"));
+    window.statusBar()->clearMessage();  // the import's temporary path is no part of the pictures after it
+    return ok;
+}
 
-    ok &= render_files(catalog, dir);
-    ok &= render_learn(window, dir);
-
+// dark-mode.png: the application's palette stays dark after it.
+bool render_dark_mode(ui::MainWindow& window, const QDir& dir) {
+    ui::ScenarioModel* model = window.model();
     // Dark mode: the system palette, followed by every view and the chart.
     model->loadCatalogModel("kvscope-teaching-32l");
     model->edit("Set up the example", [](Scenario& s) {
@@ -454,19 +483,46 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     dark.setColor(QPalette::Dark, QColor(0x15, 0x15, 0x15));
     QApplication::setPalette(dark);
     window.tabs()->setCurrentIndex(ui::MainWindow::ChartTab);
-    ok &= save(&window, dir.filePath("dark-mode.png"));
+    return save(&window, dir.filePath("dark-mode.png"));
+}
+
+// whose-results.png.
+bool render_whose_results(ui::MainWindow& window, const QDir& dir) {
+    ui::ScenarioModel* model = window.model();
     // Whose results, in dark mode and a laptop-sized window: Llama 3 8B fitted, then Llama 3.2 1B with a KV head count
     // that does not divide: the Deployment tab keeps the last valid figures, says whose, and greys the verdict.
-    {
-        window.resize(1024, 640);
-        model->loadCatalogModel("llama-3-8b");
-        window.deployment()->enableBox()->setChecked(true);
-        model->loadCatalogModel("llama-3.2-1b");
-        model->edit("Set up the example", [](Scenario& s) { s.arch.kv_heads = 5; });
-        window.tabs()->setCurrentIndex(ui::MainWindow::DeploymentTab);
-        ok &= save(&window, dir.filePath("whose-results.png"));
-        window.resize(1360, 860);
-    }
+    window.resize(1024, 640);
+    model->loadCatalogModel("llama-3-8b");
+    window.deployment()->enableBox()->setChecked(true);
+    model->loadCatalogModel("llama-3.2-1b");
+    model->edit("Set up the example", [](Scenario& s) { s.arch.kv_heads = 5; });
+    window.tabs()->setCurrentIndex(ui::MainWindow::DeploymentTab);
+    const bool ok = save(&window, dir.filePath("whose-results.png"));
+    window.resize(1360, 860);
+    return ok;
+}
+
+}  // namespace
+
+bool render_screenshots(const Catalog& catalog, const QString& folder) {
+    QDir().mkpath(folder);
+    QDir dir(folder);
+    ui::MainWindow window(catalog, /*restore=*/false);
+    window.resize(1360, 860);
+    window.show();
+
+    bool ok = render_readme_example(catalog, window, dir);
+    ok &= render_repaired_file(window, dir);
+    ok &= render_picked_model(window, dir);
+    ok &= render_learner_inputs(window, dir);
+    ok &= render_probe(window, dir);
+    ok &= render_model_kinds(catalog, window, dir);
+    ok &= render_deployments(catalog, window, dir);
+    ok &= render_not_exact(window, dir);
+    ok &= render_files(catalog, dir);
+    ok &= render_learn(window, dir);
+    ok &= render_dark_mode(window, dir);
+    ok &= render_whose_results(window, dir);
     return ok;
 }
 

@@ -103,13 +103,9 @@ Errors apply_workload_options(const Options& o, Scenario& s) {
 
 namespace {
 
-// The deployment the options describe, on `s`'s own when it has one (a saved scenario's): --gpu replaces the
-// GPU, the others the fields they name. Errors name the option.
-void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario& s, Errors& errors) {
-    const bool had = s.deployment.has_value();
-    Deployment d = s.deployment.value_or(Deployment{});
-    // The model's own weights (exact when its files give them) and the engine its files are for.
-    if (!had) adopt_model_weights(d, model_weights_of(s, catalog));
+// --gpu, --gpu-memory and --gpu-bandwidth: `d`'s GPU, a catalog one or the user's own; `had`: `d` is a saved
+// deployment's.
+void apply_gpu_options(const Options& o, const Catalog& catalog, bool had, Deployment& d, Errors& errors) {
     if (o.gpu) {
         if (const GpuSpec* g = catalog.find_gpu(*o.gpu)) {
             d.gpu = *g;
@@ -135,6 +131,11 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
     if (!o.gpu && o.gpu_memory && !o.gpu_bandwidth && !had)
         errors.push_back(
             {"--gpu-bandwidth", "a custom GPU needs its memory bandwidth in bytes/s (for example 3350GB)"});
+}
+
+// --engine and --utilization: the engine, and its memory fraction (the new engine's default where none is given
+// and the engine is new or changed).
+void apply_engine_options(const Options& o, bool had, Deployment& d, Errors& errors) {
     const Engine engine_before = d.engine;
     if (o.engine) {
         if (auto e = parse_engine(*o.engine))
@@ -149,6 +150,10 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
         d.fraction = default_fraction(d.engine);
         d.fraction_given = false;
     }
+}
+
+// --weight-dtype and --weights (or --model-dir's own files): the weights' format and their exact bytes.
+void apply_weights_options(const Options& o, Deployment& d, Errors& errors) {
     if (const auto w = weight_dtype_option(o, errors)) {
         d.weight_dtype = *w;
         // Another format than the files hold: their exact bytes and quantization no longer apply.
@@ -183,6 +188,10 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
             for (const auto& e : served.errors()) errors.push_back({files ? e.field : weights_flag, e.message});
         }
     }
+}
+
+// The engines' own settings: --reserve, --overhead, the engines' counts, --enforce-eager and --flash-attn.
+void apply_engine_settings(const Options& o, Deployment& d, Errors& errors) {
     // --reserve replaces a derived reserve (vLLM's profile peak, TensorRT-LLM's, llama.cpp's compute buffer);
     // --overhead only the memory outside it.
     if (o.reserve) {
@@ -217,6 +226,10 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
         else
             errors.push_back({"--flash-attn", "'" + *o.flash_attn + "' is not on, off or auto"});
     }
+}
+
+// --mtp, --draft and --draft-method: the speculative method and its draft model.
+void apply_draft_options(const Options& o, const Catalog& catalog, Deployment& d, Errors& errors) {
     // One speculative method, as the window keeps it: --mtp replaces a saved draft, --draft a saved --mtp (both
     // given: the fit names the conflict).
     if (o.mtp) {
@@ -243,12 +256,10 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
     } else if (method && d.draft) {
         d.draft->method = *method;  // a saved draft served another way
     }
-    if (o.vllm_version) {
-        if (const auto minor = parse_vllm_version(*o.vllm_version))
-            d.vllm.version_minor = *minor;
-        else
-            errors.push_back({"--vllm-version", minor.errors().front().message});
-    }
+}
+
+// --gpus, or the count --tp and --pp give (a new deployment's, or a saved one's where they are given).
+void apply_gpu_count(const Options& o, bool had, Scenario& s, Deployment& d, Errors& errors) {
     // --gpus alone sets tensor parallel; with --tp/--pp the product must match.
     if (o.gpus) {
         d.gpu_count = *o.gpus;
@@ -283,6 +294,27 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
     } else if (!had || o.tp || o.pp) {
         d.gpu_count = s.parallel.tp * s.parallel.pp;
     }
+}
+
+// The deployment the options describe, on `s`'s own when it has one (a saved scenario's): --gpu replaces the
+// GPU, the others the fields they name. Errors name the option.
+void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario& s, Errors& errors) {
+    const bool had = s.deployment.has_value();
+    Deployment d = s.deployment.value_or(Deployment{});
+    // The model's own weights (exact when its files give them) and the engine its files are for.
+    if (!had) adopt_model_weights(d, model_weights_of(s, catalog));
+    apply_gpu_options(o, catalog, had, d, errors);
+    apply_engine_options(o, had, d, errors);
+    apply_weights_options(o, d, errors);
+    apply_engine_settings(o, d, errors);
+    apply_draft_options(o, catalog, d, errors);
+    if (o.vllm_version) {
+        if (const auto minor = parse_vllm_version(*o.vllm_version))
+            d.vllm.version_minor = *minor;
+        else
+            errors.push_back({"--vllm-version", minor.errors().front().message});
+    }
+    apply_gpu_count(o, had, s, d, errors);
     s.deployment = d;
 }
 

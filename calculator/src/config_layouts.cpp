@@ -254,50 +254,177 @@ bool read_kda_layers(Reader& r, const Value& lin, ImportedModel& out, std::vecto
     return true;
 }
 
+// A layout field the importer reads: named in r.layout_keys (never reported as unknown), and its value.
+const Value* take(Reader& r, const char* key) {
+    r.layout_keys.emplace_back(key);
+    return r.get(key);
+}
+
+// transformers configuration_nemotron_h.py: M = Mamba-2, * = attention, - = MLP, E = mixture of experts;
+// each layer is one of these blocks (modeling_nemotron_h.py NemotronHBlock), so no mixer has an MLP.
+// False, with an error, for a pattern that is not one known letter per layer.
+bool read_override_pattern(Reader& r, const Value& pattern, Architecture& a, std::vector<LayerSpec>& specs) {
+    a.mlp_beside_mixer = false;
+    if (!pattern.is_string() || pattern.as_string().size() != a.layers) {
+        r.error("hybrid_override_pattern", pattern.line(),
+                "hybrid_override_pattern must be a text of one letter per layer (" + std::to_string(a.layers) + ")");
+        return false;
+    }
+    for (const char c : pattern.as_string()) {
+        if (c == 'M')
+            specs.push_back({LayerKind::recurrent});
+        else if (c == '*')
+            specs.push_back({LayerKind::full});
+        else if (c == '-' || c == 'E')
+            specs.push_back({LayerKind::none});
+        else {
+            r.error("hybrid_override_pattern", pattern.line(),
+                    std::string("hybrid_override_pattern holds '") + c + "'; known are M, *, - and E");
+            return false;
+        }
+    }
+    // The MTP block's own pattern (vLLM nemotron_h_mtp.py: its layers follow mtp_hybrid_override_pattern, "*E" in
+    // Nemotron 3 Super): --mtp counts one attention layer per MTP layer, which is that pattern's cache.
+    if (const Value* mtp = take(r, "mtp_hybrid_override_pattern"); mtp && mtp->is_string()) {
+        const std::string& p = mtp->as_string();
+        if (std::count(p.begin(), p.end(), '*') != 1 || p.find('M') != std::string::npos)
+            a.not_exact.push_back("mtp_hybrid_override_pattern (line " + std::to_string(mtp->line()) + ") \"" + p +
+                                  "\": --mtp counts one attention layer and no Mamba state per MTP layer");
+    }
+    return true;
+}
+
+// transformers configuration_jamba.py: layer i attends when i % attn_layer_period == attn_layer_offset
+// (defaults 8 and 4); the others are Mamba layers.
+// False, with an error, for a period of 0.
+bool read_attn_layer_period(Reader& r, ImportedModel& out, std::vector<LayerSpec>& specs) {
+    take(r, "attn_layer_period"), take(r, "attn_layer_offset");
+    const auto period = r.number({"attn_layer_period"}), offset = r.number({"attn_layer_offset"});
+    const std::uint64_t p = period ? period->value : 8, o = offset ? offset->value : 4;
+    if (!period || !offset)
+        out.assumed.push_back("attn_layer_period = " + std::to_string(p) +
+                              ", attn_layer_offset = " + std::to_string(o) + " (jamba defaults where not in the file)");
+    if (p == 0) {
+        r.error("attn_layer_period", period ? period->line : 0, "attn_layer_period must be at least 1");
+        return false;
+    }
+    for (std::uint64_t i = 0; i < out.arch.layers; ++i)
+        specs.push_back({i % p == o ? LayerKind::full : LayerKind::recurrent});
+    return true;
+}
+
+// MiniMax (configuration_minimax_text_01.py of the hub, vLLM minimax_text_01.py): 0 = linear
+// (lightning) attention, 1 = softmax attention.
+// False, with an error, for a list that is not one 0 or 1 per layer.
+bool read_attn_type_list(Reader& r, const Value& list, const Architecture& a, std::vector<LayerSpec>& specs) {
+    if (!list.is_array() || list.items().size() != a.layers) {
+        r.error("attn_type_list", list.line(),
+                "attn_type_list must list one 0 or 1 per layer (" + std::to_string(a.layers) + ")");
+        return false;
+    }
+    for (const Value& v : list.items()) {
+        const auto n = v.as_u64();
+        if (!n || *n > 1) {
+            r.error("attn_type_list", v.line(), "attn_type_list holds " + Reader::describe(v) + "; 0 or 1 expected");
+            return false;
+        }
+        specs.push_back({*n == 1 ? LayerKind::full : LayerKind::recurrent});
+    }
+    return true;
+}
+
+// transformers configuration_lfm2.py: layers listed in full_attn_idxs attend, the others are short
+// convolutions; with neither layer_types nor full_attn_idxs every layer attends.
+// `idx` is full_attn_idxs or nullptr. False, with an error, for a layer number out of range.
+bool read_full_attn_idxs(Reader& r, const Value* idx, const Architecture& a, std::vector<LayerSpec>& specs) {
+    specs.assign(a.layers, LayerSpec{idx ? LayerKind::recurrent : LayerKind::full});
+    if (idx && idx->is_array())
+        for (const Value& v : idx->items()) {
+            const auto n = v.as_u64();
+            if (!n || *n >= a.layers) {
+                r.error("full_attn_idxs", v.line(),
+                        "full_attn_idxs holds " + Reader::describe(v) + "; layer numbers below " +
+                            std::to_string(a.layers) + " expected");
+                return false;
+            }
+            specs[*n] = {LayerKind::full};
+        }
+    return true;
+}
+
+// transformers configuration_qwen3_next.py: layer i is full attention when (i + 1) %
+// full_attention_interval == 0 (default 4), else linear attention (gated DeltaNet).
+// False, with an error, for an interval of 0.
+bool read_full_attention_interval(Reader& r, ImportedModel& out, std::vector<LayerSpec>& specs) {
+    take(r, "full_attention_interval");
+    const auto interval = r.number({"full_attention_interval"});
+    const std::uint64_t n = interval ? interval->value : 4;
+    if (!interval)
+        out.assumed.emplace_back("full_attention_interval = 4 (" + out.model_type + " default; not in the file)");
+    if (n == 0) {
+        r.error("full_attention_interval", interval->line, "full_attention_interval must be at least 1");
+        return false;
+    }
+    for (std::uint64_t i = 0; i < out.arch.layers; ++i)
+        specs.push_back({(i + 1) % n == 0 ? LayerKind::full : LayerKind::recurrent});
+    return true;
+}
+
+// transformers configuration_llama4.py: a layer with RoPE (no_rope_layers[i] == 1; default every
+// layer but each 4th) attends within attention_chunk_size; NoPE layers attend to everything
+// (vLLM llama4.py: chunked local attention on the RoPE layers).
+void read_llama4_layers(Reader& r, const Architecture& a, std::vector<LayerSpec>& specs) {
+    take(r, "attention_chunk_size"), take(r, "no_rope_layers"), take(r, "no_rope_layer_interval");
+    const auto chunk = r.number({"attention_chunk_size"});
+    const Value* nope = r.get("no_rope_layers");
+    const auto interval = r.number({"no_rope_layer_interval"});
+    const std::uint64_t every = interval ? interval->value : 4;
+    for (std::uint64_t i = 0; i < a.layers; ++i) {
+        bool rope = every == 0 || (i + 1) % every != 0;
+        if (nope && nope->is_array() && nope->items().size() == a.layers)
+            rope = nope->items()[i].as_u64().value_or(1) != 0;
+        specs.push_back(rope && chunk && chunk->value > 0 ? LayerSpec{LayerKind::chunked, chunk->value}
+                                                          : LayerSpec{LayerKind::full});
+    }
+}
+
+// The windows the layers of `specs` left open. False, with an error, for a window that is missing or 0.
+bool read_layer_windows(Reader& r, std::vector<LayerSpec>& specs) {
+    // Chunked layers take attention_chunk_size; sliding layers sliding_window.
+    for (auto& l : specs) {
+        if (l.kind == LayerKind::chunked && l.window == 0) {
+            take(r, "attention_chunk_size");
+            const auto c = r.number({"attention_chunk_size"});
+            if (!c || c->value == 0) {
+                r.error(Field::attention_chunk_size, r.cfg_.line(),
+                        "chunked_attention layers need an attention_chunk_size above 0");
+                return false;
+            }
+            l.window = c->value;
+        }
+        if (l.kind == LayerKind::sliding && l.window == 0) {
+            const auto w = r.number_or_default({"sliding_window"});
+            if (!w || w->value == 0) {
+                r.error(Field::sliding_window, r.cfg_.line(), "sliding_attention layers need a sliding_window above 0");
+                return false;
+            }
+            l.window = w->value;
+        }
+    }
+    return true;
+}
+
 // The per-layer description of hybrid, chunked and shared-KV layouts. Returns true when one of their
 // spellings decided the layout (read_windows then only fills in sliding windows it left open).
 bool read_hybrid_layout(Reader& r, ImportedModel& out) {
     Architecture& a = out.arch;
     const std::string& t = out.model_type;
     std::vector<LayerSpec> specs;
-    const auto take = [&](const char* key) {
-        r.layout_keys.emplace_back(key);
-        return r.get(key);
-    };
 
     if (state_space_type(t)) {
         specs.assign(a.layers, LayerSpec{LayerKind::recurrent});
-    } else if (const Value* pattern = take("hybrid_override_pattern")) {
-        // transformers configuration_nemotron_h.py: M = Mamba-2, * = attention, - = MLP, E = mixture of experts;
-        // each layer is one of these blocks (modeling_nemotron_h.py NemotronHBlock), so no mixer has an MLP.
-        a.mlp_beside_mixer = false;
-        if (!pattern->is_string() || pattern->as_string().size() != a.layers) {
-            r.error(
-                "hybrid_override_pattern", pattern->line(),
-                "hybrid_override_pattern must be a text of one letter per layer (" + std::to_string(a.layers) + ")");
-            return true;
-        }
-        for (const char c : pattern->as_string()) {
-            if (c == 'M')
-                specs.push_back({LayerKind::recurrent});
-            else if (c == '*')
-                specs.push_back({LayerKind::full});
-            else if (c == '-' || c == 'E')
-                specs.push_back({LayerKind::none});
-            else {
-                r.error("hybrid_override_pattern", pattern->line(),
-                        std::string("hybrid_override_pattern holds '") + c + "'; known are M, *, - and E");
-                return true;
-            }
-        }
-        // The MTP block's own pattern (vLLM nemotron_h_mtp.py: its layers follow mtp_hybrid_override_pattern, "*E" in
-        // Nemotron 3 Super): --mtp counts one attention layer per MTP layer, which is that pattern's cache.
-        if (const Value* mtp = take("mtp_hybrid_override_pattern"); mtp && mtp->is_string()) {
-            const std::string& p = mtp->as_string();
-            if (std::count(p.begin(), p.end(), '*') != 1 || p.find('M') != std::string::npos)
-                a.not_exact.push_back("mtp_hybrid_override_pattern (line " + std::to_string(mtp->line()) + ") \"" + p +
-                                      "\": --mtp counts one attention layer and no Mamba state per MTP layer");
-        }
+    } else if (const Value* pattern = take(r, "hybrid_override_pattern")) {
+        if (!read_override_pattern(r, *pattern, a, specs)) return true;
     } else if (const Value* types = r.get("layer_types")) {
         r.layout_keys.emplace_back("layer_types");
         // An explicit list wins over the spellings it may have been made from (configuration_qwen3_next.py,
@@ -307,127 +434,41 @@ bool read_hybrid_layout(Reader& r, ImportedModel& out) {
               "attn_layer_indices", "layers_block_type", "block_types", "linear_attn_config"})
             r.layout_keys.emplace_back(k);
         if (!read_named_kinds(r, "layer_types", *types, a, specs)) return true;
-    } else if (const Value* blocks = take("block_types"); blocks || t == "recurrent_gemma") {
+    } else if (const Value* blocks = take(r, "block_types"); blocks || t == "recurrent_gemma") {
         if (!read_block_types(r, blocks, out, specs)) return true;
-    } else if (const Value* lin = take("linear_attn_config")) {
+    } else if (const Value* lin = take(r, "linear_attn_config")) {
         if (!read_kda_layers(r, *lin, out, specs)) return true;
     } else if (t == "jamba" || r.get("attn_layer_period")) {
-        // transformers configuration_jamba.py: layer i attends when i % attn_layer_period == attn_layer_offset
-        // (defaults 8 and 4); the others are Mamba layers.
-        take("attn_layer_period"), take("attn_layer_offset");
-        const auto period = r.number({"attn_layer_period"}), offset = r.number({"attn_layer_offset"});
-        const std::uint64_t p = period ? period->value : 8, o = offset ? offset->value : 4;
-        if (!period || !offset)
-            out.assumed.push_back("attn_layer_period = " + std::to_string(p) + ", attn_layer_offset = " +
-                                  std::to_string(o) + " (jamba defaults where not in the file)");
-        if (p == 0) {
-            r.error("attn_layer_period", period ? period->line : 0, "attn_layer_period must be at least 1");
-            return true;
-        }
-        for (std::uint64_t i = 0; i < a.layers; ++i)
-            specs.push_back({i % p == o ? LayerKind::full : LayerKind::recurrent});
+        if (!read_attn_layer_period(r, out, specs)) return true;
     } else if (t == "falcon_h1") {
         // transformers modeling_falcon_h1.py FalconH1DecoderLayer: every layer runs attention and a
         // Mamba-2 mixer in parallel (vLLM falcon_h1.py FalconH1ParallelHybrid): KV and state on every layer.
         LayerSpec both{LayerKind::full};
         both.state = true;
         specs.assign(a.layers, both);
-    } else if (const Value* list = take("attn_type_list")) {
-        // MiniMax (configuration_minimax_text_01.py of the hub, vLLM minimax_text_01.py): 0 = linear
-        // (lightning) attention, 1 = softmax attention.
-        if (!list->is_array() || list->items().size() != a.layers) {
-            r.error("attn_type_list", list->line(),
-                    "attn_type_list must list one 0 or 1 per layer (" + std::to_string(a.layers) + ")");
-            return true;
-        }
-        for (const Value& v : list->items()) {
-            const auto n = v.as_u64();
-            if (!n || *n > 1) {
-                r.error("attn_type_list", v.line(),
-                        "attn_type_list holds " + Reader::describe(v) + "; 0 or 1 expected");
-                return true;
-            }
-            specs.push_back({*n == 1 ? LayerKind::full : LayerKind::recurrent});
-        }
-    } else if (const Value* layers_block = take("layers_block_type")) {
+    } else if (const Value* list = take(r, "attn_type_list")) {
+        if (!read_attn_type_list(r, *list, a, specs)) return true;
+    } else if (const Value* layers_block = take(r, "layers_block_type")) {
         // transformers configuration_granitemoehybrid.py / configuration_zamba2.py: "mamba" or "attention".
         if (!read_named_kinds(r, "layers_block_type", *layers_block, a, specs)) return true;
-    } else if (const Value* idx = take("full_attn_idxs"); idx || one_of(t, {"lfm2", "lfm2_moe"})) {
-        // transformers configuration_lfm2.py: layers listed in full_attn_idxs attend, the others are short
-        // convolutions; with neither layer_types nor full_attn_idxs every layer attends.
-        specs.assign(a.layers, LayerSpec{idx ? LayerKind::recurrent : LayerKind::full});
-        if (idx && idx->is_array())
-            for (const Value& v : idx->items()) {
-                const auto n = v.as_u64();
-                if (!n || *n >= a.layers) {
-                    r.error("full_attn_idxs", v.line(),
-                            "full_attn_idxs holds " + Reader::describe(v) + "; layer numbers below " +
-                                std::to_string(a.layers) + " expected");
-                    return true;
-                }
-                specs[*n] = {LayerKind::full};
-            }
-    } else if (const Value* idx2 = take("attn_layer_indices"); idx2 || t == "bamba") {
+    } else if (const Value* idx = take(r, "full_attn_idxs"); idx || one_of(t, {"lfm2", "lfm2_moe"})) {
+        if (!read_full_attn_idxs(r, idx, a, specs)) return true;
+    } else if (const Value* idx2 = take(r, "attn_layer_indices"); idx2 || t == "bamba") {
         // transformers configuration_bamba.py: attn_layer_indices attend, every other layer is Mamba-2.
         specs.assign(a.layers, LayerSpec{LayerKind::recurrent});
         if (idx2 && idx2->is_array())
             for (const Value& v : idx2->items())
                 if (const auto n = v.as_u64(); n && *n < a.layers) specs[*n] = {LayerKind::full};
     } else if (one_of(t, {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}) || r.get("full_attention_interval")) {
-        // transformers configuration_qwen3_next.py: layer i is full attention when (i + 1) %
-        // full_attention_interval == 0 (default 4), else linear attention (gated DeltaNet).
-        take("full_attention_interval");
-        const auto interval = r.number({"full_attention_interval"});
-        const std::uint64_t n = interval ? interval->value : 4;
-        if (!interval) out.assumed.emplace_back("full_attention_interval = 4 (" + t + " default; not in the file)");
-        if (n == 0) {
-            r.error("full_attention_interval", interval->line, "full_attention_interval must be at least 1");
-            return true;
-        }
-        for (std::uint64_t i = 0; i < a.layers; ++i)
-            specs.push_back({(i + 1) % n == 0 ? LayerKind::full : LayerKind::recurrent});
+        if (!read_full_attention_interval(r, out, specs)) return true;
     } else if (one_of(t, {"llama4", "llama4_text"})) {
-        // transformers configuration_llama4.py: a layer with RoPE (no_rope_layers[i] == 1; default every
-        // layer but each 4th) attends within attention_chunk_size; NoPE layers attend to everything
-        // (vLLM llama4.py: chunked local attention on the RoPE layers).
-        take("attention_chunk_size"), take("no_rope_layers"), take("no_rope_layer_interval");
-        const auto chunk = r.number({"attention_chunk_size"});
-        const Value* nope = r.get("no_rope_layers");
-        const auto interval = r.number({"no_rope_layer_interval"});
-        const std::uint64_t every = interval ? interval->value : 4;
-        for (std::uint64_t i = 0; i < a.layers; ++i) {
-            bool rope = every == 0 || (i + 1) % every != 0;
-            if (nope && nope->is_array() && nope->items().size() == a.layers)
-                rope = nope->items()[i].as_u64().value_or(1) != 0;
-            specs.push_back(rope && chunk && chunk->value > 0 ? LayerSpec{LayerKind::chunked, chunk->value}
-                                                              : LayerSpec{LayerKind::full});
-        }
+        read_llama4_layers(r, a, specs);
     } else {
         if (r.get("attention_chunk_size")) return false;  // left to find_unmodelled_layouts
         return false;
     }
 
-    // Chunked layers take attention_chunk_size; sliding layers sliding_window.
-    for (auto& l : specs) {
-        if (l.kind == LayerKind::chunked && l.window == 0) {
-            take("attention_chunk_size");
-            const auto c = r.number({"attention_chunk_size"});
-            if (!c || c->value == 0) {
-                r.error(Field::attention_chunk_size, r.cfg_.line(),
-                        "chunked_attention layers need an attention_chunk_size above 0");
-                return true;
-            }
-            l.window = c->value;
-        }
-        if (l.kind == LayerKind::sliding && l.window == 0) {
-            const auto w = r.number_or_default({"sliding_window"});
-            if (!w || w->value == 0) {
-                r.error(Field::sliding_window, r.cfg_.line(), "sliding_attention layers need a sliding_window above 0");
-                return true;
-            }
-            l.window = w->value;
-        }
-    }
+    if (!read_layer_windows(r, specs)) return true;
     a.layer_specs = std::move(specs);
     return true;
 }

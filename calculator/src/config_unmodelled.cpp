@@ -5,75 +5,64 @@
 #include "config_reader.h"
 
 namespace kvscope::importer {
+namespace {
 
-// Config fields that change which layers keep a KV cache, and what the others keep instead. The
-// calculator does not model these layouts yet; a model that has one is computed as if every layer
-// were full attention and says so (Architecture::not_exact), never as an exact answer.
-void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel& out,
-                             const std::vector<std::string>& read, const std::set<std::string, std::less<>>& asked) {
-    struct Known {
-        const char* key;
-        const char* meaning;  // and where the rule is defined
-    };
-    static const Known kKnown[] = {
-        {"attention_chunk_size",
-         "attention within chunks on some layers; which layers is known for Llama 4 only "
-         "(transformers configuration_llama4.py)"},
-    };
-    // Recurrent models whose state KVScope does not size (transformers configuration_rwkv.py).
-    static const char* kStateSpace[] = {"rwkv"};
-    // Layout fields the importer reads (read_windows): not reported.
-    // expert_layer_period/offset place Jamba's experts (an MLP matter, not a cache one).
-    static const char* kRead[] = {"sliding_window_pattern", "layer_types", "expert_layer_period",
-                                  "expert_layer_offset"};
-    // Layout-like fields of a model type that do not change what any layer caches: not reported.
-    struct Harmless {
-        const char* model_type;
-        const char* key;  // and why, with the source
-    };
-    static const Harmless kHarmless[] = {
-        // NoPE layers drop the rotary embedding only; every layer still caches its keys and values
-        // (transformers configuration_smollm3.py, modeling_smollm3.py use_rope).
-        {"smollm3", "no_rope_layer_interval"},
-        {"smollm3", "no_rope_layers"},
-        // Which layers' MLPs are experts (transformers configuration_ernie4_5_moe.py): an MLP matter.
-        {"ernie4_5_moe", "moe_layer_interval"},
-        // The sparsity of each layer's MLP activations (transformers configuration_gemma3n.py).
-        {"gemma3n", "activation_sparsity_pattern"},
-        {"gemma3n_text", "activation_sparsity_pattern"},
-    };
-    // Layer kinds listed, every one of them a kind KVScope knows (an unknown one may keep a state).
-    const auto known_kinds = [&](const char* key) {
-        const Value* list = cfg.find(key);
-        return list != nullptr && list->is_array() &&
-               std::all_of(list->items().begin(), list->items().end(), [](const Value& v) {
-                   return v.is_string() && spec_of_layer_type(v.as_string()).has_value();
-               });
-    };
-    const bool kinds_listed = known_kinds("layer_types") || known_kinds("layers_block_type");
-    // Layer kinds listed, none of them keeping a state (Granite 4.0 Micro: granitemoehybrid, every layer
-    // attention): its mamba_* sizes describe no layer.
-    const bool no_state = kinds_listed && !out.arch.layer_specs.empty() && out.arch.state_layers() == 0;
-    const auto harmless = [&](const std::string& key) {
-        // transformers' Gemma 3 config saves the period it derives layer_types from beside them
-        // (configuration_gemma3.py _sliding_window_pattern); with layer_types read, it says nothing more.
-        if (key == "_sliding_window_pattern" && kinds_listed) return true;
-        return std::any_of(std::begin(kHarmless), std::end(kHarmless),
-                           [&](const Harmless& h) { return key == h.key && (out.model_type == h.model_type); });
-    };
-    // The sizes of a recurrent state, which is memory too and is not counted yet.
-    static const char* kStatePrefixes[] = {"mamba_",      "ssm_",    "linear_",    "conv_L",
-                                           "conv_kernel", "d_state", "state_size", "time_step"};
+struct Known {
+    const char* key;
+    const char* meaning;  // and where the rule is defined
+};
+const Known kKnown[] = {
+    {"attention_chunk_size",
+     "attention within chunks on some layers; which layers is known for Llama 4 only "
+     "(transformers configuration_llama4.py)"},
+};
+// Recurrent models whose state KVScope does not size (transformers configuration_rwkv.py).
+const char* const kStateSpace[] = {"rwkv"};
+// Layout fields the importer reads (read_windows): not reported.
+// expert_layer_period/offset place Jamba's experts (an MLP matter, not a cache one).
+const char* const kRead[] = {"sliding_window_pattern", "layer_types", "expert_layer_period", "expert_layer_offset"};
+// Layout-like fields of a model type that do not change what any layer caches: not reported.
+struct Harmless {
+    const char* model_type;
+    const char* key;  // and why, with the source
+};
+const Harmless kHarmless[] = {
+    // NoPE layers drop the rotary embedding only; every layer still caches its keys and values
+    // (transformers configuration_smollm3.py, modeling_smollm3.py use_rope).
+    {"smollm3", "no_rope_layer_interval"},
+    {"smollm3", "no_rope_layers"},
+    // Which layers' MLPs are experts (transformers configuration_ernie4_5_moe.py): an MLP matter.
+    {"ernie4_5_moe", "moe_layer_interval"},
+    // The sparsity of each layer's MLP activations (transformers configuration_gemma3n.py).
+    {"gemma3n", "activation_sparsity_pattern"},
+    {"gemma3n_text", "activation_sparsity_pattern"},
+};
+// The sizes of a recurrent state, which is memory too and is not counted yet.
+const char* const kStatePrefixes[] = {"mamba_",      "ssm_",    "linear_",    "conv_L",
+                                      "conv_kernel", "d_state", "state_size", "time_step"};
 
-    std::vector<std::string>& reasons = out.arch.not_exact;
-    const auto line_of = [](const Value& v) { return " (line " + std::to_string(v.line()) + ")"; };
-    for (const char* type : kStateSpace)
-        if (out.model_type == type)
-            reasons.push_back("model_type " + out.model_type +
-                              " is a recurrent model whose state per sequence KVScope does not size");
-    // Hunyuan's cross-layer attention: each layer of a group of cla_share_factor reuses the first one's keys and
-    // values (vLLM hunyuan_v1.py _get_cla_factor, HunYuanCrossAttention), so fewer layers store a cache; how an
-    // engine sizes those layers is not modelled.
+// Layer kinds listed, every one of them a kind KVScope knows (an unknown one may keep a state).
+bool known_kinds(const Value& cfg, const char* key) {
+    const Value* list = cfg.find(key);
+    return list != nullptr && list->is_array() &&
+           std::all_of(list->items().begin(), list->items().end(),
+                       [](const Value& v) { return v.is_string() && spec_of_layer_type(v.as_string()).has_value(); });
+}
+
+bool harmless(const std::string& key, const std::string& model_type, bool kinds_listed) {
+    // transformers' Gemma 3 config saves the period it derives layer_types from beside them
+    // (configuration_gemma3.py _sliding_window_pattern); with layer_types read, it says nothing more.
+    if (key == "_sliding_window_pattern" && kinds_listed) return true;
+    return std::any_of(std::begin(kHarmless), std::end(kHarmless),
+                       [&](const Harmless& h) { return key == h.key && (model_type == h.model_type); });
+}
+
+std::string line_of(const Value& v) { return " (line " + std::to_string(v.line()) + ")"; }
+
+// Hunyuan's cross-layer attention: each layer of a group of cla_share_factor reuses the first one's keys and
+// values (vLLM hunyuan_v1.py _get_cla_factor, HunYuanCrossAttention), so fewer layers store a cache; how an
+// engine sizes those layers is not modelled.
+void find_cross_layer_attention(const Value& cfg, std::vector<std::string>& reasons) {
     if (const Value* cla = cfg.find("use_cla"); cla && cla->is_bool() && cla->as_bool()) {
         const Value* factor = cfg.find("cla_share_factor");
         const std::uint64_t f = factor ? factor->as_u64().value_or(1) : 1;
@@ -84,45 +73,98 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
                               std::to_string(f) +
                               " layers stores a cache; counted here as every layer storing its own");
     }
-    // The second line of defence: a list with one entry per layer, or a list of objects (one per layer or block, as
-    // Llama-Nemotron's block_configs), that no rule asked for describes layers KVScope does not know; what it changes
-    // (a layer without attention, other heads, a window) is unknown, so the answer is not exact.
+}
+
+// The second line of defence: a list with one entry per layer, or a list of objects (one per layer or block, as
+// Llama-Nemotron's block_configs), that no rule asked for describes layers KVScope does not know; what it changes
+// (a layer without attention, other heads, a window) is unknown, so the answer is not exact.
+bool per_layer_list(const std::string& key, const Value& v, const Architecture& a) {
     // Lists of token ids and names, whatever their length (transformers configuration_utils.py, generation config).
     static const char* kNotLayers[] = {"architectures", "eos_token_id",       "bos_token_id",
                                        "pad_token_id",  "suppress_tokens",    "begin_suppress_tokens",
                                        "bad_words_ids", "forced_decoder_ids", "stop_token_ids"};
-    const auto per_layer_list = [&](const std::string& key, const Value& v) {
-        if (std::any_of(std::begin(kNotLayers), std::end(kNotLayers), [&](const char* k) { return key == k; }))
-            return false;
-        if (!v.is_array() || v.items().empty()) return false;
-        if (std::all_of(v.items().begin(), v.items().end(), [](const Value& i) { return i.is_object(); })) return true;
-        // One entry per layer, or per layer and MTP layer (DeepSeek-V4's compress_ratios lists its MTP layer too).
-        const std::size_t n = v.items().size();
-        return out.arch.layers > 1 &&
-               (n == out.arch.layers || (out.arch.mtp_layers > 0 && n == out.arch.layers + out.arch.mtp_layers));
-    };
-    // An object of settings no rule read (MiniMax-M3's sparse_attention_config) whose lists of numbers have one entry
-    // per layer: the first such list, else nullptr. The other models' configs (vision, audio) and the weights'
-    // quantization are not about the language model's layers.
+    if (std::any_of(std::begin(kNotLayers), std::end(kNotLayers), [&](const char* k) { return key == k; }))
+        return false;
+    if (!v.is_array() || v.items().empty()) return false;
+    if (std::all_of(v.items().begin(), v.items().end(), [](const Value& i) { return i.is_object(); })) return true;
+    // One entry per layer, or per layer and MTP layer (DeepSeek-V4's compress_ratios lists its MTP layer too).
+    const std::size_t n = v.items().size();
+    return a.layers > 1 && (n == a.layers || (a.mtp_layers > 0 && n == a.layers + a.mtp_layers));
+}
+
+// An object of settings no rule read (MiniMax-M3's sparse_attention_config) whose lists of numbers have one entry
+// per layer: the first such list, else nullptr. The other models' configs (vision, audio) and the weights'
+// quantization are not about the language model's layers.
+const std::pair<std::string, Value>* nested_per_layer_list(const std::string& key, const Value& v,
+                                                           const Architecture& a,
+                                                           const std::set<std::string, std::less<>>& asked) {
     static const char* kNotLayerSettings[] = {"quantization_config", "vision_config",    "audio_config",
                                               "speech_config",       "vision_tower",     "rope_scaling",
                                               "rope_parameters",     "auto_map",         "text_config",
                                               "compression_config",  "generation_config"};
-    const auto nested_per_layer_list = [&](const std::string& key,
-                                           const Value& v) -> const std::pair<std::string, Value>* {
-        if (!v.is_object() || asked.contains(key) ||
-            std::any_of(std::begin(kNotLayerSettings), std::end(kNotLayerSettings),
-                        [&](const char* k) { return key == k; }))
-            return nullptr;
-        for (const auto& m : v.members()) {
-            const Value& list = m.second;
-            const bool numbers = list.is_array() && !list.items().empty() &&
-                                 std::all_of(list.items().begin(), list.items().end(),
-                                             [](const Value& i) { return i.is_number() || i.is_bool(); });
-            if (numbers && per_layer_list(m.first, list)) return &m;
-        }
+    if (!v.is_object() || asked.contains(key) ||
+        std::any_of(std::begin(kNotLayerSettings), std::end(kNotLayerSettings),
+                    [&](const char* k) { return key == k; }))
         return nullptr;
-    };
+    for (const auto& m : v.members()) {
+        const Value& list = m.second;
+        const bool numbers = list.is_array() && !list.items().empty() &&
+                             std::all_of(list.items().begin(), list.items().end(),
+                                         [](const Value& i) { return i.is_number() || i.is_bool(); });
+        if (numbers && per_layer_list(m.first, list, a)) return &m;
+    }
+    return nullptr;
+}
+
+// The not-exact reason for a layout field no rule read: a known one, a per-layer list, a nested per-layer list or
+// a layout-like name; empty for none of them.
+std::string layout_reason(const std::string& key, const Value& value, const Architecture& a,
+                          const std::set<std::string, std::less<>>& asked) {
+    const auto known = std::find_if(std::begin(kKnown), std::end(kKnown), [&](const Known& k) { return key == k.key; });
+    const bool layout_like =
+        key.ends_with("_interval") || key.ends_with("_period") || key.find("pattern") != std::string::npos;
+    if (known != std::end(kKnown)) {
+        return key + line_of(value) + ": " + known->meaning + "; counted here as every layer full attention";
+    }
+    if (per_layer_list(key, value, a) && !asked.contains(key)) {
+        const bool objects = value.items().front().is_object();
+        return key + line_of(value) + " describes the layers one by one (" + std::to_string(value.items().size()) +
+               (objects ? " objects" : " entries") +
+               ") and KVScope does not read it; it may change what a layer keeps (no attention, "
+               "other heads, a window), so every layer is counted as the other fields say";
+    }
+    if (const auto* inner = nested_per_layer_list(key, value, a, asked)) {
+        return key + "." + inner->first + line_of(inner->second) + " describes the layers one by one (" +
+               std::to_string(inner->second.items().size()) +
+               " entries) and KVScope does not read it; it may change what a layer keeps (an index "
+               "key, no attention, a window), so every layer is counted as the other fields say";
+    }
+    if (layout_like) {
+        return key + line_of(value) +
+               " may change which layers keep a KV cache, and KVScope does not know it; "
+               "counted here as every layer full attention";
+    }
+    return {};
+}
+
+}  // namespace
+
+// Config fields that change which layers keep a KV cache, and what the others keep instead. The
+// calculator does not model these layouts yet; a model that has one is computed as if every layer
+// were full attention and says so (Architecture::not_exact), never as an exact answer.
+void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel& out,
+                             const std::vector<std::string>& read, const std::set<std::string, std::less<>>& asked) {
+    const bool kinds_listed = known_kinds(cfg, "layer_types") || known_kinds(cfg, "layers_block_type");
+    // Layer kinds listed, none of them keeping a state (Granite 4.0 Micro: granitemoehybrid, every layer
+    // attention): its mamba_* sizes describe no layer.
+    const bool no_state = kinds_listed && !out.arch.layer_specs.empty() && out.arch.state_layers() == 0;
+
+    std::vector<std::string>& reasons = out.arch.not_exact;
+    for (const char* type : kStateSpace)
+        if (out.model_type == type)
+            reasons.push_back("model_type " + out.model_type +
+                              " is a recurrent model whose state per sequence KVScope does not size");
+    find_cross_layer_attention(cfg, reasons);
     std::vector<std::string> seen;
     bool state = false;
     for (const Value* obj : {&cfg, &root}) {
@@ -131,43 +173,20 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
             const Value& value = member.second;
             if (value.is_null() || std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
             if (std::any_of(std::begin(kRead), std::end(kRead), [&](const char* k) { return key == k; }) ||
-                std::find(read.begin(), read.end(), key) != read.end() || harmless(key))
+                std::find(read.begin(), read.end(), key) != read.end() || harmless(key, out.model_type, kinds_listed))
                 continue;
-            const auto known =
-                std::find_if(std::begin(kKnown), std::end(kKnown), [&](const Known& k) { return key == k.key; });
-            const bool layout_like =
-                key.ends_with("_interval") || key.ends_with("_period") || key.find("pattern") != std::string::npos;
-            if (known != std::end(kKnown)) {
-                seen.push_back(key);
-                reasons.push_back(key + line_of(value) + ": " + known->meaning +
-                                  "; counted here as every layer full attention");
-            } else if (per_layer_list(key, value) && !asked.contains(key)) {
-                seen.push_back(key);
-                const bool objects = value.items().front().is_object();
-                reasons.push_back(key + line_of(value) + " describes the layers one by one (" +
-                                  std::to_string(value.items().size()) + (objects ? " objects" : " entries") +
-                                  ") and KVScope does not read it; it may change what a layer keeps (no attention, "
-                                  "other heads, a window), so every layer is counted as the other fields say");
-            } else if (const auto* inner = nested_per_layer_list(key, value)) {
-                seen.push_back(key);
-                reasons.push_back(key + "." + inner->first + line_of(inner->second) +
-                                  " describes the layers one by one (" + std::to_string(inner->second.items().size()) +
-                                  " entries) and KVScope does not read it; it may change what a layer keeps (an index "
-                                  "key, no attention, a window), so every layer is counted as the other fields say");
-            } else if (layout_like) {
-                seen.push_back(key);
-                reasons.push_back(key + line_of(value) +
-                                  " may change which layers keep a KV cache, and KVScope does not know it; "
-                                  "counted here as every layer full attention");
-            } else if (!state && !out.arch.recurrent && !no_state &&
-                       std::any_of(std::begin(kStatePrefixes), std::end(kStatePrefixes),
-                                   [&](const char* p) { return key.starts_with(p); })) {
+            std::string reason = layout_reason(key, value, out.arch, asked);
+            if (reason.empty() && !state && !out.arch.recurrent && !no_state &&
+                std::any_of(std::begin(kStatePrefixes), std::end(kStatePrefixes),
+                            [&](const char* p) { return key.starts_with(p); })) {
                 state = true;
-                seen.push_back(key);
-                reasons.push_back(key + line_of(value) +
-                                  " sizes a recurrent state (Mamba, linear attention or convolution), which is "
-                                  "memory per sequence that is not counted yet");
+                reason = key + line_of(value) +
+                         " sizes a recurrent state (Mamba, linear attention or convolution), which is "
+                         "memory per sequence that is not counted yet";
             }
+            if (reason.empty()) continue;
+            seen.push_back(key);
+            reasons.push_back(std::move(reason));
         }
     }
 }

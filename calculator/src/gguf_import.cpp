@@ -341,32 +341,24 @@ KvDtype weight_format(const std::map<std::uint32_t, std::uint64_t>& by_type, Imp
     return nearest;
 }
 
-}  // namespace
-
-Result<ImportedModel> import(const File& f, const std::string& source) {
-    ImportedModel out;
-    const Value* arch_value = f.find("general.architecture");
-    if (!arch_value || arch_value->type != Type::string || arch_value->s.empty())
-        return FieldError{"general.architecture",
-                          source + ": general.architecture is missing; llama.cpp cannot load a GGUF without it"};
-    const std::string t = arch_value->s;
-    out.model_type = t;
-    Keys k(f, t, source);
+// The layer count, the heads and the sizes every architecture gives; `kv` gets the KV heads of each layer. The
+// errors that stop the import, or none.
+Errors read_dimensions(const File& f, Keys& k, const std::string& source, ImportedModel& out,
+                       std::vector<std::uint64_t>& kv) {
     Architecture& a = out.arch;
-    if (const Value* name = f.find("general.name"); name && name->type == Type::string) a.name = name->s;
-
+    const std::string& t = k.arch();
     // Required for every architecture (llama-model.cpp load_hparams).
     a.max_positions = k.required("context_length");
     a.hidden_size = k.required("embedding_length");
     a.layers = k.required("block_count");
     if (!k.errors().empty()) return k.errors();
     if (a.layers == 0)
-        return FieldError{Field::layers, source + ": " + t + ".block_count is 0; a model has at least one layer"};
+        return {FieldError{Field::layers, source + ": " + t + ".block_count is 0; a model has at least one layer"}};
     if (a.layers > kMaxLayers)
-        return FieldError{Field::layers, source + ": " + t + ".block_count is " + format_count(a.layers) +
-                                             ", more layers than any model has"};
+        return {FieldError{Field::layers, source + ": " + t + ".block_count is " + format_count(a.layers) +
+                                              ", more layers than any model has"}};
     const std::vector<std::uint64_t> heads = k.per_layer("attention.head_count", a.layers);
-    std::vector<std::uint64_t> kv = k.per_layer("attention.head_count_kv", a.layers);
+    kv = k.per_layer("attention.head_count_kv", a.layers);
     if (!k.errors().empty()) return k.errors();
     if (kv.empty()) kv = heads;  // head_count_kv defaults to head_count
     a.query_heads = first_nonzero(heads);
@@ -387,34 +379,38 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
     } else if (const Value* tokens = f.find("tokenizer.ggml.tokens"); tokens && tokens->is_array()) {
         a.vocab_size = tokens->count;
     }
+    return {};
+}
 
-    if (t == "deepseek2") {
-        const auto rank = k.number("attention.kv_lora_rank");
-        const auto k_mla = k.number("attention.key_length_mla"), v_mla = k.number("attention.value_length_mla");
-        const std::uint64_t rope = k.number("rope.dimension_count").value_or(a.head_dim_k);
-        if (rank && k_mla && v_mla && *k_mla > rope) {
-            // MLA as llama.cpp caches it: one latent of kv_lora_rank and the rotary key per token and layer
-            // (key_length = kv_lora_rank + rope; K only, the values are read back from the latent).
-            a.mla = MlaDims{*rank, rope, *k_mla - rope, *v_mla, k.number("attention.q_lora_rank").value_or(0), 0};
-            a.head_dim_k = *k_mla, a.head_dim_v = *v_mla;
-            a.kv_heads = a.query_heads;  // every query head reads the one latent (as the config.json's count)
-            kv.assign(a.layers, a.kv_heads);
-        } else if (rank && k_mla && *k_mla <= rope) {
-            // Present but no larger than the rotary part: no latent fits in it, and no rule here reads the file.
-            a.not_exact.push_back("deepseek2.attention.key_length_mla is " + std::to_string(*k_mla) +
-                                  ", not more than the rotary dimension " + std::to_string(rope) +
-                                  ", so it holds no latent; the cache is counted as full keys and values for every "
-                                  "head, as a GGUF without it is");
-        } else if (rank) {
-            out.notes.emplace_back(
-                "this GGUF has no deepseek2.attention.key_length_mla: it predates llama.cpp's MLA cache, and "
-                "llama.cpp caches full keys and values for every head (convert the model again for the latent cache)");
-        }
+// deepseek2's attention keys; `kv` gets every layer's KV heads when the latent is cached.
+void read_mla(Keys& k, ImportedModel& out, std::vector<std::uint64_t>& kv) {
+    Architecture& a = out.arch;
+    const auto rank = k.number("attention.kv_lora_rank");
+    const auto k_mla = k.number("attention.key_length_mla"), v_mla = k.number("attention.value_length_mla");
+    const std::uint64_t rope = k.number("rope.dimension_count").value_or(a.head_dim_k);
+    if (rank && k_mla && v_mla && *k_mla > rope) {
+        // MLA as llama.cpp caches it: one latent of kv_lora_rank and the rotary key per token and layer
+        // (key_length = kv_lora_rank + rope; K only, the values are read back from the latent).
+        a.mla = MlaDims{*rank, rope, *k_mla - rope, *v_mla, k.number("attention.q_lora_rank").value_or(0), 0};
+        a.head_dim_k = *k_mla, a.head_dim_v = *v_mla;
+        a.kv_heads = a.query_heads;  // every query head reads the one latent (as the config.json's count)
+        kv.assign(a.layers, a.kv_heads);
+    } else if (rank && k_mla && *k_mla <= rope) {
+        // Present but no larger than the rotary part: no latent fits in it, and no rule here reads the file.
+        a.not_exact.push_back("deepseek2.attention.key_length_mla is " + std::to_string(*k_mla) +
+                              ", not more than the rotary dimension " + std::to_string(rope) +
+                              ", so it holds no latent; the cache is counted as full keys and values for every "
+                              "head, as a GGUF without it is");
+    } else if (rank) {
+        out.notes.emplace_back(
+            "this GGUF has no deepseek2.attention.key_length_mla: it predates llama.cpp's MLA cache, and "
+            "llama.cpp caches full keys and values for every head (convert the model again for the latent cache)");
     }
-    read_moe(k, out);
-    read_layers(k, out, kv);
-    if (!k.errors().empty()) return k.errors();
+}
 
+// The not-exact reasons for an architecture without a rule here and for the keys no rule read.
+void find_unread_keys(const File& f, const Keys& k, Architecture& a) {
+    const std::string& t = k.arch();
     if (std::find(kKnown.begin(), kKnown.end(), t) == kKnown.end())
         a.not_exact.push_back("general.architecture '" + t +
                               "' has no rule here: every layer is taken as attention over the whole context with " + t +
@@ -431,14 +427,18 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
                 break;
             }
     }
+}
 
+// The weights, their format and the MLP's shape from the tensor infos. The errors that stop the import, or none.
+Errors read_weights(const File& f, const std::string& source, ImportedModel& out) {
+    Architecture& a = out.arch;
     // Weights exactly as stored, and the shape of the MLP from the tensors' names.
     Checked weights(0);
     std::map<std::uint32_t, std::uint64_t> by_type;
     bool gate = false, ffn_tensors = false, bias = false, output = false;
     for (const TensorInfo& tensor : f.tensors) {
         auto b = tensor_bytes(tensor);
-        if (!b) return FieldError{"gguf", source + ": " + b.errors().front().message};
+        if (!b) return {FieldError{"gguf", source + ": " + b.errors().front().message}};
         weights += Checked(*b);
         by_type[tensor.type] += *b;  // bounded by `weights`, checked in the same loop
         if (tensor.name.starts_with("blk.") && tensor.name.find(".ffn_") != std::string::npos) ffn_tensors = true;
@@ -446,7 +446,7 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
         if (tensor.name.starts_with("blk.") && tensor.name.find(".attn_q.bias") != std::string::npos) bias = true;
         if (tensor.name == "output.weight") output = true;
     }
-    if (weights.overflow()) return FieldError{"gguf", source + ": the tensors' sizes overflow 64 bits"};
+    if (weights.overflow()) return {FieldError{"gguf", source + ": the tensors' sizes overflow 64 bits"}};
     out.weights_bytes = weights.value();
     out.weights_source = format_count(out.weights_bytes) + " bytes, exact from the GGUF's " +
                          format_count_of(f.tensors.size(), "tensor", "tensors");
@@ -456,17 +456,16 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
                              format_count_of(f.tensors.size(), "tensor", "tensors") + " (the file lacks their data)";
         out.notes.push_back(*missing);
     }
-    a.gated_mlp = ffn_tensors ? gate : !one_of(t, {"falcon", "starcoder2", "starcoder"});
+    a.gated_mlp = ffn_tensors ? gate : !one_of(out.model_type, {"falcon", "starcoder2", "starcoder"});
     a.attention_bias = bias;
     a.tied_embeddings = !f.tensors.empty() && !output;  // llama.cpp reuses token_embd when output.weight is absent
     count_parameters(f, out);
     out.weight_dtype = weight_format(by_type, out);
+    return {};
+}
 
-    // llama.cpp caches keys and values in f16 unless told otherwise (common/common.h cache_type_k/v).
-    out.kv_dtype = KvDtype::fp16;
-    out.kv_dtype_source = "llama.cpp's default cache type; its --cache-type-k/-v change it";
-    out.engine = Engine::llama_cpp;
-
+// validate()'s problems with the architecture `t` of `f` read, each said as the file's keys.
+Errors said_as_keys(const File& f, const std::string& t, const std::string& source, const Architecture& a) {
     // The calculator's checks, said as the file's keys (llama-model.cpp load_hparams reads them): a missing head
     // count is one problem, not also the head dimensions it would have given.
     Errors problems = validate(a);
@@ -495,7 +494,39 @@ Result<ImportedModel> import(const File& f, const std::string& source) {
         p.message = source + ": " + (key.empty() ? "" : key + ": ") + p.message;
         said.push_back(std::move(p));
     }
-    if (!said.empty()) return said;
+    return said;
+}
+
+}  // namespace
+
+Result<ImportedModel> import(const File& f, const std::string& source) {
+    ImportedModel out;
+    const Value* arch_value = f.find("general.architecture");
+    if (!arch_value || arch_value->type != Type::string || arch_value->s.empty())
+        return FieldError{"general.architecture",
+                          source + ": general.architecture is missing; llama.cpp cannot load a GGUF without it"};
+    const std::string t = arch_value->s;
+    out.model_type = t;
+    Keys k(f, t, source);
+    Architecture& a = out.arch;
+    if (const Value* name = f.find("general.name"); name && name->type == Type::string) a.name = name->s;
+
+    std::vector<std::uint64_t> kv;
+    if (Errors e = read_dimensions(f, k, source, out, kv); !e.empty()) return e;
+    if (t == "deepseek2") read_mla(k, out, kv);
+    read_moe(k, out);
+    read_layers(k, out, kv);
+    if (!k.errors().empty()) return k.errors();
+
+    find_unread_keys(f, k, a);
+    if (Errors e = read_weights(f, source, out); !e.empty()) return e;
+
+    // llama.cpp caches keys and values in f16 unless told otherwise (common/common.h cache_type_k/v).
+    out.kv_dtype = KvDtype::fp16;
+    out.kv_dtype_source = "llama.cpp's default cache type; its --cache-type-k/-v change it";
+    out.engine = Engine::llama_cpp;
+
+    if (Errors said = said_as_keys(f, t, source, a); !said.empty()) return said;
     return out;
 }
 
