@@ -480,7 +480,7 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
     std::vector<std::pair<std::string, std::string>> rows{
         {"GPU", dep.gpu.name + ", " + format_bytes_both(dep.gpu.memory_bytes, u) + " each"},
         {"engine", std::string(to_string(dep.engine)) +
-                       (dep.engine == Engine::sglang && !dep.fraction_given
+                       (default_fraction_per_gpu(dep.engine) && !dep.fraction_given
                             ? std::string(" (fraction: SGLang's own for the GPU and each layout)")
                             : " (fraction " + fraction_text(dep.fraction) + ")")},
         {"weights", weights_text(dep)},

@@ -12,6 +12,7 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/curves.h"
 #include "kvscope/calculator/scenario.h"
+#include "kvscope/calculator/tables.h"
 #include "kvscope/calculator/units.h"
 
 namespace kvscope::cli {
@@ -19,8 +20,21 @@ namespace kvscope::cli {
 enum class Format { table, json, csv };
 
 // The commands of kvscope-cli, and `window`: the desktop app, which takes the scenario options too.
-enum class Command : std::uint8_t { models, gpus, kv, compare, sweep, fit, plan, devices, probe, stopwatch, window };
-constexpr std::size_t kCommandCount = 11;
+enum class Command : std::uint8_t {
+    models,
+    gpus,
+    kv,
+    compare,
+    sweep,
+    fit,
+    plan,
+    devices,
+    probe,
+    stopwatch,
+    window,
+    last_ = window
+};
+constexpr std::size_t kCommandCount = enum_count<Command>();
 std::string_view to_string(Command c);
 std::optional<Command> parse_command(std::string_view name);
 // "models, gpus, kv, …, stopwatch": kvscope-cli's commands.

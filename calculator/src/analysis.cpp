@@ -27,14 +27,14 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
     r.formula = derivation_text(*derivation, options.units);
     r.state_formula = state_derivation_text(s.arch, s.parallel, s.workload.batch, options.units);
 
-    std::vector<std::string> too_large;
+    std::vector<LeftOutVariant> too_large;
     auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel, &too_large);
     CurveOptions curve_options = options.curves;
     if (curve_options.max_tokens == 0) {
         curve_options.max_tokens = std::max(s.arch.max_positions, s.workload.context_tokens);
         curve_options.lower_end_to_fit = true;
     }
-    std::vector<std::string> off_chart;
+    std::vector<LeftOutVariant> off_chart;
     auto curves = options.with_curves ? kv_curves(s.arch, s.kv_dtype, s.workload, s.parallel, curve_options, &off_chart)
                                       : Result<Curves>(Curves{});
     // The deployment's weight format when there is one (the fit counts the same weights).
@@ -52,20 +52,20 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
     r.variants = *variants;
     // A layout left out of the comparison or the chart is said, never silently missing (the percentages still
     // compare with MHA).
-    for (const std::string& name : too_large) {
-        const bool also = std::find(off_chart.begin(), off_chart.end(), name) != off_chart.end();
-        r.kv.warnings.push_back(name + " is left out of the comparison" + (also ? " and the chart" : "") +
+    for (const LeftOutVariant& v : too_large) {
+        const bool also = std::find(off_chart.begin(), off_chart.end(), v) != off_chart.end();
+        r.kv.warnings.push_back(v.name + " is left out of the comparison" + (also ? " and the chart" : "") +
                                 ": its cache at this context and batch would pass 2^64 bytes (16 EiB)" +
-                                (name == "MHA" ? "; the % of MHA still compares with its size" : ""));
+                                (v.series == VariantKind::mha ? "; the % of MHA still compares with its size" : ""));
     }
     if (curves->lowered_from > 0 && !curves->tokens.empty())
         r.curve_warnings.push_back("the chart ends at " + format_count(curves->tokens.back()) + " tokens, not at " +
                                    format_count(curves->lowered_from) + ": past it the cache of " +
                                    format_count_of(s.workload.batch, "sequence", "sequences") +
                                    " would pass 2^64 bytes (16 EiB)");
-    for (const std::string& name : off_chart)
-        if (std::find(too_large.begin(), too_large.end(), name) == too_large.end())
-            r.curve_warnings.push_back(name +
+    for (const LeftOutVariant& v : off_chart)
+        if (std::find(too_large.begin(), too_large.end(), v) == too_large.end())
+            r.curve_warnings.push_back(v.name +
                                        " is left out of the chart: its cache would pass 2^64 bytes (16 EiB) before "
                                        "the chart's end at " +
                                        format_count(curves->tokens.empty() ? 0 : curves->tokens.back()) + " tokens");

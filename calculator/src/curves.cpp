@@ -30,7 +30,7 @@ std::vector<std::uint64_t> spaced_tokens(const CurveOptions& o) {
 }
 
 Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload& workload, const Parallelism& parallel,
-                         CurveOptions options, std::vector<std::string>* too_large) {
+                         CurveOptions options, std::vector<LeftOutVariant>* too_large) {
     if (options.max_tokens == 0)
         options.max_tokens = arch.max_positions > 0 ? arch.max_positions : workload.context_tokens;
     // The same rule as the comparison: the model's own cache must work at the workload's context.
@@ -67,7 +67,7 @@ Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload
             if (shape.is_model)
                 return overflow_error(Field::max_tokens,
                                       "the curve's end at " + format_count(c.tokens.back()) + " tokens");
-            if (too_large != nullptr) too_large->push_back(shape.name);
+            if (too_large != nullptr) too_large->push_back({shape.name, shape.series});
             continue;
         }
         Curve curve;

@@ -22,7 +22,8 @@ struct EngineInfo {
     std::string_view id;
     double fraction;
     std::string_view rule;
-    bool takes_fraction = true;  // the engine has a memory-fraction setting
+    bool takes_fraction = true;     // the engine has a memory-fraction setting
+    bool fraction_per_gpu = false;  // its default is derived for the GPU and layout, not `fraction`
 };
 
 constexpr std::array<EngineInfo, kEngineCount> kEngines{{
@@ -30,7 +31,8 @@ constexpr std::array<EngineInfo, kEngineCount> kEngines{{
      "total x gpu_memory_utilization - weights - profile-run peak - non-torch memory - CUDA graphs (0.21 on)"},
     {Engine::sglang, "sglang", 0.88,
      "(total - in use before loading) x mem_fraction_static - weights; the fraction SGLang's own for the GPU unless "
-     "given"},
+     "given",
+     true, true},
     {Engine::tensorrt_llm, "tensorrt-llm", 0.90,
      "(total - weights - profiling-run peak - memory outside torch) x free_gpu_memory_fraction"},
     {Engine::llama_cpp, "llama.cpp", 1.0,
@@ -45,6 +47,7 @@ static_assert(lists_in_order(kEngines, [](const EngineInfo& e) { return e.engine
 std::string_view to_string(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).id; }
 double default_fraction(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).fraction; }
 bool engine_takes_fraction(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).takes_fraction; }
+bool default_fraction_per_gpu(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).fraction_per_gpu; }
 std::string_view budget_rule(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).rule; }
 
 std::optional<Engine> parse_engine(std::string_view text) {

@@ -10,6 +10,7 @@
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/units.h"
+#include "kvscope/calculator/vllm_pages.h"
 #include "wide.h"
 
 namespace kvscope {

@@ -71,7 +71,7 @@ std::string replication_text(std::uint64_t replication) {
 }
 
 Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype dtype, const Workload& workload,
-                                              const Parallelism& parallel, std::vector<std::string>* too_large) {
+                                              const Parallelism& parallel, std::vector<LeftOutVariant>* too_large) {
     // The model's own layout must work; a variant the parallel layout cannot
     // express (tensor parallel against its head count) is left out.
     const auto own = kv_cache_report(arch, dtype, workload, parallel);
@@ -95,7 +95,7 @@ Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype 
             const Checked state = layout->all_gpu_state_bytes_per_sequence() * workload.batch;
             if (total.overflow() || per_token.overflow() || state.overflow()) {
                 // Left out, never shown as a wrapped or clamped figure; named so that every report can say so.
-                if (too_large != nullptr) too_large->push_back(shape.name);
+                if (too_large != nullptr) too_large->push_back({shape.name, shape.series});
                 if (shape.series == VariantKind::mha)
                     mha_bytes = layout->all_gpu_bytes_per_sequence_approx(workload.context_tokens) *
                                 static_cast<long double>(workload.batch);

@@ -50,6 +50,7 @@ struct MlaSmem {
     static_assert(stages >= std::size_t{kM} * kDv * 4, "the stages hold the output at the end");
 };
 
+// NOLINTBEGIN(readability-function-size): a device kernel, one pass over the cache in registers
 template <int F>
 __global__ void __launch_bounds__(kMmaWarps * 32, 2)
     decode_mla_kernel(const SlotDev* slots, const float* q, ShapeDev sh, SplitDev sp, float* part_out, float* part_ml) {
@@ -209,6 +210,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
         part_ml[((first_row + r) * sp.splits + split) * 2 + 1] = l_run;
     }
 }
+// NOLINTEND(readability-function-size)
 
 }  // namespace
 

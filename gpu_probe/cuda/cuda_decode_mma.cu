@@ -74,6 +74,7 @@ struct MmaSmem {
     static_assert(stages >= std::size_t{kMmaWarps} * kM * D * 4, "the stages hold the warps' outputs at the end");
 };
 
+// NOLINTBEGIN(readability-function-size): a device kernel, one pass over the cache in registers
 template <int F, int D>
 __global__ void __launch_bounds__(kMmaWarps * 32, 2)
     decode_mma_kernel(const SlotDev* slots, const float* q, ShapeDev sh, SplitDev sp, float* part_out, float* part_ml) {
@@ -237,6 +238,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, 2)
         }
     }
 }
+// NOLINTEND(readability-function-size)
 
 template <int F>
 DecodeFn mma_for_width(std::uint64_t d) {

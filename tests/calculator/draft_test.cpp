@@ -8,6 +8,7 @@
 #include "kvscope/calculator/draft.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/scenario_file.h"
+#include "kvscope/calculator/vllm_pages.h"
 #include "testing.h"
 
 namespace kvscope {

@@ -15,6 +15,7 @@
 #include "kvscope/calculator/report_json.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/calculator/variants.h"
+#include "kvscope/calculator/vllm_pages.h"
 #include "testing.h"
 
 namespace kvscope {

@@ -69,11 +69,11 @@ TEST(Limits, ALayoutPast2To64BytesIsNamedAndThePercentagesStillCompareWithMha) {
     EXPECT_TRUE(says(curve_warnings(*r_far), "the chart ends at"));
 
     // A context so long that MHA's cache of one sequence passes 2^64 bytes: its size is summed in long double.
-    std::vector<std::string> too_large;
+    std::vector<LeftOutVariant> too_large;
     auto v = compare_variants(catalog_arch("llama-3-8b"), KvDtype::bf16, {.context_tokens = 100'000'000'000'000}, {},
                               &too_large);
     ASSERT_TRUE(v) << v.error_text();
-    EXPECT_EQ(too_large, std::vector<std::string>{"MHA"});
+    EXPECT_EQ(too_large, (std::vector<LeftOutVariant>{{"MHA", VariantKind::mha}}));
     EXPECT_DOUBLE_EQ((*v)[0].percent_of_mha, 25.0);
 
     // Within 64 bits nothing is left out or said.

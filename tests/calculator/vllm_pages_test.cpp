@@ -6,6 +6,7 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/deployment.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/vllm_pages.h"
 #include "testing.h"
 
 namespace kvscope {

@@ -48,12 +48,14 @@ QString shortcuts_html(const QMenuBar* menus) {
 
 QString how_it_calculates_html() {
     QString engines;
-    for (Engine e : {Engine::vllm, Engine::sglang, Engine::tensorrt_llm, Engine::llama_cpp, Engine::plain})
+    for (std::size_t i = 0; i < kEngineCount; ++i) {
+        const auto e = static_cast<Engine>(i);
         engines += QStringLiteral("<li><b>%1</b> (default fraction %2): %3</li>")
                        .arg(q(std::string(to_string(e))),
-                            e == Engine::sglang ? QObject::tr("SGLang's own for the GPU")
-                                                : QString::number(default_fraction(e), 'f', 2),
+                            default_fraction_per_gpu(e) ? QObject::tr("its own for the GPU")
+                                                        : QString::number(default_fraction(e), 'f', 2),
                             q(std::string(budget_rule(e))).toHtmlEscaped());
+    }
     return QObject::tr(
                "<h3>How KVScope calculates</h3>"
                "<p><b>The KV cache</b> is one formula, summed over the layers:</p>"

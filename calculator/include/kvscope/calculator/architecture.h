@@ -8,6 +8,7 @@
 
 #include "kvscope/calculator/kv_dtype.h"
 #include "kvscope/calculator/result.h"
+#include "kvscope/calculator/tables.h"
 
 namespace kvscope {
 
@@ -59,8 +60,9 @@ enum class LayerKind : std::uint8_t {
     shared,     // attention over another layer's cache (Gemma 3n): no bytes of its own
     recurrent,  // no KV: a fixed state per sequence (Mamba, linear attention, short convolution)
     none,       // keeps nothing (an MLP-only block)
+    last_ = none,
 };
-constexpr std::size_t kLayerKindCount = 6;  // the members above
+constexpr std::size_t kLayerKindCount = enum_count<LayerKind>();
 std::string_view to_string(LayerKind kind);
 std::optional<LayerKind> parse_layer_kind(std::string_view text);
 std::string layer_kind_ids();  // "full, sliding, …": the names parse_layer_kind reads
@@ -100,8 +102,9 @@ enum class StateKind : std::uint8_t {
     short_conv,        // LFM2: conv (k-1) x hidden; no SSM state
     kimi_delta,        // Kimi Linear's KDA: conv (k-1) x 3·heads·head_dim (q, k, v); SSM heads x head_dim x head_dim
     rg_lru,            // RecurrentGemma's RG-LRU: conv (k-1) x hidden; a recurrence of lru_width values
+    last_ = rg_lru,
 };
-constexpr std::size_t kStateKindCount = 7;  // the members above
+constexpr std::size_t kStateKindCount = enum_count<StateKind>();
 std::string_view to_string(StateKind kind);
 std::optional<StateKind> parse_state_kind(std::string_view text);
 std::string state_kind_ids();  // the names parse_state_kind reads

@@ -46,7 +46,7 @@ std::vector<std::uint64_t> spaced_tokens(const CurveOptions& options);
 // (lower_end_to_fit); another layout's is left out and named in `too_large` (when given), as compare_variants leaves
 // it out of the comparison.
 Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload& workload, const Parallelism& parallel,
-                         CurveOptions options = {}, std::vector<std::string>* too_large = nullptr);
+                         CurveOptions options = {}, std::vector<LeftOutVariant>* too_large = nullptr);
 
 // What a deployment's fit counts against its KV budget at each of the curves' token counts, over all GPUs as the
 // chart draws them: the layers as the engine keeps them (vLLM's hybrid pages, llama.cpp's windows and f32 state, a

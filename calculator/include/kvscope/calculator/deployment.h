@@ -10,7 +10,9 @@
 #include "kvscope/calculator/draft.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/kv_dtype.h"
+#include "kvscope/calculator/vllm_pages.h"
 #include "kvscope/calculator/result.h"
+#include "kvscope/calculator/tables.h"
 #include "kvscope/calculator/units.h"
 #include "kvscope/calculator/weight_quant.h"
 #include "kvscope/calculator/workload.h"
@@ -29,8 +31,8 @@ struct GpuSpec {
 };
 
 // How an inference engine decides what memory the KV cache may use.
-enum class Engine { vllm, sglang, tensorrt_llm, llama_cpp, plain };
-constexpr std::size_t kEngineCount = 5;
+enum class Engine { vllm, sglang, tensorrt_llm, llama_cpp, plain, last_ = plain };
+constexpr std::size_t kEngineCount = enum_count<Engine>();
 std::string_view to_string(Engine engine);
 std::optional<Engine> parse_engine(std::string_view text);
 std::string engine_list();
@@ -39,6 +41,9 @@ std::string engine_list();
 double default_fraction(Engine engine);
 // Whether the engine has a memory-fraction setting (llama.cpp and plain take what is left).
 bool engine_takes_fraction(Engine engine);
+// Whether the engine's default fraction is derived for the GPU and layout rather than one number (SGLang's:
+// sglang_default_fraction), so that help and tables say so instead of default_fraction's.
+bool default_fraction_per_gpu(Engine engine);
 // One line describing the engine's rule, for help and reports.
 std::string_view budget_rule(Engine engine);
 

@@ -10,6 +10,7 @@
 
 #include "kvscope/calculator/architecture.h"
 #include "kvscope/calculator/result.h"
+#include "kvscope/calculator/tables.h"
 #include "kvscope/calculator/weight_quant.h"
 
 namespace kvscope {
@@ -28,8 +29,9 @@ enum class DraftMethod : std::uint8_t {
     // An EAGLE-3 head (llama_eagle3.py): its decoder layers, the first reading 2H (qkv_proj), fc over three of the
     // target's hidden states (3 x target H -> H), its own LM head over draft_vocab_size; the target's embedding.
     eagle3,
+    last_ = eagle3,
 };
-constexpr std::size_t kDraftMethodCount = 3;
+constexpr std::size_t kDraftMethodCount = enum_count<DraftMethod>();
 std::string_view to_string(DraftMethod method);
 std::optional<DraftMethod> parse_draft_method(std::string_view text);
 std::string draft_method_list();  // "draft_model, eagle, eagle3"

@@ -10,11 +10,12 @@
 #include <string_view>
 
 #include "kvscope/calculator/checked.h"
+#include "kvscope/calculator/tables.h"
 
 namespace kvscope {
 
-enum class KvDtype { fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, int4, q8_0, q4_0, mxfp4 };
-constexpr std::size_t kKvDtypeCount = 10;
+enum class KvDtype { fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, int8, int4, q8_0, q4_0, mxfp4, last_ = mxfp4 };
+constexpr std::size_t kKvDtypeCount = enum_count<KvDtype>();
 
 struct KvDtypeInfo {
     KvDtype dtype;

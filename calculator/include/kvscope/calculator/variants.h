@@ -8,6 +8,7 @@
 #include "kvscope/calculator/architecture.h"
 #include "kvscope/calculator/kv_dtype.h"
 #include "kvscope/calculator/result.h"
+#include "kvscope/calculator/tables.h"
 #include "kvscope/calculator/workload.h"
 
 namespace kvscope {
@@ -16,8 +17,8 @@ namespace kvscope {
 // variant's place never depends on its name. `own`: the model's layout when none of the uniform ones is (a
 // model whose layers have heads of their own, or whose layers do not attend).
 // allocated: no layout of its own, the curves' series of what the deployment's engine allocates (allocated_curve).
-enum class VariantKind : std::uint8_t { mha, gqa, mqa, mla, own, all_full, allocated };
-constexpr std::size_t kVariantKindCount = 7;
+enum class VariantKind : std::uint8_t { mha, gqa, mqa, mla, own, all_full, allocated, last_ = allocated };
+constexpr std::size_t kVariantKindCount = enum_count<VariantKind>();
 
 struct Variant {
     std::string name;  // "MHA", "GQA-8", "MQA", "MLA"
@@ -60,6 +61,14 @@ struct VariantShape {
     bool is_model = false;  // the model's own layout (arch equals the model's)
 };
 
+// A shape left out of the comparison or the chart because its cache would pass 2^64 bytes: its name, and which
+// line it is (so that a report can say what follows from MHA's being left out without matching its name).
+struct LeftOutVariant {
+    std::string name;
+    VariantKind series = VariantKind::mha;
+    friend bool operator==(const LeftOutVariant&, const LeftOutVariant&) = default;
+};
+
 // MHA, GQA (see above), MQA, then MLA where the model has it, then "all full attention" for a model
 // with layers of other kinds (the head variants apply to its attention layers only). A model none of
 // whose layers attends has just itself ("no attention").
@@ -70,6 +79,6 @@ std::vector<VariantShape> variant_shapes(const Architecture& arch);
 // still compare with MHA's size, taken in long double when it is one of them.
 Result<std::vector<Variant>> compare_variants(const Architecture& arch, KvDtype dtype, const Workload& workload,
                                               const Parallelism& parallel = {},
-                                              std::vector<std::string>* too_large = nullptr);
+                                              std::vector<LeftOutVariant>* too_large = nullptr);
 
 }  // namespace kvscope
