@@ -26,6 +26,7 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/curves.h"
 #include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/gguf.h"
 #include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/kv_cache.h"

@@ -3,6 +3,7 @@
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/parameters.h"
 #include "kvscope/calculator/report_json.h"
 #include "table.h"
 

@@ -8,11 +8,13 @@
 #include "kvscope/calculator/analysis.h"
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/explain.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/report_json.h"
+#include "kvscope/calculator/weights.h"
 #include "probe_commands.h"
 #include "table.h"
 
@@ -23,19 +25,7 @@ using json::Value;
 
 std::string usage_error(const Errors& errors_in, const std::string& command) {
     Errors errors = errors_in;
-    // vLLM's settings come only from their options: named as typed.
-    for (auto& e : errors) {
-        if (e.input == Field::max_num_batched_tokens) e.field = "--max-num-batched-tokens";
-        if (e.input == Field::max_num_seqs) e.field = "--max-num-seqs";
-        if (e.input == Field::vllm_version) e.field = "--vllm-version";
-        if (e.input == Field::max_num_tokens) e.field = "--max-num-tokens";
-        // The workload's figures as the options that set them (a config file's own keys keep their names).
-        if (e.input == Field::context_tokens && e.field == "context_tokens") e.field = "--context";
-        if (e.input == Field::batch && e.field == "batch") e.field = "--batch";
-        if (e.input == Field::max_tokens && e.field == "max_tokens") e.field = "--to";
-        if (e.input == Field::gpu_memory && e.field == "gpu_memory") e.field = "--gpu-memory";
-        if (e.input == Field::gpu_bandwidth && e.field == "gpu_bandwidth") e.field = "--gpu-bandwidth";
-    }
+    name_as_options(errors);  // the inputs as the options that set them
     std::string line = "kvscope-cli" + (command.empty() ? "" : " " + command) + ": " + join_errors(errors);
     return line + "\n";
 }
@@ -438,11 +428,7 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
     if (o.max_pp) limits.max_pp = *o.max_pp;
     auto plan = plan_deployments(s.arch, s.kv_dtype, s.workload, *s.deployment, limits);
     if (!plan) {
-        Errors errors = plan.errors();
-        for (auto& e : errors)  // the limits are the options that set them
-            if (e.input == Field::gpus_per_node || e.input == Field::max_pp)
-                e.field = e.input == Field::max_pp ? "--max-pp" : "--gpus-per-node";
-        return {"", usage_error(errors, o.command), kExitUsage};
+        return {"", usage_error(plan.errors(), o.command), kExitUsage};
     }
     Output r;
     if (o.format == Format::json) {

@@ -12,6 +12,79 @@
 
 namespace kvscope::gui {
 
+namespace {
+
+// The window's own options, each declared once: the parser and usage() read this table (the scenario options are
+// kvscope-cli's, app/options/options.cpp).
+struct WindowOption {
+    const char* name;
+    const char* metavar;  // empty for a flag
+    const char* heading;  // the usage section it is listed under; empty: not listed (bench/'s --startup-probe)
+    const char* help;
+    // Sets it from its value (empty for a flag), adding what is wrong to `errors`.
+    void (*set)(CommandLine& c, const QString& value, Errors& errors);
+    std::optional<QString> CommandLine::*file = nullptr;  // the file it writes (exports), or nullptr
+};
+
+constexpr const char* kChart = "chart";
+constexpr const char* kExports = "exports (no window is shown)";
+constexpr const char* kOther = "other";
+
+const WindowOption kWindowOptions[] = {
+    {"--log-bytes", "", kChart, "the bytes axis in log (default: log when MHA would squash the model's own curve)",
+     [](CommandLine& c, const QString&, Errors&) { c.log_bytes = true; }},
+    {"--linear-bytes", "", kChart, "the bytes axis linear",
+     [](CommandLine& c, const QString&, Errors&) { c.log_bytes = false; }},
+    {"--export-chart", "OUT", kExports, "the chart: .png, .svg or .pdf",
+     [](CommandLine& c, const QString& v, Errors&) { c.export_chart = v; }, &CommandLine::export_chart},
+    {"--export-csv", "OUT", kExports, "the curves as CSV",
+     [](CommandLine& c, const QString& v, Errors&) { c.export_csv = v; }, &CommandLine::export_csv},
+    {"--export-json", "OUT", kExports, "every figure as JSON (kvscope-cli's JSON contract)",
+     [](CommandLine& c, const QString& v, Errors&) { c.export_json = v; }, &CommandLine::export_json},
+    {"--export-report", "OUT", kExports, "a PDF report",
+     [](CommandLine& c, const QString& v, Errors&) { c.export_report = v; }, &CommandLine::export_report},
+    {"--size", "WxH", kExports, "the chart's size (default 1200x700)",
+     [](CommandLine& c, const QString& v, Errors& errors) {
+         const QStringList wh = v.toLower().split('x');
+         bool ok_w = false, ok_h = false;
+         if (wh.size() == 2) c.chart_size.logical = QSize(wh[0].toInt(&ok_w), wh[1].toInt(&ok_h));
+         if (!ok_w || !ok_h)
+             errors.push_back({"--size", "'" + v.toStdString() + "' is not WIDTHxHEIGHT (for example 1600x900)"});
+     }},
+    {"--scale", "F", kExports, "a PNG's pixels per point (default 2)",
+     [](CommandLine& c, const QString& v, Errors& errors) {
+         bool ok = false;
+         c.chart_size.scale = v.toDouble(&ok);
+         if (!ok) errors.push_back({"--scale", "'" + v.toStdString() + "' is not a number (for example 2)"});
+     }},
+    {"--screenshots", "FOLDER", kOther, "render every screen of the window as PNG files into FOLDER, then exit",
+     [](CommandLine& c, const QString& v, Errors&) { c.screenshots_dir = v; }},
+    {"--startup-probe", "", "", "", [](CommandLine& c, const QString&, Errors&) { c.startup_probe = true; }},
+    {"-h", "", "", "", [](CommandLine& c, const QString&, Errors&) { c.help = true; }},
+    {"--help", "", kOther, "this help (-h)", [](CommandLine& c, const QString&, Errors&) { c.help = true; }},
+    {"--version", "", kOther, "the version", [](CommandLine& c, const QString&, Errors&) { c.version = true; }},
+};
+
+const WindowOption* window_option(const QString& name) {
+    for (const WindowOption& w : kWindowOptions)
+        if (name == QLatin1String(w.name)) return &w;
+    return nullptr;
+}
+
+// The rows under `heading`, as kvscope-cli's help lists its options.
+std::string window_options_help(const char* heading) {
+    std::string lines;
+    for (const WindowOption& w : kWindowOptions) {
+        if (std::string_view(w.heading) != heading) continue;
+        std::string head = std::string("  ") + w.name + (*w.metavar ? std::string(" ") + w.metavar : "");
+        head += head.size() < 22 ? std::string(22 - head.size(), ' ') : "\n" + std::string(22, ' ');
+        lines += head + w.help + "\n";
+    }
+    return std::string(heading) + ":\n" + lines;
+}
+
+}  // namespace
+
 QString usage() {
     // The scenario options are the ones kvscope-cli declares for the window (app/options/options.cpp).
     return QStringLiteral(
@@ -23,18 +96,9 @@ QString usage() {
                "(the teaching model the first time); the exports need one of them.\n"
                "\n"
                "Scenario (as in kvscope-cli):\n") +
-           QString::fromStdString(cli::options_help(cli::Command::window)) +
+           QString::fromStdString(cli::options_help(cli::Command::window) + window_options_help(kChart) +
+                                  window_options_help(kExports) + window_options_help(kOther)) +
            QStringLiteral(
-               "chart:\n"
-               "  --log-bytes | --linear-bytes   the bytes axis (default: log when MHA would squash the model's own "
-               "curve)\n"
-               "\n"
-               "Exports (no window is shown):\n"
-               "  --export-chart OUT.png|svg|pdf   --export-csv OUT.csv   --export-json OUT.json\n"
-               "  --export-report OUT.pdf          --size WIDTHxHEIGHT (default 1200x700)   --scale F (PNG, default "
-               "2)\n"
-               "\n"
-               "  -h, --help   --version\n"
                "\n"
                "examples:\n"
                "  kvscope --model llama-3-70b --context 128k --kv-dtype fp8 --batch 8 --gpu h100-sxm --gpus 2\n"
@@ -54,11 +118,6 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
         c.open_file = words.front();
         return c;
     }
-    const std::map<QString, std::optional<QString>*> paths{{"--export-chart", &c.export_chart},
-                                                           {"--export-csv", &c.export_csv},
-                                                           {"--export-json", &c.export_json},
-                                                           {"--export-report", &c.export_report},
-                                                           {"--screenshots", &c.screenshots_dir}};
     for (qsizetype i = 0; i < args.size(); ++i) {
         QString arg = args.at(i);
         std::optional<QString> inline_value;
@@ -66,44 +125,25 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
             inline_value = arg.mid(eq + 1);
             arg = arg.left(eq);
         }
-        auto value = [&]() -> std::optional<QString> {
-            if (inline_value) return inline_value;
-            if (i + 1 < args.size()) return args.at(++i);
-            errors.push_back({arg.toStdString(), "needs a value"});
-            return std::nullopt;
-        };
-        if (arg == "-h" || arg == "--help")
-            c.help = true;
-        else if (arg == "--version")
-            c.version = true;
-        else if (arg == "--startup-probe")
-            c.startup_probe = true;
-        else if (arg == "--log-bytes")
-            c.log_bytes = true;
-        else if (arg == "--linear-bytes")
-            c.log_bytes = false;
-        else if (auto p = paths.find(arg); p != paths.end())
-            *p->second = value();
-        else if (arg == "--size") {
-            if (auto v = value()) {
-                const QStringList wh = v->toLower().split('x');
-                bool ok_w = false, ok_h = false;
-                if (wh.size() == 2) c.chart_size.logical = QSize(wh[0].toInt(&ok_w), wh[1].toInt(&ok_h));
-                if (!ok_w || !ok_h)
-                    errors.push_back(
-                        {"--size", "'" + v->toStdString() + "' is not WIDTHxHEIGHT (for example 1600x900)"});
-            }
-        } else if (arg == "--scale") {
-            if (auto v = value()) {
-                bool ok = false;
-                c.chart_size.scale = v->toDouble(&ok);
-                if (!ok) errors.push_back({"--scale", "'" + v->toStdString() + "' is not a number (for example 2)"});
-            }
-        } else {
+        const WindowOption* own = window_option(arg);
+        if (!own) {
             // Everything else is a scenario option, read exactly as kvscope-cli reads it.
             // (values of those options pass through here too, in order).
             rest.push_back(args.at(i).toStdString());
+            continue;
         }
+        QString value;
+        if (*own->metavar) {
+            if (inline_value) {
+                value = *inline_value;
+            } else if (i + 1 < args.size()) {
+                value = args.at(++i);
+            } else {
+                errors.push_back({arg.toStdString(), "needs a value"});
+                continue;
+            }
+        }
+        own->set(c, value, errors);
     }
     // No word names a command here: a stray one is an "unexpected argument".
     auto options = cli::parse_options(rest, cli::Command::window);
@@ -127,10 +167,10 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
                           "'" + c.export_report->toStdString() + "': the report is a PDF; give a .pdf file name"});
     // Where no export can be written, none is: a folder given as a file, or a folder that does not exist, is said
     // before the first file is written (so that no set of exports is left half-done).
-    for (const auto& [option, path] :
-         {std::pair{"--export-chart", &c.export_chart}, std::pair{"--export-csv", &c.export_csv},
-          std::pair{"--export-json", &c.export_json}, std::pair{"--export-report", &c.export_report}}) {
-        if (!*path) continue;
+    std::vector<std::pair<const char*, const std::optional<QString>*>> exports;  // the exports given
+    for (const WindowOption& w : kWindowOptions)
+        if (w.file && c.*w.file) exports.emplace_back(w.name, &(c.*w.file));
+    for (const auto& [option, path] : exports) {
         const QFileInfo info(**path);
         if (info.isDir())
             errors.push_back({option, "'" + (*path)->toStdString() + "' is a folder; give a file name in it"});
@@ -138,14 +178,9 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
             errors.push_back({option, "the folder '" + info.absolutePath().toStdString() + "' does not exist"});
     }
     // Two exports to one file: the second would silently replace the first.
-    const std::pair<const char*, const std::optional<QString>*> exports[] = {{"--export-chart", &c.export_chart},
-                                                                             {"--export-csv", &c.export_csv},
-                                                                             {"--export-json", &c.export_json},
-                                                                             {"--export-report", &c.export_report}};
-    for (std::size_t i = 0; i < std::size(exports); ++i)
+    for (std::size_t i = 0; i < exports.size(); ++i)
         for (std::size_t j = 0; j < i; ++j)
-            if (*exports[i].second && *exports[j].second &&
-                QFileInfo(**exports[i].second).absoluteFilePath() == QFileInfo(**exports[j].second).absoluteFilePath())
+            if (QFileInfo(**exports[i].second).absoluteFilePath() == QFileInfo(**exports[j].second).absoluteFilePath())
                 errors.push_back({exports[i].first, "'" + exports[i].second->value().toStdString() + "' is the file " +
                                                         exports[j].first + " writes; give each export its own file"});
     if (!errors.empty()) return errors;

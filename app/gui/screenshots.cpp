@@ -23,8 +23,10 @@
 #include <functional>
 
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/draft_import.h"
 #include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/scenario_file.h"
+#include "kvscope/calculator/weights.h"
 #include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/context_input.h"
 #include "kvscope/ui/deployment_view.h"

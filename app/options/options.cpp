@@ -120,6 +120,9 @@ struct Declared {
     // Commands that refuse it for a reason worth more than "does not take it", and the reason.
     Commands explained = 0;
     std::string why = {};
+    // The scenario's input it sets: an error on that input, still named by the input's key, is named as this option
+    // (name_as_options).
+    Field input = Field::none;
 };
 
 // plan tries every layout itself: a fixed one would be silently ignored.
@@ -195,9 +198,9 @@ const std::vector<Declared>& declared() {
          text(&Options::data_dir)},
         {"--context", "N", S::workload, kScenario,
          "tokens per sequence: 8192, 8k (= 8192), 128k, 1M; default 8k or the model's max",
-         parsed(&Options::context, parse_token_count)},
+         parsed(&Options::context, parse_token_count), 0, "", Field::context_tokens},
         {"--batch", "N", S::workload, kScenario, "concurrent sequences (default 1)",
-         parsed(&Options::batch, parse_count)},
+         parsed(&Options::batch, parse_count), 0, "", Field::batch},
         {"--kv-dtype", "D", S::workload, kScenario, kv_dtype_list() + " (default: the config's dtype)",
          text(&Options::kv_dtype)},
         {"--mamba-cache-dtype", "D", S::workload, kScenario,
@@ -220,9 +223,10 @@ const std::vector<Declared>& declared() {
         {"--gpus", "N", S::deployment, kFit | kWindow, "how many GPUs (default tp x pp; alone it sets --tp)",
          parsed(&Options::gpus, parse_count), kPlan, kPlanTriesLayouts},
         {"--gpu-memory", "SIZE", S::deployment, kFit | kPlan | kWindow, "your own GPU: memory (80GiB, 24GB) …",
-         parsed(&Options::gpu_memory, parse_gpu_memory)},
+         parsed(&Options::gpu_memory, parse_gpu_memory), 0, "", Field::gpu_memory},
         {"--gpu-bandwidth", "B", S::deployment, kFit | kPlan | kWindow,
-         "… and bandwidth in bytes/s (3350GB = 3.35 TB/s)", parsed(&Options::gpu_bandwidth, parse_bandwidth)},
+         "… and bandwidth in bytes/s (3350GB = 3.35 TB/s)", parsed(&Options::gpu_bandwidth, parse_bandwidth), 0, "",
+         Field::gpu_bandwidth},
         {"--engine", "E", S::deployment, kFit | kPlan | kWindow, engine_list() + " (default vllm)",
          text(&Options::engine)},
         {"--utilization", "F", S::deployment, kFit | kPlan | kWindow,
@@ -240,15 +244,15 @@ const std::vector<Declared>& declared() {
          parsed(&Options::overhead, parse_bytes)},
         {"--max-num-batched-tokens", "N", S::deployment, kFit | kPlan | kWindow,
          "vLLM: tokens in one step of its profile run (default: vLLM's for the GPU)",
-         parsed(&Options::max_num_batched_tokens, parse_token_count)},
+         parsed(&Options::max_num_batched_tokens, parse_token_count), 0, "", Field::max_num_batched_tokens},
         {"--max-num-seqs", "N", S::deployment, kFit | kPlan | kWindow,
          "vLLM: sequences in one step, whose logits the profile run samples (default: vLLM's)",
-         parsed(&Options::max_num_seqs, parse_count)},
+         parsed(&Options::max_num_seqs, parse_count), 0, "", Field::max_num_seqs},
         {"--enforce-eager", "", S::deployment, kFit | kPlan | kWindow, "vLLM: no CUDA graphs",
          flag(&Options::enforce_eager)},
         {"--max-num-tokens", "N", S::deployment, kFit | kPlan | kWindow,
          "TensorRT-LLM: tokens in one step and in its profiling run, as --max_num_tokens (default 8192)",
-         parsed(&Options::max_num_tokens, parse_token_count)},
+         parsed(&Options::max_num_tokens, parse_token_count), 0, "", Field::max_num_tokens},
         {"--ubatch", "N", S::deployment, kFit | kPlan | kWindow,
          "llama.cpp: the micro-batch of its compute buffer, as -ub (default 512)",
          parsed(&Options::ubatch, parse_token_count)},
@@ -268,21 +272,21 @@ const std::vector<Declared>& declared() {
          text(&Options::draft_method)},
         {"--vllm-version", "V", S::deployment, kFit | kPlan | kWindow,
          "the vLLM version whose startup rules apply: 0.6 and on (default 0." + std::to_string(kDefaultVllmMinor) + ")",
-         text(&Options::vllm_version)},
+         text(&Options::vllm_version), 0, "", Field::vllm_version},
         {"--points", "N", S::sweep, kSweep, "how many context lengths (default 12 in a table, 512 in JSON/CSV)",
          parsed(&Options::points, parse_count)},
         {"--from", "N", S::sweep, kSweep, "the first context length (default 128)",
          parsed(&Options::from, parse_token_count)},
         {"--to", "N", S::sweep, kSweep, "the last (default the model's max positions)",
-         parsed(&Options::to, parse_token_count)},
+         parsed(&Options::to, parse_token_count), 0, "", Field::max_tokens},
         {"--linear", "", S::sweep, kSweep | kWindow, "linear spacing of the context lengths (default: log)",
          flag(&Options::linear)},
         {"--all-layers", "", S::output, kKv, "list every layer instead of grouping them by kind and window",
          flag(&Options::all_layers)},
         {"--gpus-per-node", "N", S::plan, kPlan, "GPUs in a node, the most tensor parallel uses (default 8)",
-         parsed(&Options::gpus_per_node, parse_count)},
+         parsed(&Options::gpus_per_node, parse_count), 0, "", Field::gpus_per_node},
         {"--max-pp", "N", S::plan, kPlan, "the most pipeline stages (nodes) to try (default 8)",
-         parsed(&Options::max_pp, parse_count)},
+         parsed(&Options::max_pp, parse_count), 0, "", Field::max_pp},
         {"--backend", "B", S::probe, kProbe | kStopwatch,
          "auto, or a backend kvscope-cli devices lists (default auto: a GPU when one answers)",
          text(&Options::backend)},
@@ -354,6 +358,14 @@ bool names_scenario(const Options& o) {
             (section_bit(Section::model) | section_bit(Section::workload) | section_bit(Section::deployment))) != 0;
 }
 bool names_deployment(const Options& o) { return (o.sections_given & section_bit(Section::deployment)) != 0; }
+
+void name_as_options(Errors& errors) {
+    for (FieldError& e : errors) {
+        if (e.input == Field::none || e.field != to_string(e.input)) continue;
+        for (const Declared& d : declared())
+            if (d.input == e.input) e.field = d.name;
+    }
+}
 
 std::string options_help(Command command) {
     std::string out;

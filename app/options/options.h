@@ -79,8 +79,9 @@ struct Options {
     std::optional<std::string> backend, prompt;
     std::optional<std::uint64_t> tokens, runs, memory_limit, ceiling_size;
     // llama.cpp: the micro-batch (-ub) and flash attention (-fa on|off) its compute buffer depends on.
-    std::optional<std::uint64_t> ubatch, max_num_tokens;
+    std::optional<std::uint64_t> ubatch;
     std::optional<std::string> flash_attn;
+    std::optional<std::uint64_t> max_num_tokens;  // TensorRT-LLM: tokens in one step and in its profiling run
     // A separate draft model for speculative decoding ("none" removes a saved one), and vLLM's method for it.
     std::optional<std::string> draft, draft_method;
     bool step = false;
@@ -96,6 +97,11 @@ Result<Options> parse_options(const std::vector<std::string>& args, std::optiona
 // whether a deployment option was: read from the sections the options are declared in.
 bool names_scenario(const Options& o);
 bool names_deployment(const Options& o);
+
+// Errors on an input an option sets (the workload's figures, the GPU's own memory and bandwidth, the engines'
+// settings, plan's limits), still named by the input's key, named as that option ("--context" for
+// context_tokens); a config file's own keys keep their names. Read from the options' declarations.
+void name_as_options(Errors& errors);
 
 // The options `command` takes, grouped under headings ("model:", "workload:", …), one per line with its help.
 std::string options_help(Command command);

@@ -4,12 +4,14 @@
 #include <cctype>
 #include <string_view>
 
+#include "kvscope/calculator/draft_import.h"
 #include "kvscope/calculator/gguf.h"
 #include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/safetensors.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/calculator/tables.h"
+#include "kvscope/calculator/weights.h"
 #include "options.h"
 
 namespace kvscope::cli {

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include "kvscope/calculator/fit.h"
+#include "kvscope/calculator/parameters.h"
 #include "kvscope/calculator/units.h"
+#include "kvscope/calculator/weights.h"
 
 namespace kvscope {
 

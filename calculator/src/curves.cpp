@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kvscope/calculator/engine_layers.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/units.h"
 

@@ -2,9 +2,14 @@
 
 #include <map>
 
+#include "kvscope/calculator/engine_layers.h"
+#include "kvscope/calculator/engine_reserve.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/parameters.h"
 #include "kvscope/calculator/units.h"
+#include "kvscope/calculator/weights.h"
 
 namespace kvscope {
 namespace {
@@ -50,12 +55,6 @@ double attention_flops(const Architecture& arch, const Workload& workload, std::
         sum += per * static_cast<ld>(layers) * static_cast<ld>(kept);
     }
     return static_cast<double>(sum);
-}
-
-std::uint64_t matmul_parameters(const Architecture& arch) {
-    const ParameterCount params = parameters(arch);
-    const std::uint64_t embedding_read = arch.tied_embeddings ? 0 : params.embedding;
-    return params.active > embedding_read ? params.active - embedding_read : params.active;
 }
 
 TokenWork token_work(const Architecture& arch, const Workload& workload, std::uint64_t tokens) {

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <limits>
 
-#include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/tables.h"
@@ -15,56 +14,6 @@
 #include "wide.h"
 
 namespace kvscope {
-namespace {
-
-struct EngineInfo {
-    Engine engine;
-    std::string_view id;
-    double fraction;
-    std::string_view rule;
-    bool takes_fraction = true;     // the engine has a memory-fraction setting
-    bool fraction_per_gpu = false;  // its default is derived for the GPU and layout, not `fraction`
-};
-
-constexpr std::array<EngineInfo, kEngineCount> kEngines{{
-    {Engine::vllm, "vllm", 0.90,
-     "total x gpu_memory_utilization - weights - profile-run peak - non-torch memory - CUDA graphs (0.21 on)"},
-    {Engine::sglang, "sglang", 0.88,
-     "(total - in use before loading) x mem_fraction_static - weights; the fraction SGLang's own for the GPU unless "
-     "given",
-     true, true},
-    {Engine::tensorrt_llm, "tensorrt-llm", 0.90,
-     "(total - weights - profiling-run peak - memory outside torch) x free_gpu_memory_fraction"},
-    {Engine::llama_cpp, "llama.cpp", 1.0,
-     "total - weights - compute buffers - runtime overhead; one contiguous cache for n_ctx", false},
-    {Engine::plain, "plain", 1.0, "total - weights - activation reserve - runtime overhead", false},
-}};
-static_assert(lists_in_order(kEngines, [](const EngineInfo& e) { return e.engine; }),
-              "kEngines: one entry per Engine, in order");
-
-}  // namespace
-
-std::string_view to_string(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).id; }
-double default_fraction(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).fraction; }
-bool engine_takes_fraction(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).takes_fraction; }
-bool default_fraction_per_gpu(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).fraction_per_gpu; }
-std::string_view budget_rule(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).rule; }
-
-std::optional<Engine> parse_engine(std::string_view text) {
-    const std::string t = ascii_lower(text);
-    for (const auto& e : kEngines)
-        if (t == e.id) return e.engine;
-    if (t == "trt-llm" || t == "trtllm" || t == "tensorrt_llm" || t == "tensorrtllm") return Engine::tensorrt_llm;
-    if (t == "llama-cpp" || t == "llamacpp" || t == "llama_cpp") return Engine::llama_cpp;
-    return std::nullopt;
-}
-
-std::string engine_list() {
-    std::string out;
-    for (const auto& e : kEngines) out += (out.empty() ? "" : ", ") + std::string(e.id);
-    return out;
-}
-
 SglangDefault sglang_default_fraction(const Deployment& d, const Parallelism& parallel) {
     // sglang/srt/server_args.py ServerArgs._handle_gpu_memory_settings (PR #10975, v0.5.3 on): gpu_mem is the GPU's
     // memory in MiB (nvidia-smi); the chunked-prefill size and CUDA-graph batch follow it, then
@@ -151,13 +100,6 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
             e.push_back(
                 {Field::weight_dtype, "the weights' quantization (" + d.weight_quant->method + ") " + *problem});
     return e;
-}
-
-std::string reserve_text(const FitReport& f, UnitSystem units) {
-    std::string text;
-    for (const ReserveItem& item : f.reserve_items)
-        text += (text.empty() ? "" : ", ") + item.name + " " + format_bytes(item.bytes, units);
-    return text.empty() ? "none" : text;
 }
 
 }  // namespace kvscope

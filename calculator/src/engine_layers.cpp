@@ -3,6 +3,8 @@
 #include "kvscope/calculator/deployment.h"
 
 #include "kvscope/calculator/checked.h"
+#include "kvscope/calculator/engine_layers.h"
+#include "kvscope/calculator/engine_reserve.h"
 
 namespace kvscope {
 

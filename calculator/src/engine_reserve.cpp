@@ -5,6 +5,8 @@
 #include <limits>
 
 #include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/engine_layers.h"
+#include "kvscope/calculator/engine_reserve.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/tables.h"
 #include "kvscope/calculator/units.h"

@@ -5,12 +5,16 @@
 #include <cmath>
 #include <limits>
 
-#include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/engine_layers.h"
+#include "kvscope/calculator/engine_reserve.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/parameters.h"
 #include "kvscope/calculator/units.h"
 #include "kvscope/calculator/vllm_pages.h"
+#include "kvscope/calculator/weights.h"
 #include "wide.h"
 
 namespace kvscope {
@@ -645,6 +649,13 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     auto served = served_layers(checkpoint, d);
     if (!served) return served.errors();
     return FitStages(checkpoint, kv_dtype, workload_in, parallel_in, d, *served).run();
+}
+
+std::string reserve_text(const FitReport& f, UnitSystem units) {
+    std::string text;
+    for (const ReserveItem& item : f.reserve_items)
+        text += (text.empty() ? "" : ", ") + item.name + " " + format_bytes(item.bytes, units);
+    return text.empty() ? "none" : text;
 }
 
 }  // namespace kvscope

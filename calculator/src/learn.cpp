@@ -6,7 +6,9 @@
 #include <map>
 
 #include "kvscope/calculator/derivation.h"
+#include "kvscope/calculator/parameters.h"
 #include "kvscope/calculator/units.h"
+#include "kvscope/calculator/weights.h"
 
 namespace kvscope {
 

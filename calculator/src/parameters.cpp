@@ -1,9 +1,10 @@
 // The parameter count of a model from its shape, layer by layer: attention on the layers that attend, the
 // recurrent mixer on the layers that keep a state, the MLP or experts where the layer has one. Published
 // counts win (parameters()); the estimate says it is one.
+#include "kvscope/calculator/parameters.h"
+
 #include <limits>
 
-#include "kvscope/calculator/architecture.h"
 #include "kvscope/calculator/checked.h"
 
 namespace kvscope {
@@ -198,6 +199,12 @@ ParameterCount parameters(const Architecture& a) {
         p.linear_active = rest(p.active, rest(shape.active, shape.linear_active));
     }
     return p;
+}
+
+std::uint64_t matmul_parameters(const Architecture& arch) {
+    const ParameterCount params = parameters(arch);
+    const std::uint64_t embedding_read = arch.tied_embeddings ? 0 : params.embedding;
+    return params.active > embedding_read ? params.active - embedding_read : params.active;
 }
 
 }  // namespace kvscope

@@ -4,6 +4,7 @@
 
 #include "kvscope/calculator/checked.h"
 #include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/units.h"
 
 namespace kvscope {

@@ -12,6 +12,7 @@
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/tables.h"
 #include "kvscope/calculator/variants.h"
+#include "kvscope/calculator/weights.h"
 
 namespace kvscope {
 

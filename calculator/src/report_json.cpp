@@ -1,8 +1,13 @@
 #include "kvscope/calculator/report_json.h"
 
 #include <algorithm>
+#include <optional>
 
+#include "kvscope/calculator/engine_reserve.h"
+#include "kvscope/calculator/fit.h"
+#include "kvscope/calculator/parameters.h"
 #include "kvscope/calculator/scenario_file.h"
+#include "kvscope/calculator/weights.h"
 
 namespace kvscope {
 
@@ -181,7 +186,121 @@ void weights_and_engine_settings(const Scenario& s, Value& o, const FitReport* f
     }
 }
 
+// vLLM's hybrid page layout as the fit's JSON gives it (null when it does not apply).
+Value hybrid_layout_json(const std::optional<HybridPages>& pages) {
+    if (!pages) return Value();
+    Value p = Value::object();
+    p.set("attention_block_tokens", Value::number(pages->attention_block));
+    p.set("page_bytes", Value::number(pages->page_bytes));
+    p.set("state_bytes_per_layer", Value::number(pages->state_bytes));
+    p.set("group_size",
+          Value::number(pages->model_group_size > 0 ? pages->model_group_size : pages->stages.front().group_size));
+    p.set("attention_groups", Value::number(pages->stages.front().attention_groups));
+    p.set("state_groups", Value::number(pages->stages.front().state_groups));
+    p.set("sliding_groups", Value::number(pages->stages.front().sliding_groups));
+    p.set("sliding_window_tokens", Value::number(pages->window));
+    // What the windowed groups hold: "sliding" windows, or "chunked" local attention (the window is the chunk).
+    p.set("windowed_layers", pages->window == 0 ? Value() : Value::string(pages->chunked ? "chunked" : "sliding"));
+    return p;
+}
+
+Value reserve_items_json(const std::vector<ReserveItem>& reserve_items) {
+    Value items = Value::array();
+    for (const ReserveItem& item : reserve_items) {
+        Value it = Value::object();
+        it.set("name", Value::string(item.name));
+        it.set("bytes", Value::number(item.bytes));
+        it.set("how", Value::string(item.how));
+        items.push(std::move(it));
+    }
+    return items;
+}
+
+// Every member of FitReport once, in the order the fit's JSON writes them: its key and value, or where the report
+// gives it instead (the deployment's keys, the draft's object, the notes) or why it is not in the JSON. A member
+// added to FitReport and not here fails ReportJson.EveryFitReportMemberIsDeclaredOnce.
+template <class V>
+void fit_members(const FitReport& f, V& v) {
+    v.elsewhere(f.engine, "engine: the deployment's");
+    v.elsewhere(f.gpus, "gpu_count: the deployment's");
+    v.elsewhere(f.fraction, "utilization, beside the deployment's keys");
+    v.elsewhere(f.weights_quant, "weight_quantization.scheme");
+    v.elsewhere(f.weights_quantized_parameters, "weight_quantization.quantized_parameters");
+    v.elsewhere(f.draft_parameters, "draft.parameters");
+    v.elsewhere(f.draft_parameters_estimated, "draft.parameters_estimated");
+    v.elsewhere(f.draft_weights_bytes, "draft.weights_bytes");
+    v.elsewhere(f.draft_weights_bytes_per_gpu, "draft.weights_bytes_per_gpu");
+    v.elsewhere(f.draft_kv_bytes_per_token, "draft.kv_bytes_per_token");
+    v.elsewhere(f.draft_kv_bytes_per_gpu, "draft.kv_bytes_per_gpu");
+    v.value(f.memory_bytes_per_gpu, "memory_bytes_per_gpu", Value::number(f.memory_bytes_per_gpu));
+    v.value(f.parameters, "parameters", Value::number(f.parameters));
+    v.value(f.parameters_estimated, "parameters_estimated", Value::boolean(f.parameters_estimated));
+    v.value(f.weights_bytes, "weights_bytes", Value::number(f.weights_bytes));
+    v.value(f.weights_bytes_per_gpu, "weights_bytes_per_gpu", Value::number(f.weights_bytes_per_gpu));
+    v.value(f.weights_exact, "weights_exact", Value::boolean(f.weights_exact));
+    if (f.weights_exact)
+        v.value(f.weights_source, "weights_source", Value::string(f.weights_source));
+    else
+        v.elsewhere(f.weights_source, "weights_source: only where the weights are exact");
+    v.value(f.reserve_bytes_per_gpu, "reserve_bytes_per_gpu", Value::number(f.reserve_bytes_per_gpu));
+    v.value(f.reserve_items, "reserve_items", reserve_items_json(f.reserve_items));
+    v.value(f.reserve_estimated, "reserve_estimated", Value::boolean(f.reserve_estimated));
+    v.value(f.kv_budget_bytes, "kv_budget_bytes", Value::number_signed(f.kv_budget_bytes));
+    v.value(f.kv_budget_bytes_per_gpu, "kv_budget_bytes_per_gpu", Value::number_signed(f.kv_budget_bytes_per_gpu));
+    v.value(f.kv_bytes_per_gpu, "kv_cache_bytes_per_gpu", Value::number(f.kv_bytes_per_gpu));
+    v.value(f.state_bytes_per_gpu, "state_bytes_per_gpu", Value::number(f.state_bytes_per_gpu));
+    v.value(f.memory_bytes_per_gpu_needed, "memory_bytes_needed_per_gpu", Value::number(f.memory_bytes_per_gpu_needed));
+    v.value(f.plain_memory_bytes_per_gpu, "plain_memory_bytes_per_gpu", Value::number(f.plain_memory_bytes_per_gpu));
+    v.value(f.engine_pages, "vllm_hybrid_layout", hybrid_layout_json(f.engine_pages));
+    v.value(f.startup_bytes_per_gpu, "vllm_startup_bytes_per_gpu", Value::number(f.startup_bytes_per_gpu));
+    v.value(f.short_at_startup, "short_at_startup", Value::boolean(f.short_at_startup));
+    v.value(f.headroom_from_startup, "headroom_from_startup", Value::boolean(f.headroom_from_startup));
+    v.value(f.fits, "fits", Value::boolean(f.fits));
+    v.value(f.headroom_bytes_per_gpu, "headroom_bytes_per_gpu", Value::number_signed(f.headroom_bytes_per_gpu));
+    v.elsewhere(f.free_bytes_per_gpu, "not in the JSON: memory_bytes_per_gpu less the budget and reserve");
+    v.value(f.max_batch, "max_batch", Value::number(f.max_batch));
+    // null: no limit
+    v.value(f.max_context, "max_context", f.max_context_unbounded ? Value() : Value::number(f.max_context));
+    v.elsewhere(f.max_context_unbounded, "max_context: null");
+    v.elsewhere(f.unbounded_reason, "not in the JSON: max_context null, and the text's reason");
+    v.value(f.max_context_limited_by_model, "max_context_limited_by_model",
+            Value::boolean(f.max_context_limited_by_model));
+    v.value(f.tokens_capacity, "tokens_capacity", Value::number(f.tokens_capacity));
+    v.elsewhere(f.notes, "notes, after the decode figures");
+    v.elsewhere(f.warnings, "warnings, after the notes");
+}
+
+// Writes the members fit_members gives a key into the fit's object.
+struct FitJsonWriter {
+    Value& out;
+    template <class M>
+    void value(const M&, const char* key, Value v) {
+        out.set(key, std::move(v));
+    }
+    template <class M>
+    void elsewhere(const M&, const char*) {}
+};
+
+// Lists them (fit_report_members).
+struct FitMemberList {
+    std::vector<DeclaredMember> members;
+    template <class M>
+    void value(const M& member, const char* key, const Value&) {
+        members.push_back({&member, sizeof(M), key, ""});
+    }
+    template <class M>
+    void elsewhere(const M& member, const char* where) {
+        members.push_back({&member, sizeof(M), "", where});
+    }
+};
+
 }  // namespace
+
+std::vector<DeclaredMember> fit_report_members(const FitReport& f) {
+    FitMemberList list;
+    fit_members(f, list);
+    return list.members;
+}
 
 Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimate& d, const MeasuredStep* measured) {
     Value o = Value::object();
@@ -195,58 +314,8 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         o.set("utilization", Value::number(f.fraction));
         weights_and_engine_settings(s, o, &f);
     }
-    o.set("memory_bytes_per_gpu", Value::number(f.memory_bytes_per_gpu));
-    o.set("parameters", Value::number(f.parameters));
-    o.set("parameters_estimated", Value::boolean(f.parameters_estimated));
-    o.set("weights_bytes", Value::number(f.weights_bytes));
-    o.set("weights_bytes_per_gpu", Value::number(f.weights_bytes_per_gpu));
-    o.set("weights_exact", Value::boolean(f.weights_exact));
-    if (f.weights_exact) o.set("weights_source", Value::string(f.weights_source));
-    o.set("reserve_bytes_per_gpu", Value::number(f.reserve_bytes_per_gpu));
-    Value items = Value::array();
-    for (const ReserveItem& item : f.reserve_items) {
-        Value it = Value::object();
-        it.set("name", Value::string(item.name));
-        it.set("bytes", Value::number(item.bytes));
-        it.set("how", Value::string(item.how));
-        items.push(std::move(it));
-    }
-    o.set("reserve_items", std::move(items));
-    o.set("reserve_estimated", Value::boolean(f.reserve_estimated));
-    o.set("kv_budget_bytes", Value::number_signed(f.kv_budget_bytes));
-    o.set("kv_budget_bytes_per_gpu", Value::number_signed(f.kv_budget_bytes_per_gpu));
-    o.set("kv_cache_bytes_per_gpu", Value::number(f.kv_bytes_per_gpu));
-    o.set("state_bytes_per_gpu", Value::number(f.state_bytes_per_gpu));
-    o.set("memory_bytes_needed_per_gpu", Value::number(f.memory_bytes_per_gpu_needed));
-    o.set("plain_memory_bytes_per_gpu", Value::number(f.plain_memory_bytes_per_gpu));
-    if (f.engine_pages) {
-        Value p = Value::object();
-        p.set("attention_block_tokens", Value::number(f.engine_pages->attention_block));
-        p.set("page_bytes", Value::number(f.engine_pages->page_bytes));
-        p.set("state_bytes_per_layer", Value::number(f.engine_pages->state_bytes));
-        p.set("group_size",
-              Value::number(f.engine_pages->model_group_size > 0 ? f.engine_pages->model_group_size
-                                                                 : f.engine_pages->stages.front().group_size));
-        p.set("attention_groups", Value::number(f.engine_pages->stages.front().attention_groups));
-        p.set("state_groups", Value::number(f.engine_pages->stages.front().state_groups));
-        p.set("sliding_groups", Value::number(f.engine_pages->stages.front().sliding_groups));
-        p.set("sliding_window_tokens", Value::number(f.engine_pages->window));
-        // What the windowed groups hold: "sliding" windows, or "chunked" local attention (the window is the chunk).
-        p.set("windowed_layers",
-              f.engine_pages->window == 0 ? Value() : Value::string(f.engine_pages->chunked ? "chunked" : "sliding"));
-        o.set("vllm_hybrid_layout", std::move(p));
-    } else {
-        o.set("vllm_hybrid_layout", Value());
-    }
-    o.set("vllm_startup_bytes_per_gpu", Value::number(f.startup_bytes_per_gpu));
-    o.set("short_at_startup", Value::boolean(f.short_at_startup));
-    o.set("headroom_from_startup", Value::boolean(f.headroom_from_startup));
-    o.set("fits", Value::boolean(f.fits));
-    o.set("headroom_bytes_per_gpu", Value::number_signed(f.headroom_bytes_per_gpu));
-    o.set("max_batch", Value::number(f.max_batch));
-    o.set("max_context", f.max_context_unbounded ? Value() : Value::number(f.max_context));  // null: no limit
-    o.set("max_context_limited_by_model", Value::boolean(f.max_context_limited_by_model));
-    o.set("tokens_capacity", Value::number(f.tokens_capacity));
+    FitJsonWriter writer{o};
+    fit_members(f, writer);
     o.set("weight_bytes_read_per_step_per_gpu", Value::number(d.weight_bytes_read_per_gpu));
     o.set("kv_bytes_read_per_step_per_gpu", Value::number(d.kv_bytes_read_per_gpu));
     o.set("state_bytes_read_per_step_per_gpu", Value::number(d.state_bytes_read_per_gpu));

@@ -5,6 +5,7 @@
 #include "kvscope/calculator/checked.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/parameters.h"
 #include "kvscope/calculator/units.h"
 
 namespace kvscope {

@@ -1,7 +1,10 @@
 // The deployment's weights: the bytes the engine loads (the files' exact bytes, a quantized checkpoint's scheme, or
 // the parameter count in a format), a separate draft model's, and what a decode step reads of them.
-#include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/weights.h"
+
 #include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/parameters.h"
 #include "kvscope/calculator/units.h"
 #include "wide.h"
 

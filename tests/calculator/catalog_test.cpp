@@ -8,6 +8,7 @@
 
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/parameters.h"
 #include "testing.h"
 
 namespace kvscope {

@@ -1,6 +1,8 @@
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/parameters.h"
+#include "kvscope/calculator/weights.h"
 
 #include "kvscope/resources/embedded.h"
 

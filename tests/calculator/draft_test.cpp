@@ -6,6 +6,8 @@
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/draft.h"
+#include "kvscope/calculator/draft_import.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/calculator/vllm_pages.h"

@@ -7,6 +7,9 @@
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/engine_layers.h"
+#include "kvscope/calculator/engine_reserve.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "testing.h"

@@ -3,6 +3,9 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/curves.h"
 #include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/engine_reserve.h"
+#include "kvscope/calculator/fit.h"
+#include "kvscope/calculator/parameters.h"
 #include "testing.h"
 
 namespace kvscope {

@@ -1,4 +1,5 @@
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/fit.h"
 
 #include <algorithm>
 

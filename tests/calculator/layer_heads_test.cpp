@@ -3,7 +3,9 @@
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/deployment.h"
 #include "kvscope/calculator/derivation.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/parameters.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "testing.h"
 

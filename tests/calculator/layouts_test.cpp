@@ -5,6 +5,7 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "testing.h"

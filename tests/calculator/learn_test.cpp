@@ -5,7 +5,9 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/derivation.h"
 #include "kvscope/calculator/learn.h"
+#include "kvscope/calculator/parameters.h"
 #include "kvscope/calculator/quiz.h"
+#include "kvscope/calculator/weights.h"
 #include "testing.h"
 
 namespace kvscope {

@@ -5,8 +5,11 @@
 #include "kvscope/calculator/analysis.h"
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/draft.h"
+#include "kvscope/calculator/draft_import.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/report_json.h"
+#include "kvscope/calculator/weights.h"
 #include "testing.h"
 
 namespace kvscope {

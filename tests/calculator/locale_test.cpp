@@ -13,6 +13,7 @@
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/deployment.h"
 #include "kvscope/calculator/explain.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/numbers.h"

@@ -1,5 +1,6 @@
 // The weights' parameter estimate for the expert layouts of today's models, against hand arithmetic on small
 // configs: latent experts (Nemotron 3 Super), shared experts of their own width, and dense layers listed per layer.
+#include "kvscope/calculator/parameters.h"
 #include "kvscope/calculator/config_import.h"
 #include "testing.h"
 

@@ -4,6 +4,7 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/plan.h"
 #include "testing.h"
 

@@ -3,9 +3,11 @@
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/explain.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/report_json.h"
 #include "kvscope/calculator/scenario_file.h"
+#include "kvscope/calculator/weights.h"
 #include "testing.h"
 
 namespace kvscope {

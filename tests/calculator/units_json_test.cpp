@@ -1,4 +1,9 @@
+#include <set>
+
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/json.h"
+#include "kvscope/calculator/report_json.h"
 #include "kvscope/calculator/units.h"
 #include "testing.h"
 
@@ -143,6 +148,54 @@ TEST(Json, KeysKeepTheirOrderAndTheLastDuplicateWins) {
     for (std::uint64_t i = 0; i < 20000; ++i) big.set("k" + std::to_string(i), json::Value::number(i));
     EXPECT_EQ(big.find("k12345")->as_u64(), 12345u);
     EXPECT_EQ(big.members().size(), 20000u);
+}
+
+// The number of members of an aggregate: the most initialisers it takes, each converting to whatever its member is.
+struct AnyMember {
+    template <class T>
+    operator T() const;  // NOLINT(google-explicit-constructor): only named in unevaluated expressions
+};
+template <class T, class... Taken>
+constexpr std::size_t member_count() {
+    if constexpr (requires { T{Taken{}..., AnyMember{}}; })
+        return member_count<T, Taken..., AnyMember>();
+    else
+        return sizeof...(Taken);
+}
+
+TEST(ReportJson, EveryFitReportMemberIsDeclaredOnce) {
+    // A member added to FitReport is written into the fit's JSON (report_json.cpp fit_members) or said to be given
+    // elsewhere; one left out of the declaration fails here.
+    const FitReport f;
+    const std::vector<DeclaredMember> declared = fit_report_members(f);
+    EXPECT_EQ(declared.size(), member_count<FitReport>());
+    std::set<const void*> seen;
+    const auto* begin = reinterpret_cast<const std::byte*>(&f);
+    for (const DeclaredMember& m : declared) {
+        EXPECT_TRUE(seen.insert(m.address).second) << "declared twice: " << m.key << m.elsewhere;
+        const auto* at = static_cast<const std::byte*>(m.address);
+        EXPECT_TRUE(at >= begin && at + m.size <= begin + sizeof f) << m.key << m.elsewhere;
+        EXPECT_NE(m.key.empty(), m.elsewhere.empty()) << "a key, or where it is given instead: " << m.key;
+    }
+    // Every key the declaration gives is in a fit's JSON (Llama 3.1 70B on two H100s, its weights estimated).
+    Scenario s;
+    const CatalogModel* model = Catalog::builtin().find_model("llama-3.1-70b");
+    ASSERT_NE(model, nullptr);
+    s.arch = model->model.arch;
+    s.workload = {.context_tokens = 8192, .batch = 4};
+    s.parallel = {.tp = 2};
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
+    d.gpu_count = 2;
+    s.deployment = d;
+    auto fitted = fit(s.arch, s.kv_dtype, s.workload, s.parallel, d);
+    ASSERT_TRUE(fitted) << fitted.error_text();
+    auto decode = decode_estimate(s.arch, s.kv_dtype, s.workload, s.parallel, d, *fitted);
+    ASSERT_TRUE(decode);
+    const json::Value j = fit_report_json(s, *fitted, *decode);
+    for (const DeclaredMember& m : fit_report_members(*fitted))
+        if (!m.key.empty()) EXPECT_NE(j.find(m.key), nullptr) << m.key;
+    EXPECT_EQ(j.find("kv_cache_bytes_per_gpu")->as_u64(), fitted->kv_bytes_per_gpu);
 }
 
 }  // namespace

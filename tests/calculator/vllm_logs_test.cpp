@@ -9,8 +9,10 @@
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/weights.h"
 #include "testing.h"
 
 namespace kvscope {

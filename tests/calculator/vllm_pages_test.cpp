@@ -5,6 +5,8 @@
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/engine_layers.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/vllm_pages.h"
 #include "testing.h"

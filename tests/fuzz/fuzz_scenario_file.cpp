@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/scenario_file.h"
 

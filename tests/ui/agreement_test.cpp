@@ -23,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/numbers.h"

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kvscope/calculator/draft_import.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/inputs_panel.h"

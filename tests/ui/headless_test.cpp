@@ -257,10 +257,15 @@ TEST(Headless, WithoutADisplayTheWindowlessOptionsAreSuggested) {
     EXPECT_TRUE(r.err.contains("--export-chart"));
 }
 
-TEST(Headless, HelpListsTheExports) {
+TEST(Headless, HelpListsTheExportsAndEveryOptionOfTheWindowsOwn) {
     const AppRun r = kvscope_app({"--help"});
     EXPECT_EQ(r.status, 0);
-    EXPECT_TRUE(r.out.contains("--export-chart OUT.png|svg|pdf"));
+    // The window's own options come from the table the parser reads, --screenshots among them.
+    for (const char* line :
+         {"  --export-chart OUT  the chart: .png, .svg or .pdf", "  --export-report OUT a PDF report", "  --size WxH ",
+          "  --scale F ", "  --log-bytes ", "  --linear-bytes ", "  --screenshots FOLDER", "  --version "})
+        EXPECT_TRUE(r.out.contains(line)) << line << "\n" << r.out.toStdString();
+    EXPECT_FALSE(r.out.contains("--startup-probe")) << "bench/'s option is not for users";
 }
 
 // The report's command: on a German or French desktop (ctest's @de_DE and @fr_FR runs, which the

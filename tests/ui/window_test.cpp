@@ -24,6 +24,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kvscope/calculator/fit.h"
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/gpu_memory_bar.h"
 #include "kvscope/ui/inputs_panel.h"

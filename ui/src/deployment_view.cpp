@@ -11,6 +11,11 @@
 #include <QLineEdit>
 #include <QVBoxLayout>
 
+#include "kvscope/calculator/draft_import.h"
+#include "kvscope/calculator/engine_layers.h"
+#include "kvscope/calculator/engine_reserve.h"
+#include "kvscope/calculator/fit.h"
+#include "kvscope/calculator/weights.h"
 #include "kvscope/ui/decimal_spin_box.h"
 #include "kvscope/ui/field_text.h"
 #include "kvscope/ui/gpu_memory_bar.h"

@@ -13,9 +13,11 @@
 #include <algorithm>
 
 #include "kvscope/calculator/explain.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/report_json.h"
 #include "kvscope/calculator/scenario_file.h"
+#include "kvscope/calculator/weights.h"
 #include "kvscope/ui/memory_chart.h"
 #include "kvscope/ui/overview_view.h"
 #include "kvscope/ui/scenario_model.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/ui/text.h"
 
 // The bar of a fit: the parts of one GPU's memory as kvscope-cli fit counts them, each no larger than what is

@@ -13,6 +13,8 @@
 #include "kvscope/ui/stale_note.h"
 #include "kvscope/ui/text.h"
 
+#include "kvscope/calculator/parameters.h"
+
 namespace kvscope::ui {
 
 QString both_units(std::uint64_t bytes, UnitSystem primary) {

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "kvscope/calculator/learn.h"
+#include "kvscope/calculator/weights.h"
 #include "kvscope/ui/refresh_when_shown.h"
 #include "kvscope/ui/scenario_model.h"
 #include "kvscope/ui/text.h"

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "kvscope/calculator/units.h"
+#include "kvscope/calculator/weights.h"
 #include "kvscope/ui/axis_ticks.h"
 #include "kvscope/ui/chart_palette.h"
 #include "kvscope/ui/probe_runner.h"

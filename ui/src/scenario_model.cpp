@@ -8,6 +8,7 @@
 #include "kvscope/calculator/explain.h"
 #include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/scenario_file.h"
+#include "kvscope/calculator/weights.h"
 #include "kvscope/ui/text.h"
 
 namespace kvscope::ui {

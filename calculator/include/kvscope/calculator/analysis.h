@@ -3,7 +3,7 @@
 // exports all present its result and compute nothing of their own.
 //
 //   layout -> KV report -> its derivation -> the variants -> the curves -> the weights
-//          -> (with a deployment) the fit -> the decode estimate
+//          -> (with a deployment) the fit -> the decode estimate -> the allocated curve -> the measured step
 
 #include <cstdint>
 #include <optional>
@@ -14,6 +14,7 @@
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/deployment.h"
 #include "kvscope/calculator/derivation.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/measured_step.h"
 #include "kvscope/calculator/result.h"

@@ -211,13 +211,6 @@ std::vector<LayerSpec> sliding_layers(const std::vector<std::uint64_t>& windows)
 // The sliding window of each layer (0 for any other layer); empty when the model has no per-layer description.
 std::vector<std::uint64_t> layer_windows(const Architecture& arch);
 
-// The model with its MTP layers as engines run them for speculative decoding (vLLM's deepseek_mtp / qwen3_next_mtp):
-// each a full-attention decoder layer (experts where the model's layers have them) with its own KV cache, plus
-// the projection of [embedding; hidden] back to the hidden size and its two norms; the embedding and LM head are
-// the model's own (vllm/model_executor/models/deepseek_mtp.py DeepSeekMultiTokenPredictorLayer). A published
-// count gains the layers' estimate.
-Architecture with_mtp_layers(const Architecture& arch);
-
 // Edits a learner makes to the layer mix. The attention layers of a hybrid model are every n-th layer when
 // they are evenly spaced (Qwen3-Next: n = 4, Jamba: n = 8); attention_period is that n, or 0. Setting it makes the
 // last layer of every n attend and the others recurrent, as full_attention_interval = n places them (Qwen3-Next).
@@ -233,28 +226,6 @@ std::string layer_mix_text(const Architecture& arch);
 
 // "GQA-8" style label: MHA, GQA-8, MQA, MLA.
 std::string attention_label(const Architecture& arch);
-
-struct ParameterCount {
-    std::uint64_t total = 0;
-    std::uint64_t active = 0;     // per token (MoE: routed experts in use + shared)
-    std::uint64_t embedding = 0;  // the input embedding table (read one row per token)
-    // What quantized checkpoints quantize (vLLM's quantization methods apply to the decoder layers' linear
-    // layers and fused experts, not to embeddings, the LM head, norms or routers): the matrices of the layers
-    // (attention projections, recurrent mixers, MLPs, shared and routed experts), in all and per token; the
-    // routed experts alone; the LM head (0 when tied to the embedding). Always from the shape; with a published
-    // total, `linear` is the total less the estimated rest.
-    std::uint64_t linear = 0;
-    std::uint64_t linear_active = 0;
-    std::uint64_t experts = 0;
-    std::uint64_t experts_active = 0;
-    std::uint64_t head = 0;
-    bool estimated = false;  // true: computed from the shape, not published
-};
-
-// Published counts when the architecture carries them, else the estimate.
-ParameterCount parameters(const Architecture& arch);
-// Always the count computed from the shape (embeddings, attention, MLP/experts, norms).
-ParameterCount estimate_parameters(const Architecture& arch);
 
 // The lesson's teaching model: 32 layers, 32 heads, model dim 4096, head dim 128.
 Architecture teaching_model();

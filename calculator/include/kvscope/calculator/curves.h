@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/variants.h"
 
 namespace kvscope {

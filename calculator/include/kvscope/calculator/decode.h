@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/fit.h"
 
 namespace kvscope {
 
@@ -38,10 +39,6 @@ struct TokenWork {
     double cumulative_uncached = 0;  // grows with the n(n+1)/2 sum
 };
 TokenWork token_work(const Architecture& arch, const Workload& workload, std::uint64_t tokens);
-
-// Parameters every generated token is multiplied through: the active ones, less the input
-// embedding when it is a lookup (untied).
-std::uint64_t matmul_parameters(const Architecture& arch);
 
 // Attention FLOPs (q·Kᵀ and ·V) for one query attending to `tokens` cached positions, all layers.
 double attention_flops(const Architecture& arch, const Workload& workload, std::uint64_t tokens);

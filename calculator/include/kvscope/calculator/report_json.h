@@ -2,8 +2,13 @@
 // The JSON contract of kvscope-cli (and the app's JSON export). Byte counts are
 // integers; percentages and rates are numbers; names are documented in README.
 
+#include <cstddef>
+#include <string>
+#include <vector>
+
 #include "kvscope/calculator/curves.h"
 #include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/measured_step.h"
@@ -22,6 +27,16 @@ json::Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std
 // with its ratio to the estimate; null when there is none.
 json::Value fit_report_json(const Scenario& s, const FitReport& fit, const DecodeEstimate& decode,
                             const MeasuredStep* measured = nullptr);
+// A member of a report as its JSON declares it: where it is (its address and size in the report given), its key,
+// or, for one written elsewhere or not at all, where and why. The fit's JSON is written from that declaration.
+struct DeclaredMember {
+    const void* address = nullptr;
+    std::size_t size = 0;
+    std::string key;
+    std::string elsewhere;
+};
+// FitReport's members as the fit's JSON declares them, each once (the test that a new member is declared reads it).
+std::vector<DeclaredMember> fit_report_members(const FitReport& fit);
 json::Value curves_json(const Scenario& s, const Curves& curves);
 // The planner's answer: the workload, the GPU and engine, then `options` smallest GPU count first.
 json::Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/units.h"
 
 namespace kvscope {
