@@ -34,6 +34,7 @@ constexpr std::size_t decode_shared_floats(unsigned g, std::uint64_t dk, std::ui
     return g * (dk + kTile + dv + 3);
 }
 
+// NOLINTBEGIN(readability-function-size): a device kernel, one pass over the cache in registers
 template <class T, int G>
 __global__ void __launch_bounds__(kThreads)
     decode_kernel(const SlotDev* slots, const float* q, ShapeDev sh, SplitDev sp, float* part_out, float* part_ml) {
@@ -200,6 +201,7 @@ __global__ void __launch_bounds__(kThreads)
         part_ml[((first_row + threadIdx.x) * sp.splits + split) * 2 + 1] = l_s[threadIdx.x];
     }
 }
+// NOLINTEND(readability-function-size)
 
 template <class T>
 DecodeFn decode_for_group(unsigned g) {

@@ -219,7 +219,7 @@ private:
                                                      "); the CPU backend runs it (--backend cpu)");
         auto tensors = step::cache_tensors(req_);  // refuses, with the reason, the formats the probe does not store
         if (!tensors) return failed(Status::invalid_input, tensors.error_text());
-        tensors_ = std::move(*tensors);
+        tensors_ = std::move(tensors).value();
         if (std::string why = step::whole_cache_problem(req_); !why.empty()) return failed(Status::invalid_input, why);
         wish_ = attention_kernel_wish_from_environment();
         if (!wish_.error.empty()) return failed(Status::invalid_input, wish_.error);

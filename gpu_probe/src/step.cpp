@@ -497,7 +497,7 @@ private:
         one.workload.batch = 1;
         auto per_sequence = step::cache_tensors(one);
         if (!per_sequence) return failed(Status::invalid_input, per_sequence.error_text());
-        per_sequence_ = std::move(*per_sequence);
+        per_sequence_ = std::move(per_sequence).value();
         auto buffers = step::cache_tensor_count(req_);  // more buffers than the probe keeps track of: refused
         if (!buffers) return failed(Status::invalid_input, buffers.error_text());
         buffers_ = *buffers;
@@ -559,7 +559,7 @@ private:
     bool allocate() {
         auto tensors = step::cache_tensors(req_);
         if (!tensors) return failed(Status::invalid_input, tensors.error_text());
-        tensors_ = std::move(*tensors);
+        tensors_ = std::move(tensors).value();
         model_.emplace(req_, d_, layers_run_, threads_);
         std::vector<cpu::Slot> slots(layers_run_ * B_);
         std::vector<void*> new_k(layers_run_ * B_), new_v(layers_run_ * B_);
