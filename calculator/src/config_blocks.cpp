@@ -3,7 +3,8 @@
 // (config_layouts.cpp).
 #include <algorithm>
 
-#include "config_reader.h"
+#include "config_blocks.h"
+#include "config_layouts.h"
 #include "kvscope/calculator/units.h"
 
 namespace kvscope::importer {

@@ -7,6 +7,8 @@
 #include <map>
 #include <sstream>
 
+#include "config_blocks.h"
+#include "config_layouts.h"
 #include "config_reader.h"
 #include "kvscope/calculator/checked.h"
 #include "kvscope/calculator/units.h"

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <map>
 
+#include "config_blocks.h"
+#include "config_layouts.h"
 #include "config_reader.h"
+#include "config_unmodelled.h"
 #include "kvscope/calculator/units.h"
 
 namespace kvscope::importer {

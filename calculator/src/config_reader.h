@@ -181,24 +181,4 @@ public:
 // "bfloat16" -> bf16 and so on; none for a name that is no torch dtype.
 std::optional<KvDtype> dtype_from_torch(const std::string& name);
 
-// Model types whose layers are all recurrent: no attention, no KV cache.
-bool state_space_type(const std::string& type);
-// The layer kind a `layer_types` value names (config_layouts.cpp); nullopt for a value KVScope does not know.
-std::optional<LayerSpec> spec_of_layer_type(const std::string& s);
-// Names, in Architecture::not_exact, the layout fields no rule read (config_unmodelled.cpp): the second line of
-// defence for configs nobody has seen yet.
-void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel& out,
-                             const std::vector<std::string>& read, const std::set<std::string, std::less<>>& asked);
-
-// Llama-Nemotron's block_configs into the per-layer description (config_blocks.cpp); false when the file has none.
-bool read_block_configs(Reader& r, ImportedModel& out);
-// MiMo-V2's hybrid_layer_pattern with its sliding layers' own heads (config_blocks.cpp); false for another model.
-bool read_mimo_layout(Reader& r, ImportedModel& out);
-// The layers of an MLA model whose sparse-attention indexer keeps no key (config_blocks.cpp).
-void read_indexer_layers(Reader& r, ImportedModel& out);
-
-// What each layer keeps (the per-layer description, Architecture::layer_specs), the recurrent state of the
-// layers that keep one, and the not-exact reasons for layout fields KVScope does not model.
-void read_layouts(Reader& r, const Value& cfg, const Value& root, ImportedModel& out);
-
 }  // namespace kvscope::importer

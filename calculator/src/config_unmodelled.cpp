@@ -2,7 +2,8 @@
 // and that no rule of the importer read, named in the model's not-exact reasons.
 #include <algorithm>
 
-#include "config_reader.h"
+#include "config_layouts.h"
+#include "config_unmodelled.h"
 
 namespace kvscope::importer {
 namespace {
