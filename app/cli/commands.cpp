@@ -16,6 +16,7 @@
 #include "kvscope/calculator/report_json.h"
 #include "kvscope/calculator/weights.h"
 #include "probe_commands.h"
+#include "scenario_options.h"
 #include "table.h"
 
 namespace kvscope::cli {

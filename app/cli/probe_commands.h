@@ -2,6 +2,7 @@
 // kvscope-cli's hardware commands: devices, probe, stopwatch.
 
 #include "commands.h"
+#include "scenario_options.h"
 
 namespace kvscope::cli {
 

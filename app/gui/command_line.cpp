@@ -9,6 +9,7 @@
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/ui/scenario_model.h"
 #include "kvscope/ui/text.h"
+#include "scenario_options.h"
 
 namespace kvscope::gui {
 

@@ -106,23 +106,4 @@ void name_as_options(Errors& errors);
 // The options `command` takes, grouped under headings ("model:", "workload:", …), one per line with its help.
 std::string options_help(Command command);
 
-// What the scenario was built from, for the table header.
-struct ScenarioSource {
-    std::string description;           // "llama-3-8b (Llama 3 8B)" or a path
-    std::vector<std::string> assumed;  // from config import
-    std::vector<std::string> notes;
-    std::string kv_dtype_source;
-};
-
-// Sets what the workload options give (--kv-dtype, --mamba-cache-dtype, --mamba-ssm-cache-dtype, --context,
-// --batch, --block-size, --full-window, --tp, --pp) on `s`, keeping the rest; errors name the option.
-Errors apply_workload_options(const Options& o, Scenario& s);
-
-// Resolves the model (catalog or config file), the workload, and for `fit` the deployment.
-Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, ScenarioSource& source);
-
-// Every scenario option given in `o` set on `s`, which came from elsewhere (a saved scenario): the workload,
-// and the deployment when a deployment option is given (on the file's own deployment, if it has one).
-Errors apply_scenario_options(const Options& o, const Catalog& catalog, Scenario& s);
-
 }  // namespace kvscope::cli

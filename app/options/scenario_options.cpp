@@ -1,6 +1,8 @@
 // Applying parsed options to a scenario: the workload's, the deployment's (a GPU, an engine, weights, the
 // engine's settings) and the model's, as every command and the window's inputs share them. Declaring and parsing
 // the options is options.cpp.
+#include "scenario_options.h"
+
 #include <cctype>
 #include <string_view>
 

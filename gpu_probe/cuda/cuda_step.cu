@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backends.h"
+#include "cpu_formats.h"
 #include "cpu_kernels.h"
 #include "cuda_attention.h"
 #include "cuda_check.h"

@@ -1,4 +1,6 @@
 // The CPU backend: the same measurements as the GPU's, on host memory.
+#include "cpu_backend.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -11,6 +13,7 @@
 
 #include "backends.h"
 #include "cpu_attention.h"
+#include "cpu_formats.h"
 #include "cpu_kernels.h"
 #include "host_memory.h"
 #include "kvscope/calculator/kv_cache.h"

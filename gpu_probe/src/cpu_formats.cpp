@@ -1,6 +1,8 @@
 // Writing values in the formats the CPU probe stores: fp16, bf16 and fp8 to the nearest value (ties to even),
 // llama.cpp's q8_0 and q4_0 with its reference rounding; and filling a buffer in any of them at random.
 // (Reading them is cpu_kernels.cpp's to_float.)
+#include "cpu_formats.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>

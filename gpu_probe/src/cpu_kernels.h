@@ -24,17 +24,9 @@ constexpr float kInt8Scale = 1.0f / 127.0f;
 // Bytes of a row of `values` values (the calculator's row_bytes), and the values in `bytes` of whole rows.
 std::uint64_t row_size(KvDtype dtype, std::uint64_t values);
 std::uint64_t values_in(KvDtype dtype, std::uint64_t bytes);
-// The nearest fp16, ties to even.
-std::uint16_t float_to_half(float f);
 
-// src written in a stored format: the nearest value (fp8 and int8 saturating at their largest), llama.cpp's
-// rounding for q8_0 and q4_0 (n a multiple of 32).
-void from_float(KvDtype dtype, const float* src, void* dst, std::size_t n);
 // dst[i] = value of src element i (every stored format; n a multiple of 32 for the block formats).
 void to_float(KvDtype dtype, const void* src, float* dst, std::size_t n);
-// Random finite values of magnitude 1/8 … 1 with random signs (int8 and block formats: within ±1, never 0), written
-// in place (touches every page). `elements` counts values.
-void fill_random(KvDtype dtype, void* data, std::size_t elements, std::uint64_t seed);
 // Sums `words` 64-bit words (a read-only pass; the sum keeps the compiler from skipping it).
 std::uint64_t read_pass(const std::uint64_t* data, std::size_t words);
 // x[i] = exp(x[i] - m[i]) and sum[i] += the result (one softmax row step; relative error < 1e-6).

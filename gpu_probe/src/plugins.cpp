@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "backends.h"
+#include "cpu_backend.h"
 #include "kvscope/probe/plugin.h"
 
 namespace kvscope::probe {

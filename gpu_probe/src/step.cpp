@@ -17,6 +17,8 @@
 
 #include "backends.h"
 #include "cpu_attention.h"
+#include "cpu_backend.h"
+#include "cpu_formats.h"
 #include "cpu_kernels.h"
 #include "host_memory.h"
 #include "kvscope/calculator/decode.h"

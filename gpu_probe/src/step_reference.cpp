@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "cpu_formats.h"
 #include "cpu_kernels.h"
 #include "kvscope/calculator/numbers.h"
 #include "reference.h"

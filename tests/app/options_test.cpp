@@ -9,6 +9,7 @@
 #include "kvscope/calculator/deployment.h"
 #include "kvscope/calculator/kv_dtype.h"
 #include "options.h"
+#include "scenario_options.h"
 
 namespace kvscope::cli {
 namespace {

@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "cpu_formats.h"
 #include "cpu_kernels.h"
 #include "host_memory.h"
 #include "kvscope/calculator/catalog.h"

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "cpu_formats.h"
 #include "cpu_kernels.h"
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"

@@ -40,6 +40,7 @@
 #include "kvscope/ui/plan_view.h"
 #include "kvscope/ui/scenario_model.h"
 #include "options.h"
+#include "scenario_options.h"
 #include "widget_testing.h"
 
 namespace kvscope::ui {
