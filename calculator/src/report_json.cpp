@@ -32,6 +32,45 @@ Value workload_json(const Scenario& s, Value& out) {
     return out;
 }
 
+// Writes the members a declaration (fit_members, variant_members) gives a key into a report's object.
+struct JsonWriter {
+    Value& out;
+    template <class M>
+    void value(const M&, const char* key, Value v) {
+        out.set(key, std::move(v));
+    }
+    template <class M>
+    void elsewhere(const M&, const char*) {}
+};
+
+// Lists a declaration's members, with their keys or where they are given instead (the tests read it).
+struct MemberList {
+    std::vector<DeclaredMember> members;
+    template <class M>
+    void value(const M& member, const char* key, const Value&) {
+        members.push_back({&member, sizeof(M), key, ""});
+    }
+    template <class M>
+    void elsewhere(const M& member, const char* where) {
+        members.push_back({&member, sizeof(M), "", where});
+    }
+};
+
+// Every member of Variant once, in the order its JSON object writes them (as fit_members for FitReport).
+template <class V>
+void variant_members(const Variant& x, V& v) {
+    v.value(x.name, "name", Value::string(x.name));
+    v.elsewhere(x.series, "not in the JSON: the chart's line for it, which the name names");
+    v.elsewhere(x.kind, "not in the JSON: the name says it (MHA, GQA-8, MQA, MLA)");
+    v.value(x.kv_heads, "kv_heads", Value::number(x.kv_heads));
+    v.value(x.kv_cache_bytes, "kv_cache_bytes", Value::number(x.kv_cache_bytes));
+    v.value(x.bytes_per_token, "bytes_per_token", Value::number(x.bytes_per_token));
+    v.value(x.state_bytes, "state_bytes", Value::number(x.state_bytes));
+    v.value(x.percent_of_mha, "percent_of_mha", Value::number(x.percent_of_mha));
+    v.value(x.is_model, "is_model", Value::boolean(x.is_model));
+    v.value(x.replication, "replication", Value::number(x.replication));
+}
+
 }  // namespace
 
 Value architecture_report_json(const Architecture& a) {
@@ -66,14 +105,8 @@ Value variants_json(const std::vector<Variant>& variants) {
     Value list = Value::array();
     for (const auto& v : variants) {
         Value o = Value::object();
-        o.set("name", Value::string(v.name));
-        o.set("kv_heads", Value::number(v.kv_heads));
-        o.set("kv_cache_bytes", Value::number(v.kv_cache_bytes));
-        o.set("bytes_per_token", Value::number(v.bytes_per_token));
-        o.set("state_bytes", Value::number(v.state_bytes));
-        o.set("percent_of_mha", Value::number(v.percent_of_mha));
-        o.set("is_model", Value::boolean(v.is_model));
-        o.set("replication", Value::number(v.replication));
+        JsonWriter writer{o};
+        variant_members(v, writer);
         list.push(std::move(o));
     }
     return list;
@@ -270,34 +303,16 @@ void fit_members(const FitReport& f, V& v) {
     v.elsewhere(f.warnings, "warnings, after the notes");
 }
 
-// Writes the members fit_members gives a key into the fit's object.
-struct FitJsonWriter {
-    Value& out;
-    template <class M>
-    void value(const M&, const char* key, Value v) {
-        out.set(key, std::move(v));
-    }
-    template <class M>
-    void elsewhere(const M&, const char*) {}
-};
-
-// Lists them (fit_report_members).
-struct FitMemberList {
-    std::vector<DeclaredMember> members;
-    template <class M>
-    void value(const M& member, const char* key, const Value&) {
-        members.push_back({&member, sizeof(M), key, ""});
-    }
-    template <class M>
-    void elsewhere(const M& member, const char* where) {
-        members.push_back({&member, sizeof(M), "", where});
-    }
-};
-
 }  // namespace
 
+std::vector<DeclaredMember> variant_report_members(const Variant& v) {
+    MemberList list;
+    variant_members(v, list);
+    return list.members;
+}
+
 std::vector<DeclaredMember> fit_report_members(const FitReport& f) {
-    FitMemberList list;
+    MemberList list;
     fit_members(f, list);
     return list.members;
 }
@@ -314,7 +329,7 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         o.set("utilization", Value::number(f.fraction));
         weights_and_engine_settings(s, o, &f);
     }
-    FitJsonWriter writer{o};
+    JsonWriter writer{o};
     fit_members(f, writer);
     o.set("weight_bytes_read_per_step_per_gpu", Value::number(d.weight_bytes_read_per_gpu));
     o.set("kv_bytes_read_per_step_per_gpu", Value::number(d.kv_bytes_read_per_gpu));

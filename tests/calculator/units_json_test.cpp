@@ -194,8 +194,32 @@ TEST(ReportJson, EveryFitReportMemberIsDeclaredOnce) {
     ASSERT_TRUE(decode);
     const json::Value j = fit_report_json(s, *fitted, *decode);
     for (const DeclaredMember& m : fit_report_members(*fitted))
-        if (!m.key.empty()) EXPECT_NE(j.find(m.key), nullptr) << m.key;
+        if (!m.key.empty()) {
+            EXPECT_NE(j.find(m.key), nullptr) << m.key;
+        }
     EXPECT_EQ(j.find("kv_cache_bytes_per_gpu")->as_u64(), fitted->kv_bytes_per_gpu);
+}
+
+TEST(ReportJson, EveryVariantMemberIsDeclaredOnce) {
+    // A member added to Variant is written into each entry of `variants` or said to be left out; one left out of the
+    // declaration (report_json.cpp variant_members) fails here.
+    const Variant v;
+    const std::vector<DeclaredMember> declared = variant_report_members(v);
+    EXPECT_EQ(declared.size(), member_count<Variant>());
+    std::set<const void*> seen;
+    for (const DeclaredMember& m : declared) EXPECT_TRUE(seen.insert(m.address).second) << m.key << m.elsewhere;
+    Variant gqa;
+    gqa.name = "GQA-8";
+    gqa.kv_heads = 8;
+    gqa.kv_cache_bytes = 1u << 30;
+    const json::Value j = variants_json({gqa});
+    ASSERT_EQ(j.items().size(), 1u);
+    for (const DeclaredMember& m : declared)
+        if (!m.key.empty()) {
+            EXPECT_NE(j.items()[0].find(m.key), nullptr) << m.key;
+        }
+    EXPECT_EQ(j.items()[0].find("kv_cache_bytes")->as_u64(), 1u << 30);
+    EXPECT_EQ(j.items()[0].find("name")->as_string(), "GQA-8");
 }
 
 }  // namespace

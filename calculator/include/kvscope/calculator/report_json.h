@@ -35,8 +35,10 @@ struct DeclaredMember {
     std::string key;
     std::string elsewhere;
 };
-// FitReport's members as the fit's JSON declares them, each once (the test that a new member is declared reads it).
+// FitReport's members as the fit's JSON declares them, each once (the test that a new member is declared reads it);
+// and a Variant's, as each entry of `variants` writes them.
 std::vector<DeclaredMember> fit_report_members(const FitReport& fit);
+std::vector<DeclaredMember> variant_report_members(const Variant& variant);
 json::Value curves_json(const Scenario& s, const Curves& curves);
 // The planner's answer: the workload, the GPU and engine, then `options` smallest GPU count first.
 json::Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits);
