@@ -56,6 +56,29 @@ struct MemberList {
     }
 };
 
+// Every member of PlanOption once, in the order each entry of a plan's `options` writes them.
+template <class V>
+void plan_option_members(const PlanOption& p, V& v) {
+    v.value(p.tp, "tp", Value::number(p.tp));
+    v.value(p.pp, "pp", Value::number(p.pp));
+    v.value(p.replicas, "replicas", Value::number(p.replicas));
+    v.value(p.gpus, "gpus", Value::number(p.gpus));
+    v.value(p.fits, "fits", Value::boolean(p.fits));
+    // More GPUs than a layout above, no faster: not listed in the tables, kept here flagged.
+    v.value(p.dominated, "dominated", Value::boolean(p.dominated));
+    v.value(p.sequences_per_replica, "sequences_per_replica", Value::number(p.sequences_per_replica));
+    v.value(p.headroom_bytes_per_gpu, "headroom_bytes_per_gpu", Value::number_signed(p.headroom_bytes_per_gpu));
+    v.value(p.max_batch, "max_batch", Value::number(p.max_batch));
+    v.value(p.max_context, "max_context", p.max_context_unbounded ? Value() : Value::number(p.max_context));
+    v.elsewhere(p.max_context_unbounded, "max_context: null");
+    v.value(p.max_context_limited_by_model, "max_context_limited_by_model",
+            Value::boolean(p.max_context_limited_by_model));
+    v.value(p.decode_tokens_per_s_per_sequence, "decode_tokens_per_s_per_sequence",
+            Value::number(p.decode_tokens_per_s_per_sequence));
+    v.value(p.decode_tokens_per_s, "decode_tokens_per_s", Value::number(p.decode_tokens_per_s));
+    v.value(p.why_not, "why_not", p.fits ? Value() : Value::string(p.why_not));
+}
+
 // Every member of Variant once, in the order its JSON object writes them (as fit_members for FitReport).
 template <class V>
 void variant_members(const Variant& x, V& v) {
@@ -311,6 +334,12 @@ std::vector<DeclaredMember> variant_report_members(const Variant& v) {
     return list.members;
 }
 
+std::vector<DeclaredMember> plan_option_report_members(const PlanOption& p) {
+    MemberList list;
+    plan_option_members(p, list);
+    return list.members;
+}
+
 std::vector<DeclaredMember> fit_report_members(const FitReport& f) {
     MemberList list;
     fit_members(f, list);
@@ -415,7 +444,7 @@ Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits) {
         o.set("gpu_name", Value::string(s.deployment->gpu.name));
         o.set("engine", Value::string(std::string(to_string(s.deployment->engine))));
         // SGLang's own default differs per layout: null then (each option's fit applies its own).
-        o.set("utilization", s.deployment->engine == Engine::sglang && !s.deployment->fraction_given
+        o.set("utilization", default_fraction_per_gpu(s.deployment->engine) && !s.deployment->fraction_given
                                  ? Value()
                                  : Value::number(s.deployment->fraction));
         weights_and_engine_settings(s, o, nullptr);
@@ -425,20 +454,8 @@ Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits) {
     Value options = Value::array();
     for (const PlanOption& p : plan.options) {
         Value x = Value::object();
-        x.set("tp", Value::number(p.tp));
-        x.set("pp", Value::number(p.pp));
-        x.set("replicas", Value::number(p.replicas));
-        x.set("gpus", Value::number(p.gpus));
-        x.set("fits", Value::boolean(p.fits));
-        x.set("dominated", Value::boolean(p.dominated));  // more GPUs than a layout above, no faster: not listed
-        x.set("sequences_per_replica", Value::number(p.sequences_per_replica));
-        x.set("headroom_bytes_per_gpu", Value::number_signed(p.headroom_bytes_per_gpu));
-        x.set("max_batch", Value::number(p.max_batch));
-        x.set("max_context", p.max_context_unbounded ? Value() : Value::number(p.max_context));
-        x.set("max_context_limited_by_model", Value::boolean(p.max_context_limited_by_model));
-        x.set("decode_tokens_per_s_per_sequence", Value::number(p.decode_tokens_per_s_per_sequence));
-        x.set("decode_tokens_per_s", Value::number(p.decode_tokens_per_s));
-        x.set("why_not", p.fits ? Value() : Value::string(p.why_not));
+        JsonWriter writer{x};
+        plan_option_members(p, writer);
         options.push(std::move(x));
     }
     o.set("options", std::move(options));

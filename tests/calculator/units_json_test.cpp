@@ -222,5 +222,33 @@ TEST(ReportJson, EveryVariantMemberIsDeclaredOnce) {
     EXPECT_EQ(j.items()[0].find("name")->as_string(), "GQA-8");
 }
 
+TEST(ReportJson, EveryPlanOptionMemberIsDeclaredOnce) {
+    // A member added to PlanOption is written into each entry of a plan's `options` or said to be left out.
+    const PlanOption p;
+    const std::vector<DeclaredMember> declared = plan_option_report_members(p);
+    EXPECT_EQ(declared.size(), member_count<PlanOption>());
+    std::set<const void*> seen;
+    for (const DeclaredMember& m : declared) EXPECT_TRUE(seen.insert(m.address).second) << m.key << m.elsewhere;
+    Plan plan;
+    plan.sequences = 4;
+    PlanOption two;
+    two.tp = 2;
+    two.gpus = 2;
+    two.fits = true;
+    two.max_batch = 9;
+    plan.options.push_back(two);
+    Scenario s;
+    const json::Value j = plan_json(s, plan, {});
+    const json::Value& entry = j.find("options")->items().at(0);
+    for (const DeclaredMember& m : declared) {
+        if (!m.key.empty()) {
+            EXPECT_NE(entry.find(m.key), nullptr) << m.key;
+        }
+    }
+    EXPECT_EQ(entry.find("tp")->as_u64(), 2u);
+    EXPECT_EQ(entry.find("max_batch")->as_u64(), 9u);
+    EXPECT_TRUE(entry.find("why_not")->is_null());  // it fits
+}
+
 }  // namespace
 }  // namespace kvscope

@@ -39,6 +39,8 @@ struct DeclaredMember {
 // and a Variant's, as each entry of `variants` writes them.
 std::vector<DeclaredMember> fit_report_members(const FitReport& fit);
 std::vector<DeclaredMember> variant_report_members(const Variant& variant);
+// A plan option's, as each entry of a plan's `options` writes them.
+std::vector<DeclaredMember> plan_option_report_members(const PlanOption& option);
 json::Value curves_json(const Scenario& s, const Curves& curves);
 // The planner's answer: the workload, the GPU and engine, then `options` smallest GPU count first.
 json::Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits);
