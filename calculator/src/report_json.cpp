@@ -32,9 +32,21 @@ Value workload_json(const Scenario& s, Value& out) {
     return out;
 }
 
+// A member written as it is: its JSON follows from its type (a count, a signed byte difference, a ratio, a flag, a
+// name).
+Value plain_json(std::uint64_t n) { return Value::number(n); }
+Value plain_json(std::int64_t n) { return Value::number_signed(n); }
+Value plain_json(double d) { return Value::number(d); }
+Value plain_json(bool b) { return Value::boolean(b); }
+Value plain_json(const std::string& text) { return Value::string(text); }
+
 // Writes the members a declaration (fit_members, variant_members) gives a key into a report's object.
 struct JsonWriter {
     Value& out;
+    template <class M>
+    void field(const M& member, const char* key) {
+        out.set(key, plain_json(member));
+    }
     template <class M>
     void value(const M&, const char* key, Value v) {
         out.set(key, std::move(v));
@@ -46,6 +58,10 @@ struct JsonWriter {
 // Lists a declaration's members, with their keys or where they are given instead (the tests read it).
 struct MemberList {
     std::vector<DeclaredMember> members;
+    template <class M>
+    void field(const M& member, const char* key) {
+        members.push_back({&member, sizeof(M), key, ""});
+    }
     template <class M>
     void value(const M& member, const char* key, const Value&) {
         members.push_back({&member, sizeof(M), key, ""});
@@ -59,39 +75,37 @@ struct MemberList {
 // Every member of PlanOption once, in the order each entry of a plan's `options` writes them.
 template <class V>
 void plan_option_members(const PlanOption& p, V& v) {
-    v.value(p.tp, "tp", Value::number(p.tp));
-    v.value(p.pp, "pp", Value::number(p.pp));
-    v.value(p.replicas, "replicas", Value::number(p.replicas));
-    v.value(p.gpus, "gpus", Value::number(p.gpus));
-    v.value(p.fits, "fits", Value::boolean(p.fits));
+    v.field(p.tp, "tp");
+    v.field(p.pp, "pp");
+    v.field(p.replicas, "replicas");
+    v.field(p.gpus, "gpus");
+    v.field(p.fits, "fits");
     // More GPUs than a layout above, no faster: not listed in the tables, kept here flagged.
-    v.value(p.dominated, "dominated", Value::boolean(p.dominated));
-    v.value(p.sequences_per_replica, "sequences_per_replica", Value::number(p.sequences_per_replica));
-    v.value(p.headroom_bytes_per_gpu, "headroom_bytes_per_gpu", Value::number_signed(p.headroom_bytes_per_gpu));
-    v.value(p.max_batch, "max_batch", Value::number(p.max_batch));
+    v.field(p.dominated, "dominated");
+    v.field(p.sequences_per_replica, "sequences_per_replica");
+    v.field(p.headroom_bytes_per_gpu, "headroom_bytes_per_gpu");
+    v.field(p.max_batch, "max_batch");
     v.value(p.max_context, "max_context", p.max_context_unbounded ? Value() : Value::number(p.max_context));
     v.elsewhere(p.max_context_unbounded, "max_context: null");
-    v.value(p.max_context_limited_by_model, "max_context_limited_by_model",
-            Value::boolean(p.max_context_limited_by_model));
-    v.value(p.decode_tokens_per_s_per_sequence, "decode_tokens_per_s_per_sequence",
-            Value::number(p.decode_tokens_per_s_per_sequence));
-    v.value(p.decode_tokens_per_s, "decode_tokens_per_s", Value::number(p.decode_tokens_per_s));
+    v.field(p.max_context_limited_by_model, "max_context_limited_by_model");
+    v.field(p.decode_tokens_per_s_per_sequence, "decode_tokens_per_s_per_sequence");
+    v.field(p.decode_tokens_per_s, "decode_tokens_per_s");
     v.value(p.why_not, "why_not", p.fits ? Value() : Value::string(p.why_not));
 }
 
 // Every member of Variant once, in the order its JSON object writes them (as fit_members for FitReport).
 template <class V>
 void variant_members(const Variant& x, V& v) {
-    v.value(x.name, "name", Value::string(x.name));
+    v.field(x.name, "name");
     v.elsewhere(x.series, "not in the JSON: the chart's line for it, which the name names");
     v.elsewhere(x.kind, "not in the JSON: the name says it (MHA, GQA-8, MQA, MLA)");
-    v.value(x.kv_heads, "kv_heads", Value::number(x.kv_heads));
-    v.value(x.kv_cache_bytes, "kv_cache_bytes", Value::number(x.kv_cache_bytes));
-    v.value(x.bytes_per_token, "bytes_per_token", Value::number(x.bytes_per_token));
-    v.value(x.state_bytes, "state_bytes", Value::number(x.state_bytes));
-    v.value(x.percent_of_mha, "percent_of_mha", Value::number(x.percent_of_mha));
-    v.value(x.is_model, "is_model", Value::boolean(x.is_model));
-    v.value(x.replication, "replication", Value::number(x.replication));
+    v.field(x.kv_heads, "kv_heads");
+    v.field(x.kv_cache_bytes, "kv_cache_bytes");
+    v.field(x.bytes_per_token, "bytes_per_token");
+    v.field(x.state_bytes, "state_bytes");
+    v.field(x.percent_of_mha, "percent_of_mha");
+    v.field(x.is_model, "is_model");
+    v.field(x.replication, "replication");
 }
 
 }  // namespace
@@ -288,40 +302,39 @@ void fit_members(const FitReport& f, V& v) {
     v.elsewhere(f.draft_weights_bytes_per_gpu, "draft.weights_bytes_per_gpu");
     v.elsewhere(f.draft_kv_bytes_per_token, "draft.kv_bytes_per_token");
     v.elsewhere(f.draft_kv_bytes_per_gpu, "draft.kv_bytes_per_gpu");
-    v.value(f.memory_bytes_per_gpu, "memory_bytes_per_gpu", Value::number(f.memory_bytes_per_gpu));
-    v.value(f.parameters, "parameters", Value::number(f.parameters));
-    v.value(f.parameters_estimated, "parameters_estimated", Value::boolean(f.parameters_estimated));
-    v.value(f.weights_bytes, "weights_bytes", Value::number(f.weights_bytes));
-    v.value(f.weights_bytes_per_gpu, "weights_bytes_per_gpu", Value::number(f.weights_bytes_per_gpu));
-    v.value(f.weights_exact, "weights_exact", Value::boolean(f.weights_exact));
+    v.field(f.memory_bytes_per_gpu, "memory_bytes_per_gpu");
+    v.field(f.parameters, "parameters");
+    v.field(f.parameters_estimated, "parameters_estimated");
+    v.field(f.weights_bytes, "weights_bytes");
+    v.field(f.weights_bytes_per_gpu, "weights_bytes_per_gpu");
+    v.field(f.weights_exact, "weights_exact");
     if (f.weights_exact)
-        v.value(f.weights_source, "weights_source", Value::string(f.weights_source));
+        v.field(f.weights_source, "weights_source");
     else
         v.elsewhere(f.weights_source, "weights_source: only where the weights are exact");
-    v.value(f.reserve_bytes_per_gpu, "reserve_bytes_per_gpu", Value::number(f.reserve_bytes_per_gpu));
+    v.field(f.reserve_bytes_per_gpu, "reserve_bytes_per_gpu");
     v.value(f.reserve_items, "reserve_items", reserve_items_json(f.reserve_items));
-    v.value(f.reserve_estimated, "reserve_estimated", Value::boolean(f.reserve_estimated));
-    v.value(f.kv_budget_bytes, "kv_budget_bytes", Value::number_signed(f.kv_budget_bytes));
-    v.value(f.kv_budget_bytes_per_gpu, "kv_budget_bytes_per_gpu", Value::number_signed(f.kv_budget_bytes_per_gpu));
-    v.value(f.kv_bytes_per_gpu, "kv_cache_bytes_per_gpu", Value::number(f.kv_bytes_per_gpu));
-    v.value(f.state_bytes_per_gpu, "state_bytes_per_gpu", Value::number(f.state_bytes_per_gpu));
-    v.value(f.memory_bytes_per_gpu_needed, "memory_bytes_needed_per_gpu", Value::number(f.memory_bytes_per_gpu_needed));
-    v.value(f.plain_memory_bytes_per_gpu, "plain_memory_bytes_per_gpu", Value::number(f.plain_memory_bytes_per_gpu));
+    v.field(f.reserve_estimated, "reserve_estimated");
+    v.field(f.kv_budget_bytes, "kv_budget_bytes");
+    v.field(f.kv_budget_bytes_per_gpu, "kv_budget_bytes_per_gpu");
+    v.field(f.kv_bytes_per_gpu, "kv_cache_bytes_per_gpu");
+    v.field(f.state_bytes_per_gpu, "state_bytes_per_gpu");
+    v.field(f.memory_bytes_per_gpu_needed, "memory_bytes_needed_per_gpu");
+    v.field(f.plain_memory_bytes_per_gpu, "plain_memory_bytes_per_gpu");
     v.value(f.engine_pages, "vllm_hybrid_layout", hybrid_layout_json(f.engine_pages));
-    v.value(f.startup_bytes_per_gpu, "vllm_startup_bytes_per_gpu", Value::number(f.startup_bytes_per_gpu));
-    v.value(f.short_at_startup, "short_at_startup", Value::boolean(f.short_at_startup));
-    v.value(f.headroom_from_startup, "headroom_from_startup", Value::boolean(f.headroom_from_startup));
-    v.value(f.fits, "fits", Value::boolean(f.fits));
-    v.value(f.headroom_bytes_per_gpu, "headroom_bytes_per_gpu", Value::number_signed(f.headroom_bytes_per_gpu));
+    v.field(f.startup_bytes_per_gpu, "vllm_startup_bytes_per_gpu");
+    v.field(f.short_at_startup, "short_at_startup");
+    v.field(f.headroom_from_startup, "headroom_from_startup");
+    v.field(f.fits, "fits");
+    v.field(f.headroom_bytes_per_gpu, "headroom_bytes_per_gpu");
     v.elsewhere(f.free_bytes_per_gpu, "not in the JSON: memory_bytes_per_gpu less the budget and reserve");
-    v.value(f.max_batch, "max_batch", Value::number(f.max_batch));
+    v.field(f.max_batch, "max_batch");
     // null: no limit
     v.value(f.max_context, "max_context", f.max_context_unbounded ? Value() : Value::number(f.max_context));
     v.elsewhere(f.max_context_unbounded, "max_context: null");
     v.elsewhere(f.unbounded_reason, "not in the JSON: max_context null, and the text's reason");
-    v.value(f.max_context_limited_by_model, "max_context_limited_by_model",
-            Value::boolean(f.max_context_limited_by_model));
-    v.value(f.tokens_capacity, "tokens_capacity", Value::number(f.tokens_capacity));
+    v.field(f.max_context_limited_by_model, "max_context_limited_by_model");
+    v.field(f.tokens_capacity, "tokens_capacity");
     v.elsewhere(f.notes, "notes, after the decode figures");
     v.elsewhere(f.warnings, "warnings, after the notes");
 }
