@@ -28,6 +28,7 @@
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/gguf.h"
+#include "kvscope/calculator/gguf_import.h"
 #include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/local_models.h"

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/probe/plugins.h"
 #include "kvscope/probe/probe.h"
 
 using namespace kvscope;

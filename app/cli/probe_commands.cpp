@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "kvscope/calculator/json.h"
+#include "kvscope/probe/plugins.h"
 #include "kvscope/probe/probe.h"
 #include "table.h"
 

@@ -77,9 +77,7 @@ std::string window_options_help(const char* heading) {
     std::string lines;
     for (const WindowOption& w : kWindowOptions) {
         if (std::string_view(w.heading) != heading) continue;
-        std::string head = std::string("  ") + w.name + (*w.metavar ? std::string(" ") + w.metavar : "");
-        head += head.size() < 22 ? std::string(22 - head.size(), ' ') : "\n" + std::string(22, ' ');
-        lines += head + w.help + "\n";
+        lines += cli::help_line(w.name, w.metavar, w.help);
     }
     return std::string(heading) + ":\n" + lines;
 }

@@ -367,6 +367,14 @@ void name_as_options(Errors& errors) {
     }
 }
 
+std::string help_line(std::string_view name, std::string_view metavar, std::string_view help) {
+    constexpr std::size_t kHelpColumn = 22;
+    std::string head = "  " + std::string(name) + (metavar.empty() ? "" : " " + std::string(metavar));
+    head +=
+        head.size() < kHelpColumn ? std::string(kHelpColumn - head.size(), ' ') : "\n" + std::string(kHelpColumn, ' ');
+    return head + std::string(help) + "\n";
+}
+
 std::string options_help(Command command) {
     std::string out;
     for (std::size_t section = 0; section < std::size(kSectionNames); ++section) {
@@ -374,9 +382,7 @@ std::string options_help(Command command) {
         for (const Declared& d : declared()) {
             if (static_cast<std::size_t>(d.section) != section || !(d.commands & bit(command)) || d.help.empty())
                 continue;
-            std::string head = "  " + d.name + (d.metavar.empty() ? "" : " " + d.metavar);
-            head += head.size() < 22 ? std::string(22 - head.size(), ' ') : "\n" + std::string(22, ' ');
-            lines += head + d.help + "\n";
+            lines += help_line(d.name, d.metavar, d.help);
         }
         if (!lines.empty()) out += std::string(kSectionNames[section]) + ":\n" + lines;
     }

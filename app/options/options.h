@@ -105,5 +105,8 @@ void name_as_options(Errors& errors);
 
 // The options `command` takes, grouped under headings ("model:", "workload:", …), one per line with its help.
 std::string options_help(Command command);
+// One option's line of a help: "  --name METAVAR", padded to the help's column (or the help on the next line when the
+// name is longer), then its help and a newline. The window's own options are listed with it too.
+std::string help_line(std::string_view name, std::string_view metavar, std::string_view help);
 
 }  // namespace kvscope::cli

@@ -8,6 +8,7 @@
 
 #include "kvscope/calculator/draft_import.h"
 #include "kvscope/calculator/gguf.h"
+#include "kvscope/calculator/gguf_import.h"
 #include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/safetensors.h"

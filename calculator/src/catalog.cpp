@@ -10,6 +10,7 @@
 #include "kvscope/calculator/checked.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/tables.h"
+#include "kvscope/calculator/text_file.h"
 #include "kvscope/resources/embedded.h"
 
 namespace kvscope {

@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "kvscope/calculator/gguf.h"
+#include "kvscope/calculator/gguf_import.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/units.h"
 

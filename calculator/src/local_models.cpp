@@ -10,9 +10,11 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/gguf.h"
+#include "kvscope/calculator/gguf_import.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/safetensors.h"
 #include "kvscope/calculator/tables.h"
+#include "kvscope/calculator/text_file.h"
 
 namespace kvscope {
 namespace fs = std::filesystem;

@@ -17,6 +17,7 @@
 #include <system_error>
 #include <tuple>
 
+#include "kvscope/calculator/json_members.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/calculator/tables.h"
@@ -166,26 +167,39 @@ std::string measured_step_text(const MeasuredStep& m, const DecodeEstimate& esti
     return t + ")";
 }
 
+namespace {
+
+// Every member of MeasuredStep once, in the order an entry of the store (and a fit's `measured_step`) writes them;
+// measured_steps_from_json reads the same keys back.
+template <class V>
+void measured_step_members(const MeasuredStep& m, V& v) {
+    v.field(m.key, "key");
+    v.field(m.model_id, "model");
+    v.field(m.context_tokens, "context_tokens");
+    v.field(m.batch, "batch");
+    v.value(m.kv_dtype, "kv_dtype", Value::string(std::string(to_string(m.kv_dtype))));
+    v.value(m.weight_dtype, "weight_dtype", Value::string(std::string(to_string(m.weight_dtype))));
+    v.field(m.backend, "backend");
+    v.field(m.device, "device");
+    v.value(m.gpu_id, "gpu", m.gpu_id.empty() ? Value() : Value::string(m.gpu_id));
+    v.field(m.measured_on, "measured_on");
+    v.field(m.step_ms, "step_ms");
+    v.also("tokens_per_s", Value::number(m.tokens_per_s()));
+    v.field(m.predicted_step_ms, "predicted_step_ms");
+    v.field(m.ceiling_gbps, "ceiling_gbps");
+    v.field(m.layers_run, "layers_run");
+    v.field(m.layers_total, "layers_total");
+    v.field(m.scaled, "scaled");
+}
+
+}  // namespace
+
 Value measured_step_json(const MeasuredStep& m) {
-    Value o = Value::object();
-    o.set("key", Value::string(m.key));
-    o.set("model", Value::string(m.model_id));
-    o.set("context_tokens", Value::number(m.context_tokens));
-    o.set("batch", Value::number(m.batch));
-    o.set("kv_dtype", Value::string(std::string(to_string(m.kv_dtype))));
-    o.set("weight_dtype", Value::string(std::string(to_string(m.weight_dtype))));
-    o.set("backend", Value::string(m.backend));
-    o.set("device", Value::string(m.device));
-    o.set("gpu", m.gpu_id.empty() ? Value() : Value::string(m.gpu_id));
-    o.set("measured_on", Value::string(m.measured_on));
-    o.set("step_ms", Value::number(m.step_ms));
-    o.set("tokens_per_s", Value::number(m.tokens_per_s()));
-    o.set("predicted_step_ms", Value::number(m.predicted_step_ms));
-    o.set("ceiling_gbps", Value::number(m.ceiling_gbps));
-    o.set("layers_run", Value::number(m.layers_run));
-    o.set("layers_total", Value::number(m.layers_total));
-    o.set("scaled", Value::boolean(m.scaled));
-    return o;
+    return members_json(m, [](const MeasuredStep& r, auto& v) { measured_step_members(r, v); });
+}
+
+std::vector<DeclaredMember> declared_members(const MeasuredStep& m) {
+    return list_members(m, [](const MeasuredStep& r, auto& v) { measured_step_members(r, v); });
 }
 
 std::vector<MeasuredStep> measured_steps_from_json(std::string_view text) {

@@ -5,6 +5,7 @@
 
 #include "kvscope/calculator/engine_reserve.h"
 #include "kvscope/calculator/fit.h"
+#include "kvscope/calculator/json_members.h"
 #include "kvscope/calculator/parameters.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/calculator/weights.h"
@@ -21,56 +22,17 @@ Value warnings_json(const std::vector<std::string>& warnings, const std::vector<
     return Value::strings(warnings_and_not_exact(warnings, notes));
 }
 
-Value workload_json(const Scenario& s, Value& out) {
-    out.set("context_tokens", Value::number(s.workload.context_tokens));
-    out.set("batch", Value::number(s.workload.batch));
-    out.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
-    out.set("block_size", Value::number(s.workload.block_size));
-    out.set("full_window", Value::boolean(s.workload.full_window));
-    out.set("tp", Value::number(s.parallel.tp));
-    out.set("pp", Value::number(s.parallel.pp));
-    return out;
+// The workload's keys, which every report gives beside its own members.
+template <class V>
+void workload_keys(const Scenario& s, V& v) {
+    v.also("context_tokens", Value::number(s.workload.context_tokens));
+    v.also("batch", Value::number(s.workload.batch));
+    v.also("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
+    v.also("block_size", Value::number(s.workload.block_size));
+    v.also("full_window", Value::boolean(s.workload.full_window));
+    v.also("tp", Value::number(s.parallel.tp));
+    v.also("pp", Value::number(s.parallel.pp));
 }
-
-// A member written as it is: its JSON follows from its type (a count, a signed byte difference, a ratio, a flag, a
-// name).
-Value plain_json(std::uint64_t n) { return Value::number(n); }
-Value plain_json(std::int64_t n) { return Value::number_signed(n); }
-Value plain_json(double d) { return Value::number(d); }
-Value plain_json(bool b) { return Value::boolean(b); }
-Value plain_json(const std::string& text) { return Value::string(text); }
-
-// Writes the members a declaration (fit_members, variant_members) gives a key into a report's object.
-struct JsonWriter {
-    Value& out;
-    template <class M>
-    void field(const M& member, const char* key) {
-        out.set(key, plain_json(member));
-    }
-    template <class M>
-    void value(const M&, const char* key, Value v) {
-        out.set(key, std::move(v));
-    }
-    template <class M>
-    void elsewhere(const M&, const char*) {}
-};
-
-// Lists a declaration's members, with their keys or where they are given instead (the tests read it).
-struct MemberList {
-    std::vector<DeclaredMember> members;
-    template <class M>
-    void field(const M& member, const char* key) {
-        members.push_back({&member, sizeof(M), key, ""});
-    }
-    template <class M>
-    void value(const M& member, const char* key, const Value&) {
-        members.push_back({&member, sizeof(M), key, ""});
-    }
-    template <class M>
-    void elsewhere(const M& member, const char* where) {
-        members.push_back({&member, sizeof(M), "", where});
-    }
-};
 
 // Every member of PlanOption once, in the order each entry of a plan's `options` writes them.
 template <class V>
@@ -108,6 +70,80 @@ void variant_members(const Variant& x, V& v) {
     v.field(x.replication, "replication");
 }
 
+// Every member of LayerKv once, as each entry of the kv report's `layers` writes them (`arch` names the kind).
+template <class V>
+void layer_members(const LayerKv& l, const Architecture& arch, V& v) {
+    v.field(l.layer, "layer");
+    v.value(l.kind, "kind", Value::string(std::string(layer_kind_name(arch, l.kind))));
+    // Tokens the layer keeps: null = all of them; 0 for a layer that keeps no KV of its own.
+    const bool caches = l.kind == LayerKind::full || l.kind == LayerKind::sliding || l.kind == LayerKind::chunked;
+    v.value(l.window, "window", caches && l.window == 0 ? Value() : Value::number(caches ? l.window : 0));
+    v.field(l.stored_tokens, "stored_tokens");
+    v.field(l.bytes, "bytes");
+    v.field(l.state_bytes, "state_bytes");
+}
+
+// Every member of KvCacheReport once, in the order `kv --json` writes them, with the scenario's keys among them.
+template <class V>
+void kv_members(const KvCacheReport& kv, const Scenario& s, const std::vector<Variant>& variants, V& v) {
+    v.also("model", Value::string(s.model_id));
+    v.field(kv.total_bytes, "kv_cache_bytes");
+    v.field(kv.per_gpu_bytes, "kv_cache_bytes_per_gpu");
+    v.field(kv.per_sequence_bytes, "bytes_per_sequence");
+    v.field(kv.bytes_per_token, "bytes_per_token");
+    v.field(kv.bytes_per_token_per_gpu, "bytes_per_token_per_gpu");
+    v.field(kv.state_bytes, "state_bytes");
+    v.field(kv.state_bytes_per_sequence, "state_bytes_per_sequence");
+    v.field(kv.state_bytes_per_gpu, "state_bytes_per_gpu");
+    v.field(kv.memory_bytes, "memory_bytes");
+    v.field(kv.memory_bytes_per_gpu, "memory_bytes_per_gpu");
+    workload_keys(s, v);
+    v.field(kv.gpus, "gpus");
+    v.field(kv.kv_heads_per_gpu, "kv_heads_per_gpu");
+    v.field(kv.replication, "replication");
+    v.also("architecture", architecture_report_json(s.arch));
+    v.also("variants", variants_json(variants));
+    Value layers = Value::array();
+    for (const LayerKv& l : kv.layers)
+        layers.push(members_json(l, [&](const LayerKv& r, auto& w) { layer_members(r, s.arch, w); }));
+    v.value(kv.layers, "layers", std::move(layers));
+    v.field(kv.warnings, "warnings");
+    v.elsewhere(kv.exact, "not in the JSON: a warning that starts \"not exact:\" says so");
+}
+
+// Every member of Curve once, as each entry of the curves' `series` writes them.
+template <class V>
+void curve_members(const Curve& curve, V& v) {
+    v.field(curve.name, "name");
+    v.elsewhere(curve.series, "not in the JSON: the name says it");
+    v.field(curve.is_model, "is_model");
+    v.elsewhere(curve.replication, "not in the JSON: the kv report's variants give it");
+    // kv_cache_bytes is the attention KV alone, as everywhere; memory_bytes adds the flat recurrent state.
+    Value bytes = Value::array(), memory = Value::array();
+    for (const std::uint64_t b : curve.bytes) {
+        bytes.push(Value::number(b - curve.state_bytes));
+        memory.push(Value::number(b));
+    }
+    v.value(curve.bytes, "kv_cache_bytes", std::move(bytes));
+    v.field(curve.state_bytes, "state_bytes");
+    v.also("memory_bytes", std::move(memory));
+}
+
+// Every member of Curves once, in the order `curves --json` writes them, with the scenario's keys before them.
+template <class V>
+void curves_members(const Curves& c, const Scenario& s, V& v) {
+    v.also("model", Value::string(s.model_id));
+    workload_keys(s, v);
+    Value tokens = Value::array();
+    for (const std::uint64_t t : c.tokens) tokens.push(Value::number(t));
+    v.value(c.tokens, "tokens", std::move(tokens));
+    Value series = Value::array();
+    for (const Curve& curve : c.series)
+        series.push(members_json(curve, [](const Curve& r, auto& w) { curve_members(r, w); }));
+    v.value(c.series, "series", std::move(series));
+    v.elsewhere(c.lowered_from, "not in the JSON: the last of `tokens`, and the text's note");
+}
+
 }  // namespace
 
 Value architecture_report_json(const Architecture& a) {
@@ -140,50 +176,13 @@ Value architecture_report_json(const Architecture& a) {
 
 Value variants_json(const std::vector<Variant>& variants) {
     Value list = Value::array();
-    for (const auto& v : variants) {
-        Value o = Value::object();
-        JsonWriter writer{o};
-        variant_members(v, writer);
-        list.push(std::move(o));
-    }
+    for (const Variant& v : variants)
+        list.push(members_json(v, [](const Variant& r, auto& w) { variant_members(r, w); }));
     return list;
 }
 
 Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std::vector<Variant>& variants) {
-    Value o = Value::object();
-    o.set("model", Value::string(s.model_id));
-    o.set("kv_cache_bytes", Value::number(kv.total_bytes));
-    o.set("kv_cache_bytes_per_gpu", Value::number(kv.per_gpu_bytes));
-    o.set("bytes_per_sequence", Value::number(kv.per_sequence_bytes));
-    o.set("bytes_per_token", Value::number(kv.bytes_per_token));
-    o.set("bytes_per_token_per_gpu", Value::number(kv.bytes_per_token_per_gpu));
-    o.set("state_bytes", Value::number(kv.state_bytes));
-    o.set("state_bytes_per_sequence", Value::number(kv.state_bytes_per_sequence));
-    o.set("state_bytes_per_gpu", Value::number(kv.state_bytes_per_gpu));
-    o.set("memory_bytes", Value::number(kv.memory_bytes));
-    o.set("memory_bytes_per_gpu", Value::number(kv.memory_bytes_per_gpu));
-    workload_json(s, o);
-    o.set("gpus", Value::number(kv.gpus));
-    o.set("kv_heads_per_gpu", Value::number(kv.kv_heads_per_gpu));
-    o.set("replication", Value::number(kv.replication));
-    o.set("architecture", architecture_report_json(s.arch));
-    o.set("variants", variants_json(variants));
-    Value layers = Value::array();
-    for (const auto& l : kv.layers) {
-        Value x = Value::object();
-        x.set("layer", Value::number(l.layer));
-        x.set("kind", Value::string(std::string(layer_kind_name(s.arch, l.kind))));
-        // Tokens the layer keeps: null = all of them; 0 for a layer that keeps no KV of its own.
-        const bool caches = l.kind == LayerKind::full || l.kind == LayerKind::sliding || l.kind == LayerKind::chunked;
-        x.set("window", caches && l.window == 0 ? Value() : Value::number(caches ? l.window : 0));
-        x.set("stored_tokens", Value::number(l.stored_tokens));
-        x.set("bytes", Value::number(l.bytes));
-        x.set("state_bytes", Value::number(l.state_bytes));
-        layers.push(std::move(x));
-    }
-    o.set("layers", std::move(layers));
-    o.set("warnings", Value::strings(kv.warnings));
-    return o;
+    return members_json(kv, [&](const KvCacheReport& r, auto& v) { kv_members(r, s, variants, v); });
 }
 
 namespace {
@@ -339,30 +338,70 @@ void fit_members(const FitReport& f, V& v) {
     v.elsewhere(f.warnings, "warnings, after the notes");
 }
 
+// Every member of Plan once, in the order `plan --json` writes them, with the scenario's and the limits' keys.
+template <class V>
+void plan_members(const Plan& plan, const Scenario& s, const PlanLimits& limits, V& v) {
+    v.also("model", Value::string(s.model_id));
+    v.also("context_tokens", Value::number(s.workload.context_tokens));
+    v.field(plan.sequences, "sequences");
+    v.also("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
+    v.also("block_size", Value::number(s.workload.block_size));
+    if (s.deployment) {
+        v.also("gpu", Value::string(s.deployment->gpu.id));
+        v.also("gpu_name", Value::string(s.deployment->gpu.name));
+        v.also("engine", Value::string(std::string(to_string(s.deployment->engine))));
+        // SGLang's own default differs per layout: null then (each option's fit applies its own).
+        v.also("utilization", default_fraction_per_gpu(s.deployment->engine) && !s.deployment->fraction_given
+                                  ? Value()
+                                  : Value::number(s.deployment->fraction));
+        Value settings = Value::object();
+        weights_and_engine_settings(s, settings, nullptr);
+        for (const auto& [key, value] : settings.members()) v.also(key.c_str(), value);
+    }
+    v.also("gpus_per_node", Value::number(limits.gpus_per_node));
+    v.also("max_pp", Value::number(limits.max_pp));
+    Value options = Value::array();
+    for (const PlanOption& p : plan.options)
+        options.push(members_json(p, [](const PlanOption& r, auto& w) { plan_option_members(r, w); }));
+    v.value(plan.options, "options", std::move(options));
+    v.field(plan.notes, "notes");
+    v.elsewhere(plan.scope_note, "notes: one of them, on its own for the window's caption");
+    v.elsewhere(plan.dominated_note, "notes: one of them, on its own for the window's caption");
+    v.value(plan.warnings, "warnings", warnings_json(plan.warnings, plan.notes));
+}
+
 }  // namespace
 
-std::vector<DeclaredMember> variant_report_members(const Variant& v) {
-    MemberList list;
-    variant_members(v, list);
-    return list.members;
+std::vector<DeclaredMember> declared_members(const FitReport& f) {
+    return list_members(f, [](const FitReport& r, auto& v) { fit_members(r, v); });
 }
-
-std::vector<DeclaredMember> plan_option_report_members(const PlanOption& p) {
-    MemberList list;
-    plan_option_members(p, list);
-    return list.members;
+std::vector<DeclaredMember> declared_members(const Variant& x) {
+    return list_members(x, [](const Variant& r, auto& v) { variant_members(r, v); });
 }
-
-std::vector<DeclaredMember> fit_report_members(const FitReport& f) {
-    MemberList list;
-    fit_members(f, list);
-    return list.members;
+std::vector<DeclaredMember> declared_members(const PlanOption& p) {
+    return list_members(p, [](const PlanOption& r, auto& v) { plan_option_members(r, v); });
+}
+std::vector<DeclaredMember> declared_members(const LayerKv& l) {
+    return list_members(l, [](const LayerKv& r, auto& v) { layer_members(r, Architecture{}, v); });
+}
+std::vector<DeclaredMember> declared_members(const KvCacheReport& kv) {
+    return list_members(kv, [](const KvCacheReport& r, auto& v) { kv_members(r, Scenario{}, {}, v); });
+}
+std::vector<DeclaredMember> declared_members(const Curve& c) {
+    return list_members(c, [](const Curve& r, auto& v) { curve_members(r, v); });
+}
+std::vector<DeclaredMember> declared_members(const Curves& c) {
+    return list_members(c, [](const Curves& r, auto& v) { curves_members(r, Scenario{}, v); });
+}
+std::vector<DeclaredMember> declared_members(const Plan& p) {
+    return list_members(p, [](const Plan& r, auto& v) { plan_members(r, Scenario{}, PlanLimits{}, v); });
 }
 
 Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimate& d, const MeasuredStep* measured) {
     Value o = Value::object();
     o.set("model", Value::string(s.model_id));
-    workload_json(s, o);
+    JsonWriter writer{o};
+    workload_keys(s, writer);
     if (s.deployment) {
         o.set("gpu", Value::string(s.deployment->gpu.id));
         o.set("gpu_name", Value::string(s.deployment->gpu.name));
@@ -371,7 +410,6 @@ Value fit_report_json(const Scenario& s, const FitReport& f, const DecodeEstimat
         o.set("utilization", Value::number(f.fraction));
         weights_and_engine_settings(s, o, &f);
     }
-    JsonWriter writer{o};
     fit_members(f, writer);
     o.set("weight_bytes_read_per_step_per_gpu", Value::number(d.weight_bytes_read_per_gpu));
     o.set("kv_bytes_read_per_step_per_gpu", Value::number(d.kv_bytes_read_per_gpu));
@@ -419,62 +457,11 @@ Value with_warnings(Value report, const std::vector<std::string>& more) {
 }
 
 Value curves_json(const Scenario& s, const Curves& c) {
-    Value o = Value::object();
-    o.set("model", Value::string(s.model_id));
-    workload_json(s, o);
-    Value tokens = Value::array();
-    for (auto t : c.tokens) tokens.push(Value::number(t));
-    o.set("tokens", std::move(tokens));
-    Value series = Value::array();
-    for (const auto& curve : c.series) {
-        Value x = Value::object();
-        x.set("name", Value::string(curve.name));
-        x.set("is_model", Value::boolean(curve.is_model));
-        // kv_cache_bytes is the attention KV alone, as everywhere; memory_bytes adds the flat recurrent state.
-        Value bytes = Value::array(), memory = Value::array();
-        for (auto b : curve.bytes) {
-            bytes.push(Value::number(b - curve.state_bytes));
-            memory.push(Value::number(b));
-        }
-        x.set("kv_cache_bytes", std::move(bytes));
-        x.set("state_bytes", Value::number(curve.state_bytes));
-        x.set("memory_bytes", std::move(memory));
-        series.push(std::move(x));
-    }
-    o.set("series", std::move(series));
-    return o;
+    return members_json(c, [&](const Curves& r, auto& v) { curves_members(r, s, v); });
 }
 
 Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits) {
-    Value o = Value::object();
-    o.set("model", Value::string(s.model_id));
-    o.set("context_tokens", Value::number(s.workload.context_tokens));
-    o.set("sequences", Value::number(plan.sequences));
-    o.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
-    o.set("block_size", Value::number(s.workload.block_size));
-    if (s.deployment) {
-        o.set("gpu", Value::string(s.deployment->gpu.id));
-        o.set("gpu_name", Value::string(s.deployment->gpu.name));
-        o.set("engine", Value::string(std::string(to_string(s.deployment->engine))));
-        // SGLang's own default differs per layout: null then (each option's fit applies its own).
-        o.set("utilization", default_fraction_per_gpu(s.deployment->engine) && !s.deployment->fraction_given
-                                 ? Value()
-                                 : Value::number(s.deployment->fraction));
-        weights_and_engine_settings(s, o, nullptr);
-    }
-    o.set("gpus_per_node", Value::number(limits.gpus_per_node));
-    o.set("max_pp", Value::number(limits.max_pp));
-    Value options = Value::array();
-    for (const PlanOption& p : plan.options) {
-        Value x = Value::object();
-        JsonWriter writer{x};
-        plan_option_members(p, writer);
-        options.push(std::move(x));
-    }
-    o.set("options", std::move(options));
-    o.set("notes", Value::strings(plan.notes));
-    o.set("warnings", warnings_json(plan.warnings, plan.notes));
-    return o;
+    return members_json(plan, [&](const Plan& r, auto& v) { plan_members(r, s, limits, v); });
 }
 
 }  // namespace kvscope

@@ -11,6 +11,7 @@
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/local_models.h"
+#include "kvscope/calculator/text_file.h"
 #include "kvscope/calculator/units.h"
 #include "open_file.h"
 

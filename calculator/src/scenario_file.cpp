@@ -6,8 +6,8 @@
 #include <set>
 #include <type_traits>
 
-#include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/json.h"
+#include "kvscope/calculator/text_file.h"
 #include "scenario_notes.h"
 
 namespace kvscope {

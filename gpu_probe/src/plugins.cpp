@@ -1,4 +1,6 @@
 // The backends the probe knows, one registration line each, and the loader of those built as plugins.
+#include "kvscope/probe/plugins.h"
+
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -178,6 +180,12 @@ std::vector<DeviceInfo> list_devices() {
         out.back().label = it->label;
     }
     return out;
+}
+
+Result<std::unique_ptr<Backend>> make_backend(const std::string& name) {
+    BackendChoice c = choose_backend(name);
+    if (!c.backend) return FieldError{"--backend", c.message};
+    return std::move(c.backend);
 }
 
 }  // namespace kvscope::probe

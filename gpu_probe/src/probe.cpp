@@ -147,10 +147,4 @@ std::uint64_t kv_bytes_read(const std::vector<KvTensor>& tensors) {
     return sum;
 }
 
-Result<std::unique_ptr<Backend>> make_backend(const std::string& name) {
-    BackendChoice c = choose_backend(name);
-    if (!c.backend) return FieldError{"--backend", c.message};
-    return std::move(c.backend);
-}
-
 }  // namespace kvscope::probe

@@ -13,10 +13,12 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/gguf.h"
+#include "kvscope/calculator/gguf_import.h"
 #include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/safetensors.h"
+#include "kvscope/calculator/text_file.h"
 #include "kvscope/calculator/units.h"
 #include "testing.h"
 

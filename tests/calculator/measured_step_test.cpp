@@ -155,6 +155,25 @@ TEST(MeasuredStep, ScaledRunsSaySo) {
     EXPECT_TRUE(measured_step_text(m, *a->decode).ends_with("; 20 of 32 layers run, their time scaled)"));
 }
 
+TEST(MeasuredStep, EveryMemberIsDeclaredOnceAndReadBackAsWritten) {
+    // A member added to MeasuredStep is written into the store's entries (measured_step.cpp measured_step_members)
+    // or said to be left out; the store's reader gives back what was written.
+    const Scenario s = llama_8b_on("h200");
+    MeasuredStep m = measured(s, "NVIDIA H200", "h200", 12.25);
+    m.scaled = true;
+    m.layers_run = 20;
+    const json::Value entry = measured_step_json(m);
+    testing::expect_declared_once(m, entry, "MeasuredStep");
+    json::Value doc = json::Value::object();
+    json::Value steps = json::Value::array();
+    steps.push(entry);
+    doc.set("steps", std::move(steps));
+    const std::vector<MeasuredStep> back = measured_steps_from_json(doc.dump());
+    ASSERT_EQ(back.size(), 1u);
+    EXPECT_EQ(back.front(), m);
+    EXPECT_NEAR(entry.find("tokens_per_s")->as_double(), 1000.0 / 12.25, 1e-9);
+}
+
 struct TempFolder {
     fs::path path = fs::temp_directory_path() / ("kvscope mesures décodage " + std::to_string(::getpid()));
     ~TempFolder() {

@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "kvscope/calculator/architecture.h"
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/json_members.h"
 #include "kvscope/calculator/result.h"
 
 namespace kvscope::testing {
@@ -51,6 +54,40 @@ inline bool has_error(const Errors& errors, const std::string& field, const std:
         return e.field == field && (input == Field::none || e.input == input) &&
                e.message.find(fragment) != std::string::npos;
     });
+}
+
+// The number of members of an aggregate: the most initialisers it takes, each converting to whatever its member is.
+struct AnyMember {
+    template <class T>
+    operator T() const;  // NOLINT(google-explicit-constructor): only named in unevaluated expressions
+};
+template <class T, class... Taken>
+constexpr std::size_t member_count() {
+    if constexpr (requires { T{Taken{}..., AnyMember{}}; })
+        return member_count<T, Taken..., AnyMember>();
+    else
+        return sizeof...(Taken);
+}
+
+// A report's declaration (json_members.h; report_json.cpp, measured_step.cpp) names every member of its struct once,
+// each inside the struct, each with a key or where it is given instead; and each key it gives is in `object`, the
+// report's JSON. A member added to the struct and left out of its declaration fails here.
+template <class T>
+void expect_declared_once(const T& report, const json::Value& object, const char* what) {
+    SCOPED_TRACE(what);
+    const std::vector<DeclaredMember> declared = declared_members(report);
+    EXPECT_EQ(declared.size(), member_count<T>());
+    std::set<const void*> seen;
+    const auto* begin = reinterpret_cast<const std::byte*>(&report);
+    for (const DeclaredMember& m : declared) {
+        EXPECT_TRUE(seen.insert(m.address).second) << "declared twice: " << m.key << m.elsewhere;
+        const auto* at = static_cast<const std::byte*>(m.address);
+        EXPECT_TRUE(at >= begin && at + m.size <= begin + sizeof report) << m.key << m.elsewhere;
+        EXPECT_NE(m.key.empty(), m.elsewhere.empty()) << "a key, or where it is given instead: " << m.key;
+        if (!m.key.empty()) {
+            EXPECT_NE(object.find(m.key), nullptr) << m.key;
+        }
+    }
 }
 
 }  // namespace kvscope::testing

@@ -1,10 +1,12 @@
 #include <set>
 
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/curves.h"
 #include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/report_json.h"
 #include "kvscope/calculator/units.h"
+#include "kvscope/calculator/variants.h"
 #include "testing.h"
 
 namespace kvscope {
@@ -150,104 +152,84 @@ TEST(Json, KeysKeepTheirOrderAndTheLastDuplicateWins) {
     EXPECT_EQ(big.members().size(), 20000u);
 }
 
-// The number of members of an aggregate: the most initialisers it takes, each converting to whatever its member is.
-struct AnyMember {
-    template <class T>
-    operator T() const;  // NOLINT(google-explicit-constructor): only named in unevaluated expressions
-};
-template <class T, class... Taken>
-constexpr std::size_t member_count() {
-    if constexpr (requires { T{Taken{}..., AnyMember{}}; })
-        return member_count<T, Taken..., AnyMember>();
-    else
-        return sizeof...(Taken);
-}
-
-TEST(ReportJson, EveryFitReportMemberIsDeclaredOnce) {
-    // A member added to FitReport is written into the fit's JSON (report_json.cpp fit_members) or said to be given
-    // elsewhere; one left out of the declaration fails here.
-    const FitReport f;
-    const std::vector<DeclaredMember> declared = fit_report_members(f);
-    EXPECT_EQ(declared.size(), member_count<FitReport>());
-    std::set<const void*> seen;
-    const auto* begin = reinterpret_cast<const std::byte*>(&f);
-    for (const DeclaredMember& m : declared) {
-        EXPECT_TRUE(seen.insert(m.address).second) << "declared twice: " << m.key << m.elsewhere;
-        const auto* at = static_cast<const std::byte*>(m.address);
-        EXPECT_TRUE(at >= begin && at + m.size <= begin + sizeof f) << m.key << m.elsewhere;
-        EXPECT_NE(m.key.empty(), m.elsewhere.empty()) << "a key, or where it is given instead: " << m.key;
-    }
-    // Every key the declaration gives is in a fit's JSON (Llama 3.1 70B on two H100s, its weights estimated).
+// Llama 3.1 70B on two H100s at 8k × 4 (its weights estimated), and Gemma 3 27B's sliding layers for the layers'.
+Scenario two_gpu_scenario(const char* model_id) {
     Scenario s;
-    const CatalogModel* model = Catalog::builtin().find_model("llama-3.1-70b");
-    ASSERT_NE(model, nullptr);
-    s.arch = model->model.arch;
+    const CatalogModel* model = Catalog::builtin().find_model(model_id);
+    EXPECT_NE(model, nullptr) << model_id;
+    if (model) s.arch = model->model.arch;
+    s.model_id = model_id;
     s.workload = {.context_tokens = 8192, .batch = 4};
     s.parallel = {.tp = 2};
     Deployment d;
     d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
     d.gpu_count = 2;
     s.deployment = d;
-    auto fitted = fit(s.arch, s.kv_dtype, s.workload, s.parallel, d);
+    return s;
+}
+
+TEST(ReportJson, EveryFitReportMemberIsDeclaredOnce) {
+    const Scenario s = two_gpu_scenario("llama-3.1-70b");
+    auto fitted = fit(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment);
     ASSERT_TRUE(fitted) << fitted.error_text();
-    auto decode = decode_estimate(s.arch, s.kv_dtype, s.workload, s.parallel, d, *fitted);
+    auto decode = decode_estimate(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment, *fitted);
     ASSERT_TRUE(decode);
     const json::Value j = fit_report_json(s, *fitted, *decode);
-    for (const DeclaredMember& m : fit_report_members(*fitted))
-        if (!m.key.empty()) {
-            EXPECT_NE(j.find(m.key), nullptr) << m.key;
-        }
+    testing::expect_declared_once(*fitted, j, "FitReport");
     EXPECT_EQ(j.find("kv_cache_bytes_per_gpu")->as_u64(), fitted->kv_bytes_per_gpu);
 }
 
-TEST(ReportJson, EveryVariantMemberIsDeclaredOnce) {
-    // A member added to Variant is written into each entry of `variants` or said to be left out; one left out of the
-    // declaration (report_json.cpp variant_members) fails here.
-    const Variant v;
-    const std::vector<DeclaredMember> declared = variant_report_members(v);
-    EXPECT_EQ(declared.size(), member_count<Variant>());
-    std::set<const void*> seen;
-    for (const DeclaredMember& m : declared) EXPECT_TRUE(seen.insert(m.address).second) << m.key << m.elsewhere;
-    Variant gqa;
-    gqa.name = "GQA-8";
-    gqa.kv_heads = 8;
-    gqa.kv_cache_bytes = 1u << 30;
-    const json::Value j = variants_json({gqa});
-    ASSERT_EQ(j.items().size(), 1u);
-    for (const DeclaredMember& m : declared)
-        if (!m.key.empty()) {
-            EXPECT_NE(j.items()[0].find(m.key), nullptr) << m.key;
-        }
-    EXPECT_EQ(j.items()[0].find("kv_cache_bytes")->as_u64(), 1u << 30);
-    EXPECT_EQ(j.items()[0].find("name")->as_string(), "GQA-8");
+TEST(ReportJson, EveryKvReportAndVariantMemberIsDeclaredOnce) {
+    const Scenario s = two_gpu_scenario("gemma-3-27b");
+    auto kv = kv_cache_report(s.arch, s.kv_dtype, s.workload, s.parallel);
+    ASSERT_TRUE(kv) << kv.error_text();
+    auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel);
+    ASSERT_TRUE(variants) << variants.error_text();
+    ASSERT_FALSE(kv->layers.empty());
+    ASSERT_FALSE(variants->empty());
+    const json::Value j = kv_report_json(s, *kv, *variants);
+    testing::expect_declared_once(*kv, j, "KvCacheReport");
+    testing::expect_declared_once(kv->layers.front(), j.find("layers")->items().front(), "LayerKv");
+    testing::expect_declared_once(variants->front(), j.find("variants")->items().front(), "Variant");
+    EXPECT_EQ(j.find("kv_cache_bytes")->as_u64(), kv->total_bytes);
+    EXPECT_EQ(j.find("layers")->items().size(), kv->layers.size());
+    // A sliding layer's window, a full layer's null.
+    EXPECT_EQ(j.find("layers")->items().front().find("window")->as_u64(), kv->layers.front().window);
+    EXPECT_EQ(j.find("variants")->items().front().find("name")->as_string(), variants->front().name);
 }
 
-TEST(ReportJson, EveryPlanOptionMemberIsDeclaredOnce) {
-    // A member added to PlanOption is written into each entry of a plan's `options` or said to be left out.
-    const PlanOption p;
-    const std::vector<DeclaredMember> declared = plan_option_report_members(p);
-    EXPECT_EQ(declared.size(), member_count<PlanOption>());
-    std::set<const void*> seen;
-    for (const DeclaredMember& m : declared) EXPECT_TRUE(seen.insert(m.address).second) << m.key << m.elsewhere;
+TEST(ReportJson, EveryCurvesMemberIsDeclaredOnce) {
+    const Scenario s = two_gpu_scenario("llama-3.1-70b");
+    auto curves = kv_curves(s.arch, s.kv_dtype, s.workload, s.parallel);
+    ASSERT_TRUE(curves) << curves.error_text();
+    ASSERT_FALSE(curves->series.empty());
+    const json::Value j = curves_json(s, *curves);
+    testing::expect_declared_once(*curves, j, "Curves");
+    testing::expect_declared_once(curves->series.front(), j.find("series")->items().front(), "Curve");
+    EXPECT_EQ(j.find("tokens")->items().size(), curves->tokens.size());
+    EXPECT_EQ(j.find("series")->items().front().find("kv_cache_bytes")->items().back().as_u64(),
+              curves->series.front().bytes.back() - curves->series.front().state_bytes);
+}
+
+TEST(ReportJson, EveryPlanAndPlanOptionMemberIsDeclaredOnce) {
     Plan plan;
     plan.sequences = 4;
+    plan.notes = {"a note"};
     PlanOption two;
     two.tp = 2;
     two.gpus = 2;
     two.fits = true;
     two.max_batch = 9;
     plan.options.push_back(two);
-    Scenario s;
+    const Scenario s = two_gpu_scenario("llama-3.1-70b");
     const json::Value j = plan_json(s, plan, {});
+    testing::expect_declared_once(plan, j, "Plan");
     const json::Value& entry = j.find("options")->items().at(0);
-    for (const DeclaredMember& m : declared) {
-        if (!m.key.empty()) {
-            EXPECT_NE(entry.find(m.key), nullptr) << m.key;
-        }
-    }
+    testing::expect_declared_once(plan.options.front(), entry, "PlanOption");
     EXPECT_EQ(entry.find("tp")->as_u64(), 2u);
     EXPECT_EQ(entry.find("max_batch")->as_u64(), 9u);
     EXPECT_TRUE(entry.find("why_not")->is_null());  // it fits
+    EXPECT_EQ(j.find("sequences")->as_u64(), 4u);
 }
 
 }  // namespace

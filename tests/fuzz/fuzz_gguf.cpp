@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "kvscope/calculator/gguf.h"
+#include "kvscope/calculator/gguf_import.h"
 #include "kvscope/calculator/kv_cache.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

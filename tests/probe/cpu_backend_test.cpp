@@ -19,6 +19,7 @@
 #include "host_memory.h"
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/probe/plugins.h"
 #include "kvscope/probe/probe.h"
 
 // Whether AddressSanitizer is on: gcc says so with __SANITIZE_ADDRESS__, clang (the asan preset's compiler) with

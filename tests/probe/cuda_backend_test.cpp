@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/probe/plugins.h"
 #include "kvscope/probe/probe.h"
 
 namespace kvscope::probe {

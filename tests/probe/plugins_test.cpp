@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "kvscope/probe/plugins.h"
 #include "kvscope/probe/probe.h"
 
 namespace kvscope::probe {

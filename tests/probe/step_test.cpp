@@ -10,6 +10,7 @@
 #include "cpu_kernels.h"
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/probe/plugins.h"
 #include "kvscope/probe/probe.h"
 #include "step_common.h"
 #include "step_reference.h"

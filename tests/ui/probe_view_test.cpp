@@ -14,6 +14,7 @@
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/measured_step.h"
+#include "kvscope/probe/plugins.h"
 #include "kvscope/probe/probe.h"
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/main_window.h"

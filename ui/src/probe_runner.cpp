@@ -2,6 +2,7 @@
 
 #include <QThread>
 
+#include "kvscope/probe/plugins.h"
 #include "kvscope/ui/text.h"
 
 namespace kvscope::ui {

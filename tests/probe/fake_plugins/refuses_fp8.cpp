@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "kvscope/probe/plugin.h"
+#include "kvscope/probe/plugins.h"
 
 namespace {
 

@@ -54,7 +54,4 @@ Result<ImportedModel> import_config_file(const std::string& path);
 // "org/name" for a file in a Hugging Face cache snapshot, else the name of the folder holding it.
 std::string model_name_from_path(const std::string& path);
 
-// Reads a whole file, or an error naming the path and the reason.
-Result<std::string> read_text_file(const std::string& path, std::size_t max_bytes = 64ull << 20);
-
 }  // namespace kvscope

@@ -85,22 +85,6 @@ std::optional<TypeInfo> type_info(std::uint32_t type);
 // The tensor's bytes, or an error naming it (an unknown type, a row that is not whole blocks, an overflow).
 Result<std::uint64_t> tensor_bytes(const TensorInfo& tensor);
 
-// The model a GGUF describes, as llama.cpp loads it (gguf_import.cpp): the architecture from general.architecture
-// and its {arch}.* keys with llama.cpp's defaults, the exact weight bytes and parameter counts from the tensor infos,
-// the KV format llama.cpp uses by default (f16) and the engine llama.cpp. Keys that could change the cache and that
-// no rule reads are listed in arch.not_exact.
-Result<ImportedModel> import(const File& file, const std::string& source);
-// A file: a whole model, or the first piece of one that gguf-split cut into NAME-00001-of-0000N.gguf files (the
-// others' tensor infos are read too); another piece is an error naming the first.
-Result<ImportedModel> import_file(const std::string& path);
-
-// gguf-split's file names: "Llama-3.1-405B-Q4_K_M-00002-of-00005.gguf" -> {"Llama-3.1-405B-Q4_K_M", 2, 5}.
-struct SplitName {
-    std::string prefix;
-    std::uint64_t no = 0;  // from 1
-    std::uint64_t count = 0;
-};
-std::optional<SplitName> split_name(std::string_view file_name);
-std::string split_piece_name(const SplitName& split, std::uint64_t no);
+// The model a GGUF describes, as llama.cpp loads it: kvscope/calculator/gguf_import.h.
 
 }  // namespace kvscope::gguf

@@ -21,6 +21,7 @@
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/deployment.h"
 #include "kvscope/calculator/json.h"
+#include "kvscope/calculator/json_members.h"
 #include "kvscope/calculator/result.h"
 #include "kvscope/calculator/scenario.h"
 
@@ -69,6 +70,8 @@ std::optional<MeasuredStep> find_measured_step(const std::vector<MeasuredStep>& 
 std::string measured_step_text(const MeasuredStep& m, const DecodeEstimate& estimate);
 
 json::Value measured_step_json(const MeasuredStep& m);
+// Its members as that JSON declares them, each once (json_members.h).
+std::vector<DeclaredMember> declared_members(const MeasuredStep& m);
 // The store's text; entries that cannot be read are skipped (a file from a newer version stays usable).
 std::vector<MeasuredStep> measured_steps_from_json(std::string_view text);
 

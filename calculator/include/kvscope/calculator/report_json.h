@@ -10,6 +10,7 @@
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/json.h"
+#include "kvscope/calculator/json_members.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/measured_step.h"
 #include "kvscope/calculator/plan.h"
@@ -27,20 +28,16 @@ json::Value kv_report_json(const Scenario& s, const KvCacheReport& kv, const std
 // with its ratio to the estimate; null when there is none.
 json::Value fit_report_json(const Scenario& s, const FitReport& fit, const DecodeEstimate& decode,
                             const MeasuredStep* measured = nullptr);
-// A member of a report as its JSON declares it: where it is (its address and size in the report given), its key,
-// or, for one written elsewhere or not at all, where and why. The fit's JSON is written from that declaration.
-struct DeclaredMember {
-    const void* address = nullptr;
-    std::size_t size = 0;
-    std::string key;
-    std::string elsewhere;
-};
-// FitReport's members as the fit's JSON declares them, each once (the test that a new member is declared reads it);
-// and a Variant's, as each entry of `variants` writes them.
-std::vector<DeclaredMember> fit_report_members(const FitReport& fit);
-std::vector<DeclaredMember> variant_report_members(const Variant& variant);
-// A plan option's, as each entry of a plan's `options` writes them.
-std::vector<DeclaredMember> plan_option_report_members(const PlanOption& option);
+// Each report's members as its JSON declares them (json_members.h), each once: the tests that a new member is
+// declared read them.
+std::vector<DeclaredMember> declared_members(const FitReport& fit);
+std::vector<DeclaredMember> declared_members(const Variant& variant);    // an entry of `variants`
+std::vector<DeclaredMember> declared_members(const PlanOption& option);  // an entry of a plan's `options`
+std::vector<DeclaredMember> declared_members(const Plan& plan);
+std::vector<DeclaredMember> declared_members(const KvCacheReport& kv);
+std::vector<DeclaredMember> declared_members(const LayerKv& layer);  // an entry of the kv report's `layers`
+std::vector<DeclaredMember> declared_members(const Curves& curves);
+std::vector<DeclaredMember> declared_members(const Curve& curve);  // an entry of the curves' `series`
 json::Value curves_json(const Scenario& s, const Curves& curves);
 // The planner's answer: the workload, the GPU and engine, then `options` smallest GPU count first.
 json::Value plan_json(const Scenario& s, const Plan& plan, const PlanLimits& limits);

@@ -4,7 +4,7 @@
 // for its libraries. The interface is the probe's Backend, nothing specific to a kind of device. A plugin
 // is built with the probe from the same sources; kPluginAbi changes whenever what crosses here does.
 
-#include "kvscope/probe/probe.h"
+#include "kvscope/probe/plugins.h"
 
 namespace kvscope::probe {
 constexpr int kPluginAbi = 2;  // 2: Backend::step

@@ -237,21 +237,6 @@ public:
     virtual StepReport step(const StepRequest& request, const Control& control);
 };
 
-// A backend by name, or why it cannot run here: "cpu" always works; "cuda" when built with CUDA
-// and a device answers; "auto" picks CUDA when it can, else the CPU. Otherwise `backend` is null
-// and `status` says why — no_device (no driver, no device, or a build without CUDA),
-// driver_mismatch (a driver older than this build's runtime), invalid_input (not a backend) —
-// with a message that names the cause.
-struct BackendChoice {
-    std::unique_ptr<Backend> backend;
-    Status status = Status::ok;
-    std::string message;
-};
-BackendChoice choose_backend(const std::string& name);
-// The same, with the reason as an error on the field --backend.
-Result<std::unique_ptr<Backend>> make_backend(const std::string& name);
-
-// Every backend this build has, each with its device or the reason it is unavailable.
-std::vector<DeviceInfo> list_devices();
+// The backends this build has, each chosen by name: kvscope/probe/plugins.h.
 
 }  // namespace kvscope::probe
