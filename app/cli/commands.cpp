@@ -17,10 +17,10 @@
 #include "kvscope/calculator/weights.h"
 #include "probe_commands.h"
 #include "scenario_options.h"
+#include "simulate_command.h"
 #include "table.h"
 
 namespace kvscope::cli {
-namespace {
 
 using json::Value;
 
@@ -31,12 +31,16 @@ std::string usage_error(const Errors& errors_in, const std::string& command) {
     return line + "\n";
 }
 
+namespace {
+
 // Layers of more than full attention and sliding windows, or a recurrent state: the text says what each keeps.
 bool mixed_layers(const Architecture& a) {
     return a.attention_layers() != a.layers || a.state_layers() > 0 || a.count_layers(LayerKind::chunked) > 0 ||
            std::any_of(a.layer_specs.begin(), a.layer_specs.end(),
                        [](const LayerSpec& l) { return l.kv_heads > 0 || l.head_dim_k > 0 || l.head_dim_v > 0; });
 }
+
+}  // namespace
 
 std::string header(const Scenario& s, const ScenarioSource& src) {
     std::vector<std::pair<std::string, std::string>> rows{
@@ -77,6 +81,8 @@ std::string header(const Scenario& s, const ScenarioSource& src) {
     for (const auto& n : src.notes) out += "note: " + n + "\n";
     return out;
 }
+
+namespace {
 
 Table variants_table(const std::vector<Variant>& variants, UnitSystem units) {
     // A hybrid model's layouts also keep a recurrent state: its own column, so that the cache and the state
@@ -594,6 +600,9 @@ Output run(const std::vector<std::string>& args) {
             break;
         case Command::plan:
             result = with_scenario(cmd_plan);
+            break;
+        case Command::simulate:
+            result = with_scenario(cmd_simulate);
             break;
         case Command::probe:
             result = with_scenario([&catalog](const Options& opts, const Scenario& sc, const ScenarioSource& src) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "options.h"
+#include "scenario_options.h"
 
 namespace kvscope::cli {
 
@@ -19,6 +20,9 @@ struct Output {
 Output run(const std::vector<std::string>& args);
 
 std::string general_help();
+// What the commands share: a usage error as one line naming the options; the scenario's header lines.
+std::string usage_error(const Errors& errors, const std::string& command);
+std::string header(const Scenario& s, const ScenarioSource& src);
 std::string command_help(const std::string& command);
 
 }  // namespace kvscope::cli

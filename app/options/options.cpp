@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <map>
 
 #include "kvscope/calculator/gguf.h"
@@ -31,6 +33,34 @@ Result<double> parse_fraction(const std::string& text, const std::string& field)
     return v;
 }
 
+// A requests-a-second rate: a number above 0, or inf.
+Result<double> parse_rate(const std::string& text, const std::string& field) {
+    if (text == "inf" || text == "infinity") return std::numeric_limits<double>::infinity();
+    const auto v = number_from_text(text);
+    if (!v || !(*v > 0) || !std::isfinite(*v))
+        return FieldError{field, "'" + text +
+                                     "' is not a rate above 0 (requests a second, for example 10; inf: all "
+                                     "at once)"};
+    return *v;
+}
+// A range ratio: 0 … 1.
+Result<double> parse_ratio(const std::string& text, const std::string& field) {
+    const auto v = number_from_text(text);
+    if (!v || !(*v >= 0 && *v <= 1)) return FieldError{field, "'" + text + "' is not a ratio from 0 to 1"};
+    return *v;
+}
+Result<double> parse_milliseconds(const std::string& text, const std::string& field) {
+    const auto v = number_from_text(text);
+    if (!v || !(*v > 0) || !std::isfinite(*v))
+        return FieldError{field, "'" + text + "' is not a time in milliseconds above 0"};
+    return *v;
+}
+Result<double> parse_percentile(const std::string& text, const std::string& field) {
+    const auto v = number_from_text(text);
+    if (!v || (*v != 50 && *v != 90 && *v != 99)) return FieldError{field, "'" + text + "' is not 50, 90 or 99"};
+    return *v;
+}
+
 }  // namespace
 
 namespace {
@@ -40,11 +70,11 @@ using Commands = std::uint16_t;
 constexpr Commands bit(Command c) { return static_cast<Commands>(1u << static_cast<unsigned>(c)); }
 constexpr Commands kModels = bit(Command::models), kGpus = bit(Command::gpus), kKv = bit(Command::kv),
                    kCompare = bit(Command::compare), kSweep = bit(Command::sweep), kFit = bit(Command::fit),
-                   kPlan = bit(Command::plan), kDevices = bit(Command::devices), kProbe = bit(Command::probe),
-                   kStopwatch = bit(Command::stopwatch), kWindow = bit(Command::window);
+                   kPlan = bit(Command::plan), kSimulate = bit(Command::simulate), kDevices = bit(Command::devices),
+                   kProbe = bit(Command::probe), kStopwatch = bit(Command::stopwatch), kWindow = bit(Command::window);
 constexpr Commands kCli = static_cast<Commands>(bit(Command::window) - 1);  // every kvscope-cli command
 // The commands that compute from a scenario (a model and a workload).
-constexpr Commands kScenario = kKv | kCompare | kSweep | kFit | kPlan | kProbe | kWindow;
+constexpr Commands kScenario = kKv | kCompare | kSweep | kFit | kPlan | kSimulate | kProbe | kWindow;
 
 struct CommandInfo {
     Command id;
@@ -76,6 +106,15 @@ constexpr CommandInfo kCommandInfo[] = {
      "How many GPUs: every tensor x pipeline parallel layout the heads allow (TP within a node, PP across "
      "nodes), each with its fit, and the replicas (data parallel) that serve --batch sequences; GPUs = TP x PP x "
      "replicas, smallest first."},
+    {Command::simulate, "simulate",
+     "serve a traffic of requests: throughput, TTFT, TPOT, KV blocks in use, prefix hits",
+     "simulate (--model ID | --config FILE | --gguf FILE | --model-dir DIR) --gpu ID [traffic] [options]",
+     "Serves a traffic of requests as vLLM's V1 scheduler does (continuous batching, chunked prefill, paged blocks "
+     "from the fit's KV budget, prefix caching, preemption), each step timed by the roofline: request and token "
+     "throughput, TTFT, TPOT, ITL and end-to-end latency (mean, median, P90, P99), the KV blocks in use against the "
+     "budget, the prefix cache's hits and the preemptions. The traffic is described (--requests, --rate, "
+     "--input-tokens, …) or read from a trace (--trace: Azure's CSV, BurstGPT's CSV, Mooncake's JSON lines); with "
+     "--ttft-ms or --tpot-ms, the highest request rate that meets the target too."},
     {Command::devices, "devices", "the probe's backends and devices (cpu, cuda)", "devices [--json|--csv]",
      "Lists the probe's backends and their devices."},
     {Command::probe, "probe", "allocate the cache on this machine, check its size, time decode attention",
@@ -101,9 +140,9 @@ constexpr bool in_order() {
 }
 static_assert(in_order(), "kCommandInfo lists the commands in the order of the enum");
 
-enum class Section : std::uint8_t { model, workload, deployment, sweep, plan, probe, files, output };
-constexpr std::string_view kSectionNames[] = {"model", "workload", "deployment", "sweep",
-                                              "plan",  "probe",    "files",      "output"};
+enum class Section : std::uint8_t { model, workload, deployment, sweep, plan, traffic, probe, files, output };
+constexpr std::string_view kSectionNames[] = {"model",   "workload", "deployment", "sweep", "plan",
+                                              "traffic", "probe",    "files",      "output"};
 static_assert(std::size(kSectionNames) == static_cast<std::size_t>(Section::output) + 1);
 constexpr std::uint16_t section_bit(Section s) { return static_cast<std::uint16_t>(1u << static_cast<unsigned>(s)); }
 
@@ -182,7 +221,7 @@ const std::vector<Declared>& declared() {
          text(&Options::gguf)},
         {"--model-dir", "DIR", S::model, kScenario,
          "a model folder: its config.json, and the exact weight bytes of its safetensors", text(&Options::model_dir)},
-        {"--weights", "PATH", S::deployment, kFit | kPlan | kWindow,
+        {"--weights", "PATH", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "the weights' exact bytes from safetensors headers: a file, a folder of shards or a Hugging Face snapshot",
          text(&Options::weights)},
         {"--scenario", "FILE", S::files, kScenario,
@@ -199,8 +238,9 @@ const std::vector<Declared>& declared() {
         {"--context", "N", S::workload, kScenario,
          "tokens per sequence: 8192, 8k (= 8192), 128k, 1M; default 8k or the model's max",
          parsed(&Options::context, parse_token_count), 0, "", Field::context_tokens},
-        {"--batch", "N", S::workload, kScenario, "concurrent sequences (default 1)",
-         parsed(&Options::batch, parse_count), 0, "", Field::batch},
+        {"--batch", "N", S::workload, kScenario & ~kSimulate, "concurrent sequences (default 1)",
+         parsed(&Options::batch, parse_count), kSimulate,
+         "simulate's sequences are the traffic's requests (--requests, --rate, --concurrency)", Field::batch},
         {"--kv-dtype", "D", S::workload, kScenario, kv_dtype_list() + " (default: the config's dtype)",
          text(&Options::kv_dtype)},
         {"--mamba-cache-dtype", "D", S::workload, kScenario,
@@ -218,59 +258,61 @@ const std::vector<Declared>& declared() {
          parsed(&Options::pp, parse_count), kPlan, kPlanTriesLayouts},
         {"--full-window", "", S::workload, kScenario,
          "the engine keeps the whole context on sliding-window and chunked layers", flag(&Options::full_window)},
-        {"--gpu", "ID", S::deployment, kFit | kPlan | kWindow,
+        {"--gpu", "ID", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "a catalog GPU (h100-sxm, h200, a100-80gb, rtx-4090, …; kvscope-cli gpus lists them)", text(&Options::gpu)},
-        {"--gpus", "N", S::deployment, kFit | kWindow, "how many GPUs (default tp x pp; alone it sets --tp)",
-         parsed(&Options::gpus, parse_count), kPlan, kPlanTriesLayouts},
-        {"--gpu-memory", "SIZE", S::deployment, kFit | kPlan | kWindow, "your own GPU: memory (80GiB, 24GB) …",
-         parsed(&Options::gpu_memory, parse_gpu_memory), 0, "", Field::gpu_memory},
-        {"--gpu-bandwidth", "B", S::deployment, kFit | kPlan | kWindow,
+        {"--gpus", "N", S::deployment, kFit | kSimulate | kWindow,
+         "how many GPUs (default tp x pp; alone it sets --tp)", parsed(&Options::gpus, parse_count), kPlan,
+         kPlanTriesLayouts},
+        {"--gpu-memory", "SIZE", S::deployment, kFit | kPlan | kSimulate | kWindow,
+         "your own GPU: memory (80GiB, 24GB) …", parsed(&Options::gpu_memory, parse_gpu_memory), 0, "",
+         Field::gpu_memory},
+        {"--gpu-bandwidth", "B", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "… and bandwidth in bytes/s (3350GB = 3.35 TB/s)", parsed(&Options::gpu_bandwidth, parse_bandwidth), 0, "",
          Field::gpu_bandwidth},
-        {"--engine", "E", S::deployment, kFit | kPlan | kWindow, engine_list() + " (default vllm)",
+        {"--engine", "E", S::deployment, kFit | kPlan | kSimulate | kWindow, engine_list() + " (default vllm)",
          text(&Options::engine)},
-        {"--utilization", "F", S::deployment, kFit | kPlan | kWindow,
+        {"--utilization", "F", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "the engine's memory fraction (" + fractions_text() + ")", parsed(&Options::utilization, parse_fraction)},
-        {"--weight-dtype", "D", S::deployment, kFit | kPlan | kWindow | kProbe,
+        {"--weight-dtype", "D", S::deployment, kFit | kPlan | kSimulate | kWindow | kProbe,
          "weights' format (default: the config's dtype or quantization; probe --step multiplies fp32, fp16, bf16 "
          "or fp8_e4m3)",
          text(&Options::weight_dtype)},
-        {"--reserve", "SIZE", S::deployment, kFit | kPlan | kWindow,
+        {"--reserve", "SIZE", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "activation reserve per GPU (default 1GiB; replaces the one vllm, tensorrt-llm, llama.cpp derive)",
          parsed(&Options::reserve, parse_bytes)},
-        {"--overhead", "SIZE", S::deployment, kFit | kPlan | kWindow,
+        {"--overhead", "SIZE", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "memory in use outside the activations per GPU: CUDA context, NCCL, graphs (default 512MiB; vllm's "
          "non-torch memory)",
          parsed(&Options::overhead, parse_bytes)},
-        {"--max-num-batched-tokens", "N", S::deployment, kFit | kPlan | kWindow,
+        {"--max-num-batched-tokens", "N", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "vLLM: tokens in one step of its profile run (default: vLLM's for the GPU)",
          parsed(&Options::max_num_batched_tokens, parse_token_count), 0, "", Field::max_num_batched_tokens},
-        {"--max-num-seqs", "N", S::deployment, kFit | kPlan | kWindow,
+        {"--max-num-seqs", "N", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "vLLM: sequences in one step, whose logits the profile run samples (default: vLLM's)",
          parsed(&Options::max_num_seqs, parse_count), 0, "", Field::max_num_seqs},
-        {"--enforce-eager", "", S::deployment, kFit | kPlan | kWindow, "vLLM: no CUDA graphs",
+        {"--enforce-eager", "", S::deployment, kFit | kPlan | kSimulate | kWindow, "vLLM: no CUDA graphs",
          flag(&Options::enforce_eager)},
-        {"--max-num-tokens", "N", S::deployment, kFit | kPlan | kWindow,
+        {"--max-num-tokens", "N", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "TensorRT-LLM: tokens in one step and in its profiling run, as --max_num_tokens (default 8192)",
          parsed(&Options::max_num_tokens, parse_token_count), 0, "", Field::max_num_tokens},
-        {"--ubatch", "N", S::deployment, kFit | kPlan | kWindow,
+        {"--ubatch", "N", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "llama.cpp: the micro-batch of its compute buffer, as -ub (default 512)",
          parsed(&Options::ubatch, parse_token_count)},
-        {"--flash-attn", "on|off", S::deployment, kFit | kPlan | kWindow,
+        {"--flash-attn", "on|off", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "llama.cpp: flash attention, as -fa (default on, as its auto where the GPU has it)",
          text(&Options::flash_attn)},
-        {"--mtp", "", S::deployment, kFit | kPlan | kWindow,
+        {"--mtp", "", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "speculative decoding with the model's own multi-token-prediction layers (their weights and KV count)",
          flag(&Options::mtp)},
-        {"--draft", "MODEL", S::deployment, kFit | kPlan | kWindow,
+        {"--draft", "MODEL", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "speculative decoding with a draft model: a catalog id, a config.json or model folder (an EAGLE head's "
          "too); its weights and KV count; none removes a saved one",
          text(&Options::draft)},
-        {"--draft-method", "M", S::deployment, kFit | kPlan | kWindow,
+        {"--draft-method", "M", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "how vLLM serves the draft: " + draft_method_list() +
              " (default: eagle3 or eagle when the config's class names one, else draft_model)",
          text(&Options::draft_method)},
-        {"--vllm-version", "V", S::deployment, kFit | kPlan | kWindow,
+        {"--vllm-version", "V", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "the vLLM version whose startup rules apply: 0.6 and on (default 0." + std::to_string(kDefaultVllmMinor) + ")",
          text(&Options::vllm_version), 0, "", Field::vllm_version},
         {"--points", "N", S::sweep, kSweep, "how many context lengths (default 12 in a table, 512 in JSON/CSV)",
@@ -287,6 +329,57 @@ const std::vector<Declared>& declared() {
          parsed(&Options::gpus_per_node, parse_count), 0, "", Field::gpus_per_node},
         {"--max-pp", "N", S::plan, kPlan, "the most pipeline stages (nodes) to try (default 8)",
          parsed(&Options::max_pp, parse_count), 0, "", Field::max_pp},
+        {"--requests", "N", S::traffic, kSimulate, "requests to serve (default 1000)",
+         parsed(&Options::requests, parse_count)},
+        {"--rate", "R", S::traffic, kSimulate,
+         "requests a second, arriving as a Poisson process; inf: all at once (the default)",
+         parsed(&Options::rate, parse_rate)},
+        {"--concurrency", "N", S::traffic, kSimulate,
+         "the most requests in flight, as vllm bench serve --max-concurrency (default: no limit)",
+         parsed(&Options::concurrency, parse_count)},
+        {"--input-tokens", "N", S::traffic, kSimulate, "prompt tokens of each request (default 1024)",
+         parsed(&Options::input_tokens, parse_token_count)},
+        {"--output-tokens", "N", S::traffic, kSimulate, "tokens each request generates (default 128)",
+         parsed(&Options::output_tokens, parse_token_count)},
+        {"--input-range", "R", S::traffic, kSimulate,
+         "prompts uniform in [N(1-R), N(1+R)], as --random-range-ratio (default 0)",
+         parsed(&Options::input_range, parse_ratio)},
+        {"--output-range", "R", S::traffic, kSimulate, "the same for the generated tokens (default 0)",
+         parsed(&Options::output_range, parse_ratio)},
+        {"--shared-prefix", "N", S::traffic, kSimulate,
+         "a system prompt of N tokens before every prompt's --input-tokens (default 0)",
+         parsed(&Options::shared_prefix, parse_token_count)},
+        {"--prefix-groups", "G", S::traffic, kSimulate, "G different system prompts, taken in turn (default 1)",
+         parsed(&Options::prefix_groups, parse_count)},
+        {"--turns", "N", S::traffic, kSimulate,
+         "conversations of N requests, each prompt the conversation so far and a new message (default 1)",
+         parsed(&Options::turns, parse_count)},
+        {"--trace", "FILE", S::traffic, kSimulate,
+         "the requests of a trace instead: Azure's CSV, BurstGPT's CSV or Mooncake's JSON lines",
+         text(&Options::trace)},
+        {"--prefix-caching", "on|off", S::traffic, kSimulate, "vLLM's automatic prefix caching (default on)",
+         [](Options& o, const std::string& name, const std::string& v, Errors& errors) {
+             if (v == "on")
+                 o.prefix_caching = true;
+             else if (v == "off")
+                 o.prefix_caching = false;
+             else
+                 errors.push_back({name, "'" + v + "' is not on or off"});
+         }},
+        {"--seed", "N", S::traffic, kSimulate, "the random lengths' and arrivals' seed (default 0)",
+         [](Options& o, const std::string& name, const std::string& v, Errors& errors) {
+             if (const auto n = u64_from_text(v))
+                 o.seed = *n;
+             else
+                 errors.push_back({name, "'" + v + "' is not a whole number from 0"});
+         }},
+        {"--ttft-ms", "MS", S::traffic, kSimulate,
+         "a target for the time to first token: the highest rate that meets it is sought",
+         parsed(&Options::ttft_ms, parse_milliseconds)},
+        {"--tpot-ms", "MS", S::traffic, kSimulate, "a target for the time per output token, the same way",
+         parsed(&Options::tpot_ms, parse_milliseconds)},
+        {"--percentile", "P", S::traffic, kSimulate, "the targets' percentile: 50, 90 or 99 (default 99)",
+         parsed(&Options::slo_percentile, parse_percentile)},
         {"--backend", "B", S::probe, kProbe | kStopwatch,
          "auto, or a backend kvscope-cli devices lists (default auto: a GPU when one answers)",
          text(&Options::backend)},

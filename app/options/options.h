@@ -28,6 +28,7 @@ enum class Command : std::uint8_t {
     sweep,
     fit,
     plan,
+    simulate,
     devices,
     probe,
     stopwatch,
@@ -71,6 +72,14 @@ struct Options {
     std::optional<std::string> vllm_version;
     // plan
     std::optional<std::uint64_t> gpus_per_node, max_pp;
+    // simulate: the traffic (traffic.h), or a trace file; the engine's prefix caching; a latency target.
+    std::optional<std::uint64_t> requests, concurrency, input_tokens, output_tokens, shared_prefix, prefix_groups,
+        turns, seed;
+    std::optional<double> rate;  // requests a second; infinity: all at once
+    std::optional<double> input_range, output_range;
+    std::optional<std::string> trace;
+    std::optional<bool> prefix_caching;
+    std::optional<double> ttft_ms, tpot_ms, slo_percentile;
     // sweep
     std::optional<std::uint64_t> points, from, to;
     bool linear = false;

@@ -229,6 +229,8 @@ TEST(Readme, TheJsonContractNamesEveryKeyTheProgramsWrite) {
         "fit --model llama-3-8b --gpu h100-sxm --engine llama.cpp --json",
         "fit --model llama-3-8b --gpu h100-sxm --engine tensorrt-llm --json",
         "plan --model llama-3-70b --context 8k --batch 64 --gpu h100-sxm --json",
+        "simulate --model llama-3-8b --gpu h100-sxm --requests 50 --rate 5 --shared-prefix 100 --turns 2 --tpot-ms 30 "
+        "--json",
         "compare --model llama-3-8b --json",
         "sweep --model gpt2 --json",
         "models --json",

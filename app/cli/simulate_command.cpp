@@ -1,0 +1,173 @@
+#include "simulate_command.h"
+
+#include <cmath>
+
+#include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/report_json.h"
+#include "kvscope/calculator/simulate.h"
+#include "kvscope/calculator/traffic.h"
+#include "kvscope/calculator/units.h"
+#include "table.h"
+
+namespace kvscope::cli {
+namespace {
+
+using json::Value;
+
+// The traffic the options describe (traffic.h's defaults where an option is not given).
+TrafficSpec traffic_spec(const Options& o) {
+    TrafficSpec t;
+    t.requests = o.requests.value_or(t.requests);
+    if (o.rate && std::isfinite(*o.rate)) t.rate = *o.rate;
+    t.input = {o.input_tokens.value_or(t.input.tokens), o.input_range.value_or(0)};
+    t.output = {o.output_tokens.value_or(t.output.tokens), o.output_range.value_or(0)};
+    t.shared_prefix = o.shared_prefix.value_or(0);
+    t.prefix_groups = o.prefix_groups.value_or(1);
+    t.turns = o.turns.value_or(1);
+    t.seed = o.seed.value_or(0);
+    return t;
+}
+
+// The options a trace's own requests replace: an error naming each one given beside --trace.
+Errors refused_beside_trace(const Options& o) {
+    Errors errors;
+    const std::pair<bool, const char*> given[] = {
+        {o.rate.has_value(), "--rate"},
+        {o.input_tokens.has_value(), "--input-tokens"},
+        {o.output_tokens.has_value(), "--output-tokens"},
+        {o.input_range.has_value(), "--input-range"},
+        {o.output_range.has_value(), "--output-range"},
+        {o.shared_prefix.has_value(), "--shared-prefix"},
+        {o.prefix_groups.has_value(), "--prefix-groups"},
+        {o.turns.has_value(), "--turns"},
+        {o.ttft_ms.has_value(), "--ttft-ms"},
+        {o.tpot_ms.has_value(), "--tpot-ms"},
+    };
+    for (const auto& [is, name] : given)
+        if (is)
+            errors.emplace_back(name,
+                                "the trace gives the requests, their lengths and times (this option describes a "
+                                "traffic instead; a target is sought over described traffic)");
+    return errors;
+}
+
+Value traffic_json(const Options& o, const TrafficSpec& t, std::uint64_t requests) {
+    Value v = Value::object();
+    v.set("trace", o.trace ? Value::string(*o.trace) : Value());
+    v.set("requests", Value::number(requests));
+    if (!o.trace) {
+        v.set("rate", t.rate ? Value::number(*t.rate) : Value());  // null: all at once
+        v.set("input_tokens", Value::number(t.input.tokens));
+        v.set("input_range", Value::number(t.input.range));
+        v.set("output_tokens", Value::number(t.output.tokens));
+        v.set("output_range", Value::number(t.output.range));
+        v.set("shared_prefix", Value::number(t.shared_prefix));
+        v.set("prefix_groups", Value::number(t.prefix_groups));
+        v.set("turns", Value::number(t.turns));
+        v.set("seed", Value::number(t.seed));
+    }
+    v.set("concurrency", o.concurrency ? Value::number(*o.concurrency) : Value());
+    return v;
+}
+
+}  // namespace
+
+Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& src) {
+    if (!s.deployment) return {"", usage_error({{"--gpu", "simulate needs a deployment"}}, o.command), kExitUsage};
+    const TrafficSpec spec = traffic_spec(o);
+    Result<std::vector<TrafficRequest>> requests = Errors{};
+    if (o.trace) {
+        if (Errors e = refused_beside_trace(o); !e.empty()) return {"", usage_error(e, o.command), kExitUsage};
+        requests = read_trace_file(*o.trace);
+        if (requests && o.requests && *o.requests < requests->size()) {
+            std::vector<TrafficRequest> first(requests->begin(),
+                                              requests->begin() + static_cast<std::ptrdiff_t>(*o.requests));
+            requests = std::move(first);
+        }
+    } else {
+        requests = make_traffic(spec);
+    }
+    if (!requests) return {"", usage_error(requests.errors(), o.command), kExitUsage};
+    auto setup = serving_setup(s, o.prefix_caching.value_or(true), o.concurrency.value_or(0));
+    if (!setup) return {"", usage_error(setup.errors(), o.command), kExitUsage};
+    auto report = simulate_serving(*requests, setup->settings, setup->cost);
+    if (!report) return {"", usage_error(report.errors(), o.command), kExitUsage};
+    std::optional<double> best;
+    const bool target = o.ttft_ms || o.tpot_ms;
+    const SloTarget slo{o.ttft_ms, o.tpot_ms, o.slo_percentile.value_or(99)};
+    if (target) {
+        auto found = max_rate_meeting_slo(spec, setup->settings, setup->cost, slo);
+        if (!found) return {"", usage_error(found.errors(), o.command), kExitUsage};
+        best = *found;
+    }
+    std::vector<std::string> warnings = setup->warnings;
+    warnings.insert(warnings.end(), report->warnings.begin(), report->warnings.end());
+    const Deployment& d = *s.deployment;
+    Output r;
+    if (o.format == Format::json) {
+        Value v = Value::object();
+        v.set("model", Value::string(s.model_id));
+        v.set("gpu", Value::string(d.gpu.id));
+        v.set("gpu_name", Value::string(d.gpu.name));
+        v.set("gpus", Value::number(s.parallel.gpus()));
+        v.set("tp", Value::number(s.parallel.tp));
+        v.set("pp", Value::number(s.parallel.pp));
+        v.set("engine", Value::string(std::string(to_string(d.engine))));
+        v.set("max_model_len", Value::number(setup->settings.max_model_len));
+        v.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
+        Value e = Value::object();
+        e.set("block_size", Value::number(setup->settings.block_size));
+        e.set("kv_blocks", Value::number(setup->settings.kv_blocks));
+        e.set("max_num_batched_tokens", Value::number(setup->settings.max_num_batched_tokens));
+        e.set("max_num_seqs", Value::number(setup->settings.max_num_seqs));
+        e.set("prefix_caching", Value::boolean(setup->settings.prefix_caching));
+        v.set("engine_settings", std::move(e));
+        v.set("traffic", traffic_json(o, spec, requests->size()));
+        Value sim = simulation_json(*report);
+        sim.set("notes", Value::strings([&] {
+                    std::vector<std::string> n = setup->notes;
+                    n.insert(n.end(), report->notes.begin(), report->notes.end());
+                    return n;
+                }()));
+        sim.set("warnings", Value::strings(warnings));
+        v.set("simulation", std::move(sim));
+        if (target) {
+            Value t = Value::object();
+            t.set("ttft_ms", o.ttft_ms ? Value::number(*o.ttft_ms) : Value());
+            t.set("tpot_ms", o.tpot_ms ? Value::number(*o.tpot_ms) : Value());
+            t.set("percentile", Value::number(slo.percentile));
+            v.set("slo", std::move(t));
+            v.set("max_rate_meeting_slo", best ? Value::number(*best) : Value());
+        }
+        v.set("warnings", Value::strings(warnings));
+        r.out = with_warnings(std::move(v), src.notes).dump() + "\n";
+        return r;
+    }
+    if (o.format == Format::csv) {
+        // The timeline, one row a point.
+        Table t({"t_s", "running", "waiting", "kv_used_bytes"});
+        for (const TimelinePoint& p : report->timeline)
+            t.add({number_text(p.t_s), std::to_string(p.running), std::to_string(p.waiting),
+                   std::to_string(p.kv_used_bytes)});
+        r.out = t.csv();
+        return r;
+    }
+    std::vector<std::pair<std::string, std::string>> rows{
+        {"traffic", traffic_text(spec, o.trace.value_or(""), requests->size(), o.concurrency.value_or(0))}};
+    for (auto& row : simulation_rows(*report, setup->settings, o.units)) rows.push_back(std::move(row));
+    r.out = header(s, src) + key_values(rows);
+    for (const std::string& n : setup->notes) r.out += "note: " + n + "\n";
+    for (const std::string& n : report->notes) r.out += "note: " + n + "\n";
+    if (target) {
+        const std::string what = (o.ttft_ms ? "TTFT ≤ " + number_text(*o.ttft_ms) + " ms" : std::string()) +
+                                 (o.ttft_ms && o.tpot_ms ? " and " : "") +
+                                 (o.tpot_ms ? "TPOT ≤ " + number_text(*o.tpot_ms) + " ms" : std::string());
+        r.out += key_values({{"target", what + " at P" + number_text(slo.percentile)},
+                             {"highest rate", best ? number_text(*best, Notation::fixed, 2) + " requests/s"
+                                                   : "none: even 1/1000 of a request a second misses it"}});
+    }
+    for (const std::string& w : warnings) r.out += "warning: " + w + "\n";
+    return r;
+}
+
+}  // namespace kvscope::cli

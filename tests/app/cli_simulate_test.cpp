@@ -1,0 +1,127 @@
+// kvscope-cli simulate as a user runs it: described traffic and trace files (paths with spaces and non-ASCII letters,
+// in every locale the suite runs in), the same answer for the same seed, the text and the JSON agreeing, and every
+// bad input refused naming the option or the file's line.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cli_run.h"
+
+namespace {
+
+const std::string kSim = "simulate --model llama-3-8b --gpu h100-sxm ";
+
+TEST(CliSimulate, TheTextAndTheJsonSayTheSameAndTheSeedFixesThem) {
+    const std::string args = kSim +
+                             "--requests 300 --rate 6 --input-tokens 1500 --input-range 0.5 --output-tokens 200 "
+                             "--shared-prefix 500 --prefix-groups 2 --seed 5";
+    const CliRun text = cli(args);
+    ASSERT_EQ(text.status, 0) << text.err;
+    const CliRun a = cli(args + " --json"), b = cli(args + " --json");
+    ASSERT_EQ(a.status, 0) << a.err;
+    EXPECT_EQ(a.out, b.out);  // the same seed, the same answer
+    const auto v = json_of(a);
+    const auto& sim = *v.find("simulation");
+    EXPECT_EQ(sim.find("requests")->as_u64(), 300u);
+    EXPECT_EQ(v.find("traffic")->find("prefix_groups")->as_u64(), 2u);
+    EXPECT_EQ(v.find("engine_settings")->find("max_num_batched_tokens")->as_u64(), 8192u);  // vLLM's on an H100
+    // The table shows the JSON's figures.
+    const std::string peak = std::to_string(*sim.find("kv_peak_blocks")->as_u64());
+    const std::string with_comma =
+        peak.size() > 3 ? peak.substr(0, peak.size() - 3) + "," + peak.substr(peak.size() - 3) : peak;
+    EXPECT_NE(text.out.find("KV blocks:     peak " + with_comma + " of 27,714"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("served:        300 requests in"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("prefix cache:"), std::string::npos);
+    // Half the prompts' start is one of two system prompts: each but the first two requests finds its 500 tokens.
+    EXPECT_GT(sim.find("prefix_hit_rate")->as_double(), 0.2);
+    const CliRun other = cli(kSim +
+                             "--requests 300 --rate 6 --input-tokens 1500 --input-range 0.5 --output-tokens 200 "
+                             "--shared-prefix 500 --prefix-groups 2 --seed 6 --json");
+    EXPECT_NE(json_of(other).find("simulation")->dump(), sim.dump());
+    // The timeline as CSV.
+    const CliRun csv = cli(args + " --csv");
+    ASSERT_EQ(csv.status, 0) << csv.err;
+    EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')), "t_s,running,waiting,kv_used_bytes");
+}
+
+TEST(CliSimulate, ATargetGivesTheHighestRateThatMeetsIt) {
+    const CliRun r = cli(kSim +
+                         "--requests 200 --input-tokens 1000 --output-tokens 100 --tpot-ms 20 --percentile 90 "
+                         "--json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json_of(r);
+    ASSERT_NE(v.find("max_rate_meeting_slo"), nullptr);
+    const double best = v.find("max_rate_meeting_slo")->as_double();
+    EXPECT_GT(best, 0.5);
+    EXPECT_EQ(v.find("slo")->find("percentile")->as_double(), 90.0);
+    EXPECT_TRUE(v.find("slo")->find("ttft_ms")->is_null());
+    // At that rate the target holds.
+    const CliRun at =
+        cli(kSim + "--requests 200 --input-tokens 1000 --output-tokens 100 --rate " + std::to_string(best) + " --json");
+    EXPECT_LE(json_of(at).find("simulation")->find("tpot_ms")->find("p90")->as_double(), 20.0);
+    const CliRun text = cli(kSim + "--requests 200 --input-tokens 1000 --output-tokens 100 --tpot-ms 20");
+    EXPECT_NE(text.out.find("target:        TPOT ≤ 20 ms at P99"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("highest rate:"), std::string::npos) << text.out;
+}
+
+TEST(CliSimulate, ATraceInAFolderWithSpacesAndAccentsIsRead) {
+    const auto folder = std::filesystem::temp_directory_path() / ("kvscope traces é " + std::to_string(::getpid()));
+    std::filesystem::create_directories(folder);
+    const auto azure = folder / "Azure conv.csv";
+    std::ofstream(azure) << "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                            "2023-11-16 18:15:46.6805900,374,44\n"
+                            "2023-11-16 18:15:50.9951690,396,109\n"
+                            "2023-11-16 18:15:51.2224670,879,55\n";
+    const CliRun r = cli(kSim + "--trace '" + azure.string() + "' --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json_of(r);
+    EXPECT_EQ(v.find("traffic")->find("trace")->as_string(), azure.string());
+    EXPECT_EQ(v.find("simulation")->find("requests")->as_u64(), 3u);
+    // The first two requests of it.
+    EXPECT_EQ(json_of(cli(kSim + "--trace '" + azure.string() + "' --requests 2 --json"))
+                  .find("simulation")
+                  ->find("requests")
+                  ->as_u64(),
+              2u);
+    // A broken line: the file and the line.
+    const auto bad = folder / "bad.csv";
+    std::ofstream(bad) << "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,12x,4\n";
+    const CliRun broken = cli(kSim + "--trace '" + bad.string() + "'");
+    EXPECT_EQ(broken.status, 2);
+    EXPECT_NE(broken.err.find("--trace: " + bad.string() + ":2: ContextTokens: '12x' is not a whole number"),
+              std::string::npos)
+        << broken.err;
+    std::filesystem::remove_all(folder);
+    // Options a trace replaces are refused beside it, not ignored.
+    const CliRun both = cli(kSim + "--trace '" + azure.string() + "' --rate 5");
+    EXPECT_EQ(both.status, 2);
+    EXPECT_NE(both.err.find("--rate: the trace gives the requests"), std::string::npos) << both.err;
+    const CliRun missing = cli(kSim + "--trace /nonexistent/trace.csv");
+    EXPECT_EQ(missing.status, 2);
+    EXPECT_NE(missing.err.find("--trace: /nonexistent/trace.csv: cannot be opened"), std::string::npos) << missing.err;
+}
+
+TEST(CliSimulate, BadTrafficIsRefusedNamingTheOption) {
+    const std::pair<std::string, std::string> cases[] = {
+        {"--rate 0", "--rate: '0' is not a rate above 0"},
+        {"--rate fast", "--rate: 'fast' is not a rate above 0"},
+        {"--input-range 2", "--input-range: '2' is not a ratio from 0 to 1"},
+        {"--percentile 95", "--percentile: '95' is not 50, 90 or 99"},
+        {"--prefix-caching maybe", "--prefix-caching: 'maybe' is not on or off"},
+        {"--batch 4", "--batch: simulate's sequences are the traffic's requests"},
+        {"--engine sglang", "--engine: simulate follows vLLM's scheduler; sglang's is not simulated yet"},
+        {"--requests 0", "--requests: must be at least 1"},
+    };
+    for (const auto& [args, said] : cases) {
+        const CliRun r = cli(kSim + args);
+        EXPECT_EQ(r.status, 2) << args;
+        EXPECT_NE(r.err.find(said), std::string::npos) << args << ": " << r.err;
+    }
+    const CliRun no_gpu = cli("simulate --model llama-3-8b");
+    EXPECT_EQ(no_gpu.status, 2);
+    EXPECT_NE(no_gpu.err.find("--gpu"), std::string::npos) << no_gpu.err;
+}
+
+}  // namespace

@@ -1,0 +1,297 @@
+// Serving traffic (traffic.h, simulate.h): the invariants any serving system keeps, vLLM's rules where a user would see
+// them (prefix hits, preemption, refusals), and the trace formats as their publishers write them.
+#include <cmath>
+#include <numeric>
+
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/simulate.h"
+#include "kvscope/calculator/traffic.h"
+#include "testing.h"
+
+namespace kvscope {
+namespace {
+
+// Llama 3.1 8B on one H100 under vLLM.
+Scenario llama_on_h100() {
+    Scenario s;
+    s.arch = Catalog::builtin().find_model("llama-3.1-8b")->model.arch;
+    s.model_id = "llama-3.1-8b";
+    s.workload.context_tokens = 8192;
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
+    s.deployment = d;
+    return s;
+}
+
+ServingSetup setup_for(const Scenario& s, bool prefix_caching = true) {
+    auto setup = serving_setup(s, prefix_caching, 0);
+    EXPECT_TRUE(setup) << setup.error_text();
+    return setup ? *setup : ServingSetup{};
+}
+
+SimulationReport simulate(const std::vector<TrafficRequest>& requests, const ServingSetup& setup) {
+    auto r = simulate_serving(requests, setup.settings, setup.cost);
+    EXPECT_TRUE(r) << r.error_text();
+    return r ? *r : SimulationReport{};
+}
+
+TEST(Simulate, LittlesLawHoldsAndEveryRequestIsServed) {
+    const ServingSetup setup = setup_for(llama_on_h100());
+    TrafficSpec t;
+    t.requests = 3000;
+    t.rate = 20;
+    t.input = {1500, 0.8};
+    t.output = {300, 0.8};
+    t.seed = 7;
+    const auto requests = make_traffic(t);
+    ASSERT_TRUE(requests);
+    const SimulationReport r = simulate(*requests, setup);
+    EXPECT_EQ(r.requests, 3000u);
+    EXPECT_EQ(r.refused, 0u);
+    // Requests in the system on average = throughput × mean latency (the counts integrated step by step against the
+    // requests' own timestamps).
+    EXPECT_NEAR(r.mean_in_system, r.request_throughput * r.e2e_ms.mean / 1e3, 0.02 * r.mean_in_system);
+    EXPECT_LE(r.kv_peak_blocks, r.kv_budget_blocks);
+    EXPECT_GT(r.mean_running, 1.0);
+    EXPECT_LE(r.ttft_ms.median, r.ttft_ms.p90);
+    EXPECT_LE(r.ttft_ms.p90, r.ttft_ms.p99);
+    std::uint64_t output = 0;
+    for (const auto& q : *requests) output += q.output_tokens;
+    EXPECT_NEAR(r.output_throughput * r.duration_s, static_cast<double>(output), 1e-6 * static_cast<double>(output));
+}
+
+TEST(Simulate, AloneARequestWaitsOnePrefillStepThenOneDecodeStepAToken) {
+    const ServingSetup setup = setup_for(llama_on_h100());
+    TrafficSpec t;
+    t.requests = 10;
+    t.rate = 0.001;  // one at a time: each alone in the engine
+    t.input = {1000, 0};
+    t.output = {50, 0};
+    const auto requests = make_traffic(t);
+    ASSERT_TRUE(requests);
+    const SimulationReport r = simulate(*requests, setup);
+    const StepCost& c = setup.cost;
+    // The prefill step: the weights, the prompt's cache, the prompt's work and its attention over itself.
+    const double prefill = step_seconds(c, c.weight_bytes + kv_read_bytes(c, 1000),
+                                        1000 * c.flops_per_token + 1000 * (1001.0 / 2) * c.attention_flops_per_pair);
+    // The API server's time first, then the prefill step.
+    const double api = setup.settings.api_serial_s + setup.settings.api_latency_s;
+    EXPECT_NEAR(r.ttft_ms.median, (api + prefill) * 1e3, 1e-9);
+    EXPECT_NEAR(r.ttft_ms.p99, (api + prefill) * 1e3, 1e-9);
+    // Each later token: one decode step over the context so far.
+    double decode = 0;
+    for (std::uint64_t context = 1001; context < 1050; ++context)
+        decode += step_seconds(c, c.weight_bytes + kv_read_bytes(c, context),
+                               c.flops_per_token + static_cast<double>(context) * c.attention_flops_per_pair);
+    EXPECT_NEAR(r.tpot_ms.mean, decode / 49 * 1e3, 1e-9);
+    EXPECT_EQ(r.max_running, 1u);
+    EXPECT_EQ(r.preemptions, 0u);
+    // A decode step of an 8B model in bf16 on an H100: ~16 GB at 80% of 3.35 TB/s, and 1 ms.
+    EXPECT_GT(r.tpot_ms.mean, 6.0);
+    EXPECT_LT(r.tpot_ms.mean, 9.0);
+}
+
+TEST(Simulate, TheSamePromptHitsEveryFullBlockButTheLast) {
+    const Scenario s = llama_on_h100();
+    std::vector<TrafficRequest> requests(50);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        requests[i].arrival_s = static_cast<double>(i);  // one after another
+        requests[i].prompt_tokens = 1000;
+        requests[i].output_tokens = 10;
+        requests[i].spans = {{7, 1000}};
+        requests[i].output_id = 1000 + i;
+    }
+    const SimulationReport on = simulate(requests, setup_for(s, true));
+    // vLLM hits whole blocks of the prompt but the token it computes for the logits: floor(999/16) = 62 blocks.
+    EXPECT_EQ(on.prefix_hit_tokens, 49u * 62 * 16);
+    EXPECT_NEAR(on.prefix_hit_rate, 49.0 * 992 / (50 * 1000), 1e-12);
+    const SimulationReport off = simulate(requests, setup_for(s, false));
+    EXPECT_EQ(off.prefix_hit_tokens, 0u);
+    EXPECT_LT(on.ttft_ms.median, off.ttft_ms.median);  // the hit skips most of the prefill
+}
+
+TEST(Simulate, ALaterTurnHitsTheWholeConversationBeforeIt) {
+    TrafficSpec t;
+    t.requests = 2;
+    t.turns = 2;
+    t.input = {480, 0};
+    t.output = {160, 0};
+    const auto requests = make_traffic(t);
+    ASSERT_TRUE(requests);
+    ASSERT_EQ(requests->size(), 2u);
+    EXPECT_EQ((*requests)[1].follows, 0u);
+    EXPECT_EQ((*requests)[1].prompt_tokens, 480u + 160 + 480);
+    EXPECT_EQ(shared_tokens((*requests)[0].spans, (*requests)[1].spans), 480u);
+    const SimulationReport r = simulate(*requests, setup_for(llama_on_h100()));
+    // The second prompt finds the first prompt and its answer as far as their cache was computed: the last answer
+    // token is sampled but never fed back, so 639 tokens were computed and 39 blocks of 16 are full and cached.
+    EXPECT_EQ(r.prefix_hit_tokens, 624u);
+    EXPECT_EQ(r.requests, 2u);
+}
+
+TEST(Simulate, ASmallCachePreemptsButNeverHoldsMoreThanItsBlocksAndServesEveryone) {
+    ServingSetup setup = setup_for(llama_on_h100());
+    setup.settings.kv_blocks = 401;  // 400 usable blocks of 16 tokens
+    TrafficSpec t;
+    t.requests = 300;
+    t.input = {600, 0.5};
+    t.output = {400, 0.5};
+    t.seed = 3;
+    const auto requests = make_traffic(t);  // all at once
+    ASSERT_TRUE(requests);
+    const SimulationReport r = simulate(*requests, setup);
+    EXPECT_EQ(r.kv_budget_blocks, 400u);
+    EXPECT_LE(r.kv_peak_blocks, 400u);
+    for (const TimelinePoint& p : r.timeline) EXPECT_LE(p.kv_used_bytes, 400 * setup.settings.bytes_per_block);
+    EXPECT_GT(r.preemptions, 0u);
+    EXPECT_EQ(r.requests + r.refused, 300u);
+    EXPECT_EQ(r.refused, 0u);  // each fits the cache alone
+}
+
+TEST(Simulate, RequestsLongerThanTheContextAreRefusedAsVllmRefusesThem) {
+    const ServingSetup setup = setup_for(llama_on_h100());  // max_model_len 8192
+    std::vector<TrafficRequest> requests(2);
+    requests[0] = {0, 8000, 100, {{1, 8000}}, 2};
+    requests[1] = {0, 9000, 100, {{3, 9000}}, 4};
+    const SimulationReport r = simulate(requests, setup);
+    EXPECT_EQ(r.requests, 1u);
+    EXPECT_EQ(r.refused, 1u);
+    ASSERT_FALSE(r.warnings.empty());
+    EXPECT_NE(r.warnings.front().find("1 request refused"), std::string::npos);
+}
+
+TEST(Simulate, TheSameSeedGivesTheSameAnswer) {
+    const ServingSetup setup = setup_for(llama_on_h100());
+    TrafficSpec t;
+    t.requests = 500;
+    t.rate = 15;
+    t.input = {800, 0.5};
+    t.output = {200, 0.5};
+    t.seed = 11;
+    const auto a = make_traffic(t), b = make_traffic(t);
+    t.seed = 12;
+    const auto c = make_traffic(t);
+    ASSERT_TRUE(a && b && c);
+    EXPECT_EQ(simulation_json(simulate(*a, setup)).dump(), simulation_json(simulate(*b, setup)).dump());
+    EXPECT_NE(simulation_json(simulate(*a, setup)).dump(), simulation_json(simulate(*c, setup)).dump());
+    // The lengths as vllm bench serve's random range: uniform within [N(1−R), N(1+R)], all of them taken.
+    std::uint64_t lo = ~0ull, hi = 0;
+    for (const auto& r : *a) {
+        lo = std::min(lo, r.prompt_tokens);
+        hi = std::max(hi, r.prompt_tokens);
+    }
+    EXPECT_GE(lo, 400u);
+    EXPECT_LE(hi, 1200u);
+    EXPECT_LT(lo, 420u);
+    EXPECT_GT(hi, 1180u);
+    // The first numbers of splitmix64 from seed 0 (the published reference sequence).
+    SplitMix64 rng(0);
+    EXPECT_EQ(rng.next(), 0xe220a8397b1dcdafull);
+    EXPECT_EQ(rng.next(), 0x6e789e6aa1b965f4ull);
+}
+
+TEST(Simulate, TheHighestRateMeetingATargetMeetsItAndAFasterOneDoesNot) {
+    const ServingSetup setup = setup_for(llama_on_h100());
+    TrafficSpec t;
+    t.requests = 400;
+    t.input = {1000, 0.5};
+    t.output = {150, 0.5};
+    const SloTarget target{std::nullopt, 12.0, 90};
+    const auto best = max_rate_meeting_slo(t, setup.settings, setup.cost, target);
+    ASSERT_TRUE(best) << best.error_text();
+    ASSERT_TRUE(best->has_value());
+    const auto at = [&](double rate) {
+        TrafficSpec u = t;
+        u.rate = rate;
+        return simulate(*make_traffic(u), setup).tpot_ms.p90;
+    };
+    EXPECT_LE(at(**best), 12.0);
+    EXPECT_GT(at(**best * 1.2), 12.0);
+    EXPECT_FALSE(max_rate_meeting_slo(t, setup.settings, setup.cost, {}));  // no target
+}
+
+TEST(Simulate, EverySimulationMemberIsDeclaredOnce) {
+    const SimulationReport r = simulate(*make_traffic({}), setup_for(llama_on_h100()));
+    testing::expect_declared_once(r, simulation_json(r), "SimulationReport");
+}
+
+TEST(Simulate, BadTrafficIsRefusedNamingTheOption) {
+    TrafficSpec t;
+    t.rate = 0;
+    EXPECT_FIELD_ERROR(make_traffic(t), "--rate", "above 0");
+    t = {};
+    t.input.range = 1.5;
+    EXPECT_FIELD_ERROR(make_traffic(t), "--input-range", "from 0 to 1");
+    t = {};
+    t.requests = 0;
+    EXPECT_FIELD_ERROR(make_traffic(t), "--requests", "at least 1");
+    Scenario s = llama_on_h100();
+    s.deployment->engine = Engine::sglang;
+    EXPECT_FIELD_ERROR(serving_setup(s, true, 0), "--engine", "not simulated yet");
+}
+
+TEST(Traces, AzuresCsvAsPublished) {
+    // AzurePublicDataset data/AzureLLMInferenceTrace_conv.csv, its first lines; and a 2024 line with its offset.
+    const auto r = read_trace(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+        "2023-11-16 18:15:46.6805900,374,44\n"
+        "2023-11-16 18:15:50.9951690,396,109\n"
+        "2023-11-16 18:15:51.2224670,879,55\n",
+        "conv.csv");
+    ASSERT_TRUE(r) << r.error_text();
+    ASSERT_EQ(r->size(), 3u);
+    EXPECT_EQ((*r)[0].arrival_s, 0.0);
+    EXPECT_NEAR((*r)[1].arrival_s, 4.314579, 1e-6);
+    EXPECT_NEAR((*r)[2].arrival_s, 4.541877, 1e-6);
+    EXPECT_EQ((*r)[2].prompt_tokens, 879u);
+    EXPECT_EQ((*r)[2].output_tokens, 55u);
+    EXPECT_EQ(shared_tokens((*r)[0].spans, (*r)[1].spans), 0u);
+    const auto y2024 = read_trace(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n2024-05-12 00:00:00+00:00,10,5\n2024-05-12 "
+        "00:00:00.001163+00:00,20,6\n",
+        "week.csv");
+    ASSERT_TRUE(y2024) << y2024.error_text();
+    EXPECT_NEAR((*y2024)[1].arrival_s, 0.001163, 1e-9);
+    EXPECT_FIELD_ERROR(read_trace("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,12x,4\n", "bad.csv"),
+                       "--trace", "bad.csv:2: ContextTokens: '12x' is not a whole number");
+    EXPECT_FIELD_ERROR(read_trace("TIMESTAMP,ContextTokens,GeneratedTokens\nyesterday,12,4\n", "bad.csv"), "--trace",
+                       "bad.csv:2: TIMESTAMP");
+}
+
+TEST(Traces, MooncakesJsonLinesShareTheirEqualBlocks) {
+    // kvcache-ai/Mooncake FAST25-release/traces/conversation_trace.jsonl, its first two lines.
+    const auto r = read_trace(
+        R"({"timestamp": 0, "input_length": 6758, "output_length": 500, "hash_ids": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]}
+{"timestamp": 3000, "input_length": 7322, "output_length": 490, "hash_ids": [0, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27]}
+)",
+        "mooncake.jsonl");
+    ASSERT_TRUE(r) << r.error_text();
+    ASSERT_EQ(r->size(), 2u);
+    EXPECT_EQ((*r)[1].arrival_s, 3.0);
+    EXPECT_EQ((*r)[0].spans.size(), 14u);
+    EXPECT_EQ((*r)[0].spans.back().tokens, 6758u - 13 * 512);
+    EXPECT_EQ(shared_tokens((*r)[0].spans, (*r)[1].spans), 512u);  // hash id 0: the first block
+    EXPECT_FIELD_ERROR(
+        read_trace(R"({"timestamp": 0, "input_length": 2000, "output_length": 5, "hash_ids": [1, 2]})", "m.jsonl"),
+        "--trace", "m.jsonl:1: hash_ids: 2 ids for 2000 tokens");
+    EXPECT_FIELD_ERROR(read_trace("{\"timestamp\": 0}\n", "m.jsonl"), "--trace", "m.jsonl:1: input_length: missing");
+}
+
+TEST(Traces, BurstGptsCsvLeavesOutFailedRequests) {
+    // HPMLL/BurstGPT README's schema; a failed request has 0 response tokens.
+    const auto r = read_trace(
+        "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+        "5,ChatGPT,472,18,490,Conversation log\n"
+        "45,ChatGPT,1087,0,1087,Conversation log\n"
+        "118,GPT-4,417,276,693,Conversation log\n",
+        "burst.csv");
+    ASSERT_TRUE(r) << r.error_text();
+    ASSERT_EQ(r->size(), 2u);
+    EXPECT_EQ((*r)[1].arrival_s, 113.0);
+    EXPECT_EQ((*r)[1].prompt_tokens, 417u);
+    EXPECT_FIELD_ERROR(read_trace("hello\n", "x.txt"), "--trace", "x.txt:1: not a trace");
+    EXPECT_FIELD_ERROR(read_trace_file("/nonexistent/trace.csv"), "--trace", "cannot be opened");
+}
+
+}  // namespace
+}  // namespace kvscope
