@@ -74,34 +74,20 @@ Value traffic_json(const Options& o, const TrafficSpec& t, std::uint64_t request
 
 Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& src) {
     if (!s.deployment) return {"", usage_error({{"--gpu", "simulate needs a deployment"}}, o.command), kExitUsage};
-    const TrafficSpec spec = traffic_spec(o);
-    Result<std::vector<TrafficRequest>> requests = Errors{};
-    if (o.trace) {
+    if (o.trace)
         if (Errors e = refused_beside_trace(o); !e.empty()) return {"", usage_error(e, o.command), kExitUsage};
-        requests = read_trace_file(*o.trace);
-        if (requests && o.requests && *o.requests < requests->size()) {
-            std::vector<TrafficRequest> first(requests->begin(),
-                                              requests->begin() + static_cast<std::ptrdiff_t>(*o.requests));
-            requests = std::move(first);
-        }
-    } else {
-        requests = make_traffic(spec);
-    }
-    if (!requests) return {"", usage_error(requests.errors(), o.command), kExitUsage};
-    auto setup = serving_setup(s, o.prefix_caching.value_or(true), o.concurrency.value_or(0));
-    if (!setup) return {"", usage_error(setup.errors(), o.command), kExitUsage};
-    auto report = simulate_serving(*requests, setup->settings, setup->cost);
-    if (!report) return {"", usage_error(report.errors(), o.command), kExitUsage};
-    std::optional<double> best;
+    TrafficQuestion q;
+    q.spec = traffic_spec(o);
+    q.trace = o.trace.value_or("");
+    q.limit_trace = o.requests.has_value();
+    q.concurrency = o.concurrency.value_or(0);
+    q.prefix_caching = o.prefix_caching.value_or(true);
+    q.target = {o.ttft_ms, o.tpot_ms, o.slo_percentile.value_or(99)};
+    auto answer = answer_traffic(s, q);
+    if (!answer) return {"", usage_error(answer.errors(), o.command), kExitUsage};
+    const TrafficAnswer& a = *answer;
+    const ServingSettings& st = a.setup.settings;
     const bool target = o.ttft_ms || o.tpot_ms;
-    const SloTarget slo{o.ttft_ms, o.tpot_ms, o.slo_percentile.value_or(99)};
-    if (target) {
-        auto found = max_rate_meeting_slo(spec, setup->settings, setup->cost, slo);
-        if (!found) return {"", usage_error(found.errors(), o.command), kExitUsage};
-        best = *found;
-    }
-    std::vector<std::string> warnings = setup->warnings;
-    warnings.insert(warnings.end(), report->warnings.begin(), report->warnings.end());
     const Deployment& d = *s.deployment;
     Output r;
     if (o.format == Format::json) {
@@ -113,60 +99,51 @@ Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& s
         v.set("tp", Value::number(s.parallel.tp));
         v.set("pp", Value::number(s.parallel.pp));
         v.set("engine", Value::string(std::string(to_string(d.engine))));
-        v.set("max_model_len", Value::number(setup->settings.max_model_len));
+        v.set("max_model_len", Value::number(st.max_model_len));
         v.set("kv_dtype", Value::string(std::string(to_string(s.kv_dtype))));
         Value e = Value::object();
-        e.set("block_size", Value::number(setup->settings.block_size));
-        e.set("kv_blocks", Value::number(setup->settings.kv_blocks));
-        e.set("max_num_batched_tokens", Value::number(setup->settings.max_num_batched_tokens));
-        e.set("max_num_seqs", Value::number(setup->settings.max_num_seqs));
-        e.set("prefix_caching", Value::boolean(setup->settings.prefix_caching));
+        e.set("block_size", Value::number(st.block_size));
+        e.set("kv_blocks", Value::number(st.kv_blocks));
+        e.set("max_num_batched_tokens", Value::number(st.max_num_batched_tokens));
+        e.set("max_num_seqs", Value::number(st.max_num_seqs));
+        e.set("prefix_caching", Value::boolean(st.prefix_caching));
         v.set("engine_settings", std::move(e));
-        v.set("traffic", traffic_json(o, spec, requests->size()));
-        Value sim = simulation_json(*report);
-        sim.set("notes", Value::strings([&] {
-                    std::vector<std::string> n = setup->notes;
-                    n.insert(n.end(), report->notes.begin(), report->notes.end());
-                    return n;
-                }()));
-        sim.set("warnings", Value::strings(warnings));
+        v.set("traffic", traffic_json(o, q.spec, a.requests));
+        Value sim = simulation_json(a.report);
+        std::vector<std::string> notes = a.setup.notes;
+        notes.insert(notes.end(), a.report.notes.begin(), a.report.notes.end());
+        sim.set("notes", Value::strings(notes));
+        sim.set("warnings", Value::strings(a.warnings));
         v.set("simulation", std::move(sim));
         if (target) {
             Value t = Value::object();
             t.set("ttft_ms", o.ttft_ms ? Value::number(*o.ttft_ms) : Value());
             t.set("tpot_ms", o.tpot_ms ? Value::number(*o.tpot_ms) : Value());
-            t.set("percentile", Value::number(slo.percentile));
+            t.set("percentile", Value::number(q.target.percentile));
             v.set("slo", std::move(t));
-            v.set("max_rate_meeting_slo", best ? Value::number(*best) : Value());
+            v.set("max_rate_meeting_slo", a.max_rate ? Value::number(*a.max_rate) : Value());
         }
-        v.set("warnings", Value::strings(warnings));
+        v.set("warnings", Value::strings(a.warnings));
         r.out = with_warnings(std::move(v), src.notes).dump() + "\n";
         return r;
     }
     if (o.format == Format::csv) {
         // The timeline, one row a point.
         Table t({"t_s", "running", "waiting", "kv_used_bytes"});
-        for (const TimelinePoint& p : report->timeline)
+        for (const TimelinePoint& p : a.report.timeline)
             t.add({number_text(p.t_s), std::to_string(p.running), std::to_string(p.waiting),
                    std::to_string(p.kv_used_bytes)});
         r.out = t.csv();
         return r;
     }
     std::vector<std::pair<std::string, std::string>> rows{
-        {"traffic", traffic_text(spec, o.trace.value_or(""), requests->size(), o.concurrency.value_or(0))}};
-    for (auto& row : simulation_rows(*report, setup->settings, o.units)) rows.push_back(std::move(row));
+        {"traffic", traffic_text(q.spec, q.trace, a.requests, q.concurrency)}};
+    for (auto& row : simulation_rows(a.report, st, o.units)) rows.push_back(std::move(row));
     r.out = header(s, src) + key_values(rows);
-    for (const std::string& n : setup->notes) r.out += "note: " + n + "\n";
-    for (const std::string& n : report->notes) r.out += "note: " + n + "\n";
-    if (target) {
-        const std::string what = (o.ttft_ms ? "TTFT ≤ " + number_text(*o.ttft_ms) + " ms" : std::string()) +
-                                 (o.ttft_ms && o.tpot_ms ? " and " : "") +
-                                 (o.tpot_ms ? "TPOT ≤ " + number_text(*o.tpot_ms) + " ms" : std::string());
-        r.out += key_values({{"target", what + " at P" + number_text(slo.percentile)},
-                             {"highest rate", best ? number_text(*best, Notation::fixed, 2) + " requests/s"
-                                                   : "none: even 1/1000 of a request a second misses it"}});
-    }
-    for (const std::string& w : warnings) r.out += "warning: " + w + "\n";
+    for (const std::string& n : a.setup.notes) r.out += "note: " + n + "\n";
+    for (const std::string& n : a.report.notes) r.out += "note: " + n + "\n";
+    if (target) r.out += key_values(slo_rows(q.target, a.max_rate));
+    for (const std::string& w : a.warnings) r.out += "warning: " + w + "\n";
     return r;
 }
 

@@ -2,6 +2,7 @@
 
 #include <QAbstractItemView>
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
 #include <QEventLoop>
@@ -29,6 +30,7 @@
 #include "kvscope/calculator/weights.h"
 #include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/context_input.h"
+#include "kvscope/ui/decimal_spin_box.h"
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/learn_view.h"
@@ -40,6 +42,7 @@
 #include "kvscope/ui/quiz_view.h"
 #include "kvscope/ui/recompute_view.h"
 #include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/traffic_view.h"
 #include "kvscope/ui/window_strip.h"
 
 namespace kvscope::gui {
@@ -176,6 +179,15 @@ bool render_learn(ui::MainWindow& window, const QDir& dir) {
     model->undoStack()->undo();
 
     model->loadCatalogModel("llama-3-8b");
+    // Real traffic: 16 sequences of Llama 3 8B at 32k against requests of 2,000 + 300 tokens.
+    model->edit("Set up the example", [](Scenario& s) {
+        s.workload.context_tokens = 32768;
+        s.workload.batch = 16;
+    });
+    learn->setPage(ui::LearnView::RealTraffic);
+    settle();
+    ok &= save(&window, dir.filePath("learn-real-traffic.png"));
+    model->undoStack()->undo();
     learn->setPage(ui::LearnView::Quiz);
     ui::QuizView* quiz = learn->quiz();
     if (quiz->count() >= 2) {
@@ -340,6 +352,44 @@ bool render_probe(ui::MainWindow& window, const QDir& dir) {
     wait_for([&] { window.probe()->runStep(); });
     ok &= save(&window, dir.filePath("probe-step.png"));
     model->edit("Set up the example", [](Scenario& s) { s.workload.batch = 1; });
+    window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
+    return ok;
+}
+
+// traffic.png: the README's simulate example in the Traffic tab.
+bool render_traffic(const Catalog& catalog, ui::MainWindow& window, const QDir& dir) {
+    ui::ScenarioModel* model = window.model();
+    model->loadCatalogModel("llama-3.1-8b");
+    model->edit("Set up the example", [&catalog](Scenario& s) {
+        s.workload.context_tokens = 16384;
+        s.workload.batch = 1;
+        Deployment d;
+        d.gpu = *catalog.find_gpu("h100-sxm");
+        s.deployment = d;
+    });
+    ui::TrafficView* t = window.traffic();
+    t->requestsField()->setValue(2000);
+    t->allAtOnceBox()->setChecked(false);
+    t->rateField()->setValue(4);
+    t->inputTokensField()->setValue(2000);
+    t->outputTokensField()->setValue(300);
+    t->sharedPrefixField()->setValue(1000);
+    t->traceField()->clear();
+    t->ttftBox()->setChecked(true);
+    t->ttftField()->setValue(500);
+    t->tpotBox()->setChecked(true);
+    t->tpotField()->setValue(25);
+    t->findChildren<ui::DecimalSpinBox*>("inputRange").front()->setValue(0.5);
+    t->findChildren<ui::DecimalSpinBox*>("outputRange").front()->setValue(0.5);
+    window.tabs()->setCurrentIndex(ui::MainWindow::TrafficTab);
+    QEventLoop loop;
+    QObject::connect(t, &ui::TrafficView::finished, &loop, &QEventLoop::quit);
+    t->simulate();
+    loop.exec();
+    window.resize(1360, 1200);  // the inputs, the answers and both charts at once
+    settle();
+    const bool ok = save(&window, dir.filePath("traffic.png"));
+    window.resize(1360, 860);
     window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
     return ok;
 }
@@ -518,6 +568,7 @@ bool render_screenshots(const Catalog& catalog, const QString& folder) {
     ok &= render_picked_model(window, dir);
     ok &= render_learner_inputs(window, dir);
     ok &= render_probe(window, dir);
+    ok &= render_traffic(catalog, window, dir);
     ok &= render_model_kinds(catalog, window, dir);
     ok &= render_deployments(catalog, window, dir);
     ok &= render_not_exact(window, dir);

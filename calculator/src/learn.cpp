@@ -272,4 +272,65 @@ ContextWindowView context_window_view(const Architecture& arch, std::uint64_t co
     return v;
 }
 
+Result<TrafficLesson> traffic_lesson(const Scenario& s, std::uint64_t prompt_tokens, std::uint64_t output_tokens,
+                                     std::uint64_t shared_prefix, std::uint64_t block_size) {
+    if (prompt_tokens == 0) return FieldError{"prompt tokens", "must be at least 1"};
+    if (block_size == 0) return FieldError{"block size", "must be at least 1"};
+    if (shared_prefix > prompt_tokens)
+        return FieldError{"shared prefix",
+                          "is part of the prompt: at most its " + format_count(prompt_tokens) + " tokens"};
+    TrafficLesson l;
+    l.sequences = s.workload.batch;
+    l.context = s.workload.context_tokens;
+    l.prompt_tokens = prompt_tokens;
+    l.output_tokens = output_tokens;
+    l.shared_prefix = shared_prefix;
+    l.block_size = block_size;
+    // A request holds its prompt and the answer so far: half its answer on average over its life. At most the context.
+    const std::uint64_t typical = std::min<std::uint64_t>(l.context, prompt_tokens + output_tokens / 2);
+    // The cache of the scenario's sequences at `tokens` each: with the recurrent state (`state`), or the KV alone.
+    const auto bytes_at = [&](std::uint64_t tokens, std::uint64_t block, bool state = true) -> Result<std::uint64_t> {
+        Workload w = s.workload;
+        w.context_tokens = std::max<std::uint64_t>(1, tokens);
+        w.block_size = block;
+        auto kv = kv_cache_report(s.arch, s.kv_dtype, w, s.parallel);
+        if (!kv) return kv.errors();
+        return state ? kv->memory_bytes : kv->total_bytes;
+    };
+    auto worst = bytes_at(l.context, 1);
+    auto actual = bytes_at(typical, 1);
+    auto paged = bytes_at(typical, block_size);
+    if (!worst || !actual || !paged) return (!worst ? worst : !actual ? actual : paged).errors();
+    const std::string n = format_count(l.sequences) + (l.sequences == 1 ? " sequence" : " sequences");
+    l.steps.push_back({n + " at the full context (" + format_count(l.context) + " tokens)",
+                       "What a fit sizes for, and what an engine that reserves each request's whole context keeps.",
+                       *worst});
+    l.steps.push_back({n + " at the length a request has (" + format_count(typical) + " tokens)",
+                       "A prompt of " + format_count(prompt_tokens) +
+                           " tokens and, on average over its life, half "
+                           "its answer of " +
+                           format_count(output_tokens) + ": the cache grows as the answer does.",
+                       *actual});
+    l.steps.push_back({"Paged in blocks of " + format_count(block_size) + " tokens",
+                       "vLLM and SGLang hand out blocks as tokens arrive: each sequence wastes at most a part-filled "
+                       "block, never a reserved context.",
+                       *paged});
+    if (shared_prefix >= block_size && l.sequences > 1) {
+        // The prefix's full blocks, kept once for all the sequences instead of once each (their KV; a recurrent state
+        // is each sequence's own).
+        auto prefix = bytes_at(shared_prefix / block_size * block_size, block_size, false);
+        if (!prefix) return prefix.errors();
+        const std::uint64_t one = *prefix / l.sequences;  // one sequence's copy
+        const std::uint64_t saved = one * (l.sequences - 1);
+        l.steps.push_back(
+            {"A system prompt of " + format_count(shared_prefix) + " tokens shared",
+             "Prefix caching keeps the blocks every request starts with once: " + format_count(l.sequences - 1) +
+                 " copies of " + format_count(shared_prefix / block_size) + " blocks saved.",
+             *paged > saved ? *paged - saved : 0});
+    }
+    for (TrafficLessonStep& st : l.steps)
+        st.of_worst = *worst > 0 ? static_cast<double>(st.bytes) / static_cast<double>(*worst) : 0;
+    return l;
+}
+
 }  // namespace kvscope

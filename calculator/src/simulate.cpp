@@ -794,6 +794,7 @@ Result<SimulationReport> simulate_serving(const std::vector<TrafficRequest>& req
     r.itl_ms = in_ms(weighted_percentiles(sim.stats.gaps));
     r.max_running = sim.stats.max_running;
     r.kv_budget_blocks = settings.kv_blocks - 1;
+    r.kv_budget_bytes_per_gpu = r.kv_budget_blocks * settings.bytes_per_block;  // within the fit's budget
     r.kv_peak_blocks = sim.stats.peak_blocks;
     r.kv_peak_bytes_per_gpu = sim.stats.peak_blocks * settings.bytes_per_block;
     const Checked worst =
@@ -823,12 +824,14 @@ Result<SimulationReport> simulate_serving(const std::vector<TrafficRequest>& req
     return r;
 }
 
+double at_percentile(const Percentiles& p, double percentile) {
+    return percentile >= 99 ? p.p99 : percentile >= 90 ? p.p90 : p.median;
+}
+
 Result<std::optional<double>> max_rate_meeting_slo(const TrafficSpec& spec, const ServingSettings& settings,
                                                    const StepCost& cost, const SloTarget& target) {
     if (!target.ttft_ms && !target.tpot_ms) return FieldError{"--ttft-ms", "a target needs --ttft-ms or --tpot-ms"};
-    const auto pick = [&](const Percentiles& p) {
-        return target.percentile >= 99 ? p.p99 : target.percentile >= 90 ? p.p90 : p.median;
-    };
+    const auto pick = [&](const Percentiles& p) { return at_percentile(p, target.percentile); };
     const auto meets = [&](double rate) -> Result<bool> {
         TrafficSpec at = spec;
         at.rate = rate;
@@ -908,6 +911,47 @@ Result<std::vector<ServingPoint>> serving_curve(const TrafficSpec& spec, const S
     return curve;
 }
 
+Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& q, const SimulationProgress& progress) {
+    auto requests = q.trace.empty() ? make_traffic(q.spec) : read_trace_file(q.trace);
+    if (!requests) return requests.errors();
+    if (!q.trace.empty() && q.limit_trace && q.spec.requests < requests->size())
+        requests.value().resize(static_cast<std::size_t>(q.spec.requests));
+    auto setup = serving_setup(s, q.prefix_caching, q.concurrency);
+    if (!setup) return setup.errors();
+    TrafficAnswer a;
+    a.setup = *setup;
+    a.requests = requests->size();
+    // The share of the work each part takes, for one progress from 0 to 1: the simulation, the curve, the search.
+    const bool target = q.target.ttft_ms || q.target.tpot_ms;
+    const double parts = 1.0 + (q.curve ? 1.0 : 0.0) + (target ? 1.0 : 0.0);
+    double done = 0;
+    const auto part = [&]() -> SimulationProgress {
+        if (!progress) return {};
+        return [&progress, &done, parts](double f) { return progress((done + f) / parts); };
+    };
+    auto report = simulate_serving(*requests, a.setup.settings, a.setup.cost, part());
+    if (!report) return report.errors();
+    a.report = *report;
+    done += 1;
+    if (q.curve && q.trace.empty()) {
+        auto curve = serving_curve(q.spec, a.setup.settings, a.setup.cost, 10, part());
+        if (!curve) return curve.errors();
+        a.curve = *curve;
+        done += 1;
+    }
+    if (target) {
+        if (!q.trace.empty()) return FieldError{"--ttft-ms", "a target is sought over a described traffic's rates, "
+                                                             "not over a trace's own times"};
+        if (progress && !progress(done / parts)) return FieldError{"simulate", "cancelled"};
+        auto best = max_rate_meeting_slo(q.spec, a.setup.settings, a.setup.cost, q.target);
+        if (!best) return best.errors();
+        a.max_rate = *best;
+    }
+    a.warnings = a.setup.warnings;
+    a.warnings.insert(a.warnings.end(), a.report.warnings.begin(), a.report.warnings.end());
+    return a;
+}
+
 std::string traffic_text(const TrafficSpec& t, const std::string& trace, std::uint64_t requests,
                          std::uint64_t concurrency) {
     const std::string limit = concurrency > 0 ? ", at most " + format_count(concurrency) + " in flight" : "";
@@ -971,6 +1015,16 @@ std::vector<std::pair<std::string, std::string>> simulation_rows(const Simulatio
     };
 }
 
+std::vector<std::pair<std::string, std::string>> slo_rows(const SloTarget& target, const std::optional<double>& best) {
+    const std::string what =
+        (target.ttft_ms ? "TTFT ≤ " + number_text(*target.ttft_ms) + " ms" : std::string()) +
+        (target.ttft_ms && target.tpot_ms ? " and " : "") +
+        (target.tpot_ms ? "TPOT ≤ " + number_text(*target.tpot_ms) + " ms" : std::string());
+    return {{"target", what + " at P" + number_text(target.percentile)},
+            {"highest rate", best ? number_text(*best, Notation::fixed, 2) + " requests/s"
+                                  : "none: even 1/1000 of a request a second misses it"}};
+}
+
 namespace {
 
 Value percentiles_json(const Percentiles& p) {
@@ -1009,6 +1063,7 @@ void simulation_members(const SimulationReport& r, V& v) {
     v.value(r.itl_ms, "itl_ms", percentiles_json(r.itl_ms));
     v.value(r.e2e_ms, "e2e_ms", percentiles_json(r.e2e_ms));
     v.field(r.kv_budget_blocks, "kv_budget_blocks");
+    v.field(r.kv_budget_bytes_per_gpu, "kv_budget_bytes_per_gpu");
     v.field(r.kv_peak_blocks, "kv_peak_blocks");
     v.field(r.kv_peak_bytes_per_gpu, "kv_peak_bytes_per_gpu");
     v.field(r.kv_worst_case_bytes_per_gpu, "kv_worst_case_bytes_per_gpu");

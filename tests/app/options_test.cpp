@@ -40,7 +40,11 @@ std::vector<std::string> use(const std::string& name) {
                                                            {"--vllm-version", "0.21"},
                                                            {"--context", "8k"},
                                                            {"--from", "128"},
-                                                           {"--to", "8k"}};
+                                                           {"--to", "8k"},
+                                                           {"--input-range", "0.5"},
+                                                           {"--output-range", "0.5"},
+                                                           {"--percentile", "90"},
+                                                           {"--prefix-caching", "off"}};
     const auto v = values.find(name);
     return {name, v != values.end() ? v->second : (name == "--model" || name == "--config" ? "x" : "2")};
 }
@@ -155,7 +159,7 @@ TEST(Options, TheHelpsListsComeFromTheirTables) {
         const auto c = static_cast<Command>(i);
         EXPECT_EQ(parse_command(to_string(c)), c == Command::window ? std::nullopt : std::optional(c));
     }
-    EXPECT_EQ(command_list(), "models, gpus, kv, compare, sweep, fit, plan, devices, probe, stopwatch");
+    EXPECT_EQ(command_list(), "models, gpus, kv, compare, sweep, fit, plan, simulate, devices, probe, stopwatch");
 }
 
 }  // namespace

@@ -358,5 +358,27 @@ TEST(Fields, KeysReadBackAsTheirMembers) {
     EXPECT_EQ(parse_field("num_hidden_layers"), Field::none);  // a config.json key is not an input
 }
 
+TEST(TrafficLesson, TheWorstCaseOverstatesWhatRequestsHoldStepByStep) {
+    // The lesson's model (32 layers, 32 KV heads of 128, fp16: 512 KiB a token) with 8 sequences at 8k tokens;
+    // requests of 2,000 prompt tokens (1,000 of them a shared system prompt) and 300 answer tokens.
+    Scenario s = lesson();
+    s.workload.batch = 8;
+    const std::uint64_t per_token = 2ull * 32 * 32 * 128 * 2;
+    const auto l = traffic_lesson(s, 2000, 300, 1000);
+    ASSERT_TRUE(l) << l.error_text();
+    ASSERT_EQ(l->steps.size(), 4u);
+    EXPECT_EQ(l->steps[0].bytes, 8 * 8192 * per_token);              // every sequence at the full context
+    EXPECT_EQ(l->steps[1].bytes, 8 * 2150 * per_token);              // a prompt and half the answer
+    EXPECT_EQ(l->steps[2].bytes, 8 * 2160 * per_token);              // in whole blocks of 16 tokens
+    EXPECT_EQ(l->steps[3].bytes, (8 * 2160 - 7 * 992) * per_token);  // the prefix's 62 full blocks kept once
+    EXPECT_DOUBLE_EQ(l->steps[0].of_worst, 1.0);
+    EXPECT_NEAR(l->steps[3].of_worst, (8.0 * 2160 - 7 * 992) / (8 * 8192), 1e-12);
+    EXPECT_NE(l->steps[0].title.find("8 sequences at the full context (8,192 tokens)"), std::string::npos);
+    // One sequence shares nothing; a prefix longer than the prompt is refused naming it.
+    s.workload.batch = 1;
+    EXPECT_EQ(traffic_lesson(s, 2000, 300, 1000)->steps.size(), 3u);
+    EXPECT_FIELD_ERROR(traffic_lesson(s, 100, 10, 200), "shared prefix", "at most its 100 tokens");
+}
+
 }  // namespace
 }  // namespace kvscope

@@ -37,6 +37,7 @@
 #include "kvscope/ui/recompute_view.h"
 #include "kvscope/ui/scenario_model.h"
 #include "kvscope/ui/show_work_view.h"
+#include "kvscope/ui/traffic_lesson_view.h"
 #include "kvscope/ui/what_if_view.h"
 #include "kvscope/ui/window_strip.h"
 #include "widget_testing.h"
@@ -320,6 +321,37 @@ TEST(LearnRecompute, FlatAgainstGrowingAndTheStopwatchOverlaid) {
     EXPECT_EQ(r->measuredUncachedSeries()->count(), 24);
     EXPECT_GT(r->measuredUncachedSeries()->points().back().y(), r->measuredCachedSeries()->points().back().y());
     EXPECT_EQ(r->tokensField()->value(), 24) << "the calculated curves cover the measured tokens";
+}
+
+TEST(LearnRealTraffic, TheStepsAreTheCalculatorsAndFollowTheScenario) {
+    MainWindow w(testing::catalog(), false);
+    w.model()->edit("test", [](Scenario& s) { s.workload.batch = 8; });
+    show_page(w, LearnView::RealTraffic);
+    TrafficLessonView* page = w.learn()->trafficLesson();
+    const auto expected = traffic_lesson(w.model()->scenario(), 2000, 300, 1000);
+    ASSERT_TRUE(expected);
+    ASSERT_EQ(page->table()->rowCount(), 4);
+    for (int row = 0; row < 4; ++row) {
+        const TrafficLessonStep& st = expected->steps[static_cast<std::size_t>(row)];
+        EXPECT_EQ(page->table()->item(row, TrafficLessonView::Step)->text().toStdString(), st.title);
+        EXPECT_TRUE(page->table()
+                        ->item(row, TrafficLessonView::Bytes)
+                        ->text()
+                        .startsWith(QString::fromStdString(format_bytes(st.bytes, w.model()->units()) + " (")));
+        EXPECT_DOUBLE_EQ(
+            page->table()->item(row, TrafficLessonView::Bar)->data(TrafficLessonView::kFractionRole).toDouble(),
+            st.of_worst);
+    }
+    // A longer answer holds more; one sequence shares no prefix.
+    page->outputField()->setValue(3000);
+    emit page->outputField()->valueEdited(3000);
+    EXPECT_TRUE(page->table()
+                    ->item(1, TrafficLessonView::Bytes)
+                    ->text()
+                    .startsWith(QString::fromStdString(format_bytes(traffic_lesson(w.model()->scenario(), 2000, 3000, 1000)->steps[1].bytes,
+                                               w.model()->units()))));
+    w.model()->edit("test", [](Scenario& s) { s.workload.batch = 1; });
+    EXPECT_EQ(page->table()->rowCount(), 3);
 }
 
 }  // namespace

@@ -600,10 +600,13 @@ TEST(Window, MenusHaveTheShortcutsUsersExpect) {
         EXPECT_EQ(a->shortcut(), QKeySequence(key)) << text.toStdString();
         EXPECT_FALSE(a->toolTip().isEmpty());
     }
-    // Ctrl+5 opens the Learn tab like Ctrl+1…4 open the others.
+    // Ctrl+6 opens the Learn tab like Ctrl+1…5 open the others (Ctrl+4 the Traffic tab).
     for (QAction* a : w.findChildren<QAction*>())
-        if (a->shortcut() == QKeySequence("Ctrl+5")) a->trigger();
+        if (a->shortcut() == QKeySequence("Ctrl+6")) a->trigger();
     EXPECT_EQ(w.tabs()->currentIndex(), MainWindow::LearnTab);
+    for (QAction* a : w.findChildren<QAction*>())
+        if (a->shortcut() == QKeySequence("Ctrl+4")) a->trigger();
+    EXPECT_EQ(w.tabs()->currentIndex(), MainWindow::TrafficTab);
     bool has_undo = false;
     for (QAction* a : w.findChildren<QAction*>()) has_undo |= a->shortcut() == QKeySequence(QKeySequence::Undo);
     EXPECT_TRUE(has_undo);

@@ -13,6 +13,7 @@
 #include "kvscope/ui/scrollable.h"
 #include "kvscope/ui/show_work_view.h"
 #include "kvscope/ui/stale_note.h"
+#include "kvscope/ui/traffic_lesson_view.h"
 #include "kvscope/ui/what_if_view.h"
 #include "kvscope/ui/window_strip.h"
 
@@ -27,6 +28,7 @@ LearnView::LearnView(ScenarioModel* model, const QString& notes_path, QWidget* p
       recompute_(new RecomputeView(model)),
       what_ifs_(new WhatIfView(model)),
       context_window_(new ContextWindowPage(model)),
+      traffic_lesson_(new TrafficLessonView(model)),
       quiz_(new QuizView(model)),
       notes_(new NotesView(model, notes_path)),
       stale_(new StaleNote(model)) {
@@ -35,6 +37,7 @@ LearnView::LearnView(ScenarioModel* model, const QString& notes_path, QWidget* p
                                                     {tr("Cost of recomputing"), recompute_},
                                                     {tr("What if…"), scrollable(what_ifs_)},
                                                     {tr("Context window"), scrollable(context_window_)},
+                                                    {tr("Real traffic"), scrollable(traffic_lesson_)},
                                                     {tr("Check yourself"), scrollable(quiz_)},
                                                     {tr("Notes"), notes_}};
     for (const auto& [title, page] : pages) {

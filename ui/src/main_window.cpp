@@ -1,4 +1,5 @@
 #include "kvscope/ui/main_window.h"
+#include "kvscope/ui/traffic_view.h"
 
 #include <QAbstractSpinBox>
 #include <QAction>
@@ -70,6 +71,7 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
       overview_(new OverviewView(model_)),
       chart_(new MemoryChart(model_)),
       deployment_(new DeploymentView(model_)),
+      traffic_(new TrafficView(model_, restore)),
       runner_(new ProbeRunner(this)),
       probe_(new ProbeView(model_, runner_)),
       learn_(new LearnView(model_)),
@@ -137,6 +139,7 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     tabs_->addTab(scrollable(overview_), tr("&Overview"));
     tabs_->addTab(chart_page, tr("Memory vs &context"));
     tabs_->addTab(scrollable(deployment_), tr("&Deployment fit"));
+    tabs_->addTab(scrollable(traffic_), tr("&Traffic"));
     tabs_->addTab(scrollable(probe_), tr("&Probe this machine"));
     tabs_->addTab(learn_, tr("Le&arn"));
     tabs_->setDocumentMode(true);

@@ -80,4 +80,23 @@ struct ContextWindowView {
 };
 ContextWindowView context_window_view(const Architecture& arch, std::uint64_t conversation_tokens);
 
+// Why sizing for the worst case overstates the cache real traffic uses, for the scenario's sequences: all at the full
+// context, against the same sequences at the lengths requests have (a prompt and, on average, half their answer),
+// paged in blocks as vLLM and SGLang keep them, and with a system prompt they all share counted once (prefix
+// caching). Each step's bytes are the calculator's for those lengths (kv_cache_report: windows and recurrent state
+// included); the shared prefix's saving is its full blocks' bytes per sequence but one's.
+struct TrafficLessonStep {
+    std::string title;        // "Every sequence at the full context (16,384 tokens)"
+    std::string why;          // one sentence
+    std::uint64_t bytes = 0;  // all sequences, all GPUs
+    double of_worst = 0;      // bytes over the first step's (the worst case), 0 … 1
+};
+struct TrafficLesson {
+    std::uint64_t sequences = 0, context = 0;
+    std::uint64_t prompt_tokens = 0, output_tokens = 0, shared_prefix = 0, block_size = 16;
+    std::vector<TrafficLessonStep> steps;  // worst case first, then each refinement
+};
+Result<TrafficLesson> traffic_lesson(const Scenario& scenario, std::uint64_t prompt_tokens, std::uint64_t output_tokens,
+                                     std::uint64_t shared_prefix, std::uint64_t block_size = 16);
+
 }  // namespace kvscope

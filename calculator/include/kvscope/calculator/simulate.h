@@ -95,6 +95,8 @@ Result<ServingSetup> serving_setup(const Scenario& s, bool prefix_caching, std::
 struct Percentiles {
     double mean = 0, median = 0, p90 = 0, p99 = 0;
 };
+// The figure at a target's percentile: 99 → p99, 90 → p90, else the median.
+double at_percentile(const Percentiles& p, double percentile);
 
 struct TimelinePoint {
     double t_s = 0;
@@ -109,6 +111,7 @@ struct SimulationReport {
     double request_throughput = 0, output_throughput = 0, input_throughput = 0;  // per second
     Percentiles ttft_ms, tpot_ms, itl_ms, e2e_ms;
     std::uint64_t kv_budget_blocks = 0;  // usable (the null block left out)
+    std::uint64_t kv_budget_bytes_per_gpu = 0;  // those blocks' bytes
     std::uint64_t kv_peak_blocks = 0;
     std::uint64_t kv_peak_bytes_per_gpu = 0;
     // The worst case the other commands size for: the most sequences that ran at once, each at max_model_len.
@@ -161,6 +164,29 @@ struct SloTarget {
 };
 Result<std::optional<double>> max_rate_meeting_slo(const TrafficSpec& spec, const ServingSettings& settings,
                                                    const StepCost& cost, const SloTarget& target);
+// The target and the highest rate meeting it, two rows ("target", "highest rate").
+std::vector<std::pair<std::string, std::string>> slo_rows(const SloTarget& target, const std::optional<double>& best);
+
+// One question about traffic, as the CLI's options and the Traffic tab's fields put it, and every answer to it: the
+// engine's settings, the simulation, and with a target the highest rate meeting it, and the serving curve when asked.
+struct TrafficQuestion {
+    TrafficSpec spec;
+    std::string trace;  // a trace file's requests instead of spec's (the first spec.requests of them when limit_trace)
+    bool limit_trace = false;
+    std::uint64_t concurrency = 0;
+    bool prefix_caching = true;
+    SloTarget target;
+    bool curve = false;  // the serving curve too
+};
+struct TrafficAnswer {
+    ServingSetup setup;
+    std::uint64_t requests = 0;  // the traffic's, before any was refused
+    SimulationReport report;
+    std::optional<double> max_rate;  // with a target: the highest rate meeting it (nullopt: none does)
+    std::vector<ServingPoint> curve;
+    std::vector<std::string> warnings;  // the setup's and the simulation's
+};
+Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& q, const SimulationProgress& progress = {});
 
 json::Value simulation_json(const SimulationReport& r);
 std::vector<DeclaredMember> declared_members(const SimulationReport& r);

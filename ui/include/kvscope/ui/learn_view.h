@@ -14,6 +14,7 @@ class QStackedWidget;
 namespace kvscope::ui {
 
 class ContextWindowPage;
+class TrafficLessonView;
 class NotesView;
 class PhasesView;
 class QuizView;
@@ -25,7 +26,7 @@ class WhatIfView;
 class LearnView : public QWidget {
     Q_OBJECT
 public:
-    enum Page { ShowWork, Phases, Recompute, WhatIfs, ContextWindow, Quiz, Notes };
+    enum Page { ShowWork, Phases, Recompute, WhatIfs, ContextWindow, RealTraffic, Quiz, Notes };
     explicit LearnView(ScenarioModel* model, const QString& notes_path = NotesStore::defaultPath(),
                        QWidget* parent = nullptr);
 
@@ -37,6 +38,7 @@ public:
     [[nodiscard]] RecomputeView* recompute() const { return recompute_; }
     [[nodiscard]] WhatIfView* whatIfs() const { return what_ifs_; }
     [[nodiscard]] ContextWindowPage* contextWindow() const { return context_window_; }
+    [[nodiscard]] TrafficLessonView* trafficLesson() const { return traffic_lesson_; }
     [[nodiscard]] QuizView* quiz() const { return quiz_; }
     [[nodiscard]] NotesView* notes() const { return notes_; }
     // Above the lessons while the inputs need attention: whose figures they show.
@@ -56,6 +58,7 @@ private:
     RecomputeView* recompute_;
     WhatIfView* what_ifs_;
     ContextWindowPage* context_window_;
+    TrafficLessonView* traffic_lesson_;
     QuizView* quiz_;
     NotesView* notes_;
     QLabel* stale_;  // a StaleNote

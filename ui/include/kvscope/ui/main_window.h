@@ -36,11 +36,12 @@ class OverviewView;
 class ProbeRunner;
 class ProbeView;
 class ScenarioModel;
+class TrafficView;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    enum Tab { OverviewTab, ChartTab, DeploymentTab, ProbeTab, LearnTab };
+    enum Tab { OverviewTab, ChartTab, DeploymentTab, TrafficTab, ProbeTab, LearnTab };
     // `restore`: reopen the last scenario, layout and preferences from QSettings.
     explicit MainWindow(const Catalog& catalog, bool restore = true, QWidget* parent = nullptr);
 
@@ -50,6 +51,7 @@ public:
     [[nodiscard]] MemoryChart* chart() const { return chart_; }
     [[nodiscard]] DeploymentView* deployment() const { return deployment_; }
     [[nodiscard]] ProbeView* probe() const { return probe_; }
+    [[nodiscard]] TrafficView* traffic() const { return traffic_; }
     [[nodiscard]] LearnView* learn() const { return learn_; }
     [[nodiscard]] MessageBar* messages() const { return messages_; }
     [[nodiscard]] QTabWidget* tabs() const { return tabs_; }
@@ -122,6 +124,7 @@ private:
     OverviewView* overview_;
     MemoryChart* chart_;
     DeploymentView* deployment_;
+    TrafficView* traffic_;
     ProbeRunner* runner_;  // the probe and stopwatch runs, shared by the Probe and Learn tabs
     ProbeView* probe_;
     LearnView* learn_;

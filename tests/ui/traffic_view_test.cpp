@@ -1,0 +1,205 @@
+// The Traffic tab: what it shows is what kvscope-cli simulate says for the same inputs; a run in the background can be
+// cancelled and leaves the figures before it; whose the figures are is said once the scenario changes; bad inputs say
+// what is wrong; the inputs are remembered.
+#include <QCheckBox>
+#include <QEventLoop>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLineSeries>
+#include <QProcess>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QTemporaryDir>
+#include <QTimer>
+
+#include <gtest/gtest.h>
+
+#include "kvscope/ui/big_spin_box.h"
+#include "kvscope/ui/decimal_spin_box.h"
+#include "kvscope/ui/main_window.h"
+#include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/traffic_view.h"
+#include "widget_testing.h"
+
+namespace kvscope::ui {
+namespace {
+
+using testing::catalog;
+using testing::write_all;
+
+// Llama 3.1 8B on one H100 at 16k tokens.
+void on_h100(ScenarioModel* model) {
+    model->loadCatalogModel("llama-3.1-8b");
+    model->edit("test", [](Scenario& s) {
+        s.workload.context_tokens = 16384;
+        Deployment d;
+        d.gpu = *catalog().find_gpu("h100-sxm");
+        s.deployment = d;
+    });
+}
+
+// Runs the tab's simulation and waits for it (at most a minute).
+void run(TrafficView* t) {
+    QEventLoop loop;
+    QObject::connect(t, &TrafficView::finished, &loop, &QEventLoop::quit);
+    QTimer::singleShot(60000, &loop, &QEventLoop::quit);
+    t->simulate();
+    if (t->running()) loop.exec();
+}
+
+void describe(TrafficView* t) {
+    t->requestsField()->setValue(400);
+    t->allAtOnceBox()->setChecked(false);
+    t->rateField()->setValue(5);
+    t->inputTokensField()->setValue(1500);
+    t->outputTokensField()->setValue(200);
+    t->sharedPrefixField()->setValue(500);
+    t->traceField()->clear();
+    t->ttftBox()->setChecked(false);
+    t->tpotBox()->setChecked(true);
+    t->tpotField()->setValue(20);
+}
+
+TEST(TrafficView, ShowsWhatTheCliSaysForTheSameInputs) {
+    MainWindow w(catalog(), false);
+    on_h100(w.model());
+    TrafficView* t = w.traffic();
+    describe(t);
+    run(t);
+    ASSERT_TRUE(t->answer().has_value()) << t->statusLabel()->text().toStdString();
+    const TrafficAnswer& a = *t->answer();
+    EXPECT_EQ(a.report.requests, 400u);
+    // The calculator asked directly gives the same figures.
+    const auto direct = answer_traffic(w.model()->scenario(), t->question());
+    ASSERT_TRUE(direct) << direct.error_text();
+    EXPECT_EQ(simulation_json(direct->report).dump(), simulation_json(a.report).dump());
+    ASSERT_TRUE(a.max_rate.has_value());
+    // And so does kvscope-cli simulate, on the window's scenario saved, with the same traffic.
+    QTemporaryDir dir;
+    const QString saved = dir.filePath("served ü.kvscope.json");
+    ASSERT_TRUE(w.saveScenarioFile(saved));
+    QProcess cli;
+    cli.start(QStringLiteral(KVSCOPE_CLI_PATH),
+              {"simulate", "--scenario", saved, "--requests", "400", "--rate", "5", "--input-tokens", "1500",
+               "--output-tokens", "200", "--shared-prefix", "500", "--tpot-ms", "20", "--json"});
+    ASSERT_TRUE(cli.waitForFinished(60000));
+    ASSERT_EQ(cli.exitCode(), 0) << cli.readAllStandardError().toStdString();
+    auto parsed = json::parse(cli.readAllStandardOutput().toStdString());
+    ASSERT_TRUE(parsed);
+    EXPECT_EQ(parsed.value->find("simulation")->find("kv_peak_blocks")->as_u64(), a.report.kv_peak_blocks);
+    EXPECT_DOUBLE_EQ(parsed.value->find("simulation")->find("ttft_ms")->find("p99")->as_double(), a.report.ttft_ms.p99);
+    EXPECT_DOUBLE_EQ(parsed.value->find("max_rate_meeting_slo")->as_double(), *a.max_rate);
+    // The text shows them as the CLI's table does.
+    const QString shown = t->resultsLabel()->text();
+    for (const auto& [name, text] : simulation_rows(a.report, a.setup.settings, w.model()->units()))
+        EXPECT_TRUE(shown.contains(QString::fromStdString(text).toHtmlEscaped())) << name << ": " << text;
+    // The charts: the cache over time under the budget, and the serving curve.
+    EXPECT_EQ(t->kvSeries()->count(), static_cast<int>(a.report.timeline.size()));
+    ASSERT_EQ(t->budgetSeries()->count(), 2);
+    EXPECT_NEAR(t->budgetSeries()->at(0).y() * (1ull << 30), static_cast<double>(a.report.kv_budget_bytes_per_gpu), 1);
+    for (const QPointF& p : t->kvSeries()->points()) EXPECT_LE(p.y(), t->budgetSeries()->at(0).y());
+    EXPECT_EQ(t->tpotCurve()->count(), 10);
+    EXPECT_EQ(t->progress()->value(), 100);
+}
+
+TEST(TrafficView, SaysWhoseTheFiguresAreOnceTheScenarioChanges) {
+    MainWindow w(catalog(), false);
+    on_h100(w.model());
+    describe(w.traffic());
+    w.traffic()->tpotBox()->setChecked(false);
+    run(w.traffic());
+    ASSERT_TRUE(w.traffic()->answer().has_value());
+    EXPECT_TRUE(w.traffic()->simulatedForLabel()->text().contains("Llama 3.1 8B"));
+    EXPECT_FALSE(w.traffic()->simulatedForLabel()->text().contains("changed"));
+    w.model()->edit("test", [](Scenario& s) { s.workload.context_tokens = 32768; });
+    EXPECT_TRUE(w.traffic()->simulatedForLabel()->text().contains("has changed since"));
+    w.model()->undoStack()->undo();
+    EXPECT_FALSE(w.traffic()->simulatedForLabel()->text().contains("changed"));
+}
+
+TEST(TrafficView, ACancelledRunLeavesTheFiguresBeforeIt) {
+    MainWindow w(catalog(), false);
+    on_h100(w.model());
+    TrafficView* t = w.traffic();
+    describe(t);
+    t->tpotBox()->setChecked(false);
+    run(t);
+    ASSERT_TRUE(t->answer().has_value());
+    const std::string before = simulation_json(t->answer()->report).dump();
+    t->requestsField()->setValue(1'000'000);  // seconds of work: cancelled at once
+    QEventLoop loop;
+    QObject::connect(t, &TrafficView::finished, &loop, &QEventLoop::quit);
+    t->simulate();
+    EXPECT_TRUE(t->running());
+    EXPECT_FALSE(t->simulateButton()->isEnabled());
+    t->cancel();
+    QTimer::singleShot(60000, &loop, &QEventLoop::quit);
+    loop.exec();
+    EXPECT_FALSE(t->running());
+    EXPECT_TRUE(t->statusLabel()->text().startsWith("Cancelled")) << t->statusLabel()->text().toStdString();
+    EXPECT_EQ(simulation_json(t->answer()->report).dump(), before);
+    EXPECT_TRUE(t->simulateButton()->isEnabled());
+}
+
+TEST(TrafficView, BadInputsSayWhatIsWrong) {
+    MainWindow w(catalog(), false);
+    TrafficView* t = w.traffic();
+    // No GPU yet.
+    w.model()->edit("test", [](Scenario& s) { s.deployment.reset(); });
+    t->simulate();
+    EXPECT_TRUE(t->statusLabel()->text().contains("choose a GPU")) << t->statusLabel()->text().toStdString();
+    EXPECT_FALSE(t->answer().has_value());
+    // A trace that does not read: its file and line.
+    on_h100(w.model());
+    QTemporaryDir dir;
+    const QString bad = dir.filePath("trace ü.csv");
+    write_all(bad, "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,12x,4\n");
+    t->traceField()->setText(bad);
+    t->ttftBox()->setChecked(false);
+    t->tpotBox()->setChecked(false);
+    run(t);
+    EXPECT_TRUE(t->statusLabel()->text().contains(bad + ":2: ContextTokens: '12x' is not a whole number"))
+        << t->statusLabel()->text().toStdString();
+    // A target with a trace: said, not ignored.
+    t->tpotBox()->setChecked(true);
+    t->simulate();
+    EXPECT_TRUE(t->statusLabel()->text().contains("a target is sought")) << t->statusLabel()->text().toStdString();
+    // A good trace: its requests.
+    const QString good = dir.filePath("Azure conv.csv");
+    write_all(good,
+              "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
+              "2023-11-16 18:15:50.9951690,396,109\n");
+    t->traceField()->setText(good);
+    t->tpotBox()->setChecked(false);
+    run(t);
+    ASSERT_TRUE(t->answer().has_value()) << t->statusLabel()->text().toStdString();
+    EXPECT_EQ(t->answer()->report.requests, 2u);
+}
+
+TEST(TrafficView, TheInputsAreRememberedAndTwoWindowsRunApart) {
+    {
+        MainWindow w(catalog(), true);  // a window that keeps its session
+        describe(w.traffic());
+        w.traffic()->tpotField()->setValue(33.5);
+    }
+    MainWindow a(catalog(), true), b(catalog(), false);
+    EXPECT_EQ(a.traffic()->requestsField()->value(), 400u);
+    EXPECT_EQ(b.traffic()->requestsField()->value(), 1000u);  // one for exports and tests starts from the defaults
+    EXPECT_FALSE(a.traffic()->allAtOnceBox()->isChecked());
+    EXPECT_DOUBLE_EQ(a.traffic()->tpotField()->value(), 33.5);
+    EXPECT_EQ(a.traffic()->question().spec.shared_prefix, 500u);
+    // Two windows, two models, each its own answer.
+    on_h100(a.model());
+    on_h100(b.model());
+    b.model()->loadCatalogModel("qwen3-8b");
+    a.traffic()->tpotBox()->setChecked(false);
+    b.traffic()->tpotBox()->setChecked(false);
+    run(a.traffic());
+    run(b.traffic());
+    ASSERT_TRUE(a.traffic()->answer() && b.traffic()->answer());
+    EXPECT_NE(a.traffic()->answer()->setup.settings.kv_blocks, b.traffic()->answer()->setup.settings.kv_blocks);
+    EXPECT_TRUE(b.traffic()->simulatedForLabel()->text().contains("Qwen3 8B"));
+}
+
+}  // namespace
+}  // namespace kvscope::ui

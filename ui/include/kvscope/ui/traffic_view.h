@@ -1,0 +1,115 @@
+#pragma once
+// Serving real traffic (kvscope/calculator/simulate.h): the requests — described, or a trace file dropped or chosen —
+// served by vLLM's scheduler on the deployment's GPU; the answers against latency targets, the KV cache in use over
+// time beside the budget and the worst case, and latency against request rate. The same figures as kvscope-cli
+// simulate for the same inputs. Runs off the GUI thread with progress and Cancel; the inputs are remembered.
+
+#include <QWidget>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "kvscope/calculator/simulate.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QLineSeries;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QChart;
+class QValueAxis;
+
+namespace kvscope::ui {
+
+class BigSpinBox;
+class DecimalSpinBox;
+class ScenarioModel;
+
+class TrafficView : public QWidget {
+    Q_OBJECT
+public:
+    // `remember`: the inputs are restored from the settings and saved there (a window that restores its session;
+    // never one made for exports, screenshots or tests).
+    explicit TrafficView(ScenarioModel* model, bool remember = false, QWidget* parent = nullptr);
+    ~TrafficView() override;
+    TrafficView(const TrafficView&) = delete;
+    TrafficView& operator=(const TrafficView&) = delete;
+
+    // The question the fields ask now.
+    [[nodiscard]] TrafficQuestion question() const;
+    [[nodiscard]] bool running() const { return worker_.joinable() && !done_; }
+    // The last answer shown, and the scenario it is of.
+    [[nodiscard]] const std::optional<TrafficAnswer>& answer() const { return answer_; }
+
+    [[nodiscard]] BigSpinBox* requestsField() const { return requests_; }
+    [[nodiscard]] QCheckBox* allAtOnceBox() const { return all_at_once_; }
+    [[nodiscard]] DecimalSpinBox* rateField() const { return rate_; }
+    [[nodiscard]] BigSpinBox* inputTokensField() const { return input_; }
+    [[nodiscard]] BigSpinBox* outputTokensField() const { return output_; }
+    [[nodiscard]] BigSpinBox* sharedPrefixField() const { return shared_prefix_; }
+    [[nodiscard]] QLineEdit* traceField() const { return trace_; }
+    [[nodiscard]] QCheckBox* ttftBox() const { return ttft_on_; }
+    [[nodiscard]] DecimalSpinBox* ttftField() const { return ttft_; }
+    [[nodiscard]] QCheckBox* tpotBox() const { return tpot_on_; }
+    [[nodiscard]] DecimalSpinBox* tpotField() const { return tpot_; }
+    [[nodiscard]] QPushButton* simulateButton() const { return run_; }
+    [[nodiscard]] QPushButton* cancelButton() const { return cancel_; }
+    [[nodiscard]] QProgressBar* progress() const { return progress_; }
+    [[nodiscard]] QLabel* statusLabel() const { return status_; }
+    [[nodiscard]] QLabel* resultsLabel() const { return results_; }
+    // Whose the figures are, and, once the scenario has changed since, that they are not the current one's.
+    [[nodiscard]] QLabel* simulatedForLabel() const { return simulated_for_; }
+    [[nodiscard]] QLineSeries* kvSeries() const { return kv_used_; }
+    [[nodiscard]] QLineSeries* budgetSeries() const { return kv_budget_; }
+    [[nodiscard]] QLineSeries* worstCaseSeries() const { return kv_worst_; }
+    [[nodiscard]] QLineSeries* ttftCurve() const { return ttft_curve_; }
+    [[nodiscard]] QLineSeries* tpotCurve() const { return tpot_curve_; }
+
+public slots:
+    void simulate();
+    void cancel();
+
+signals:
+    void finished();
+
+protected:
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+    void changeEvent(QEvent* event) override;
+
+private:
+    void buildCharts();
+    void show(const Result<TrafficAnswer>& answer, const Scenario& of);
+    void showWhose();
+    void saveInputs() const;
+    void restoreInputs();
+    void join();
+
+    ScenarioModel* model_;
+    bool remember_;
+    BigSpinBox *requests_, *input_, *output_, *shared_prefix_, *concurrency_;
+    QSpinBox *groups_, *turns_, *seed_;
+    DecimalSpinBox *rate_, *input_range_, *output_range_, *ttft_, *tpot_;
+    QCheckBox *all_at_once_, *prefix_caching_, *ttft_on_, *tpot_on_;
+    QComboBox* percentile_;
+    QLineEdit* trace_;
+    QPushButton *run_, *cancel_;
+    QProgressBar* progress_;
+    QLabel *status_, *results_, *simulated_for_;
+    QChart *kv_chart_ = nullptr, *curve_chart_ = nullptr;
+    QLineSeries *kv_used_, *kv_budget_, *kv_worst_, *ttft_curve_, *tpot_curve_, *target_line_;
+    QValueAxis *kv_x_, *kv_y_, *rate_x_, *ms_y_;
+
+    std::optional<TrafficAnswer> answer_;
+    std::optional<Scenario> answered_for_;
+    std::thread worker_;
+    std::shared_ptr<std::atomic<bool>> stop_;
+    std::atomic<bool> done_{true};
+};
+
+}  // namespace kvscope::ui

@@ -1,0 +1,520 @@
+#include "kvscope/ui/traffic_view.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLineSeries>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QSpinBox>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include <algorithm>
+
+#include "kvscope/ui/big_spin_box.h"
+#include "kvscope/ui/chart_palette.h"
+#include "kvscope/ui/decimal_spin_box.h"
+#include "kvscope/ui/scenario_model.h"
+#include "kvscope/ui/stale_note.h"
+#include "kvscope/ui/text.h"
+
+namespace kvscope::ui {
+
+namespace {
+
+DecimalSpinBox* decimal(double lo, double hi, double value, int decimals, const QString& suffix = {}) {
+    auto* d = new DecimalSpinBox;
+    d->setRange(lo, hi);
+    d->setDecimals(decimals);
+    d->setValue(value);
+    d->setSuffix(suffix);
+    return d;
+}
+
+BigSpinBox* big(BigSpinBox::Kind kind, std::uint64_t lo, std::uint64_t hi, std::uint64_t value) {
+    auto* b = new BigSpinBox(kind, BigSpinBox::Step::doubling);
+    b->setRange(lo, hi);
+    b->setValue(value);
+    return b;
+}
+
+// Rows as an HTML table: the name, then its figures.
+QString rows_html(const std::vector<std::pair<std::string, std::string>>& rows) {
+    QString html = "<table cellspacing='2'>";
+    for (const auto& [name, text] : rows)
+        html += "<tr><td><b>" + QString::fromStdString(name).toHtmlEscaped() + "</b>&nbsp;&nbsp;</td><td>" +
+                QString::fromStdString(text).toHtmlEscaped() + "</td></tr>";
+    return html + "</table>";
+}
+
+}  // namespace
+
+TrafficView::TrafficView(ScenarioModel* model, bool remember, QWidget* parent)
+    : QWidget(parent),
+      model_(model),
+      remember_(remember),
+      requests_(big(BigSpinBox::Kind::count, 1, 100'000'000, 1000)),
+      input_(big(BigSpinBox::Kind::tokens, 1, 1ull << 30, 1024)),
+      output_(big(BigSpinBox::Kind::tokens, 1, 1ull << 30, 128)),
+      shared_prefix_(big(BigSpinBox::Kind::tokens, 0, 1ull << 30, 0)),
+      concurrency_(big(BigSpinBox::Kind::count, 0, 100'000'000, 0)),
+      groups_(new QSpinBox),
+      turns_(new QSpinBox),
+      seed_(new QSpinBox),
+      rate_(decimal(0.001, 1e6, 10, 3, tr(" /s"))),
+      input_range_(decimal(0, 1, 0, 2)),
+      output_range_(decimal(0, 1, 0, 2)),
+      ttft_(decimal(0.1, 1e7, 500, 1, tr(" ms"))),
+      tpot_(decimal(0.1, 1e6, 25, 1, tr(" ms"))),
+      all_at_once_(new QCheckBox(tr("all at once"))),
+      prefix_caching_(new QCheckBox(tr("prefix caching (vLLM's default)"))),
+      ttft_on_(new QCheckBox(tr("TTFT at most"))),
+      tpot_on_(new QCheckBox(tr("TPOT at most"))),
+      percentile_(new QComboBox),
+      trace_(new QLineEdit),
+      run_(new QPushButton(tr("&Simulate"))),
+      cancel_(new QPushButton(tr("Cancel"))),
+      progress_(new QProgressBar),
+      status_(new QLabel),
+      results_(new QLabel),
+      simulated_for_(new QLabel),
+      kv_used_(new QLineSeries),
+      kv_budget_(new QLineSeries),
+      kv_worst_(new QLineSeries),
+      ttft_curve_(new QLineSeries),
+      tpot_curve_(new QLineSeries),
+      target_line_(new QLineSeries),
+      kv_x_(new QValueAxis),
+      kv_y_(new QValueAxis),
+      rate_x_(new QValueAxis),
+      ms_y_(new QValueAxis) {
+    setAcceptDrops(true);
+    input_range_->setObjectName("inputRange");
+    output_range_->setObjectName("outputRange");
+    groups_->setRange(1, 1'000'000);
+    turns_->setRange(1, 10'000);
+    seed_->setRange(0, 2'000'000'000);
+    percentile_->addItems({"P50", "P90", "P99"});
+    percentile_->setCurrentIndex(2);
+    all_at_once_->setChecked(true);
+    prefix_caching_->setChecked(true);
+    rate_->setEnabled(false);
+    connect(all_at_once_, &QCheckBox::toggled, rate_, [this](bool on) { rate_->setEnabled(!on); });
+    ttft_->setEnabled(false);
+    tpot_->setEnabled(false);
+    connect(ttft_on_, &QCheckBox::toggled, ttft_, &QWidget::setEnabled);
+    connect(tpot_on_, &QCheckBox::toggled, tpot_, &QWidget::setEnabled);
+    trace_->setPlaceholderText(tr("or a trace: Azure or BurstGPT CSV, Mooncake JSON lines (drop it here)"));
+    trace_->setClearButtonEnabled(true);
+    auto* browse = new QPushButton(tr("&Browse…"));
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Choose a trace"), trace_->text(),
+                                                          tr("Traces (*.csv *.jsonl *.json);;All files (*)"));
+        if (!path.isEmpty()) trace_->setText(path);
+    });
+
+    auto* form = new QFormLayout;
+    form->addRow(tr("Requests"), requests_);
+    auto* rate_row = new QHBoxLayout;
+    rate_row->addWidget(rate_);
+    rate_row->addWidget(all_at_once_);
+    form->addRow(tr("Arrivals (Poisson)"), rate_row);
+    form->addRow(tr("At most in flight (0: no limit)"), concurrency_);
+    auto* in_row = new QHBoxLayout;
+    in_row->addWidget(input_);
+    in_row->addWidget(new QLabel(tr("± ratio")));
+    in_row->addWidget(input_range_);
+    form->addRow(tr("Prompt tokens"), in_row);
+    auto* out_row = new QHBoxLayout;
+    out_row->addWidget(output_);
+    out_row->addWidget(new QLabel(tr("± ratio")));
+    out_row->addWidget(output_range_);
+    form->addRow(tr("Output tokens"), out_row);
+    auto* prefix_row = new QHBoxLayout;
+    prefix_row->addWidget(shared_prefix_);
+    prefix_row->addWidget(new QLabel(tr("different")));
+    prefix_row->addWidget(groups_);
+    form->addRow(tr("Shared system prompt"), prefix_row);
+    form->addRow(tr("Turns a conversation"), turns_);
+    form->addRow(tr("Seed"), seed_);
+    auto* trace_row = new QHBoxLayout;
+    trace_row->addWidget(trace_);
+    trace_row->addWidget(browse);
+    form->addRow(tr("Trace file"), trace_row);
+    form->addRow(QString(), prefix_caching_);
+    auto* ttft_row = new QHBoxLayout;
+    ttft_row->addWidget(ttft_on_);
+    ttft_row->addWidget(ttft_);
+    form->addRow(tr("Target"), ttft_row);
+    auto* tpot_row = new QHBoxLayout;
+    tpot_row->addWidget(tpot_on_);
+    tpot_row->addWidget(tpot_);
+    tpot_row->addWidget(percentile_);
+    form->addRow(QString(), tpot_row);
+    auto* buttons = new QHBoxLayout;
+    run_->setDefault(true);
+    run_->setToolTip(tr("Serve this traffic as vLLM's scheduler does (Ctrl+Return)"));
+    run_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
+    cancel_->setEnabled(false);
+    buttons->addWidget(run_);
+    buttons->addWidget(cancel_);
+    buttons->addStretch();
+    form->addRow(buttons);
+    progress_->setRange(0, 100);
+    progress_->setValue(0);
+    form->addRow(progress_);
+    auto* inputs = new QGroupBox(tr("Traffic"));
+    inputs->setLayout(form);
+
+    status_->setWordWrap(true);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    results_->setTextFormat(Qt::RichText);
+    results_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    results_->setWordWrap(true);
+    simulated_for_->setWordWrap(true);
+    simulated_for_->hide();
+    buildCharts();
+
+    auto* right = new QVBoxLayout;
+    right->addWidget(simulated_for_);
+    right->addWidget(results_);
+    right->addWidget(status_);
+    right->addStretch();
+    auto* columns = new QHBoxLayout;
+    columns->addWidget(inputs, 0, Qt::AlignTop);
+    columns->addLayout(right, 1);
+    // The charts under both, side by side, wide enough to read.
+    auto* charts = new QHBoxLayout;
+    for (QChart* c : {kv_chart_, curve_chart_}) {
+        c->legend()->setAlignment(Qt::AlignBottom);
+        auto* view = new QChartView(c);
+        view->setMinimumHeight(300);
+        view->setRenderHint(QPainter::Antialiasing);
+        charts->addWidget(view, 1);
+    }
+    auto* page = new QVBoxLayout(this);
+    page->addWidget(new StaleNote(model_));
+    auto* intro = new QLabel(
+        tr("How much cache real traffic uses, and how fast it is served: the requests served as vLLM's V1 scheduler "
+           "serves them (continuous batching, chunked prefill, paged blocks from the fit's budget, prefix caching, "
+           "preemption) on the deployment's GPU, each step timed by the roofline. kvscope-cli simulate gives the "
+           "same figures."));
+    intro->setWordWrap(true);
+    page->addWidget(intro);
+    page->addLayout(columns);
+    page->addLayout(charts, 1);
+
+    connect(run_, &QPushButton::clicked, this, &TrafficView::simulate);
+    connect(cancel_, &QPushButton::clicked, this, &TrafficView::cancel);
+    connect(model_, &ScenarioModel::changed, this, &TrafficView::showWhose);
+    restoreInputs();
+    status_->setText(tr("Describe the traffic (or choose a trace) and press Simulate."));
+}
+
+TrafficView::~TrafficView() {
+    saveInputs();
+    if (stop_) stop_->store(true);
+    join();
+}
+
+void TrafficView::join() {
+    if (worker_.joinable()) worker_.join();
+    done_ = true;
+}
+
+namespace {
+
+// A chart of `series` over the axes `x` (bottom, titled `x_title`) and `y` (left), following the palette.
+QChart* line_chart(const QString& title, std::initializer_list<QLineSeries*> series, QValueAxis* x,
+                   const QString& x_title, QValueAxis* y, const QPalette& palette) {
+    auto* chart = new QChart;
+    chart->setTitle(title);
+    for (QLineSeries* s : series) chart->addSeries(s);
+    x->setTitleText(x_title);
+    chart->addAxis(x, Qt::AlignBottom);
+    chart->addAxis(y, Qt::AlignLeft);
+    for (QLineSeries* s : series) {
+        s->attachAxis(x);
+        s->attachAxis(y);
+    }
+    follow_palette(chart, palette);
+    return chart;
+}
+
+}  // namespace
+
+void TrafficView::buildCharts() {
+    kv_used_->setName(tr("in use"));
+    kv_budget_->setName(tr("budget"));
+    kv_worst_->setName(tr("worst case (full context)"));
+    // The budget in the colour the Deployment tab gives a limit, the worst case in grey; both dashed; the target as
+    // the budget, dotted.
+    kv_budget_->setPen(QPen(QColor(0xe6, 0x7e, 0x22), 2, Qt::DashLine));
+    kv_worst_->setPen(QPen(QColor(0x80, 0x80, 0x80), 2, Qt::DashLine));
+    target_line_->setPen(QPen(QColor(0xe6, 0x7e, 0x22), 2, Qt::DotLine));
+    kv_chart_ = line_chart(tr("KV cache in use over time"), {kv_used_, kv_budget_, kv_worst_}, kv_x_, tr("time (s)"),
+                           kv_y_, palette());
+    ttft_curve_->setName(tr("TTFT"));
+    tpot_curve_->setName(tr("TPOT"));
+    target_line_->setName(tr("target"));
+    ms_y_->setTitleText(tr("ms"));
+    curve_chart_ = line_chart(tr("Latency against request rate"), {ttft_curve_, tpot_curve_, target_line_}, rate_x_,
+                              tr("requests a second"), ms_y_, palette());
+}
+
+void TrafficView::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::PaletteChange && kv_chart_) {
+        follow_palette(kv_chart_, palette());
+        follow_palette(curve_chart_, palette());
+    }
+    QWidget::changeEvent(event);
+}
+
+TrafficQuestion TrafficView::question() const {
+    TrafficQuestion q;
+    q.spec.requests = requests_->value();
+    if (!all_at_once_->isChecked()) q.spec.rate = rate_->value();
+    q.spec.input = {input_->value(), input_range_->value()};
+    q.spec.output = {output_->value(), output_range_->value()};
+    q.spec.shared_prefix = shared_prefix_->value();
+    q.spec.prefix_groups = static_cast<std::uint64_t>(groups_->value());
+    q.spec.turns = static_cast<std::uint64_t>(turns_->value());
+    q.spec.seed = static_cast<std::uint64_t>(seed_->value());
+    q.trace = trace_->text().trimmed().toStdString();
+    q.concurrency = concurrency_->value();
+    q.prefix_caching = prefix_caching_->isChecked();
+    const double percentiles[] = {50, 90, 99};
+    q.target.percentile = percentiles[std::clamp(percentile_->currentIndex(), 0, 2)];
+    if (ttft_on_->isChecked()) q.target.ttft_ms = ttft_->value();
+    if (tpot_on_->isChecked()) q.target.tpot_ms = tpot_->value();
+    q.curve = q.trace.empty();
+    return q;
+}
+
+void TrafficView::simulate() {
+    if (running()) return;
+    for (BigSpinBox* b : {requests_, input_, output_, shared_prefix_, concurrency_})
+        if (!b->commitPending()) {
+            status_->setText(tr("Not simulated: %1").arg(b->problem()));
+            return;
+        }
+    if (!model_->resultsAreCurrent()) {
+        status_->setText(tr("Not simulated: the inputs need attention first (%1).")
+                             .arg(QString::fromStdString(join_errors(model_->errors()))));
+        return;
+    }
+    const Scenario s = model_->scenario();
+    if (!s.deployment) {
+        status_->setText(tr("Not simulated: choose a GPU in the Deployment fit tab first."));
+        return;
+    }
+    const TrafficQuestion q = question();
+    if (!q.trace.empty() && (q.target.ttft_ms || q.target.tpot_ms)) {
+        status_->setText(
+            tr("Not simulated: a target is sought over the described traffic's rates; clear the trace "
+               "file or the target."));
+        return;
+    }
+    saveInputs();
+    join();
+    stop_ = std::make_shared<std::atomic<bool>>(false);
+    done_ = false;
+    run_->setEnabled(false);
+    cancel_->setEnabled(true);
+    progress_->setValue(0);
+    status_->setText(tr("Simulating…"));
+    auto stop = stop_;
+    worker_ = std::thread([this, s, q, stop] {
+        int shown = -1;
+        const SimulationProgress progress = [this, stop, &shown](double f) {
+            const int percent = static_cast<int>(f * 100);
+            if (percent != shown) {
+                shown = percent;
+                QMetaObject::invokeMethod(
+                    this, [this, percent] { progress_->setValue(percent); }, Qt::QueuedConnection);
+            }
+            return !stop->load();
+        };
+        auto result = std::make_shared<Result<TrafficAnswer>>(answer_traffic(s, q, progress));
+        QMetaObject::invokeMethod(
+            this,
+            [this, result, s] {
+                join();
+                show(*result, s);
+            },
+            Qt::QueuedConnection);
+    });
+}
+
+void TrafficView::cancel() {
+    if (stop_) stop_->store(true);
+}
+
+void TrafficView::show(const Result<TrafficAnswer>& result, const Scenario& of) {
+    run_->setEnabled(true);
+    cancel_->setEnabled(false);
+    if (!result) {
+        const bool cancelled = result.errors().front().message == "cancelled";
+        status_->setText(cancelled ? tr("Cancelled: the figures shown are those of the run before.")
+                                   : tr("Not simulated: %1").arg(QString::fromStdString(result.error_text())));
+        progress_->setValue(0);
+        emit finished();
+        return;
+    }
+    const TrafficAnswer& a = *result;
+    answer_ = a;
+    answered_for_ = of;
+    progress_->setValue(100);
+    const TrafficQuestion q = question();
+    std::vector<std::pair<std::string, std::string>> rows{
+        {"traffic", traffic_text(q.spec, q.trace, a.requests, q.concurrency)}};
+    for (auto& r : simulation_rows(a.report, a.setup.settings, model_->units())) rows.push_back(std::move(r));
+    if (q.target.ttft_ms || q.target.tpot_ms)
+        for (auto& r : slo_rows(q.target, a.max_rate)) rows.push_back(std::move(r));
+    results_->setText(rows_html(rows));
+    QString notes;
+    for (const std::string& n : a.setup.notes) notes += "note: " + QString::fromStdString(n) + "\n";
+    for (const std::string& w : a.warnings) notes += "warning: " + QString::fromStdString(w) + "\n";
+    status_->setText(notes.trimmed());
+
+    // The cache in use over time, per GPU, beside the budget and the worst case.
+    const double unit = model_->units() == UnitSystem::binary ? double(1ull << 30) : 1e9;
+    kv_y_->setTitleText(model_->units() == UnitSystem::binary ? tr("GiB per GPU") : tr("GB per GPU"));
+    QList<QPointF> used;
+    for (const TimelinePoint& p : a.report.timeline) used.append({p.t_s, double(p.kv_used_bytes) / unit});
+    kv_used_->replace(used);
+    const double end = a.report.duration_s > 0 ? a.report.duration_s : 1;
+    const double budget = double(a.report.kv_budget_bytes_per_gpu) / unit;
+    const double worst = double(a.report.kv_worst_case_bytes_per_gpu) / unit;
+    kv_budget_->replace({{0, budget}, {end, budget}});
+    kv_worst_->replace({{0, worst}, {end, worst}});
+    kv_x_->setRange(0, end);
+    kv_y_->setRange(0, std::max({budget, worst, 1e-9}) * 1.08);
+
+    // Latency against request rate, at the targets' percentile.
+    const auto pick = [&](const Percentiles& p) { return at_percentile(p, q.target.percentile); };
+    QList<QPointF> ttft, tpot;
+    double top = 1, right = 1;
+    for (const ServingPoint& p : a.curve) {
+        ttft.append({p.rate, pick(p.ttft_ms)});
+        tpot.append({p.rate, pick(p.tpot_ms)});
+        top = std::max({top, pick(p.ttft_ms), pick(p.tpot_ms)});
+        right = std::max(right, p.rate);
+    }
+    const QString at = percentile_->currentText();
+    ttft_curve_->setName(tr("TTFT %1").arg(at));
+    tpot_curve_->setName(tr("TPOT %1").arg(at));
+    ttft_curve_->replace(ttft);
+    tpot_curve_->replace(tpot);
+    const std::optional<double> target = q.target.ttft_ms ? q.target.ttft_ms : q.target.tpot_ms;
+    target_line_->setName(q.target.ttft_ms ? tr("TTFT target") : tr("TPOT target"));
+    if (target && !a.curve.empty())
+        target_line_->replace({{0, *target}, {right, *target}});
+    else
+        target_line_->clear();
+    rate_x_->setRange(0, right * 1.02);
+    ms_y_->setRange(0, std::min(top, target ? std::max(*target * 4, 1.0) : top) * 1.08);
+    showWhose();
+    emit finished();
+}
+
+void TrafficView::showWhose() {
+    if (!answered_for_) {
+        simulated_for_->hide();
+        return;
+    }
+    const Scenario& s = *answered_for_;
+    const QString whose = tr("Simulated for %1 on %2 × %3, %4 tokens of context.")
+                              .arg(display_name(model_->catalog(), s))
+                              .arg(s.parallel.gpus())
+                              .arg(QString::fromStdString(s.deployment ? s.deployment->gpu.name : std::string()))
+                              .arg(QString::fromStdString(format_count(s.workload.context_tokens)));
+    const bool current = s == model_->scenario();
+    simulated_for_->setText(current ? whose
+                                    : whose + " " +
+                                          tr("The scenario has changed since: these are not its figures; "
+                                             "Simulate again for them."));
+    simulated_for_->setStyleSheet(current ? QString() : QStringLiteral("font-weight: bold;"));
+    simulated_for_->show();
+}
+
+void TrafficView::dragEnterEvent(QDragEnterEvent* event) {
+    if (event->mimeData()->hasUrls() && event->mimeData()->urls().size() == 1 &&
+        event->mimeData()->urls().front().isLocalFile())
+        event->acceptProposedAction();
+}
+
+void TrafficView::dropEvent(QDropEvent* event) {
+    trace_->setText(event->mimeData()->urls().front().toLocalFile());
+    event->acceptProposedAction();
+}
+
+void TrafficView::saveInputs() const {
+    if (!remember_) return;
+    QSettings settings;
+    settings.beginGroup("traffic");
+    settings.setValue("requests", QString::number(requests_->value()));
+    settings.setValue("all_at_once", all_at_once_->isChecked());
+    settings.setValue("rate", rate_->value());
+    settings.setValue("concurrency", QString::number(concurrency_->value()));
+    settings.setValue("input", QString::number(input_->value()));
+    settings.setValue("input_range", input_range_->value());
+    settings.setValue("output", QString::number(output_->value()));
+    settings.setValue("output_range", output_range_->value());
+    settings.setValue("shared_prefix", QString::number(shared_prefix_->value()));
+    settings.setValue("groups", groups_->value());
+    settings.setValue("turns", turns_->value());
+    settings.setValue("seed", seed_->value());
+    settings.setValue("trace", trace_->text());
+    settings.setValue("prefix_caching", prefix_caching_->isChecked());
+    settings.setValue("ttft_on", ttft_on_->isChecked());
+    settings.setValue("ttft", ttft_->value());
+    settings.setValue("tpot_on", tpot_on_->isChecked());
+    settings.setValue("tpot", tpot_->value());
+    settings.setValue("percentile", percentile_->currentIndex());
+}
+
+void TrafficView::restoreInputs() {
+    if (!remember_) return;
+    QSettings settings;
+    settings.beginGroup("traffic");
+    if (!settings.contains("requests")) return;
+    const auto count = [&](const char* key, BigSpinBox* field) {
+        bool ok = false;
+        const qulonglong v = settings.value(key).toString().toULongLong(&ok);
+        if (ok) field->setValue(v);
+    };
+    count("requests", requests_);
+    all_at_once_->setChecked(settings.value("all_at_once", true).toBool());
+    rate_->setValue(settings.value("rate", 10.0).toDouble());
+    count("concurrency", concurrency_);
+    count("input", input_);
+    input_range_->setValue(settings.value("input_range", 0.0).toDouble());
+    count("output", output_);
+    output_range_->setValue(settings.value("output_range", 0.0).toDouble());
+    count("shared_prefix", shared_prefix_);
+    groups_->setValue(settings.value("groups", 1).toInt());
+    turns_->setValue(settings.value("turns", 1).toInt());
+    seed_->setValue(settings.value("seed", 0).toInt());
+    trace_->setText(settings.value("trace").toString());
+    prefix_caching_->setChecked(settings.value("prefix_caching", true).toBool());
+    ttft_on_->setChecked(settings.value("ttft_on", false).toBool());
+    ttft_->setValue(settings.value("ttft", 500.0).toDouble());
+    tpot_on_->setChecked(settings.value("tpot_on", false).toBool());
+    tpot_->setValue(settings.value("tpot", 25.0).toDouble());
+    percentile_->setCurrentIndex(settings.value("percentile", 2).toInt());
+}
+
+}  // namespace kvscope::ui
