@@ -429,7 +429,7 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
     return r;
 }
 
-Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) {
+Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src, const Catalog& catalog) {
     PlanLimits limits;
     if (o.gpus_per_node) limits.gpus_per_node = *o.gpus_per_node;
     if (o.max_pp) limits.max_pp = *o.max_pp;
@@ -437,9 +437,27 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
     if (!plan) {
         return {"", usage_error(plan.errors(), o.command), kExitUsage};
     }
+    std::optional<PlanService> service;
+    if (o.ttft_ms || o.tpot_ms) {
+        PlanService p{traffic_question(o, s, catalog), {}};
+        p.question.measured.reset();  // a step measured on one GPU is no layout's
+        auto layouts = serve_plan(s, *plan, p.question);
+        if (!layouts) return {"", usage_error(layouts.errors(), o.command), kExitUsage};
+        p.layouts = std::move(layouts.value());
+        service = std::move(p);
+    } else if (o.rate) {
+        return {"",
+                usage_error({{"--rate",
+                              "plan serves a traffic to weigh its layouts against a target: give "
+                              "--ttft-ms or --tpot-ms with it"}},
+                            o.command),
+                kExitUsage};
+    }
     Output r;
     if (o.format == Format::json) {
-        r.out = with_warnings(plan_json(s, *plan, limits), src.notes).dump() + "\n";
+        Value v = plan_json(s, *plan, limits);
+        if (service) add_service_json(v, o, *service);
+        r.out = with_warnings(std::move(v), src.notes).dump() + "\n";
         return r;
     }
     if (o.format == Format::csv) {
@@ -483,6 +501,7 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
     for (const auto& n : plan->notes) r.out += "note: " + n + "\n";
     for (const PlanOption& p : plan->options)
         if (!p.fits) r.out += "TP " + std::to_string(p.tp) + " × PP " + std::to_string(p.pp) + ": " + p.why_not + "\n";
+    if (service) r.out += service_text(*service);
     r.out += warnings_text(plan->warnings);
     return r;
 }
@@ -599,10 +618,14 @@ Output run(const std::vector<std::string>& args) {
             });
             break;
         case Command::plan:
-            result = with_scenario(cmd_plan);
+            result = with_scenario([&catalog](const Options& opts, const Scenario& sc, const ScenarioSource& src) {
+                return cmd_plan(opts, sc, src, catalog);
+            });
             break;
         case Command::simulate:
-            result = with_scenario(cmd_simulate);
+            result = with_scenario([&catalog](const Options& opts, const Scenario& sc, const ScenarioSource& src) {
+                return cmd_simulate(opts, sc, src, catalog);
+            });
             break;
         case Command::probe:
             result = with_scenario([&catalog](const Options& opts, const Scenario& sc, const ScenarioSource& src) {

@@ -1,8 +1,11 @@
 #include "simulate_command.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "kvscope/calculator/measured_step.h"
 #include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/report_json.h"
 #include "kvscope/calculator/simulate.h"
 #include "kvscope/calculator/traffic.h"
@@ -51,7 +54,9 @@ Errors refused_beside_trace(const Options& o) {
     return errors;
 }
 
-Value traffic_json(const Options& o, const TrafficSpec& t, std::uint64_t requests) {
+}  // namespace
+
+json::Value traffic_json(const Options& o, const TrafficSpec& t, std::uint64_t requests) {
     Value v = Value::object();
     v.set("trace", o.trace ? Value::string(*o.trace) : Value());
     v.set("requests", Value::number(requests));
@@ -70,12 +75,7 @@ Value traffic_json(const Options& o, const TrafficSpec& t, std::uint64_t request
     return v;
 }
 
-}  // namespace
-
-Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& src) {
-    if (!s.deployment) return {"", usage_error({{"--gpu", "simulate needs a deployment"}}, o.command), kExitUsage};
-    if (o.trace)
-        if (Errors e = refused_beside_trace(o); !e.empty()) return {"", usage_error(e, o.command), kExitUsage};
+TrafficQuestion traffic_question(const Options& o, const Scenario& s, const Catalog& catalog) {
     TrafficQuestion q;
     q.spec = traffic_spec(o);
     q.trace = o.trace.value_or("");
@@ -83,6 +83,15 @@ Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& s
     q.concurrency = o.concurrency.value_or(0);
     q.prefix_caching = o.prefix_caching.value_or(true);
     q.target = {o.ttft_ms, o.tpot_ms, o.slo_percentile.value_or(99)};
+    q.measured = find_measured_step(read_measured_steps(measured_steps_path(catalog.user_folder())), s);
+    return q;
+}
+
+Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& src, const Catalog& catalog) {
+    if (!s.deployment) return {"", usage_error({{"--gpu", "simulate needs a deployment"}}, o.command), kExitUsage};
+    if (o.trace)
+        if (Errors e = refused_beside_trace(o); !e.empty()) return {"", usage_error(e, o.command), kExitUsage};
+    const TrafficQuestion q = traffic_question(o, s, catalog);
     auto answer = answer_traffic(s, q);
     if (!answer) return {"", usage_error(answer.errors(), o.command), kExitUsage};
     const TrafficAnswer& a = *answer;
@@ -145,6 +154,63 @@ Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& s
     if (target) r.out += key_values(slo_rows(q.target, a.max_rate));
     for (const std::string& w : a.warnings) r.out += "warning: " + w + "\n";
     return r;
+}
+
+void add_service_json(Value& v, const Options& o, const PlanService& p) {
+    v.set("traffic", traffic_json(o, p.question.spec, p.question.spec.requests));
+    Value slo = Value::object();
+    slo.set("ttft_ms", o.ttft_ms ? Value::number(*o.ttft_ms) : Value());
+    slo.set("tpot_ms", o.tpot_ms ? Value::number(*o.tpot_ms) : Value());
+    slo.set("percentile", Value::number(p.question.target.percentile));
+    v.set("slo", std::move(slo));
+    Value list = Value::array();
+    Value smallest;
+    for (const LayoutService& l : p.layouts) {
+        Value x = Value::object();
+        x.set("tp", Value::number(l.tp));
+        x.set("pp", Value::number(l.pp));
+        x.set("replicas", Value::number(l.replicas));
+        x.set("gpus", Value::number(l.gpus));
+        x.set("meets_slo", Value::boolean(l.meets));
+        x.set("ttft_ms", Value::number(l.ttft_ms));
+        x.set("tpot_ms", Value::number(l.tpot_ms));
+        x.set("request_throughput", Value::number(l.request_throughput));
+        if (l.meets && smallest.is_null()) smallest = x;
+        list.push(std::move(x));
+    }
+    v.set("layouts_serving", std::move(list));
+    v.set("smallest_meeting_slo", std::move(smallest));  // the layouts come smallest GPU count first
+}
+
+std::string service_text(const PlanService& p) {
+    const TrafficQuestion& q = p.question;
+    const std::string at = "P" + number_text(q.target.percentile);
+    std::string out = "\nserving " + traffic_text(q.spec, "", q.spec.requests, q.concurrency) + ", " +
+                      slo_rows(q.target, std::nullopt).front().second +
+                      ", each layout in the fewest replicas that meet it (requests in turn):\n";
+    Table t({"GPUs", "TP × PP × replicas", "TTFT " + at + " ms", "TPOT " + at + " ms", "requests/s", "meets target"});
+    const auto name = [](const LayoutService& l) {
+        PlanOption layout;
+        layout.tp = l.tp;
+        layout.pp = l.pp;
+        layout.replicas = l.replicas;
+        return plan_layout_text(layout);
+    };
+    const LayoutService* smallest = nullptr;
+    for (const LayoutService& l : p.layouts) {
+        t.add({std::to_string(l.gpus), name(l), fixed(l.ttft_ms, 1), fixed(l.tpot_ms, 2),
+               fixed(l.request_throughput, 2), l.meets ? "yes" : "no"});
+        if (l.meets && !smallest) smallest = &l;
+    }
+    out += t.text();
+    out += smallest ? "smallest layout meeting the target: " + name(*smallest) + " (" + std::to_string(smallest->gpus) +
+                          " GPUs)\n"
+                    : "no layout meets the target at this rate with 64 replicas or fewer\n";
+    if (std::any_of(p.layouts.begin(), p.layouts.end(), [](const LayoutService& l) { return l.tp > 1; }))
+        out +=
+            "note: not exact: tensor parallel's all-reduces (two a layer) are not in the steps' time: its layouts "
+            "are timed as if the GPUs shared the work for free\n";
+    return out;
 }
 
 }  // namespace kvscope::cli

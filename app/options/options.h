@@ -78,7 +78,6 @@ struct Options {
     std::optional<double> rate;  // requests a second; infinity: all at once
     std::optional<double> input_range, output_range;
     std::optional<std::string> trace;
-    std::optional<bool> prefix_caching;
     std::optional<double> ttft_ms, tpot_ms, slo_percentile;
     // sweep
     std::optional<std::uint64_t> points, from, to;
@@ -94,8 +93,9 @@ struct Options {
     // A separate draft model for speculative decoding ("none" removes a saved one), and vLLM's method for it.
     std::optional<std::string> draft, draft_method;
     bool step = false;
-    bool enforce_eager = false;  // vLLM: no CUDA graphs
-    bool mtp = false;            // the model's MTP layers serve as a speculative draft
+    bool enforce_eager = false;          // vLLM: no CUDA graphs
+    bool mtp = false;                    // the model's MTP layers serve as a speculative draft
+    std::optional<bool> prefix_caching;  // simulate: vLLM's automatic prefix caching (on when not given)
 };
 
 // Usage errors carry the option's name: "--context: '12q' is not a whole number …", "--batch: models does not

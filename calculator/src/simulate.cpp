@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 
 #include "kvscope/calculator/checked.h"
@@ -89,7 +90,8 @@ std::optional<double> fitted_compute_efficiency(const std::string& gpu_id) {
     return std::nullopt;
 }
 
-Result<ServingSetup> serving_setup(const Scenario& s, bool prefix_caching, std::uint64_t concurrency) {
+Result<ServingSetup> serving_setup(const Scenario& s, bool prefix_caching, std::uint64_t concurrency,
+                                   const std::optional<MeasuredStep>& measured) {
     if (!s.deployment) return FieldError{"--gpu", "simulate needs a deployment (a GPU)"};
     const Deployment& d = *s.deployment;
     if (d.engine != Engine::vllm)
@@ -138,6 +140,18 @@ Result<ServingSetup> serving_setup(const Scenario& s, bool prefix_caching, std::
         "vLLM V1's scheduler (v0.11): " + format_count(st.kv_blocks) + " blocks of " + std::to_string(st.block_size) +
         " tokens, max_num_batched_tokens " + std::to_string(st.max_num_batched_tokens) + ", max_num_seqs " +
         std::to_string(st.max_num_seqs) + (b.tokens_default || b.seqs_default ? " (vLLM's defaults for the GPU)" : ""));
+    // A decode step this machine's probe timed for the scenario on this GPU: it read the step's bytes at
+    // predicted_step_ms / step_ms of the ceiling it measured, so that is the bandwidth a step reaches here
+    // (measured_step.h); the engine's 1 ms a step stays beside it.
+    if (measured && measured->step_ms > 0 && measured->predicted_step_ms > 0 && measured->ceiling_gbps > 0 &&
+        out.cost.bandwidth_bytes_per_s > 0) {
+        const double reached = measured->ceiling_gbps * 1e9 * measured->predicted_step_ms / measured->step_ms;
+        out.cost.bandwidth_efficiency = reached / out.cost.bandwidth_bytes_per_s;
+        out.step_time_source = "measured";
+        out.notes.push_back("the bandwidth a step reaches measured: probe --step on " + measured->device + ", " +
+                            measured->measured_on + ", " + number_text(measured->step_ms, Notation::fixed, 2) +
+                            " ms a step, " + number_text(reached / 1e9, Notation::fixed, 0) + " GB/s");
+    }
     const auto fitted_compute = fitted_compute_efficiency(d.gpu.id);
     out.notes.push_back(
         "step times from the roofline: the weights and each sequence's cache read once a step at " +
@@ -154,6 +168,10 @@ Result<ServingSetup> serving_setup(const Scenario& s, bool prefix_caching, std::
                                number_text(100 * kUnfittedComputeEfficiency, Notation::fixed, 0) +
                                "% of its dense bf16 rate is assumed for the prefill (TTFT and throughput under load "
                                "follow it)");
+    if (s.parallel.tp > 1)
+        out.warnings.emplace_back(
+            "not exact: tensor parallel's all-reduces (two a layer) are not in the step's time: its steps are timed "
+            "as if the GPUs shared the work for free");
     if (s.parallel.pp > 1)
         out.warnings.emplace_back(
             "not exact: pipeline stages are simulated in turn, one step at a time (vLLM overlaps micro-batches)");
@@ -916,7 +934,7 @@ Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& q
     if (!requests) return requests.errors();
     if (!q.trace.empty() && q.limit_trace && q.spec.requests < requests->size())
         requests.value().resize(static_cast<std::size_t>(q.spec.requests));
-    auto setup = serving_setup(s, q.prefix_caching, q.concurrency);
+    auto setup = serving_setup(s, q.prefix_caching, q.concurrency, q.measured);
     if (!setup) return setup.errors();
     TrafficAnswer a;
     a.setup = *setup;
@@ -932,6 +950,7 @@ Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& q
     auto report = simulate_serving(*requests, a.setup.settings, a.setup.cost, part());
     if (!report) return report.errors();
     a.report = *report;
+    a.report.step_time_source = a.setup.step_time_source;
     done += 1;
     if (q.curve && q.trace.empty()) {
         auto curve = serving_curve(q.spec, a.setup.settings, a.setup.cost, 10, part());
@@ -940,8 +959,10 @@ Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& q
         done += 1;
     }
     if (target) {
-        if (!q.trace.empty()) return FieldError{"--ttft-ms", "a target is sought over a described traffic's rates, "
-                                                             "not over a trace's own times"};
+        if (!q.trace.empty())
+            return FieldError{"--ttft-ms",
+                              "a target is sought over a described traffic's rates, "
+                              "not over a trace's own times"};
         if (progress && !progress(done / parts)) return FieldError{"simulate", "cancelled"};
         auto best = max_rate_meeting_slo(q.spec, a.setup.settings, a.setup.cost, q.target);
         if (!best) return best.errors();
@@ -950,6 +971,84 @@ Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& q
     a.warnings = a.setup.warnings;
     a.warnings.insert(a.warnings.end(), a.report.warnings.begin(), a.report.warnings.end());
     return a;
+}
+
+Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& plan, const TrafficQuestion& q,
+                                              std::uint64_t max_replicas) {
+    if (!q.spec.rate) return FieldError{"--rate", "a plan is served at a rate: give --rate (requests a second)"};
+    if (!q.target.ttft_ms && !q.target.tpot_ms)
+        return FieldError{"--ttft-ms", "a plan's layouts are weighed against a target: give --ttft-ms or --tpot-ms"};
+    if (!s.deployment) return FieldError{"--gpu", "a plan needs a GPU"};
+    auto requests = make_traffic(q.spec);
+    if (!requests) return requests.errors();
+    // The conversation each request belongs to: its first turn's.
+    std::vector<std::size_t> conversation(requests->size());
+    std::size_t conversations = 0;
+    for (std::size_t i = 0; i < requests->size(); ++i)
+        conversation[i] = (*requests)[i].follows == kNoRequest ? conversations++ : conversation[(*requests)[i].follows];
+    std::vector<LayoutService> out;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> tried;
+    for (const PlanOption& o : plan.options) {
+        if (!o.fits || std::find(tried.begin(), tried.end(), std::pair{o.tp, o.pp}) != tried.end()) continue;
+        tried.emplace_back(o.tp, o.pp);
+        Scenario layout = s;
+        layout.parallel.tp = o.tp;
+        layout.parallel.pp = o.pp;
+        layout.deployment->gpu_count = o.tp * o.pp;
+        auto setup = serving_setup(layout, q.prefix_caching, q.concurrency);
+        if (!setup) continue;  // the plan's fit said it fits; an engine the simulation does not follow is said below
+        // `replicas` copies of the layout, each serving its share (conversation k on replica k mod R).
+        const auto serve = [&](std::uint64_t replicas) -> Result<LayoutService> {
+            LayoutService service{o.tp, o.pp, replicas, o.tp * o.pp * replicas};
+            for (std::uint64_t replica = 0; replica < replicas; ++replica) {
+                std::vector<TrafficRequest> share;
+                std::vector<std::size_t> index(requests->size(), kNoRequest);
+                for (std::size_t i = 0; i < requests->size(); ++i) {
+                    if (conversation[i] % replicas != replica) continue;
+                    index[i] = share.size();
+                    share.push_back((*requests)[i]);
+                    if (share.back().follows != kNoRequest) share.back().follows = index[share.back().follows];
+                }
+                if (share.empty()) continue;
+                auto r = simulate_serving(share, setup->settings, setup->cost);
+                if (!r) return r.errors();
+                service.ttft_ms = std::max(service.ttft_ms, at_percentile(r->ttft_ms, q.target.percentile));
+                service.tpot_ms = std::max(service.tpot_ms, at_percentile(r->tpot_ms, q.target.percentile));
+                service.request_throughput += r->request_throughput;
+            }
+            service.meets = (!q.target.ttft_ms || service.ttft_ms <= *q.target.ttft_ms) &&
+                            (!q.target.tpot_ms || service.tpot_ms <= *q.target.tpot_ms);
+            return service;
+        };
+        // The fewest replicas that meet the target: doubling, then halving the gap.
+        auto best = serve(1);
+        if (!best) return best.errors();
+        std::uint64_t missed = 0;
+        while (!best->meets && best->replicas < max_replicas) {
+            missed = best->replicas;
+            auto more = serve(std::min(max_replicas, best->replicas * 2));
+            if (!more) return more.errors();
+            best = std::move(more);
+        }
+        while (best->meets && best->replicas - missed > 1) {
+            auto fewer = serve(missed + (best->replicas - missed) / 2);
+            if (!fewer) return fewer.errors();
+            if (fewer->meets)
+                best = std::move(fewer);
+            else
+                missed = fewer->replicas;
+        }
+        out.push_back(*best);
+    }
+    if (out.empty() && s.deployment->engine != Engine::vllm)
+        return FieldError{"--engine", "simulate follows vLLM's scheduler; " +
+                                          std::string(to_string(s.deployment->engine)) +
+                                          "'s is not simulated yet (use vllm)"};
+    // Fewest GPUs first (then the narrower tensor parallel); those that meet the target before those that do not.
+    std::stable_sort(out.begin(), out.end(), [](const LayoutService& a, const LayoutService& b) {
+        return std::tuple(!a.meets, a.gpus, a.tp) < std::tuple(!b.meets, b.gpus, b.tp);
+    });
+    return out;
 }
 
 std::string traffic_text(const TrafficSpec& t, const std::string& trace, std::uint64_t requests,
@@ -1016,10 +1115,9 @@ std::vector<std::pair<std::string, std::string>> simulation_rows(const Simulatio
 }
 
 std::vector<std::pair<std::string, std::string>> slo_rows(const SloTarget& target, const std::optional<double>& best) {
-    const std::string what =
-        (target.ttft_ms ? "TTFT ≤ " + number_text(*target.ttft_ms) + " ms" : std::string()) +
-        (target.ttft_ms && target.tpot_ms ? " and " : "") +
-        (target.tpot_ms ? "TPOT ≤ " + number_text(*target.tpot_ms) + " ms" : std::string());
+    const std::string what = (target.ttft_ms ? "TTFT ≤ " + number_text(*target.ttft_ms) + " ms" : std::string()) +
+                             (target.ttft_ms && target.tpot_ms ? " and " : "") +
+                             (target.tpot_ms ? "TPOT ≤ " + number_text(*target.tpot_ms) + " ms" : std::string());
     return {{"target", what + " at P" + number_text(target.percentile)},
             {"highest rate", best ? number_text(*best, Notation::fixed, 2) + " requests/s"
                                   : "none: even 1/1000 of a request a second misses it"}};

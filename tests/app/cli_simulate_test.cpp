@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli_run.h"
+#include "kvscope/calculator/numbers.h"
 
 namespace {
 
@@ -57,9 +58,10 @@ TEST(CliSimulate, ATargetGivesTheHighestRateThatMeetsIt) {
     EXPECT_GT(best, 0.5);
     EXPECT_EQ(v.find("slo")->find("percentile")->as_double(), 90.0);
     EXPECT_TRUE(v.find("slo")->find("ttft_ms")->is_null());
-    // At that rate the target holds.
-    const CliRun at =
-        cli(kSim + "--requests 200 --input-tokens 1000 --output-tokens 100 --rate " + std::to_string(best) + " --json");
+    // At that rate the target holds (the rate written as the CLI reads it in every locale: a decimal point).
+    const CliRun at = cli(kSim + "--requests 200 --input-tokens 1000 --output-tokens 100 --rate " +
+                          kvscope::number_text(best) + " --json");
+    ASSERT_EQ(at.status, 0) << at.err;
     EXPECT_LE(json_of(at).find("simulation")->find("tpot_ms")->find("p90")->as_double(), 20.0);
     const CliRun text = cli(kSim + "--requests 200 --input-tokens 1000 --output-tokens 100 --tpot-ms 20");
     EXPECT_NE(text.out.find("target:        TPOT ≤ 20 ms at P99"), std::string::npos) << text.out;
@@ -122,6 +124,34 @@ TEST(CliSimulate, BadTrafficIsRefusedNamingTheOption) {
     const CliRun no_gpu = cli("simulate --model llama-3-8b");
     EXPECT_EQ(no_gpu.status, 2);
     EXPECT_NE(no_gpu.err.find("--gpu"), std::string::npos) << no_gpu.err;
+}
+
+TEST(CliSimulate, PlanFindsTheSmallestLayoutMeetingATargetAtARate) {
+    const std::string plan =
+        "plan --model llama-3.1-8b --context 8k --gpu h100-sxm --gpus-per-node 2 "
+        "--max-pp 1 --requests 600 --rate 12 --input-tokens 2000 --input-range 0.5 "
+        "--output-tokens 200 --output-range 0.5 --tpot-ms 25 --percentile 90";
+    const CliRun json = cli(plan + " --json");
+    ASSERT_EQ(json.status, 0) << json.err;
+    const auto v = json_of(json);
+    const auto& layouts = v.find("layouts_serving")->items();
+    ASSERT_FALSE(layouts.empty());
+    const kvscope::json::Value* first_meeting = nullptr;
+    for (const auto& l : layouts) {
+        EXPECT_EQ(l.find("meets_slo")->as_bool(), l.find("tpot_ms")->as_double() <= 25);
+        if (l.find("meets_slo")->as_bool() && !first_meeting) first_meeting = &l;
+    }
+    ASSERT_NE(first_meeting, nullptr);
+    EXPECT_EQ(v.find("smallest_meeting_slo")->find("gpus")->as_u64(), first_meeting->find("gpus")->as_u64());
+    EXPECT_EQ(v.find("slo")->find("percentile")->as_double(), 90.0);
+    const CliRun text = cli(plan);
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("smallest layout meeting the target: "), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("TPOT P90 ms"), std::string::npos) << text.out;
+    // A rate alone is refused, not ignored.
+    const CliRun rate_alone = cli("plan --model llama-3.1-8b --gpu h100-sxm --rate 5");
+    EXPECT_EQ(rate_alone.status, 2);
+    EXPECT_NE(rate_alone.err.find("--rate: plan serves a traffic"), std::string::npos) << rate_alone.err;
 }
 
 }  // namespace

@@ -231,6 +231,8 @@ TEST(Readme, TheJsonContractNamesEveryKeyTheProgramsWrite) {
         "plan --model llama-3-70b --context 8k --batch 64 --gpu h100-sxm --json",
         "simulate --model llama-3-8b --gpu h100-sxm --requests 50 --rate 5 --shared-prefix 100 --turns 2 --tpot-ms 30 "
         "--json",
+        "plan --model llama-3-8b --context 8k --batch 100 --gpu h100-sxm --max-pp 1 --gpus-per-node 2 --requests 100 "
+        "--rate 5 --tpot-ms 30 --json",
         "compare --model llama-3-8b --json",
         "sweep --model gpt2 --json",
         "models --json",

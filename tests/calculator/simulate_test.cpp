@@ -1,9 +1,11 @@
 // Serving traffic (traffic.h, simulate.h): the invariants any serving system keeps, vLLM's rules where a user would see
 // them (prefix hits, preemption, refusals), and the trace formats as their publishers write them.
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/simulate.h"
 #include "kvscope/calculator/traffic.h"
 #include "testing.h"
@@ -208,6 +210,80 @@ TEST(Simulate, TheHighestRateMeetingATargetMeetsItAndAFasterOneDoesNot) {
     EXPECT_LE(at(**best), 12.0);
     EXPECT_GT(at(**best * 1.2), 12.0);
     EXPECT_FALSE(max_rate_meeting_slo(t, setup.settings, setup.cost, {}));  // no target
+}
+
+TEST(Simulate, ADecodeStepMeasuredOnTheGpuTimesTheStepsAndSaysSo) {
+    const Scenario s = llama_on_h100();
+    // probe --step on this H100: 10 ms a step where the floor on the 3,000 GB/s it measured was 8 ms.
+    MeasuredStep m;
+    m.step_ms = 10;
+    m.predicted_step_ms = 8;
+    m.ceiling_gbps = 3000;
+    m.device = "NVIDIA H100 80GB HBM3";
+    m.measured_on = "2026-12-01";
+    auto measured = serving_setup(s, true, 0, m);
+    ASSERT_TRUE(measured) << measured.error_text();
+    EXPECT_EQ(measured->step_time_source, "measured");
+    EXPECT_NEAR(measured->cost.bandwidth_efficiency, 3000e9 * 0.8 / 3.35e12, 1e-12);
+    EXPECT_TRUE(std::any_of(measured->notes.begin(), measured->notes.end(), [](const std::string& n) {
+        return n.find("probe --step on NVIDIA H100 80GB HBM3, 2026-12-01") != std::string::npos;
+    }));
+    TrafficSpec t;
+    t.requests = 5;
+    t.rate = 0.001;
+    t.input = {1000, 0};
+    t.output = {50, 0};
+    TrafficQuestion q;
+    q.spec = t;
+    q.measured = m;
+    const auto a = answer_traffic(s, q);
+    ASSERT_TRUE(a) << a.error_text();
+    EXPECT_EQ(a->report.step_time_source, "measured");
+    EXPECT_EQ(simulation_json(a->report).find("step_time_source")->as_string(), "measured");
+    // A slower step than the roofline's 80%: each token takes longer.
+    q.measured.reset();
+    const auto roofline = answer_traffic(s, q);
+    ASSERT_TRUE(roofline);
+    EXPECT_EQ(roofline->report.step_time_source, "roofline");
+    EXPECT_GT(a->report.tpot_ms.mean, roofline->report.tpot_ms.mean);
+}
+
+TEST(Simulate, APlanGivesEachLayoutTheFewestReplicasThatMeetTheTarget) {
+    Scenario s = llama_on_h100();
+    auto plan = plan_deployments(s.arch, s.kv_dtype, s.workload, *s.deployment, {.gpus_per_node = 2, .max_pp = 1});
+    ASSERT_TRUE(plan) << plan.error_text();
+    TrafficQuestion q;
+    q.spec.requests = 600;
+    q.spec.rate = 12;  // more than one H100 serves of these within 25 ms a token
+    q.spec.input = {2000, 0.5};
+    q.spec.output = {200, 0.5};
+    q.target.tpot_ms = 25;
+    q.target.percentile = 90;
+    const auto served = serve_plan(s, *plan, q);
+    ASSERT_TRUE(served) << served.error_text();
+    ASSERT_EQ(served->size(), 2u);  // TP 1 and TP 2, each in the replicas it needs
+    for (const LayoutService& l : *served) {
+        EXPECT_TRUE(l.meets);
+        EXPECT_LE(l.tpot_ms, 25);
+        EXPECT_EQ(l.gpus, l.tp * l.pp * l.replicas);
+        EXPECT_NEAR(l.request_throughput, 12, 1.5);  // every request served, at the rate it came
+        // One replica fewer misses it: the fewest.
+        if (l.replicas > 1) {
+            Plan one;
+            PlanOption o;
+            o.tp = l.tp;
+            o.pp = l.pp;
+            o.fits = true;
+            one.options.push_back(o);
+            const auto fewer = serve_plan(s, one, q, l.replicas - 1);
+            ASSERT_TRUE(fewer);
+            EXPECT_FALSE(fewer->front().meets) << "TP " << l.tp << " with " << l.replicas - 1 << " replicas";
+        }
+    }
+    EXPECT_LE(served->front().gpus, served->back().gpus);  // fewest GPUs first
+    // Without a rate the question is refused naming what is missing.
+    q.spec.rate.reset();
+    EXPECT_FIELD_ERROR(serve_plan(s, *plan, q), "--rate", "give --rate");
 }
 
 TEST(Simulate, EverySimulationMemberIsDeclaredOnce) {

@@ -320,7 +320,8 @@ void TrafficView::simulate() {
         status_->setText(tr("Not simulated: choose a GPU in the Deployment fit tab first."));
         return;
     }
-    const TrafficQuestion q = question();
+    TrafficQuestion q = question();
+    q.measured = model_->results().measured_step;  // a step probe --step kept for this scenario on its GPU
     if (!q.trace.empty() && (q.target.ttft_ms || q.target.tpot_ms)) {
         status_->setText(
             tr("Not simulated: a target is sought over the described traffic's rates; clear the trace "

@@ -18,6 +18,8 @@
 
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/json_members.h"
+#include "kvscope/calculator/measured_step.h"
+#include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/result.h"
 #include "kvscope/calculator/scenario.h"
 #include "kvscope/calculator/traffic.h"
@@ -88,9 +90,13 @@ struct ServingSettings {
 struct ServingSetup {
     ServingSettings settings;
     StepCost cost;
+    std::string step_time_source = "roofline";  // or "measured"
     std::vector<std::string> notes, warnings;
 };
-Result<ServingSetup> serving_setup(const Scenario& s, bool prefix_caching, std::uint64_t concurrency);
+// `measured`: a decode step of this scenario that probe --step timed on the deployment's GPU (find_measured_step):
+// the bandwidth a step reaches is then the one it reached, and the step times say they are measured.
+Result<ServingSetup> serving_setup(const Scenario& s, bool prefix_caching, std::uint64_t concurrency,
+                                   const std::optional<MeasuredStep>& measured = std::nullopt);
 
 struct Percentiles {
     double mean = 0, median = 0, p90 = 0, p99 = 0;
@@ -110,7 +116,7 @@ struct SimulationReport {
     double duration_s = 0;       // first arrival to last token
     double request_throughput = 0, output_throughput = 0, input_throughput = 0;  // per second
     Percentiles ttft_ms, tpot_ms, itl_ms, e2e_ms;
-    std::uint64_t kv_budget_blocks = 0;  // usable (the null block left out)
+    std::uint64_t kv_budget_blocks = 0;         // usable (the null block left out)
     std::uint64_t kv_budget_bytes_per_gpu = 0;  // those blocks' bytes
     std::uint64_t kv_peak_blocks = 0;
     std::uint64_t kv_peak_bytes_per_gpu = 0;
@@ -176,7 +182,8 @@ struct TrafficQuestion {
     std::uint64_t concurrency = 0;
     bool prefix_caching = true;
     SloTarget target;
-    bool curve = false;  // the serving curve too
+    bool curve = false;                    // the serving curve too
+    std::optional<MeasuredStep> measured;  // this scenario's decode step measured on its GPU (serving_setup)
 };
 struct TrafficAnswer {
     ServingSetup setup;
@@ -186,7 +193,21 @@ struct TrafficAnswer {
     std::vector<ServingPoint> curve;
     std::vector<std::string> warnings;  // the setup's and the simulation's
 };
-Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& q, const SimulationProgress& progress = {});
+Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& q,
+                                     const SimulationProgress& progress = {});
+
+// The described traffic at its rate (q.spec.rate) served by each tensor × pipeline layout the plan found fitting,
+// in as many replicas as it takes to meet the target: the fewest, up to max_replicas, behind a round-robin router
+// (conversation k on replica k mod R, its later turns with it), each replica simulated on its share; a layout meets
+// the target when its slowest replica does. Those that meet it come first, fewest GPUs first.
+struct LayoutService {
+    std::uint64_t tp = 1, pp = 1, replicas = 1, gpus = 1;
+    bool meets = false;               // false: even max_replicas replicas miss the target
+    double ttft_ms = 0, tpot_ms = 0;  // at the target's percentile, the slowest replica's
+    double request_throughput = 0;    // all replicas
+};
+Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& plan, const TrafficQuestion& q,
+                                              std::uint64_t max_replicas = 64);
 
 json::Value simulation_json(const SimulationReport& r);
 std::vector<DeclaredMember> declared_members(const SimulationReport& r);
