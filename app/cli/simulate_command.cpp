@@ -94,7 +94,9 @@ Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& s
     const TrafficQuestion q = traffic_question(o, s, catalog);
     auto answer = answer_traffic(s, q);
     if (!answer) return {"", usage_error(answer.errors(), o.command), kExitUsage};
-    const TrafficAnswer& a = *answer;
+    TrafficAnswer& a = answer.value();
+    if (a.max_rate && std::isinf(*a.max_rate))
+        a.warnings.emplace_back("the target is met even with every request at once: any rate meets it");
     const ServingSettings& st = a.setup.settings;
     const bool target = o.ttft_ms || o.tpot_ms;
     const Deployment& d = *s.deployment;
@@ -130,7 +132,9 @@ Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& s
             t.set("tpot_ms", o.tpot_ms ? Value::number(*o.tpot_ms) : Value());
             t.set("percentile", Value::number(q.target.percentile));
             v.set("slo", std::move(t));
-            v.set("max_rate_meeting_slo", a.max_rate ? Value::number(*a.max_rate) : Value());
+            // Infinity (met even all at once) has no JSON number: null, and a warning says which null it is.
+            v.set("max_rate_meeting_slo",
+                  a.max_rate && !std::isinf(*a.max_rate) ? Value::number(*a.max_rate) : Value());
         }
         v.set("warnings", Value::strings(a.warnings));
         r.out = with_warnings(std::move(v), src.notes).dump() + "\n";
@@ -180,6 +184,15 @@ void add_service_json(Value& v, const Options& o, const PlanService& p) {
     }
     v.set("layouts_serving", std::move(list));
     v.set("smallest_meeting_slo", std::move(smallest));  // the layouts come smallest GPU count first
+    v = with_warnings(std::move(v), service_warnings(p));
+}
+
+std::vector<std::string> service_warnings(const PlanService& p) {
+    std::vector<std::string> out;
+    for (const LayoutService& l : p.layouts)
+        for (const std::string& w : l.warnings)
+            if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
+    return out;
 }
 
 std::string service_text(const PlanService& p) {
@@ -206,10 +219,7 @@ std::string service_text(const PlanService& p) {
     out += smallest ? "smallest layout meeting the target: " + name(*smallest) + " (" + std::to_string(smallest->gpus) +
                           " GPUs)\n"
                     : "no layout meets the target at this rate with 64 replicas or fewer\n";
-    if (std::any_of(p.layouts.begin(), p.layouts.end(), [](const LayoutService& l) { return l.tp > 1; }))
-        out +=
-            "note: not exact: tensor parallel's all-reduces (two a layer) are not in the steps' time: its layouts "
-            "are timed as if the GPUs shared the work for free\n";
+    for (const std::string& w : service_warnings(p)) out += "warning: " + w + "\n";
     return out;
 }
 

@@ -22,6 +22,8 @@ struct PlanService {
 };
 void add_service_json(json::Value& v, const Options& o, const PlanService& p);
 std::string service_text(const PlanService& p);
+// What the layouts' setups say is not exact, each once.
+std::vector<std::string> service_warnings(const PlanService& p);
 
 Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& src, const Catalog& catalog);
 

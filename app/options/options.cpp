@@ -334,7 +334,7 @@ const std::vector<Declared>& declared() {
         {"--rate", "R", S::traffic, kSimulate | kPlan,
          "requests a second, arriving as a Poisson process; inf: all at once (the default)",
          parsed(&Options::rate, parse_rate)},
-        {"--concurrency", "N", S::traffic, kSimulate | kPlan,
+        {"--concurrency", "N", S::traffic, kSimulate,
          "the most requests in flight, as vllm bench serve --max-concurrency (default: no limit)",
          parsed(&Options::concurrency, parse_count)},
         {"--input-tokens", "N", S::traffic, kSimulate | kPlan, "prompt tokens of each request (default 1024)",

@@ -393,7 +393,8 @@ public:
         // First turns, in arrival order (make_traffic and read_trace give them so).
         for (std::size_t i = 0; i < requests.size(); ++i)
             if (requests[i].follows == kNoRequest) arrivals_.push_back(i);
-        if (st.concurrency > 0) free_places_.assign(std::min<std::uint64_t>(st.concurrency, requests.size()), 0.0);
+        for (std::uint64_t i = 0; i < std::min<std::uint64_t>(st.concurrency, requests.size()); ++i)
+            free_places_.push(0);
         std::stable_sort(arrivals_.begin(), arrivals_.end(),
                          [&](std::size_t a, std::size_t b) { return requests[a].arrival_s < requests[b].arrival_s; });
     }
@@ -437,7 +438,7 @@ private:
     }
     bool next_arrival() {
         const auto t = next_ready_time();
-        if (!t) return false;
+        if (!t || !std::isfinite(*t)) return false;
         now = std::max(now, *t);
         return true;
     }
@@ -460,8 +461,8 @@ private:
             Req& r = reqs_[i];
             r.sent_s = at;
             if (st_.concurrency > 0) {
-                r.sent_s = std::max(at, free_places_.front());
-                free_places_.pop_front();
+                r.sent_s = std::max(at, free_places_.top());
+                free_places_.pop();
             }
             if (refuse(r)) continue;
             // The API server: each request's handling one at a time (api_serial_s), then its latency besides
@@ -484,17 +485,22 @@ private:
     // vLLM refuses a prompt + output longer than max_model_len at the API (vllm/entrypoints/openai/serving_engine.py
     // _validate_input); one that needs more blocks than the whole cache could never run.
     bool refuse(Req& r) {
-        const std::uint64_t total = r.in->prompt_tokens + r.in->output_tokens;
-        const std::uint64_t blocks = (total + st_.block_size - 1) / st_.block_size;
-        if ((st_.max_model_len > 0 && total > st_.max_model_len) || blocks > pool_.usable()) {
-            r.state = State::refused;
-            ++refused_;
-            ++ended_;
-            if (st_.concurrency > 0) free_places_.push_front(r.sent_s);
-            finish_follow_ups(r.index, now);
+        const Checked sum = Checked(r.in->prompt_tokens) + r.in->output_tokens;
+        const std::uint64_t total = sum.overflow() ? std::numeric_limits<std::uint64_t>::max() : sum.value();
+        const std::uint64_t blocks = ceil_div(total, st_.block_size);
+        if (sum.overflow() || (st_.max_model_len > 0 && total > st_.max_model_len) || blocks > pool_.usable()) {
+            mark_refused(r);
             return true;
         }
         return false;
+    }
+    // Refused (or, past the checks above, never servable): its place in flight and its conversation go on.
+    void mark_refused(Req& r) {
+        r.state = State::refused;
+        ++refused_;
+        ++ended_;
+        if (st_.concurrency > 0) free_places_.push(r.sent_s);
+        finish_follow_ups(r.index, now);
     }
     void finish_follow_ups(std::size_t index, double at) {
         const auto [first, last] = followers_.equal_range(index);
@@ -624,10 +630,10 @@ private:
             scheduled.push_back(i);
         }
         if (scheduled.empty()) {  // cannot happen (an empty pool takes any first chunk); never loop on it
-            reqs_[waiting_.front()].state = State::refused;
-            ++refused_;
-            ++ended_;
+            Req& r = reqs_[waiting_.front()];
             waiting_.pop_front();
+            release(r);
+            mark_refused(r);
             return;
         }
         // The step's time: the weights once, each scheduled request's cache up to its new tokens, the new tokens'
@@ -675,7 +681,7 @@ private:
             std::vector<std::uint32_t>().swap(r.blocks);  // its memory back for the requests still to come
             std::vector<std::uint64_t>().swap(r.hashes);
             running_.erase(std::find(running_.begin(), running_.end(), i));
-            if (st_.concurrency > 0) free_places_.push_back(now);
+            if (st_.concurrency > 0) free_places_.push(now);
             finish_follow_ups(i, now);
         }
     }
@@ -699,7 +705,8 @@ private:
     // Later turns, when each may be sent, earliest first (then the earlier request).
     std::priority_queue<std::pair<double, std::size_t>, std::vector<std::pair<double, std::size_t>>, std::greater<>>
         ready_;
-    std::deque<double> free_places_;  // with a concurrency limit: when each free place was freed
+    // With a concurrency limit: when each free place was freed, earliest first.
+    std::priority_queue<double, std::vector<double>, std::greater<>> free_places_;
     // Requests sent, each with when the engine's scheduler sees it (after the API server).
     std::priority_queue<std::pair<double, std::size_t>, std::vector<std::pair<double, std::size_t>>, std::greater<>>
         incoming_;
@@ -779,8 +786,13 @@ Result<SimulationReport> simulate_serving(const std::vector<TrafficRequest>& req
     if (settings.kv_blocks < 2) return FieldError{"--gpu", "the KV budget holds no block"};
     if (settings.kv_blocks > std::numeric_limits<std::uint32_t>::max() - 1)
         return FieldError{"--block-size", "more than 2^32 blocks: choose a larger block"};
-    if (settings.block_size == 0 || settings.max_num_batched_tokens == 0 || settings.max_num_seqs == 0)
-        return FieldError{"--max-num-batched-tokens", "the block, the step's tokens and its sequences must be above 0"};
+    if (settings.block_size == 0) return FieldError{"--block-size", "must be at least 1 token"};
+    if (settings.max_num_batched_tokens == 0) return FieldError{"--max-num-batched-tokens", "must be at least 1"};
+    if (settings.max_num_seqs == 0) return FieldError{"--max-num-seqs", "must be at least 1"};
+    for (const TrafficRequest& r : requests)
+        if (!std::isfinite(r.arrival_s) || r.arrival_s < 0)
+            return FieldError{"--trace", "a request's arrival time is not a time from the start (" +
+                                             number_text(r.arrival_s) + " s)"};
     Scheduler sim(requests, settings, cost);
     if (!sim.run(progress)) return FieldError{"simulate", "cancelled"};
     SimulationReport r;
@@ -835,6 +847,9 @@ Result<SimulationReport> simulate_serving(const std::vector<TrafficRequest>& req
     if (!all.empty() && (r.timeline.empty() || r.timeline.back().t_s != all.back().t_s))
         r.timeline.push_back(all.back());
     for (TimelinePoint& p : r.timeline) p.kv_used_bytes *= settings.bytes_per_block;
+    if (r.requests + r.refused != requests.size())
+        r.warnings.push_back(std::to_string(requests.size() - r.requests - r.refused) +
+                             " requests were neither served nor refused: the simulation is not complete");
     if (r.refused > 0)
         r.warnings.push_back(std::to_string(r.refused) + " request" + (r.refused == 1 ? "" : "s") +
                              " refused: longer than max_model_len (" + std::to_string(settings.max_model_len) +
@@ -847,19 +862,28 @@ double at_percentile(const Percentiles& p, double percentile) {
 }
 
 Result<std::optional<double>> max_rate_meeting_slo(const TrafficSpec& spec, const ServingSettings& settings,
-                                                   const StepCost& cost, const SloTarget& target) {
+                                                   const StepCost& cost, const SloTarget& target,
+                                                   const SimulationProgress& progress) {
     if (!target.ttft_ms && !target.tpot_ms) return FieldError{"--ttft-ms", "a target needs --ttft-ms or --tpot-ms"};
     const auto pick = [&](const Percentiles& p) { return at_percentile(p, target.percentile); };
-    const auto meets = [&](double rate) -> Result<bool> {
+    // At most 52 simulations (30 doublings or 10 halvings, then 12 bisections): the progress counts them.
+    int runs = 0;
+    const auto meets = [&](std::optional<double> rate) -> Result<bool> {
+        if (progress && !progress(std::min(1.0, runs++ / 52.0))) return FieldError{"simulate", "cancelled"};
         TrafficSpec at = spec;
         at.rate = rate;
         auto requests = make_traffic(at);
         if (!requests) return requests.errors();
         auto r = simulate_serving(*requests, settings, cost);
         if (!r) return r.errors();
-        return (!target.ttft_ms || pick(r->ttft_ms) <= *target.ttft_ms) &&
+        // A refused request is no latency met: a traffic the deployment refuses in part meets no target.
+        return r->refused == 0 && (!target.ttft_ms || pick(r->ttft_ms) <= *target.ttft_ms) &&
                (!target.tpot_ms || pick(r->tpot_ms) <= *target.tpot_ms);
     };
+    // Met with every request at once: at any rate.
+    auto at_once = meets(std::nullopt);
+    if (!at_once) return at_once.errors();
+    if (*at_once) return std::optional<double>(std::numeric_limits<double>::infinity());
     // From 1 request a second: up by doubling while it meets the target, down by halving while it does not.
     double lo = 0, hi = 0, rate = 1;
     auto ok = meets(rate);
@@ -874,7 +898,7 @@ Result<std::optional<double>> max_rate_meeting_slo(const TrafficSpec& spec, cons
             lo = rate;
         }
         hi = rate;
-        if (*ok) return std::optional<double>(lo);  // met at every rate tried
+        if (*ok) return std::optional<double>(lo);  // met up to 2^30 a second (all at once, the check above, not)
     } else {
         hi = rate;
         for (int i = 0; i < 10 && !*ok; ++i) {
@@ -963,8 +987,7 @@ Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& q
             return FieldError{"--ttft-ms",
                               "a target is sought over a described traffic's rates, "
                               "not over a trace's own times"};
-        if (progress && !progress(done / parts)) return FieldError{"simulate", "cancelled"};
-        auto best = max_rate_meeting_slo(q.spec, a.setup.settings, a.setup.cost, q.target);
+        auto best = max_rate_meeting_slo(q.spec, a.setup.settings, a.setup.cost, q.target, part());
         if (!best) return best.errors();
         a.max_rate = *best;
     }
@@ -975,7 +998,10 @@ Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& q
 
 Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& plan, const TrafficQuestion& q,
                                               std::uint64_t max_replicas) {
-    if (!q.spec.rate) return FieldError{"--rate", "a plan is served at a rate: give --rate (requests a second)"};
+    if (!q.spec.rate)
+        return FieldError{"--rate",
+                          "a plan is weighed at a rate of requests a second (for example 10), not all at once"};
+    if (q.concurrency > 0) return FieldError{"--concurrency", "a plan's replicas share the traffic: not with a limit"};
     if (!q.target.ttft_ms && !q.target.tpot_ms)
         return FieldError{"--ttft-ms", "a plan's layouts are weighed against a target: give --ttft-ms or --tpot-ms"};
     if (!s.deployment) return FieldError{"--gpu", "a plan needs a GPU"};
@@ -996,10 +1022,15 @@ Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& pla
         layout.parallel.pp = o.pp;
         layout.deployment->gpu_count = o.tp * o.pp;
         auto setup = serving_setup(layout, q.prefix_caching, q.concurrency);
-        if (!setup) continue;  // the plan's fit said it fits; an engine the simulation does not follow is said below
+        if (!setup) return setup.errors();  // an engine the simulation does not follow, say
         // `replicas` copies of the layout, each serving its share (conversation k on replica k mod R).
         const auto serve = [&](std::uint64_t replicas) -> Result<LayoutService> {
-            LayoutService service{o.tp, o.pp, replicas, o.tp * o.pp * replicas};
+            LayoutService service;
+            service.tp = o.tp;
+            service.pp = o.pp;
+            service.replicas = replicas;
+            service.gpus = o.tp * o.pp * replicas;
+            service.warnings = setup->warnings;
             for (std::uint64_t replica = 0; replica < replicas; ++replica) {
                 std::vector<TrafficRequest> share;
                 std::vector<std::size_t> index(requests->size(), kNoRequest);
@@ -1040,10 +1071,6 @@ Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& pla
         }
         out.push_back(*best);
     }
-    if (out.empty() && s.deployment->engine != Engine::vllm)
-        return FieldError{"--engine", "simulate follows vLLM's scheduler; " +
-                                          std::string(to_string(s.deployment->engine)) +
-                                          "'s is not simulated yet (use vllm)"};
     // Fewest GPUs first (then the narrower tensor parallel); those that meet the target before those that do not.
     std::stable_sort(out.begin(), out.end(), [](const LayoutService& a, const LayoutService& b) {
         return std::tuple(!a.meets, a.gpus, a.tp) < std::tuple(!b.meets, b.gpus, b.tp);
@@ -1119,8 +1146,9 @@ std::vector<std::pair<std::string, std::string>> slo_rows(const SloTarget& targe
                              (target.ttft_ms && target.tpot_ms ? " and " : "") +
                              (target.tpot_ms ? "TPOT ≤ " + number_text(*target.tpot_ms) + " ms" : std::string());
     return {{"target", what + " at P" + number_text(target.percentile)},
-            {"highest rate", best ? number_text(*best, Notation::fixed, 2) + " requests/s"
-                                  : "none: even 1/1000 of a request a second misses it"}};
+            {"highest rate", !best               ? "none: even 1/1000 of a request a second misses it"
+                             : std::isinf(*best) ? "any: even every request at once meets it"
+                                                 : number_text(*best, Notation::fixed, 2) + " requests/s"}};
 }
 
 namespace {

@@ -48,6 +48,18 @@ Result<std::vector<TrafficRequest>> make_traffic(const TrafficSpec& spec) {
         errors.emplace_back("--rate", "must be above 0 requests a second (inf: all at once)");
     if (spec.prefix_groups == 0) errors.emplace_back("--prefix-groups", "must be at least 1");
     if (spec.turns == 0) errors.emplace_back("--turns", "must be at least 1");
+    if (spec.turns > kMaxTurns) errors.emplace_back("--turns", "at most " + std::to_string(kMaxTurns) + " turns");
+    // Each turn's prompt holds the conversation so far: its pieces grow with the turns.
+    if (spec.turns > 1 && spec.requests / 2 * std::min(spec.turns, kMaxTurns) > kMaxPromptPieces)
+        errors.emplace_back("--turns", std::to_string(spec.requests) + " requests in conversations of " +
+                                           std::to_string(spec.turns) +
+                                           " turns hold too many prompt pieces to simulate; fewer requests or turns");
+    const std::uint64_t most = 1ull << 40;  // tokens: more than any context, far from 2^64 when added up
+    if (spec.input.tokens > most || spec.output.tokens > most || spec.shared_prefix > most)
+        errors.emplace_back(spec.shared_prefix > most  ? "--shared-prefix"
+                            : spec.input.tokens > most ? "--input-tokens"
+                                                       : "--output-tokens",
+                            "is more than any model's context");
     if (spec.input.tokens == 0) errors.emplace_back("--input-tokens", "must be at least 1 token");
     if (spec.output.tokens == 0) errors.emplace_back("--output-tokens", "must be at least 1 token");
     for (const auto& [l, field] : {std::pair{spec.input, "--input-range"}, std::pair{spec.output, "--output-range"}})
@@ -60,7 +72,9 @@ Result<std::vector<TrafficRequest>> make_traffic(const TrafficSpec& spec) {
     std::uint64_t next_id = kFirstOwnId;
     double start = 0;
     for (std::uint64_t conversation = 0; out.size() < spec.requests; ++conversation) {
-        if (conversation > 0 && spec.rate) start += -std::log1p(-rng.uniform()) / *spec.rate;  // exponential gaps
+        // Exponential gaps between conversations, `turns` times the requests' so that requests arrive at the rate.
+        if (conversation > 0 && spec.rate)
+            start += -std::log1p(-rng.uniform()) * static_cast<double>(spec.turns) / *spec.rate;
         std::vector<PromptSpan> history;
         if (spec.shared_prefix > 0)
             history.push_back({1 + conversation % std::max<std::uint64_t>(1, spec.prefix_groups), spec.shared_prefix});
@@ -97,18 +111,33 @@ std::uint64_t shared_tokens(const std::vector<PromptSpan>& a, const std::vector<
 
 namespace {
 
-std::vector<std::string_view> split(std::string_view line, char sep) {
+// The pieces of `text` between `sep`s, as they are.
+std::vector<std::string_view> pieces(std::string_view text, char sep) {
     std::vector<std::string_view> out;
     std::size_t start = 0;
     while (true) {
-        const std::size_t at = line.find(sep, start);
-        out.push_back(line.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
+        const std::size_t at = text.find(sep, start);
+        out.push_back(text.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
         if (at == std::string_view::npos) break;
         start = at + 1;
     }
+    return out;
+}
+
+// A file's lines, each without a CR (CRLF files) .
+std::vector<std::string_view> lines_of(std::string_view text) {
+    std::vector<std::string_view> out = pieces(text, '\n');
+    for (auto& l : out)
+        if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    return out;
+}
+
+// A CSV line's fields, each without the spaces and quotes around it.
+std::vector<std::string_view> csv_fields(std::string_view line) {
+    std::vector<std::string_view> out = pieces(line, ',');
     for (auto& f : out) {
         while (!f.empty() && (f.front() == ' ' || f.front() == '"')) f.remove_prefix(1);
-        while (!f.empty() && (f.back() == ' ' || f.back() == '"' || f.back() == '\r')) f.remove_suffix(1);
+        while (!f.empty() && (f.back() == ' ' || f.back() == '"')) f.remove_suffix(1);
     }
     return out;
 }
@@ -121,9 +150,16 @@ struct LineError {
     }
 };
 
+// A token count: a whole number of at most kMaxTraceTokens (2^40: no model has a context near it, and sums of them
+// stay far from 2^64).
+constexpr std::uint64_t kMaxTraceTokens = 1ull << 40;
 Result<std::uint64_t> whole(std::string_view text, std::string_view field, const LineError& at) {
-    if (const auto v = u64_from_text(text)) return *v;
-    return at(field, "'" + std::string(text) + "' is not a whole number");
+    const bool digits_only = !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+    const auto v = u64_from_text(text);
+    if (!v && digits_only) return at(field, "'" + std::string(text) + "' is too large");
+    if (!v) return at(field, "'" + std::string(text) + "' is not a whole number");
+    if (*v > kMaxTraceTokens) return at(field, std::string(text) + " tokens is more than any model's context");
+    return *v;
 }
 
 std::optional<std::int64_t> digits(std::string_view s) {
@@ -155,7 +191,9 @@ std::optional<WallTime> azure_time(std::string_view t) {
         return std::nullopt;
     const auto y = digits(t.substr(0, 4)), mo = digits(t.substr(5, 2)), d = digits(t.substr(8, 2)),
                h = digits(t.substr(11, 2)), mi = digits(t.substr(14, 2)), s = digits(t.substr(17, 2));
-    if (!y || !mo || !d || !h || !mi || !s || *mo < 1 || *mo > 12 || *d < 1 || *d > 31) return std::nullopt;
+    if (!y || !mo || !d || !h || !mi || !s || *mo < 1 || *mo > 12 || *d < 1 || *d > 31 || *h > 23 || *mi > 59 ||
+        *s > 60)
+        return std::nullopt;
     WallTime w{days_from_civil(*y, *mo, *d) * 86400 + *h * 3600 + *mi * 60 + *s, 0};
     std::string_view rest = t.substr(19);
     if (!rest.empty() && rest.front() == '.') {
@@ -193,7 +231,7 @@ struct CsvColumns {
 
 Result<std::vector<TrafficRequest>> read_csv_trace(const std::vector<std::string_view>& lines,
                                                    const std::string& source, bool azure) {
-    const std::vector<std::string_view> header = split(lines.front(), ',');
+    const std::vector<std::string_view> header = csv_fields(lines.front());
     const auto column = [&](std::string_view name) -> std::optional<std::size_t> {
         for (std::size_t i = 0; i < header.size(); ++i)
             if (header[i] == name) return i;
@@ -216,7 +254,7 @@ Result<std::vector<TrafficRequest>> read_csv_trace(const std::vector<std::string
     for (std::size_t i = 1; i < lines.size(); ++i) {
         if (lines[i].empty() || lines[i] == "\r") continue;
         const LineError at{source, i + 1};
-        const std::vector<std::string_view> f = split(lines[i], ',');
+        const std::vector<std::string_view> f = csv_fields(lines[i]);
         if (f.size() < header.size())
             return at("row",
                       "has " + std::to_string(f.size()) + " fields, the header " + std::to_string(header.size()));
@@ -229,7 +267,7 @@ Result<std::vector<TrafficRequest>> read_csv_trace(const std::vector<std::string
         } else {
             when = number_from_text(f[c.time]);
         }
-        if (!when || !std::isfinite(*when))
+        if (!when || !std::isfinite(*when) || std::fabs(*when) > 1e12)
             return at(time_name, "'" + std::string(f[c.time]) + "' is not " +
                                      (azure ? "a date and time (2023-11-16 18:15:46.6805900)" : "a number of seconds"));
         const auto prompt = whole(f[c.prompt], prompt_name, at);
@@ -260,10 +298,13 @@ Result<std::vector<TrafficRequest>> read_mooncake_trace(const std::vector<std::s
             const json::Value* v = e.find(key);
             if (v == nullptr) return at(key, "missing");
             if (!v->is_number() || !v->as_u64()) return at(key, "is not a whole number");
+            if (*v->as_u64() > kMaxTraceTokens) return at(key, "is more than any model's context");
             return *v->as_u64();
         };
         const auto ts = e.find("timestamp");
         if (ts == nullptr || !ts->is_number()) return at("timestamp", ts ? "is not a number" : "missing");
+        if (!std::isfinite(ts->as_double()) || std::fabs(ts->as_double()) > 1e15)
+            return at("timestamp", "is not a time in milliseconds (out of range)");
         const auto input = count("input_length");
         if (!input) return input.errors();
         const auto output = count("output_length");
@@ -300,7 +341,8 @@ Result<std::vector<TrafficRequest>> read_mooncake_trace(const std::vector<std::s
 }  // namespace
 
 Result<std::vector<TrafficRequest>> read_trace(std::string_view text, const std::string& source) {
-    std::vector<std::string_view> lines = split(text, '\n');
+    if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
+    std::vector<std::string_view> lines = lines_of(text);
     while (!lines.empty() && lines.back().empty()) lines.pop_back();
     if (lines.empty()) return FieldError{"--trace", source + ": is empty"};
     const std::string_view first = lines.front();

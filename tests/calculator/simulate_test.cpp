@@ -2,6 +2,7 @@
 // them (prefix hits, preemption, refusals), and the trace formats as their publishers write them.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "kvscope/calculator/catalog.h"
@@ -283,7 +284,40 @@ TEST(Simulate, APlanGivesEachLayoutTheFewestReplicasThatMeetTheTarget) {
     EXPECT_LE(served->front().gpus, served->back().gpus);  // fewest GPUs first
     // Without a rate the question is refused naming what is missing.
     q.spec.rate.reset();
-    EXPECT_FIELD_ERROR(serve_plan(s, *plan, q), "--rate", "give --rate");
+    EXPECT_FIELD_ERROR(serve_plan(s, *plan, q), "--rate", "not all at once");
+}
+
+TEST(Simulate, ARateIsRequestsASecondWithTurnsTooAndRefusedRequestsMeetNoTarget) {
+    const ServingSetup setup = setup_for(llama_on_h100());
+    TrafficSpec t;
+    t.requests = 800;
+    t.rate = 4;
+    t.turns = 4;
+    t.input = {300, 0};
+    t.output = {50, 0};
+    const auto requests = make_traffic(t);
+    ASSERT_TRUE(requests);
+    // Conversations start at 1 a second, so the requests come at about 4 a second.
+    EXPECT_NEAR(requests->back().arrival_s, 800.0 / 4, 30);
+    // Every request longer than the context: refused, and no rate meets a target with them.
+    TrafficSpec too_long;
+    too_long.requests = 20;
+    too_long.input = {9000, 0};
+    const auto none = max_rate_meeting_slo(too_long, setup.settings, setup.cost, {.ttft_ms = 500});
+    ASSERT_TRUE(none) << none.error_text();
+    EXPECT_FALSE(none->has_value());
+    // A target every request at once meets: any rate.
+    TrafficSpec light;
+    light.requests = 4;
+    const auto any = max_rate_meeting_slo(light, setup.settings, setup.cost, {.ttft_ms = 1e7});
+    ASSERT_TRUE(any && any->has_value());
+    EXPECT_TRUE(std::isinf(**any));
+    EXPECT_EQ(slo_rows({.ttft_ms = 1e7}, *any).back().second, "any: even every request at once meets it");
+    // An arrival that is no time is refused, not simulated forever.
+    std::vector<TrafficRequest> bad(1);
+    bad[0] = {std::numeric_limits<double>::quiet_NaN(), 10, 10, {{1, 10}}, 2};
+    EXPECT_FIELD_ERROR(simulate_serving(bad, setup.settings, setup.cost), "--trace", "arrival time");
+    EXPECT_FIELD_ERROR(make_traffic({.requests = 10, .turns = 5000}), "--turns", "at most 1000 turns");
 }
 
 TEST(Simulate, EverySimulationMemberIsDeclaredOnce) {
@@ -351,6 +385,22 @@ TEST(Traces, MooncakesJsonLinesShareTheirEqualBlocks) {
         read_trace(R"({"timestamp": 0, "input_length": 2000, "output_length": 5, "hash_ids": [1, 2]})", "m.jsonl"),
         "--trace", "m.jsonl:1: hash_ids: 2 ids for 2000 tokens");
     EXPECT_FIELD_ERROR(read_trace("{\"timestamp\": 0}\n", "m.jsonl"), "--trace", "m.jsonl:1: input_length: missing");
+}
+
+TEST(Traces, QuotedHeadersAByteOrderMarkAndNumbersOutOfRangeAreReadOrSaid) {
+    const auto quoted = read_trace(
+        "\xEF\xBB\xBF\"TIMESTAMP\",\"ContextTokens\",\"GeneratedTokens\"\r\n"
+        "\"2023-11-16 18:15:46.6805900\",374,44\r\n",
+        "quoted.csv");
+    ASSERT_TRUE(quoted) << quoted.error_text();
+    EXPECT_EQ(quoted->front().prompt_tokens, 374u);
+    EXPECT_FIELD_ERROR(
+        read_trace("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,99999999999999999999,4\n", "big.csv"),
+        "--trace", "big.csv:2: ContextTokens: '99999999999999999999' is too large");
+    EXPECT_FIELD_ERROR(read_trace("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 25:15:46,9,4\n", "hour.csv"),
+                       "--trace", "hour.csv:2: TIMESTAMP");
+    EXPECT_FIELD_ERROR(read_trace(R"({"timestamp": -1e999, "input_length": 10, "output_length": 10})", "inf.jsonl"),
+                       "--trace", "inf.jsonl:1: timestamp");
 }
 
 TEST(Traces, BurstGptsCsvLeavesOutFailedRequests) {

@@ -104,7 +104,7 @@ TrafficView::TrafficView(ScenarioModel* model, bool remember, QWidget* parent)
     input_range_->setObjectName("inputRange");
     output_range_->setObjectName("outputRange");
     groups_->setRange(1, 1'000'000);
-    turns_->setRange(1, 10'000);
+    turns_->setRange(1, static_cast<int>(kMaxTurns));
     seed_->setRange(0, 2'000'000'000);
     percentile_->addItems({"P50", "P90", "P99"});
     percentile_->setCurrentIndex(2);
@@ -351,9 +351,9 @@ void TrafficView::simulate() {
         auto result = std::make_shared<Result<TrafficAnswer>>(answer_traffic(s, q, progress));
         QMetaObject::invokeMethod(
             this,
-            [this, result, s] {
+            [this, result, s, q] {
                 join();
-                show(*result, s);
+                show(*result, s, q);
             },
             Qt::QueuedConnection);
     });
@@ -363,7 +363,7 @@ void TrafficView::cancel() {
     if (stop_) stop_->store(true);
 }
 
-void TrafficView::show(const Result<TrafficAnswer>& result, const Scenario& of) {
+void TrafficView::show(const Result<TrafficAnswer>& result, const Scenario& of, const TrafficQuestion& q) {
     run_->setEnabled(true);
     cancel_->setEnabled(false);
     if (!result) {
@@ -378,7 +378,7 @@ void TrafficView::show(const Result<TrafficAnswer>& result, const Scenario& of) 
     answer_ = a;
     answered_for_ = of;
     progress_->setValue(100);
-    const TrafficQuestion q = question();
+    // The rows and charts say what was simulated: the question as it was asked, not the fields as they are now.
     std::vector<std::pair<std::string, std::string>> rows{
         {"traffic", traffic_text(q.spec, q.trace, a.requests, q.concurrency)}};
     for (auto& r : simulation_rows(a.report, a.setup.settings, model_->units())) rows.push_back(std::move(r));
@@ -414,7 +414,7 @@ void TrafficView::show(const Result<TrafficAnswer>& result, const Scenario& of) 
         top = std::max({top, pick(p.ttft_ms), pick(p.tpot_ms)});
         right = std::max(right, p.rate);
     }
-    const QString at = percentile_->currentText();
+    const QString at = "P" + QString::number(q.target.percentile);
     ttft_curve_->setName(tr("TTFT %1").arg(at));
     tpot_curve_->setName(tr("TPOT %1").arg(at));
     ttft_curve_->replace(ttft);

@@ -163,13 +163,15 @@ std::vector<std::pair<std::string, std::string>> simulation_rows(const Simulatio
 
 // The highest Poisson rate (requests a second) at which the percentile `percentile` of TTFT stays within ttft_ms and
 // of TPOT within tpot_ms (either may be absent), for the traffic `spec` at that rate: a bisection over simulations
-// with the same seed. nullopt when even a rate of 1/1000 of the first guess misses.
+// with the same seed; a rate at which a request is refused misses. Infinity when every request at once meets it;
+// nullopt when even a rate of 1/1000 of the first guess misses.
 struct SloTarget {
     std::optional<double> ttft_ms, tpot_ms;
     double percentile = 99;  // 50, 90 or 99
 };
 Result<std::optional<double>> max_rate_meeting_slo(const TrafficSpec& spec, const ServingSettings& settings,
-                                                   const StepCost& cost, const SloTarget& target);
+                                                   const StepCost& cost, const SloTarget& target,
+                                                   const SimulationProgress& progress = {});
 // The target and the highest rate meeting it, two rows ("target", "highest rate").
 std::vector<std::pair<std::string, std::string>> slo_rows(const SloTarget& target, const std::optional<double>& best);
 
@@ -202,9 +204,10 @@ Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& q
 // the target when its slowest replica does. Those that meet it come first, fewest GPUs first.
 struct LayoutService {
     std::uint64_t tp = 1, pp = 1, replicas = 1, gpus = 1;
-    bool meets = false;               // false: even max_replicas replicas miss the target
-    double ttft_ms = 0, tpot_ms = 0;  // at the target's percentile, the slowest replica's
-    double request_throughput = 0;    // all replicas
+    bool meets = false;                 // false: even max_replicas replicas miss the target
+    double ttft_ms = 0, tpot_ms = 0;    // at the target's percentile, the slowest replica's
+    double request_throughput = 0;      // all replicas
+    std::vector<std::string> warnings;  // what its setup says is not exact (serving_setup)
 };
 Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& plan, const TrafficQuestion& q,
                                               std::uint64_t max_replicas = 64);

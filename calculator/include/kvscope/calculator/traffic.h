@@ -45,7 +45,7 @@ struct LengthSpec {
 
 struct TrafficSpec {
     std::uint64_t requests = 1000;  // conversations × turns
-    // Requests a second, arriving as a Poisson process; nullopt: all at once (`--rate inf`).
+    // Requests a second, arriving as a Poisson process (conversations at rate / turns); nullopt: all at once.
     std::optional<double> rate;
     LengthSpec input{1024, 0}, output{128, 0};
     // A system prompt of `shared_prefix` tokens that every request starts with; with `prefix_groups` G > 1, G
@@ -58,8 +58,12 @@ struct TrafficSpec {
     std::uint64_t seed = 0;
 };
 
-// The requests, first arrival at 0 s. Errors name the option: a rate that is not above 0, a range outside 0 … 1, no
-// requests, a length of 0.
+inline constexpr std::uint64_t kMaxTurns = 1000;
+inline constexpr std::uint64_t kMaxPromptPieces = 50'000'000;  // all the conversations' prompts' spans together
+
+// The requests, first arrival at 0 s. With turns, conversations start at rate / turns a second, so that requests
+// arrive at about the rate (a later turn waits for the one before it). Errors name the option: a rate that is not above
+// 0, a range outside 0 … 1, no requests, a length of 0.
 Result<std::vector<TrafficRequest>> make_traffic(const TrafficSpec& spec);
 
 // A trace file's requests, each format checked against its publisher's README and loader:

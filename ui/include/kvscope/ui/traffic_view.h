@@ -84,7 +84,7 @@ protected:
 
 private:
     void buildCharts();
-    void show(const Result<TrafficAnswer>& answer, const Scenario& of);
+    void show(const Result<TrafficAnswer>& answer, const Scenario& of, const TrafficQuestion& asked);
     void showWhose();
     void saveInputs() const;
     void restoreInputs();
