@@ -348,8 +348,8 @@ TEST(LearnRealTraffic, TheStepsAreTheCalculatorsAndFollowTheScenario) {
     EXPECT_TRUE(page->table()
                     ->item(1, TrafficLessonView::Bytes)
                     ->text()
-                    .startsWith(QString::fromStdString(format_bytes(traffic_lesson(w.model()->scenario(), 2000, 3000, 1000)->steps[1].bytes,
-                                               w.model()->units()))));
+                    .startsWith(QString::fromStdString(format_bytes(
+                        traffic_lesson(w.model()->scenario(), 2000, 3000, 1000)->steps[1].bytes, w.model()->units()))));
     w.model()->edit("test", [](Scenario& s) { s.workload.batch = 1; });
     EXPECT_EQ(page->table()->rowCount(), 3);
 }
