@@ -11,8 +11,8 @@
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/config_import.h"
-#include "kvscope/calculator/simulate.h"
 #include "kvscope/calculator/traffic.h"
+#include "kvscope/calculator/traffic_answer.h"
 #include "published_runs.h"
 
 using namespace kvscope;

@@ -429,7 +429,7 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
     return r;
 }
 
-Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src, const Catalog& catalog) {
+Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) {
     PlanLimits limits;
     if (o.gpus_per_node) limits.gpus_per_node = *o.gpus_per_node;
     if (o.max_pp) limits.max_pp = *o.max_pp;
@@ -439,8 +439,7 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src, 
     }
     std::optional<PlanService> service;
     if (o.ttft_ms || o.tpot_ms) {
-        PlanService p{traffic_question(o, s, catalog), {}};
-        p.question.measured.reset();  // a step measured on one GPU is no layout's
+        PlanService p{traffic_question(o), {}};
         auto layouts = serve_plan(s, *plan, p.question);
         if (!layouts) return {"", usage_error(layouts.errors(), o.command), kExitUsage};
         p.layouts = std::move(layouts.value());
@@ -618,9 +617,7 @@ Output run(const std::vector<std::string>& args) {
             });
             break;
         case Command::plan:
-            result = with_scenario([&catalog](const Options& opts, const Scenario& sc, const ScenarioSource& src) {
-                return cmd_plan(opts, sc, src, catalog);
-            });
+            result = with_scenario(cmd_plan);
             break;
         case Command::simulate:
             result = with_scenario([&catalog](const Options& opts, const Scenario& sc, const ScenarioSource& src) {

@@ -7,8 +7,8 @@
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/report_json.h"
-#include "kvscope/calculator/simulate.h"
 #include "kvscope/calculator/traffic.h"
+#include "kvscope/calculator/traffic_answer.h"
 #include "kvscope/calculator/units.h"
 #include "table.h"
 
@@ -54,6 +54,15 @@ Errors refused_beside_trace(const Options& o) {
     return errors;
 }
 
+// The target as the JSON gives it ("slo"): each limit, null when not given, and the percentile.
+Value slo_json(const SloTarget& target) {
+    Value t = Value::object();
+    t.set("ttft_ms", target.ttft_ms ? Value::number(*target.ttft_ms) : Value());
+    t.set("tpot_ms", target.tpot_ms ? Value::number(*target.tpot_ms) : Value());
+    t.set("percentile", Value::number(target.percentile));
+    return t;
+}
+
 }  // namespace
 
 json::Value traffic_json(const Options& o, const TrafficSpec& t, std::uint64_t requests) {
@@ -75,7 +84,7 @@ json::Value traffic_json(const Options& o, const TrafficSpec& t, std::uint64_t r
     return v;
 }
 
-TrafficQuestion traffic_question(const Options& o, const Scenario& s, const Catalog& catalog) {
+TrafficQuestion traffic_question(const Options& o) {
     TrafficQuestion q;
     q.spec = traffic_spec(o);
     q.trace = o.trace.value_or("");
@@ -83,7 +92,6 @@ TrafficQuestion traffic_question(const Options& o, const Scenario& s, const Cata
     q.concurrency = o.concurrency.value_or(0);
     q.prefix_caching = o.prefix_caching.value_or(true);
     q.target = {o.ttft_ms, o.tpot_ms, o.slo_percentile.value_or(99)};
-    q.measured = find_measured_step(read_measured_steps(measured_steps_path(catalog.user_folder())), s);
     return q;
 }
 
@@ -91,7 +99,9 @@ Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& s
     if (!s.deployment) return {"", usage_error({{"--gpu", "simulate needs a deployment"}}, o.command), kExitUsage};
     if (o.trace)
         if (Errors e = refused_beside_trace(o); !e.empty()) return {"", usage_error(e, o.command), kExitUsage};
-    const TrafficQuestion q = traffic_question(o, s, catalog);
+    TrafficQuestion q = traffic_question(o);
+    // A decode step probe --step kept for this scenario on its GPU times the steps.
+    q.measured = find_measured_step(read_measured_steps(measured_steps_path(catalog.user_folder())), s);
     auto answer = answer_traffic(s, q);
     if (!answer) return {"", usage_error(answer.errors(), o.command), kExitUsage};
     TrafficAnswer& a = answer.value();
@@ -127,11 +137,7 @@ Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& s
         sim.set("warnings", Value::strings(a.warnings));
         v.set("simulation", std::move(sim));
         if (target) {
-            Value t = Value::object();
-            t.set("ttft_ms", o.ttft_ms ? Value::number(*o.ttft_ms) : Value());
-            t.set("tpot_ms", o.tpot_ms ? Value::number(*o.tpot_ms) : Value());
-            t.set("percentile", Value::number(q.target.percentile));
-            v.set("slo", std::move(t));
+            v.set("slo", slo_json(q.target));
             // Infinity (met even all at once) has no JSON number: null, and a warning says which null it is.
             v.set("max_rate_meeting_slo",
                   a.max_rate && !std::isinf(*a.max_rate) ? Value::number(*a.max_rate) : Value());
@@ -162,11 +168,7 @@ Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& s
 
 void add_service_json(Value& v, const Options& o, const PlanService& p) {
     v.set("traffic", traffic_json(o, p.question.spec, p.question.spec.requests));
-    Value slo = Value::object();
-    slo.set("ttft_ms", o.ttft_ms ? Value::number(*o.ttft_ms) : Value());
-    slo.set("tpot_ms", o.tpot_ms ? Value::number(*o.tpot_ms) : Value());
-    slo.set("percentile", Value::number(p.question.target.percentile));
-    v.set("slo", std::move(slo));
+    v.set("slo", slo_json(p.question.target));
     Value list = Value::array();
     Value smallest;
     for (const LayoutService& l : p.layouts) {

@@ -2,15 +2,14 @@
 // kvscope-cli simulate: a traffic of requests served by the engine's scheduler (kvscope/calculator/simulate.h).
 
 #include "commands.h"
-#include "kvscope/calculator/simulate.h"
+#include "kvscope/calculator/traffic_answer.h"
 #include "scenario_options.h"
 
 namespace kvscope::cli {
 
 // A decode step of the scenario that probe --step kept in the catalog's user folder times the steps (measured_step.h).
-// The traffic question the options ask (their defaults where one is not given); `catalog`'s user folder gives a
-// decode step probe --step measured for the scenario.
-TrafficQuestion traffic_question(const Options& o, const Scenario& s, const Catalog& catalog);
+// The traffic question the options ask (their defaults where one is not given).
+TrafficQuestion traffic_question(const Options& o);
 // The traffic as the JSON gives it ("traffic").
 json::Value traffic_json(const Options& o, const TrafficSpec& spec, std::uint64_t requests);
 

@@ -7,8 +7,8 @@
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/plan.h"
-#include "kvscope/calculator/simulate.h"
 #include "kvscope/calculator/traffic.h"
+#include "kvscope/calculator/traffic_answer.h"
 #include "testing.h"
 
 namespace kvscope {

@@ -50,6 +50,13 @@ BigSpinBox* big(BigSpinBox::Kind kind, std::uint64_t lo, std::uint64_t hi, std::
     return b;
 }
 
+// Widgets side by side, as one row of a form.
+QHBoxLayout* row(std::initializer_list<QWidget*> widgets) {
+    auto* r = new QHBoxLayout;
+    for (QWidget* w : widgets) r->addWidget(w);
+    return r;
+}
+
 // Rows as an HTML table: the name, then its figures.
 QString rows_html(const std::vector<std::pair<std::string, std::string>>& rows) {
     QString html = "<table cellspacing='2'>";
@@ -118,6 +125,16 @@ TrafficView::TrafficView(ScenarioModel* model, bool remember, QWidget* parent)
     connect(tpot_on_, &QCheckBox::toggled, tpot_, &QWidget::setEnabled);
     trace_->setPlaceholderText(tr("or a trace: Azure or BurstGPT CSV, Mooncake JSON lines (drop it here)"));
     trace_->setClearButtonEnabled(true);
+    layOut(buildInputs());
+
+    connect(run_, &QPushButton::clicked, this, &TrafficView::simulate);
+    connect(cancel_, &QPushButton::clicked, this, &TrafficView::cancel);
+    connect(model_, &ScenarioModel::changed, this, &TrafficView::showWhose);
+    restoreInputs();
+    status_->setText(tr("Describe the traffic (or choose a trace) and press Simulate."));
+}
+
+QGroupBox* TrafficView::buildInputs() {
     auto* browse = new QPushButton(tr("&Browse…"));
     connect(browse, &QPushButton::clicked, this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Choose a trace"), trace_->text(),
@@ -127,42 +144,17 @@ TrafficView::TrafficView(ScenarioModel* model, bool remember, QWidget* parent)
 
     auto* form = new QFormLayout;
     form->addRow(tr("Requests"), requests_);
-    auto* rate_row = new QHBoxLayout;
-    rate_row->addWidget(rate_);
-    rate_row->addWidget(all_at_once_);
-    form->addRow(tr("Arrivals (Poisson)"), rate_row);
+    form->addRow(tr("Arrivals (Poisson)"), row({rate_, all_at_once_}));
     form->addRow(tr("At most in flight (0: no limit)"), concurrency_);
-    auto* in_row = new QHBoxLayout;
-    in_row->addWidget(input_);
-    in_row->addWidget(new QLabel(tr("± ratio")));
-    in_row->addWidget(input_range_);
-    form->addRow(tr("Prompt tokens"), in_row);
-    auto* out_row = new QHBoxLayout;
-    out_row->addWidget(output_);
-    out_row->addWidget(new QLabel(tr("± ratio")));
-    out_row->addWidget(output_range_);
-    form->addRow(tr("Output tokens"), out_row);
-    auto* prefix_row = new QHBoxLayout;
-    prefix_row->addWidget(shared_prefix_);
-    prefix_row->addWidget(new QLabel(tr("different")));
-    prefix_row->addWidget(groups_);
-    form->addRow(tr("Shared system prompt"), prefix_row);
+    form->addRow(tr("Prompt tokens"), row({input_, new QLabel(tr("± ratio")), input_range_}));
+    form->addRow(tr("Output tokens"), row({output_, new QLabel(tr("± ratio")), output_range_}));
+    form->addRow(tr("Shared system prompt"), row({shared_prefix_, new QLabel(tr("different")), groups_}));
     form->addRow(tr("Turns a conversation"), turns_);
     form->addRow(tr("Seed"), seed_);
-    auto* trace_row = new QHBoxLayout;
-    trace_row->addWidget(trace_);
-    trace_row->addWidget(browse);
-    form->addRow(tr("Trace file"), trace_row);
+    form->addRow(tr("Trace file"), row({trace_, browse}));
     form->addRow(QString(), prefix_caching_);
-    auto* ttft_row = new QHBoxLayout;
-    ttft_row->addWidget(ttft_on_);
-    ttft_row->addWidget(ttft_);
-    form->addRow(tr("Target"), ttft_row);
-    auto* tpot_row = new QHBoxLayout;
-    tpot_row->addWidget(tpot_on_);
-    tpot_row->addWidget(tpot_);
-    tpot_row->addWidget(percentile_);
-    form->addRow(QString(), tpot_row);
+    form->addRow(tr("Target"), row({ttft_on_, ttft_}));
+    form->addRow(QString(), row({tpot_on_, tpot_, percentile_}));
     auto* buttons = new QHBoxLayout;
     run_->setDefault(true);
     run_->setToolTip(tr("Serve this traffic as vLLM's scheduler does (Ctrl+Return)"));
@@ -177,7 +169,10 @@ TrafficView::TrafficView(ScenarioModel* model, bool remember, QWidget* parent)
     form->addRow(progress_);
     auto* inputs = new QGroupBox(tr("Traffic"));
     inputs->setLayout(form);
+    return inputs;
+}
 
+void TrafficView::layOut(QGroupBox* inputs) {
     status_->setWordWrap(true);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     results_->setTextFormat(Qt::RichText);
@@ -215,12 +210,6 @@ TrafficView::TrafficView(ScenarioModel* model, bool remember, QWidget* parent)
     page->addWidget(intro);
     page->addLayout(columns);
     page->addLayout(charts, 1);
-
-    connect(run_, &QPushButton::clicked, this, &TrafficView::simulate);
-    connect(cancel_, &QPushButton::clicked, this, &TrafficView::cancel);
-    connect(model_, &ScenarioModel::changed, this, &TrafficView::showWhose);
-    restoreInputs();
-    status_->setText(tr("Describe the traffic (or choose a trace) and press Simulate."));
 }
 
 TrafficView::~TrafficView() {

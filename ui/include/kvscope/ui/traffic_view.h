@@ -11,10 +11,11 @@
 #include <optional>
 #include <thread>
 
-#include "kvscope/calculator/simulate.h"
+#include "kvscope/calculator/traffic_answer.h"
 
 class QCheckBox;
 class QComboBox;
+class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QLineSeries;
@@ -83,6 +84,10 @@ protected:
     void changeEvent(QEvent* event) override;
 
 private:
+    // The traffic's fields, the buttons and the progress, in a group; then the page: the fields beside the answers,
+    // the charts under both.
+    QGroupBox* buildInputs();
+    void layOut(QGroupBox* inputs);
     void buildCharts();
     void show(const Result<TrafficAnswer>& answer, const Scenario& of, const TrafficQuestion& asked);
     void showWhose();

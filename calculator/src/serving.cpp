@@ -1,0 +1,180 @@
+#include "kvscope/calculator/serving.h"
+
+#include <algorithm>
+
+#include "kvscope/calculator/checked.h"
+#include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/engine_reserve.h"
+#include "kvscope/calculator/fit.h"
+#include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/parameters.h"
+#include "kvscope/calculator/units.h"
+
+namespace kvscope {
+
+double kv_read_bytes(const StepCost& cost, std::uint64_t tokens) {
+    double bytes = cost.state_bytes_per_sequence;
+    for (const StepCost::KvGroup& g : cost.kv_groups)
+        bytes += static_cast<double>(g.window == 0 ? tokens : std::min(tokens, g.window)) * g.bytes_per_token;
+    return bytes;
+}
+
+double step_seconds(const StepCost& cost, double bytes, double flops) {
+    const double read_s =
+        cost.bandwidth_bytes_per_s > 0 ? bytes / (cost.bandwidth_bytes_per_s * cost.bandwidth_efficiency) : 0;
+    const double work_s = cost.flops_per_s > 0 ? flops / (cost.flops_per_s * cost.compute_efficiency) : 0;
+    return cost.overhead_s + static_cast<double>(cost.stages) * std::max(read_s, work_s);
+}
+
+namespace {
+
+// One sequence of one token: each layer's bytes for a token (all GPUs; the heaviest GPU holds per_gpu_bytes of
+// total_bytes) and one sequence's recurrent state. The step's reads and vLLM's pages are both counted from it.
+Result<KvCacheReport> one_token_report(const Scenario& s) {
+    Workload one = s.workload;
+    one.context_tokens = 1;
+    one.batch = 1;
+    one.block_size = 1;
+    return kv_cache_report(s.arch, s.kv_dtype, one, s.parallel);
+}
+
+// The step's cost from the deployment's fit and the one-token report.
+StepCost cost_of(const Scenario& s, const FitReport& fitted, const KvCacheReport& kv) {
+    const Deployment& d = *s.deployment;
+    const double gpu_share =
+        kv.total_bytes > 0 ? static_cast<double>(kv.per_gpu_bytes) / static_cast<double>(kv.total_bytes) : 0;
+    StepCost c;
+    for (const LayerKv& l : kv.layers) {
+        if (l.bytes == 0) continue;
+        const std::uint64_t window = s.workload.full_window ? 0 : l.window;
+        auto group = std::find_if(c.kv_groups.begin(), c.kv_groups.end(),
+                                  [&](const StepCost::KvGroup& g) { return g.window == window; });
+        if (group == c.kv_groups.end()) group = c.kv_groups.insert(c.kv_groups.end(), {window, 0});
+        group->bytes_per_token += static_cast<double>(l.bytes) * gpu_share;
+    }
+    c.state_bytes_per_sequence = static_cast<double>(kv.state_bytes_per_gpu);
+    c.stages = std::max<std::uint64_t>(1, s.parallel.pp);
+    // Per stage: the weights of one GPU; the cache of a stage's layers (the per-GPU figures above are the heaviest
+    // GPU's, so one stage's); the work of a stage's share of the parameters, split over tensor parallel.
+    c.weight_bytes = static_cast<double>(fitted.weights_bytes_per_gpu);
+    const ParameterCount p = parameters(s.arch);
+    const double gpus = static_cast<double>(std::max<std::uint64_t>(1, s.parallel.gpus()));
+    c.flops_per_token = 2.0 * static_cast<double>(p.active) / gpus;
+    const std::uint64_t pairs = 4096;
+    c.attention_flops_per_pair = attention_flops(s.arch, s.workload, pairs) / static_cast<double>(pairs) / gpus;
+    c.bandwidth_bytes_per_s = static_cast<double>(d.gpu.bandwidth_bytes_per_s);
+    c.flops_per_s = d.gpu.bf16_tflops * 1e12;
+    c.compute_efficiency = fitted_compute_efficiency(d.gpu.id).value_or(kUnfittedComputeEfficiency);
+    return c;
+}
+
+}  // namespace
+
+Result<StepCost> step_cost(const Scenario& s) {
+    if (!s.deployment) return FieldError{"--gpu", "simulate needs a deployment (a GPU)"};
+    auto fitted = fit(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment);
+    if (!fitted) return fitted.errors();
+    auto kv = one_token_report(s);
+    if (!kv) return kv.errors();
+    return cost_of(s, *fitted, *kv);
+}
+
+std::optional<double> fitted_compute_efficiency(const std::string& gpu_id) {
+    // GPUStack's vLLM 0.11 runs of Qwen3-14B with prompts of 2,000 to 32,000 tokens (bench/published_runs.h), whose
+    // time is the prefill's: on an A100, 0.55–0.60 of its 312 dense bf16 TFLOP/s; on an H100 SXM, 0.37–0.40 of its
+    // 989. The H100's siblings (the same SM: H100 PCIe, H800, H200, H20) take the H100's, the A800 the A100's.
+    static const std::pair<const char*, double> kFitted[] = {
+        {"a100-40gb", 0.59}, {"a100-80gb", 0.59}, {"a800-80gb", 0.59}, {"h100-sxm", 0.39},
+        {"h100-pcie", 0.39}, {"h800", 0.39},      {"h200", 0.39},      {"h20", 0.39},
+    };
+    for (const auto& [id, efficiency] : kFitted)
+        if (gpu_id == id) return efficiency;
+    return std::nullopt;
+}
+
+Result<ServingSetup> serving_setup(const Scenario& s, bool prefix_caching, std::uint64_t concurrency,
+                                   const std::optional<MeasuredStep>& measured) {
+    if (!s.deployment) return FieldError{"--gpu", "simulate needs a deployment (a GPU)"};
+    const Deployment& d = *s.deployment;
+    if (d.engine != Engine::vllm)
+        return FieldError{"--engine", "simulate follows vLLM's scheduler; " + std::string(to_string(d.engine)) +
+                                          "'s is not simulated yet (use vllm)"};
+    auto fitted = fit(s.arch, s.kv_dtype, s.workload, s.parallel, d);
+    if (!fitted) return fitted.errors();
+    auto kv = one_token_report(s);
+    if (!kv) return kv.errors();
+    ServingSetup out;
+    out.cost = cost_of(s, *fitted, *kv);
+    ServingSettings& st = out.settings;
+    st.block_size = s.workload.block_size > 1 ? s.workload.block_size : 16;
+    const VllmBatch b = vllm_batch(s.workload, d);
+    st.max_num_batched_tokens = b.max_num_batched_tokens;
+    st.max_num_seqs = b.max_num_seqs;
+    st.max_model_len = s.workload.context_tokens;
+    st.prefix_caching = prefix_caching;
+    st.concurrency = concurrency;
+    // vLLM's num_gpu_blocks: the budget over a block's page on every layer (vllm/v1/core/kv_cache_utils.py
+    // get_num_blocks: available_memory // page_size // num_layers), per GPU; here the bytes one token of every
+    // layer takes on the heaviest GPU, times the block.
+    if (kv->bytes_per_token_per_gpu == 0)
+        return FieldError{"--model", "the model keeps no KV cache per token: nothing for paged blocks to hold"};
+    const Checked block = Checked(kv->bytes_per_token_per_gpu) * st.block_size;
+    if (block.overflow()) return FieldError{"--block-size", "a block of these tokens passes 2^64 bytes"};
+    st.bytes_per_block = block.value();
+    if (fitted->kv_budget_bytes_per_gpu <= 0)
+        return FieldError{"--gpu", "the weights alone do not fit: " + std::string(to_string(d.engine)) +
+                                       " leaves no KV budget on this GPU (fit says why)"};
+    const std::uint64_t state = kv->state_bytes_per_gpu;
+    if (state > 0 || fitted->engine_pages || kv->layers.size() != s.arch.layers ||
+        std::any_of(kv->layers.begin(), kv->layers.end(), [](const LayerKv& l) { return l.kind != LayerKind::full; }))
+        out.warnings.emplace_back(
+            "not exact: the model's layers are not all full attention; simulate pages every layer as full attention "
+            "(vLLM's hybrid manager frees what windows no longer see and pages the recurrent state apart)");
+    st.kv_blocks = static_cast<std::uint64_t>(fitted->kv_budget_bytes_per_gpu) / st.bytes_per_block;
+    if (st.kv_blocks < 2)
+        return FieldError{"--gpu",
+                          "the KV budget holds less than one block of " + std::to_string(st.block_size) + " tokens"};
+    out.notes.push_back(
+        "vLLM V1's scheduler (v0.11): " + format_count(st.kv_blocks) + " blocks of " + std::to_string(st.block_size) +
+        " tokens, max_num_batched_tokens " + std::to_string(st.max_num_batched_tokens) + ", max_num_seqs " +
+        std::to_string(st.max_num_seqs) + (b.tokens_default || b.seqs_default ? " (vLLM's defaults for the GPU)" : ""));
+    // A decode step this machine's probe timed for the scenario on this GPU: it read the step's bytes at
+    // predicted_step_ms / step_ms of the ceiling it measured, so that is the bandwidth a step reaches here
+    // (measured_step.h); the engine's 1 ms a step stays beside it.
+    if (measured && measured->step_ms > 0 && measured->predicted_step_ms > 0 && measured->ceiling_gbps > 0 &&
+        out.cost.bandwidth_bytes_per_s > 0) {
+        const double reached = measured->ceiling_gbps * 1e9 * measured->predicted_step_ms / measured->step_ms;
+        out.cost.bandwidth_efficiency = reached / out.cost.bandwidth_bytes_per_s;
+        out.step_time_source = "measured";
+        out.notes.push_back("the bandwidth a step reaches measured: probe --step on " + measured->device + ", " +
+                            measured->measured_on + ", " + number_text(measured->step_ms, Notation::fixed, 2) +
+                            " ms a step, " + number_text(reached / 1e9, Notation::fixed, 0) + " GB/s");
+    }
+    const auto fitted_compute = fitted_compute_efficiency(d.gpu.id);
+    out.notes.push_back(
+        "step times from the roofline: the weights and each sequence's cache read once a step at " +
+        number_text(100 * out.cost.bandwidth_efficiency, Notation::fixed, 0) +
+        "% of the bandwidth, the new tokens' "
+        "work at " +
+        number_text(100 * out.cost.compute_efficiency, Notation::fixed, 0) + "% of the dense bf16 rate" +
+        (fitted_compute ? " (fitted to published vLLM runs on this GPU)" : "") + ", " +
+        number_text(out.cost.overhead_s * 1e3, Notation::shortest) + " ms a step besides; the API server " +
+        number_text(st.api_serial_s * 1e3, Notation::shortest) + " ms a request, one at a time, and " +
+        number_text(st.api_latency_s * 1e3, Notation::shortest) + " ms more before the engine sees it");
+    if (!fitted_compute)
+        out.warnings.push_back("not exact: no published run on the " + d.gpu.name + " fits its compute efficiency; " +
+                               number_text(100 * kUnfittedComputeEfficiency, Notation::fixed, 0) +
+                               "% of its dense bf16 rate is assumed for the prefill (TTFT and throughput under load "
+                               "follow it)");
+    if (s.parallel.tp > 1)
+        out.warnings.emplace_back(
+            "not exact: tensor parallel's all-reduces (two a layer) are not in the step's time: its steps are timed "
+            "as if the GPUs shared the work for free");
+    if (s.parallel.pp > 1)
+        out.warnings.emplace_back(
+            "not exact: pipeline stages are simulated in turn, one step at a time (vLLM overlaps micro-batches)");
+    return out;
+}
+
+}  // namespace kvscope
