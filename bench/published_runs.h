@@ -17,6 +17,13 @@ struct PublishedRun {
     std::uint64_t concurrency;  // 0: none (rate inf)
     double request_throughput, median_ttft_ms, median_tpot_ms;
     const char* source;
+    // A system prompt of `shared_prefix` tokens before the `input_tokens`, one of `prefix_groups` (vllm bench serve
+    // --dataset-name prefix_repetition: --prefix-repetition-prefix-len, -num-prefixes).
+    std::uint64_t shared_prefix = 0, prefix_groups = 1;
+    // Where the source printed means rather than medians: its TTFT and ITL means stand in the median columns,
+    // and are compared with the simulation's means.
+    bool means = false;
+    double rate = 0;  // requests a second (Poisson) beside the concurrency limit; 0: all at once
 };
 
 // GPUStack's performance lab (github.com/gpustack/gpustack, docs/performance-lab/), vLLM v0.11.0, `vllm serve MODEL`
@@ -24,6 +31,9 @@ struct PublishedRun {
 inline constexpr const char* kQwen3_8bH100 = "gpustack docs/performance-lab/qwen3-8b/h100-latency.md (commit 1dbc3b81)";
 inline constexpr const char* kQwen3_14bH100 = "gpustack docs/performance-lab/qwen3-14b/h100.md (commit 7ae332aa)";
 inline constexpr const char* kQwen3_14bA100 = "gpustack docs/performance-lab/qwen3-14b/a100.md (commit 10e9444a)";
+// A blog post, "LLM 최적화 실전 프로젝트 — 단일 인스턴스 처리량 최대화" (jinwoong, 2026-09-06), its Prefix Repetition
+// baseline.
+inline constexpr const char* kQwen3_14bL40s = "blog post deep-learning/llm-optimization-capstone (2026-09-06)";
 
 inline constexpr PublishedRun kPublishedRuns[] = {
     // ShareGPT, 100 prompts: 23,260 prompt and 22,061 generated tokens in all.
@@ -48,6 +58,11 @@ inline constexpr PublishedRun kPublishedRuns[] = {
     {"qwen3-14b a100 2000/100", "qwen3-14b", "a100-80gb", 40960, 500, 1996, 100, 0, 2.85, 86575.09, 334.17,
      kQwen3_14bA100},
     {"qwen3-14b a100 128/4", "qwen3-14b", "a100-80gb", 40960, 1000, 128, 4, 0, 37.33, 19150.52, 238.61, kQwen3_14bA100},
+    // One L40S, vLLM 0.28.0 with its defaults: 1,000 prompts of one of 10 shared 256-token prefixes and a 256-token
+    // suffix, 128 tokens out, --request-rate 5 --max-concurrency 10 (ten in flight: it served 1.75 a second).
+    // Output 223.7 tokens/s (1.75 requests/s at 128 each), mean TTFT 144.1 ms, mean ITL 43.7 ms.
+    {"qwen3-14b l40s prefix c10", "qwen3-14b", "l40s", 40960, 1000, 256, 128, 10, 223.7 / 128, 144.1, 43.7,
+     kQwen3_14bL40s, 256, 10, true, 5},
 };
 
 }  // namespace kvscope::bench

@@ -313,7 +313,8 @@ const std::vector<Declared>& declared() {
              " (default: eagle3 or eagle when the config's class names one, else draft_model)",
          text(&Options::draft_method)},
         {"--vllm-version", "V", S::deployment, kFit | kPlan | kSimulate | kWindow,
-         "the vLLM version whose startup rules apply: 0.6 and on (default 0." + std::to_string(kDefaultVllmMinor) + ")",
+         "the vLLM version whose startup rules apply: 0.6 and on, 0.6.4 apart (default 0." +
+             std::to_string(kDefaultVllmMinor) + ")",
          text(&Options::vllm_version), 0, "", Field::vllm_version},
         {"--points", "N", S::sweep, kSweep, "how many context lengths (default 12 in a table, 512 in JSON/CSV)",
          parsed(&Options::points, parse_count)},

@@ -20,8 +20,12 @@
 namespace kvscope::cli {
 namespace {
 
-// "0.21", "0.21.1" or "v0.19.0": the minor version of a vLLM release the calculator has rules for.
-Result<std::uint64_t> parse_vllm_version(const std::string& text) {
+// "0.21", "0.21.1" or "v0.19.0": the release of vLLM whose rules apply, its minor and, where given, its patch.
+struct VllmVersion {
+    std::uint64_t minor = 0;
+    std::optional<std::uint64_t> patch;
+};
+Result<VllmVersion> parse_vllm_version(const std::string& text) {
     std::string_view t = text;
     if (!t.empty() && (t.front() == 'v' || t.front() == 'V')) t.remove_prefix(1);
     const auto bad = [&](const std::string& why) { return FieldError{"--vllm-version", "'" + text + "' " + why}; };
@@ -29,15 +33,20 @@ Result<std::uint64_t> parse_vllm_version(const std::string& text) {
     t.remove_prefix(2);
     const std::size_t dot = t.find('.');
     const std::string_view minor_text = t.substr(0, dot);
-    // After the minor only a patch release may follow: ".1", ".1.1", ".0rc1".
-    const bool patch_ok = dot == std::string_view::npos ||
-                          (dot + 1 < t.size() && std::isdigit(static_cast<unsigned char>(t[dot + 1])) != 0);
+    // After the minor only a patch release may follow: ".1", ".1.1", ".0rc1", ".4.post1"; its leading digits count.
+    std::optional<std::uint64_t> patch;
+    if (dot != std::string_view::npos) {
+        const std::string_view rest = t.substr(dot + 1);
+        const std::size_t digits = rest.find_first_not_of("0123456789");
+        patch = u64_from_text(rest.substr(0, digits));
+        if (!patch) return bad("is not a vLLM version such as 0.21 or 0.6.4");
+    }
     const auto minor = u64_from_text(minor_text);
-    if (!minor || !patch_ok) return bad("is not a vLLM version such as 0.21");
+    if (!minor) return bad("is not a vLLM version such as 0.21");
     if (*minor < kOldestVllmMinor)
         return bad("is older than the rules the calculator has (0." + std::to_string(kOldestVllmMinor) + " on)");
-    if (*minor > kLatestVllmMinor) return bad("is not a vLLM release");
-    return *minor;
+    if (*minor > kLatestVllmMinor || patch > kLatestVllmMinor) return bad("is not a vLLM release");
+    return VllmVersion{*minor, patch};
 }
 
 // --weight-dtype's format, or an error naming it.
@@ -314,10 +323,12 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
     apply_engine_settings(o, d, errors);
     apply_draft_options(o, catalog, d, errors);
     if (o.vllm_version) {
-        if (const auto minor = parse_vllm_version(*o.vllm_version))
-            d.vllm.version_minor = *minor;
-        else
-            errors.push_back({"--vllm-version", minor.errors().front().message});
+        if (const auto version = parse_vllm_version(*o.vllm_version)) {
+            d.vllm.version_minor = version->minor;
+            d.vllm.version_patch = version->patch;
+        } else {
+            errors.push_back({"--vllm-version", version.errors().front().message});
+        }
     }
     apply_gpu_count(o, had, s, d, errors);
     s.deployment = d;

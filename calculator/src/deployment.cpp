@@ -82,6 +82,12 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
         e.push_back({Field::vllm_version, "vLLM 0." + std::to_string(d.vllm.version_minor) +
                                               " is outside the versions the calculator has rules for (0." +
                                               std::to_string(kOldestVllmMinor) + " on)"});
+    if (d.vllm.version_patch && d.vllm.version_minor == 0)
+        e.push_back({Field::vllm_version, "a patch release (0.x." + std::to_string(*d.vllm.version_patch) +
+                                              ") is given without its minor version"});
+    else if (d.vllm.version_patch > kLatestVllmMinor)
+        e.push_back({Field::vllm_version, "vLLM 0." + std::to_string(d.vllm.version_minor) + "." +
+                                              std::to_string(*d.vllm.version_patch) + " is not a vLLM release"});
     if (d.vllm.max_num_seqs > kMaxVllmSeqs)
         e.push_back({Field::max_num_seqs, format_count(d.vllm.max_num_seqs) +
                                               " sequences a step is more than any deployment takes (at most " +

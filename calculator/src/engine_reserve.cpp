@@ -51,6 +51,13 @@ std::uint64_t vllm_minor(const Deployment& d) {
     return d.vllm.version_minor > 0 ? d.vllm.version_minor : kDefaultVllmMinor;
 }
 
+std::string vllm_version_text(const Deployment& d) {
+    return "0." + std::to_string(vllm_minor(d)) +
+           (d.vllm.version_minor > 0 && d.vllm.version_patch ? "." + std::to_string(*d.vllm.version_patch) : "");
+}
+
+bool vllm_counts_cuda_context(const Deployment& d) { return vllm_minor(d) == 6 && d.vllm.version_patch == 4; }
+
 bool vllm_subtracts_cuda_graphs(const Deployment& d) { return vllm_minor(d) >= 21 && !d.vllm.enforce_eager; }
 
 namespace {
@@ -137,7 +144,7 @@ std::vector<ReserveItem> vllm_reserve(const Architecture& arch, const Workload& 
     const i128 per_entry = v0 ? 40 : minor <= 11 ? 38 : 20;
     const i128 sampler = seqs * static_cast<i128>(arch.vocab_size) * per_entry;
     std::vector<ReserveItem> items;
-    const std::string defaults = "vLLM 0." + std::to_string(minor) + "'s default for this GPU";
+    const std::string defaults = "vLLM " + vllm_version_text(d) + "'s default for this GPU";
     const std::string inputs = format_count(b.max_num_batched_tokens) + " tokens (max_num_batched_tokens" +
                                (b.tokens_default ? ", " + defaults : std::string()) + "), " +
                                format_count(b.sampled_sequences) + " sequences sampled (max_num_seqs " +
@@ -150,12 +157,23 @@ std::vector<ReserveItem> vllm_reserve(const Architecture& arch, const Workload& 
                              : " (vllm/v1/worker/gpu_model_runner.py profile_run)")});
     // Memory outside torch's allocator that grows during the profile run (cuBLAS workspaces, kernels loaded on
     // first use); the CUDA context and NCCL come before the snapshot and are not counted (vllm/utils/mem_utils.py
-    // memory_profiling). The published logs' single-GPU figures lie between 0.01 and 0.35 GiB (median 0.12).
+    // memory_profiling). The published logs' single-GPU figures lie between 0.01 and 0.20 GiB (median 0.12).
+    // vLLM 0.6.4 alone counted everything in use on the GPU outside torch once the profile had run, the CUDA
+    // context and any other process's memory included (vllm/worker/worker.py determine_num_available_blocks:
+    // mem_get_info's used memory less torch's allocated bytes; PR #9352, replaced by PR #10511's baseline snapshot
+    // in 0.6.5). Its published logs print that figure as non_torch_memory: 0.35 GiB on an RTX 3090 (vllm#10517,
+    // beside 14.99 GiB of weights), 0.73 GiB on an H200, 0.15 GiB on an 8 GB card.
+    const bool context_counted = vllm_counts_cuda_context(d);
+    const std::string how =
+        context_counted
+            ? "the CUDA context and all other memory outside torch, as vLLM 0.6.4 counted it: an estimate, its "
+              "published logs give 0.15 - 0.73 GiB"
+            : "grown outside torch during the profile run: an estimate, published logs give 0.01 - 0.20 GiB";
     items.push_back({ReserveKind::non_torch, "non-torch memory",
-                     d.overhead_given ? d.runtime_overhead_bytes : 150ull << 20,
-                     overhead_how(d,
-                                  "grown outside torch during the profile run: an estimate, published logs give "
-                                  "0.01 - 0.35 GiB")});
+                     d.overhead_given  ? d.runtime_overhead_bytes
+                     : context_counted ? kVllm064NonTorchBytes
+                                       : 150ull << 20,
+                     overhead_how(d, how)});
     // From 0.21 vLLM captures its largest CUDA graphs during profiling and subtracts what they took
     // (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, gpu_model_runner.py). KVScope's own figure, not vLLM's: the
     // published estimates are 0.41 - 0.52 GiB at TP 1 and 0.14 - 0.49 GiB per GPU at TP 2 and 4, so 512 MiB over
@@ -200,12 +218,14 @@ EngineReserve engine_reserve(const Architecture& model_arch, const Workload& wor
     if (d.engine == Engine::vllm && !d.fixed_reserve) {
         out.estimated = true;
         out.items = vllm_reserve(model_arch, workload, parallel, d);
-        const std::uint64_t minor = vllm_minor(d);
         out.notes.push_back(
-            "vLLM 0." + std::to_string(minor) + "'s startup profile" +
+            "vLLM " + vllm_version_text(d) + "'s startup profile" +
             (d.vllm.version_minor == 0 ? " (the version assumed; --vllm-version for another)" : "") +
-            ": the reserve is an estimate from the run's inputs, fitted to eight published startup "
-            "logs at TP 1 (docs/vllm-logs.md); --reserve fixes it instead, --overhead sets the non-torch memory");
+            ": the reserve is an estimate from the run's inputs, checked against eleven published startup "
+            "logs at TP 1 (docs/vllm-logs.md); --reserve fixes it instead, --overhead sets the non-torch memory" +
+            (vllm_minor(d) == 6 && !d.vllm.version_patch
+                 ? "; 0.6.4 alone also counted the CUDA context outside torch (--vllm-version 0.6.4)"
+                 : ""));
     } else if (d.engine == Engine::sglang) {
         // What is in use before the weights load; SGLang keeps its activations in the 1 - mem_fraction_static it
         // leaves free, so a reserve given (--reserve) is kept back beside that, as asked.

@@ -192,7 +192,7 @@ Value vllm_settings_json(const Scenario& s) {
     const Deployment& dep = *s.deployment;
     const VllmBatch b = vllm_batch(s.workload, dep);
     Value v = Value::object();
-    v.set("version", Value::string("0." + std::to_string(vllm_minor(dep))));
+    v.set("version", Value::string(vllm_version_text(dep)));
     v.set("max_num_batched_tokens", Value::number(b.max_num_batched_tokens));
     v.set("max_num_seqs", Value::number(b.max_num_seqs));
     v.set("sampled_sequences", Value::number(b.sampled_sequences));

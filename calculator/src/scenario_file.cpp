@@ -329,6 +329,7 @@ void members(Self& s, V& v) {
     v.value("max_num_seqs", s.max_num_seqs, Need::when_set);
     v.value("enforce_eager", s.enforce_eager, Need::when_set);
     v.value("version_minor", s.version_minor, Need::when_set);
+    v.maybe_value("version_patch", s.version_patch);
 }
 
 template <class Self, class V>
@@ -447,6 +448,10 @@ public:
     void maybe(std::string_view key, const std::optional<T>& x) {
         if (x) object(key, *x);
     }
+    template <class T>
+    void maybe_value(std::string_view key, const std::optional<T>& x) {
+        if (x) value(key, *x);
+    }
     template <class E>
     void maybe_choice(std::string_view key, const std::optional<E>& x) {
         if (x) choice(key, *x);
@@ -521,6 +526,13 @@ public:
         E e{};
         choice(key, e);
         x = e;
+    }
+    template <class T>
+    void maybe_value(std::string_view key, std::optional<T>& x) {
+        if (!r_.member(in_, key, false)) return;
+        T item{};
+        value(key, item, Need::optional);
+        x = item;
     }
     template <class T>
     void maybe(std::string_view key, std::optional<T>& x) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "kvscope/calculator/engine_reserve.h"
 #include "kvscope/calculator/json.h"
 
 namespace {
@@ -287,7 +288,16 @@ TEST(Cli, VllmsStartupSettingsChangeItsReserveAndTheFitNamesEachPart) {
         << few.err;
     const CliRun none = cli(base + " --max-num-seqs 0");
     EXPECT_NE(none.err.find("--max-num-seqs: must be at least 1"), std::string::npos) << none.err;
-    for (const char* bad : {"1.2", "0.5", "latest", "0.x", "0.99999999999999999999999", "0.21.garbage", "0.100"}) {
+    // 0.6.4 alone counted the CUDA context outside torch (PR #9352 until #10511): its patch is read and named.
+    const CliRun v064 = cli(base + " --vllm-version v0.6.4.post1 --json");
+    ASSERT_EQ(v064.status, 0) << v064.err;
+    EXPECT_EQ(json_of(v064).find("vllm")->find("version")->as_string(), "0.6.4");
+    EXPECT_EQ(json_of(v064).find("reserve_items")->items()[1].find("bytes")->as_u64(), kvscope::kVllm064NonTorchBytes);
+    const CliRun v06 = cli(base + " --vllm-version 0.6");
+    EXPECT_NE(v06.out.find("non-torch memory 150 MiB"), std::string::npos) << v06.out;
+    EXPECT_NE(v06.out.find("0.6.4 alone also counted the CUDA context"), std::string::npos) << v06.out;
+    for (const char* bad :
+         {"1.2", "0.5", "latest", "0.x", "0.99999999999999999999999", "0.21.garbage", "0.100", "0.6.", "0.6.100"}) {
         const CliRun b = cli(base + " --vllm-version " + bad);
         EXPECT_NE(b.status, 0) << bad;
         EXPECT_NE(b.err.find("--vllm-version: '" + std::string(bad) + "'"), std::string::npos) << b.err;

@@ -129,12 +129,16 @@ TEST(ScenarioFile, SglangsFractionIsKeptWhenGivenAndDerivedWhenNot) {
 TEST(ScenarioFile, VllmsStartupSettingsAndAFixedReserveAreKept) {
     Scenario s = llama70b_on_two_h100();
     s.deployment->engine = Engine::vllm;
-    s.deployment->vllm = {
-        .max_num_batched_tokens = 16384, .max_num_seqs = 64, .enforce_eager = true, .version_minor = 21};
+    s.deployment->vllm = {.max_num_batched_tokens = 16384,
+                          .max_num_seqs = 64,
+                          .enforce_eager = true,
+                          .version_minor = 21,
+                          .version_patch = 0};  // 0.21.0: a patch of 0 is a patch given, kept apart from none
     s.deployment->fixed_reserve = true;
     s.deployment->activation_reserve_bytes = 3ull << 30;
     const std::string text = scenario_to_json(s);
     EXPECT_NE(text.find("\"max_num_batched_tokens\": 16384"), std::string::npos) << text;
+    EXPECT_NE(text.find("\"version_patch\": 0"), std::string::npos) << text;
     auto back = scenario_from_json(text, "x.kvscope.json");
     ASSERT_TRUE(back.ok()) << back.error_text();
     EXPECT_EQ(*back->scenario.deployment, *s.deployment);

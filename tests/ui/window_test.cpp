@@ -242,7 +242,7 @@ TEST(Window, VllmsStartupSettingsAreFieldsThatChangeItsReserve) {
     EXPECT_EQ(w.model()->scenario().deployment->vllm.max_num_batched_tokens, 0u);
     EXPECT_EQ(d->vllmTokensField()->text(), "12q");
     // 0.21 subtracts its CUDA graphs; unticking them is --enforce-eager.
-    const int v21 = d->vllmVersionField()->findData(QVariant(qulonglong{21}));
+    const int v21 = d->vllmVersionField()->findText("0.21");
     ASSERT_GE(v21, 0);
     d->vllmVersionField()->setCurrentIndex(v21);
     emit d->vllmVersionField()->activated(v21);
@@ -258,6 +258,23 @@ TEST(Window, VllmsStartupSettingsAreFieldsThatChangeItsReserve) {
         << d->vllmSequencesField()->toolTip().toStdString();
     w.model()->edit("later", [](Scenario& s) { s.deployment->vllm.version_minor = 25; });
     EXPECT_EQ(d->vllmVersionField()->currentText(), "0.25 (0.21's rules)");
+    w.model()->edit("later patch", [](Scenario& s) { s.deployment->vllm.version_patch = 1; });
+    EXPECT_EQ(d->vllmVersionField()->currentText(), "0.25.1 (0.21's rules)");
+    // 0.6.4 counted the CUDA context outside torch: its own item, and choosing another version forgets the patch.
+    const int v064 = d->vllmVersionField()->findText("0.6.4");
+    ASSERT_GE(v064, 0);
+    d->vllmVersionField()->setCurrentIndex(v064);
+    emit d->vllmVersionField()->activated(v064);
+    EXPECT_EQ(w.model()->scenario().deployment->vllm.version_minor, 6u);
+    EXPECT_EQ(w.model()->scenario().deployment->vllm.version_patch, 4u);
+    EXPECT_TRUE(d->figuresLabel()->text().contains("non-torch memory 350 MiB"))
+        << d->figuresLabel()->text().toStdString();
+    const int v06 = d->vllmVersionField()->findText("0.6");
+    d->vllmVersionField()->setCurrentIndex(v06);
+    emit d->vllmVersionField()->activated(v06);
+    EXPECT_FALSE(w.model()->scenario().deployment->vllm.version_patch.has_value());
+    EXPECT_TRUE(d->figuresLabel()->text().contains("non-torch memory 150 MiB"))
+        << d->figuresLabel()->text().toStdString();
     // Another engine has no such settings.
     w.model()->edit("sglang", [](Scenario& s) { s.deployment->engine = Engine::sglang; });
     EXPECT_FALSE(d->vllmVersionField()->isVisibleTo(d));

@@ -38,6 +38,12 @@ constexpr int kExactWeights = -1;
 const QString kNoDraft = QStringLiteral("");
 const QString kDraftFile = QStringLiteral("\u0001file");  // no id or path a user types
 
+// The vLLM version box's items: minor x 1000 + (patch + 1, or 0 where no patch is named); 0 is the default.
+constexpr qulonglong kVersionKeyMinor = 1000;
+QVariant vllm_version_key(std::uint64_t minor, std::optional<std::uint64_t> patch) {
+    return QVariant(static_cast<qulonglong>(minor * kVersionKeyMinor + (patch ? *patch + 1 : 0)));
+}
+
 // The deployment a user starts from when they tick the box: the first catalog GPU (or an
 // 80 GiB one), as many GPUs as the parallel layout uses, vLLM's rule.
 Deployment starting_deployment(const Catalog& catalog, const Scenario& s, const ModelWeights& model_weights) {
@@ -104,8 +110,11 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         weight_dtype_->addItem(q(std::string(i.id)), static_cast<int>(i.dtype));
     // The versions whose startup rules the calculator has; the default first (as --vllm-version).
     vllm_version_->addItem(tr("0.%1 (default)").arg(kDefaultVllmMinor), QVariant(qulonglong{0}));
-    for (std::uint64_t minor = kNewestVllmRules; minor >= kOldestVllmMinor; --minor)
-        vllm_version_->addItem(QStringLiteral("0.%1").arg(minor), QVariant(static_cast<qulonglong>(minor)));
+    // 0.6.4 profiled as no other release did (it counted the CUDA context): listed apart, above the other 0.6s.
+    for (std::uint64_t minor = kNewestVllmRules; minor >= kOldestVllmMinor; --minor) {
+        if (minor == 6) vllm_version_->addItem(QStringLiteral("0.6.4"), vllm_version_key(6, 4));
+        vllm_version_->addItem(QStringLiteral("0.%1").arg(minor), vllm_version_key(minor, std::nullopt));
+    }
     draft_->addItem(tr("none"), kNoDraft);
     for (const CatalogModel& m : model_->catalog().models()) draft_->addItem(q(m.name), q(m.id));
     draft_->addItem(tr("From a file…"), kDraftFile);
@@ -308,8 +317,12 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         });
     });
     connect(vllm_version_, &QComboBox::activated, this, [this, edit](int index) {
-        const std::uint64_t minor = vllm_version_->itemData(index).toULongLong();
-        edit(tr("Change vLLM version"), [minor](Deployment& d, Scenario&) { d.vllm.version_minor = minor; });
+        const qulonglong key = vllm_version_->itemData(index).toULongLong();
+        edit(tr("Change vLLM version"), [key](Deployment& d, Scenario&) {
+            d.vllm.version_minor = key / kVersionKeyMinor;
+            d.vllm.version_patch.reset();
+            if (key % kVersionKeyMinor > 0) d.vllm.version_patch = key % kVersionKeyMinor - 1;
+        });
     });
     connect(mtp_, &QCheckBox::clicked, this, [edit](bool on) {
         // vLLM serves one speculative method: the MTP layers replace a draft model.
@@ -556,9 +569,14 @@ void DeploymentView::sync() {
         for (QWidget* field : std::initializer_list<QWidget*>{vllm_version_, vllm_tokens_, vllm_seqs_, vllm_graphs_})
             form_->setRowVisible(field, d.engine == Engine::vllm);
         // A later version than the rules (from a file or --vllm-version) is listed as it is, with the rules it gets.
-        const QVariant version(static_cast<qulonglong>(d.vllm.version_minor));
-        if (vllm_version_->findData(version) < 0)
-            vllm_version_->addItem(tr("0.%1 (0.%2's rules)").arg(d.vllm.version_minor).arg(kNewestVllmRules), version);
+        const QVariant version = vllm_version_key(d.vllm.version_minor, d.vllm.version_patch);
+        if (vllm_version_->findData(version) < 0) {
+            const QString text = q(vllm_version_text(d));
+            vllm_version_->addItem(d.vllm.version_minor > kNewestVllmRules
+                                       ? tr("%1 (0.%2's rules)").arg(text).arg(kNewestVllmRules)
+                                       : text,
+                                   version);
+        }
         vllm_version_->setCurrentIndex(vllm_version_->findData(version));
         // --reserve fixed the reserve: vLLM's settings then change nothing, and the rule says why.
         for (QWidget* field : std::initializer_list<QWidget*>{vllm_version_, vllm_tokens_, vllm_seqs_})

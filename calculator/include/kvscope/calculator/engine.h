@@ -34,10 +34,11 @@ std::string_view budget_rule(Engine engine);
 // vLLM's startup settings that decide its profile run, and so what it keeps back from the KV cache
 // (vllm/engine/arg_utils.py, vllm/v1/worker/gpu_worker.py determine_available_memory).
 struct VllmSettings {
-    std::uint64_t max_num_batched_tokens = 0;  // 0: vLLM's default for its version and the GPU
-    std::uint64_t max_num_seqs = 0;            // 0: vLLM's default
-    bool enforce_eager = false;                // no CUDA graphs
-    std::uint64_t version_minor = 0;           // 0.x: the version whose rules apply (0: kDefaultVllmMinor)
+    std::uint64_t max_num_batched_tokens = 0;    // 0: vLLM's default for its version and the GPU
+    std::uint64_t max_num_seqs = 0;              // 0: vLLM's default
+    bool enforce_eager = false;                  // no CUDA graphs
+    std::uint64_t version_minor = 0;             // 0.x: the version whose rules apply (0: kDefaultVllmMinor)
+    std::optional<std::uint64_t> version_patch;  // 0.x.y's y where given: 0.6.4 profiled as no other release did
     friend bool operator==(const VllmSettings&, const VllmSettings&) = default;
 };
 // llama.cpp's settings its compute buffer depends on (common/common.h defaults).

@@ -14,8 +14,15 @@ namespace kvscope {
 
 // The vLLM version whose rules apply to the deployment (its own, else kDefaultVllmMinor).
 std::uint64_t vllm_minor(const Deployment& d);
+// That version as a release is named: "0.21", or "0.6.4" where the patch is given.
+std::string vllm_version_text(const Deployment& d);
 // Whether that version subtracts an estimate of its CUDA graphs (0.21 on, unless enforce_eager).
 bool vllm_subtracts_cuda_graphs(const Deployment& d);
+// Whether that version counts the CUDA context (and other processes) as memory outside torch: 0.6.4 alone.
+bool vllm_counts_cuda_context(const Deployment& d);
+// KVScope's estimate of what vLLM 0.6.4 counted outside torch (the CUDA context with the profile's growth): the
+// RTX 3090 log's figure, mid-way in its published logs' 0.15 - 0.73 GiB (engine_reserve.cpp).
+constexpr std::uint64_t kVllm064NonTorchBytes = 350ull << 20;
 
 // The deployment's micro-batch for llama.cpp (its own, else kLlamaCppUbatch).
 std::uint64_t llama_cpp_ubatch(const Deployment& d);
