@@ -91,6 +91,7 @@ TrafficQuestion traffic_question(const Options& o) {
     q.limit_trace = o.requests.has_value();
     q.concurrency = o.concurrency.value_or(0);
     q.prefix_caching = o.prefix_caching.value_or(true);
+    q.router = o.prefix_router.value_or(false) ? Router::prefix : Router::round_robin;
     q.target = {o.ttft_ms, o.tpot_ms, o.slo_percentile.value_or(99)};
     return q;
 }
@@ -148,10 +149,10 @@ Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& s
     }
     if (o.format == Format::csv) {
         // The timeline, one row a point.
-        Table t({"t_s", "running", "waiting", "kv_used_bytes"});
+        Table t({"t_s", "running", "waiting", "kv_used_bytes", "kv_unshared_bytes"});
         for (const TimelinePoint& p : a.report.timeline)
             t.add({number_text(p.t_s), std::to_string(p.running), std::to_string(p.waiting),
-                   std::to_string(p.kv_used_bytes)});
+                   std::to_string(p.kv_used_bytes), std::to_string(p.kv_unshared_bytes)});
         r.out = t.csv();
         return r;
     }
@@ -169,6 +170,7 @@ Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& s
 void add_service_json(Value& v, const Options& o, const PlanService& p) {
     v.set("traffic", traffic_json(o, p.question.spec, p.question.spec.requests));
     v.set("slo", slo_json(p.question.target));
+    v.set("router", Value::string(p.question.router == Router::prefix ? "prefix" : "round-robin"));
     Value list = Value::array();
     Value smallest;
     for (const LayoutService& l : p.layouts) {
@@ -181,6 +183,7 @@ void add_service_json(Value& v, const Options& o, const PlanService& p) {
         x.set("ttft_ms", Value::number(l.ttft_ms));
         x.set("tpot_ms", Value::number(l.tpot_ms));
         x.set("request_throughput", Value::number(l.request_throughput));
+        x.set("prefix_hit_tokens", Value::number(l.prefix_hit_tokens));
         if (l.meets && smallest.is_null()) smallest = x;
         list.push(std::move(x));
     }
@@ -200,9 +203,11 @@ std::vector<std::string> service_warnings(const PlanService& p) {
 std::string service_text(const PlanService& p) {
     const TrafficQuestion& q = p.question;
     const std::string at = "P" + number_text(q.target.percentile);
-    std::string out = "\nserving " + traffic_text(q.spec, "", q.spec.requests, q.concurrency) + ", " +
-                      slo_rows(q.target, std::nullopt).front().second +
-                      ", each layout in the fewest replicas that meet it (requests in turn):\n";
+    std::string out =
+        "\nserving " + traffic_text(q.spec, "", q.spec.requests, q.concurrency) + ", " +
+        slo_rows(q.target, std::nullopt).front().second + ", each layout in the fewest replicas that meet it (" +
+        (q.router == Router::prefix ? "the conversations of one system prompt together" : "conversations in turn") +
+        "):\n";
     Table t({"GPUs", "TP × PP × replicas", "TTFT " + at + " ms", "TPOT " + at + " ms", "requests/s", "meets target"});
     const auto name = [](const LayoutService& l) {
         PlanOption layout;

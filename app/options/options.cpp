@@ -188,6 +188,15 @@ template <class Member>
 Setter flag(Member member) {
     return [member](Options& o, const std::string&, const std::string&, Errors&) { o.*member = true; };
 }
+// One of two words: `yes` sets the member true, `no` false; anything else is named.
+Setter either(std::optional<bool> Options::*member, const std::string& yes, const std::string& no) {
+    return [member, yes, no](Options& o, const std::string& name, const std::string& v, Errors& errors) {
+        if (v == yes || v == no)
+            o.*member = v == yes;
+        else
+            errors.push_back({name, "'" + v + "' is not " + yes + " or " + no});
+    };
+}
 Setter format(Format f) {
     return [f](Options& o, const std::string&, const std::string&, Errors&) { o.format = f; };
 }
@@ -359,14 +368,11 @@ const std::vector<Declared>& declared() {
          "the requests of a trace instead: Azure's CSV, BurstGPT's CSV or Mooncake's JSON lines",
          text(&Options::trace)},
         {"--prefix-caching", "on|off", S::traffic, kSimulate | kPlan, "vLLM's automatic prefix caching (default on)",
-         [](Options& o, const std::string& name, const std::string& v, Errors& errors) {
-             if (v == "on")
-                 o.prefix_caching = true;
-             else if (v == "off")
-                 o.prefix_caching = false;
-             else
-                 errors.push_back({name, "'" + v + "' is not on or off"});
-         }},
+         either(&Options::prefix_caching, "on", "off")},
+        {"--router", "round-robin|prefix", S::traffic, kPlan,
+         "how a plan's replicas share the traffic: conversations in turn, or those of one system prompt together "
+         "(default round-robin)",
+         either(&Options::prefix_router, "prefix", "round-robin")},
         {"--seed", "N", S::traffic, kSimulate | kPlan, "the random lengths' and arrivals' seed (default 0)",
          [](Options& o, const std::string& name, const std::string& v, Errors& errors) {
              if (const auto n = u64_from_text(v))

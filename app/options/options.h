@@ -96,6 +96,7 @@ struct Options {
     bool enforce_eager = false;          // vLLM: no CUDA graphs
     bool mtp = false;                    // the model's MTP layers serve as a speculative draft
     std::optional<bool> prefix_caching;  // simulate: vLLM's automatic prefix caching (on when not given)
+    std::optional<bool> prefix_router;   // plan: the replicas' router is prefix-aware (round-robin when not given)
 };
 
 // Usage errors carry the option's name: "--context: '12q' is not a whole number …", "--batch: models does not

@@ -81,7 +81,8 @@ void extend_hashes(Req& r, std::uint64_t tokens, std::uint64_t block) {
 }
 
 struct Stats {
-    double running_area = 0, waiting_area = 0, in_system_area = 0, used_blocks_area = 0;
+    double running_area = 0, waiting_area = 0, in_system_area = 0, used_blocks_area = 0, saved_blocks_area = 0;
+    std::uint64_t peak_saved_blocks = 0;
     std::uint64_t peak_blocks = 0, max_running = 0, preemptions = 0, steps = 0;
     std::uint64_t prompt_scheduled = 0, hit_tokens = 0;
     std::vector<std::pair<double, std::uint64_t>> gaps;  // inter-token gaps, with how many tokens had each
@@ -240,6 +241,7 @@ private:
         }
         for (std::uint64_t i = 0; i < fresh; ++i) r.blocks.push_back(pool_.take());
         used_ += fresh + free_hits;
+        referenced_ += fresh + hits.size();
         // The blocks full after this step are cached now, so a request admitted later in the same step hits them
         // (KVCacheManager.allocate_slots: cache_blocks(request, num_computed + num_new_tokens)).
         if (st_.prefix_caching) {
@@ -253,6 +255,7 @@ private:
     void release(Req& r) {
         for (const std::uint32_t b : r.blocks)
             if (pool_.ref(b) == 1) --used_;
+        referenced_ -= r.blocks.size();
         pool_.release(r.blocks);
         r.blocks.clear();
         r.cached_blocks = 0;
@@ -402,9 +405,11 @@ private:
         stats.waiting_area += wait * dt;
         stats.in_system_area += (run + wait) * dt;
         stats.used_blocks_area += static_cast<double>(used_) * dt;
+        stats.saved_blocks_area += static_cast<double>(referenced_ - used_) * dt;
         stats.peak_blocks = std::max(stats.peak_blocks, used_);
+        stats.peak_saved_blocks = std::max(stats.peak_saved_blocks, referenced_ - used_);
         stats.max_running = std::max<std::uint64_t>(stats.max_running, running_.size());
-        stats.timeline.push_back({now, running_.size(), waiting_.size(), used_});
+        stats.timeline.push_back({now, running_.size(), waiting_.size(), used_, referenced_});
     }
 
     const ServingSettings& st_;
@@ -428,7 +433,8 @@ private:
     std::vector<std::size_t> finished_;
     const std::vector<std::uint32_t> no_hits_;
     std::vector<std::uint32_t> hits_;
-    std::uint64_t used_ = 0;  // blocks held by requests
+    std::uint64_t used_ = 0;        // blocks held by requests
+    std::uint64_t referenced_ = 0;  // the requests' block lists together: a block shared by n counted n times
     std::uint64_t refused_ = 0;
     std::uint64_t ended_ = 0;  // served or refused
 
@@ -547,6 +553,19 @@ Result<SimulationReport> simulate_serving(const std::vector<TrafficRequest>& req
     r.prefix_hit_rate = sim.stats.prompt_scheduled > 0 ? static_cast<double>(sim.stats.hit_tokens) /
                                                              static_cast<double>(sim.stats.prompt_scheduled)
                                                        : 0;
+    // Many requests each referencing a long shared prompt can count past 2^64 bytes: saturated, never wrapped.
+    const auto bytes_of = [&](std::uint64_t blocks) {
+        const Checked b = Checked(blocks) * settings.bytes_per_block;
+        return b.overflow() ? std::numeric_limits<std::uint64_t>::max() : b.value();
+    };
+    r.prefix_saved_peak_bytes_per_gpu = bytes_of(sim.stats.peak_saved_blocks);
+    if (r.duration_s > 0)
+        r.prefix_saved_mean_bytes_per_gpu = static_cast<std::uint64_t>(
+            std::llround(sim.stats.saved_blocks_area / r.duration_s * static_cast<double>(settings.bytes_per_block)));
+    // The hit tokens' work (step_seconds' compute term, each pipeline stage in turn): an upper bound on the time they
+    // would have added, since a step takes the longer of its reads and its work.
+    r.prefix_saved_prefill_s =
+        step_seconds(cost, 0, static_cast<double>(sim.stats.hit_tokens) * cost.flops_per_token) - cost.overhead_s;
     r.preemptions = sim.stats.preemptions;
     r.steps = sim.stats.steps;
     // At most timeline_points points, evenly over the steps, the last one kept.
@@ -556,7 +575,10 @@ Result<SimulationReport> simulate_serving(const std::vector<TrafficRequest>& req
     for (std::size_t i = 0; i < all.size(); i += stride) r.timeline.push_back(all[i]);
     if (!all.empty() && (r.timeline.empty() || r.timeline.back().t_s != all.back().t_s))
         r.timeline.push_back(all.back());
-    for (TimelinePoint& p : r.timeline) p.kv_used_bytes *= settings.bytes_per_block;
+    for (TimelinePoint& p : r.timeline) {
+        p.kv_used_bytes *= settings.bytes_per_block;  // within the budget
+        p.kv_unshared_bytes = bytes_of(p.kv_unshared_bytes);
+    }
     if (r.requests + r.refused != requests.size())
         r.warnings.push_back(std::to_string(requests.size() - r.requests - r.refused) +
                              " requests were neither served nor refused: the simulation is not complete");

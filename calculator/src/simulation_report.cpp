@@ -48,7 +48,15 @@ std::vector<std::pair<std::string, std::string>> simulation_rows(const Simulatio
                            format_bytes(r.kv_worst_case_bytes_per_gpu, units) + " per GPU"},
         {"prefix cache", st.prefix_caching
                              ? number_text(100 * r.prefix_hit_rate, Notation::fixed, 1) +
-                                   "% of prompt tokens found cached (" + format_count(r.prefix_hit_tokens) + " tokens)"
+                                   "% of prompt tokens found cached (" + format_count(r.prefix_hit_tokens) +
+                                   " tokens, " + number_text(r.prefix_saved_prefill_s, Notation::fixed, 1) +
+                                   " s of prefill work skipped)"
+                             : "off"},
+        {"prefix saved", st.prefix_caching
+                             ? "shared blocks held " + format_bytes(r.prefix_saved_peak_bytes_per_gpu, units) +
+                                   " per GPU less at the peak, " +
+                                   format_bytes(r.prefix_saved_mean_bytes_per_gpu, units) +
+                                   " on average, than each request's own copy would"
                              : "off"},
         {"preemptions", format_count(r.preemptions)},
         {"running", "at most " + format_count(r.max_running) + ", " + number_text(r.mean_running, Notation::fixed, 1) +
@@ -76,6 +84,7 @@ Value timeline_json(const std::vector<TimelinePoint>& points) {
         o.set("running", Value::number(p.running));
         o.set("waiting", Value::number(p.waiting));
         o.set("kv_used_bytes", Value::number(p.kv_used_bytes));
+        o.set("kv_unshared_bytes", Value::number(p.kv_unshared_bytes));
         list.push(std::move(o));
     }
     return list;
@@ -102,6 +111,9 @@ void simulation_members(const SimulationReport& r, V& v) {
     v.field(r.kv_mean_used_fraction, "kv_mean_used_fraction");
     v.field(r.prefix_hit_rate, "prefix_hit_rate");
     v.field(r.prefix_hit_tokens, "prefix_hit_tokens");
+    v.field(r.prefix_saved_peak_bytes_per_gpu, "prefix_saved_peak_bytes_per_gpu");
+    v.field(r.prefix_saved_mean_bytes_per_gpu, "prefix_saved_mean_bytes_per_gpu");
+    v.field(r.prefix_saved_prefill_s, "prefix_saved_prefill_s");
     v.field(r.preemptions, "preemptions");
     v.field(r.max_running, "max_running");
     v.field(r.mean_running, "mean_running");

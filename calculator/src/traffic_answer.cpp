@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <tuple>
 
 #include "kvscope/calculator/numbers.h"
@@ -144,6 +145,43 @@ Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& q
     return a;
 }
 
+std::vector<std::uint64_t> route_conversations(const std::vector<std::uint64_t>& first_span, std::uint64_t replicas,
+                                               Router router) {
+    const std::size_t n = first_span.size();
+    std::vector<std::uint64_t> out(n);
+    replicas = std::max<std::uint64_t>(1, replicas);
+    if (router == Router::round_robin) {
+        for (std::size_t k = 0; k < n; ++k) out[k] = k % replicas;
+        return out;
+    }
+    // The groups, in the order of their ids, with their conversations in order.
+    std::map<std::uint64_t, std::vector<std::size_t>> groups;
+    for (std::size_t k = 0; k < n; ++k) groups[first_span[k]].push_back(k);
+    std::vector<const std::vector<std::size_t>*> order;
+    order.reserve(groups.size());
+    for (const auto& [id, members] : groups) order.push_back(&members);
+    if (order.size() >= replicas) {
+        // A group a replica: the largest first, each to the replica with the fewest conversations so far.
+        std::stable_sort(order.begin(), order.end(),
+                         [](const auto* a, const auto* b) { return a->size() > b->size(); });
+        std::vector<std::uint64_t> load(replicas, 0);
+        for (const auto* members : order) {
+            const auto least = static_cast<std::uint64_t>(std::min_element(load.begin(), load.end()) - load.begin());
+            load[least] += members->size();
+            for (const std::size_t k : *members) out[k] = least;
+        }
+        return out;
+    }
+    // Fewer groups than replicas: group g has the replicas r with r mod G = g, its conversations among them in turn.
+    const std::uint64_t g_count = order.size();
+    for (std::uint64_t g = 0; g < g_count; ++g) {
+        const std::uint64_t own = (replicas - g + g_count - 1) / g_count;  // the r < replicas with r mod G = g
+        std::uint64_t i = 0;
+        for (const std::size_t k : *order[g]) out[k] = g + (i++ % own) * g_count;
+    }
+    return out;
+}
+
 Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& plan, const TrafficQuestion& q,
                                               std::uint64_t max_replicas) {
     if (!q.spec.rate)
@@ -155,11 +193,19 @@ Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& pla
     if (!s.deployment) return FieldError{"--gpu", "a plan needs a GPU"};
     auto requests = make_traffic(q.spec);
     if (!requests) return requests.errors();
-    // The conversation each request belongs to: its first turn's.
+    // The conversation each request belongs to: its first turn's; and each conversation's first prompt span, which
+    // the prefix router groups by (the shared system prompt, where the traffic has one).
     std::vector<std::size_t> conversation(requests->size());
-    std::size_t conversations = 0;
-    for (std::size_t i = 0; i < requests->size(); ++i)
-        conversation[i] = (*requests)[i].follows == kNoRequest ? conversations++ : conversation[(*requests)[i].follows];
+    std::vector<std::uint64_t> first_span;
+    for (std::size_t i = 0; i < requests->size(); ++i) {
+        const TrafficRequest& r = (*requests)[i];
+        if (r.follows == kNoRequest) {
+            conversation[i] = first_span.size();
+            first_span.push_back(q.spec.shared_prefix > 0 && !r.spans.empty() ? r.spans.front().id : kNoRequest);
+        } else {
+            conversation[i] = conversation[r.follows];
+        }
+    }
     std::vector<LayoutService> out;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> tried;
     for (const PlanOption& o : plan.options) {
@@ -171,7 +217,7 @@ Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& pla
         layout.deployment->gpu_count = o.tp * o.pp;
         auto setup = serving_setup(layout, q.prefix_caching, q.concurrency);
         if (!setup) return setup.errors();  // an engine the simulation does not follow, say
-        // `replicas` copies of the layout, each serving its share (conversation k on replica k mod R).
+        // `replicas` copies of the layout, each serving the share the router gives it.
         const auto serve = [&](std::uint64_t replicas) -> Result<LayoutService> {
             LayoutService service;
             service.tp = o.tp;
@@ -179,11 +225,16 @@ Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& pla
             service.replicas = replicas;
             service.gpus = o.tp * o.pp * replicas;
             service.warnings = setup->warnings;
+            if (q.router == Router::prefix && replicas > 1)
+                service.warnings.emplace_back(
+                    "not exact: the prefix router routes by the prompts alone; sgl-router's cache_aware and vLLM's "
+                    "production stack also weigh each replica's load as it changes");
+            const std::vector<std::uint64_t> replica_of = route_conversations(first_span, replicas, q.router);
             for (std::uint64_t replica = 0; replica < replicas; ++replica) {
                 std::vector<TrafficRequest> share;
                 std::vector<std::size_t> index(requests->size(), kNoRequest);
                 for (std::size_t i = 0; i < requests->size(); ++i) {
-                    if (conversation[i] % replicas != replica) continue;
+                    if (replica_of[conversation[i]] != replica) continue;
                     index[i] = share.size();
                     share.push_back((*requests)[i]);
                     if (share.back().follows != kNoRequest) share.back().follows = index[share.back().follows];
@@ -194,6 +245,7 @@ Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& pla
                 service.ttft_ms = std::max(service.ttft_ms, at_percentile(r->ttft_ms, q.target.percentile));
                 service.tpot_ms = std::max(service.tpot_ms, at_percentile(r->tpot_ms, q.target.percentile));
                 service.request_throughput += r->request_throughput;
+                service.prefix_hit_tokens += r->prefix_hit_tokens;
             }
             service.meets = (!q.target.ttft_ms || service.ttft_ms <= *q.target.ttft_ms) &&
                             (!q.target.tpot_ms || service.tpot_ms <= *q.target.tpot_ms);

@@ -44,7 +44,7 @@ TEST(CliSimulate, TheTextAndTheJsonSayTheSameAndTheSeedFixesThem) {
     // The timeline as CSV.
     const CliRun csv = cli(args + " --csv");
     ASSERT_EQ(csv.status, 0) << csv.err;
-    EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')), "t_s,running,waiting,kv_used_bytes");
+    EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')), "t_s,running,waiting,kv_used_bytes,kv_unshared_bytes");
 }
 
 TEST(CliSimulate, ATargetGivesTheHighestRateThatMeetsIt) {
@@ -152,6 +152,21 @@ TEST(CliSimulate, PlanFindsTheSmallestLayoutMeetingATargetAtARate) {
     const CliRun rate_alone = cli("plan --model llama-3.1-8b --gpu h100-sxm --rate 5");
     EXPECT_EQ(rate_alone.status, 2);
     EXPECT_NE(rate_alone.err.find("--rate: plan serves a traffic"), std::string::npos) << rate_alone.err;
+    EXPECT_EQ(v.find("router")->as_string(), "round-robin");
+    // The prefix router: named in the JSON and the text, its not-exact warning with it; a router no one has refused.
+    const CliRun prefix = cli(plan + " --shared-prefix 1000 --prefix-groups 4 --router prefix --json");
+    ASSERT_EQ(prefix.status, 0) << prefix.err;
+    const auto p = json_of(prefix);
+    EXPECT_EQ(p.find("router")->as_string(), "prefix");
+    EXPECT_GT(p.find("layouts_serving")->items().front().find("prefix_hit_tokens")->as_u64(), 0u);
+    const CliRun prefix_text = cli(plan + " --shared-prefix 1000 --prefix-groups 4 --router prefix");
+    EXPECT_NE(prefix_text.out.find("(the conversations of one system prompt together)"), std::string::npos)
+        << prefix_text.out;
+    const CliRun bad = cli(plan + " --router random");
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_NE(bad.err.find("--router: 'random' is not prefix or round-robin"), std::string::npos) << bad.err;
+    const CliRun simulate_router = cli("simulate --model llama-3.1-8b --gpu h100-sxm --router prefix");
+    EXPECT_EQ(simulate_router.status, 2) << simulate_router.out;
 }
 
 }  // namespace

@@ -44,7 +44,8 @@ std::vector<std::string> use(const std::string& name) {
                                                            {"--input-range", "0.5"},
                                                            {"--output-range", "0.5"},
                                                            {"--percentile", "90"},
-                                                           {"--prefix-caching", "off"}};
+                                                           {"--prefix-caching", "off"},
+                                                           {"--router", "prefix"}};
     const auto v = values.find(name);
     return {name, v != values.end() ? v->second : (name == "--model" || name == "--config" ? "x" : "2")};
 }

@@ -160,7 +160,8 @@ TEST(Gguf, CorruptAndHostileHeadersNameTheByteAndWhatWasExpected) {
 }
 
 TEST(Gguf, AFolderOrADeviceIsSaidAsWhatItIs) {
-    const auto folder = std::filesystem::temp_directory_path() / "kvscope gguf Modèle";
+    // Its own folder in each process: ctest runs the locales' copies of this test at once.
+    const auto folder = std::filesystem::temp_directory_path() / ("kvscope gguf Modèle " + std::to_string(::getpid()));
     std::filesystem::create_directories(folder);
     EXPECT_FIELD_ERROR(gguf::read_file(folder.string()), "gguf", "is a folder, not a GGUF file (--model-dir");
     EXPECT_FIELD_ERROR(gguf::read_file("/dev/zero"), "gguf", "/dev/zero: is not a regular file");

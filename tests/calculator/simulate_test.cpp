@@ -1,6 +1,7 @@
 // Serving traffic (traffic.h, simulate.h): the invariants any serving system keeps, vLLM's rules where a user would see
 // them (prefix hits, preemption, refusals), and the trace formats as their publishers write them.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -111,6 +112,43 @@ TEST(Simulate, TheSamePromptHitsEveryFullBlockButTheLast) {
     const SimulationReport off = simulate(requests, setup_for(s, false));
     EXPECT_EQ(off.prefix_hit_tokens, 0u);
     EXPECT_LT(on.ttft_ms.median, off.ttft_ms.median);  // the hit skips most of the prefill
+}
+
+TEST(Simulate, ASharedPromptIsHeldOnceAndWhatItSavedIsCounted) {
+    const Scenario s = llama_on_h100();
+    // Eight requests at once, each a 1,600-token system prompt (100 full blocks of 16, the same content) and 64
+    // tokens of its own.
+    std::vector<TrafficRequest> requests(8);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        requests[i].prompt_tokens = 1664;
+        requests[i].output_tokens = 50;
+        requests[i].spans = {{7, 1600}, {100 + i, 64}};
+        requests[i].output_id = 1000 + i;
+    }
+    const ServingSetup setup = setup_for(s, true);
+    const SimulationReport on = simulate(requests, setup);
+    // The first computes the prompt and caches its blocks as it is scheduled; the seven admitted in the same step hit
+    // all 100: while the eight run, seven copies of 100 blocks are not held.
+    EXPECT_EQ(on.prefix_hit_tokens, 7u * 1600);
+    EXPECT_EQ(on.prefix_saved_peak_bytes_per_gpu, 7u * 100 * setup.settings.bytes_per_block);
+    EXPECT_GT(on.prefix_saved_mean_bytes_per_gpu, 0u);
+    EXPECT_LE(on.prefix_saved_mean_bytes_per_gpu, on.prefix_saved_peak_bytes_per_gpu);
+    std::uint64_t widest_gap = 0;
+    for (const TimelinePoint& p : on.timeline) {
+        ASSERT_GE(p.kv_unshared_bytes, p.kv_used_bytes);
+        widest_gap = std::max(widest_gap, p.kv_unshared_bytes - p.kv_used_bytes);
+    }
+    EXPECT_EQ(widest_gap, on.prefix_saved_peak_bytes_per_gpu);
+    // The prefill skipped: the hit tokens' work at the rate the steps use.
+    const StepCost& c = setup.cost;
+    EXPECT_NEAR(on.prefix_saved_prefill_s,
+                7.0 * 1600 * c.flops_per_token * static_cast<double>(c.stages) / (c.flops_per_s * c.compute_efficiency),
+                1e-12);
+    // Without prefix caching nothing is shared or skipped, and the two lines are one.
+    const SimulationReport off = simulate(requests, setup_for(s, false));
+    EXPECT_EQ(off.prefix_saved_peak_bytes_per_gpu, 0u);
+    EXPECT_EQ(off.prefix_saved_prefill_s, 0.0);
+    for (const TimelinePoint& p : off.timeline) EXPECT_EQ(p.kv_unshared_bytes, p.kv_used_bytes);
 }
 
 TEST(Simulate, ALaterTurnHitsTheWholeConversationBeforeIt) {
@@ -285,6 +323,57 @@ TEST(Simulate, APlanGivesEachLayoutTheFewestReplicasThatMeetTheTarget) {
     // Without a rate the question is refused naming what is missing.
     q.spec.rate.reset();
     EXPECT_FIELD_ERROR(serve_plan(s, *plan, q), "--rate", "not all at once");
+}
+
+TEST(Simulate, APrefixRouterKeepsTheConversationsOfOneSystemPromptTogether) {
+    // Twelve conversations over four system prompts (1, 2, 3, 4, 1, 2, …).
+    std::vector<std::uint64_t> prompt(12);
+    for (std::size_t k = 0; k < prompt.size(); ++k) prompt[k] = 1 + k % 4;
+    const auto rr = route_conversations(prompt, 3, Router::round_robin);
+    for (std::size_t k = 0; k < prompt.size(); ++k) EXPECT_EQ(rr[k], k % 3);
+    // As many groups as replicas or more: a group a replica, the largest first to the least loaded (ties: the first).
+    const auto by_prompt = route_conversations(prompt, 3, Router::prefix);
+    for (std::size_t k = 0; k < prompt.size(); ++k)
+        EXPECT_EQ(by_prompt[k], (std::array<std::uint64_t, 4>{0, 1, 2, 0}[k % 4]));
+    // Fewer groups than replicas: each group its own replicas (r mod G), its conversations among them in turn.
+    std::vector<std::uint64_t> two(10);
+    for (std::size_t k = 0; k < two.size(); ++k) two[k] = 7 + k % 2;
+    const auto spread = route_conversations(two, 5, Router::prefix);
+    const std::vector<std::uint64_t> expected{0, 1, 2, 3, 4, 1, 0, 3, 2, 1};
+    EXPECT_EQ(spread, expected);
+    // No system prompt: one group, so in turn.
+    EXPECT_EQ(route_conversations(std::vector<std::uint64_t>(7, kNoRequest), 3, Router::prefix),
+              route_conversations(std::vector<std::uint64_t>(7, kNoRequest), 3, Router::round_robin));
+
+    // Served: four replicas of one H100 each (a target none meets, so all four are used), three long system prompts.
+    Scenario s = llama_on_h100();
+    Plan one;
+    one.options.push_back(PlanOption{});
+    one.options.back().fits = true;
+    TrafficQuestion q;
+    q.spec.requests = 200;
+    q.spec.rate = 8;
+    q.spec.input = {200, 0};
+    q.spec.output = {20, 0};
+    q.spec.shared_prefix = 4000;
+    q.spec.prefix_groups = 3;
+    q.target.tpot_ms = 0.001;
+    const auto in_turn = serve_plan(s, one, q, 4);
+    q.router = Router::prefix;
+    const auto together = serve_plan(s, one, q, 4);
+    ASSERT_TRUE(in_turn && together);
+    ASSERT_EQ(in_turn->front().replicas, 4u);
+    ASSERT_EQ(together->front().replicas, 4u);
+    // In turn every replica computes every prompt once (12 misses); together the first prompt has two replicas and
+    // the others one each (4 misses): 8 × 4,000 tokens more found cached (250 whole blocks each; the request's own
+    // 200 tokens are shared by none).
+    EXPECT_EQ(together->front().prefix_hit_tokens - in_turn->front().prefix_hit_tokens, 8u * 4000);
+    const auto says = [](const LayoutService& l, const std::string& text) {
+        return std::any_of(l.warnings.begin(), l.warnings.end(),
+                           [&](const std::string& w) { return w.find(text) != std::string::npos; });
+    };
+    EXPECT_TRUE(says(together->front(), "the prefix router routes by the prompts alone"));
+    EXPECT_FALSE(says(in_turn->front(), "prefix router"));
 }
 
 TEST(Simulate, ARateIsRequestsASecondWithTurnsTooAndRefusedRequestsMeetNoTarget) {

@@ -1,6 +1,8 @@
 // The Traffic tab: what it shows is what kvscope-cli simulate says for the same inputs; a run in the background can be
 // cancelled and leaves the figures before it; whose the figures are is said once the scenario changes; bad inputs say
 // what is wrong; the inputs are remembered.
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QEventLoop>
 #include <QLabel>
@@ -98,6 +100,16 @@ TEST(TrafficView, ShowsWhatTheCliSaysForTheSameInputs) {
     ASSERT_EQ(t->budgetSeries()->count(), 2);
     EXPECT_NEAR(t->budgetSeries()->at(0).y() * (1ull << 30), static_cast<double>(a.report.kv_budget_bytes_per_gpu), 1);
     for (const QPointF& p : t->kvSeries()->points()) EXPECT_LE(p.y(), t->budgetSeries()->at(0).y());
+    // The prefix saving: the same requests with a copy each of the 500 shared tokens, never below what is in use, and
+    // its widest gap (at the points drawn, 200 of the steps at most) at most the report's peak saving.
+    ASSERT_EQ(t->unsharedSeries()->count(), t->kvSeries()->count());
+    double widest = 0;
+    for (int i = 0; i < t->kvSeries()->count(); ++i) {
+        EXPECT_GE(t->unsharedSeries()->at(i).y(), t->kvSeries()->at(i).y());
+        widest = std::max(widest, t->unsharedSeries()->at(i).y() - t->kvSeries()->at(i).y());
+    }
+    EXPECT_GT(widest, 0.0);
+    EXPECT_LE(widest * (1ull << 30), static_cast<double>(a.report.prefix_saved_peak_bytes_per_gpu) + 1e3);
     EXPECT_EQ(t->tpotCurve()->count(), 10);
     EXPECT_EQ(t->progress()->value(), 100);
 }

@@ -98,6 +98,7 @@ TrafficView::TrafficView(ScenarioModel* model, bool remember, QWidget* parent)
       results_(new QLabel),
       simulated_for_(new QLabel),
       kv_used_(new QLineSeries),
+      kv_unshared_(new QLineSeries),
       kv_budget_(new QLineSeries),
       kv_worst_(new QLineSeries),
       ttft_curve_(new QLineSeries),
@@ -196,6 +197,12 @@ void TrafficView::layOut(QGroupBox* inputs) {
         c->legend()->setAlignment(Qt::AlignBottom);
         auto* view = new QChartView(c);
         view->setMinimumHeight(300);
+        if (c == kv_chart_)
+            view->setToolTip(
+                tr("in use: the blocks the requests hold (a shared block once)\n"
+                   "no sharing: the same requests with a copy each of what they share — the gap is what "
+                   "prefix caching saved\nbudget: the engine's KV cache\nworst case: the sequences that "
+                   "ran at once, each at the full context"));
         view->setRenderHint(QPainter::Antialiasing);
         charts->addWidget(view, 1);
     }
@@ -246,15 +253,18 @@ QChart* line_chart(const QString& title, std::initializer_list<QLineSeries*> ser
 
 void TrafficView::buildCharts() {
     kv_used_->setName(tr("in use"));
+    // The prefix saving: what the same requests would hold with a copy each of what they share.
+    kv_unshared_->setName(tr("no sharing"));
     kv_budget_->setName(tr("budget"));
-    kv_worst_->setName(tr("worst case (full context)"));
+    kv_worst_->setName(tr("worst case"));
     // The budget in the colour the Deployment tab gives a limit, the worst case in grey; both dashed; the target as
     // the budget, dotted.
     kv_budget_->setPen(QPen(QColor(0xe6, 0x7e, 0x22), 2, Qt::DashLine));
     kv_worst_->setPen(QPen(QColor(0x80, 0x80, 0x80), 2, Qt::DashLine));
     target_line_->setPen(QPen(QColor(0xe6, 0x7e, 0x22), 2, Qt::DotLine));
-    kv_chart_ = line_chart(tr("KV cache in use over time"), {kv_used_, kv_budget_, kv_worst_}, kv_x_, tr("time (s)"),
-                           kv_y_, palette());
+    kv_unshared_->setPen(QPen(QColor(0x27, 0xae, 0x60), 1.5, Qt::DashDotLine));
+    kv_chart_ = line_chart(tr("KV cache in use over time"), {kv_used_, kv_unshared_, kv_budget_, kv_worst_}, kv_x_,
+                           tr("time (s)"), kv_y_, palette());
     ttft_curve_->setName(tr("TTFT"));
     tpot_curve_->setName(tr("TPOT"));
     target_line_->setName(tr("target"));
@@ -382,9 +392,13 @@ void TrafficView::show(const Result<TrafficAnswer>& result, const Scenario& of, 
     // The cache in use over time, per GPU, beside the budget and the worst case.
     const double unit = model_->units() == UnitSystem::binary ? double(1ull << 30) : 1e9;
     kv_y_->setTitleText(model_->units() == UnitSystem::binary ? tr("GiB per GPU") : tr("GB per GPU"));
-    QList<QPointF> used;
-    for (const TimelinePoint& p : a.report.timeline) used.append({p.t_s, double(p.kv_used_bytes) / unit});
+    QList<QPointF> used, unshared;
+    for (const TimelinePoint& p : a.report.timeline) {
+        used.append({p.t_s, double(p.kv_used_bytes) / unit});
+        unshared.append({p.t_s, double(p.kv_unshared_bytes) / unit});
+    }
     kv_used_->replace(used);
+    kv_unshared_->replace(unshared);
     const double end = a.report.duration_s > 0 ? a.report.duration_s : 1;
     const double budget = double(a.report.kv_budget_bytes_per_gpu) / unit;
     const double worst = double(a.report.kv_worst_case_bytes_per_gpu) / unit;

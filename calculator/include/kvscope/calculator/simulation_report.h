@@ -25,6 +25,8 @@ struct TimelinePoint {
     double t_s = 0;
     std::uint64_t running = 0, waiting = 0;
     std::uint64_t kv_used_bytes = 0;  // per GPU
+    // What the same requests' blocks would take if none were shared: each request's copy of a shared prefix counted.
+    std::uint64_t kv_unshared_bytes = 0;
 };
 
 struct SimulationReport {
@@ -42,6 +44,12 @@ struct SimulationReport {
     double kv_mean_used_fraction = 0;  // blocks held by requests, time-weighted, over the budget
     double prefix_hit_rate = 0;        // prompt tokens found in the cache / prompt tokens scheduled
     std::uint64_t prefix_hit_tokens = 0;
+    // What sharing saved: the blocks the running requests reference beyond those in use (a block shared by n requests
+    // saves n − 1), at its peak and time-weighted; and the prefill skipped, the hit tokens' work at the compute rate
+    // the steps use.
+    std::uint64_t prefix_saved_peak_bytes_per_gpu = 0;
+    std::uint64_t prefix_saved_mean_bytes_per_gpu = 0;
+    double prefix_saved_prefill_s = 0;
     std::uint64_t preemptions = 0;
     std::uint64_t max_running = 0;
     double mean_running = 0, mean_waiting = 0;  // time-weighted over duration_s

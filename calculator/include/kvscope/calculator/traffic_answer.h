@@ -50,12 +50,24 @@ std::vector<std::pair<std::string, std::string>> slo_rows(const SloTarget& targe
 
 // One question about traffic, as the CLI's options and the Traffic tab's fields put it, and every answer to it: the
 // engine's settings, the simulation, and with a target the highest rate meeting it, and the serving curve when asked.
+// How a plan's replicas share the traffic.
+enum class Router : std::uint8_t {
+    round_robin,  // conversation k on replica k mod R
+    // The conversations of one shared system prompt on the same replicas: a group a replica when there are at least
+    // as many groups as replicas (the largest first, each to the replica with the fewest conversations), else each
+    // group its own replicas (replica r to group r mod G), its conversations among them in turn. The prefix-aware
+    // routers of SGLang (sgl-router cache_aware) and vLLM's production stack also weigh each replica's load as it
+    // changes; this one routes by the prompts alone, so its figures are said to be not exact.
+    prefix,
+};
+
 struct TrafficQuestion {
     TrafficSpec spec;
     std::string trace;  // a trace file's requests instead of spec's (the first spec.requests of them when limit_trace)
     bool limit_trace = false;
     std::uint64_t concurrency = 0;
     bool prefix_caching = true;
+    Router router = Router::round_robin;  // a plan's replicas (serve_plan)
     SloTarget target;
     bool curve = false;                    // the serving curve too
     std::optional<MeasuredStep> measured;  // this scenario's decode step measured on its GPU (serving_setup)
@@ -72,16 +84,21 @@ Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& q
                                      const SimulationProgress& progress = {});
 
 // The described traffic at its rate (q.spec.rate) served by each tensor × pipeline layout the plan found fitting,
-// in as many replicas as it takes to meet the target: the fewest, up to max_replicas, behind a round-robin router
-// (conversation k on replica k mod R, its later turns with it), each replica simulated on its share; a layout meets
-// the target when its slowest replica does. Those that meet it come first, fewest GPUs first.
+// in as many replicas as it takes to meet the target: the fewest, up to max_replicas, behind q.router (a
+// conversation's later turns always on its replica), each replica simulated on its share; a layout meets the target
+// when its slowest replica does. Those that meet it come first, fewest GPUs first.
 struct LayoutService {
     std::uint64_t tp = 1, pp = 1, replicas = 1, gpus = 1;
-    bool meets = false;                 // false: even max_replicas replicas miss the target
-    double ttft_ms = 0, tpot_ms = 0;    // at the target's percentile, the slowest replica's
-    double request_throughput = 0;      // all replicas
-    std::vector<std::string> warnings;  // what its setup says is not exact (serving_setup)
+    bool meets = false;                   // false: even max_replicas replicas miss the target
+    double ttft_ms = 0, tpot_ms = 0;      // at the target's percentile, the slowest replica's
+    double request_throughput = 0;        // all replicas
+    std::uint64_t prefix_hit_tokens = 0;  // all replicas: the prompt tokens their prefix caches served
+    std::vector<std::string> warnings;    // what its setup says is not exact (serving_setup), and the router's
 };
+// The replica of each conversation (numbered by its first request's order) among `replicas`, by the router.
+// `first_span` is each conversation's first prompt span (its shared system prompt where the traffic has one).
+std::vector<std::uint64_t> route_conversations(const std::vector<std::uint64_t>& first_span, std::uint64_t replicas,
+                                               Router router);
 Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& plan, const TrafficQuestion& q,
                                               std::uint64_t max_replicas = 64);
 

@@ -66,6 +66,7 @@ public:
     // Whose the figures are, and, once the scenario has changed since, that they are not the current one's.
     [[nodiscard]] QLabel* simulatedForLabel() const { return simulated_for_; }
     [[nodiscard]] QLineSeries* kvSeries() const { return kv_used_; }
+    [[nodiscard]] QLineSeries* unsharedSeries() const { return kv_unshared_; }
     [[nodiscard]] QLineSeries* budgetSeries() const { return kv_budget_; }
     [[nodiscard]] QLineSeries* worstCaseSeries() const { return kv_worst_; }
     [[nodiscard]] QLineSeries* ttftCurve() const { return ttft_curve_; }
@@ -107,7 +108,7 @@ private:
     QProgressBar* progress_;
     QLabel *status_, *results_, *simulated_for_;
     QChart *kv_chart_ = nullptr, *curve_chart_ = nullptr;
-    QLineSeries *kv_used_, *kv_budget_, *kv_worst_, *ttft_curve_, *tpot_curve_, *target_line_;
+    QLineSeries *kv_used_, *kv_unshared_, *kv_budget_, *kv_worst_, *ttft_curve_, *tpot_curve_, *target_line_;
     QValueAxis *kv_x_, *kv_y_, *rate_x_, *ms_y_;
 
     std::optional<TrafficAnswer> answer_;
