@@ -388,7 +388,14 @@ bool render_traffic(const Catalog& catalog, ui::MainWindow& window, const QDir& 
     loop.exec();
     window.resize(1360, 1200);  // the inputs, the answers and both charts at once
     settle();
-    const bool ok = save(&window, dir.filePath("traffic.png"));
+    bool ok = save(&window, dir.filePath("traffic.png"));
+    // traffic-plan.png: how many GPUs the same traffic needs at 12 requests a second, its replicas by system prompt.
+    t->rateField()->setValue(12);
+    t->routerField()->setCurrentIndex(1);
+    t->servePlan();
+    loop.exec();
+    settle();
+    ok &= save(&window, dir.filePath("traffic-plan.png"));
     window.resize(1360, 860);
     window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
     return ok;

@@ -183,7 +183,7 @@ std::vector<std::uint64_t> route_conversations(const std::vector<std::uint64_t>&
 }
 
 Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& plan, const TrafficQuestion& q,
-                                              std::uint64_t max_replicas) {
+                                              std::uint64_t max_replicas, const SimulationProgress& progress) {
     if (!q.spec.rate)
         return FieldError{"--rate",
                           "a plan is weighed at a rate of requests a second (for example 10), not all at once"};
@@ -208,6 +208,12 @@ Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& pla
     }
     std::vector<LayoutService> out;
     std::vector<std::pair<std::uint64_t, std::uint64_t>> tried;
+    const auto layouts = static_cast<double>(
+        std::count_if(plan.options.begin(), plan.options.end(), [](const PlanOption& o) { return o.fits; }));
+    // Each simulation asks whether to go on; the share done is the layouts begun.
+    const SimulationProgress going_on = [&](double) {
+        return !progress || progress(static_cast<double>(tried.size()) / layouts);
+    };
     for (const PlanOption& o : plan.options) {
         if (!o.fits || std::find(tried.begin(), tried.end(), std::pair{o.tp, o.pp}) != tried.end()) continue;
         tried.emplace_back(o.tp, o.pp);
@@ -240,7 +246,7 @@ Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& pla
                     if (share.back().follows != kNoRequest) share.back().follows = index[share.back().follows];
                 }
                 if (share.empty()) continue;
-                auto r = simulate_serving(share, setup->settings, setup->cost);
+                auto r = simulate_serving(share, setup->settings, setup->cost, going_on);
                 if (!r) return r.errors();
                 service.ttft_ms = std::max(service.ttft_ms, at_percentile(r->ttft_ms, q.target.percentile));
                 service.tpot_ms = std::max(service.tpot_ms, at_percentile(r->tpot_ms, q.target.percentile));

@@ -320,6 +320,17 @@ TEST(Simulate, APlanGivesEachLayoutTheFewestReplicasThatMeetTheTarget) {
         }
     }
     EXPECT_LE(served->front().gpus, served->back().gpus);  // fewest GPUs first
+    // A plan stops when asked to (the window's Cancel), and says so; the progress it gives is the layouts begun.
+    std::vector<double> told;
+    EXPECT_FIELD_ERROR(serve_plan(s, *plan, q, 64,
+                                  [&told](double f) {
+                                      told.push_back(f);
+                                      return told.size() < 3;
+                                  }),
+                       "simulate", "cancelled");
+    ASSERT_FALSE(told.empty());
+    EXPECT_GT(told.front(), 0.0);
+    EXPECT_LE(told.back(), 1.0);
     // Without a rate the question is refused naming what is missing.
     q.spec.rate.reset();
     EXPECT_FIELD_ERROR(serve_plan(s, *plan, q), "--rate", "not all at once");

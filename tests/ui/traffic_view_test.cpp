@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QEventLoop>
 #include <QLabel>
 #include <QLineEdit>
@@ -16,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kvscope/calculator/numbers.h"
 #include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/decimal_spin_box.h"
 #include "kvscope/ui/main_window.h"
@@ -40,13 +42,48 @@ void on_h100(ScenarioModel* model) {
     });
 }
 
-// Runs the tab's simulation and waits for it (at most a minute).
-void run(TrafficView* t) {
+// Runs the tab's simulation (or its plan) and waits for it (at most a minute).
+void run(TrafficView* t, void (TrafficView::*what)() = &TrafficView::simulate) {
     QEventLoop loop;
     QObject::connect(t, &TrafficView::finished, &loop, &QEventLoop::quit);
     QTimer::singleShot(60000, &loop, &QEventLoop::quit);
-    t->simulate();
+    (t->*what)();
     if (t->running()) loop.exec();
+}
+
+// kvscope-cli's JSON for `args` and describe()'s traffic, on the window's scenario saved as `name` (a name with a
+// space and an accent); nullopt, with the failure reported, when it did not run.
+std::optional<json::Value> cli_json(MainWindow& w, const QString& name, QStringList args) {
+    QTemporaryDir dir;
+    const QString saved = dir.filePath(name);
+    if (!w.saveScenarioFile(saved)) {
+        ADD_FAILURE() << "could not save " << saved.toStdString();
+        return std::nullopt;
+    }
+    args << "--scenario" << saved << "--requests"
+         << "400"
+         << "--input-tokens"
+         << "1500"
+         << "--output-tokens"
+         << "200"
+         << "--shared-prefix"
+         << "500"
+         << "--tpot-ms"
+         << "20"
+         << "--json";
+    QProcess cli;
+    cli.start(QStringLiteral(KVSCOPE_CLI_PATH), args);
+    if (!cli.waitForFinished(120000) || cli.exitCode() != 0) {
+        ADD_FAILURE() << "kvscope-cli " << args.join(' ').toStdString() << ": "
+                      << cli.readAllStandardError().toStdString();
+        return std::nullopt;
+    }
+    auto parsed = json::parse(cli.readAllStandardOutput().toStdString());
+    if (!parsed) {
+        ADD_FAILURE() << "not JSON";
+        return std::nullopt;
+    }
+    return std::move(*parsed.value);
 }
 
 void describe(TrafficView* t) {
@@ -77,20 +114,11 @@ TEST(TrafficView, ShowsWhatTheCliSaysForTheSameInputs) {
     EXPECT_EQ(simulation_json(direct->report).dump(), simulation_json(a.report).dump());
     ASSERT_TRUE(a.max_rate.has_value());
     // And so does kvscope-cli simulate, on the window's scenario saved, with the same traffic.
-    QTemporaryDir dir;
-    const QString saved = dir.filePath("served ü.kvscope.json");
-    ASSERT_TRUE(w.saveScenarioFile(saved));
-    QProcess cli;
-    cli.start(QStringLiteral(KVSCOPE_CLI_PATH),
-              {"simulate", "--scenario", saved, "--requests", "400", "--rate", "5", "--input-tokens", "1500",
-               "--output-tokens", "200", "--shared-prefix", "500", "--tpot-ms", "20", "--json"});
-    ASSERT_TRUE(cli.waitForFinished(60000));
-    ASSERT_EQ(cli.exitCode(), 0) << cli.readAllStandardError().toStdString();
-    auto parsed = json::parse(cli.readAllStandardOutput().toStdString());
+    const auto parsed = cli_json(w, "served ü.kvscope.json", {"simulate", "--rate", "5"});
     ASSERT_TRUE(parsed);
-    EXPECT_EQ(parsed.value->find("simulation")->find("kv_peak_blocks")->as_u64(), a.report.kv_peak_blocks);
-    EXPECT_DOUBLE_EQ(parsed.value->find("simulation")->find("ttft_ms")->find("p99")->as_double(), a.report.ttft_ms.p99);
-    EXPECT_DOUBLE_EQ(parsed.value->find("max_rate_meeting_slo")->as_double(), *a.max_rate);
+    EXPECT_EQ(parsed->find("simulation")->find("kv_peak_blocks")->as_u64(), a.report.kv_peak_blocks);
+    EXPECT_DOUBLE_EQ(parsed->find("simulation")->find("ttft_ms")->find("p99")->as_double(), a.report.ttft_ms.p99);
+    EXPECT_DOUBLE_EQ(parsed->find("max_rate_meeting_slo")->as_double(), *a.max_rate);
     // The text shows them as the CLI's table does.
     const QString shown = t->resultsLabel()->text();
     for (const auto& [name, text] : simulation_rows(a.report, a.setup.settings, w.model()->units()))
@@ -112,6 +140,42 @@ TEST(TrafficView, ShowsWhatTheCliSaysForTheSameInputs) {
     EXPECT_LE(widest * (1ull << 30), static_cast<double>(a.report.prefix_saved_peak_bytes_per_gpu) + 1e3);
     EXPECT_EQ(t->tpotCurve()->count(), 10);
     EXPECT_EQ(t->progress()->value(), 100);
+}
+
+TEST(TrafficView, HowManyGpusSaysWhatCliPlanSaysForTheSameTraffic) {
+    MainWindow w(catalog(), false);
+    on_h100(w.model());
+    TrafficView* t = w.traffic();
+    describe(t);
+    t->rateField()->setValue(12);  // more than one H100 serves within 20 ms a token
+    t->routerField()->setCurrentIndex(1);
+    run(t, &TrafficView::servePlan);
+    ASSERT_TRUE(t->layouts().has_value()) << t->statusLabel()->text().toStdString();
+    const std::vector<LayoutService>& mine = *t->layouts();
+    ASSERT_FALSE(mine.empty());
+    EXPECT_TRUE(t->planLabel()->text().contains("smallest layout meeting the target"))
+        << t->planLabel()->text().toStdString();
+    EXPECT_TRUE(t->statusLabel()->text().contains("the prefix router routes by the prompts alone"))
+        << t->statusLabel()->text().toStdString();
+    // kvscope-cli plan on the window's scenario saved, with the same traffic and router, lists the same layouts.
+    const auto parsed = cli_json(w, "planned ü.kvscope.json", {"plan", "--rate", "12", "--router", "prefix"});
+    ASSERT_TRUE(parsed);
+    const auto& theirs = parsed->find("layouts_serving")->items();
+    ASSERT_EQ(theirs.size(), mine.size());
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+        EXPECT_EQ(theirs[i].find("gpus")->as_u64(), mine[i].gpus);
+        EXPECT_EQ(theirs[i].find("replicas")->as_u64(), mine[i].replicas);
+        EXPECT_EQ(theirs[i].find("meets_slo")->as_bool(), mine[i].meets);
+        EXPECT_DOUBLE_EQ(theirs[i].find("tpot_ms")->as_double(), mine[i].tpot_ms);
+        EXPECT_TRUE(
+            t->planLabel()->text().contains(QString::fromStdString(number_text(mine[i].tpot_ms, Notation::fixed, 2))));
+    }
+    // All at once is no rate to plan for: said, and the plan before stays.
+    t->allAtOnceBox()->setChecked(true);
+    t->servePlan();
+    EXPECT_TRUE(t->statusLabel()->text().contains("Not planned: a plan is weighed at a rate"))
+        << t->statusLabel()->text().toStdString();
+    EXPECT_EQ(t->layouts()->size(), mine.size());
 }
 
 TEST(TrafficView, SaysWhoseTheFiguresAreOnceTheScenarioChanges) {

@@ -23,6 +23,8 @@
 
 #include <algorithm>
 
+#include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/plan.h"
 #include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/chart_palette.h"
 #include "kvscope/ui/decimal_spin_box.h"
@@ -90,12 +92,15 @@ TrafficView::TrafficView(ScenarioModel* model, bool remember, QWidget* parent)
       ttft_on_(new QCheckBox(tr("TTFT at most"))),
       tpot_on_(new QCheckBox(tr("TPOT at most"))),
       percentile_(new QComboBox),
+      router_(new QComboBox),
       trace_(new QLineEdit),
       run_(new QPushButton(tr("&Simulate"))),
+      plan_(new QPushButton(tr("How many &GPUs?"))),
       cancel_(new QPushButton(tr("Cancel"))),
       progress_(new QProgressBar),
       status_(new QLabel),
       results_(new QLabel),
+      plan_results_(new QLabel),
       simulated_for_(new QLabel),
       kv_used_(new QLineSeries),
       kv_unshared_(new QLineSeries),
@@ -129,6 +134,7 @@ TrafficView::TrafficView(ScenarioModel* model, bool remember, QWidget* parent)
     layOut(buildInputs());
 
     connect(run_, &QPushButton::clicked, this, &TrafficView::simulate);
+    connect(plan_, &QPushButton::clicked, this, &TrafficView::servePlan);
     connect(cancel_, &QPushButton::clicked, this, &TrafficView::cancel);
     connect(model_, &ScenarioModel::changed, this, &TrafficView::showWhose);
     restoreInputs();
@@ -156,12 +162,22 @@ QGroupBox* TrafficView::buildInputs() {
     form->addRow(QString(), prefix_caching_);
     form->addRow(tr("Target"), row({ttft_on_, ttft_}));
     form->addRow(QString(), row({tpot_on_, tpot_, percentile_}));
+    router_->addItem(tr("conversations in turn"));
+    router_->addItem(tr("one system prompt together"));
+    router_->setToolTip(
+        tr("How the replicas share the traffic when How many GPUs? serves it on several (plan "
+           "--router round-robin or prefix)"));
+    form->addRow(tr("Replicas' router"), router_);
     auto* buttons = new QHBoxLayout;
     run_->setDefault(true);
     run_->setToolTip(tr("Serve this traffic as vLLM's scheduler does (Ctrl+Return)"));
     run_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
     cancel_->setEnabled(false);
+    plan_->setToolTip(
+        tr("The fewest GPUs that serve this traffic at its rate within the target: each tensor × "
+           "pipeline layout that fits, in as many replicas as it takes (kvscope-cli plan with a target)"));
     buttons->addWidget(run_);
+    buttons->addWidget(plan_);
     buttons->addWidget(cancel_);
     buttons->addStretch();
     form->addRow(buttons);
@@ -186,6 +202,11 @@ void TrafficView::layOut(QGroupBox* inputs) {
     auto* right = new QVBoxLayout;
     right->addWidget(simulated_for_);
     right->addWidget(results_);
+    plan_results_->setTextFormat(Qt::RichText);
+    plan_results_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    plan_results_->setWordWrap(true);
+    plan_results_->hide();
+    right->addWidget(plan_results_);
     right->addWidget(status_);
     right->addStretch();
     auto* columns = new QHBoxLayout;
@@ -299,44 +320,44 @@ TrafficQuestion TrafficView::question() const {
     if (ttft_on_->isChecked()) q.target.ttft_ms = ttft_->value();
     if (tpot_on_->isChecked()) q.target.tpot_ms = tpot_->value();
     q.curve = q.trace.empty();
+    q.router = router_->currentIndex() == 1 ? Router::prefix : Router::round_robin;
     return q;
 }
 
-void TrafficView::simulate() {
-    if (running()) return;
+std::optional<std::pair<Scenario, TrafficQuestion>> TrafficView::ready(const QString& verb) {
+    if (running()) return std::nullopt;
     for (BigSpinBox* b : {requests_, input_, output_, shared_prefix_, concurrency_})
         if (!b->commitPending()) {
-            status_->setText(tr("Not simulated: %1").arg(b->problem()));
-            return;
+            status_->setText(tr("%1: %2").arg(verb, b->problem()));
+            return std::nullopt;
         }
     if (!model_->resultsAreCurrent()) {
-        status_->setText(tr("Not simulated: the inputs need attention first (%1).")
-                             .arg(QString::fromStdString(join_errors(model_->errors()))));
-        return;
+        status_->setText(tr("%1: the inputs need attention first (%2).")
+                             .arg(verb, QString::fromStdString(join_errors(model_->errors()))));
+        return std::nullopt;
     }
-    const Scenario s = model_->scenario();
+    Scenario s = model_->scenario();
     if (!s.deployment) {
-        status_->setText(tr("Not simulated: choose a GPU in the Deployment fit tab first."));
-        return;
+        status_->setText(tr("%1: choose a GPU in the Deployment fit tab first.").arg(verb));
+        return std::nullopt;
     }
     TrafficQuestion q = question();
     q.measured = model_->results().measured_step;  // a step probe --step kept for this scenario on its GPU
-    if (!q.trace.empty() && (q.target.ttft_ms || q.target.tpot_ms)) {
-        status_->setText(
-            tr("Not simulated: a target is sought over the described traffic's rates; clear the trace "
-               "file or the target."));
-        return;
-    }
+    return std::pair{std::move(s), std::move(q)};
+}
+
+void TrafficView::start(const QString& doing, std::function<std::function<void()>(const SimulationProgress&)> work) {
     saveInputs();
     join();
     stop_ = std::make_shared<std::atomic<bool>>(false);
     done_ = false;
     run_->setEnabled(false);
+    plan_->setEnabled(false);
     cancel_->setEnabled(true);
     progress_->setValue(0);
-    status_->setText(tr("Simulating…"));
+    status_->setText(doing);
     auto stop = stop_;
-    worker_ = std::thread([this, s, q, stop] {
+    worker_ = std::thread([this, work = std::move(work), stop] {
         int shown = -1;
         const SimulationProgress progress = [this, stop, &shown](double f) {
             const int percent = static_cast<int>(f * 100);
@@ -347,32 +368,142 @@ void TrafficView::simulate() {
             }
             return !stop->load();
         };
-        auto result = std::make_shared<Result<TrafficAnswer>>(answer_traffic(s, q, progress));
+        auto done = std::make_shared<std::function<void()>>(work(progress));
         QMetaObject::invokeMethod(
             this,
-            [this, result, s, q] {
+            [this, done] {
                 join();
-                show(*result, s, q);
+                run_->setEnabled(true);
+                plan_->setEnabled(true);
+                cancel_->setEnabled(false);
+                (*done)();
             },
             Qt::QueuedConnection);
     });
+}
+
+void TrafficView::simulate() {
+    auto asked = ready(tr("Not simulated"));
+    if (!asked) return;
+    const Scenario s = std::move(asked->first);
+    TrafficQuestion q = std::move(asked->second);
+    if (!q.trace.empty() && (q.target.ttft_ms || q.target.tpot_ms)) {
+        status_->setText(
+            tr("Not simulated: a target is sought over the described traffic's rates; clear the trace "
+               "file or the target."));
+        return;
+    }
+    start(tr("Simulating…"), [this, s, q](const SimulationProgress& progress) -> std::function<void()> {
+        auto result = std::make_shared<Result<TrafficAnswer>>(answer_traffic(s, q, progress));
+        return [this, result, s, q] { show(*result, s, q); };
+    });
+}
+
+void TrafficView::servePlan() {
+    const QString verb = tr("Not planned");
+    auto asked = ready(verb);
+    if (!asked) return;
+    const Scenario s = std::move(asked->first);
+    TrafficQuestion q = std::move(asked->second);
+    // What kvscope-cli plan refuses, said the same way.
+    QString missing;
+    if (!q.trace.empty())
+        missing = tr("a plan serves the described traffic; clear the trace file");
+    else if (!q.spec.rate)
+        missing = tr("a plan is weighed at a rate of requests a second: untick All at once");
+    else if (q.concurrency > 0)
+        missing = tr("a plan's replicas share the traffic: set At most in flight to 0");
+    else if (!q.target.ttft_ms && !q.target.tpot_ms)
+        missing = tr("a plan's layouts are weighed against a target: tick TTFT or TPOT");
+    if (!missing.isEmpty()) {
+        status_->setText(tr("%1: %2.").arg(verb, missing));
+        return;
+    }
+    q.curve = false;
+    start(tr("Serving the traffic on each layout…"),
+          [this, s, q](const SimulationProgress& progress) -> std::function<void()> {
+              // As kvscope-cli plan with a target: the layouts the plan finds with its default limits.
+              const auto plan = plan_deployments(s.arch, s.kv_dtype, s.workload, *s.deployment, PlanLimits{});
+              auto result = std::make_shared<Result<std::vector<LayoutService>>>(
+                  plan ? serve_plan(s, *plan, q, 64, progress) : Result<std::vector<LayoutService>>(plan.errors()));
+              return [this, result, s, q] { showPlan(*result, s, q); };
+          });
+}
+
+void TrafficView::showPlan(const Result<std::vector<LayoutService>>& result, const Scenario& of,
+                           const TrafficQuestion& q) {
+    if (saidWhyNot(result, tr("Cancelled: the plan shown is that of the run before."), tr("Not planned"))) return;
+    progress_->setValue(100);
+    layouts_ = *result;
+    const QString at = "P" + QString::number(q.target.percentile);
+    // Whose the plan is: the scenario and the traffic as they were asked.
+    QString html = "<p><b>" + tr("How many GPUs") + "</b> " +
+                   tr("for %1 on %2, %3")
+                       .arg(QString::fromStdString(of.arch.name).toHtmlEscaped(),
+                            QString::fromStdString(of.deployment->gpu.name).toHtmlEscaped(),
+                            QString::fromStdString(traffic_text(q.spec, "", q.spec.requests, 0)).toHtmlEscaped()) +
+                   " — " + QString::fromStdString(slo_rows(q.target, std::nullopt).front().second).toHtmlEscaped() +
+                   ", " + tr("each layout in the fewest replicas that meet it") + ":</p><table cellspacing='6'>" +
+                   "<tr><th align='right'>" + tr("GPUs") + "</th><th align='left'>" + tr("TP × PP × replicas") +
+                   "</th><th align='right'>TTFT " + at + " ms</th><th align='right'>TPOT " + at +
+                   " ms</th><th align='right'>" + tr("requests/s") + "</th><th>" + tr("meets") + "</th></tr>";
+    const LayoutService* smallest = nullptr;
+    std::vector<std::string> warnings;
+    for (const LayoutService& l : *result) {
+        PlanOption layout;
+        layout.tp = l.tp;
+        layout.pp = l.pp;
+        layout.replicas = l.replicas;
+        html += "<tr><td align='right'>" + QString::number(l.gpus) + "</td><td>" +
+                QString::fromStdString(plan_layout_text(layout)).toHtmlEscaped() + "</td><td align='right'>" +
+                QString::fromStdString(number_text(l.ttft_ms, Notation::fixed, 1)) + "</td><td align='right'>" +
+                QString::fromStdString(number_text(l.tpot_ms, Notation::fixed, 2)) + "</td><td align='right'>" +
+                QString::fromStdString(number_text(l.request_throughput, Notation::fixed, 2)) + "</td><td>" +
+                (l.meets ? tr("yes") : tr("no")) + "</td></tr>";
+        if (l.meets && !smallest) smallest = &l;
+        for (const std::string& w : l.warnings)
+            if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+    }
+    html += "</table>";
+    if (smallest) {
+        PlanOption layout;
+        layout.tp = smallest->tp;
+        layout.pp = smallest->pp;
+        layout.replicas = smallest->replicas;
+        html += "<p>" +
+                tr("smallest layout meeting the target: %1 (%2 GPUs)")
+                    .arg(QString::fromStdString(plan_layout_text(layout)).toHtmlEscaped())
+                    .arg(smallest->gpus) +
+                "</p>";
+    } else {
+        html += "<p>" + tr("no layout meets the target at this rate with 64 replicas or fewer") + "</p>";
+    }
+    plan_results_->setText(html);
+    plan_results_->show();
+    QString notes;
+    for (const std::string& w : warnings) notes += "warning: " + QString::fromStdString(w) + "\n";
+    status_->setText(notes.trimmed());
+    emit finished();
 }
 
 void TrafficView::cancel() {
     if (stop_) stop_->store(true);
 }
 
+template <class T>
+bool TrafficView::saidWhyNot(const Result<T>& result, const QString& cancelled, const QString& verb) {
+    if (result) return false;
+    status_->setText(result.errors().front().message == "cancelled"
+                         ? cancelled
+                         : tr("%1: %2").arg(verb, QString::fromStdString(result.error_text())));
+    progress_->setValue(0);
+    emit finished();
+    return true;
+}
+
 void TrafficView::show(const Result<TrafficAnswer>& result, const Scenario& of, const TrafficQuestion& q) {
-    run_->setEnabled(true);
-    cancel_->setEnabled(false);
-    if (!result) {
-        const bool cancelled = result.errors().front().message == "cancelled";
-        status_->setText(cancelled ? tr("Cancelled: the figures shown are those of the run before.")
-                                   : tr("Not simulated: %1").arg(QString::fromStdString(result.error_text())));
-        progress_->setValue(0);
-        emit finished();
+    if (saidWhyNot(result, tr("Cancelled: the figures shown are those of the run before."), tr("Not simulated")))
         return;
-    }
     const TrafficAnswer& a = *result;
     answer_ = a;
     answered_for_ = of;
@@ -488,6 +619,7 @@ void TrafficView::saveInputs() const {
     settings.setValue("tpot_on", tpot_on_->isChecked());
     settings.setValue("tpot", tpot_->value());
     settings.setValue("percentile", percentile_->currentIndex());
+    settings.setValue("router", router_->currentIndex());
 }
 
 void TrafficView::restoreInputs() {
@@ -519,6 +651,7 @@ void TrafficView::restoreInputs() {
     tpot_on_->setChecked(settings.value("tpot_on", false).toBool());
     tpot_->setValue(settings.value("tpot", 25.0).toDouble());
     percentile_->setCurrentIndex(settings.value("percentile", 2).toInt());
+    router_->setCurrentIndex(std::clamp(settings.value("router", 0).toInt(), 0, 1));
 }
 
 }  // namespace kvscope::ui

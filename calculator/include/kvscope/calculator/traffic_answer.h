@@ -99,7 +99,8 @@ struct LayoutService {
 // `first_span` is each conversation's first prompt span (its shared system prompt where the traffic has one).
 std::vector<std::uint64_t> route_conversations(const std::vector<std::uint64_t>& first_span, std::uint64_t replicas,
                                                Router router);
+// `progress` is told the share of the layouts done, and stops the work when it returns false ("cancelled").
 Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& plan, const TrafficQuestion& q,
-                                              std::uint64_t max_replicas = 64);
+                                              std::uint64_t max_replicas = 64, const SimulationProgress& progress = {});
 
 }  // namespace kvscope

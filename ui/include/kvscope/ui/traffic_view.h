@@ -7,9 +7,12 @@
 #include <QWidget>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "kvscope/calculator/traffic_answer.h"
 
@@ -59,6 +62,12 @@ public:
     [[nodiscard]] QCheckBox* tpotBox() const { return tpot_on_; }
     [[nodiscard]] DecimalSpinBox* tpotField() const { return tpot_; }
     [[nodiscard]] QPushButton* simulateButton() const { return run_; }
+    // How many GPUs the traffic needs at its rate: each layout the plan finds, in the fewest replicas meeting the
+    // target (serve_plan), as kvscope-cli plan with a target says.
+    [[nodiscard]] QPushButton* planButton() const { return plan_; }
+    [[nodiscard]] QComboBox* routerField() const { return router_; }
+    [[nodiscard]] QLabel* planLabel() const { return plan_results_; }
+    [[nodiscard]] const std::optional<std::vector<LayoutService>>& layouts() const { return layouts_; }
     [[nodiscard]] QPushButton* cancelButton() const { return cancel_; }
     [[nodiscard]] QProgressBar* progress() const { return progress_; }
     [[nodiscard]] QLabel* statusLabel() const { return status_; }
@@ -74,6 +83,7 @@ public:
 
 public slots:
     void simulate();
+    void servePlan();
     void cancel();
 
 signals:
@@ -91,6 +101,16 @@ private:
     void layOut(QGroupBox* inputs);
     void buildCharts();
     void show(const Result<TrafficAnswer>& answer, const Scenario& of, const TrafficQuestion& asked);
+    // A run that gave no answer: the status says why, or that it was cancelled (`cancelled`), and the run is over;
+    // false when there is an answer.
+    template <class T>
+    bool saidWhyNot(const Result<T>& result, const QString& cancelled, const QString& verb);
+    void showPlan(const Result<std::vector<LayoutService>>& layouts, const Scenario& of, const TrafficQuestion& asked);
+    // The scenario and question when both can be asked now; else nullopt, the status saying why (`verb`: what was
+    // not done, "Not simulated").
+    std::optional<std::pair<Scenario, TrafficQuestion>> ready(const QString& verb);
+    // Runs `work` in the worker thread with progress and Cancel, then `done` on the GUI thread.
+    void start(const QString& doing, std::function<std::function<void()>(const SimulationProgress&)> work);
     void showWhose();
     void saveInputs() const;
     void restoreInputs();
@@ -102,16 +122,17 @@ private:
     QSpinBox *groups_, *turns_, *seed_;
     DecimalSpinBox *rate_, *input_range_, *output_range_, *ttft_, *tpot_;
     QCheckBox *all_at_once_, *prefix_caching_, *ttft_on_, *tpot_on_;
-    QComboBox* percentile_;
+    QComboBox *percentile_, *router_;
     QLineEdit* trace_;
-    QPushButton *run_, *cancel_;
+    QPushButton *run_, *plan_, *cancel_;
     QProgressBar* progress_;
-    QLabel *status_, *results_, *simulated_for_;
+    QLabel *status_, *results_, *plan_results_, *simulated_for_;
     QChart *kv_chart_ = nullptr, *curve_chart_ = nullptr;
     QLineSeries *kv_used_, *kv_unshared_, *kv_budget_, *kv_worst_, *ttft_curve_, *tpot_curve_, *target_line_;
     QValueAxis *kv_x_, *kv_y_, *rate_x_, *ms_y_;
 
     std::optional<TrafficAnswer> answer_;
+    std::optional<std::vector<LayoutService>> layouts_;
     std::optional<Scenario> answered_for_;
     std::thread worker_;
     std::shared_ptr<std::atomic<bool>> stop_;
