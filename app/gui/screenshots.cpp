@@ -385,15 +385,17 @@ bool render_traffic(const Catalog& catalog, ui::MainWindow& window, const QDir& 
     QEventLoop loop;
     QObject::connect(t, &ui::TrafficView::finished, &loop, &QEventLoop::quit);
     t->simulate();
-    loop.exec();
+    if (t->running()) loop.exec();
     window.resize(1360, 1200);  // the inputs, the answers and both charts at once
     settle();
     bool ok = save(&window, dir.filePath("traffic.png"));
-    // traffic-plan.png: how many GPUs the same traffic needs at 12 requests a second, its replicas by system prompt.
+    // traffic-plan.png: how many GPUs the traffic needs at 12 requests a second with four system prompts, the replicas
+    // taking those of one prompt together.
     t->rateField()->setValue(12);
+    t->prefixGroupsField()->setValue(4);
     t->routerField()->setCurrentIndex(1);
     t->servePlan();
-    loop.exec();
+    if (t->running()) loop.exec();
     settle();
     ok &= save(&window, dir.filePath("traffic-plan.png"));
     window.resize(1360, 860);

@@ -562,8 +562,9 @@ Result<SimulationReport> simulate_serving(const std::vector<TrafficRequest>& req
     if (r.duration_s > 0)
         r.prefix_saved_mean_bytes_per_gpu = static_cast<std::uint64_t>(
             std::llround(sim.stats.saved_blocks_area / r.duration_s * static_cast<double>(settings.bytes_per_block)));
-    // The hit tokens' work (step_seconds' compute term, each pipeline stage in turn): an upper bound on the time they
-    // would have added, since a step takes the longer of its reads and its work.
+    // The hit tokens' matmul work (step_seconds' compute term, each pipeline stage in turn; their attention over the
+    // prefix left out): GPU time of work, not the latency it would have added, since a step takes the longer of its
+    // reads and its work.
     r.prefix_saved_prefill_s =
         step_seconds(cost, 0, static_cast<double>(sim.stats.hit_tokens) * cost.flops_per_token) - cost.overhead_s;
     r.preemptions = sim.stats.preemptions;

@@ -53,9 +53,8 @@ std::vector<std::pair<std::string, std::string>> simulation_rows(const Simulatio
                                    " s of prefill work skipped)"
                              : "off"},
         {"prefix saved", st.prefix_caching
-                             ? "shared blocks held " + format_bytes(r.prefix_saved_peak_bytes_per_gpu, units) +
-                                   " per GPU less at the peak, " +
-                                   format_bytes(r.prefix_saved_mean_bytes_per_gpu, units) +
+                             ? "shared blocks held up to " + format_bytes(r.prefix_saved_peak_bytes_per_gpu, units) +
+                                   " per GPU less, " + format_bytes(r.prefix_saved_mean_bytes_per_gpu, units) +
                                    " on average, than each request's own copy would"
                              : "off"},
         {"preemptions", format_count(r.preemptions)},

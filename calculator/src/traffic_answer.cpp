@@ -161,14 +161,27 @@ std::vector<std::uint64_t> route_conversations(const std::vector<std::uint64_t>&
     order.reserve(groups.size());
     for (const auto& [id, members] : groups) order.push_back(&members);
     if (order.size() >= replicas) {
-        // A group a replica: the largest first, each to the replica with the fewest conversations so far.
+        // A group a replica: the largest first, to the replica with the fewest conversations so far when the whole
+        // group fits its even share (n / R, rounded up); a group that would overload it is dealt in turn to the
+        // replicas below their share, as a prefix-aware router spills a prompt's requests past a busy replica (in
+        // time, not a block of them to each).
         std::stable_sort(order.begin(), order.end(),
                          [](const auto* a, const auto* b) { return a->size() > b->size(); });
+        const std::uint64_t share = (n + replicas - 1) / replicas;
         std::vector<std::uint64_t> load(replicas, 0);
+        std::uint64_t next = 0;  // where dealing goes on
         for (const auto* members : order) {
             const auto least = static_cast<std::uint64_t>(std::min_element(load.begin(), load.end()) - load.begin());
-            load[least] += members->size();
-            for (const std::size_t k : *members) out[k] = least;
+            if (load[least] + members->size() <= share) {
+                for (const std::size_t k : *members) out[k] = least;
+                load[least] += members->size();
+                continue;
+            }
+            for (const std::size_t k : *members) {
+                while (load[next % replicas] >= share) ++next;  // some replica is below its share: n ≤ R × share
+                out[k] = next % replicas;
+                ++load[next++ % replicas];
+            }
         }
         return out;
     }
@@ -210,9 +223,10 @@ Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& pla
     std::vector<std::pair<std::uint64_t, std::uint64_t>> tried;
     const auto layouts = static_cast<double>(
         std::count_if(plan.options.begin(), plan.options.end(), [](const PlanOption& o) { return o.fits; }));
-    // Each simulation asks whether to go on; the share done is the layouts begun.
+    // Each simulation asks whether to go on; the share done is the layouts finished (the one being served is in
+    // `tried`).
     const SimulationProgress going_on = [&](double) {
-        return !progress || progress(static_cast<double>(tried.size()) / layouts);
+        return !progress || progress(static_cast<double>(tried.size() - 1) / layouts);
     };
     for (const PlanOption& o : plan.options) {
         if (!o.fits || std::find(tried.begin(), tried.end(), std::pair{o.tp, o.pp}) != tried.end()) continue;

@@ -12,6 +12,7 @@
 #include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTimer>
 
@@ -148,6 +149,7 @@ TEST(TrafficView, HowManyGpusSaysWhatCliPlanSaysForTheSameTraffic) {
     TrafficView* t = w.traffic();
     describe(t);
     t->rateField()->setValue(12);  // more than one H100 serves within 20 ms a token
+    t->prefixGroupsField()->setValue(4);
     t->routerField()->setCurrentIndex(1);
     run(t, &TrafficView::servePlan);
     ASSERT_TRUE(t->layouts().has_value()) << t->statusLabel()->text().toStdString();
@@ -158,7 +160,8 @@ TEST(TrafficView, HowManyGpusSaysWhatCliPlanSaysForTheSameTraffic) {
     EXPECT_TRUE(t->statusLabel()->text().contains("the prefix router routes by the prompts alone"))
         << t->statusLabel()->text().toStdString();
     // kvscope-cli plan on the window's scenario saved, with the same traffic and router, lists the same layouts.
-    const auto parsed = cli_json(w, "planned ü.kvscope.json", {"plan", "--rate", "12", "--router", "prefix"});
+    const auto parsed =
+        cli_json(w, "planned ü.kvscope.json", {"plan", "--rate", "12", "--prefix-groups", "4", "--router", "prefix"});
     ASSERT_TRUE(parsed);
     const auto& theirs = parsed->find("layouts_serving")->items();
     ASSERT_EQ(theirs.size(), mine.size());
@@ -170,12 +173,17 @@ TEST(TrafficView, HowManyGpusSaysWhatCliPlanSaysForTheSameTraffic) {
         EXPECT_TRUE(
             t->planLabel()->text().contains(QString::fromStdString(number_text(mine[i].tpot_ms, Notation::fixed, 2))));
     }
+    for (std::size_t i = 0; i < mine.size(); ++i)
+        EXPECT_EQ(theirs[i].find("prefix_hit_tokens")->as_u64(), mine[i].prefix_hit_tokens);  // the same routing
     // All at once is no rate to plan for: said, and the plan before stays.
     t->allAtOnceBox()->setChecked(true);
     t->servePlan();
     EXPECT_TRUE(t->statusLabel()->text().contains("Not planned: a plan is weighed at a rate"))
         << t->statusLabel()->text().toStdString();
     EXPECT_EQ(t->layouts()->size(), mine.size());
+    // Another context: the plan says it is not this scenario's.
+    w.model()->edit("longer", [](Scenario& s) { s.workload.context_tokens = 32768; });
+    EXPECT_TRUE(t->planLabel()->text().contains("this plan is not its own")) << t->planLabel()->text().toStdString();
 }
 
 TEST(TrafficView, SaysWhoseTheFiguresAreOnceTheScenarioChanges) {

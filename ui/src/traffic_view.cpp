@@ -432,9 +432,13 @@ void TrafficView::servePlan() {
 
 void TrafficView::showPlan(const Result<std::vector<LayoutService>>& result, const Scenario& of,
                            const TrafficQuestion& q) {
-    if (saidWhyNot(result, tr("Cancelled: the plan shown is that of the run before."), tr("Not planned"))) return;
+    if (saidWhyNot(result,
+                   layouts_ ? tr("Cancelled: the plan shown is that of the run before.") : tr("Cancelled: no plan."),
+                   tr("Not planned")))
+        return;
     progress_->setValue(100);
     layouts_ = *result;
+    planned_for_ = of;
     const QString at = "P" + QString::number(q.target.percentile);
     // Whose the plan is: the scenario and the traffic as they were asked.
     QString html = "<p><b>" + tr("How many GPUs") + "</b> " +
@@ -478,8 +482,9 @@ void TrafficView::showPlan(const Result<std::vector<LayoutService>>& result, con
     } else {
         html += "<p>" + tr("no layout meets the target at this rate with 64 replicas or fewer") + "</p>";
     }
-    plan_results_->setText(html);
+    plan_html_ = html;
     plan_results_->show();
+    showWhose();
     QString notes;
     for (const std::string& w : warnings) notes += "warning: " + QString::fromStdString(w) + "\n";
     status_->setText(notes.trimmed());
@@ -566,6 +571,14 @@ void TrafficView::show(const Result<TrafficAnswer>& result, const Scenario& of, 
 }
 
 void TrafficView::showWhose() {
+    // The plan's table says whose it is in its heading; once the scenario has changed it says so too.
+    if (planned_for_)
+        plan_results_->setText(plan_html_ + (*planned_for_ == model_->scenario()
+                                                 ? QString()
+                                                 : "<p><b>" +
+                                                       tr("The scenario has changed since: this plan is not its "
+                                                          "own; How many GPUs? again for it.") +
+                                                       "</b></p>"));
     if (!answered_for_) {
         simulated_for_->hide();
         return;

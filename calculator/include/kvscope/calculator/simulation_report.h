@@ -45,8 +45,8 @@ struct SimulationReport {
     double prefix_hit_rate = 0;        // prompt tokens found in the cache / prompt tokens scheduled
     std::uint64_t prefix_hit_tokens = 0;
     // What sharing saved: the blocks the running requests reference beyond those in use (a block shared by n requests
-    // saves n − 1), at its peak and time-weighted; and the prefill skipped, the hit tokens' work at the compute rate
-    // the steps use.
+    // saves n − 1), the most at any time and time-weighted; and the prefill skipped, the hit tokens' matmul work at
+    // the compute rate the steps use (GPU time of work, their attention left out).
     std::uint64_t prefix_saved_peak_bytes_per_gpu = 0;
     std::uint64_t prefix_saved_mean_bytes_per_gpu = 0;
     double prefix_saved_prefill_s = 0;

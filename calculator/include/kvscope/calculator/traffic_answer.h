@@ -54,8 +54,9 @@ std::vector<std::pair<std::string, std::string>> slo_rows(const SloTarget& targe
 enum class Router : std::uint8_t {
     round_robin,  // conversation k on replica k mod R
     // The conversations of one shared system prompt on the same replicas: a group a replica when there are at least
-    // as many groups as replicas (the largest first, each to the replica with the fewest conversations), else each
-    // group its own replicas (replica r to group r mod G), its conversations among them in turn. The prefix-aware
+    // as many groups as replicas (the largest first, each to the replica with the fewest conversations; a replica
+    // that reaches its even share passes the rest of the group on), else each group its own replicas (replica r to
+    // group r mod G), its conversations among them in turn. The prefix-aware
     // routers of SGLang (sgl-router cache_aware) and vLLM's production stack also weigh each replica's load as it
     // changes; this one routes by the prompts alone, so its figures are said to be not exact.
     prefix,
@@ -99,7 +100,7 @@ struct LayoutService {
 // `first_span` is each conversation's first prompt span (its shared system prompt where the traffic has one).
 std::vector<std::uint64_t> route_conversations(const std::vector<std::uint64_t>& first_span, std::uint64_t replicas,
                                                Router router);
-// `progress` is told the share of the layouts done, and stops the work when it returns false ("cancelled").
+// `progress` is told the share of the layouts finished, and stops the work when it returns false ("cancelled").
 Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& plan, const TrafficQuestion& q,
                                               std::uint64_t max_replicas = 64, const SimulationProgress& progress = {});
 

@@ -56,6 +56,7 @@ public:
     [[nodiscard]] BigSpinBox* inputTokensField() const { return input_; }
     [[nodiscard]] BigSpinBox* outputTokensField() const { return output_; }
     [[nodiscard]] BigSpinBox* sharedPrefixField() const { return shared_prefix_; }
+    [[nodiscard]] QSpinBox* prefixGroupsField() const { return groups_; }
     [[nodiscard]] QLineEdit* traceField() const { return trace_; }
     [[nodiscard]] QCheckBox* ttftBox() const { return ttft_on_; }
     [[nodiscard]] DecimalSpinBox* ttftField() const { return ttft_; }
@@ -133,6 +134,8 @@ private:
 
     std::optional<TrafficAnswer> answer_;
     std::optional<std::vector<LayoutService>> layouts_;
+    std::optional<Scenario> planned_for_;
+    QString plan_html_;
     std::optional<Scenario> answered_for_;
     std::thread worker_;
     std::shared_ptr<std::atomic<bool>> stop_;
