@@ -439,6 +439,7 @@ Output cmd_plan(const Options& o, const Scenario& s, const ScenarioSource& src) 
     }
     std::optional<PlanService> service;
     if (o.ttft_ms || o.tpot_ms) {
+        if (Errors e = refused_beside_lengths(o); !e.empty()) return {"", usage_error(e, o.command), kExitUsage};
         PlanService p{traffic_question(o), {}};
         auto layouts = serve_plan(s, *plan, p.question);
         if (!layouts) return {"", usage_error(layouts.errors(), o.command), kExitUsage};

@@ -28,6 +28,7 @@ TrafficSpec traffic_spec(const Options& o) {
     t.prefix_groups = o.prefix_groups.value_or(1);
     t.turns = o.turns.value_or(1);
     t.seed = o.seed.value_or(0);
+    t.lengths_from = o.lengths_from.value_or("");
     return t;
 }
 
@@ -65,6 +66,22 @@ Value slo_json(const SloTarget& target) {
 
 }  // namespace
 
+// Beside --lengths-from, the options its lengths replace; beside --trace, --lengths-from itself.
+Errors refused_beside_lengths(const Options& o) {
+    Errors errors;
+    if (!o.lengths_from) return errors;
+    if (o.trace) errors.emplace_back("--lengths-from", "--trace gives the requests themselves: one or the other");
+    const std::pair<bool, const char*> given[] = {
+        {o.input_tokens.has_value(), "--input-tokens"},
+        {o.output_tokens.has_value(), "--output-tokens"},
+        {o.input_range.has_value(), "--input-range"},
+        {o.output_range.has_value(), "--output-range"},
+    };
+    for (const auto& [is, name] : given)
+        if (is) errors.emplace_back(name, "the lengths come from " + *o.lengths_from + " (--lengths-from)");
+    return errors;
+}
+
 json::Value traffic_json(const Options& o, const TrafficSpec& t, std::uint64_t requests) {
     Value v = Value::object();
     v.set("trace", o.trace ? Value::string(*o.trace) : Value());
@@ -78,6 +95,7 @@ json::Value traffic_json(const Options& o, const TrafficSpec& t, std::uint64_t r
         v.set("shared_prefix", Value::number(t.shared_prefix));
         v.set("prefix_groups", Value::number(t.prefix_groups));
         v.set("turns", Value::number(t.turns));
+        v.set("lengths_from", t.lengths_from.empty() ? Value() : Value::string(t.lengths_from));
         v.set("seed", Value::number(t.seed));
     }
     v.set("concurrency", o.concurrency ? Value::number(*o.concurrency) : Value());
@@ -100,6 +118,7 @@ Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& s
     if (!s.deployment) return {"", usage_error({{"--gpu", "simulate needs a deployment"}}, o.command), kExitUsage};
     if (o.trace)
         if (Errors e = refused_beside_trace(o); !e.empty()) return {"", usage_error(e, o.command), kExitUsage};
+    if (Errors e = refused_beside_lengths(o); !e.empty()) return {"", usage_error(e, o.command), kExitUsage};
     TrafficQuestion q = traffic_question(o);
     // A decode step probe --step kept for this scenario on its GPU times the steps.
     q.measured = find_measured_step(read_measured_steps(measured_steps_path(catalog.user_folder())), s);

@@ -10,6 +10,8 @@ namespace kvscope::cli {
 // A decode step of the scenario that probe --step kept in the catalog's user folder times the steps (measured_step.h).
 // The traffic question the options ask (their defaults where one is not given).
 TrafficQuestion traffic_question(const Options& o);
+// Beside --lengths-from: --trace, and the length options its lengths replace, each named.
+Errors refused_beside_lengths(const Options& o);
 // The traffic as the JSON gives it ("traffic").
 json::Value traffic_json(const Options& o, const TrafficSpec& spec, std::uint64_t requests);
 

@@ -367,6 +367,10 @@ const std::vector<Declared>& declared() {
         {"--trace", "FILE", S::traffic, kSimulate,
          "the requests of a trace instead: Azure's CSV, BurstGPT's CSV or Mooncake's JSON lines",
          text(&Options::trace)},
+        {"--lengths-from", "FILE", S::traffic, kSimulate | kPlan,
+         "prompts and answers as long as a trace's requests (drawn with the seed), at the rate and with the system "
+         "prompts and turns described",
+         text(&Options::lengths_from)},
         {"--prefix-caching", "on|off", S::traffic, kSimulate | kPlan, "vLLM's automatic prefix caching (default on)",
          either(&Options::prefix_caching, "on", "off")},
         {"--router", "round-robin|prefix", S::traffic, kPlan,

@@ -78,6 +78,7 @@ struct Options {
     std::optional<double> rate;  // requests a second; infinity: all at once
     std::optional<double> input_range, output_range;
     std::optional<std::string> trace;
+    std::optional<std::string> lengths_from;  // a trace whose requests' lengths the described traffic draws from
     std::optional<double> ttft_ms, tpot_ms, slo_percentile;
     // sweep
     std::optional<std::uint64_t> points, from, to;

@@ -60,10 +60,13 @@ Result<std::vector<TrafficRequest>> make_traffic(const TrafficSpec& spec) {
                             : spec.input.tokens > most ? "--input-tokens"
                                                        : "--output-tokens",
                             "is more than any model's context");
-    if (spec.input.tokens == 0) errors.emplace_back("--input-tokens", "must be at least 1 token");
-    if (spec.output.tokens == 0) errors.emplace_back("--output-tokens", "must be at least 1 token");
+    const bool drawn = !spec.lengths.empty();  // the lengths come from a trace's: input and output are not used
+    if (!spec.lengths_from.empty() && !drawn)
+        errors.emplace_back("--lengths-from", spec.lengths_from + ": not read (fill_lengths reads it)");
+    if (!drawn && spec.input.tokens == 0) errors.emplace_back("--input-tokens", "must be at least 1 token");
+    if (!drawn && spec.output.tokens == 0) errors.emplace_back("--output-tokens", "must be at least 1 token");
     for (const auto& [l, field] : {std::pair{spec.input, "--input-range"}, std::pair{spec.output, "--output-range"}})
-        if (!(l.range >= 0 && l.range <= 1)) errors.emplace_back(field, "must be from 0 to 1");
+        if (!drawn && !(l.range >= 0 && l.range <= 1)) errors.emplace_back(field, "must be from 0 to 1");
     if (!errors.empty()) return errors;
 
     SplitMix64 rng(spec.seed);
@@ -81,8 +84,15 @@ Result<std::vector<TrafficRequest>> make_traffic(const TrafficSpec& spec) {
         for (std::uint64_t turn = 0; turn < spec.turns && out.size() < spec.requests; ++turn) {
             TrafficRequest r;
             r.arrival_s = start;
-            const auto in = drawn_length(rng, spec.input, "--input-tokens");
-            const auto gen = drawn_length(rng, spec.output, "--output-tokens");
+            Result<std::uint64_t> in = std::uint64_t{0}, gen = std::uint64_t{0};
+            if (drawn) {
+                const LengthPair& pair = spec.lengths[rng.next() % spec.lengths.size()];
+                in = pair.prompt;
+                gen = pair.output;
+            } else {
+                in = drawn_length(rng, spec.input, "--input-tokens");
+                gen = drawn_length(rng, spec.output, "--output-tokens");
+            }
             if (!in || !gen) return Errors{(!in ? in.errors() : gen.errors()).front()};
             r.spans = history;
             r.spans.push_back({next_id++, *in});
@@ -364,6 +374,24 @@ Result<std::vector<TrafficRequest>> read_trace(std::string_view text, const std:
     const double t0 = requests.front().arrival_s;
     for (TrafficRequest& r : requests) r.arrival_s -= t0;
     return requests;
+}
+
+Result<TrafficSpec> fill_lengths(TrafficSpec spec) {
+    if (spec.lengths_from.empty()) return spec;
+    auto trace = read_trace_file(spec.lengths_from);
+    if (!trace) {
+        Errors named;
+        // The file's own errors keep their place (file:line field); one of the file itself is --lengths-from's.
+        for (const FieldError& e : trace.errors())
+            named.push_back({"--lengths-from", e.field == "--trace" ? e.message : e.field + ": " + e.message});
+        return named;
+    }
+    spec.lengths.clear();
+    for (const TrafficRequest& r : *trace)
+        if (r.prompt_tokens > 0 && r.output_tokens > 0) spec.lengths.push_back({r.prompt_tokens, r.output_tokens});
+    if (spec.lengths.empty())
+        return FieldError{"--lengths-from", spec.lengths_from + ": no request with both a prompt and an answer"};
+    return spec;
 }
 
 Result<std::vector<TrafficRequest>> read_trace_file(const std::string& path) {

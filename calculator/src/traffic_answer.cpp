@@ -103,7 +103,13 @@ Result<std::vector<ServingPoint>> serving_curve(const TrafficSpec& spec, const S
     return curve;
 }
 
-Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& q, const SimulationProgress& progress) {
+Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& asked,
+                                     const SimulationProgress& progress) {
+    TrafficQuestion q = asked;
+    if (auto spec = fill_lengths(q.spec))
+        q.spec = std::move(spec.value());
+    else
+        return spec.errors();
     const bool target = q.target.ttft_ms || q.target.tpot_ms;
     if (target && !q.trace.empty())
         return FieldError{"--ttft-ms",
@@ -195,8 +201,13 @@ std::vector<std::uint64_t> route_conversations(const std::vector<std::uint64_t>&
     return out;
 }
 
-Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& plan, const TrafficQuestion& q,
+Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& plan, const TrafficQuestion& asked,
                                               std::uint64_t max_replicas, const SimulationProgress& progress) {
+    TrafficQuestion q = asked;
+    if (auto spec = fill_lengths(q.spec))
+        q.spec = std::move(spec.value());
+    else
+        return spec.errors();
     if (!q.spec.rate)
         return FieldError{"--rate",
                           "a plan is weighed at a rate of requests a second (for example 10), not all at once"};
@@ -306,9 +317,11 @@ std::string traffic_text(const TrafficSpec& t, const std::string& trace, std::ui
         return format_count(l.tokens) +
                (l.range > 0 ? " ± " + number_text(100 * l.range, Notation::fixed, 0) + "%" : "");
     };
-    std::string out = format_count(requests) + " requests, " +
-                      (t.rate ? number_text(*t.rate, Notation::shortest) + "/s (Poisson)" : "all at once") +
-                      ", prompts of " + length(t.input) + " tokens, answers of " + length(t.output);
+    std::string out =
+        format_count(requests) + " requests, " +
+        (t.rate ? number_text(*t.rate, Notation::shortest) + "/s (Poisson)" : "all at once") +
+        (t.lengths_from.empty() ? ", prompts of " + length(t.input) + " tokens, answers of " + length(t.output)
+                                : ", prompts and answers as long as those of " + t.lengths_from);
     if (t.shared_prefix > 0)
         out += ", a shared prefix of " + format_count(t.shared_prefix) +
                (t.prefix_groups > 1 ? " (" + std::to_string(t.prefix_groups) + " different)" : "");

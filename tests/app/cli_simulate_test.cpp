@@ -95,6 +95,26 @@ TEST(CliSimulate, ATraceInAFolderWithSpacesAndAccentsIsRead) {
     EXPECT_NE(broken.err.find("--trace: " + bad.string() + ":2: ContextTokens: '12x' is not a whole number"),
               std::string::npos)
         << broken.err;
+    // Only its lengths: the traffic described at a rate of its own, with the trace's prompts and answers.
+    const CliRun drawn = cli(kSim + "--lengths-from '" + azure.string() + "' --rate 5 --requests 60 --json");
+    ASSERT_EQ(drawn.status, 0) << drawn.err;
+    const auto d = json_of(drawn);
+    EXPECT_EQ(d.find("traffic")->find("lengths_from")->as_string(), azure.string());
+    EXPECT_EQ(d.find("simulation")->find("requests")->as_u64(), 60u);
+    const double mean_in = d.find("simulation")->find("input_throughput")->as_double() /
+                           d.find("simulation")->find("request_throughput")->as_double();
+    EXPECT_GT(mean_in, 374 - 1e-6);  // every prompt one of the trace's: 374, 396 or 879 tokens
+    EXPECT_LT(mean_in, 879 + 1e-6);
+    EXPECT_NE(cli(kSim + "--lengths-from '" + azure.string() + "' --rate 5 --requests 60")
+                  .out.find("prompts and answers as long as those of " + azure.string()),
+              std::string::npos);
+    const CliRun beside = cli(kSim + "--lengths-from '" + azure.string() + "' --input-tokens 100");
+    EXPECT_EQ(beside.status, 2);
+    EXPECT_NE(beside.err.find("--input-tokens: the lengths come from"), std::string::npos) << beside.err;
+    const CliRun with_trace = cli(kSim + "--lengths-from '" + azure.string() + "' --trace '" + azure.string() + "'");
+    EXPECT_EQ(with_trace.status, 2);
+    EXPECT_NE(with_trace.err.find("--lengths-from: --trace gives the requests themselves"), std::string::npos)
+        << with_trace.err;
     std::filesystem::remove_all(folder);
     // Options a trace replaces are refused beside it, not ignored.
     const CliRun both = cli(kSim + "--trace '" + azure.string() + "' --rate 5");

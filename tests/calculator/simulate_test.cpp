@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <numeric>
+
+#include <unistd.h>
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/plan.h"
@@ -472,6 +476,48 @@ TEST(Traces, AzuresCsvAsPublished) {
                        "--trace", "bad.csv:2: ContextTokens: '12x' is not a whole number");
     EXPECT_FIELD_ERROR(read_trace("TIMESTAMP,ContextTokens,GeneratedTokens\nyesterday,12,4\n", "bad.csv"), "--trace",
                        "bad.csv:2: TIMESTAMP");
+}
+
+TEST(Traces, ADescribedTrafficDrawsItsLengthsFromATrace) {
+    // Azure's first lines as a file in a folder with a space and an accent (its own per process: ctest runs the
+    // locales' copies at once); one request with no answer, which is no length to draw.
+    const auto folder = std::filesystem::temp_directory_path() / ("kvscope lengths é " + std::to_string(::getpid()));
+    std::filesystem::create_directories(folder);
+    const std::string path = (folder / "conv.csv").string();
+    std::ofstream(path) << "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
+                           "2023-11-16 18:15:50.9951690,396,109\n2023-11-16 18:15:51.2224670,879,0\n";
+    TrafficSpec t;
+    t.requests = 400;
+    t.rate = 10;
+    t.shared_prefix = 100;
+    t.lengths_from = path;
+    EXPECT_FIELD_ERROR(make_traffic(t), "--lengths-from", "not read");  // fill_lengths first
+    const auto filled = fill_lengths(t);
+    ASSERT_TRUE(filled) << filled.error_text();
+    ASSERT_EQ(filled->lengths.size(), 2u);
+    const auto requests = make_traffic(*filled);
+    ASSERT_TRUE(requests) << requests.error_text();
+    std::size_t first = 0;
+    for (const TrafficRequest& r : *requests) {
+        // The system prompt described, then one of the trace's prompts and its answer.
+        ASSERT_EQ(r.spans.size(), 2u);
+        EXPECT_EQ(r.spans[0].tokens, 100u);
+        const LengthPair pair{r.spans[1].tokens, r.output_tokens};
+        EXPECT_TRUE((pair.prompt == 374 && pair.output == 44) || (pair.prompt == 396 && pair.output == 109));
+        first += pair.prompt == 374 ? 1 : 0;
+    }
+    EXPECT_GT(first, 150u);  // both drawn, about equally
+    EXPECT_LT(first, 250u);
+    const auto again = make_traffic(*filled);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->back().prompt_tokens, requests->back().prompt_tokens);  // the seed fixes the draw
+    // Missing, unreadable, or with no request that has an answer: said under --lengths-from.
+    t.lengths_from = (folder / "none.csv").string();
+    EXPECT_FIELD_ERROR(fill_lengths(t), "--lengths-from", "none.csv");
+    std::ofstream(folder / "failed.csv") << "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,374,0\n";
+    t.lengths_from = (folder / "failed.csv").string();
+    EXPECT_FIELD_ERROR(fill_lengths(t), "--lengths-from", "failed.csv: holds no request to serve");
+    std::filesystem::remove_all(folder);
 }
 
 TEST(Traces, MooncakesJsonLinesShareTheirEqualBlocks) {

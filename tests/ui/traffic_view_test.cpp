@@ -52,26 +52,19 @@ void run(TrafficView* t, void (TrafficView::*what)() = &TrafficView::simulate) {
     if (t->running()) loop.exec();
 }
 
-// kvscope-cli's JSON for `args` and describe()'s traffic, on the window's scenario saved as `name` (a name with a
-// space and an accent); nullopt, with the failure reported, when it did not run.
-std::optional<json::Value> cli_json(MainWindow& w, const QString& name, QStringList args) {
+// kvscope-cli's JSON for `args` and describe()'s traffic (its lengths too unless `lengths` is false), on the window's
+// scenario saved as `name` (a name with a space and an accent); nullopt, with the failure reported, when it did not
+// run.
+std::optional<json::Value> cli_json(MainWindow& w, const QString& name, QStringList args, bool lengths = true) {
     QTemporaryDir dir;
     const QString saved = dir.filePath(name);
     if (!w.saveScenarioFile(saved)) {
         ADD_FAILURE() << "could not save " << saved.toStdString();
         return std::nullopt;
     }
-    args << "--scenario" << saved << "--requests"
-         << "400"
-         << "--input-tokens"
-         << "1500"
-         << "--output-tokens"
-         << "200"
-         << "--shared-prefix"
-         << "500"
-         << "--tpot-ms"
-         << "20"
-         << "--json";
+    args +=
+        QStringList{"--scenario", saved, "--requests", "400", "--shared-prefix", "500", "--tpot-ms", "20", "--json"};
+    if (lengths) args += QStringList{"--input-tokens", "1500", "--output-tokens", "200"};
     QProcess cli;
     cli.start(QStringLiteral(KVSCOPE_CLI_PATH), args);
     if (!cli.waitForFinished(120000) || cli.exitCode() != 0) {
@@ -184,6 +177,31 @@ TEST(TrafficView, HowManyGpusSaysWhatCliPlanSaysForTheSameTraffic) {
     // Another context: the plan says it is not this scenario's.
     w.model()->edit("longer", [](Scenario& s) { s.workload.context_tokens = 32768; });
     EXPECT_TRUE(t->planLabel()->text().contains("this plan is not its own")) << t->planLabel()->text().toStdString();
+}
+
+TEST(TrafficView, OnlyATracesLengthsIsWhatTheCliDrawsWithLengthsFrom) {
+    MainWindow w(catalog(), false);
+    on_h100(w.model());
+    TrafficView* t = w.traffic();
+    describe(t);
+    QTemporaryDir dir;
+    const QString trace = dir.filePath("Azure conv é.csv");
+    write_all(trace,
+              "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
+              "2023-11-16 18:15:50.9951690,396,109\n2023-11-16 18:15:51.2224670,879,55\n");
+    t->traceField()->setText(trace);
+    t->lengthsOnlyBox()->setChecked(true);
+    run(t);
+    ASSERT_TRUE(t->answer().has_value()) << t->statusLabel()->text().toStdString();
+    const TrafficAnswer& a = *t->answer();
+    EXPECT_EQ(a.report.requests, 400u);  // described: the trace's three requests give only their lengths
+    EXPECT_TRUE(t->resultsLabel()->text().contains("prompts and answers as long as those of"))
+        << t->resultsLabel()->text().toStdString();
+    const auto parsed =
+        cli_json(w, "drawn ü.kvscope.json", {"simulate", "--rate", "5", "--lengths-from", trace}, false);
+    ASSERT_TRUE(parsed);
+    EXPECT_EQ(parsed->find("simulation")->find("kv_peak_blocks")->as_u64(), a.report.kv_peak_blocks);
+    EXPECT_DOUBLE_EQ(parsed->find("simulation")->find("ttft_ms")->find("p99")->as_double(), a.report.ttft_ms.p99);
 }
 
 TEST(TrafficView, SaysWhoseTheFiguresAreOnceTheScenarioChanges) {

@@ -89,6 +89,7 @@ TrafficView::TrafficView(ScenarioModel* model, bool remember, QWidget* parent)
       tpot_(decimal(0.1, 1e6, 25, 1, tr(" ms"))),
       all_at_once_(new QCheckBox(tr("all at once"))),
       prefix_caching_(new QCheckBox(tr("prefix caching (vLLM's default)"))),
+      lengths_only_(new QCheckBox(tr("only its lengths"))),
       ttft_on_(new QCheckBox(tr("TTFT at most"))),
       tpot_on_(new QCheckBox(tr("TPOT at most"))),
       percentile_(new QComboBox),
@@ -159,6 +160,11 @@ QGroupBox* TrafficView::buildInputs() {
     form->addRow(tr("Turns a conversation"), turns_);
     form->addRow(tr("Seed"), seed_);
     form->addRow(tr("Trace file"), row({trace_, browse}));
+    lengths_only_->setToolTip(
+        tr("Draw the prompts' and answers' lengths from the trace's requests, and take the "
+           "arrivals, system prompts and turns from the fields above (kvscope-cli "
+           "--lengths-from)"));
+    form->addRow(QString(), lengths_only_);
     form->addRow(QString(), prefix_caching_);
     form->addRow(tr("Target"), row({ttft_on_, ttft_}));
     form->addRow(QString(), row({tpot_on_, tpot_, percentile_}));
@@ -313,6 +319,11 @@ TrafficQuestion TrafficView::question() const {
     q.spec.turns = static_cast<std::uint64_t>(turns_->value());
     q.spec.seed = static_cast<std::uint64_t>(seed_->value());
     q.trace = trace_->text().trimmed().toStdString();
+    // Only the trace's lengths: the described traffic draws its prompts and answers from them (--lengths-from).
+    if (lengths_only_->isChecked() && !q.trace.empty()) {
+        q.spec.lengths_from = q.trace;
+        q.trace.clear();
+    }
     q.concurrency = concurrency_->value();
     q.prefix_caching = prefix_caching_->isChecked();
     const double percentiles[] = {50, 90, 99};
@@ -633,6 +644,7 @@ void TrafficView::saveInputs() const {
     settings.setValue("tpot", tpot_->value());
     settings.setValue("percentile", percentile_->currentIndex());
     settings.setValue("router", router_->currentIndex());
+    settings.setValue("lengths_only", lengths_only_->isChecked());
 }
 
 void TrafficView::restoreInputs() {
@@ -665,6 +677,7 @@ void TrafficView::restoreInputs() {
     tpot_->setValue(settings.value("tpot", 25.0).toDouble());
     percentile_->setCurrentIndex(settings.value("percentile", 2).toInt());
     router_->setCurrentIndex(std::clamp(settings.value("router", 0).toInt(), 0, 1));
+    lengths_only_->setChecked(settings.value("lengths_only", false).toBool());
 }
 
 }  // namespace kvscope::ui

@@ -43,6 +43,11 @@ struct LengthSpec {
     double range = 0;  // 0 … 1
 };
 
+// A request's own prompt and answer lengths, as a trace gives them.
+struct LengthPair {
+    std::uint64_t prompt = 0, output = 0;
+};
+
 struct TrafficSpec {
     std::uint64_t requests = 1000;  // conversations × turns
     // Requests a second, arriving as a Poisson process (conversations at rate / turns); nullopt: all at once.
@@ -56,7 +61,16 @@ struct TrafficSpec {
     // prompts and answers) and a new message of `input` tokens, sent when the turn before it has finished.
     std::uint64_t turns = 1;
     std::uint64_t seed = 0;
+    // The lengths as a trace's requests have them instead of input and output: each request (each turn's new
+    // message) takes the prompt and answer of one of `lengths`, drawn with the seed; the arrivals, system prompts and
+    // turns stay as described. `lengths_from` names the trace; fill_lengths reads it into `lengths`.
+    std::string lengths_from;
+    std::vector<LengthPair> lengths;
 };
+
+// `spec` with its lengths_from trace read into `lengths` (its requests with a prompt and an answer); nothing to do
+// without one. Errors name --lengths-from, and the file and line.
+Result<TrafficSpec> fill_lengths(TrafficSpec spec);
 
 inline constexpr std::uint64_t kMaxTurns = 1000;
 inline constexpr std::uint64_t kMaxPromptPieces = 50'000'000;  // all the conversations' prompts' spans together

@@ -58,6 +58,7 @@ public:
     [[nodiscard]] BigSpinBox* sharedPrefixField() const { return shared_prefix_; }
     [[nodiscard]] QSpinBox* prefixGroupsField() const { return groups_; }
     [[nodiscard]] QLineEdit* traceField() const { return trace_; }
+    [[nodiscard]] QCheckBox* lengthsOnlyBox() const { return lengths_only_; }
     [[nodiscard]] QCheckBox* ttftBox() const { return ttft_on_; }
     [[nodiscard]] DecimalSpinBox* ttftField() const { return ttft_; }
     [[nodiscard]] QCheckBox* tpotBox() const { return tpot_on_; }
@@ -122,7 +123,7 @@ private:
     BigSpinBox *requests_, *input_, *output_, *shared_prefix_, *concurrency_;
     QSpinBox *groups_, *turns_, *seed_;
     DecimalSpinBox *rate_, *input_range_, *output_range_, *ttft_, *tpot_;
-    QCheckBox *all_at_once_, *prefix_caching_, *ttft_on_, *tpot_on_;
+    QCheckBox *all_at_once_, *prefix_caching_, *lengths_only_, *ttft_on_, *tpot_on_;
     QComboBox *percentile_, *router_;
     QLineEdit* trace_;
     QPushButton *run_, *plan_, *cancel_;
