@@ -168,10 +168,16 @@ Output cmd_simulate(const Options& o, const Scenario& s, const ScenarioSource& s
     }
     if (o.format == Format::csv) {
         // The timeline, one row a point.
-        Table t({"t_s", "running", "waiting", "kv_used_bytes", "kv_unshared_bytes"});
-        for (const TimelinePoint& p : a.report.timeline)
-            t.add({number_text(p.t_s), std::to_string(p.running), std::to_string(p.waiting),
-                   std::to_string(p.kv_used_bytes), std::to_string(p.kv_unshared_bytes)});
+        // The JSON timeline's fields (timeline_fields), a column each.
+        std::vector<std::string> header{"t_s"};
+        for (const auto& [key, count] : timeline_fields(TimelinePoint{}).counts) header.emplace_back(key);
+        Table t(std::move(header));
+        for (const TimelinePoint& p : a.report.timeline) {
+            const TimelineFields f = timeline_fields(p);
+            std::vector<std::string> row{number_text(f.t_s)};
+            for (const auto& [key, count] : f.counts) row.push_back(std::to_string(count));
+            t.add(std::move(row));
+        }
         r.out = t.csv();
         return r;
     }

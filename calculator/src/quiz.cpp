@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "kvscope/calculator/derivation.h"
 #include "kvscope/calculator/learn.h"
@@ -162,6 +163,75 @@ AnswerCheck check_answer(const Question& q, std::string_view typed, UnitSystem u
     return c;
 }
 
+namespace {
+
+// 1. Another KV head count: the cache scales with it (none for MLA, whose latent has no KV heads).
+std::optional<Question> other_kv_heads_question(const Scenario& s, const KvCacheReport& report, UnitSystem units) {
+    if (s.arch.mla) return std::nullopt;
+    const auto choices = kv_head_choices(s.arch);
+    std::uint64_t other = 0;
+    for (std::uint64_t k : choices)  // the largest count below the model's, else the next above
+        if (k < s.arch.kv_heads) {
+            other = k;
+            break;
+        }
+    for (auto it = choices.rbegin(); other == 0 && it != choices.rend(); ++it)
+        if (*it > s.arch.kv_heads) other = *it;
+    Scenario changed = s;
+    changed.arch.kv_heads = other;
+    auto d = other ? derive_kv_bytes(changed.arch, s.kv_dtype, s.workload, s.parallel)
+                   : Result<KvDerivation>(Errors{{Field::kv_heads, "no other count"}});
+    if (d) {
+        Question q;
+        q.id = "other_kv_heads";
+        q.text = "With " + format_count_of(other, "KV head", "KV heads") + " instead of " +
+                 format_count(s.arch.kv_heads) + ", and everything else as it is, how big is the cache?";
+        q.answer = static_cast<double>(d->total_bytes);
+        q.answer_text = bytes_answer(d->total_bytes, units);
+        q.worked = derivation_text(*d, units) + ". The cache is proportional to the KV heads: " + format_count(other) +
+                   "/" + format_count(s.arch.kv_heads) + " of " + format_bytes(report.total_bytes, units) + ".";
+        return q;
+    }
+    return std::nullopt;
+}
+
+// 4. Share of MHA (or MQA's share when the model is MHA).
+std::optional<Question> share_of_mha_question(const Scenario& s, UnitSystem units) {
+    auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel);
+    if (variants && !variants->empty()) {
+        const Variant* mha = nullptr;
+        const Variant* own = nullptr;
+        const Variant* mqa = nullptr;
+        for (const Variant& v : *variants) {
+            if (v.kind == AttentionKind::MHA) mha = &v;
+            if (v.is_model) own = &v;
+            if (v.kind == AttentionKind::MQA) mqa = &v;
+        }
+        const Variant* asked = own && own->kind != AttentionKind::MHA ? own : mqa;
+        if (mha && asked && mha->kv_cache_bytes > 0 && asked != mha) {
+            Question q;
+            q.id = "share_of_mha";
+            q.text = asked == own ? "What percentage of the MHA cache (" +
+                                        format_count_of(mha->kv_heads, "KV head", "KV heads") + ") does this model's " +
+                                        own->name + " layout take?"
+                                  : "This model is MHA. What percentage of its cache would MQA (1 KV head) take?";
+            q.unit = AnswerUnit::percent;
+            q.answer = asked->percent_of_mha;
+            q.answer_text = percent_text(asked->percent_of_mha);
+            q.worked = format_bytes(asked->kv_cache_bytes, units) + " ÷ " + format_bytes(mha->kv_cache_bytes, units) +
+                       " = " + percent_text(asked->percent_of_mha) +
+                       (asked->kind == AttentionKind::MLA
+                            ? ": MLA's latent replaces every head's K and V."
+                            : ": the cache scales with the KV heads, " + format_count(asked->kv_heads) + " of " +
+                                  format_count(mha->kv_heads) + ".");
+            return q;
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 std::vector<Question> questions_for(const Scenario& s, UnitSystem units) {
     std::vector<Question> out;
     auto layout = KvLayout::make(s.arch, s.kv_dtype, s.workload, s.parallel);
@@ -175,34 +245,7 @@ std::vector<Question> questions_for(const Scenario& s, UnitSystem units) {
         out.push_back(std::move(q));
     };
 
-    // 1. Another KV head count: the cache scales with it.
-    if (!s.arch.mla) {
-        const auto choices = kv_head_choices(s.arch);
-        std::uint64_t other = 0;
-        for (std::uint64_t k : choices)  // the largest count below the model's, else the next above
-            if (k < s.arch.kv_heads) {
-                other = k;
-                break;
-            }
-        for (auto it = choices.rbegin(); other == 0 && it != choices.rend(); ++it)
-            if (*it > s.arch.kv_heads) other = *it;
-        Scenario changed = s;
-        changed.arch.kv_heads = other;
-        auto d = other ? derive_kv_bytes(changed.arch, s.kv_dtype, s.workload, s.parallel)
-                       : Result<KvDerivation>(Errors{{Field::kv_heads, "no other count"}});
-        if (d) {
-            Question q;
-            q.id = "other_kv_heads";
-            q.text = "With " + format_count_of(other, "KV head", "KV heads") + " instead of " +
-                     format_count(s.arch.kv_heads) + ", and everything else as it is, how big is the cache?";
-            q.answer = static_cast<double>(d->total_bytes);
-            q.answer_text = bytes_answer(d->total_bytes, units);
-            q.worked = derivation_text(*d, units) +
-                       ". The cache is proportional to the KV heads: " + format_count(other) + "/" +
-                       format_count(s.arch.kv_heads) + " of " + format_bytes(report->total_bytes, units) + ".";
-            add(std::move(q));
-        }
-    }
+    if (auto q = other_kv_heads_question(s, *report, units)) add(std::move(*q));
 
     // 2. One more token.
     {
@@ -261,37 +304,7 @@ std::vector<Question> questions_for(const Scenario& s, UnitSystem units) {
         }
     }
 
-    // 4. Share of MHA (or MQA's share when the model is MHA).
-    auto variants = compare_variants(s.arch, s.kv_dtype, s.workload, s.parallel);
-    if (variants && !variants->empty()) {
-        const Variant* mha = nullptr;
-        const Variant* own = nullptr;
-        const Variant* mqa = nullptr;
-        for (const Variant& v : *variants) {
-            if (v.kind == AttentionKind::MHA) mha = &v;
-            if (v.is_model) own = &v;
-            if (v.kind == AttentionKind::MQA) mqa = &v;
-        }
-        const Variant* asked = own && own->kind != AttentionKind::MHA ? own : mqa;
-        if (mha && asked && mha->kv_cache_bytes > 0 && asked != mha) {
-            Question q;
-            q.id = "share_of_mha";
-            q.text = asked == own ? "What percentage of the MHA cache (" +
-                                        format_count_of(mha->kv_heads, "KV head", "KV heads") + ") does this model's " +
-                                        own->name + " layout take?"
-                                  : "This model is MHA. What percentage of its cache would MQA (1 KV head) take?";
-            q.unit = AnswerUnit::percent;
-            q.answer = asked->percent_of_mha;
-            q.answer_text = percent_text(asked->percent_of_mha);
-            q.worked = format_bytes(asked->kv_cache_bytes, units) + " ÷ " + format_bytes(mha->kv_cache_bytes, units) +
-                       " = " + percent_text(asked->percent_of_mha) +
-                       (asked->kind == AttentionKind::MLA
-                            ? ": MLA's latent replaces every head's K and V."
-                            : ": the cache scales with the KV heads, " + format_count(asked->kv_heads) + " of " +
-                                  format_count(mha->kv_heads) + ".");
-            add(std::move(q));
-        }
-    }
+    if (auto q = share_of_mha_question(s, units)) add(std::move(*q));
 
     // 5. Twice the context.
     if (s.workload.context_tokens <= (1ull << 40)) {

@@ -8,6 +8,14 @@ namespace kvscope {
 
 using json::Value;
 
+TimelineFields timeline_fields(const TimelinePoint& p) {
+    return {p.t_s,
+            {{{"running", p.running},
+              {"waiting", p.waiting},
+              {"kv_used_bytes", p.kv_used_bytes},
+              {"kv_unshared_bytes", p.kv_unshared_bytes}}}};
+}
+
 double at_percentile(const Percentiles& p, double percentile) {
     return percentile >= 99 ? p.p99 : percentile >= 90 ? p.p90 : p.median;
 }
@@ -78,12 +86,10 @@ Value percentiles_json(const Percentiles& p) {
 Value timeline_json(const std::vector<TimelinePoint>& points) {
     Value list = Value::array();
     for (const TimelinePoint& p : points) {
+        const TimelineFields f = timeline_fields(p);
         Value o = Value::object();
-        o.set("t_s", Value::number(p.t_s));
-        o.set("running", Value::number(p.running));
-        o.set("waiting", Value::number(p.waiting));
-        o.set("kv_used_bytes", Value::number(p.kv_used_bytes));
-        o.set("kv_unshared_bytes", Value::number(p.kv_unshared_bytes));
+        o.set("t_s", Value::number(f.t_s));
+        for (const auto& [key, count] : f.counts) o.set(key, Value::number(count));
         list.push(std::move(o));
     }
     return list;

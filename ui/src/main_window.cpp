@@ -83,58 +83,7 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     setAcceptDrops(true);
     setWindowIcon(QIcon(":/kvscope/kvscope.svg"));
 
-    // The chart tab: the chart with its axis switches above it.
-    auto* chart_page = new QWidget;
-    auto* chart_bar = new QHBoxLayout;
-    auto* log_x = new QCheckBox(tr("Log &tokens axis"));
-    auto* log_y = new QCheckBox(tr("Log &bytes axis"));
-    auto* reset = new QPushButton(tr("&Reset zoom"));
-    log_x->setToolTip(tr("Spread context lengths by powers of two (1k, 2k, 4k …)"));
-    log_y->setToolTip(tr("Show bytes by powers of two, so small and large caches are both readable"));
-    reset->setToolTip(tr("Show the whole range again (Ctrl+0)"));
-    chart_bar->addWidget(log_x);
-    chart_bar->addWidget(log_y);
-    chart_bar->addStretch(1);
-    auto* hint = new QLabel(tr("Drag to zoom · hover for exact values"));
-    hint->setToolTip(
-        tr("Drag to zoom, wheel to zoom, right-click to zoom out, Ctrl+0 to reset; click a legend entry to hide or "
-           "show its line. The bytes axis turns logarithmic by itself when MHA would squash this model's curve; "
-           "tick or untick Log bytes axis to choose."));
-    chart_bar->addWidget(hint);
-    chart_bar->addWidget(reset);
-    auto* chart_layout = new QVBoxLayout(chart_page);
-    chart_layout->addWidget(new StaleNote(model_));  // whose the lines are while the inputs need attention
-    chart_layout->addLayout(chart_bar);
-    chart_layout->addWidget(chart_, 1);
-    // What the chart leaves out or where it ends before the model's limit, under it (the curves' own warnings).
-    auto* chart_notes = new QLabel;
-    chart_notes->setObjectName("chartNotes");
-    chart_notes->setWordWrap(true);
-    chart_notes->setTextFormat(Qt::PlainText);
-    chart_notes->setStyleSheet("color: #e67e22;");
-    chart_layout->addWidget(chart_notes);
-    auto show_chart_notes = [this, chart_notes] {
-        QStringList notes;
-        if (model_->hasResults())
-            for (const std::string& w : model_->results().curve_warnings) notes << q(w);
-        chart_notes->setText(notes.join('\n'));
-        chart_notes->setVisible(!notes.isEmpty());
-    };
-    connect(model_, &ScenarioModel::changed, chart_notes, show_chart_notes);
-    show_chart_notes();
-    log_x->setChecked(chart_->logTokens());
-    log_y->setChecked(chart_->logBytes());
-    connect(log_x, &QCheckBox::toggled, chart_, &MemoryChart::setLogTokens);
-    connect(log_y, &QCheckBox::toggled, chart_, &MemoryChart::setLogBytes);
-    connect(reset, &QPushButton::clicked, chart_, &MemoryChart::resetZoom);
-    connect(chart_, &MemoryChart::axesModeChanged, this, [this, log_x, log_y] {
-        // Showing the chart's state is not a choice of the user's (the bytes axis stays automatic).
-        const QSignalBlocker quiet_x(log_x), quiet_y(log_y);
-        log_x->setChecked(chart_->logTokens());
-        log_y->setChecked(chart_->logBytes());
-        if (log_tokens_) log_tokens_->setChecked(chart_->logTokens());
-        if (log_bytes_) log_bytes_->setChecked(chart_->logBytes());
-    });
+    QWidget* chart_page = buildChartPage();
 
     tabs_->addTab(scrollable(overview_), tr("&Overview"));
     tabs_->addTab(chart_page, tr("Memory vs &context"));
@@ -201,23 +150,7 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     resize(1280, 800);
     if (restore) {
         restoreSettings();
-        // This window's recovery copy, locked for as long as the window lives: a name no other
-        // copy has (a crashed run may have had this process id) whose lock this window holds.
-        static int windows = 0;
-        QDir().mkpath(recoveryFolder());
-        for (int tries = 0; tries < 100 && !recovery_lock_; ++tries) {
-            const QString path =
-                QDir(recoveryFolder())
-                    .filePath(
-                        QString("recovery-%1-%2.kvscope.json").arg(QCoreApplication::applicationPid()).arg(++windows));
-            auto lock = std::make_unique<QLockFile>(path + ".lock");
-            lock->setStaleLockTime(0);  // stale only when its process is gone
-            if (QFileInfo::exists(path) || !lock->tryLock(0)) continue;
-            recovery_path_ = path;
-            recovery_lock_ = std::move(lock);
-        }
-        if (!recovery_lock_)  // the folder cannot be written: writeRecovery says so at the first change
-            recovery_path_ = QDir(recoveryFolder()).filePath("recovery-unwritable.kvscope.json");
+        claimRecoveryCopy();
         offerRecovery();
         // Only the real session keeps a recovery copy (windows made for tests and exports do not).
         recovery_timer_ = new QTimer(this);
@@ -227,6 +160,82 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
         connect(model_, &ScenarioModel::changed, recovery_timer_, qOverload<>(&QTimer::start));
     }
     updateTitleAndStatus();
+}
+
+// The chart tab: the chart with its axis switches above it, and what the curves leave out under it.
+QWidget* MainWindow::buildChartPage() {
+    auto* chart_page = new QWidget;
+    auto* chart_bar = new QHBoxLayout;
+    auto* log_x = new QCheckBox(tr("Log &tokens axis"));
+    auto* log_y = new QCheckBox(tr("Log &bytes axis"));
+    auto* reset = new QPushButton(tr("&Reset zoom"));
+    log_x->setToolTip(tr("Spread context lengths by powers of two (1k, 2k, 4k …)"));
+    log_y->setToolTip(tr("Show bytes by powers of two, so small and large caches are both readable"));
+    reset->setToolTip(tr("Show the whole range again (Ctrl+0)"));
+    chart_bar->addWidget(log_x);
+    chart_bar->addWidget(log_y);
+    chart_bar->addStretch(1);
+    auto* hint = new QLabel(tr("Drag to zoom · hover for exact values"));
+    hint->setToolTip(
+        tr("Drag to zoom, wheel to zoom, right-click to zoom out, Ctrl+0 to reset; click a legend entry to hide or "
+           "show its line. The bytes axis turns logarithmic by itself when MHA would squash this model's curve; "
+           "tick or untick Log bytes axis to choose."));
+    chart_bar->addWidget(hint);
+    chart_bar->addWidget(reset);
+    auto* chart_layout = new QVBoxLayout(chart_page);
+    chart_layout->addWidget(new StaleNote(model_));  // whose the lines are while the inputs need attention
+    chart_layout->addLayout(chart_bar);
+    chart_layout->addWidget(chart_, 1);
+    // What the chart leaves out or where it ends before the model's limit, under it (the curves' own warnings).
+    auto* chart_notes = new QLabel;
+    chart_notes->setObjectName("chartNotes");
+    chart_notes->setWordWrap(true);
+    chart_notes->setTextFormat(Qt::PlainText);
+    chart_notes->setStyleSheet("color: #e67e22;");
+    chart_layout->addWidget(chart_notes);
+    auto show_chart_notes = [this, chart_notes] {
+        QStringList notes;
+        if (model_->hasResults())
+            for (const std::string& w : model_->results().curve_warnings) notes << q(w);
+        chart_notes->setText(notes.join('\n'));
+        chart_notes->setVisible(!notes.isEmpty());
+    };
+    connect(model_, &ScenarioModel::changed, chart_notes, show_chart_notes);
+    show_chart_notes();
+    log_x->setChecked(chart_->logTokens());
+    log_y->setChecked(chart_->logBytes());
+    connect(log_x, &QCheckBox::toggled, chart_, &MemoryChart::setLogTokens);
+    connect(log_y, &QCheckBox::toggled, chart_, &MemoryChart::setLogBytes);
+    connect(reset, &QPushButton::clicked, chart_, &MemoryChart::resetZoom);
+    connect(chart_, &MemoryChart::axesModeChanged, this, [this, log_x, log_y] {
+        // Showing the chart's state is not a choice of the user's (the bytes axis stays automatic).
+        const QSignalBlocker quiet_x(log_x), quiet_y(log_y);
+        log_x->setChecked(chart_->logTokens());
+        log_y->setChecked(chart_->logBytes());
+        if (log_tokens_) log_tokens_->setChecked(chart_->logTokens());
+        if (log_bytes_) log_bytes_->setChecked(chart_->logBytes());
+    });
+    return chart_page;
+}
+
+void MainWindow::claimRecoveryCopy() {
+    // This window's recovery copy, locked for as long as the window lives: a name no other
+    // copy has (a crashed run may have had this process id) whose lock this window holds.
+    static int windows = 0;
+    QDir().mkpath(recoveryFolder());
+    for (int tries = 0; tries < 100 && !recovery_lock_; ++tries) {
+        const QString path =
+            QDir(recoveryFolder())
+                .filePath(
+                    QString("recovery-%1-%2.kvscope.json").arg(QCoreApplication::applicationPid()).arg(++windows));
+        auto lock = std::make_unique<QLockFile>(path + ".lock");
+        lock->setStaleLockTime(0);  // stale only when its process is gone
+        if (QFileInfo::exists(path) || !lock->tryLock(0)) continue;
+        recovery_path_ = path;
+        recovery_lock_ = std::move(lock);
+    }
+    if (!recovery_lock_)  // the folder cannot be written: writeRecovery says so at the first change
+        recovery_path_ = QDir(recoveryFolder()).filePath("recovery-unwritable.kvscope.json");
 }
 
 void MainWindow::createActions() {

@@ -98,30 +98,7 @@ ProbeView::ProbeView(ScenarioModel* model, ProbeRunner* runner, QWidget* parent)
     table_->setMinimumHeight(260);
     table_->setWordWrap(true);
 
-    auto* chart = new QChart;
-    cached_->setName(tr("with the KV cache"));
-    uncached_->setName(tr("recomputing the prefix"));
-    cached_->setPen(QPen(QColor(0x2a, 0x9d, 0x8f), 2.5));
-    uncached_->setPen(QPen(QColor(0xd1, 0x49, 0x5b), 2.5));
-    chart->addSeries(cached_);
-    chart->addSeries(uncached_);
-    // A short title, the unit on every tick: in a small window "cumulative time (ms)" was cut to "cumulative ti…".
-    x_->setTitleText(tr("generated tokens"));
-    y_->setTitleText(tr("time so far"));
-    x_->setLabelFormat("%d");
-    y_->setLabelFormat(axis_label_format(AxisDigits::fixed, 0) + " ms");
-    chart->addAxis(x_, Qt::AlignBottom);
-    chart->addAxis(y_, Qt::AlignLeft);
-    for (QLineSeries* s : {cached_, uncached_}) {
-        s->attachAxis(x_);
-        s->attachAxis(y_);
-    }
-    chart->legend()->setAlignment(Qt::AlignBottom);
-    chart_ = chart;
-    follow_palette(chart, palette());
-    auto* view = new QChartView(chart);
-    view->setRenderHint(QPainter::Antialiasing);
-    view->setMinimumHeight(260);
+    QChartView* view = buildStopwatchChart();
     texts_->setWordWrap(true);
     texts_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Minimum);
     texts_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -170,6 +147,39 @@ ProbeView::ProbeView(ScenarioModel* model, ProbeRunner* runner, QWidget* parent)
             [this] { runner_->setBackend(backend_->currentData().toString().toStdString()); });
     runner_->setBackend(backend_->currentData().toString().toStdString());
 
+    followRunner();
+}
+
+// The stopwatch's chart: time so far against generated tokens, with the cache and recomputing the prefix.
+QChartView* ProbeView::buildStopwatchChart() {
+    auto* chart = new QChart;
+    cached_->setName(tr("with the KV cache"));
+    uncached_->setName(tr("recomputing the prefix"));
+    cached_->setPen(QPen(QColor(0x2a, 0x9d, 0x8f), 2.5));
+    uncached_->setPen(QPen(QColor(0xd1, 0x49, 0x5b), 2.5));
+    chart->addSeries(cached_);
+    chart->addSeries(uncached_);
+    // A short title, the unit on every tick: in a small window "cumulative time (ms)" was cut to "cumulative ti…".
+    x_->setTitleText(tr("generated tokens"));
+    y_->setTitleText(tr("time so far"));
+    x_->setLabelFormat("%d");
+    y_->setLabelFormat(axis_label_format(AxisDigits::fixed, 0) + " ms");
+    chart->addAxis(x_, Qt::AlignBottom);
+    chart->addAxis(y_, Qt::AlignLeft);
+    for (QLineSeries* s : {cached_, uncached_}) {
+        s->attachAxis(x_);
+        s->attachAxis(y_);
+    }
+    chart->legend()->setAlignment(Qt::AlignBottom);
+    chart_ = chart;
+    follow_palette(chart, palette());
+    auto* view = new QChartView(chart);
+    view->setRenderHint(QPainter::Antialiasing);
+    view->setMinimumHeight(260);
+    return view;
+}
+
+void ProbeView::followRunner() {
     // What the runner does, whoever asked for it (this tab or the Learn tab's stopwatch).
     connect(runner_, &ProbeRunner::devicesListed, this, &ProbeView::applyDevices);
     connect(runner_, &ProbeRunner::started, this, [this](const QString& what) {

@@ -3,6 +3,7 @@
 // prefix cache's hits; as every program shows them (simulation_rows) and as JSON (simulation_json, from one
 // declaration of the report's members).
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -28,6 +29,13 @@ struct TimelinePoint {
     // What the same requests' blocks would take if none were shared: each request's copy of a shared prefix counted.
     std::uint64_t kv_unshared_bytes = 0;
 };
+
+// A timeline point's fields, as the JSON and the CSV timeline both give them, in order: its time, then its counts.
+struct TimelineFields {
+    double t_s = 0;
+    std::array<std::pair<const char*, std::uint64_t>, 4> counts{};
+};
+TimelineFields timeline_fields(const TimelinePoint& p);
 
 struct SimulationReport {
     std::uint64_t requests = 0;  // served to the end

@@ -99,6 +99,9 @@ protected:
     void dropEvent(QDropEvent* event) override;
 
 private:
+    // The constructor's parts: the chart tab, and this window's recovery copy with its lock.
+    QWidget* buildChartPage();
+    void claimRecoveryCopy();
     void createActions();
     void restoreSettings();
     // At start: the file the window stood for, as it is now (restoreSettings).

@@ -12,6 +12,7 @@
 #include "kvscope/probe/probe.h"
 
 class QChart;
+class QChartView;
 class QComboBox;
 class QLabel;
 class QLineSeries;
@@ -64,6 +65,9 @@ protected:
     void changeEvent(QEvent* event) override;
 
 private:
+    // The constructor's parts: the stopwatch's chart, and following what the runner does (whoever asked for it).
+    QChartView* buildStopwatchChart();
+    void followRunner();
     void applyDevices(const std::vector<probe::DeviceInfo>& devices);
     void clearStopwatch(int tokens);
     void showProbe(const probe::ProbeReport& report);
