@@ -99,9 +99,13 @@ public:
     }
     // A request's blocks, last first, to the tail of the free queue: its tail is evicted before its prefix
     // (SingleTypeKVCacheManager.free passes reversed(req_blocks); BlockPool.free_blocks).
+    // The null block (kNone) in a windowed group's list is skipped.
     void release(const std::vector<std::uint32_t>& blocks) {
         for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
-            if (--ref_[*it] == 0) push_back(*it);
+            if (*it != kNone) release_one(*it);
+    }
+    void release_one(std::uint32_t b) {
+        if (--ref_[b] == 0) push_back(b);
     }
 
     static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();

@@ -1,6 +1,7 @@
 #include "kvscope/calculator/serving.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "kvscope/calculator/checked.h"
 #include "kvscope/calculator/decode.h"
@@ -10,6 +11,7 @@
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/parameters.h"
 #include "kvscope/calculator/units.h"
+#include "kvscope/calculator/vllm_pages.h"
 
 namespace kvscope {
 
@@ -69,6 +71,53 @@ StepCost cost_of(const Scenario& s, const FitReport& fitted, const KvCacheReport
     return c;
 }
 
+// vLLM's hybrid manager for the fit's pages (vllm_pages.h): the groups, the block (a page in each of a group's
+// layers), and the blocks the budget holds, the fewest any pipeline stage's GPU holds (each worker's num_blocks is
+// available // (page size x tensors), kv_cache_utils.py get_num_blocks, and the workers take the least,
+// get_kv_cache_configs). An error text, or empty.
+std::string page_groups(const HybridPages& h, std::uint64_t budget, ServingSetup& out) {
+    ServingSettings& st = out.settings;
+    if (h.stages.empty() || h.page_bytes == 0) return "vLLM's hybrid layout has no pages";
+    st.block_size = h.attention_block;
+    st.bytes_per_block = 0;
+    st.kv_blocks = std::numeric_limits<std::uint64_t>::max();
+    for (const HybridPages::Stage& stage : h.stages) {
+        const Checked block = Checked(std::max<std::uint64_t>(1, stage.group_size)) * h.page_bytes;
+        if (block.overflow()) return "a block of these tokens passes 2^64 bytes";
+        st.bytes_per_block = std::max(st.bytes_per_block, block.value());
+        st.kv_blocks = std::min(st.kv_blocks, budget / block.value());
+    }
+    const HybridPages::Stage& first = h.stages.front();  // every stage keeps every group
+    st.groups.full = first.attention_groups;
+    st.groups.sliding = first.sliding_groups;
+    st.groups.state = first.state_groups;
+    st.groups.window = h.window;
+    st.groups.chunked = h.chunked;
+    st.groups.state_blocks = 1 + h.speculative_blocks;
+    const Checked worst = h.bytes_per_sequence(st.max_model_len);
+    st.worst_case_bytes_per_sequence = worst.overflow() ? std::numeric_limits<std::uint64_t>::max() : worst.value();
+    const auto groups = [](std::uint64_t n, const std::string& what) {
+        return std::to_string(n) + " " + what + (n == 1 ? " group" : " groups");
+    };
+    std::string kinds = groups(st.groups.full, "full-attention");
+    if (st.groups.sliding > 0)
+        kinds += ", " + groups(st.groups.sliding, h.chunked ? "chunked-attention" : "sliding-window") + " (" +
+                 format_count(h.window) +
+                 (h.chunked ? "-token chunks: the blocks of the current chunk held"
+                            : "-token window: the blocks before it freed") +
+                 ")";
+    if (st.groups.state > 0)
+        kinds += ", " + groups(st.groups.state, "recurrent-state") + " (" + std::to_string(st.groups.state_blocks) +
+                 (st.groups.state_blocks == 1 ? " block" : " blocks") + " a sequence)";
+    out.notes.push_back("vLLM's hybrid KV cache manager: " + kinds + " of " + std::to_string(first.group_size) +
+                        " layers, each block one page in every layer of its group");
+    if (st.groups.state > 0 && st.prefix_caching)
+        out.notes.emplace_back(
+            "prefix caching off: vLLM 0.11 turns it off for models with recurrent state (\"Hybrid or mamba-based model "
+            "detected without support for prefix caching: disabling\")");
+    return {};
+}
+
 }  // namespace
 
 Result<StepCost> step_cost(const Scenario& s) {
@@ -125,13 +174,19 @@ Result<ServingSetup> serving_setup(const Scenario& s, bool prefix_caching, std::
     if (fitted->kv_budget_bytes_per_gpu <= 0)
         return FieldError{"--gpu", "the weights alone do not fit: " + std::string(to_string(d.engine)) +
                                        " leaves no KV budget on this GPU (fit says why)"};
-    const std::uint64_t state = kv->state_bytes_per_gpu;
-    if (state > 0 || fitted->engine_pages || kv->layers.size() != s.arch.layers ||
-        std::any_of(kv->layers.begin(), kv->layers.end(), [](const LayerKv& l) { return l.kind != LayerKind::full; }))
-        out.warnings.emplace_back(
-            "not exact: the model's layers are not all full attention; simulate pages every layer as full attention "
-            "(vLLM's hybrid manager frees what windows no longer see and pages the recurrent state apart)");
     st.kv_blocks = static_cast<std::uint64_t>(fitted->kv_budget_bytes_per_gpu) / st.bytes_per_block;
+    if (fitted->engine_pages) {
+        if (auto e =
+                page_groups(*fitted->engine_pages, static_cast<std::uint64_t>(fitted->kv_budget_bytes_per_gpu), out);
+            !e.empty())
+            return FieldError{"--block-size", e};
+    } else if (kv->state_bytes_per_gpu > 0 || kv->layers.size() != s.arch.layers ||
+               std::any_of(kv->layers.begin(), kv->layers.end(),
+                           [](const LayerKv& l) { return l.kind != LayerKind::full; })) {
+        out.warnings.emplace_back(
+            "not exact: the model's layers are not all full attention and not of two kinds vLLM's hybrid manager "
+            "pages as modelled here; simulate pages every layer as full attention");
+    }
     if (st.kv_blocks < 2)
         return FieldError{"--gpu",
                           "the KV budget holds less than one block of " + std::to_string(st.block_size) + " tokens"};

@@ -37,11 +37,13 @@ struct Req {
     double sent_s = 0;
     double first_token_s = -1, last_token_s = 0, done_s = 0;
     std::uint64_t generated = 0;
-    std::uint64_t computed = 0;  // num_computed_tokens
-    std::vector<std::uint32_t> blocks;
-    std::vector<std::uint64_t> hashes;  // of its full blocks, as far as computed
-    std::uint64_t cached_blocks = 0;    // of its blocks, those hashed into the pool
-    std::uint64_t scheduled = 0;        // this step's new tokens
+    std::uint64_t computed = 0;                    // num_computed_tokens
+    std::vector<std::uint32_t> blocks;             // in the first KV cache group (full attention)
+    std::vector<std::vector<std::uint32_t>> more;  // in the others, in group order (hybrid models)
+    std::vector<std::uint64_t> hashes;             // of its full blocks, as far as computed
+    std::uint64_t cached_blocks = 0;               // of its blocks, those hashed into the pool
+    std::uint64_t dropped = 0;                     // of a windowed group's blocks, those before it, freed
+    std::uint64_t scheduled = 0;                   // this step's new tokens
     bool hit_counted = false;
     // Tokens of the request so far: prompt + generated.
     [[nodiscard]] std::uint64_t tokens() const { return in->prompt_tokens + generated; }
@@ -92,7 +94,14 @@ struct Stats {
 class Scheduler {
 public:
     Scheduler(const std::vector<TrafficRequest>& requests, const ServingSettings& st, const StepCost& cost)
-        : st_(st), cost_(cost), pool_(st.kv_blocks) {
+        : st_(st),
+          groups_(st.groups),
+          cost_(cost),
+          pool_(st.kv_blocks),
+          // vLLM 0.11 turns prefix caching off for models with recurrent state (vllm/model_executor/models/config.py
+          // MambaModelConfig.verify_and_update_config: "Hybrid or mamba-based model detected without support for
+          // prefix caching: disabling"); serving_setup says so.
+          caching_(st.prefix_caching && st.groups.state == 0) {
         reqs_.resize(requests.size());
         for (std::size_t i = 0; i < requests.size(); ++i) {
             reqs_[i].in = &requests[i];
@@ -198,8 +207,8 @@ private:
     bool refuse(Req& r) {
         const Checked sum = Checked(r.in->prompt_tokens) + r.in->output_tokens;
         const std::uint64_t total = sum.overflow() ? std::numeric_limits<std::uint64_t>::max() : sum.value();
-        const std::uint64_t blocks = ceil_div(total, st_.block_size);
-        if (sum.overflow() || (st_.max_model_len > 0 && total > st_.max_model_len) || blocks > pool_.usable()) {
+        if (sum.overflow() || (st_.max_model_len > 0 && total > st_.max_model_len) ||
+            blocks_at_end(total) > pool_.usable()) {
             mark_refused(r);
             return true;
         }
@@ -219,59 +228,171 @@ private:
             ready_.emplace(std::max(at, reqs_[it->second].in->arrival_s), it->second);
     }
 
-    // ---- allocate_slots (vllm/v1/core/kv_cache_manager.py KVCacheManager.allocate_slots): the blocks for
-    // computed + new tokens, after the hits; false (nothing changed) when the free queue is short, counting the hit
-    // blocks no request holds, which the free queue counts as free.
-    bool allocate(Req& r, std::uint64_t new_tokens, const std::vector<std::uint32_t>& hits) {
-        const std::uint64_t start = r.computed + hits.size() * st_.block_size;
+    // The blocks a request of `tokens` tokens holds at its end: a block per block_size tokens in each full group, a
+    // window's in each windowed group, its blocks in each state group.
+    [[nodiscard]] std::uint64_t blocks_at_end(std::uint64_t tokens) const {
+        const std::uint64_t b = st_.block_size, blocks = ceil_div(tokens, b);
+        const Checked n = Checked(groups_.full) * blocks +
+                          Checked(groups_.sliding) * std::min(blocks, ceil_div(groups_.window + b - 1, b)) +
+                          Checked(groups_.state) * groups_.state_blocks;
+        return n.overflow() ? std::numeric_limits<std::uint64_t>::max() : n.value();
+    }
+    // A request's block list in group `g` (full groups first, then the windowed ones, then the states').
+    static std::vector<std::uint32_t>& list(Req& r, std::uint64_t g) { return g == 0 ? r.blocks : r.more[g - 1]; }
+    // A block's hash in group `g`: vLLM keys its cached blocks by (hash, group id) (block_pool.py
+    // BlockHashToBlockMap, get_cached_block(block_hash, kv_cache_group_ids)).
+    static std::uint64_t key(std::uint64_t hash, std::uint64_t g) {
+        if (g == 0) return hash;
+        const std::uint64_t k = mix(hash, g);
+        return k == 0 ? 1 : k;
+    }
+    static constexpr std::uint32_t kNull = BlockPool::kNone;  // vLLM's null block, in place of a freed one
+
+    // ---- allocate_slots (vllm/v1/core/kv_cache_manager.py KVCacheManager.allocate_slots): first the blocks a
+    // windowed group no longer sees are freed (remove_skipped_blocks at the tokens computed before this step), then
+    // the blocks for computed + new tokens, after `hit_n` hit blocks (hits_), in every group; false (nothing more
+    // changed) when the free queue is short, counting the hit blocks no request holds, which the free queue counts as
+    // free.
+    bool allocate(Req& r, std::uint64_t new_tokens, std::uint64_t hit_n) {
+        const std::uint64_t b = st_.block_size;
+        const std::uint64_t start = r.computed + hit_n * b;
         const std::uint64_t need_tokens = std::min(start + new_tokens, r.tokens());
-        const std::uint64_t blocks = (need_tokens + st_.block_size - 1) / st_.block_size;
-        const std::uint64_t held = r.blocks.size() + hits.size();
+        const std::uint64_t blocks = ceil_div(need_tokens, b);
+        const std::uint64_t groups = groups_.count(), paged = groups_.full + groups_.sliding;
+        if (groups > 1 && r.more.empty()) r.more.resize(groups - 1);
+        if (groups_.sliding > 0) drop_skipped(r);
+        const std::uint64_t held = r.blocks.size() + hit_n;
+        const bool states_due = groups_.state > 0 && r.more.back().empty();
         // The common case, a decode within its last block that fills none: nothing to take or cache.
-        if (hits.empty() && blocks <= held && (!st_.prefix_caching || r.cached_blocks >= need_tokens / st_.block_size))
+        if (hit_n == 0 && blocks <= held && !states_due && (!caching_ || r.cached_blocks >= need_tokens / b))
             return true;
-        const std::uint64_t fresh = blocks > held ? blocks - held : 0;
-        std::uint64_t free_hits = 0;
-        for (const std::uint32_t b : hits)
-            if (pool_.ref(b) == 0) ++free_hits;
-        if (fresh + free_hits > pool_.free_blocks()) return false;
-        for (const std::uint32_t b : hits) {
-            pool_.touch(b);
-            r.blocks.push_back(b);
+        const std::uint64_t fresh_each = blocks > held ? blocks - held : 0;
+        const std::uint64_t fresh = paged * fresh_each + (states_due ? groups_.state * groups_.state_blocks : 0);
+        std::uint64_t free_hits = 0, hit_blocks = 0;
+        for (std::uint64_t k = 0; hit_n > 0 && k < hits_.size(); ++k) {
+            if (hits_[k] == kNull) continue;
+            ++hit_blocks;
+            if (pool_.ref(hits_[k]) == 0) ++free_hits;
         }
-        for (std::uint64_t i = 0; i < fresh; ++i) r.blocks.push_back(pool_.take());
+        if (fresh + free_hits > pool_.free_blocks()) return false;
+        for (std::uint64_t g = 0; g < paged; ++g) {
+            std::vector<std::uint32_t>& l = list(r, g);
+            if (l.capacity() == 0) l.reserve((r.in->prompt_tokens + r.in->output_tokens) / b + 1);
+            for (std::uint64_t k = 0; k < hit_n; ++k) {
+                const std::uint32_t h = hits_[g * hit_n + k];
+                if (h != kNull) pool_.touch(h);
+                l.push_back(h);
+            }
+            for (std::uint64_t i = 0; i < fresh_each; ++i) l.push_back(pool_.take());
+        }
+        if (states_due)
+            for (std::uint64_t g = paged; g < groups; ++g)
+                for (std::uint64_t i = 0; i < groups_.state_blocks; ++i) list(r, g).push_back(pool_.take());
+        if (hit_n > 0) r.dropped = hit_first_;
         used_ += fresh + free_hits;
-        referenced_ += fresh + hits.size();
+        referenced_ += fresh + hit_blocks;
         // The blocks full after this step are cached now, so a request admitted later in the same step hits them
-        // (KVCacheManager.allocate_slots: cache_blocks(request, num_computed + num_new_tokens)).
-        if (st_.prefix_caching) {
-            extend_hashes(r, need_tokens, st_.block_size);
-            const std::uint64_t full = need_tokens / st_.block_size;
+        // (KVCacheManager.allocate_slots: cache_blocks(request, num_computed + num_new_tokens)); a null block is not
+        // (BlockPool.cache_full_blocks skips them).
+        if (caching_) {
+            extend_hashes(r, need_tokens, b);
+            const std::uint64_t full = need_tokens / b;
             for (; r.cached_blocks < full && r.cached_blocks < r.blocks.size(); ++r.cached_blocks)
-                pool_.cache(r.blocks[r.cached_blocks], r.hashes[r.cached_blocks]);
+                for (std::uint64_t g = 0; g < paged; ++g) {
+                    const std::uint32_t blk = list(r, g)[r.cached_blocks];
+                    if (blk != kNull) pool_.cache(blk, key(r.hashes[r.cached_blocks], g));
+                }
         }
         return true;
     }
-    void release(Req& r) {
-        for (const std::uint32_t b : r.blocks)
-            if (pool_.ref(b) == 1) --used_;
-        referenced_ -= r.blocks.size();
-        pool_.release(r.blocks);
-        r.blocks.clear();
-        r.cached_blocks = 0;
-    }
-    // get_computed_blocks (kv_cache_manager.py): the longest run of cached full blocks from the start, at most
-    // (tokens − 1) tokens so the last token is computed for its logits (max_cache_hit_length = num_tokens − 1;
-    // FullAttentionManager.find_longest_cache_hit).
-    void cache_hits(Req& r, std::vector<std::uint32_t>& hits) {
-        if (!st_.prefix_caching || r.tokens() == 0) return;
-        const std::uint64_t max_blocks = (r.tokens() - 1) / st_.block_size;
-        extend_hashes(r, max_blocks * st_.block_size, st_.block_size);
-        for (std::uint64_t k = 0; k < max_blocks; ++k) {
-            const std::uint32_t b = pool_.cached(r.hashes[k]);
-            if (b == BlockPool::kNone) break;
-            hits.push_back(b);
+    // SlidingWindowManager.remove_skipped_blocks at the tokens computed: the blocks wholly before the window
+    // (computed - window + 1 tokens skipped, get_num_skipped_tokens), or, chunked, before the current chunk
+    // (ChunkedLocalAttentionManager.get_num_skipped_tokens: computed // chunk x chunk), freed, the last first, group
+    // by group, a null block in each one's place.
+    void drop_skipped(Req& r) {
+        const std::uint64_t w = groups_.window, c = r.computed;
+        if (w == 0) return;
+        const std::uint64_t skipped = groups_.chunked ? c / w * w : (c + 1 > w ? c + 1 - w : 0);
+        const std::uint64_t target = std::min<std::uint64_t>(skipped / st_.block_size, r.blocks.size());
+        if (target <= r.dropped) return;
+        for (std::uint64_t g = groups_.full; g < groups_.full + groups_.sliding; ++g) {
+            std::vector<std::uint32_t>& l = list(r, g);
+            for (std::uint64_t k = target; k-- > r.dropped;) {
+                const std::uint32_t blk = l[k];
+                if (blk == kNull) continue;
+                if (pool_.ref(blk) == 1) --used_;
+                --referenced_;
+                pool_.release_one(blk);
+                l[k] = kNull;
+            }
         }
+        r.dropped = target;
+    }
+    void release(Req& r) {
+        for (std::uint64_t g = 0; g < 1 + r.more.size(); ++g) {
+            std::vector<std::uint32_t>& l = list(r, g);
+            for (const std::uint32_t blk : l) {
+                if (blk == kNull) continue;
+                if (pool_.ref(blk) == 1) --used_;
+                --referenced_;
+            }
+            pool_.release(l);
+            l.clear();
+        }
+        r.cached_blocks = 0;
+        r.dropped = 0;
+    }
+    // get_computed_blocks (kv_cache_manager.py): the longest prefix of cached full blocks, at most (tokens − 1)
+    // tokens so the last token is computed for its logits (max_cache_hit_length = num_tokens − 1). The full groups
+    // left to right, a block a hit when every full group caches it (FullAttentionManager.find_longest_cache_hit); then
+    // within that, a sliding group's hit ends at the last run, right to left, of ceil((window − 1) / block) blocks
+    // every sliding group caches, the blocks before it null (SlidingWindowManager.find_longest_cache_hit), or, chunked,
+    // runs from the start of the chunk the full hit ends in (ChunkedLocalAttentionManager.find_longest_cache_hit); the
+    // full hit is cut to it (HybridKVCacheCoordinator.find_longest_cache_hit, one pass for full attention beside one
+    // other kind). Fills hits_ group by group (hit_n blocks each) and hit_first_; returns hit_n.
+    std::uint64_t cache_hits(Req& r) {
+        hits_.clear();
+        hit_first_ = 0;
+        if (!caching_ || r.tokens() == 0) return 0;
+        const std::uint64_t b = st_.block_size, full = groups_.full, windowed = groups_.sliding;
+        const std::uint64_t max_blocks = (r.tokens() - 1) / b;
+        extend_hashes(r, max_blocks * b, b);
+        const auto cached_in_all = [&](std::uint64_t k, std::uint64_t first, std::uint64_t count) {
+            for (std::uint64_t g = first; g < first + count; ++g)
+                if (pool_.cached(key(r.hashes[k], g)) == BlockPool::kNone) return false;
+            return true;
+        };
+        std::uint64_t n = 0;
+        while (n < max_blocks && cached_in_all(n, 0, full)) ++n;
+        if (windowed > 0 && n > 0) {
+            if (groups_.chunked) {
+                hit_first_ = n * b / groups_.window * groups_.window / b;
+                std::uint64_t k = hit_first_;
+                while (k < n && cached_in_all(k, full, windowed)) ++k;
+                n = k;
+            } else {
+                const std::uint64_t want = std::max<std::uint64_t>(1, ceil_div(groups_.window - 1, b));
+                std::uint64_t run = 0;
+                bool found = false;
+                for (std::uint64_t i = n; i-- > 0;) {
+                    if (!cached_in_all(i, full, windowed)) {
+                        run = 0;
+                        continue;
+                    }
+                    if (++run >= want) {
+                        hit_first_ = i;
+                        n = i + run;
+                        found = true;
+                        break;
+                    }
+                }
+                if (!found) n = run;
+            }
+        }
+        for (std::uint64_t g = 0; g < full + windowed; ++g)
+            for (std::uint64_t k = 0; k < n; ++k)
+                hits_.push_back(g >= full && k < hit_first_ ? kNull : pool_.cached(key(r.hashes[k], g)));
+        return n;
     }
     // A running request's blocks freed, its work recomputed from the start: back to the front of the waiting
     // queue (scheduler.py: self.running.pop(), num_computed_tokens = 0, self.waiting.prepend_request).
@@ -297,7 +418,7 @@ private:
             Req& r = reqs_[i];
             const std::uint64_t n = std::min(r.tokens() - r.computed, budget);
             bool scheduled_it = true;
-            while (!allocate(r, n, no_hits_)) {
+            while (!allocate(r, n, 0)) {
                 // The last running request is preempted until this one fits, or it is itself the last.
                 const std::size_t victim = running_.back();
                 running_.pop_back();
@@ -318,17 +439,13 @@ private:
         while (!preempted && !waiting_.empty() && budget > 0 && running_.size() < st_.max_num_seqs) {
             const std::size_t i = waiting_.front();
             Req& r = reqs_[i];
-            if (r.blocks.capacity() == 0) {  // its whole length's blocks and hashes, once
-                const std::uint64_t all = (r.in->prompt_tokens + r.in->output_tokens) / st_.block_size + 1;
-                r.blocks.reserve(all);
-                if (st_.prefix_caching) r.hashes.reserve(all);
-            }
+            if (caching_ && r.hashes.capacity() == 0)  // its whole length's hashes, once
+                r.hashes.reserve((r.in->prompt_tokens + r.in->output_tokens) / st_.block_size + 1);
             hits_.clear();
-            if (r.computed == 0) cache_hits(r, hits_);
-            const std::vector<std::uint32_t>& hits = hits_;
-            const std::uint64_t hit_tokens = hits.size() * st_.block_size;
+            const std::uint64_t hit_n = r.computed == 0 ? cache_hits(r) : 0;
+            const std::uint64_t hit_tokens = hit_n * st_.block_size;
             const std::uint64_t n = std::min(r.tokens() - r.computed - hit_tokens, budget);
-            if (!allocate(r, n, hits)) break;
+            if (!allocate(r, n, hit_n)) break;
             waiting_.pop_front();
             r.computed += hit_tokens;
             if (!r.hit_counted) {  // a request's first admission: its prompt against the cache
@@ -392,6 +509,7 @@ private:
             ++ended_;
             release(r);
             std::vector<std::uint32_t>().swap(r.blocks);  // its memory back for the requests still to come
+            std::vector<std::vector<std::uint32_t>>().swap(r.more);
             std::vector<std::uint64_t>().swap(r.hashes);
             running_.erase(std::find(running_.begin(), running_.end(), i));
             if (st_.concurrency > 0) free_places_.push(now);
@@ -413,8 +531,10 @@ private:
     }
 
     const ServingSettings& st_;
+    const ServingSettings::Groups& groups_;
     const StepCost& cost_;
     BlockPool pool_;
+    bool caching_;
     std::vector<std::size_t> arrivals_;
     std::size_t next_ = 0;
     // Later turns, when each may be sent, earliest first (then the earlier request).
@@ -431,10 +551,10 @@ private:
     std::vector<std::size_t> running_;
     std::vector<std::size_t> scheduled_;  // this step's requests (kept to reuse its memory)
     std::vector<std::size_t> finished_;
-    const std::vector<std::uint32_t> no_hits_;
-    std::vector<std::uint32_t> hits_;
-    std::uint64_t used_ = 0;        // blocks held by requests
-    std::uint64_t referenced_ = 0;  // the requests' block lists together: a block shared by n counted n times
+    std::vector<std::uint32_t> hits_;  // the admitted request's hit blocks, group by group
+    std::uint64_t hit_first_ = 0;      // of them, the windowed groups' leading null blocks
+    std::uint64_t used_ = 0;           // blocks held by requests
+    std::uint64_t referenced_ = 0;     // the requests' block lists together: a block shared by n counted n times
     std::uint64_t refused_ = 0;
     std::uint64_t ended_ = 0;  // served or refused
 
@@ -543,8 +663,11 @@ Result<SimulationReport> simulate_serving(const std::vector<TrafficRequest>& req
     r.kv_budget_bytes_per_gpu = r.kv_budget_blocks * settings.bytes_per_block;  // within the fit's budget
     r.kv_peak_blocks = sim.stats.peak_blocks;
     r.kv_peak_bytes_per_gpu = sim.stats.peak_blocks * settings.bytes_per_block;
-    const Checked worst =
-        Checked(r.max_running) * ceil_div(settings.max_model_len, settings.block_size) * settings.bytes_per_block;
+    const Checked per_sequence =
+        settings.worst_case_bytes_per_sequence > 0
+            ? Checked(settings.worst_case_bytes_per_sequence)
+            : Checked(ceil_div(settings.max_model_len, settings.block_size)) * settings.bytes_per_block;
+    const Checked worst = Checked(r.max_running) * per_sequence;
     r.kv_worst_case_bytes_per_gpu = worst.overflow() ? std::numeric_limits<std::uint64_t>::max() : worst.value();
     if (worst.overflow()) r.warnings.emplace_back("the worst case passes 2^64 bytes; its figure is that limit");
     if (r.duration_s > 0 && r.kv_budget_blocks > 0)

@@ -193,6 +193,79 @@ TEST(Simulate, ASmallCachePreemptsButNeverHoldsMoreThanItsBlocksAndServesEveryon
     EXPECT_EQ(r.refused, 0u);  // each fits the cache alone
 }
 
+// A model on one H100 under vLLM, at an 8,192-token context.
+Scenario on_h100(const std::string& model) {
+    Scenario s = llama_on_h100();
+    s.arch = Catalog::builtin().find_model(model)->model.arch;
+    s.model_id = model;
+    return s;
+}
+
+TEST(Simulate, ASlidingWindowModelHoldsOnlyItsWindowsBlocks) {
+    // gpt-oss-20b: 12 layers of a 128-token window beside 12 of full attention, one vLLM group of each.
+    const ServingSetup setup = setup_for(on_h100("gpt-oss-20b"));
+    const ServingSettings& st = setup.settings;
+    ASSERT_EQ(st.groups.full, 1u);
+    ASSERT_EQ(st.groups.sliding, 1u);
+    ASSERT_EQ(st.groups.window, 128u);
+    ASSERT_EQ(st.block_size, 16u);
+    EXPECT_TRUE(std::none_of(setup.warnings.begin(), setup.warnings.end(),
+                             [](const std::string& w) { return w.find("full attention") != std::string::npos; }));
+    // One request of 8,000 + 100 tokens alone. At its last step it has computed 8,098 tokens and needs 8,099: the
+    // full group holds ceil(8,099 / 16) blocks, the sliding group those after the (8,098 + 1 − 128) / 16 it freed.
+    const std::vector<TrafficRequest> requests{{0, 8000, 100, {{1, 8000}}, 2}};
+    const SimulationReport r = simulate(requests, setup);
+    ASSERT_EQ(r.requests, 1u);
+    const std::uint64_t full = (8099 + 15) / 16, sliding = full - (8098 + 1 - 128) / 16;
+    EXPECT_EQ(sliding, 9u);
+    EXPECT_EQ(r.timeline.back().kv_used_bytes, (full + sliding) * st.bytes_per_block);
+    // The worst case is the hybrid layout's: a full group's blocks and the window's, not two full groups'.
+    EXPECT_EQ(r.kv_worst_case_bytes_per_gpu, st.worst_case_bytes_per_sequence);
+    // (the window's 8 blocks and the one it starts inside)
+    EXPECT_EQ(st.worst_case_bytes_per_sequence, (8192 / 16 + 128 / 16 + 1) * st.bytes_per_block);
+}
+
+TEST(Simulate, ASlidingHitNeedsTheWindowsBlocksStillCached) {
+    ServingSetup setup = setup_for(on_h100("gpt-oss-20b"));
+    setup.settings.kv_blocks = 600;  // 599 usable
+    // A: 2,048 tokens of a prompt and 2 of answer. Its second step frees the sliding blocks wholly before its window
+    // ((2,048 + 1 − 128) / 16 = 120), cached still, at the tail of the free queue; then its 129 + 9 at its end.
+    // B, later: the first 1,000 tokens of A's prompt and 24 of its own: its full hit is 62 blocks, and the sliding
+    // group needs the 8 blocks before the hit's end (ceil(127 / 16)) still cached.
+    const TrafficRequest a{0, 2048, 2, {{7, 2048}}, 1};
+    const TrafficRequest b{200, 1024, 2, {{7, 1000}, {9, 24}}, 3};
+    const SimulationReport kept = simulate({a, b}, setup);
+    EXPECT_EQ(kept.prefix_hit_tokens, 62u * 16);
+    // C between them takes every block never used (599 − 2 × 129) and the 120 freed sliding blocks, and 3 of A's
+    // full ones (its last): 2 × ceil(3,700 / 16) = 464. B's full blocks are still cached; its window's are not, nor
+    // any before them: no hit, where paging every layer as full attention would have found 992 tokens.
+    const TrafficRequest c{100, 3700, 1, {{11, 3700}}, 5};
+    EXPECT_EQ(2 * ((3700 + 15) / 16), 599 - 2 * 129 + 120 + 3);
+    const SimulationReport evicted = simulate({a, c, b}, setup);
+    EXPECT_EQ(evicted.requests, 3u);
+    EXPECT_EQ(evicted.prefix_hit_tokens, 0u);
+}
+
+TEST(Simulate, ARecurrentModelKeepsItsStateBlocksAndNoPrefixCache) {
+    // Granite 4.0 H Tiny: Mamba-2 layers beside full attention; vLLM raises the attention block so that a page holds
+    // a state, and turns prefix caching off.
+    const ServingSetup setup = setup_for(on_h100("granite-4.0-h-tiny"), true);
+    const ServingSettings& st = setup.settings;
+    ASSERT_GT(st.groups.state, 0u);
+    EXPECT_GT(st.block_size, 16u);
+    EXPECT_TRUE(std::any_of(setup.notes.begin(), setup.notes.end(),
+                            [](const std::string& n) { return n.find("prefix caching off") != std::string::npos; }));
+    std::vector<TrafficRequest> requests(3);
+    for (std::size_t i = 0; i < requests.size(); ++i)
+        requests[i] = {100.0 * static_cast<double>(i), 3000, 10, {{7, 3000}}, 10 + i};
+    const SimulationReport r = simulate(requests, setup);
+    ASSERT_EQ(r.requests, 3u);
+    EXPECT_EQ(r.prefix_hit_tokens, 0u);  // the same prompt three times: recomputed each time
+    // Alone at its last step: each full group a block per block_size of 3,009 tokens, each state group its one.
+    const std::uint64_t blocks = st.groups.full * ((3009 + st.block_size - 1) / st.block_size) + st.groups.state;
+    EXPECT_EQ(r.timeline.back().kv_used_bytes, blocks * st.bytes_per_block);
+}
+
 TEST(Simulate, RequestsLongerThanTheContextAreRefusedAsVllmRefusesThem) {
     const ServingSetup setup = setup_for(llama_on_h100());  // max_model_len 8192
     std::vector<TrafficRequest> requests(2);

@@ -70,6 +70,24 @@ struct ServingSettings {
     double api_serial_s = 0.023;
     double api_latency_s = 0.030;
     std::uint64_t timeline_points = 200;
+    // vLLM's KV cache groups (vllm/v1/core/kv_cache_utils.py get_kv_cache_config): one group of every layer, or, for
+    // a model whose layers keep different things, the hybrid manager's groups of group-size layers (vllm_pages.h
+    // HybridPages). Every group takes its own blocks from the one pool: a block id is a page in each of a group's
+    // layers' tensors, and bytes_per_block is that (group size x page). A request holds, in each full-attention
+    // group, a block per block_size tokens; in each sliding group, those of its window, the blocks wholly before it
+    // freed (SlidingWindowManager.remove_skipped_blocks), or, chunked, those of its chunk
+    // (ChunkedLocalAttentionManager); in each state group, state_blocks (MambaManager: its state and one a drafted
+    // token).
+    struct Groups {
+        std::uint64_t full = 1, sliding = 0, state = 0;
+        std::uint64_t window = 0;  // the sliding groups' window, or the chunk with `chunked`, in tokens
+        bool chunked = false;
+        std::uint64_t state_blocks = 1;
+        [[nodiscard]] std::uint64_t count() const { return full + sliding + state; }
+    };
+    Groups groups;
+    // One sequence at max_model_len, per GPU, for the worst case (0: ceil(max_model_len / block_size) blocks).
+    std::uint64_t worst_case_bytes_per_sequence = 0;
 };
 
 // The engine's settings for this scenario: vLLM's block size (the workload's when it is above 1), its batch limits
