@@ -1,8 +1,8 @@
 #pragma once
-// Published serving benchmarks of vLLM on one GPU, copied as printed by `vllm bench serve` (the request throughput,
-// median TTFT and median TPOT), with the workload each ran. bench/simulate_bench.cpp simulates each and prints the
-// error. The lengths of a ShareGPT run are its mean prompt and output (its totals over its prompts); a random run's
-// are as asked (--random-input-len / --random-output-len, rate inf).
+// Published serving benchmarks of vLLM and SGLang on one GPU, copied as printed by `vllm bench serve` (the request
+// throughput, median TTFT and median TPOT), with the workload each ran. bench/simulate_bench.cpp simulates each and
+// prints the error. The lengths of a ShareGPT run are its mean prompt and output (its totals over its prompts); a
+// random run's are as asked (--random-input-len / --random-output-len, rate inf).
 
 #include <cstdint>
 
@@ -23,7 +23,9 @@ struct PublishedRun {
     // Where the source printed means rather than medians: its TTFT and ITL means stand in the median columns,
     // and are compared with the simulation's means.
     bool means = false;
-    double rate = 0;  // requests a second (Poisson) beside the concurrency limit; 0: all at once
+    double rate = 0;           // requests a second (Poisson) beside the concurrency limit; 0: all at once
+    bool sglang = false;       // served by SGLang (else vLLM)
+    bool fp8_weights = false;  // an FP8 checkpoint (else bf16)
 };
 
 // GPUStack's performance lab (github.com/gpustack/gpustack, docs/performance-lab/), vLLM v0.11.0, `vllm serve MODEL`
@@ -34,6 +36,10 @@ inline constexpr const char* kQwen3_14bA100 = "gpustack docs/performance-lab/qwe
 // A blog post, "LLM 최적화 실전 프로젝트 — 단일 인스턴스 처리량 최대화" (jinwoong, 2026-09-06), its Prefix Repetition
 // baseline.
 inline constexpr const char* kQwen3_14bL40s = "blog post deep-learning/llm-optimization-capstone (2026-09-06)";
+
+// The same page's SGLang runs: SGLang v0.5.5.post1, `python3 -m sglang.launch_server --model-path Qwen/Qwen3-14B-FP8`
+// with its defaults, the same `vllm bench serve` random runs (500 prompts; 1,000 of 128 tokens), all at once.
+inline constexpr const char* kQwen3_14bFp8H100Sglang = kQwen3_14bH100;
 
 inline constexpr PublishedRun kPublishedRuns[] = {
     // ShareGPT, 100 prompts: 23,260 prompt and 22,061 generated tokens in all.
@@ -63,6 +69,13 @@ inline constexpr PublishedRun kPublishedRuns[] = {
     // Output 223.7 tokens/s (1.75 requests/s at 128 each), mean TTFT 144.1 ms, mean ITL 43.7 ms.
     {"qwen3-14b l40s prefix c10", "qwen3-14b", "l40s", 40960, 1000, 256, 128, 10, 223.7 / 128, 144.1, 43.7,
      kQwen3_14bL40s, 256, 10, true, 5},
+    // SGLang, FP8 weights: 1,997,942 prompt tokens over 500 (99,814 of 100,000 generated: a few stopped early).
+    {"sglang qwen3-14b-fp8 h100 4000/200", "qwen3-14b", "h100-sxm", 40960, 500, 3996, 200, 0, 2.92, 85092.81, 83.43,
+     kQwen3_14bFp8H100Sglang, 0, 1, false, 0, true, true},
+    {"sglang qwen3-14b-fp8 h100 2000/100", "qwen3-14b", "h100-sxm", 40960, 500, 1996, 100, 0, 7.04, 33169.68, 146.25,
+     kQwen3_14bFp8H100Sglang, 0, 1, false, 0, true, true},
+    {"sglang qwen3-14b-fp8 h100 128/4", "qwen3-14b", "h100-sxm", 40960, 1000, 128, 4, 0, 128.21, 4057.99, 962.87,
+     kQwen3_14bFp8H100Sglang, 0, 1, false, 0, true, true},
 };
 
 }  // namespace kvscope::bench

@@ -11,6 +11,7 @@
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/config_import.h"
+#include "kvscope/calculator/engine.h"
 #include "kvscope/calculator/traffic.h"
 #include "kvscope/calculator/traffic_answer.h"
 #include "published_runs.h"
@@ -42,7 +43,11 @@ std::optional<Scenario> scenario_of(const bench::PublishedRun& run) {
     s.workload.context_tokens = run.max_model_len;
     Deployment d;
     d.gpu = *Catalog::builtin().find_gpu(run.gpu);
-    d.weight_dtype = KvDtype::bf16;
+    d.weight_dtype = run.fp8_weights ? KvDtype::fp8_e4m3 : KvDtype::bf16;
+    if (run.sglang) {
+        d.engine = Engine::sglang;
+        d.fraction = default_fraction(Engine::sglang);  // SGLang's own for the GPU
+    }
     s.deployment = d;
     return s;
 }
@@ -57,8 +62,9 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main() {
-    std::vector<double> throughput_errors, ttft_errors, tpot_errors;
-    std::printf("%-28s %21s %25s %21s\n", "published run", "requests/s (error)", "median TTFT ms (error)",
+    // Each engine's errors: throughput, TTFT, TPOT.
+    std::vector<double> throughput_errors[2], ttft_errors[2], tpot_errors[2];
+    std::printf("%-36s %21s %25s %21s\n", "published run", "requests/s (error)", "median TTFT ms (error)",
                 "median TPOT ms (error)");
     for (const bench::PublishedRun& run : bench::kPublishedRuns) {
         const auto s = scenario_of(run);
@@ -90,16 +96,19 @@ int main() {
         const double tpot = run.means ? r->itl_ms.mean : r->tpot_ms.median;
         const double e2 = error(ttft, run.median_ttft_ms);
         const double e3 = error(tpot, run.median_tpot_ms);
-        throughput_errors.push_back(e1);
-        ttft_errors.push_back(e2);
-        tpot_errors.push_back(e3);
-        std::printf("%-28s %7.2f vs %6.2f (%3.0f%%) %10.1f vs %9.1f (%3.0f%%) %7.2f vs %6.2f (%3.0f%%)%s\n", run.name,
+        const int engine = run.sglang ? 1 : 0;
+        throughput_errors[engine].push_back(e1);
+        ttft_errors[engine].push_back(e2);
+        tpot_errors[engine].push_back(e3);
+        std::printf("%-36s %7.2f vs %6.2f (%3.0f%%) %10.1f vs %9.1f (%3.0f%%) %7.2f vs %6.2f (%3.0f%%)%s\n", run.name,
                     r->request_throughput, run.request_throughput, 100 * e1, ttft, run.median_ttft_ms, 100 * e2, tpot,
                     run.median_tpot_ms, 100 * e3, run.means ? " (means: TTFT, ITL)" : "");
     }
-    std::printf("median |error| over %zu runs: throughput %.0f%%, median TTFT %.0f%%, median TPOT %.0f%%\n",
-                throughput_errors.size(), 100 * median(throughput_errors), 100 * median(ttft_errors),
-                100 * median(tpot_errors));
+    for (int engine : {0, 1})
+        std::printf("%s: median |error| over %zu runs: throughput %.0f%%, median TTFT %.0f%%, median TPOT %.0f%%\n",
+                    engine == 0 ? "vLLM" : "SGLang", throughput_errors[engine].size(),
+                    100 * median(throughput_errors[engine]), 100 * median(ttft_errors[engine]),
+                    100 * median(tpot_errors[engine]));
 
     // Speed: a chat workload of 100,000 requests on Llama 3.1 8B and one H100.
     bench::PublishedRun chat{"chat", "llama-3.1-8b", "h100-sxm", 8192, 0, 0, 0, 0, 0, 0, 0, ""};

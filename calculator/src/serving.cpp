@@ -118,6 +118,39 @@ std::string page_groups(const HybridPages& h, std::uint64_t budget, ServingSetup
     return {};
 }
 
+// SGLang's settings for the GPU (python/sglang/srt/server_args.py, v0.5.6) and its pool of tokens
+// (model_executor/model_runner.py profile_max_num_token: the budget over one token's cache on every layer; page
+// size 1). A --max-num-batched-tokens or --max-num-seqs given sets chunked_prefill_size or max_running_requests.
+void sglang_settings(const Deployment& d, std::uint64_t bytes_per_token, std::uint64_t budget, ServingSetup& out) {
+    ServingSettings& st = out.settings;
+    st.engine = Engine::sglang;
+    st.block_size = 1;
+    st.bytes_per_block = bytes_per_token;
+    st.kv_blocks = budget / bytes_per_token;  // max_total_num_tokens
+    // _handle_gpu_memory_settings: chunked_prefill_size by the GPU's memory.
+    const std::uint64_t gib = d.gpu.memory_bytes / kGiB;
+    const std::uint64_t chunk = gib < 35 ? 2048 : gib < 60 ? 4096 : gib < 160 ? 8192 : 16384;
+    st.max_num_batched_tokens = d.vllm.max_num_batched_tokens > 0 ? d.vllm.max_num_batched_tokens : chunk;
+    st.max_prefill_tokens = 16384;
+    // max_running_requests: min(max_total_num_tokens / 2, the request pool), the pool
+    // min(max(max_total_num_tokens / context_len x 512, 2048), 4096) (tp_worker.py, model_runner.py init_memory_pool).
+    const auto context = static_cast<double>(std::max<std::uint64_t>(1, st.max_model_len));
+    const auto requests = static_cast<std::uint64_t>(static_cast<double>(st.kv_blocks) / context * 512);
+    const std::uint64_t pool = std::clamp<std::uint64_t>(requests, 2048, 4096);
+    st.max_num_seqs = d.vllm.max_num_seqs > 0 ? d.vllm.max_num_seqs : std::min(st.kv_blocks / 2, pool);
+    // Its API server, fitted as vLLM's is (bench/published_runs.h): GPUStack's SGLang v0.5.5 run of 1,000 prompts of
+    // 128 tokens all at once on an H100 served 128.21 a second whatever the GPU's speed, 7.8 ms each, one at a time.
+    st.api_serial_s = 0.0078;  // 1 / 128.21 s
+    out.notes.push_back("SGLang's scheduler (v0.5.6): a radix cache of " + format_count(st.kv_blocks) +
+                        " tokens (page size 1), chunked_prefill_size " + std::to_string(st.max_num_batched_tokens) +
+                        ", max_prefill_tokens 16384, max_running_requests " + std::to_string(st.max_num_seqs) +
+                        "; a prefill batch runs before any decode, the two not mixed, requests admitted in arrival "
+                        "order (schedule_policy fcfs)");
+    out.warnings.emplace_back(
+        "not exact: the step's overhead, the compute efficiency and the API server's latency are fitted to published "
+        "vLLM runs (SGLang's API server, 7.8 ms a request, to one SGLang run)");
+}
+
 }  // namespace
 
 Result<StepCost> step_cost(const Scenario& s) {
@@ -146,9 +179,10 @@ Result<ServingSetup> serving_setup(const Scenario& s, bool prefix_caching, std::
                                    const std::optional<MeasuredStep>& measured) {
     if (!s.deployment) return FieldError{"--gpu", "simulate needs a deployment (a GPU)"};
     const Deployment& d = *s.deployment;
-    if (d.engine != Engine::vllm)
-        return FieldError{"--engine", "simulate follows vLLM's scheduler; " + std::string(to_string(d.engine)) +
-                                          "'s is not simulated yet (use vllm)"};
+    if (d.engine != Engine::vllm && d.engine != Engine::sglang)
+        return FieldError{"--engine", "simulate follows vLLM's and SGLang's schedulers; " +
+                                          std::string(to_string(d.engine)) +
+                                          "'s is not simulated yet (use vllm or sglang)"};
     auto fitted = fit(s.arch, s.kv_dtype, s.workload, s.parallel, d);
     if (!fitted) return fitted.errors();
     auto kv = one_token_report(s);
@@ -175,14 +209,22 @@ Result<ServingSetup> serving_setup(const Scenario& s, bool prefix_caching, std::
         return FieldError{"--gpu", "the weights alone do not fit: " + std::string(to_string(d.engine)) +
                                        " leaves no KV budget on this GPU (fit says why)"};
     st.kv_blocks = static_cast<std::uint64_t>(fitted->kv_budget_bytes_per_gpu) / st.bytes_per_block;
-    if (fitted->engine_pages) {
+    const bool all_full =
+        kv->state_bytes_per_gpu == 0 && kv->layers.size() == s.arch.layers &&
+        std::none_of(kv->layers.begin(), kv->layers.end(), [](const LayerKv& l) { return l.kind != LayerKind::full; });
+    if (d.engine == Engine::sglang) {
+        sglang_settings(d, kv->bytes_per_token_per_gpu, static_cast<std::uint64_t>(fitted->kv_budget_bytes_per_gpu),
+                        out);
+        if (!all_full)
+            out.warnings.emplace_back(
+                "not exact: the model's layers are not all full attention; SGLang's caches for windows and recurrent "
+                "state (its SWA and Mamba radix caches) are not simulated: every layer is paged as full attention");
+    } else if (fitted->engine_pages) {
         if (auto e =
                 page_groups(*fitted->engine_pages, static_cast<std::uint64_t>(fitted->kv_budget_bytes_per_gpu), out);
             !e.empty())
             return FieldError{"--block-size", e};
-    } else if (kv->state_bytes_per_gpu > 0 || kv->layers.size() != s.arch.layers ||
-               std::any_of(kv->layers.begin(), kv->layers.end(),
-                           [](const LayerKv& l) { return l.kind != LayerKind::full; })) {
+    } else if (!all_full) {
         out.warnings.emplace_back(
             "not exact: the model's layers are not all full attention and not of two kinds vLLM's hybrid manager "
             "pages as modelled here; simulate pages every layer as full attention");
@@ -190,10 +232,12 @@ Result<ServingSetup> serving_setup(const Scenario& s, bool prefix_caching, std::
     if (st.kv_blocks < 2)
         return FieldError{"--gpu",
                           "the KV budget holds less than one block of " + std::to_string(st.block_size) + " tokens"};
-    out.notes.push_back(
-        "vLLM V1's scheduler (v0.11): " + format_count(st.kv_blocks) + " blocks of " + std::to_string(st.block_size) +
-        " tokens, max_num_batched_tokens " + std::to_string(st.max_num_batched_tokens) + ", max_num_seqs " +
-        std::to_string(st.max_num_seqs) + (b.tokens_default || b.seqs_default ? " (vLLM's defaults for the GPU)" : ""));
+    if (d.engine == Engine::vllm)
+        out.notes.push_back("vLLM V1's scheduler (v0.11): " + format_count(st.kv_blocks) + " blocks of " +
+                            std::to_string(st.block_size) + " tokens, max_num_batched_tokens " +
+                            std::to_string(st.max_num_batched_tokens) + ", max_num_seqs " +
+                            std::to_string(st.max_num_seqs) +
+                            (b.tokens_default || b.seqs_default ? " (vLLM's defaults for the GPU)" : ""));
     // A decode step this machine's probe timed for the scenario on this GPU: it read the step's bytes at
     // predicted_step_ms / step_ms of the ceiling it measured, so that is the bandwidth a step reaches here
     // (measured_step.h); the engine's 1 ms a step stays beside it.
@@ -222,6 +266,10 @@ Result<ServingSetup> serving_setup(const Scenario& s, bool prefix_caching, std::
                                number_text(100 * kUnfittedComputeEfficiency, Notation::fixed, 0) +
                                "% of its dense bf16 rate is assumed for the prefill (TTFT and throughput under load "
                                "follow it)");
+    if (d.weight_dtype == KvDtype::fp8_e4m3 || d.weight_dtype == KvDtype::fp8_e5m2)
+        out.warnings.emplace_back(
+            "not exact: FP8 weights' matmuls run at the FP8 tensor-core rate where the GPU has one (twice bf16 on "
+            "Ada, Hopper and Blackwell); the steps count the new tokens' work at the dense bf16 rate");
     if (s.parallel.tp > 1)
         out.warnings.emplace_back(
             "not exact: tensor parallel's all-reduces (two a layer) are not in the step's time: its steps are timed "

@@ -11,43 +11,17 @@
 #include "block_pool.h"
 #include "kvscope/calculator/checked.h"
 #include "kvscope/calculator/numbers.h"
+#include "serving_loop.h"
 
 namespace kvscope {
 
 namespace {
 
 using detail::BlockPool;
-
-std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    return h;
-}
-
-enum class State { pending, waiting, running, done, refused };
-
-struct Sim;
-
-struct Req {
-    const TrafficRequest* in = nullptr;
-    std::uint64_t index = 0;
-    State state = State::pending;
-    double sent_s = 0;
-    double first_token_s = -1, last_token_s = 0, done_s = 0;
-    std::uint64_t generated = 0;
-    std::uint64_t computed = 0;                    // num_computed_tokens
-    std::vector<std::uint32_t> blocks;             // in the first KV cache group (full attention)
-    std::vector<std::vector<std::uint32_t>> more;  // in the others, in group order (hybrid models)
-    std::vector<std::uint64_t> hashes;             // of its full blocks, as far as computed
-    std::uint64_t cached_blocks = 0;               // of its blocks, those hashed into the pool
-    std::uint64_t dropped = 0;                     // of a windowed group's blocks, those before it, freed
-    std::uint64_t scheduled = 0;                   // this step's new tokens
-    bool hit_counted = false;
-    // Tokens of the request so far: prompt + generated.
-    [[nodiscard]] std::uint64_t tokens() const { return in->prompt_tokens + generated; }
-};
+using detail::mix;
+using detail::Req;
+using detail::ServingLoop;
+using detail::State;
 
 // The hash of each full block of `r` up to `tokens` tokens: chained over the blocks' contents (span id, offset,
 // length), as vLLM chains the parent block's hash with the block's tokens (kv_cache_utils.py hash_block_tokens).
@@ -82,152 +56,21 @@ void extend_hashes(Req& r, std::uint64_t tokens, std::uint64_t block) {
     }
 }
 
-struct Stats {
-    double running_area = 0, waiting_area = 0, in_system_area = 0, used_blocks_area = 0, saved_blocks_area = 0;
-    std::uint64_t peak_saved_blocks = 0;
-    std::uint64_t peak_blocks = 0, max_running = 0, preemptions = 0, steps = 0;
-    std::uint64_t prompt_scheduled = 0, hit_tokens = 0;
-    std::vector<std::pair<double, std::uint64_t>> gaps;  // inter-token gaps, with how many tokens had each
-    std::vector<TimelinePoint> timeline;
-};
-
-class Scheduler {
+class VllmScheduler final : public ServingLoop {
 public:
-    Scheduler(const std::vector<TrafficRequest>& requests, const ServingSettings& st, const StepCost& cost)
-        : st_(st),
+    VllmScheduler(const std::vector<TrafficRequest>& requests, const ServingSettings& st, const StepCost& cost)
+        : ServingLoop(requests, st, cost),
           groups_(st.groups),
-          cost_(cost),
           pool_(st.kv_blocks),
           // vLLM 0.11 turns prefix caching off for models with recurrent state (vllm/model_executor/models/config.py
           // MambaModelConfig.verify_and_update_config: "Hybrid or mamba-based model detected without support for
           // prefix caching: disabling"); serving_setup says so.
-          caching_(st.prefix_caching && st.groups.state == 0) {
-        reqs_.resize(requests.size());
-        for (std::size_t i = 0; i < requests.size(); ++i) {
-            reqs_[i].in = &requests[i];
-            reqs_[i].index = i;
-        }
-        for (std::size_t i = 0; i < requests.size(); ++i)
-            if (requests[i].follows != kNoRequest && requests[i].follows < requests.size())
-                followers_.emplace(requests[i].follows, i);
-        // First turns, in arrival order (make_traffic and read_trace give them so).
-        for (std::size_t i = 0; i < requests.size(); ++i)
-            if (requests[i].follows == kNoRequest) arrivals_.push_back(i);
-        for (std::uint64_t i = 0; i < std::min<std::uint64_t>(st.concurrency, requests.size()); ++i)
-            free_places_.push(0);
-        std::stable_sort(arrivals_.begin(), arrivals_.end(),
-                         [&](std::size_t a, std::size_t b) { return requests[a].arrival_s < requests[b].arrival_s; });
-    }
-
-    // False when `progress` stopped it.
-    bool run(const SimulationProgress& progress) {
-        while (true) {
-            send_arrived();
-            reach_engine();
-            if (running_.empty() && waiting_.empty()) {
-                if (!next_arrival()) break;
-                continue;
-            }
-            step();
-            if (progress && stats.steps % 512 == 0 &&
-                !progress(static_cast<double>(ended_) / static_cast<double>(std::max<std::size_t>(1, reqs_.size()))))
-                return false;
-        }
-        return true;
-    }
-
-    Stats stats;
-    std::vector<Req> reqs_;
-    double now = 0;
+          caching_(st.prefix_caching && st.groups.state == 0) {}
 
 private:
-    // ---- Arrivals: the client sends a request at its time; with a concurrency limit, when a request in flight has
-    // ended and freed its place (as vllm bench serve --max-concurrency waits on its semaphore), its latencies
-    // counting from then; a later turn of a conversation when the turn before it has ended.
-    [[nodiscard]] std::optional<double> next_ready_time() const {
-        std::optional<double> t;
-        if (!incoming_.empty()) t = incoming_.top().first;
-        // A request the client has not sent waits for a free place when there is a limit.
-        if (st_.concurrency > 0 && free_places_.empty()) return t;
-        if (!ready_.empty() && (!t || ready_.top().first < *t)) t = ready_.top().first;
-        if (next_ < arrivals_.size()) {
-            const double a = reqs_[arrivals_[next_]].in->arrival_s;
-            if (!t || a < *t) t = a;
-        }
-        return t;
+    [[nodiscard]] bool fits_alone(std::uint64_t tokens) const override {
+        return blocks_at_end(tokens) <= pool_.usable();
     }
-    bool next_arrival() {
-        const auto t = next_ready_time();
-        if (!t || !std::isfinite(*t)) return false;
-        now = std::max(now, *t);
-        return true;
-    }
-    void send_arrived() {
-        while (st_.concurrency == 0 || !free_places_.empty()) {
-            std::size_t i = 0;
-            double at = 0;
-            const bool ready_first = !ready_.empty() && (next_ >= arrivals_.size() ||
-                                                         ready_.top().first <= reqs_[arrivals_[next_]].in->arrival_s);
-            if (ready_first && ready_.top().first <= now) {
-                at = ready_.top().first;
-                i = ready_.top().second;
-                ready_.pop();
-            } else if (!ready_first && next_ < arrivals_.size() && reqs_[arrivals_[next_]].in->arrival_s <= now) {
-                i = arrivals_[next_++];
-                at = reqs_[i].in->arrival_s;
-            } else {
-                break;
-            }
-            Req& r = reqs_[i];
-            r.sent_s = at;
-            if (st_.concurrency > 0) {
-                r.sent_s = std::max(at, free_places_.top());
-                free_places_.pop();
-            }
-            if (refuse(r)) continue;
-            // The API server: each request's handling one at a time (api_serial_s), then its latency besides
-            // (api_latency_s), before the engine's scheduler sees it.
-            const double handled = std::max(r.sent_s, api_free_) + st_.api_serial_s;
-            api_free_ = handled;
-            incoming_.emplace(handled + st_.api_latency_s, i);
-        }
-    }
-    void reach_engine() {
-        while (!incoming_.empty() && incoming_.top().first <= now) {
-            const std::size_t i = incoming_.top().second;
-            incoming_.pop();
-            Req& r = reqs_[i];
-            stats.in_system_area += now - r.sent_s;  // in the server since it was sent, until this step
-            r.state = State::waiting;
-            waiting_.push_back(i);
-        }
-    }
-    // vLLM refuses a prompt + output longer than max_model_len at the API (vllm/entrypoints/openai/serving_engine.py
-    // _validate_input); one that needs more blocks than the whole cache could never run.
-    bool refuse(Req& r) {
-        const Checked sum = Checked(r.in->prompt_tokens) + r.in->output_tokens;
-        const std::uint64_t total = sum.overflow() ? std::numeric_limits<std::uint64_t>::max() : sum.value();
-        if (sum.overflow() || (st_.max_model_len > 0 && total > st_.max_model_len) ||
-            blocks_at_end(total) > pool_.usable()) {
-            mark_refused(r);
-            return true;
-        }
-        return false;
-    }
-    // Refused (or, past the checks above, never servable): its place in flight and its conversation go on.
-    void mark_refused(Req& r) {
-        r.state = State::refused;
-        ++refused_;
-        ++ended_;
-        if (st_.concurrency > 0) free_places_.push(r.sent_s);
-        finish_follow_ups(r.index, now);
-    }
-    void finish_follow_ups(std::size_t index, double at) {
-        const auto [first, last] = followers_.equal_range(index);
-        for (auto it = first; it != last; ++it)
-            ready_.emplace(std::max(at, reqs_[it->second].in->arrival_s), it->second);
-    }
-
     // The blocks a request of `tokens` tokens holds at its end: a block per block_size tokens in each full group, a
     // window's in each windowed group, its blocks in each state group.
     [[nodiscard]] std::uint64_t blocks_at_end(std::uint64_t tokens) const {
@@ -407,7 +250,7 @@ private:
     }
 
     // ---- One step (Scheduler.schedule, then the model runs it, then update_from_output).
-    void step() {
+    void step() override {
         std::uint64_t budget = st_.max_num_batched_tokens;
         std::vector<std::size_t>& scheduled = scheduled_;
         scheduled.clear();
@@ -466,17 +309,7 @@ private:
             mark_refused(r);
             return;
         }
-        // The step's time: the weights once, each scheduled request's cache up to its new tokens, the new tokens'
-        // work and their attention over the positions before them.
-        double bytes = cost_.weight_bytes, flops = 0;
-        for (const std::size_t i : scheduled) {
-            const Req& r = reqs_[i];
-            bytes += kv_read_bytes(cost_, r.computed + r.scheduled);
-            const double n = static_cast<double>(r.scheduled);
-            flops += n * cost_.flops_per_token +
-                     n * (static_cast<double>(r.computed) + (n + 1) / 2) * cost_.attention_flops_per_pair;
-        }
-        const double dt = step_seconds(cost_, bytes, flops);
+        const double dt = step_time(scheduled);
         account(dt);
         now += dt;
         ++stats.steps;
@@ -489,77 +322,25 @@ private:
             r.computed += r.scheduled;
             r.scheduled = 0;
             if (r.computed < r.tokens()) continue;
-            if (r.first_token_s < 0) {
-                r.first_token_s = now;
-            } else {
-                const double gap = now - r.last_token_s;
-                if (!stats.gaps.empty() && stats.gaps.back().first == gap)
-                    ++stats.gaps.back().second;
-                else
-                    stats.gaps.emplace_back(gap, 1);
-            }
-            r.last_token_s = now;
-            ++r.generated;
-            if (r.generated >= r.in->output_tokens) finished.push_back(i);
+            if (sample(r)) finished.push_back(i);
         }
         for (const std::size_t i : finished) {
             Req& r = reqs_[i];
-            r.state = State::done;
-            r.done_s = now;
-            ++ended_;
             release(r);
             std::vector<std::uint32_t>().swap(r.blocks);  // its memory back for the requests still to come
             std::vector<std::vector<std::uint32_t>>().swap(r.more);
             std::vector<std::uint64_t>().swap(r.hashes);
-            running_.erase(std::find(running_.begin(), running_.end(), i));
-            if (st_.concurrency > 0) free_places_.push(now);
-            finish_follow_ups(i, now);
+            finish(i);
         }
     }
 
-    void account(double dt) {
-        const auto run = static_cast<double>(running_.size()), wait = static_cast<double>(waiting_.size());
-        stats.running_area += run * dt;
-        stats.waiting_area += wait * dt;
-        stats.in_system_area += (run + wait) * dt;
-        stats.used_blocks_area += static_cast<double>(used_) * dt;
-        stats.saved_blocks_area += static_cast<double>(referenced_ - used_) * dt;
-        stats.peak_blocks = std::max(stats.peak_blocks, used_);
-        stats.peak_saved_blocks = std::max(stats.peak_saved_blocks, referenced_ - used_);
-        stats.max_running = std::max<std::uint64_t>(stats.max_running, running_.size());
-        stats.timeline.push_back({now, running_.size(), waiting_.size(), used_, referenced_});
-    }
-
-    const ServingSettings& st_;
     const ServingSettings::Groups& groups_;
-    const StepCost& cost_;
     BlockPool pool_;
     bool caching_;
-    std::vector<std::size_t> arrivals_;
-    std::size_t next_ = 0;
-    // Later turns, when each may be sent, earliest first (then the earlier request).
-    std::priority_queue<std::pair<double, std::size_t>, std::vector<std::pair<double, std::size_t>>, std::greater<>>
-        ready_;
-    // With a concurrency limit: when each free place was freed, earliest first.
-    std::priority_queue<double, std::vector<double>, std::greater<>> free_places_;
-    // Requests sent, each with when the engine's scheduler sees it (after the API server).
-    std::priority_queue<std::pair<double, std::size_t>, std::vector<std::pair<double, std::size_t>>, std::greater<>>
-        incoming_;
-    double api_free_ = 0;  // when the API server is done with the requests before
-    std::unordered_multimap<std::size_t, std::size_t> followers_;
-    std::deque<std::size_t> waiting_;
-    std::vector<std::size_t> running_;
     std::vector<std::size_t> scheduled_;  // this step's requests (kept to reuse its memory)
     std::vector<std::size_t> finished_;
     std::vector<std::uint32_t> hits_;  // the admitted request's hit blocks, group by group
     std::uint64_t hit_first_ = 0;      // of them, the windowed groups' leading null blocks
-    std::uint64_t used_ = 0;           // blocks held by requests
-    std::uint64_t referenced_ = 0;     // the requests' block lists together: a block shared by n counted n times
-    std::uint64_t refused_ = 0;
-    std::uint64_t ended_ = 0;  // served or refused
-
-public:
-    [[nodiscard]] std::uint64_t refused() const { return refused_; }
 };
 
 // The percentiles as numpy's percentile gives them (linear between the two nearest ranks), which vllm bench serve
@@ -620,7 +401,7 @@ Result<SimulationReport> simulate_serving(const std::vector<TrafficRequest>& req
                                           const StepCost& cost, const SimulationProgress& progress) {
     if (requests.empty()) return FieldError{"--requests", "no requests to serve"};
     if (settings.kv_blocks < 2) return FieldError{"--gpu", "the KV budget holds no block"};
-    if (settings.kv_blocks > std::numeric_limits<std::uint32_t>::max() - 1)
+    if (settings.engine != Engine::sglang && settings.kv_blocks > std::numeric_limits<std::uint32_t>::max() - 1)
         return FieldError{"--block-size", "more than 2^32 blocks: choose a larger block"};
     if (settings.block_size == 0) return FieldError{"--block-size", "must be at least 1 token"};
     if (settings.max_num_batched_tokens == 0) return FieldError{"--max-num-batched-tokens", "must be at least 1"};
@@ -629,7 +410,10 @@ Result<SimulationReport> simulate_serving(const std::vector<TrafficRequest>& req
         if (!std::isfinite(r.arrival_s) || r.arrival_s < 0)
             return FieldError{"--trace", "a request's arrival time is not a time from the start (" +
                                              number_text(r.arrival_s) + " s)"};
-    Scheduler sim(requests, settings, cost);
+    const std::unique_ptr<ServingLoop> loop = settings.engine == Engine::sglang
+                                                  ? detail::sglang_loop(requests, settings, cost)
+                                                  : std::make_unique<VllmScheduler>(requests, settings, cost);
+    ServingLoop& sim = *loop;
     if (!sim.run(progress)) return FieldError{"simulate", "cancelled"};
     SimulationReport r;
     r.refused = sim.refused();
@@ -659,7 +443,8 @@ Result<SimulationReport> simulate_serving(const std::vector<TrafficRequest>& req
     r.e2e_ms = in_ms(percentiles(e2e));
     r.itl_ms = in_ms(weighted_percentiles(sim.stats.gaps));
     r.max_running = sim.stats.max_running;
-    r.kv_budget_blocks = settings.kv_blocks - 1;
+    // vLLM holds block 0 back as its null block; SGLang's pool is tokens, every one usable.
+    r.kv_budget_blocks = settings.engine == Engine::sglang ? settings.kv_blocks : settings.kv_blocks - 1;
     r.kv_budget_bytes_per_gpu = r.kv_budget_blocks * settings.bytes_per_block;  // within the fit's budget
     r.kv_peak_blocks = sim.stats.peak_blocks;
     r.kv_peak_bytes_per_gpu = sim.stats.peak_blocks * settings.bytes_per_block;

@@ -50,7 +50,8 @@ std::vector<std::pair<std::string, std::string>> simulation_rows(const Simulatio
                           number_text(used, Notation::fixed, 1) + "%), " +
                           format_bytes(r.kv_peak_bytes_per_gpu, units) + " per GPU; " +
                           number_text(100 * r.kv_mean_used_fraction, Notation::fixed, 1) +
-                          "% in use on average; blocks of " + std::to_string(st.block_size) + " tokens"},
+                          "% in use on average; blocks of " + std::to_string(st.block_size) +
+                          (st.block_size == 1 ? " token" : " tokens")},
         {"worst case", "the " + format_count(r.max_running) + " sequences that ran at once, each at the full " +
                            format_tokens(st.max_model_len) + " tokens, would hold " +
                            format_bytes(r.kv_worst_case_bytes_per_gpu, units) + " per GPU"},

@@ -47,6 +47,23 @@ TEST(CliSimulate, TheTextAndTheJsonSayTheSameAndTheSeedFixesThem) {
     EXPECT_EQ(csv.out.substr(0, csv.out.find('\n')), "t_s,running,waiting,kv_used_bytes,kv_unshared_bytes");
 }
 
+TEST(CliSimulate, SglangIsSimulatedWithItsRadixCache) {
+    // Twenty requests a few seconds apart behind one 1,000-token system prompt: SGLang's radix cache finds all of it
+    // for each after the first, vLLM's blocks of 16 the 992 tokens of its 62 full blocks.
+    const std::string traffic =
+        "--requests 20 --rate 0.5 --input-tokens 500 --output-tokens 20 --shared-prefix 1000 --json";
+    const CliRun sglang = cli(kSim + "--engine sglang " + traffic), vllm = cli(kSim + traffic);
+    ASSERT_EQ(sglang.status, 0) << sglang.err;
+    ASSERT_EQ(vllm.status, 0) << vllm.err;
+    const auto s = json_of(sglang), v = json_of(vllm);
+    EXPECT_EQ(s.find("engine")->as_string(), "sglang");
+    EXPECT_EQ(s.find("engine_settings")->find("block_size")->as_u64(), 1u);
+    EXPECT_EQ(s.find("engine_settings")->find("max_num_batched_tokens")->as_u64(), 8192u);  // chunked_prefill_size
+    EXPECT_EQ(s.find("simulation")->find("prefix_hit_tokens")->as_u64(), 19u * 1000);
+    EXPECT_EQ(v.find("simulation")->find("prefix_hit_tokens")->as_u64(), 19u * 992);
+    EXPECT_NE(s.dump().find("SGLang's scheduler (v0.5.6)"), std::string::npos);
+}
+
 TEST(CliSimulate, ATargetGivesTheHighestRateThatMeetsIt) {
     const CliRun r = cli(kSim +
                          "--requests 200 --input-tokens 1000 --output-tokens 100 --tpot-ms 20 --percentile 90 "
@@ -133,7 +150,8 @@ TEST(CliSimulate, BadTrafficIsRefusedNamingTheOption) {
         {"--percentile 95", "--percentile: '95' is not 50, 90 or 99"},
         {"--prefix-caching maybe", "--prefix-caching: 'maybe' is not on or off"},
         {"--batch 4", "--batch: simulate's sequences are the traffic's requests"},
-        {"--engine sglang", "--engine: simulate follows vLLM's scheduler; sglang's is not simulated yet"},
+        {"--engine tensorrt-llm",
+         "--engine: simulate follows vLLM's and SGLang's schedulers; tensorrt-llm's is not simulated yet"},
         {"--requests 0", "--requests: must be at least 1"},
     };
     for (const auto& [args, said] : cases) {

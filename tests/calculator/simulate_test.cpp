@@ -14,59 +14,13 @@
 #include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/traffic.h"
 #include "kvscope/calculator/traffic_answer.h"
+#include "serving_testing.h"
 #include "testing.h"
 
 namespace kvscope {
 namespace {
 
-// Llama 3.1 8B on one H100 under vLLM.
-Scenario llama_on_h100() {
-    Scenario s;
-    s.arch = Catalog::builtin().find_model("llama-3.1-8b")->model.arch;
-    s.model_id = "llama-3.1-8b";
-    s.workload.context_tokens = 8192;
-    Deployment d;
-    d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
-    s.deployment = d;
-    return s;
-}
-
-ServingSetup setup_for(const Scenario& s, bool prefix_caching = true) {
-    auto setup = serving_setup(s, prefix_caching, 0);
-    EXPECT_TRUE(setup) << setup.error_text();
-    return setup ? *setup : ServingSetup{};
-}
-
-SimulationReport simulate(const std::vector<TrafficRequest>& requests, const ServingSetup& setup) {
-    auto r = simulate_serving(requests, setup.settings, setup.cost);
-    EXPECT_TRUE(r) << r.error_text();
-    return r ? *r : SimulationReport{};
-}
-
-TEST(Simulate, LittlesLawHoldsAndEveryRequestIsServed) {
-    const ServingSetup setup = setup_for(llama_on_h100());
-    TrafficSpec t;
-    t.requests = 3000;
-    t.rate = 20;
-    t.input = {1500, 0.8};
-    t.output = {300, 0.8};
-    t.seed = 7;
-    const auto requests = make_traffic(t);
-    ASSERT_TRUE(requests);
-    const SimulationReport r = simulate(*requests, setup);
-    EXPECT_EQ(r.requests, 3000u);
-    EXPECT_EQ(r.refused, 0u);
-    // Requests in the system on average = throughput × mean latency (the counts integrated step by step against the
-    // requests' own timestamps).
-    EXPECT_NEAR(r.mean_in_system, r.request_throughput * r.e2e_ms.mean / 1e3, 0.02 * r.mean_in_system);
-    EXPECT_LE(r.kv_peak_blocks, r.kv_budget_blocks);
-    EXPECT_GT(r.mean_running, 1.0);
-    EXPECT_LE(r.ttft_ms.median, r.ttft_ms.p90);
-    EXPECT_LE(r.ttft_ms.p90, r.ttft_ms.p99);
-    std::uint64_t output = 0;
-    for (const auto& q : *requests) output += q.output_tokens;
-    EXPECT_NEAR(r.output_throughput * r.duration_s, static_cast<double>(output), 1e-6 * static_cast<double>(output));
-}
+TEST(Simulate, LittlesLawHoldsAndEveryRequestIsServed) { expect_littles_law(setup_for(llama_on_h100())); }
 
 TEST(Simulate, AloneARequestWaitsOnePrefillStepThenOneDecodeStepAToken) {
     const ServingSetup setup = setup_for(llama_on_h100());
@@ -177,28 +131,13 @@ TEST(Simulate, ALaterTurnHitsTheWholeConversationBeforeIt) {
 TEST(Simulate, ASmallCachePreemptsButNeverHoldsMoreThanItsBlocksAndServesEveryone) {
     ServingSetup setup = setup_for(llama_on_h100());
     setup.settings.kv_blocks = 401;  // 400 usable blocks of 16 tokens
-    TrafficSpec t;
-    t.requests = 300;
-    t.input = {600, 0.5};
-    t.output = {400, 0.5};
-    t.seed = 3;
-    const auto requests = make_traffic(t);  // all at once
-    ASSERT_TRUE(requests);
-    const SimulationReport r = simulate(*requests, setup);
+    const SimulationReport r = simulate(all_at_once(300), setup);
     EXPECT_EQ(r.kv_budget_blocks, 400u);
     EXPECT_LE(r.kv_peak_blocks, 400u);
     for (const TimelinePoint& p : r.timeline) EXPECT_LE(p.kv_used_bytes, 400 * setup.settings.bytes_per_block);
     EXPECT_GT(r.preemptions, 0u);
     EXPECT_EQ(r.requests + r.refused, 300u);
     EXPECT_EQ(r.refused, 0u);  // each fits the cache alone
-}
-
-// A model on one H100 under vLLM, at an 8,192-token context.
-Scenario on_h100(const std::string& model) {
-    Scenario s = llama_on_h100();
-    s.arch = Catalog::builtin().find_model(model)->model.arch;
-    s.model_id = model;
-    return s;
 }
 
 TEST(Simulate, ASlidingWindowModelHoldsOnlyItsWindowsBlocks) {
@@ -519,8 +458,8 @@ TEST(Simulate, BadTrafficIsRefusedNamingTheOption) {
     t.requests = 0;
     EXPECT_FIELD_ERROR(make_traffic(t), "--requests", "at least 1");
     Scenario s = llama_on_h100();
-    s.deployment->engine = Engine::sglang;
-    EXPECT_FIELD_ERROR(serving_setup(s, true, 0), "--engine", "not simulated yet");
+    s.deployment->engine = Engine::tensorrt_llm;
+    EXPECT_FIELD_ERROR(serving_setup(s, true, 0), "--engine", "not simulated yet (use vllm or sglang)");
 }
 
 TEST(Traces, AzuresCsvAsPublished) {

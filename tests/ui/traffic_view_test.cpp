@@ -136,6 +136,31 @@ TEST(TrafficView, ShowsWhatTheCliSaysForTheSameInputs) {
     EXPECT_EQ(t->progress()->value(), 100);
 }
 
+TEST(TrafficView, AnSglangDeploymentIsServedAsTheCliServesIt) {
+    MainWindow w(catalog(), false);
+    on_h100(w.model());
+    w.model()->edit("test", [](Scenario& s) {  // as the Deployment tab's engine box sets it
+        s.deployment->engine = Engine::sglang;
+        s.deployment->fraction = default_fraction(Engine::sglang);
+    });
+    TrafficView* t = w.traffic();
+    describe(t);
+    run(t);
+    ASSERT_TRUE(t->answer().has_value()) << t->statusLabel()->text().toStdString();
+    const TrafficAnswer& a = *t->answer();
+    EXPECT_EQ(a.setup.settings.engine, Engine::sglang);
+    EXPECT_TRUE(t->statusLabel()->text().contains("note: SGLang's scheduler (v0.5.6)"));
+    const auto parsed = cli_json(w, "sglang é.kvscope.json", {"simulate", "--rate", "5"});
+    ASSERT_TRUE(parsed);
+    EXPECT_EQ(parsed->find("engine")->as_string(), "sglang");
+    const json::Value& sim = *parsed->find("simulation");
+    EXPECT_EQ(sim.find("kv_budget_blocks")->as_u64(), a.report.kv_budget_blocks);
+    EXPECT_EQ(sim.find("kv_peak_blocks")->as_u64(), a.report.kv_peak_blocks);
+    EXPECT_EQ(sim.find("prefix_hit_tokens")->as_u64(), a.report.prefix_hit_tokens);
+    EXPECT_DOUBLE_EQ(sim.find("itl_ms")->find("p99")->as_double(), a.report.itl_ms.p99);
+    EXPECT_DOUBLE_EQ(parsed->find("max_rate_meeting_slo")->as_double(), *a.max_rate);
+}
+
 TEST(TrafficView, HowManyGpusSaysWhatCliPlanSaysForTheSameTraffic) {
     MainWindow w(catalog(), false);
     on_h100(w.model());

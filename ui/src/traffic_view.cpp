@@ -88,7 +88,7 @@ TrafficView::TrafficView(ScenarioModel* model, bool remember, QWidget* parent)
       ttft_(decimal(0.1, 1e7, 500, 1, tr(" ms"))),
       tpot_(decimal(0.1, 1e6, 25, 1, tr(" ms"))),
       all_at_once_(new QCheckBox(tr("all at once"))),
-      prefix_caching_(new QCheckBox(tr("prefix caching (vLLM's default)"))),
+      prefix_caching_(new QCheckBox(tr("prefix caching (the engine's default)"))),
       lengths_only_(new QCheckBox(tr("only its lengths"))),
       ttft_on_(new QCheckBox(tr("TTFT at most"))),
       tpot_on_(new QCheckBox(tr("TPOT at most"))),
@@ -176,7 +176,7 @@ QGroupBox* TrafficView::buildInputs() {
     form->addRow(tr("Replicas' router"), router_);
     auto* buttons = new QHBoxLayout;
     run_->setDefault(true);
-    run_->setToolTip(tr("Serve this traffic as vLLM's scheduler does (Ctrl+Return)"));
+    run_->setToolTip(tr("Serve this traffic as the deployment's engine schedules it (Ctrl+Return)"));
     run_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
     cancel_->setEnabled(false);
     plan_->setToolTip(
@@ -236,9 +236,10 @@ void TrafficView::layOut(QGroupBox* inputs) {
     auto* page = new QVBoxLayout(this);
     page->addWidget(new StaleNote(model_));
     auto* intro = new QLabel(
-        tr("How much cache real traffic uses, and how fast it is served: the requests served as vLLM's V1 scheduler "
-           "serves them (continuous batching, chunked prefill, paged blocks from the fit's budget, prefix caching, "
-           "preemption) on the deployment's GPU, each step timed by the roofline. kvscope-cli simulate gives the "
+        tr("How much cache real traffic uses, and how fast it is served: the requests served as the deployment's "
+           "engine schedules them — vLLM's V1 scheduler (continuous batching, chunked prefill, paged blocks from the "
+           "fit's budget, prefix caching, preemption) or SGLang's (a radix cache to the token, prefill batches before "
+           "decodes, retraction) — on its GPU, each step timed by the roofline. kvscope-cli simulate gives the "
            "same figures."));
     intro->setWordWrap(true);
     page->addWidget(intro);

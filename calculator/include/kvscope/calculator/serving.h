@@ -54,14 +54,16 @@ double step_seconds(const StepCost& cost, double bytes, double flops);
 Result<StepCost> step_cost(const Scenario& s);
 
 struct ServingSettings {
+    Engine engine = Engine::vllm;       // whose scheduler: vLLM's (simulate.cpp) or SGLang's (simulate_sglang.cpp)
     std::uint64_t block_size = 16;      // vLLM's default on CUDA (vllm/platforms/cuda.py)
     std::uint64_t kv_blocks = 0;        // num_gpu_blocks; block 0 is vLLM's null block, never handed out
     std::uint64_t bytes_per_block = 0;  // per GPU, for the bytes in use
-    std::uint64_t max_num_batched_tokens = 8192;
-    std::uint64_t max_num_seqs = 256;
-    std::uint64_t max_model_len = 0;  // a request longer than this is refused, as vLLM refuses it
-    bool prefix_caching = true;       // on by default in V1 (vllm/engine/arg_utils.py _set_default_args)
-    std::uint64_t concurrency = 0;    // the most requests the client keeps in flight (0: no limit)
+    std::uint64_t max_num_batched_tokens = 8192;  // SGLang: chunked_prefill_size
+    std::uint64_t max_num_seqs = 256;             // SGLang: max_running_requests
+    std::uint64_t max_prefill_tokens = 16384;     // SGLang's (server_args.py), a prefill batch's input at most
+    std::uint64_t max_model_len = 0;              // a request longer than this is refused, as vLLM refuses it
+    bool prefix_caching = true;                   // on by default in V1 (vllm/engine/arg_utils.py _set_default_args)
+    std::uint64_t concurrency = 0;                // the most requests the client keeps in flight (0: no limit)
     // The API server in front of the engine (vllm/entrypoints/openai: the chat template, tokenizing, HTTP): each
     // request is handled one at a time for api_serial_s, then takes api_latency_s more before the scheduler sees it.
     // Defaults fitted to GPUStack's vLLM 0.11 runs (bench/published_runs.h): 1,000 requests of 128 tokens served at
