@@ -293,64 +293,149 @@ Result<std::vector<TrafficRequest>> read_csv_trace(const std::vector<std::string
     return out;
 }
 
-Result<std::vector<TrafficRequest>> read_mooncake_trace(const std::vector<std::string_view>& lines,
-                                                        const std::string& source) {
-    std::vector<TrafficRequest> out;
-    std::uint64_t next_id = kFirstOwnId;
+// Each non-blank line of a JSON-lines file, an object, to `f` with its place for errors; the first error stops it (a
+// line that is not a JSON object is one).
+template <class F>
+std::optional<FieldError> for_json_lines(const std::vector<std::string_view>& lines, const std::string& source, F f) {
     for (std::size_t i = 0; i < lines.size(); ++i) {
         if (lines[i].find_first_not_of(" \t\r") == std::string_view::npos) continue;
         const LineError at{source, i + 1};
         const auto parsed = json::parse(lines[i]);
         if (!parsed || !parsed.value->is_object())
             return at("line", parsed ? "is not a JSON object" : parsed.error.message);
-        const json::Value& e = *parsed.value;
-        const auto count = [&](const char* key) -> Result<std::uint64_t> {
-            const json::Value* v = e.find(key);
-            if (v == nullptr) return at(key, "missing");
-            if (!v->is_number() || !v->as_u64()) return at(key, "is not a whole number");
-            if (*v->as_u64() > kMaxTraceTokens) return at(key, "is more than any model's context");
-            return *v->as_u64();
-        };
-        const auto ts = e.find("timestamp");
-        if (ts == nullptr || !ts->is_number()) return at("timestamp", ts ? "is not a number" : "missing");
-        if (!std::isfinite(ts->as_double()) || std::fabs(ts->as_double()) > 1e15)
-            return at("timestamp", "is not a time in milliseconds (out of range)");
-        const auto input = count("input_length");
-        if (!input) return input.errors();
-        const auto output = count("output_length");
-        if (!output) return output.errors();
-        if (*input == 0 || *output == 0) continue;
-        TrafficRequest r;
-        r.arrival_s = ts->as_double() / 1000;  // milliseconds since the first request
-        r.prompt_tokens = *input;
-        r.output_tokens = *output;
-        const json::Value* ids = e.find("hash_ids");
-        if (ids == nullptr) {
-            out.push_back(own_request(r.arrival_s, *input, *output, next_id));
-            continue;
-        }
-        if (!ids->is_array()) return at("hash_ids", "is not a list");
-        const std::uint64_t blocks = (*input + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens;
-        if (ids->items().size() != blocks)
-            return at("hash_ids", std::to_string(ids->items().size()) + " ids for " + std::to_string(*input) +
-                                      " tokens (one a " + std::to_string(kMooncakeBlockTokens) +
-                                      "-token block: " + std::to_string(blocks) + ")");
-        std::uint64_t left = *input;
-        for (const json::Value& id : ids->items()) {
-            if (!id.is_number() || !id.as_u64()) return at("hash_ids", "holds something not a whole number");
-            const std::uint64_t n = std::min(left, kMooncakeBlockTokens);
-            r.spans.push_back({*id.as_u64(), n});
-            left -= n;
-        }
-        r.output_id = kFirstOwnId + (1ull << 62) + out.size();  // answers: ids no hash id of the file takes
-        out.push_back(std::move(r));
+        if (auto error = f(*parsed.value, at)) return error;
+    }
+    return std::nullopt;
+}
+
+Result<std::vector<TrafficRequest>> read_mooncake_trace(const std::vector<std::string_view>& lines,
+                                                        const std::string& source) {
+    std::vector<TrafficRequest> out;
+    std::uint64_t next_id = kFirstOwnId;
+    const auto error =
+        for_json_lines(lines, source, [&](const json::Value& e, const LineError& at) -> std::optional<FieldError> {
+            const auto count = [&](const char* key) -> Result<std::uint64_t> {
+                const json::Value* v = e.find(key);
+                if (v == nullptr) return at(key, "missing");
+                if (!v->is_number() || !v->as_u64()) return at(key, "is not a whole number");
+                if (*v->as_u64() > kMaxTraceTokens) return at(key, "is more than any model's context");
+                return *v->as_u64();
+            };
+            const auto ts = e.find("timestamp");
+            if (ts == nullptr || !ts->is_number()) return at("timestamp", ts ? "is not a number" : "missing");
+            if (!std::isfinite(ts->as_double()) || std::fabs(ts->as_double()) > 1e15)
+                return at("timestamp", "is not a time in milliseconds (out of range)");
+            const auto input = count("input_length");
+            if (!input) return input.errors().front();
+            const auto output = count("output_length");
+            if (!output) return output.errors().front();
+            if (*input == 0 || *output == 0) return std::nullopt;
+            TrafficRequest r;
+            r.arrival_s = ts->as_double() / 1000;  // milliseconds since the first request
+            r.prompt_tokens = *input;
+            r.output_tokens = *output;
+            const json::Value* ids = e.find("hash_ids");
+            if (ids == nullptr) {
+                out.push_back(own_request(r.arrival_s, *input, *output, next_id));
+                return std::nullopt;
+            }
+            if (!ids->is_array()) return at("hash_ids", "is not a list");
+            const std::uint64_t blocks = (*input + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens;
+            if (ids->items().size() != blocks)
+                return at("hash_ids", std::to_string(ids->items().size()) + " ids for " + std::to_string(*input) +
+                                          " tokens (one a " + std::to_string(kMooncakeBlockTokens) +
+                                          "-token block: " + std::to_string(blocks) + ")");
+            std::uint64_t left = *input;
+            for (const json::Value& id : ids->items()) {
+                if (!id.is_number() || !id.as_u64()) return at("hash_ids", "holds something not a whole number");
+                const std::uint64_t n = std::min(left, kMooncakeBlockTokens);
+                r.spans.push_back({*id.as_u64(), n});
+                left -= n;
+            }
+            r.output_id = kFirstOwnId + (1ull << 62) + out.size();  // answers: ids no hash id of the file takes
+            out.push_back(std::move(r));
+            return std::nullopt;
+        });
+    if (error) return *error;
+    return out;
+}
+
+// vLLM's custom dataset (vllm/benchmarks/datasets.py CustomDataset, `vllm bench serve --dataset-name custom`): JSON
+// lines {"prompt": text, "output_tokens": its answer (optional: --custom-output-len, 256 by default)}, no times —
+// sent all at once, as vllm bench serve sends them by default. Its prompts are text, and KVScope does not run the
+// model's tokenizer: each is cut into pieces of 64 units (an ASCII character 1, any other character 4), a piece
+// estimated at a token per 4 units, and pieces chained by their text's hash, so that prompts that begin alike share
+// those pieces (a prefix the engines cache). Said in `warnings` as estimates.
+constexpr std::uint64_t kCustomOutputTokens = 256;
+constexpr std::uint64_t kPieceUnits = 64;
+
+std::uint64_t bytes_hash(std::string_view bytes, std::uint64_t h) {
+    for (const char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;  // FNV-1a
+    return h;
+}
+
+Result<std::vector<TrafficRequest>> read_custom_trace(const std::vector<std::string_view>& lines,
+                                                      const std::string& source, std::vector<std::string>* warnings) {
+    std::vector<TrafficRequest> out;
+    std::uint64_t defaulted = 0;
+    const auto error =
+        for_json_lines(lines, source, [&](const json::Value& e, const LineError& at) -> std::optional<FieldError> {
+            const json::Value* prompt = e.find("prompt");
+            if (prompt == nullptr || !prompt->is_string())
+                return at("prompt", prompt ? "is not text" : "missing (vLLM's custom dataset: {\"prompt\": …})");
+            TrafficRequest r;
+            r.output_tokens = kCustomOutputTokens;
+            if (const json::Value* o = e.find("output_tokens"); o != nullptr) {
+                if (!o->is_number() || !o->as_u64() || *o->as_u64() == 0)
+                    return at("output_tokens", "is not a whole number above 0");
+                if (*o->as_u64() > kMaxTraceTokens) return at("output_tokens", "is more than any model's context");
+                r.output_tokens = *o->as_u64();
+            } else {
+                ++defaulted;
+            }
+            // The prompt in pieces, each a span whose id chains the text before it.
+            const std::string_view text = prompt->as_string();
+            std::uint64_t h = 0xcbf29ce484222325ull, units = 0;
+            std::size_t start = 0;
+            for (std::size_t k = 0; k <= text.size(); ++k) {
+                const bool end = k == text.size();
+                const auto c = end ? 0 : static_cast<unsigned char>(text[k]);
+                if (!end && (c & 0xC0) == 0x80) continue;  // inside a character
+                if (end || units >= kPieceUnits) {
+                    if (units > 0) {
+                        h = bytes_hash(text.substr(start, k - start), h);
+                        r.spans.push_back({h | (1ull << 63), (units + 3) / 4});  // content ids: the top bit set
+                        r.prompt_tokens += (units + 3) / 4;
+                    }
+                    start = k;
+                    units = 0;
+                }
+                if (!end) units += c < 0x80 ? 1 : 4;
+            }
+            if (r.prompt_tokens == 0) return at("prompt", "is empty");
+            r.output_id = kFirstOwnId + (1ull << 62) + out.size();
+            out.push_back(std::move(r));
+            return std::nullopt;
+        });
+    if (error) return *error;
+    if (warnings) {
+        warnings->push_back(
+            "not exact: " + source +
+            " holds prompts as text; their tokens are estimated (a token per 4 ASCII characters, one per other "
+            "character), without the model's tokenizer or chat template, and prompts share what they begin with in "
+            "pieces of about 16 tokens");
+        if (defaulted > 0)
+            warnings->push_back(std::to_string(defaulted) + " of its prompts " + (defaulted == 1 ? "gives" : "give") +
+                                " no output_tokens: " + std::to_string(kCustomOutputTokens) +
+                                " tokens each, vllm bench serve's --custom-output-len default");
     }
     return out;
 }
 
 }  // namespace
 
-Result<std::vector<TrafficRequest>> read_trace(std::string_view text, const std::string& source) {
+Result<std::vector<TrafficRequest>> read_trace(std::string_view text, const std::string& source,
+                                               std::vector<std::string>* warnings) {
     if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte order mark
     std::vector<std::string_view> lines = lines_of(text);
     while (!lines.empty() && lines.back().empty()) lines.pop_back();
@@ -360,12 +445,16 @@ Result<std::vector<TrafficRequest>> read_trace(std::string_view text, const std:
     Result<std::vector<TrafficRequest>> read =
         first.starts_with("TIMESTAMP,") || first.starts_with("\"TIMESTAMP\"")   ? read_csv_trace(lines, source, true)
         : first.starts_with("Timestamp,") || first.starts_with("\"Timestamp\"") ? read_csv_trace(lines, source, false)
+        : first_char != std::string_view::npos && first[first_char] == '{' &&
+                first.find("\"prompt\"") != std::string_view::npos
+            ? read_custom_trace(lines, source, warnings)
         : first_char != std::string_view::npos && first[first_char] == '{'
             ? read_mooncake_trace(lines, source)
             : Result<std::vector<TrafficRequest>>(FieldError{
                   "--trace", source + ":1: not a trace KVScope reads (Azure's CSV, TIMESTAMP,ContextTokens,"
                                       "GeneratedTokens; BurstGPT's CSV, Timestamp,Model,Request tokens,…; "
-                                      "or Mooncake's JSON lines with input_length, output_length, hash_ids)"});
+                                      "Mooncake's JSON lines with input_length, output_length, hash_ids; or vLLM's "
+                                      "custom JSON lines with prompt)"});
     if (!read) return read;
     std::vector<TrafficRequest> requests = std::move(read.value());
     if (requests.empty()) return FieldError{"--trace", source + ": holds no request to serve"};
@@ -378,7 +467,8 @@ Result<std::vector<TrafficRequest>> read_trace(std::string_view text, const std:
 
 Result<TrafficSpec> fill_lengths(TrafficSpec spec) {
     if (spec.lengths_from.empty()) return spec;
-    auto trace = read_trace_file(spec.lengths_from);
+    spec.lengths_warnings.clear();
+    auto trace = read_trace_file(spec.lengths_from, &spec.lengths_warnings);
     if (!trace) {
         Errors named;
         // The file's own errors keep their place (file:line field); one of the file itself is --lengths-from's.
@@ -394,14 +484,14 @@ Result<TrafficSpec> fill_lengths(TrafficSpec spec) {
     return spec;
 }
 
-Result<std::vector<TrafficRequest>> read_trace_file(const std::string& path) {
+Result<std::vector<TrafficRequest>> read_trace_file(const std::string& path, std::vector<std::string>* warnings) {
     auto text = read_text_file(path, 4ull << 30);
     if (!text) {
         FieldError e = text.errors().front();
         e.field = "--trace";
         return Errors{e};
     }
-    return read_trace(*text, path);
+    return read_trace(*text, path, warnings);
 }
 
 }  // namespace kvscope

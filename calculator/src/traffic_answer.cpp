@@ -114,7 +114,8 @@ Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& a
     if (target && !q.trace.empty())
         return FieldError{"--ttft-ms",
                           "a target is sought over a described traffic's rates, not over a trace's own times"};
-    auto requests = q.trace.empty() ? make_traffic(q.spec) : read_trace_file(q.trace);
+    std::vector<std::string> trace_warnings = q.spec.lengths_warnings;
+    auto requests = q.trace.empty() ? make_traffic(q.spec) : read_trace_file(q.trace, &trace_warnings);
     if (!requests) return requests.errors();
     if (!q.trace.empty() && q.limit_trace && q.spec.requests < requests->size())
         requests.value().resize(static_cast<std::size_t>(q.spec.requests));
@@ -146,7 +147,8 @@ Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& a
         if (!best) return best.errors();
         a.max_rate = *best;
     }
-    a.warnings = a.setup.warnings;
+    a.warnings = trace_warnings;
+    a.warnings.insert(a.warnings.end(), a.setup.warnings.begin(), a.setup.warnings.end());
     a.warnings.insert(a.warnings.end(), a.report.warnings.begin(), a.report.warnings.end());
     return a;
 }

@@ -142,6 +142,31 @@ TEST(CliSimulate, ATraceInAFolderWithSpacesAndAccentsIsRead) {
     EXPECT_NE(missing.err.find("--trace: /nonexistent/trace.csv: cannot be opened"), std::string::npos) << missing.err;
 }
 
+TEST(CliSimulate, VllmsCustomJsonLinesAreServedWithTheirEstimatesSaid) {
+    // vllm bench serve --dataset-name custom's file: prompts as text, sent all at once; 30 of them, each a question
+    // behind the same 2,048 characters, in a folder with a space and an accent.
+    const auto folder = std::filesystem::temp_directory_path() / ("kvscope custom ü " + std::to_string(::getpid()));
+    std::filesystem::create_directories(folder);
+    const auto custom = folder / "my prompts.jsonl";
+    {
+        std::ofstream f(custom);
+        for (int i = 0; i < 30; ++i)
+            f << "{\"prompt\": \"" << std::string(2048, 's') << " question " << i << "?\", \"output_tokens\": 50}\n";
+    }
+    const CliRun r = cli(kSim + "--trace '" + custom.string() + "' --json");
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json_of(r);
+    EXPECT_EQ(v.find("simulation")->find("requests")->as_u64(), 30u);
+    // The 2,048 shared characters are 32 pieces of 16 tokens: the later requests find them cached (vLLM's blocks of
+    // 16 tokens, all 512 tokens of them) once the first has been scheduled.
+    EXPECT_EQ(v.find("simulation")->find("prefix_hit_tokens")->as_u64(), 29u * 512);
+    EXPECT_NE(v.dump().find("holds prompts as text; their tokens are estimated"), std::string::npos);
+    const CliRun text = cli(kSim + "--trace '" + custom.string() + "'");
+    EXPECT_NE(text.out.find("warning: not exact: " + custom.string() + " holds prompts as text"), std::string::npos)
+        << text.out;
+    std::filesystem::remove_all(folder);
+}
+
 TEST(CliSimulate, BadTrafficIsRefusedNamingTheOption) {
     const std::pair<std::string, std::string> cases[] = {
         {"--rate 0", "--rate: '0' is not a rate above 0"},

@@ -551,6 +551,40 @@ TEST(Traces, MooncakesJsonLinesShareTheirEqualBlocks) {
     EXPECT_FIELD_ERROR(read_trace("{\"timestamp\": 0}\n", "m.jsonl"), "--trace", "m.jsonl:1: input_length: missing");
 }
 
+TEST(Traces, VllmsCustomJsonLinesAreEstimatedFromTheirTextAndShareWhatTheyBeginWith) {
+    // vllm/benchmarks/datasets.py CustomDataset's own example lines, then two prompts that begin with the same 400
+    // characters (a system prompt) and go on apart, and one without output_tokens.
+    const std::string system(400, 's');
+    const std::string text = R"({"prompt": "What is the capital of India?", "output_tokens": 10})"
+                             "\n"
+                             R"({"prompt": "What is the capital of Iran?", "output_tokens": 1520})"
+                             "\n{\"prompt\": \"" +
+                             system + std::string(200, 'a') + "\", \"output_tokens\": 5}\n{\"prompt\": \"" + system +
+                             std::string(100, 'b') + "\"}\n{\"prompt\": \"日本の首都は\", \"output_tokens\": 3}\n";
+    std::vector<std::string> warnings;
+    const auto r = read_trace(text, "custom data.jsonl", &warnings);
+    ASSERT_TRUE(r) << r.error_text();
+    ASSERT_EQ(r->size(), 5u);
+    EXPECT_EQ((*r)[0].prompt_tokens, 8u);  // 29 ASCII characters: a token per 4, rounded up
+    EXPECT_EQ((*r)[0].output_tokens, 10u);
+    EXPECT_EQ((*r)[1].output_tokens, 1520u);
+    EXPECT_EQ((*r)[2].prompt_tokens, 150u);  // 600 characters
+    EXPECT_EQ((*r)[3].output_tokens, 256u);  // vllm bench serve's --custom-output-len default
+    EXPECT_EQ((*r)[4].prompt_tokens, 6u);    // six characters outside ASCII: a token each
+    // The 400 shared characters (6 pieces of 64 and 16 of the next) are one prefix of 96 tokens; no more.
+    EXPECT_EQ(shared_tokens((*r)[2].spans, (*r)[3].spans), 6u * 16);
+    EXPECT_EQ(shared_tokens((*r)[0].spans, (*r)[1].spans), 0u);
+    for (const auto& q : *r) EXPECT_EQ(q.arrival_s, 0.0);  // no times: all at once
+    ASSERT_EQ(warnings.size(), 2u);
+    EXPECT_NE(warnings[0].find("not exact: custom data.jsonl holds prompts as text"), std::string::npos);
+    EXPECT_NE(warnings[1].find("1 of its prompts gives no output_tokens: 256 tokens each"), std::string::npos);
+    EXPECT_FIELD_ERROR(read_trace("{\"prompt\": \"a\"}\n{\"text\": \"b\"}\n", "c.jsonl"), "--trace",
+                       "c.jsonl:2: prompt: missing");
+    EXPECT_FIELD_ERROR(read_trace("{\"prompt\": \"a\", \"output_tokens\": \"many\"}\n", "c.jsonl"), "--trace",
+                       "c.jsonl:1: output_tokens: is not a whole number above 0");
+    EXPECT_FIELD_ERROR(read_trace("{\"prompt\": \"\"}\n", "c.jsonl"), "--trace", "c.jsonl:1: prompt: is empty");
+}
+
 TEST(Traces, QuotedHeadersAByteOrderMarkAndNumbersOutOfRangeAreReadOrSaid) {
     const auto quoted = read_trace(
         "\xEF\xBB\xBF\"TIMESTAMP\",\"ContextTokens\",\"GeneratedTokens\"\r\n"

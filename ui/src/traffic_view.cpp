@@ -130,7 +130,8 @@ TrafficView::TrafficView(ScenarioModel* model, bool remember, QWidget* parent)
     tpot_->setEnabled(false);
     connect(ttft_on_, &QCheckBox::toggled, ttft_, &QWidget::setEnabled);
     connect(tpot_on_, &QCheckBox::toggled, tpot_, &QWidget::setEnabled);
-    trace_->setPlaceholderText(tr("or a trace: Azure or BurstGPT CSV, Mooncake JSON lines (drop it here)"));
+    trace_->setPlaceholderText(
+        tr("or a trace: Azure or BurstGPT CSV, Mooncake or vLLM custom JSON lines (drop it here)"));
     trace_->setClearButtonEnabled(true);
     layOut(buildInputs());
 

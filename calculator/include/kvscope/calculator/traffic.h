@@ -66,6 +66,7 @@ struct TrafficSpec {
     // turns stay as described. `lengths_from` names the trace; fill_lengths reads it into `lengths`.
     std::string lengths_from;
     std::vector<LengthPair> lengths;
+    std::vector<std::string> lengths_warnings;  // what reading it said (lengths estimated from text)
 };
 
 // `spec` with its lengths_from trace read into `lengths` (its requests with a prompt and an answer); nothing to do
@@ -90,10 +91,15 @@ Result<std::vector<TrafficRequest>> make_traffic(const TrafficSpec& spec);
 // - BurstGPT (HPMLL/BurstGPT README): CSV with the header Timestamp,Model,Request tokens,Response tokens,Total
 //   tokens,Log Type (columns found by name; others ignored), Timestamp in seconds; a row with 0 response tokens is a
 //   failed request and is left out, as vLLM's burstgpt loader does.
+// - vLLM's custom dataset (vllm/benchmarks/datasets.py CustomDataset): JSON lines {"prompt": text, "output_tokens":
+//   optional, 256 without}, sent all at once; its prompts' tokens estimated from the text (traffic.cpp says how), and
+//   `warnings` says so.
 // The format is told from the first line. Arrivals start at 0 s and are sorted (stably). Errors name the file and
-// line: "trace.csv:12: ContextTokens: 'x' is not a whole number".
-Result<std::vector<TrafficRequest>> read_trace(std::string_view text, const std::string& source);
-Result<std::vector<TrafficRequest>> read_trace_file(const std::string& path);
+// line: "trace.csv:12: ContextTokens: 'x' is not a whole number". `warnings`, when given, gets what is not exact.
+Result<std::vector<TrafficRequest>> read_trace(std::string_view text, const std::string& source,
+                                               std::vector<std::string>* warnings = nullptr);
+Result<std::vector<TrafficRequest>> read_trace_file(const std::string& path,
+                                                    std::vector<std::string>* warnings = nullptr);
 
 // The Mooncake trace's block: 512 tokens a hash id.
 inline constexpr std::uint64_t kMooncakeBlockTokens = 512;
