@@ -93,6 +93,7 @@ public:
             send_arrived();
             reach_engine();
             if (idle()) {
+                was_idle_ = true;
                 if (!next_arrival()) break;
                 continue;
             }
@@ -187,6 +188,7 @@ protected:
     const StepCost& cost_;
     std::deque<std::size_t> waiting_;
     std::vector<std::size_t> running_;
+    bool was_idle_ = true;          // nothing ran or waited before this step (the engine had been idle)
     std::uint64_t used_ = 0;        // blocks (SGLang: tokens) held by requests
     std::uint64_t referenced_ = 0;  // the requests' own views together: what is shared by n counted n times
 
@@ -258,7 +260,10 @@ private:
     bool refuse(Req& r) {
         const Checked sum = Checked(r.in->prompt_tokens) + r.in->output_tokens;
         const std::uint64_t total = sum.overflow() ? std::numeric_limits<std::uint64_t>::max() : sum.value();
-        if (sum.overflow() || (st_.max_model_len > 0 && total > st_.max_model_len) || !fits_alone(total)) {
+        // SGLang refuses input + max_new_tokens >= context_len, vLLM more than max_model_len.
+        const bool too_long = st_.max_model_len > 0 &&
+                              (st_.engine == Engine::sglang ? total >= st_.max_model_len : total > st_.max_model_len);
+        if (sum.overflow() || too_long || !fits_alone(total)) {
             mark_refused(r);
             return true;
         }

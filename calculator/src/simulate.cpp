@@ -68,15 +68,18 @@ public:
           caching_(st.prefix_caching && st.groups.state == 0) {}
 
 private:
-    [[nodiscard]] bool fits_alone(std::uint64_t tokens) const override {
-        return blocks_at_end(tokens) <= pool_.usable();
-    }
-    // The blocks a request of `tokens` tokens holds at its end: a block per block_size tokens in each full group, a
-    // window's in each windowed group, its blocks in each state group.
-    [[nodiscard]] std::uint64_t blocks_at_end(std::uint64_t tokens) const {
-        const std::uint64_t b = st_.block_size, blocks = ceil_div(tokens, b);
-        const Checked n = Checked(groups_.full) * blocks +
-                          Checked(groups_.sliding) * std::min(blocks, ceil_div(groups_.window + b - 1, b)) +
+    [[nodiscard]] bool fits_alone(std::uint64_t tokens) const override { return most_blocks(tokens) <= pool_.usable(); }
+    // The most blocks a request of `tokens` tokens holds: a block per block_size tokens in each full group; in each
+    // windowed group its window's and a prefill chunk's (a chunk's blocks are taken before the next step frees those
+    // before the window; SlidingWindowSpec.max_memory_usage_bytes: window − 1 + chunk tokens and a block, chunked:
+    // the chunk and a prefill chunk); its blocks in each state group.
+    [[nodiscard]] std::uint64_t most_blocks(std::uint64_t tokens) const {
+        const std::uint64_t b = st_.block_size, blocks = ceil_div(tokens, b), w = groups_.window;
+        const std::uint64_t chunk = st_.max_num_batched_tokens;
+        const std::uint64_t windowed = w == 0            ? 0
+                                       : groups_.chunked ? ceil_div(w + chunk, b)
+                                                         : ceil_div(w - 1 + chunk, b) + 1;
+        const Checked n = Checked(groups_.full) * blocks + Checked(groups_.sliding) * std::min(blocks, windowed) +
                           Checked(groups_.state) * groups_.state_blocks;
         return n.overflow() ? std::numeric_limits<std::uint64_t>::max() : n.value();
     }
@@ -118,6 +121,8 @@ private:
             if (pool_.ref(hits_[k]) == 0) ++free_hits;
         }
         if (fresh + free_hits > pool_.free_blocks()) return false;
+        // Every group's hits out of the free queue first, then the new blocks, so that no group takes another's hit
+        // as a new block (KVCacheManager.allocate_slots: the computed blocks touched before allocate_new_blocks).
         for (std::uint64_t g = 0; g < paged; ++g) {
             std::vector<std::uint32_t>& l = list(r, g);
             if (l.capacity() == 0) l.reserve((r.in->prompt_tokens + r.in->output_tokens) / b + 1);
@@ -126,8 +131,9 @@ private:
                 if (h != kNull) pool_.touch(h);
                 l.push_back(h);
             }
-            for (std::uint64_t i = 0; i < fresh_each; ++i) l.push_back(pool_.take());
         }
+        for (std::uint64_t g = 0; g < paged; ++g)
+            for (std::uint64_t i = 0; i < fresh_each; ++i) list(r, g).push_back(pool_.take());
         if (states_due)
             for (std::uint64_t g = paged; g < groups; ++g)
                 for (std::uint64_t i = 0; i < groups_.state_blocks; ++i) list(r, g).push_back(pool_.take());
@@ -302,7 +308,7 @@ private:
             running_.push_back(i);
             scheduled.push_back(i);
         }
-        if (scheduled.empty()) {  // cannot happen (an empty pool takes any first chunk); never loop on it
+        if (scheduled.empty()) {  // not even the first could run (fits_alone let it by): never loop on it
             Req& r = reqs_[waiting_.front()];
             waiting_.pop_front();
             release(r);

@@ -233,7 +233,8 @@ private:
     }
 
     void step() override {
-        if (running_.empty()) ratio_ = kInitRatio;  // idle before (self_check_during_idle)
+        if (was_idle_) ratio_ = kInitRatio;  // idle before this step (self_check_during_idle)
+        was_idle_ = false;
         if (!prefill()) decode();
     }
 
@@ -242,20 +243,23 @@ private:
         if (waiting_.empty() && chunked_ == kNone) return false;
         const std::uint64_t decoding = running_.size() - (chunked_ == kNone ? 0 : 1);
         if (chunked_ == kNone && (batch_is_full_ || decoding >= st_.max_num_seqs)) return false;
-        double reserved = 0;  // the running requests' answers still to come, at the ratio
+        // PrefillAdder's budgets: what is free and evictable now (a hit locked on the way is no longer evictable)
+        // less the offsets: the running requests' answers still to come at the ratio, and what this batch takes.
+        double total_offset = 0, cur_offset = 0;
         for (const std::size_t i : running_) {
             if (i == chunked_) continue;
             const Req& r = reqs_[i];
-            reserved += static_cast<double>(std::min(r.in->output_tokens - r.generated, kClipNewTokens)) * ratio_;
+            total_offset += static_cast<double>(std::min(r.in->output_tokens - r.generated, kClipNewTokens)) * ratio_;
         }
-        const auto room = static_cast<double>(available() + tree_.evictable());
-        double rem_total = room - reserved, cur_rem = room;
+        const auto room = [&] { return static_cast<double>(available() + tree_.evictable()); };
+        const auto rem_total = [&] { return room() - total_offset; };
+        const auto cur_rem = [&] { return room() - cur_offset; };
         std::int64_t rem_input = static_cast<std::int64_t>(st_.max_prefill_tokens);
         std::int64_t rem_chunk = static_cast<std::int64_t>(st_.max_num_batched_tokens);
         batch_.clear();
         const auto take = [&](std::uint64_t n, std::uint64_t answer) {
-            rem_total -= static_cast<double>(n + answer);
-            cur_rem -= static_cast<double>(n);
+            total_offset += static_cast<double>(n + answer);
+            cur_offset += static_cast<double>(n);
             rem_input -= static_cast<std::int64_t>(n);
             rem_chunk -= static_cast<std::int64_t>(n);
         };
@@ -265,7 +269,7 @@ private:
             Req& r = reqs_[chunked_];
             const std::uint64_t left = r.tokens() - r.computed;
             const auto most =
-                static_cast<std::uint64_t>(std::max(0.0, std::min(static_cast<double>(rem_chunk), rem_total)));
+                static_cast<std::uint64_t>(std::max(0.0, std::min(static_cast<double>(rem_chunk), rem_total())));
             const std::uint64_t n = std::min(left, most);
             if (n > 0) {
                 r.scheduled = n;
@@ -276,7 +280,7 @@ private:
         std::uint64_t admitted = 0;
         // Then the waiting, in order, while the budgets last (each add's budget_state); the chunked request took the
         // whole chunk unless this was its last.
-        while (!waiting_.empty() && rem_total > 0 && cur_rem > 0 && rem_input > 0 && rem_chunk > 0 &&
+        while (!waiting_.empty() && rem_total() > 0 && cur_rem() > 0 && rem_input > 0 && rem_chunk > 0 &&
                decoding + admitted < st_.max_num_seqs) {
             const std::size_t i = waiting_.front();
             Req& r = reqs_[i];
@@ -286,17 +290,24 @@ private:
             if (caching_ && r.tokens() > 1) hit = tree_.match(r, r.tokens() - 1, now);
             const std::uint64_t extend = r.tokens() - hit.second;
             const std::uint64_t answer = std::min(r.in->output_tokens - r.generated, kClipNewTokens);
-            if (static_cast<double>(extend + answer) >= rem_total) {  // NO_TOKEN
+            const auto need = static_cast<double>(extend + answer);
+            if (need >= rem_total()) {  // NO_TOKEN
                 batch_is_full_ = true;
                 break;
             }
             if (static_cast<std::int64_t>(extend) >= rem_input && !batch_.empty()) break;  // OTHER
+            // Checked again with the hit locked: its tokens are no longer evictable (add_one_req, _lock_node).
+            if (caching_) tree_.lock(hit.first);
+            if (need >= rem_total()) {
+                if (caching_) tree_.unlock(hit.first);
+                batch_is_full_ = true;
+                break;
+            }
             waiting_.pop_front();
             r.state = State::running;
             r.computed = hit.second;
             r.in_tree = hit.second;
             r.node = hit.first;
-            if (caching_) tree_.lock(hit.first);
             referenced_ += hit.second;
             if (!r.hit_counted) {  // a request's first admission: its prompt against the cache
                 r.hit_counted = true;
@@ -315,7 +326,7 @@ private:
                 take(r.scheduled, 0);
                 break;
             }
-            if (rem_total <= 0 || cur_rem <= 0) batch_is_full_ = true;
+            if (rem_total() <= 0 || cur_rem() <= 0) batch_is_full_ = true;
         }
         if (batch_.empty()) return false;
         std::uint64_t need = 0;

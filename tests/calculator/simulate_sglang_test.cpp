@@ -96,15 +96,22 @@ TEST(SglangSimulate, ASmallPoolRetractsButNeverHoldsMoreThanItAndServesEveryone)
 
 TEST(SglangSimulate, TheLeastRecentlyUsedPromptIsEvictedFirst) {
     // A pool of 5,000 tokens: A's 2,000-token prompt, then B's, then C needs 2,500: the tree gives up A's (used
-    // longest ago) and keeps B's, so a repeat of B hits and a repeat of A does not.
+    // longest ago) and keeps B's, so a repeat of B hits all but its last token and a repeat of A nothing.
     ServingSetup setup = setup_for(sglang(llama_on_h100()));
     setup.settings.kv_blocks = 5000;
     const TrafficRequest a{0, 2000, 2, {{1, 2000}}, 11}, b{10, 2000, 2, {{2, 2000}}, 12},
         c{20, 2500, 2, {{3, 2500}}, 13};
-    const TrafficRequest b_again{30, 2000, 2, {{2, 2000}}, 14}, a_again{40, 2000, 2, {{1, 2000}}, 15};
-    const SimulationReport r = simulate({a, b, c, b_again, a_again}, setup);
-    EXPECT_EQ(r.requests, 5u);
-    EXPECT_EQ(r.prefix_hit_tokens, 1999u);  // b_again's, all but its last token; a_again's none
+    const TrafficRequest b_again{30, 2000, 2, {{2, 2000}}, 14}, a_again{30, 2000, 2, {{1, 2000}}, 15};
+    EXPECT_EQ(simulate({a, b, c, b_again}, setup).prefix_hit_tokens, 1999u);
+    EXPECT_EQ(simulate({a, b, c, a_again}, setup).prefix_hit_tokens, 0u);
+}
+
+TEST(SglangSimulate, ARequestAsLongAsTheContextIsRefusedAsSglangRefusesIt) {
+    // SGLang refuses input + max_new_tokens >= context_len (tokenizer_manager.py _validate_one_request); vLLM only
+    // longer than max_model_len.
+    const std::vector<TrafficRequest> requests{{0, 8000, 192, {{1, 8000}}, 2}};  // 8,192: the context
+    EXPECT_EQ(simulate(requests, setup_for(sglang(llama_on_h100()))).refused, 1u);
+    EXPECT_EQ(simulate(requests, setup_for(llama_on_h100())).refused, 0u);
 }
 
 }  // namespace

@@ -155,8 +155,7 @@ TEST(Simulate, ASlidingWindowModelHoldsOnlyItsWindowsBlocks) {
     const std::vector<TrafficRequest> requests{{0, 8000, 100, {{1, 8000}}, 2}};
     const SimulationReport r = simulate(requests, setup);
     ASSERT_EQ(r.requests, 1u);
-    const std::uint64_t full = (8099 + 15) / 16, sliding = full - (8098 + 1 - 128) / 16;
-    EXPECT_EQ(sliding, 9u);
+    const std::uint64_t full = (8099 + 15) / 16, sliding = full - (8098 + 1 - 128) / 16;  // 507 and 9
     EXPECT_EQ(r.timeline.back().kv_used_bytes, (full + sliding) * st.bytes_per_block);
     // The worst case is the hybrid layout's: a full group's blocks and the window's, not two full groups'.
     EXPECT_EQ(r.kv_worst_case_bytes_per_gpu, st.worst_case_bytes_per_sequence);
@@ -179,10 +178,28 @@ TEST(Simulate, ASlidingHitNeedsTheWindowsBlocksStillCached) {
     // full ones (its last): 2 × ceil(3,700 / 16) = 464. B's full blocks are still cached; its window's are not, nor
     // any before them: no hit, where paging every layer as full attention would have found 992 tokens.
     const TrafficRequest c{100, 3700, 1, {{11, 3700}}, 5};
-    EXPECT_EQ(2 * ((3700 + 15) / 16), 599 - 2 * 129 + 120 + 3);
+    static_assert(2 * ((3700 + 15) / 16) == 599 - 2 * 129 + 120 + 3);
     const SimulationReport evicted = simulate({a, c, b}, setup);
     EXPECT_EQ(evicted.requests, 3u);
     EXPECT_EQ(evicted.prefix_hit_tokens, 0u);
+}
+
+TEST(Simulate, AHitAtTheHeadOfTheFreeQueueIsNotTakenAsANewBlock) {
+    ServingSetup setup = setup_for(on_h100("gpt-oss-20b"));
+    setup.settings.kv_blocks = 259;  // 258 usable: A takes them all
+    // A: 2,048 + 2 tokens. Its second step frees the 120 sliding blocks before its window, the last first, so once it
+    // is done the free queue starts with them (positions 119 down to 0). B shares A's first 1,900 tokens: its hit is
+    // 118 blocks in each group, the sliding group's last 8 (positions 110–117) among the first in the queue; its own
+    // 100 tokens take 7 new blocks in each group from the head of the queue, which must not be those hits.
+    const TrafficRequest a{0, 2048, 2, {{7, 2048}}, 1};
+    const TrafficRequest b{200, 2000, 2, {{7, 1900}, {9, 100}}, 3};
+    const SimulationReport r = simulate({a, b}, setup);
+    EXPECT_EQ(r.requests, 2u);
+    EXPECT_EQ(r.prefix_hit_tokens, 118u * 16);
+    // One request at a time shares nothing: a hit taken as a new block too would part the two counts.
+    EXPECT_EQ(r.prefix_saved_peak_bytes_per_gpu, 0u);
+    EXPECT_LE(r.kv_peak_blocks, 258u);
+    for (const TimelinePoint& p : r.timeline) EXPECT_EQ(p.kv_unshared_bytes, p.kv_used_bytes);
 }
 
 TEST(Simulate, ARecurrentModelKeepsItsStateBlocksAndNoPrefixCache) {
