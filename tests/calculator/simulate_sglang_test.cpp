@@ -94,6 +94,22 @@ TEST(SglangSimulate, ASmallPoolRetractsButNeverHoldsMoreThanItAndServesEveryone)
     EXPECT_NEAR(r.mean_in_system, r.request_throughput * r.e2e_ms.mean / 1e3, 0.02 * r.mean_in_system);
 }
 
+TEST(SglangSimulate, AHitLockedIsNoLongerRoomForTheNext) {
+    // A pool of 5,000 tokens; A's 2,000-token prompt stays in the tree (2,001 tokens, evictable) once A is done. B
+    // and C arrive together, each that prompt and 1,600 tokens of its own. B's admission locks the 2,001: what is
+    // free and evictable falls to 2,999, less B's 1,602, so C waits for B rather than both taking 3,200 of 2,999.
+    ServingSetup setup = setup_for(sglang(llama_on_h100()));
+    setup.settings.kv_blocks = 5000;
+    setup.settings.api_serial_s = 0;  // B and C reach the scheduler together
+    const TrafficRequest a{0, 2000, 2, {{1, 2000}}, 11}, b{10, 3600, 2, {{1, 2000}, {2, 1600}}, 12},
+        c{10, 3600, 2, {{1, 2000}, {3, 1600}}, 13};
+    const SimulationReport r = simulate({a, b, c}, setup);
+    EXPECT_EQ(r.requests, 3u);
+    EXPECT_EQ(r.prefix_hit_tokens, 2u * 2000);
+    EXPECT_LE(r.kv_peak_blocks, 5000u);
+    EXPECT_EQ(r.max_running, 1u);
+}
+
 TEST(SglangSimulate, TheLeastRecentlyUsedPromptIsEvictedFirst) {
     // A pool of 5,000 tokens: A's 2,000-token prompt, then B's, then C needs 2,500: the tree gives up A's (used
     // longest ago) and keeps B's, so a repeat of B hits all but its last token and a repeat of A nothing.

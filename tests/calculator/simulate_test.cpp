@@ -202,6 +202,16 @@ TEST(Simulate, AHitAtTheHeadOfTheFreeQueueIsNotTakenAsANewBlock) {
     for (const TimelinePoint& p : r.timeline) EXPECT_EQ(p.kv_unshared_bytes, p.kv_used_bytes);
 }
 
+TEST(Simulate, ARequestWhosePrefillOutgrowsThePoolIsRefusedBeforeItStarts) {
+    // gpt-oss-20b with 599 blocks: 8,100 tokens end with 507 + 9 blocks, but its prompt in one 8,192-token chunk
+    // takes 500 in each group before the window frees any: it could never run, and is refused at once.
+    ServingSetup setup = setup_for(on_h100("gpt-oss-20b"));
+    setup.settings.kv_blocks = 600;
+    const SimulationReport r = simulate({{0, 8000, 100, {{1, 8000}}, 2}}, setup);
+    EXPECT_EQ(r.refused, 1u);
+    EXPECT_EQ(r.steps, 0u);
+}
+
 TEST(Simulate, ARecurrentModelKeepsItsStateBlocksAndNoPrefixCache) {
     // Granite 4.0 H Tiny: Mamba-2 layers beside full attention; vLLM raises the attention block so that a page holds
     // a state, and turns prefix caching off.
