@@ -69,6 +69,12 @@ inline constexpr PublishedRun kPublishedRuns[] = {
     // Output 223.7 tokens/s (1.75 requests/s at 128 each), mean TTFT 144.1 ms, mean ITL 43.7 ms.
     {"qwen3-14b l40s prefix c10", "qwen3-14b", "l40s", 40960, 1000, 256, 128, 10, 223.7 / 128, 144.1, 43.7,
      kQwen3_14bL40s, 256, 10, true, 5},
+    // SGLang v0.5.3.post3 on the Qwen3-8B latency page (`python3 -m sglang.launch_server --model-path
+    // Qwen/Qwen3-8B`, then -FP8), the same ShareGPT prompts at 4 in flight.
+    {"sglang qwen3-8b h100 sharegpt c4", "qwen3-8b", "h100-sxm", 40960, 100, 233, 221, 4, 2.38, 27.25, 7.14,
+     kQwen3_8bH100, 0, 1, false, 0, true, false},
+    {"sglang qwen3-8b-fp8 h100 sharegpt c4", "qwen3-8b", "h100-sxm", 40960, 100, 233, 221, 4, 2.98, 33.38, 5.58,
+     kQwen3_8bH100, 0, 1, false, 0, true, true},
     // SGLang, FP8 weights: 1,997,942 prompt tokens over 500 (99,814 of 100,000 generated: a few stopped early).
     {"sglang qwen3-14b-fp8 h100 4000/200", "qwen3-14b", "h100-sxm", 40960, 500, 3996, 200, 0, 2.92, 85092.81, 83.43,
      kQwen3_14bFp8H100Sglang, 0, 1, false, 0, true, true},
