@@ -3,6 +3,8 @@
 // retraction when the tokens run out, the radix cache's least recently used eviction.
 #include <algorithm>
 
+#include "kvscope/calculator/engine.h"
+#include "kvscope/calculator/simulation_report.h"
 #include "kvscope/calculator/traffic.h"
 #include "serving_testing.h"
 #include "testing.h"
@@ -128,6 +130,60 @@ TEST(SglangSimulate, ARequestAsLongAsTheContextIsRefusedAsSglangRefusesIt) {
     const std::vector<TrafficRequest> requests{{0, 8000, 192, {{1, 8000}}, 2}};  // 8,192: the context
     EXPECT_EQ(simulate(requests, setup_for(sglang(llama_on_h100()))).refused, 1u);
     EXPECT_EQ(simulate(requests, setup_for(llama_on_h100())).refused, 0u);
+}
+
+// Random traffic (seeded) on every engine and kind of model, on pools from tight to roomy: whatever the mix, every
+// request is served or refused, Little's law holds, the cache never passes its budget, what the requests share is
+// never less than nothing, and the same seed gives the same answer.
+TEST(ServingInvariants, RandomTrafficKeepsThemOnEveryEngineAndModel) {
+    struct Case {
+        const char* model;
+        Engine engine;
+    };
+    const Case cases[] = {{"llama-3.1-8b", Engine::vllm},
+                          {"llama-3.1-8b", Engine::sglang},
+                          {"gpt-oss-20b", Engine::vllm},
+                          {"granite-4.0-h-tiny", Engine::vllm}};
+    SplitMix64 rng(2026);
+    const auto pick = [&](std::uint64_t lo, std::uint64_t hi) { return lo + rng.next() % (hi - lo + 1); };
+    for (int round = 0; round < 24; ++round) {
+        const Case& c = cases[round % 4];
+        Scenario s = on_h100(c.model);
+        s.deployment->engine = c.engine;
+        if (c.engine == Engine::sglang) s.deployment->fraction = default_fraction(Engine::sglang);
+        ServingSetup setup = setup_for(s);
+        // A pool from a few requests' worth to the whole budget.
+        const std::uint64_t tight =
+            (pick(0, 2) == 0)
+                ? setup.settings.kv_blocks
+                : std::min<std::uint64_t>(setup.settings.kv_blocks, pick(3000, 40000) / setup.settings.block_size);
+        setup.settings.kv_blocks = std::max<std::uint64_t>(tight, 64);
+        TrafficSpec t;
+        t.requests = pick(20, 160);
+        if (pick(0, 1) == 1) t.rate = static_cast<double>(pick(1, 40));
+        t.input = {pick(50, 2500), static_cast<double>(pick(0, 8)) / 10};
+        t.output = {pick(1, 400), static_cast<double>(pick(0, 8)) / 10};
+        t.shared_prefix = pick(0, 2) == 0 ? 0 : pick(16, 1500);
+        t.prefix_groups = pick(1, 3);
+        t.turns = pick(1, 3);
+        t.seed = rng.next();
+        const auto requests = make_traffic(t);
+        ASSERT_TRUE(requests) << requests.error_text();
+        const std::string label = std::string(c.model) + " " + std::string(to_string(c.engine)) + " round " +
+                                  std::to_string(round) + " blocks " + std::to_string(setup.settings.kv_blocks);
+        const SimulationReport r = simulate(*requests, setup);
+        EXPECT_EQ(r.requests + r.refused, requests->size()) << label;
+        EXPECT_TRUE(r.warnings.empty() || r.refused > 0) << label << ": " << r.warnings.front();
+        if (r.requests > 0 && r.mean_in_system > 0.05)
+            EXPECT_NEAR(r.mean_in_system, r.request_throughput * r.e2e_ms.mean / 1e3, 0.02 * r.mean_in_system) << label;
+        EXPECT_LE(r.kv_peak_blocks, r.kv_budget_blocks) << label;
+        EXPECT_LT(r.prefix_saved_peak_bytes_per_gpu, 1ull << 50) << label;  // never a wrapped count
+        for (const TimelinePoint& p : r.timeline) {
+            EXPECT_LE(p.kv_used_bytes, r.kv_budget_bytes_per_gpu) << label;
+            EXPECT_GE(p.kv_unshared_bytes, p.kv_used_bytes) << label;
+        }
+        EXPECT_EQ(simulation_json(r).dump(), simulation_json(simulate(*requests, setup)).dump()) << label;
+    }
 }
 
 }  // namespace
