@@ -149,6 +149,9 @@ Output cmd_gpus(const Options& o, const Catalog& catalog) {
             x.set("bandwidth_bytes_per_s", Value::number(g.bandwidth_bytes_per_s));
             // 0 is no vendor figure: null, never a number that looks like one.
             x.set("bf16_tflops", g.bf16_tflops > 0 ? Value::number(g.bf16_tflops) : Value());
+            // A unified-memory computer: the machine's memory (memory_bytes is its GPU's share) and the rule.
+            x.set("unified_memory_bytes", g.unified_memory_bytes > 0 ? Value::number(g.unified_memory_bytes) : Value());
+            x.set("share_rule", g.share_rule.empty() ? Value() : Value::string(g.share_rule));
             x.set("source", Value::string(g.source));
             list.push(std::move(x));
         }
@@ -159,16 +162,20 @@ Output cmd_gpus(const Options& o, const Catalog& catalog) {
     }
     // CSV: exact figures under the JSON's names; the table is for reading.
     if (o.format == Format::csv) {
-        Table c({"id", "name", "memory_bytes", "bandwidth_bytes_per_s", "bf16_tflops"});
+        Table c({"id", "name", "memory_bytes", "bandwidth_bytes_per_s", "bf16_tflops", "unified_memory_bytes"});
         for (const auto& g : catalog.gpus())
             c.add({g.id, g.name, std::to_string(g.memory_bytes), std::to_string(g.bandwidth_bytes_per_s),
-                   g.bf16_tflops > 0 ? number_text(g.bf16_tflops) : std::string()});
+                   g.bf16_tflops > 0 ? number_text(g.bf16_tflops) : std::string(),
+                   g.unified_memory_bytes > 0 ? std::to_string(g.unified_memory_bytes) : std::string()});
         r.out = c.csv();
         return r;
     }
     Table t({"id", "name", "memory", "bandwidth", "bf16 dense"});
     for (const auto& g : catalog.gpus())
-        t.add({g.id, g.name, format_bytes_both(g.memory_bytes, o.units),
+        t.add({g.id, g.name,
+               format_bytes_both(g.memory_bytes, o.units) +
+                   (g.unified_memory_bytes > 0 ? " of " + format_bytes(g.unified_memory_bytes, o.units) + " unified"
+                                               : std::string()),
                fixed(static_cast<double>(g.bandwidth_bytes_per_s) / 1e12, 2) + " TB/s",
                g.bf16_tflops > 0 ? fixed(g.bf16_tflops, 0) + " TFLOP/s" : std::string("—")});
     r.out = t.text();

@@ -135,7 +135,14 @@ void apply_gpu_options(const Options& o, const Catalog& catalog, bool had, Deplo
     } else if (o.gpu_memory) {
         d.gpu.id = "custom";
         d.gpu.name = "custom GPU";
+        d.gpu.unified_memory_bytes = 0;  // the user's own: its memory as given
+        d.gpu.gpu_share = 0;
+        d.gpu.share_rule.clear();
     }
+    // A unified-memory computer's GPU takes a share of the machine's memory, never more than all of it.
+    if (o.gpu_memory && d.gpu.unified_memory_bytes > 0 && *o.gpu_memory > d.gpu.unified_memory_bytes)
+        errors.push_back({"--gpu-memory", "more than the machine's " + format_bytes(d.gpu.unified_memory_bytes) +
+                                              " of unified memory (" + d.gpu.name + ")"});
     // A catalog GPU given other memory is no longer the catalog's: its name says so ("NVIDIA H100 SXM 80GB with
     // 40.0 GiB"), not the catalog's own size beside another.
     if (o.gpu && o.gpu_memory && *o.gpu_memory != d.gpu.memory_bytes && d.gpu.id != "custom")

@@ -174,7 +174,23 @@ Result<std::vector<GpuSpec>> parse_gpu_list(std::string_view text, const std::st
         const Value* mem = entry.find("memory_bytes");
         const Value* bw = entry.find("bandwidth_bytes_per_s");
         const Value* tf = entry.find("bf16_tflops");
-        const std::uint64_t mem_v = mem ? mem->as_u64().value_or(0) : 0;
+        std::uint64_t mem_v = mem ? mem->as_u64().value_or(0) : 0;
+        // Unified memory: the machine's memory and the share its GPU may use (memory_bytes is that share).
+        if (const Value* unified = entry.find("unified_memory_bytes")) {
+            const Value* share = entry.find("gpu_share");
+            const std::uint64_t total = unified->as_u64().value_or(0);
+            const double f = share && share->is_number() ? share->as_double() : 0;
+            if (total == 0 || !(f > 0 && f <= 1)) {
+                errors.push_back({"gpu_share", at + g.id +
+                                                   ": a unified-memory entry needs unified_memory_bytes above 0 and a "
+                                                   "gpu_share above 0 and at most 1"});
+                continue;
+            }
+            g.unified_memory_bytes = total;
+            g.gpu_share = f;
+            g.share_rule = string_field(entry, "share_rule");
+            mem_v = static_cast<std::uint64_t>(static_cast<double>(total) * f);
+        }
         const std::uint64_t bw_v = bw ? bw->as_u64().value_or(0) : 0;
         if (g.id.empty())
             errors.push_back({"id", at + "a GPU entry needs an \"id\""});

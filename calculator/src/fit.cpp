@@ -233,12 +233,30 @@ private:
         r.parameters = params.total;
         r.parameters_estimated = params.estimated;
         r.memory_bytes_per_gpu = d.gpu.memory_bytes;
+        unified_memory_notes(d.gpu);
         r.weights_bytes_per_gpu = ceil_div(weights - replicated, gpus) + replicated;
         const Checked all_gpus = Checked(weights) + Checked(replicated) * (gpus - 1);
         if (all_gpus.overflow()) return overflow_error(Field::draft, "the weights with the draft's on every GPU");
         r.weights_bytes = all_gpus.value();
         if (d.draft) r.draft_weights_bytes_per_gpu = r.weights_bytes_per_gpu - ceil_div(stored, gpus);
         return Done{};
+    }
+
+    // A computer whose GPU shares the system's memory: what share the GPU uses, by whose rule (gpu.h); where the GPU
+    // takes what the system leaves free, the system's own share is not known here.
+    void unified_memory_notes(const GpuSpec& g) {
+        if (g.unified_memory_bytes == 0) return;
+        const double share = static_cast<double>(g.memory_bytes) / static_cast<double>(g.unified_memory_bytes);
+        const bool default_share =
+            g.memory_bytes == static_cast<std::uint64_t>(static_cast<double>(g.unified_memory_bytes) * g.gpu_share);
+        r.notes.push_back("unified memory: the GPU uses " + format_bytes(g.memory_bytes) + " (" +
+                          number_text(100 * share, Notation::fixed, 0) + "%) of the machine's " +
+                          format_bytes(g.unified_memory_bytes) + (default_share ? ": " + g.share_rule : ", as given") +
+                          "; --gpu-memory SIZE sets another share");
+        if (default_share && share >= 1)
+            r.warnings.emplace_back(
+                "not exact: the GPU shares all of the machine's memory with the system; what the operating system and "
+                "other programs hold is not counted (give --gpu-memory SIZE for what is left to it)");
     }
 
     // The cache the batch needs on each GPU, in the engine's layout.

@@ -52,7 +52,10 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
     std::optional<std::vector<std::string>> common;  // the warnings of every fit so far
     bool pipelined = false;                          // a layout with pipeline stages was evaluated
     plan.sequences = workload.batch;
-    for (std::uint64_t tp = 1; tp <= limits.gpus_per_node; ++tp) {
+    // A unified-memory computer is one GPU a machine: no tensor parallel within it; machines in pipeline stages.
+    const bool unified = deployment.gpu.unified_memory_bytes > 0;
+    const std::uint64_t per_node = unified ? 1 : limits.gpus_per_node;
+    for (std::uint64_t tp = 1; tp <= per_node; ++tp) {
         // Engines split the query and KV heads evenly (or replicate KV heads): validate(Parallelism) says which.
         if (!validate(Parallelism{tp, 1}, arch).empty()) continue;
         for (std::uint64_t pp = 1; pp <= limits.max_pp && pp <= arch.layers; ++pp) {
@@ -153,8 +156,9 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
         }
         best_fewer = best_here;
     }
-    plan.scope_note = "tensor parallel within a node of " + std::to_string(limits.gpus_per_node) +
-                      " GPUs, pipeline parallel up to " + std::to_string(limits.max_pp) +
+    plan.scope_note = (unified ? std::string("one GPU a machine (its memory unified: no tensor parallel)")
+                               : "tensor parallel within a node of " + std::to_string(limits.gpus_per_node) + " GPUs") +
+                      ", pipeline parallel up to " + std::to_string(limits.max_pp) +
                       " stages, replicas (data parallel) for the rest of the " + format_count(workload.batch) +
                       (workload.batch == 1 ? " sequence" : " sequences");
     plan.notes.push_back(plan.scope_note);

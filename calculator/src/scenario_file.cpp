@@ -320,6 +320,9 @@ void members(Self& g, V& v) {
     v.value("bf16_tflops", g.bf16_tflops, Need::optional);
     v.value("source", g.source, Need::optional);
     v.texts("aliases", g.aliases, Need::optional, "", "must hold strings");  // not a list: ignored
+    v.value("unified_memory_bytes", g.unified_memory_bytes, Need::when_set);
+    v.value("gpu_share", g.gpu_share, Need::when_set);
+    v.value("share_rule", g.share_rule, Need::when_set);
 }
 
 template <class Self, class V>

@@ -219,21 +219,42 @@ TEST(CliLimits, AConfigThatIsAFolderOrHasADtypeThatIsNotANameIsSaidAsSuch) {
     std::filesystem::remove_all(dir);
 }
 
+TEST(CliLimits, AUnifiedMemoryComputersShareIsSaidAndBounded) {
+    const std::string fit = "fit --model llama-3.1-8b --gpu m4-max-128gb --engine llama.cpp --context 32k";
+    const CliRun mac = cli(fit);
+    ASSERT_EQ(mac.status, 0) << mac.err;
+    EXPECT_NE(mac.out.find("unified memory: the GPU uses 96.0 GiB (75%) of the machine's 128 GiB: macOS"),
+              std::string::npos)
+        << mac.out;
+    // The wired limit raised: the share as given.
+    const CliRun raised = cli(fit + " --gpu-memory 110GiB --json");
+    ASSERT_EQ(raised.status, 0) << raised.err;
+    EXPECT_NE(raised.out.find("of the machine's 128 GiB, as given"), std::string::npos) << raised.out;
+    const CliRun over = cli(fit + " --gpu-memory 200GiB");
+    EXPECT_EQ(over.status, 2);
+    EXPECT_NE(over.err.find("--gpu-memory: more than the machine's 128 GiB of unified memory"), std::string::npos)
+        << over.err;
+    const CliRun table = cli("gpus");
+    EXPECT_NE(table.out.find("of 128 GiB unified"), std::string::npos) << table.out;
+}
+
 TEST(CliLimits, TheCatalogsCsvHoldsExactFiguresUnderTheJsonsNames) {
     const CliRun gpus = cli("gpus --csv");
     ASSERT_EQ(gpus.status, 0) << gpus.err;
-    EXPECT_TRUE(gpus.out.starts_with("id,name,memory_bytes,bandwidth_bytes_per_s,bf16_tflops\n")) << gpus.out;
+    EXPECT_TRUE(gpus.out.starts_with("id,name,memory_bytes,bandwidth_bytes_per_s,bf16_tflops,unified_memory_bytes\n"))
+        << gpus.out;
     // The H100 SXM's 85,520,809,984 bytes (79.6 GiB) and 3.35 TB/s, as gpus --json gives them.
     const auto json = json_of(cli("gpus --json"));
     for (const auto& g : json.find("gpus")->items())
         if (g.find("id")->as_string() == "h100-sxm") {
             const std::string row = "h100-sxm,NVIDIA H100 SXM 80GB," + std::to_string(u64(g, "memory_bytes")) + "," +
                                     std::to_string(u64(g, "bandwidth_bytes_per_s")) + ",";
+            EXPECT_TRUE(g.find("unified_memory_bytes")->is_null());
             EXPECT_NE(gpus.out.find("\n" + row), std::string::npos) << row << "\n" << gpus.out;
         } else if (g.find("id")->as_string() == "rtx-5080") {
             // No vendor BF16 figure: null in JSON, an empty cell in CSV, a dash in the table — never 0 TFLOP/s.
             EXPECT_TRUE(g.find("bf16_tflops")->is_null());
-            EXPECT_NE(gpus.out.find("\nrtx-5080,NVIDIA GeForce RTX 5080 16GB,17179869184,960000000000,\n"),
+            EXPECT_NE(gpus.out.find("\nrtx-5080,NVIDIA GeForce RTX 5080 16GB,17179869184,960000000000,,\n"),
                       std::string::npos)
                 << gpus.out;
         }

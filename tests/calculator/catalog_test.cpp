@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/parameters.h"
+#include "kvscope/calculator/plan.h"
 #include "testing.h"
 
 namespace kvscope {
@@ -291,6 +293,55 @@ protected:
     void write(const std::string& rel, const std::string& text) { std::ofstream(dir_ / rel) << text; }
     std::filesystem::path dir_;
 };
+
+TEST(Catalog, AUnifiedMemoryComputersGpuTakesItsShareOfTheMachine) {
+    // An M4 Max with 128 GB: macOS lets its GPU wire 3/4 of it by default, 96 GiB.
+    const GpuSpec* mac = Catalog::builtin().find_gpu("m4-max-128gb");
+    ASSERT_NE(mac, nullptr);
+    EXPECT_EQ(mac->unified_memory_bytes, 128ull << 30);
+    EXPECT_EQ(mac->memory_bytes, 96ull << 30);
+    EXPECT_EQ(mac->bandwidth_bytes_per_s, 546'000'000'000u);
+    EXPECT_EQ(mac->bf16_tflops, 0.0);  // Apple publishes none: unknown, never a guess
+    EXPECT_NE(mac->share_rule.find("iogpu.wired_limit_mb"), std::string::npos);
+    // Every unified-memory entry: a share of its machine, a rule and a source.
+    int unified = 0;
+    for (const GpuSpec& g : Catalog::builtin().gpus()) {
+        if (g.unified_memory_bytes == 0) continue;
+        ++unified;
+        EXPECT_LE(g.memory_bytes, g.unified_memory_bytes) << g.id;
+        EXPECT_FALSE(g.share_rule.empty()) << g.id;
+        EXPECT_NE(g.source.find("https://"), std::string::npos) << g.id;
+    }
+    EXPECT_GE(unified, 10);
+    // A fit on it says whose share it is; one that takes all the memory says the system's own is not counted.
+    Workload w;
+    w.context_tokens = 8192;
+    Deployment d;
+    d.gpu = *mac;
+    d.engine = Engine::llama_cpp;
+    const Architecture arch = Catalog::builtin().find_model("llama-3.1-8b")->model.arch;
+    const auto f = fit(arch, KvDtype::bf16, w, {}, d);
+    ASSERT_TRUE(f) << f.error_text();
+    EXPECT_EQ(f->memory_bytes_per_gpu, 96ull << 30);
+    EXPECT_TRUE(std::any_of(f->notes.begin(), f->notes.end(), [](const std::string& n) {
+        return n.starts_with("unified memory: the GPU uses 96.0 GiB (75%) of the machine's 128 GiB: macOS");
+    }));
+    d.gpu = *Catalog::builtin().find_gpu("dgx-spark");
+    const auto spark = fit(arch, KvDtype::bf16, w, {}, d);
+    ASSERT_TRUE(spark) << spark.error_text();
+    EXPECT_TRUE(std::any_of(spark->warnings.begin(), spark->warnings.end(), [](const std::string& n) {
+        return n.find("shares all of the machine's memory with the system") != std::string::npos;
+    }));
+    // Plans: one GPU a machine, machines in pipeline stages.
+    const auto plan = plan_deployments(arch, KvDtype::bf16, w, d, {});
+    ASSERT_TRUE(plan) << plan.error_text();
+    for (const PlanOption& o : plan->options) EXPECT_EQ(o.tp, 1u);
+    EXPECT_TRUE(plan->scope_note.starts_with("one GPU a machine")) << plan->scope_note;
+    // A bad entry is refused naming the field.
+    EXPECT_FALSE(parse_gpu_list(R"({"gpus": [{"id": "box", "unified_memory_bytes": 1000, "gpu_share": 1.5,
+        "bandwidth_bytes_per_s": 5}]})",
+                                "gpus.json"));
+}
 
 TEST_F(UserFolder, AddsModelsOverridesGpusAndReportsBrokenFiles) {
     write("models/my-model.json", R"({"model_type": "llama", "num_hidden_layers": 4, "num_attention_heads": 8,

@@ -126,6 +126,16 @@ TEST(ScenarioFile, SglangsFractionIsKeptWhenGivenAndDerivedWhenNot) {
     EXPECT_DOUBLE_EQ(back->scenario.deployment->fraction, 0.8);
 }
 
+TEST(ScenarioFile, AUnifiedMemoryComputerKeepsItsMachineAndShare) {
+    Scenario s = llama70b_on_two_h100();
+    s.deployment->gpu = *Catalog::builtin().find_gpu("m4-max-128gb");
+    s.deployment->gpu.memory_bytes = 110ull << 30;  // the wired limit raised
+    auto back = scenario_from_json(scenario_to_json(s), "mac ü.kvscope.json");
+    ASSERT_TRUE(back.ok()) << back.error_text();
+    EXPECT_EQ(back->scenario.deployment->gpu, s.deployment->gpu);
+    EXPECT_EQ(back->scenario.deployment->gpu.unified_memory_bytes, 128ull << 30);
+}
+
 TEST(ScenarioFile, VllmsStartupSettingsAndAFixedReserveAreKept) {
     Scenario s = llama70b_on_two_h100();
     s.deployment->engine = Engine::vllm;

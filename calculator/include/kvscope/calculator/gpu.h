@@ -13,6 +13,12 @@ struct GpuSpec {
     std::uint64_t memory_bytes = 0;
     std::uint64_t bandwidth_bytes_per_s = 0;
     double bf16_tflops = 0;  // dense
+    // A computer whose GPU shares the system's memory (Apple silicon, DGX Spark, Strix Halo, Jetson): the machine's
+    // memory, of which memory_bytes is the share its GPU may use by default, and the rule that sets that share (and
+    // how to raise it). 0 and empty for a GPU with memory of its own.
+    std::uint64_t unified_memory_bytes = 0;
+    double gpu_share = 0;  // the catalog's: memory_bytes = unified_memory_bytes x gpu_share unless given otherwise
+    std::string share_rule;
     std::string source;
     std::vector<std::string> aliases;
     friend bool operator==(const GpuSpec&, const GpuSpec&) = default;
