@@ -132,21 +132,21 @@ void apply_gpu_options(const Options& o, const Catalog& catalog, bool had, Deplo
         errors.push_back({"--gpu", (o.command_id == Command::window ? std::string("a deployment") : o.command) +
                                        " needs a GPU: --gpu ID (kvscope-cli gpus lists them), or --gpu-memory and "
                                        "--gpu-bandwidth"});
-    } else if (o.gpu_memory) {
+    } else if (o.gpu_memory && d.gpu.unified_memory_bytes == 0) {  // a unified machine stays itself (below)
         d.gpu.id = "custom";
         d.gpu.name = "custom GPU";
-        d.gpu.unified_memory_bytes = 0;  // the user's own: its memory as given
-        d.gpu.gpu_share = 0;
-        d.gpu.share_rule.clear();
     }
     // A unified-memory computer's GPU takes a share of the machine's memory, never more than all of it.
     if (o.gpu_memory && d.gpu.unified_memory_bytes > 0 && *o.gpu_memory > d.gpu.unified_memory_bytes)
         errors.push_back({"--gpu-memory", "more than the machine's " + format_bytes(d.gpu.unified_memory_bytes) +
                                               " of unified memory (" + d.gpu.name + ")"});
     // A catalog GPU given other memory is no longer the catalog's: its name says so ("NVIDIA H100 SXM 80GB with
-    // 40.0 GiB"), not the catalog's own size beside another.
-    if (o.gpu && o.gpu_memory && *o.gpu_memory != d.gpu.memory_bytes && d.gpu.id != "custom")
-        d.gpu.name += " with " + format_bytes(*o.gpu_memory);
+    // 40.0 GiB"), not the catalog's own size beside another (a saved one's name from the catalog's, not twice).
+    if (o.gpu_memory && *o.gpu_memory != d.gpu.memory_bytes && d.gpu.id != "custom") {
+        const GpuSpec* base = catalog.find_gpu(d.gpu.id);
+        d.gpu.name = (base ? base->name : d.gpu.name) +
+                     (base && *o.gpu_memory == base->memory_bytes ? "" : " with " + format_bytes(*o.gpu_memory));
+    }
     if (o.gpu_memory) d.gpu.memory_bytes = *o.gpu_memory;
     if (o.gpu_bandwidth) d.gpu.bandwidth_bytes_per_s = *o.gpu_bandwidth;
     if (!o.gpu && o.gpu_memory && !o.gpu_bandwidth && !had)

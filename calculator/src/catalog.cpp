@@ -189,7 +189,12 @@ Result<std::vector<GpuSpec>> parse_gpu_list(std::string_view text, const std::st
             g.unified_memory_bytes = total;
             g.gpu_share = f;
             g.share_rule = string_field(entry, "share_rule");
-            mem_v = static_cast<std::uint64_t>(static_cast<double>(total) * f);
+            // memory_bytes given (a raised limit in the user's own file): that share, within the machine.
+            if (mem_v > total) {
+                errors.push_back({"memory_bytes", at + g.id + ": memory_bytes is more than unified_memory_bytes"});
+                continue;
+            }
+            if (mem_v == 0) mem_v = static_cast<std::uint64_t>(static_cast<double>(total) * f);
         }
         const std::uint64_t bw_v = bw ? bw->as_u64().value_or(0) : 0;
         if (g.id.empty())

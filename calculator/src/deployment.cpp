@@ -61,6 +61,10 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
     if (d.gpu.memory_bytes > kMaxGpuMemoryBytes)
         e.push_back({Field::gpu_memory, "the GPU's memory must be at most 1 PiB (" + format_count(kMaxGpuMemoryBytes) +
                                             " bytes); " + format_count(d.gpu.memory_bytes) + " was given"});
+    // A unified-memory computer's GPU takes a share of the machine's memory, never more than all of it.
+    if (d.gpu.unified_memory_bytes > 0 && d.gpu.memory_bytes > d.gpu.unified_memory_bytes)
+        e.push_back({Field::gpu_memory, "more than the machine's " + format_bytes(d.gpu.unified_memory_bytes) +
+                                            " of unified memory (" + d.gpu.name + ")"});
     if (d.gpu.bandwidth_bytes_per_s == 0)
         e.push_back({Field::gpu_bandwidth, "the GPU's memory bandwidth must be more than 0"});
     if (d.gpu_count == 0)

@@ -255,8 +255,9 @@ private:
                           "; --gpu-memory SIZE sets another share");
         if (default_share && share >= 1)
             r.warnings.emplace_back(
-                "not exact: the GPU shares all of the machine's memory with the system; what the operating system and "
-                "other programs hold is not counted (give --gpu-memory SIZE for what is left to it)");
+                "not exact: the GPU shares all of the machine's memory with the system; what the firmware reserves and "
+                "what the operating system and other programs hold are not counted (give --gpu-memory SIZE for what "
+                "is left to it)");
     }
 
     // The cache the batch needs on each GPU, in the engine's layout.

@@ -308,7 +308,6 @@ TEST(Catalog, AUnifiedMemoryComputersGpuTakesItsShareOfTheMachine) {
     for (const GpuSpec& g : Catalog::builtin().gpus()) {
         if (g.unified_memory_bytes == 0) continue;
         ++unified;
-        EXPECT_LE(g.memory_bytes, g.unified_memory_bytes) << g.id;
         EXPECT_FALSE(g.share_rule.empty()) << g.id;
         EXPECT_NE(g.source.find("https://"), std::string::npos) << g.id;
     }
@@ -337,10 +336,25 @@ TEST(Catalog, AUnifiedMemoryComputersGpuTakesItsShareOfTheMachine) {
     ASSERT_TRUE(plan) << plan.error_text();
     for (const PlanOption& o : plan->options) EXPECT_EQ(o.tp, 1u);
     EXPECT_TRUE(plan->scope_note.starts_with("one GPU a machine")) << plan->scope_note;
-    // A bad entry is refused naming the field.
-    EXPECT_FALSE(parse_gpu_list(R"({"gpus": [{"id": "box", "unified_memory_bytes": 1000, "gpu_share": 1.5,
+    // More than the machine, however it came (a saved file edited by hand): refused naming the GPU's memory.
+    d.gpu = *mac;
+    d.gpu.memory_bytes = 200ull << 30;
+    EXPECT_FIELD_ERROR(fit(arch, KvDtype::bf16, w, {}, d), "gpu_memory",
+                       "more than the machine's 128 GiB of unified memory");
+    // A user's own entry with memory_bytes (a raised limit) keeps it, within the machine; a bad share is named.
+    const auto own = parse_gpu_list(R"({"gpus": [{"id": "my-mac", "unified_memory_bytes": 137438953472,
+        "gpu_share": 0.75, "memory_bytes": 118111600640, "bandwidth_bytes_per_s": 546000000000}]})",
+                                    "gpus.json");
+    ASSERT_TRUE(own) << own.error_text();
+    EXPECT_EQ(own->front().memory_bytes, 110ull << 30);
+    EXPECT_FIELD_ERROR(parse_gpu_list(R"({"gpus": [{"id": "box", "unified_memory_bytes": 1000, "gpu_share": 1.5,
         "bandwidth_bytes_per_s": 5}]})",
-                                "gpus.json"));
+                                      "gpus.json"),
+                       "gpu_share", "a gpu_share above 0 and at most 1");
+    EXPECT_FIELD_ERROR(parse_gpu_list(R"({"gpus": [{"id": "box", "unified_memory_bytes": 1000, "gpu_share": 0.5,
+        "memory_bytes": 2000, "bandwidth_bytes_per_s": 5}]})",
+                                      "gpus.json"),
+                       "memory_bytes", "more than unified_memory_bytes");
 }
 
 TEST_F(UserFolder, AddsModelsOverridesGpusAndReportsBrokenFiles) {

@@ -25,6 +25,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kvscope/calculator/fit.h"
+
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/ui/big_spin_box.h"
@@ -447,6 +449,32 @@ TEST(WindowState, EscTakesBackWhatWasTypedInEveryKindOfField) {
     QTest::keyClick(memory, Qt::Key_Escape);
     EXPECT_EQ(memory->text(), "79.6 GiB");
     EXPECT_TRUE(w.deployment()->unaccepted().isEmpty());
+}
+
+TEST(WindowState, AUnifiedMemoryComputersRaisedShareStaysThatMachine) {
+    // An M4 Max 128GB's GPU memory typed as 110 GiB (the wired limit raised): still that machine, its name saying
+    // the share, the 128 GiB kept; 200 GiB is more than the machine and the fit says so.
+    ShownWindow sw;
+    MainWindow& w = sw.w;
+    w.model()->loadCatalogModel("llama-3-8b");
+    w.model()->edit("test", [](Scenario& s) {
+        Deployment d;
+        d.gpu = *catalog().find_gpu("m4-max-128gb");
+        d.engine = Engine::llama_cpp;
+        d.fraction = default_fraction(Engine::llama_cpp);
+        s.deployment = d;
+    });
+    w.tabs()->setCurrentIndex(MainWindow::DeploymentTab);
+    type(w.deployment()->memoryField(), "110 GiB");
+    const GpuSpec& g = w.model()->scenario().deployment->gpu;
+    EXPECT_EQ(g.id, "m4-max-128gb");
+    EXPECT_EQ(g.memory_bytes, 110ull << 30);
+    EXPECT_EQ(g.unified_memory_bytes, 128ull << 30);
+    EXPECT_EQ(g.name, "Apple M4 Max 128GB (16-core CPU, 40-core GPU) with 110 GiB");
+    type(w.deployment()->memoryField(), "200 GiB");
+    EXPECT_FALSE(fit(w.model()->scenario().arch, KvDtype::bf16, w.model()->scenario().workload, {},
+                     *w.model()->scenario().deployment)
+                     .ok());
 }
 
 TEST(WindowState, AHiddenFieldKeepsNothingThatWouldStopASave) {

@@ -270,6 +270,9 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                 d.gpu.id = "custom";
                 d.gpu.name = "custom GPU";
                 d.gpu.source = "entered by hand";
+                d.gpu.unified_memory_bytes = 0;  // the user's own: its memory as entered
+                d.gpu.gpu_share = 0;
+                d.gpu.share_rule.clear();
             }
         });
         sync();  // the same GPU chosen again changes nothing, but its figures replace the mistyped text all the same
@@ -504,9 +507,20 @@ void DeploymentView::commitCustom() {
         }
     }
     if (!typed_.contains(memory_) && !typed_.contains(bandwidth_) && !(gpu == current.gpu)) {
-        gpu.id = "custom";
-        gpu.name = "custom GPU";
-        gpu.source = "entered by hand";
+        const GpuSpec* base = model_->catalog().find_gpu(gpu.id);
+        if (base && base->unified_memory_bytes > 0 && gpu.bandwidth_bytes_per_s == base->bandwidth_bytes_per_s) {
+            // A unified-memory computer given another share of its memory (a raised limit) is still that machine.
+            gpu.name =
+                base->name +
+                (gpu.memory_bytes == base->memory_bytes ? std::string() : " with " + format_bytes(gpu.memory_bytes));
+        } else {
+            gpu.id = "custom";
+            gpu.name = "custom GPU";
+            gpu.source = "entered by hand";
+            gpu.unified_memory_bytes = 0;
+            gpu.gpu_share = 0;
+            gpu.share_rule.clear();
+        }
         model_->edit(tr("Change GPU memory or bandwidth"), [&gpu](Scenario& s) { s.deployment->gpu = gpu; });
     }
     sync();
