@@ -8,7 +8,11 @@
 #include <string>
 #include <utility>
 
+#include <unistd.h>
+
 #include "cli_run.h"
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/scenario_file.h"
 
 namespace {
 
@@ -236,6 +240,23 @@ TEST(CliLimits, AUnifiedMemoryComputersShareIsSaidAndBounded) {
         << over.err;
     const CliRun table = cli("gpus");
     EXPECT_NE(table.out.find("of 128 GiB unified"), std::string::npos) << table.out;
+    // A saved Mac scenario given another share: still that machine, named once with its share.
+    kvscope::Scenario saved;
+    saved.arch = kvscope::Catalog::builtin().find_model("llama-3.1-8b")->model.arch;
+    saved.model_id = "llama-3.1-8b";
+    kvscope::Deployment d;
+    d.gpu = *kvscope::Catalog::builtin().find_gpu("m4-max-128gb");
+    d.engine = kvscope::Engine::llama_cpp;
+    saved.deployment = d;
+    const auto path =
+        std::filesystem::temp_directory_path() / ("mac é " + std::to_string(::getpid()) + ".kvscope.json");
+    std::ofstream(path) << kvscope::scenario_to_json(saved);
+    const CliRun reopened = cli("fit --scenario '" + path.string() + "' --gpu-memory 110GiB --json");
+    std::filesystem::remove(path);
+    ASSERT_EQ(reopened.status, 0) << reopened.err;
+    EXPECT_NE(reopened.out.find("Apple M4 Max 128GB (16-core CPU, 40-core GPU) with 110 GiB\""), std::string::npos)
+        << reopened.out;
+    EXPECT_NE(reopened.out.find("of the machine's 128 GiB, as given"), std::string::npos) << reopened.out;
 }
 
 TEST(CliLimits, TheCatalogsCsvHoldsExactFiguresUnderTheJsonsNames) {
