@@ -142,11 +142,8 @@ void apply_gpu_options(const Options& o, const Catalog& catalog, bool had, Deplo
                                               " of unified memory (" + d.gpu.name + ")"});
     // A catalog GPU given other memory is no longer the catalog's: its name says so ("NVIDIA H100 SXM 80GB with
     // 40.0 GiB"), not the catalog's own size beside another (a saved one's name from the catalog's, not twice).
-    if (o.gpu_memory && *o.gpu_memory != d.gpu.memory_bytes && d.gpu.id != "custom") {
-        const GpuSpec* base = catalog.find_gpu(d.gpu.id);
-        d.gpu.name = (base ? base->name : d.gpu.name) +
-                     (base && *o.gpu_memory == base->memory_bytes ? "" : " with " + format_bytes(*o.gpu_memory));
-    }
+    if (o.gpu_memory && *o.gpu_memory != d.gpu.memory_bytes && d.gpu.id != "custom")
+        d.gpu.name = name_with_memory(catalog.find_gpu(d.gpu.id), d.gpu.name, *o.gpu_memory);
     if (o.gpu_memory) d.gpu.memory_bytes = *o.gpu_memory;
     if (o.gpu_bandwidth) d.gpu.bandwidth_bytes_per_s = *o.gpu_bandwidth;
     if (!o.gpu && o.gpu_memory && !o.gpu_bandwidth && !had)

@@ -11,6 +11,7 @@
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/tables.h"
 #include "kvscope/calculator/text_file.h"
+#include "kvscope/calculator/units.h"
 #include "kvscope/resources/embedded.h"
 
 namespace kvscope {
@@ -214,6 +215,11 @@ Result<std::vector<GpuSpec>> parse_gpu_list(std::string_view text, const std::st
     }
     if (!errors.empty()) return errors;
     return out;
+}
+
+std::string name_with_memory(const GpuSpec* base, const std::string& name, std::uint64_t memory_bytes) {
+    if (base == nullptr) return name + " with " + format_bytes(memory_bytes);
+    return base->name + (memory_bytes == base->memory_bytes ? "" : " with " + format_bytes(memory_bytes));
 }
 
 const Catalog& Catalog::builtin() {

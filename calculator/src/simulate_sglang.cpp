@@ -59,12 +59,8 @@ public:
         const Walk w = walk(r, limit, now, false);
         return {w.node, w.matched};
     }
-    // `r`'s first `upto` tokens into the tree (insert): the nodes it lacks made, unlocked. Its last node, and the
-    // tokens the tree did not hold before.
-    std::pair<std::uint32_t, std::uint64_t> insert(const Req& r, std::uint64_t upto, double now) {
-        const Walk w = walk(r, upto, now, true);
-        return {w.node, w.added};
-    }
+    // `r`'s first `upto` tokens into the tree (insert): the nodes it lacks made, unlocked. Its last node.
+    std::uint32_t insert(const Req& r, std::uint64_t upto, double now) { return walk(r, upto, now, true).node; }
     // inc_lock_ref / dec_lock_ref: a node and every node above it; a node's tokens are evictable while none locks it.
     void lock(std::uint32_t n) {
         for (; n != 0; n = nodes_[n].parent)
@@ -130,10 +126,10 @@ private:
     };
 
     // Down the tree along `r`'s first `limit` tokens, splitting a node the path leaves inside and, with `make`,
-    // making the nodes it lacks: the last node, the tokens found, the tokens made.
+    // making the nodes it lacks: the last node and the tokens found.
     struct Walk {
         std::uint32_t node = 0;
-        std::uint64_t matched = 0, added = 0;
+        std::uint64_t matched = 0;
     };
     Walk walk(const Req& r, std::uint64_t limit, double now, bool make_missing) {
         Walk w;
@@ -148,7 +144,6 @@ private:
                     off += m;
                 } else if (make_missing) {
                     n = make(w.node, id, off, len - off);
-                    w.added += len - off;
                     off = len;
                 } else {
                     return false;
@@ -446,8 +441,7 @@ private:
     // already are freed from the request.
     void cache_unfinished(Req& r) {
         if (!caching_) return;
-        const auto [node, added] = tree_.insert(r, r.computed, now);
-        (void)added;
+        const std::uint32_t node = tree_.insert(r, r.computed, now);
         private_ -= r.computed - r.in_tree;
         tree_.lock(node);
         tree_.unlock(r.node);

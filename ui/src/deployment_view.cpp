@@ -510,9 +510,7 @@ void DeploymentView::commitCustom() {
         const GpuSpec* base = model_->catalog().find_gpu(gpu.id);
         if (base && base->unified_memory_bytes > 0 && gpu.bandwidth_bytes_per_s == base->bandwidth_bytes_per_s) {
             // A unified-memory computer given another share of its memory (a raised limit) is still that machine.
-            gpu.name =
-                base->name +
-                (gpu.memory_bytes == base->memory_bytes ? std::string() : " with " + format_bytes(gpu.memory_bytes));
+            gpu.name = name_with_memory(base, gpu.name, gpu.memory_bytes);
         } else {
             gpu.id = "custom";
             gpu.name = "custom GPU";

@@ -69,6 +69,10 @@ std::string default_user_folder();
 // Parses a catalog index and its configs; `read` returns a config's text by file name.
 Result<std::vector<GpuSpec>> parse_gpu_list(std::string_view text, const std::string& source);
 
+// The name of a GPU given `memory_bytes` of its own: the catalog entry's (`base`, when it is one) as it is at the
+// entry's memory, else with the memory said ("NVIDIA H100 SXM 80GB with 40.0 GiB"); without an entry, `name` with it.
+std::string name_with_memory(const GpuSpec* base, const std::string& name, std::uint64_t memory_bytes);
+
 // The model's own weights for a scenario: its own when it has them, else the catalog model's it names, else the
 // deployment's format, else bf16: what a new deployment starts with, in the CLI and the window alike.
 ModelWeights model_weights_of(const Scenario& s, const Catalog& catalog);
