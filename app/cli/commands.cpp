@@ -395,6 +395,9 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
                                                       : format_count(f->tokens_capacity) + " tokens in all"},
         {"decode floor", decode_floor_text(*d, f->fits)},
     };
+    if (f->offload) {
+        rows.insert(rows.begin() + 4, {{"split", offload_text(*f->offload)}, {"host", offload_host_text(*f->offload)}});
+    }
     if (dep.draft)
         rows.insert(rows.begin() + 3,
                     {"draft", dep.draft->name + " (" + std::string(to_string(dep.draft->method)) +
@@ -412,7 +415,11 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
                  format_bytes(d->kv_bytes_read_per_gpu, u) + " KV" +
                  (d->state_bytes_read_per_gpu > 0 ? " + " + format_bytes(d->state_bytes_read_per_gpu, u) + " state"
                                                   : std::string()) +
-                 ")"},
+                 ")" +
+                 (d->host_bytes_read_per_step > 0
+                      ? ", of which " + format_bytes(d->host_bytes_read_per_step, u) + " from host memory at " +
+                            format_bandwidth(d->host_bandwidth_bytes_per_s)
+                      : std::string())},
             {"FLOPs/token", format_si(d->flops_per_token_cached) + " with the cache, " +
                                 format_si(d->flops_per_token_uncached) + " recomputing the prefix"},
             {"KV > weights", d->kv_exceeds_weights_at_tokens

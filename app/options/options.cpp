@@ -12,6 +12,7 @@
 #include "kvscope/calculator/gguf.h"
 #include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/offload.h"
 #include "kvscope/calculator/safetensors.h"
 #include "kvscope/calculator/tables.h"
 
@@ -310,6 +311,25 @@ const std::vector<Declared>& declared() {
         {"--flash-attn", "on|off", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "llama.cpp: flash attention, as -fa (default on, as its auto where the GPU has it)",
          text(&Options::flash_attn)},
+        {"--gpu-layers", "N|all", S::deployment, kFit | kPlan | kSimulate | kWindow,
+         "llama.cpp: the layers on the GPU, as -ngl, of the blocks and the output layer (default all); the rest in "
+         "host memory",
+         text(&Options::gpu_layers), 0, "", Field::gpu_layers},
+        {"--n-cpu-moe", "N", S::deployment, kFit | kPlan | kSimulate | kWindow,
+         "llama.cpp: the experts of the first N blocks in host memory, as --n-cpu-moe",
+         parsed(&Options::cpu_moe_layers, parse_count), 0, "", Field::cpu_moe_layers},
+        {"--no-kv-offload", "", S::deployment, kFit | kPlan | kSimulate | kWindow,
+         "llama.cpp: every layer's cache in host memory, as --no-kv-offload", flag(&Options::no_kv_offload)},
+        {"--host", "ID", S::deployment, kFit | kPlan | kSimulate | kWindow,
+         "the host's memory, for a split model's speed: " + host_platform_ids() + " (default " +
+             std::string(kDefaultHostPlatform) + ")",
+         text(&Options::host)},
+        {"--host-memory", "SIZE", S::deployment, kFit | kPlan | kSimulate | kWindow,
+         "the host's RAM, which must hold a split model's rest (64GB, 32GiB; default not checked)",
+         parsed(&Options::host_memory, parse_gpu_memory), 0, "", Field::host_memory},
+        {"--host-bandwidth", "B", S::deployment, kFit | kPlan | kSimulate | kWindow,
+         "the host memory's bandwidth in bytes/s (89.6GB; default --host's peak)",
+         parsed(&Options::host_bandwidth, parse_bandwidth), 0, "", Field::host_bandwidth},
         {"--mtp", "", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "speculative decoding with the model's own multi-token-prediction layers (their weights and KV count)",
          flag(&Options::mtp)},

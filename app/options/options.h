@@ -90,6 +90,12 @@ struct Options {
     // llama.cpp: the micro-batch (-ub) and flash attention (-fa on|off) its compute buffer depends on.
     std::optional<std::uint64_t> ubatch;
     std::optional<std::string> flash_attn;
+    // llama.cpp's split between the GPU and the host: -ngl (a count or all), --n-cpu-moe, --no-kv-offload; the host.
+    std::optional<std::string> gpu_layers;
+    std::optional<std::uint64_t> cpu_moe_layers;
+    bool no_kv_offload = false;
+    std::optional<std::string> host;
+    std::optional<std::uint64_t> host_memory, host_bandwidth;
     std::optional<std::uint64_t> max_num_tokens;  // TensorRT-LLM: tokens in one step and in its profiling run
     // A separate draft model for speculative decoding ("none" removes a saved one), and vLLM's method for it.
     std::optional<std::string> draft, draft_method;

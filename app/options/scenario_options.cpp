@@ -11,6 +11,7 @@
 #include "kvscope/calculator/gguf_import.h"
 #include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/offload.h"
 #include "kvscope/calculator/safetensors.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/calculator/tables.h"
@@ -208,7 +209,10 @@ void apply_weights_options(const Options& o, Deployment& d, Errors& errors) {
     }
 }
 
+void apply_split_options(const Options& o, Deployment& d, Errors& errors);
+
 // The engines' own settings: --reserve, --overhead, the engines' counts, --enforce-eager and --flash-attn.
+
 void apply_engine_settings(const Options& o, Deployment& d, Errors& errors) {
     // --reserve replaces a derived reserve (vLLM's profile peak, TensorRT-LLM's, llama.cpp's compute buffer);
     // --overhead only the memory outside it.
@@ -244,6 +248,33 @@ void apply_engine_settings(const Options& o, Deployment& d, Errors& errors) {
         else
             errors.push_back({"--flash-attn", "'" + *o.flash_attn + "' is not on, off or auto"});
     }
+    apply_split_options(o, d, errors);
+}
+
+// llama.cpp's split (--gpu-layers, --n-cpu-moe, --no-kv-offload) and the host it leaves the rest to.
+void apply_split_options(const Options& o, Deployment& d, Errors& errors) {
+    if (o.gpu_layers) {
+        const std::string n = ascii_lower(*o.gpu_layers);
+        if (n == "all" || n == "-1") {
+            d.llama_cpp.gpu_layers.reset();  // llama.cpp's -1: every layer
+        } else if (auto count = parse_count(n, "--gpu-layers")) {
+            d.llama_cpp.gpu_layers = *count;
+        } else {
+            errors.push_back({"--gpu-layers", "'" + *o.gpu_layers + "' is not a number of layers or all"});
+        }
+    }
+    if (o.cpu_moe_layers) d.llama_cpp.cpu_moe_layers = *o.cpu_moe_layers;
+    if (o.no_kv_offload) d.llama_cpp.no_kv_offload = true;
+    if (o.host) {
+        if (find_host_platform(ascii_lower(*o.host)) == nullptr)
+            errors.push_back({"--host", "'" + *o.host + "' is not a host memory of the table: " + host_platform_ids()});
+        else {
+            d.host.id = ascii_lower(*o.host);
+            d.host.bandwidth_bytes_per_s = 0;  // the platform's
+        }
+    }
+    if (o.host_memory) d.host.memory_bytes = *o.host_memory;
+    if (o.host_bandwidth) d.host.bandwidth_bytes_per_s = *o.host_bandwidth;
 }
 
 // --mtp, --draft and --draft-method: the speculative method and its draft model.

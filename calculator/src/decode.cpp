@@ -98,6 +98,17 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
     // Tensor-parallel GPUs read their shares at once; pipeline stages take their turns.
     d.step_time_floor_s = static_cast<double>(parallel.pp) * static_cast<double>(d.bytes_read_per_step_per_gpu) /
                           static_cast<double>(deployment.gpu.bandwidth_bytes_per_s);
+    // A model split between the GPU and the host (llama.cpp, offload.h): the host's part at the host's bandwidth.
+    if (f.offload && f.offload->read_host_bytes > 0) {
+        const Offload& o = *f.offload;  // every layer's cache is read, wherever it lives
+        d.kv_bytes_read_per_gpu = o.kv_on_gpu_bytes + o.kv_on_host_bytes - o.state_on_gpu_bytes - o.state_on_host_bytes;
+        d.state_bytes_read_per_gpu = o.state_on_gpu_bytes + o.state_on_host_bytes;
+        d.bytes_read_per_step_per_gpu =
+            d.weight_bytes_read_per_gpu + d.kv_bytes_read_per_gpu + d.state_bytes_read_per_gpu;
+        d.host_bytes_read_per_step = f.offload->read_host_bytes;
+        d.host_bandwidth_bytes_per_s = f.offload->host_bandwidth_bytes_per_s;
+        d.step_time_floor_s = f.offload->step_time_s;
+    }
     d.tokens_per_s_per_sequence = d.step_time_floor_s > 0 ? 1.0 / d.step_time_floor_s : 0.0;
     d.tokens_per_s_total = d.tokens_per_s_per_sequence * static_cast<double>(workload.batch);
 
@@ -112,8 +123,10 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
     auto layout = KvLayout::make(engine_architecture(arch, deployment.engine, llama_cpp_ubatch(deployment)), kv_dtype,
                                  stored, engine_parallelism(parallel, deployment.engine));
     if (!layout) return layout.errors();
-    d.kv_exceeds_weights_at_tokens = context_where_kv_exceeds(
-        *layout, stored, f.weights_bytes_per_gpu - f.draft_weights_bytes_per_gpu, KvScope::heaviest_gpu);
+    // A split model's cache and weights are each the whole model's, wherever their layers live.
+    const std::uint64_t weights = f.offload && f.offload->partial() ? f.weights_bytes : f.weights_bytes_per_gpu;
+    d.kv_exceeds_weights_at_tokens =
+        context_where_kv_exceeds(*layout, stored, weights - f.draft_weights_bytes_per_gpu, KvScope::heaviest_gpu);
     return d;
 }
 

@@ -18,8 +18,8 @@ std::uint64_t llama_cpp_ubatch(const Deployment& d) {
     return d.llama_cpp.ubatch > 0 ? d.llama_cpp.ubatch : kLlamaCppUbatch;
 }
 
-std::uint64_t llama_cpp_compute_buffer(const Architecture& arch, std::uint64_t context_tokens, std::uint64_t ubatch,
-                                       bool flash_attn) {
+LlamaCppGraph llama_cpp_graph(const Architecture& arch, std::uint64_t context_tokens, std::uint64_t ubatch,
+                              bool flash_attn) {
     // src/llama-context.cpp (sched_reserve): the graph reserved is one micro-batch of n_tokens = min(n_ctx, n_ubatch)
     // tokens, every one an output, over the whole cache (n_kv = n_ctx, padded to 256 in the constructor); the
     // buffer is its peak, as ggml-alloc.c lays the tensors out. Two stages peak:
@@ -40,11 +40,23 @@ std::uint64_t llama_cpp_compute_buffer(const Architecture& arch, std::uint64_t c
         const bool windowed = (s.kind == LayerKind::sliding || s.kind == LayerKind::chunked) && s.window > 0;
         n_kv = std::max(n_kv, windowed ? std::min(n_ctx, s.window) : n_ctx);
     }
-    const Checked output = Checked(4) * n_tokens * (Checked(arch.vocab_size) + arch.hidden_size);
-    const Checked attention =
-        Checked(4) * n_tokens * (Checked(n_kv) * (Checked(arch.query_heads) + 1) + Checked(4) * arch.hidden_size);
-    if (output.overflow() || attention.overflow()) return std::numeric_limits<std::uint64_t>::max();
-    return flash_attn || n_kv == 0 ? output.value() : std::max(output.value(), attention.value());
+    const auto bytes = [](const Checked& c) {
+        return c.overflow() ? std::numeric_limits<std::uint64_t>::max() : c.value();
+    };
+    LlamaCppGraph g;
+    g.output = bytes(Checked(4) * n_tokens * (Checked(arch.vocab_size) + arch.hidden_size));
+    g.hidden = bytes(Checked(4) * n_tokens * Checked(4) * arch.hidden_size);
+    if (!flash_attn && n_kv > 0)
+        g.attention = bytes(Checked(4) * n_tokens *
+                            (Checked(n_kv) * (Checked(arch.query_heads) + 1) + Checked(4) * arch.hidden_size));
+    g.inputs = bytes(Checked(4) * n_tokens * Checked(3) * arch.hidden_size);
+    return g;
+}
+
+std::uint64_t llama_cpp_compute_buffer(const Architecture& arch, std::uint64_t context_tokens, std::uint64_t ubatch,
+                                       bool flash_attn) {
+    const LlamaCppGraph g = llama_cpp_graph(arch, context_tokens, ubatch, flash_attn);
+    return std::max(g.output, g.attention);
 }
 
 std::uint64_t vllm_minor(const Deployment& d) {

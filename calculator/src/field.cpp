@@ -54,6 +54,10 @@ constexpr FieldName kFields[] = {
     {Field::max_num_seqs, "max_num_seqs"},
     {Field::vllm_version, "vllm_version"},
     {Field::ubatch, "ubatch"},
+    {Field::gpu_layers, "gpu_layers"},
+    {Field::cpu_moe_layers, "cpu_moe_layers"},
+    {Field::host_memory, "host_memory"},
+    {Field::host_bandwidth, "host_bandwidth"},
     {Field::max_num_tokens, "max_num_tokens"},
     {Field::draft, "draft"},
 };

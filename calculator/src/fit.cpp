@@ -27,12 +27,6 @@ std::string unbounded_context_reason(const Architecture& arch) {
 
 namespace {
 
-// bytes x fraction, rounded down, exact: the fraction is taken in parts per million.
-i128 scale(i128 bytes, double fraction) {
-    const auto ppm = static_cast<i128>(std::llround(fraction * 1e6));
-    return bytes * ppm / 1'000'000;
-}
-
 // The model served and the layers whose cache it keeps, before the engine's own way of keeping them.
 struct ServedLayers {
     Architecture model;  // with its MTP layers when they draft: layers of the model served, weights and KV
@@ -101,8 +95,8 @@ public:
 
     Result<FitReport> run() {
         engine_notes();
-        for (auto stage :
-             {&FitStages::check_inputs, &FitStages::weights, &FitStages::cache_needs, &FitStages::budget_of_engine})
+        for (auto stage : {&FitStages::check_inputs, &FitStages::weights, &FitStages::split, &FitStages::cache_needs,
+                           &FitStages::budget_of_engine})
             if (auto done = (this->*stage)(); !done) return done.errors();
         startup_check();
         capacity();
@@ -260,6 +254,31 @@ private:
                 "is left to it)");
     }
 
+    // llama.cpp on one GPU: which layers live in VRAM and which in RAM (offload.h); the GPU's weights are its part.
+    // Its settings elsewhere change nothing, and say so.
+    Result<Done> split() {
+        const LlamaCppSettings& s = d.llama_cpp;
+        const bool asked = s.gpu_layers || s.cpu_moe_layers > 0 || s.no_kv_offload;
+        if (d.engine != Engine::llama_cpp) {
+            if (asked)
+                r.notes.push_back("--gpu-layers, --n-cpu-moe and --no-kv-offload are llama.cpp's: " +
+                                  std::string(to_string(d.engine)) + " keeps every layer on the GPU");
+            return Done{};
+        }
+        if (gpus > 1 || d.draft || d.mtp) {
+            if (asked)
+                r.notes.emplace_back(
+                    "not modelled: llama.cpp's split between GPU and host with several GPUs or a draft; every layer "
+                    "is counted on the GPUs");
+            return Done{};
+        }
+        auto o = llama_cpp_offload(model_arch, arch, kv_dtype, workload, d);
+        if (!o) return o.errors();
+        offload = std::move(*o);
+        r.weights_bytes_per_gpu = offload->weights_gpu_bytes;
+        return Done{};
+    }
+
     // The cache the batch needs on each GPU, in the engine's layout.
     Result<Done> cache_needs() {
         r.kv_bytes_per_gpu = kv->per_gpu_bytes;
@@ -315,6 +334,11 @@ private:
         // Speculative decoding keeps a state page per drafted token beside each running state: as many as the MTP
         // layers when --mtp serves them (vllm/config/speculative.py: num_speculative_tokens defaults to n_predict).
         if (r.engine_pages && d.mtp) r.engine_pages->speculative_blocks = checkpoint.mtp_layers;
+        if (offload) {  // the layers on the GPU, their cache there unless it is kept in host memory
+            r.state_bytes_per_gpu = offload->state_on_gpu_bytes;
+            r.kv_bytes_per_gpu = offload->kv_on_gpu_bytes - offload->state_on_gpu_bytes;
+            r.memory_bytes_per_gpu_needed = r.plain_memory_bytes_per_gpu = offload->kv_on_gpu_bytes;
+        }
         if (r.engine_pages) {
             const Checked need = r.engine_pages->bytes_per_sequence(workload.context_tokens) * workload.batch;
             if (need.overflow())
@@ -330,6 +354,12 @@ private:
         const i128 mem = d.gpu.memory_bytes, w = r.weights_bytes_per_gpu;
         EngineReserve parts = engine_reserve(model_arch, workload, parallel, d);
         r.reserve_items = std::move(parts.items);
+        if (offload)  // the GPU's compute buffer and overhead are those of the stages and layers it runs
+            for (ReserveItem& item : r.reserve_items) {
+                if (item.kind == ReserveKind::compute_buffer || item.kind == ReserveKind::activation)
+                    item.bytes = offload->compute_buffer_gpu_bytes;
+                if (item.kind == ReserveKind::overhead) item.bytes = offload->overhead_gpu_bytes;
+            }
         r.reserve_estimated = parts.estimated;
         r.notes.insert(r.notes.end(), parts.notes.begin(), parts.notes.end());
         i128 reserve = 0;
@@ -387,7 +417,7 @@ private:
         r.kv_budget_bytes = static_cast<std::int64_t>(all_budget);
         kv_need = r.memory_bytes_per_gpu_needed;
         r.headroom_bytes_per_gpu = clamp_i64(budget - kv_need);
-        r.fits = budget >= 0 && budget >= kv_need;
+        r.fits = budget >= 0 && budget >= kv_need && (!offload || offload->fits_host);
         if (budget < 0) r.notes.emplace_back("the weights and reserves alone exceed the memory the engine may use");
         // The headroom's magnitude must be shown as a positive number: never the one int64 value with no negation.
         r.headroom_bytes_per_gpu = std::max(r.headroom_bytes_per_gpu, -std::numeric_limits<std::int64_t>::max());
@@ -437,6 +467,7 @@ private:
 
     // The most sequences, tokens and context the budget holds.
     void capacity() {
+        if (offload && offload->partial()) return split_capacity_of();
         const KvLayout& layout = *layout_or;
         const std::uint64_t budget_u = budget > 0 ? static_cast<std::uint64_t>(budget) : 0;
         // A sequence needs its KV cache and its recurrent state; both count against the budget.
@@ -470,6 +501,41 @@ private:
                                       flat([&](std::uint64_t t) { return r.engine_pages->bytes_per_sequence(t); });
             hybrid_pages_note();
         }
+    }
+
+    // A split model's capacity: the longest context and largest batch whose split fits the GPU and the host.
+    void split_capacity_of() {
+        const std::uint64_t cap = arch.max_positions > 0 ? arch.max_positions : (1ull << 40);
+        constexpr std::uint64_t kBatchCap = 1ull << 20;  // far past any machine that splits a model
+        const SplitCapacity c = split_capacity(model_arch, arch, kv_dtype, workload, d, cap, kBatchCap);
+        r.max_context = c.max_context;
+        r.max_context_limited_by_model = c.max_context == cap && arch.max_positions > 0;
+        r.max_batch = c.max_batch;
+        const std::uint64_t per_token =
+            offload->kv_on_gpu_bytes / std::max<std::uint64_t>(1, workload.context_tokens * workload.batch);
+        const std::uint64_t budget_u = budget > 0 ? static_cast<std::uint64_t>(budget) : 0;
+        r.tokens_capacity = per_token > 0 ? budget_u / per_token : 0;
+    }
+
+    // The split's own notes, and what to ask of llama.cpp when the model does not fit whole.
+    void split_notes() {
+        if (!offload) return;
+        const Offload& o = *offload;
+        r.notes.insert(r.notes.end(), o.notes.begin(), o.notes.end());
+        r.notes.push_back("llama.cpp keeps the token embedding (" + format_bytes(o.input_bytes) +
+                          ") in host memory (src/llama-model.cpp: the input layer stays on the CPU)");
+        if (!o.fits_gpu && o.most_gpu_layers > 0)
+            r.notes.push_back("--gpu-layers " + format_count(o.most_gpu_layers) +
+                              " fits the GPU: " + format_count(o.most_gpu_layers) + " of " +
+                              format_count(o.total_layers) + " layers, the rest in host memory" +
+                              (o.most_fit_host ? std::string() : ", more than the host's RAM holds"));
+        if (!o.fits_gpu && o.most_gpu_layers == 0)
+            r.notes.emplace_back(
+                "not one layer fits the GPU beside the compute buffer: --gpu-layers 0 runs on the CPU");
+        if (!o.fits_host)
+            r.notes.push_back("the host's part (" + format_bytes(o.host_bytes) + ") is more than its RAM (" +
+                              format_bytes(o.host_memory_bytes) + ")");
+        r.offload = std::move(offload);
     }
 
     void hybrid_pages_note() {
@@ -515,6 +581,7 @@ private:
 
     // What the report says beside its figures: weights, MTP and draft, the state.
     void closing_notes() {
+        split_notes();
         if (r.max_context_unbounded) r.unbounded_reason = unbounded_context_reason(arch);
         r.weights_exact = d.weights_bytes_exact > 0;
         r.weights_source = r.weights_exact && d.weights_source.empty()
@@ -649,6 +716,7 @@ private:
     FitReport r;
     std::optional<KvLayout> layout_or;
     std::optional<KvCacheReport> kv;
+    std::optional<Offload> offload;  // llama.cpp's split on one GPU
     ParameterCount params;
     std::uint64_t stored = 0;      // the model's weights, before a draft's
     i128 budget = 0, kv_need = 0;  // per GPU: what the engine lets the cache use, what the batch needs

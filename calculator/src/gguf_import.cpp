@@ -429,6 +429,30 @@ void find_unread_keys(const File& f, const Keys& k, Architecture& a) {
     }
 }
 
+// A tensor's bytes to the layer llama.cpp places it with (src/llama-arch.cpp LLM_TENSOR_INFOS: the token embeddings,
+// their norm, the position and token-type embeddings and Gemma 3n's per-layer embeddings are the input layer's, kept
+// in host memory; blk.N.* is block N's, its routed experts named *_exps; the rest, output and output_norm, the output
+// layer's). A block past the layer count (a model's next-token-prediction layers) goes with the output layer.
+void place_tensor(std::string_view name, std::uint64_t bytes, LayerWeights& layers) {
+    // The sums are bounded by the file's total, checked by the caller.
+    const auto stem = name.substr(0, name.find('.'));
+    if (one_of(stem, {"token_embd", "token_embd_norm", "pos_embd", "token_types", "per_layer_token_embd"})) {
+        layers.input_bytes += bytes;
+        return;
+    }
+    if (name.starts_with("blk.")) {
+        const std::string_view rest = name.substr(4);
+        const auto number = u64_from_text(rest.substr(0, rest.find('.')));
+        if (number && *number < layers.blocks.size()) {
+            BlockWeights& block = layers.blocks[*number];
+            block.bytes += bytes;
+            if (rest.find("_exps.") != std::string_view::npos) block.expert_bytes += bytes;
+            return;
+        }
+    }
+    layers.output_bytes += bytes;
+}
+
 // The weights, their format and the MLP's shape from the tensor infos. The errors that stop the import, or none.
 Errors read_weights(const File& f, const std::string& source, ImportedModel& out) {
     Architecture& a = out.arch;
@@ -436,11 +460,14 @@ Errors read_weights(const File& f, const std::string& source, ImportedModel& out
     Checked weights(0);
     std::map<std::uint32_t, std::uint64_t> by_type;
     bool gate = false, ffn_tensors = false, bias = false, output = false;
+    LayerWeights layers;
+    layers.blocks.resize(a.layers <= kMaxLayers ? a.layers : 0);
     for (const TensorInfo& tensor : f.tensors) {
         auto b = tensor_bytes(tensor);
         if (!b) return {FieldError{"gguf", source + ": " + b.errors().front().message}};
         weights += Checked(*b);
         by_type[tensor.type] += *b;  // bounded by `weights`, checked in the same loop
+        place_tensor(tensor.name, *b, layers);
         if (tensor.name.starts_with("blk.") && tensor.name.find(".ffn_") != std::string::npos) ffn_tensors = true;
         if (tensor.name.starts_with("blk.") && tensor.name.find(".ffn_gate") != std::string::npos) gate = true;
         if (tensor.name.starts_with("blk.") && tensor.name.find(".attn_q.bias") != std::string::npos) bias = true;
@@ -448,6 +475,7 @@ Errors read_weights(const File& f, const std::string& source, ImportedModel& out
     }
     if (weights.overflow()) return {FieldError{"gguf", source + ": the tensors' sizes overflow 64 bits"}};
     out.weights_bytes = weights.value();
+    out.weights_layers = std::move(layers);
     out.weights_source = format_count(out.weights_bytes) + " bytes, exact from the GGUF's " +
                          format_count_of(f.tensors.size(), "tensor", "tensors");
     // A file without its tensors' data: the sizes are the ones its tensor list gives, never a model that loads.

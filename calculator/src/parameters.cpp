@@ -93,48 +93,54 @@ Checked mixer_parameters(const Architecture& a) {
 
 }  // namespace
 
-ParameterCount estimate_parameters(const Architecture& a) {
+LayerParameters layer_parameters(const Architecture& a, std::uint64_t l) {
     const std::uint64_t H = a.hidden_size;
     const std::uint64_t mats = a.gated_mlp ? 3 : 2;
-    const Checked dense_mlp = Checked(mats) * H * a.intermediate_size;
-    const Checked norms = Checked(2) * H;
-    const Checked mixer = mixer_parameters(a);
+    const LayerSpec s = a.layer(l);
+    Checked matrices;
+    if (s.attends()) matrices += attention_parameters(a, l);
+    if (s.keeps_state()) matrices += mixer_parameters(a);
+    const Checked own = Checked(2) * H + matrices;  // the two norms and the mixer
+    // A layer without a mixer is an MLP block; the others carry one beside their mixer unless the model
+    // alternates mixers and MLPs as separate blocks (Nemotron-H).
+    const bool mlp = s.kind == LayerKind::none || a.mlp_beside_mixer;
+    LayerParameters p;
+    if (mlp && a.moe && a.moe->has_experts(l)) {
+        // Routed experts in their latent width where the model has one, with the projections into it and back
+        // (vLLM nemotron_h.py NemotronHMoE fc1_latent_proj / fc2_latent_proj); shared experts at their own width.
+        const std::uint64_t width = a.moe->latent_size ? a.moe->latent_size : H;
+        const Checked expert = Checked(mats) * width * a.moe->expert_intermediate_size;
+        const std::uint64_t shared_width =
+            a.moe->shared_intermediate_size ? a.moe->shared_intermediate_size : a.moe->expert_intermediate_size;
+        const Checked shared = Checked(mats) * H * shared_width * a.moe->shared_experts +
+                               (a.moe->latent_size ? Checked(2) * H * a.moe->latent_size : Checked(0));
+        const Checked router = Checked(H) * a.moe->experts;
+        p.experts = expert * a.moe->experts;
+        p.experts_active = expert * a.moe->experts_per_token;
+        p.total = own + p.experts + shared + router;
+        p.active = own + p.experts_active + shared + router;
+        // The router stays in the model's dtype: vLLM builds it without a quantization config.
+        p.linear = matrices + p.experts + shared;
+        p.linear_active = matrices + p.experts_active + shared;
+    } else {
+        const Checked dense_mlp = mlp ? Checked(mats) * H * a.intermediate_size : Checked(0);
+        p.total = p.active = own + dense_mlp;
+        p.linear = p.linear_active = matrices + dense_mlp;
+    }
+    return p;
+}
 
+ParameterCount estimate_parameters(const Architecture& a) {
+    const std::uint64_t H = a.hidden_size;
     Checked total_layers, active_layers, linear, linear_active, experts, experts_active;
     for (std::uint64_t l = 0; l < a.layers; ++l) {
-        const LayerSpec s = a.layer(l);
-        Checked matrices;
-        if (s.attends()) matrices += attention_parameters(a, l);
-        if (s.keeps_state()) matrices += mixer;
-        const Checked own = norms + matrices;
-        // A layer without a mixer is an MLP block; the others carry one beside their mixer unless the model
-        // alternates mixers and MLPs as separate blocks (Nemotron-H).
-        const bool mlp = s.kind == LayerKind::none || a.mlp_beside_mixer;
-        Checked mlp_total, mlp_active;
-        if (mlp && a.moe && a.moe->has_experts(l)) {
-            // Routed experts in their latent width where the model has one, with the projections into it and back
-            // (vLLM nemotron_h.py NemotronHMoE fc1_latent_proj / fc2_latent_proj); shared experts at their own width.
-            const std::uint64_t width = a.moe->latent_size ? a.moe->latent_size : H;
-            const Checked expert = Checked(mats) * width * a.moe->expert_intermediate_size;
-            const std::uint64_t shared_width =
-                a.moe->shared_intermediate_size ? a.moe->shared_intermediate_size : a.moe->expert_intermediate_size;
-            const Checked shared = Checked(mats) * H * shared_width * a.moe->shared_experts +
-                                   (a.moe->latent_size ? Checked(2) * H * a.moe->latent_size : Checked(0));
-            const Checked router = Checked(H) * a.moe->experts;
-            mlp_total = expert * a.moe->experts + shared + router;
-            mlp_active = expert * a.moe->experts_per_token + shared + router;
-            experts += expert * a.moe->experts;
-            experts_active += expert * a.moe->experts_per_token;
-            // The router stays in the model's dtype: vLLM builds it without a quantization config.
-            linear += matrices + expert * a.moe->experts + shared;
-            linear_active += matrices + expert * a.moe->experts_per_token + shared;
-        } else {
-            if (mlp) mlp_total = mlp_active = dense_mlp;
-            linear += matrices + mlp_total;
-            linear_active += matrices + mlp_active;
-        }
-        total_layers += own + mlp_total;
-        active_layers += own + mlp_active;
+        const LayerParameters p = layer_parameters(a, l);
+        total_layers += p.total;
+        active_layers += p.active;
+        linear += p.linear;
+        linear_active += p.linear_active;
+        experts += p.experts;
+        experts_active += p.experts_active;
     }
     const Checked head = a.tied_embeddings ? Checked(0) : Checked(a.vocab_size) * H;
     const Checked embedding = Checked(a.vocab_size) * H + a.extra_embedding_params;

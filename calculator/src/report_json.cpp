@@ -285,6 +285,46 @@ Value reserve_items_json(const std::vector<ReserveItem>& reserve_items) {
     return items;
 }
 
+// llama.cpp's split between the GPU and the host (offload.h), null where it does not apply.
+template <class V>
+void offload_members(const Offload& o, V& v) {
+    v.field(o.gpu_layers, "gpu_layers");
+    v.field(o.total_layers, "total_layers");
+    v.field(o.gpu_layers_given, "gpu_layers_given");
+    v.field(o.most_gpu_layers, "most_gpu_layers");
+    v.field(o.most_fit_host, "most_fit_host");
+    v.field(o.cpu_moe_layers, "cpu_moe_layers");
+    v.field(o.kv_offload, "kv_offload");
+    v.field(o.weights_gpu_bytes, "weights_gpu_bytes");
+    v.field(o.weights_host_bytes, "weights_host_bytes");
+    v.field(o.kv_on_gpu_bytes, "kv_on_gpu_bytes");
+    v.field(o.kv_on_host_bytes, "kv_on_host_bytes");
+    v.elsewhere(o.state_on_gpu_bytes, "state_bytes_per_gpu: the fit's, of kv_on_gpu_bytes");
+    v.field(o.state_on_host_bytes, "state_on_host_bytes");
+    v.field(o.input_bytes, "input_bytes");
+    v.field(o.compute_buffer_gpu_bytes, "compute_buffer_gpu_bytes");
+    v.field(o.compute_buffer_host_bytes, "compute_buffer_host_bytes");
+    v.field(o.overhead_gpu_bytes, "overhead_gpu_bytes");
+    v.field(o.gpu_bytes, "gpu_bytes");
+    v.field(o.host_bytes, "host_bytes");
+    v.field(o.gpu_usable_bytes, "gpu_usable_bytes");
+    v.field(o.host_memory_bytes, "host_memory_bytes");
+    v.field(o.fits_gpu, "fits_gpu");
+    v.field(o.fits_host, "fits_host");
+    v.field(o.host_bandwidth_bytes_per_s, "host_bandwidth_bytes_per_s");
+    v.field(o.read_gpu_bytes, "read_gpu_bytes_per_step");
+    v.field(o.read_host_bytes, "read_host_bytes_per_step");
+    v.field(o.step_time_s, "step_time_s");
+    v.field(o.decode_tokens_per_s, "decode_tokens_per_s");
+    v.field(o.weights_exact, "weights_exact");
+    v.elsewhere(o.notes, "notes: the fit's");
+}
+
+Value offload_json(const std::optional<Offload>& o) {
+    if (!o) return {};
+    return members_json(*o, [](const Offload& x, auto& w) { offload_members(x, w); });
+}
+
 // Every member of FitReport once, in the order the fit's JSON writes them: its key and value, or where the report
 // gives it instead (the deployment's keys, the draft's object, the notes) or why it is not in the JSON. A member
 // added to FitReport and not here fails ReportJson.EveryFitReportMemberIsDeclaredOnce.
@@ -334,6 +374,7 @@ void fit_members(const FitReport& f, V& v) {
     v.elsewhere(f.unbounded_reason, "not in the JSON: max_context null, and the text's reason");
     v.field(f.max_context_limited_by_model, "max_context_limited_by_model");
     v.field(f.tokens_capacity, "tokens_capacity");
+    v.value(f.offload, "offload", offload_json(f.offload));
     v.elsewhere(f.notes, "notes, after the decode figures");
     v.elsewhere(f.warnings, "warnings, after the notes");
 }

@@ -356,6 +356,32 @@ requires Of<Self, LlamaCppSettings>
 void members(Self& s, V& v) {
     v.value("ubatch", s.ubatch, Need::when_set);
     v.value("flash_attn_off", s.flash_attn_off, Need::when_set);
+    v.maybe_value("gpu_layers", s.gpu_layers);
+    v.value("cpu_moe_layers", s.cpu_moe_layers, Need::when_set);
+    v.value("no_kv_offload", s.no_kv_offload, Need::when_set);
+}
+
+template <class Self, class V>
+requires Of<Self, HostSpec>
+void members(Self& h, V& v) {
+    v.value("id", h.id, Need::when_set);
+    v.value("memory_bytes", h.memory_bytes, Need::when_set);
+    v.value("bandwidth_bytes_per_s", h.bandwidth_bytes_per_s, Need::when_set);
+}
+
+template <class Self, class V>
+requires Of<Self, BlockWeights>
+void members(Self& b, V& v) {
+    v.value("bytes", b.bytes);
+    v.value("expert_bytes", b.expert_bytes, Need::when_set);
+}
+
+template <class Self, class V>
+requires Of<Self, LayerWeights>
+void members(Self& w, V& v) {
+    v.list("blocks", w.blocks, "objects with bytes");
+    v.value("input_bytes", w.input_bytes, Need::when_set);
+    v.value("output_bytes", w.output_bytes, Need::when_set);
 }
 
 template <class Self, class V>
@@ -378,6 +404,7 @@ template <class Self, class V>
 requires Of<Self, Deployment>
 void members(Self& d, V& v) {
     v.object("gpu", d.gpu);
+    v.object("host", d.host, Need::when_set);
     v.value("gpu_count", d.gpu_count);
     v.choice("engine", d.engine);
     v.value("fraction", d.fraction);
@@ -394,6 +421,7 @@ void members(Self& d, V& v) {
     v.object("tensorrt_llm", d.tensorrt_llm, Need::when_set);
     v.value("weights_bytes_exact", d.weights_bytes_exact, Need::when_set);
     v.value("weights_source", d.weights_source, Need::when_set);
+    v.maybe("weights_layers", d.weights_layers);
     v.maybe("weight_quant", d.weight_quant);
     v.value("mtp", d.mtp, Need::when_set);
     v.maybe("draft", d.draft);
@@ -407,6 +435,7 @@ void members(Self& w, V& v) {
     v.value("source", w.source, Need::when_set);
     v.maybe_choice("engine", w.engine);
     v.maybe("quant", w.quant);
+    v.maybe("layers", w.layers);
 }
 
 template <class Self, class V>

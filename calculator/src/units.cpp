@@ -187,6 +187,12 @@ std::string format_count_of(std::uint64_t n, const std::string& one, const std::
 
 std::string format_percent(double percent) { return number_text(percent, Notation::fixed, 1) + "%"; }
 
+std::string format_bandwidth(std::uint64_t bytes_per_s) {
+    const double gb = static_cast<double>(bytes_per_s) / 1e9;
+    return gb >= 1000 ? number_text(gb / 1e3, Notation::fixed, 2) + " TB/s"
+                      : number_text(gb, Notation::fixed, 1) + " GB/s";
+}
+
 std::string format_tokens(std::uint64_t n) {
     // 8k, 128k, 1M — a short name for the counts people choose. k only below 1M (MiniMax-M1's 10,240,000 tokens are
     // not "10000k" beside Llama 4 Scout's "10M"), M beneath 100,000 of them; the digits otherwise (10^15 tokens is

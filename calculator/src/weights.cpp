@@ -21,6 +21,7 @@ void adopt_model_weights(Deployment& d, const ModelWeights& w) {
     d.weights_bytes_exact = w.exact_bytes;
     d.weights_source = w.source;
     d.weight_quant = w.quant;
+    d.weights_layers = w.layers;
     if (w.engine) {
         d.engine = *w.engine;
         d.fraction = default_fraction(d.engine);

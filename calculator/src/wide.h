@@ -4,6 +4,7 @@
 // Not a public header.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -19,6 +20,12 @@ inline std::int64_t clamp_i64(i128 v) {
     constexpr i128 lo = std::numeric_limits<std::int64_t>::min();
     constexpr i128 hi = std::numeric_limits<std::int64_t>::max();
     return static_cast<std::int64_t>(std::clamp(v, lo, hi));
+}
+
+// `bytes` x `fraction`, the fraction taken to millionths (an engine's memory fraction of a GPU).
+inline i128 scale(i128 bytes, double fraction) {
+    const auto ppm = static_cast<i128>(std::llround(fraction * 1e6));
+    return bytes * ppm / 1'000'000;
 }
 
 }  // namespace kvscope

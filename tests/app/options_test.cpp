@@ -25,14 +25,18 @@ std::set<std::string> listed(const std::string& help) {
 
 // One use of the option: a value of the right kind where it takes one.
 std::vector<std::string> use(const std::string& name) {
-    static const std::set<std::string> flags{"--full-window", "--linear", "--all-layers",    "--json", "--csv",
-                                             "--step",        "--local",  "--enforce-eager", "--mtp"};
+    static const std::set<std::string> flags{"--full-window", "--linear",       "--all-layers", "--json",
+                                             "--csv",         "--step",         "--local",      "--enforce-eager",
+                                             "--mtp",         "--no-kv-offload"};
     if (flags.contains(name)) return {name};
     static const std::map<std::string, std::string> values{{"--utilization", "0.8"},
                                                            {"--format", "json"},
                                                            {"--units", "gb"},
                                                            {"--gpu-memory", "80GiB"},
                                                            {"--gpu-bandwidth", "3350GB"},
+                                                           {"--host", "ddr5-5600-2ch"},
+                                                           {"--host-memory", "64GB"},
+                                                           {"--host-bandwidth", "89.6GB"},
                                                            {"--reserve", "1GiB"},
                                                            {"--overhead", "1GiB"},
                                                            {"--memory-limit", "1GiB"},

@@ -39,6 +39,13 @@ inline const Architecture& catalog_arch(const std::string& id) {
     return m ? m->model.arch : none;
 }
 
+// Whether one of the texts holds `fragment`.
+inline bool contains_line(const std::vector<std::string>& texts, const std::string& fragment) {
+    for (const auto& t : texts)
+        if (t.find(fragment) != std::string::npos) return true;
+    return false;
+}
+
 // The texts one to a line, for failure messages.
 inline std::string join(const std::vector<std::string>& texts) {
     std::string out;

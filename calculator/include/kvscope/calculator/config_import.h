@@ -33,6 +33,7 @@ struct ImportedModel {
     std::optional<Engine> engine;  // the engine the file is made for (llama.cpp for a GGUF), when it says
     // A quantized checkpoint's scheme (quantization_config); weight_dtype is then its unquantized parts' format.
     std::optional<WeightQuant> weight_quant;
+    std::optional<LayerWeights> weights_layers;  // a GGUF's exact bytes by layer (llama.cpp's placement)
     // What a speculative-decoding head's config says of itself (draft.h): the class it names first in
     // `architectures` (EagleLlamaForCausalLM, LlamaForCausalLMEagle3), and an EAGLE-3 head's own vocabulary
     // (draft_vocab_size) and the target width its fc reads (target_hidden_size); 0 when not given.
@@ -41,7 +42,7 @@ struct ImportedModel {
     std::uint64_t target_hidden_size = 0;
 
     [[nodiscard]] ModelWeights model_weights() const {
-        return {weight_dtype, weights_bytes, weights_source, engine, weight_quant};
+        return {weight_dtype, weights_bytes, weights_source, engine, weight_quant, weights_layers};
     }
 };
 

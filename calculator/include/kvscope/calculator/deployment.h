@@ -18,6 +18,7 @@ namespace kvscope {
 
 struct Deployment {
     GpuSpec gpu;
+    HostSpec host;  // the computer's RAM and bandwidth, for a model split between the GPU and the host
     std::uint64_t gpu_count = 1;
     Engine engine = Engine::vllm;
     double fraction = 0.90;  // the engine's memory fraction
@@ -40,6 +41,8 @@ struct Deployment {
     // count in weight_dtype when set (0: estimate). weights_source says where the figure came from.
     std::uint64_t weights_bytes_exact = 0;
     std::string weights_source;
+    // A GGUF's exact bytes by layer, for llama.cpp's split (offload.h); used only while they sum to the exact bytes.
+    std::optional<LayerWeights> weights_layers;
     // A quantized checkpoint (config.json's quantization_config): its layers' matrices stored as it says, the rest
     // in weight_dtype. Used when the exact bytes are not known; an estimate.
     std::optional<WeightQuant> weight_quant;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kvscope/calculator/kv_dtype.h"
 #include "kvscope/calculator/tables.h"
@@ -45,6 +46,11 @@ struct VllmSettings {
 struct LlamaCppSettings {
     std::uint64_t ubatch = 0;     // -ub, the micro-batch a graph runs (0: 512)
     bool flash_attn_off = false;  // -fa off (its default, auto, turns flash attention on where the GPU has it)
+    // -ngl: the layers on the GPU, of the blocks and the output layer (n_layer + 1); none given: all, llama.cpp's
+    // default (-1, common/common.h). The split between the GPU and the host: offload.h.
+    std::optional<std::uint64_t> gpu_layers;
+    std::uint64_t cpu_moe_layers = 0;  // --n-cpu-moe N: the experts of the first N blocks stay in host memory
+    bool no_kv_offload = false;        // --no-kv-offload: every layer's cache in host memory
     friend bool operator==(const LlamaCppSettings&, const LlamaCppSettings&) = default;
 };
 // TensorRT-LLM's setting its profiling run depends on (tensorrt_llm/llmapi/llm_args.py, trtllm-serve's options).
@@ -80,12 +86,28 @@ constexpr std::uint64_t kMaxVllmSeqs = 1ull << 20;
 // What a model's own files say about its weights, for the deployment it is checked on: their format (the config's
 // dtype or quantization), their exact bytes when the files give them (GGUF tensor infos, safetensors headers; 0:
 // estimate from the parameter count) and where from, and the engine the files are made for (llama.cpp for a GGUF).
+// A GGUF's tensors by the layer llama.cpp places them with (src/llama-model.cpp load_tensors): each block's
+// (blk.N.*, of which the routed experts' *_exps), the input layer's (token_embd and other lookup tables, always in
+// host memory) and the output layer's (output, output_norm and whatever else belongs to no block).
+struct BlockWeights {
+    std::uint64_t bytes = 0;
+    std::uint64_t expert_bytes = 0;
+    friend bool operator==(const BlockWeights&, const BlockWeights&) = default;
+};
+struct LayerWeights {
+    std::vector<BlockWeights> blocks;
+    std::uint64_t input_bytes = 0;
+    std::uint64_t output_bytes = 0;
+    friend bool operator==(const LayerWeights&, const LayerWeights&) = default;
+};
+
 struct ModelWeights {
     KvDtype dtype = KvDtype::bf16;
     std::uint64_t exact_bytes = 0;
     std::string source;
     std::optional<Engine> engine;
-    std::optional<WeightQuant> quant;  // the checkpoint's quantization (dtype: the unquantized parts')
+    std::optional<WeightQuant> quant;    // the checkpoint's quantization (dtype: the unquantized parts')
+    std::optional<LayerWeights> layers;  // a GGUF's exact bytes by layer (summing to exact_bytes)
     friend bool operator==(const ModelWeights&, const ModelWeights&) = default;
 };
 

@@ -31,6 +31,17 @@ std::uint64_t llama_cpp_ubatch(const Deployment& d);
 std::uint64_t llama_cpp_compute_buffer(const Architecture& arch, std::uint64_t context_tokens, std::uint64_t ubatch,
                                        bool flash_attn);
 
+// The stages of that graph whose tensors set a buffer's size, each a peak of its own (bytes, saturating): the output
+// (the f32 logits and the hidden state), the attention scores without flash attention (0 with it), a layer's
+// hidden states, and the inputs staged in host memory (llama.cpp's CUDA_Host compute buffer when every layer is on
+// the GPU: three f32 tensors of n_embd x n_tokens, 24.01 MiB for Llama 3 8B at n_ubatch 512 in published logs).
+// A split model (offload.h) has each device reserve the stages it runs.
+struct LlamaCppGraph {
+    std::uint64_t output = 0, attention = 0, hidden = 0, inputs = 0;
+};
+LlamaCppGraph llama_cpp_graph(const Architecture& arch, std::uint64_t context_tokens, std::uint64_t ubatch,
+                              bool flash_attn);
+
 // One part of what the engine keeps back from the KV cache on each GPU, as the fit's breakdown names it.
 enum class ReserveKind : std::uint8_t { profile_peak, non_torch, cuda_graphs, activation, overhead, compute_buffer };
 struct ReserveItem {

@@ -55,8 +55,12 @@ enum class Field : std::uint8_t {
     max_num_batched_tokens,
     max_num_seqs,
     vllm_version,
-    // llama.cpp's micro-batch
+    // llama.cpp's micro-batch and its split between the GPU and the host
     ubatch,
+    gpu_layers,
+    cpu_moe_layers,
+    host_memory,
+    host_bandwidth,
     // TensorRT-LLM's tokens a step
     max_num_tokens,
     // a separate draft model for speculative decoding

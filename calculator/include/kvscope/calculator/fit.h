@@ -10,6 +10,7 @@
 #include "kvscope/calculator/deployment.h"
 #include "kvscope/calculator/engine_reserve.h"
 #include "kvscope/calculator/kv_dtype.h"
+#include "kvscope/calculator/offload.h"
 #include "kvscope/calculator/result.h"
 #include "kvscope/calculator/units.h"
 #include "kvscope/calculator/vllm_pages.h"
@@ -71,6 +72,10 @@ struct FitReport {
     std::string unbounded_reason;       // why, of the layers the fit counts (a draft's too): unbounded_context_reason
     std::uint64_t tokens_capacity = 0;  // tokens the budget holds (full attention per token)
                                         // after the recurrent state of the workload's sequences
+    // llama.cpp on one GPU: which layers live in VRAM and which in RAM (offload.h). The per-GPU figures above are
+    // the GPU's part of it (never the token embedding, which llama.cpp keeps in host memory), and a split fits only
+    // when the host holds the rest.
+    std::optional<Offload> offload;
     std::vector<std::string> notes;
     // The cache's own warnings, as kv_cache_report gives them for the same inputs (a context past the model's max
     // positions, KV heads copied by tensor parallelism, what is not exact): every report of a fit shows them.

@@ -24,4 +24,13 @@ struct GpuSpec {
     friend bool operator==(const GpuSpec&, const GpuSpec&) = default;
 };
 
+// The computer the GPU sits in, for what a split model keeps in its memory (offload.h): its RAM and the bandwidth a
+// decode step reads it at. 0: not given (the RAM is not checked; the bandwidth is a platform's of offload.h).
+struct HostSpec {
+    std::string id;  // a platform of offload.h's table ("ddr5-5600-2ch"), or empty for figures given
+    std::uint64_t memory_bytes = 0;
+    std::uint64_t bandwidth_bytes_per_s = 0;
+    friend bool operator==(const HostSpec&, const HostSpec&) = default;
+};
+
 }  // namespace kvscope

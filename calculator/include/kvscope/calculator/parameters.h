@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "kvscope/calculator/architecture.h"
+#include "kvscope/calculator/checked.h"
 
 namespace kvscope {
 
@@ -23,6 +24,13 @@ struct ParameterCount {
     std::uint64_t head = 0;
     bool estimated = false;  // true: computed from the shape, not published
 };
+
+// One decoder layer's parameters from the shape (norms, mixer, MLP or experts): in all, per token, the matrices a
+// quantized checkpoint quantizes, and the routed experts.
+struct LayerParameters {
+    Checked total, active, linear, linear_active, experts, experts_active;
+};
+LayerParameters layer_parameters(const Architecture& arch, std::uint64_t layer);
 
 // Published counts when the architecture carries them, else the estimate.
 ParameterCount parameters(const Architecture& arch);

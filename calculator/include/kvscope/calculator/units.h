@@ -35,6 +35,8 @@ std::string format_tokens(std::uint64_t n);
 // A percentage with one decimal, rounded one way wherever it is shown (the window, kvscope-cli, the report): the
 // nearest, and a tie to the even digit, as std::to_chars rounds the double's exact value (6.25 -> "6.2%").
 std::string format_percent(double percent);
+// A bandwidth in decimal units, as GPUs and memories are sold: "89.6 GB/s", "3.35 TB/s".
+std::string format_bandwidth(std::uint64_t bytes_per_s);
 // 1.234e12 -> "1.23 T" (FLOPs and other large non-byte figures).
 std::string format_si(double value);
 // Work in floating-point operations: "15.1 GFLOP", "2.41 TFLOP".

@@ -1,0 +1,289 @@
+// llama.cpp's split of a model between the GPU and the host (offload.h): which layers go where by its rule
+// (src/llama-model.cpp load_tensors), a published load log to the byte, --n-cpu-moe and --no-kv-offload, the most
+// layers that fit, the decode floor of a split, and what the fit and a saved scenario make of it.
+#include <numeric>
+
+#include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/decode.h"
+#include "kvscope/calculator/fit.h"
+#include "kvscope/calculator/gguf.h"
+#include "kvscope/calculator/gguf_import.h"
+#include "kvscope/calculator/gguf_writer.h"
+#include "kvscope/calculator/offload.h"
+#include "kvscope/calculator/scenario_file.h"
+#include "kvscope/calculator/weights.h"
+#include "testing.h"
+
+namespace kvscope {
+namespace {
+
+// Meta-Llama-3-8B-Instruct as a Q4_K_M GGUF holds it: llama.cpp's quantize (src/llama-quant.cpp
+// llama_tensor_get_type) gives attn_v and ffn_down q6_K on the layers use_more_bits picks (the first and last
+// eighth, and every third between) and q4_K elsewhere; token_embd q4_K, output q6_K, norms f32.
+ImportedModel llama3_8b_q4_k_m() {
+    constexpr std::uint32_t kF32 = 0, kQ4K = 12, kQ6K = 14;
+    constexpr std::uint64_t embd = 4096, kv = 1024, ff = 14336, vocab = 128256;
+    constexpr int n = 32;
+    gguf::Writer w;
+    w.str("general.architecture", "llama").str("general.name", "Llama 3 8B Q4_K_M");
+    w.u32("llama.block_count", n).u32("llama.context_length", 8192).u32("llama.embedding_length", embd);
+    w.u32("llama.feed_forward_length", ff).u32("llama.attention.head_count", 32);
+    w.u32("llama.attention.head_count_kv", 8).u32("llama.rope.dimension_count", 128).u32("llama.vocab_size", vocab);
+    w.tensor("token_embd.weight", {embd, vocab}, kQ4K);
+    const auto more_bits = [](int i) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; };
+    for (int l = 0; l < n; ++l) {
+        const std::string b = "blk." + std::to_string(l);
+        const std::uint32_t wide = more_bits(l) ? kQ6K : kQ4K;
+        w.tensor(b + ".attn_q.weight", {embd, embd}, kQ4K).tensor(b + ".attn_k.weight", {embd, kv}, kQ4K);
+        w.tensor(b + ".attn_v.weight", {embd, kv}, wide).tensor(b + ".attn_output.weight", {embd, embd}, kQ4K);
+        w.tensor(b + ".ffn_gate.weight", {embd, ff}, kQ4K).tensor(b + ".ffn_up.weight", {embd, ff}, kQ4K);
+        w.tensor(b + ".ffn_down.weight", {ff, embd}, wide).tensor(b + ".attn_norm.weight", {embd}, kF32);
+        w.tensor(b + ".ffn_norm.weight", {embd}, kF32);
+    }
+    w.tensor("output_norm.weight", {embd}, kF32).tensor("output.weight", {embd, vocab}, kQ6K);
+    auto file = gguf::read(w.bytes(), "llama3.gguf");
+    EXPECT_TRUE(file.ok()) << file.error_text();
+    file.value().file_bytes = 0;  // the header alone stands for the file
+    auto m = gguf::import(*file, "llama3.gguf");
+    EXPECT_TRUE(m.ok()) << m.error_text();
+    return *m;
+}
+
+Deployment llama_cpp_on(const std::string& gpu, const ImportedModel& m) {
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu(gpu);
+    adopt_model_weights(d, m.model_weights());
+    EXPECT_EQ(d.engine, Engine::llama_cpp);
+    return d;
+}
+
+// llama.cpp on a catalog GPU, taking all its memory (its fraction 1).
+Deployment llama_cpp_gpu(const std::string& gpu) {
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu(gpu);
+    d.engine = Engine::llama_cpp;
+    d.fraction = 1.0;
+    return d;
+}
+
+Offload split_of(const Architecture& a, const Workload& w, const Deployment& d) {
+    auto f = fit(a, KvDtype::fp16, w, {}, d);
+    EXPECT_TRUE(f.ok()) << f.error_text();
+    EXPECT_TRUE(f.ok() && f->offload.has_value());
+    return f.ok() && f->offload ? *f->offload : Offload{};
+}
+
+TEST(Offload, AWholeLlama3MatchesThePublishedLoadLogToTheByte) {
+    // An RTX 3070's log of Meta-Llama-3-8B-Instruct.Q4_K_M.gguf, every layer offloaded: "offloaded 33/33 layers to
+    // GPU", "CPU buffer size = 281.81 MiB" (token_embd, which llama.cpp keeps on the CPU), "CUDA0 buffer size =
+    // 4403.49 MiB" (every block, output and output_norm), "KV buffer size = 64.00 MiB" at n_ctx 512.
+    const ImportedModel m = llama3_8b_q4_k_m();
+    ASSERT_TRUE(m.weights_layers.has_value());
+    EXPECT_EQ(m.weights_layers->blocks.size(), 32u);
+    const Deployment d = llama_cpp_on("rtx-3060-12gb", m);  // the log's RTX 3070 is not in the catalog
+    const Offload o = split_of(m.arch, {.context_tokens = 512, .batch = 1}, d);
+    EXPECT_EQ(o.total_layers, 33u);
+    EXPECT_EQ(o.gpu_layers, 33u);
+    EXPECT_FALSE(o.gpu_layers_given);
+    EXPECT_TRUE(o.weights_exact);
+    EXPECT_EQ(o.weights_host_bytes, 295'501'824u);   // 281.81 MiB
+    EXPECT_EQ(o.weights_gpu_bytes, 4'617'396'224u);  // 4403.49 MiB
+    EXPECT_EQ(o.kv_on_gpu_bytes, 64ull << 20);       // 64.00 MiB
+    EXPECT_EQ(o.kv_on_host_bytes, 0u);
+    // The fit's GPU weights are the same: the token embedding is not on the GPU.
+    auto f = fit(m.arch, KvDtype::fp16, {.context_tokens = 512, .batch = 1}, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_EQ(f->weights_bytes_per_gpu, 4'617'396'224u);
+    EXPECT_EQ(f->weights_bytes, 4'617'396'224u + 295'501'824u);
+}
+
+TEST(Offload, TheOutputLayerGoesFirstThenTheBlocksFromTheLast) {
+    // load_tensors: i_gpu_start = max(n_layer + 1 - n_gpu_layers, 0); the output layer is layer n_layer.
+    const ImportedModel m = llama3_8b_q4_k_m();
+    Deployment d = llama_cpp_on("rtx-4090", m);
+    const LayerWeights& l = *m.weights_layers;
+    const Workload w{.context_tokens = 4096, .batch = 1};
+    const Offload whole = split_of(m.arch, w, d);
+    for (std::uint64_t n : {0ull, 1ull, 2ull, 28ull, 32ull, 33ull}) {
+        d.llama_cpp.gpu_layers = n;
+        const Offload o = split_of(m.arch, w, d);
+        const std::uint64_t first = 33 - n;  // the first block on the GPU
+        std::uint64_t gpu = n > 0 ? l.output_bytes : 0, host = l.input_bytes + (n > 0 ? 0 : l.output_bytes);
+        for (std::uint64_t b = 0; b < 32; ++b) (b >= first ? gpu : host) += l.blocks[b].bytes;
+        EXPECT_EQ(o.weights_gpu_bytes, gpu) << n << " layers";
+        EXPECT_EQ(o.weights_host_bytes, host) << n << " layers";
+        EXPECT_EQ(o.weights_gpu_bytes + o.weights_host_bytes, d.weights_bytes_exact);
+        // The cache follows its layer: the GPU's blocks' share of it.
+        const std::uint64_t gpu_blocks = n > 0 ? n - 1 : 0;
+        EXPECT_EQ(o.kv_on_gpu_bytes, whole.kv_on_gpu_bytes / 32 * gpu_blocks) << n << " layers";
+        EXPECT_EQ(o.kv_on_gpu_bytes + o.kv_on_host_bytes, whole.kv_on_gpu_bytes);
+        EXPECT_EQ(o.overhead_gpu_bytes, n > 0 ? d.runtime_overhead_bytes : 0u);
+        EXPECT_EQ(o.compute_buffer_gpu_bytes > 0, n > 0);
+    }
+    // The decode floor falls as layers leave the GPU: each step reads them from host memory instead.
+    double last = 1e30;
+    for (std::uint64_t n = 0; n <= 33; ++n) {
+        d.llama_cpp.gpu_layers = n;
+        const Offload o = split_of(m.arch, w, d);
+        EXPECT_LE(o.step_time_s, last * (1 + 1e-12)) << n;
+        last = o.step_time_s;
+        const double expected =
+            static_cast<double>(o.read_gpu_bytes) / static_cast<double>(d.gpu.bandwidth_bytes_per_s) +
+            static_cast<double>(o.read_host_bytes) / static_cast<double>(o.host_bandwidth_bytes_per_s);
+        EXPECT_DOUBLE_EQ(o.step_time_s, expected);
+    }
+}
+
+TEST(Offload, TheMostLayersThatFitASixteenGigabyteCard) {
+    // Llama 3.1 70B-sized weights do not fit a 16 GB card whole: the most layers that do, and one more does not.
+    const Architecture a = Catalog::builtin().find_model("llama-3.1-70b")->model.arch;
+    Deployment d = llama_cpp_gpu("rtx-4080");
+    d.weight_dtype = KvDtype::q4_0;
+    const Workload w{.context_tokens = 8192, .batch = 1};
+    const Offload whole = split_of(a, w, d);
+    EXPECT_FALSE(whole.fits_gpu);
+    ASSERT_GT(whole.most_gpu_layers, 0u);
+    ASSERT_LT(whole.most_gpu_layers, whole.total_layers);
+    d.llama_cpp.gpu_layers = whole.most_gpu_layers;
+    auto f = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_TRUE(f->fits);
+    EXPECT_TRUE(f->offload->fits_gpu);
+    EXPECT_FALSE(f->offload->weights_exact);
+    EXPECT_EQ(f->weights_bytes_per_gpu, f->offload->weights_gpu_bytes);
+    EXPECT_EQ(f->memory_bytes_per_gpu_needed, f->offload->kv_on_gpu_bytes);
+    // The fit's budget and the split's GPU sum are the same arithmetic.
+    EXPECT_EQ(
+        static_cast<std::int64_t>(f->offload->gpu_usable_bytes) - static_cast<std::int64_t>(f->offload->gpu_bytes),
+        f->headroom_bytes_per_gpu);
+    d.llama_cpp.gpu_layers = whole.most_gpu_layers + 1;
+    f = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_FALSE(f->fits);
+    EXPECT_FALSE(f->offload->fits_gpu);
+    // The fit of the whole model names the layers that fit.
+    d.llama_cpp.gpu_layers.reset();
+    f = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_TRUE(testing::contains_line(f->notes, "--gpu-layers " + std::to_string(whole.most_gpu_layers) + " fits"))
+        << testing::join(f->notes);
+}
+
+TEST(Offload, ASplitsCapacityIsTheLongestContextBothMemoriesHold) {
+    const Architecture a = Catalog::builtin().find_model("llama-3.1-8b")->model.arch;
+    Deployment d = llama_cpp_gpu("rtx-4060-ti-16gb");
+    d.host.memory_bytes = 32ull << 30;
+    d.llama_cpp.gpu_layers = 20;
+    const Workload w{.context_tokens = 32768, .batch = 1};
+    auto f = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    ASSERT_TRUE(f->fits);
+    ASSERT_LT(f->max_context, a.max_positions);
+    Workload at = w;
+    at.context_tokens = f->max_context;
+    auto edge = fit(a, KvDtype::fp16, at, {}, d);
+    ASSERT_TRUE(edge.ok());
+    EXPECT_TRUE(edge->fits);
+    at.context_tokens = f->max_context + 1;
+    edge = fit(a, KvDtype::fp16, at, {}, d);
+    ASSERT_TRUE(edge.ok());
+    EXPECT_FALSE(edge->fits);
+    // A host without the RAM for the rest: the split does not fit, and says why.
+    d.host.memory_bytes = 1ull << 30;
+    f = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_FALSE(f->fits);
+    EXPECT_TRUE(f->offload->fits_gpu);
+    EXPECT_FALSE(f->offload->fits_host);
+    EXPECT_TRUE(testing::contains_line(f->notes, "more than its RAM")) << testing::join(f->notes);
+}
+
+TEST(Offload, ExpertsOnTheCpuAndTheCacheInHostMemory) {
+    const Architecture a = Catalog::builtin().find_model("qwen3-30b-a3b")->model.arch;
+    ASSERT_TRUE(a.moe.has_value());
+    Deployment d = llama_cpp_gpu("rtx-4090");
+    d.weight_dtype = KvDtype::q8_0;
+    const Workload w{.context_tokens = 16384, .batch = 1};
+    const Offload whole = split_of(a, w, d);
+    d.llama_cpp.cpu_moe_layers = 10;
+    const Offload cpu_moe = split_of(a, w, d);
+    // The experts of blocks 0 - 9 move to host memory; nothing else does.
+    EXPECT_LT(cpu_moe.weights_gpu_bytes, whole.weights_gpu_bytes);
+    EXPECT_EQ(whole.weights_gpu_bytes - cpu_moe.weights_gpu_bytes,
+              cpu_moe.weights_host_bytes - whole.weights_host_bytes);
+    EXPECT_EQ(cpu_moe.kv_on_gpu_bytes, whole.kv_on_gpu_bytes);
+    EXPECT_GT(cpu_moe.read_host_bytes, 0u);
+    EXPECT_GT(cpu_moe.step_time_s, whole.step_time_s);
+    d.llama_cpp.cpu_moe_layers = 0;
+    d.llama_cpp.no_kv_offload = true;
+    const Offload kv_host = split_of(a, w, d);
+    EXPECT_EQ(kv_host.kv_on_gpu_bytes, 0u);
+    EXPECT_EQ(kv_host.kv_on_host_bytes, whole.kv_on_gpu_bytes);
+    EXPECT_EQ(kv_host.weights_gpu_bytes, whole.weights_gpu_bytes);
+}
+
+TEST(Offload, AskingForMoreLayersThanTheModelHasNamesTheField) {
+    const Architecture a = Catalog::builtin().find_model("llama-3.1-8b")->model.arch;
+    Deployment d = llama_cpp_gpu("rtx-4090");
+    d.llama_cpp.gpu_layers = 34;
+    const Workload w{.context_tokens = 8192, .batch = 1};
+    EXPECT_FIELD_ERROR(fit(a, KvDtype::fp16, w, {}, d), "gpu_layers", "at most 33, or all");
+    d.llama_cpp.gpu_layers = 33;
+    d.llama_cpp.cpu_moe_layers = 2;
+    EXPECT_FIELD_ERROR(fit(a, KvDtype::fp16, w, {}, d), "cpu_moe_layers", "has no experts");
+    // Another engine keeps every layer on the GPU, and says the setting does nothing there.
+    d.llama_cpp.cpu_moe_layers = 0;
+    d.engine = Engine::vllm;
+    auto f = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_FALSE(f->offload.has_value());
+    EXPECT_TRUE(testing::contains_line(f->notes, "are llama.cpp's")) << testing::join(f->notes);
+}
+
+TEST(Offload, TheDecodeFloorOfASplitIsTheFitsOwn) {
+    const Architecture a = Catalog::builtin().find_model("llama-3.1-8b")->model.arch;
+    Deployment d = llama_cpp_gpu("rtx-4060-ti-16gb");
+    d.host.bandwidth_bytes_per_s = 60'000'000'000;
+    const Workload w{.context_tokens = 8192, .batch = 1};
+    auto whole = decode_estimate(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(whole.ok()) << whole.error_text();
+    EXPECT_EQ(whole->host_bytes_read_per_step, 0u);
+    d.llama_cpp.gpu_layers = 17;
+    auto f = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    auto split = decode_estimate(a, KvDtype::fp16, w, {}, d, *f);
+    ASSERT_TRUE(split.ok()) << split.error_text();
+    EXPECT_EQ(split->host_bytes_read_per_step, f->offload->read_host_bytes);
+    EXPECT_EQ(split->host_bandwidth_bytes_per_s, 60'000'000'000u);
+    EXPECT_DOUBLE_EQ(split->step_time_floor_s, f->offload->step_time_s);
+    EXPECT_GT(split->step_time_floor_s, whole->step_time_floor_s);
+    // Every layer on the GPU: the split's floor is the plain one.
+    d.llama_cpp.gpu_layers.reset();
+    f = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(f.ok());
+    EXPECT_NEAR(f->offload->step_time_s, whole->step_time_floor_s, whole->step_time_floor_s * 1e-9);
+}
+
+TEST(Offload, AScenarioKeepsTheSplitTheHostAndTheGgufsLayers) {
+    const ImportedModel m = llama3_8b_q4_k_m();
+    Scenario s;
+    s.arch = m.arch;
+    s.deployment = llama_cpp_on("rtx-4060-ti-16gb", m);
+    s.deployment->llama_cpp.gpu_layers = 12;
+    s.deployment->llama_cpp.no_kv_offload = true;
+    s.deployment->host = {.id = "ddr4-3200-2ch", .memory_bytes = 64ull << 30, .bandwidth_bytes_per_s = 0};
+    const auto back = scenario_from_json(scenario_to_json(s), "split.kvscope.json");
+    ASSERT_TRUE(back.ok()) << back.error_text();
+    EXPECT_EQ(back->scenario.deployment->llama_cpp, s.deployment->llama_cpp);
+    EXPECT_EQ(back->scenario.deployment->host, s.deployment->host);
+    EXPECT_EQ(back->scenario.deployment->weights_layers, s.deployment->weights_layers);
+    // The same numbers from the reopened file.
+    const Workload w{.context_tokens = 8192, .batch = 1};
+    EXPECT_EQ(split_of(back->scenario.arch, w, *back->scenario.deployment).weights_gpu_bytes,
+              split_of(s.arch, w, *s.deployment).weights_gpu_bytes);
+    // The host's peak from the table.
+    EXPECT_EQ(split_of(s.arch, w, *s.deployment).host_bandwidth_bytes_per_s, 51'200'000'000u);
+}
+
+}  // namespace
+}  // namespace kvscope
