@@ -437,8 +437,8 @@ bool render_model_kinds(const Catalog& catalog, ui::MainWindow& window, const QD
     return ok;
 }
 
-// quantized-fit.png, mtp-sglang-fit.png, draft-fit.png, trtllm-fit.png, sliding-start-check.png and
-// unified-memory-fit.png.
+// quantized-fit.png, mtp-sglang-fit.png, draft-fit.png, trtllm-fit.png, sliding-start-check.png,
+// unified-memory-fit.png and layer-offload-fit.png.
 bool render_deployments(const Catalog& catalog, ui::MainWindow& window, const QDir& dir) {
     ui::ScenarioModel* model = window.model();
     bool ok = true;
@@ -499,6 +499,16 @@ bool render_deployments(const Catalog& catalog, ui::MainWindow& window, const QD
     });
     window.statusBar()->clearMessage();
     ok &= save(&window, dir.filePath("unified-memory-fit.png"));
+    // Qwen3 32B in 4 bits on a 16 GB card with llama.cpp: 47 of its 65 layers on the GPU, the rest in 32 GB of RAM.
+    deploy("qwen3-32b", 16384, 1, "rtx-4060-ti-16gb", 1, [](Deployment& d) {
+        d.engine = Engine::llama_cpp;
+        d.fraction = default_fraction(Engine::llama_cpp);
+        d.weight_dtype = KvDtype::q4_0;
+        d.llama_cpp.gpu_layers = 47;
+        d.host.memory_bytes = 32'000'000'000;
+    });
+    window.statusBar()->clearMessage();
+    ok &= save(&window, dir.filePath("layer-offload-fit.png"));
     window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
     return ok;
 }

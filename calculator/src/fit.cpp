@@ -274,7 +274,7 @@ private:
         }
         auto o = llama_cpp_offload(model_arch, arch, kv_dtype, workload, d);
         if (!o) return o.errors();
-        offload = std::move(*o);
+        offload = *o;
         r.weights_bytes_per_gpu = offload->weights_gpu_bytes;
         return Done{};
     }

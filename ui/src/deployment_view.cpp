@@ -15,6 +15,7 @@
 #include "kvscope/calculator/engine_layers.h"
 #include "kvscope/calculator/engine_reserve.h"
 #include "kvscope/calculator/fit.h"
+#include "kvscope/calculator/offload.h"
 #include "kvscope/calculator/weights.h"
 #include "kvscope/ui/decimal_spin_box.h"
 #include "kvscope/ui/field_text.h"
@@ -77,6 +78,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
       vllm_graphs_(new QCheckBox(tr("CUDA graphs"))),
       mtp_(new QCheckBox),
       ubatch_(new QLineEdit),
+      gpu_layers_(new QLineEdit),
       flash_attn_(new QCheckBox(tr("Flash attention"))),
       trtllm_tokens_(new QLineEdit),
       draft_(new QComboBox),
@@ -148,6 +150,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                                                                         {vllm_tokens_, "Tokens per step"},
                                                                         {vllm_seqs_, "Sequences per step"},
                                                                         {ubatch_, "Micro-batch"},
+                                                                        {gpu_layers_, "GPU layers"},
                                                                         {trtllm_tokens_, "Tokens per step"},
                                                                         {draft_, "Draft model"},
                                                                         {draft_method_, "Draft method"}};
@@ -181,6 +184,9 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     marks_.add(mtp_, {Field::mtp_layers},
                tr("As vLLM's --speculative-config method mtp: the layers' weights and KV cache count "
                   "(kvscope-cli fit --mtp)."));
+    marks_.add(gpu_layers_, {Field::gpu_layers},
+               tr("-ngl: the layers llama.cpp puts on the GPU, of the blocks and the output layer (the output first, "
+                  "then the blocks from the last); the rest stay in host memory. Empty: all (--gpu-layers)."));
     marks_.add(ubatch_, {Field::ubatch},
                tr("n_ubatch: tokens in one graph of llama.cpp, which sizes its compute buffer and what sliding "
                   "layers keep. Empty: llama.cpp's 512 (--ubatch)."));
@@ -216,6 +222,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     form_->addRow(tr("Sequences per step"), vllm_seqs_);
     form_->addRow(QString(), vllm_graphs_);
     form_->addRow(tr("Micro-batch"), ubatch_);
+    form_->addRow(tr("GPU layers"), gpu_layers_);
     form_->addRow(QString(), flash_attn_);
     form_->addRow(tr("Tokens per step"), trtllm_tokens_);
     form_->addRow(QString(), mtp_);
@@ -366,6 +373,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         edit(QObject::tr("Change flash attention"),
              [on](Deployment& d, Scenario&) { d.llama_cpp.flash_attn_off = !on; });
     });
+    connect(gpu_layers_, &QLineEdit::editingFinished, this, [this] { commitGpuLayers(); });
     connect(ubatch_, &QLineEdit::editingFinished, this, [this] {
         commitEngineCount(ubatch_, tr("Change llama.cpp's micro-batch"), tr("llama.cpp's 512"),
                           [](Deployment& d) -> std::uint64_t& { return d.llama_cpp.ubatch; });
@@ -375,7 +383,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                           [](Deployment& d) -> std::uint64_t& { return d.tensorrt_llm.max_num_tokens; });
     });
     // Esc takes back what was typed in a field, as in the number fields of the inputs.
-    for (QLineEdit* field : {memory_, bandwidth_, vllm_tokens_, vllm_seqs_, ubatch_, trtllm_tokens_})
+    for (QLineEdit* field : {memory_, bandwidth_, vllm_tokens_, vllm_seqs_, ubatch_, gpu_layers_, trtllm_tokens_})
         take_back_on_escape(field, [this, field] {
             if (!typed_.contains(field) && !field->isModified()) return false;
             typed_.remove(field);
@@ -445,9 +453,29 @@ void DeploymentView::commitEngineCount(QLineEdit* field, const QString& what, co
     sync();
 }
 
+void DeploymentView::commitGpuLayers() {
+    if (syncing_ || !model_->scenario().deployment) return;
+    typed_.remove(gpu_layers_);
+    // Empty or "all": every layer (llama.cpp's -1); else a count, 0 keeping every layer in host memory.
+    std::optional<std::uint64_t> value;
+    const std::string text = gpu_layers_->text().trimmed().toLower().toStdString();
+    if (!text.empty() && text != "all") {
+        auto n = parse_count(text, "GPU layers");
+        if (n)
+            value = *n;
+        else
+            typed_.insert(gpu_layers_, tr("'%1' is not a number of layers: a count, or empty for all").arg(q(text)));
+    }
+    if (!typed_.contains(gpu_layers_)) gpu_layers_->setModified(false);
+    if (!typed_.contains(gpu_layers_) && value != model_->scenario().deployment->llama_cpp.gpu_layers)
+        model_->edit(tr("Change the layers on the GPU"),
+                     [value](Scenario& s) { s.deployment->llama_cpp.gpu_layers = value; });
+    sync();
+}
+
 void DeploymentView::dropTypedText() {
     typed_.clear();
-    for (QLineEdit* field : {memory_, bandwidth_, vllm_tokens_, vllm_seqs_, ubatch_, trtllm_tokens_})
+    for (QLineEdit* field : {memory_, bandwidth_, vllm_tokens_, vllm_seqs_, ubatch_, gpu_layers_, trtllm_tokens_})
         forget_user_text(field);
 }
 
@@ -462,6 +490,7 @@ bool DeploymentView::commitPending() {
     if (memory_->isModified() || bandwidth_->isModified()) commitCustom();
     if (vllm_tokens_->isModified() || vllm_seqs_->isModified()) commitVllmBatch();
     if (ubatch_->isModified()) emit ubatch_->editingFinished();
+    if (gpu_layers_->isModified()) commitGpuLayers();
     if (trtllm_tokens_->isModified()) emit trtllm_tokens_->editingFinished();
     fraction_->interpretText();
     return typed_.isEmpty();
@@ -631,11 +660,13 @@ void DeploymentView::sync() {
         if (d.draft) draft_method_->setCurrentIndex(draft_method_->findData(static_cast<int>(d.draft->method)));
         vllm_graphs_->setChecked(!d.vllm.enforce_eager);
         // llama.cpp's settings; the placeholder shows the default the fit uses.
-        for (QWidget* field : std::initializer_list<QWidget*>{ubatch_, flash_attn_})
+        for (QWidget* field : std::initializer_list<QWidget*>{ubatch_, flash_attn_, gpu_layers_})
             form_->setRowVisible(field, d.engine == Engine::llama_cpp);
         ubatch_->setPlaceholderText(tr("llama.cpp's default: %1").arg(kLlamaCppUbatch));
         show(ubatch_, d.llama_cpp.ubatch > 0 ? q(format_count(d.llama_cpp.ubatch)) : QString());
         flash_attn_->setChecked(!d.llama_cpp.flash_attn_off);
+        gpu_layers_->setPlaceholderText(tr("all (llama.cpp's default)"));
+        show(gpu_layers_, d.llama_cpp.gpu_layers ? q(format_count(*d.llama_cpp.gpu_layers)) : QString());
         // TensorRT-LLM's tokens per step; its profiling run's activations follow it unless the reserve is fixed.
         form_->setRowVisible(trtllm_tokens_, d.engine == Engine::tensorrt_llm);
         trtllm_tokens_->setPlaceholderText(tr("TensorRT-LLM's default: %1").arg(q(format_count(kTrtllmMaxNumTokens))));
@@ -649,7 +680,7 @@ void DeploymentView::sync() {
         // A field whose row this engine hides holds nothing of the user's: what was typed there was for another
         // engine's setting (and its focus-out came during this sync, too late to be entered); when an undo brings
         // the row back, the field shows the scenario's value.
-        for (QLineEdit* field : {vllm_tokens_, vllm_seqs_, ubatch_, trtllm_tokens_})
+        for (QLineEdit* field : {vllm_tokens_, vllm_seqs_, ubatch_, gpu_layers_, trtllm_tokens_})
             if (!form_->isRowVisible(field) && (field->isModified() || typed_.contains(field))) {
                 typed_.remove(field);
                 forget_user_text(field);
@@ -751,6 +782,10 @@ void DeploymentView::refreshResults() {
                          q(format_si(static_cast<double>(f.draft_parameters))),
                          q(format_bytes(f.draft_weights_bytes, units)), q(format_count(f.draft_kv_bytes_per_token)),
                          q(format_bytes(f.draft_kv_bytes_per_gpu, units)));
+    // llama.cpp's split between the GPU and the host, in the words kvscope-cli fit uses.
+    if (f.offload)
+        rows << tr("Split: <b>%1</b>").arg(q(offload_text(*f.offload)).toHtmlEscaped())
+             << tr("Host: %1").arg(q(offload_host_text(*f.offload)).toHtmlEscaped());
     // What the engine keeps back, part by part, in the words kvscope-cli fit uses.
     rows << (f.reserve_estimated ? tr("Reserve %1 per GPU (estimate): %2") : tr("Reserve %1 per GPU: %2"))
                 .arg(q(format_bytes(f.reserve_bytes_per_gpu, units)), q(reserve_text(f, units)).toHtmlEscaped());

@@ -37,11 +37,8 @@ inline std::uint64_t llama_cpp_total_layers(const Architecture& arch) { return a
 struct Offload {
     std::uint64_t total_layers = 0;     // llama.cpp's n_layer + 1: the blocks and the output layer
     std::uint64_t gpu_layers = 0;       // on the GPU: the output layer first, then the blocks from the last
-    bool gpu_layers_given = false;      // -ngl given; else llama.cpp's default, every layer
     std::uint64_t most_gpu_layers = 0;  // the most that fit the GPU at this context and batch
-    bool most_fit_host = true;          // the host holds the rest at most_gpu_layers (or its RAM is not known)
     std::uint64_t cpu_moe_layers = 0;   // --n-cpu-moe: the first blocks whose experts stay in host memory
-    bool kv_offload = true;             // the cache lives with its layer (--no-kv-offload: all in host memory)
     // Bytes where they live: the weights, the cache (KV and recurrent state of every sequence), the compute buffers
     // and, on the GPU, the runtime overhead; their sums.
     std::uint64_t weights_gpu_bytes = 0, weights_host_bytes = 0;
@@ -53,13 +50,16 @@ struct Offload {
     std::uint64_t gpu_bytes = 0, host_bytes = 0;
     std::uint64_t gpu_usable_bytes = 0;   // the GPU's memory at the engine's fraction
     std::uint64_t host_memory_bytes = 0;  // the host's RAM (0: not given, not checked)
-    bool fits_gpu = false, fits_host = true;
     // The decode floor of the split: each step reads the GPU's part at its bandwidth and the host's at the host's.
     std::uint64_t host_bandwidth_bytes_per_s = 0;
     std::uint64_t read_gpu_bytes = 0, read_host_bytes = 0;  // per step: weights a token reads, cache and state
     double step_time_s = 0;
     double decode_tokens_per_s = 0;  // per sequence
-    bool weights_exact = false;      // by layer from the GGUF's tensors, else the parameter count's shares
+    bool gpu_layers_given = false;   // -ngl given; else llama.cpp's default, every layer
+    bool most_fit_host = true;       // the host holds the rest at most_gpu_layers (or its RAM is not known)
+    bool kv_offload = true;          // the cache lives with its layer (--no-kv-offload: all in host memory)
+    bool fits_gpu = false, fits_host = true;
+    bool weights_exact = false;  // by layer from the GGUF's tensors, else the parameter count's shares
     std::vector<std::string> notes;
     [[nodiscard]] bool partial() const { return gpu_layers < total_layers; }
     [[nodiscard]] bool fits() const { return fits_gpu && fits_host; }

@@ -49,6 +49,7 @@ public:
     [[nodiscard]] QCheckBox* mtpField() const { return mtp_; }
     // llama.cpp's settings (shown for the llama.cpp engine): the micro-batch and flash attention.
     [[nodiscard]] QLineEdit* ubatchField() const { return ubatch_; }
+    [[nodiscard]] QLineEdit* gpuLayersField() const { return gpu_layers_; }
     [[nodiscard]] QCheckBox* flashAttentionField() const { return flash_attn_; }
     // What fields hold that was not accepted (text that does not read): not in the scenario, so not in a file.
     [[nodiscard]] QStringList unaccepted() const;
@@ -90,6 +91,7 @@ private:
     void commitVllmBatch();
     // A count whose empty text means the engine's default (`empty_means`, "llama.cpp's 512"), kept in the
     // deployment's `slot`: one undoable edit named `what`, or the field keeps its text and says what is wrong.
+    void commitGpuLayers();  // llama.cpp's -ngl, as --gpu-layers reads it
     void commitEngineCount(QLineEdit* field, const QString& what, const QString& empty_means,
                            std::uint64_t& (*slot)(Deployment&));
 
@@ -109,6 +111,7 @@ private:
     QCheckBox* vllm_graphs_;
     QCheckBox* mtp_;
     QLineEdit* ubatch_;
+    QLineEdit* gpu_layers_;  // llama.cpp's -ngl: empty for all
     QCheckBox* flash_attn_;
     QLineEdit* trtllm_tokens_;
     QComboBox* draft_;
