@@ -357,6 +357,7 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
                        "): " + std::string(budget_rule(dep.engine))},
         {"weights", format_bytes_both(f->weights_bytes, u) +
                         (f->weights_exact            ? ", " + f->weights_source + " ("
+                         : dep.gguf_mix              ? " estimated " + weights_text(dep) + " ("
                          : !f->weights_quant.empty() ? " estimated for " + f->weights_quant + ", the rest in " +
                                                            std::string(to_string(dep.weight_dtype)) + " ("
                                                      : " in " + std::string(to_string(dep.weight_dtype)) + " (") +

@@ -499,12 +499,13 @@ bool render_deployments(const Catalog& catalog, ui::MainWindow& window, const QD
     });
     window.statusBar()->clearMessage();
     ok &= save(&window, dir.filePath("unified-memory-fit.png"));
-    // Qwen3 32B in 4 bits on a 16 GB card with llama.cpp: 47 of its 65 layers on the GPU, the rest in 32 GB of RAM.
+    // Qwen3 32B as a Q4_K_M GGUF on a 16 GB card with llama.cpp: 44 of its 65 layers on the GPU, the rest in 32 GB of
+    // RAM.
     deploy("qwen3-32b", 16384, 1, "rtx-4060-ti-16gb", 1, [](Deployment& d) {
         d.engine = Engine::llama_cpp;
         d.fraction = default_fraction(Engine::llama_cpp);
-        d.weight_dtype = KvDtype::q4_0;
-        d.llama_cpp.gpu_layers = 47;
+        d.gguf_mix = GgufMix::q4_k_m;
+        d.llama_cpp.gpu_layers = 44;
         d.host.memory_bytes = 32'000'000'000;
     });
     window.statusBar()->clearMessage();

@@ -285,7 +285,7 @@ const std::vector<Declared>& declared() {
          "the engine's memory fraction (" + fractions_text() + ")", parsed(&Options::utilization, parse_fraction)},
         {"--weight-dtype", "D", S::deployment, kFit | kPlan | kSimulate | kWindow | kProbe,
          "weights' format (default: the config's dtype or quantization; probe --step multiplies fp32, fp16, bf16 "
-         "or fp8_e4m3)",
+         "or fp8_e4m3), or a GGUF mix as llama-quantize writes it: q4_k_m, q5_k_m, q6_k, iq4_xs, …",
          text(&Options::weight_dtype)},
         {"--reserve", "SIZE", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "activation reserve per GPU (default 1GiB; replaces the one vllm, tensorrt-llm, llama.cpp derive)",

@@ -54,7 +54,9 @@ Result<VllmVersion> parse_vllm_version(const std::string& text) {
 std::optional<KvDtype> weight_dtype_option(const Options& o, Errors& errors) {
     if (!o.weight_dtype) return std::nullopt;
     const auto w = parse_kv_dtype(*o.weight_dtype);
-    if (!w) errors.push_back({"--weight-dtype", "'" + *o.weight_dtype + "' is not a format (" + kv_dtype_list() + ")"});
+    if (!w)
+        errors.push_back({"--weight-dtype", "'" + *o.weight_dtype + "' is not a format (" + kv_dtype_list() +
+                                                "; or a GGUF mix: " + gguf_mix_list() + ")"});
     return w;
 }
 
@@ -173,12 +175,19 @@ void apply_engine_options(const Options& o, bool had, Deployment& d, Errors& err
 
 // --weight-dtype and --weights (or --model-dir's own files): the weights' format and their exact bytes.
 void apply_weights_options(const Options& o, Deployment& d, Errors& errors) {
-    if (const auto w = weight_dtype_option(o, errors)) {
-        d.weight_dtype = *w;
+    // A GGUF mix of llama-quantize's (q4_k_m, …): its tensors' types from the model's shape. A format that is both
+    // (q4_0, q8_0) counts every weight in it, as before.
+    const auto mix =
+        o.weight_dtype && !parse_kv_dtype(*o.weight_dtype) ? parse_gguf_mix(*o.weight_dtype) : std::nullopt;
+    const auto w = mix ? std::nullopt : weight_dtype_option(o, errors);
+    if (w) d.weight_dtype = *w;
+    if (w || mix) {
         // Another format than the files hold: their exact bytes and quantization no longer apply.
         d.weights_bytes_exact = 0;
         d.weights_source.clear();
         d.weight_quant.reset();
+        d.weights_layers.reset();
+        d.gguf_mix = mix;
     }
     // The weights' files: --weights, or --model-dir's own when --weight-dtype asks for another format than its
     // config (a folder of no safetensors keeps the estimate), so that both read the same files the same way.

@@ -589,6 +589,10 @@ private:
                                : d.weights_source;
         if (auto mismatch = weights_mismatch(model_arch, d)) r.warnings.push_back(std::move(*mismatch));
         for (std::string& said : llama_cpp_warnings(d, parallel_in)) r.warnings.push_back(std::move(said));
+        if (!r.weights_exact && d.gguf_mix)
+            r.notes.push_back("weights estimated as a GGUF " + gguf_mix_name(*d.gguf_mix) +
+                              " holds them: llama-quantize's type for each tensor of the model's shape "
+                              "(src/llama-quant.cpp llama_tensor_get_type); a GGUF file (--gguf) gives them exactly");
         if (!r.weights_exact && d.weight_quant) {
             r.weights_quant = weight_quant_label(loaded_weight_quant(d));
             if (auto q = quantized_weights(model_arch, loaded_weight_quant(d), d.weight_dtype, false)) {

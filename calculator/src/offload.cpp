@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "kvscope/calculator/engine_reserve.h"
+#include "kvscope/calculator/gguf_mix.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/parameters.h"
@@ -55,6 +56,7 @@ struct ModelLayers {
     std::vector<LayerParts> blocks;
     std::uint64_t input = 0, output = 0, output_read = 0;
     bool exact = false;
+    bool by_rule = false;  // a GGUF mix's tensors from the shape (gguf_mix.h)
 };
 
 Result<ModelLayers> model_layers(const Architecture& model, const Deployment& d) {
@@ -80,7 +82,15 @@ Result<ModelLayers> model_layers(const Architecture& model, const Deployment& d)
             }
         }
     }
-    if (!m.exact) {
+    if (!m.exact && d.weights_bytes_exact == 0 && d.gguf_mix) {  // llama-quantize's types, layer by layer
+        auto mix = gguf_mix_weights(model, *d.gguf_mix);
+        if (!mix) return mix.errors();
+        m.by_rule = true;
+        m.input = mix->input_bytes;
+        m.output = mix->output_bytes;
+        for (std::uint64_t i = 0; i < model.layers && i < mix->blocks.size(); ++i)
+            m.blocks[i] = {.weights = mix->blocks[i].bytes, .experts = mix->blocks[i].expert_bytes};
+    } else if (!m.exact) {
         const Checked whole(p.total);
         for (std::uint64_t i = 0; i < model.layers; ++i) {
             const LayerParameters lp = layer_parameters(model, i);
@@ -301,8 +311,12 @@ Result<Offload> evaluate(const Architecture& model, const Architecture& cache_ar
 
     if (o.partial() && !o.weights_exact)
         o.notes.emplace_back(
-            "not exact: the weights are placed by layer in the shares of the parameters each layer has (a GGUF's "
-            "tensors give them exactly)");
+            layers->by_rule
+                ? "the weights are placed by layer as llama-quantize types them (" + gguf_mix_name(*d.gguf_mix) +
+                      "); a file quantized before 2026-03 may give the more-bits layers in its own order: the same "
+                      "total, a layer's bytes off by one tensor's"
+                : "not exact: the weights are placed by layer in the shares of the parameters each layer has (a "
+                  "GGUF's tensors give them exactly)");
     if (o.partial())
         o.notes.emplace_back(
             "not exact: the host's compute buffer is the largest of the stages it runs (src/llama-context.cpp "

@@ -220,6 +220,10 @@ void weights_and_engine_settings(const Scenario& s, Value& o, const FitReport* f
         if (f) w.set("quantized_parameters", Value::number(f->weights_quantized_parameters));
         o.set("weight_quantization", std::move(w));
     }
+    // A GGUF mix the weights are estimated for (gguf_mix.h), null otherwise.
+    o.set("gguf_mix", dep.gguf_mix && dep.weights_bytes_exact == 0
+                          ? Value::string(std::string(to_string(*dep.gguf_mix)))
+                          : Value());
     if (dep.engine == Engine::vllm) o.set("vllm", vllm_settings_json(s));
     if (dep.engine == Engine::llama_cpp) {
         Value l = Value::object();

@@ -202,6 +202,12 @@ struct Choices<Engine> {
 };
 
 template <>
+struct Choices<GgufMix> {
+    static std::optional<GgufMix> parse(std::string_view t) { return parse_gguf_mix(t); }
+    static std::string list() { return gguf_mix_list(); }
+};
+
+template <>
 struct Choices<DraftMethod> {
     static std::optional<DraftMethod> parse(std::string_view t) { return parse_draft_method(t); }
     static std::string list() { return draft_method_list(); }
@@ -423,6 +429,7 @@ void members(Self& d, V& v) {
     v.value("weights_source", d.weights_source, Need::when_set);
     v.maybe("weights_layers", d.weights_layers);
     v.maybe("weight_quant", d.weight_quant);
+    v.maybe_choice("gguf_mix", d.gguf_mix);
     v.value("mtp", d.mtp, Need::when_set);
     v.maybe("draft", d.draft);
 }

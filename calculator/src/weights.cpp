@@ -22,6 +22,7 @@ void adopt_model_weights(Deployment& d, const ModelWeights& w) {
     d.weights_source = w.source;
     d.weight_quant = w.quant;
     d.weights_layers = w.layers;
+    d.gguf_mix.reset();
     if (w.engine) {
         d.engine = *w.engine;
         d.fraction = default_fraction(d.engine);
@@ -44,6 +45,8 @@ WeightQuant loaded_weight_quant(const Deployment& d) {
 }
 
 std::string weights_text(const Deployment& d) {
+    if (d.weights_bytes_exact == 0 && d.gguf_mix)
+        return "as a GGUF " + gguf_mix_name(*d.gguf_mix) + " holds them (llama-quantize's types on the model's shape)";
     if (d.weights_bytes_exact == 0 && d.weight_quant)
         return weight_quant_label(loaded_weight_quant(d)) + "; the rest in " + std::string(to_string(d.weight_dtype));
     if (d.weights_bytes_exact == 0) return "in " + std::string(to_string(d.weight_dtype));
@@ -52,12 +55,14 @@ std::string weights_text(const Deployment& d) {
 
 std::string weights_format_text(const Deployment& d) {
     if (d.weights_bytes_exact > 0) return "weights from the files";  // their sizes; weights_source says more
+    if (d.gguf_mix) return gguf_mix_name(*d.gguf_mix) + " weights";
     if (d.weight_quant) return d.weight_quant->method + " weights";
     return std::string(to_string(d.weight_dtype)) + " weights";
 }
 
 Result<std::uint64_t> stored_weights_bytes(const Architecture& arch, const Deployment& d) {
     if (d.weights_bytes_exact > 0) return d.weights_bytes_exact;
+    if (d.gguf_mix) return gguf_mix_bytes(arch, *d.gguf_mix);
     if (d.weight_quant) {
         auto q = quantized_weights(arch, loaded_weight_quant(d), d.weight_dtype, false);
         if (!q) return q.errors();
@@ -107,6 +112,23 @@ std::string draft_weights_text(const DraftModel& draft, KvDtype dtype) {
 
 Result<std::uint64_t> read_weights_bytes(const Architecture& arch, const Deployment& d) {
     const std::uint64_t matmul = matmul_parameters(arch);
+    // A GGUF mix: each layer's matrices with only its chosen experts, and the head (never the embedding table).
+    if (d.weights_bytes_exact == 0 && d.gguf_mix) {
+        auto w = gguf_mix_weights(arch, *d.gguf_mix);
+        if (!w) return w.errors();
+        Checked read = arch.tied_embeddings ? Checked(w->input_bytes) : Checked(w->output_bytes);
+        for (std::uint64_t l = 0; l < w->blocks.size(); ++l) {
+            const BlockWeights& b = w->blocks[l];
+            const bool routed = arch.moe && arch.moe->has_experts(l) && arch.moe->experts > 0;
+            const std::uint64_t chosen =
+                routed ? static_cast<std::uint64_t>(static_cast<i128>(b.expert_bytes) * arch.moe->experts_per_token /
+                                                    arch.moe->experts)
+                       : b.expert_bytes;
+            read += Checked(b.bytes - b.expert_bytes) + chosen;
+        }
+        if (read.overflow()) return overflow_error(Field::weight_dtype, "the weights a step reads");
+        return read.value();
+    }
     if (d.weights_bytes_exact == 0 && d.weight_quant) {
         auto q = quantized_weights(arch, loaded_weight_quant(d), d.weight_dtype, true);
         if (!q) return q.errors();

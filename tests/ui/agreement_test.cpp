@@ -47,6 +47,7 @@ namespace kvscope::ui {
 namespace {
 
 using testing::catalog;
+using testing::cli_scenario;
 
 // Types `text` into the model picker and presses Enter, as a user would.
 void pick(MainWindow& w, const QString& text) {
@@ -55,16 +56,6 @@ void pick(MainWindow& w, const QString& text) {
     edit->selectAll();
     QTest::keyClicks(edit, text);
     QTest::keyClick(edit, Qt::Key_Return);
-}
-
-// The scenario kvscope-cli builds from `args`.
-Scenario cli_scenario(const std::vector<std::string>& args) {
-    auto options = cli::parse_options(args);
-    EXPECT_TRUE(options) << options.error_text();
-    cli::ScenarioSource source;
-    auto s = cli::build_scenario(*options, catalog(), source);
-    EXPECT_TRUE(s) << s.error_text();
-    return s ? *s : Scenario{};
 }
 
 TEST(Agreement, EveryCatalogModelPickedInTheWindowGivesTheClisNumbers) {

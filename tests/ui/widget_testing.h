@@ -9,11 +9,23 @@
 #include <gtest/gtest.h>
 
 #include "kvscope/calculator/catalog.h"
+#include "options.h"
+#include "scenario_options.h"
 
 namespace kvscope::ui::testing {
 
 // The built-in catalog only, so a developer's own models never change a test.
 inline const Catalog& catalog() { return Catalog::builtin(); }
+
+// The scenario kvscope-cli builds from `args`: the window's agreement with the CLI is checked against it.
+inline Scenario cli_scenario(const std::vector<std::string>& args) {
+    auto options = cli::parse_options(args);
+    EXPECT_TRUE(options) << options.error_text();
+    cli::ScenarioSource source;
+    auto s = cli::build_scenario(*options, catalog(), source);
+    EXPECT_TRUE(s) << s.error_text();
+    return s ? *s : Scenario{};
+}
 
 inline QByteArray read_all(const QString& path) {
     QFile f(path);

@@ -9,6 +9,8 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QSignalBlocker>
+#include <QSlider>
 #include <QVBoxLayout>
 
 #include "kvscope/calculator/draft_import.h"
@@ -33,8 +35,10 @@ namespace {
 const QString kCustom = QStringLiteral("custom");
 constexpr int kFractionEdits = 2;  // undo merge id (1 is the context slider's)
 
-// The Weights box's item for "the bytes the model's files give" (every other item is a KvDtype).
+// The Weights box's item for "the bytes the model's files give"; a GGUF mix's items from kGgufMixItems on (every other
+// item is a KvDtype).
 constexpr int kExactWeights = -1;
+constexpr int kGgufMixItems = 1000;
 // The Draft model box's items besides the catalog's ids: no draft, a file to choose.
 const QString kNoDraft = QStringLiteral("");
 const QString kDraftFile = QStringLiteral("\u0001file");  // no id or path a user types
@@ -79,6 +83,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
       mtp_(new QCheckBox),
       ubatch_(new QLineEdit),
       gpu_layers_(new QLineEdit),
+      layers_slider_(new QSlider(Qt::Horizontal)),
       flash_attn_(new QCheckBox(tr("Flash attention"))),
       trtllm_tokens_(new QLineEdit),
       draft_(new QComboBox),
@@ -86,6 +91,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
       rule_(new QLabel),
       verdict_(new QLabel),
       bars_(new GpuMemoryBar),
+      host_bar_(new GpuMemoryBar),
       figures_(new QLabel),
       errors_(new QLabel),
       stale_(new StaleNote(model)),
@@ -110,6 +116,15 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     fraction_->setKeyboardTracking(false);  // "1,5" is not applied as 1 on its first key
     for (const KvDtypeInfo& i : all_kv_dtypes())
         weight_dtype_->addItem(q(std::string(i.id)), static_cast<int>(i.dtype));
+    // llama.cpp's quantization mixes, as llama-quantize names them (gguf_mix.h).
+    for (std::size_t i = 0; i < kGgufMixCount; ++i) {
+        const auto mix = static_cast<GgufMix>(i);
+        weight_dtype_->addItem(tr("GGUF %1").arg(q(gguf_mix_name(mix))), kGgufMixItems + static_cast<int>(i));
+        weight_dtype_->setItemData(weight_dtype_->count() - 1,
+                                   tr("Each tensor in the type llama-quantize gives it for %1, from the model's shape")
+                                       .arg(q(gguf_mix_name(mix))),
+                                   Qt::ToolTipRole);
+    }
     // The versions whose startup rules the calculator has; the default first (as --vllm-version).
     vllm_version_->addItem(tr("0.%1 (default)").arg(kDefaultVllmMinor), QVariant(qulonglong{0}));
     // 0.6.4 profiled as no other release did (it counted the CUDA context): listed apart, above the other 0.6s.
@@ -222,7 +237,16 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     form_->addRow(tr("Sequences per step"), vllm_seqs_);
     form_->addRow(QString(), vllm_graphs_);
     form_->addRow(tr("Micro-batch"), ubatch_);
-    form_->addRow(tr("GPU layers"), gpu_layers_);
+    // The layers on the GPU: typed, or dragged from none to all.
+    gpu_layers_row_ = new QWidget;
+    auto* layers_row = new QHBoxLayout(gpu_layers_row_);
+    layers_row->setContentsMargins(0, 0, 0, 0);
+    gpu_layers_->setMaximumWidth(gpu_layers_->fontMetrics().horizontalAdvance(QStringLiteral("0000000000")));
+    layers_row->addWidget(gpu_layers_);
+    layers_row->addWidget(layers_slider_, 1);
+    layers_slider_->setAccessibleName(tr("GPU layers slider"));
+    layers_slider_->setToolTip(tr("Drag for fewer layers on the GPU; the right end is all of them"));
+    form_->addRow(tr("GPU layers"), gpu_layers_row_);
     form_->addRow(QString(), flash_attn_);
     form_->addRow(tr("Tokens per step"), trtllm_tokens_);
     form_->addRow(QString(), mtp_);
@@ -236,6 +260,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     results->addWidget(stale_);
     results->addWidget(verdict_);
     results->addWidget(bars_);
+    results->addWidget(host_bar_);
     results->addWidget(figures_);
     results->addStretch(1);
     auto* page = new QVBoxLayout(this);
@@ -313,12 +338,27 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                 d.weights_bytes_exact = files.exact_bytes;
                 d.weights_source = files.source;
                 d.weight_quant = files.quant;
+                d.weights_layers = files.layers;
+                d.gguf_mix.reset();
+            });
+            return;
+        }
+        if (choice >= kGgufMixItems) {
+            const auto mix = static_cast<GgufMix>(choice - kGgufMixItems);
+            edit(tr("Change weight format"), [mix](Deployment& d, Scenario&) {
+                d.gguf_mix = mix;  // as --weight-dtype q4_k_m
+                d.weights_bytes_exact = 0;
+                d.weights_source.clear();
+                d.weight_quant.reset();
+                d.weights_layers.reset();
             });
             return;
         }
         const auto w = static_cast<KvDtype>(choice);
         edit(tr("Change weight format"), [w](Deployment& d, Scenario&) {
             d.weight_dtype = w;
+            d.gguf_mix.reset();
+            d.weights_layers.reset();
             // Another format than the model's files hold: their exact bytes and quantization no longer apply (as
             // --weight-dtype).
             d.weights_bytes_exact = 0;
@@ -374,6 +414,11 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
              [on](Deployment& d, Scenario&) { d.llama_cpp.flash_attn_off = !on; });
     });
     connect(gpu_layers_, &QLineEdit::editingFinished, this, [this] { commitGpuLayers(); });
+    // A drag is one change, when the slider is let go; the keys and the wheel change it a step at a time.
+    connect(layers_slider_, &QSlider::sliderReleased, this, [this] { setGpuLayers(layers_slider_->value()); });
+    connect(layers_slider_, &QSlider::valueChanged, this, [this](int n) {
+        if (!layers_slider_->isSliderDown()) setGpuLayers(n);
+    });
     connect(ubatch_, &QLineEdit::editingFinished, this, [this] {
         commitEngineCount(ubatch_, tr("Change llama.cpp's micro-batch"), tr("llama.cpp's 512"),
                           [](Deployment& d) -> std::uint64_t& { return d.llama_cpp.ubatch; });
@@ -450,6 +495,18 @@ void DeploymentView::commitEngineCount(QLineEdit* field, const QString& what, co
     if (!typed_.contains(field)) field->setModified(false);  // accepted: the scenario's text again
     if (!typed_.contains(field) && value != slot(current))
         model_->edit(what, [value, slot](Scenario& s) { slot(*s.deployment) = value; });
+    sync();
+}
+
+void DeploymentView::setGpuLayers(int n) {
+    if (syncing_ || !model_->scenario().deployment || n < 0) return;
+    // The right end is all of them: llama.cpp's default, as an empty field says.
+    const std::optional<std::uint64_t> value =
+        n >= layers_slider_->maximum() ? std::nullopt : std::optional<std::uint64_t>(static_cast<std::uint64_t>(n));
+    typed_.remove(gpu_layers_);
+    if (value != model_->scenario().deployment->llama_cpp.gpu_layers)
+        model_->edit(tr("Change the layers on the GPU"),
+                     [value](Scenario& s) { s.deployment->llama_cpp.gpu_layers = value; });
     sync();
 }
 
@@ -604,7 +661,10 @@ void DeploymentView::sync() {
         if (!label.isEmpty() && weight_dtype_->findData(kExactWeights) < 0)
             weight_dtype_->insertItem(0, label, kExactWeights);
         if (!label.isEmpty()) weight_dtype_->setItemData(0, tip, Qt::ToolTipRole);
-        weight_dtype_->setCurrentIndex(weight_dtype_->findData(own ? kExactWeights : static_cast<int>(d.weight_dtype)));
+        weight_dtype_->setCurrentIndex(weight_dtype_->findData(own ? kExactWeights
+                                                               : d.gguf_mix
+                                                                   ? kGgufMixItems + static_cast<int>(*d.gguf_mix)
+                                                                   : static_cast<int>(d.weight_dtype)));
         rule_->setText(q(std::string(budget_rule(d.engine))));
         // vLLM's startup settings; the placeholders show the defaults the fit uses.
         for (QWidget* field : std::initializer_list<QWidget*>{vllm_version_, vllm_tokens_, vllm_seqs_, vllm_graphs_})
@@ -660,13 +720,21 @@ void DeploymentView::sync() {
         if (d.draft) draft_method_->setCurrentIndex(draft_method_->findData(static_cast<int>(d.draft->method)));
         vllm_graphs_->setChecked(!d.vllm.enforce_eager);
         // llama.cpp's settings; the placeholder shows the default the fit uses.
-        for (QWidget* field : std::initializer_list<QWidget*>{ubatch_, flash_attn_, gpu_layers_})
+        for (QWidget* field : std::initializer_list<QWidget*>{ubatch_, flash_attn_, gpu_layers_row_})
             form_->setRowVisible(field, d.engine == Engine::llama_cpp);
         ubatch_->setPlaceholderText(tr("llama.cpp's default: %1").arg(kLlamaCppUbatch));
         show(ubatch_, d.llama_cpp.ubatch > 0 ? q(format_count(d.llama_cpp.ubatch)) : QString());
         flash_attn_->setChecked(!d.llama_cpp.flash_attn_off);
         gpu_layers_->setPlaceholderText(tr("all (llama.cpp's default)"));
         show(gpu_layers_, d.llama_cpp.gpu_layers ? q(format_count(*d.llama_cpp.gpu_layers)) : QString());
+        {
+            const QSignalBlocker quiet(layers_slider_);
+            const auto total = static_cast<int>(std::min<std::uint64_t>(llama_cpp_total_layers(s.arch), 1u << 20));
+            layers_slider_->setRange(0, total);
+            layers_slider_->setValue(static_cast<int>(
+                std::min<std::uint64_t>(d.llama_cpp.gpu_layers.value_or(static_cast<std::uint64_t>(total)),
+                                        static_cast<std::uint64_t>(total))));
+        }
         // TensorRT-LLM's tokens per step; its profiling run's activations follow it unless the reserve is fixed.
         form_->setRowVisible(trtllm_tokens_, d.engine == Engine::tensorrt_llm);
         trtllm_tokens_->setPlaceholderText(tr("TensorRT-LLM's default: %1").arg(q(format_count(kTrtllmMaxNumTokens))));
@@ -681,7 +749,8 @@ void DeploymentView::sync() {
         // engine's setting (and its focus-out came during this sync, too late to be entered); when an undo brings
         // the row back, the field shows the scenario's value.
         for (QLineEdit* field : {vllm_tokens_, vllm_seqs_, ubatch_, gpu_layers_, trtllm_tokens_})
-            if (!form_->isRowVisible(field) && (field->isModified() || typed_.contains(field))) {
+            if (!form_->isRowVisible(field == gpu_layers_ ? gpu_layers_row_ : field) &&
+                (field->isModified() || typed_.contains(field))) {
                 typed_.remove(field);
                 forget_user_text(field);
             }
@@ -700,6 +769,7 @@ void DeploymentView::refreshResults() {
         verdict_->setText(tr("Tick “Check a deployment” to see whether this fits on your GPUs."));
         verdict_->setStyleSheet({});
         bars_->setData({}, 0, 0, 1, units);
+        host_bar_->hide();
         figures_->clear();
         return;
     }
@@ -738,6 +808,8 @@ void DeploymentView::refreshResults() {
     verdict_->setForegroundRole(model_->resultsAreCurrent() ? QPalette::WindowText : QPalette::PlaceholderText);
 
     bars_->setFit(f, units);
+    if (f.offload) host_bar_->setHost(*f.offload, units);
+    host_bar_->setVisible(f.offload.has_value());
 
     const Scenario& s = r.scenario;
     QStringList rows;
@@ -761,7 +833,9 @@ void DeploymentView::refreshResults() {
         rows << tr("Decode measured: %1").arg(q(measured_step_text(*r.measured_step, d)).toHtmlEscaped());
     rows << tr("Weights %1 per GPU (%2 parameters%3) · KV budget %4 per GPU · KV need %5 per GPU")
                 .arg(q(format_bytes(f.weights_bytes_per_gpu, units)), q(format_si(static_cast<double>(f.parameters))),
-                     f.weights_exact            ? tr("; %1").arg(q(f.weights_source).toHtmlEscaped())
+                     f.weights_exact ? tr("; %1").arg(q(f.weights_source).toHtmlEscaped())
+                     : r.scenario.deployment && r.scenario.deployment->gguf_mix
+                         ? tr("; estimated %1").arg(q(weights_text(*r.scenario.deployment)).toHtmlEscaped())
                      : !f.weights_quant.empty() ? tr("; estimated for %1").arg(q(f.weights_quant).toHtmlEscaped())
                      : f.parameters_estimated   ? tr(", estimated")
                                                 : QString(),

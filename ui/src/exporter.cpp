@@ -301,6 +301,11 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
                            q(format_bytes(f.weights_bytes_per_gpu, units)),
                            f.engine_pages ? QObject::tr("in vLLM's hybrid layout; plain sum ") : QString()),
                   9);
+            // llama.cpp's split between the GPU and the host, in kvscope-cli fit's words.
+            if (f.offload)
+                block(QObject::tr("Split: %1 · host: %2")
+                          .arg(q(offload_text(*f.offload)), q(offload_host_text(*f.offload))),
+                      9);
         }
         y += 6;
         // The legend under the chart, two entries to a line, each drawn as its line is: beside a plot a page wide it

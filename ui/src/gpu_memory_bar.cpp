@@ -65,7 +65,7 @@ void GpuMemoryBar::paintEvent(QPaintEvent*) {
     for (int g = 0; g < shownBars(); ++g, y += kBarHeight + kGap) {
         p.setPen(pal.color(QPalette::Text));
         p.drawText(QRect(0, y, kLabelWidth - 6, kBarHeight), Qt::AlignVCenter | Qt::AlignRight,
-                   tr("GPU %1").arg(g + 1));
+                   bar_label_.isEmpty() ? tr("GPU %1").arg(g + 1) : bar_label_);
         double x = kLabelWidth;
         for (const Segment& s : segments_) {
             const double w = static_cast<double>(s.bytes) * per_byte;

@@ -84,4 +84,29 @@ void GpuMemoryBar::setFit(const FitReport& f, UnitSystem units) {
     setData(in_bar, f.memory_bytes_per_gpu, overflow, static_cast<int>(f.gpus), units);
 }
 
+void GpuMemoryBar::setHost(const Offload& o, UnitSystem units) {
+    // The RAM when it is known, else just what the host holds; what does not fit is the overflow beyond the bar.
+    const std::uint64_t memory = o.host_memory_bytes > 0 ? o.host_memory_bytes : o.host_bytes;
+    const std::uint64_t free = memory > o.host_bytes ? memory - o.host_bytes : 0;
+    const std::uint64_t overflow = o.host_bytes > memory ? o.host_bytes - memory : 0;
+    QList<GpuMemoryBar::Segment> segments{
+        {tr("weights in RAM"), o.weights_host_bytes, QColor(0x2e, 0x86, 0xde)},
+        {tr("cache in RAM"), o.kv_on_host_bytes, QColor(0x2a, 0x9d, 0x8f)},
+        {tr("compute buffer in RAM"), o.compute_buffer_host_bytes, QColor(0x95, 0xa5, 0xa6)},
+    };
+    if (o.host_memory_bytes > 0) segments.append({tr("RAM free"), free, QColor(0xdf, 0xe6, 0xe9), {}, false});
+    // Past the RAM's end the parts are drawn as far as it goes; the overflow beyond says by how much.
+    std::uint64_t room = memory;
+    for (Segment& s : segments) {
+        const std::uint64_t shown = std::min(s.bytes, room);
+        if (shown < s.bytes && s.need)
+            s.legend = tr("%1 %2 (%3 of it in the bar)")
+                           .arg(s.label, q(format_bytes(s.bytes, units)), q(format_bytes(shown, units)));
+        s.bytes = shown;
+        room -= shown;
+    }
+    setBarLabel(tr("RAM"));
+    setData(segments, memory, overflow, 1, units);
+}
+
 }  // namespace kvscope::ui

@@ -8,6 +8,7 @@
 
 #include "kvscope/calculator/draft.h"
 #include "kvscope/calculator/engine.h"
+#include "kvscope/calculator/gguf_mix.h"
 #include "kvscope/calculator/gpu.h"
 #include "kvscope/calculator/kv_dtype.h"
 #include "kvscope/calculator/result.h"
@@ -46,6 +47,10 @@ struct Deployment {
     // A quantized checkpoint (config.json's quantization_config): its layers' matrices stored as it says, the rest
     // in weight_dtype. Used when the exact bytes are not known; an estimate.
     std::optional<WeightQuant> weight_quant;
+    // A GGUF of llama.cpp's quantization mixes (Q4_K_M, …) that is not at hand: its tensors' types from
+    // llama-quantize's rules on the model's shape (gguf_mix.h), the rest (norms) f32. Used when the exact bytes are not
+    // known; an estimate.
+    std::optional<GgufMix> gguf_mix;
     // Speculative decoding with the model's own MTP layers (Architecture::mtp_layers): their weights and KV count.
     bool mtp = false;
     // Speculative decoding with a separate draft model (vLLM --speculative-config model=…): its weights, in

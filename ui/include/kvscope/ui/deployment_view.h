@@ -14,6 +14,7 @@ class QFormLayout;
 class QGroupBox;
 class QLabel;
 class QLineEdit;
+class QSlider;
 
 namespace kvscope {
 struct Deployment;
@@ -50,6 +51,8 @@ public:
     // llama.cpp's settings (shown for the llama.cpp engine): the micro-batch and flash attention.
     [[nodiscard]] QLineEdit* ubatchField() const { return ubatch_; }
     [[nodiscard]] QLineEdit* gpuLayersField() const { return gpu_layers_; }
+    [[nodiscard]] QSlider* gpuLayersSlider() const { return layers_slider_; }
+    [[nodiscard]] const GpuMemoryBar* hostBar() const { return host_bar_; }
     [[nodiscard]] QCheckBox* flashAttentionField() const { return flash_attn_; }
     // What fields hold that was not accepted (text that does not read): not in the scenario, so not in a file.
     [[nodiscard]] QStringList unaccepted() const;
@@ -91,7 +94,8 @@ private:
     void commitVllmBatch();
     // A count whose empty text means the engine's default (`empty_means`, "llama.cpp's 512"), kept in the
     // deployment's `slot`: one undoable edit named `what`, or the field keeps its text and says what is wrong.
-    void commitGpuLayers();  // llama.cpp's -ngl, as --gpu-layers reads it
+    void commitGpuLayers();
+    void setGpuLayers(int n);  // from the slider: its right end is all  // llama.cpp's -ngl, as --gpu-layers reads it
     void commitEngineCount(QLineEdit* field, const QString& what, const QString& empty_means,
                            std::uint64_t& (*slot)(Deployment&));
 
@@ -111,7 +115,9 @@ private:
     QCheckBox* vllm_graphs_;
     QCheckBox* mtp_;
     QLineEdit* ubatch_;
-    QLineEdit* gpu_layers_;  // llama.cpp's -ngl: empty for all
+    QLineEdit* gpu_layers_;   // llama.cpp's -ngl: empty for all
+    QSlider* layers_slider_;  // the same, from none to all
+    QWidget* gpu_layers_row_ = nullptr;
     QCheckBox* flash_attn_;
     QLineEdit* trtllm_tokens_;
     QComboBox* draft_;
@@ -119,6 +125,7 @@ private:
     QLabel* rule_;
     QLabel* verdict_;
     GpuMemoryBar* bars_;
+    GpuMemoryBar* host_bar_;  // the host's RAM of a model llama.cpp splits
     QLabel* figures_;
     QLabel* errors_;
     QLabel* stale_;  // a StaleNote: whose the figures are while the inputs need attention

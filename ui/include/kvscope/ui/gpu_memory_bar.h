@@ -39,6 +39,11 @@ public:
     // The segments of a fit per GPU: weights, KV cache, recurrent state, vLLM's extra pages and start check,
     // free budget, reserve, what the engine leaves unused (gpu_memory_bar_fit.cpp).
     void setFit(const FitReport& fit, UnitSystem units);
+    // The host's memory of a model llama.cpp splits (offload.h): its weights, cache and compute buffer in RAM, and
+    // what the RAM leaves free; one bar labelled "RAM" (gpu_memory_bar_fit.cpp).
+    void setHost(const Offload& offload, UnitSystem units);
+    // The bars' label: "GPU 1", "GPU 2", … unless one is set here.
+    void setBarLabel(const QString& label) { bar_label_ = label; }
     [[nodiscard]] const QList<Segment>& segments() const { return segments_; }
 
     QSize sizeHint() const override;
@@ -55,6 +60,7 @@ private:
     std::uint64_t overflow_ = 0;
     int gpus_ = 1;
     UnitSystem units_ = UnitSystem::binary;
+    QString bar_label_;
 };
 
 }  // namespace kvscope::ui

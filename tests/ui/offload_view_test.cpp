@@ -1,0 +1,110 @@
+// The Deployment tab's llama.cpp split: the GPU layers field and its slider set what --gpu-layers sets, the fit's
+// figures and the RAM bar are the CLI's, undo takes a change back, and a refused count leaves the scenario as it was.
+#include <QGroupBox>
+#include <QLineEdit>
+#include <QSlider>
+#include <QTest>
+
+#include <gtest/gtest.h>
+
+#include "kvscope/calculator/fit.h"
+#include "kvscope/ui/deployment_view.h"
+#include "kvscope/ui/gpu_memory_bar.h"
+#include "kvscope/ui/main_window.h"
+#include "kvscope/ui/scenario_model.h"
+#include "widget_testing.h"
+
+namespace kvscope::ui {
+namespace {
+
+using testing::catalog;
+using testing::cli_scenario;
+
+// Qwen3 32B in 4 bits on a 16 GB card with llama.cpp, as the README's example.
+void set_up(MainWindow& w) {
+    w.model()->loadCatalogModel("qwen3-32b");
+    w.deployment()->enableBox()->setChecked(true);
+    w.model()->edit("split", [](Scenario& s) {
+        s.workload.context_tokens = 16384;
+        s.deployment->gpu = *catalog().find_gpu("rtx-4060-ti-16gb");
+        s.deployment->engine = Engine::llama_cpp;
+        s.deployment->fraction = default_fraction(Engine::llama_cpp);
+        s.deployment->weight_dtype = KvDtype::q4_0;
+    });
+}
+
+const std::vector<std::string> kCli{"fit",      "--model",   "qwen3-32b", "--gpu", "rtx-4060-ti-16gb",
+                                    "--engine", "llama.cpp", "--context", "16k",   "--weight-dtype",
+                                    "q4_0"};
+
+TEST(OffloadView, TheLayersFieldAndSliderGiveTheClisSplit) {
+    MainWindow w(catalog(), false);
+    w.show();
+    set_up(w);
+    DeploymentView* d = w.deployment();
+    ASSERT_TRUE(d->gpuLayersField()->isVisibleTo(d));
+    EXPECT_EQ(d->gpuLayersSlider()->maximum(), 65);
+    EXPECT_EQ(d->gpuLayersSlider()->value(), 65);  // all: llama.cpp's default
+    ASSERT_TRUE(w.model()->results().fit && w.model()->results().fit->offload);
+    EXPECT_FALSE(w.model()->results().fit->fits);
+    EXPECT_TRUE(d->hostBar()->isVisibleTo(d));
+
+    // Typed: the count the CLI's --gpu-layers gives, and the same figures.
+    d->gpuLayersField()->setText("47");
+    emit d->gpuLayersField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->llama_cpp.gpu_layers, 47u);
+    EXPECT_EQ(d->gpuLayersSlider()->value(), 47);
+    std::vector<std::string> args = kCli;
+    args.insert(args.end(), {"--gpu-layers", "47"});
+    const Scenario cli = cli_scenario(args);
+    EXPECT_EQ(cli.deployment->llama_cpp, w.model()->scenario().deployment->llama_cpp);
+    const auto f = fit(cli.arch, cli.kv_dtype, cli.workload, cli.parallel, *cli.deployment);
+    ASSERT_TRUE(f.ok() && f->offload);
+    const FitReport& shown = *w.model()->results().fit;
+    ASSERT_TRUE(shown.offload);
+    EXPECT_TRUE(shown.fits);
+    EXPECT_EQ(shown.offload->gpu_bytes, f->offload->gpu_bytes);
+    EXPECT_EQ(shown.offload->host_bytes, f->offload->host_bytes);
+    EXPECT_EQ(shown.max_context, f->max_context);
+    EXPECT_DOUBLE_EQ(shown.offload->decode_tokens_per_s, f->offload->decode_tokens_per_s);
+    // The RAM bar holds the host's parts.
+    std::uint64_t in_ram = 0;
+    for (const auto& s : d->hostBar()->segments())
+        if (s.need) in_ram += s.bytes;
+    EXPECT_EQ(in_ram, f->offload->host_bytes);
+
+    // The slider: a step is one change, undone by one undo.
+    d->gpuLayersSlider()->setValue(40);
+    EXPECT_EQ(w.model()->scenario().deployment->llama_cpp.gpu_layers, 40u);
+    EXPECT_EQ(d->gpuLayersField()->text(), "40");
+    w.model()->undoStack()->undo();
+    EXPECT_EQ(w.model()->scenario().deployment->llama_cpp.gpu_layers, 47u);
+    EXPECT_EQ(d->gpuLayersSlider()->value(), 47);
+    // Its right end is all, as an empty field and --gpu-layers all say.
+    d->gpuLayersSlider()->setValue(65);
+    EXPECT_FALSE(w.model()->scenario().deployment->llama_cpp.gpu_layers.has_value());
+    EXPECT_EQ(d->gpuLayersField()->text(), "");
+
+    // Refused text is marked and changes nothing; the saved count stays.
+    d->gpuLayersField()->setText("12");
+    emit d->gpuLayersField()->editingFinished();
+    d->gpuLayersField()->setText("twelve");
+    emit d->gpuLayersField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->llama_cpp.gpu_layers, 12u);
+    EXPECT_FALSE(d->unaccepted().isEmpty());
+    // More layers than the model has: the calculator's error names the field, the last results stay.
+    d->gpuLayersField()->setText("70");
+    emit d->gpuLayersField()->editingFinished();
+    EXPECT_FALSE(w.model()->errors().empty());
+
+    // Another engine hides the row and drops the RAM bar.
+    w.model()->edit("vllm", [](Scenario& s) {
+        s.deployment->engine = Engine::vllm;
+        s.deployment->llama_cpp = {};
+    });
+    EXPECT_FALSE(d->gpuLayersField()->isVisibleTo(d));
+    EXPECT_FALSE(d->hostBar()->isVisibleTo(d));
+}
+
+}  // namespace
+}  // namespace kvscope::ui
