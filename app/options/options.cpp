@@ -311,9 +311,9 @@ const std::vector<Declared>& declared() {
         {"--flash-attn", "on|off", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "llama.cpp: flash attention, as -fa (default on, as its auto where the GPU has it)",
          text(&Options::flash_attn)},
-        {"--gpu-layers", "N|all", S::deployment, kFit | kPlan | kSimulate | kWindow,
-         "llama.cpp: the layers on the GPU, as -ngl, of the blocks and the output layer (default all); the rest in "
-         "host memory",
+        {"--gpu-layers", "N|all|auto", S::deployment, kFit | kPlan | kSimulate | kWindow,
+         "llama.cpp: the layers on the GPU, as -ngl, of the blocks and the output layer (default all; auto: the most "
+         "that leave --fit's 1 GiB free); the rest in host memory",
          text(&Options::gpu_layers), 0, "", Field::gpu_layers},
         {"--n-cpu-moe", "N", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "llama.cpp: the experts of the first N blocks in host memory, as --n-cpu-moe",

@@ -266,10 +266,15 @@ void apply_split_options(const Options& o, Deployment& d, Errors& errors) {
         const std::string n = ascii_lower(*o.gpu_layers);
         if (n == "all" || n == "-1") {
             d.llama_cpp.gpu_layers.reset();  // llama.cpp's -1: every layer
+            d.llama_cpp.gpu_layers_auto = false;
+        } else if (n == "auto") {
+            d.llama_cpp.gpu_layers.reset();  // llama.cpp's --fit chooses
+            d.llama_cpp.gpu_layers_auto = true;
         } else if (auto count = parse_count(n, "--gpu-layers")) {
             d.llama_cpp.gpu_layers = *count;
+            d.llama_cpp.gpu_layers_auto = false;
         } else {
-            errors.push_back({"--gpu-layers", "'" + *o.gpu_layers + "' is not a number of layers or all"});
+            errors.push_back({"--gpu-layers", "'" + *o.gpu_layers + "' is not a number of layers, all or auto"});
         }
     }
     if (o.cpu_moe_layers) d.llama_cpp.cpu_moe_layers = *o.cpu_moe_layers;

@@ -258,7 +258,7 @@ private:
     // Its settings elsewhere change nothing, and say so.
     Result<Done> split() {
         const LlamaCppSettings& s = d.llama_cpp;
-        const bool asked = s.gpu_layers || s.cpu_moe_layers > 0 || s.no_kv_offload;
+        const bool asked = s.gpu_layers || s.gpu_layers_auto || s.cpu_moe_layers > 0 || s.no_kv_offload;
         if (d.engine != Engine::llama_cpp) {
             if (asked)
                 r.notes.push_back("--gpu-layers, --n-cpu-moe and --no-kv-offload are llama.cpp's: " +
@@ -507,7 +507,11 @@ private:
     void split_capacity_of() {
         const std::uint64_t cap = arch.max_positions > 0 ? arch.max_positions : (1ull << 40);
         constexpr std::uint64_t kBatchCap = 1ull << 20;  // far past any machine that splits a model
-        const SplitCapacity c = split_capacity(model_arch, arch, kv_dtype, workload, d, cap, kBatchCap);
+        // The layers as chosen for this context stay where they are while the context and batch grow.
+        Deployment fixed = d;
+        fixed.llama_cpp.gpu_layers = offload->gpu_layers;
+        fixed.llama_cpp.gpu_layers_auto = false;
+        const SplitCapacity c = split_capacity(model_arch, arch, kv_dtype, workload, fixed, cap, kBatchCap);
         r.max_context = c.max_context;
         r.max_context_limited_by_model = c.max_context == cap && arch.max_positions > 0;
         r.max_batch = c.max_batch;
@@ -524,7 +528,14 @@ private:
         r.notes.insert(r.notes.end(), o.notes.begin(), o.notes.end());
         r.notes.push_back("llama.cpp keeps the token embedding (" + format_bytes(o.input_bytes) +
                           ") in host memory (src/llama-model.cpp: the input layer stays on the CPU)");
-        if (!o.fits_gpu && o.most_gpu_layers > 0)
+        if (o.gpu_layers_auto)
+            r.notes.push_back(
+                "--gpu-layers auto: " + format_count(o.gpu_layers) + " of " + format_count(o.total_layers) +
+                " layers leave llama.cpp's --fit target (" + format_bytes(kLlamaCppFitTargetBytes) +
+                ") free (common/common.h fit_params_target; --fit is on by default when -ngl is not given); not "
+                "modelled: --fit also lowers a context it was not given (to 4,096 at the least) and moves experts to "
+                "the CPU before whole layers");
+        if (!o.fits_gpu && o.most_gpu_layers > 0 && !o.gpu_layers_auto)
             r.notes.push_back("--gpu-layers " + format_count(o.most_gpu_layers) +
                               " fits the GPU: " + format_count(o.most_gpu_layers) + " of " +
                               format_count(o.total_layers) + " layers, the rest in host memory" +

@@ -220,6 +220,7 @@ Result<Offload> evaluate(const Architecture& model, const Architecture& cache_ar
     Offload o;
     o.total_layers = llama_cpp_total_layers(model);
     o.gpu_layers_given = d.llama_cpp.gpu_layers.has_value();
+    o.gpu_layers_auto = d.llama_cpp.gpu_layers_auto && !o.gpu_layers_given;
     o.gpu_layers = d.llama_cpp.gpu_layers.value_or(o.total_layers);
     o.cpu_moe_layers = d.llama_cpp.cpu_moe_layers;
     o.kv_offload = !d.llama_cpp.no_kv_offload;
@@ -261,6 +262,16 @@ Result<Offload> evaluate(const Architecture& model, const Architecture& cache_ar
     const auto fits_gpu = [&](const Split& s) { return s.gpu() <= usable; };
     const auto fits_host = [&](const Split& s) { return o.host_memory_bytes == 0 || s.host() <= o.host_memory_bytes; };
 
+    // --fit: the most layers that leave its target free (its context and expert moves are not modelled).
+    if (o.gpu_layers_auto) {
+        const i128 fit_usable = usable - static_cast<i128>(kLlamaCppFitTargetBytes);
+        o.gpu_layers = 0;
+        for (std::uint64_t n = o.total_layers; n > 0; --n)
+            if (place(*layers, cache, model, g, d, n).gpu() <= fit_usable) {
+                o.gpu_layers = n;
+                break;
+            }
+    }
     const Split s = place(*layers, cache, model, g, d, o.gpu_layers);
     o.weights_gpu_bytes = s.weights_gpu;
     o.weights_host_bytes = s.weights_host;
@@ -371,14 +382,15 @@ std::string offload_host_text(const Offload& o) {
     out += o.host_memory_bytes > 0 ? " of " + format_bytes(o.host_memory_bytes) + (o.fits_host ? "" : ": too much")
                                    : " (RAM not given)";
     out += "; read at " + format_bandwidth(o.host_bandwidth_bytes_per_s);
-    if (o.partial() || o.gpu_layers_given)
+    if (o.partial() || o.gpu_layers_given || o.gpu_layers_auto)
         out += "; the most layers that fit the GPU: " + format_count(o.most_gpu_layers) + " of " +
                format_count(o.total_layers);
     return out;
 }
 
 std::string offload_text(const Offload& o) {
-    std::string out = format_count(o.gpu_layers) + " of " + format_count(o.total_layers) +
+    std::string out = (o.gpu_layers_auto ? std::string("as --fit chooses, ") : std::string()) +
+                      format_count(o.gpu_layers) + " of " + format_count(o.total_layers) +
                       " layers on the GPU: " + format_bytes(o.gpu_bytes) + " of VRAM, " + format_bytes(o.host_bytes) +
                       " of RAM";
     if (o.cpu_moe_layers > 0)

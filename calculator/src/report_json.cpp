@@ -295,6 +295,7 @@ void offload_members(const Offload& o, V& v) {
     v.field(o.gpu_layers, "gpu_layers");
     v.field(o.total_layers, "total_layers");
     v.field(o.gpu_layers_given, "gpu_layers_given");
+    v.field(o.gpu_layers_auto, "gpu_layers_auto");
     v.field(o.most_gpu_layers, "most_gpu_layers");
     v.field(o.most_fit_host, "most_fit_host");
     v.field(o.cpu_moe_layers, "cpu_moe_layers");

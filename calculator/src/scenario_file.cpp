@@ -363,6 +363,7 @@ void members(Self& s, V& v) {
     v.value("ubatch", s.ubatch, Need::when_set);
     v.value("flash_attn_off", s.flash_attn_off, Need::when_set);
     v.maybe_value("gpu_layers", s.gpu_layers);
+    v.value("gpu_layers_auto", s.gpu_layers_auto, Need::when_set);
     v.value("cpu_moe_layers", s.cpu_moe_layers, Need::when_set);
     v.value("no_kv_offload", s.no_kv_offload, Need::when_set);
 }

@@ -8,6 +8,7 @@
 #include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/gguf.h"
 #include "kvscope/calculator/gguf_import.h"
+#include "kvscope/calculator/gguf_mix.h"
 #include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/offload.h"
 #include "kvscope/calculator/scenario_file.h"
@@ -166,6 +167,32 @@ TEST(Offload, TheMostLayersThatFitASixteenGigabyteCard) {
     f = fit(a, KvDtype::fp16, w, {}, d);
     ASSERT_TRUE(f.ok()) << f.error_text();
     EXPECT_TRUE(testing::contains_line(f->notes, "--gpu-layers " + std::to_string(whole.most_gpu_layers) + " fits"))
+        << testing::join(f->notes);
+}
+
+TEST(Offload, AutoLeavesLlamaCppsFitTargetFree) {
+    // --gpu-layers auto: the most layers whose GPU bytes leave --fit's 1 GiB (common/common.h fit_params_target).
+    const Architecture a = Catalog::builtin().find_model("qwen3-32b")->model.arch;
+    Deployment d = llama_cpp_gpu("rtx-4060-ti-16gb");
+    d.gguf_mix = GgufMix::q4_k_m;
+    d.llama_cpp.gpu_layers_auto = true;
+    const Workload w{.context_tokens = 16384, .batch = 1};
+    const Offload o = split_of(a, w, d);
+    EXPECT_TRUE(o.gpu_layers_auto);
+    ASSERT_GT(o.gpu_layers, 0u);
+    ASSERT_LT(o.gpu_layers, o.most_gpu_layers);  // the target costs layers the plain fit would take
+    EXPECT_LE(o.gpu_bytes + kLlamaCppFitTargetBytes, o.gpu_usable_bytes);
+    d.llama_cpp.gpu_layers_auto = false;
+    d.llama_cpp.gpu_layers = o.gpu_layers + 1;
+    const Offload one_more = split_of(a, w, d);
+    EXPECT_GT(one_more.gpu_bytes + kLlamaCppFitTargetBytes, one_more.gpu_usable_bytes);
+    // The fit with auto fits, says how it chose, and its capacity keeps those layers where they are.
+    d.llama_cpp.gpu_layers.reset();
+    d.llama_cpp.gpu_layers_auto = true;
+    auto f = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(f.ok()) << f.error_text();
+    EXPECT_TRUE(f->fits);
+    EXPECT_TRUE(testing::contains_line(f->notes, "--gpu-layers auto: " + std::to_string(o.gpu_layers) + " of 65"))
         << testing::join(f->notes);
 }
 

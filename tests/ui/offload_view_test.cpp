@@ -85,6 +85,17 @@ TEST(OffloadView, TheLayersFieldAndSliderGiveTheClisSplit) {
     EXPECT_FALSE(w.model()->scenario().deployment->llama_cpp.gpu_layers.has_value());
     EXPECT_EQ(d->gpuLayersField()->text(), "");
 
+    // auto: --fit's choice, as --gpu-layers auto; the slider shows where it put them.
+    d->gpuLayersField()->setText("auto");
+    emit d->gpuLayersField()->editingFinished();
+    EXPECT_TRUE(w.model()->scenario().deployment->llama_cpp.gpu_layers_auto);
+    EXPECT_EQ(d->gpuLayersField()->text(), "auto");
+    ASSERT_TRUE(w.model()->results().fit->offload);
+    EXPECT_EQ(d->gpuLayersSlider()->value(), static_cast<int>(w.model()->results().fit->offload->gpu_layers));
+    args = kCli;
+    args.insert(args.end(), {"--gpu-layers", "auto"});
+    EXPECT_EQ(cli_scenario(args).deployment->llama_cpp, w.model()->scenario().deployment->llama_cpp);
+
     // Refused text is marked and changes nothing; the saved count stays.
     d->gpuLayersField()->setText("12");
     emit d->gpuLayersField()->editingFinished();

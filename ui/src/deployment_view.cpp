@@ -201,7 +201,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                   "(kvscope-cli fit --mtp)."));
     marks_.add(gpu_layers_, {Field::gpu_layers},
                tr("-ngl: the layers llama.cpp puts on the GPU, of the blocks and the output layer (the output first, "
-                  "then the blocks from the last); the rest stay in host memory. Empty: all (--gpu-layers)."));
+                  "then the blocks from the last); the rest stay in host memory. Empty: all; auto: the most that leave "
+                  "llama.cpp's --fit target (1 GiB) free (--gpu-layers)."));
     marks_.add(ubatch_, {Field::ubatch},
                tr("n_ubatch: tokens in one graph of llama.cpp, which sizes its compute buffer and what sliding "
                   "layers keep. Empty: llama.cpp's 512 (--ubatch)."));
@@ -504,30 +505,38 @@ void DeploymentView::setGpuLayers(int n) {
     const std::optional<std::uint64_t> value =
         n >= layers_slider_->maximum() ? std::nullopt : std::optional<std::uint64_t>(static_cast<std::uint64_t>(n));
     typed_.remove(gpu_layers_);
-    if (value != model_->scenario().deployment->llama_cpp.gpu_layers)
-        model_->edit(tr("Change the layers on the GPU"),
-                     [value](Scenario& s) { s.deployment->llama_cpp.gpu_layers = value; });
+    applyGpuLayers(value, false);
+}
+
+void DeploymentView::applyGpuLayers(std::optional<std::uint64_t> value, bool automatic) {
+    const LlamaCppSettings& now = model_->scenario().deployment->llama_cpp;
+    if (value != now.gpu_layers || automatic != now.gpu_layers_auto)
+        model_->edit(tr("Change the layers on the GPU"), [value, automatic](Scenario& s) {
+            s.deployment->llama_cpp.gpu_layers = value;
+            s.deployment->llama_cpp.gpu_layers_auto = automatic;
+        });
     sync();
 }
 
 void DeploymentView::commitGpuLayers() {
     if (syncing_ || !model_->scenario().deployment) return;
     typed_.remove(gpu_layers_);
-    // Empty or "all": every layer (llama.cpp's -1); else a count, 0 keeping every layer in host memory.
+    // Empty or "all": every layer (llama.cpp's -1); "auto": as its --fit chooses; else a count, 0 keeping every layer
+    // in host memory.
     std::optional<std::uint64_t> value;
     const std::string text = gpu_layers_->text().trimmed().toLower().toStdString();
-    if (!text.empty() && text != "all") {
+    const bool automatic = text == "auto";
+    if (!text.empty() && text != "all" && !automatic) {
         auto n = parse_count(text, "GPU layers");
         if (n)
             value = *n;
         else
-            typed_.insert(gpu_layers_, tr("'%1' is not a number of layers: a count, or empty for all").arg(q(text)));
+            typed_.insert(gpu_layers_,
+                          tr("'%1' is not a number of layers: a count, auto, or empty for all").arg(q(text)));
     }
-    if (!typed_.contains(gpu_layers_)) gpu_layers_->setModified(false);
-    if (!typed_.contains(gpu_layers_) && value != model_->scenario().deployment->llama_cpp.gpu_layers)
-        model_->edit(tr("Change the layers on the GPU"),
-                     [value](Scenario& s) { s.deployment->llama_cpp.gpu_layers = value; });
-    sync();
+    if (typed_.contains(gpu_layers_)) return sync();
+    gpu_layers_->setModified(false);
+    applyGpuLayers(value, automatic);
 }
 
 void DeploymentView::dropTypedText() {
@@ -726,14 +735,20 @@ void DeploymentView::sync() {
         show(ubatch_, d.llama_cpp.ubatch > 0 ? q(format_count(d.llama_cpp.ubatch)) : QString());
         flash_attn_->setChecked(!d.llama_cpp.flash_attn_off);
         gpu_layers_->setPlaceholderText(tr("all (llama.cpp's default)"));
-        show(gpu_layers_, d.llama_cpp.gpu_layers ? q(format_count(*d.llama_cpp.gpu_layers)) : QString());
+        show(gpu_layers_, d.llama_cpp.gpu_layers_auto ? QStringLiteral("auto")
+                          : d.llama_cpp.gpu_layers    ? q(format_count(*d.llama_cpp.gpu_layers))
+                                                      : QString());
         {
             const QSignalBlocker quiet(layers_slider_);
             const auto total = static_cast<int>(std::min<std::uint64_t>(llama_cpp_total_layers(s.arch), 1u << 20));
             layers_slider_->setRange(0, total);
-            layers_slider_->setValue(static_cast<int>(
-                std::min<std::uint64_t>(d.llama_cpp.gpu_layers.value_or(static_cast<std::uint64_t>(total)),
-                                        static_cast<std::uint64_t>(total))));
+            // auto: where --fit put them, once the results have it.
+            const auto& fit = model_->results().fit;
+            const std::uint64_t chosen = d.llama_cpp.gpu_layers_auto && fit && fit->offload
+                                             ? fit->offload->gpu_layers
+                                             : d.llama_cpp.gpu_layers.value_or(static_cast<std::uint64_t>(total));
+            layers_slider_->setValue(
+                static_cast<int>(std::min<std::uint64_t>(chosen, static_cast<std::uint64_t>(total))));
         }
         // TensorRT-LLM's tokens per step; its profiling run's activations follow it unless the reserve is fixed.
         form_->setRowVisible(trtllm_tokens_, d.engine == Engine::tensorrt_llm);

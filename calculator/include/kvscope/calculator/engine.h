@@ -49,6 +49,9 @@ struct LlamaCppSettings {
     // -ngl: the layers on the GPU, of the blocks and the output layer (n_layer + 1); none given: all, llama.cpp's
     // default (-1, common/common.h). The split between the GPU and the host: offload.h.
     std::optional<std::uint64_t> gpu_layers;
+    // --gpu-layers auto: the most layers that leave llama.cpp's --fit-target free (its --fit, on by default since
+    // late 2025, when -ngl is not given); gpu_layers is then unset.
+    bool gpu_layers_auto = false;
     std::uint64_t cpu_moe_layers = 0;  // --n-cpu-moe N: the experts of the first N blocks stay in host memory
     bool no_kv_offload = false;        // --no-kv-offload: every layer's cache in host memory
     friend bool operator==(const LlamaCppSettings&, const LlamaCppSettings&) = default;

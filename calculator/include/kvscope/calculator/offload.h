@@ -31,6 +31,9 @@ std::string host_platform_ids();
 // The host memory taken when none is given: a desktop's two channels of DDR5-5600.
 constexpr std::string_view kDefaultHostPlatform = "ddr5-5600-2ch";
 
+// What llama.cpp's --fit leaves free on each device (common/common.h fit_params_target: 1,024 MiB).
+constexpr std::uint64_t kLlamaCppFitTargetBytes = 1024ull << 20;
+
 // The most layers llama.cpp takes: its blocks and the output layer.
 inline std::uint64_t llama_cpp_total_layers(const Architecture& arch) { return arch.layers + 1; }
 
@@ -56,6 +59,7 @@ struct Offload {
     double step_time_s = 0;
     double decode_tokens_per_s = 0;  // per sequence
     bool gpu_layers_given = false;   // -ngl given; else llama.cpp's default, every layer
+    bool gpu_layers_auto = false;    // chosen as llama.cpp's --fit does: the most that leave its target free
     bool most_fit_host = true;       // the host holds the rest at most_gpu_layers (or its RAM is not known)
     bool kv_offload = true;          // the cache lives with its layer (--no-kv-offload: all in host memory)
     bool fits_gpu = false, fits_host = true;

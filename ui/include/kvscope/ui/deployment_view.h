@@ -5,6 +5,8 @@
 
 #include <QWidget>
 
+#include <optional>
+
 #include "kvscope/ui/field_marks.h"
 
 class QCheckBox;
@@ -95,7 +97,9 @@ private:
     // A count whose empty text means the engine's default (`empty_means`, "llama.cpp's 512"), kept in the
     // deployment's `slot`: one undoable edit named `what`, or the field keeps its text and says what is wrong.
     void commitGpuLayers();
-    void setGpuLayers(int n);  // from the slider: its right end is all  // llama.cpp's -ngl, as --gpu-layers reads it
+    void setGpuLayers(int n);  // from the slider: its right end is all
+    void applyGpuLayers(std::optional<std::uint64_t> value,
+                        bool automatic);  // llama.cpp's -ngl, as --gpu-layers reads it
     void commitEngineCount(QLineEdit* field, const QString& what, const QString& empty_means,
                            std::uint64_t& (*slot)(Deployment&));
 
