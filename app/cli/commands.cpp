@@ -379,8 +379,11 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
                                                  : " (") +
                                 format_bytes(f->kv_bytes_per_gpu, u) + " KV cache + " +
                                 format_bytes(f->state_bytes_per_gpu, u) + " recurrent state)"},
-        {"verdict", f->fits
-                        ? "FITS with " + format_signed_bytes(f->headroom_bytes_per_gpu, u) + " to spare per GPU"
+        {"verdict", f->fits ? "FITS with " + format_signed_bytes(f->headroom_bytes_per_gpu, u) + " to spare per GPU"
+                    : f->offload && f->offload->host_short_bytes() > 0 && f->headroom_bytes_per_gpu >= 0
+                        ? "DOES NOT FIT: the host's RAM is short by " +
+                              format_bytes(f->offload->host_short_bytes(), u) + " (the GPU has " +
+                              format_signed_bytes(f->headroom_bytes_per_gpu, u) + " to spare)"
                         : "DOES NOT FIT: short by " + format_signed_bytes(-f->headroom_bytes_per_gpu, u) + " per GPU" +
                               (f->headroom_from_startup ? " at vLLM's start check (see the warning)" : "") +
                               (f->short_at_startup ? "; decoding alone would fit" : "")},

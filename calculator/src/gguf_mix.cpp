@@ -3,6 +3,7 @@
 // type_traits), applied to the tensors a model's shape gives, layer by layer.
 #include "kvscope/calculator/gguf_mix.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 
@@ -220,6 +221,11 @@ Result<LayerWeights> gguf_mix_weights(const Architecture& a, GgufMix mix) {
     std::uint64_t n_v = 0, i_v = 0;
     for (std::uint64_t l = 0; l < w.blocks.size(); ++l) n_v += a.layer(l).caches_kv() && !a.mla ? 1 : 0;
     const auto mats = a.gated_mlp ? 2u : 1u;  // gate and up, or up alone
+    // A published count above what the shape gives (a model whose MLP the description leaves out): the rest spread
+    // over the blocks in the base type, so that the total follows the published count as the plain formats do.
+    const std::uint64_t shape_total = estimate_parameters(a).total;
+    const std::uint64_t missing_per_block =
+        a.params_total > shape_total && !w.blocks.empty() ? (a.params_total - shape_total) / w.blocks.size() : 0;
     for (std::uint64_t l = 0; l < w.blocks.size(); ++l) {
         const LayerSpec s = a.layer(l);
         const LayerParameters p = layer_parameters(a, l);
@@ -276,6 +282,7 @@ Result<LayerWeights> gguf_mix_weights(const Architecture& a, GgufMix mix) {
         // projections): the mix's base type, in rows of the model's width.
         if (!p.total.overflow() && !named_params.overflow() && p.total.value() > named_params.value())
             bytes += tensor_bytes(base, H, Checked((p.total.value() - named_params.value()) / H));
+        bytes += tensor_bytes(base, H, Checked(missing_per_block / std::max<std::uint64_t>(H, 1)));
         if (bytes.overflow() || experts.overflow())
             return overflow_error(Field::weight_dtype, "the weights of layer " + std::to_string(l));
         w.blocks[l] = {bytes.value(), experts.value()};

@@ -105,6 +105,16 @@ TEST(GgufMix, GptOssExpertsInMxfp4AndARowNoBlockDividesFallsBack) {
     EXPECT_GT(*q4km, *mxfp4);
 }
 
+TEST(GgufMix, APublishedCountTheShapeDoesNotReachIsCountedInTheBaseType) {
+    // LFM2 700M's description leaves its MLP width out (the catalog gives its published 742 M parameters): the rest
+    // is counted in the base type, so the mix's total follows the count (LFM2-700M-Q4_K_M.gguf: 469 MB), never the
+    // shape's 240 M.
+    const Architecture a = Catalog::builtin().find_model("lfm2-700m")->model.arch;
+    auto bytes = gguf_mix_bytes(a, GgufMix::q4_k_m);
+    ASSERT_TRUE(bytes.ok()) << bytes.error_text();
+    EXPECT_NEAR(static_cast<double>(*bytes), 469e6, 469e6 * 0.10);
+}
+
 TEST(GgufMix, AScenarioKeepsItsMixAndTheReportsSayItIsAnEstimate) {
     Scenario s;
     s.arch = Catalog::builtin().find_model("llama-3.1-8b")->model.arch;

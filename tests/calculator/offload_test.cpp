@@ -222,6 +222,8 @@ TEST(Offload, ASplitsCapacityIsTheLongestContextBothMemoriesHold) {
     EXPECT_FALSE(f->fits);
     EXPECT_TRUE(f->offload->fits_gpu);
     EXPECT_FALSE(f->offload->fits_host);
+    EXPECT_EQ(f->offload->host_short_bytes(), f->offload->host_bytes - (1ull << 30));
+    EXPECT_GE(f->headroom_bytes_per_gpu, 0);  // the GPU's part fits: the verdict names the host's RAM
     EXPECT_TRUE(testing::contains_line(f->notes, "more than its RAM")) << testing::join(f->notes);
 }
 

@@ -804,6 +804,11 @@ void DeploymentView::refreshResults() {
     } else if (f.fits) {
         verdict_->setText(
             tr("Fits, with %1 to spare per GPU").arg(both_units(static_cast<std::uint64_t>(headroom), units)));
+    } else if (f.offload && f.offload->host_short_bytes() > 0 && headroom >= 0) {
+        // A split whose GPU part fits: it is the host's RAM that does not hold the rest.
+        verdict_->setText(tr("Does not fit: the host's RAM is short by %1 (the GPU has %2 to spare)")
+                              .arg(both_units(f.offload->host_short_bytes(), units),
+                                   q(format_bytes(static_cast<std::uint64_t>(headroom), units))));
     } else if (f.headroom_from_startup) {
         verdict_->setText((f.short_at_startup ? tr("Does not fit: short by %1 per GPU at vLLM's start check (see the "
                                                    "warning); decoding alone would fit")

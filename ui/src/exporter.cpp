@@ -274,10 +274,16 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
             for (const auto& w : warnings_and_not_exact(f.warnings, f.notes))
                 if (std::find(r.kv.warnings.begin(), r.kv.warnings.end(), w) == r.kv.warnings.end())
                     block(QObject::tr("Note: %1").arg(q(w)), 8, false, note_color);
+            const std::uint64_t host_short =
+                f.offload && f.headroom_bytes_per_gpu >= 0 ? f.offload->host_short_bytes() : 0;
             block((f.fits                    ? QObject::tr("Fits, %1 to spare per GPU")
+                   : host_short > 0          ? QObject::tr("Does not fit, the host's RAM short by %1")
                    : f.headroom_from_startup ? QObject::tr("Does not fit, short by %1 per GPU at vLLM's start check")
                                              : QObject::tr("Does not fit, short by %1 per GPU"))
-                          .arg(q(format_bytes(static_cast<std::uint64_t>(std::abs(f.headroom_bytes_per_gpu)), units))) +
+                          .arg(q(format_bytes(host_short > 0
+                                                  ? host_short
+                                                  : static_cast<std::uint64_t>(std::abs(f.headroom_bytes_per_gpu)),
+                                              units))) +
                       QObject::tr(" · max %1 at this context · max context %2 · decode floor %3")
                           .arg(q(format_count_of(f.max_batch, "sequence", "sequences")),
                                f.max_context_unbounded

@@ -67,6 +67,10 @@ struct Offload {
     std::vector<std::string> notes;
     [[nodiscard]] bool partial() const { return gpu_layers < total_layers; }
     [[nodiscard]] bool fits() const { return fits_gpu && fits_host; }
+    // What the host's part needs beyond its RAM (0 when it fits or the RAM is not known).
+    [[nodiscard]] std::uint64_t host_short_bytes() const {
+        return host_memory_bytes > 0 && host_bytes > host_memory_bytes ? host_bytes - host_memory_bytes : 0;
+    }
 };
 
 // llama.cpp's split of the model `model` (its weights) whose cache is `cache` (engine_architecture's layers, one
