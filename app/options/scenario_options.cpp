@@ -194,7 +194,10 @@ void apply_weights_options(const Options& o, Deployment& d, Errors& errors) {
     // Only float files: a quantized checkpoint in another format is no longer what its files hold (the estimate).
     std::optional<std::string> weights_path = o.weights;
     const char* weights_flag = "--weights";
-    if (!weights_path && o.weight_dtype && o.model_dir)
+    if (mix && o.weights)
+        errors.push_back({"--weights", "gives the weights' exact bytes, and --weight-dtype " + *o.weight_dtype +
+                                           " a GGUF mix's estimate: give one of them"});
+    if (!weights_path && o.weight_dtype && o.model_dir && !mix)
         if (const auto own = safetensors::read_weights(*o.model_dir); own && own->float_only() && own->bytes > 0) {
             weights_path = o.model_dir;
             weights_flag = "--model-dir";

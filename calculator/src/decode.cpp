@@ -124,7 +124,7 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
                                  stored, engine_parallelism(parallel, deployment.engine));
     if (!layout) return layout.errors();
     // A split model's cache and weights are each the whole model's, wherever their layers live.
-    const std::uint64_t weights = f.offload && f.offload->partial() ? f.weights_bytes : f.weights_bytes_per_gpu;
+    const std::uint64_t weights = f.offload && f.offload->splits() ? f.weights_bytes : f.weights_bytes_per_gpu;
     d.kv_exceeds_weights_at_tokens =
         context_where_kv_exceeds(*layout, stored, weights - f.draft_weights_bytes_per_gpu, KvScope::heaviest_gpu);
     return d;

@@ -467,7 +467,7 @@ private:
 
     // The most sequences, tokens and context the budget holds.
     void capacity() {
-        if (offload && offload->partial()) return split_capacity_of();
+        if (offload && offload->splits()) return split_capacity_of();
         const KvLayout& layout = *layout_or;
         const std::uint64_t budget_u = budget > 0 ? static_cast<std::uint64_t>(budget) : 0;
         // A sequence needs its KV cache and its recurrent state; both count against the budget.
@@ -514,11 +514,16 @@ private:
         const SplitCapacity c = split_capacity(model_arch, arch, kv_dtype, workload, fixed, cap, kBatchCap);
         r.max_context = c.max_context;
         r.max_context_limited_by_model = c.max_context == cap && arch.max_positions > 0;
+        // No max positions and no memory limit before the search's bound: no limit, never the bound as a figure.
+        r.max_context_unbounded = c.max_context == cap && arch.max_positions == 0;
         r.max_batch = c.max_batch;
-        const std::uint64_t per_token =
-            offload->kv_on_gpu_bytes / std::max<std::uint64_t>(1, workload.context_tokens * workload.batch);
-        const std::uint64_t budget_u = budget > 0 ? static_cast<std::uint64_t>(budget) : 0;
-        r.tokens_capacity = per_token > 0 ? budget_u / per_token : 0;
+        if (c.max_batch == kBatchCap)
+            r.notes.push_back(
+                "no memory limits the batch before " + format_count(kBatchCap) + " sequences" +
+                (offload->host_memory_bytes == 0 ? ": the host's RAM is not known (--host-memory)" : std::string()));
+        // The tokens both memories hold at this batch: the longest context's, every sequence.
+        const Checked tokens = Checked(r.max_context) * workload.batch;
+        r.tokens_capacity = tokens.overflow() ? std::numeric_limits<std::uint64_t>::max() : tokens.value();
     }
 
     // The split's own notes, and what to ask of llama.cpp when the model does not fit whole.

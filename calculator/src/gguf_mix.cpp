@@ -166,9 +166,12 @@ Ggml choose(GgufMix mix, Role role, std::uint64_t i, std::uint64_t n, const Arch
             if ((mix == GgufMix::iq4_nl || mix == GgufMix::iq4_xs) && i < n / 8) t = Ggml::q5_k;  // no imatrix
             return t;
         case Role::attn_output:
-            if (n_expert == 8 && mix != GgufMix::q3_k_l && mix != GgufMix::q5_k_s && mix != GgufMix::q5_k_m &&
-                mix != GgufMix::q6_k && mix != GgufMix::q8_0 && mix != GgufMix::q4_0)
-                return Ggml::q5_k;
+            // 8 experts: the listed mixes take q5_K, the others (Q3_K_L among them) keep their base type.
+            if (n_expert == 8)
+                return mix == GgufMix::q3_k_l || mix == GgufMix::q5_k_s || mix == GgufMix::q5_k_m ||
+                               mix == GgufMix::q6_k || mix == GgufMix::q8_0 || mix == GgufMix::q4_0
+                           ? t
+                           : Ggml::q5_k;
             if (mix == GgufMix::q2_k || mix == GgufMix::q3_k_m) return mix == GgufMix::q2_k ? Ggml::q3_k : Ggml::q4_k;
             if (mix == GgufMix::q3_k_l) return Ggml::q5_k;
             return t;
@@ -214,6 +217,7 @@ std::string gguf_mix_list() {
 
 Result<LayerWeights> gguf_mix_weights(const Architecture& a, GgufMix mix) {
     const std::uint64_t H = a.hidden_size;
+    if (H == 0) return FieldError{"hidden_size", "a GGUF mix needs the model's width (hidden_size): it is 0"};
     const Ggml base = info(mix).base;
     LayerWeights w;
     w.blocks.resize(a.layers <= kMaxLayers ? a.layers : 0);

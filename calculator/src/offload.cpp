@@ -95,7 +95,7 @@ Result<ModelLayers> model_layers(const Architecture& model, const Deployment& d)
         for (std::uint64_t i = 0; i < model.layers; ++i) {
             const LayerParameters lp = layer_parameters(model, i);
             m.blocks[i].weights = share(*stored, lp.total, whole);
-            m.blocks[i].experts = share(*stored, lp.experts, whole);
+            m.blocks[i].experts = std::min(share(*stored, lp.experts, whole), m.blocks[i].weights);
         }
         m.input = share(*stored, Checked(p.embedding), whole);
         Checked placed = Checked(m.input);
@@ -221,15 +221,18 @@ Result<Offload> evaluate(const Architecture& model, const Architecture& cache_ar
     o.total_layers = llama_cpp_total_layers(model);
     o.gpu_layers_given = d.llama_cpp.gpu_layers.has_value();
     o.gpu_layers_auto = d.llama_cpp.gpu_layers_auto && !o.gpu_layers_given;
-    o.gpu_layers = d.llama_cpp.gpu_layers.value_or(o.total_layers);
+    // llama.cpp takes at most every layer (act_gpu_layers = min(n_gpu_layers, n_layer + 1)): -ngl 99 is all.
+    const std::uint64_t asked = d.llama_cpp.gpu_layers.value_or(o.total_layers);
+    o.gpu_layers = std::min(asked, o.total_layers);
+    if (asked > o.total_layers)
+        o.notes.push_back("--gpu-layers " + format_count(asked) + " takes every layer: " + model.name + " has " +
+                          format_count(o.total_layers) + " (llama.cpp takes at most n_layer + 1)");
     o.cpu_moe_layers = d.llama_cpp.cpu_moe_layers;
     o.kv_offload = !d.llama_cpp.no_kv_offload;
     Errors errors;
-    if (o.gpu_layers > o.total_layers)
-        errors.push_back({Field::gpu_layers,
-                          "--gpu-layers is " + format_count(o.gpu_layers) + ", but " + model.name + " has " +
-                              format_count(o.total_layers) + " layers (" + format_count(model.layers) +
-                              " blocks and the output layer): at most " + format_count(o.total_layers) + ", or all"});
+    if (!d.host.id.empty() && find_host_platform(d.host.id) == nullptr)
+        errors.push_back({Field::host_bandwidth,
+                          "host '" + d.host.id + "' is not a host memory of the table: " + host_platform_ids()});
     if (o.cpu_moe_layers > 0 && !model.moe)
         errors.push_back(
             {Field::cpu_moe_layers, "--n-cpu-moe keeps experts in host memory, but " + model.name + " has no experts"});
@@ -320,7 +323,7 @@ Result<Offload> evaluate(const Architecture& model, const Architecture& cache_ar
         seconds(s.read_gpu, d.gpu.bandwidth_bytes_per_s) + seconds(s.read_host, o.host_bandwidth_bytes_per_s);
     o.decode_tokens_per_s = o.step_time_s > 0 ? 1.0 / o.step_time_s : 0;
 
-    if (o.partial() && !o.weights_exact)
+    if (o.splits() && !o.weights_exact)
         o.notes.emplace_back(
             layers->by_rule
                 ? "the weights are placed by layer as llama-quantize types them (" + gguf_mix_name(*d.gguf_mix) +
@@ -328,7 +331,7 @@ Result<Offload> evaluate(const Architecture& model, const Architecture& cache_ar
                       "total, a layer's bytes off by one tensor's"
                 : "not exact: the weights are placed by layer in the shares of the parameters each layer has (a "
                   "GGUF's tensors give them exactly)");
-    if (o.partial())
+    if (o.splits())
         o.notes.emplace_back(
             "not exact: the host's compute buffer is the largest of the stages it runs (src/llama-context.cpp "
             "reserves it from the graph it builds)");

@@ -115,6 +115,12 @@ TEST(GgufMix, APublishedCountTheShapeDoesNotReachIsCountedInTheBaseType) {
     EXPECT_NEAR(static_cast<double>(*bytes), 469e6, 469e6 * 0.10);
 }
 
+TEST(GgufMix, AModelWithoutAWidthIsAnErrorNamingIt) {
+    Architecture a = Catalog::builtin().find_model("qwen3-next-80b-a3b")->model.arch;
+    a.hidden_size = 0;
+    EXPECT_FIELD_ERROR(gguf_mix_weights(a, GgufMix::q4_k_m), "hidden_size", "width");
+}
+
 TEST(GgufMix, AScenarioKeepsItsMixAndTheReportsSayItIsAnEstimate) {
     Scenario s;
     s.arch = Catalog::builtin().find_model("llama-3.1-8b")->model.arch;

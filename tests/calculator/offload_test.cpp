@@ -227,6 +227,33 @@ TEST(Offload, ASplitsCapacityIsTheLongestContextBothMemoriesHold) {
     EXPECT_TRUE(testing::contains_line(f->notes, "more than its RAM")) << testing::join(f->notes);
 }
 
+TEST(Offload, TheCacheInHostMemoryIsHeldByTheHostsRamAndAStateModelHasNoContextLimit) {
+    // --no-kv-offload with every layer on the GPU: the longest context is the host's to hold.
+    const Architecture a = Catalog::builtin().find_model("llama-3.1-8b")->model.arch;
+    Deployment d = llama_cpp_gpu("rtx-4090");
+    d.gguf_mix = GgufMix::q4_k_m;
+    d.llama_cpp.no_kv_offload = true;
+    d.host.memory_bytes = 16ull << 30;
+    Workload w{.context_tokens = 32768, .batch = 1};
+    auto f = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(f.ok() && f->offload) << f.error_text();
+    EXPECT_EQ(f->offload->kv_on_gpu_bytes, 0u);
+    ASSERT_LT(f->max_context, a.max_positions);
+    w.context_tokens = f->max_context;
+    EXPECT_TRUE(fit(a, KvDtype::fp16, w, {}, d)->fits);
+    w.context_tokens = f->max_context + 1;
+    auto over = fit(a, KvDtype::fp16, w, {}, d);
+    EXPECT_FALSE(over->fits);
+    EXPECT_GT(over->offload->host_short_bytes(), 0u);
+    // A state-space model split: no context limit, never the search's bound as a figure.
+    const Architecture mamba = Catalog::builtin().find_model("mamba-codestral-7b")->model.arch;
+    Deployment m = llama_cpp_gpu("rtx-4060-ti-16gb");
+    m.llama_cpp.gpu_layers = 10;
+    auto g = fit(mamba, KvDtype::fp16, {.context_tokens = 8192, .batch = 1}, {}, m);
+    ASSERT_TRUE(g.ok()) << g.error_text();
+    EXPECT_TRUE(g->max_context_unbounded);
+}
+
 TEST(Offload, ExpertsOnTheCpuAndTheCacheInHostMemory) {
     const Architecture a = Catalog::builtin().find_model("qwen3-30b-a3b")->model.arch;
     ASSERT_TRUE(a.moe.has_value());
@@ -251,12 +278,21 @@ TEST(Offload, ExpertsOnTheCpuAndTheCacheInHostMemory) {
     EXPECT_EQ(kv_host.weights_gpu_bytes, whole.weights_gpu_bytes);
 }
 
-TEST(Offload, AskingForMoreLayersThanTheModelHasNamesTheField) {
+TEST(Offload, MoreLayersThanTheModelHasAreAllOfThemAndBadSettingsNameTheirField) {
     const Architecture a = Catalog::builtin().find_model("llama-3.1-8b")->model.arch;
     Deployment d = llama_cpp_gpu("rtx-4090");
-    d.llama_cpp.gpu_layers = 34;
+    // -ngl 99, the common idiom: llama.cpp takes at most n_layer + 1 (act_gpu_layers), and says so here.
+    d.llama_cpp.gpu_layers = 99;
     const Workload w{.context_tokens = 8192, .batch = 1};
-    EXPECT_FIELD_ERROR(fit(a, KvDtype::fp16, w, {}, d), "gpu_layers", "at most 33, or all");
+    auto all = fit(a, KvDtype::fp16, w, {}, d);
+    ASSERT_TRUE(all.ok()) << all.error_text();
+    EXPECT_EQ(all->offload->gpu_layers, 33u);
+    EXPECT_FALSE(all->offload->partial());
+    EXPECT_TRUE(testing::contains_line(all->notes, "--gpu-layers 99 takes every layer")) << testing::join(all->notes);
+    // A host memory not in the table (a scenario file edited by hand).
+    d.host.id = "ddr9";
+    EXPECT_FIELD_ERROR(fit(a, KvDtype::fp16, w, {}, d), "host_bandwidth", "'ddr9' is not a host memory");
+    d.host.id.clear();
     d.llama_cpp.gpu_layers = 33;
     d.llama_cpp.cpu_moe_layers = 2;
     EXPECT_FIELD_ERROR(fit(a, KvDtype::fp16, w, {}, d), "cpu_moe_layers", "has no experts");

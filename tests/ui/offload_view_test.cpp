@@ -103,10 +103,11 @@ TEST(OffloadView, TheLayersFieldAndSliderGiveTheClisSplit) {
     emit d->gpuLayersField()->editingFinished();
     EXPECT_EQ(w.model()->scenario().deployment->llama_cpp.gpu_layers, 12u);
     EXPECT_FALSE(d->unaccepted().isEmpty());
-    // More layers than the model has: the calculator's error names the field, the last results stay.
+    // More layers than the model has: every layer, as llama.cpp takes -ngl 99.
     d->gpuLayersField()->setText("70");
     emit d->gpuLayersField()->editingFinished();
-    EXPECT_FALSE(w.model()->errors().empty());
+    EXPECT_TRUE(w.model()->errors().empty());
+    EXPECT_EQ(w.model()->results().fit->offload->gpu_layers, 65u);
 
     // Another engine hides the row and drops the RAM bar.
     w.model()->edit("vllm", [](Scenario& s) {

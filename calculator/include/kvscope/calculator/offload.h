@@ -66,6 +66,8 @@ struct Offload {
     bool weights_exact = false;  // by layer from the GGUF's tensors, else the parameter count's shares
     std::vector<std::string> notes;
     [[nodiscard]] bool partial() const { return gpu_layers < total_layers; }
+    // Anything of a layer in host memory beside the token embedding: layers, experts or the cache.
+    [[nodiscard]] bool splits() const { return partial() || cpu_moe_layers > 0 || !kv_offload; }
     [[nodiscard]] bool fits() const { return fits_gpu && fits_host; }
     // What the host's part needs beyond its RAM (0 when it fits or the RAM is not known).
     [[nodiscard]] std::uint64_t host_short_bytes() const {
