@@ -32,9 +32,7 @@ constexpr std::uint64_t kMaxTargetHidden = 1ull << 20;
 
 std::uint64_t minus(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; }
 
-std::uint64_t value_of(const Checked& c) {
-    return c.overflow() ? std::numeric_limits<std::uint64_t>::max() : c.value();
-}
+std::uint64_t value_of(const Checked& c) { return c.saturated(); }
 
 FieldError draft_error(const DraftModel& d, const std::string& message) {
     return {Field::draft, "the draft '" + d.name + "' " + message};

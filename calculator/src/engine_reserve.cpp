@@ -40,9 +40,7 @@ LlamaCppGraph llama_cpp_graph(const Architecture& arch, std::uint64_t context_to
         const bool windowed = (s.kind == LayerKind::sliding || s.kind == LayerKind::chunked) && s.window > 0;
         n_kv = std::max(n_kv, windowed ? std::min(n_ctx, s.window) : n_ctx);
     }
-    const auto bytes = [](const Checked& c) {
-        return c.overflow() ? std::numeric_limits<std::uint64_t>::max() : c.value();
-    };
+    const auto bytes = [](const Checked& c) { return c.saturated(); };
     LlamaCppGraph g;
     g.output = bytes(Checked(4) * n_tokens * (Checked(arch.vocab_size) + arch.hidden_size));
     g.hidden = bytes(Checked(4) * n_tokens * Checked(4) * arch.hidden_size);
@@ -84,7 +82,7 @@ std::uint64_t widest_intermediate(const Architecture& arch) {
     const MoeDims& m = *arch.moe;
     const Checked experts = (Checked(m.experts_per_token) + m.shared_experts) * m.expert_intermediate_size;
     const bool dense_layers = m.dense_layers > 0 || m.period > 1;
-    const std::uint64_t width = experts.overflow() ? std::numeric_limits<std::uint64_t>::max() : experts.value();
+    const std::uint64_t width = experts.saturated();
     return std::max(dense_layers ? arch.intermediate_size : 0, width);
 }
 

@@ -432,7 +432,7 @@ private:
         if (r.engine_pages && r.engine_pages->window > 0 && budget > 0) {
             const std::uint64_t chunk = vllm_batch(workload, d).max_num_batched_tokens;
             const Checked start = r.engine_pages->startup_bytes(workload.context_tokens, chunk);
-            r.startup_bytes_per_gpu = start.overflow() ? std::numeric_limits<std::uint64_t>::max() : start.value();
+            r.startup_bytes_per_gpu = start.saturated();
             startup_limit =
                 r.engine_pages->startup_max_tokens(budget > 0 ? static_cast<std::uint64_t>(budget) : 0, chunk);
             const i128 start_need = r.startup_bytes_per_gpu;
@@ -523,7 +523,7 @@ private:
                 (offload->host_memory_bytes == 0 ? ": the host's RAM is not known (--host-memory)" : std::string()));
         // The tokens both memories hold at this batch: the longest context's, every sequence.
         const Checked tokens = Checked(r.max_context) * workload.batch;
-        r.tokens_capacity = tokens.overflow() ? std::numeric_limits<std::uint64_t>::max() : tokens.value();
+        r.tokens_capacity = tokens.saturated();
     }
 
     // The split's own notes, and what to ask of llama.cpp when the model does not fit whole.

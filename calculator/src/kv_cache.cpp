@@ -185,7 +185,7 @@ Result<KvLayout> KvLayout::make(const Architecture& arch, KvDtype dtype, const W
 
 std::uint64_t KvLayout::stored_tokens(std::uint64_t window, std::uint64_t tokens) const {
     const Checked rounded = round_up(kept_tokens(window, tokens), block_);
-    return rounded.overflow() ? std::numeric_limits<std::uint64_t>::max() : rounded.value();
+    return rounded.saturated();
 }
 
 Checked KvLayout::stage_bytes_per_sequence(std::size_t stage, std::uint64_t tokens, Memory what) const {

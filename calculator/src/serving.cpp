@@ -95,7 +95,7 @@ std::string page_groups(const HybridPages& h, std::uint64_t budget, ServingSetup
     st.groups.chunked = h.chunked;
     st.groups.state_blocks = 1 + h.speculative_blocks;
     const Checked worst = h.bytes_per_sequence(st.max_model_len);
-    st.worst_case_bytes_per_sequence = worst.overflow() ? std::numeric_limits<std::uint64_t>::max() : worst.value();
+    st.worst_case_bytes_per_sequence = worst.saturated();
     const auto groups = [](std::uint64_t n, const std::string& what) {
         return std::to_string(n) + " " + what + (n == 1 ? " group" : " groups");
     };

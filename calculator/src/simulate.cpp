@@ -81,7 +81,7 @@ private:
                                                          : ceil_div(w - 1 + chunk, b) + 1;
         const Checked n = Checked(groups_.full) * blocks + Checked(groups_.sliding) * std::min(blocks, windowed) +
                           Checked(groups_.state) * groups_.state_blocks;
-        return n.overflow() ? std::numeric_limits<std::uint64_t>::max() : n.value();
+        return n.saturated();
     }
     // A request's block list in group `g` (full groups first, then the windowed ones, then the states').
     static std::vector<std::uint32_t>& list(Req& r, std::uint64_t g) { return g == 0 ? r.blocks : r.more[g - 1]; }
@@ -459,7 +459,7 @@ Result<SimulationReport> simulate_serving(const std::vector<TrafficRequest>& req
             ? Checked(settings.worst_case_bytes_per_sequence)
             : Checked(ceil_div(settings.max_model_len, settings.block_size)) * settings.bytes_per_block;
     const Checked worst = Checked(r.max_running) * per_sequence;
-    r.kv_worst_case_bytes_per_gpu = worst.overflow() ? std::numeric_limits<std::uint64_t>::max() : worst.value();
+    r.kv_worst_case_bytes_per_gpu = worst.saturated();
     if (worst.overflow()) r.warnings.emplace_back("the worst case passes 2^64 bytes; its figure is that limit");
     if (r.duration_s > 0 && r.kv_budget_blocks > 0)
         r.kv_mean_used_fraction = sim.stats.used_blocks_area / r.duration_s / static_cast<double>(r.kv_budget_blocks);
@@ -470,7 +470,7 @@ Result<SimulationReport> simulate_serving(const std::vector<TrafficRequest>& req
     // Many requests each referencing a long shared prompt can count past 2^64 bytes: saturated, never wrapped.
     const auto bytes_of = [&](std::uint64_t blocks) {
         const Checked b = Checked(blocks) * settings.bytes_per_block;
-        return b.overflow() ? std::numeric_limits<std::uint64_t>::max() : b.value();
+        return b.saturated();
     };
     r.prefix_saved_peak_bytes_per_gpu = bytes_of(sim.stats.peak_saved_blocks);
     if (r.duration_s > 0)

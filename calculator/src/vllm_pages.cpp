@@ -35,8 +35,7 @@ struct StartBlocks {
 };
 StartBlocks start_blocks(const HybridPages& h, std::uint64_t batched_tokens) {
     const Checked tokens = Checked(h.chunked ? h.window : h.window - 1) + batched_tokens;
-    return {ceil_div(tokens.overflow() ? std::numeric_limits<std::uint64_t>::max() : tokens.value(), h.attention_block),
-            h.chunked ? 0u : 1u};
+    return {ceil_div(tokens.saturated(), h.attention_block), h.chunked ? 0u : 1u};
 }
 
 }  // namespace

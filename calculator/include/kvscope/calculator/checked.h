@@ -20,6 +20,10 @@ public:
 
     [[nodiscard]] constexpr bool overflow() const { return overflow_; }
     [[nodiscard]] constexpr std::uint64_t value() const { return value_; }
+    // The value, or the largest a byte count can be when it overflowed: for figures that saturate rather than fail.
+    [[nodiscard]] constexpr std::uint64_t saturated() const {
+        return overflow_ ? std::numeric_limits<std::uint64_t>::max() : value_;
+    }
 
     friend constexpr Checked operator*(Checked a, Checked b) {
         if (a.overflow_ || b.overflow_) return overflowed();
