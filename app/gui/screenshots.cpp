@@ -510,6 +510,15 @@ bool render_deployments(const Catalog& catalog, ui::MainWindow& window, const QD
     });
     window.statusBar()->clearMessage();
     ok &= save(&window, dir.filePath("layer-offload-fit.png"));
+    // The same model under Ollama on a 24 GB card at its default context: its batch, and llama.cpp's --fit layers.
+    deploy("qwen3-32b", 32768, 1, "rtx-4090", 1, [](Deployment& d) {
+        d.engine = Engine::ollama;
+        d.fraction = default_fraction(Engine::ollama);
+        d.gguf_mix = GgufMix::q4_k_m;
+        d.host.memory_bytes = 64'000'000'000;
+    });
+    window.statusBar()->clearMessage();
+    ok &= save(&window, dir.filePath("ollama-fit.png"));
     window.tabs()->setCurrentIndex(ui::MainWindow::OverviewTab);
     return ok;
 }

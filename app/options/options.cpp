@@ -246,7 +246,7 @@ const std::vector<Declared>& declared() {
          "~/.config/kvscope)",
          text(&Options::data_dir)},
         {"--context", "N", S::workload, kScenario,
-         "tokens per sequence: 8192, 8k (= 8192), 128k, 1M; default 8k or the model's max",
+         "tokens per sequence: 8192, 8k (= 8192), 128k, 1M; default 8k or the model's max (Ollama's for its GPU)",
          parsed(&Options::context, parse_token_count), 0, "", Field::context_tokens},
         {"--batch", "N", S::workload, kScenario & ~kSimulate, "concurrent sequences (default 1)",
          parsed(&Options::batch, parse_count), kSimulate,

@@ -12,6 +12,7 @@
 #include "kvscope/calculator/local_models.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/offload.h"
+#include "kvscope/calculator/ollama.h"
 #include "kvscope/calculator/safetensors.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/calculator/tables.h"
@@ -461,6 +462,19 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
             s.model_weights = ModelWeights{.dtype = *w, .exact_bytes = 0, .source = {}, .engine = {}, .quant = {}};
     } else if (o.command_id == Command::fit || o.command_id == Command::plan || names_deployment(o)) {
         apply_deployment_options(o, catalog, s, errors);
+        // Ollama's own num_ctx for the GPUs' memory where no context is given (server/routes.go), as it would run.
+        if (!o.context && s.deployment && s.deployment->engine == Engine::ollama) {
+            const Deployment& d = *s.deployment;
+            const std::uint64_t vram = (Checked(d.gpu.memory_bytes) * d.gpu_count).saturated();
+            const std::uint64_t num_ctx = ollama_default_context(vram);
+            s.workload.context_tokens = ollama_model_context(num_ctx, s.arch);
+            source.notes.push_back("the context is Ollama's default num_ctx for " + format_bytes(vram) +
+                                   " of GPU memory: " + format_count(num_ctx) +
+                                   (s.workload.context_tokens < num_ctx
+                                        ? ", no longer than the model's " + format_count(s.workload.context_tokens)
+                                        : std::string()) +
+                                   " (server/routes.go; --context sets num_ctx)");
+        }
     }
     if (!errors.empty()) return errors;
     return s;

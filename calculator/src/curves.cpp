@@ -90,7 +90,7 @@ Result<Curves> kv_curves(const Architecture& arch, KvDtype dtype, const Workload
 Result<std::optional<Curve>> allocated_curve(const Architecture& arch, KvDtype dtype, const Workload& workload,
                                              const Parallelism& parallel, const Deployment& deployment,
                                              const FitReport& fit, const Curves& curves) {
-    auto cache = fit_cache_architecture(arch, deployment);
+    auto cache = fit_cache_architecture(arch, deployment, fit);
     if (!cache) return cache.errors();
     const Workload w = engine_workload(workload, deployment, *cache);
     auto layout = KvLayout::make(*cache, dtype, w, engine_parallelism(parallel, deployment.engine));

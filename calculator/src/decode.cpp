@@ -120,8 +120,9 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
 
     // Smallest context where the cache on a GPU outweighs that GPU's share of the weights.
     const Workload stored = engine_workload(workload, deployment, arch);  // as the fit stored it
-    auto layout = KvLayout::make(engine_architecture(arch, deployment.engine, llama_cpp_ubatch(deployment)), kv_dtype,
-                                 stored, engine_parallelism(parallel, deployment.engine));
+    auto layout = KvLayout::make(
+        engine_architecture(arch, deployment.engine, f.ubatch > 0 ? f.ubatch : llama_cpp_ubatch(deployment)), kv_dtype,
+        stored, engine_parallelism(parallel, deployment.engine));
     if (!layout) return layout.errors();
     // A split model's cache and weights are each the whole model's, wherever their layers live.
     const std::uint64_t weights = f.offload && f.offload->splits() ? f.weights_bytes : f.weights_bytes_per_gpu;

@@ -11,7 +11,7 @@ DraftModel draft_from_model(const ImportedModel& model, std::string name, std::o
     d.arch = model.arch;
     d.draft_vocab = model.draft_vocab_size;
     d.target_hidden = model.target_hidden_size;
-    if (model.engine == Engine::llama_cpp) d.weights_bytes_exact = model.weights_bytes;  // a GGUF's tensors
+    if (model.engine && runs_llama_cpp(*model.engine)) d.weights_bytes_exact = model.weights_bytes;  // a GGUF's tensors
     d.quant = model.weight_quant;
     if (method) {
         d.method = *method;

@@ -28,6 +28,8 @@ constexpr std::array<EngineInfo, kEngineCount> kEngines{{
      "(total - weights - profiling-run peak - memory outside torch) x free_gpu_memory_fraction"},
     {Engine::llama_cpp, "llama.cpp", 1.0,
      "total - weights - compute buffers - runtime overhead; one contiguous cache for n_ctx", false},
+    {Engine::ollama, "ollama", 1.0,
+     "llama.cpp as Ollama starts it: num_ctx by VRAM, its batch by context, the layers by llama.cpp's --fit", false},
     {Engine::plain, "plain", 1.0, "total - weights - activation reserve - runtime overhead", false},
 }};
 static_assert(lists_in_order(kEngines, [](const EngineInfo& e) { return e.engine; }),

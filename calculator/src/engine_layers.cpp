@@ -28,7 +28,7 @@ bool vllm_keeps_full_context(const Deployment& d, const Architecture& cache_arch
 
 Workload engine_workload(const Workload& workload, const Deployment& d, const Architecture& cache_arch) {
     Workload w = workload;
-    if (d.engine == Engine::llama_cpp) w.block_size = 1;
+    if (runs_llama_cpp(d.engine)) w.block_size = 1;
     if (vllm_keeps_full_context(d, cache_arch) || sglang_keeps_full_context(d, cache_arch)) w.full_window = true;
     return w;
 }
@@ -53,7 +53,7 @@ Parallelism engine_parallelism(const Parallelism& parallel, Engine engine) {
 }
 
 Architecture engine_architecture(const Architecture& arch, Engine engine, std::uint64_t ubatch) {
-    if (engine != Engine::llama_cpp) return arch;
+    if (!runs_llama_cpp(engine)) return arch;
     // llama.cpp keeps a sliding (or chunked) layer's window and one micro-batch more, padded to 256 tokens, per
     // sequence (src/llama-kv-cache-iswa.cpp: size_swa = min(n_ctx, GGML_PAD(n_swa + n_ubatch, 256)) for each
     // sequence's stream; common/common.h: n_ubatch = 512).

@@ -257,7 +257,7 @@ EngineReserve engine_reserve(const Architecture& model_arch, const Workload& wor
             "where a published log measured 0.85 GiB) and the memory outside torch is the runtime overhead "
             "(512 MiB unless --overhead); a TensorRT engine (--backend tensorrt) also holds its execution context "
             "and decoder buffers: --reserve replaces the activations with a figure that counts them");
-    } else if (d.engine == Engine::llama_cpp && !d.fixed_reserve) {
+    } else if (runs_llama_cpp(d.engine) && !d.fixed_reserve) {
         // llama.cpp reserves its compute buffer when it makes the context (a draft model's context has its own).
         out.estimated = true;
         const bool fa = !d.llama_cpp.flash_attn_off;
@@ -296,7 +296,7 @@ EngineReserve engine_reserve(const Architecture& model_arch, const Workload& wor
                                          d.vllm.enforce_eager || d.vllm.version_minor > 0))
             idle.emplace_back("vLLM's batch limits, CUDA graphs and version");
         if (d.engine == Engine::tensorrt_llm && d.tensorrt_llm.max_num_tokens > 0) idle.emplace_back("max_num_tokens");
-        if (d.engine == Engine::llama_cpp && d.llama_cpp.flash_attn_off) idle.emplace_back("flash attention");
+        if (runs_llama_cpp(d.engine) && d.llama_cpp.flash_attn_off) idle.emplace_back("flash attention");
         for (const std::string& setting : idle)
             out.notes.push_back("the reserve is fixed (--reserve): it is not derived from " + setting + " given");
     }

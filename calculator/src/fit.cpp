@@ -11,6 +11,7 @@
 #include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/numbers.h"
+#include "kvscope/calculator/ollama.h"
 #include "kvscope/calculator/parameters.h"
 #include "kvscope/calculator/units.h"
 #include "kvscope/calculator/vllm_pages.h"
@@ -36,7 +37,7 @@ struct ServedLayers {
 // What llama.cpp does not do that the inputs ask of it, each said as a figure that is not llama.cpp's.
 std::vector<std::string> llama_cpp_warnings(const Deployment& d, const Parallelism& parallel) {
     std::vector<std::string> out;
-    if (d.engine != Engine::llama_cpp) return out;
+    if (!runs_llama_cpp(d.engine)) return out;
     // ggml's weight types (ggml/include/ggml.h enum ggml_type): f32, f16, bf16, the q*/iq* blocks, mxfp4; no fp8,
     // and no plain int8 or int4 format for a model's weights.
     const KvDtype w = d.weight_dtype;
@@ -71,6 +72,14 @@ Result<ServedLayers> served_layers(const Architecture& checkpoint, const Deploym
 
 struct Done {};  // a stage that succeeded
 
+// The deployment as its engine starts it, for the model served and the workload (ollama.h).
+EngineLaunch launch_of(const Deployment& d, const ServedLayers& served, const Workload& workload,
+                       const Parallelism& parallel) {
+    if (d.engine != Engine::ollama) return {d, {}};
+    const auto weights = stored_weights_bytes(served.model, d);
+    return engine_launch(d, served.model, workload, weights ? *weights : 0, parallel.gpus());
+}
+
 class FitStages {
 public:
     FitStages(const Architecture& checkpoint_in, KvDtype kv_dtype_in, const Workload& workload_given,
@@ -79,14 +88,15 @@ public:
           kv_dtype(kv_dtype_in),
           workload_in(workload_given),
           parallel_in(parallel_given),
-          d(deployment),
+          launch(launch_of(deployment, served_in, workload_given, parallel_given)),
+          d(launch.deployment),
           parallel(engine_parallelism(parallel_given, deployment.engine)),  // its pipeline stages' layers
           served(std::move(served_in)),
           model_arch(served.model),
           cache_arch(&served.cache),
-          workload(engine_workload(workload_given, deployment, served.cache)),
-          ubatch(llama_cpp_ubatch(deployment)),
-          arch(engine_architecture(served.cache, deployment.engine, ubatch)),
+          workload(engine_workload(workload_given, d, served.cache)),
+          ubatch(llama_cpp_ubatch(d)),
+          arch(engine_architecture(served.cache, d.engine, ubatch)),
           gpus(parallel.gpus()) {}
 
     // It points into its own served layers: never copied or moved.
@@ -107,6 +117,8 @@ public:
 private:
     // How the engine keeps the layers, said where it is not what kvscope-cli kv counts.
     void engine_notes() {
+        r.notes.insert(r.notes.end(), launch.notes.begin(), launch.notes.end());
+        if (runs_llama_cpp(d.engine)) r.ubatch = ubatch;
         if (workload.block_size != workload_in.block_size)
             r.notes.emplace_back("llama.cpp keeps one contiguous cache: the block size is taken as 1");
         if (arch.layer_specs != cache_arch->layer_specs && !workload.full_window) {
@@ -259,7 +271,7 @@ private:
     Result<Done> split() {
         const LlamaCppSettings& s = d.llama_cpp;
         const bool asked = s.gpu_layers || s.gpu_layers_auto || s.cpu_moe_layers > 0 || s.no_kv_offload;
-        if (d.engine != Engine::llama_cpp) {
+        if (!runs_llama_cpp(d.engine)) {
             if (asked)
                 r.notes.push_back("--gpu-layers, --n-cpu-moe and --no-kv-offload are llama.cpp's: " +
                                   std::string(to_string(d.engine)) + " keeps every layer on the GPU");
@@ -381,6 +393,7 @@ private:
         switch (d.engine) {
             case Engine::vllm:
             case Engine::llama_cpp:
+            case Engine::ollama:
             case Engine::plain:
                 budget = scale(mem, fraction) - w - reserve;
                 unused = mem - scale(mem, fraction);
@@ -538,8 +551,11 @@ private:
                 "--gpu-layers auto: " + format_count(o.gpu_layers) + " of " + format_count(o.total_layers) +
                 " layers leave llama.cpp's --fit target (" + format_bytes(kLlamaCppFitTargetBytes) +
                 ") free (common/common.h fit_params_target; --fit is on by default when -ngl is not given); not "
-                "modelled: --fit also lowers a context it was not given (to 4,096 at the least) and moves experts to "
-                "the CPU before whole layers");
+                "modelled: --fit " +
+                (d.engine == Engine::ollama ? std::string("keeps the context Ollama gives it (-c), but ")
+                                            : std::string("also lowers a context it was not given (to 4,096 at the "
+                                                          "least) and ")) +
+                "moves experts to the CPU before whole layers");
         if (!o.fits_gpu && o.most_gpu_layers > 0 && !o.gpu_layers_auto)
             r.notes.push_back("--gpu-layers " + format_count(o.most_gpu_layers) +
                               " fits the GPU: " + format_count(o.most_gpu_layers) + " of " +
@@ -709,7 +725,7 @@ private:
             r.notes.emplace_back(
                 "not exact: the reserve is the model's profile run; the draft's own run and CUDA graphs are not "
                 "counted (vllm/v1/worker/gpu_model_runner.py runs the drafter in its dummy run)");
-        if (d.engine == Engine::llama_cpp && dm.method != DraftMethod::draft_model)
+        if (runs_llama_cpp(d.engine) && dm.method != DraftMethod::draft_model)
             r.notes.push_back("llama.cpp serves a separate draft model (llama-server -md); the " +
                               std::string(to_string(dm.method)) + " method is vLLM's and SGLang's");
         if (dm.method == DraftMethod::draft_model && dm.arch.vocab_size != checkpoint.vocab_size &&
@@ -724,6 +740,7 @@ private:
     const KvDtype kv_dtype;
     const Workload& workload_in;
     const Parallelism& parallel_in;
+    const EngineLaunch launch;  // the deployment as its engine starts it (Ollama's settings for llama.cpp)
     const Deployment& d;
     const Parallelism parallel;
     const ServedLayers served;
@@ -745,10 +762,10 @@ private:
 
 }  // namespace
 
-Result<Architecture> fit_cache_architecture(const Architecture& checkpoint, const Deployment& d) {
+Result<Architecture> fit_cache_architecture(const Architecture& checkpoint, const Deployment& d, const FitReport& fit) {
     auto served = served_layers(checkpoint, d);
     if (!served) return served.errors();
-    return engine_architecture(served->cache, d.engine, llama_cpp_ubatch(d));
+    return engine_architecture(served->cache, d.engine, fit.ubatch > 0 ? fit.ubatch : llama_cpp_ubatch(d));
 }
 
 Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Workload& workload_in,

@@ -346,6 +346,8 @@ Result<ImportedModel> import_local_model(const LocalModel& model) {
         // An Ollama blob is named by its digest: the model's name is what Ollama calls it.
         std::string& name = imported.value().arch.name;
         if (name.empty() || name.starts_with("sha256-")) name = model.id;
+        // A model of Ollama's store is run by Ollama: its rules, not llama-server's defaults (ollama.h).
+        if (model.store == LocalStore::ollama) imported.value().engine = Engine::ollama;
     }
     return imported;
 }

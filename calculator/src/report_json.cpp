@@ -225,9 +225,9 @@ void weights_and_engine_settings(const Scenario& s, Value& o, const FitReport* f
                           ? Value::string(std::string(to_string(*dep.gguf_mix)))
                           : Value());
     if (dep.engine == Engine::vllm) o.set("vllm", vllm_settings_json(s));
-    if (dep.engine == Engine::llama_cpp) {
+    if (runs_llama_cpp(dep.engine)) {
         Value l = Value::object();
-        l.set("ubatch", Value::number(llama_cpp_ubatch(dep)));
+        l.set("ubatch", Value::number(f && f->ubatch > 0 ? f->ubatch : llama_cpp_ubatch(dep)));
         l.set("flash_attn", Value::boolean(!dep.llama_cpp.flash_attn_off));
         l.set("fixed_reserve", Value::boolean(dep.fixed_reserve));
         o.set("llama_cpp", std::move(l));
@@ -336,6 +336,7 @@ Value offload_json(const std::optional<Offload>& o) {
 template <class V>
 void fit_members(const FitReport& f, V& v) {
     v.elsewhere(f.engine, "engine: the deployment's");
+    v.elsewhere(f.ubatch, "llama_cpp.ubatch");
     v.elsewhere(f.gpus, "gpu_count: the deployment's");
     v.elsewhere(f.fraction, "utilization, beside the deployment's keys");
     v.elsewhere(f.weights_quant, "weight_quantization.scheme");

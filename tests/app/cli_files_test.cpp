@@ -191,6 +191,22 @@ TEST(Cli, TheFilesUsersHaveGgufModelFoldersSafetensorsAndLocalCaches) {
     EXPECT_EQ(kv_bytes(cli("kv --model llama3:8b --context 8k --json", env)), catalog);
     EXPECT_EQ(kv_bytes(cli("kv --model lmstudio-community/Llama-3-GGUF/llama3.gguf --context 8k --json", env)),
               catalog);
+    // A model of Ollama's store is run by Ollama (ollama.h): its engine, its default context for the GPU (32,768 on
+    // 24 GiB, no more than the model's 8,192) and its batch for that context (1,024 above 4,096); --engine replaces it.
+    const CliRun by_ollama = cli("fit --model llama3:8b --gpu rtx-4090 --json", env);
+    ASSERT_EQ(by_ollama.status, 0) << by_ollama.err;
+    const auto o = json_of(by_ollama);
+    EXPECT_EQ(o.find("engine")->as_string(), "ollama");
+    EXPECT_EQ(u64(o, "context_tokens"), 8192u);
+    EXPECT_EQ(u64(*o.find("llama_cpp"), "ubatch"), 1024u);
+    EXPECT_NE(by_ollama.out.find(
+                  "the context is Ollama's default num_ctx for 24.0 GiB of GPU memory: 32,768, no longer than the "
+                  "model's 8,192"),
+              std::string::npos)
+        << by_ollama.out;
+    const auto as_llama = json_of(cli("fit --model llama3:8b --gpu rtx-4090 --engine llama.cpp --json", env));
+    EXPECT_EQ(as_llama.find("engine")->as_string(), "llama.cpp");
+    EXPECT_EQ(u64(*as_llama.find("llama_cpp"), "ubatch"), 512u);
     const CliRun unknown = cli("kv --model nobody/nothing", env);
     EXPECT_EQ(unknown.status, 2);
     EXPECT_NE(unknown.err.find("models --local"), std::string::npos) << unknown.err;

@@ -55,7 +55,7 @@ TEST(Hybrid, AnIndexerOnSomeLayersKeepsKeysOnThoseAlone) {
     // The MTP layer always keeps its key (vLLM: is_mtp_layer builds a full indexer).
     Deployment d;
     d.mtp = true;
-    auto served = fit_cache_architecture(a, d);
+    auto served = fit_cache_architecture(a, d, FitReport{});
     ASSERT_TRUE(served) << served.error_text();
     EXPECT_EQ(report(*served, 1000).bytes_per_token, 79ull * 1152 + 22ull * 132);
     // The derivation adds the rows layer by layer, and a saved scenario keeps which layers have no key.

@@ -402,7 +402,7 @@ TEST(Window, EachEnginesRowsShowForItAloneAtEveryWidth) {
             QApplication::processEvents();
         }
         EXPECT_EQ(d->vllmTokensField()->isVisibleTo(d), engine == Engine::vllm);
-        EXPECT_EQ(d->ubatchField()->isVisibleTo(d), engine == Engine::llama_cpp);
+        EXPECT_EQ(d->ubatchField()->isVisibleTo(d), runs_llama_cpp(engine));
         EXPECT_EQ(d->trtllmTokensField()->isVisibleTo(d), engine == Engine::tensorrt_llm);
         EXPECT_TRUE(d->mtpField()->isVisibleTo(d));
     }

@@ -421,7 +421,9 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         if (!layers_slider_->isSliderDown()) setGpuLayers(n);
     });
     connect(ubatch_, &QLineEdit::editingFinished, this, [this] {
-        commitEngineCount(ubatch_, tr("Change llama.cpp's micro-batch"), tr("llama.cpp's 512"),
+        const bool ollama = model_->scenario().deployment && model_->scenario().deployment->engine == Engine::ollama;
+        commitEngineCount(ubatch_, tr("Change llama.cpp's micro-batch"),
+                          ollama ? tr("Ollama's choice") : tr("llama.cpp's 512"),
                           [](Deployment& d) -> std::uint64_t& { return d.llama_cpp.ubatch; });
     });
     connect(trtllm_tokens_, &QLineEdit::editingFinished, this, [this] {
@@ -730,11 +732,17 @@ void DeploymentView::sync() {
         vllm_graphs_->setChecked(!d.vllm.enforce_eager);
         // llama.cpp's settings; the placeholder shows the default the fit uses.
         for (QWidget* field : std::initializer_list<QWidget*>{ubatch_, flash_attn_, gpu_layers_row_})
-            form_->setRowVisible(field, d.engine == Engine::llama_cpp);
-        ubatch_->setPlaceholderText(tr("llama.cpp's default: %1").arg(kLlamaCppUbatch));
+            form_->setRowVisible(field, runs_llama_cpp(d.engine));
+        // Ollama chooses the batch by the context (and -ngl by llama.cpp's --fit): the fit says which it took.
+        const bool ollama = d.engine == Engine::ollama;
+        const auto& fit_now = model_->results().fit;
+        ubatch_->setPlaceholderText(ollama ? (fit_now && fit_now->ubatch > 0
+                                                  ? tr("Ollama's choice: %1").arg(q(format_count(fit_now->ubatch)))
+                                                  : tr("Ollama's choice"))
+                                           : tr("llama.cpp's default: %1").arg(kLlamaCppUbatch));
         show(ubatch_, d.llama_cpp.ubatch > 0 ? q(format_count(d.llama_cpp.ubatch)) : QString());
         flash_attn_->setChecked(!d.llama_cpp.flash_attn_off);
-        gpu_layers_->setPlaceholderText(tr("all (llama.cpp's default)"));
+        gpu_layers_->setPlaceholderText(ollama ? tr("auto (Ollama's default)") : tr("all (llama.cpp's default)"));
         show(gpu_layers_, d.llama_cpp.gpu_layers_auto ? QStringLiteral("auto")
                           : d.llama_cpp.gpu_layers    ? q(format_count(*d.llama_cpp.gpu_layers))
                                                       : QString());
@@ -743,8 +751,9 @@ void DeploymentView::sync() {
             const auto total = static_cast<int>(std::min<std::uint64_t>(llama_cpp_total_layers(s.arch), 1u << 20));
             layers_slider_->setRange(0, total);
             // auto: where --fit put them, once the results have it.
-            const auto& fit = model_->results().fit;
-            const std::uint64_t chosen = d.llama_cpp.gpu_layers_auto && fit && fit->offload
+            const auto& fit = fit_now;
+            const bool automatic = d.llama_cpp.gpu_layers_auto || (ollama && !d.llama_cpp.gpu_layers);
+            const std::uint64_t chosen = automatic && fit && fit->offload
                                              ? fit->offload->gpu_layers
                                              : d.llama_cpp.gpu_layers.value_or(static_cast<std::uint64_t>(total));
             layers_slider_->setValue(

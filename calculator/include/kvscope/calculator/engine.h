@@ -16,11 +16,14 @@
 namespace kvscope {
 
 // How an inference engine decides what memory the KV cache may use.
-enum class Engine { vllm, sglang, tensorrt_llm, llama_cpp, plain, last_ = plain };
+enum class Engine { vllm, sglang, tensorrt_llm, llama_cpp, ollama, plain, last_ = plain };
 constexpr std::size_t kEngineCount = enum_count<Engine>();
 std::string_view to_string(Engine engine);
 std::optional<Engine> parse_engine(std::string_view text);
 std::string engine_list();
+// Whether the engine runs llama.cpp and keeps its memory as llama.cpp does: llama.cpp itself, and Ollama, which
+// starts llama-server with settings of its own choosing (ollama.h).
+constexpr bool runs_llama_cpp(Engine engine) { return engine == Engine::llama_cpp || engine == Engine::ollama; }
 // The engine's own default fraction (vLLM gpu_memory_utilization 0.90, SGLang
 // mem_fraction_static 0.88, TensorRT-LLM kv_cache_free_gpu_mem_fraction 0.90; 1 otherwise).
 double default_fraction(Engine engine);

@@ -20,6 +20,9 @@ namespace kvscope {
 
 struct FitReport {
     Engine engine = Engine::vllm;
+    // llama.cpp's micro-batch (n_ubatch) the compute buffer and a sliding layer's cache follow, as given or as the
+    // engine chose it (Ollama's by the context); 0 for the other engines.
+    std::uint64_t ubatch = 0;
     std::uint64_t gpus = 1;
     std::uint64_t memory_bytes_per_gpu = 0;
     std::uint64_t weights_bytes = 0;  // all GPUs
@@ -94,7 +97,7 @@ std::string reserve_text(const FitReport& f, UnitSystem units = UnitSystem::bina
 
 // The layers whose cache the fit counts: the model's, its MTP layers' when they draft, a draft model's, as the
 // engine keeps them (engine_architecture).
-Result<Architecture> fit_cache_architecture(const Architecture& checkpoint, const Deployment& d);
+Result<Architecture> fit_cache_architecture(const Architecture& checkpoint, const Deployment& d, const FitReport& fit);
 
 Result<FitReport> fit(const Architecture& arch, KvDtype kv_dtype, const Workload& workload, const Parallelism& parallel,
                       const Deployment& deployment);
