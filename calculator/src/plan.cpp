@@ -1,4 +1,5 @@
 #include "kvscope/calculator/plan.h"
+#include "kvscope/calculator/offload.h"
 
 #include <algorithm>
 
@@ -51,6 +52,7 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
     std::vector<std::string> not_exact;              // the fits' "not exact:" notes, each once
     std::optional<std::vector<std::string>> common;  // the warnings of every fit so far
     bool pipelined = false;                          // a layout with pipeline stages was evaluated
+    std::string split_note;                          // llama.cpp's split on one GPU, said once
     plan.sequences = workload.batch;
     // A unified-memory computer is one GPU a machine: no tensor parallel within it; machines in pipeline stages.
     const bool unified = deployment.gpu.unified_memory_bytes > 0;
@@ -105,6 +107,10 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
                 not_fitting(join_errors(!f ? f.errors() : decode.errors()));
                 continue;
             }
+            // llama.cpp's split is the fit's on one GPU alone (offload.h): that row says where its layers are.
+            if (f->offload && f->offload->splits() && f->gpus == 1 && split_note.empty())
+                split_note = "the 1-GPU row is llama.cpp's split, " + offload_text(*f->offload) +
+                             "; rows of more GPUs keep every layer on the GPUs (a split over several is not modelled)";
             // What makes a layout's figures not exact (an engine's estimated reserve) is said once for the plan.
             for (const std::string& n : f->notes) {
                 if (n.starts_with(kEvenPipelineNote)) {  // one line for every pipelined layout, below
@@ -162,6 +168,7 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
                       " stages, replicas (data parallel) for the rest of the " + format_count(workload.batch) +
                       (workload.batch == 1 ? " sequence" : " sequences");
     plan.notes.push_back(plan.scope_note);
+    if (!split_note.empty()) plan.notes.push_back(split_note);
     if (dominated > 0) {
         plan.dominated_note = format_count_of(dominated, "layout", "layouts") +
                               " left out: each takes more GPUs than one above it and decodes no faster in all";

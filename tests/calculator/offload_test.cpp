@@ -11,6 +11,7 @@
 #include "kvscope/calculator/gguf_mix.h"
 #include "kvscope/calculator/gguf_writer.h"
 #include "kvscope/calculator/offload.h"
+#include "kvscope/calculator/plan.h"
 #include "kvscope/calculator/scenario_file.h"
 #include "kvscope/calculator/weights.h"
 #include "testing.h"
@@ -348,6 +349,33 @@ TEST(Offload, AScenarioKeepsTheSplitTheHostAndTheGgufsLayers) {
               split_of(s.arch, w, *s.deployment).weights_gpu_bytes);
     // The host's peak from the table.
     EXPECT_EQ(split_of(s.arch, w, *s.deployment).host_bandwidth_bytes_per_s, 51'200'000'000u);
+}
+
+}  // namespace
+}  // namespace kvscope
+
+namespace kvscope {
+namespace {
+
+TEST(Offload, APlanSaysItsOneGpuRowIsTheSplit) {
+    // The plan's 1-GPU row is llama.cpp's split (the fit's); the rows of more GPUs keep every layer on them.
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("rtx-4060-ti-16gb");
+    d.engine = Engine::llama_cpp;
+    d.fraction = 1.0;
+    d.gguf_mix = GgufMix::q4_k_m;
+    d.llama_cpp.gpu_layers = 44;
+    const auto plan = plan_deployments(testing::catalog_arch("qwen3-32b"), KvDtype::bf16, {.context_tokens = 16384}, d);
+    ASSERT_TRUE(plan) << plan.error_text();
+    EXPECT_TRUE(testing::contains_line(plan->notes, "the 1-GPU row is llama.cpp's split, 44 of 65 layers on the GPU"))
+        << testing::join(plan->notes);
+    // Every layer on the GPU: no split to speak of.
+    d.llama_cpp.gpu_layers.reset();
+    d.gpu = *Catalog::builtin().find_gpu("h100-sxm");
+    const auto whole =
+        plan_deployments(testing::catalog_arch("qwen3-32b"), KvDtype::bf16, {.context_tokens = 16384}, d);
+    ASSERT_TRUE(whole) << whole.error_text();
+    EXPECT_FALSE(testing::contains_line(whole->notes, "the 1-GPU row is")) << testing::join(whole->notes);
 }
 
 }  // namespace
