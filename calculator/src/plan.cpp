@@ -27,6 +27,27 @@ std::string why_not_text(const FitReport& f, std::uint64_t context, UnitSystem u
            format_bytes(static_cast<std::uint64_t>(f.kv_budget_bytes_per_gpu), units) + " KV budget per GPU";
 }
 
+// A fitting layout that takes more GPUs than one listed before it and decodes no faster in all is no choice:
+// flagged (the tables leave it out), and counted for a note. "No faster" within a part in 10^9, so that two rows
+// that print the same figure are the same speed. `options`: smallest GPU count first.
+std::size_t mark_dominated(std::vector<PlanOption>& options) {
+    std::size_t dominated = 0;
+    double best_fewer = -1;  // the most tokens/s in all of the fitting layouts with fewer GPUs
+    for (std::size_t i = 0; i < options.size();) {
+        const std::uint64_t gpus = options[i].gpus;
+        double best_here = best_fewer;
+        for (; i < options.size() && options[i].gpus == gpus; ++i) {
+            PlanOption& o = options[i];
+            if (!o.fits) continue;
+            o.dominated = best_fewer >= 0 && o.decode_tokens_per_s <= best_fewer * (1 + 1e-9);
+            dominated += o.dominated ? 1 : 0;
+            if (!o.dominated) best_here = std::max(best_here, o.decode_tokens_per_s);
+        }
+        best_fewer = best_here;
+    }
+    return dominated;
+}
+
 }  // namespace
 
 std::string plan_layout_text(const PlanOption& o) {
@@ -145,23 +166,7 @@ Result<Plan> plan_deployments(const Architecture& arch, KvDtype kv_dtype, const 
         if (a.fits != b.fits) return a.fits;
         return a.decode_tokens_per_s > b.decode_tokens_per_s;
     });
-    // A fitting layout that takes more GPUs than one listed before it and decodes no faster in all is no choice:
-    // flagged (the tables leave it out), and counted in a note. "No faster" within a part in 10^9, so that two rows
-    // that print the same figure are the same speed.
-    std::size_t dominated = 0;
-    double best_fewer = -1;  // the most tokens/s in all of the fitting layouts with fewer GPUs
-    for (std::size_t i = 0; i < plan.options.size();) {
-        const std::uint64_t gpus = plan.options[i].gpus;
-        double best_here = best_fewer;
-        for (; i < plan.options.size() && plan.options[i].gpus == gpus; ++i) {
-            PlanOption& o = plan.options[i];
-            if (!o.fits) continue;
-            o.dominated = best_fewer >= 0 && o.decode_tokens_per_s <= best_fewer * (1 + 1e-9);
-            dominated += o.dominated ? 1 : 0;
-            if (!o.dominated) best_here = std::max(best_here, o.decode_tokens_per_s);
-        }
-        best_fewer = best_here;
-    }
+    const std::size_t dominated = mark_dominated(plan.options);
     plan.scope_note = (unified ? std::string("one GPU a machine (its memory unified: no tensor parallel)")
                                : "tensor parallel within a node of " + std::to_string(limits.gpus_per_node) + " GPUs") +
                       ", pipeline parallel up to " + std::to_string(limits.max_pp) +

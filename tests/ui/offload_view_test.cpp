@@ -1,5 +1,7 @@
 // The Deployment tab's llama.cpp split: the GPU layers field and its slider set what --gpu-layers sets, the fit's
 // figures and the RAM bar are the CLI's, undo takes a change back, and a refused count leaves the scenario as it was.
+#include <QCheckBox>
+#include <QComboBox>
 #include <QGroupBox>
 #include <QLineEdit>
 #include <QSlider>
@@ -116,6 +118,83 @@ TEST(OffloadView, TheLayersFieldAndSliderGiveTheClisSplit) {
     });
     EXPECT_FALSE(d->gpuLayersField()->isVisibleTo(d));
     EXPECT_FALSE(d->hostBar()->isVisibleTo(d));
+}
+
+TEST(OffloadView, TheHostsFieldsGiveTheClisHostCacheAndExperts) {
+    MainWindow w(catalog(), false);
+    w.show();
+    set_up(w);
+    DeploymentView* d = w.deployment();
+    d->gpuLayersField()->setText("44");
+    emit d->gpuLayersField()->editingFinished();
+    ASSERT_TRUE(d->hostMemoryField()->isVisibleTo(d));
+    EXPECT_TRUE(d->hostPlatformField()->isVisibleTo(d));
+    EXPECT_TRUE(d->cacheInRamField()->isVisibleTo(d));
+    EXPECT_FALSE(d->expertsInRamField()->isVisibleTo(d));  // a dense model has no experts to keep in RAM
+    EXPECT_EQ(d->hostMemoryField()->text(), "");           // not given: not checked
+    EXPECT_EQ(d->hostPlatformField()->currentData().toString(), "ddr5-5600-2ch");
+
+    // Each field is the CLI's option: the same scenario, the same figures.
+    d->hostMemoryField()->setText("32GB");
+    emit d->hostMemoryField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->host.memory_bytes, 32'000'000'000u);
+    const int ddr4 = d->hostPlatformField()->findData(QStringLiteral("ddr4-3200-2ch"));
+    ASSERT_GE(ddr4, 0);
+    d->hostPlatformField()->setCurrentIndex(ddr4);
+    emit d->hostPlatformField()->activated(ddr4);
+    QTest::mouseClick(d->cacheInRamField(), Qt::LeftButton, {}, QPoint(4, d->cacheInRamField()->height() / 2));
+    EXPECT_TRUE(w.model()->scenario().deployment->llama_cpp.no_kv_offload);
+    std::vector<std::string> args = kCli;
+    args.insert(args.end(),
+                {"--gpu-layers", "44", "--host-memory", "32GB", "--host", "ddr4-3200-2ch", "--no-kv-offload"});
+    const Scenario cli = cli_scenario(args);
+    EXPECT_EQ(cli.deployment->host, w.model()->scenario().deployment->host);
+    EXPECT_EQ(cli.deployment->llama_cpp, w.model()->scenario().deployment->llama_cpp);
+    const auto f = fit(cli.arch, cli.kv_dtype, cli.workload, cli.parallel, *cli.deployment);
+    ASSERT_TRUE(f.ok() && f->offload);
+    const FitReport& shown = *w.model()->results().fit;
+    ASSERT_TRUE(shown.offload);
+    EXPECT_EQ(shown.offload->host_bytes, f->offload->host_bytes);
+    EXPECT_EQ(shown.offload->kv_on_host_bytes, f->offload->kv_on_host_bytes);
+    EXPECT_GT(shown.offload->kv_on_host_bytes, 0u);
+    EXPECT_EQ(shown.offload->host_bandwidth_bytes_per_s, 51'200'000'000u);  // two channels of DDR4-3200
+    EXPECT_DOUBLE_EQ(shown.offload->decode_tokens_per_s, f->offload->decode_tokens_per_s);
+    // Undo takes each change back, one at a time.
+    w.model()->undoStack()->undo();
+    EXPECT_FALSE(w.model()->scenario().deployment->llama_cpp.no_kv_offload);
+    EXPECT_FALSE(d->cacheInRamField()->isChecked());
+    w.model()->undoStack()->undo();
+    EXPECT_EQ(d->hostPlatformField()->currentData().toString(), "ddr5-5600-2ch");
+
+    // Refused RAM is marked and changes nothing; emptied, the RAM is not checked again.
+    d->hostMemoryField()->setText("lots");
+    emit d->hostMemoryField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->host.memory_bytes, 32'000'000'000u);
+    EXPECT_FALSE(d->unaccepted().isEmpty());
+    d->hostMemoryField()->setText("");
+    emit d->hostMemoryField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->host.memory_bytes, 0u);
+    EXPECT_TRUE(d->unaccepted().isEmpty());
+
+    // A model with experts: the blocks whose experts stay in RAM, as --n-cpu-moe.
+    w.model()->loadCatalogModel("qwen3-30b-a3b");
+    w.model()->edit("llama.cpp", [](Scenario& s) {
+        s.deployment->engine = Engine::llama_cpp;
+        s.deployment->gpu = *catalog().find_gpu("rtx-4060-ti-16gb");
+    });
+    ASSERT_TRUE(d->expertsInRamField()->isVisibleTo(d));
+    d->expertsInRamField()->setText("20");
+    emit d->expertsInRamField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->llama_cpp.cpu_moe_layers, 20u);
+    ASSERT_TRUE(w.model()->results().fit && w.model()->results().fit->offload);
+    EXPECT_EQ(w.model()->results().fit->offload->cpu_moe_layers, 20u);
+    // A bandwidth given on the command line is an item of its own while the scenario has it.
+    w.model()->edit("bandwidth", [](Scenario& s) { s.deployment->host = {"", 0, 120'000'000'000}; });
+    EXPECT_TRUE(d->hostPlatformField()->currentText().startsWith("as given: 120"))
+        << d->hostPlatformField()->currentText().toStdString();
+    w.model()->undoStack()->undo();
+    EXPECT_FALSE(d->hostPlatformField()->currentText().startsWith("as given"));
+    EXPECT_EQ(d->hostPlatformField()->findData(QString()), -1);
 }
 
 }  // namespace

@@ -85,6 +85,10 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
       gpu_layers_(new QLineEdit),
       layers_slider_(new QSlider(Qt::Horizontal)),
       flash_attn_(new QCheckBox(tr("Flash attention"))),
+      host_memory_(new QLineEdit),
+      host_platform_(new QComboBox),
+      cache_in_ram_(new QCheckBox(tr("KV cache in host RAM"))),
+      cpu_moe_(new QLineEdit),
       trtllm_tokens_(new QLineEdit),
       draft_(new QComboBox),
       draft_method_(new QComboBox),
@@ -132,6 +136,14 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         if (minor == 6) vllm_version_->addItem(QStringLiteral("0.6.4"), vllm_version_key(6, 4));
         vllm_version_->addItem(QStringLiteral("0.%1").arg(minor), vllm_version_key(minor, std::nullopt));
     }
+    host_memory_->setPlaceholderText(tr("not checked: e.g. 32GB"));
+    cpu_moe_->setPlaceholderText(tr("none"));
+    // Its names are long ("LPDDR5X-8533, 256-bit (Strix Halo …)"): the box does not widen the form for them.
+    host_platform_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    host_platform_->setMinimumContentsLength(18);
+    for (const HostPlatform& h : host_platforms())
+        host_platform_->addItem(tr("%1, %2").arg(q(std::string(h.name)), q(format_bandwidth(h.bandwidth_bytes_per_s))),
+                                q(std::string(h.id)));
     draft_->addItem(tr("none"), kNoDraft);
     for (const CatalogModel& m : model_->catalog().models()) draft_->addItem(q(m.name), q(m.id));
     draft_->addItem(tr("From a file…"), kDraftFile);
@@ -166,6 +178,9 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                                                                         {vllm_seqs_, "Sequences per step"},
                                                                         {ubatch_, "Micro-batch"},
                                                                         {gpu_layers_, "GPU layers"},
+                                                                        {host_memory_, "Host RAM"},
+                                                                        {host_platform_, "Host memory"},
+                                                                        {cpu_moe_, "Experts in RAM"},
                                                                         {trtllm_tokens_, "Tokens per step"},
                                                                         {draft_, "Draft model"},
                                                                         {draft_method_, "Draft method"}};
@@ -206,6 +221,16 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     marks_.add(ubatch_, {Field::ubatch},
                tr("n_ubatch: tokens in one graph of llama.cpp, which sizes its compute buffer and what sliding "
                   "layers keep. Empty: llama.cpp's 512 (--ubatch)."));
+    marks_.add(host_memory_, {Field::host_memory},
+               tr("The computer's RAM, which must hold what llama.cpp keeps off the GPU: 32GB, 64GiB. Empty: not "
+                  "checked (--host-memory)."));
+    marks_.add(host_platform_, {Field::host_bandwidth},
+               tr("The computer's memory, whose bandwidth a decode step reads the host's layers at (--host; "
+                  "--host-bandwidth gives your own)."));
+    cache_in_ram_->setToolTip(tr("As --no-kv-offload: every layer's KV cache in host RAM, read from there each step."));
+    marks_.add(cpu_moe_, {Field::cpu_moe_layers},
+               tr("As --n-cpu-moe N: the experts of the first N blocks stay in host RAM, the rest of those blocks on "
+                  "the GPU. Empty: none."));
     flash_attn_->setToolTip(
         tr("Off: -fa off. llama.cpp then forms the attention scores of a whole micro-batch, "
            "a larger compute buffer (--flash-attn)."));
@@ -249,6 +274,10 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     layers_slider_->setToolTip(tr("Drag for fewer layers on the GPU; the right end is all of them"));
     form_->addRow(tr("GPU layers"), gpu_layers_row_);
     form_->addRow(QString(), flash_attn_);
+    form_->addRow(tr("Host RAM"), host_memory_);
+    form_->addRow(tr("Host memory"), host_platform_);
+    form_->addRow(tr("Experts in RAM"), cpu_moe_);
+    form_->addRow(QString(), cache_in_ram_);
     form_->addRow(tr("Tokens per step"), trtllm_tokens_);
     form_->addRow(QString(), mtp_);
     form_->addRow(tr("&Draft model"), draft_);
@@ -415,6 +444,23 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
              [on](Deployment& d, Scenario&) { d.llama_cpp.flash_attn_off = !on; });
     });
     connect(gpu_layers_, &QLineEdit::editingFinished, this, [this] { commitGpuLayers(); });
+    connect(host_memory_, &QLineEdit::editingFinished, this, &DeploymentView::commitHostMemory);
+    connect(host_platform_, &QComboBox::activated, this, [this, edit](int index) {
+        const std::string id = host_platform_->itemData(index).toString().toStdString();
+        if (id.empty()) return;  // the bandwidth given, as it is
+        edit(tr("Change the host memory"), [id](Deployment& d, Scenario&) {
+            d.host.id = id;
+            d.host.bandwidth_bytes_per_s = 0;
+        });
+    });
+    connect(cache_in_ram_, &QCheckBox::clicked, this, [edit](bool in_ram) {
+        edit(QObject::tr("Change where the KV cache lives"),
+             [in_ram](Deployment& d, Scenario&) { d.llama_cpp.no_kv_offload = in_ram; });
+    });
+    connect(cpu_moe_, &QLineEdit::editingFinished, this, [this] {
+        commitEngineCount(cpu_moe_, tr("Change the experts in RAM"), tr("none"),
+                          [](Deployment& d) -> std::uint64_t& { return d.llama_cpp.cpu_moe_layers; });
+    });
     // A drag is one change, when the slider is let go; the keys and the wheel change it a step at a time.
     connect(layers_slider_, &QSlider::sliderReleased, this, [this] { setGpuLayers(layers_slider_->value()); });
     connect(layers_slider_, &QSlider::valueChanged, this, [this](int n) {
@@ -431,7 +477,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
                           [](Deployment& d) -> std::uint64_t& { return d.tensorrt_llm.max_num_tokens; });
     });
     // Esc takes back what was typed in a field, as in the number fields of the inputs.
-    for (QLineEdit* field : {memory_, bandwidth_, vllm_tokens_, vllm_seqs_, ubatch_, gpu_layers_, trtllm_tokens_})
+    for (QLineEdit* field : textFields())
         take_back_on_escape(field, [this, field] {
             if (!typed_.contains(field) && !field->isModified()) return false;
             typed_.remove(field);
@@ -543,8 +589,33 @@ void DeploymentView::commitGpuLayers() {
 
 void DeploymentView::dropTypedText() {
     typed_.clear();
-    for (QLineEdit* field : {memory_, bandwidth_, vllm_tokens_, vllm_seqs_, ubatch_, gpu_layers_, trtllm_tokens_})
-        forget_user_text(field);
+    for (QLineEdit* field : textFields()) forget_user_text(field);
+}
+
+std::array<QLineEdit*, 9> DeploymentView::textFields() const {
+    return {memory_,     bandwidth_,   vllm_tokens_, vllm_seqs_,    ubatch_,
+            gpu_layers_, host_memory_, cpu_moe_,     trtllm_tokens_};
+}
+
+void DeploymentView::commitHostMemory() {
+    if (syncing_ || !model_->scenario().deployment) return;
+    typed_.remove(host_memory_);
+    const std::string text = host_memory_->text().trimmed().toStdString();
+    std::uint64_t bytes = 0;
+    if (!text.empty()) {
+        auto v = parse_gpu_memory(text, host_memory_->accessibleName().toStdString());
+        if (v)
+            bytes = *v;
+        else
+            typed_.insert(host_memory_, q(v.errors().front().message));
+    }
+    if (!typed_.contains(host_memory_)) {
+        host_memory_->setModified(false);
+        if (bytes != model_->scenario().deployment->host.memory_bytes)
+            model_->edit(tr("Change the host's RAM"),
+                         [bytes](Scenario& s) { s.deployment->host.memory_bytes = bytes; });
+    }
+    sync();
 }
 
 QStringList DeploymentView::unaccepted() const {
@@ -559,6 +630,8 @@ bool DeploymentView::commitPending() {
     if (vllm_tokens_->isModified() || vllm_seqs_->isModified()) commitVllmBatch();
     if (ubatch_->isModified()) emit ubatch_->editingFinished();
     if (gpu_layers_->isModified()) commitGpuLayers();
+    if (host_memory_->isModified()) commitHostMemory();
+    if (cpu_moe_->isModified()) emit cpu_moe_->editingFinished();
     if (trtllm_tokens_->isModified()) emit trtllm_tokens_->editingFinished();
     fraction_->interpretText();
     return typed_.isEmpty();
@@ -759,6 +832,23 @@ void DeploymentView::sync() {
             layers_slider_->setValue(
                 static_cast<int>(std::min<std::uint64_t>(chosen, static_cast<std::uint64_t>(total))));
         }
+        // The host of a split: on one GPU (the split's), its experts' row for a model with experts.
+        const bool splits = runs_llama_cpp(d.engine) && d.gpu_count == 1;
+        for (QWidget* field : std::initializer_list<QWidget*>{host_memory_, host_platform_, cache_in_ram_})
+            form_->setRowVisible(field, splits);
+        form_->setRowVisible(cpu_moe_, splits && s.arch.moe.has_value() && s.arch.moe->experts > 0);
+        show(host_memory_, d.host.memory_bytes > 0 ? q(format_bytes(d.host.memory_bytes, model_->units())) : QString());
+        show(cpu_moe_, d.llama_cpp.cpu_moe_layers > 0 ? q(format_count(d.llama_cpp.cpu_moe_layers)) : QString());
+        cache_in_ram_->setChecked(d.llama_cpp.no_kv_offload);
+        {
+            // A bandwidth given (--host-bandwidth) is an item of its own, first, while it is the scenario's.
+            if (host_platform_->itemData(0).toString().isEmpty()) host_platform_->removeItem(0);
+            if (d.host.bandwidth_bytes_per_s > 0)
+                host_platform_->insertItem(0, tr("as given: %1").arg(q(format_bandwidth(d.host.bandwidth_bytes_per_s))),
+                                           QString());
+            const std::string id = d.host.id.empty() ? std::string(kDefaultHostPlatform) : d.host.id;
+            host_platform_->setCurrentIndex(d.host.bandwidth_bytes_per_s > 0 ? 0 : host_platform_->findData(q(id)));
+        }
         // TensorRT-LLM's tokens per step; its profiling run's activations follow it unless the reserve is fixed.
         form_->setRowVisible(trtllm_tokens_, d.engine == Engine::tensorrt_llm);
         trtllm_tokens_->setPlaceholderText(tr("TensorRT-LLM's default: %1").arg(q(format_count(kTrtllmMaxNumTokens))));
@@ -772,8 +862,9 @@ void DeploymentView::sync() {
         // A field whose row this engine hides holds nothing of the user's: what was typed there was for another
         // engine's setting (and its focus-out came during this sync, too late to be entered); when an undo brings
         // the row back, the field shows the scenario's value.
-        for (QLineEdit* field : {vllm_tokens_, vllm_seqs_, ubatch_, gpu_layers_, trtllm_tokens_})
-            if (!form_->isRowVisible(field == gpu_layers_ ? gpu_layers_row_ : field) &&
+        for (QLineEdit* field : textFields())
+            if (field != memory_ && field != bandwidth_ &&
+                !form_->isRowVisible(field == gpu_layers_ ? gpu_layers_row_ : field) &&
                 (field->isModified() || typed_.contains(field))) {
                 typed_.remove(field);
                 forget_user_text(field);

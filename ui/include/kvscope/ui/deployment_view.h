@@ -5,6 +5,7 @@
 
 #include <QWidget>
 
+#include <array>
 #include <optional>
 
 #include "kvscope/ui/field_marks.h"
@@ -56,6 +57,12 @@ public:
     [[nodiscard]] QSlider* gpuLayersSlider() const { return layers_slider_; }
     [[nodiscard]] const GpuMemoryBar* hostBar() const { return host_bar_; }
     [[nodiscard]] QCheckBox* flashAttentionField() const { return flash_attn_; }
+    // The host of a model llama.cpp splits: its RAM, its memory's kind (the bandwidth a step reads it at), the
+    // cache kept there (--no-kv-offload) and the blocks whose experts stay there (--n-cpu-moe).
+    [[nodiscard]] QLineEdit* hostMemoryField() const { return host_memory_; }
+    [[nodiscard]] QComboBox* hostPlatformField() const { return host_platform_; }
+    [[nodiscard]] QCheckBox* cacheInRamField() const { return cache_in_ram_; }
+    [[nodiscard]] QLineEdit* expertsInRamField() const { return cpu_moe_; }
     // What fields hold that was not accepted (text that does not read): not in the scenario, so not in a file.
     [[nodiscard]] QStringList unaccepted() const;
     [[nodiscard]] const FieldMarks& marks() const { return marks_; }
@@ -102,6 +109,9 @@ private:
                         bool automatic);  // llama.cpp's -ngl, as --gpu-layers reads it
     void commitEngineCount(QLineEdit* field, const QString& what, const QString& empty_means,
                            std::uint64_t& (*slot)(Deployment&));
+    void commitHostMemory();  // as --host-memory reads it; empty: not checked
+    // The fields that take typed text, for Esc, a dropped scenario and a row the engine hides.
+    [[nodiscard]] std::array<QLineEdit*, 9> textFields() const;
 
     ScenarioModel* model_;
     QGroupBox* box_;
@@ -123,6 +133,10 @@ private:
     QSlider* layers_slider_;  // the same, from none to all
     QWidget* gpu_layers_row_ = nullptr;
     QCheckBox* flash_attn_;
+    QLineEdit* host_memory_;    // the host's RAM: empty when not given
+    QComboBox* host_platform_;  // the host's memory, from offload.h's table (a bandwidth given: its own item)
+    QCheckBox* cache_in_ram_;   // --no-kv-offload
+    QLineEdit* cpu_moe_;        // --n-cpu-moe: empty for none
     QLineEdit* trtllm_tokens_;
     QComboBox* draft_;
     QComboBox* draft_method_;
