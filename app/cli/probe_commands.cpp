@@ -257,6 +257,12 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
 
 }  // namespace
 
+HostMeasure measure_this_host() {
+    for (const probe::DeviceInfo& d : probe::list_devices())
+        if (d.backend == "cpu" && d.available) return {d.total_bytes, d.measured_gbps};
+    return {};
+}
+
 Output cmd_devices(const Options& o) {
     const auto devices = probe::list_devices();
     Output r;

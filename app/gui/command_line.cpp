@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "kvscope/calculator/scenario_file.h"
+#include "kvscope/ui/probe_runner.h"
 #include "kvscope/ui/scenario_model.h"
 #include "kvscope/ui/text.h"
 #include "scenario_options.h"
@@ -187,6 +188,11 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
 }
 
 Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const Catalog& catalog) {
+    // --host this: this machine, measured as the CPU probe does.
+    const auto measure = [] {
+        const ui::ThisMachine m = ui::measure_this_machine();
+        return cli::HostMeasure{m.ram_bytes, m.read_gbps};
+    };
     const cli::Options& o = c.options;
     if (c.scenario_file) {  // never beside --model, --config, --gguf or --model-dir (parse_options says so)
         auto s = read_scenario_file(c.scenario_file->toStdString());
@@ -203,12 +209,16 @@ Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const 
         // Every option given beside the file overrides it: the workload's and the deployment's.
         Errors errors = cli::apply_scenario_options(o, catalog, chosen.scenario);
         if (!errors.empty()) return errors;
+        std::vector<std::string> measured;
+        if (Errors e = cli::use_this_host(chosen.scenario, measure, measured); !e.empty()) return e;
+        for (const std::string& n : measured) chosen.notes << QString::fromStdString(n);
         return std::optional<ChosenScenario>(chosen);
     }
     if (!c.has_scenario_options) return std::optional<ChosenScenario>();
     cli::ScenarioSource source;
     auto s = cli::build_scenario(o, catalog, source);
     if (!s) return s.errors();
+    if (Errors e = cli::use_this_host(s.value(), measure, source.notes); !e.empty()) return e;
     // A config.json keeps the description build_scenario gave it (path and repo).
     ChosenScenario chosen{
         *s, o.config ? QString::fromStdString(source.description) : ui::display_name(catalog, *s), {}, {}, {}, false};

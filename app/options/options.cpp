@@ -322,7 +322,7 @@ const std::vector<Declared>& declared() {
          "llama.cpp: every layer's cache in host memory, as --no-kv-offload", flag(&Options::no_kv_offload)},
         {"--host", "ID", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "the host's memory, for a split model's speed: " + host_platform_ids() + " (default " +
-             std::string(kDefaultHostPlatform) + ")",
+             std::string(kDefaultHostPlatform) + "), or this: this machine's RAM and read ceiling, measured",
          text(&Options::host)},
         {"--host-memory", "SIZE", S::deployment, kFit | kPlan | kSimulate | kWindow,
          "the host's RAM, which must hold a split model's rest (64GB, 32GiB; default not checked)",

@@ -284,8 +284,9 @@ void apply_split_options(const Options& o, Deployment& d, Errors& errors) {
     if (o.cpu_moe_layers) d.llama_cpp.cpu_moe_layers = *o.cpu_moe_layers;
     if (o.no_kv_offload) d.llama_cpp.no_kv_offload = true;
     if (o.host) {
-        if (find_host_platform(ascii_lower(*o.host)) == nullptr)
-            errors.push_back({"--host", "'" + *o.host + "' is not a host memory of the table: " + host_platform_ids()});
+        if (ascii_lower(*o.host) != kThisHost && find_host_platform(ascii_lower(*o.host)) == nullptr)
+            errors.push_back({"--host", "'" + *o.host + "' is not a host memory of the table: " + host_platform_ids() +
+                                            ", or this (this machine, measured)"});
         else {
             d.host.id = ascii_lower(*o.host);
             d.host.bandwidth_bytes_per_s = 0;  // the platform's
@@ -478,6 +479,25 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
     }
     if (!errors.empty()) return errors;
     return s;
+}
+
+Errors use_this_host(Scenario& s, const std::function<HostMeasure()>& measure, std::vector<std::string>& notes) {
+    if (!s.deployment || s.deployment->host.id != kThisHost) return {};
+    const HostMeasure m = measure();
+    if (m.read_gbps <= 0)
+        return {{"--host",
+                 "this machine's read ceiling could not be measured here (kvscope-cli devices says why); "
+                 "give --host-bandwidth"}};
+    HostSpec& h = s.deployment->host;
+    h.id.clear();
+    h.bandwidth_bytes_per_s = static_cast<std::uint64_t>(m.read_gbps * 1e9);
+    const bool ram_given = h.memory_bytes > 0;
+    if (!ram_given) h.memory_bytes = m.ram_bytes;
+    notes.push_back(
+        "the host is this machine: " + format_bandwidth(h.bandwidth_bytes_per_s) +
+        ", its read ceiling measured by the CPU probe (a read-only pass over 256 MiB on every thread)" +
+        (ram_given || h.memory_bytes == 0 ? std::string() : ", and its " + format_bytes(h.memory_bytes) + " of RAM"));
+    return {};
 }
 
 Errors apply_scenario_options(const Options& o, const Catalog& catalog, Scenario& s) {

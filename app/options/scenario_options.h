@@ -2,7 +2,9 @@
 // The scenario the options describe (scenario_options.cpp): the model from the catalog or a file, the workload,
 // and the deployment, each option applied as kvscope-cli and the window read it.
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kvscope/calculator/catalog.h"
@@ -30,5 +32,16 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
 // Every scenario option given in `o` set on `s`, which came from elsewhere (a saved scenario): the workload,
 // and the deployment when a deployment option is given (on the file's own deployment, if it has one).
 Errors apply_scenario_options(const Options& o, const Catalog& catalog, Scenario& s);
+
+// --host this: the machine the program runs on, measured by the caller (the CPU probe's read ceiling, a read-only
+// pass over 256 MiB on every thread, and its RAM).
+constexpr std::string_view kThisHost = "this";
+struct HostMeasure {
+    std::uint64_t ram_bytes = 0;
+    double read_gbps = 0;  // 0: not measured
+};
+// Where the scenario asks for this machine as its host, its measured read ceiling (and its RAM unless
+// --host-memory gave one) in place of a platform of the table, said in `notes`; errors name --host.
+Errors use_this_host(Scenario& s, const std::function<HostMeasure()>& measure, std::vector<std::string>& notes);
 
 }  // namespace kvscope::cli

@@ -714,3 +714,29 @@ TEST(Cli, AnUnmodelledLayoutIsAWarningInTheTableAndTheJson) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, HostThisIsThisMachineMeasured) {
+    // --host this: the CPU probe's read ceiling as the host's bandwidth, and this machine's RAM unless given.
+    const std::string split =
+        "fit --model qwen3-32b --engine llama.cpp --weight-dtype q4_k_m --gpu rtx-4060-ti-16gb --context 16k "
+        "--gpu-layers 44 --json --host this";
+    const CliRun r = cli(split);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto v = json_of(r);
+    const kvscope::json::Value* o = v.find("offload");
+    ASSERT_TRUE(o != nullptr && o->is_object());
+    EXPECT_GT(u64(*o, "host_bandwidth_bytes_per_s"), 0u);
+    EXPECT_GT(u64(*o, "host_memory_bytes"), 0u);
+    EXPECT_NE(r.out.find("the host is this machine: "), std::string::npos) << r.out;
+    const CliRun given = cli(split + " --host-memory 32GB");
+    ASSERT_EQ(given.status, 0) << given.err;
+    EXPECT_EQ(u64(*json_of(given).find("offload"), "host_memory_bytes"), 32'000'000'000u);
+    const CliRun bad = cli("fit --model qwen3-32b --engine llama.cpp --gpu rtx-4060-ti-16gb --host nowhere");
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_NE(bad.err.find("--host: 'nowhere' is not a host memory of the table"), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find("or this (this machine, measured)"), std::string::npos) << bad.err;
+}
+
+}  // namespace

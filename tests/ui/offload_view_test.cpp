@@ -190,11 +190,25 @@ TEST(OffloadView, TheHostsFieldsGiveTheClisHostCacheAndExperts) {
     EXPECT_EQ(w.model()->results().fit->offload->cpu_moe_layers, 20u);
     // A bandwidth given on the command line is an item of its own while the scenario has it.
     w.model()->edit("bandwidth", [](Scenario& s) { s.deployment->host = {"", 0, 120'000'000'000}; });
-    EXPECT_TRUE(d->hostPlatformField()->currentText().startsWith("as given: 120"))
+    EXPECT_TRUE(d->hostPlatformField()->currentText().startsWith("120"))
         << d->hostPlatformField()->currentText().toStdString();
     w.model()->undoStack()->undo();
-    EXPECT_FALSE(d->hostPlatformField()->currentText().startsWith("as given"));
+    EXPECT_FALSE(d->hostPlatformField()->currentText().contains("given or measured"));
     EXPECT_EQ(d->hostPlatformField()->findData(QString()), -1);
+
+    // This computer: its read ceiling, measured as kvscope-cli --host this measures it, and its RAM.
+    w.model()->edit("no RAM", [](Scenario& s) { s.deployment->host = {}; });
+    const int self = d->hostPlatformField()->findData(QStringLiteral("this"));
+    ASSERT_GE(self, 0);
+    d->hostPlatformField()->setCurrentIndex(self);
+    emit d->hostPlatformField()->activated(self);
+    const HostSpec measured = w.model()->scenario().deployment->host;
+    EXPECT_TRUE(measured.id.empty());
+    EXPECT_GT(measured.bandwidth_bytes_per_s, 0u);
+    EXPECT_GT(measured.memory_bytes, 0u);
+    EXPECT_TRUE(d->hostPlatformField()->currentText().contains("given or measured"));
+    w.model()->undoStack()->undo();
+    EXPECT_EQ(w.model()->scenario().deployment->host, HostSpec{});
 }
 
 }  // namespace

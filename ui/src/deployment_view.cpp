@@ -1,5 +1,6 @@
 #include "kvscope/ui/deployment_view.h"
 
+#include <QApplication>
 #include <QBoxLayout>
 #include <QCheckBox>
 #include <QComboBox>
@@ -24,6 +25,7 @@
 #include "kvscope/ui/gpu_memory_bar.h"
 #include "kvscope/ui/overview_view.h"
 #include "kvscope/ui/plan_view.h"
+#include "kvscope/ui/probe_runner.h"
 #include "kvscope/ui/scenario_model.h"
 #include "kvscope/ui/stale_note.h"
 #include "kvscope/ui/text.h"
@@ -144,6 +146,10 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     for (const HostPlatform& h : host_platforms())
         host_platform_->addItem(tr("%1, %2").arg(q(std::string(h.name)), q(format_bandwidth(h.bandwidth_bytes_per_s))),
                                 q(std::string(h.id)));
+    host_platform_->addItem(tr("This computer (measured)"), QStringLiteral("this"));
+    host_platform_->setItemData(host_platform_->count() - 1,
+                                tr("Its read ceiling, measured as the CPU probe does (about a second), and its RAM"),
+                                Qt::ToolTipRole);
     draft_->addItem(tr("none"), kNoDraft);
     for (const CatalogModel& m : model_->catalog().models()) draft_->addItem(q(m.name), q(m.id));
     draft_->addItem(tr("From a file…"), kDraftFile);
@@ -448,6 +454,24 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     connect(host_platform_, &QComboBox::activated, this, [this, edit](int index) {
         const std::string id = host_platform_->itemData(index).toString().toStdString();
         if (id.empty()) return;  // the bandwidth given, as it is
+        typed_.remove(host_platform_);
+        if (id == "this") {
+            // Measured now, as kvscope-cli --host this: a bandwidth of its own from then on (and the RAM, unless
+            // given).
+            QApplication::setOverrideCursor(Qt::WaitCursor);
+            const ThisMachine m = measure_this_machine();
+            QApplication::restoreOverrideCursor();
+            if (m.read_gbps <= 0) {
+                typed_.insert(host_platform_, tr("this computer's read ceiling could not be measured here"));
+                return sync();
+            }
+            edit(tr("Measure this computer as the host"), [m](Deployment& d, Scenario&) {
+                d.host.id.clear();
+                d.host.bandwidth_bytes_per_s = static_cast<std::uint64_t>(m.read_gbps * 1e9);
+                if (d.host.memory_bytes == 0) d.host.memory_bytes = m.ram_bytes;
+            });
+            return;
+        }
         edit(tr("Change the host memory"), [id](Deployment& d, Scenario&) {
             d.host.id = id;
             d.host.bandwidth_bytes_per_s = 0;
@@ -841,11 +865,12 @@ void DeploymentView::sync() {
         show(cpu_moe_, d.llama_cpp.cpu_moe_layers > 0 ? q(format_count(d.llama_cpp.cpu_moe_layers)) : QString());
         cache_in_ram_->setChecked(d.llama_cpp.no_kv_offload);
         {
-            // A bandwidth given (--host-bandwidth) is an item of its own, first, while it is the scenario's.
+            // A bandwidth given (--host-bandwidth) or measured is an item of its own, first, while it is the
+            // scenario's.
             if (host_platform_->itemData(0).toString().isEmpty()) host_platform_->removeItem(0);
             if (d.host.bandwidth_bytes_per_s > 0)
-                host_platform_->insertItem(0, tr("as given: %1").arg(q(format_bandwidth(d.host.bandwidth_bytes_per_s))),
-                                           QString());
+                host_platform_->insertItem(
+                    0, tr("%1 (given or measured)").arg(q(format_bandwidth(d.host.bandwidth_bytes_per_s))), QString());
             const std::string id = d.host.id.empty() ? std::string(kDefaultHostPlatform) : d.host.id;
             host_platform_->setCurrentIndex(d.host.bandwidth_bytes_per_s > 0 ? 0 : host_platform_->findData(q(id)));
         }
