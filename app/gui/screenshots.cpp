@@ -510,6 +510,10 @@ bool render_deployments(const Catalog& catalog, ui::MainWindow& window, const QD
     });
     window.statusBar()->clearMessage();
     ok &= save(&window, dir.filePath("layer-offload-fit.png"));
+    // Its chart: the cache on the GPU (the line the budget is for) and in host RAM.
+    window.tabs()->setCurrentIndex(ui::MainWindow::ChartTab);
+    ok &= save(&window, dir.filePath("layer-offload-chart.png"));
+    window.tabs()->setCurrentIndex(ui::MainWindow::DeploymentTab);
     // The same model under Ollama on a 24 GB card at its default context: its batch, and llama.cpp's --fit layers.
     deploy("qwen3-32b", 32768, 1, "rtx-4090", 1, [](Deployment& d) {
         d.engine = Engine::ollama;

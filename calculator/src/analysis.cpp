@@ -94,6 +94,10 @@ Result<Analysis> analyze(const Scenario& s, const AnalysisOptions& options) {
             auto allocated = allocated_curve(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment, *f, r.curves);
             if (!allocated) return allocated.errors();
             if (*allocated) r.curves.series.push_back(**allocated);
+            // A model llama.cpp splits: where its cache lives, the GPU's part against the budget.
+            auto split = split_curves(s.arch, s.kv_dtype, s.workload, *s.deployment, *f, r.curves);
+            if (!split) return split.errors();
+            for (Curve& c : split.value()) r.curves.series.push_back(std::move(c));
         }
         if (f->max_context > 0 && f->max_context < curve_options.max_tokens && !f->max_context_limited_by_model)
             r.stops_fitting_at = f->max_context + 1;

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kvscope/calculator/checked.h"
 #include "kvscope/calculator/engine_layers.h"
 #include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/offload.h"
 #include "kvscope/calculator/units.h"
 
 namespace kvscope {
@@ -117,6 +119,41 @@ Result<std::optional<Curve>> allocated_curve(const Architecture& arch, KvDtype d
     }
     if (!differs) return std::optional<Curve>{};
     return std::optional<Curve>(std::move(out));
+}
+
+Result<std::vector<Curve>> split_curves(const Architecture& arch, KvDtype dtype, const Workload& workload,
+                                        const Deployment& deployment, const FitReport& fit, const Curves& curves) {
+    std::vector<Curve> out;
+    if (!fit.offload || !fit.offload->splits() || curves.tokens.empty()) return out;
+    const Offload& o = *fit.offload;
+    auto cache = fit_cache_architecture(arch, deployment, fit);
+    if (!cache) return cache.errors();
+    Curve gpu, host;
+    gpu.series = VariantKind::on_gpu;
+    host.series = VariantKind::on_host;
+    gpu.name = "KV on the GPU (" + format_count(o.gpu_layers) + " of " + format_count(o.total_layers) + " layers)";
+    host.name = "KV in host RAM";
+    gpu.state_bytes = o.state_on_gpu_bytes;
+    host.state_bytes = o.state_on_host_bytes;
+    for (const std::uint64_t t : curves.tokens) {
+        Workload w = engine_workload(workload, deployment, *cache);
+        w.context_tokens = t;
+        auto report = kv_cache_report(*cache, dtype, w);
+        if (!report) return report.errors();
+        Checked on_gpu(0), on_host(0);
+        for (const LayerKv& l : report->layers) {
+            const bool g = o.kv_offload && llama_cpp_block_on_gpu(l.layer, cache->layers, o.gpu_layers);
+            (g ? on_gpu : on_host) += Checked(l.bytes) + l.state_bytes;
+        }
+        if (on_gpu.overflow() || on_host.overflow()) return out;  // past 2^64: the fit says what does not fit
+        gpu.bytes.push_back(on_gpu.value());
+        host.bytes.push_back(on_host.value());
+    }
+    if (std::any_of(host.bytes.begin(), host.bytes.end(), [](std::uint64_t b) { return b > 0; })) {
+        out.push_back(std::move(gpu));
+        out.push_back(std::move(host));
+    }
+    return out;
 }
 
 }  // namespace kvscope

@@ -146,14 +146,13 @@ Split place(const ModelLayers& m, const LayerCache& cache, const Architecture& a
     // src/llama-model.cpp load_tensors: i_gpu_start = max(n_layer + 1 - n_gpu_layers, 0); the layers from it on are
     // the GPU's, the output layer (index n_layer) among them whenever any is; the input layer always the CPU's.
     const std::uint64_t n = arch.layers;
-    const std::uint64_t first = n + 1 > gpu_layers ? n + 1 - gpu_layers : 0;
     const bool kv_offload = !d.llama_cpp.no_kv_offload;
     Split s;
     i128 wg = 0, wh = m.input, kg = 0, kh = 0, rg = 0, rh = 0, sg = 0, sh = 0;
     bool cpu_block = false, gpu_attention = false;
     for (std::uint64_t l = 0; l < n; ++l) {
         const LayerParts& b = m.blocks[l];
-        const bool on_gpu = l >= first;
+        const bool on_gpu = llama_cpp_block_on_gpu(l, n, gpu_layers);
         // common/arg.cpp --n-cpu-moe N: the tensors blk.0 … blk.N-1 *_exps go to the CPU buffer type.
         const bool experts_host = l < d.llama_cpp.cpu_moe_layers;
         if (on_gpu) {

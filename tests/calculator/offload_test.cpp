@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/curves.h"
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/gguf.h"
@@ -357,14 +358,20 @@ TEST(Offload, AScenarioKeepsTheSplitTheHostAndTheGgufsLayers) {
 namespace kvscope {
 namespace {
 
-TEST(Offload, APlanSaysItsOneGpuRowIsTheSplit) {
-    // The plan's 1-GPU row is llama.cpp's split (the fit's); the rows of more GPUs keep every layer on them.
+// The README's split: Qwen3 32B as a Q4_K_M GGUF with 44 of its 65 layers on a 16 GB card.
+Deployment qwen3_32b_split() {
     Deployment d;
     d.gpu = *Catalog::builtin().find_gpu("rtx-4060-ti-16gb");
     d.engine = Engine::llama_cpp;
     d.fraction = 1.0;
     d.gguf_mix = GgufMix::q4_k_m;
     d.llama_cpp.gpu_layers = 44;
+    return d;
+}
+
+TEST(Offload, APlanSaysItsOneGpuRowIsTheSplit) {
+    // The plan's 1-GPU row is llama.cpp's split (the fit's); the rows of more GPUs keep every layer on them.
+    Deployment d = qwen3_32b_split();
     const auto plan = plan_deployments(testing::catalog_arch("qwen3-32b"), KvDtype::bf16, {.context_tokens = 16384}, d);
     ASSERT_TRUE(plan) << plan.error_text();
     EXPECT_TRUE(testing::contains_line(plan->notes, "the 1-GPU row is llama.cpp's split, 44 of 65 layers on the GPU"))
@@ -376,6 +383,57 @@ TEST(Offload, APlanSaysItsOneGpuRowIsTheSplit) {
         plan_deployments(testing::catalog_arch("qwen3-32b"), KvDtype::bf16, {.context_tokens = 16384}, d);
     ASSERT_TRUE(whole) << whole.error_text();
     EXPECT_FALSE(testing::contains_line(whole->notes, "the 1-GPU row is")) << testing::join(whole->notes);
+}
+
+}  // namespace
+}  // namespace kvscope
+
+namespace kvscope {
+namespace {
+
+TEST(Offload, TheChartsSplitCurvesAreTheCacheWhereItLives) {
+    // Qwen3 32B with 44 of its 65 layers on a 16 GB card: at every token count the GPU's layers' cache and the
+    // host's add up to the model's, and the GPU's crosses the fit's KV budget where the fit stops fitting.
+    const Architecture& a = testing::catalog_arch("qwen3-32b");
+    Deployment d = qwen3_32b_split();
+    const Workload w{.context_tokens = 16384};
+    const auto f = fit(a, KvDtype::bf16, w, {}, d);
+    ASSERT_TRUE(f && f->offload) << f.error_text();
+    const auto curves = kv_curves(a, KvDtype::bf16, w, {}, {.points = 64, .max_tokens = 40960});
+    ASSERT_TRUE(curves) << curves.error_text();
+    const auto split = split_curves(a, KvDtype::bf16, w, d, *f, *curves);
+    ASSERT_TRUE(split) << split.error_text();
+    ASSERT_EQ(split->size(), 2u);
+    const Curve& gpu = split->at(0);
+    const Curve& host = split->at(1);
+    EXPECT_EQ(gpu.series, VariantKind::on_gpu);
+    EXPECT_EQ(gpu.name, "KV on the GPU (44 of 65 layers)");
+    EXPECT_EQ(host.series, VariantKind::on_host);
+    const auto model =
+        std::find_if(curves->series.begin(), curves->series.end(), [](const Curve& c) { return c.is_model; });
+    ASSERT_NE(model, curves->series.end());
+    for (std::size_t i = 0; i < curves->tokens.size(); ++i) {
+        EXPECT_EQ(gpu.bytes[i] + host.bytes[i], model->bytes[i]) << curves->tokens[i];
+        // 43 of the 64 blocks' caches on the GPU (the output layer is the 44th layer).
+        EXPECT_EQ(gpu.bytes[i] * 64, model->bytes[i] * 43) << curves->tokens[i];
+        const bool within = static_cast<std::int64_t>(gpu.bytes[i]) <= f->kv_budget_bytes;
+        EXPECT_EQ(within, curves->tokens[i] <= f->max_context) << curves->tokens[i];
+    }
+    // The cache in host RAM (--no-kv-offload): none of it on the GPU.
+    d.llama_cpp.no_kv_offload = true;
+    const auto in_ram = fit(a, KvDtype::bf16, w, {}, d);
+    ASSERT_TRUE(in_ram);
+    const auto all_host = split_curves(a, KvDtype::bf16, w, d, *in_ram, *curves);
+    ASSERT_TRUE(all_host && all_host->size() == 2);
+    EXPECT_EQ(all_host->at(0).bytes.back(), 0u);
+    EXPECT_EQ(all_host->at(1).bytes, model->bytes);
+    // Every layer and its cache on the GPU: nothing to split.
+    d.llama_cpp = {};
+    const auto whole = fit(a, KvDtype::bf16, w, {}, d);
+    ASSERT_TRUE(whole);
+    const auto none = split_curves(a, KvDtype::bf16, w, d, *whole, *curves);
+    ASSERT_TRUE(none);
+    EXPECT_TRUE(none->empty());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <QComboBox>
 #include <QGroupBox>
 #include <QLineEdit>
+#include <QLineSeries>
 #include <QSlider>
 #include <QTest>
 
@@ -13,6 +14,7 @@
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/gpu_memory_bar.h"
 #include "kvscope/ui/main_window.h"
+#include "kvscope/ui/memory_chart.h"
 #include "kvscope/ui/scenario_model.h"
 #include "widget_testing.h"
 
@@ -74,6 +76,13 @@ TEST(OffloadView, TheLayersFieldAndSliderGiveTheClisSplit) {
     for (const auto& s : d->hostBar()->segments())
         if (s.need) in_ram += s.bytes;
     EXPECT_EQ(in_ram, f->offload->host_bytes);
+    // The chart shows where the cache lives: the GPU's layers' line (the one the KV budget is for) and the host's.
+    const QLineSeries* on_gpu = w.chart()->variantSeries(static_cast<int>(VariantKind::on_gpu));
+    const QLineSeries* on_host = w.chart()->variantSeries(static_cast<int>(VariantKind::on_host));
+    EXPECT_TRUE(on_gpu->isVisible());
+    EXPECT_EQ(on_gpu->name().toStdString(), "KV on the GPU (47 of 65 layers)");
+    EXPECT_TRUE(on_host->isVisible());
+    EXPECT_EQ(on_host->name().toStdString(), "KV in host RAM");
 
     // The slider: a step is one change, undone by one undo.
     d->gpuLayersSlider()->setValue(40);
@@ -118,6 +127,7 @@ TEST(OffloadView, TheLayersFieldAndSliderGiveTheClisSplit) {
     });
     EXPECT_FALSE(d->gpuLayersField()->isVisibleTo(d));
     EXPECT_FALSE(d->hostBar()->isVisibleTo(d));
+    EXPECT_FALSE(w.chart()->variantSeries(static_cast<int>(VariantKind::on_gpu))->isVisible());
 }
 
 TEST(OffloadView, TheHostsFieldsGiveTheClisHostCacheAndExperts) {

@@ -26,12 +26,12 @@ namespace {
 std::size_t slot_of(const Curve& c) { return static_cast<std::size_t>(c.series); }
 
 // MHA, GQA, MQA, MLA, the model's own layout when it is none of those, all full attention, what the engine
-// allocates.
+// allocates, a split model's cache on the GPU and in host RAM.
 const QColor kVariantColors[] = {QColor(0xd1, 0x49, 0x5b), QColor(0x2e, 0x86, 0xde), QColor(0x2a, 0x9d, 0x8f),
                                  QColor(0x8e, 0x44, 0xad), QColor(0x34, 0x49, 0x5e), QColor(0x7f, 0x8c, 0x8d),
-                                 QColor(0x6d, 0x4c, 0x41)};
+                                 QColor(0x6d, 0x4c, 0x41), QColor(0x00, 0x7a, 0xcc), QColor(0x9a, 0x6b, 0x00)};
 // The series' names in the legend's hidden-set (object names), in the same order.
-constexpr const char* kVariantKeys[] = {"MHA", "GQA", "MQA", "MLA", "own", "full", "allocated"};
+constexpr const char* kVariantKeys[] = {"MHA", "GQA", "MQA", "MLA", "own", "full", "allocated", "on_gpu", "on_host"};
 static_assert(std::size(kVariantKeys) == kVariantKindCount && std::size(kVariantColors) == kVariantKindCount,
               "a key and a colour for every VariantKind");
 const QColor kBudgetColor(0xe6, 0x7e, 0x22);
@@ -177,7 +177,8 @@ void MemoryChart::refresh() {
         s->setName(QString::fromStdString(c.name) + (c.is_model ? tr(" (model)") : QString()) +
                    (c.replication > 1 ? ", " + q(replication_text(c.replication)) : QString()) + under);
         QPen pen(kVariantColors[slot]);
-        const bool allocated = c.series == VariantKind::allocated;
+        const bool allocated =
+            c.series == VariantKind::allocated || c.series == VariantKind::on_gpu || c.series == VariantKind::on_host;
         pen.setWidthF(c.is_model ? 3.2 : allocated ? 2.4 : 1.6);
         if (!c.is_model) pen.setStyle(allocated ? Qt::DotLine : Qt::DashLine);
         s->setPen(pen);

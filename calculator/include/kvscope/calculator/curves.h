@@ -58,4 +58,10 @@ Result<std::optional<Curve>> allocated_curve(const Architecture& arch, KvDtype d
                                              const Parallelism& parallel, const Deployment& deployment,
                                              const FitReport& fit, const Curves& curves);
 
+// A model llama.cpp splits between the GPU and the host (fit.offload): its cache at each of the curves' token counts
+// where it lives, the GPU's layers' (which the KV budget line is for, so that it crosses the line where the fit stops
+// fitting) and the host's, at the fit's layers. Empty where nothing of the cache is on the host.
+Result<std::vector<Curve>> split_curves(const Architecture& arch, KvDtype dtype, const Workload& workload,
+                                        const Deployment& deployment, const FitReport& fit, const Curves& curves);
+
 }  // namespace kvscope

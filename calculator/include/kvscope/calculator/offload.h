@@ -37,6 +37,13 @@ constexpr std::uint64_t kLlamaCppFitTargetBytes = 1024ull << 20;
 // The most layers llama.cpp takes: its blocks and the output layer.
 inline std::uint64_t llama_cpp_total_layers(const Architecture& arch) { return arch.layers + 1; }
 
+// Whether llama.cpp keeps block `layer`'s cache on the GPU: its layer is among the last (-ngl counts the output
+// layer first; src/llama-model.cpp load_tensors i_gpu_start = max(n_layer + 1 - n_gpu_layers, 0)) and the cache
+// follows its layer (src/llama-kv-cache.cpp; --no-kv-offload keeps all of it on the host).
+inline bool llama_cpp_block_on_gpu(std::uint64_t layer, std::uint64_t n_layer, std::uint64_t gpu_layers) {
+    return layer + gpu_layers >= n_layer + 1;
+}
+
 struct Offload {
     std::uint64_t total_layers = 0;     // llama.cpp's n_layer + 1: the blocks and the output layer
     std::uint64_t gpu_layers = 0;       // on the GPU: the output layer first, then the blocks from the last

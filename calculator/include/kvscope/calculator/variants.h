@@ -17,7 +17,19 @@ namespace kvscope {
 // variant's place never depends on its name. `own`: the model's layout when none of the uniform ones is (a
 // model whose layers have heads of their own, or whose layers do not attend).
 // allocated: no layout of its own, the curves' series of what the deployment's engine allocates (allocated_curve).
-enum class VariantKind : std::uint8_t { mha, gqa, mqa, mla, own, all_full, allocated, last_ = allocated };
+// on_gpu, on_host: a model llama.cpp splits, its cache where it lives (split_curves).
+enum class VariantKind : std::uint8_t {
+    mha,
+    gqa,
+    mqa,
+    mla,
+    own,
+    all_full,
+    allocated,
+    on_gpu,
+    on_host,
+    last_ = on_host
+};
 constexpr std::size_t kVariantKindCount = enum_count<VariantKind>();
 
 struct Variant {
