@@ -258,9 +258,8 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
 }  // namespace
 
 HostMeasure measure_this_host() {
-    for (const probe::DeviceInfo& d : probe::list_devices())
-        if (d.backend == "cpu" && d.available) return {d.total_bytes, d.measured_gbps};
-    return {};
+    const probe::HostReading h = probe::read_this_host();
+    return {h.ram_bytes, h.read_gbps};
 }
 
 Output cmd_devices(const Options& o) {

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "kvscope/calculator/scenario_file.h"
-#include "kvscope/ui/probe_runner.h"
+#include "kvscope/probe/plugins.h"
 #include "kvscope/ui/scenario_model.h"
 #include "kvscope/ui/text.h"
 #include "scenario_options.h"
@@ -190,8 +190,8 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
 Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const Catalog& catalog) {
     // --host this: this machine, measured as the CPU probe does.
     const auto measure = [] {
-        const ui::ThisMachine m = ui::measure_this_machine();
-        return cli::HostMeasure{m.ram_bytes, m.read_gbps};
+        const probe::HostReading h = probe::read_this_host();
+        return cli::HostMeasure{h.ram_bytes, h.read_gbps};
     };
     const cli::Options& o = c.options;
     if (c.scenario_file) {  // never beside --model, --config, --gguf or --model-dir (parse_options says so)

@@ -483,19 +483,26 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
 
 Errors use_this_host(Scenario& s, const std::function<HostMeasure()>& measure, std::vector<std::string>& notes) {
     if (!s.deployment || s.deployment->host.id != kThisHost) return {};
-    const HostMeasure m = measure();
-    if (m.read_gbps <= 0)
-        return {{"--host",
-                 "this machine's read ceiling could not be measured here (kvscope-cli devices says why); "
-                 "give --host-bandwidth"}};
     HostSpec& h = s.deployment->host;
     h.id.clear();
-    h.bandwidth_bytes_per_s = static_cast<std::uint64_t>(m.read_gbps * 1e9);
-    const bool ram_given = h.memory_bytes > 0;
+    // What --host-bandwidth and --host-memory give beside it stays; the rest is measured.
+    const bool bandwidth_given = h.bandwidth_bytes_per_s > 0, ram_given = h.memory_bytes > 0;
+    if (bandwidth_given && ram_given) return {};
+    const HostMeasure m = measure();
+    if (!bandwidth_given) {
+        if (m.read_gbps <= 0)
+            return {{"--host",
+                     "this machine's read ceiling could not be measured here (kvscope-cli devices says why); "
+                     "give --host-bandwidth"}};
+        h.bandwidth_bytes_per_s = static_cast<std::uint64_t>(m.read_gbps * 1e9);
+    }
     if (!ram_given) h.memory_bytes = m.ram_bytes;
     notes.push_back(
-        "the host is this machine: " + format_bandwidth(h.bandwidth_bytes_per_s) +
-        ", its read ceiling measured by the CPU probe (a read-only pass over 256 MiB on every thread)" +
+        "the host is this machine: " +
+        (bandwidth_given ? "--host-bandwidth's " + format_bandwidth(h.bandwidth_bytes_per_s)
+                         : format_bandwidth(h.bandwidth_bytes_per_s) +
+                               ", its read ceiling measured by the CPU probe (a read-only pass over 256 "
+                               "MiB on every thread)") +
         (ram_given || h.memory_bytes == 0 ? std::string() : ", and its " + format_bytes(h.memory_bytes) + " of RAM"));
     return {};
 }

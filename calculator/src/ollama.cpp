@@ -98,8 +98,14 @@ EngineLaunch engine_launch(const Deployment& d, const Architecture& arch, const 
     // llm/llama_server.go: -c num_ctx x parallel, -np parallel; -b and -ub num_batch; -ngl only for num_gpu.
     const std::uint64_t context = (Checked(workload.context_tokens) * workload.batch).saturated();
     std::string batch = "-b/-ub " + format_count(s.ubatch) + ": num_batch as given (--ubatch)";
+    // The memory it weighs the batch against: every GPU's it loads on (server/sched.go availableMemoryForLoad).
+    const std::uint64_t vram = (Checked(d.gpu.memory_bytes) * gpus).saturated();
+    // Its rule without flash attention is for CUDA GPUs (hasCUDADevice): the catalog's others are AMD's, Intel's
+    // and Apple's by name; a GPU entered by hand is taken as NVIDIA's.
+    const bool cuda =
+        !d.gpu.name.starts_with("AMD ") && !d.gpu.name.starts_with("Apple ") && !d.gpu.name.starts_with("Intel ");
     if (s.ubatch == 0) {
-        const OllamaBatch b = ollama_batch(arch, weights_bytes, context, d.gpu.memory_bytes, s.flash_attn_off);
+        const OllamaBatch b = ollama_batch(arch, weights_bytes, context, vram, s.flash_attn_off && cuda);
         s.ubatch = b.batch;
         batch = "-b/-ub " + format_count(b.batch) + ", " + b.why;
     }
@@ -111,7 +117,6 @@ EngineLaunch engine_launch(const Deployment& d, const Architecture& arch, const 
                              : "no -ngl, so llama.cpp's --fit chooses the layers (num_gpu, --gpu-layers, sets them)") +
                         "; flash attention auto unless OLLAMA_FLASH_ATTENTION (--flash-attn), the cache f16 unless "
                         "OLLAMA_KV_CACHE_TYPE (--kv-dtype) (llm/llama_server.go)");
-    const std::uint64_t vram = (Checked(d.gpu.memory_bytes) * gpus).saturated();
     const std::uint64_t def = ollama_model_context(ollama_default_context(vram), arch);
     if (workload.context_tokens != def)
         out.notes.push_back("Ollama's default num_ctx on " + format_bytes(vram) + " of GPU memory is " +
@@ -195,11 +200,16 @@ Result<OllamaEstimate> ollama_estimate(const Architecture& arch, const LayerWeig
     constexpr std::uint64_t kMost = 1ull << 32;
     if (in.num_ctx == 0 || in.num_ctx > kMost || in.parallel == 0 || in.parallel > (1u << 16) || in.num_batch == 0 ||
         in.num_batch > kMost)
-        return FieldError{Field::context_tokens, "Ollama's estimate takes a context, parallel and batch of at least 1"};
+        return FieldError{Field::context_tokens,
+                          "Ollama's estimate takes a context and batch of 1 to 2^32 tokens and 1 to 65,536 sequences"};
     if (weights.blocks.size() != arch.layers)
         return FieldError{Field::weight_dtype, "Ollama's estimate needs each block's bytes"};
     if (arch.recurrent || arch.mla || (arch.moe && arch.moe->experts > 0))
         return FieldError{Field::none, "Ollama's estimate is modelled for dense attention models only"};
+    // Architectures GraphSize has formulas of its own for that are not modelled here: never its fallback instead.
+    for (const char* other : {"mllama", "deepseek2", "chatglm", "gptoss", "gpt-oss"})
+        if (in.gguf_architecture == other)
+            return FieldError{Field::none, "Ollama's graph for '" + in.gguf_architecture + "' is not modelled"};
     OllamaEstimate e;
     const i128 context = static_cast<i128>(in.num_ctx) * in.parallel;  // GraphSize: context *= numParallel
     const i128 batch = std::min(in.num_ctx, in.num_batch);             // min(NumCtx, NumBatch)

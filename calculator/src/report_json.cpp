@@ -227,7 +227,13 @@ void weights_and_engine_settings(const Scenario& s, Value& o, const FitReport* f
     if (dep.engine == Engine::vllm) o.set("vllm", vllm_settings_json(s));
     if (runs_llama_cpp(dep.engine)) {
         Value l = Value::object();
-        l.set("ubatch", Value::number(f && f->ubatch > 0 ? f->ubatch : llama_cpp_ubatch(dep)));
+        // The micro-batch the fit took; Ollama's own choice, made for each fit's context, is null without one.
+        if (f && f->ubatch > 0)
+            l.set("ubatch", Value::number(f->ubatch));
+        else if (dep.engine == Engine::ollama && dep.llama_cpp.ubatch == 0)
+            l.set("ubatch", Value());
+        else
+            l.set("ubatch", Value::number(llama_cpp_ubatch(dep)));
         l.set("flash_attn", Value::boolean(!dep.llama_cpp.flash_attn_off));
         l.set("fixed_reserve", Value::boolean(dep.fixed_reserve));
         o.set("llama_cpp", std::move(l));

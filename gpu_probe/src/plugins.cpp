@@ -162,6 +162,12 @@ BackendChoice choose_backend(const std::string& name) {
     return c;
 }
 
+HostReading read_this_host() {
+    const std::unique_ptr<Backend> cpu = make_cpu_backend();
+    if (!cpu) return {};
+    return {cpu->device().total_bytes, measure_host_read_gbps(256ull << 20)};
+}
+
 std::vector<DeviceInfo> list_devices() {
     std::vector<DeviceInfo> out;
     for (auto it = std::rbegin(kBackends); it != std::rend(kBackends); ++it) {  // the CPU first

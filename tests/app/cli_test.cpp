@@ -733,6 +733,10 @@ TEST(Cli, HostThisIsThisMachineMeasured) {
     const CliRun given = cli(split + " --host-memory 32GB");
     ASSERT_EQ(given.status, 0) << given.err;
     EXPECT_EQ(u64(*json_of(given).find("offload"), "host_memory_bytes"), 32'000'000'000u);
+    // A bandwidth given beside it stays (only the RAM is measured).
+    const CliRun bandwidth = cli(split + " --host-bandwidth 50GB");
+    ASSERT_EQ(bandwidth.status, 0) << bandwidth.err;
+    EXPECT_EQ(u64(*json_of(bandwidth).find("offload"), "host_bandwidth_bytes_per_s"), 50'000'000'000u);
     const CliRun bad = cli("fit --model qwen3-32b --engine llama.cpp --gpu rtx-4060-ti-16gb --host nowhere");
     EXPECT_EQ(bad.status, 2);
     EXPECT_NE(bad.err.find("--host: 'nowhere' is not a host memory of the table"), std::string::npos) << bad.err;

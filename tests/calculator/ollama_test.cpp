@@ -127,6 +127,32 @@ TEST(Ollama, ASlidingLayerKeepsItsWindowAndOllamasBatch) {
     EXPECT_TRUE(testing::contains_line(ollama->notes, "n_ubatch 2,048")) << testing::join(ollama->notes);
 }
 
+TEST(Ollama, ItsRuleWithoutFlashAttentionIsForCudaGpusAndItsMemoryEveryGpus) {
+    // Without flash attention Ollama keeps the batch at 512 on a CUDA GPU (hasCUDADevice); on Apple's GPU the batch
+    // follows the context as with it.
+    const Architecture& a = testing::catalog_arch("llama-3.1-8b");
+    const Workload w{.context_tokens = 32768};
+    Deployment cuda = q4_k_m_on("h100-sxm", Engine::ollama);
+    cuda.llama_cpp.flash_attn_off = true;
+    Deployment apple = q4_k_m_on("m4-max-128gb", Engine::ollama);
+    apple.llama_cpp.flash_attn_off = true;
+    const auto on_cuda = fit(a, KvDtype::fp16, w, {}, cuda);
+    const auto on_apple = fit(a, KvDtype::fp16, w, {}, apple);
+    ASSERT_TRUE(on_cuda && on_apple);
+    EXPECT_EQ(on_cuda->ubatch, 512u);
+    EXPECT_EQ(on_apple->ubatch, 1024u);
+    // On two GPUs it weighs the batch against both's memory: Gemma 3 12B's prediction at 32,768 tokens (18.0 GiB) is
+    // past 75% of one 24 GB card but not of two.
+    const Architecture& g = testing::catalog_arch("gemma-3-12b");
+    const auto one = fit(g, KvDtype::fp16, w, {}, q4_k_m_on("rtx-4090", Engine::ollama));
+    Deployment two_cards = q4_k_m_on("rtx-4090", Engine::ollama);
+    two_cards.gpu_count = 2;
+    const auto two = fit(g, KvDtype::fp16, w, {.tp = 1, .pp = 2}, two_cards);
+    ASSERT_TRUE(one && two) << two.error_text();
+    EXPECT_EQ(one->ubatch, 512u);
+    EXPECT_EQ(two->ubatch, 1024u);
+}
+
 TEST(Ollama, NumGpuAndNumBatchGivenAreKept) {
     const Architecture& a = testing::catalog_arch("llama-3.1-8b");
     Deployment d = q4_k_m_on("rtx-4060-ti-16gb", Engine::ollama);
@@ -266,6 +292,33 @@ TEST(Ollama, ItsOldEstimateMatchesPublishedOffloadLines) {
         }
     }
     std::printf("%d of the logged figures held to the log differ (phi4's weights are printed only)\n", mismatches);
+}
+
+TEST(Ollama, ItsOldEstimateSaysWhatItDoesNotModel) {
+    OllamaEstimateInputs in;
+    in.gpu_free_bytes = 24 * kGiB;
+    const Architecture& a = testing::catalog_arch("llama-3.1-8b");
+    auto w = gguf_mix_weights(a, GgufMix::q4_k_m);
+    ASSERT_TRUE(w);
+    // An architecture whose graph formula Ollama has and KVScope does not: refused, never the fallback.
+    in.gguf_architecture = "chatglm";
+    const auto glm = ollama_estimate(a, *w, in);
+    ASSERT_FALSE(glm);
+    EXPECT_NE(glm.error_text().find("Ollama's graph for 'chatglm' is not modelled"), std::string::npos);
+    // num_gpu 0: nothing on the GPU; the full figure is everything, and (as memory.go sums it) the 457 MiB and the
+    // one layer it keeps free on a GPU with room.
+    in.gguf_architecture = "llama";
+    in.num_gpu = 0;
+    const auto cpu = ollama_estimate(a, *w, in);
+    ASSERT_TRUE(cpu) << cpu.error_text();
+    EXPECT_EQ(cpu->layers_offload, 0u);
+    EXPECT_EQ(cpu->required_partial, 0u);
+    const std::uint64_t kept = (457ull << 20) + w->blocks[0].bytes + cpu->required_kv / 32;
+    EXPECT_EQ(cpu->required_full, kept + cpu->weights_repeating + cpu->weights_nonrepeating + cpu->required_kv);
+    // A context past what it takes is an error, not an overflow.
+    in.num_gpu.reset();
+    in.num_ctx = 1ull << 40;
+    EXPECT_FALSE(ollama_estimate(a, *w, in));
 }
 
 }  // namespace

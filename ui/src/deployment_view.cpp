@@ -20,12 +20,12 @@
 #include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/offload.h"
 #include "kvscope/calculator/weights.h"
+#include "kvscope/probe/plugins.h"
 #include "kvscope/ui/decimal_spin_box.h"
 #include "kvscope/ui/field_text.h"
 #include "kvscope/ui/gpu_memory_bar.h"
 #include "kvscope/ui/overview_view.h"
 #include "kvscope/ui/plan_view.h"
-#include "kvscope/ui/probe_runner.h"
 #include "kvscope/ui/scenario_model.h"
 #include "kvscope/ui/stale_note.h"
 #include "kvscope/ui/text.h"
@@ -459,7 +459,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
             // Measured now, as kvscope-cli --host this: a bandwidth of its own from then on (and the RAM, unless
             // given).
             QApplication::setOverrideCursor(Qt::WaitCursor);
-            const ThisMachine m = measure_this_machine();
+            const probe::HostReading m = probe::read_this_host();
             QApplication::restoreOverrideCursor();
             if (m.read_gbps <= 0) {
                 typed_.insert(host_platform_, tr("this computer's read ceiling could not be measured here"));
@@ -860,7 +860,9 @@ void DeploymentView::sync() {
         const bool splits = runs_llama_cpp(d.engine) && d.gpu_count == 1;
         for (QWidget* field : std::initializer_list<QWidget*>{host_memory_, host_platform_, cache_in_ram_})
             form_->setRowVisible(field, splits);
-        form_->setRowVisible(cpu_moe_, splits && s.arch.moe.has_value() && s.arch.moe->experts > 0);
+        // A count set for a model without experts stays in sight, so that its error can be mended there.
+        form_->setRowVisible(cpu_moe_, splits && ((s.arch.moe.has_value() && s.arch.moe->experts > 0) ||
+                                                  d.llama_cpp.cpu_moe_layers > 0));
         show(host_memory_, d.host.memory_bytes > 0 ? q(format_bytes(d.host.memory_bytes, model_->units())) : QString());
         show(cpu_moe_, d.llama_cpp.cpu_moe_layers > 0 ? q(format_count(d.llama_cpp.cpu_moe_layers)) : QString());
         cache_in_ram_->setChecked(d.llama_cpp.no_kv_offload);

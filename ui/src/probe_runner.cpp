@@ -6,13 +6,6 @@
 #include "kvscope/ui/text.h"
 
 namespace kvscope::ui {
-
-ThisMachine measure_this_machine() {
-    for (const probe::DeviceInfo& d : probe::list_devices())
-        if (d.backend == "cpu" && d.available) return {d.total_bytes, d.measured_gbps};
-    return {};
-}
-
 ProbeRunner::ProbeRunner(QObject* parent) : QObject(parent) {}
 
 ProbeRunner::~ProbeRunner() {

@@ -20,8 +20,9 @@ namespace kvscope {
 // Ollama's default num_ctx for GPUs of this much memory in all, less OLLAMA_GPU_OVERHEAD (server/routes.go, since
 // v0.15.5): 4,096; 32,768 from 23 GiB; 262,144 from 47 GiB. OLLAMA_CONTEXT_LENGTH or a request's num_ctx replaces it.
 std::uint64_t ollama_default_context(std::uint64_t vram_bytes);
-// The context Ollama runs a model at: num_ctx, but no longer than the model's own (server/sched.go
-// effectiveModelContext; a model without a length keeps num_ctx).
+// The context Ollama runs a model at: num_ctx, but no longer than the model's own (llm/server.go NewLlamaServer
+// lowers opts.NumCtx to the GGUF's context_length before it passes -c; server/sched.go effectiveModelContext
+// predicts with the same; a model without a length keeps num_ctx).
 std::uint64_t ollama_model_context(std::uint64_t num_ctx, const Architecture& arch);
 
 // Ollama's own prediction of the memory a model takes, which chooses its batch (llm/llama_server.go

@@ -3,6 +3,7 @@
 // (one shared library each, loaded when first chosen, as ggml loads its backends), each chosen by name. What a plugin
 // exports is kvscope/probe/plugin.h.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,5 +29,12 @@ Result<std::unique_ptr<Backend>> make_backend(const std::string& name);
 
 // Every backend this build has, each with its device or the reason it is unavailable.
 std::vector<DeviceInfo> list_devices();
+// This machine as the host of a model split between the GPU and the host: its RAM and its read ceiling, a read-only
+// pass over 256 MiB on every thread (the CPU's measured_gbps of list_devices), without asking the other backends.
+struct HostReading {
+    std::uint64_t ram_bytes = 0;
+    double read_gbps = 0;  // 0: not measured
+};
+HostReading read_this_host();
 
 }  // namespace kvscope::probe

@@ -6,7 +6,6 @@
 #include <QObject>
 #include <QString>
 #include <atomic>
-#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -16,14 +15,6 @@
 class QThread;
 
 namespace kvscope::ui {
-
-// This machine as a split model's host: its RAM and the CPU probe's read ceiling (a read-only pass over 256 MiB on
-// every thread, about a second); 0 where not measured.
-struct ThisMachine {
-    std::uint64_t ram_bytes = 0;
-    double read_gbps = 0;
-};
-ThisMachine measure_this_machine();
 
 class ProbeRunner : public QObject {
     Q_OBJECT
