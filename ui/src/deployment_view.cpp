@@ -731,16 +731,13 @@ void DeploymentView::sync() {
     const Deployment shown =
         s.deployment ? *s.deployment : starting_deployment(model_->catalog(), s, model_->modelWeights());
     // A field shows its scenario value, or text of the user's own, refused or still being typed (field_text.h).
-    const auto show = [this](QLineEdit* field, const QString& text) {
-        if (show_scenario_text(field, text, typed_.contains(field))) typed_.remove(field);
-    };
     {
         const Deployment& d = shown;
         const int gi = gpu_->findData(q(d.gpu.id));
         gpu_->setCurrentIndex(gi >= 0 ? gi : gpu_->findData(kCustom));
         count_->setText(tr("%1 = TP %2 × PP %3").arg(d.gpu_count).arg(s.parallel.tp).arg(s.parallel.pp));
-        show(memory_, q(format_bytes(d.gpu.memory_bytes, model_->units())));
-        show(bandwidth_, q(format_bytes(d.gpu.bandwidth_bytes_per_s, UnitSystem::decimal)) + "/s");
+        showText(memory_, q(format_bytes(d.gpu.memory_bytes, model_->units())));
+        showText(bandwidth_, q(format_bytes(d.gpu.bandwidth_bytes_per_s, UnitSystem::decimal)) + "/s");
         engine_->setCurrentIndex(engine_->findData(static_cast<int>(d.engine)));
         // SGLang's own default for this GPU and layout until one is given (as kvscope-cli fit shows it). Set only
         // when it changed: setting a spin box rewrites text typed in it and not yet accepted.
@@ -803,7 +800,7 @@ void DeploymentView::sync() {
         for (auto [field, value, fallback] : {std::tuple{vllm_tokens_, d.vllm.max_num_batched_tokens, default_tokens},
                                               std::tuple{vllm_seqs_, d.vllm.max_num_seqs, default_seqs}}) {
             field->setPlaceholderText(tr("vLLM's default: %1").arg(q(format_count(fallback))));
-            show(field, value > 0 ? q(format_count(value)) : QString());
+            showText(field, value > 0 ? q(format_count(value)) : QString());
         }
         // The model's own multi-token-prediction layers as a speculative draft (--mtp), offered when it has them.
         const std::uint64_t mtp_layers = s.arch.mtp_layers;
@@ -827,60 +824,12 @@ void DeploymentView::sync() {
         form_->setRowVisible(draft_method_, d.draft.has_value());
         if (d.draft) draft_method_->setCurrentIndex(draft_method_->findData(static_cast<int>(d.draft->method)));
         vllm_graphs_->setChecked(!d.vllm.enforce_eager);
-        // llama.cpp's settings; the placeholder shows the default the fit uses.
-        for (QWidget* field : std::initializer_list<QWidget*>{ubatch_, flash_attn_, gpu_layers_row_})
-            form_->setRowVisible(field, runs_llama_cpp(d.engine));
-        // Ollama chooses the batch by the context (and -ngl by llama.cpp's --fit): the fit says which it took.
-        const bool ollama = d.engine == Engine::ollama;
-        const auto& fit_now = model_->results().fit;
-        ubatch_->setPlaceholderText(ollama ? (fit_now && fit_now->ubatch > 0
-                                                  ? tr("Ollama's choice: %1").arg(q(format_count(fit_now->ubatch)))
-                                                  : tr("Ollama's choice"))
-                                           : tr("llama.cpp's default: %1").arg(kLlamaCppUbatch));
-        show(ubatch_, d.llama_cpp.ubatch > 0 ? q(format_count(d.llama_cpp.ubatch)) : QString());
-        flash_attn_->setChecked(!d.llama_cpp.flash_attn_off);
-        gpu_layers_->setPlaceholderText(ollama ? tr("auto (Ollama's default)") : tr("all (llama.cpp's default)"));
-        show(gpu_layers_, d.llama_cpp.gpu_layers_auto ? QStringLiteral("auto")
-                          : d.llama_cpp.gpu_layers    ? q(format_count(*d.llama_cpp.gpu_layers))
-                                                      : QString());
-        {
-            const QSignalBlocker quiet(layers_slider_);
-            const auto total = static_cast<int>(std::min<std::uint64_t>(llama_cpp_total_layers(s.arch), 1u << 20));
-            layers_slider_->setRange(0, total);
-            // auto: where --fit put them, once the results have it.
-            const auto& fit = fit_now;
-            const bool automatic = d.llama_cpp.gpu_layers_auto || (ollama && !d.llama_cpp.gpu_layers);
-            const std::uint64_t chosen = automatic && fit && fit->offload
-                                             ? fit->offload->gpu_layers
-                                             : d.llama_cpp.gpu_layers.value_or(static_cast<std::uint64_t>(total));
-            layers_slider_->setValue(
-                static_cast<int>(std::min<std::uint64_t>(chosen, static_cast<std::uint64_t>(total))));
-        }
-        // The host of a split: on one GPU (the split's), its experts' row for a model with experts.
-        const bool splits = runs_llama_cpp(d.engine) && d.gpu_count == 1;
-        for (QWidget* field : std::initializer_list<QWidget*>{host_memory_, host_platform_, cache_in_ram_})
-            form_->setRowVisible(field, splits);
-        // A count set for a model without experts stays in sight, so that its error can be mended there.
-        form_->setRowVisible(cpu_moe_, splits && ((s.arch.moe.has_value() && s.arch.moe->experts > 0) ||
-                                                  d.llama_cpp.cpu_moe_layers > 0));
-        show(host_memory_, d.host.memory_bytes > 0 ? q(format_bytes(d.host.memory_bytes, model_->units())) : QString());
-        show(cpu_moe_, d.llama_cpp.cpu_moe_layers > 0 ? q(format_count(d.llama_cpp.cpu_moe_layers)) : QString());
-        cache_in_ram_->setChecked(d.llama_cpp.no_kv_offload);
-        {
-            // A bandwidth given (--host-bandwidth) or measured is an item of its own, first, while it is the
-            // scenario's.
-            if (host_platform_->itemData(0).toString().isEmpty()) host_platform_->removeItem(0);
-            if (d.host.bandwidth_bytes_per_s > 0)
-                host_platform_->insertItem(
-                    0, tr("%1 (given or measured)").arg(q(format_bandwidth(d.host.bandwidth_bytes_per_s))), QString());
-            const std::string id = d.host.id.empty() ? std::string(kDefaultHostPlatform) : d.host.id;
-            host_platform_->setCurrentIndex(d.host.bandwidth_bytes_per_s > 0 ? 0 : host_platform_->findData(q(id)));
-        }
+        syncLlamaCpp(s, d);
         // TensorRT-LLM's tokens per step; its profiling run's activations follow it unless the reserve is fixed.
         form_->setRowVisible(trtllm_tokens_, d.engine == Engine::tensorrt_llm);
         trtllm_tokens_->setPlaceholderText(tr("TensorRT-LLM's default: %1").arg(q(format_count(kTrtllmMaxNumTokens))));
-        show(trtllm_tokens_,
-             d.tensorrt_llm.max_num_tokens > 0 ? q(format_count(d.tensorrt_llm.max_num_tokens)) : QString());
+        showText(trtllm_tokens_,
+                 d.tensorrt_llm.max_num_tokens > 0 ? q(format_count(d.tensorrt_llm.max_num_tokens)) : QString());
         trtllm_tokens_->setEnabled(on && !d.fixed_reserve);
         flash_attn_->setEnabled(on && !d.fixed_reserve);  // the micro-batch still sets what sliding layers keep
         Deployment with_graphs = d;
@@ -902,6 +851,63 @@ void DeploymentView::sync() {
     errors_->setVisible(!problems.isEmpty());
     syncing_ = false;
     refreshResults();
+}
+
+// llama.cpp's rows (and Ollama's, which runs it): the micro-batch, the GPU layers and their slider, and the host of a
+// split; each placeholder shows what the fit uses when the field is empty.
+void DeploymentView::showText(QLineEdit* field, const QString& text) {
+    // The scenario's text, unless the field holds the user's (typed, not yet accepted or refused).
+    if (show_scenario_text(field, text, typed_.contains(field))) typed_.remove(field);
+}
+
+void DeploymentView::syncLlamaCpp(const Scenario& s, const Deployment& d) {
+    for (QWidget* field : std::initializer_list<QWidget*>{ubatch_, flash_attn_, gpu_layers_row_})
+        form_->setRowVisible(field, runs_llama_cpp(d.engine));
+    // Ollama chooses the batch by the context (and -ngl by llama.cpp's --fit): the fit says which it took.
+    const bool ollama = d.engine == Engine::ollama;
+    const auto& fit_now = model_->results().fit;
+    ubatch_->setPlaceholderText(ollama ? (fit_now && fit_now->ubatch > 0
+                                              ? tr("Ollama's choice: %1").arg(q(format_count(fit_now->ubatch)))
+                                              : tr("Ollama's choice"))
+                                       : tr("llama.cpp's default: %1").arg(kLlamaCppUbatch));
+    showText(ubatch_, d.llama_cpp.ubatch > 0 ? q(format_count(d.llama_cpp.ubatch)) : QString());
+    flash_attn_->setChecked(!d.llama_cpp.flash_attn_off);
+    gpu_layers_->setPlaceholderText(ollama ? tr("auto (Ollama's default)") : tr("all (llama.cpp's default)"));
+    showText(gpu_layers_, d.llama_cpp.gpu_layers_auto ? QStringLiteral("auto")
+                          : d.llama_cpp.gpu_layers    ? q(format_count(*d.llama_cpp.gpu_layers))
+                                                      : QString());
+    {
+        const QSignalBlocker quiet(layers_slider_);
+        const auto total = static_cast<int>(std::min<std::uint64_t>(llama_cpp_total_layers(s.arch), 1u << 20));
+        layers_slider_->setRange(0, total);
+        // auto: where --fit put them, once the results have it.
+        const auto& fit = fit_now;
+        const bool automatic = d.llama_cpp.gpu_layers_auto || (ollama && !d.llama_cpp.gpu_layers);
+        const std::uint64_t chosen = automatic && fit && fit->offload
+                                         ? fit->offload->gpu_layers
+                                         : d.llama_cpp.gpu_layers.value_or(static_cast<std::uint64_t>(total));
+        layers_slider_->setValue(static_cast<int>(std::min<std::uint64_t>(chosen, static_cast<std::uint64_t>(total))));
+    }
+    // The host of a split: on one GPU (the split's), its experts' row for a model with experts.
+    const bool splits = runs_llama_cpp(d.engine) && d.gpu_count == 1;
+    for (QWidget* field : std::initializer_list<QWidget*>{host_memory_, host_platform_, cache_in_ram_})
+        form_->setRowVisible(field, splits);
+    // A count set for a model without experts stays in sight, so that its error can be mended there.
+    form_->setRowVisible(
+        cpu_moe_, splits && ((s.arch.moe.has_value() && s.arch.moe->experts > 0) || d.llama_cpp.cpu_moe_layers > 0));
+    showText(host_memory_, d.host.memory_bytes > 0 ? q(format_bytes(d.host.memory_bytes, model_->units())) : QString());
+    showText(cpu_moe_, d.llama_cpp.cpu_moe_layers > 0 ? q(format_count(d.llama_cpp.cpu_moe_layers)) : QString());
+    cache_in_ram_->setChecked(d.llama_cpp.no_kv_offload);
+    {
+        // A bandwidth given (--host-bandwidth) or measured is an item of its own, first, while it is the
+        // scenario's.
+        if (host_platform_->itemData(0).toString().isEmpty()) host_platform_->removeItem(0);
+        if (d.host.bandwidth_bytes_per_s > 0)
+            host_platform_->insertItem(
+                0, tr("%1 (given or measured)").arg(q(format_bandwidth(d.host.bandwidth_bytes_per_s))), QString());
+        const std::string id = d.host.id.empty() ? std::string(kDefaultHostPlatform) : d.host.id;
+        host_platform_->setCurrentIndex(d.host.bandwidth_bytes_per_s > 0 ? 0 : host_platform_->findData(q(id)));
+    }
 }
 
 void DeploymentView::refreshResults() {

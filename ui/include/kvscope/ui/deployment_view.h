@@ -8,6 +8,7 @@
 #include <array>
 #include <optional>
 
+#include "kvscope/calculator/scenario.h"
 #include "kvscope/ui/field_marks.h"
 
 class QCheckBox;
@@ -109,7 +110,9 @@ private:
                         bool automatic);  // llama.cpp's -ngl, as --gpu-layers reads it
     void commitEngineCount(QLineEdit* field, const QString& what, const QString& empty_means,
                            std::uint64_t& (*slot)(Deployment&));
-    void commitHostMemory();  // as --host-memory reads it; empty: not checked
+    void commitHostMemory();                                    // as --host-memory reads it; empty: not checked
+    void syncLlamaCpp(const Scenario& s, const Deployment& d);  // sync's llama.cpp rows
+    void showText(QLineEdit* field, const QString& text);       // the scenario's text, unless typed
     // The fields that take typed text, for Esc, a dropped scenario and a row the engine hides.
     [[nodiscard]] std::array<QLineEdit*, 9> textFields() const;
 
