@@ -594,7 +594,7 @@ Output run(const std::vector<std::string>& args) {
         ScenarioSource src;
         auto s = build_scenario(o, catalog, src);
         if (!s) return {"", usage_error(s.errors(), o.command), kExitUsage};
-        if (const Errors e = use_this_host(s.value(), measure_this_host, src.notes); !e.empty())
+        if (const Errors e = use_this_host(s.value(), probe::read_this_host, src.notes); !e.empty())
             return {"", usage_error(e, o.command), kExitUsage};
         return run(o, *s, src);
     };

@@ -257,11 +257,6 @@ Output cmd_step(const Options& o, const Scenario& s, const ScenarioSource& src, 
 
 }  // namespace
 
-HostMeasure measure_this_host() {
-    const probe::HostReading h = probe::read_this_host();
-    return {h.ram_bytes, h.read_gbps};
-}
-
 Output cmd_devices(const Options& o) {
     const auto devices = probe::list_devices();
     Output r;

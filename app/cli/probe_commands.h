@@ -7,8 +7,6 @@
 namespace kvscope::cli {
 
 Output cmd_devices(const Options& o);
-// This machine as a split model's host (--host this): its RAM and the CPU probe's read ceiling.
-HostMeasure measure_this_host();
 // probe --step remembers what it measured in the catalog's user folder (measured_step.h).
 Output cmd_probe(const Options& o, const Scenario& s, const ScenarioSource& src, const Catalog& catalog);
 Output cmd_stopwatch(const Options& o);

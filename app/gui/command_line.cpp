@@ -188,11 +188,6 @@ Result<CommandLine> parse_command_line(const QStringList& args) {
 }
 
 Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const Catalog& catalog) {
-    // --host this: this machine, measured as the CPU probe does.
-    const auto measure = [] {
-        const probe::HostReading h = probe::read_this_host();
-        return cli::HostMeasure{h.ram_bytes, h.read_gbps};
-    };
     const cli::Options& o = c.options;
     if (c.scenario_file) {  // never beside --model, --config, --gguf or --model-dir (parse_options says so)
         auto s = read_scenario_file(c.scenario_file->toStdString());
@@ -210,7 +205,7 @@ Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const 
         Errors errors = cli::apply_scenario_options(o, catalog, chosen.scenario);
         if (!errors.empty()) return errors;
         std::vector<std::string> measured;
-        if (Errors e = cli::use_this_host(chosen.scenario, measure, measured); !e.empty()) return e;
+        if (Errors e = cli::use_this_host(chosen.scenario, probe::read_this_host, measured); !e.empty()) return e;
         for (const std::string& n : measured) chosen.notes << QString::fromStdString(n);
         return std::optional<ChosenScenario>(chosen);
     }
@@ -218,7 +213,7 @@ Result<std::optional<ChosenScenario>> scenario_from(const CommandLine& c, const 
     cli::ScenarioSource source;
     auto s = cli::build_scenario(o, catalog, source);
     if (!s) return s.errors();
-    if (Errors e = cli::use_this_host(s.value(), measure, source.notes); !e.empty()) return e;
+    if (Errors e = cli::use_this_host(s.value(), probe::read_this_host, source.notes); !e.empty()) return e;
     // A config.json keeps the description build_scenario gave it (path and repo).
     ChosenScenario chosen{
         *s, o.config ? QString::fromStdString(source.description) : ui::display_name(catalog, *s), {}, {}, {}, false};

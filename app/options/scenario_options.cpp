@@ -465,13 +465,11 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
         apply_deployment_options(o, catalog, s, errors);
         // Ollama's own num_ctx for the GPUs' memory where no context is given (server/routes.go), as it would run.
         if (!o.context && s.deployment && s.deployment->engine == Engine::ollama) {
-            const Deployment& d = *s.deployment;
-            const std::uint64_t vram = (Checked(d.gpu.memory_bytes) * d.gpu_count).saturated();
-            const std::uint64_t num_ctx = ollama_default_context(vram);
-            s.workload.context_tokens = ollama_model_context(num_ctx, s.arch);
-            source.notes.push_back("the context is Ollama's default num_ctx for " + format_bytes(vram) +
-                                   " of GPU memory: " + format_count(num_ctx) +
-                                   (s.workload.context_tokens < num_ctx
+            const OllamaContext c = ollama_context_for(s.deployment->gpu, s.deployment->gpu_count, s.arch);
+            s.workload.context_tokens = c.context;
+            source.notes.push_back("the context is Ollama's default num_ctx for " + format_bytes(c.vram_bytes) +
+                                   " of GPU memory: " + format_count(c.num_ctx) +
+                                   (c.context < c.num_ctx
                                         ? ", no longer than the model's " + format_count(s.workload.context_tokens)
                                         : std::string()) +
                                    " (server/routes.go; --context sets num_ctx)");
@@ -481,14 +479,14 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
     return s;
 }
 
-Errors use_this_host(Scenario& s, const std::function<HostMeasure()>& measure, std::vector<std::string>& notes) {
+Errors use_this_host(Scenario& s, const std::function<probe::HostReading()>& measure, std::vector<std::string>& notes) {
     if (!s.deployment || s.deployment->host.id != kThisHost) return {};
     HostSpec& h = s.deployment->host;
     h.id.clear();
     // What --host-bandwidth and --host-memory give beside it stays; the rest is measured.
     const bool bandwidth_given = h.bandwidth_bytes_per_s > 0, ram_given = h.memory_bytes > 0;
     if (bandwidth_given && ram_given) return {};
-    const HostMeasure m = measure();
+    const probe::HostReading m = measure();
     if (!bandwidth_given) {
         if (m.read_gbps <= 0)
             return {{"--host",

@@ -10,6 +10,7 @@
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/result.h"
 #include "kvscope/calculator/scenario.h"
+#include "kvscope/probe/plugins.h"
 #include "options.h"
 
 namespace kvscope::cli {
@@ -33,15 +34,12 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
 // and the deployment when a deployment option is given (on the file's own deployment, if it has one).
 Errors apply_scenario_options(const Options& o, const Catalog& catalog, Scenario& s);
 
-// --host this: the machine the program runs on, measured by the caller (the CPU probe's read ceiling, a read-only
-// pass over 256 MiB on every thread, and its RAM).
+// --host this: the machine the program runs on, as the CPU probe reads it (probe::read_this_host: its read ceiling, a
+// read-only pass over 256 MiB on every thread, and its RAM).
 constexpr std::string_view kThisHost = "this";
-struct HostMeasure {
-    std::uint64_t ram_bytes = 0;
-    double read_gbps = 0;  // 0: not measured
-};
 // Where the scenario asks for this machine as its host, its measured read ceiling (and its RAM unless
-// --host-memory gave one) in place of a platform of the table, said in `notes`; errors name --host.
-Errors use_this_host(Scenario& s, const std::function<HostMeasure()>& measure, std::vector<std::string>& notes);
+// --host-memory gave one) in place of a platform of the table, said in `notes`; errors name --host. `measure`
+// reads it (probe::read_this_host; tests give their own).
+Errors use_this_host(Scenario& s, const std::function<probe::HostReading()>& measure, std::vector<std::string>& notes);
 
 }  // namespace kvscope::cli

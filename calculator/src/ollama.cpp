@@ -4,10 +4,9 @@
 #include "kvscope/calculator/ollama.h"
 
 #include <algorithm>
-#include <array>
-#include <charconv>
 
 #include "kvscope/calculator/checked.h"
+#include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/units.h"
 #include "wide.h"
 
@@ -43,6 +42,14 @@ std::uint64_t ollama_default_context(std::uint64_t vram_bytes) {
 
 std::uint64_t ollama_model_context(std::uint64_t num_ctx, const Architecture& arch) {
     return arch.max_positions > 0 ? std::min(num_ctx, arch.max_positions) : num_ctx;
+}
+
+OllamaContext ollama_context_for(const GpuSpec& gpu, std::uint64_t gpus, const Architecture& arch) {
+    OllamaContext c;
+    c.vram_bytes = (Checked(gpu.memory_bytes) * gpus).saturated();
+    c.num_ctx = ollama_default_context(c.vram_bytes);
+    c.context = ollama_model_context(c.num_ctx, arch);
+    return c;
 }
 
 std::uint64_t ollama_predicted_bytes(const Architecture& arch, std::uint64_t weights_bytes,
@@ -99,7 +106,8 @@ EngineLaunch engine_launch(const Deployment& d, const Architecture& arch, const 
     const std::uint64_t context = (Checked(workload.context_tokens) * workload.batch).saturated();
     std::string batch = "-b/-ub " + format_count(s.ubatch) + ": num_batch as given (--ubatch)";
     // The memory it weighs the batch against: every GPU's it loads on (server/sched.go availableMemoryForLoad).
-    const std::uint64_t vram = (Checked(d.gpu.memory_bytes) * gpus).saturated();
+    const OllamaContext def = ollama_context_for(d.gpu, gpus, arch);
+    const std::uint64_t vram = def.vram_bytes;
     // Its rule without flash attention is for CUDA GPUs (hasCUDADevice): the catalog's others are AMD's, Intel's
     // and Apple's by name; a GPU entered by hand is taken as NVIDIA's.
     const bool cuda =
@@ -117,11 +125,10 @@ EngineLaunch engine_launch(const Deployment& d, const Architecture& arch, const 
                              : "no -ngl, so llama.cpp's --fit chooses the layers (num_gpu, --gpu-layers, sets them)") +
                         "; flash attention auto unless OLLAMA_FLASH_ATTENTION (--flash-attn), the cache f16 unless "
                         "OLLAMA_KV_CACHE_TYPE (--kv-dtype) (llm/llama_server.go)");
-    const std::uint64_t def = ollama_model_context(ollama_default_context(vram), arch);
-    if (workload.context_tokens != def)
-        out.notes.push_back("Ollama's default num_ctx on " + format_bytes(vram) + " of GPU memory is " +
-                            format_count(def) +
-                            (def < ollama_default_context(vram) ? " (the model's own length)" : std::string()) +
+    if (workload.context_tokens != def.context)
+        out.notes.push_back("Ollama's default num_ctx on " + format_bytes(def.vram_bytes) + " of GPU memory is " +
+                            format_count(def.context) +
+                            (def.context < def.num_ctx ? " (the model's own length)" : std::string()) +
                             " (server/routes.go: 4,096 below 23 GiB, 32,768 below 47 GiB, 262,144 from 47 GiB); " +
                             format_count(workload.context_tokens) +
                             " here is num_ctx as set (OLLAMA_CONTEXT_LENGTH, a Modelfile's num_ctx or a request's)");
@@ -303,16 +310,11 @@ Result<OllamaEstimate> ollama_estimate(const Architecture& arch, const LayerWeig
 }
 
 std::string ollama_bytes_text(std::uint64_t bytes) {
-    // fmt.Sprintf("%.1f GiB", …): the double rounded to one decimal, exactly (to_chars: the C locale's '.' always).
-    const auto one_decimal = [](double v, const char* unit) {
-        std::array<char, 64> out{};
-        const auto end = std::to_chars(out.data(), out.data() + out.size(), v, std::chars_format::fixed, 1).ptr;
-        return std::string(out.data(), end) + unit;
-    };
+    // Go formats these with "%.1f" (format/bytes.go HumanBytes2): one decimal, the double rounded exactly.
     const auto d = static_cast<double>(bytes);
-    if (bytes >= kGiB) return one_decimal(d / static_cast<double>(kGiB), " GiB");
-    if (bytes >= kMiB) return one_decimal(d / static_cast<double>(kMiB), " MiB");
-    if (bytes >= 1024) return one_decimal(d / 1024.0, " KiB");
+    if (bytes >= kGiB) return number_text(d / static_cast<double>(kGiB), Notation::fixed, 1) + " GiB";
+    if (bytes >= kMiB) return number_text(d / static_cast<double>(kMiB), Notation::fixed, 1) + " MiB";
+    if (bytes >= 1024) return number_text(d / 1024.0, Notation::fixed, 1) + " KiB";
     return std::to_string(bytes) + " B";
 }
 

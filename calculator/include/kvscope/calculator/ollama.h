@@ -25,6 +25,13 @@ std::uint64_t ollama_default_context(std::uint64_t vram_bytes);
 // predicts with the same; a model without a length keeps num_ctx).
 std::uint64_t ollama_model_context(std::uint64_t num_ctx, const Architecture& arch);
 
+// Ollama's default context for a model on `gpus` of `gpu`: their memory in all, the num_ctx it gives it, and the
+// context the model runs at (no longer than its own).
+struct OllamaContext {
+    std::uint64_t vram_bytes = 0, num_ctx = 0, context = 0;
+};
+OllamaContext ollama_context_for(const GpuSpec& gpu, std::uint64_t gpus, const Architecture& arch);
+
 // Ollama's own prediction of the memory a model takes, which chooses its batch (llm/llama_server.go
 // PredictServerVRAM): the model file's bytes and an f16 cache of 2 x blocks x the fewest KV heads x
 // (hidden size / heads) x tokens, whatever the model's layers are.
