@@ -414,14 +414,15 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
         rows.end(),
         {
             {"bytes per step",
-             format_bytes(d->bytes_read_per_step_per_gpu, u) + " per GPU (" +
+             format_bytes(d->bytes_read_per_step_per_gpu, u) +
+                 (d->host_bytes_read_per_step > 0 ? " from the GPU's memory (" : " per GPU (") +
                  format_bytes(d->weight_bytes_read_per_gpu, u) + " weights + " +
                  format_bytes(d->kv_bytes_read_per_gpu, u) + " KV" +
                  (d->state_bytes_read_per_gpu > 0 ? " + " + format_bytes(d->state_bytes_read_per_gpu, u) + " state"
                                                   : std::string()) +
                  ")" +
                  (d->host_bytes_read_per_step > 0
-                      ? ", of which " + format_bytes(d->host_bytes_read_per_step, u) + " from host memory at " +
+                      ? " + " + format_bytes(d->host_bytes_read_per_step, u) + " from host memory at " +
                             format_bandwidth(d->host_bandwidth_bytes_per_s)
                       : std::string())},
             {"FLOPs/token", format_si(d->flops_per_token_cached) + " with the cache, " +

@@ -99,12 +99,13 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
     d.step_time_floor_s = static_cast<double>(parallel.pp) * static_cast<double>(d.bytes_read_per_step_per_gpu) /
                           static_cast<double>(deployment.gpu.bandwidth_bytes_per_s);
     // A model split between the GPU and the host (llama.cpp, offload.h): the host's part at the host's bandwidth.
+    // The per-GPU figures are then the GPU's part alone (what its memory serves); host_bytes_read_per_step the rest.
     if (f.offload && f.offload->read_host_bytes > 0) {
-        const Offload& o = *f.offload;  // every layer's cache is read, wherever it lives
-        d.kv_bytes_read_per_gpu = o.kv_on_gpu_bytes + o.kv_on_host_bytes - o.state_on_gpu_bytes - o.state_on_host_bytes;
-        d.state_bytes_read_per_gpu = o.state_on_gpu_bytes + o.state_on_host_bytes;
-        d.bytes_read_per_step_per_gpu =
-            d.weight_bytes_read_per_gpu + d.kv_bytes_read_per_gpu + d.state_bytes_read_per_gpu;
+        const Offload& o = *f.offload;  // kv_on_*_bytes hold the recurrent state too
+        d.kv_bytes_read_per_gpu = o.kv_on_gpu_bytes - o.state_on_gpu_bytes;
+        d.state_bytes_read_per_gpu = o.state_on_gpu_bytes;
+        d.weight_bytes_read_per_gpu = o.read_gpu_bytes - o.kv_on_gpu_bytes;
+        d.bytes_read_per_step_per_gpu = o.read_gpu_bytes;
         d.host_bytes_read_per_step = f.offload->read_host_bytes;
         d.host_bandwidth_bytes_per_s = f.offload->host_bandwidth_bytes_per_s;
         d.step_time_floor_s = f.offload->step_time_s;

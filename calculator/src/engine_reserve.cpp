@@ -43,7 +43,6 @@ LlamaCppGraph llama_cpp_graph(const Architecture& arch, std::uint64_t context_to
     const auto bytes = [](const Checked& c) { return c.saturated(); };
     LlamaCppGraph g;
     g.output = bytes(Checked(4) * n_tokens * (Checked(arch.vocab_size) + arch.hidden_size));
-    g.hidden = bytes(Checked(4) * n_tokens * Checked(4) * arch.hidden_size);
     if (!flash_attn && n_kv > 0)
         g.attention = bytes(Checked(4) * n_tokens *
                             (Checked(n_kv) * (Checked(arch.query_heads) + 1) + Checked(4) * arch.hidden_size));

@@ -563,7 +563,8 @@ private:
                               (o.most_fit_host ? std::string() : ", more than the host's RAM holds"));
         if (!o.fits_gpu && o.most_gpu_layers == 0)
             r.notes.emplace_back(
-                "not one layer fits the GPU beside the compute buffer: --gpu-layers 0 runs on the CPU");
+                "not one layer fits the GPU beside its runtime and compute buffer (which llama.cpp keeps there at "
+                "--gpu-layers 0 too): the model runs on the CPU, or on a larger GPU");
         if (!o.fits_host)
             r.notes.push_back("the host's part (" + format_bytes(o.host_bytes) + ") is more than its RAM (" +
                               format_bytes(o.host_memory_bytes) + ")");

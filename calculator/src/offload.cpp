@@ -149,7 +149,6 @@ Split place(const ModelLayers& m, const LayerCache& cache, const Architecture& a
     const bool kv_offload = !d.llama_cpp.no_kv_offload;
     Split s;
     i128 wg = 0, wh = m.input, kg = 0, kh = 0, rg = 0, rh = 0, sg = 0, sh = 0;
-    bool cpu_block = false, gpu_attention = false;
     for (std::uint64_t l = 0; l < n; ++l) {
         const LayerParts& b = m.blocks[l];
         const bool on_gpu = llama_cpp_block_on_gpu(l, n, gpu_layers);
@@ -163,27 +162,29 @@ Split place(const ModelLayers& m, const LayerCache& cache, const Architecture& a
         } else {
             wh += b.weights;
             rh += b.read;
-            cpu_block = true;
         }
         // src/llama-kv-cache.cpp: dev = offload ? model.dev_layer(il) : cpu.
         const bool cache_gpu = on_gpu && kv_offload;
         (cache_gpu ? kg : kh) += cache.all[l];
         (cache_gpu ? rg : rh) += cache.all[l];
         (cache_gpu ? sg : sh) += cache.state[l];
-        if (on_gpu && arch.layer(l).attends()) gpu_attention = gpu_attention || cache_gpu;
     }
     const bool output_gpu = gpu_layers > 0;
     (output_gpu ? wg : wh) += m.output;
     (output_gpu ? rg : rh) += m.output_read;
-    // Each device reserves the stages it runs: the GPU the output and its layers' attention; the host its inputs, the
-    // layers it runs (and the attention over a cache kept in host memory), and the output when no layer is offloaded.
-    s.compute_gpu = output_gpu ? std::max(g.output, gpu_attention ? g.attention : 0) : 0;
-    if (d.fixed_reserve) s.compute_gpu = output_gpu ? d.activation_reserve_bytes : 0;  // --reserve: as given
-    std::uint64_t host_graph = g.inputs;
-    if (cpu_block || !kv_offload) host_graph = std::max({host_graph, g.hidden, g.attention});
-    if (!output_gpu) host_graph = std::max(host_graph, g.output);
-    s.compute_host = host_graph;
-    s.overhead = output_gpu ? d.runtime_overhead_bytes : 0;
+    // The compute buffers do not follow the layers. A GPU build runs the micro-batch it reserves for on the GPU even
+    // where a layer's weights are in host memory: ggml-backend.cpp (ggml_backend_sched_backend_id_from_cur) gives an
+    // op whose weights are in host memory to the GPU when the GPU takes it (ggml-cuda.cu offload_op: 32 tokens or
+    // more, GGML_OP_OFFLOAD_MIN_BATCH), copying the weights into its compute buffer (llama.cpp PR #6083), and the ops
+    // beside it follow (the scheduler's expansion). So the GPU reserves the whole graph's stages, and holds its
+    // runtime, at any -ngl, 0 included; the host's buffer stages the inputs, and the attention when --no-kv-offload
+    // pins it to the CPU (src/llama-graph.cpp: "all nodes between the KV store and the attention output are run on
+    // the CPU"). Build 10357's logs (docs/vllm-logs.md) reserve the same GPU buffer at -ngl 0 as split, and the same
+    // host buffer at every split.
+    s.compute_gpu = std::max(g.output, kv_offload ? g.attention : 0);
+    if (d.fixed_reserve) s.compute_gpu = d.activation_reserve_bytes;  // --reserve: as given
+    s.compute_host = kv_offload ? g.inputs : std::max(g.inputs, g.attention);
+    s.overhead = d.runtime_overhead_bytes;
     s.weights_gpu = clamp_u64(wg);
     s.weights_host = clamp_u64(wh);
     s.kv_gpu = clamp_u64(kg);
@@ -332,8 +333,11 @@ Result<Offload> evaluate(const Architecture& model, const Architecture& cache_ar
                   "GGUF's tensors give them exactly)");
     if (o.splits())
         o.notes.emplace_back(
-            "not exact: the host's compute buffer is the largest of the stages it runs (src/llama-context.cpp "
-            "reserves it from the graph it builds)");
+            "not exact: with layers, experts or the cache in host memory the GPU still runs the micro-batch llama.cpp "
+            "reserves for, and its compute buffer also holds a copy of the host weight each matrix product reads "
+            "(ggml-backend.cpp op offload), which is not counted: for dense models it has stayed within the older "
+            "builds' logits the buffer is counted at (build 10357 logged 183.44 MiB for Qwen2.5 7B where KVScope "
+            "counts 304.00), for an MoE's expert tensors it may not");
     if (o.host_memory_bytes == 0 && (o.partial() || o.cpu_moe_layers > 0 || !o.kv_offload))
         o.notes.emplace_back("the host's RAM is not known (--host-memory): its part is not checked");
     return o;

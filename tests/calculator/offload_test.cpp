@@ -1,7 +1,9 @@
 // llama.cpp's split of a model between the GPU and the host (offload.h): which layers go where by its rule
 // (src/llama-model.cpp load_tensors), a published load log to the byte, --n-cpu-moe and --no-kv-offload, the most
 // layers that fit, the decode floor of a split, and what the fit and a saved scenario make of it.
+#include <cstdio>
 #include <numeric>
+#include <optional>
 
 #include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/curves.h"
@@ -120,8 +122,11 @@ TEST(Offload, TheOutputLayerGoesFirstThenTheBlocksFromTheLast) {
         const std::uint64_t gpu_blocks = n > 0 ? n - 1 : 0;
         EXPECT_EQ(o.kv_on_gpu_bytes, whole.kv_on_gpu_bytes / 32 * gpu_blocks) << n << " layers";
         EXPECT_EQ(o.kv_on_gpu_bytes + o.kv_on_host_bytes, whole.kv_on_gpu_bytes);
-        EXPECT_EQ(o.overhead_gpu_bytes, n > 0 ? d.runtime_overhead_bytes : 0u);
-        EXPECT_EQ(o.compute_buffer_gpu_bytes > 0, n > 0);
+        // The GPU runs the reserved micro-batch whatever the split (op offload), so its runtime and compute buffer
+        // are there at any -ngl, 0 included (Offload.TheComputeBuffersAreTheSameAtEverySplit).
+        EXPECT_EQ(o.overhead_gpu_bytes, d.runtime_overhead_bytes);
+        EXPECT_EQ(o.compute_buffer_gpu_bytes, whole.compute_buffer_gpu_bytes) << n << " layers";
+        EXPECT_EQ(o.compute_buffer_host_bytes, whole.compute_buffer_host_bytes) << n << " layers";
     }
     // The decode floor falls as layers leave the GPU: each step reads them from host memory instead.
     double last = 1e30;
@@ -135,6 +140,56 @@ TEST(Offload, TheOutputLayerGoesFirstThenTheBlocksFromTheLast) {
             static_cast<double>(o.read_host_bytes) / static_cast<double>(o.host_bandwidth_bytes_per_s);
         EXPECT_DOUBLE_EQ(o.step_time_s, expected);
     }
+}
+
+TEST(Offload, TheComputeBuffersAreTheSameAtEverySplit) {
+    // Qwen2.5-7B-Instruct Q4_K_M on an RTX 2060, llama.cpp build 10357, -c 4096, flash attention on (auto)
+    // (github.com/Ton-Llop/Jaull validation/b001-r8-2060-context-matrix/ctx4096, llama-ngl*.log): "CUDA0 compute
+    // buffer size" 136.01 MiB with every layer on the GPU and 183.44 MiB at -ngl 0, 12, 15, 16 and 18 and with
+    // --no-kv-offload; "CUDA_Host compute buffer size" 18.01 MiB in every one. The GPU runs the reserved micro-batch
+    // whatever the split (its buffer holds the host's weights' copies too), so KVScope's GPU and host buffers are the
+    // same at every -ngl, 0 included, and at least what the build logged: the rule is older builds' (docs/vllm-logs.md).
+    const Architecture a = Catalog::builtin().find_model("qwen2.5-7b")->model.arch;
+    Deployment d = llama_cpp_gpu("rtx-4060-ti-16gb");
+    d.gguf_mix = GgufMix::q4_k_m;
+    const Workload w{.context_tokens = 4096, .batch = 1};
+    struct Logged {
+        std::uint64_t ngl;
+        bool kv_offload;
+        double cuda0_mib, host_mib;
+    };
+    const Logged logs[] = {{29, true, 136.01, 18.01}, {18, true, 183.44, 18.01}, {15, true, 183.44, 18.01},
+                           {12, true, 183.44, 18.01}, {0, true, 183.44, 18.01},  {15, false, 183.44, 18.01}};
+    const auto mib = [](std::uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); };
+    std::printf("  ngl  kv offload  CUDA0 logged  KVScope  CUDA_Host logged  KVScope\n");
+    std::optional<Offload> first;
+    for (const Logged& log : logs) {
+        d.llama_cpp.gpu_layers = log.ngl;
+        d.llama_cpp.no_kv_offload = !log.kv_offload;
+        const Offload o = split_of(a, w, d);
+        std::printf("  %3llu  %10s  %12.2f  %7.2f  %16.2f  %7.2f\n", static_cast<unsigned long long>(log.ngl),
+                    log.kv_offload ? "yes" : "no", log.cuda0_mib, mib(o.compute_buffer_gpu_bytes), log.host_mib,
+                    mib(o.compute_buffer_host_bytes));
+        EXPECT_GE(mib(o.compute_buffer_gpu_bytes), log.cuda0_mib) << log.ngl;
+        EXPECT_GE(mib(o.compute_buffer_host_bytes), log.host_mib) << log.ngl;
+        EXPECT_EQ(o.overhead_gpu_bytes, d.runtime_overhead_bytes) << log.ngl;
+        if (!first) first = o;
+        EXPECT_EQ(o.compute_buffer_gpu_bytes, first->compute_buffer_gpu_bytes) << log.ngl;
+        EXPECT_EQ(o.compute_buffer_host_bytes, first->compute_buffer_host_bytes) << log.ngl;
+    }
+    // Without flash attention the scores (past the logits from 16k on) are the GPU's, or the host's where
+    // --no-kv-offload keeps the attention there.
+    d.llama_cpp.flash_attn_off = true;
+    d.llama_cpp.gpu_layers = 0;
+    d.llama_cpp.no_kv_offload = false;
+    const Workload longer{.context_tokens = 16384, .batch = 1};
+    const Offload on_gpu = split_of(a, longer, d);
+    d.llama_cpp.no_kv_offload = true;
+    const Offload on_host = split_of(a, longer, d);
+    EXPECT_GT(on_gpu.compute_buffer_gpu_bytes, first->compute_buffer_gpu_bytes);
+    EXPECT_EQ(on_gpu.compute_buffer_host_bytes, first->compute_buffer_host_bytes);
+    EXPECT_EQ(on_host.compute_buffer_gpu_bytes, first->compute_buffer_gpu_bytes);
+    EXPECT_GT(on_host.compute_buffer_host_bytes, first->compute_buffer_host_bytes);
 }
 
 TEST(Offload, TheMostLayersThatFitASixteenGigabyteCard) {
@@ -324,6 +379,15 @@ TEST(Offload, TheDecodeFloorOfASplitIsTheFitsOwn) {
     EXPECT_EQ(split->host_bandwidth_bytes_per_s, 60'000'000'000u);
     EXPECT_DOUBLE_EQ(split->step_time_floor_s, f->offload->step_time_s);
     EXPECT_GT(split->step_time_floor_s, whole->step_time_floor_s);
+    // The per-GPU reads are what the GPU's memory serves; with the host's they are the whole model's step, as much as
+    // the model reads with every layer on the GPU (the JSON's *_read_per_step_per_gpu).
+    const Offload& o = *f->offload;
+    EXPECT_EQ(split->bytes_read_per_step_per_gpu, o.read_gpu_bytes);
+    EXPECT_EQ(split->kv_bytes_read_per_gpu, o.kv_on_gpu_bytes);  // no recurrent state in Llama
+    EXPECT_EQ(split->weight_bytes_read_per_gpu + split->kv_bytes_read_per_gpu + split->state_bytes_read_per_gpu,
+              split->bytes_read_per_step_per_gpu);
+    EXPECT_LT(split->weight_bytes_read_per_gpu, whole->weight_bytes_read_per_gpu);
+    EXPECT_EQ(split->bytes_read_per_step_per_gpu + split->host_bytes_read_per_step, whole->bytes_read_per_step_per_gpu);
     // Every layer on the GPU: the split's floor is the plain one.
     d.llama_cpp.gpu_layers.reset();
     f = fit(a, KvDtype::fp16, w, {}, d);

@@ -15,8 +15,8 @@ struct DecodeEstimate {
     std::uint64_t kv_bytes_read_per_gpu = 0;      // every sequence's cache at the context
     std::uint64_t state_bytes_read_per_gpu = 0;   // every sequence's recurrent state
     std::uint64_t bytes_read_per_step_per_gpu = 0;
-    // Of the bytes above, those a model split between the GPU and the host reads from host memory, and at what
-    // bandwidth (offload.h); 0 when every layer is on the GPU.
+    // A model split between the GPU and the host (offload.h): the bytes above are the GPU's part, and these what a
+    // step reads from host memory, and at what bandwidth; 0 when every layer is on the GPU.
     std::uint64_t host_bytes_read_per_step = 0;
     std::uint64_t host_bandwidth_bytes_per_s = 0;
     double step_time_floor_s = 0;  // bytes / bandwidth, pipeline stages in turn (a split: each part at its own)
