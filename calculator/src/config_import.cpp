@@ -183,6 +183,39 @@ bool ungated_mlp(const std::string& type) {
     return std::any_of(std::begin(kTypes), std::end(kTypes), [&](const char* t) { return type == t; });
 }
 
+// llama.cpp's architecture for a transformers model_type (convert_hf_to_gguf.py: the model class each HF
+// architecture registers, and its MODEL_ARCH in gguf-py/gguf/constants.py), for the types whose GGUF layout or
+// quantization rules differ from the common case (gguf_mix.cpp) and the families most deployed; empty otherwise.
+std::string gguf_arch_of(const std::string& type) {
+    static const std::pair<const char*, const char*> kArchs[] = {
+        {"llama", "llama"},
+        {"mistral", "llama"},
+        {"mixtral", "llama"},
+        {"qwen2", "qwen2"},
+        {"qwen2_moe", "qwen2moe"},
+        {"qwen3", "qwen3"},
+        {"qwen3_moe", "qwen3moe"},
+        {"gemma2", "gemma2"},
+        {"gemma3_text", "gemma3"},
+        {"phi3", "phi3"},
+        {"falcon", "falcon"},
+        {"gpt2", "gpt2"},
+        {"gpt_neox", "gptneox"},
+        {"bloom", "bloom"},
+        {"mpt", "mpt"},
+        {"gpt_bigcode", "starcoder"},
+        {"chatglm", "chatglm"},
+        {"dbrx", "dbrx"},
+        {"qwen", "qwen"},
+        {"deepseek_v2", "deepseek2"},
+        {"deepseek_v3", "deepseek2"},
+        {"gpt_oss", "gpt-oss"},
+    };
+    for (const auto& [hf, arch] : kArchs)
+        if (type == hf) return arch;
+    return {};
+}
+
 void read_dtypes(const Value& root, const Value& cfg, ImportedModel& out) {
     const Value* dtype = nullptr;
     std::string key;
@@ -540,6 +573,7 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
             {"max_position_embeddings", "n_positions", "n_ctx", "seq_length", "max_sequence_length"}))
         a.max_positions = pos->value;
     a.gated_mlp = !ungated_mlp(out.model_type);
+    a.gguf_arch = gguf_arch_of(out.model_type);
     if (const auto tie = r.flag("tie_word_embeddings"))
         a.tied_embeddings = *tie;
     else if (const auto d = r.type_default("tie_word_embeddings"))

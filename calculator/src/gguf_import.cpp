@@ -485,6 +485,7 @@ Errors read_weights(const File& f, const std::string& source, ImportedModel& out
         out.notes.push_back(*missing);
     }
     a.gated_mlp = ffn_tensors ? gate : !one_of(out.model_type, {"falcon", "starcoder2", "starcoder"});
+    a.gguf_arch = out.model_type;  // general.architecture
     a.attention_bias = bias;
     a.tied_embeddings = !f.tensors.empty() && !output;  // llama.cpp reuses token_embd when output.weight is absent
     count_parameters(f, out);

@@ -134,10 +134,20 @@ bool more_bits(std::uint64_t i, std::uint64_t n) { return i < n / 8 || i >= 7 * 
 
 enum class Role : std::uint8_t { attn_q, attn_k, attn_v, attn_output, ffn_up_gate, ffn_down, other };
 
+// The architectures whose GGUF holds Q, K and V as one attn_qkv matrix (convert_hf_to_gguf.py keeps the
+// checkpoint's fused projection: Phi-3's qkv_proj, Falcon's query_key_value, GPT-2's c_attn, …).
+bool fused_qkv(const Architecture& a) {
+    static const char* kFused[] = {"phi3", "falcon",    "gpt2",    "gptneox", "bloom",
+                                   "mpt",  "starcoder", "chatglm", "dbrx",    "qwen"};
+    return std::any_of(std::begin(kFused), std::end(kFused), [&](const char* t) { return a.gguf_arch == t; });
+}
+
 // The rules of llama_tensor_get_type for the mixes here, past the output and embedding (which `weights` handles):
 // `i` / `n` are the counters the rule reads (the attention-V tensor's ordinal among them, the layer for ffn_down).
+// A fused attn_qkv takes attn_v's rules and counter (category_is_attn_v, since llama.cpp PR #19770, 2026-03).
 Ggml choose(GgufMix mix, Role role, std::uint64_t i, std::uint64_t n, const Architecture& a, bool experts_tensor) {
     const Ggml base = info(mix).base;
+    const bool falcon = a.gguf_arch == "falcon";  // LLM_ARCH_FALCON's own ffn_down and attn_output rules
     if (mix == GgufMix::mxfp4_moe) return experts_tensor ? Ggml::mxfp4 : Ggml::q8_0;  // tensor->ne[2] > 1
     const std::uint64_t n_expert = a.moe ? a.moe->experts : 0;
     const std::uint64_t gqa = a.kv_heads > 0 ? a.query_heads / a.kv_heads : 0;
@@ -159,13 +169,18 @@ Ggml choose(GgufMix mix, Role role, std::uint64_t i, std::uint64_t n, const Arch
             return n_expert == 8 ? Ggml::q8_0 : t;
         case Role::ffn_down:
             if (mix == GgufMix::q2_k) t = Ggml::q3_k;
-            if (mix == GgufMix::q3_k_m) t = i < n / 16 ? Ggml::q5_k : Ggml::q4_k;
-            if (mix == GgufMix::q3_k_l) t = Ggml::q5_k;
-            if ((mix == GgufMix::q4_k_m || mix == GgufMix::q5_k_m) && more_bits(i, n)) t = Ggml::q6_k;
-            if (mix == GgufMix::q4_k_s && i < n / 8) t = Ggml::q5_k;
+            if (mix == GgufMix::q3_k_m)
+                t = i < n / 16 ? Ggml::q5_k : !falcon || more_bits(i, n) ? Ggml::q4_k : Ggml::q3_k;
+            if (mix == GgufMix::q3_k_l) t = falcon ? Ggml::q4_k : Ggml::q5_k;
+            if (mix == GgufMix::q4_k_m && falcon)
+                t = i < n / 16 ? Ggml::q6_k : more_bits(i, n) ? Ggml::q5_k : Ggml::q4_k;
+            else if ((mix == GgufMix::q4_k_m || mix == GgufMix::q5_k_m) && more_bits(i, n))
+                t = Ggml::q6_k;
+            if (mix == GgufMix::q4_k_s && !falcon && i < n / 8) t = Ggml::q5_k;
             if ((mix == GgufMix::iq4_nl || mix == GgufMix::iq4_xs) && i < n / 8) t = Ggml::q5_k;  // no imatrix
             return t;
         case Role::attn_output:
+            if (falcon) return mix == GgufMix::q3_k_l ? Ggml::q4_k : t;
             // 8 experts: the listed mixes take q5_K, the others (Q3_K_L among them) keep their base type.
             if (n_expert == 8)
                 return mix == GgufMix::q3_k_l || mix == GgufMix::q5_k_s || mix == GgufMix::q5_k_m ||
@@ -221,7 +236,9 @@ Result<LayerWeights> gguf_mix_weights(const Architecture& a, GgufMix mix) {
     const Ggml base = info(mix).base;
     LayerWeights w;
     w.blocks.resize(a.layers <= kMaxLayers ? a.layers : 0);
-    // The attention-V tensors' counter: one for each layer with its own K and V (llama_model_quantize_impl).
+    // The attention-V tensors' counter: one for each layer with its own K and V, attn_v or a fused attn_qkv
+    // (init_quantize_state_counters).
+    const bool fused = fused_qkv(a);
     std::uint64_t n_v = 0, i_v = 0;
     for (std::uint64_t l = 0; l < w.blocks.size(); ++l) n_v += a.layer(l).caches_kv() && !a.mla ? 1 : 0;
     const auto mats = a.gated_mlp ? 2u : 1u;  // gate and up, or up alone
@@ -240,10 +257,16 @@ Result<LayerWeights> gguf_mix_weights(const Architecture& a, GgufMix mix) {
         if (s.attends() && !a.mla) {
             const std::uint64_t dk = a.head_dim_k_of(l), dv = a.head_dim_v_of(l), kv = a.kv_heads_of(l);
             const std::uint64_t q_out = a.query_heads * dk;
-            bytes += tensor_bytes(choose(mix, Role::attn_q, 0, 0, a, false), H, Checked(q_out));
             bytes += tensor_bytes(choose(mix, Role::attn_output, 0, 0, a, false), a.query_heads * dv, Checked(H));
             named_params += Checked(2) * H * q_out;
-            if (s.caches_kv()) {
+            if (fused && s.caches_kv()) {  // one attn_qkv of q_out + kv x (dk + dv) rows
+                bytes += tensor_bytes(choose(mix, Role::attn_v, i_v++, n_v, a, false), H,
+                                      Checked(q_out) + Checked(kv) * (dk + dv));
+                named_params += Checked(H) * kv * (dk + dv);
+            } else {
+                bytes += tensor_bytes(choose(mix, Role::attn_q, 0, 0, a, false), H, Checked(q_out));
+            }
+            if (!fused && s.caches_kv()) {
                 bytes += tensor_bytes(choose(mix, Role::attn_k, 0, 0, a, false), H, Checked(kv) * dk);
                 bytes += tensor_bytes(choose(mix, Role::attn_v, i_v++, n_v, a, false), H, Checked(kv) * dv);
                 named_params += Checked(H) * kv * (dk + dv);
@@ -282,7 +305,14 @@ Result<LayerWeights> gguf_mix_weights(const Architecture& a, GgufMix mix) {
             bytes += tensor_bytes(choose(mix, Role::ffn_down, l, a.layers, a, false), I, Checked(H));
             named_params += Checked(mats + 1) * H * I;
         }
-        // What the shape does not name tensor by tensor (MLA's projections, a recurrent mixer, a latent MoE's
+        // MLA's attn_k_b: conversion/deepseek.py splits kv_b_proj into k_b, transposed to rows of qk_nope_head_dim
+        // (128: no q4_K block, so tensor_type_fallback's q5_0), and v_b; neither is a category of its own (OTHER).
+        if (a.mla && s.attends() && a.mla->qk_nope_head_dim > 0) {
+            const MlaDims& m = *a.mla;
+            bytes += tensor_bytes(base, m.qk_nope_head_dim, Checked(a.query_heads) * m.kv_lora_rank);
+            named_params += Checked(a.query_heads) * m.kv_lora_rank * m.qk_nope_head_dim;
+        }
+        // What the shape does not name tensor by tensor (MLA's other projections, a recurrent mixer, a latent MoE's
         // projections): the mix's base type, in rows of the model's width.
         if (!p.total.overflow() && !named_params.overflow() && p.total.value() > named_params.value())
             bytes += tensor_bytes(base, H, Checked((p.total.value() - named_params.value()) / H));

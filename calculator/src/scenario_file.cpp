@@ -6,6 +6,7 @@
 #include <set>
 #include <type_traits>
 
+#include "kvscope/calculator/catalog.h"
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/text_file.h"
 #include "scenario_notes.h"
@@ -274,6 +275,7 @@ template <class Self, class V>
 requires Of<Self, Architecture>
 void members(Self& a, V& v) {
     v.value("name", a.name);
+    v.value("gguf_arch", a.gguf_arch, Need::when_set);
     v.value("layers", a.layers);
     v.value("query_heads", a.query_heads);
     v.value("kv_heads", a.kv_heads);
@@ -681,6 +683,14 @@ Result<LoadedScenario> scenario_from_json(std::string_view text, const std::stri
             if (s.arch.layer_specs.empty() &&
                 std::any_of(windows.begin(), windows.end(), [](auto x) { return x != 0; }))
                 s.arch.layer_specs = sliding_layers(windows);
+        }
+    // A file written before the architecture kept llama.cpp's name for it: a catalog model's, where the rest is the
+    // catalog's, so that the model is not shown as edited and its GGUF mix follows its own rules.
+    if (const Value* arch = root.find("architecture"); arch && arch->is_object() && !arch->find("gguf_arch"))
+        if (const CatalogModel* m = Catalog::builtin().find_model(s.model_id)) {
+            Architecture named = s.arch;
+            named.gguf_arch = m->model.arch.gguf_arch;
+            if (named == m->model.arch) s.arch = std::move(named);
         }
     // A file written before vLLM's reserve was derived holds the old defaults (1 GiB, 512 MiB) and no
     // fixed_reserve: vLLM then derives its own. Other figures there were set by hand: they stay fixed.

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/gguf_mix.h"
 #include "kvscope/calculator/scenario_file.h"
@@ -72,6 +73,61 @@ TEST(GgufMix, Llama3EightBInQ4KMIsThePublishedFileToTheByte) {
     // The first eighth of the layers takes q6_K for attn_v and ffn_down; layer 4 does not (use_more_bits).
     EXPECT_GT(w->blocks[0].bytes, w->blocks[4].bytes);
     EXPECT_EQ(w->blocks[0].bytes, w->blocks[31].bytes);
+}
+
+TEST(GgufMix, PhiFoursFusedQkvTakesAttentionVsRules) {
+    // Phi-4 (phi3: attn_qkv and a fused ffn_up of 2 x 17,920 rows) in Q4_K_M, today's rule (llama.cpp PR #19770,
+    // 2026-03: a fused attn_qkv takes attn_v's rules and counter). use_more_bits picks 20 of the 40 layers; those
+    // take q6_K for attn_qkv and ffn_down, the rest q4_K:
+    //   each layer  2 f32 norms 40,960 + attn_output q4_K 5,120 x 5,120 14,745,600 + ffn_up q4_K 35,840 x 5,120
+    //               103,219,200 = 118,005,760, x 40 = 4,720,230,400;
+    //   more bits   attn_qkv 7,680 rows x 20 blocks x 210 = 32,256,000, ffn_down 5,120 x 70 x 210 = 75,264,000
+    //               (x 20 = 2,150,400,000); the others 22,118,400 + 51,609,600 (x 20 = 1,474,560,000);
+    //   token_embd q4_K 100,352 x 20 x 144 = 289,013,760; output q6_K 421,478,400 and its norm 20,480.
+    // 9,055,703,040 bytes in all (9.06 GB). The published files hold 9.05 GB (bartowski's phi-4-Q4_K_M.gguf) and
+    // 9.1 GB (Ollama's phi4:14b): quantized before 2026-03, their attn_qkv is q5_K in every layer (8.43 GiB either
+    // way).
+    const auto m = import_config(R"({"model_type": "phi3", "hidden_size": 5120, "num_hidden_layers": 40,
+        "num_attention_heads": 40, "num_key_value_heads": 10, "intermediate_size": 17920, "vocab_size": 100352,
+        "max_position_embeddings": 16384, "tie_word_embeddings": false, "torch_dtype": "bfloat16"})",
+                                 "config.json");
+    ASSERT_TRUE(m.ok()) << m.error_text();
+    const Architecture& phi4 = m->arch;
+    EXPECT_EQ(phi4.gguf_arch, "phi3");
+    auto w = gguf_mix_weights(phi4, GgufMix::q4_k_m);
+    ASSERT_TRUE(w.ok()) << w.error_text();
+    EXPECT_EQ(w->input_bytes, 289'013'760u);
+    EXPECT_EQ(w->output_bytes, 421'498'880u);
+    EXPECT_EQ(w->blocks[0].bytes, 118'005'760u + 32'256'000u + 75'264'000u);  // more bits
+    EXPECT_EQ(w->blocks[5].bytes, 118'005'760u + 22'118'400u + 51'609'600u);
+    auto total = gguf_mix_bytes(phi4, GgufMix::q4_k_m);
+    ASSERT_TRUE(total.ok());
+    EXPECT_EQ(*total, 9'055'703'040u);
+    // The same shape as separate attn_q, attn_k and attn_v (a model_type without a fused file) types q and k in
+    // the base type: 169 MB less, the error the fused rule mends.
+    Architecture separate = phi4;
+    separate.gguf_arch.clear();
+    auto unfused = gguf_mix_bytes(separate, GgufMix::q4_k_m);
+    ASSERT_TRUE(unfused.ok());
+    EXPECT_EQ(*total - *unfused, 20ull * 6'400 * 20 * (210 - 144));  // q and k: 6,400 rows in 20 layers
+}
+
+TEST(GgufMix, FalconHasRulesOfItsOwn) {
+    // Falcon 7B (71 heads of 64, one KV head, width 4,544: no multiple of 256, so its attn_qkv falls back from q4_K
+    // to q5_0 and from q6_K to q8_0). Q4_K_M's ffn_down for LLM_ARCH_FALCON: q6_K in the first 32/16 layers,
+    // q5_K where use_more_bits, else q4_K; attn_qkv takes attn_v's rule (q6_K where use_more_bits).
+    const Architecture a = Catalog::builtin().find_model("falcon-7b")->model.arch;
+    ASSERT_EQ(a.gguf_arch, "falcon");
+    auto w = gguf_mix_weights(a, GgufMix::q4_k_m);
+    ASSERT_TRUE(w.ok()) << w.error_text();
+    const std::uint64_t down_block = 4544ull * (18176 / 256);             // ffn_down: 4,544 rows of 71 blocks of 256
+    const std::uint64_t qkv_upgrade = 4672ull * (4544 / 32) * (34 - 22);  // q8_0 over q5_0, 4,672 rows
+    const auto more = [&](std::uint64_t l) { return w->blocks[l].bytes - w->blocks[5].bytes; };
+    EXPECT_EQ(w->blocks[4].bytes, w->blocks[5].bytes);            // neither picked by use_more_bits
+    EXPECT_EQ(more(1), down_block * (210 - 144) + qkv_upgrade);   // i < n/16: q6_K
+    EXPECT_EQ(more(2), down_block * (176 - 144) + qkv_upgrade);   // use_more_bits: q5_K
+    EXPECT_EQ(more(6), down_block * (176 - 144) + qkv_upgrade);   // every third between
+    EXPECT_EQ(more(31), down_block * (176 - 144) + qkv_upgrade);  // the last eighth
 }
 
 TEST(GgufMix, EachMixIsBetweenItsNeighbours) {

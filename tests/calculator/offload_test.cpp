@@ -148,7 +148,8 @@ TEST(Offload, TheComputeBuffersAreTheSameAtEverySplit) {
     // buffer size" 136.01 MiB with every layer on the GPU and 183.44 MiB at -ngl 0, 12, 15, 16 and 18 and with
     // --no-kv-offload; "CUDA_Host compute buffer size" 18.01 MiB in every one. The GPU runs the reserved micro-batch
     // whatever the split (its buffer holds the host's weights' copies too), so KVScope's GPU and host buffers are the
-    // same at every -ngl, 0 included, and at least what the build logged: the rule is older builds' (docs/vllm-logs.md).
+    // same at every -ngl, 0 included, and at least what the build logged: the rule is older builds'
+    // (docs/vllm-logs.md).
     const Architecture a = Catalog::builtin().find_model("qwen2.5-7b")->model.arch;
     Deployment d = llama_cpp_gpu("rtx-4060-ti-16gb");
     d.gguf_mix = GgufMix::q4_k_m;

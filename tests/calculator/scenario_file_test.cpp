@@ -53,6 +53,27 @@ TEST(ScenarioFile, EveryCatalogModelRoundTripsExactly) {
     }
 }
 
+TEST(ScenarioFile, AFileWrittenBeforeGgufArchTakesTheCatalogModelsOwn) {
+    // Files written before the architecture kept llama.cpp's name for it: a catalog model unchanged takes the
+    // catalog's (it is not shown as edited, and its GGUF mix keeps its fused attn_qkv); an edited one stays unnamed.
+    const CatalogModel& phi = *Catalog::builtin().find_model("phi-3-mini");
+    ASSERT_EQ(phi.model.arch.gguf_arch, "phi3");
+    Scenario s = llama70b_on_two_h100();
+    s.model_id = phi.id;
+    s.arch = phi.model.arch;
+    s.arch.gguf_arch.clear();  // as such a file holds it
+    const std::string old_file = scenario_to_json(s);
+    ASSERT_EQ(old_file.find("gguf_arch"), std::string::npos);
+    auto back = scenario_from_json(old_file, "old.kvscope.json");
+    ASSERT_TRUE(back.ok()) << back.error_text();
+    EXPECT_EQ(back->scenario.arch, phi.model.arch);
+    s.arch.layers = 30;  // edited
+    s.arch.layer_specs.clear();
+    back = scenario_from_json(scenario_to_json(s), "old.kvscope.json");
+    ASSERT_TRUE(back.ok()) << back.error_text();
+    EXPECT_EQ(back->scenario.arch.gguf_arch, "");
+}
+
 TEST(ScenarioFile, TheExactWeightsOfAModelsFilesAreKept) {
     Scenario s = llama70b_on_two_h100();
     s.deployment->weights_bytes_exact = 40'123'456'789;

@@ -129,6 +129,11 @@ struct RecurrentState {
 
 struct Architecture {
     std::string name;
+    // llama.cpp's name for the architecture (a GGUF's general.architecture: "llama", "phi3", "falcon", …), empty when
+    // not known. A GGUF's tensor layout and llama-quantize's rules follow it (gguf_mix.cpp): Phi-3's and Falcon's
+    // files hold Q, K and V as one attn_qkv matrix, and Falcon's mixes type ffn_down and attn_output by rules of
+    // their own.
+    std::string gguf_arch;
     std::uint64_t layers = 0;
     std::uint64_t query_heads = 0;
     std::uint64_t kv_heads = 0;
