@@ -1,5 +1,7 @@
 // The Deployment tab's llama.cpp split: the GPU layers field and its slider set what --gpu-layers sets, the fit's
 // figures and the RAM bar are the CLI's, undo takes a change back, and a refused count leaves the scenario as it was.
+#include <memory>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QGroupBox>
@@ -212,6 +214,13 @@ TEST(OffloadView, TheHostsFieldsGiveTheClisHostCacheAndExperts) {
     ASSERT_GE(self, 0);
     d->hostPlatformField()->setCurrentIndex(self);
     emit d->hostPlatformField()->activated(self);
+    // Read on a thread of its own: the window answers meanwhile, the box waits, and nothing changes until it is read.
+    EXPECT_TRUE(d->measuringHost());
+    EXPECT_FALSE(d->hostPlatformField()->isEnabled());
+    EXPECT_EQ(w.model()->scenario().deployment->host, HostSpec{});
+    for (int i = 0; i < 600 && d->measuringHost(); ++i) QTest::qWait(50);
+    ASSERT_FALSE(d->measuringHost());
+    EXPECT_TRUE(d->hostPlatformField()->isEnabled());
     const HostSpec measured = w.model()->scenario().deployment->host;
     EXPECT_TRUE(measured.id.empty());
     EXPECT_GT(measured.bandwidth_bytes_per_s, 0u);
@@ -219,6 +228,21 @@ TEST(OffloadView, TheHostsFieldsGiveTheClisHostCacheAndExperts) {
     EXPECT_TRUE(d->hostPlatformField()->currentText().contains("given or measured"));
     w.model()->undoStack()->undo();
     EXPECT_EQ(w.model()->scenario().deployment->host, HostSpec{});
+}
+
+TEST(OffloadView, AWindowClosedWhileItMeasuresThisComputerCloses) {
+    // The reading's answer is queued to a view that is gone: dropped, the thread waited for, no crash.
+    auto w = std::make_unique<MainWindow>(catalog(), false);
+    w->show();
+    set_up(*w);
+    QComboBox* host = w->deployment()->hostPlatformField();
+    const int self = host->findData(QStringLiteral("this"));
+    ASSERT_GE(self, 0);
+    host->setCurrentIndex(self);
+    emit host->activated(self);
+    EXPECT_TRUE(w->deployment()->measuringHost());
+    w.reset();
+    QTest::qWait(100);
 }
 
 }  // namespace

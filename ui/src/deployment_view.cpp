@@ -12,6 +12,7 @@
 #include <QLineEdit>
 #include <QSignalBlocker>
 #include <QSlider>
+#include <QThread>
 #include <QVBoxLayout>
 
 #include "kvscope/calculator/draft_import.h"
@@ -455,23 +456,7 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
         const std::string id = host_platform_->itemData(index).toString().toStdString();
         if (id.empty()) return;  // the bandwidth given, as it is
         typed_.remove(host_platform_);
-        if (id == "this") {
-            // Measured now, as kvscope-cli --host this: a bandwidth of its own from then on (and the RAM, unless
-            // given).
-            QApplication::setOverrideCursor(Qt::WaitCursor);
-            const probe::HostReading m = probe::read_this_host();
-            QApplication::restoreOverrideCursor();
-            if (m.read_gbps <= 0) {
-                typed_.insert(host_platform_, tr("this computer's read ceiling could not be measured here"));
-                return sync();
-            }
-            edit(tr("Measure this computer as the host"), [m](Deployment& d, Scenario&) {
-                d.host.id.clear();
-                d.host.bandwidth_bytes_per_s = static_cast<std::uint64_t>(m.read_gbps * 1e9);
-                if (d.host.memory_bytes == 0) d.host.memory_bytes = m.ram_bytes;
-            });
-            return;
-        }
+        if (id == "this") return measureThisHost();
         edit(tr("Change the host memory"), [id](Deployment& d, Scenario&) {
             d.host.id = id;
             d.host.bandwidth_bytes_per_s = 0;
@@ -619,6 +604,48 @@ void DeploymentView::dropTypedText() {
 std::array<QLineEdit*, 9> DeploymentView::textFields() const {
     return {memory_,     bandwidth_,   vllm_tokens_, vllm_seqs_,    ubatch_,
             gpu_layers_, host_memory_, cpu_moe_,     trtllm_tokens_};
+}
+
+DeploymentView::~DeploymentView() {
+    // The reading's answer is queued to this view, which Qt drops once it is gone: the thread only has to end.
+    if (host_reader_) {
+        host_reader_->wait();
+        delete host_reader_;
+    }
+}
+
+void DeploymentView::measureThisHost() {
+    // Measured as kvscope-cli --host this measures it, off the window's thread (a read pass over 256 MiB on every
+    // core, about a second): a bandwidth of its own from then on, and the RAM unless given.
+    if (host_reader_) return;
+    const QString tip = host_platform_->toolTip();
+    host_platform_->setEnabled(false);
+    host_platform_->setToolTip(tr("Measuring this computer's memory (about a second)…"));
+    host_reader_ = QThread::create([this, tip] {
+        const probe::HostReading m = probe::read_this_host();
+        QMetaObject::invokeMethod(
+            this,
+            [this, m, tip] {
+                host_reader_->wait();
+                delete host_reader_;
+                host_reader_ = nullptr;
+                host_platform_->setEnabled(true);
+                host_platform_->setToolTip(tip);
+                if (m.read_gbps <= 0 || !model_->scenario().deployment) {
+                    if (m.read_gbps <= 0)
+                        typed_.insert(host_platform_, tr("this computer's read ceiling could not be measured here"));
+                    return sync();
+                }
+                model_->edit(tr("Measure this computer as the host"), [m](Scenario& s) {
+                    HostSpec& h = s.deployment->host;
+                    h.id.clear();
+                    h.bandwidth_bytes_per_s = static_cast<std::uint64_t>(m.read_gbps * 1e9);
+                    if (h.memory_bytes == 0) h.memory_bytes = m.ram_bytes;
+                });
+            },
+            Qt::QueuedConnection);
+    });
+    host_reader_->start();
 }
 
 void DeploymentView::commitHostMemory() {

@@ -19,6 +19,7 @@ class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QSlider;
+class QThread;
 
 namespace kvscope {
 struct Deployment;
@@ -36,6 +37,7 @@ class DeploymentView : public QWidget {
     Q_OBJECT
 public:
     explicit DeploymentView(ScenarioModel* model, QWidget* parent = nullptr);
+    ~DeploymentView() override;
 
     [[nodiscard]] QGroupBox* enableBox() const { return box_; }
     [[nodiscard]] QComboBox* gpuField() const { return gpu_; }
@@ -62,6 +64,8 @@ public:
     // cache kept there (--no-kv-offload) and the blocks whose experts stay there (--n-cpu-moe).
     [[nodiscard]] QLineEdit* hostMemoryField() const { return host_memory_; }
     [[nodiscard]] QComboBox* hostPlatformField() const { return host_platform_; }
+    // True while "This computer (measured)" reads this machine's memory, on a thread of its own (about a second).
+    [[nodiscard]] bool measuringHost() const { return host_reader_ != nullptr; }
     [[nodiscard]] QCheckBox* cacheInRamField() const { return cache_in_ram_; }
     [[nodiscard]] QLineEdit* expertsInRamField() const { return cpu_moe_; }
     // What fields hold that was not accepted (text that does not read): not in the scenario, so not in a file.
@@ -111,6 +115,7 @@ private:
     void commitEngineCount(QLineEdit* field, const QString& what, const QString& empty_means,
                            std::uint64_t& (*slot)(Deployment&));
     void commitHostMemory();                                    // as --host-memory reads it; empty: not checked
+    void measureThisHost();                                     // "This computer (measured)": on host_reader_
     void syncLlamaCpp(const Scenario& s, const Deployment& d);  // sync's llama.cpp rows
     void showText(QLineEdit* field, const QString& text);       // the scenario's text, unless typed
     // The fields that take typed text, for Esc, a dropped scenario and a row the engine hides.
@@ -136,10 +141,11 @@ private:
     QSlider* layers_slider_;  // the same, from none to all
     QWidget* gpu_layers_row_ = nullptr;
     QCheckBox* flash_attn_;
-    QLineEdit* host_memory_;    // the host's RAM: empty when not given
-    QComboBox* host_platform_;  // the host's memory, from offload.h's table (a bandwidth given: its own item)
-    QCheckBox* cache_in_ram_;   // --no-kv-offload
-    QLineEdit* cpu_moe_;        // --n-cpu-moe: empty for none
+    QLineEdit* host_memory_;          // the host's RAM: empty when not given
+    QComboBox* host_platform_;        // the host's memory, from offload.h's table (a bandwidth given: its own item)
+    QThread* host_reader_ = nullptr;  // measuring this computer as the host
+    QCheckBox* cache_in_ram_;         // --no-kv-offload
+    QLineEdit* cpu_moe_;              // --n-cpu-moe: empty for none
     QLineEdit* trtllm_tokens_;
     QComboBox* draft_;
     QComboBox* draft_method_;
