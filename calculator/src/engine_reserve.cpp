@@ -278,8 +278,10 @@ EngineReserve engine_reserve(const Architecture& model_arch, const Workload& wor
                              overhead_how(d, "the default (--overhead): CUDA context and library workspaces")});
         out.notes.push_back(
             "llama.cpp's compute buffer: " + how +
-            "; it matches five published logs of dense models on one GPU to the MiB (docs/vllm-logs.md); "
-            "--ubatch and --flash-attn change it, --reserve fixes the reserve instead");
+            "; it matches five published logs of dense models on one GPU to the MiB (docs/vllm-logs.md); builds "
+            "from June 2026 on reserve one output a sequence instead of a micro-batch's logits (llama.cpp#23861), "
+            "less than this (136 MiB where it gives 304 for Qwen2.5 7B at 4,096); --ubatch and --flash-attn change "
+            "it, --reserve fixes the reserve instead");
         if (model_arch.moe || parallel.gpus() > 1)
             out.notes.emplace_back(
                 "not exact: llama.cpp's compute buffer was checked on dense models on one GPU; an MoE's expert "
