@@ -210,6 +210,17 @@ std::string gguf_arch_of(const std::string& type) {
         {"deepseek_v2", "deepseek2"},
         {"deepseek_v3", "deepseek2"},
         {"gpt_oss", "gpt-oss"},
+        {"qwen3_5", "qwen35"},
+        {"qwen3_5_moe", "qwen35moe"},
+        {"qwen3_5_text", "qwen35"},
+        {"qwen3_5_moe_text", "qwen35moe"},
+        {"qwen3_next", "qwen3next"},
+        {"qwen3_vl", "qwen3vl"},
+        {"qwen3_vl_moe", "qwen3vlmoe"},
+        {"lfm2", "lfm2"},
+        {"lfm2_moe", "lfm2moe"},
+        {"nemotron_h", "nemotron_h"},
+        {"mllama", "mllama"},
     };
     for (const auto& [hf, arch] : kArchs)
         if (type == hf) return arch;
@@ -573,7 +584,6 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
             {"max_position_embeddings", "n_positions", "n_ctx", "seq_length", "max_sequence_length"}))
         a.max_positions = pos->value;
     a.gated_mlp = !ungated_mlp(out.model_type);
-    a.gguf_arch = gguf_arch_of(out.model_type);
     if (const auto tie = r.flag("tie_word_embeddings"))
         a.tied_embeddings = *tie;
     else if (const auto d = r.type_default("tie_word_embeddings"))
@@ -600,6 +610,9 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
     read_dtypes(root, cfg, out);
     read_layouts(r, cfg, root, out);  // config_layouts.cpp: what each layer keeps, after the model dtype
     if (!r.errors.empty()) return r.errors;
+    a.gguf_arch = gguf_arch_of(out.model_type);
+    // Nemotron-H with experts (Nemotron 3 Nano) is llama.cpp's nemotron_h_moe (convert_hf_to_gguf.py).
+    if (a.gguf_arch == "nemotron_h" && a.moe) a.gguf_arch = "nemotron_h_moe";
 
     // Structural checks (kv heads dividing the query heads, …) carry the file's name too.
     Errors problems = validate(a);

@@ -18,6 +18,10 @@ std::uint64_t llama_cpp_ubatch(const Deployment& d) {
     return d.llama_cpp.ubatch > 0 ? d.llama_cpp.ubatch : kLlamaCppUbatch;
 }
 
+namespace {
+std::uint64_t widest_intermediate(const Architecture& arch);
+}  // namespace
+
 LlamaCppGraph llama_cpp_graph(const Architecture& arch, std::uint64_t context_tokens, std::uint64_t ubatch,
                               bool flash_attn) {
     // src/llama-context.cpp (sched_reserve): the graph reserved is one micro-batch of n_tokens = min(n_ctx, n_ubatch)
@@ -47,13 +51,19 @@ LlamaCppGraph llama_cpp_graph(const Architecture& arch, std::uint64_t context_to
         g.attention = bytes(Checked(4) * n_tokens *
                             (Checked(n_kv) * (Checked(arch.query_heads) + 1) + Checked(4) * arch.hidden_size));
     g.inputs = bytes(Checked(4) * n_tokens * Checked(3) * arch.hidden_size);
+    // The MLP: gate, up and their product (f32, the widest layer's) beside three hidden states, and the mask held
+    // through every layer (f16 with flash attention, ggml_cast in build_attn_inp_kv; f32 without). Build 10357's
+    // logs of Qwen2.5 7B with every layer on the GPU (132.51, 134.01, 136.01 MiB at 512, 2,048 and 4,096 tokens:
+    // docs/vllm-logs.md) are this stage to the MiB; older builds' logits outweighed it in every log above.
+    g.mlp = bytes(Checked(4) * n_tokens * Checked(3) * (Checked(widest_intermediate(arch)) + arch.hidden_size) +
+                  Checked(flash_attn ? 2 : 4) * n_kv * n_tokens);
     return g;
 }
 
 std::uint64_t llama_cpp_compute_buffer(const Architecture& arch, std::uint64_t context_tokens, std::uint64_t ubatch,
                                        bool flash_attn) {
     const LlamaCppGraph g = llama_cpp_graph(arch, context_tokens, ubatch, flash_attn);
-    return std::max(g.output, g.attention);
+    return std::max({g.output, g.attention, g.mlp});
 }
 
 std::uint64_t vllm_minor(const Deployment& d) {
@@ -280,7 +290,7 @@ EngineReserve engine_reserve(const Architecture& model_arch, const Workload& wor
             "llama.cpp's compute buffer: " + how +
             "; it matches five published logs of dense models on one GPU to the MiB (docs/vllm-logs.md); builds "
             "from June 2026 on reserve one output a sequence instead of a micro-batch's logits (llama.cpp#23861), "
-            "less than this (136 MiB where it gives 304 for Qwen2.5 7B at 4,096); --ubatch and --flash-attn change "
+            "so at most this (136 MiB where it gives 304 for Qwen2.5 7B at 4,096); --ubatch and --flash-attn change "
             "it, --reserve fixes the reserve instead");
         if (model_arch.moe || parallel.gpus() > 1)
             out.notes.emplace_back(

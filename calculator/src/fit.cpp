@@ -366,7 +366,7 @@ private:
         const i128 mem = d.gpu.memory_bytes, w = r.weights_bytes_per_gpu;
         EngineReserve parts = engine_reserve(model_arch, workload, parallel, d);
         r.reserve_items = std::move(parts.items);
-        if (offload)  // the GPU's compute buffer and overhead are those of the stages and layers it runs
+        if (offload)  // the GPU's compute buffer and overhead as the split reserves them (offload.h)
             for (ReserveItem& item : r.reserve_items) {
                 if (item.kind == ReserveKind::compute_buffer || item.kind == ReserveKind::activation)
                     item.bytes = offload->compute_buffer_gpu_bytes;

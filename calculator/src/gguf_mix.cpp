@@ -151,8 +151,10 @@ Ggml choose(GgufMix mix, Role role, std::uint64_t i, std::uint64_t n, const Arch
     if (mix == GgufMix::mxfp4_moe) return experts_tensor ? Ggml::mxfp4 : Ggml::q8_0;  // tensor->ne[2] > 1
     const std::uint64_t n_expert = a.moe ? a.moe->experts : 0;
     const std::uint64_t gqa = a.kv_heads > 0 ? a.query_heads / a.kv_heads : 0;
-    // llama.cpp's LLM_TYPE_70B for the families here (Llama 2 and 3, Qwen2): 80 layers.
-    const bool is_70b = a.layers == 80;
+    // llama.cpp's LLM_TYPE_70B: Llama's and Qwen2's 80 layers with grouped KV heads (src/llama-model.cpp
+    // load_hparams; 80 MHA layers are Llama's 65B); Falcon 180B's 80 are no type llama.cpp names.
+    const bool is_70b = a.layers == 80 && a.query_heads != a.kv_heads &&
+                        (a.gguf_arch.empty() || a.gguf_arch == "llama" || a.gguf_arch == "qwen2");
     Ggml t = base;
     switch (role) {
         case Role::attn_v:
@@ -196,9 +198,9 @@ Ggml choose(GgufMix mix, Role role, std::uint64_t i, std::uint64_t n, const Arch
 }
 
 // The output layer's matrix (and the token embedding when the head is tied): Q6_K, or Q8_0 where the row is no
-// multiple of the base type's block or the mix is Q8_0 or MXFP4_MOE.
-Ggml output_type(GgufMix mix, std::uint64_t row) {
-    if (mix == GgufMix::mxfp4_moe || mix == GgufMix::q8_0) return Ggml::q8_0;
+// multiple of the base type's block, the model is Falcon's or the mix is Q8_0 or MXFP4_MOE.
+Ggml output_type(GgufMix mix, std::uint64_t row, const Architecture& a) {
+    if (mix == GgufMix::mxfp4_moe || mix == GgufMix::q8_0 || a.gguf_arch == "falcon") return Ggml::q8_0;
     if (row % traits(info(mix).base).block != 0) return Ggml::q8_0;
     return Ggml::q6_k;
 }
@@ -307,7 +309,8 @@ Result<LayerWeights> gguf_mix_weights(const Architecture& a, GgufMix mix) {
         }
         // MLA's attn_k_b: conversion/deepseek.py splits kv_b_proj into k_b, transposed to rows of qk_nope_head_dim
         // (128: no q4_K block, so tensor_type_fallback's q5_0), and v_b; neither is a category of its own (OTHER).
-        if (a.mla && s.attends() && a.mla->qk_nope_head_dim > 0) {
+        // (MiniCPM3's conversion keeps kv_b whole: its projections stay with the rest.)
+        if (a.mla && s.attends() && a.mla->qk_nope_head_dim > 0 && a.gguf_arch != "minicpm3") {
             const MlaDims& m = *a.mla;
             bytes += tensor_bytes(base, m.qk_nope_head_dim, Checked(a.query_heads) * m.kv_lora_rank);
             named_params += Checked(a.query_heads) * m.kv_lora_rank * m.qk_nope_head_dim;
@@ -323,10 +326,11 @@ Result<LayerWeights> gguf_mix_weights(const Architecture& a, GgufMix mix) {
     }
     // The token embedding: the base type (MXFP4_MOE: Q8_0), the output's rule when the head is tied; the output
     // matrix and its norm.
-    const Ggml embd = a.tied_embeddings ? output_type(mix, H) : mix == GgufMix::mxfp4_moe ? Ggml::q8_0 : base;
+    const Ggml embd = a.tied_embeddings ? output_type(mix, H, a) : mix == GgufMix::mxfp4_moe ? Ggml::q8_0 : base;
     const Checked input = tensor_bytes(embd, H, Checked(a.vocab_size));
     const Checked output =
-        Checked(H) * 4 + (a.tied_embeddings ? Checked(0) : tensor_bytes(output_type(mix, H), H, Checked(a.vocab_size)));
+        Checked(H) * 4 +
+        (a.tied_embeddings ? Checked(0) : tensor_bytes(output_type(mix, H, a), H, Checked(a.vocab_size)));
     if (input.overflow() || output.overflow()) return overflow_error(Field::weight_dtype, "the embedding");
     w.input_bytes = input.value();
     w.output_bytes = output.value();

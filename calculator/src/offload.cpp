@@ -1,7 +1,7 @@
 // llama.cpp's split of a model between the GPU and the host, after src/llama-model.cpp (load_tensors: which device
 // each layer's tensors go to), src/llama-kv-cache.cpp (the cache follows its layer unless offload_kqv is off),
-// common/arg.cpp (--n-cpu-moe) and src/llama-context.cpp (each device reserves the compute buffer of the graph it
-// runs).
+// common/arg.cpp (--n-cpu-moe), src/llama-context.cpp and ggml-backend.cpp (the compute buffers: the GPU runs the
+// reserved micro-batch whatever the split, the host stages its inputs).
 #include "kvscope/calculator/offload.h"
 
 #include <algorithm>
@@ -181,7 +181,7 @@ Split place(const ModelLayers& m, const LayerCache& cache, const Architecture& a
     // pins it to the CPU (src/llama-graph.cpp: "all nodes between the KV store and the attention output are run on
     // the CPU"). Build 10357's logs (docs/vllm-logs.md) reserve the same GPU buffer at -ngl 0 as split, and the same
     // host buffer at every split.
-    s.compute_gpu = std::max(g.output, kv_offload ? g.attention : 0);
+    s.compute_gpu = std::max({g.output, g.mlp, kv_offload ? g.attention : 0});
     if (d.fixed_reserve) s.compute_gpu = d.activation_reserve_bytes;  // --reserve: as given
     s.compute_host = kv_offload ? g.inputs : std::max(g.inputs, g.attention);
     s.overhead = d.runtime_overhead_bytes;
@@ -331,13 +331,13 @@ Result<Offload> evaluate(const Architecture& model, const Architecture& cache_ar
                       "total, a layer's bytes off by one tensor's"
                 : "not exact: the weights are placed by layer in the shares of the parameters each layer has (a "
                   "GGUF's tensors give them exactly)");
-    if (o.splits())
+    if (o.partial() || o.cpu_moe_layers > 0)
         o.notes.emplace_back(
-            "not exact: with layers, experts or the cache in host memory the GPU still runs the micro-batch llama.cpp "
-            "reserves for, and its compute buffer also holds a copy of the host weight each matrix product reads "
-            "(ggml-backend.cpp op offload), which is not counted: for dense models it has stayed within the older "
-            "builds' logits the buffer is counted at (build 10357 logged 183.44 MiB for Qwen2.5 7B where KVScope "
-            "counts 304.00), for an MoE's expert tensors it may not");
+            "not exact: with layers or experts in host memory the GPU still runs the micro-batch llama.cpp reserves "
+            "for, and its compute buffer also holds copies of the host's weights (ggml-backend.cpp op offload), "
+            "which are not counted: build 10357 reserved 47 MiB more split than whole for Qwen2.5 7B (183.44 against "
+            "136.01 MiB), within the logits counted for it; a model whose host matrices outweigh its logits needs "
+            "more than counted");
     if (o.host_memory_bytes == 0 && (o.partial() || o.cpu_moe_layers > 0 || !o.kv_offload))
         o.notes.emplace_back("the host's RAM is not known (--host-memory): its part is not checked");
     return o;

@@ -57,6 +57,29 @@ TEST(EngineLogs, LlamaCppsComputeBufferMatchesPublishedLogsToTheMib) {
     }
 }
 
+TEST(EngineLogs, LlamaCppsMlpStageIsANewerBuildsWholeBuffer) {
+    // Build 10357 (2026), which reserves one output a sequence (llama.cpp#23861), every layer of Qwen2.5 7B Q4_K_M on
+    // an RTX 2060, flash attention on, n_ubatch 512: "CUDA0 compute buffer size" 132.51, 134.01 and 136.01 MiB at
+    // -c 512, 2,048 and 4,096 (github.com/Ton-Llop/Jaull validation/b001-r8-2060-context-matrix, llama-ngl29.log).
+    // That is the MLP's stage to the MiB: 4 x 512 x 3 x (18,944 + 3,584) bytes and the f16 mask. The buffer counted
+    // is never less: the older builds' logits (304 MiB) are larger here.
+    const Architecture& a = testing::catalog_arch("qwen2.5-7b");
+    for (const auto& [context, logged] : {std::pair{512ull, 132.51}, {2048ull, 134.01}, {4096ull, 136.01}}) {
+        const LlamaCppGraph g = llama_cpp_graph(a, context, 512, true);
+        const double mib = static_cast<double>(g.mlp) / (1 << 20);
+        std::printf("  -c %5llu  logged %.2f MiB  MLP stage %.2f MiB\n", static_cast<unsigned long long>(context),
+                    logged, mib);
+        EXPECT_NEAR(mib, logged, 0.015) << context;
+        EXPECT_GE(llama_cpp_compute_buffer(a, context, 512, true), g.mlp);
+    }
+    // A small vocabulary with flash attention: the MLP, not the logits, sets the buffer (Mistral 7B: 70.5 MiB of
+    // logits, 112 of MLP at 4,096).
+    const Architecture& mistral = testing::catalog_arch("mistral-7b-v0.1");
+    const LlamaCppGraph m = llama_cpp_graph(mistral, 4096, 512, true);
+    EXPECT_GT(m.mlp, m.output);
+    EXPECT_EQ(llama_cpp_compute_buffer(mistral, 4096, 512, true), m.mlp);
+}
+
 TEST(EngineLogs, LlamaCppsFitReservesItsComputeBufferAndItsOverhead) {
     // Llama 3 8B on an RTX 4090 with llama.cpp at 8k: 560 MiB of attention scores without flash attention, the
     // 258.5 MiB of logits with it (the default), and the runtime overhead; --reserve fixes the reserve instead.

@@ -128,6 +128,14 @@ TEST(GgufMix, FalconHasRulesOfItsOwn) {
     EXPECT_EQ(more(2), down_block * (176 - 144) + qkv_upgrade);   // use_more_bits: q5_K
     EXPECT_EQ(more(6), down_block * (176 - 144) + qkv_upgrade);   // every third between
     EXPECT_EQ(more(31), down_block * (176 - 144) + qkv_upgrade);  // the last eighth
+    // Its tied head takes the output's type, q8_0 for Falcon whatever the width (a width of 8,192, which q6_K's
+    // blocks divide, as well).
+    EXPECT_EQ(w->input_bytes, 65024ull * (4544 / 32) * 34);
+    Architecture wide = a;
+    wide.hidden_size = 8192;
+    auto w8k = gguf_mix_weights(wide, GgufMix::q4_k_m);
+    ASSERT_TRUE(w8k.ok()) << w8k.error_text();
+    EXPECT_EQ(w8k->input_bytes, 65024ull * (8192 / 32) * 34);
 }
 
 TEST(GgufMix, EachMixIsBetweenItsNeighbours) {

@@ -110,6 +110,26 @@ TEST(Ollama, RunsLlamaCppWithTheBatchAndLayersItChooses) {
     EXPECT_GT(big->offload->gpu_layers, 0u);
 }
 
+TEST(Ollama, SomeArchitecturesServeOneRequestAtATime) {
+    // server/sched.go: Qwen3-Next, Qwen3.5, LFM2, Nemotron-H (…) are loaded with OLLAMA_NUM_PARALLEL 1 whatever it
+    // is set to: several sequences are said not to be what Ollama runs, in the warnings; one is, as is any number
+    // for a model it runs in parallel.
+    const auto said = [](const std::string& id, std::uint64_t batch) {
+        const auto f = fit(testing::catalog_arch(id), KvDtype::fp16, {.context_tokens = 8192, .batch = batch}, {},
+                           q4_k_m_on("rtx-4090", Engine::ollama));
+        EXPECT_TRUE(f.ok()) << f.error_text();
+        return f.ok() && testing::contains_line(f->notes, "one request at a time");
+    };
+    EXPECT_TRUE(said("qwen3-next-80b-a3b", 4));
+    EXPECT_TRUE(said("qwen3.5-35b-a3b", 2));
+    EXPECT_TRUE(said("nemotron-3-nano-30b-a3b", 4));
+    EXPECT_TRUE(said("lfm2-700m", 4));
+    EXPECT_FALSE(said("qwen3-next-80b-a3b", 1));
+    EXPECT_FALSE(said("llama-3.1-8b", 4));
+    EXPECT_EQ(testing::catalog_arch("qwen3.5-35b-a3b").gguf_arch, "qwen35moe");
+    EXPECT_EQ(testing::catalog_arch("nemotron-3-nano-30b-a3b").gguf_arch, "nemotron_h_moe");
+}
+
 TEST(Ollama, ASlidingLayerKeepsItsWindowAndOllamasBatch) {
     // llama.cpp keeps a sliding layer's window and one micro-batch more (src/llama-kv-cache-iswa.cpp): Ollama's
     // 2,048 above 32,768 tokens on a card with room (an H100) keeps 1,024 + 2,048 of Gemma 3's window, llama.cpp's

@@ -32,12 +32,13 @@ std::uint64_t llama_cpp_compute_buffer(const Architecture& arch, std::uint64_t c
                                        bool flash_attn);
 
 // The stages of that graph whose tensors set a buffer's size, each a peak of its own (bytes, saturating): the output
-// (the f32 logits and the hidden state), the attention scores without flash attention (0 with it), and the inputs
-// staged in host memory (llama.cpp's CUDA_Host compute buffer: three f32 tensors of n_embd x n_tokens, 24.01 MiB
-// for Llama 3 8B at n_ubatch 512 in published logs). A split model (offload.h) reserves the same on the GPU at any
-// number of layers; the host adds the attention where --no-kv-offload runs it there.
+// (the f32 logits and the hidden state), the attention scores without flash attention (0 with it), the MLP's (its
+// three widest f32 tensors, three hidden states and the mask), and the inputs staged in host memory (llama.cpp's
+// CUDA_Host compute buffer: three f32 tensors of n_embd x n_tokens, 24.01 MiB for Llama 3 8B at n_ubatch 512 in
+// published logs). A split model (offload.h) reserves the same on the GPU at any number of layers; the host adds the
+// attention where --no-kv-offload runs it there.
 struct LlamaCppGraph {
-    std::uint64_t output = 0, attention = 0, inputs = 0;
+    std::uint64_t output = 0, attention = 0, mlp = 0, inputs = 0;
 };
 LlamaCppGraph llama_cpp_graph(const Architecture& arch, std::uint64_t context_tokens, std::uint64_t ubatch,
                               bool flash_attn);

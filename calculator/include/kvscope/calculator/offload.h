@@ -1,6 +1,7 @@
 #pragma once
 // A model split between the GPU and the host as llama.cpp splits it (-ngl, --n-cpu-moe, --no-kv-offload): which
-// layers' weights, cache and compute buffers live in VRAM and which in system RAM, the most layers that fit the GPU,
+// layers' weights and cache live in VRAM and which in system RAM, with the compute buffers each reserves, the most
+// layers that fit the GPU,
 // and the decode floor of the split, each part read at its own memory's bandwidth (offload.cpp).
 
 #include <cstdint>
