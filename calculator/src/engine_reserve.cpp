@@ -272,8 +272,10 @@ EngineReserve engine_reserve(const Architecture& model_arch, const Workload& wor
         const bool fa = !d.llama_cpp.flash_attn_off;
         const std::string how = "one micro-batch of " + format_count(ubatch) + " tokens (n_ubatch" +
                                 (d.llama_cpp.ubatch == 0 ? ", llama.cpp's default" : std::string()) + "), " +
-                                (fa ? "flash attention on (the default where the GPU has it): the logits"
-                                    : "flash attention off: the larger of the attention scores and the logits") +
+                                (fa ? "flash attention on (the default where the GPU has it): the larger of the "
+                                      "logits and the MLP's stage"
+                                    : "flash attention off: the largest of the attention scores, the logits and the "
+                                      "MLP's stage") +
                                 " (src/llama-context.cpp)";
         out.items.push_back({ReserveKind::compute_buffer, "compute buffer",
                              llama_cpp_compute_buffer(engine_architecture(model_arch, d.engine, ubatch),
