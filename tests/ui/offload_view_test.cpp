@@ -221,6 +221,7 @@ TEST(OffloadView, TheHostsFieldsGiveTheClisHostCacheAndExperts) {
     for (int i = 0; i < 600 && d->measuringHost(); ++i) QTest::qWait(50);
     ASSERT_FALSE(d->measuringHost());
     EXPECT_TRUE(d->hostPlatformField()->isEnabled());
+    EXPECT_TRUE(d->hostNotice().isEmpty());
     const HostSpec measured = w.model()->scenario().deployment->host;
     EXPECT_TRUE(measured.id.empty());
     EXPECT_GT(measured.bandwidth_bytes_per_s, 0u);
@@ -228,6 +229,28 @@ TEST(OffloadView, TheHostsFieldsGiveTheClisHostCacheAndExperts) {
     EXPECT_TRUE(d->hostPlatformField()->currentText().contains("given or measured"));
     w.model()->undoStack()->undo();
     EXPECT_EQ(w.model()->scenario().deployment->host, HostSpec{});
+}
+
+TEST(OffloadView, AReadingArrivingAfterAnotherChangeIsNotApplied) {
+    // A change made while this computer is measured (here a longer context) keeps the host as it was: the late
+    // reading is for the scenario it was asked of, and the box says so.
+    MainWindow w(catalog(), false);
+    w.show();
+    set_up(w);
+    DeploymentView* d = w.deployment();
+    QComboBox* host = d->hostPlatformField();
+    const int self = host->findData(QStringLiteral("this"));
+    ASSERT_GE(self, 0);
+    host->setCurrentIndex(self);
+    emit host->activated(self);
+    ASSERT_TRUE(d->measuringHost());
+    w.model()->edit("longer", [](Scenario& s) { s.workload.context_tokens = 32768; });
+    for (int i = 0; i < 600 && d->measuringHost(); ++i) QTest::qWait(50);
+    ASSERT_FALSE(d->measuringHost());
+    EXPECT_EQ(w.model()->scenario().deployment->host, HostSpec{});
+    EXPECT_EQ(w.model()->scenario().workload.context_tokens, 32768u);
+    EXPECT_TRUE(d->hostNotice().contains("changed while")) << d->hostNotice().toStdString();
+    EXPECT_TRUE(d->unaccepted().isEmpty());  // nothing typed: a save is not held back
 }
 
 TEST(OffloadView, AWindowClosedWhileItMeasuresThisComputerCloses) {

@@ -13,6 +13,7 @@
 #include <QSignalBlocker>
 #include <QSlider>
 #include <QThread>
+#include <QToolTip>
 #include <QVBoxLayout>
 
 #include "kvscope/calculator/draft_import.h"
@@ -621,21 +622,28 @@ void DeploymentView::measureThisHost() {
     const QString tip = host_platform_->toolTip();
     host_platform_->setEnabled(false);
     host_platform_->setToolTip(tr("Measuring this computer's memory (about a second)…"));
-    host_reader_ = QThread::create([this, tip] {
+    // The reading is for the scenario it was asked of: one changed meanwhile (an undo, a file opened) keeps its host.
+    host_reader_ = QThread::create([this, tip, asked = model_->scenario()] {
         const probe::HostReading m = probe::read_this_host();
         QMetaObject::invokeMethod(
             this,
-            [this, m, tip] {
+            [this, m, tip, asked] {
                 host_reader_->wait();
                 delete host_reader_;
                 host_reader_ = nullptr;
                 host_platform_->setEnabled(true);
                 host_platform_->setToolTip(tip);
-                if (m.read_gbps <= 0 || !model_->scenario().deployment) {
-                    if (m.read_gbps <= 0)
-                        typed_.insert(host_platform_, tr("this computer's read ceiling could not be measured here"));
+                const bool changed = !(model_->scenario() == asked);
+                if (m.read_gbps <= 0 || changed || !model_->scenario().deployment) {
+                    // Said beside the box, which keeps showing the scenario's host: nothing typed is left unsaved.
+                    host_notice_ = m.read_gbps <= 0
+                                       ? tr("This computer's read ceiling could not be measured here.")
+                                       : tr("The scenario changed while this computer was measured: choose it again.");
+                    QToolTip::showText(host_platform_->mapToGlobal(QPoint(0, host_platform_->height())), host_notice_,
+                                       host_platform_);
                     return sync();
                 }
+                host_notice_.clear();
                 model_->edit(tr("Measure this computer as the host"), [m](Scenario& s) {
                     HostSpec& h = s.deployment->host;
                     h.id.clear();

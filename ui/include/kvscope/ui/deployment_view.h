@@ -3,6 +3,7 @@
 // format; the memory of each GPU as a stacked bar, the verdict and by how much,
 // max sequences at this context, max context at this batch, decode speed.
 
+#include <QString>
 #include <QWidget>
 
 #include <array>
@@ -66,6 +67,8 @@ public:
     [[nodiscard]] QComboBox* hostPlatformField() const { return host_platform_; }
     // True while "This computer (measured)" reads this machine's memory, on a thread of its own (about a second).
     [[nodiscard]] bool measuringHost() const { return host_reader_ != nullptr; }
+    // Why the last reading was not applied (shown beside the box as it arrives); empty when it was.
+    [[nodiscard]] const QString& hostNotice() const { return host_notice_; }
     [[nodiscard]] QCheckBox* cacheInRamField() const { return cache_in_ram_; }
     [[nodiscard]] QLineEdit* expertsInRamField() const { return cpu_moe_; }
     // What fields hold that was not accepted (text that does not read): not in the scenario, so not in a file.
@@ -144,8 +147,9 @@ private:
     QLineEdit* host_memory_;          // the host's RAM: empty when not given
     QComboBox* host_platform_;        // the host's memory, from offload.h's table (a bandwidth given: its own item)
     QThread* host_reader_ = nullptr;  // measuring this computer as the host
-    QCheckBox* cache_in_ram_;         // --no-kv-offload
-    QLineEdit* cpu_moe_;              // --n-cpu-moe: empty for none
+    QString host_notice_;
+    QCheckBox* cache_in_ram_;  // --no-kv-offload
+    QLineEdit* cpu_moe_;       // --n-cpu-moe: empty for none
     QLineEdit* trtllm_tokens_;
     QComboBox* draft_;
     QComboBox* draft_method_;
