@@ -321,7 +321,7 @@ Result<OllamaEstimate> ollama_estimate(const Architecture& arch, const LayerWeig
 }
 
 std::string ollama_bytes_text(std::uint64_t bytes) {
-    // Go formats these with "%.1f" (format/bytes.go HumanBytes2): one decimal, the double rounded exactly.
+    // As Go prints them (format/bytes.go HumanBytes2: one decimal), written by the project's locale-free number_text.
     const auto d = static_cast<double>(bytes);
     if (bytes >= kGiB) return number_text(d / static_cast<double>(kGiB), Notation::fixed, 1) + " GiB";
     if (bytes >= kMiB) return number_text(d / static_cast<double>(kMiB), Notation::fixed, 1) + " MiB";
