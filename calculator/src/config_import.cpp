@@ -13,6 +13,7 @@
 #include "kvscope/calculator/checked.h"
 #include "kvscope/calculator/text_file.h"
 #include "kvscope/calculator/units.h"
+#include "names.h"
 #include "open_file.h"
 
 namespace kvscope {
@@ -178,9 +179,8 @@ using namespace importer;
 // Model types whose MLP has two matrices (up, down) rather than a gated three.
 bool ungated_mlp(const std::string& type) {
     // nemotron_h: NemotronHMLP is up_proj and down_proj with relu2 (modeling_nemotron_h.py).
-    static const char* kTypes[] = {"gpt2",        "falcon", "gpt_neox",   "gptj", "opt",     "bloom",
-                                   "gpt_bigcode", "phi",    "starcoder2", "mpt",  "gpt_neo", "nemotron_h"};
-    return std::any_of(std::begin(kTypes), std::end(kTypes), [&](const char* t) { return type == t; });
+    return one_of(type, {"gpt2", "falcon", "gpt_neox", "gptj", "opt", "bloom", "gpt_bigcode", "phi", "starcoder2",
+                         "mpt", "gpt_neo", "nemotron_h"});
 }
 
 // llama.cpp's architecture for a transformers model_type (convert_hf_to_gguf.py: the model class each HF

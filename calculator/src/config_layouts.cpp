@@ -9,13 +9,10 @@
 #include "config_reader.h"
 #include "config_unmodelled.h"
 #include "kvscope/calculator/units.h"
+#include "names.h"
 
 namespace kvscope::importer {
 namespace {
-
-bool one_of(const std::string& s, std::initializer_list<const char*> names) {
-    return std::any_of(names.begin(), names.end(), [&](const char* n) { return s == n; });
-}
 
 // The recurrent state of a model type's recurrent layers, from its config fields, with the shapes of vLLM's
 // MambaStateShapeCalculator (vllm/model_executor/layers/mamba/mamba_utils.py) and the arguments each vLLM

@@ -12,13 +12,10 @@
 #include "kvscope/calculator/gguf_import.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/units.h"
+#include "names.h"
 
 namespace kvscope::gguf {
 namespace {
-
-bool one_of(std::string_view s, std::initializer_list<std::string_view> names) {
-    return std::find(names.begin(), names.end(), s) != names.end();
-}
 
 // The architectures whose hyperparameters have a rule here (LLM_ARCH_NAMES spellings). Any other is read with the
 // generic keys alone and reported as not exact.

@@ -11,6 +11,7 @@
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/parameters.h"
 #include "kvscope/calculator/units.h"
+#include "names.h"
 
 namespace kvscope {
 namespace {
@@ -137,9 +138,8 @@ enum class Role : std::uint8_t { attn_q, attn_k, attn_v, attn_output, ffn_up_gat
 // The architectures whose GGUF holds Q, K and V as one attn_qkv matrix (convert_hf_to_gguf.py keeps the
 // checkpoint's fused projection: Phi-3's qkv_proj, Falcon's query_key_value, GPT-2's c_attn, …).
 bool fused_qkv(const Architecture& a) {
-    static const char* kFused[] = {"phi3", "falcon",    "gpt2",    "gptneox", "bloom",
-                                   "mpt",  "starcoder", "chatglm", "dbrx",    "qwen"};
-    return std::any_of(std::begin(kFused), std::end(kFused), [&](const char* t) { return a.gguf_arch == t; });
+    return one_of(a.gguf_arch,
+                  {"phi3", "falcon", "gpt2", "gptneox", "bloom", "mpt", "starcoder", "chatglm", "dbrx", "qwen"});
 }
 
 // The rules of llama_tensor_get_type for the mixes here, past the output and embedding (which `weights` handles):

@@ -8,6 +8,7 @@
 #include "kvscope/calculator/checked.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/units.h"
+#include "names.h"
 #include "wide.h"
 
 namespace kvscope {
@@ -126,11 +127,9 @@ EngineLaunch engine_launch(const Deployment& d, const Architecture& arch, const 
                         "; flash attention auto unless OLLAMA_FLASH_ATTENTION (--flash-attn), the cache f16 unless "
                         "OLLAMA_KV_CACHE_TYPE (--kv-dtype) (llm/llama_server.go)");
     // server/sched.go load: "Some architectures are not safe with num_parallel > 1" (ollama#4165): numParallel = 1.
-    static const char* kOneAtATime[] = {"mllama",     "qwen3vl",        "qwen3vlmoe",     "qwen35",
-                                        "qwen35moe",  "qwen3next",      "lfm2",           "lfm2moe",
-                                        "nemotron_h", "nemotron_h_moe", "nemotron_h_omni"};
     if (workload.batch > 1 &&
-        std::any_of(std::begin(kOneAtATime), std::end(kOneAtATime), [&](const char* a) { return arch.gguf_arch == a; }))
+        one_of(arch.gguf_arch, {"mllama", "qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe", "qwen3next", "lfm2",
+                                "lfm2moe", "nemotron_h", "nemotron_h_moe", "nemotron_h_omni"}))
         out.notes.push_back("not exact: Ollama serves " + arch.gguf_arch +
                             " one request at a time (server/sched.go: OLLAMA_NUM_PARALLEL is taken as 1 for it, "
                             "ollama#4165), so it starts llama-server with -c " +
