@@ -146,6 +146,8 @@ const std::map<std::string, std::map<std::string, std::uint64_t>>& type_defaults
           {"first_k_dense_replace", 3},
           {"max_position_embeddings", 4096},
           {"tie_word_embeddings", 0}}},
+        // configuration_afmoe.py (Arcee's Trinity): the sliding layers' window when the file gives none.
+        {"afmoe", {{"sliding_window", 1024}}},
         {"gpt_oss",
          {{"vocab_size", 201088},
           {"hidden_size", 2880},
@@ -312,13 +314,60 @@ std::optional<Found> layers_from_kinds(Reader& r, ImportedModel& out) {
     return std::nullopt;
 }
 
+// The object that describes the language model of a multimodal config, with its path; nullptr for a config whose own
+// keys describe it. text_config (transformers' composite configs); without a layer count at the top, llm_config
+// (InternVL: vLLM internvl.py reads config.llm_config), language_config (DeepSeek-VL2: vLLM deepseek_vl2.py) and
+// thinker_config.text_config (Qwen-Omni: the thinker generates the text; vLLM qwen3_omni_moe_thinker.py).
+std::pair<const Value*, std::string> language_model(const Value& root) {
+    const auto object = [](const Value* v) { return v && v->is_object() ? v : nullptr; };
+    if (const Value* t = object(root.find("text_config"))) return {t, "text_config"};
+    for (const char* k : {"num_hidden_layers", "n_layer", "num_layers", "n_layers"})
+        if (root.find(k)) return {nullptr, {}};
+    for (const char* k : {"llm_config", "language_config"})
+        if (const Value* t = object(root.find(k))) return {t, k};
+    if (const Value* thinker = object(root.find("thinker_config")))
+        if (const Value* t = object(thinker->find("text_config"))) return {t, "thinker_config.text_config"};
+    return {nullptr, {}};
+}
+
+// The first class of "architectures", else "".
+std::string first_architecture(const Value& root) {
+    const Value* archs = root.find("architectures");
+    if (archs && archs->is_array() && !archs->items().empty() && archs->items().front().is_string())
+        return archs->items().front().as_string();
+    return {};
+}
+
+// LongCat-Flash: each of its num_layers decoder layers holds two MLA attention blocks, each with a cache of its own,
+// one MoE block and two dense MLPs (vLLM longcat_flash.py FlashDecoderLayer: self_attn is a list of two
+// DeepseekV2MLAAttention; transformers configuration_longcat_flash.py: num_hidden_layers 56 for num_layers 28). The
+// cache has 2 x num_layers layers; the weights estimated from the shape count one MLP block per attention block.
+void read_longcat_layers(Reader& r, ImportedModel& out) {
+    Architecture& a = out.arch;
+    const auto blocks = r.number({"num_layers"});
+    if (!blocks || blocks->value == 0) return;
+    const Checked attention = Checked(2) * blocks->value;
+    if (attention.overflow()) return;
+    if (a.layers != attention.value())
+        out.notes.push_back("LongCat-Flash's " + std::to_string(blocks->value) + " layers (num_layers, line " +
+                            std::to_string(blocks->line) +
+                            ") hold two attention blocks each, each with its own cache: " +
+                            std::to_string(attention.value()) + " cache layers (vLLM longcat_flash.py)");
+    a.layers = attention.value(), r.lines[Field::layers] = blocks->line, r.keys[Field::layers] = blocks->key;
+    a.not_exact.push_back(
+        "LongCat-Flash's layers hold two attention blocks, one MoE block and two dense MLPs (vLLM longcat_flash.py); "
+        "the KV cache counts both attention blocks, but the weights estimated from the config count one MLP block "
+        "per attention block (import the checkpoint's safetensors index for its weights)");
+}
+
 void read_attention(Reader& r, ImportedModel& out) {
     Architecture& a = out.arch;
     const auto q = r.required({"num_attention_heads", "n_head", "n_heads", "num_heads"});
     if (q) a.query_heads = q->value, r.lines[Field::query_heads] = q->line, r.keys[Field::query_heads] = q->key;
 
     // KV heads: explicit counts, then the multi-query switches, then "same as query heads".
-    auto kv = r.number({"num_key_value_heads", "n_head_kv", "num_kv_heads", "n_kv_heads"});
+    // num_attention_groups: Step-3.5-Flash's (vLLM step3p5.py: num_kv_heads = config.num_attention_groups).
+    auto kv = r.number({"num_key_value_heads", "n_head_kv", "num_kv_heads", "n_kv_heads", "num_attention_groups"});
     const auto new_arch = r.flag("new_decoder_architecture");
     const auto multi_query = r.flag("multi_query");
     const auto mqa_group = r.flag("multi_query_attention");
@@ -450,10 +499,11 @@ void read_moe(Reader& r, ImportedModel& out) {
     MoeDims m;
     m.experts = experts->value;
     const auto per_token =
-        // moe_k: ERNIE 4.5 (transformers configuration_ernie4_5_moe.py maps num_experts_per_tok to it).
-        r.number(
-            {"num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk", "top_k_experts", "moe_k"},
-            Reader::PerLayer::largest);
+        // moe_k: ERNIE 4.5 (transformers configuration_ernie4_5_moe.py maps num_experts_per_tok to it); moe_top_k:
+        // Step-3.5-Flash (vLLM step3p5.py).
+        r.number({"num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_topk", "moe_top_k",
+                  "top_k_experts", "moe_k"},
+                 Reader::PerLayer::largest);
     if (!per_token) {
         r.error("num_experts_per_tok", r.cfg_.line(), "the model has experts but num_experts_per_tok is missing");
         return;
@@ -531,14 +581,14 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
     if (!root.is_object()) return FieldError{"config.json", source + ":1: a config.json must be a JSON object"};
 
     ImportedModel out;
-    const Value* text_config = root.find("text_config");
-    const Value& cfg = text_config && text_config->is_object() ? *text_config : root;
+    const auto [text_config, text_path] = language_model(root);
+    const Value& cfg = text_config ? *text_config : root;
     for (const Value* obj : {&cfg, &root}) {
         if (!out.model_type.empty()) break;
         if (const Value* t = obj->find("model_type"); t && t->is_string()) out.model_type = t->as_string();
     }
     if (out.model_type == "gemma3") out.model_type = "gemma3_text";
-    if (text_config && text_config->is_object()) out.notes.emplace_back("read the language model from text_config");
+    if (text_config) out.notes.push_back("read the language model from " + text_path);
     // A key given twice: the last is read, as Python's json module (and so transformers) reads it; said, since the
     // first may be the one meant.
     std::vector<const Value*> objects{&root};
@@ -564,6 +614,9 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
         a.layers = listed->value, r.lines[Field::layers] = listed->line, r.keys[Field::layers] = listed->key;
     else if (const auto layers = r.required({"num_hidden_layers", "n_layer", "num_layers", "n_layers"}))
         a.layers = layers->value, r.lines[Field::layers] = layers->line, r.keys[Field::layers] = layers->key;
+    // Its configs may give no model_type (the hub's modeling code is named in auto_map): the class says it too.
+    if (out.model_type == "longcat_flash" || first_architecture(root) == "LongcatFlashForCausalLM")
+        read_longcat_layers(r, out);
     if (state_space_type(out.model_type)) {
         // modeling_mamba.py / modeling_mamba2.py: a block is a norm and the mixer, with no MLP.
         a.mlp_beside_mixer = false;
@@ -600,9 +653,7 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
         a.mtp_layers = 1;  // Qwen3-Next's config names none; vLLM's qwen3_next_mtp.py takes 1 (getattr default)
     // A speculative-decoding head (draft.h): its class, and an EAGLE-3 head's vocabulary and the target's width
     // (vllm/model_executor/models/llama_eagle3.py reads draft_vocab_size and target_hidden_size).
-    if (const Value* archs = root.find("architectures");
-        archs && archs->is_array() && !archs->items().empty() && archs->items().front().is_string())
-        out.architecture = archs->items().front().as_string();
+    out.architecture = first_architecture(root);
     if (const auto v = r.number({"draft_vocab_size"})) out.draft_vocab_size = v->value;
     if (const auto v = r.number({"target_hidden_size"})) out.target_hidden_size = v->value;
     read_moe(r, out);

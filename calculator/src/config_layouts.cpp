@@ -3,6 +3,7 @@
 // shapes, and the not-exact reasons for layout fields KVScope does not model. Each rule names its source.
 #include <algorithm>
 #include <map>
+#include <span>
 
 #include "config_blocks.h"
 #include "config_layouts.h"
@@ -127,8 +128,9 @@ std::optional<RecurrentState> read_state(Reader& r, ImportedModel& out) {
         st.conv_channels = hidden;
         st.heads = need({"lru_width"}, hidden);
         st.head_dim = st.state_size = 1;
-    } else if (one_of(t, {"minimax", "minimax_text_01", "minimax_m1"})) {
-        // vllm minimax_text_01.py -> linear_attention_state_shape: heads x head_dim x head_dim, no conv.
+    } else if (one_of(t, {"minimax", "minimax_text_01", "minimax_m1", "bailing_moe_linear"})) {
+        // vllm minimax_text_01.py, bailing_moe_linear.py get_mamba_state_shape_from_config ->
+        // linear_attention_state_shape: heads x head_dim x head_dim, no conv.
         st.kind = StateKind::linear_attention;
         st.heads = out.arch.query_heads;
         st.head_dim = st.state_size = out.arch.head_dim_k;
@@ -171,14 +173,23 @@ bool read_named_kinds(Reader& r, const char* key, const Value& list, Architectur
         r.error(key, list.line(), std::string(key) + " must be an array of strings");
         return false;
     }
-    if (list.items().size() != a.layers) {
+    // A list may name the multi-token-prediction layers after the model's (Step-3.5-Flash: 45 layers and 3 MTP
+    // layers, 48 layer_types; vLLM step3p5.py reads layer_types[i] for layer i, so the model's are the first).
+    const std::size_t n = list.items().size();
+    const bool with_mtp = a.mtp_layers > 0 && n == a.layers + a.mtp_layers;
+    if (n != a.layers && !with_mtp) {
         r.error(key, list.line(),
-                std::string(key) + " lists " + std::to_string(list.items().size()) + " layers but the model has " +
-                    std::to_string(a.layers));
+                std::string(key) + " lists " + std::to_string(n) + " layers but the model has " +
+                    std::to_string(a.layers) +
+                    (a.mtp_layers > 0 ? " (and " + std::to_string(a.mtp_layers) + " MTP layers)" : std::string()));
         return false;
     }
+    if (with_mtp)
+        r.out_.notes.push_back(std::string(key) + " lists the " + std::to_string(a.mtp_layers) +
+                               " MTP layers after the model's " + std::to_string(a.layers) +
+                               ": the first are the model's (as vLLM reads them)");
     std::map<std::string, std::uint64_t> unknown;
-    for (const Value& v : list.items()) {
+    for (const Value& v : std::span(list.items()).first(a.layers)) {
         const std::string name = v.is_string() ? v.as_string() : "";
         const auto spec = spec_of_layer_type(name);
         if (!spec) ++unknown[name];
@@ -352,21 +363,29 @@ bool read_full_attn_idxs(Reader& r, const Value* idx, const Architecture& a, std
     return true;
 }
 
-// transformers configuration_qwen3_next.py: layer i is full attention when (i + 1) %
-// full_attention_interval == 0 (default 4), else linear attention (gated DeltaNet).
-// False, with an error, for an interval of 0.
-bool read_full_attention_interval(Reader& r, ImportedModel& out, std::vector<LayerSpec>& specs) {
-    take(r, "full_attention_interval");
-    const auto interval = r.number({"full_attention_interval"});
-    const std::uint64_t n = interval ? interval->value : 4;
-    if (!interval)
-        out.assumed.emplace_back("full_attention_interval = 4 (" + out.model_type + " default; not in the file)");
-    if (n == 0) {
-        r.error("full_attention_interval", interval->line, "full_attention_interval must be at least 1");
+// Every n-th layer full attention, the others `others`: layer i is full when (i + 1) % n == 0.
+// - Qwen3-Next's full_attention_interval (transformers configuration_qwen3_next.py, default 4): the others are
+//   linear attention (gated DeltaNet).
+// - AFMoE's global_attn_every_n_layers (transformers configuration_afmoe.py, default 4, when the file has no
+//   layer_types): the others are sliding.
+// - Ring-linear's layer_group_size (vLLM bailing_moe_linear.py is_linear_layer, default 1: every layer full): the
+//   others are linear (lightning) attention; 0 makes every layer full there too.
+// False, with an error, for an n of 0 where the model's code divides by it.
+bool read_every_nth_full(Reader& r, ImportedModel& out, const char* key, std::uint64_t fallback, LayerKind others,
+                         std::vector<LayerSpec>& specs) {
+    take(r, key);
+    const auto given = r.number({key});
+    const std::uint64_t n = given ? given->value : fallback;
+    if (!given)
+        out.assumed.push_back(std::string(key) + " = " + std::to_string(fallback) + " (" + out.model_type +
+                              " default; not in the file)");
+    const bool zero_is_full = std::string_view(key) == "layer_group_size";
+    if (n == 0 && !zero_is_full) {
+        r.error(key, given->line, std::string(key) + " must be at least 1");
         return false;
     }
     for (std::uint64_t i = 0; i < out.arch.layers; ++i)
-        specs.push_back({(i + 1) % n == 0 ? LayerKind::full : LayerKind::recurrent});
+        specs.push_back({n == 0 || (i + 1) % n == 0 ? LayerKind::full : others});
     return true;
 }
 
@@ -460,7 +479,11 @@ bool read_hybrid_layout(Reader& r, ImportedModel& out) {
             for (const Value& v : idx2->items())
                 if (const auto n = v.as_u64(); n && *n < a.layers) specs[*n] = {LayerKind::full};
     } else if (one_of(t, {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}) || r.get("full_attention_interval")) {
-        if (!read_full_attention_interval(r, out, specs)) return true;
+        if (!read_every_nth_full(r, out, "full_attention_interval", 4, LayerKind::recurrent, specs)) return true;
+    } else if (t == "afmoe") {
+        if (!read_every_nth_full(r, out, "global_attn_every_n_layers", 4, LayerKind::sliding, specs)) return true;
+    } else if (t == "bailing_moe_linear") {
+        if (!read_every_nth_full(r, out, "layer_group_size", 1, LayerKind::recurrent, specs)) return true;
     } else if (one_of(t, {"llama4", "llama4_text"})) {
         read_llama4_layers(r, a, specs);
     } else {

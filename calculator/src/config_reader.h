@@ -4,6 +4,7 @@
 // both use. Not a public header.
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -14,6 +15,7 @@
 
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/json.h"
+#include "kvscope/calculator/numbers.h"
 
 namespace kvscope::importer {
 
@@ -168,7 +170,15 @@ public:
     static std::string describe(const Value& v) {
         if (v.is_string()) return "\"" + v.as_string() + "\" (a string)";
         if (const auto n = v.as_u64()) return std::to_string(*n);
-        if (v.is_number()) return v.as_double() < 0 ? "a negative number" : "a fraction";
+        if (v.is_number()) {
+            const double d = v.as_double();
+            if (std::isnan(d)) return "NaN";
+            if (d < 0) return "a negative number";
+            if (std::isinf(d)) return "Infinity";
+            // A whole number too large for 64 bits (1e30, 2^64), not a fraction.
+            if (d >= 18446744073709551616.0) return number_text(d) + ", more than 2^64";
+            return "a fraction";
+        }
         return std::string(json::to_string(v.type()));
     }
 

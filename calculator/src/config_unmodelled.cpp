@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "config_layouts.h"
+#include "config_reader.h"
 #include "config_unmodelled.h"
+#include "names.h"
 
 namespace kvscope::importer {
 namespace {
@@ -81,10 +83,11 @@ void find_cross_layer_attention(const Value& cfg, std::vector<std::string>& reas
 // (a layer without attention, other heads, a window) is unknown, so the answer is not exact.
 bool per_layer_list(const std::string& key, const Value& v, const Architecture& a) {
     // Lists of token ids and names, whatever their length (transformers configuration_utils.py, generation config).
-    static const char* kNotLayers[] = {"architectures", "eos_token_id",       "bos_token_id",
-                                       "pad_token_id",  "suppress_tokens",    "begin_suppress_tokens",
-                                       "bad_words_ids", "forced_decoder_ids", "stop_token_ids"};
-    if (std::any_of(std::begin(kNotLayers), std::end(kNotLayers), [&](const char* k) { return key == k; }))
+    // And the rotary embedding's settings per layer, which change no layer's cache (Step-3.5-Flash's rope_theta and
+    // partial_rotary_factors, one a layer and MTP layer: vLLM step3p5.py).
+    if (one_of(key, {"architectures", "eos_token_id", "bos_token_id", "pad_token_id", "suppress_tokens",
+                     "begin_suppress_tokens", "bad_words_ids", "forced_decoder_ids", "stop_token_ids", "rope_theta",
+                     "partial_rotary_factors", "partial_rotary_factor"}))
         return false;
     if (!v.is_array() || v.items().empty()) return false;
     if (std::all_of(v.items().begin(), v.items().end(), [](const Value& i) { return i.is_object(); })) return true;
@@ -94,21 +97,30 @@ bool per_layer_list(const std::string& key, const Value& v, const Architecture& 
 }
 
 // An object of settings no rule read (MiniMax-M3's sparse_attention_config) whose lists of numbers have one entry
-// per layer: the first such list, else nullptr. The other models' configs (vision, audio) and the weights'
-// quantization are not about the language model's layers.
+// per layer, or that gives heads other than the model's: the first such member, else nullptr. The other models' configs
+// (vision, audio) and the weights' quantization are not about the language model's layers.
 const std::pair<std::string, Value>* nested_per_layer_list(const std::string& key, const Value& v,
                                                            const Architecture& a,
                                                            const std::set<std::string, std::less<>>& asked) {
-    static const char* kNotLayerSettings[] = {"quantization_config", "vision_config",    "audio_config",
-                                              "speech_config",       "vision_tower",     "rope_scaling",
-                                              "rope_parameters",     "auto_map",         "text_config",
-                                              "compression_config",  "generation_config"};
+    static const char* kNotLayerSettings[] = {
+        "quantization_config", "vision_config",   "audio_config",  "speech_config",      "vision_tower",
+        "rope_scaling",        "rope_parameters", "auto_map",      "text_config",        "llm_config",
+        "language_config",     "thinker_config",  "talker_config", "compression_config", "generation_config"};
     if (!v.is_object() || asked.contains(key) ||
         std::any_of(std::begin(kNotLayerSettings), std::end(kNotLayerSettings),
                     [&](const char* k) { return key == k; }))
         return nullptr;
     for (const auto& m : v.members()) {
         const Value& list = m.second;
+        // Another layer kind's heads (Step-3.5/3.7-Flash's attention_other_setting: the sliding layers' 96 query
+        // heads, vLLM step3p5.py): a head count that differs from the model's.
+        const bool other_heads =
+            one_of(m.first, {"num_attention_heads", "num_key_value_heads", "num_attention_groups", "head_dim"}) &&
+            list.is_number() &&
+            list.as_u64() != (m.first == "num_attention_heads" ? a.query_heads
+                              : m.first == "head_dim"          ? a.head_dim_k
+                                                               : a.kv_heads);
+        if (other_heads) return &m;
         const bool numbers = list.is_array() && !list.items().empty() &&
                              std::all_of(list.items().begin(), list.items().end(),
                                          [](const Value& i) { return i.is_number() || i.is_bool(); });
@@ -122,8 +134,15 @@ const std::pair<std::string, Value>* nested_per_layer_list(const std::string& ke
 std::string layout_reason(const std::string& key, const Value& value, const Architecture& a,
                           const std::set<std::string, std::less<>>& asked) {
     const auto known = std::find_if(std::begin(kKnown), std::end(kKnown), [&](const Known& k) { return key == k.key; });
-    const bool layout_like =
-        key.ends_with("_interval") || key.ends_with("_period") || key.find("pattern") != std::string::npos;
+    // Spellings of "which layers": an interval, a period, a pattern, every n layers (AFMoE, ModernBERT), a group of
+    // layers (Ring-linear's layer_group_size).
+    const bool layout_like = key.ends_with("_interval") || key.ends_with("_period") ||
+                             key.find("pattern") != std::string::npos || key.find("every_n") != std::string::npos ||
+                             key.find("layer_group") != std::string::npos;
+    // Spellings of a KV head count no rule read (num_attention_groups was Step-3.5's before it was read).
+    const bool heads_like = key.find("kv_head") != std::string::npos ||
+                            key.find("key_value_head") != std::string::npos ||
+                            key.find("attention_groups") != std::string::npos;
     if (known != std::end(kKnown)) {
         return key + line_of(value) + ": " + known->meaning + "; counted here as every layer full attention";
     }
@@ -135,10 +154,20 @@ std::string layout_reason(const std::string& key, const Value& value, const Arch
                "other heads, a window), so every layer is counted as the other fields say";
     }
     if (const auto* inner = nested_per_layer_list(key, value, a, asked)) {
+        if (!inner->second.is_array())
+            return key + "." + inner->first + " = " + Reader::describe(inner->second) + line_of(inner->second) +
+                   " gives some layers other attention heads, and KVScope does not read it; every layer is counted "
+                   "with the model's " +
+                   inner->first +
+                   (inner->first == "num_attention_heads" ? " (the cache does not change; the weights do)" : "");
         return key + "." + inner->first + line_of(inner->second) + " describes the layers one by one (" +
                std::to_string(inner->second.items().size()) +
                " entries) and KVScope does not read it; it may change what a layer keeps (an index "
                "key, no attention, a window), so every layer is counted as the other fields say";
+    }
+    if (heads_like && value.is_number() && value.as_u64() != a.kv_heads) {
+        return key + line_of(value) + " may give the KV heads of some or all layers, and KVScope does not read it; " +
+               "counted here with " + std::to_string(a.kv_heads) + " KV heads a layer";
     }
     if (layout_like) {
         return key + line_of(value) +

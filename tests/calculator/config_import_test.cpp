@@ -154,8 +154,15 @@ TEST(ConfigImport, MissingRequiredFieldNamesTheFieldAndTheLine) {
 TEST(ConfigImport, WrongTypeNamesTheFieldAndItsLine) {
     auto m = import("{\n  \"num_hidden_layers\": \"32\",\n  \"num_attention_heads\": 8,\n  \"hidden_size\": 512\n}");
     EXPECT_FIELD_ERROR(m, "num_hidden_layers", "config.json:2: num_hidden_layers must be a whole number");
-    auto neg = import("{\"num_hidden_layers\": -1, \"num_attention_heads\": 8, \"hidden_size\": 512}");
-    EXPECT_FIELD_ERROR(neg, "num_hidden_layers", "a negative number");
+    // Negative, too large, Infinity and NaN are each said as what they are, not as "a fraction".
+    for (const auto& [value, said] : {std::pair{"-1", "a negative number"},
+                                      {"1e30", "found 1e+30, more than 2^64"},
+                                      {"Infinity", "found Infinity"},
+                                      {"NaN", "found NaN"}}) {
+        auto bad = import(std::string(R"({"num_attention_heads": 8, "hidden_size": 512, "num_hidden_layers": )") +
+                          value + "}");
+        EXPECT_FIELD_ERROR(bad, "num_hidden_layers", said);
+    }
 }
 
 TEST(ConfigImport, ContradictingSpellingsAreAnError) {

@@ -131,6 +131,74 @@ TEST(Hybrid, TheIssuesThreeExamplesAtOneHundredTwentyEightK) {
     EXPECT_EQ(report(catalog_arch("llama-4-scout"), 131072).total_bytes, (12ull * 131072 + 36ull * 8192) * 4096);
 }
 
+TEST(Hybrid, ConfigsNobodyNamedAreReadAsTheirEnginesRunThem) {
+    // Ring-mini-linear-2.0 (inclusionAI/Ring-mini-linear-2.0 config.json, its layout fields): layer_group_size 5
+    // makes 4 of 20 layers softmax attention (4 KV heads x 128); the 16 linear-attention layers keep 16 heads x 128
+    // x 128 each (vLLM bailing_moe_linear.py is_linear_layer, get_mamba_state_shape_from_config). Counted as 20
+    // full layers before: five times the cache.
+    auto ring = import(R"("architectures": ["BailingMoeLinearV2ForCausalLM"], "model_type": "bailing_moe_linear",
+        "num_hidden_layers": 20, "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 4,
+        "head_dim": 128, "layer_group_size": 5, "linear_silu": false, "group_norm_size": 4, "num_experts": 256,
+        "num_experts_per_tok": 8, "moe_intermediate_size": 512, "intermediate_size": 5120, "first_k_dense_replace": 1,
+        "max_position_embeddings": 131072, "torch_dtype": "bfloat16", "vocab_size": 157184)");
+    ASSERT_TRUE(ring) << ring.error_text();
+    EXPECT_TRUE(ring->arch.not_exact.empty()) << testing::join(ring->arch.not_exact);
+    const KvCacheReport r = report(ring->arch, 32768);
+    EXPECT_EQ(r.total_bytes, 4ull * 2 * 4 * 128 * 2 * 32768);  // 268,435,456
+    EXPECT_EQ(r.state_bytes_per_sequence, 16ull * 16 * 128 * 128 * 2);
+
+    // Trinity-Nano-Preview (arcee-ai's config.json has global_attn_every_n_layers 4 and no layer_types):
+    // transformers configuration_afmoe.py makes every fourth layer global, the others slide over 2,048 tokens.
+    // Counted as 56 sliding layers before: a fifth of the cache.
+    auto trinity = import(R"("model_type": "afmoe", "num_hidden_layers": 56, "hidden_size": 1024,
+        "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128, "sliding_window": 2048,
+        "global_attn_every_n_layers": 4, "max_position_embeddings": 131072, "dtype": "bfloat16")");
+    ASSERT_TRUE(trinity) << trinity.error_text();
+    const KvCacheReport t = report(trinity->arch, 32768);
+    EXPECT_EQ(t.total_bytes, (14ull * 32768 + 42ull * 2048) * 2 * 2 * 128 * 2);  // 557,842,432
+
+    // LongCat-Flash (meituan-longcat's config.json gives num_layers 28 and no model_type): two MLA attention blocks
+    // a layer, each with its own cache (vLLM longcat_flash.py). The weights estimate is said not to be LongCat's.
+    auto longcat = import(R"("architectures": ["LongcatFlashForCausalLM"], "num_layers": 28, "hidden_size": 6144,
+        "num_attention_heads": 64, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128, "v_head_dim": 128, "ffn_hidden_size": 12288, "vocab_size": 131072,
+        "max_position_embeddings": 131072, "torch_dtype": "bfloat16")");
+    ASSERT_TRUE(longcat) << longcat.error_text();
+    EXPECT_EQ(longcat->arch.layers, 56u);
+    EXPECT_EQ(report(longcat->arch, 32768).total_bytes, 56ull * (512 + 64) * 2 * 32768);  // 2,113,929,216
+    ASSERT_EQ(longcat->arch.not_exact.size(), 1u);
+    EXPECT_NE(longcat->arch.not_exact.front().find("weights estimated from the config"), std::string::npos);
+
+    // Step-3.5-Flash's own spellings: num_attention_groups for its 8 KV heads, moe_top_k for the experts a token
+    // takes (vLLM step3p5.py). Read as 64 KV heads before (eight times the cache), and refused for moe_top_k.
+    auto step = import(R"("model_type": "step3p5", "num_hidden_layers": 4, "hidden_size": 4096,
+        "num_attention_heads": 64, "num_attention_groups": 8, "head_dim": 128, "moe_num_experts": 288,
+        "moe_top_k": 8, "moe_intermediate_size": 1280, "intermediate_size": 11264, "torch_dtype": "bfloat16")");
+    ASSERT_TRUE(step) << step.error_text();
+    EXPECT_EQ(step->arch.kv_heads, 8u);
+    ASSERT_TRUE(step->arch.moe.has_value());
+    EXPECT_EQ(step->arch.moe->experts_per_token, 8u);
+
+    // A multimodal config whose language model is under llm_config (InternVL: vLLM internvl.py) or
+    // thinker_config.text_config (Qwen3-Omni's thinker) is read from there, and said so.
+    for (const auto& [outer, inner] :
+         {std::pair{"llm_config", "llm_config"}, std::pair{"thinker_config", "thinker_config.text_config"}}) {
+        const std::string text = R"({"model_type": "qwen2", "num_hidden_layers": 24, "hidden_size": 896,
+            "num_attention_heads": 14, "num_key_value_heads": 2, "torch_dtype": "bfloat16"})";
+        const std::string language = std::string(outer) == "thinker_config" ? R"({"text_config": )" + text + "}" : text;
+        const std::string body = R"("model_type": "wrapper", "vision_config": {"num_hidden_layers": 27}, ")" +
+                                 std::string(outer) + R"(": )" + language;
+        auto m = import(body);
+        ASSERT_TRUE(m) << outer << ": " << m.error_text();
+        EXPECT_EQ(m->arch.layers, 24u) << outer;
+        EXPECT_EQ(report(m->arch, 32768).total_bytes, 24ull * 2 * 2 * 64 * 2 * 32768) << outer;  // 402,653,184
+        EXPECT_TRUE(std::any_of(
+            m->notes.begin(), m->notes.end(),
+            [&](const std::string& n) { return n == "read the language model from " + std::string(inner); }))
+            << outer << ": " << testing::join(m->notes);
+    }
+}
+
 TEST(Hybrid, EverySpellingIsReadWithItsRule) {
     const std::string base =
         R"("num_attention_heads": 8, "num_key_value_heads": 2, "hidden_size": 512, "head_dim": 64, )";
@@ -204,6 +272,24 @@ TEST(Hybrid, EverySpellingIsReadWithItsRule) {
              "linear_attn_config": {"kda_layers": [1, 2, 3], "full_attn_layers": [4], "num_heads": 8,
              "head_dim": 64, "short_conv_kernel_size": 4})",
          {K::recurrent, K::recurrent, K::recurrent, K::full}},
+        // configuration_afmoe.py (Arcee's Trinity) without layer_types: (i + 1) % global_attn_every_n_layers == 0
+        // attends to everything, the others slide.
+        {"global_attn_every_n_layers",
+         R"("model_type": "afmoe", "num_hidden_layers": 4, )" + base +
+             R"("sliding_window": 256, "global_attn_every_n_layers": 2)",
+         {K::sliding, K::full, K::sliding, K::full}},
+        // vLLM bailing_moe_linear.py is_linear_layer (Ring-linear): (i + 1) % layer_group_size != 0 is linear
+        // (lightning) attention.
+        {"layer_group_size",
+         R"("model_type": "bailing_moe_linear", "num_hidden_layers": 6, )" + base + R"("layer_group_size": 3)",
+         {K::recurrent, K::recurrent, K::full, K::recurrent, K::recurrent, K::full}},
+        // Step-3.5-Flash: layer_types lists the MTP layers after the model's (vLLM step3p5.py reads entry i for
+        // layer i).
+        {"layer_types with the MTP layers",
+         R"("model_type": "step3p5", "num_hidden_layers": 3, "num_nextn_predict_layers": 2, )" + base +
+             R"("sliding_window": 512, "layer_types": ["full_attention", "sliding_attention", "sliding_attention",
+             "full_attention", "full_attention"])",
+         {K::full, K::sliding, K::sliding}},
         // configuration_utils.py ALLOWED_LAYER_TYPES: "hybrid" (attention beside a recurrent mixer), "moe" and
         // nemotron_h's "mlp" (no mixer), legacy "mamba"/"attention".
         {"layer_types hybrid",

@@ -32,6 +32,13 @@ TEST(Layouts, EveryHybridSpellingIsNamedWithItsLine) {
         {R"("attention_chunk_size": 8192)", "attention_chunk_size (line 3): attention within chunks"},
         {R"("moe_attention_interval": 3)", "moe_attention_interval (line 3) may change which layers"},
         {R"("mamba_d_state": 128)", "mamba_d_state (line 3) sizes a recurrent state"},
+        // Which layers, spelt as every n layers or a group of layers, on a model type with no rule for it.
+        {R"("global_attn_every_n_layers": 3)", "global_attn_every_n_layers (line 3) may change which layers"},
+        {R"("layer_group_size": 4)", "layer_group_size (line 3) may change which layers"},
+        // A KV head count of another spelling that no rule read, and another layer kind's heads.
+        {R"("num_global_kv_heads": 8)", "num_global_kv_heads (line 3) may give the KV heads"},
+        {R"("attention_other_setting": {"num_attention_heads": 96, "head_dim": 128})",
+         "attention_other_setting.num_attention_heads = 96 (line 3) gives some layers other attention heads"},
     };
     for (const auto& spelling : spellings) {
         const std::string &extra = spelling.first, &expected = spelling.second;  // clang 14's lambdas take no bindings
@@ -150,6 +157,13 @@ TEST(Layouts, ListsInsideSettingsAndListsThatCountTheMtpLayerAreNamed) {
     auto mamba_mtp = import(nemotron + R"("M*E")", "nemotron_h");
     ASSERT_TRUE(mamba_mtp) << mamba_mtp.error_text();
     EXPECT_NE(reason(mamba_mtp->arch, "mtp_hybrid_override_pattern (line 5) \"M*E\": --mtp counts one attention"), "");
+    // The rotary embedding's base and share per layer (Step-3.5-Flash's, with its MTP layer) change no cache; nor
+    // does a KV head count spelt twice alike, or another setting's heads that are the model's own.
+    auto rope = import(R"("num_nextn_predict_layers": 1, "rope_theta": [5e6, 1e4, 1e4, 1e4, 5e6, 1e4, 1e4, 1e4, 5e6],
+        "partial_rotary_factors": [0.5, 1, 1, 1, 0.5, 1, 1, 1, 0.5], "num_kv_heads": 2,
+        "attention_other_setting": {"num_attention_heads": 16, "head_dim": 128})");
+    ASSERT_TRUE(rope) << rope.error_text();
+    EXPECT_TRUE(rope->arch.not_exact.empty()) << testing::join(rope->arch.not_exact);
     auto vision = import(R"("vision_config": {"layer_scales": [1, 1, 1, 1, 1, 1, 1, 1]})");
     ASSERT_TRUE(vision) << vision.error_text();
     EXPECT_TRUE(vision->arch.not_exact.empty()) << testing::join(vision->arch.not_exact);
