@@ -174,10 +174,24 @@ template <class Member>
 Setter text(Member member) {
     return [member](Options& o, const std::string&, const std::string& v, Errors&) { o.*member = v; };
 }
+// A comma the shared reader (numbers.h read_typed_decimal, which the window's fields use) would take as a decimal
+// one: "1,5GiB", "0,85", "1,5k". The command line takes a decimal point in every locale, so such a comma is refused
+// rather than read one way here and another in a German user's head; "131,072" groups digits and stays.
+std::optional<FieldError> decimal_comma(const std::string& name, const std::string& v) {
+    if (v.find(',') == std::string::npos || v.find('.') != std::string::npos) return std::nullopt;
+    const std::size_t end = v.find_first_not_of("0123456789,");
+    const TypedDecimal d = read_typed_decimal(std::string_view(v).substr(0, end));
+    if (d.plain.find('.') == std::string::npos) return std::nullopt;
+    std::string with_point = v;
+    std::replace(with_point.begin(), with_point.end(), ',', '.');
+    return FieldError{name, "'" + v + "': the command line takes a decimal point in every locale (" + with_point + ")"};
+}
+
 // Parses the text with `parse` (numbers.h: the same in every locale), or records the problem.
 template <class Member, class Parse>
 Setter parsed(Member member, Parse parse) {
     return [member, parse](Options& o, const std::string& name, const std::string& v, Errors& errors) {
+        if (auto comma = decimal_comma(name, v)) return errors.push_back(*comma);
         auto r = parse(v, name);
         if (!r)
             errors.push_back(r.errors().front());
@@ -261,7 +275,7 @@ const std::vector<Declared>& declared() {
          "the SSM state's format: auto float32 float16 bfloat16 (default auto: the format its config or vLLM names)",
          text(&Options::mamba_ssm_cache_dtype)},
         {"--block-size", "N", S::workload, kScenario, "paged-attention block in tokens (default 1 = contiguous)",
-         parsed(&Options::block_size, parse_count)},
+         parsed(&Options::block_size, parse_count), 0, "", Field::block_size},
         {"--tp", "N", S::workload, kScenario & ~kProbe & ~kPlan, "tensor parallel degree",
          parsed(&Options::tp, parse_count), kPlan, kPlanTriesLayouts},
         {"--pp", "N", S::workload, kScenario & ~kProbe & ~kPlan, "pipeline parallel degree",
@@ -345,9 +359,12 @@ const std::vector<Declared>& declared() {
          "the vLLM version whose startup rules apply: 0.6 and on, 0.6.4 apart (default 0." +
              std::to_string(kDefaultVllmMinor) + ")",
          text(&Options::vllm_version), 0, "", Field::vllm_version},
-        {"--points", "N", S::sweep, kSweep, "how many context lengths (default 12 in a table, 512 in JSON/CSV)",
+        {"--points", "N", S::sweep, kSweep,
+         "how many context lengths (default 12 in a table, 512 in JSON/CSV; fewer where log spacing meets "
+         "the same whole token count twice)",
          parsed(&Options::points, parse_count)},
-        {"--from", "N", S::sweep, kSweep, "the first context length (default 128)",
+        {"--from", "N", S::sweep, kSweep,
+         "the first context length (default 128 in a table, 1 in JSON/CSV, as the window's chart starts)",
          parsed(&Options::from, parse_token_count)},
         {"--to", "N", S::sweep, kSweep, "the last (default the model's max positions)",
          parsed(&Options::to, parse_token_count), 0, "", Field::max_tokens},

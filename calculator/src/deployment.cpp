@@ -67,6 +67,12 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
                                             " of unified memory (" + d.gpu.name + ")"});
     if (d.gpu.bandwidth_bytes_per_s == 0)
         e.push_back({Field::gpu_bandwidth, "the GPU's memory bandwidth must be more than 0"});
+    // Far beyond any memory (an H200 reads 4.8 TB/s), where a step would print as 0.0000 ms.
+    constexpr std::uint64_t kMaxBandwidth = 1'000'000'000'000'000;  // 1 PB/s
+    if (d.gpu.bandwidth_bytes_per_s > kMaxBandwidth)
+        e.push_back({Field::gpu_bandwidth, "the GPU's memory bandwidth must be at most 1 PB/s (" +
+                                               format_count(kMaxBandwidth) + " bytes/s); " +
+                                               format_count(d.gpu.bandwidth_bytes_per_s) + " was given"});
     if (d.gpu_count == 0)
         e.push_back({Field::gpus, "at least 1 GPU is needed"});
     else if (parallel.tp > 0 && parallel.pp > 0 && d.gpu_count != parallel.tp * parallel.pp)

@@ -35,9 +35,26 @@ struct ServedLayers {
 };
 
 // What llama.cpp does not do that the inputs ask of it, each said as a figure that is not llama.cpp's.
-std::vector<std::string> llama_cpp_warnings(const Deployment& d, const Parallelism& parallel) {
+std::vector<std::string> llama_cpp_warnings(const Deployment& d, KvDtype kv_dtype, const Parallelism& parallel) {
     std::vector<std::string> out;
+    // ggml's block formats are llama.cpp's own: vLLM's --kv-cache-dtype (vllm/config/cache.py CacheDType), SGLang's
+    // and TensorRT-LLM's take none of them.
+    if ((d.engine == Engine::vllm || d.engine == Engine::sglang || d.engine == Engine::tensorrt_llm) &&
+        (kv_dtype == KvDtype::q8_0 || kv_dtype == KvDtype::q4_0))
+        out.push_back("not exact: " + std::string(to_string(d.engine)) + " keeps no " +
+                      std::string(to_string(kv_dtype)) +
+                      " cache (ggml's block format, llama.cpp's alone); counted at its size here");
     if (!runs_llama_cpp(d.engine)) return out;
+    // llama.cpp's cache types (common/arg.cpp kv_cache_types: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0,
+    // q5_1): no fp8, no plain int8 or int4, no mxfp4; Ollama passes OLLAMA_KV_CACHE_TYPE to it.
+    if (kv_dtype == KvDtype::fp8_e4m3 || kv_dtype == KvDtype::fp8_e5m2 || kv_dtype == KvDtype::int8 ||
+        kv_dtype == KvDtype::int4 || kv_dtype == KvDtype::mxfp4)
+        out.push_back(
+            "not exact: llama.cpp keeps no " + std::string(to_string(kv_dtype)) +
+            " cache (--cache-type-k/-v take f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 and q5_1: "
+            "common/arg.cpp); counted at its size here, and --kv-dtype " +
+            (kv_dtype == KvDtype::int4 || kv_dtype == KvDtype::mxfp4 ? std::string("q4_0") : std::string("q8_0")) +
+            " counts llama.cpp's format of about as many bits");
     // ggml's weight types (ggml/include/ggml.h enum ggml_type): f32, f16, bf16, the q*/iq* blocks, mxfp4; no fp8,
     // and no plain int8 or int4 format for a model's weights.
     const KvDtype w = d.weight_dtype;
@@ -621,7 +638,7 @@ private:
                                ? format_count(d.weights_bytes_exact) + " bytes, exact"
                                : d.weights_source;
         if (auto mismatch = weights_mismatch(model_arch, d)) r.warnings.push_back(std::move(*mismatch));
-        for (std::string& said : llama_cpp_warnings(d, parallel_in)) r.warnings.push_back(std::move(said));
+        for (std::string& said : llama_cpp_warnings(d, kv_dtype, parallel_in)) r.warnings.push_back(std::move(said));
         if (!r.weights_exact && d.gguf_mix)
             r.notes.push_back("weights estimated as a GGUF " + gguf_mix_name(*d.gguf_mix) +
                               " holds them: llama-quantize's type for each tensor of the model's shape "

@@ -171,6 +171,14 @@ void read_layers(Keys& k, ImportedModel& out, const std::vector<std::uint64_t>& 
     // Layers with no KV heads: the recurrent layers of a hybrid (llama-model.cpp: jamba, granitehybrid, lfm2 set
     // recurrent_layer_arr[i] = n_head_kv(i) == 0); elsewhere a layer with nothing to cache.
     const bool zero_kv_is_recurrent = one_of(t, {"jamba", "granitehybrid", "lfm2", "lfm2moe"});
+    // Every layer with none: a model with nothing that attends, which only a recurrent architecture is (llama.cpp
+    // would build no attention for a llama); said, not shown as a model whose cache is 0 bytes.
+    const bool recurrent_arch = zero_kv_is_recurrent || one_of(t, {"mamba", "mamba2"}) || t.starts_with("rwkv");
+    if (!kv.empty() && !recurrent_arch && std::all_of(kv.begin(), kv.end(), [](std::uint64_t h) { return h == 0; })) {
+        k.error("attention.head_count_kv",
+                "is 0 on every layer, so no layer of this " + t + " would attend; it needs at least one KV head");
+        return;
+    }
     for (std::uint64_t l = 0; l < n && !kv.empty(); ++l) {
         if (kv[l] == 0) {
             specs[l].kind = zero_kv_is_recurrent ? LayerKind::recurrent : LayerKind::none;

@@ -81,7 +81,9 @@ TypedDecimal read_typed_decimal(std::string_view raw) {
         } else if (text.compare(i, 3, "\xE2\x80\xAF") == 0 || text.compare(i, 3, "\xE2\x80\x89") == 0) {
             sep = ' ', width = 3;  // narrow no-break space (fr), thin space
         } else {
-            return {{}, "'" + std::string(1, static_cast<char>(c)) + "' is not a digit"};
+            // The whole character, never the first byte of a UTF-8 sequence ("１", a full-width digit, is 3 bytes).
+            const std::size_t bytes = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+            return {{}, "'" + text.substr(i, bytes) + "' is not a digit"};
         }
         if (runs.back().empty()) return {{}, "a digit is needed before each separator"};
         seps.push_back(sep);

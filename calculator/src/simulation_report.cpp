@@ -23,7 +23,9 @@ double at_percentile(const Percentiles& p, double percentile) {
 namespace {
 
 std::string ms_text(double v) { return number_text(v, Notation::fixed, v < 10 ? 2 : 1); }
-std::string percentiles_text(const Percentiles& p) {
+// A run that served no request has no latencies: "—", never a 0 that reads as measured.
+std::string percentiles_text(const SimulationReport& r, const Percentiles& p) {
+    if (r.requests == 0) return "— (no request was served)";
     return "mean " + ms_text(p.mean) + "   median " + ms_text(p.median) + "   P90 " + ms_text(p.p90) + "   P99 " +
            ms_text(p.p99);
 }
@@ -42,10 +44,10 @@ std::vector<std::pair<std::string, std::string>> simulation_rows(const Simulatio
         {"throughput", number_text(r.request_throughput, Notation::fixed, 2) + " requests/s, " +
                            per_s(r.output_throughput) + " output tokens/s, " + per_s(r.input_throughput) +
                            " input tokens/s"},
-        {"TTFT (ms)", percentiles_text(r.ttft_ms)},
-        {"TPOT (ms)", percentiles_text(r.tpot_ms)},
-        {"ITL (ms)", percentiles_text(r.itl_ms)},
-        {"E2E (ms)", percentiles_text(r.e2e_ms)},
+        {"TTFT (ms)", percentiles_text(r, r.ttft_ms)},
+        {"TPOT (ms)", percentiles_text(r, r.tpot_ms)},
+        {"ITL (ms)", percentiles_text(r, r.itl_ms)},
+        {"E2E (ms)", percentiles_text(r, r.e2e_ms)},
         {"KV blocks", "peak " + format_count(r.kv_peak_blocks) + " of " + format_count(r.kv_budget_blocks) + " (" +
                           number_text(used, Notation::fixed, 1) + "%), " +
                           format_bytes(r.kv_peak_bytes_per_gpu, units) + " per GPU; " +
@@ -75,7 +77,9 @@ std::vector<std::pair<std::string, std::string>> simulation_rows(const Simulatio
 
 namespace {
 
-Value percentiles_json(const Percentiles& p) {
+// null where no request was served (as the text's "—").
+Value percentiles_json(const SimulationReport& r, const Percentiles& p) {
+    if (r.requests == 0) return {};
     Value o = Value::object();
     o.set("mean", Value::number(p.mean));
     o.set("median", Value::number(p.median));
@@ -105,10 +109,10 @@ void simulation_members(const SimulationReport& r, V& v) {
     v.field(r.request_throughput, "request_throughput");
     v.field(r.output_throughput, "output_throughput");
     v.field(r.input_throughput, "input_throughput");
-    v.value(r.ttft_ms, "ttft_ms", percentiles_json(r.ttft_ms));
-    v.value(r.tpot_ms, "tpot_ms", percentiles_json(r.tpot_ms));
-    v.value(r.itl_ms, "itl_ms", percentiles_json(r.itl_ms));
-    v.value(r.e2e_ms, "e2e_ms", percentiles_json(r.e2e_ms));
+    v.value(r.ttft_ms, "ttft_ms", percentiles_json(r, r.ttft_ms));
+    v.value(r.tpot_ms, "tpot_ms", percentiles_json(r, r.tpot_ms));
+    v.value(r.itl_ms, "itl_ms", percentiles_json(r, r.itl_ms));
+    v.value(r.e2e_ms, "e2e_ms", percentiles_json(r, r.e2e_ms));
     v.field(r.kv_budget_blocks, "kv_budget_blocks");
     v.field(r.kv_budget_bytes_per_gpu, "kv_budget_bytes_per_gpu");
     v.field(r.kv_peak_blocks, "kv_peak_blocks");

@@ -8,6 +8,7 @@
 #include "kvscope/calculator/json.h"
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/calculator/text_file.h"
+#include "kvscope/calculator/units.h"
 
 namespace kvscope {
 
@@ -43,9 +44,19 @@ Result<std::uint64_t> drawn_length(SplitMix64& rng, const LengthSpec& l, const c
 Result<std::vector<TrafficRequest>> make_traffic(const TrafficSpec& spec) {
     Errors errors;
     if (spec.requests == 0) errors.emplace_back("--requests", "must be at least 1");
-    if (spec.requests > 100'000'000) errors.emplace_back("--requests", "at most 100,000,000 requests are simulated");
+    // Each request simulated holds about 360 bytes until the report (10 million: 3.6 GB measured), so the cap keeps
+    // a run inside a desktop's memory.
+    if (spec.requests > kMaxRequests)
+        errors.emplace_back("--requests", "at most " + format_count(kMaxRequests) +
+                                              " requests are simulated (each holds memory until the report)");
     if (spec.rate && !(*spec.rate > 0 && std::isfinite(*spec.rate)))
         errors.emplace_back("--rate", "must be above 0 requests a second (inf: all at once)");
+    // Slower than one request in 11.6 days, the simulation's clock (seconds in a double) runs so far that its
+    // milliseconds are lost: refused, never latencies of 0 ms.
+    else if (spec.rate && *spec.rate < kMinRate)
+        errors.emplace_back("--rate",
+                            "must be at least 0.000001 requests a second (one in 11.6 days), the slowest "
+                            "rate simulated to the millisecond");
     if (spec.prefix_groups == 0) errors.emplace_back("--prefix-groups", "must be at least 1");
     if (spec.turns == 0) errors.emplace_back("--turns", "must be at least 1");
     if (spec.turns > kMaxTurns) errors.emplace_back("--turns", "at most " + std::to_string(kMaxTurns) + " turns");

@@ -1,8 +1,9 @@
 #include "kvscope/calculator/workload.h"
 
 #include <algorithm>
-
 #include <string>
+
+#include "kvscope/calculator/units.h"
 
 namespace kvscope {
 
@@ -16,6 +17,13 @@ Errors validate(const Workload& w) {
     if (w.context_tokens == 0) e.push_back({Field::context_tokens, "the context must be at least 1 token"});
     if (w.batch == 0) e.push_back({Field::batch, "at least 1 concurrent sequence is needed"});
     if (w.block_size == 0) e.push_back({Field::block_size, "the block size must be at least 1 token (1 = contiguous)"});
+    // Engines' blocks hold 1 to a few thousand tokens (vllm/config/cache.py BlockSize up to 256; a hybrid model's
+    // attention block grows to its state's page, a thousand-odd); far past that, a block is a mistyped figure whose
+    // rounding would be blamed on the context.
+    constexpr std::uint64_t kMaxBlock = 1ull << 20;
+    if (w.block_size > kMaxBlock)
+        e.push_back({Field::block_size, "a block of " + format_count(w.block_size) +
+                                            " tokens is more than the 1,048,576 (2^20) any engine uses"});
     return e;
 }
 

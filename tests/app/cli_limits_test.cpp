@@ -150,9 +150,59 @@ TEST(CliLimits, GpuSizesAndBandwidthsReadAsTheProgramPrintsThem) {
     EXPECT_NE(r.err.find("--gpu-memory: the GPU's memory must be at most 1 PiB"), std::string::npos) << r.err;
     r = cli("fit --model llama-3-8b --gpu-memory 16EiB --gpu-bandwidth 1TB");
     EXPECT_NE(r.err.find("--gpu-memory: '16EiB' is too large (more than 2^64)"), std::string::npos) << r.err;
+    // And a bandwidth far past any memory's, which printed a step of 0.0000 ms.
+    r = cli("fit --model llama-3-8b --gpu-memory 80GiB --gpu-bandwidth 18446744073709551615");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("--gpu-bandwidth: the GPU's memory bandwidth must be at most 1 PB/s"), std::string::npos)
+        << r.err;
     r = cli("fit --model llama-3-8b --gpu-memory 1PiB --gpu-bandwidth 1TB --json");
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(u64(json_of(r), "memory_bytes_per_gpu"), 1ull << 50);
+}
+
+TEST(CliLimits, ADecimalCommaIsRefusedInSizesAndCountsAndDigitGroupsStay) {
+    // The command line takes a decimal point in every locale: "1,5GiB" and "1,5k" were read as 1.5 before, while
+    // "0,85" was refused; now each says the spelling that works. "131,072" groups digits, as the program prints.
+    const std::pair<std::string, std::string> refused[] = {
+        {"fit --model llama-3-8b --gpu-memory 1,5GiB --gpu-bandwidth 1TB",
+         "--gpu-memory: '1,5GiB': the command line takes a decimal point in every locale (1.5GiB)"},
+        {"kv --model llama-3-8b --context 1,5k",
+         "--context: '1,5k': the command line takes a decimal point in every locale (1.5k)"},
+    };
+    for (const auto& [args, said] : refused) {
+        const CliRun r = cli(args);
+        EXPECT_EQ(r.status, 2) << args;
+        EXPECT_NE(r.err.find(said), std::string::npos) << args << ": " << r.err;
+    }
+    const CliRun grouped = cli("kv --model llama-3-8b --context 131,072 --json");
+    ASSERT_EQ(grouped.status, 0) << grouped.err;
+    EXPECT_EQ(u64(json_of(grouped), "context_tokens"), 131072u);
+}
+
+TEST(CliLimits, ABlockPastAnyEnginesIsNamedNotBlamedOnTheContext) {
+    const CliRun r = cli("kv --model llama-3-8b --block-size 1e15");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("--block-size: a block of 1,000,000,000,000,000 tokens is more than the 1,048,576"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("--context"), std::string::npos) << r.err;
+}
+
+TEST(CliLimits, ACacheFormatTheEngineDoesNotKeepIsSaid) {
+    // llama.cpp's --cache-type-k/-v have no fp8 (common/arg.cpp), and ggml's q8_0 is no format of vLLM's.
+    const std::pair<std::string, std::string> cases[] = {
+        {"--engine llama.cpp --kv-dtype fp8", "not exact: llama.cpp keeps no fp8_e4m3 cache"},
+        {"--engine ollama --kv-dtype int8", "not exact: llama.cpp keeps no int8 cache"},
+        {"--engine vllm --kv-dtype q8_0", "not exact: vllm keeps no q8_0 cache"},
+    };
+    for (const auto& [args, said] : cases) {
+        const CliRun r = cli("fit --model llama-3-8b --gpu rtx-4090 " + args);
+        ASSERT_EQ(r.status, 0) << args << ": " << r.err;
+        EXPECT_NE(r.out.find(said), std::string::npos) << args << ": " << r.out;
+    }
+    const CliRun fine = cli("fit --model llama-3-8b --gpu rtx-4090 --engine llama.cpp --kv-dtype q8_0");
+    ASSERT_EQ(fine.status, 0) << fine.err;
+    EXPECT_EQ(fine.out.find("keeps no"), std::string::npos) << fine.out;
 }
 
 TEST(CliLimits, ProbeValuesOutOfRangeAreRefusedNotRunAsTheNearest) {

@@ -178,6 +178,10 @@ TEST(CliSimulate, BadTrafficIsRefusedNamingTheOption) {
         {"--engine tensorrt-llm",
          "--engine: simulate follows vLLM's and SGLang's schedulers; tensorrt-llm's is not simulated yet"},
         {"--requests 0", "--requests: must be at least 1"},
+        // Past what a desktop's memory holds (about 360 bytes a request), and a clock so far out that its
+        // milliseconds are lost (latencies of 0 ms before).
+        {"--requests 10000001", "--requests: at most 10,000,000 requests are simulated"},
+        {"--rate 1e-15", "--rate: must be at least 0.000001 requests a second (one in 11.6 days)"},
     };
     for (const auto& [args, said] : cases) {
         const CliRun r = cli(kSim + args);
@@ -187,6 +191,29 @@ TEST(CliSimulate, BadTrafficIsRefusedNamingTheOption) {
     const CliRun no_gpu = cli("simulate --model llama-3-8b");
     EXPECT_EQ(no_gpu.status, 2);
     EXPECT_NE(no_gpu.err.find("--gpu"), std::string::npos) << no_gpu.err;
+}
+
+TEST(CliSimulate, ARunThatServesNoRequestHasNoLatencies) {
+    // Every prompt is longer than the model's 8,192 positions: each request is refused, and the latencies are "—" in
+    // the text and null in the JSON, never a mean of 0 ms that reads as measured.
+    const std::string args =
+        "simulate --model llama-3-8b --gpu h100-sxm --requests 20 --input-tokens 128k "
+        "--output-tokens 16 --rate 5";
+    const CliRun text = cli(args);
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("served:        0 requests"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("20 refused"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("TTFT (ms):     — (no request was served)"), std::string::npos) << text.out;
+    EXPECT_EQ(text.out.find("mean 0.00"), std::string::npos) << text.out;
+    const CliRun json = cli(args + " --json");
+    ASSERT_EQ(json.status, 0) << json.err;
+    const auto v = json_of(json);
+    const auto* sim = v.find("simulation");
+    ASSERT_NE(sim, nullptr) << json.out;
+    for (const char* key : {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"}) {
+        ASSERT_NE(sim->find(key), nullptr) << key;
+        EXPECT_TRUE(sim->find(key)->is_null()) << key;
+    }
 }
 
 TEST(CliSimulate, PlanFindsTheSmallestLayoutMeetingATargetAtARate) {

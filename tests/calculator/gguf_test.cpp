@@ -218,6 +218,12 @@ TEST(Gguf, MissingAndMalformedKeysAreNamed) {
     GgufWriter odd = base("llama", 4, 8192, 4096, 14336, 32);
     odd.u32("llama.attention.head_count_kv", 5);
     EXPECT_FIELD_ERROR(gguf::import(*gguf::read(odd.bytes(), "m.gguf"), "m.gguf"), "kv_heads", "m.gguf:");
+    // No KV head on any layer of a llama: nothing attends, which is refused, not shown as a cache of 0 bytes that fits.
+    GgufWriter none = base("llama", 4, 8192, 4096, 14336, 32);
+    none.u32("llama.attention.head_count_kv", 0);
+    EXPECT_FIELD_ERROR(gguf::import(*gguf::read(none.bytes(), "m.gguf"), "m.gguf"), "llama.attention.head_count_kv",
+                       "m.gguf: llama.attention.head_count_kv is 0 on every layer, so no layer of this llama would "
+                       "attend");
 }
 
 TEST(Gguf, LlamaGivesTheConfigJsonCacheExactWeightsAndLlamaCppDefaults) {

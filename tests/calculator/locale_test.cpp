@@ -219,6 +219,8 @@ TEST(TypedDecimal, ReadsTheCommonHabitsAndRefusesWhatCouldMeanTwoNumbers) {
     for (const char* bad : {"1,2,3", "12,34,567", "1.2.3,4,5", "1,234,5", "1.", "1..2", "", "0x10", "1 2"})
         EXPECT_FALSE(read_typed_decimal(bad).error.empty()) << bad << " read as " << plain(bad);
     EXPECT_NE(parse_count("12,34,567", "f").error_text().find("digit groups are three digits"), std::string::npos);
+    // A character that is not a digit is quoted whole: a full-width "１" (3 bytes of UTF-8), never its first byte.
+    EXPECT_EQ(read_typed_decimal("\xEF\xBC\x91GiB").error, "'\xEF\xBC\x91' is not a digit");
 }
 
 TEST(DecimalCommaRepair, RepairsExactlyWhatTheOldWriterDamaged) {

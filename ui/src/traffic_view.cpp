@@ -74,7 +74,7 @@ TrafficView::TrafficView(ScenarioModel* model, bool remember, QWidget* parent)
     : QWidget(parent),
       model_(model),
       remember_(remember),
-      requests_(big(BigSpinBox::Kind::count, 1, 100'000'000, 1000)),
+      requests_(big(BigSpinBox::Kind::count, 1, kMaxRequests, 1000)),
       input_(big(BigSpinBox::Kind::tokens, 1, 1ull << 30, 1024)),
       output_(big(BigSpinBox::Kind::tokens, 1, 1ull << 30, 128)),
       shared_prefix_(big(BigSpinBox::Kind::tokens, 0, 1ull << 30, 0)),
