@@ -12,7 +12,6 @@
 #include <QLineEdit>
 #include <QSignalBlocker>
 #include <QSlider>
-#include <QThread>
 #include <QToolTip>
 #include <QVBoxLayout>
 
@@ -607,53 +606,40 @@ std::array<QLineEdit*, 9> DeploymentView::textFields() const {
             gpu_layers_, host_memory_, cpu_moe_,     trtllm_tokens_};
 }
 
-DeploymentView::~DeploymentView() {
-    // The reading's answer is queued to this view, which Qt drops once it is gone: the thread only has to end.
-    if (host_reader_) {
-        host_reader_->wait();
-        delete host_reader_;
-    }
-}
+DeploymentView::~DeploymentView() = default;  // host_reader_ waits for a reading under way
 
 void DeploymentView::measureThisHost() {
     // Measured as kvscope-cli --host this measures it, off the window's thread (a read pass over 256 MiB on every
     // core, about a second): a bandwidth of its own from then on, and the RAM unless given.
-    if (host_reader_) return;
+    if (host_reader_.running()) return;
     const QString tip = host_platform_->toolTip();
     host_platform_->setEnabled(false);
     host_platform_->setToolTip(tr("Measuring this computer's memory (about a second)…"));
     // The reading is for the scenario it was asked of: one changed meanwhile (an undo, a file opened) keeps its host.
-    host_reader_ = QThread::create([this, tip, asked = model_->scenario()] {
+    host_reader_.run(this, [this, tip, asked = model_->scenario()]() -> std::function<void()> {
         const probe::HostReading m = probe::read_this_host();
-        QMetaObject::invokeMethod(
-            this,
-            [this, m, tip, asked] {
-                host_reader_->wait();
-                delete host_reader_;
-                host_reader_ = nullptr;
-                host_platform_->setEnabled(true);
-                host_platform_->setToolTip(tip);
-                const bool changed = !(model_->scenario() == asked);
-                if (m.read_gbps <= 0 || changed || !model_->scenario().deployment) {
-                    // Said beside the box, which keeps showing the scenario's host: nothing typed is left unsaved.
-                    host_notice_ = m.read_gbps <= 0
-                                       ? tr("This computer's read ceiling could not be measured here.")
-                                       : tr("The scenario changed while this computer was measured: choose it again.");
-                    QToolTip::showText(host_platform_->mapToGlobal(QPoint(0, host_platform_->height())), host_notice_,
-                                       host_platform_);
-                    return sync();
-                }
-                host_notice_.clear();
-                model_->edit(tr("Measure this computer as the host"), [m](Scenario& s) {
-                    HostSpec& h = s.deployment->host;
-                    h.id.clear();
-                    h.bandwidth_bytes_per_s = static_cast<std::uint64_t>(m.read_gbps * 1e9);
-                    if (h.memory_bytes == 0) h.memory_bytes = m.ram_bytes;
-                });
-            },
-            Qt::QueuedConnection);
+        return [this, m, tip, asked] {
+            host_platform_->setEnabled(true);
+            host_platform_->setToolTip(tip);
+            const bool changed = !(model_->scenario() == asked);
+            if (m.read_gbps <= 0 || changed || !model_->scenario().deployment) {
+                // Said beside the box, which keeps showing the scenario's host: nothing typed is left unsaved.
+                host_notice_ = m.read_gbps <= 0
+                                   ? tr("This computer's read ceiling could not be measured here.")
+                                   : tr("The scenario changed while this computer was measured: choose it again.");
+                QToolTip::showText(host_platform_->mapToGlobal(QPoint(0, host_platform_->height())), host_notice_,
+                                   host_platform_);
+                return sync();
+            }
+            host_notice_.clear();
+            model_->edit(tr("Measure this computer as the host"), [m](Scenario& s) {
+                HostSpec& h = s.deployment->host;
+                h.id.clear();
+                h.bandwidth_bytes_per_s = static_cast<std::uint64_t>(m.read_gbps * 1e9);
+                if (h.memory_bytes == 0) h.memory_bytes = m.ram_bytes;
+            });
+        };
     });
-    host_reader_->start();
 }
 
 void DeploymentView::commitHostMemory() {

@@ -10,28 +10,21 @@ ProbeRunner::ProbeRunner(QObject* parent) : QObject(parent) {}
 
 ProbeRunner::~ProbeRunner() {
     cancel_ = true;
-    // Their own deleteLater would come after this object is gone: delete them here, once they have ended.
+    // Its own deleteLater would come after this object is gone: delete it here, once it has ended (lister_ waits
+    // for itself).
     if (thread_) {
         thread_->wait();
         delete thread_;
-    }
-    if (lister_) {
-        lister_->wait();
-        delete lister_;
     }
 }
 
 void ProbeRunner::post(std::function<void()> f) { QMetaObject::invokeMethod(this, std::move(f), Qt::QueuedConnection); }
 
 void ProbeRunner::listDevicesInBackground() {
-    if (lister_) return;
-    lister_ = QThread::create([this] {
+    lister_.run(this, [this]() -> std::function<void()> {
         const auto devices = probe::list_devices();
-        post([this, devices] { emit devicesListed(devices); });
+        return [this, devices] { emit devicesListed(devices); };
     });
-    connect(lister_, &QThread::finished, lister_, &QObject::deleteLater);
-    connect(lister_, &QThread::finished, this, [this] { lister_ = nullptr; });
-    lister_->start();
 }
 
 void ProbeRunner::listDevices() { emit devicesListed(probe::list_devices()); }
@@ -42,7 +35,7 @@ bool ProbeRunner::start(const QString& what, std::function<void(probe::Backend&,
     if (thread_) return false;
     // The device listing measures host bandwidth with a buffer of its own; a probe running beside it
     // would count that buffer's release against the cache's resident growth.
-    if (lister_) lister_->wait();
+    lister_.wait();
     cancel_ = false;
     emit started(what);
     // Everything device-side runs on the worker, opening the backend included (a GPU driver can

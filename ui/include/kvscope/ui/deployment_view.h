@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "kvscope/calculator/scenario.h"
+#include "kvscope/ui/background.h"
 #include "kvscope/ui/field_marks.h"
 
 class QCheckBox;
@@ -20,7 +21,6 @@ class QGroupBox;
 class QLabel;
 class QLineEdit;
 class QSlider;
-class QThread;
 
 namespace kvscope {
 struct Deployment;
@@ -66,7 +66,7 @@ public:
     [[nodiscard]] QLineEdit* hostMemoryField() const { return host_memory_; }
     [[nodiscard]] QComboBox* hostPlatformField() const { return host_platform_; }
     // True while "This computer (measured)" reads this machine's memory, on a thread of its own (about a second).
-    [[nodiscard]] bool measuringHost() const { return host_reader_ != nullptr; }
+    [[nodiscard]] bool measuringHost() const { return host_reader_.running(); }
     // Why the last reading was not applied (shown beside the box as it arrives); empty when it was.
     [[nodiscard]] const QString& hostNotice() const { return host_notice_; }
     [[nodiscard]] QCheckBox* cacheInRamField() const { return cache_in_ram_; }
@@ -144,9 +144,9 @@ private:
     QSlider* layers_slider_;  // the same, from none to all
     QWidget* gpu_layers_row_ = nullptr;
     QCheckBox* flash_attn_;
-    QLineEdit* host_memory_;          // the host's RAM: empty when not given
-    QComboBox* host_platform_;        // the host's memory, from offload.h's table (a bandwidth given: its own item)
-    QThread* host_reader_ = nullptr;  // measuring this computer as the host
+    QLineEdit* host_memory_;    // the host's RAM: empty when not given
+    QComboBox* host_platform_;  // the host's memory, from offload.h's table (a bandwidth given: its own item)
+    Background host_reader_;    // measuring this computer as the host
     QString host_notice_;
     QCheckBox* cache_in_ram_;  // --no-kv-offload
     QLineEdit* cpu_moe_;       // --n-cpu-moe: empty for none

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kvscope/probe/probe.h"
+#include "kvscope/ui/background.h"
 
 class QThread;
 
@@ -60,7 +61,7 @@ private:
 
     std::string backend_ = "cpu";
     QThread* thread_ = nullptr;
-    QThread* lister_ = nullptr;
+    Background lister_;  // the devices listed in the background
     std::atomic<bool> cancel_{false};
 };
 
