@@ -205,8 +205,9 @@ void add_service_json(Value& v, const Options& o, const PlanService& p) {
         x.set("replicas", Value::number(l.replicas));
         x.set("gpus", Value::number(l.gpus));
         x.set("meets_slo", Value::boolean(l.meets));
-        x.set("ttft_ms", Value::number(l.ttft_ms));
-        x.set("tpot_ms", Value::number(l.tpot_ms));
+        // null where the layout served no request (its latencies are no figure).
+        x.set("ttft_ms", l.served > 0 ? Value::number(l.ttft_ms) : Value());
+        x.set("tpot_ms", l.served > 0 ? Value::number(l.tpot_ms) : Value());
         x.set("request_throughput", Value::number(l.request_throughput));
         x.set("prefix_hit_tokens", Value::number(l.prefix_hit_tokens));
         if (l.meets && smallest.is_null()) smallest = x;
@@ -243,7 +244,7 @@ std::string service_text(const PlanService& p) {
     };
     const LayoutService* smallest = nullptr;
     for (const LayoutService& l : p.layouts) {
-        t.add({std::to_string(l.gpus), name(l), fixed(l.ttft_ms, 1), fixed(l.tpot_ms, 2),
+        t.add({std::to_string(l.gpus), name(l), service_ms_text(l, l.ttft_ms, 1), service_ms_text(l, l.tpot_ms, 2),
                fixed(l.request_throughput, 2), l.meets ? "yes" : "no"});
         if (l.meets && !smallest) smallest = &l;
     }

@@ -19,15 +19,27 @@
 namespace kvscope::cli {
 namespace {
 
-// Command-line numbers are the same in every locale (numbers.h), so scripts work anywhere.
-Result<double> parse_fraction(const std::string& text, const std::string& field) {
-    const auto parsed = number_from_text(text);
-    if (!parsed && text.find(',') != std::string::npos) {
-        std::string with_point = text;
-        std::replace(with_point.begin(), with_point.end(), ',', '.');
-        return FieldError{
-            field, "'" + text + "': the command line takes a decimal point in every locale (" + with_point + ")"};
+// A comma where the command line takes a decimal point (in every locale, numbers.h, so scripts work anywhere).
+FieldError comma_refused(const std::string& text, const std::string& field) {
+    std::string with_point = text;
+    std::replace(with_point.begin(), with_point.end(), ',', '.');
+    return {field, "'" + text + "': the command line takes a decimal point in every locale (" + with_point + ")"};
+}
+
+// A plain decimal (a fraction, a rate, milliseconds): a comma in it is refused as a decimal comma, whatever digits
+// follow ("1,500" is no rate of 1.5 or 1500 here).
+std::optional<double> plain_decimal(const std::string& text, const std::string& field, Errors& comma) {
+    if (text.find(',') != std::string::npos) {
+        comma.push_back(comma_refused(text, field));
+        return std::nullopt;
     }
+    return number_from_text(text);
+}
+
+Result<double> parse_fraction(const std::string& text, const std::string& field) {
+    Errors comma;
+    const auto parsed = plain_decimal(text, field, comma);
+    if (!comma.empty()) return comma;
     if (!parsed) return FieldError{field, "'" + text + "' is not a number (for example 0.9)"};
     const double v = *parsed;
     if (!(v > 0.0 && v <= 1.0)) return FieldError{field, "'" + text + "' must be above 0 and at most 1"};
@@ -37,7 +49,9 @@ Result<double> parse_fraction(const std::string& text, const std::string& field)
 // A requests-a-second rate: a number above 0, or inf.
 Result<double> parse_rate(const std::string& text, const std::string& field) {
     if (text == "inf" || text == "infinity") return std::numeric_limits<double>::infinity();
-    const auto v = number_from_text(text);
+    Errors comma;
+    const auto v = plain_decimal(text, field, comma);
+    if (!comma.empty()) return comma;
     if (!v || !(*v > 0) || !std::isfinite(*v))
         return FieldError{field, "'" + text +
                                      "' is not a rate above 0 (requests a second, for example 10; inf: all "
@@ -46,12 +60,16 @@ Result<double> parse_rate(const std::string& text, const std::string& field) {
 }
 // A range ratio: 0 … 1.
 Result<double> parse_ratio(const std::string& text, const std::string& field) {
-    const auto v = number_from_text(text);
+    Errors comma;
+    const auto v = plain_decimal(text, field, comma);
+    if (!comma.empty()) return comma;
     if (!v || !(*v >= 0 && *v <= 1)) return FieldError{field, "'" + text + "' is not a ratio from 0 to 1"};
     return *v;
 }
 Result<double> parse_milliseconds(const std::string& text, const std::string& field) {
-    const auto v = number_from_text(text);
+    Errors comma;
+    const auto v = plain_decimal(text, field, comma);
+    if (!comma.empty()) return comma;
     if (!v || !(*v > 0) || !std::isfinite(*v))
         return FieldError{field, "'" + text + "' is not a time in milliseconds above 0"};
     return *v;
@@ -179,12 +197,12 @@ Setter text(Member member) {
 // rather than read one way here and another in a German user's head; "131,072" groups digits and stays.
 std::optional<FieldError> decimal_comma(const std::string& name, const std::string& v) {
     if (v.find(',') == std::string::npos || v.find('.') != std::string::npos) return std::nullopt;
-    const std::size_t end = v.find_first_not_of("0123456789,");
-    const TypedDecimal d = read_typed_decimal(std::string_view(v).substr(0, end));
+    // The number before its unit, spaces that group digits included ("1 000,5k").
+    const auto unit =
+        std::find_if(v.begin(), v.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); });
+    const TypedDecimal d = read_typed_decimal(std::string_view(v.data(), static_cast<std::size_t>(unit - v.begin())));
     if (d.plain.find('.') == std::string::npos) return std::nullopt;
-    std::string with_point = v;
-    std::replace(with_point.begin(), with_point.end(), ',', '.');
-    return FieldError{name, "'" + v + "': the command line takes a decimal point in every locale (" + with_point + ")"};
+    return comma_refused(v, name);
 }
 
 // Parses the text with `parse` (numbers.h: the same in every locale), or records the problem.

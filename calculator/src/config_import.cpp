@@ -342,22 +342,24 @@ std::string first_architecture(const Value& root) {
 // one MoE block and two dense MLPs (vLLM longcat_flash.py FlashDecoderLayer: self_attn is a list of two
 // DeepseekV2MLAAttention; transformers configuration_longcat_flash.py: num_hidden_layers 56 for num_layers 28). The
 // cache has 2 x num_layers layers; the weights estimated from the shape count one MLP block per attention block.
-void read_longcat_layers(Reader& r, ImportedModel& out) {
+// LongCat-Flash-Lite (LongcatFlashNgramForCausalLM) has the same layers. False where the config has no num_layers (its
+// num_hidden_layers then counts the caches, as transformers saves it).
+bool read_longcat_layers(Reader& r, ImportedModel& out) {
     Architecture& a = out.arch;
     const auto blocks = r.number({"num_layers"});
-    if (!blocks || blocks->value == 0) return;
+    if (!blocks || blocks->value == 0) return false;
     const Checked attention = Checked(2) * blocks->value;
-    if (attention.overflow()) return;
-    if (a.layers != attention.value())
-        out.notes.push_back("LongCat-Flash's " + std::to_string(blocks->value) + " layers (num_layers, line " +
-                            std::to_string(blocks->line) +
-                            ") hold two attention blocks each, each with its own cache: " +
-                            std::to_string(attention.value()) + " cache layers (vLLM longcat_flash.py)");
+    if (attention.overflow()) return false;
+    // transformers saves num_hidden_layers (twice num_layers) beside it: not read, so no contradiction.
+    out.notes.push_back("LongCat-Flash's " + std::to_string(blocks->value) + " layers (num_layers, line " +
+                        std::to_string(blocks->line) + ") hold two attention blocks each, each with its own cache: " +
+                        std::to_string(attention.value()) + " cache layers (vLLM longcat_flash.py)");
     a.layers = attention.value(), r.lines[Field::layers] = blocks->line, r.keys[Field::layers] = blocks->key;
-    a.not_exact.push_back(
+    a.not_exact.emplace_back(
         "LongCat-Flash's layers hold two attention blocks, one MoE block and two dense MLPs (vLLM longcat_flash.py); "
         "the KV cache counts both attention blocks, but the weights estimated from the config count one MLP block "
         "per attention block (import the checkpoint's safetensors index for its weights)");
+    return true;
 }
 
 void read_attention(Reader& r, ImportedModel& out) {
@@ -610,13 +612,15 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
     Reader r(root, cfg, source, out);
     Architecture& a = out.arch;
     a.name = out.hf_repo;
-    if (const auto listed = layers_from_kinds(r, out))
+    // LongCat's configs may give no model_type (the hub's modeling code is named in auto_map): the class says it too.
+    const bool longcat = out.model_type.starts_with("longcat_flash") || first_architecture(root).starts_with("Longcat");
+    if (longcat && read_longcat_layers(r, out)) {
+        // its layers are read
+    } else if (const auto listed = layers_from_kinds(r, out)) {
         a.layers = listed->value, r.lines[Field::layers] = listed->line, r.keys[Field::layers] = listed->key;
-    else if (const auto layers = r.required({"num_hidden_layers", "n_layer", "num_layers", "n_layers"}))
+    } else if (const auto layers = r.required({"num_hidden_layers", "n_layer", "num_layers", "n_layers"})) {
         a.layers = layers->value, r.lines[Field::layers] = layers->line, r.keys[Field::layers] = layers->key;
-    // Its configs may give no model_type (the hub's modeling code is named in auto_map): the class says it too.
-    if (out.model_type == "longcat_flash" || first_architecture(root) == "LongcatFlashForCausalLM")
-        read_longcat_layers(r, out);
+    }
     if (state_space_type(out.model_type)) {
         // modeling_mamba.py / modeling_mamba2.py: a block is a norm and the mixer, with no MLP.
         a.mlp_beside_mixer = false;

@@ -184,10 +184,19 @@ bool read_named_kinds(Reader& r, const char* key, const Value& list, Architectur
                     (a.mtp_layers > 0 ? " (and " + std::to_string(a.mtp_layers) + " MTP layers)" : std::string()));
         return false;
     }
-    if (with_mtp)
+    if (with_mtp) {
         r.out_.notes.push_back(std::string(key) + " lists the " + std::to_string(a.mtp_layers) +
                                " MTP layers after the model's " + std::to_string(a.layers) +
                                ": the first are the model's (as vLLM reads them)");
+        // --mtp counts each MTP layer as full attention (parameters.cpp with_mtp_layers), as the nemotron_h rule
+        // says of mtp_hybrid_override_pattern: other kinds there are said.
+        const auto mtp_kinds = std::span(list.items()).subspan(a.layers);
+        if (std::any_of(mtp_kinds.begin(), mtp_kinds.end(),
+                        [](const Value& v) { return !v.is_string() || v.as_string() != "full_attention"; }))
+            a.not_exact.push_back(std::string(key) + " (line " + std::to_string(list.line()) +
+                                  ") gives the MTP layers kinds other than full_attention; --mtp counts each "
+                                  "as full attention");
+    }
     std::map<std::string, std::uint64_t> unknown;
     for (const Value& v : std::span(list.items()).first(a.layers)) {
         const std::string name = v.is_string() ? v.as_string() : "";
@@ -448,9 +457,9 @@ bool read_hybrid_layout(Reader& r, ImportedModel& out) {
         r.layout_keys.emplace_back("layer_types");
         // An explicit list wins over the spellings it may have been made from (configuration_qwen3_next.py,
         // configuration_jamba.py, configuration_lfm2.py, …: layer_types first, the others only without it).
-        for (const char* k :
-             {"full_attention_interval", "attn_layer_period", "attn_layer_offset", "attn_type_list", "full_attn_idxs",
-              "attn_layer_indices", "layers_block_type", "block_types", "linear_attn_config"})
+        for (const char* k : {"full_attention_interval", "attn_layer_period", "attn_layer_offset", "attn_type_list",
+                              "full_attn_idxs", "attn_layer_indices", "layers_block_type", "block_types",
+                              "linear_attn_config", "global_attn_every_n_layers", "layer_group_size"})
             r.layout_keys.emplace_back(k);
         if (!read_named_kinds(r, "layer_types", *types, a, specs)) return true;
     } else if (const Value* blocks = take(r, "block_types"); blocks || t == "recurrent_gemma") {

@@ -114,7 +114,12 @@ const std::pair<std::string, Value>* nested_per_layer_list(const std::string& ke
         const Value& list = m.second;
         // Another layer kind's heads (Step-3.5/3.7-Flash's attention_other_setting: the sliding layers' 96 query
         // heads, vLLM step3p5.py): a head count that differs from the model's.
+        // Only in an object of attention settings: another model's config (a vocoder's, a perceiver's) has heads of
+        // its own that are no layer's of this one.
+        const bool attention_settings =
+            key.find("attention") != std::string::npos || key.find("attn") != std::string::npos;
         const bool other_heads =
+            attention_settings &&
             one_of(m.first, {"num_attention_heads", "num_key_value_heads", "num_attention_groups", "head_dim"}) &&
             list.is_number() &&
             list.as_u64() != (m.first == "num_attention_heads" ? a.query_heads
@@ -136,8 +141,10 @@ std::string layout_reason(const std::string& key, const Value& value, const Arch
     const auto known = std::find_if(std::begin(kKnown), std::end(kKnown), [&](const Known& k) { return key == k.key; });
     // Spellings of "which layers": an interval, a period, a pattern, every n layers (AFMoE, ModernBERT), a group of
     // layers (Ring-linear's layer_group_size).
+    // An expert layout's own (Step-3.5's moe_every_n_layer) places MLPs, not caches.
     const bool layout_like = key.ends_with("_interval") || key.ends_with("_period") ||
-                             key.find("pattern") != std::string::npos || key.find("every_n") != std::string::npos ||
+                             key.find("pattern") != std::string::npos ||
+                             (!key.starts_with("moe_") && key.find("every_n") != std::string::npos) ||
                              key.find("layer_group") != std::string::npos;
     // Spellings of a KV head count no rule read (num_attention_groups was Step-3.5's before it was read).
     const bool heads_like = key.find("kv_head") != std::string::npos ||
@@ -165,14 +172,14 @@ std::string layout_reason(const std::string& key, const Value& value, const Arch
                " entries) and KVScope does not read it; it may change what a layer keeps (an index "
                "key, no attention, a window), so every layer is counted as the other fields say";
     }
-    if (heads_like && value.is_number() && value.as_u64() != a.kv_heads) {
+    if (heads_like && !asked.contains(key) && value.is_number() && value.as_u64() != a.kv_heads) {
         return key + line_of(value) + " may give the KV heads of some or all layers, and KVScope does not read it; " +
                "counted here with " + std::to_string(a.kv_heads) + " KV heads a layer";
     }
     if (layout_like) {
-        return key + line_of(value) +
-               " may change which layers keep a KV cache, and KVScope does not know it; "
-               "counted here as every layer full attention";
+        return key + line_of(value) + " may change which layers keep a KV cache, and KVScope does not know it; " +
+               (a.layer_specs.empty() ? "counted here as every layer full attention"
+                                      : "counted here as the other fields say");
     }
     return {};
 }

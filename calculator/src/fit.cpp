@@ -3,6 +3,7 @@
 // capacity, and the notes. Each stage assigns its part of the report; the notes that only read it come last.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 
 #include "kvscope/calculator/deployment.h"
@@ -34,16 +35,30 @@ struct ServedLayers {
     Architecture cache;  // and a separate draft model's layers, which cache in the same KV cache (with_draft_layers)
 };
 
-// What llama.cpp does not do that the inputs ask of it, each said as a figure that is not llama.cpp's.
-std::vector<std::string> llama_cpp_warnings(const Deployment& d, KvDtype kv_dtype, const Parallelism& parallel) {
+// What the engine does not do that the inputs ask of it (a cache format it has no option for; llama.cpp's missing
+// weight formats and tensor parallelism), each said as a figure that is not the engine's.
+std::vector<std::string> engine_warnings(const Deployment& d, KvDtype kv_dtype, const Parallelism& parallel) {
     std::vector<std::string> out;
-    // ggml's block formats are llama.cpp's own: vLLM's --kv-cache-dtype (vllm/config/cache.py CacheDType), SGLang's
-    // and TensorRT-LLM's take none of them.
-    if ((d.engine == Engine::vllm || d.engine == Engine::sglang || d.engine == Engine::tensorrt_llm) &&
-        (kv_dtype == KvDtype::q8_0 || kv_dtype == KvDtype::q4_0))
-        out.push_back("not exact: " + std::string(to_string(d.engine)) + " keeps no " +
-                      std::string(to_string(kv_dtype)) +
-                      " cache (ggml's block format, llama.cpp's alone); counted at its size here");
+    // The cache formats an engine has no option for, counted at their size and said (the engine file that lists its
+    // formats): ggml's block formats are llama.cpp's alone.
+    struct Missing {
+        Engine engine;
+        std::initializer_list<KvDtype> formats;
+        const char* source;
+    };
+    static const Missing kMissing[] = {
+        {Engine::vllm,
+         {KvDtype::q8_0, KvDtype::q4_0, KvDtype::int4, KvDtype::mxfp4},
+         "vllm/config/cache.py CacheDType"},
+        {Engine::sglang,
+         {KvDtype::q8_0, KvDtype::q4_0, KvDtype::int4, KvDtype::int8},
+         "python/sglang/srt/server_args.py --kv-cache-dtype"},
+        {Engine::tensorrt_llm, {KvDtype::q8_0, KvDtype::q4_0}, "ggml's block formats"},
+    };
+    for (const Missing& m : kMissing)
+        if (m.engine == d.engine && std::find(m.formats.begin(), m.formats.end(), kv_dtype) != m.formats.end())
+            out.push_back("not exact: " + std::string(to_string(d.engine)) + " keeps no " +
+                          std::string(to_string(kv_dtype)) + " cache (" + m.source + "); counted at its size here");
     if (!runs_llama_cpp(d.engine)) return out;
     // llama.cpp's cache types (common/arg.cpp kv_cache_types: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0,
     // q5_1): no fp8, no plain int8 or int4, no mxfp4; Ollama passes OLLAMA_KV_CACHE_TYPE to it.
@@ -638,7 +653,7 @@ private:
                                ? format_count(d.weights_bytes_exact) + " bytes, exact"
                                : d.weights_source;
         if (auto mismatch = weights_mismatch(model_arch, d)) r.warnings.push_back(std::move(*mismatch));
-        for (std::string& said : llama_cpp_warnings(d, kv_dtype, parallel_in)) r.warnings.push_back(std::move(said));
+        for (std::string& said : engine_warnings(d, kv_dtype, parallel_in)) r.warnings.push_back(std::move(said));
         if (!r.weights_exact && d.gguf_mix)
             r.notes.push_back("weights estimated as a GGUF " + gguf_mix_name(*d.gguf_mix) +
                               " holds them: llama-quantize's type for each tensor of the model's shape "

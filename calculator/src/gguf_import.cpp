@@ -173,7 +173,9 @@ void read_layers(Keys& k, ImportedModel& out, const std::vector<std::uint64_t>& 
     const bool zero_kv_is_recurrent = one_of(t, {"jamba", "granitehybrid", "lfm2", "lfm2moe"});
     // Every layer with none: a model with nothing that attends, which only a recurrent architecture is (llama.cpp
     // would build no attention for a llama); said, not shown as a model whose cache is 0 bytes.
-    const bool recurrent_arch = zero_kv_is_recurrent || one_of(t, {"mamba", "mamba2"}) || t.starts_with("rwkv");
+    // llama-arch.cpp llm_arch_is_recurrent: mamba, mamba2, rwkv6, rwkv6qwen2, rwkv7, arwkv7.
+    const bool recurrent_arch =
+        zero_kv_is_recurrent || one_of(t, {"mamba", "mamba2", "arwkv7"}) || t.starts_with("rwkv");
     if (!kv.empty() && !recurrent_arch && std::all_of(kv.begin(), kv.end(), [](std::uint64_t h) { return h == 0; })) {
         k.error("attention.head_count_kv",
                 "is 0 on every layer, so no layer of this " + t + " would attend; it needs at least one KV head");

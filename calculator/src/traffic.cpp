@@ -51,12 +51,12 @@ Result<std::vector<TrafficRequest>> make_traffic(const TrafficSpec& spec) {
                                               " requests are simulated (each holds memory until the report)");
     if (spec.rate && !(*spec.rate > 0 && std::isfinite(*spec.rate)))
         errors.emplace_back("--rate", "must be above 0 requests a second (inf: all at once)");
-    // Slower than one request in 11.6 days, the simulation's clock (seconds in a double) runs so far that its
-    // milliseconds are lost: refused, never latencies of 0 ms.
-    else if (spec.rate && *spec.rate < kMinRate)
-        errors.emplace_back("--rate",
-                            "must be at least 0.000001 requests a second (one in 11.6 days), the slowest "
-                            "rate simulated to the millisecond");
+    // Arrivals spread past a billion seconds (31 years) run the simulation's clock (seconds in a double) so far that
+    // its milliseconds are lost: refused, never latencies of 0 ms.
+    else if (spec.rate && static_cast<double>(spec.requests) / *spec.rate > kMaxArrivalSeconds)
+        errors.emplace_back("--rate", format_count(spec.requests) + " requests at " + number_text(*spec.rate) +
+                                          " a second arrive over more than 31 years (10^9 s), past which the "
+                                          "simulation's clock loses its milliseconds: a higher rate or fewer requests");
     if (spec.prefix_groups == 0) errors.emplace_back("--prefix-groups", "must be at least 1");
     if (spec.turns == 0) errors.emplace_back("--turns", "must be at least 1");
     if (spec.turns > kMaxTurns) errors.emplace_back("--turns", "at most " + std::to_string(kMaxTurns) + " turns");
@@ -469,6 +469,10 @@ Result<std::vector<TrafficRequest>> read_trace(std::string_view text, const std:
     if (!read) return read;
     std::vector<TrafficRequest> requests = std::move(read.value());
     if (requests.empty()) return FieldError{"--trace", source + ": holds no request to serve"};
+    if (requests.size() > kMaxRequests)
+        return FieldError{"--trace", source + ": holds " + format_count(requests.size()) + " requests; at most " +
+                                         format_count(kMaxRequests) +
+                                         " are simulated (each holds memory until the report): a part of it"};
     std::stable_sort(requests.begin(), requests.end(),
                      [](const TrafficRequest& a, const TrafficRequest& b) { return a.arrival_s < b.arrival_s; });
     const double t0 = requests.front().arrival_s;

@@ -203,6 +203,10 @@ std::vector<std::uint64_t> route_conversations(const std::vector<std::uint64_t>&
     return out;
 }
 
+std::string service_ms_text(const LayoutService& l, double ms, int decimals) {
+    return l.served == 0 ? "—" : number_text(ms, Notation::fixed, decimals);
+}
+
 Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& plan, const TrafficQuestion& asked,
                                               std::uint64_t max_replicas, const SimulationProgress& progress) {
     TrafficQuestion q = asked;
@@ -279,8 +283,15 @@ Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& pla
                 service.tpot_ms = std::max(service.tpot_ms, at_percentile(r->tpot_ms, q.target.percentile));
                 service.request_throughput += r->request_throughput;
                 service.prefix_hit_tokens += r->prefix_hit_tokens;
+                service.served += r->requests;
+                service.refused += r->refused;
             }
-            service.meets = (!q.target.ttft_ms || service.ttft_ms <= *q.target.ttft_ms) &&
+            // A refused request is no latency met, as the single run's search says (max_rate_meeting above).
+            if (service.refused > 0)
+                service.warnings.push_back("a layout that refuses requests (" + format_count(service.refused) +
+                                           " here: a prompt and its output longer than the context served) meets "
+                                           "no target");
+            service.meets = service.refused == 0 && (!q.target.ttft_ms || service.ttft_ms <= *q.target.ttft_ms) &&
                             (!q.target.tpot_ms || service.tpot_ms <= *q.target.tpot_ms);
             return service;
         };
@@ -288,7 +299,9 @@ Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& pla
         auto best = serve(1);
         if (!best) return best.errors();
         std::uint64_t missed = 0;
-        while (!best->meets && best->replicas < max_replicas) {
+        // A refused request is refused by every replica (its prompt and output pass the context served): more
+        // replicas do not help.
+        while (!best->meets && best->refused == 0 && best->replicas < max_replicas) {
             missed = best->replicas;
             auto more = serve(std::min(max_replicas, best->replicas * 2));
             if (!more) return more.errors();

@@ -168,6 +168,12 @@ TEST(CliLimits, ADecimalCommaIsRefusedInSizesAndCountsAndDigitGroupsStay) {
          "--gpu-memory: '1,5GiB': the command line takes a decimal point in every locale (1.5GiB)"},
         {"kv --model llama-3-8b --context 1,5k",
          "--context: '1,5k': the command line takes a decimal point in every locale (1.5k)"},
+        // Spaces that group digits make the comma a decimal one (1 000,5).
+        {"kv --model llama-3-8b --context '1 000,5k'",
+         "--context: '1 000,5k': the command line takes a decimal point in every locale"},
+        // A plain decimal takes no comma at all, whatever digits follow it.
+        {"simulate --model llama-3-8b --gpu h100-sxm --rate 1,500",
+         "--rate: '1,500': the command line takes a decimal point in every locale (1.500)"},
     };
     for (const auto& [args, said] : refused) {
         const CliRun r = cli(args);
@@ -194,6 +200,8 @@ TEST(CliLimits, ACacheFormatTheEngineDoesNotKeepIsSaid) {
         {"--engine llama.cpp --kv-dtype fp8", "not exact: llama.cpp keeps no fp8_e4m3 cache"},
         {"--engine ollama --kv-dtype int8", "not exact: llama.cpp keeps no int8 cache"},
         {"--engine vllm --kv-dtype q8_0", "not exact: vllm keeps no q8_0 cache"},
+        {"--engine vllm --kv-dtype int4", "not exact: vllm keeps no int4 cache"},
+        {"--engine sglang --kv-dtype int8", "not exact: sglang keeps no int8 cache"},
     };
     for (const auto& [args, said] : cases) {
         const CliRun r = cli("fit --model llama-3-8b --gpu rtx-4090 " + args);

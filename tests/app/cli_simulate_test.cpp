@@ -181,7 +181,7 @@ TEST(CliSimulate, BadTrafficIsRefusedNamingTheOption) {
         // Past what a desktop's memory holds (about 360 bytes a request), and a clock so far out that its
         // milliseconds are lost (latencies of 0 ms before).
         {"--requests 10000001", "--requests: at most 10,000,000 requests are simulated"},
-        {"--rate 1e-15", "--rate: must be at least 0.000001 requests a second (one in 11.6 days)"},
+        {"--rate 1e-15", "a second arrive over more than 31 years (10^9 s)"},
     };
     for (const auto& [args, said] : cases) {
         const CliRun r = cli(kSim + args);
@@ -193,27 +193,46 @@ TEST(CliSimulate, BadTrafficIsRefusedNamingTheOption) {
     EXPECT_NE(no_gpu.err.find("--gpu"), std::string::npos) << no_gpu.err;
 }
 
-TEST(CliSimulate, ARunThatServesNoRequestHasNoLatencies) {
-    // Every prompt is longer than the model's 8,192 positions: each request is refused, and the latencies are "—" in
-    // the text and null in the JSON, never a mean of 0 ms that reads as measured.
-    const std::string args =
-        "simulate --model llama-3-8b --gpu h100-sxm --requests 20 --input-tokens 128k "
-        "--output-tokens 16 --rate 5";
-    const CliRun text = cli(args);
-    ASSERT_EQ(text.status, 0) << text.err;
-    EXPECT_NE(text.out.find("served:        0 requests"), std::string::npos) << text.out;
-    EXPECT_NE(text.out.find("20 refused"), std::string::npos) << text.out;
-    EXPECT_NE(text.out.find("TTFT (ms):     — (no request was served)"), std::string::npos) << text.out;
-    EXPECT_EQ(text.out.find("mean 0.00"), std::string::npos) << text.out;
-    const CliRun json = cli(args + " --json");
-    ASSERT_EQ(json.status, 0) << json.err;
-    const auto v = json_of(json);
-    const auto* sim = v.find("simulation");
-    ASSERT_NE(sim, nullptr) << json.out;
+TEST(CliSimulate, TrafficEveryRequestOfWhichIsRefusedHasNoLatenciesAndMeetsNoTarget) {
+    // Every prompt is longer than the context served: each request is refused, and the latencies are "—" in the text
+    // and null in the JSON, never a mean of 0 ms that reads as measured, or that "meets" a target.
+    const auto both = [](const std::string& args) {
+        const CliRun text = cli(args), json = cli(args + " --json");
+        EXPECT_EQ(text.status, 0) << text.err;
+        EXPECT_EQ(json.status, 0) << json.err;
+        return std::pair{text.out, json_of(json)};
+    };
+    const auto [sim_text, sim_json] = both(
+        "simulate --model llama-3-8b --gpu h100-sxm --requests 20 --input-tokens 128k --output-tokens 16 --rate 5");
+    EXPECT_NE(sim_text.find("served:        0 requests"), std::string::npos) << sim_text;
+    EXPECT_NE(sim_text.find("20 refused"), std::string::npos) << sim_text;
+    EXPECT_NE(sim_text.find("TTFT (ms):     — (no request was served)"), std::string::npos) << sim_text;
+    EXPECT_EQ(sim_text.find("mean 0.00"), std::string::npos) << sim_text;
+    const auto* sim = sim_json.find("simulation");
+    ASSERT_NE(sim, nullptr);
     for (const char* key : {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"}) {
         ASSERT_NE(sim->find(key), nullptr) << key;
         EXPECT_TRUE(sim->find(key)->is_null()) << key;
     }
+
+    const auto [plan_text, plan_json] = both(
+        "plan --model llama-3.1-8b --gpu h100-sxm --context 4k --input-tokens 8000 --requests 20 --rate 2 "
+        "--ttft-ms 500");
+    const std::string serving = plan_text.substr(std::min(plan_text.find("\nserving "), plan_text.size()));
+    EXPECT_NE(serving.find("no layout meets the target"), std::string::npos) << plan_text;
+    EXPECT_EQ(serving.find(" yes"), std::string::npos) << plan_text;
+    // Refused by one replica, refused by any: the search does not double to 64 replicas in vain.
+    EXPECT_NE(serving.find("TP 1 × PP 1 "), std::string::npos) << plan_text;
+    EXPECT_EQ(serving.find("64 replicas  "), std::string::npos) << plan_text;
+    EXPECT_NE(plan_text.find("a layout that refuses requests (20 here"), std::string::npos) << plan_text;
+    const auto* layouts = plan_json.find("layouts_serving");
+    ASSERT_NE(layouts, nullptr);
+    ASSERT_FALSE(layouts->items().empty());
+    for (const auto& l : layouts->items()) {
+        EXPECT_FALSE(l.find("meets_slo")->as_bool());
+        EXPECT_TRUE(l.find("ttft_ms")->is_null());
+    }
+    EXPECT_TRUE(plan_json.find("smallest_meeting_slo")->is_null());
 }
 
 TEST(CliSimulate, PlanFindsTheSmallestLayoutMeetingATargetAtARate) {

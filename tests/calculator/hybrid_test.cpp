@@ -165,6 +165,16 @@ TEST(Hybrid, ConfigsNobodyNamedAreReadAsTheirEnginesRunThem) {
         "max_position_embeddings": 131072, "torch_dtype": "bfloat16")");
     ASSERT_TRUE(longcat) << longcat.error_text();
     EXPECT_EQ(longcat->arch.layers, 56u);
+    // As transformers saves it (num_hidden_layers 56 beside num_layers 28: no contradiction), and LongCat-Flash-Lite's
+    // class (the same layers).
+    for (const char* cls : {"LongcatFlashForCausalLM", "LongcatFlashNgramForCausalLM"}) {
+        auto saved = import(std::string(R"("architectures": [")") + cls + R"("], "model_type": "longcat_flash",
+            "num_hidden_layers": 28, "num_layers": 14, "hidden_size": 3072, "num_attention_heads": 32,
+            "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+            "v_head_dim": 128, "ffn_hidden_size": 6144, "vocab_size": 131072, "torch_dtype": "bfloat16")");
+        ASSERT_TRUE(saved) << cls << ": " << saved.error_text();
+        EXPECT_EQ(saved->arch.layers, 28u) << cls;
+    }
     EXPECT_EQ(report(longcat->arch, 32768).total_bytes, 56ull * (512 + 64) * 2 * 32768);  // 2,113,929,216
     ASSERT_EQ(longcat->arch.not_exact.size(), 1u);
     EXPECT_NE(longcat->arch.not_exact.front().find("weights estimated from the config"), std::string::npos);
@@ -178,6 +188,16 @@ TEST(Hybrid, ConfigsNobodyNamedAreReadAsTheirEnginesRunThem) {
     EXPECT_EQ(step->arch.kv_heads, 8u);
     ASSERT_TRUE(step->arch.moe.has_value());
     EXPECT_EQ(step->arch.moe->experts_per_token, 8u);
+
+    // Step-3.5's MTP layers listed as sliding: --mtp counts them as full attention, and says so.
+    auto mtp = import(R"("model_type": "step3p5", "num_hidden_layers": 2, "num_nextn_predict_layers": 1,
+        "hidden_size": 4096, "num_attention_heads": 64, "num_attention_groups": 8, "head_dim": 128,
+        "sliding_window": 512, "layer_types": ["full_attention", "sliding_attention", "sliding_attention"])");
+    ASSERT_TRUE(mtp) << mtp.error_text();
+    ASSERT_EQ(mtp->arch.not_exact.size(), 1u) << testing::join(mtp->arch.not_exact);
+    EXPECT_NE(mtp->arch.not_exact.front().find("gives the MTP layers kinds other than full_attention; --mtp counts "
+                                               "each as full attention"),
+              std::string::npos);
 
     // A multimodal config whose language model is under llm_config (InternVL: vLLM internvl.py) or
     // thinker_config.text_config (Qwen3-Omni's thinker) is read from there, and said so.

@@ -164,6 +164,28 @@ TEST(Layouts, ListsInsideSettingsAndListsThatCountTheMtpLayerAreNamed) {
         "attention_other_setting": {"num_attention_heads": 16, "head_dim": 128})");
     ASSERT_TRUE(rope) << rope.error_text();
     EXPECT_TRUE(rope->arch.not_exact.empty()) << testing::join(rope->arch.not_exact);
+    // Nor do the spellings the rules read or that place experts, or another model's heads in the same file:
+    // - Falcon re-saved by transformers (num_kv_heads 71 beside multi_query, read and set aside);
+    // - Trinity's layer_types beside the global_attn_every_n_layers they came from;
+    // - Step-3.5's moe_every_n_layer (which layers have experts);
+    // - Qwen3-Omni's code2wav_config (a vocoder's heads).
+    const std::pair<std::string, std::string> quiet[] = {
+        {R"("num_kv_heads": 71, "multi_query": true, "num_hidden_layers": 2, "num_attention_heads": 71,
+            "hidden_size": 4544)",
+         "falcon"},
+        {R"("sliding_window": 512, "global_attn_every_n_layers": 4, "layer_types": ["sliding_attention",
+            "sliding_attention", "sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+            "sliding_attention", "full_attention"])",
+         "afmoe"},
+        {R"("moe_every_n_layer": 1)", "step3p5"},
+        {R"("code2wav_config": {"num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 64})", "llama"},
+    };
+    for (const auto& [extra, type] : quiet) {
+        auto m = type == "falcon" ? import_config("{\"model_type\": \"falcon\", " + extra + "}", "config.json")
+                                  : import(extra, type);
+        ASSERT_TRUE(m) << type << ": " << m.error_text();
+        EXPECT_TRUE(m->arch.not_exact.empty()) << type << ": " << testing::join(m->arch.not_exact);
+    }
     auto vision = import(R"("vision_config": {"layer_scales": [1, 1, 1, 1, 1, 1, 1, 1]})");
     ASSERT_TRUE(vision) << vision.error_text();
     EXPECT_TRUE(vision->arch.not_exact.empty()) << testing::join(vision->arch.not_exact);

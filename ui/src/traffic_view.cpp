@@ -473,8 +473,8 @@ void TrafficView::showPlan(const Result<std::vector<LayoutService>>& result, con
         layout.replicas = l.replicas;
         html += "<tr><td align='right'>" + QString::number(l.gpus) + "</td><td>" +
                 QString::fromStdString(plan_layout_text(layout)).toHtmlEscaped() + "</td><td align='right'>" +
-                QString::fromStdString(number_text(l.ttft_ms, Notation::fixed, 1)) + "</td><td align='right'>" +
-                QString::fromStdString(number_text(l.tpot_ms, Notation::fixed, 2)) + "</td><td align='right'>" +
+                QString::fromStdString(service_ms_text(l, l.ttft_ms, 1)) + "</td><td align='right'>" +
+                QString::fromStdString(service_ms_text(l, l.tpot_ms, 2)) + "</td><td align='right'>" +
                 QString::fromStdString(number_text(l.request_throughput, Notation::fixed, 2)) + "</td><td>" +
                 (l.meets ? tr("yes") : tr("no")) + "</td></tr>";
         if (l.meets && !smallest) smallest = &l;

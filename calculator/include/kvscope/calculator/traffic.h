@@ -75,7 +75,7 @@ Result<TrafficSpec> fill_lengths(TrafficSpec spec);
 
 inline constexpr std::uint64_t kMaxTurns = 1000;
 inline constexpr std::uint64_t kMaxRequests = 10'000'000;      // a simulation's requests (traffic.cpp make_traffic)
-inline constexpr double kMinRate = 1e-6;                       // requests a second: one in 11.6 days
+inline constexpr double kMaxArrivalSeconds = 1e9;              // requests ÷ rate: the clock keeps its milliseconds
 inline constexpr std::uint64_t kMaxPromptPieces = 50'000'000;  // all the conversations' prompts' spans together
 
 // The requests, first arrival at 0 s. With turns, conversations start at rate / turns a second, so that requests

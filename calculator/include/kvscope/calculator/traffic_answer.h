@@ -90,12 +90,16 @@ Result<TrafficAnswer> answer_traffic(const Scenario& s, const TrafficQuestion& q
 // when its slowest replica does. Those that meet it come first, fewest GPUs first.
 struct LayoutService {
     std::uint64_t tp = 1, pp = 1, replicas = 1, gpus = 1;
-    bool meets = false;                   // false: even max_replicas replicas miss the target
-    double ttft_ms = 0, tpot_ms = 0;      // at the target's percentile, the slowest replica's
-    double request_throughput = 0;        // all replicas
-    std::uint64_t prefix_hit_tokens = 0;  // all replicas: the prompt tokens their prefix caches served
-    std::vector<std::string> warnings;    // what its setup says is not exact (serving_setup), and the router's
+    bool meets = false;                     // false: even max_replicas replicas miss the target
+    double ttft_ms = 0, tpot_ms = 0;        // at the target's percentile, the slowest replica's
+    double request_throughput = 0;          // all replicas
+    std::uint64_t prefix_hit_tokens = 0;    // all replicas: the prompt tokens their prefix caches served
+    std::uint64_t served = 0, refused = 0;  // all replicas: a layout that refuses a request meets no target
+    std::vector<std::string> warnings;      // what its setup says is not exact (serving_setup), and the router's
 };
+// A latency of the layout as the plan's table and JSON show it: `decimals` digits, "—" where it served no request
+// (its latencies are no figure, never 0 ms).
+std::string service_ms_text(const LayoutService& l, double ms, int decimals);
 // The replica of each conversation (numbered by its first request's order) among `replicas`, by the router.
 // `first_span` is each conversation's first prompt span (its shared system prompt where the traffic has one).
 std::vector<std::uint64_t> route_conversations(const std::vector<std::uint64_t>& first_span, std::uint64_t replicas,
