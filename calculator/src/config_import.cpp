@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "config_blocks.h"
 #include "config_layouts.h"
@@ -495,8 +496,27 @@ void read_gemma3n_parameters(Reader& r, ImportedModel& out) {
     a.extra_layer_params = (model + layers).value();
 }
 
+// ERNIE-4.5-VL's experts come in a pair, the text's and the vision's (vLLM ernie45_vl_moe.py Ernie4_5_VLMoeMoE:
+// moe_num_experts[0] and [1], moe_intermediate_size[0] and [1]): the text's, which a generated token takes, and a
+// not-exact reason for the vision experts' weights, left out. nullopt where the config has no such pair.
+std::optional<std::pair<Found, std::optional<std::uint64_t>>> ernie_vl_text_experts(Reader& r, ImportedModel& out) {
+    if (!one_of(out.model_type, {"ernie4_5_moe_vl", "ernie4_5_vl_moe", "ernie4_5_vl_moe_text"})) return std::nullopt;
+    const Value* pair = r.get("moe_num_experts");
+    if (!pair || !pair->is_array() || pair->items().size() != 2) return std::nullopt;
+    const Found experts{pair->items()[0].as_u64().value_or(0), "moe_num_experts", pair->line()};
+    std::optional<std::uint64_t> size;
+    if (const Value* sizes = r.get("moe_intermediate_size"); sizes && sizes->is_array() && sizes->items().size() == 2)
+        size = sizes->items()[0].as_u64();
+    out.arch.not_exact.push_back("moe_num_experts (line " + std::to_string(pair->line()) +
+                                 ") pairs the text experts with the vision experts (vLLM ernie45_vl_moe.py); the "
+                                 "cache does not change, but the weights count the text experts alone");
+    return std::pair{experts, size};
+}
+
 void read_moe(Reader& r, ImportedModel& out) {
-    const auto experts = r.number({"num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"});
+    const auto pair = ernie_vl_text_experts(r, out);
+    const auto experts = pair ? std::optional<Found>(pair->first)
+                              : r.number({"num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"});
     if (!experts || experts->value == 0) return;
     MoeDims m;
     m.experts = experts->value;
@@ -511,7 +531,9 @@ void read_moe(Reader& r, ImportedModel& out) {
         return;
     }
     m.experts_per_token = per_token->value;
-    const auto size = r.number({"moe_intermediate_size", "expert_intermediate_size"}, Reader::PerLayer::largest);
+    const auto size = pair && pair->second
+                          ? std::optional<Found>(Found{*pair->second, "moe_intermediate_size", 0})
+                          : r.number({"moe_intermediate_size", "expert_intermediate_size"}, Reader::PerLayer::largest);
     m.expert_intermediate_size = size ? size->value : out.arch.intermediate_size;
     if (const auto shared = r.number({"n_shared_experts", "num_shared_experts"})) m.shared_experts = shared->value;
     // A shared expert of its own width (Nemotron-H: moe_shared_expert_intermediate_size, configuration_nemotron_h.py;

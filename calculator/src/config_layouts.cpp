@@ -47,16 +47,18 @@ std::optional<RecurrentState> read_state(Reader& r, ImportedModel& out) {
         st.conv_kernel = need({"linear_conv_kernel_dim"}, 4);
         st.conv_channels = 2 * hk * dk + hv * dv;
         st.heads = hv, st.head_dim = dk, st.state_size = dv;
-    } else if (one_of(t, {"jamba", "mamba", "falcon_mamba"})) {
-        // Mamba-1 (vllm jamba.py: d_inner = mamba_expand·hidden; mamba.py: intermediate_size):
+    } else if (one_of(t, {"jamba", "mamba", "falcon_mamba", "phi4flash"})) {
+        // Mamba-1 (vllm jamba.py: d_inner = mamba_expand·hidden; mamba.py: intermediate_size; phi4flash.py
+        // _get_mamba_cache_shape: mamba_expand, mamba_d_conv, mamba_d_state, 2, 4 and 16 in its config class):
         // conv (k - 1) x d_inner, SSM d_inner x d_state.
         st.kind = StateKind::mamba;
+        const bool prefixed = t == "jamba" || t == "phi4flash";
         const std::uint64_t inner =
-            t == "jamba" ? need({"mamba_expand"}, 2) * hidden : need({"intermediate_size"}, 2 * hidden);
-        st.conv_kernel = t == "jamba" ? need({"mamba_d_conv"}, 4) : need({"conv_kernel"}, 4);
+            prefixed ? need({"mamba_expand"}, 2) * hidden : need({"intermediate_size"}, 2 * hidden);
+        st.conv_kernel = prefixed ? need({"mamba_d_conv"}, 4) : need({"conv_kernel"}, 4);
         st.conv_channels = st.heads = inner;
         st.head_dim = 1;
-        st.state_size = t == "jamba" ? need({"mamba_d_state"}, 16) : need({"state_size"}, 16);
+        st.state_size = prefixed ? need({"mamba_d_state"}, 16) : need({"state_size"}, 16);
     } else if (t == "mamba2") {
         // vllm mamba2.py: d_inner = expand·hidden, groups n_groups, heads num_heads x head_dim, d_state state_size.
         st.kind = StateKind::mamba2;
@@ -280,6 +282,29 @@ const Value* take(Reader& r, const char* key) {
     return r.get(key);
 }
 
+// Phi-4-mini-flash (SambaY: vLLM phi4flash.py SambaYDecoderLayer and SambaYModel.forward, the hub's
+// configuration_phi4flash.py): layer i is Mamba when i % mb_per_layer == 0, else attention. In the lower half an odd
+// attention layer slides over sliding_window; layer L/2 + 1 is the one full layer that writes keys and values. From
+// L/2 + 2 on (the cross-decoder) the attention layers read that layer's cache (kv_sharing_target_layer_name) and the
+// Mamba ones reuse the last state (gated memory units): the states are the lower half's and layer L/2's
+// (num_mamba_layers = L/2/mb_per_layer + 1).
+void read_sambay_layers(Reader& r, ImportedModel& out, std::vector<LayerSpec>& specs) {
+    take(r, "mb_per_layer");
+    const auto given = r.number({"mb_per_layer"});
+    const std::uint64_t mb = given ? given->value : 2;
+    if (!given) out.assumed.emplace_back("mb_per_layer = 2 (phi4flash default; not in the file)");
+    const std::uint64_t n = out.arch.layers, half = n / 2;
+    for (std::uint64_t i = 0; i < n; ++i) {
+        const bool mamba = mb > 0 && i % mb == 0;
+        if (i >= half + 2)
+            specs.push_back({mamba ? LayerKind::none : LayerKind::shared});
+        else if (mamba)
+            specs.push_back({LayerKind::recurrent});
+        else
+            specs.push_back({i < half && i % 2 == 1 ? LayerKind::sliding : LayerKind::full});
+    }
+}
+
 // transformers configuration_nemotron_h.py: M = Mamba-2, * = attention, - = MLP, E = mixture of experts;
 // each layer is one of these blocks (modeling_nemotron_h.py NemotronHBlock), so no mixer has an MLP.
 // False, with an error, for a pattern that is not one known letter per layer.
@@ -493,6 +518,8 @@ bool read_hybrid_layout(Reader& r, ImportedModel& out) {
         if (!read_every_nth_full(r, out, "global_attn_every_n_layers", 4, LayerKind::sliding, specs)) return true;
     } else if (t == "bailing_moe_linear") {
         if (!read_every_nth_full(r, out, "layer_group_size", 1, LayerKind::recurrent, specs)) return true;
+    } else if (t == "phi4flash") {
+        read_sambay_layers(r, out, specs);
     } else if (one_of(t, {"llama4", "llama4_text"})) {
         read_llama4_layers(r, a, specs);
     } else {

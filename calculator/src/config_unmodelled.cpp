@@ -140,12 +140,14 @@ std::string layout_reason(const std::string& key, const Value& value, const Arch
                           const std::set<std::string, std::less<>>& asked) {
     const auto known = std::find_if(std::begin(kKnown), std::end(kKnown), [&](const Known& k) { return key == k.key; });
     // Spellings of "which layers": an interval, a period, a pattern, every n layers (AFMoE, ModernBERT), a group of
-    // layers (Ring-linear's layer_group_size).
+    // layers (Ring-linear's layer_group_size), and loops over the layers (Ouro's total_ut_steps, IQuest-Coder's
+    // loop_num: each pass keeps a cache of its own, vLLM ouro.py and iquest_loopcoder.py).
     // An expert layout's own (Step-3.5's moe_every_n_layer) places MLPs, not caches.
     const bool layout_like = key.ends_with("_interval") || key.ends_with("_period") ||
                              key.find("pattern") != std::string::npos ||
                              (!key.starts_with("moe_") && key.find("every_n") != std::string::npos) ||
-                             key.find("layer_group") != std::string::npos;
+                             key.find("layer_group") != std::string::npos || key.find("loop") != std::string::npos ||
+                             key.find("ut_steps") != std::string::npos;
     // Spellings of a KV head count no rule read (num_attention_groups was Step-3.5's before it was read).
     const bool heads_like = key.find("kv_head") != std::string::npos ||
                             key.find("key_value_head") != std::string::npos ||

@@ -451,6 +451,21 @@ TEST(ConfigImport, TodaysSpellingsOfExpertsAndPerLayerWidthsAreRead) {
         "num_key_value_heads": [8, 4], "hidden_size": 4096})");
     ASSERT_FALSE(heads.ok());
     EXPECT_EQ(heads.error_text(), "config.json:2: num_key_value_heads must be a whole number, found an array");
+    // ERNIE-4.5-VL pairs its text and vision experts (vLLM ernie45_vl_moe.py): read, not refused; the text experts
+    // are a token's, and the weights say the vision ones are left out. 28 layers x 4 KV heads x 128, bf16.
+    auto ernie_vl = import(R"({"architectures": ["Ernie4_5_VLMoeForConditionalGeneration"], "model_type":
+        "ernie4_5_moe_vl", "hidden_size": 2560, "intermediate_size": 12288, "num_hidden_layers": 28,
+        "num_attention_heads": 20, "num_key_value_heads": 4, "vocab_size": 103424, "moe_num_experts": [64, 64],
+        "moe_intermediate_size": [1536, 512], "moe_k": 6, "torch_dtype": "bfloat16"})");
+    ASSERT_TRUE(ernie_vl.ok()) << ernie_vl.error_text();
+    ASSERT_TRUE(ernie_vl->arch.moe.has_value());
+    EXPECT_EQ(ernie_vl->arch.moe->experts, 64u);
+    EXPECT_EQ(ernie_vl->arch.moe->expert_intermediate_size, 1536u);
+    const auto kv = kv_cache_report(ernie_vl->arch, KvDtype::bf16, {.context_tokens = 32768});
+    ASSERT_TRUE(kv) << kv.error_text();
+    EXPECT_EQ(kv->total_bytes, 28ull * 2 * 4 * 128 * 2 * 32768);  // 1,879,048,192
+    ASSERT_EQ(ernie_vl->arch.not_exact.size(), 1u) << testing::join(ernie_vl->arch.not_exact);
+    EXPECT_NE(ernie_vl->arch.not_exact.front().find("the weights count the text experts alone"), std::string::npos);
 }
 
 TEST(ConfigImport, AListThatDescribesTheLayersOneByOneIsNeverPassedOverInSilence) {

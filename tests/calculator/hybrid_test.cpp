@@ -212,11 +212,35 @@ TEST(Hybrid, ConfigsNobodyNamedAreReadAsTheirEnginesRunThem) {
         ASSERT_TRUE(m) << outer << ": " << m.error_text();
         EXPECT_EQ(m->arch.layers, 24u) << outer;
         EXPECT_EQ(report(m->arch, 32768).total_bytes, 24ull * 2 * 2 * 64 * 2 * 32768) << outer;  // 402,653,184
-        EXPECT_TRUE(std::any_of(
-            m->notes.begin(), m->notes.end(),
-            [&](const std::string& n) { return n == "read the language model from " + std::string(inner); }))
+        const std::string said = "read the language model from " + std::string(inner);
+        EXPECT_NE(std::find(m->notes.begin(), m->notes.end(), said), m->notes.end())
             << outer << ": " << testing::join(m->notes);
     }
+}
+
+TEST(Hybrid, PhiFourMiniFlashKeepsOneFullLayerEightWindowsAndNineMambaStates) {
+    // microsoft/Phi-4-mini-flash-reasoning's config.json (SambaY, vLLM phi4flash.py): Mamba on even layers; the
+    // lower half's odd layers slide over 512 tokens; layer 17 is the one full layer, whose cache layers 19, 21, …, 31
+    // read; the Mamba layers from 18 on reuse layer 16's state. 20 KV heads x 64 (2,560 / 40), bf16: 5,120 bytes a
+    // token a layer. Nine Mamba-1 states of conv 3 x 5,120 and SSM 5,120 x 16 (mamba_expand 2, mamba_d_conv 4,
+    // mamba_d_state 16: its config class's). Counted before as 32 sliding layers and no state, and shown as exact.
+    auto m = import(R"("architectures": ["Phi4FlashForCausalLM"], "model_type": "phi4flash", "hidden_size": 2560,
+        "intermediate_size": 10240, "max_position_embeddings": 262144, "mb_per_layer": 2, "num_attention_heads": 40,
+        "num_hidden_layers": 32, "num_key_value_heads": 20, "sliding_window": 512, "torch_dtype": "bfloat16",
+        "tie_word_embeddings": true, "vocab_size": 200064)");
+    ASSERT_TRUE(m) << m.error_text();
+    EXPECT_TRUE(m->arch.not_exact.empty()) << testing::join(m->arch.not_exact);
+    for (const std::uint64_t tokens : {32768ull, 131072ull}) {
+        const KvCacheReport r = report(m->arch, tokens);
+        EXPECT_EQ(r.total_bytes, (8ull * 512 + tokens) * 5120) << tokens;  // 188,743,680 at 32k
+        EXPECT_EQ(r.state_bytes_per_sequence, 9ull * (3 * 5120 + 5120 * 16) * 2) << tokens;
+    }
+    using K = LayerKind;
+    EXPECT_EQ(m->arch.layer(16).kind, K::recurrent);
+    EXPECT_EQ(m->arch.layer(17).kind, K::full);
+    EXPECT_EQ(m->arch.layer(18).kind, K::none);
+    EXPECT_EQ(m->arch.layer(19).kind, K::shared);
+    EXPECT_EQ(m->arch.layer(15).kind, K::sliding);
 }
 
 TEST(Hybrid, EverySpellingIsReadWithItsRule) {

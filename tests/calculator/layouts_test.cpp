@@ -35,6 +35,10 @@ TEST(Layouts, EveryHybridSpellingIsNamedWithItsLine) {
         // Which layers, spelt as every n layers or a group of layers, on a model type with no rule for it.
         {R"("global_attn_every_n_layers": 3)", "global_attn_every_n_layers (line 3) may change which layers"},
         {R"("layer_group_size": 4)", "layer_group_size (line 3) may change which layers"},
+        // Layers run more than once, each pass with a cache of its own (Ouro's total_ut_steps, vLLM ouro.py;
+        // IQuest-Coder's loop_num, vLLM iquest_loopcoder.py): not modelled, so said.
+        {R"("total_ut_steps": 4)", "total_ut_steps (line 3) may change which layers"},
+        {R"("loop_num": 2)", "loop_num (line 3) may change which layers"},
         // A KV head count of another spelling that no rule read, and another layer kind's heads.
         {R"("num_global_kv_heads": 8)", "num_global_kv_heads (line 3) may give the KV heads"},
         {R"("attention_other_setting": {"num_attention_heads": 96, "head_dim": 128})",
