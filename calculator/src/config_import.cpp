@@ -497,20 +497,24 @@ void read_gemma3n_parameters(Reader& r, ImportedModel& out) {
 }
 
 // ERNIE-4.5-VL's experts come in a pair, the text's and the vision's (vLLM ernie45_vl_moe.py Ernie4_5_VLMoeMoE:
-// moe_num_experts[0] and [1], moe_intermediate_size[0] and [1]): the text's, which a generated token takes, and a
-// not-exact reason for the vision experts' weights, left out. nullopt where the config has no such pair.
+// moe_num_experts[0] and [1], moe_intermediate_size[0] and [1]; transformers' configuration_ernie4_5_vl_moe.py keeps
+// the pair of sizes in text_config and the text experts' count alone): the text's, which a generated token takes, and
+// a not-exact reason for the vision experts' weights, left out. nullopt for other models.
 std::optional<std::pair<Found, std::optional<std::uint64_t>>> ernie_vl_text_experts(Reader& r, ImportedModel& out) {
     if (!one_of(out.model_type, {"ernie4_5_moe_vl", "ernie4_5_vl_moe", "ernie4_5_vl_moe_text"})) return std::nullopt;
-    const Value* pair = r.get("moe_num_experts");
-    if (!pair || !pair->is_array() || pair->items().size() != 2) return std::nullopt;
-    const Found experts{pair->items()[0].as_u64().value_or(0), "moe_num_experts", pair->line()};
-    std::optional<std::uint64_t> size;
-    if (const Value* sizes = r.get("moe_intermediate_size"); sizes && sizes->is_array() && sizes->items().size() == 2)
-        size = sizes->items()[0].as_u64();
-    out.arch.not_exact.push_back("moe_num_experts (line " + std::to_string(pair->line()) +
-                                 ") pairs the text experts with the vision experts (vLLM ernie45_vl_moe.py); the "
-                                 "cache does not change, but the weights count the text experts alone");
-    return std::pair{experts, size};
+    const auto first_of_pair = [](const Value* v) -> std::optional<std::uint64_t> {
+        if (v && v->is_array() && v->items().size() == 2) return v->items()[0].as_u64();
+        return std::nullopt;
+    };
+    const Value* count = r.get("moe_num_experts");
+    const Value* sizes = r.get("moe_intermediate_size");
+    const auto experts = count && count->is_number() ? count->as_u64() : first_of_pair(count);
+    if (!experts) return std::nullopt;
+    out.arch.not_exact.push_back("moe_num_experts (line " + std::to_string(count->line()) +
+                                 ") is ERNIE-4.5-VL's text experts, beside its vision experts (vLLM "
+                                 "ernie45_vl_moe.py); the cache does not change, but the weights count the text "
+                                 "experts alone");
+    return std::pair{Found{*experts, "moe_num_experts", count->line()}, first_of_pair(sizes)};
 }
 
 void read_moe(Reader& r, ImportedModel& out) {

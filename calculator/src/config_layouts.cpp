@@ -303,6 +303,12 @@ void read_sambay_layers(Reader& r, ImportedModel& out, std::vector<LayerSpec>& s
         else
             specs.push_back({i < half && i % 2 == 1 ? LayerKind::sliding : LayerKind::full});
     }
+    // vLLM's registry lists Phi4FlashForCausalLM under _PREVIOUSLY_SUPPORTED_MODELS (last in 0.10.2), and phi4flash.py
+    // is SupportsV0Only: on V0 every layer shares one block table, so a sliding layer holds the whole context.
+    out.arch.not_exact.emplace_back(
+        "phi4flash: vLLM served it only on its V0 engine, up to 0.10.2 (its registry's _PREVIOUSLY_SUPPORTED_MODELS), "
+        "on one GPU, where each sliding layer holds the whole context (--vllm-version 0.9 counts that); the cache here "
+        "is the model's own layers, as transformers' modeling_phi4flash.py keeps them");
 }
 
 // transformers configuration_nemotron_h.py: M = Mamba-2, * = attention, - = MLP, E = mixture of experts;

@@ -36,6 +36,9 @@ const Harmless kHarmless[] = {
     {"smollm3", "no_rope_layers"},
     // Which layers' MLPs are experts (transformers configuration_ernie4_5_moe.py): an MLP matter.
     {"ernie4_5_moe", "moe_layer_interval"},
+    {"ernie4_5_moe_vl", "moe_layer_interval"},  // vLLM ernie45_vl_moe.py reads it for the same
+    {"ernie4_5_vl_moe", "moe_layer_interval"},
+    {"ernie4_5_vl_moe_text", "moe_layer_interval"},
     // The sparsity of each layer's MLP activations (transformers configuration_gemma3n.py).
     {"gemma3n", "activation_sparsity_pattern"},
     {"gemma3n_text", "activation_sparsity_pattern"},

@@ -25,6 +25,24 @@ std::map<std::uint64_t, std::uint64_t> window_groups(const Architecture& arch, c
     return groups;
 }
 
+// The bytes a step reads beyond the cache stored, on the heaviest GPU: a layer that attends over another layer's cache
+// and keeps none (Gemma 3n's last layers, Phi-4-mini-flash's cross-decoder: vLLM kv_sharing_target_layer_name) reads
+// that cache again, as much as a layer of its kind and window keeps. `stored` is the cache as the engine keeps it.
+std::uint64_t shared_layer_reads_per_gpu(const Architecture& stored, KvDtype kv_dtype, const Workload& workload,
+                                         const Parallelism& parallel) {
+    if (stored.count_layers(LayerKind::shared) == 0) return 0;
+    Architecture reading = stored;
+    for (LayerSpec& s : reading.layer_specs)
+        if (s.kind == LayerKind::shared) s.kind = s.window > 0 ? LayerKind::sliding : LayerKind::full;
+    const auto with = KvLayout::make(reading, kv_dtype, workload, parallel);
+    const auto without = KvLayout::make(stored, kv_dtype, workload, parallel);
+    if (!with || !without) return 0;
+    const Checked a = with->gpu_bytes_per_sequence(workload.context_tokens) * workload.batch;
+    const Checked b = without->gpu_bytes_per_sequence(workload.context_tokens) * workload.batch;
+    if (a.overflow() || b.overflow() || a.value() < b.value()) return 0;
+    return a.value() - b.value();
+}
+
 // FLOPs of q·Kᵀ plus attention·V for one query over one cached position, one layer.
 ld attention_flops_per_position(const Architecture& arch) {
     const ld dk = arch.mla ? static_cast<ld>(arch.mla->qk_nope_head_dim + arch.mla->qk_rope_head_dim)
@@ -91,8 +109,14 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
     DecodeEstimate d;
     const std::uint64_t gpus = parallel.gpus();
     d.weight_bytes_read_per_gpu = ceil_div(*read, gpus);
-    // The model's own step: a separate draft's cache is read by the draft's steps, not the model's.
-    d.kv_bytes_read_per_gpu = f.kv_bytes_per_gpu - f.draft_kv_bytes_per_gpu;
+    // The model's own step: a separate draft's cache is read by the draft's steps, not the model's; layers that read
+    // another layer's cache read it again.
+    const Workload stored = engine_workload(workload, deployment, arch);  // as the fit stored it
+    const Architecture engine_arch =
+        engine_architecture(arch, deployment.engine, f.ubatch > 0 ? f.ubatch : llama_cpp_ubatch(deployment));
+    const Parallelism engine_parallel = engine_parallelism(parallel, deployment.engine);
+    d.kv_bytes_read_per_gpu = f.kv_bytes_per_gpu - f.draft_kv_bytes_per_gpu +
+                              shared_layer_reads_per_gpu(engine_arch, kv_dtype, stored, engine_parallel);
     d.state_bytes_read_per_gpu = f.state_bytes_per_gpu;  // every step reads (and rewrites) the whole state
     d.bytes_read_per_step_per_gpu = d.weight_bytes_read_per_gpu + d.kv_bytes_read_per_gpu + d.state_bytes_read_per_gpu;
     // Tensor-parallel GPUs read their shares at once; pipeline stages take their turns.
@@ -120,10 +144,7 @@ Result<DecodeEstimate> decode_estimate(const Architecture& arch, KvDtype kv_dtyp
     d.cumulative_flops_uncached = work.cumulative_uncached;
 
     // Smallest context where the cache on a GPU outweighs that GPU's share of the weights.
-    const Workload stored = engine_workload(workload, deployment, arch);  // as the fit stored it
-    auto layout = KvLayout::make(
-        engine_architecture(arch, deployment.engine, f.ubatch > 0 ? f.ubatch : llama_cpp_ubatch(deployment)), kv_dtype,
-        stored, engine_parallelism(parallel, deployment.engine));
+    auto layout = KvLayout::make(engine_arch, kv_dtype, stored, engine_parallel);
     if (!layout) return layout.errors();
     // A split model's cache and weights are each the whole model's, wherever their layers live.
     const std::uint64_t weights = f.offload && f.offload->splits() ? f.weights_bytes : f.weights_bytes_per_gpu;

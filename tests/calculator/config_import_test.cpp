@@ -466,6 +466,17 @@ TEST(ConfigImport, TodaysSpellingsOfExpertsAndPerLayerWidthsAreRead) {
     EXPECT_EQ(kv->total_bytes, 28ull * 2 * 4 * 128 * 2 * 32768);  // 1,879,048,192
     ASSERT_EQ(ernie_vl->arch.not_exact.size(), 1u) << testing::join(ernie_vl->arch.not_exact);
     EXPECT_NE(ernie_vl->arch.not_exact.front().find("the weights count the text experts alone"), std::string::npos);
+    // transformers' spelling (configuration_ernie4_5_vl_moe.py): text_config holds the text experts' count and the
+    // pair of widths.
+    auto ernie_hf = import(R"({"model_type": "ernie4_5_vl_moe", "text_config": {"model_type": "ernie4_5_vl_moe_text",
+        "hidden_size": 2560, "intermediate_size": 12288, "num_hidden_layers": 28, "num_attention_heads": 20,
+        "num_key_value_heads": 4, "moe_num_experts": 64, "moe_intermediate_size": [1536, 512], "moe_k": 6,
+        "moe_layer_interval": 1, "torch_dtype": "bfloat16"}})");
+    ASSERT_TRUE(ernie_hf.ok()) << ernie_hf.error_text();
+    ASSERT_TRUE(ernie_hf->arch.moe.has_value());
+    EXPECT_EQ(ernie_hf->arch.moe->experts, 64u);
+    EXPECT_EQ(ernie_hf->arch.moe->expert_intermediate_size, 1536u);
+    EXPECT_EQ(ernie_hf->arch.not_exact.size(), 1u) << testing::join(ernie_hf->arch.not_exact);
 }
 
 TEST(ConfigImport, AListThatDescribesTheLayersOneByOneIsNeverPassedOverInSilence) {
