@@ -230,8 +230,17 @@ Setter either(std::optional<bool> Options::*member, const std::string& yes, cons
             errors.push_back({name, "'" + v + "' is not " + yes + " or " + no});
     };
 }
+// The output format, given once: two that differ (--json --csv) are refused, never the last taken in silence.
+void set_format(Options& o, Format f, const std::string& name, Errors& errors) {
+    if (o.format_given && o.format != f)
+        errors.push_back({name, "another output format was given already: --json, --csv and --format F take one"});
+    o.format = f;
+    o.format_given = true;
+}
 Setter format(Format f) {
-    return [f](Options& o, const std::string&, const std::string&, Errors&) { o.format = f; };
+    return [f](Options& o, const std::string& name, const std::string&, Errors& errors) {
+        set_format(o, f, name, errors);
+    };
 }
 
 std::string fractions_text() {
@@ -467,11 +476,11 @@ const std::vector<Declared>& declared() {
         {"--format", "F", S::output, kCli, "table, json or csv (probe and stopwatch: table or json)",
          [](Options& o, const std::string& name, const std::string& v, Errors& errors) {
              if (v == "table")
-                 o.format = Format::table;
+                 set_format(o, Format::table, name, errors);
              else if (v == "json")
-                 o.format = Format::json;
+                 set_format(o, Format::json, name, errors);
              else if (v == "csv")
-                 o.format = Format::csv;
+                 set_format(o, Format::csv, name, errors);
              else
                  errors.push_back({name, "'" + v + "' is not a format (table, json, csv)"});
          }},

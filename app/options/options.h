@@ -51,6 +51,7 @@ struct Options {
     std::uint16_t sections_given = 0;   // which sections of options (options.cpp) were given
     bool help = false;
     Format format = Format::table;
+    bool format_given = false;  // --json, --csv or --format seen (a second, different one is refused)
     UnitSystem units = UnitSystem::binary;
     std::optional<std::string> model, config, data_dir;
     // Files users already have: a GGUF, a model folder (config.json + safetensors), the weights' safetensors.

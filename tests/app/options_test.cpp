@@ -95,6 +95,15 @@ TEST(Options, TheIssuesExamplesAreErrorsNamingTheOption) {
     EXPECT_EQ(window.errors().front().field, "kv");
     // --help is always taken, whatever else is given.
     EXPECT_TRUE(parse_options({"models", "--batch", "3", "--help"}));
+    // Two output formats are refused, never the last taken in silence; the same one twice is one.
+    auto both = parse_options({"kv", "--model", "llama-3-8b", "--json", "--csv"});
+    ASSERT_FALSE(both);
+    EXPECT_EQ(both.errors().front().field, "--csv");
+    EXPECT_NE(both.errors().front().message.find("another output format was given already"), std::string::npos);
+    auto named = parse_options({"kv", "--model", "llama-3-8b", "--format", "table", "--json"});
+    ASSERT_FALSE(named);
+    EXPECT_EQ(named.errors().front().field, "--json");
+    EXPECT_TRUE(parse_options({"kv", "--model", "llama-3-8b", "--json", "--format", "json"}));
 }
 
 TEST(Options, OptionsBesideASavedScenarioOverrideItsDeploymentToo) {
