@@ -10,6 +10,16 @@
 #include "kvscope/calculator/units.h"
 
 namespace kvscope {
+namespace {
+
+// A run meets the target when it refused no request (a refused request is no latency met) and its latencies at the
+// target's percentile are within it: the single run's search and each layout of the plan ask the same.
+bool meets_slo(const SloTarget& target, std::uint64_t refused, double ttft_ms, double tpot_ms) {
+    return refused == 0 && (!target.ttft_ms || ttft_ms <= *target.ttft_ms) &&
+           (!target.tpot_ms || tpot_ms <= *target.tpot_ms);
+}
+
+}  // namespace
 
 Result<std::optional<double>> max_rate_meeting_slo(const TrafficSpec& spec, const ServingSettings& settings,
                                                    const StepCost& cost, const SloTarget& target,
@@ -26,9 +36,7 @@ Result<std::optional<double>> max_rate_meeting_slo(const TrafficSpec& spec, cons
         if (!requests) return requests.errors();
         auto r = simulate_serving(*requests, settings, cost);
         if (!r) return r.errors();
-        // A refused request is no latency met: a traffic the deployment refuses in part meets no target.
-        return r->refused == 0 && (!target.ttft_ms || pick(r->ttft_ms) <= *target.ttft_ms) &&
-               (!target.tpot_ms || pick(r->tpot_ms) <= *target.tpot_ms);
+        return meets_slo(target, r->refused, pick(r->ttft_ms), pick(r->tpot_ms));
     };
     // Met with every request at once: at any rate.
     auto at_once = meets(std::nullopt);
@@ -286,13 +294,11 @@ Result<std::vector<LayoutService>> serve_plan(const Scenario& s, const Plan& pla
                 service.served += r->requests;
                 service.refused += r->refused;
             }
-            // A refused request is no latency met, as the single run's search says (max_rate_meeting above).
             if (service.refused > 0)
                 service.warnings.push_back("a layout that refuses requests (" + format_count(service.refused) +
                                            " here: a prompt and its output longer than the context served) meets "
                                            "no target");
-            service.meets = service.refused == 0 && (!q.target.ttft_ms || service.ttft_ms <= *q.target.ttft_ms) &&
-                            (!q.target.tpot_ms || service.tpot_ms <= *q.target.tpot_ms);
+            service.meets = meets_slo(q.target, service.refused, service.ttft_ms, service.tpot_ms);
             return service;
         };
         // The fewest replicas that meet the target: doubling, then halving the gap.
