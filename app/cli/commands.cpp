@@ -366,7 +366,7 @@ Output cmd_fit(const Options& o, const Scenario& s, const ScenarioSource& src, c
                         format_bytes(f->weights_bytes_per_gpu, u) + " per GPU"},
         {"reserved", format_bytes(f->reserve_bytes_per_gpu, u) + " per GPU" +
                          (f->reserve_estimated ? " (estimate)" : "") + ": " + reserve_text(*f, u)},
-        {"KV budget", format_signed_bytes(f->kv_budget_bytes_per_gpu, u) + " per GPU"},
+        {"KV budget", kv_budget_text(*f, u)},
         {"KV needed", f->state_bytes_per_gpu == 0 && f->engine_pages ? format_bytes(f->memory_bytes_per_gpu_needed, u) +
                                                                            " per GPU in vLLM's hybrid layout (plain "
                                                                            "sum " +

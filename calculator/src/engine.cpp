@@ -2,11 +2,27 @@
 #include "kvscope/calculator/engine.h"
 
 #include <array>
+#include <initializer_list>
 
 #include "kvscope/calculator/tables.h"
 
 namespace kvscope {
 namespace {
+
+// A set of cache formats, one bit a format.
+constexpr std::uint32_t formats(std::initializer_list<KvDtype> dtypes) {
+    std::uint32_t out = 0;
+    for (KvDtype d : dtypes) out |= 1u << static_cast<unsigned>(d);
+    return out;
+}
+static_assert(kKvDtypeCount <= 32, "formats: one bit a KvDtype");
+
+// llama.cpp's cache types (common/arg.cpp kv_cache_types: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1): no
+// fp8, no plain int8 or int4, no mxfp4. Ollama passes OLLAMA_KV_CACHE_TYPE to it (envconfig/config.go).
+constexpr std::uint32_t kLlamaCppMissing =
+    formats({KvDtype::fp8_e4m3, KvDtype::fp8_e5m2, KvDtype::int8, KvDtype::int4, KvDtype::mxfp4});
+constexpr std::string_view kLlamaCppFormats =
+    "--cache-type-k/-v take f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 and q5_1: common/arg.cpp";
 
 struct EngineInfo {
     Engine engine;
@@ -15,21 +31,29 @@ struct EngineInfo {
     std::string_view rule;
     bool takes_fraction = true;     // the engine has a memory-fraction setting
     bool fraction_per_gpu = false;  // its default is derived for the GPU and layout, not `fraction`
+    // The cache formats the engine has no option for, and where its own list of formats is.
+    std::uint32_t missing_formats = 0;
+    std::string_view formats_source = {};
 };
 
 constexpr std::array<EngineInfo, kEngineCount> kEngines{{
     {Engine::vllm, "vllm", 0.90,
-     "total x gpu_memory_utilization - weights - profile-run peak - non-torch memory - CUDA graphs (0.21 on)"},
+     "total x gpu_memory_utilization - weights - profile-run peak - non-torch memory - CUDA graphs (0.21 on)", true,
+     false, formats({KvDtype::q8_0, KvDtype::q4_0, KvDtype::int4, KvDtype::mxfp4}), "vllm/config/cache.py CacheDType"},
     {Engine::sglang, "sglang", 0.88,
      "(total - in use before loading) x mem_fraction_static - weights; the fraction SGLang's own for the GPU unless "
      "given",
-     true, true},
+     true, true, formats({KvDtype::q8_0, KvDtype::q4_0, KvDtype::int4, KvDtype::int8}),
+     "python/sglang/srt/server_args.py --kv-cache-dtype"},
     {Engine::tensorrt_llm, "tensorrt-llm", 0.90,
-     "(total - weights - profiling-run peak - memory outside torch) x free_gpu_memory_fraction"},
+     "(total - weights - profiling-run peak - memory outside torch) x free_gpu_memory_fraction", true, false,
+     formats({KvDtype::q8_0, KvDtype::q4_0}), "ggml's block formats are llama.cpp's alone"},
     {Engine::llama_cpp, "llama.cpp", 1.0,
-     "total - weights - compute buffers - runtime overhead; one contiguous cache for n_ctx", false},
+     "total - weights - compute buffers - runtime overhead; one contiguous cache for n_ctx", false, false,
+     kLlamaCppMissing, kLlamaCppFormats},
     {Engine::ollama, "ollama", 1.0,
-     "llama.cpp as Ollama starts it: num_ctx by VRAM, its batch by context, the layers by llama.cpp's --fit", false},
+     "llama.cpp as Ollama starts it: num_ctx by VRAM, its batch by context, the layers by llama.cpp's --fit", false,
+     false, kLlamaCppMissing, kLlamaCppFormats},
     {Engine::plain, "plain", 1.0, "total - weights - activation reserve - runtime overhead", false},
 }};
 static_assert(lists_in_order(kEngines, [](const EngineInfo& e) { return e.engine; }),
@@ -42,6 +66,13 @@ double default_fraction(Engine engine) { return kEngines.at(static_cast<std::siz
 bool engine_takes_fraction(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).takes_fraction; }
 bool default_fraction_per_gpu(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).fraction_per_gpu; }
 std::string_view budget_rule(Engine engine) { return kEngines.at(static_cast<std::size_t>(engine)).rule; }
+
+bool engine_keeps_kv_format(Engine engine, KvDtype dtype) {
+    return (kEngines.at(static_cast<std::size_t>(engine)).missing_formats & (1u << static_cast<unsigned>(dtype))) == 0;
+}
+std::string_view kv_formats_source(Engine engine) {
+    return kEngines.at(static_cast<std::size_t>(engine)).formats_source;
+}
 
 std::optional<Engine> parse_engine(std::string_view text) {
     const std::string t = ascii_lower(text);

@@ -39,37 +39,17 @@ struct ServedLayers {
 // weight formats and tensor parallelism), each said as a figure that is not the engine's.
 std::vector<std::string> engine_warnings(const Deployment& d, KvDtype kv_dtype, const Parallelism& parallel) {
     std::vector<std::string> out;
-    // The cache formats an engine has no option for, counted at their size and said (the engine file that lists its
-    // formats): ggml's block formats are llama.cpp's alone.
-    struct Missing {
-        Engine engine;
-        std::initializer_list<KvDtype> formats;
-        const char* source;
-    };
-    static const Missing kMissing[] = {
-        {Engine::vllm,
-         {KvDtype::q8_0, KvDtype::q4_0, KvDtype::int4, KvDtype::mxfp4},
-         "vllm/config/cache.py CacheDType"},
-        {Engine::sglang,
-         {KvDtype::q8_0, KvDtype::q4_0, KvDtype::int4, KvDtype::int8},
-         "python/sglang/srt/server_args.py --kv-cache-dtype"},
-        {Engine::tensorrt_llm, {KvDtype::q8_0, KvDtype::q4_0}, "ggml's block formats"},
-    };
-    for (const Missing& m : kMissing)
-        if (m.engine == d.engine && std::find(m.formats.begin(), m.formats.end(), kv_dtype) != m.formats.end())
-            out.push_back("not exact: " + std::string(to_string(d.engine)) + " keeps no " +
-                          std::string(to_string(kv_dtype)) + " cache (" + m.source + "); counted at its size here");
+    const std::string format(to_string(kv_dtype));
+    if (!engine_keeps_kv_format(d.engine, kv_dtype))
+        out.push_back(runs_llama_cpp(d.engine)
+                          ? "not exact: llama.cpp keeps no " + format + " cache (" +
+                                std::string(kv_formats_source(d.engine)) +
+                                "); counted at its size here, and --kv-dtype " +
+                                (kv_dtype == KvDtype::int4 || kv_dtype == KvDtype::mxfp4 ? "q4_0" : "q8_0") +
+                                " counts llama.cpp's format of about as many bits"
+                          : "not exact: " + std::string(to_string(d.engine)) + " keeps no " + format + " cache (" +
+                                std::string(kv_formats_source(d.engine)) + "); counted at its size here");
     if (!runs_llama_cpp(d.engine)) return out;
-    // llama.cpp's cache types (common/arg.cpp kv_cache_types: f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0,
-    // q5_1): no fp8, no plain int8 or int4, no mxfp4; Ollama passes OLLAMA_KV_CACHE_TYPE to it.
-    if (kv_dtype == KvDtype::fp8_e4m3 || kv_dtype == KvDtype::fp8_e5m2 || kv_dtype == KvDtype::int8 ||
-        kv_dtype == KvDtype::int4 || kv_dtype == KvDtype::mxfp4)
-        out.push_back(
-            "not exact: llama.cpp keeps no " + std::string(to_string(kv_dtype)) +
-            " cache (--cache-type-k/-v take f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0 and q5_1: "
-            "common/arg.cpp); counted at its size here, and --kv-dtype " +
-            (kv_dtype == KvDtype::int4 || kv_dtype == KvDtype::mxfp4 ? std::string("q4_0") : std::string("q8_0")) +
-            " counts llama.cpp's format of about as many bits");
     // ggml's weight types (ggml/include/ggml.h enum ggml_type): f32, f16, bf16, the q*/iq* blocks, mxfp4; no fp8,
     // and no plain int8 or int4 format for a model's weights.
     const KvDtype w = d.weight_dtype;
@@ -813,6 +793,13 @@ std::string reserve_text(const FitReport& f, UnitSystem units) {
     for (const ReserveItem& item : f.reserve_items)
         text += (text.empty() ? "" : ", ") + item.name + " " + format_bytes(item.bytes, units);
     return text.empty() ? "none" : text;
+}
+
+std::string kv_budget_text(const FitReport& f, UnitSystem units) {
+    const std::int64_t budget = f.kv_budget_bytes_per_gpu;
+    if (budget >= 0) return format_bytes(static_cast<std::uint64_t>(budget), units) + " per GPU";
+    return "none: the weights and reserves exceed the memory the engine may use by " +
+           format_bytes(static_cast<std::uint64_t>(-(budget + 1)) + 1, units) + " per GPU";
 }
 
 }  // namespace kvscope

@@ -213,6 +213,23 @@ TEST(CliLimits, ACacheFormatTheEngineDoesNotKeepIsSaid) {
     EXPECT_EQ(fine.out.find("keeps no"), std::string::npos) << fine.out;
 }
 
+// Llama 3.1 70B's 131 GiB of bf16 weights on a 24 GiB card: the engine has no budget for a cache at all, which is
+// said as such, never as a negative budget ("-111 GiB") that reads as one.
+TEST(CliLimits, NoKvBudgetIsSaidAsNoneNotAsANegativeSize) {
+    const CliRun r = cli("fit --model llama-3.1-70b --gpu rtx-4090 --context 8k");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("KV budget:       none: the weights and reserves exceed the memory the engine may use by "
+                         "111 GiB per GPU"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(r.out.find("KV budget:       -"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("DOES NOT FIT: short by 113 GiB per GPU"), std::string::npos) << r.out;
+    const CliRun fits = cli("fit --model llama-3-8b --gpu h100-sxm --context 8k");
+    ASSERT_EQ(fits.status, 0) << fits.err;
+    EXPECT_NE(fits.out.find("KV budget:       5"), std::string::npos) << fits.out;
+    EXPECT_NE(fits.out.find(" GiB per GPU\nKV needed"), std::string::npos) << fits.out;
+}
+
 TEST(CliLimits, ProbeValuesOutOfRangeAreRefusedNotRunAsTheNearest) {
     const std::pair<const char*, const char*> cases[] = {
         {"probe --backend cpu --runs 0", "--runs: 0 is outside 1 … 1,000"},

@@ -166,7 +166,16 @@ TEST(Catalog, FindsIdsAliasesAndRepoIdsCaseInsensitively) {
                            "rtx-pro-6000-blackwell",
                            "mi325x",
                            "mi355x",
-                           "gaudi-3"}) {
+                           "gaudi-3",
+                           "h100-nvl",
+                           "h200-nvl",
+                           "gh200-96gb",
+                           "gh200-144gb",
+                           "a100-80gb-pcie",
+                           "l40",
+                           "rtx-a6000",
+                           "a10",
+                           "mi350x"}) {
         const GpuSpec* g = c.find_gpu(id);
         ASSERT_NE(g, nullptr) << id;
         EXPECT_GT(g->memory_bytes, 16ull << 30) << id;
@@ -175,6 +184,19 @@ TEST(Catalog, FindsIdsAliasesAndRepoIdsCaseInsensitively) {
         EXPECT_FALSE(g->source.empty()) << id;
     }
     EXPECT_EQ(c.find_gpu("h200")->memory_bytes, 143771ull << 20);
+    EXPECT_EQ(c.find_gpu("b200")->memory_bytes, 183359ull << 20);
+    EXPECT_EQ(c.find_gpu("h100-nvl")->memory_bytes, 95830ull << 20);
+    EXPECT_EQ(c.find_gpu("gh200")->memory_bytes, 97871ull << 20);  // the GPU's HBM, not the Grace CPU's memory
+    EXPECT_EQ(c.find_gpu("a6000")->memory_bytes, 49140ull << 20);
+    // The NVIDIA A10 is not AWS's A10G: 125 dense BF16 TFLOPS against 70, the same memory and bandwidth.
+    EXPECT_EQ(c.find_gpu("a10")->bf16_tflops, 125.0);
+    EXPECT_EQ(c.find_gpu("a10g")->bf16_tflops, 70.0);
+    // HGX B200 and B300 read 7.7 TB/s per GPU (NVIDIA's datasheets); GB200 and GB300 8 TB/s.
+    EXPECT_EQ(c.find_gpu("b200")->bandwidth_bytes_per_s, 7'700'000'000'000u);
+    EXPECT_EQ(c.find_gpu("gb200")->bandwidth_bytes_per_s, 8'000'000'000'000u);
+    // Turing has no BF16: the T4 gives none, shown as unknown rather than its FP16 figure.
+    EXPECT_EQ(c.find_gpu("tesla-t4")->memory_bytes, 15360ull << 20);
+    EXPECT_EQ(c.find_gpu("t4")->bf16_tflops, 0.0);
     // What the driver reports, where a published report was found (nvidia-smi MiB x 2^20), else the sheet's GiB.
     EXPECT_EQ(c.find_gpu("b300")->memory_bytes, 275040ull << 20);
     EXPECT_EQ(c.find_gpu("gb200")->memory_bytes, 189471ull << 20);

@@ -30,7 +30,12 @@ TEST(MeasuredStep, DevicesAreTheCatalogGpusTheirNamesSay) {
     EXPECT_EQ(gpu_of("NVIDIA H200", 150'119'759'872), "h200");
     EXPECT_EQ(gpu_of("NVIDIA A100-SXM4-40GB", 42'505'273'344), "a100-40gb");
     EXPECT_EQ(gpu_of("NVIDIA A100-SXM4-80GB", 85'196'226'560), "a100-80gb");
-    EXPECT_EQ(gpu_of("NVIDIA A100 80GB PCIe", 85'198'045'184), "a100-80gb");
+    EXPECT_EQ(gpu_of("NVIDIA A100 80GB PCIe", 85'198'045'184), "a100-80gb-pcie");
+    EXPECT_EQ(gpu_of("NVIDIA H100 NVL", 99'857'989'632), "h100-nvl");  // not the H100 SXM
+    EXPECT_EQ(gpu_of("NVIDIA H200 NVL", 150'119'759'872), "h200-nvl");
+    EXPECT_EQ(gpu_of("NVIDIA GH200 480GB", 101'997'215'744), "gh200-96gb");
+    EXPECT_EQ(gpu_of("NVIDIA A10", 23'836'033'024), "a10");  // not AWS's A10G
+    EXPECT_EQ(gpu_of("Tesla T4", 15'835'660'288), "t4");
     EXPECT_EQ(gpu_of("NVIDIA GeForce RTX 4090", 25'393'692'672), "rtx-4090");
     EXPECT_EQ(gpu_of("NVIDIA GeForce RTX 3090", 25'438'126'080), "rtx-3090");
     EXPECT_EQ(gpu_of("NVIDIA RTX 6000 Ada Generation", 51'010'207'744), "rtx-6000-ada");
@@ -41,7 +46,6 @@ TEST(MeasuredStep, DevicesAreTheCatalogGpusTheirNamesSay) {
     EXPECT_EQ(gpu_of("AMD Instinct MI300X", 205'822'885'888), "mi300x");
     // Not in the catalog: no guess.
     EXPECT_EQ(gpu_of("NVIDIA GeForce RTX 3080", 10'737'418'240), std::nullopt);
-    EXPECT_EQ(gpu_of("Tesla T4", 15'835'660'288), std::nullopt);
     EXPECT_EQ(gpu_of("AMD EPYC 7763 64-Core Processor", 0), std::nullopt);
     // A user's own entry that names more of the device wins over a shorter one of the same memory.
     std::vector<GpuSpec> mine{*Catalog::builtin().find_gpu("h200"), *Catalog::builtin().find_gpu("h200")};

@@ -1,6 +1,7 @@
 // The inputs as a user drives them: typing, picking, dragging.
 #include <QAbstractItemModelTester>
 #include <QComboBox>
+#include <QGroupBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QLineSeries>
@@ -14,6 +15,7 @@
 #include "kvscope/ui/big_spin_box.h"
 #include "kvscope/ui/comparison_model.h"
 #include "kvscope/ui/context_input.h"
+#include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/memory_chart.h"
@@ -176,6 +178,41 @@ TEST(Inputs, PickingAPresetLoadsIt) {
     EXPECT_EQ(w.model()->scenario().arch.layers, 80u);
     EXPECT_EQ(w.inputs()->layersField()->value(), 80u);
     EXPECT_EQ(w.inputs()->kvHeadsField()->currentText(), "8");
+}
+
+// Each KV format says whether the deployment's engine keeps it: llama.cpp has no fp8 cache, vLLM none of ggml's
+// q8_0, and with no deployment every format is only described.
+TEST(Inputs, TheKvFormatsSayWhichTheEngineDoesNotKeep) {
+    MainWindow w(catalog(), false);
+    QComboBox* box = w.inputs()->kvDtypeField();
+    const auto tip = [box](KvDtype dtype) {
+        return box->itemData(box->findData(static_cast<int>(dtype)), Qt::ToolTipRole).toString();
+    };
+    ASSERT_FALSE(w.model()->scenario().deployment.has_value());
+    EXPECT_FALSE(tip(KvDtype::fp8_e4m3).contains("not exact")) << tip(KvDtype::fp8_e4m3).toStdString();
+    EXPECT_TRUE(
+        tip(KvDtype::fp8_e4m3).startsWith(QString::fromStdString(std::string(info(KvDtype::fp8_e4m3).description))));
+
+    w.deployment()->enableBox()->setChecked(true);
+    QComboBox* engine = w.deployment()->engineField();
+    const auto pick = [engine](Engine e) {
+        const int index = engine->findData(static_cast<int>(e));
+        engine->setCurrentIndex(index);
+        emit engine->activated(index);
+    };
+    pick(Engine::llama_cpp);
+    EXPECT_TRUE(tip(KvDtype::fp8_e4m3).contains("llama.cpp has no fp8_e4m3 cache (--cache-type-k/-v take f32"))
+        << tip(KvDtype::fp8_e4m3).toStdString();
+    EXPECT_FALSE(tip(KvDtype::q8_0).contains("not exact"));
+
+    pick(Engine::vllm);
+    EXPECT_FALSE(tip(KvDtype::fp8_e4m3).contains("not exact"));
+    EXPECT_TRUE(tip(KvDtype::q8_0)
+                    .contains("vllm has no q8_0 cache (vllm/config/cache.py CacheDType); counted at its "
+                              "size, not exact"))
+        << tip(KvDtype::q8_0).toStdString();
+    w.model()->undoStack()->undo();
+    EXPECT_TRUE(tip(KvDtype::fp8_e4m3).contains("llama.cpp has no fp8_e4m3 cache"));
 }
 
 }  // namespace

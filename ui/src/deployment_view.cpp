@@ -1005,7 +1005,7 @@ void DeploymentView::refreshResults() {
     // The same step measured on this GPU (probe --step or the Probe tab), in the words kvscope-cli fit uses.
     if (r.measured_step)
         rows << tr("Decode measured: %1").arg(q(measured_step_text(*r.measured_step, d)).toHtmlEscaped());
-    rows << tr("Weights %1 per GPU (%2 parameters%3) · KV budget %4 per GPU · KV need %5 per GPU")
+    rows << tr("Weights %1 per GPU (%2 parameters%3) · KV budget %4 · KV need %5 per GPU")
                 .arg(q(format_bytes(f.weights_bytes_per_gpu, units)), q(format_si(static_cast<double>(f.parameters))),
                      f.weights_exact ? tr("; %1").arg(q(f.weights_source).toHtmlEscaped())
                      : r.scenario.deployment && r.scenario.deployment->gguf_mix
@@ -1013,7 +1013,7 @@ void DeploymentView::refreshResults() {
                      : !f.weights_quant.empty() ? tr("; estimated for %1").arg(q(f.weights_quant).toHtmlEscaped())
                      : f.parameters_estimated   ? tr(", estimated")
                                                 : QString(),
-                     q(format_signed_bytes(f.kv_budget_bytes_per_gpu, units)),
+                     q(kv_budget_text(f, units)),
                      f.state_bytes_per_gpu == 0 && f.engine_pages
                          ? tr("%1 in vLLM's hybrid layout (plain sum %2)")
                                .arg(q(format_bytes(f.memory_bytes_per_gpu_needed, units)),

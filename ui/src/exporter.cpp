@@ -297,9 +297,8 @@ std::optional<QString> export_report(MemoryChart& chart, const ScenarioModel& mo
             // The budget and what the fit counts against it, the draft's or MTP layers' cache and the engine's
             // pages included (kvscope-cli fit: "KV budget", "KV needed").
             // vLLM's hybrid pages need more than the plain sum of the cache and the state (as fit says it).
-            block(QObject::tr("KV budget %1 per GPU · needed %2 per GPU (%6KV %3%4) · weights %5 per GPU")
-                      .arg(q(format_signed_bytes(f.kv_budget_bytes_per_gpu, units)),
-                           q(format_bytes(f.memory_bytes_per_gpu_needed, units)),
+            block(QObject::tr("KV budget %1 · needed %2 per GPU (%6KV %3%4) · weights %5 per GPU")
+                      .arg(q(kv_budget_text(f, units)), q(format_bytes(f.memory_bytes_per_gpu_needed, units)),
                            q(format_bytes(f.kv_bytes_per_gpu, units)),
                            f.state_bytes_per_gpu > 0
                                ? QObject::tr(" + state %1").arg(q(format_bytes(f.state_bytes_per_gpu, units)))

@@ -146,10 +146,7 @@ InputsPanel::InputsPanel(ScenarioModel* model, QWidget* parent)
     kv_heads_->setCompleter(nullptr);
     kv_heads_->lineEdit()->setValidator(new QIntValidator(0, 1 << 30, kv_heads_));
     head_dim_hint_->setForegroundRole(QPalette::PlaceholderText);
-    for (const KvDtypeInfo& i : all_kv_dtypes()) {
-        kv_dtype_->addItem(q(std::string(i.id)), static_cast<int>(i.dtype));
-        kv_dtype_->setItemData(kv_dtype_->count() - 1, q(std::string(i.description)), Qt::ToolTipRole);
-    }
+    for (const KvDtypeInfo& i : all_kv_dtypes()) kv_dtype_->addItem(q(std::string(i.id)), static_cast<int>(i.dtype));
     // The calculator's own bounds, so a field never accepts what the calculator then refuses.
     layers_->setRange(1, kMaxLayers);
     query_heads_->setRange(1, kMaxHeads);
@@ -533,6 +530,17 @@ void InputsPanel::sync() {
     kv_heads_->setEnabled(!a.mla);
     head_dim_->setEnabled(!a.mla);
     kv_dtype_->setCurrentIndex(kv_dtype_->findData(static_cast<int>(s.kv_dtype)));
+    // Each format says whether the deployment's engine keeps it; one it lacks is counted at its size (and the
+    // Deployment tab says so).
+    for (int i = 0; i < kv_dtype_->count(); ++i) {
+        const auto dtype = static_cast<KvDtype>(kv_dtype_->itemData(i).toInt());
+        QString tip = q(std::string(info(dtype).description));
+        if (s.deployment && !engine_keeps_kv_format(s.deployment->engine, dtype))
+            tip += "\n" + tr("%1 has no %2 cache (%3); counted at its size, not exact")
+                              .arg(q(std::string(to_string(s.deployment->engine))), q(std::string(to_string(dtype))),
+                                   q(std::string(kv_formats_source(s.deployment->engine))));
+        kv_dtype_->setItemData(i, tip, Qt::ToolTipRole);
+    }
     context_->setSliderMaximum(std::max<std::uint64_t>(a.max_positions, s.workload.context_tokens));
     context_->setValue(s.workload.context_tokens);
     batch_->setValue(s.workload.batch);

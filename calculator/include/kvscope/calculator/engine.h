@@ -34,6 +34,12 @@ bool engine_takes_fraction(Engine engine);
 bool default_fraction_per_gpu(Engine engine);
 // One line describing the engine's rule, for help and reports.
 std::string_view budget_rule(Engine engine);
+// Whether the engine has an option for a KV cache in this format: vLLM and SGLang keep none of ggml's block formats
+// nor 4-bit caches, llama.cpp (and Ollama, which starts it) no fp8 and no plain int8, int4 or mxfp4 (engine.cpp
+// names each engine's list). A format it lacks is counted at its size, and said not exact.
+bool engine_keeps_kv_format(Engine engine, KvDtype dtype);
+// Where the engine lists the formats it keeps, for that note ("" for an engine that keeps every format).
+std::string_view kv_formats_source(Engine engine);
 
 // vLLM's startup settings that decide its profile run, and so what it keeps back from the KV cache
 // (vllm/engine/arg_utils.py, vllm/v1/worker/gpu_worker.py determine_available_memory).

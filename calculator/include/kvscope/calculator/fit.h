@@ -95,6 +95,11 @@ std::string unbounded_context_reason(const Architecture& arch);
 // The reserve's parts in a few words, as every report shows them: "profile peak 0.92 GiB, non-torch memory 150 MiB".
 std::string reserve_text(const FitReport& f, UnitSystem units = UnitSystem::binary);
 
+// The KV budget per GPU as every report says it: "3.38 GiB per GPU", or, where the weights and reserves alone take
+// more than the engine may use, "none: the weights and reserves exceed the memory the engine may use by 111 GiB per
+// GPU" (never a negative size, which reads as a budget).
+std::string kv_budget_text(const FitReport& f, UnitSystem units = UnitSystem::binary);
+
 // The layers whose cache the fit counts: the model's, its MTP layers' when they draft, a draft model's, as the
 // engine keeps them (engine_architecture).
 Result<Architecture> fit_cache_architecture(const Architecture& checkpoint, const Deployment& d, const FitReport& fit);
