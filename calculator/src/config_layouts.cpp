@@ -75,6 +75,15 @@ std::optional<RecurrentState> read_state(Reader& r, ImportedModel& out) {
         st.groups = need({"n_groups"}, 8);
         st.state_size = need({"ssm_state_size"}, 128);
         st.conv_kernel = need({"conv_kernel"}, 4);
+    } else if (t == "plamo2") {
+        // vllm plamo2.py Plamo2MambaMixer.get_state_shape: d_inner = mamba_num_heads·hidden_size_per_head, no B/C
+        // groups in the conv state (n_groups 0), heads x hidden_size_per_head x mamba_d_state.
+        st.kind = StateKind::mamba2;
+        st.heads = need({"mamba_num_heads"}), st.head_dim = need({"hidden_size_per_head"});
+        st.conv_channels = st.heads * st.head_dim;
+        st.groups = 0;
+        st.state_size = need({"mamba_d_state"});
+        st.conv_kernel = need({"mamba_d_conv"});
     } else if (t == "zamba2") {
         // vllm zamba2.py get_mamba_state_shape_from_config: d_inner = mamba_expand·hidden, groups mamba_ngroups, heads
         // n_mamba_heads x mamba_headdim, d_state mamba_d_state, kernel mamba_d_conv.
@@ -311,6 +320,36 @@ void read_sambay_layers(Reader& r, ImportedModel& out, std::vector<LayerSpec>& s
         "is the model's own layers, as transformers' modeling_phi4flash.py keeps them");
 }
 
+// PLaMo 2 (vLLM plamo2.py is_mamba): layer i is Mamba-2 unless i % mamba_step == mamba_step / 2; a model of no more
+// than mamba_step / 2 layers attends on its last layer only. The attention layers take no window of their own
+// (Plamo2AttentionMixer passes none to Attention), so they keep the model-wide sliding_window, as vLLM's cache
+// config carries it, or the whole context without one.
+void read_plamo2_layers(Reader& r, ImportedModel& out, std::vector<LayerSpec>& specs) {
+    take(r, "mamba_step");
+    const auto given = r.number({"mamba_step"});
+    const std::uint64_t step = given && given->value > 1 ? given->value : 2;
+    if (!given)
+        out.assumed.emplace_back("mamba_step = 2 (plamo2 default; not in the file)");
+    else if (given->value < 2)
+        out.arch.not_exact.push_back("mamba_step (line " + std::to_string(given->line) + ") is " +
+                                     std::to_string(given->value) +
+                                     ", which vLLM's plamo2.py refuses (it must be above 1); counted as 2");
+    // PLaMo's own attention_window_size is the window vLLM takes from sliding_window.
+    r.layout_keys.emplace_back("attention_window_size");
+    r.layout_keys.emplace_back("mamba_enabled");
+    if (const auto enabled = r.flag("mamba_enabled"); enabled && !*enabled)
+        out.arch.not_exact.emplace_back(
+            "mamba_enabled is false, which vLLM's plamo2.py does not read: its Mamba layers are counted as it builds "
+            "them");
+    const auto window = r.number({"sliding_window"});
+    const LayerSpec attention{window && window->value > 0 ? LayerKind::sliding : LayerKind::full};
+    const std::uint64_t n = out.arch.layers;
+    for (std::uint64_t i = 0; i < n; ++i) {
+        const bool mamba = n <= step / 2 ? i != n - 1 : i % step != step / 2;
+        specs.push_back(mamba ? LayerSpec{LayerKind::recurrent} : attention);
+    }
+}
+
 // transformers configuration_nemotron_h.py: M = Mamba-2, * = attention, - = MLP, E = mixture of experts;
 // each layer is one of these blocks (modeling_nemotron_h.py NemotronHBlock), so no mixer has an MLP.
 // False, with an error, for a pattern that is not one known letter per layer.
@@ -526,6 +565,8 @@ bool read_hybrid_layout(Reader& r, ImportedModel& out) {
         if (!read_every_nth_full(r, out, "layer_group_size", 1, LayerKind::recurrent, specs)) return true;
     } else if (t == "phi4flash") {
         read_sambay_layers(r, out, specs);
+    } else if (t == "plamo2") {
+        read_plamo2_layers(r, out, specs);
     } else if (one_of(t, {"llama4", "llama4_text"})) {
         read_llama4_layers(r, a, specs);
     } else {
@@ -603,11 +644,13 @@ void read_windows(Reader& r, const Value& cfg, ImportedModel& out) {
         return;
     }
 
-    if (out.model_type == "gemma2") {
+    if (one_of(out.model_type, {"gemma2", "gpt_oss"})) {
         const auto w = window();
         if (!w || w->value == 0) return;
         a.layer_specs.assign(a.layers, LayerSpec{});
-        // Gemma 2 alternates: even layers local, odd layers global.
+        // Gemma 2 and gpt-oss alternate without layer_types: even layers local, odd layers global
+        // (transformers configuration_gemma2.py, configuration_gpt_oss.py: "sliding_attention" if (i + 1) % 2; vLLM
+        // gpt_oss.py: sliding_window if layer_idx % 2 == 0).
         for (std::uint64_t i = 0; i < a.layers; i += 2) a.layer_specs[i] = {LayerKind::sliding, w->value};
         return;
     }

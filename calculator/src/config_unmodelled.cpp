@@ -13,11 +13,22 @@ namespace {
 struct Known {
     const char* key;
     const char* meaning;  // and where the rule is defined
+    const char* counted;  // how the answer counts the layers instead
 };
+// Hymba's remote modeling_hymba.py (no engine KVScope follows serves it): layers of a kv_reuse_group read the first
+// one's keys and values and store none, the global_attn_idx layers attend over the whole context while the others
+// keep a window, and num_memory_tokens meta tokens open every sequence, cached as prompt tokens are.
 const Known kKnown[] = {
     {"attention_chunk_size",
      "attention within chunks on some layers; which layers is known for Llama 4 only "
-     "(transformers configuration_llama4.py)"},
+     "(transformers configuration_llama4.py)",
+     "counted here as every layer full attention"},
+    {"kv_reuse_group", "groups of layers that share one layer's keys and values (Hymba's modeling_hymba.py)",
+     "counted here as every layer storing its own"},
+    {"global_attn_idx", "the layers that attend over the whole context while the others keep a window (Hymba)",
+     "counted here as the other fields say"},
+    {"num_memory_tokens", "meta tokens that open every sequence and are cached like prompt tokens (Hymba)",
+     "not counted here"},
 };
 // Recurrent models whose state KVScope does not size (transformers configuration_rwkv.py).
 const char* const kStateSpace[] = {"rwkv"};
@@ -92,6 +103,9 @@ bool per_layer_list(const std::string& key, const Value& v, const Architecture& 
                      "begin_suppress_tokens", "bad_words_ids", "forced_decoder_ids", "stop_token_ids", "rope_theta",
                      "partial_rotary_factors", "partial_rotary_factor"}))
         return false;
+    // Where the experts are and how many (Hunyuan-A13B's num_shared_expert, one a layer: vLLM hunyuan_v1.py) places
+    // MLPs, not caches.
+    if (key.find("expert") != std::string::npos || key.starts_with("moe_")) return false;
     if (!v.is_array() || v.items().empty()) return false;
     if (std::all_of(v.items().begin(), v.items().end(), [](const Value& i) { return i.is_object(); })) return true;
     // One entry per layer, or per layer and MTP layer (DeepSeek-V4's compress_ratios lists its MTP layer too).
@@ -156,7 +170,7 @@ std::string layout_reason(const std::string& key, const Value& value, const Arch
                             key.find("key_value_head") != std::string::npos ||
                             key.find("attention_groups") != std::string::npos;
     if (known != std::end(kKnown)) {
-        return key + line_of(value) + ": " + known->meaning + "; counted here as every layer full attention";
+        return key + line_of(value) + ": " + known->meaning + "; " + known->counted;
     }
     if (per_layer_list(key, value, a) && !asked.contains(key)) {
         const bool objects = value.items().front().is_object();
@@ -218,7 +232,10 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
                 std::find(read.begin(), read.end(), key) != read.end() || harmless(key, out.model_type, kinds_listed))
                 continue;
             std::string reason = layout_reason(key, value, out.arch, asked);
-            if (reason.empty() && !state && !out.arch.recurrent && !no_state &&
+            // A size is a number (PLaMo 2's linear_type "fp8" is its weights' format, not a state's size).
+            const bool size =
+                value.is_number() || (value.is_array() && !value.items().empty() && value.items().front().is_number());
+            if (reason.empty() && size && !state && !out.arch.recurrent && !no_state &&
                 std::any_of(std::begin(kStatePrefixes), std::end(kStatePrefixes),
                             [&](const char* p) { return key.starts_with(p); })) {
                 state = true;
