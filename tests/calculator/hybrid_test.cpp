@@ -27,13 +27,8 @@ namespace {
 
 using testing::catalog_arch;
 
-KvCacheReport report(const Architecture& a, std::uint64_t tokens, std::uint64_t batch = 1, std::uint64_t tp = 1) {
-    auto r = kv_cache_report(a, KvDtype::bf16, {.context_tokens = tokens, .batch = batch}, {.tp = tp});
-    EXPECT_TRUE(r) << a.name << ": " << r.error_text();
-    return r ? *r : KvCacheReport{};
-}
-
-Result<ImportedModel> import(const std::string& body) { return import_config("{" + body + "}", "config.json"); }
+using testing::import;
+using testing::report;
 
 TEST(Hybrid, CatalogModelsMatchTheHandArithmetic) {
     struct Expected {

@@ -12,13 +12,8 @@
 namespace kvscope {
 namespace {
 
-KvCacheReport report(const Architecture& a, std::uint64_t tokens) {
-    auto r = kv_cache_report(a, KvDtype::bf16, {.context_tokens = tokens, .batch = 1}, {});
-    EXPECT_TRUE(r) << a.name << ": " << r.error_text();
-    return r ? *r : KvCacheReport{};
-}
-
-Result<ImportedModel> import(const std::string& body) { return import_config("{" + body + "}", "config.json"); }
+using testing::import;
+using testing::report;
 
 // GLM-5.2's indexer fields on DeepSeek-V3.2's MLA shape (78 layers): index_topk_freq 4, index_skip_topk_offset 3.
 std::string indexer_some_layers(const std::string& extra) {

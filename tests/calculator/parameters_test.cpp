@@ -7,7 +7,7 @@
 namespace kvscope {
 namespace {
 
-Result<ImportedModel> import(const std::string& body) { return import_config("{" + body + "}", "config.json"); }
+using testing::import;
 
 const std::string kLatentMoe = R"("model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 2,
     "hybrid_override_pattern": "*E", "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,

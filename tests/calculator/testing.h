@@ -11,10 +11,23 @@
 
 #include "kvscope/calculator/architecture.h"
 #include "kvscope/calculator/catalog.h"
+#include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/json_members.h"
+#include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/result.h"
 
 namespace kvscope::testing {
+
+// The bf16 cache of `a` at `tokens` a sequence (a failed report is a test failure, and empty).
+inline KvCacheReport report(const Architecture& a, std::uint64_t tokens, std::uint64_t batch = 1,
+                            std::uint64_t tp = 1) {
+    auto r = kv_cache_report(a, KvDtype::bf16, {.context_tokens = tokens, .batch = batch}, {.tp = tp});
+    EXPECT_TRUE(r) << a.name << ": " << r.error_text();
+    return r ? *r : KvCacheReport{};
+}
+
+// A config.json of these members (the text between its braces).
+inline Result<ImportedModel> import(const std::string& body) { return import_config("{" + body + "}", "config.json"); }
 
 // A Llama-style architecture with the given shape.
 inline Architecture make_arch(std::uint64_t layers, std::uint64_t q, std::uint64_t kv, std::uint64_t head_dim) {

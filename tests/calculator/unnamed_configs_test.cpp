@@ -12,13 +12,8 @@
 namespace kvscope {
 namespace {
 
-KvCacheReport report(const Architecture& a, std::uint64_t tokens) {
-    auto r = kv_cache_report(a, KvDtype::bf16, {.context_tokens = tokens, .batch = 1}, {});
-    EXPECT_TRUE(r) << a.name << ": " << r.error_text();
-    return r ? *r : KvCacheReport{};
-}
-
-Result<ImportedModel> import(const std::string& body) { return import_config("{" + body + "}", "config.json"); }
+using testing::import;
+using testing::report;
 
 TEST(UnnamedConfigs, AreReadAsTheirEnginesRunThem) {
     // Ring-mini-linear-2.0 (inclusionAI/Ring-mini-linear-2.0 config.json, its layout fields): layer_group_size 5
