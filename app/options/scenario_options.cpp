@@ -388,6 +388,34 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
     s.deployment = d;
 }
 
+// The options of one engine given for another: taken and kept with the deployment, and said to change nothing, as a
+// setting the engine has no flag for would be refused or ignored by it. SGLang reads vLLM's two batch limits as its
+// chunked_prefill_size and max_running_requests (serving.cpp sglang_settings); Ollama starts llama.cpp.
+void note_other_engines_options(const Options& o, Engine engine, std::vector<std::string>& notes) {
+    const bool llama = runs_llama_cpp(engine), vllm = engine == Engine::vllm, sglang = engine == Engine::sglang;
+    const struct {
+        bool given;
+        const char* option;
+        bool read;
+        const char* whose;
+    } kOptions[] = {
+        {o.max_num_batched_tokens.has_value(), "--max-num-batched-tokens", vllm || sglang, "vLLM's and SGLang's"},
+        {o.max_num_seqs.has_value(), "--max-num-seqs", vllm || sglang, "vLLM's and SGLang's"},
+        {o.enforce_eager, "--enforce-eager", vllm, "vLLM's"},
+        {o.vllm_version.has_value(), "--vllm-version", vllm, "vLLM's"},
+        {o.max_num_tokens.has_value(), "--max-num-tokens", engine == Engine::tensorrt_llm, "TensorRT-LLM's"},
+        {o.ubatch.has_value(), "--ubatch", llama, "llama.cpp's"},
+        {o.flash_attn.has_value(), "--flash-attn", llama, "llama.cpp's"},
+        {o.gpu_layers.has_value(), "--gpu-layers", llama, "llama.cpp's"},
+        {o.cpu_moe_layers.has_value(), "--n-cpu-moe", llama, "llama.cpp's"},
+        {o.no_kv_offload, "--no-kv-offload", llama, "llama.cpp's"},
+    };
+    for (const auto& opt : kOptions)
+        if (opt.given && !opt.read)
+            notes.push_back(std::string(opt.option) + " is " + opt.whose + " setting; " +
+                            std::string(to_string(engine)) + " has none, so it changes nothing here");
+}
+
 }  // namespace
 
 Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, ScenarioSource& source) {
@@ -463,6 +491,7 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
             s.model_weights = ModelWeights{.dtype = *w, .exact_bytes = 0, .source = {}, .engine = {}, .quant = {}};
     } else if (o.command_id == Command::fit || o.command_id == Command::plan || names_deployment(o)) {
         apply_deployment_options(o, catalog, s, errors);
+        if (s.deployment) note_other_engines_options(o, s.deployment->engine, source.notes);
         // Ollama's own num_ctx for the GPUs' memory where no context is given (server/routes.go), as it would run.
         if (!o.context && s.deployment && s.deployment->engine == Engine::ollama) {
             const OllamaContext c = ollama_context_for(s.deployment->gpu, s.deployment->gpu_count, s.arch);

@@ -301,6 +301,8 @@ std::string ratio_text(double ratio) {
 }
 
 std::string fraction_text(double fraction) {
+    // A fraction too small for three decimals is shown with its own digits, never as the 0.00 it is not.
+    if (fraction > 0 && fraction < 0.0005) return number_text(fraction, Notation::general, 3);
     const std::string three = number_text(fraction, Notation::fixed, 3);
     return three.back() == '0' ? three.substr(0, three.size() - 1) : three;
 }

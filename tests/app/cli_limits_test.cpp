@@ -230,6 +230,29 @@ TEST(CliLimits, NoKvBudgetIsSaidAsNoneNotAsANegativeSize) {
     EXPECT_NE(fits.out.find(" GiB per GPU\nKV needed"), std::string::npos) << fits.out;
 }
 
+// An option of another engine than the one fitted (--ubatch is llama.cpp's -ub) is said to change nothing, in the text
+// and in the JSON's warnings, never taken in silence; the engines that read it say nothing.
+TEST(CliLimits, AnotherEnginesOptionIsSaidToChangeNothing) {
+    const CliRun vllm = cli("fit --model llama-3-8b --gpu h100-sxm --ubatch 1024");
+    ASSERT_EQ(vllm.status, 0) << vllm.err;
+    EXPECT_NE(vllm.out.find("note: --ubatch is llama.cpp's setting; vllm has none, so it changes nothing here"),
+              std::string::npos)
+        << vllm.out;
+    const CliRun json = cli("fit --model llama-3-8b --gpu h100-sxm --engine llama.cpp --enforce-eager --json");
+    ASSERT_EQ(json.status, 0) << json.err;
+    EXPECT_NE(json.out.find("--enforce-eager is vLLM's setting; llama.cpp has none, so it changes nothing here"),
+              std::string::npos)
+        << json.out;
+    for (const char* read : {"--engine llama.cpp --ubatch 1024", "--engine ollama --ubatch 1024",
+                             "--engine sglang --max-num-seqs 8", "--enforce-eager",
+                             "--engine tensorrt-llm "
+                             "--max-num-tokens 4096"}) {
+        const CliRun r = cli(std::string("fit --model llama-3-8b --gpu h100-sxm ") + read);
+        ASSERT_EQ(r.status, 0) << read << ": " << r.err;
+        EXPECT_EQ(r.out.find("changes nothing here"), std::string::npos) << read << ": " << r.out;
+    }
+}
+
 TEST(CliLimits, ProbeValuesOutOfRangeAreRefusedNotRunAsTheNearest) {
     const std::pair<const char*, const char*> cases[] = {
         {"probe --backend cpu --runs 0", "--runs: 0 is outside 1 … 1,000"},

@@ -86,6 +86,11 @@ TEST(Units, FormatsAreLabelledWithThreeSignificantDigits) {
     EXPECT_EQ(format_tokens(131072), "128k");
     EXPECT_EQ(format_tokens(1048576), "1M");
     EXPECT_EQ(format_tokens(1000), "1,000");
+    // An engine's fraction: two decimals, three where it has them, and a tiny one with its own digits, never 0.00.
+    EXPECT_EQ(fraction_text(0.9), "0.90");
+    EXPECT_EQ(fraction_text(0.835), "0.835");
+    EXPECT_EQ(fraction_text(1e-300), "1e-300");
+    EXPECT_EQ(fraction_text(0.0001234), "0.000123");
 }
 
 TEST(Json, KeepsLinesColumnsAndExactIntegers) {
