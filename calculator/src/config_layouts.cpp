@@ -15,6 +15,35 @@
 namespace kvscope::importer {
 namespace {
 
+// The state's formats: the model's dtype (vLLM mamba_cache_dtype / mamba_ssm_cache_dtype "auto"), except where vLLM
+// sets the SSM state's format for the model (vllm/model_executor/models/config.py) or keeps a kind in fp32.
+void read_state_formats(Reader& r, ImportedModel& out, RecurrentState& st) {
+    const std::string& t = out.model_type;
+    st.conv_dtype = st.ssm_dtype = out.kv_dtype;
+    const Value* ssm_dtype = r.get("mamba_ssm_cache_dtype");
+    if (!ssm_dtype) ssm_dtype = r.get("mamba_ssm_dtype");
+    if (ssm_dtype && ssm_dtype->is_string()) {
+        // NemotronHForCausalLMConfig reads mamba_ssm_cache_dtype; Qwen3_5ForConditionalGenerationConfig
+        // mamba_ssm_dtype.
+        if (const auto d = dtype_from_torch(ssm_dtype->as_string())) {
+            st.ssm_dtype = *d;
+            out.notes.push_back("the SSM state is kept in " + std::string(to_string(*d)) + " (" +
+                                ssm_dtype->as_string() + " in the config, as vLLM reads it)");
+        }
+    } else if (t == "nemotron_h") {
+        st.ssm_dtype = KvDtype::fp32;  // NemotronHForCausalLMConfig: DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32"
+        out.notes.emplace_back("the SSM state is kept in fp32, as vLLM does for Nemotron-H by default");
+    }
+    if (st.kind == StateKind::kimi_delta) {
+        st.ssm_dtype = KvDtype::fp32;  // vllm mamba_utils.py MambaStateDtypeCalculator.kda_state_dtype
+        out.notes.emplace_back("the Kimi Delta Attention state is kept in fp32, as vLLM always keeps it");
+    } else if (st.kind == StateKind::rg_lru) {
+        st.ssm_dtype =
+            KvDtype::fp32;  // modeling_recurrent_gemma.py: "recurrent_states always computed in full precision"
+        out.notes.emplace_back("the RG-LRU state is kept in fp32, as transformers keeps it");
+    }
+}
+
 // The recurrent state of a model type's recurrent layers, from its config fields, with the shapes of vLLM's
 // MambaStateShapeCalculator (vllm/model_executor/layers/mamba/mamba_utils.py) and the arguments each vLLM
 // model file passes to it. Formats follow the model's dtype (vLLM mamba_cache_dtype "auto"), with the
@@ -148,31 +177,7 @@ std::optional<RecurrentState> read_state(Reader& r, ImportedModel& out) {
     } else {
         return std::nullopt;
     }
-    // Formats: the model's dtype (vLLM mamba_cache_dtype / mamba_ssm_cache_dtype "auto"), except where vLLM
-    // sets the SSM state's format for the model (vllm/model_executor/models/config.py).
-    st.conv_dtype = st.ssm_dtype = out.kv_dtype;
-    const Value* ssm_dtype = r.get("mamba_ssm_cache_dtype");
-    if (!ssm_dtype) ssm_dtype = r.get("mamba_ssm_dtype");
-    if (ssm_dtype && ssm_dtype->is_string()) {
-        // NemotronHForCausalLMConfig reads mamba_ssm_cache_dtype; Qwen3_5ForConditionalGenerationConfig
-        // mamba_ssm_dtype.
-        if (const auto d = dtype_from_torch(ssm_dtype->as_string())) {
-            st.ssm_dtype = *d;
-            out.notes.push_back("the SSM state is kept in " + std::string(to_string(*d)) + " (" +
-                                ssm_dtype->as_string() + " in the config, as vLLM reads it)");
-        }
-    } else if (t == "nemotron_h") {
-        st.ssm_dtype = KvDtype::fp32;  // NemotronHForCausalLMConfig: DEFAULT_MAMBA_SSM_CACHE_DTYPE = "float32"
-        out.notes.emplace_back("the SSM state is kept in fp32, as vLLM does for Nemotron-H by default");
-    }
-    if (st.kind == StateKind::kimi_delta) {
-        st.ssm_dtype = KvDtype::fp32;  // vllm mamba_utils.py MambaStateDtypeCalculator.kda_state_dtype
-        out.notes.emplace_back("the Kimi Delta Attention state is kept in fp32, as vLLM always keeps it");
-    } else if (st.kind == StateKind::rg_lru) {
-        st.ssm_dtype =
-            KvDtype::fp32;  // modeling_recurrent_gemma.py: "recurrent_states always computed in full precision"
-        out.notes.emplace_back("the RG-LRU state is kept in fp32, as transformers keeps it");
-    }
+    read_state_formats(r, out, st);
     return st;
 }
 

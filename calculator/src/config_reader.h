@@ -188,7 +188,11 @@ public:
     ImportedModel& out_;
 };
 
-// "bfloat16" -> bf16 and so on; none for a name that is no torch dtype.
+// "bfloat16" -> bf16 and so on; none for a name that is no torch dtype (config_types.cpp).
 std::optional<KvDtype> dtype_from_torch(const std::string& name);
+// Model types whose MLP has two matrices (up, down) rather than a gated three (config_types.cpp).
+bool ungated_mlp(const std::string& type);
+// llama.cpp's architecture for a transformers model_type, where KVScope needs it; empty otherwise (config_types.cpp).
+std::string gguf_arch_of(const std::string& type);
 
 }  // namespace kvscope::importer
