@@ -7,6 +7,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QFrame>
+#include <QGroupBox>
 #include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
@@ -27,6 +28,7 @@
 #include <gtest/gtest.h>
 
 #include "kvscope/ui/big_spin_box.h"
+#include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/learn_view.h"
 #include "kvscope/ui/main_window.h"
@@ -352,6 +354,31 @@ TEST(LearnRealTraffic, TheStepsAreTheCalculatorsAndFollowTheScenario) {
                         traffic_lesson(w.model()->scenario(), 2000, 3000, 1000)->steps[1].bytes, w.model()->units()))));
     w.model()->edit("test", [](Scenario& s) { s.workload.batch = 1; });
     EXPECT_EQ(page->table()->rowCount(), 3);
+}
+
+// While the inputs are refused the page shows the last valid results' steps, as the banner above it says, never the
+// steps of inputs the calculator did not take.
+TEST(LearnRealTraffic, RefusedInputsLeaveTheLastValidResultsSteps) {
+    MainWindow w(testing::catalog(), false);
+    w.model()->edit("test", [](Scenario& s) { s.workload.batch = 8; });
+    show_page(w, LearnView::RealTraffic);
+    TrafficLessonView* page = w.learn()->trafficLesson();
+    w.deployment()->enableBox()->setChecked(true);
+    w.model()->edit("memory", [](Scenario& s) { s.deployment->gpu.memory_bytes = 2ull << 50; });  // over 1 PiB
+    ASSERT_FALSE(w.model()->errors().empty());
+    w.model()->edit("context", [](Scenario& s) { s.workload.context_tokens = 32768; });
+    const Scenario& shown = w.model()->results().scenario;
+    ASSERT_NE(shown.workload.context_tokens, 32768u);
+    const auto expected = traffic_lesson(shown, 2000, 300, 1000);
+    const auto typed = traffic_lesson(w.model()->scenario(), 2000, 300, 1000);
+    ASSERT_TRUE(expected && typed);
+    ASSERT_NE(expected->steps[0].bytes, typed->steps[0].bytes);
+    ASSERT_GT(page->table()->rowCount(), 0);
+    EXPECT_TRUE(page->table()
+                    ->item(0, TrafficLessonView::Bytes)
+                    ->text()
+                    .startsWith(QString::fromStdString(format_bytes(expected->steps[0].bytes, w.model()->units()))))
+        << page->table()->item(0, TrafficLessonView::Bytes)->text().toStdString();
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <QGroupBox>
 #include <QLabel>
 #include <QLineSeries>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -134,6 +135,28 @@ TEST(ProbeView, ADecodeStepOfTheModelBesideTheCalculatorsFloor) {
     EXPECT_TRUE(cell_of(t, "Max relative error").contains("against float64"))
         << cell_of(t, "Max relative error").toStdString();
     EXPECT_TRUE(p->statusLabel()->text().contains("calculator's floor")) << p->statusLabel()->text().toStdString();
+}
+
+// The step's "in all" is its rate times the sequences it was measured for, not those the inputs hold when it ends.
+TEST(ProbeView, AStepsRateInAllIsForTheSequencesItMeasured) {
+    MainWindow w(testing::catalog(), false);
+    w.model()->edit("shape", [](Scenario& s) {
+        small_model(s);
+        s.workload.batch = 2;
+    });
+    ProbeView* p = w.probe();
+    QSignalSpy finished(p, &ProbeView::finished);
+    p->runStep();
+    w.model()->edit("batch", [](Scenario& s) { s.workload.batch = 8; });  // while it runs
+    ASSERT_TRUE(finished.wait(120000));
+    QApplication::processEvents();
+    const QString step = cell_of(p->results(), "Decode step (measured)");
+    const QRegularExpression rates(R"(→ ([0-9.]+) tokens/s per sequence, ([0-9.]+) in all)");
+    const QRegularExpressionMatch m = rates.match(step);
+    ASSERT_TRUE(m.hasMatch()) << step.toStdString();
+    const double each = m.captured(1).toDouble(), all = m.captured(2).toDouble();
+    EXPECT_NEAR(all, 2 * each, 0.15) << step.toStdString();  // one decimal each
+    EXPECT_TRUE(p->measuredForLabel()->text().contains("× 2 sequences")) << p->measuredForLabel()->text().toStdString();
 }
 
 TEST(ProbeView, ACheckpointStepsInItsWeightFormatOrSaysWhichItUsesInstead) {

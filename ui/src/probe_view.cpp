@@ -339,7 +339,8 @@ void ProbeView::showStep(const probe::StepReport& r) {
         done(note + q(std::string(to_string(r.status))) + ": " + q(r.message), false);
         return;
     }
-    const Scenario& s = model_->results().scenario;
+    // The sequences the step was measured for: the inputs may have changed while it ran.
+    const Scenario& s = measured_for_ ? *measured_for_ : model_->results().scenario;
     const auto batch = static_cast<double>(s.workload.batch);
     auto ms = [](double x) { return tr("%1 ms").arg(x, 0, 'f', x < 10 ? 2 : 1); };
     table_title_->setText(tr("<b>Decode step of the whole model</b>"));

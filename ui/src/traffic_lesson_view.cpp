@@ -64,7 +64,9 @@ TrafficLessonView::TrafficLessonView(ScenarioModel* model, QWidget* parent)
 
 void TrafficLessonView::refresh() {
     if (!model_->hasResults()) return;
-    const auto lesson = traffic_lesson(model_->scenario(), prompt_->value(), output_->value(), shared_->value());
+    // The results' inputs, as every lesson: while the inputs are refused they are the last valid ones.
+    const auto lesson =
+        traffic_lesson(model_->results().scenario, prompt_->value(), output_->value(), shared_->value());
     if (!lesson) {
         table_->setRowCount(0);
         summary_->setText(q(lesson.error_text()));
