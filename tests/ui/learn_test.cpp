@@ -252,6 +252,35 @@ TEST(LearnNotes, SurviveARestartAndExportAsMarkdown) {
     EXPECT_FALSE(again.exportMarkdownTo(dir.filePath("no/such/folder/notes.md")));
 }
 
+// Two windows' notes: when the other deletes a note above the one being edited, this one goes on editing the same
+// note, never the one that moved into its row.
+TEST(LearnNotes, AnotherWindowsDeletionLeavesTheNoteBeingEdited) {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("notes.json");
+    ScenarioModel model(testing::catalog());
+    NotesView a(&model, path);
+    for (const char* claim : {"first", "second", "third"}) {
+        a.newNote();
+        QTest::keyClicks(a.claimField(), claim);
+        a.flush();
+    }
+    NotesView b(&model, path);
+    ASSERT_EQ(b.store().notes().size(), 3);
+    a.list()->setCurrentRow(1);  // editing "second"
+    ASSERT_EQ(a.claimField()->text(), "second");
+    b.list()->setCurrentRow(0);
+    b.deleteCurrent();  // "first" goes, in the other window
+    QTest::keyClicks(a.claimField(), " claim");
+    a.flush();  // the autosave merges the deletion
+    EXPECT_EQ(a.claimField()->text(), "second claim");
+    ASSERT_EQ(a.store().notes().size(), 2);
+    EXPECT_EQ(a.store().notes()[0].claim, "second claim");
+    EXPECT_EQ(a.store().notes()[1].claim, "third");
+    QTest::keyClicks(a.claimField(), "!");
+    EXPECT_EQ(a.store().notes()[0].claim, "second claim!");
+    EXPECT_EQ(a.store().notes()[1].claim, "third");
+}
+
 TEST(LearnNotes, AnUnreadableFileIsKeptAsideNotOverwritten) {
     QTemporaryDir dir;
     const QString path = dir.filePath("notes.json");

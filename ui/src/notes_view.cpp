@@ -13,6 +13,8 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "kvscope/ui/scenario_model.h"
 
 namespace kvscope::ui {
@@ -211,11 +213,17 @@ void NotesView::openNoteScenario() {
 
 void NotesView::flush() {
     save_timer_->stop();
+    // The note being edited, by its id: another window's new or deleted notes move the rows.
+    const Note* editing = current();
+    const QString id = editing ? editing->id : QString();
+    const int row = list_->currentRow();
     if (auto problem = store_.save()) emit message(*problem, true);
     if (store_.mergeChangedNotes()) {  // another window's notes or edits were merged in
-        const int row = list_->currentRow();
         refreshList();
-        select(std::min(row, static_cast<int>(store_.notes().size()) - 1));
+        const QList<Note>& notes = store_.notes();
+        const auto same = std::find_if(notes.begin(), notes.end(), [&](const Note& n) { return n.id == id; });
+        select(same != notes.end() ? static_cast<int>(same - notes.begin())
+                                   : std::min(row, static_cast<int>(notes.size()) - 1));
     }
 }
 
