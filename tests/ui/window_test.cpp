@@ -20,6 +20,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QTemporaryDir>
+#include <QTest>
 #include <QUrl>
 
 #include <gtest/gtest.h>
@@ -380,6 +381,31 @@ TEST(Window, ADraftModelComesFromTheCatalogOrAFileAndIsUndone) {
     w.model()->undoStack()->undo();
     EXPECT_EQ(draft->currentText(), "none");
     EXPECT_EQ(w.model()->results().fit->weights_bytes, alone);
+}
+
+// A draft file refused holds back saving until Esc takes it back or the scenario's own draft changes (an undo), as text
+// typed in a field does; it never blocks every save for good.
+TEST(Window, ARefusedDraftFileGivesWayToEscAndToAnUndo) {
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("llama-3-70b");
+    w.deployment()->enableBox()->setChecked(true);
+    DeploymentView* d = w.deployment();
+    QComboBox* draft = d->draftField();
+    d->chooseDraft(QStringLiteral("/no/such/folder/config.json"));
+    EXPECT_FALSE(d->unaccepted().isEmpty());
+    QTest::keyClick(draft, Qt::Key_Escape);
+    EXPECT_TRUE(d->unaccepted().isEmpty()) << d->unaccepted().join('\n').toStdString();
+    EXPECT_TRUE(d->commitPending());
+
+    const int small = draft->findData(QStringLiteral("llama-3.2-1b"));
+    draft->setCurrentIndex(small);
+    emit draft->activated(small);
+    d->chooseDraft(QStringLiteral("/no/such/folder/config.json"));
+    EXPECT_FALSE(d->commitPending());
+    w.model()->undoStack()->undo();  // the draft goes: the scenario's value changed, and wins
+    EXPECT_EQ(draft->currentText(), "none");
+    EXPECT_TRUE(d->unaccepted().isEmpty()) << d->unaccepted().join('\n').toStdString();
+    EXPECT_TRUE(d->commitPending());
 }
 
 TEST(Window, EachEnginesRowsShowForItAloneAtEveryWidth) {

@@ -494,6 +494,12 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
             sync();
             return true;
         });
+    take_back_on_escape(draft_, [this] {
+        if (!typed_.contains(draft_)) return false;
+        typed_.remove(draft_);
+        sync();
+        return true;
+    });
     connect(vllm_tokens_, &QLineEdit::editingFinished, this, &DeploymentView::commitVllmBatch);
     connect(vllm_seqs_, &QLineEdit::editingFinished, this, &DeploymentView::commitVllmBatch);
     connect(model_, &ScenarioModel::changed, this, &DeploymentView::sync);
@@ -833,6 +839,10 @@ void DeploymentView::sync() {
         mtp_->setChecked(d.mtp);
         // The draft: a catalog model by its id, any other (a file) listed by its name before "From a file…".
         const QString draft_id = d.draft ? q(d.draft->name) : kNoDraft;
+        // A draft refused (a file that could not be read) stands until the scenario's own draft changes (an undo,
+        // a file opened), as typed text does (field_text.h), or Esc takes it back.
+        if (draft_->property("kvscope_shown_draft").toString() != draft_id) typed_.remove(draft_);
+        draft_->setProperty("kvscope_shown_draft", draft_id);
         for (int i = draft_->count() - 1; i >= 0; --i)
             if (draft_->itemData(i, Qt::UserRole + 1).toBool() && draft_->itemData(i).toString() != draft_id)
                 draft_->removeItem(i);
