@@ -256,6 +256,19 @@ TEST(Agreement, ThePlannerTableIsTheClisPlanAndAppliesALayout) {
     ASSERT_GT(left_out, 0u);  // the case worth testing: some layouts are no choice
     EXPECT_TRUE(w.deployment()->plan()->caption()->text().contains(QString::number(left_out) + " "))
         << w.deployment()->plan()->caption()->text().toStdString();
+    // The plan's other notes and its warnings, under the table as under the CLI's ("not exact: the weights are split
+    // evenly …" for its pipeline layouts).
+    std::size_t other_notes = 0;
+    const QString notes = w.deployment()->plan()->notesLabel()->text();
+    for (const std::string& n : plan->notes) {
+        if (n == plan->scope_note || n == plan->dominated_note) continue;
+        ++other_notes;
+        EXPECT_TRUE(notes.contains(QString::fromStdString("note: " + n))) << n << " in " << notes.toStdString();
+    }
+    for (const std::string& warning : plan->warnings)
+        EXPECT_TRUE(notes.contains(QString::fromStdString("warning: " + warning))) << warning;
+    ASSERT_GT(other_notes, 0u);
+    EXPECT_TRUE(notes.contains("not exact: the weights are split evenly")) << notes.toStdString();
     ASSERT_EQ(table->rowCount(), static_cast<int>(listed.size()));
     for (int row = 0; row < table->rowCount(); ++row) {
         const PlanOption& o = listed[static_cast<std::size_t>(row)];

@@ -26,6 +26,7 @@ PlanView::PlanView(ScenarioModel* model, QWidget* parent)
       model_(model),
       caption_(new QLabel),
       table_(new QTableWidget(0, ColumnCount)),
+      notes_(new QLabel),
       apply_(new QPushButton(tr("&Use this layout"))) {
     auto* title = new QLabel(tr("<b>How many GPUs?</b>"));
     caption_->setWordWrap(true);
@@ -43,6 +44,10 @@ PlanView::PlanView(ScenarioModel* model, QWidget* parent)
     table_->setAccessibleName(tr("Deployment plans"));
     table_->setToolTip(tr("Double-click a row, or select it and press Use this layout, to set TP and PP."));
     apply_->setEnabled(false);
+    notes_->setWordWrap(true);
+    notes_->setTextFormat(Qt::PlainText);
+    notes_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    notes_->setAccessibleName(tr("Plan notes"));
 
     auto* buttons = new QHBoxLayout;
     buttons->addStretch(1);
@@ -52,6 +57,7 @@ PlanView::PlanView(ScenarioModel* model, QWidget* parent)
     layout->addWidget(title);
     layout->addWidget(caption_);
     layout->addWidget(table_);
+    layout->addWidget(notes_);
     layout->addLayout(buttons);
 
     connect(table_, &QTableWidget::itemSelectionChanged, this,
@@ -67,6 +73,8 @@ void PlanView::refresh() {
     const Results& r = model_->results();
     table_->setRowCount(0);
     apply_->setEnabled(false);
+    notes_->clear();
+    notes_->hide();
     if (!model_->hasResults() || !r.scenario.deployment) {
         caption_->setText(tr("Tick “Check a deployment” to see every layout of its GPU."));
         return;
@@ -91,6 +99,14 @@ void PlanView::refresh() {
                                    for (QString& n : said) n[0] = n[0].toUpper();
                                    return said.join(". ");
                                }()));
+    // The plan's other notes (what is not exact in every layout, llama.cpp's one-GPU split, …) and its warnings, as
+    // kvscope-cli plan prints them under its table.
+    QStringList said;
+    for (const std::string& n : plan.notes)
+        if (n != plan.scope_note && n != plan.dominated_note) said << tr("note: %1").arg(q(n));
+    for (const std::string& w : plan.warnings) said << tr("warning: %1").arg(q(w));
+    notes_->setText(said.join('\n'));
+    notes_->setVisible(!said.isEmpty());
     // The layouts that are a choice, and the one in use whatever it is.
     std::vector<const PlanOption*> listed;
     for (const PlanOption& o : plan.options)

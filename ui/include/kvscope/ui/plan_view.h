@@ -21,6 +21,8 @@ public:
     // What the table is of, its scope, and how many layouts it leaves out.
     [[nodiscard]] QLabel* caption() const { return caption_; }
     [[nodiscard]] QPushButton* applyButton() const { return apply_; }
+    // The plan's notes and warnings beyond the caption's, as kvscope-cli plan prints them.
+    [[nodiscard]] QLabel* notesLabel() const { return notes_; }
 
     enum Column { Gpus, Layout, Fits, Headroom, MaxSequences, MaxContext, PerSequence, InAll, ColumnCount };
 
@@ -36,6 +38,7 @@ private:
     ScenarioModel* model_;
     QLabel* caption_;
     QTableWidget* table_;
+    QLabel* notes_;
     QPushButton* apply_;
 };
 
