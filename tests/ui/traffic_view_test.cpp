@@ -16,11 +16,15 @@
 #include <QTemporaryDir>
 #include <QTimer>
 
+#include <QTest>
+
 #include <gtest/gtest.h>
 
 #include "kvscope/calculator/numbers.h"
 #include "kvscope/ui/big_spin_box.h"
+#include "kvscope/ui/context_input.h"
 #include "kvscope/ui/decimal_spin_box.h"
+#include "kvscope/ui/inputs_panel.h"
 #include "kvscope/ui/main_window.h"
 #include "kvscope/ui/scenario_model.h"
 #include "kvscope/ui/traffic_view.h"
@@ -134,6 +138,51 @@ TEST(TrafficView, ShowsWhatTheCliSaysForTheSameInputs) {
     EXPECT_LE(widest * (1ull << 30), static_cast<double>(a.report.prefix_saved_peak_bytes_per_gpu) + 1e3);
     EXPECT_EQ(t->tpotCurve()->count(), 10);
     EXPECT_EQ(t->progress()->value(), 100);
+}
+
+// View ▸ Decimal units: the answer's rows and the cache chart follow it, as every other view does, without a new run.
+TEST(TrafficView, TheAnswerFollowsTheUnits) {
+    MainWindow w(catalog(), false);
+    on_h100(w.model());
+    TrafficView* t = w.traffic();
+    describe(t);
+    run(t);
+    ASSERT_TRUE(t->answer().has_value()) << t->statusLabel()->text().toStdString();
+    const TrafficAnswer& a = *t->answer();
+    const double budget = static_cast<double>(a.report.kv_budget_bytes_per_gpu);
+    EXPECT_NEAR(t->budgetSeries()->at(0).y() * (1ull << 30), budget, 1);
+    w.model()->setUnits(UnitSystem::decimal);
+    EXPECT_NEAR(t->budgetSeries()->at(0).y() * 1e9, budget, 1);
+    const QString shown = t->resultsLabel()->text();
+    for (const auto& [name, text] : simulation_rows(a.report, a.setup.settings, UnitSystem::decimal))
+        EXPECT_TRUE(shown.contains(QString::fromStdString(text).toHtmlEscaped())) << name << ": " << text;
+    EXPECT_TRUE(shown.contains(" GB")) << shown.toStdString();
+}
+
+// A context typed in the inputs and not entered counts as entered before a run, as before a save: the run is of the
+// field as it reads. A rate typed outside its range is said, not run as the one before.
+TEST(TrafficView, TextTypedAndNotEnteredIsTakenOrSaidBeforeARun) {
+    MainWindow w(catalog(), false);
+    on_h100(w.model());
+    TrafficView* t = w.traffic();
+    describe(t);
+    QLineEdit* context = w.inputs()->contextField()->spinBox()->findChild<QLineEdit*>();
+    context->setFocus();
+    context->selectAll();
+    QTest::keyClicks(context, "32k");  // no Enter
+    run(t);
+    ASSERT_TRUE(t->answer().has_value()) << t->statusLabel()->text().toStdString();
+    EXPECT_EQ(w.model()->scenario().workload.context_tokens, 32768u);
+    EXPECT_TRUE(t->simulatedForLabel()->text().contains("32,768 tokens"))
+        << t->simulatedForLabel()->text().toStdString();
+
+    QLineEdit* rate = t->rateField()->findChild<QLineEdit*>();
+    rate->selectAll();
+    QTest::keyClicks(rate, "9999999");  // above 1,000,000 a second
+    t->simulate();
+    EXPECT_FALSE(t->running());
+    EXPECT_TRUE(t->statusLabel()->text().startsWith("Not simulated: Arrivals: '9999999' is not between"))
+        << t->statusLabel()->text().toStdString();
 }
 
 TEST(TrafficView, AnSglangDeploymentIsServedAsTheCliServesIt) {

@@ -569,6 +569,15 @@ TEST(WindowState, ANoticeAboutAnotherModelGoesWhenTheModelChanges) {
     EXPECT_TRUE(notice.contains("own fp16")) << notice.toStdString();
     w.model()->edit("batch", [](Scenario& s) { s.workload.batch = 3; });
     EXPECT_EQ(w.statusBar()->currentMessage(), notice);
+    // Its advice taken ("choose another in KV dtype"), it goes: the field beside it says fp8 now.
+    w.model()->edit("format", [](Scenario& s) { s.kv_dtype = KvDtype::fp8_e4m3; });
+    EXPECT_FALSE(w.statusBar()->currentMessage().contains("own fp16")) << w.statusBar()->currentMessage().toStdString();
+    // A layout the plan set is said until it is undone.
+    w.model()->edit("layout", [](Scenario& s) { s.parallel.tp = 2; });
+    emit w.model()->notice("TP 2 × PP 1 set: 2 GPUs.");
+    EXPECT_EQ(w.statusBar()->currentMessage(), "TP 2 × PP 1 set: 2 GPUs.");
+    w.model()->undoStack()->undo();
+    EXPECT_TRUE(w.statusBar()->currentMessage().isEmpty()) << w.statusBar()->currentMessage().toStdString();
 }
 
 }  // namespace

@@ -119,7 +119,12 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     // One undo story: a field's own text undo would swallow Ctrl+Z while the toolbar offers the scenario's.
     qApp->installEventFilter(this);
     // Notices about what an edit did stay in the status line long enough to be read.
-    auto notice = [this](const QString& text) { statusBar()->showMessage(text, 10000); };
+    auto notice = [this](const QString& text) {
+        statusBar()->showMessage(text, 10000);
+        notice_kv_dtype_ = model_->scenario().kv_dtype;
+        notice_parallel_ = model_->scenario().parallel;
+        notice_undo_index_ = model_->undoStack()->index();
+    };
     connect(model_, &ScenarioModel::notice, this, notice);
     connect(inputs_, &InputsPanel::notice, this, notice);
     connect(deployment_, &DeploymentView::notice, this, notice);
@@ -138,13 +143,23 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     connect(runner_, &ProbeRunner::finished, recompute, &RecomputeView::probeIdle);
 
     createActions();
+    traffic_->setCommitTyped([this] {
+        inputs_->commitPending();
+        deployment_->commitPending();
+        return inputs_->unaccepted() + deployment_->unaccepted();
+    });
     connect(model_, &ScenarioModel::changed, this, &MainWindow::updateTitleAndStatus);
     // A notice about an edit of another model (its KV format replaced, …) goes with it when the model changes; a
     // notice about loading the new one comes after this.
+    // A notice about the KV format or the layout goes when that changes, or when its edit is undone ("choose another
+    // in KV dtype" after another was chosen would contradict the field beside it).
     connect(model_, &ScenarioModel::changed, this, [this] {
-        if (model_->description() == notice_model_) return;
+        const Scenario& s = model_->scenario();
+        const bool other_model = model_->description() != notice_model_;
         notice_model_ = model_->description();
-        statusBar()->clearMessage();
+        if (other_model || s.kv_dtype != notice_kv_dtype_ || !(s.parallel == notice_parallel_) ||
+            model_->undoStack()->index() < notice_undo_index_)
+            statusBar()->clearMessage();
     });
     connect(model_->undoStack(), &QUndoStack::cleanChanged, this, &MainWindow::updateTitleAndStatus);
     resize(1280, 800);

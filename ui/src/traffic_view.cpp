@@ -139,6 +139,10 @@ TrafficView::TrafficView(ScenarioModel* model, bool remember, QWidget* parent)
     connect(plan_, &QPushButton::clicked, this, &TrafficView::servePlan);
     connect(cancel_, &QPushButton::clicked, this, &TrafficView::cancel);
     connect(model_, &ScenarioModel::changed, this, &TrafficView::showWhose);
+    // The answer's sizes follow View ▸ Decimal units as every other view's do.
+    connect(model_, &ScenarioModel::unitsChanged, this, [this] {
+        if (answer_ && asked_) render(*answer_, *asked_);
+    });
     restoreInputs();
     status_->setText(tr("Describe the traffic (or choose a trace) and press Simulate."));
 }
@@ -344,6 +348,31 @@ std::optional<std::pair<Scenario, TrafficQuestion>> TrafficView::ready(const QSt
             status_->setText(tr("%1: %2").arg(verb, b->problem()));
             return std::nullopt;
         }
+    // A decimal typed and not entered counts as entered; one outside the field's range is said, not run as the last.
+    const std::pair<DecimalSpinBox*, QString> decimals[] = {{rate_, tr("Arrivals")},
+                                                            {input_range_, tr("Prompt tokens ± ratio")},
+                                                            {output_range_, tr("Output tokens ± ratio")},
+                                                            {ttft_, tr("TTFT target")},
+                                                            {tpot_, tr("TPOT target")}};
+    for (const auto& [field, name] : decimals) {
+        // Asked before interpretText(), which would put the last value back over text out of range in silence.
+        if (field->isEnabled() && !field->hasAcceptableInput()) {
+            status_->setText(tr("%1: %2: '%3' is not between %4 and %5")
+                                 .arg(verb, name, field->cleanText(), field->textFromValue(field->minimum()),
+                                      field->textFromValue(field->maximum())));
+            return std::nullopt;
+        }
+        field->interpretText();
+    }
+    // Text typed in the inputs (a context not yet entered) counts as entered, as it does before a save: a run never
+    // takes the old value of a field that shows a new one.
+    if (commit_typed_) {
+        if (const QStringList left = commit_typed_(); !left.isEmpty()) {
+            status_->setText(tr("%1: %2. Correct the marked field, or press Esc in it to put back its value.")
+                                 .arg(verb, left.join("; ")));
+            return std::nullopt;
+        }
+    }
     if (!model_->resultsAreCurrent()) {
         status_->setText(tr("%1: the inputs need attention first (%2).")
                              .arg(verb, QString::fromStdString(join_errors(model_->errors()))));
@@ -522,10 +551,16 @@ bool TrafficView::saidWhyNot(const Result<T>& result, const QString& cancelled, 
 void TrafficView::show(const Result<TrafficAnswer>& result, const Scenario& of, const TrafficQuestion& q) {
     if (saidWhyNot(result, tr("Cancelled: the figures shown are those of the run before."), tr("Not simulated")))
         return;
-    const TrafficAnswer& a = *result;
-    answer_ = a;
+    answer_ = *result;
     answered_for_ = of;
+    asked_ = q;
     progress_->setValue(100);
+    render(*answer_, q);
+    showWhose();
+    emit finished();
+}
+
+void TrafficView::render(const TrafficAnswer& a, const TrafficQuestion& q) {
     // The rows and charts say what was simulated: the question as it was asked, not the fields as they are now.
     std::vector<std::pair<std::string, std::string>> rows{
         {"traffic", traffic_text(q.spec, q.trace, a.requests, q.concurrency)}};
@@ -579,8 +614,6 @@ void TrafficView::show(const Result<TrafficAnswer>& result, const Scenario& of, 
         target_line_->clear();
     rate_x_->setRange(0, right * 1.02);
     ms_y_->setRange(0, std::min(top, target ? std::max(*target * 4, 1.0) : top) * 1.08);
-    showWhose();
-    emit finished();
 }
 
 void TrafficView::showWhose() {

@@ -158,6 +158,11 @@ private:
     QAction* discard_recovery_ = nullptr;
     bool recovery_problem_shown_ = false;
     QString notice_model_;  // the model the status line's notice is about
+    // The inputs a notice's advice is about when it was shown (the KV format it names, the layout it set) and the undo
+    // step it followed: a change of either, or an undo past it, takes the notice away.
+    KvDtype notice_kv_dtype_ = KvDtype::fp16;
+    Parallelism notice_parallel_;
+    int notice_undo_index_ = 0;
 };
 
 }  // namespace kvscope::ui

@@ -44,6 +44,9 @@ public:
     TrafficView(const TrafficView&) = delete;
     TrafficView& operator=(const TrafficView&) = delete;
 
+    // How the window accepts text typed in its other tabs' fields and not yet entered, before a run: what it still
+    // refuses (a field's name and why), empty when every field holds a value (MainWindow sets it).
+    void setCommitTyped(std::function<QStringList()> commit) { commit_typed_ = std::move(commit); }
     // The question the fields ask now.
     [[nodiscard]] TrafficQuestion question() const;
     [[nodiscard]] bool running() const { return worker_.joinable() && !done_; }
@@ -103,6 +106,8 @@ private:
     void layOut(QGroupBox* inputs);
     void buildCharts();
     void show(const Result<TrafficAnswer>& answer, const Scenario& of, const TrafficQuestion& asked);
+    // The answer's rows and charts, in the window's units (again when they change).
+    void render(const TrafficAnswer& a, const TrafficQuestion& asked);
     // A run that gave no answer: the status says why, or that it was cancelled (`cancelled`), and the run is over;
     // false when there is an answer.
     template <class T>
@@ -138,6 +143,8 @@ private:
     std::optional<Scenario> planned_for_;
     QString plan_html_;
     std::optional<Scenario> answered_for_;
+    std::optional<TrafficQuestion> asked_;
+    std::function<QStringList()> commit_typed_;
     std::thread worker_;
     std::shared_ptr<std::atomic<bool>> stop_;
     std::atomic<bool> done_{true};
