@@ -97,12 +97,18 @@ void describe(TrafficView* t) {
     t->tpotField()->setValue(20);
 }
 
-TEST(TrafficView, ShowsWhatTheCliSaysForTheSameInputs) {
-    MainWindow w(catalog(), false);
+// The described traffic simulated for Llama 3.1 8B on one H100 at 16k tokens, in `w`'s Traffic tab.
+TrafficView* simulate_described(MainWindow& w) {
     on_h100(w.model());
     TrafficView* t = w.traffic();
     describe(t);
     run(t);
+    return t;
+}
+
+TEST(TrafficView, ShowsWhatTheCliSaysForTheSameInputs) {
+    MainWindow w(catalog(), false);
+    TrafficView* t = simulate_described(w);
     ASSERT_TRUE(t->answer().has_value()) << t->statusLabel()->text().toStdString();
     const TrafficAnswer& a = *t->answer();
     EXPECT_EQ(a.report.requests, 400u);
@@ -143,10 +149,7 @@ TEST(TrafficView, ShowsWhatTheCliSaysForTheSameInputs) {
 // View ▸ Decimal units: the answer's rows and the cache chart follow it, as every other view does, without a new run.
 TEST(TrafficView, TheAnswerFollowsTheUnits) {
     MainWindow w(catalog(), false);
-    on_h100(w.model());
-    TrafficView* t = w.traffic();
-    describe(t);
-    run(t);
+    TrafficView* t = simulate_described(w);
     ASSERT_TRUE(t->answer().has_value()) << t->statusLabel()->text().toStdString();
     const TrafficAnswer& a = *t->answer();
     const double budget = static_cast<double>(a.report.kv_budget_bytes_per_gpu);
