@@ -349,6 +349,8 @@ Result<std::monostate> remember_measured_step(const std::string& path, const Mea
 
 void MeasuredStepStore::reload() { seen_.reset(); }
 
+bool MeasuredStepStore::stale() const { return stamp(path_) != seen_; }
+
 const std::vector<MeasuredStep>& MeasuredStepStore::entries() {
     const auto now = stamp(path_);
     if (now != seen_) {

@@ -8,6 +8,7 @@
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTableWidget>
+#include <QTest>
 
 #include <gtest/gtest.h>
 
@@ -249,6 +250,14 @@ TEST(ProbeView, AStepIsKeptAndTheDeploymentTabOfEveryWindowShowsItOnItsGpu) {
     second.model()->restore(w.model()->state());
     EXPECT_TRUE(second.deployment()->figuresLabel()->text().contains("Decode measured"))
         << second.deployment()->figuresLabel()->text().toStdString();
+    // kvscope-cli keeping the step again, measured slower: both windows show it as the file changes, with no edit.
+    kept[0].step_ms = 987.5;
+    ASSERT_TRUE(remember_measured_step(store, kept[0]).ok());
+    for (MainWindow* window : {&w, &second}) {
+        const QLabel* label = window->deployment()->figuresLabel();
+        EXPECT_TRUE(QTest::qWaitFor([label] { return label->text().contains("987.5 ms per step"); }, 10000))
+            << label->text().toStdString();
+    }
     // Another batch is another step: not shown.
     w.model()->edit("batch", [](Scenario& s) { s.workload.batch = 3; });
     EXPECT_FALSE(w.deployment()->figuresLabel()->text().contains("Decode measured"));

@@ -3,6 +3,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QSaveFile>
+#include <QTimer>
 #include <QUndoCommand>
 
 #include "kvscope/calculator/explain.h"
@@ -87,6 +88,35 @@ ScenarioModel::ScenarioModel(const Catalog& catalog, QObject* parent)
         description_ = QString::fromStdString(m->name);
     }
     head_dim_follows_ = head_dim_is_derived(scenario_.arch);
+    if (!measured_.path().empty()) {
+        measured_watch_ = new QFileSystemWatcher(this);
+        // A change is read once it settles: a write is a temporary file, then a rename.
+        auto* settle = new QTimer(this);
+        settle->setSingleShot(true);
+        settle->setInterval(200);
+        connect(measured_watch_, &QFileSystemWatcher::directoryChanged, settle, qOverload<>(&QTimer::start));
+        connect(measured_watch_, &QFileSystemWatcher::fileChanged, settle, qOverload<>(&QTimer::start));
+        connect(settle, &QTimer::timeout, this, [this] {
+            watchMeasuredSteps();
+            if (measured_.stale()) recompute();
+        });
+        watchMeasuredSteps();
+    }
+    recompute();
+}
+
+void ScenarioModel::watchMeasuredSteps() {
+    if (!measured_watch_) return;
+    const QString file = QString::fromStdString(measured_.path());
+    for (const QString& path : {QFileInfo(file).absolutePath(), file})
+        if (QFileInfo::exists(path) && !measured_watch_->files().contains(path) &&
+            !measured_watch_->directories().contains(path))
+            measured_watch_->addPath(path);
+}
+
+void ScenarioModel::measuredStepsChanged() {
+    watchMeasuredSteps();  // the folder and file a step kept here may have made
+    measured_.reload();
     recompute();
 }
 

@@ -96,6 +96,8 @@ public:
     const std::vector<MeasuredStep>& entries();
     // Reads the file again at the next entries(), even if its time and size look unchanged.
     void reload();
+    // Whether the file's time or size differs from when entries() last read it (another program wrote it).
+    [[nodiscard]] bool stale() const;
     [[nodiscard]] const std::string& path() const { return path_; }
 
 private:

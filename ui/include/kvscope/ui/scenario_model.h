@@ -3,6 +3,7 @@
 // undo history of its inputs. Views read from here and redraw on `changed`;
 // they never compute KV bytes themselves.
 
+#include <QFileSystemWatcher>
 #include <QObject>
 #include <QString>
 #include <QStringList>
@@ -59,11 +60,9 @@ public:
     [[nodiscard]] bool headDimFollows() const { return head_dim_follows_; }
     // Where decode steps measured here are kept (measured_step.h; the catalog's user folder); empty: not kept.
     [[nodiscard]] const std::string& measuredStepsPath() const { return measured_.path(); }
-    // Reads the kept measurements again (after a step was kept) and recomputes.
-    void measuredStepsChanged() {
-        measured_.reload();
-        recompute();
-    }
+    // Reads the kept measurements again (after a step was kept) and recomputes. Steps another window or kvscope-cli
+    // keeps in the same file are read as the file changes (watchMeasuredSteps), not at the next edit.
+    void measuredStepsChanged();
 
     [[nodiscard]] UnitSystem units() const { return units_; }
     void setUnits(UnitSystem units);
@@ -147,6 +146,9 @@ private:
     QStringList warnings_;
     bool head_dim_follows_ = true;
     MeasuredStepStore measured_;  // read again only when the file changed (another window, the CLI)
+    QFileSystemWatcher* measured_watch_ = nullptr;
+    // Watches the measured steps' file and its folder (the file is replaced by a rename), as far as they exist.
+    void watchMeasuredSteps();
     UnitSystem units_ = UnitSystem::binary;
     Spacing spacing_ = Spacing::log;
     QUndoStack undo_;
