@@ -237,7 +237,8 @@ void read_attention(Reader& r, ImportedModel& out) {
         }
         return;
     }
-    if (auto hd = r.number({"head_dim", "kv_channels", "attention_head_dim"})) {
+    // PLaMo's hidden_size_per_head is its head size (vLLM plamo2.py sets config.head_dim from it).
+    if (auto hd = r.number({"head_dim", "kv_channels", "attention_head_dim", "hidden_size_per_head"})) {
         a.head_dim_k = a.head_dim_v = hd->value;
         r.lines[Field::head_dim] = r.lines[Field::head_dim_v] = hd->line;
     } else if (auto d = r.type_default("head_dim")) {

@@ -232,10 +232,9 @@ void find_unmodelled_layouts(const Value& cfg, const Value& root, ImportedModel&
                 std::find(read.begin(), read.end(), key) != read.end() || harmless(key, out.model_type, kinds_listed))
                 continue;
             std::string reason = layout_reason(key, value, out.arch, asked);
-            // A size is a number (PLaMo 2's linear_type "fp8" is its weights' format, not a state's size).
-            const bool size =
-                value.is_number() || (value.is_array() && !value.items().empty() && value.items().front().is_number());
-            if (reason.empty() && size && !state && !out.arch.recurrent && !no_state &&
+            // A name is no size (PLaMo 2's linear_type "fp8" is its weights' format); a number, a list or an object
+            // of sizes (a mamba_config) may be.
+            if (reason.empty() && !value.is_string() && !state && !out.arch.recurrent && !no_state &&
                 std::any_of(std::begin(kStatePrefixes), std::end(kStatePrefixes),
                             [&](const char* p) { return key.starts_with(p); })) {
                 state = true;

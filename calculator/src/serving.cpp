@@ -264,7 +264,13 @@ Result<ServingSetup> serving_setup(const Scenario& s, bool prefix_caching, std::
         number_text(out.cost.overhead_s * 1e3, Notation::shortest) + " ms a step besides; the API server " +
         number_text(st.api_serial_s * 1e3, Notation::shortest) + " ms a request, one at a time, and " +
         number_text(st.api_latency_s * 1e3, Notation::shortest) + " ms more before the engine sees it");
-    if (!fitted_compute)
+    // A GPU no vendor document gives a dense BF16 rate for (gpus.json: 0): the new tokens' work is not timed.
+    if (d.gpu.bf16_tflops <= 0)
+        out.warnings.push_back("not exact: the " + d.gpu.name +
+                               " has no dense BF16 rate in the catalog (no vendor document gives one, and none "
+                               "is guessed), so the new tokens' work is not timed: each step is its reads alone, and "
+                               "prefill, TTFT and throughput under load come out faster than the GPU runs them");
+    else if (!fitted_compute)
         out.warnings.push_back("not exact: no published run on the " + d.gpu.name + " fits its compute efficiency; " +
                                number_text(100 * kUnfittedComputeEfficiency, Notation::fixed, 0) +
                                "% of its dense bf16 rate is assumed for the prefill (TTFT and throughput under load "

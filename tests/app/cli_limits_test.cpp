@@ -243,14 +243,38 @@ TEST(CliLimits, AnotherEnginesOptionIsSaidToChangeNothing) {
     EXPECT_NE(json.out.find("--enforce-eager is vLLM's setting; llama.cpp has none, so it changes nothing here"),
               std::string::npos)
         << json.out;
-    for (const char* read : {"--engine llama.cpp --ubatch 1024", "--engine ollama --ubatch 1024",
-                             "--engine sglang --max-num-seqs 8", "--enforce-eager",
-                             "--engine tensorrt-llm "
-                             "--max-num-tokens 4096"}) {
-        const CliRun r = cli(std::string("fit --model llama-3-8b --gpu h100-sxm ") + read);
+    for (const char* read : {"fit --engine llama.cpp --ubatch 1024", "fit --engine ollama --ubatch 1024",
+                             "fit --enforce-eager", "fit --engine tensorrt-llm --max-num-tokens 4096",
+                             "simulate --engine sglang --max-num-seqs 8 --requests 20"}) {
+        const std::string command(read);
+        const std::size_t space = command.find(' ');
+        const CliRun r = cli(command.substr(0, space) + " --model llama-3-8b --gpu h100-sxm" + command.substr(space));
         ASSERT_EQ(r.status, 0) << read << ": " << r.err;
         EXPECT_EQ(r.out.find("changes nothing here"), std::string::npos) << read << ": " << r.out;
     }
+    // SGLang's scheduler reads the batch limits when it serves traffic; its fit does not.
+    const CliRun sglang = cli("fit --model llama-3-8b --gpu h100-sxm --engine sglang --max-num-seqs 8");
+    ASSERT_EQ(sglang.status, 0) << sglang.err;
+    EXPECT_NE(sglang.out.find("note: --max-num-seqs is vLLM's (and SGLang's scheduler's, in simulate) setting; "
+                              "sglang's fit has none, so it changes nothing here"),
+              std::string::npos)
+        << sglang.out;
+    // Beside a saved scenario too.
+    kvscope::Scenario saved;
+    saved.arch = kvscope::Catalog::builtin().find_model("llama-3-8b")->model.arch;
+    saved.model_id = "llama-3-8b";
+    kvscope::Deployment d;
+    d.gpu = *kvscope::Catalog::builtin().find_gpu("h100-sxm");
+    d.engine = kvscope::Engine::tensorrt_llm;
+    saved.deployment = d;
+    const auto path =
+        std::filesystem::temp_directory_path() / ("other engine " + std::to_string(::getpid()) + ".kvscope.json");
+    std::ofstream(path) << kvscope::scenario_to_json(saved);
+    const CliRun file = cli("fit --scenario '" + path.string() + "' --ubatch 256");
+    std::filesystem::remove(path);
+    ASSERT_EQ(file.status, 0) << file.err;
+    EXPECT_NE(file.out.find("note: --ubatch is llama.cpp's setting; tensorrt-llm has none"), std::string::npos)
+        << file.out;
 }
 
 TEST(CliLimits, ProbeValuesOutOfRangeAreRefusedNotRunAsTheNearest) {

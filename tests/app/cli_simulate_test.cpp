@@ -278,4 +278,23 @@ TEST(CliSimulate, PlanFindsTheSmallestLayoutMeetingATargetAtARate) {
     EXPECT_EQ(simulate_router.status, 2) << simulate_router.out;
 }
 
+// A GPU the catalog has no dense BF16 rate for (the T4: Turing has no BF16) times a step by its reads alone, and says
+// that its prefill and TTFT are then too fast, in the text and the JSON's warnings; a GPU with a rate says nothing of
+// it.
+TEST(CliSimulate, AGpuWithoutAComputeRateSaysItsStepsAreItsReadsAlone) {
+    const std::string args =
+        "simulate --model llama-3.2-1b --requests 1 --input-tokens 8000 --output-tokens 16 "
+        "--context 16k --gpu ";
+    const CliRun t4 = cli(args + "t4");
+    ASSERT_EQ(t4.status, 0) << t4.err;
+    EXPECT_NE(t4.out.find("warning: not exact: the NVIDIA T4 16GB has no dense BF16 rate in the catalog"),
+              std::string::npos)
+        << t4.out;
+    const CliRun json = cli(args + "t4 --json");
+    EXPECT_NE(json.out.find("the new tokens' work is not timed"), std::string::npos) << json.out;
+    const CliRun l4 = cli(args + "l4");
+    ASSERT_EQ(l4.status, 0) << l4.err;
+    EXPECT_EQ(l4.out.find("no dense BF16 rate"), std::string::npos) << l4.out;
+}
+
 }  // namespace

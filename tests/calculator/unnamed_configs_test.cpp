@@ -166,6 +166,14 @@ TEST(UnnamedConfigs, PlamoTwoAttendsOnEveryOtherLayerAndKeepsMambaTwoStatesOnThe
     EXPECT_EQ(four->arch.layer(6).kind, LayerKind::full);
     EXPECT_EQ(four->arch.attention_layers(), 2u);
     EXPECT_EQ(four->arch.state_layers(), 6u);
+    // The head size is hidden_size_per_head (vLLM plamo2.py sets config.head_dim from it), not hidden ÷ heads: 64
+    // here against 4,096 ÷ 32 = 128. 8 attention layers x 4 KV heads x 64 x 2 x 2 bytes a token.
+    auto narrow = import(R"("model_type": "plamo2", "hidden_size": 4096, "hidden_size_per_head": 64,
+        "mamba_d_conv": 4, "mamba_d_state": 64, "mamba_num_heads": 64, "mamba_step": 2, "num_attention_heads": 32,
+        "num_hidden_layers": 16, "num_key_value_heads": 4, "torch_dtype": "bfloat16")");
+    ASSERT_TRUE(narrow) << narrow.error_text();
+    EXPECT_EQ(narrow->arch.head_dim_k, 64u);
+    EXPECT_EQ(report(narrow->arch, 8192).total_bytes, 8ull * 4 * 64 * 2 * 2 * 8192);  // 33,554,432
 }
 
 TEST(UnnamedConfigs, GptOssWithoutLayerTypesAlternatesAsItsConfigClassDoes) {
@@ -200,6 +208,13 @@ TEST(UnnamedConfigs, WhatChangesNoCacheIsNotSaidAndWhatDoesIsNamed) {
                               "kv_reuse_group (line 3): groups of layers that share one layer's keys and values",
                               "num_memory_tokens (line 3): meta tokens"})
         EXPECT_NE(said.find(field), std::string::npos) << field << " in " << said;
+    // A recurrent model nobody named whose state sizes sit in an object is not exact; a name beside it is no size.
+    auto hybrid = import(R"("model_type": "newhybrid", "num_hidden_layers": 4, "hidden_size": 1024,
+        "num_attention_heads": 8, "num_key_value_heads": 8, "linear_type": "fp8", "ssm_cfg": {"d_state": 128})");
+    ASSERT_TRUE(hybrid) << hybrid.error_text();
+    const std::string state = testing::join(hybrid->arch.not_exact);
+    EXPECT_NE(state.find("ssm_cfg (line 2) sizes a recurrent state"), std::string::npos) << state;
+    EXPECT_EQ(state.find("linear_type"), std::string::npos) << state;
 }
 
 }  // namespace

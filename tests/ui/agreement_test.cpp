@@ -585,8 +585,12 @@ TEST(Agreement, AGgufAndAModelFolderStartTheirDeploymentAsInTheCliAndKeepItWhenS
     EXPECT_EQ(w.deployment()->weightsField()->findText("exact (the files)"), -1);
     ASSERT_EQ(notices.count(), 1);
     EXPECT_TRUE(notices.front().front().toString().contains("estimated from the parameters again"));
+    EXPECT_TRUE(w.statusBar()->currentMessage().contains("estimated from the parameters again"));
     w.model()->undoStack()->undo();
     EXPECT_EQ(w.model()->scenario().deployment->weights_bytes_exact, 10000u);
+    // The notice goes with the edit it was about.
+    EXPECT_FALSE(w.statusBar()->currentMessage().contains("estimated from the parameters again"))
+        << w.statusBar()->currentMessage().toStdString();
     // A GGUF saved before any deployment was checked: opened in another window, its deployment starts as the
     // file's (llama.cpp, the exact bytes), as kvscope-cli --gguf starts it.
     MainWindow third(catalog(), false);

@@ -258,6 +258,16 @@ TEST(ProbeView, AStepIsKeptAndTheDeploymentTabOfEveryWindowShowsItOnItsGpu) {
         EXPECT_TRUE(QTest::qWaitFor([label] { return label->text().contains("987.5 ms per step"); }, 10000))
             << label->text().toStdString();
     }
+    // A first run: the window opens before its data folder exists, and still sees the step the CLI keeps there.
+    const auto fresh = folder / "first run" / "kvscope";
+    const Catalog fresh_catalog = Catalog::with_user_folder(fresh.string(), problems);
+    MainWindow third(fresh_catalog, false);
+    third.model()->restore(w.model()->state());
+    ASSERT_FALSE(std::filesystem::exists(fresh));
+    ASSERT_TRUE(remember_measured_step((fresh / "measured-steps.json").string(), kept[0]).ok());
+    const QLabel* third_label = third.deployment()->figuresLabel();
+    EXPECT_TRUE(QTest::qWaitFor([third_label] { return third_label->text().contains("987.5 ms per step"); }, 10000))
+        << third_label->text().toStdString();
     // Another batch is another step: not shown.
     w.model()->edit("batch", [](Scenario& s) { s.workload.batch = 3; });
     EXPECT_FALSE(w.deployment()->figuresLabel()->text().contains("Decode measured"));

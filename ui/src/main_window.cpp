@@ -157,9 +157,12 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
         const Scenario& s = model_->scenario();
         const bool other_model = model_->description() != notice_model_;
         notice_model_ = model_->description();
-        if (other_model || s.kv_dtype != notice_kv_dtype_ || !(s.parallel == notice_parallel_) ||
-            model_->undoStack()->index() < notice_undo_index_)
+        if (other_model || s.kv_dtype != notice_kv_dtype_ || !(s.parallel == notice_parallel_))
             statusBar()->clearMessage();
+    });
+    // The stack's index moves after an undo has changed the scenario: watched on its own.
+    connect(model_->undoStack(), &QUndoStack::indexChanged, this, [this](int index) {
+        if (index < notice_undo_index_) statusBar()->clearMessage();
     });
     connect(model_->undoStack(), &QUndoStack::cleanChanged, this, &MainWindow::updateTitleAndStatus);
     resize(1280, 800);
@@ -515,6 +518,8 @@ bool MainWindow::importModelFile(const QString& path) {
     addRecent(path);
     return true;
 }
+
+MainWindow::~MainWindow() { disconnect(model_->undoStack(), nullptr, this, nullptr); }
 
 bool MainWindow::acceptTypedText(const QString& refused) {
     // Text typed and not yet entered counts as entered; text a field refuses stops the save or export, so that no

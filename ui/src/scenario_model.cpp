@@ -108,10 +108,17 @@ ScenarioModel::ScenarioModel(const Catalog& catalog, QObject* parent)
 void ScenarioModel::watchMeasuredSteps() {
     if (!measured_watch_) return;
     const QString file = QString::fromStdString(measured_.path());
-    for (const QString& path : {QFileInfo(file).absolutePath(), file})
-        if (QFileInfo::exists(path) && !measured_watch_->files().contains(path) &&
-            !measured_watch_->directories().contains(path))
-            measured_watch_->addPath(path);
+    // The folder, or before it exists (a first run) the nearest folder above it that does, where it will appear.
+    QString folder = QFileInfo(file).absolutePath();
+    while (!QFileInfo(folder).isDir() && QFileInfo(folder).absolutePath() != folder)
+        folder = QFileInfo(folder).absolutePath();
+    QStringList wanted{folder};
+    if (QFileInfo::exists(file)) wanted << file;
+    const QStringList watched = measured_watch_->files() + measured_watch_->directories();
+    for (const QString& path : watched)
+        if (!wanted.contains(path)) measured_watch_->removePath(path);
+    for (const QString& path : wanted)
+        if (!watched.contains(path)) measured_watch_->addPath(path);
 }
 
 void ScenarioModel::measuredStepsChanged() {
@@ -145,10 +152,10 @@ bool same_weights_shape(Architecture a, Architecture b) {
 }
 }  // namespace
 
-void ScenarioModel::dropStaleWeights(Scenario& next) {
+bool ScenarioModel::dropStaleWeights(Scenario& next) {
     const bool exact = (next.model_weights && next.model_weights->exact_bytes > 0) ||
                        (next.deployment && next.deployment->weights_bytes_exact > 0);
-    if (!exact || same_weights_shape(next.arch, scenario_.arch)) return;
+    if (!exact || same_weights_shape(next.arch, scenario_.arch)) return false;
     // The files' bytes were those of the shape they came with, not of this one: estimated again (undo brings them
     // back).
     if (next.model_weights) {
@@ -159,6 +166,10 @@ void ScenarioModel::dropStaleWeights(Scenario& next) {
         next.deployment->weights_bytes_exact = 0;
         next.deployment->weights_source.clear();
     }
+    return true;
+}
+
+void ScenarioModel::sayWeightsEstimatedAgain() {
     emit notice(tr("The weights are estimated from the parameters again: the model's files describe another shape."));
 }
 
@@ -166,9 +177,10 @@ void ScenarioModel::edit(const QString& what, const std::function<void(Scenario&
     Scenario next = scenario_;
     change(next);
     if (next == scenario_) return;  // nothing changed: no undo step
-    dropStaleWeights(next);
+    const bool dropped = dropStaleWeights(next);
     undo_.push(
         new EditCommand(this, state(), {next, head_dim_follows_, description_, notes_, warnings_}, what, merge_id));
+    if (dropped) sayWeightsEstimatedAgain();  // after its undo step, which takes the notice back with it
 }
 
 void ScenarioModel::setLayers(std::uint64_t layers) {
@@ -209,10 +221,11 @@ void ScenarioModel::setHeadDim(std::uint64_t head_dim) {
     next.arch.head_dim_k = next.arch.head_dim_v = head_dim;
     if (next.arch == before.arch) return;
     // Setting head dim by hand stops it following the model dimension (until it matches again).
-    dropStaleWeights(next);
+    const bool dropped = dropStaleWeights(next);
     undo_.push(new EditCommand(this, {before, follows_before, description_, notes_, warnings_},
                                {next, head_dim_is_derived(next.arch), description_, notes_, warnings_},
                                tr("Change head dimension"), -1));
+    if (dropped) sayWeightsEstimatedAgain();
 }
 
 void ScenarioModel::loadCatalogModel(const QString& id) {

@@ -349,20 +349,27 @@ std::optional<std::pair<Scenario, TrafficQuestion>> TrafficView::ready(const QSt
             return std::nullopt;
         }
     // A decimal typed and not entered counts as entered; one outside the field's range is said, not run as the last.
-    const std::pair<DecimalSpinBox*, QString> decimals[] = {{rate_, tr("Arrivals")},
-                                                            {input_range_, tr("Prompt tokens ± ratio")},
-                                                            {output_range_, tr("Output tokens ± ratio")},
-                                                            {ttft_, tr("TTFT target")},
-                                                            {tpot_, tr("TPOT target")}};
-    for (const auto& [field, name] : decimals) {
+    // Those the run uses only: a trace gives the lengths (and, in full, the arrivals), and a target left off is none.
+    const bool trace = !trace_->text().trimmed().isEmpty();
+    const struct {
+        DecimalSpinBox* field;
+        QString name;
+        bool used;
+    } decimals[] = {{rate_, tr("Arrivals"), !all_at_once_->isChecked() && (!trace || lengths_only_->isChecked())},
+                    {input_range_, tr("Prompt tokens ± ratio"), !trace},
+                    {output_range_, tr("Output tokens ± ratio"), !trace},
+                    {ttft_, tr("TTFT target"), ttft_on_->isChecked()},
+                    {tpot_, tr("TPOT target"), tpot_on_->isChecked()}};
+    for (const auto& d : decimals) {
+        if (!d.used) continue;
         // Asked before interpretText(), which would put the last value back over text out of range in silence.
-        if (field->isEnabled() && !field->hasAcceptableInput()) {
+        if (!d.field->hasAcceptableInput()) {
             status_->setText(tr("%1: %2: '%3' is not between %4 and %5")
-                                 .arg(verb, name, field->cleanText(), field->textFromValue(field->minimum()),
-                                      field->textFromValue(field->maximum())));
+                                 .arg(verb, d.name, d.field->cleanText(), d.field->textFromValue(d.field->minimum()),
+                                      d.field->textFromValue(d.field->maximum())));
             return std::nullopt;
         }
-        field->interpretText();
+        d.field->interpretText();
     }
     // Text typed in the inputs (a context not yet entered) counts as entered, as it does before a save: a run never
     // takes the old value of a field that shows a new one.

@@ -44,6 +44,12 @@ public:
     enum Tab { OverviewTab, ChartTab, DeploymentTab, TrafficTab, ProbeTab, LearnTab };
     // `restore`: reopen the last scenario, layout and preferences from QSettings.
     explicit MainWindow(const Catalog& catalog, bool restore = true, QWidget* parent = nullptr);
+    // Leaves the model's undo stack, which its children's deletion clears (and so signals) after this is gone.
+    ~MainWindow() override;
+    MainWindow(const MainWindow&) = delete;
+    MainWindow& operator=(const MainWindow&) = delete;
+    MainWindow(MainWindow&&) = delete;
+    MainWindow& operator=(MainWindow&&) = delete;
 
     [[nodiscard]] ScenarioModel* model() const { return model_; }
     [[nodiscard]] InputsPanel* inputs() const { return inputs_; }

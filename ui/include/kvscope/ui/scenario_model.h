@@ -128,8 +128,10 @@ signals:
 private:
     void recompute();
     // An edit that gives `next`: the files' exact bytes no longer apply (and are cleared from next's model weights
-    // and deployment) when the edit changed the shape they described.
-    void dropStaleWeights(Scenario& next);
+    // and deployment) when the edit changed the shape they described; true when they were cleared.
+    bool dropStaleWeights(Scenario& next);
+    // The notice that the weights are estimated again, sent after the edit's undo step (so that undoing it takes it).
+    void sayWeightsEstimatedAgain();
     // The imported model in place of the scenario's, its formats and weights the model's own.
     std::optional<QString> adoptImported(const Result<ImportedModel>& imported, const std::string& model_id);
     // Says so when loading a model replaced the KV format that was in use.
