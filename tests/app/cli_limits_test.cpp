@@ -230,6 +230,23 @@ TEST(CliLimits, NoKvBudgetIsSaidAsNoneNotAsANegativeSize) {
     EXPECT_NE(fits.out.find(" GiB per GPU\nKV needed"), std::string::npos) << fits.out;
 }
 
+// A scenario file of a catalog model deployed on a catalog GPU with `engine`, in the temporary folder under a name
+// starting with `name` (spaces and accents welcome), as the window saves one.
+std::filesystem::path saved_scenario(const std::string& name, const std::string& model, const std::string& gpu,
+                                     kvscope::Engine engine) {
+    kvscope::Scenario saved;
+    saved.arch = kvscope::Catalog::builtin().find_model(model)->model.arch;
+    saved.model_id = model;
+    kvscope::Deployment d;
+    d.gpu = *kvscope::Catalog::builtin().find_gpu(gpu);
+    d.engine = engine;
+    saved.deployment = d;
+    const auto path =
+        std::filesystem::temp_directory_path() / (name + " " + std::to_string(::getpid()) + ".kvscope.json");
+    std::ofstream(path) << kvscope::scenario_to_json(saved);
+    return path;
+}
+
 // An option of another engine than the one fitted (--ubatch is llama.cpp's -ub) is said to change nothing, in the text
 // and in the JSON's warnings, never taken in silence; the engines that read it say nothing.
 TEST(CliLimits, AnotherEnginesOptionIsSaidToChangeNothing) {
@@ -260,16 +277,7 @@ TEST(CliLimits, AnotherEnginesOptionIsSaidToChangeNothing) {
               std::string::npos)
         << sglang.out;
     // Beside a saved scenario too.
-    kvscope::Scenario saved;
-    saved.arch = kvscope::Catalog::builtin().find_model("llama-3-8b")->model.arch;
-    saved.model_id = "llama-3-8b";
-    kvscope::Deployment d;
-    d.gpu = *kvscope::Catalog::builtin().find_gpu("h100-sxm");
-    d.engine = kvscope::Engine::tensorrt_llm;
-    saved.deployment = d;
-    const auto path =
-        std::filesystem::temp_directory_path() / ("other engine " + std::to_string(::getpid()) + ".kvscope.json");
-    std::ofstream(path) << kvscope::scenario_to_json(saved);
+    const auto path = saved_scenario("other engine", "llama-3-8b", "h100-sxm", kvscope::Engine::tensorrt_llm);
     const CliRun file = cli("fit --scenario '" + path.string() + "' --ubatch 256");
     std::filesystem::remove(path);
     ASSERT_EQ(file.status, 0) << file.err;
@@ -363,16 +371,7 @@ TEST(CliLimits, AUnifiedMemoryComputersShareIsSaidAndBounded) {
     const CliRun table = cli("gpus");
     EXPECT_NE(table.out.find("of 128 GiB unified"), std::string::npos) << table.out;
     // A saved Mac scenario given another share: still that machine, named once with its share.
-    kvscope::Scenario saved;
-    saved.arch = kvscope::Catalog::builtin().find_model("llama-3.1-8b")->model.arch;
-    saved.model_id = "llama-3.1-8b";
-    kvscope::Deployment d;
-    d.gpu = *kvscope::Catalog::builtin().find_gpu("m4-max-128gb");
-    d.engine = kvscope::Engine::llama_cpp;
-    saved.deployment = d;
-    const auto path =
-        std::filesystem::temp_directory_path() / ("mac é " + std::to_string(::getpid()) + ".kvscope.json");
-    std::ofstream(path) << kvscope::scenario_to_json(saved);
+    const auto path = saved_scenario("mac é", "llama-3.1-8b", "m4-max-128gb", kvscope::Engine::llama_cpp);
     const CliRun reopened = cli("fit --scenario '" + path.string() + "' --gpu-memory 110GiB --json");
     std::filesystem::remove(path);
     ASSERT_EQ(reopened.status, 0) << reopened.err;
