@@ -143,11 +143,7 @@ MainWindow::MainWindow(const Catalog& catalog, bool restore, QWidget* parent)
     connect(runner_, &ProbeRunner::finished, recompute, &RecomputeView::probeIdle);
 
     createActions();
-    traffic_->setCommitTyped([this] {
-        inputs_->commitPending();
-        deployment_->commitPending();
-        return inputs_->unaccepted() + deployment_->unaccepted();
-    });
+    traffic_->setCommitTyped([this] { return commitTypedText(); });
     connect(model_, &ScenarioModel::changed, this, &MainWindow::updateTitleAndStatus);
     // A notice about an edit of another model (its KV format replaced, …) goes with it when the model changes; a
     // notice about loading the new one comes after this.
@@ -521,12 +517,16 @@ bool MainWindow::importModelFile(const QString& path) {
 
 MainWindow::~MainWindow() { disconnect(model_->undoStack(), nullptr, this, nullptr); }
 
+QStringList MainWindow::commitTypedText() {
+    inputs_->commitPending();
+    deployment_->commitPending();
+    return inputs_->unaccepted() + deployment_->unaccepted();
+}
+
 bool MainWindow::acceptTypedText(const QString& refused) {
     // Text typed and not yet entered counts as entered; text a field refuses stops the save or export, so that no
     // file holds the old value of a field that shows a new one.
-    inputs_->commitPending();
-    deployment_->commitPending();
-    const QStringList left = inputs_->unaccepted() + deployment_->unaccepted();
+    const QStringList left = commitTypedText();
     if (left.isEmpty()) return true;
     messages_->showMessage(
         tr("%1: %2. Correct the marked field, or press Esc in it to put back its value.").arg(refused, left.join("; ")),

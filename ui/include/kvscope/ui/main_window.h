@@ -118,6 +118,9 @@ private:
     void rebuildRecentMenu();
     void updateTitleAndStatus();
     bool report(const std::optional<QString>& problem, const QString& done);
+    // Enters the text typed in the inputs' and Deployment tab's fields and not yet entered; what they still refuse
+    // (a field's name and why), empty when every field holds a value. A save, an export and a run begin with it.
+    QStringList commitTypedText();
     // Commits the text typed in the inputs and not yet entered; false, with `refused` ("Not saved") and what each
     // field refuses in the message bar, when a field holds text it does not accept.
     bool acceptTypedText(const QString& refused);
