@@ -389,37 +389,28 @@ void apply_deployment_options(const Options& o, const Catalog& catalog, Scenario
 }
 
 // The options of one engine given for another: taken and kept with the deployment, and said to change nothing, as a
-// setting the engine has no flag for would be refused or ignored by it. SGLang's scheduler in simulate (and a plan's
-// traffic) reads vLLM's two batch limits as its chunked_prefill_size and max_running_requests (serving.cpp
-// sglang_settings); its fit does not. Ollama starts llama.cpp. llama.cpp's split options say so in the fit itself
-// (fit.cpp split()).
-void note_other_engines_options(const Options& o, Engine engine, std::vector<std::string>& notes) {
-    const bool llama = runs_llama_cpp(engine), vllm = engine == Engine::vllm;
+// setting the engine has no flag for would be refused or ignored by it (engine.h setting_unread_note says which
+// engine reads which, where). llama.cpp's split options say so in the fit itself (fit.cpp split()).
+void note_other_engines_options(const Options& o, const Deployment& d, std::vector<std::string>& notes) {
     const bool serves = o.command_id == Command::simulate ||
                         (o.command_id == Command::plan && (o.ttft_ms.has_value() || o.tpot_ms.has_value()));
-    const bool sglang = engine == Engine::sglang;
     const struct {
         bool given;
+        EngineSetting setting;
         const char* option;
-        bool read;
-        bool sglang_serving;  // SGLang's scheduler reads it in simulate, its fit does not
-        const char* whose;
     } kOptions[] = {
-        {o.max_num_batched_tokens.has_value(), "--max-num-batched-tokens", vllm || (sglang && serves), true,
-         "vLLM's (and SGLang's scheduler's, in simulate)"},
-        {o.max_num_seqs.has_value(), "--max-num-seqs", vllm || (sglang && serves), true,
-         "vLLM's (and SGLang's scheduler's, in simulate)"},
-        {o.enforce_eager, "--enforce-eager", vllm, false, "vLLM's"},
-        {o.vllm_version.has_value(), "--vllm-version", vllm, false, "vLLM's"},
-        {o.max_num_tokens.has_value(), "--max-num-tokens", engine == Engine::tensorrt_llm, false, "TensorRT-LLM's"},
-        {o.ubatch.has_value(), "--ubatch", llama, false, "llama.cpp's"},
-        {o.flash_attn.has_value(), "--flash-attn", llama, false, "llama.cpp's"},
+        {o.max_num_batched_tokens.has_value(), EngineSetting::max_num_batched_tokens, "--max-num-batched-tokens"},
+        {o.max_num_seqs.has_value(), EngineSetting::max_num_seqs, "--max-num-seqs"},
+        {o.enforce_eager, EngineSetting::enforce_eager, "--enforce-eager"},
+        {o.vllm_version.has_value(), EngineSetting::vllm_version, "--vllm-version"},
+        {o.max_num_tokens.has_value(), EngineSetting::max_num_tokens, "--max-num-tokens"},
+        {o.ubatch.has_value(), EngineSetting::ubatch, "--ubatch"},
+        {o.flash_attn.has_value(), EngineSetting::flash_attn, "--flash-attn"},
     };
     for (const auto& opt : kOptions)
-        if (opt.given && !opt.read)
-            notes.push_back(std::string(opt.option) + " is " + opt.whose + " setting; " +
-                            std::string(to_string(engine)) + (sglang && opt.sglang_serving ? "'s fit" : "") +
-                            " has none, so it changes nothing here");
+        if (opt.given)
+            if (auto note = setting_unread_note(d.engine, opt.setting, serves, d.fraction_given, opt.option))
+                notes.push_back(std::move(*note));
 }
 
 }  // namespace
@@ -455,7 +446,7 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
         if ((o.command_id == Command::fit || o.command_id == Command::plan) && !s.deployment)
             apply_deployment_options(o, catalog, s, errors);
         if (!errors.empty()) return errors;
-        if (s.deployment) note_other_engines_options(o, s.deployment->engine, source.notes);
+        if (s.deployment) note_other_engines_options(o, *s.deployment, source.notes);
         return s;
     }
     if (o.config || o.gguf || o.model_dir) {
@@ -498,7 +489,7 @@ Result<Scenario> build_scenario(const Options& o, const Catalog& catalog, Scenar
             s.model_weights = ModelWeights{.dtype = *w, .exact_bytes = 0, .source = {}, .engine = {}, .quant = {}};
     } else if (o.command_id == Command::fit || o.command_id == Command::plan || names_deployment(o)) {
         apply_deployment_options(o, catalog, s, errors);
-        if (s.deployment) note_other_engines_options(o, s.deployment->engine, source.notes);
+        if (s.deployment) note_other_engines_options(o, *s.deployment, source.notes);
         // Ollama's own num_ctx for the GPUs' memory where no context is given (server/routes.go), as it would run.
         if (!o.context && s.deployment && s.deployment->engine == Engine::ollama) {
             const OllamaContext c = ollama_context_for(s.deployment->gpu, s.deployment->gpu_count, s.arch);

@@ -16,9 +16,11 @@
 namespace kvscope {
 SglangDefault sglang_default_fraction(const Deployment& d, const Parallelism& parallel) {
     // sglang/srt/server_args.py ServerArgs._handle_gpu_memory_settings (PR #10975, v0.5.3 on): gpu_mem is the GPU's
-    // memory in MiB (nvidia-smi); the chunked-prefill size and CUDA-graph batch follow it, then
+    // memory in MiB (nvidia-smi); the chunked-prefill size (unless given: --chunked-prefill-size, KVScope's
+    // --max-num-batched-tokens) and CUDA-graph batch follow it, then
     //   reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + 2 x cuda_graph_max_bs + tp x pp / 8 x 1024
-    //   (at least 10 GiB on a GPU above 60 GiB; 2 GiB more with a speculative draft),
+    //   (at least 10 GiB on a GPU above 60 GiB; then 6 GiB more for a separate draft model, speculative algorithm
+    //   STANDALONE, 2 GiB for an EAGLE head or the MTP layers),
     //   mem_fraction_static = round((gpu_mem - reserved) / gpu_mem, 3).
     SglangDefault s;
     const double gpu_mib = static_cast<double>(d.gpu.memory_bytes) / static_cast<double>(1ull << 20);
@@ -34,20 +36,32 @@ SglangDefault sglang_default_fraction(const Deployment& d, const Parallelism& pa
     } else {
         s.chunked_prefill_size = 16384, s.cuda_graph_max_bs = 512;
     }
+    s.chunked_prefill_given = d.vllm.max_num_batched_tokens > 0;
+    if (s.chunked_prefill_given) s.chunked_prefill_size = d.vllm.max_num_batched_tokens;
     double reserved = 512 + 1.5 * static_cast<double>(std::max<std::uint64_t>(s.chunked_prefill_size, 2048)) +
                       2.0 * static_cast<double>(s.cuda_graph_max_bs) + static_cast<double>(tp * pp) / 8 * 1024;
     if (gpu_mib > 60 * 1024.0) reserved = std::max(reserved, 10 * 1024.0);
-    if (d.mtp || d.draft) reserved += 2 * 1024;
+    if (d.draft && d.draft->method == DraftMethod::draft_model)
+        s.draft_mib = 6 * 1024;
+    else if (d.mtp || d.draft)
+        s.draft_mib = 2 * 1024;
+    reserved += static_cast<double>(s.draft_mib);
     s.reserved_mib = static_cast<std::uint64_t>(reserved);
     // Python's round(x, 3) rounds the double's exact value, halves to even (0.8125 -> 0.812): to_chars with three
-    // decimals does the same, and reading it back gives that decimal's double.
-    if (gpu_mib > reserved) {
-        char digits[32];
-        const auto written =
-            std::to_chars(digits, digits + sizeof digits, (gpu_mib - reserved) / gpu_mib, std::chars_format::fixed, 3);
-        std::from_chars(digits, written.ptr, s.fraction);
-    }
+    // decimals does the same, and reading it back gives that decimal's double. At or below 0 SGLang does not start
+    // (validate says so).
+    char digits[32];
+    const auto written =
+        std::to_chars(digits, digits + sizeof digits, (gpu_mib - reserved) / gpu_mib, std::chars_format::fixed, 3);
+    std::from_chars(digits, written.ptr, s.fraction);
     return s;
+}
+
+std::string sglang_reserved_terms(const SglangDefault& g) {
+    return "512 + 1.5 x chunked prefill " + format_count(g.chunked_prefill_size) +
+           (g.chunked_prefill_given ? " (given)" : "") + " + 2 x CUDA-graph batch " +
+           format_count(g.cuda_graph_max_bs) + " + TP x PP / 8 GiB, at least 10 GiB above 60 GiB" +
+           (g.draft_mib > 0 ? ", " + format_count(g.draft_mib) + " MiB more for the draft" : "");
 }
 
 double effective_fraction(const Deployment& d, const Parallelism& parallel) {
@@ -83,6 +97,20 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
                                       "; set --tp/--pp so their product is the GPU count"});
     if (!(d.fraction > 0.0 && d.fraction <= 1.0))
         e.push_back({Field::utilization, "the memory fraction must be above 0 and at most 1"});
+    // SGLang's own fraction where what it keeps back takes the whole GPU: model_runner.py refuses to start ("Not
+    // enough memory. Please try to increase --mem-fraction-static").
+    if (d.engine == Engine::sglang && !d.fraction_given && d.gpu.memory_bytes > 0) {
+        const SglangDefault g = sglang_default_fraction(d, parallel);
+        if (!(g.fraction > 0.0))
+            e.push_back({g.chunked_prefill_given ? Field::max_num_batched_tokens : Field::gpu_memory,
+                         "SGLang keeps back " + format_count(g.reserved_mib) + " MiB (" + sglang_reserved_terms(g) +
+                             ") of the GPU's " + format_count(d.gpu.memory_bytes >> 20) + " MiB" +
+                             ", which leaves its default mem_fraction_static at " +
+                             number_text(g.fraction, Notation::fixed, 3) +
+                             ": SGLang does not start; give a smaller chunked prefill (--max-num-batched-tokens) or a "
+                             "memory fraction "
+                             "(--utilization)"});
+    }
     if (d.vllm.max_num_batched_tokens > kMaxVllmBatchedTokens)
         e.push_back({Field::max_num_batched_tokens, format_count(d.vllm.max_num_batched_tokens) +
                                                         " tokens a step is more than any deployment takes (at most " +

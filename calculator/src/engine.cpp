@@ -3,6 +3,7 @@
 
 #include <array>
 #include <initializer_list>
+#include <string>
 
 #include "kvscope/calculator/tables.h"
 
@@ -72,6 +73,69 @@ bool engine_keeps_kv_format(Engine engine, KvDtype dtype) {
 }
 std::string_view kv_formats_source(Engine engine) {
     return kEngines.at(static_cast<std::size_t>(engine)).formats_source;
+}
+
+namespace {
+
+// Whose each setting is, and what SGLang calls it where it reads vLLM's.
+struct SettingInfo {
+    EngineSetting setting;
+    std::string_view owner;
+    std::string_view sglang_name;  // empty: SGLang does not read it
+};
+constexpr std::array<SettingInfo, enum_count<EngineSetting>()> kSettings{{
+    {EngineSetting::max_num_batched_tokens, "vLLM's", "chunked_prefill_size"},
+    {EngineSetting::max_num_seqs, "vLLM's", "max_running_requests"},
+    {EngineSetting::enforce_eager, "vLLM's", {}},
+    {EngineSetting::vllm_version, "vLLM's", {}},
+    {EngineSetting::max_num_tokens, "TensorRT-LLM's", {}},
+    {EngineSetting::ubatch, "llama.cpp's", {}},
+    {EngineSetting::flash_attn, "llama.cpp's", {}},
+}};
+static_assert(lists_in_order(kSettings, [](const SettingInfo& s) { return s.setting; }),
+              "kSettings: one entry per EngineSetting, in order");
+
+const SettingInfo& info(EngineSetting setting) { return kSettings.at(static_cast<std::size_t>(setting)); }
+
+}  // namespace
+
+bool engine_reads(Engine engine, EngineSetting setting, SettingUse use, bool fraction_given) {
+    switch (setting) {
+        case EngineSetting::max_num_batched_tokens:
+            return engine == Engine::vllm ||
+                   (engine == Engine::sglang && (use == SettingUse::serving || !fraction_given));
+        case EngineSetting::max_num_seqs:
+            return engine == Engine::vllm || (engine == Engine::sglang && use == SettingUse::serving);
+        case EngineSetting::enforce_eager:
+        case EngineSetting::vllm_version:
+            return engine == Engine::vllm;
+        case EngineSetting::max_num_tokens:
+            return engine == Engine::tensorrt_llm;
+        case EngineSetting::ubatch:
+        case EngineSetting::flash_attn:
+            return runs_llama_cpp(engine);
+    }
+    return false;
+}
+
+bool engine_has_setting(Engine engine, EngineSetting setting) {
+    return engine_reads(engine, setting, SettingUse::fit) || engine_reads(engine, setting, SettingUse::serving);
+}
+
+std::optional<std::string> setting_unread_note(Engine engine, EngineSetting setting, bool serving, bool fraction_given,
+                                               std::string_view option) {
+    if (engine_reads(engine, setting, SettingUse::fit, fraction_given) ||
+        (serving && engine_reads(engine, setting, SettingUse::serving, fraction_given)))
+        return std::nullopt;
+    const SettingInfo& s = info(setting);
+    std::string note = std::string(option) + " is " + std::string(s.owner) + " setting";
+    if (engine != Engine::sglang || s.sglang_name.empty())
+        return note + "; " + std::string(to_string(engine)) + " has none, so it changes nothing here";
+    // SGLang reads it, but not here: in its simulation alone, or in its own memory fraction, which one given replaces.
+    note += " (SGLang's " + std::string(s.sglang_name) + ", which its simulation reads";
+    if (engine_reads(engine, setting, SettingUse::fit, false))
+        return note + ", and its own memory fraction, which the fraction given replaces), so it changes nothing here";
+    return note + "); sglang's fit has none, so it changes nothing here";
 }
 
 std::optional<Engine> parse_engine(std::string_view text) {

@@ -394,10 +394,7 @@ private:
             const SglangDefault g = sglang_default_fraction(d, parallel);
             r.notes.push_back("SGLang's default mem_fraction_static for this GPU and layout: " +
                               number_text(g.fraction, Notation::fixed, 3) + " = 1 - " + format_count(g.reserved_mib) +
-                              " MiB kept back (512 + 1.5 x chunked prefill " + format_count(g.chunked_prefill_size) +
-                              " + 2 x CUDA-graph batch " + format_count(g.cuda_graph_max_bs) +
-                              " + TP x PP / 8 GiB, at least 10 GiB above 60 GiB" +
-                              (d.mtp || d.draft ? ", 2 GiB more for the draft" : "") + ") of " +
+                              " MiB kept back (" + sglang_reserved_terms(g) + ") of " +
                               format_bytes(d.gpu.memory_bytes) +
                               " (sglang/srt/server_args.py, v0.5.3 on); --utilization sets it");
         }

@@ -127,10 +127,9 @@ void sglang_settings(const Deployment& d, std::uint64_t bytes_per_token, std::ui
     st.block_size = 1;
     st.bytes_per_block = bytes_per_token;
     st.kv_blocks = budget / bytes_per_token;  // max_total_num_tokens
-    // _handle_gpu_memory_settings: chunked_prefill_size by the GPU's memory.
-    const std::uint64_t gib = d.gpu.memory_bytes / kGiB;
-    const std::uint64_t chunk = gib < 35 ? 2048 : gib < 60 ? 4096 : gib < 160 ? 8192 : 16384;
-    st.max_num_batched_tokens = d.vllm.max_num_batched_tokens > 0 ? d.vllm.max_num_batched_tokens : chunk;
+    // _handle_gpu_memory_settings: chunked_prefill_size by the GPU's memory, unless given (the layout changes only
+    // the CUDA-graph batch).
+    st.max_num_batched_tokens = sglang_default_fraction(d, {}).chunked_prefill_size;
     st.max_prefill_tokens = 16384;
     // max_running_requests: min(max_total_num_tokens / 2, the request pool), the pool
     // min(max(max_total_num_tokens / context_len x 512, 2048), 4096) (tp_worker.py, model_runner.py init_memory_pool).

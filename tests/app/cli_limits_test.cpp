@@ -269,13 +269,35 @@ TEST(CliLimits, AnotherEnginesOptionIsSaidToChangeNothing) {
         ASSERT_EQ(r.status, 0) << read << ": " << r.err;
         EXPECT_EQ(r.out.find("changes nothing here"), std::string::npos) << read << ": " << r.out;
     }
-    // SGLang's scheduler reads the batch limits when it serves traffic; its fit does not.
+    // SGLang's scheduler reads the batch limits when it serves traffic; its fit does not read max_running_requests.
     const CliRun sglang = cli("fit --model llama-3-8b --gpu h100-sxm --engine sglang --max-num-seqs 8");
     ASSERT_EQ(sglang.status, 0) << sglang.err;
-    EXPECT_NE(sglang.out.find("note: --max-num-seqs is vLLM's (and SGLang's scheduler's, in simulate) setting; "
-                              "sglang's fit has none, so it changes nothing here"),
+    EXPECT_NE(sglang.out.find("note: --max-num-seqs is vLLM's setting (SGLang's max_running_requests, which its "
+                              "simulation reads); sglang's fit has none, so it changes nothing here"),
               std::string::npos)
         << sglang.out;
+    // Its chunked_prefill_size sizes its own fraction: read by the fit (0.835 becomes 0.383 on an H100 at 32,768),
+    // said to change nothing once a fraction is given.
+    const CliRun chunk = cli("fit --model llama-3-8b --gpu h100-sxm --engine sglang --max-num-batched-tokens 32k");
+    ASSERT_EQ(chunk.status, 0) << chunk.err;
+    EXPECT_EQ(chunk.out.find("changes nothing here"), std::string::npos) << chunk.out;
+    EXPECT_NE(chunk.out.find("sglang (fraction 0.383)"), std::string::npos) << chunk.out;
+    EXPECT_NE(chunk.out.find("1.5 x chunked prefill 32,768 (given)"), std::string::npos) << chunk.out;
+    const CliRun given =
+        cli("fit --model llama-3-8b --gpu h100-sxm --engine sglang --max-num-batched-tokens 32k --utilization 0.8");
+    ASSERT_EQ(given.status, 0) << given.err;
+    EXPECT_NE(given.out.find("note: --max-num-batched-tokens is vLLM's setting (SGLang's chunked_prefill_size, which "
+                             "its simulation reads, and its own memory fraction, which the fraction given replaces), "
+                             "so it changes nothing here"),
+              std::string::npos)
+        << given.out;
+    // Where what SGLang keeps back takes the whole GPU, it does not start: refused, naming the option.
+    const CliRun whole = cli("fit --model llama-3-8b --gpu rtx-4090 --engine sglang --max-num-batched-tokens 32k");
+    EXPECT_EQ(whole.status, 2);
+    EXPECT_NE(whole.err.find("SGLang keeps back 49,840 MiB"), std::string::npos) << whole.err;
+    EXPECT_NE(whole.err.find("a smaller chunked prefill (--max-num-batched-tokens)"), std::string::npos) << whole.err;
+    EXPECT_NE(whole.err.find("its default mem_fraction_static at -1.029: SGLang does not start"), std::string::npos)
+        << whole.err;
     // Beside a saved scenario too.
     const auto path = saved_scenario("other engine", "llama-3-8b", "h100-sxm", kvscope::Engine::tensorrt_llm);
     const CliRun file = cli("fit --scenario '" + path.string() + "' --ubatch 256");

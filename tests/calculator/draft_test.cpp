@@ -151,13 +151,19 @@ TEST(Draft, ADraftModelsWeightsAndKvCountInTheFit) {
     ASSERT_TRUE(step.ok() && own.ok());
     EXPECT_EQ(step->bytes_read_per_step_per_gpu, own->bytes_read_per_step_per_gpu);
     EXPECT_EQ(step->kv_exceeds_weights_at_tokens, own->kv_exceeds_weights_at_tokens);
-    // SGLang keeps 2 GiB more back for a draft, as for the MTP layers.
+    // SGLang keeps 6 GiB more back for a separate draft model (its STANDALONE algorithm), 2 GiB for an EAGLE head as
+    // for the MTP layers (server_args.py _handle_gpu_memory_settings).
     Deployment s = d;
     s.engine = Engine::sglang;
     Deployment s_alone = s;
     s_alone.draft.reset();
-    EXPECT_NEAR(sglang_default_fraction(s_alone, {.tp = 4}).fraction - sglang_default_fraction(s, {.tp = 4}).fraction,
-                2048.0 / 81920, 0.002);
+    const SglangDefault alone_default = sglang_default_fraction(s_alone, {.tp = 4});
+    const SglangDefault standalone = sglang_default_fraction(s, {.tp = 4});
+    EXPECT_EQ(standalone.reserved_mib - alone_default.reserved_mib, 6144u);
+    EXPECT_EQ(standalone.draft_mib, 6144u);
+    Deployment eagle = s;
+    eagle.draft->method = DraftMethod::eagle;
+    EXPECT_EQ(sglang_default_fraction(eagle, {.tp = 4}).reserved_mib - alone_default.reserved_mib, 2048u);
 }
 
 TEST(Draft, AnEagleHeadsFcIsWholeOnEveryGpu) {

@@ -258,6 +258,26 @@ TEST(Fit, SglangsDefaultFractionIsItsOwnForTheGpuAndLayout) {
         return sglang_default_fraction(d, {.tp = tp, .pp = pp}).fraction;
     };
     EXPECT_DOUBLE_EQ(layout(4, 3), 0.812);
+    // A chunked prefill given (--chunked-prefill-size, KVScope's --max-num-batched-tokens) takes the place of the
+    // GPU's: an H100 at 32,768 keeps back 512 + 49,152 + 512 + 128 = 50,304 of 81,559 MiB -> 0.383, and the scheduler
+    // chunks prompts by it. Where what it keeps back is the whole GPU (an RTX 4090 at 32,768: 49,840 of 24,564 MiB)
+    // SGLang does not start, and the deployment is refused, naming the setting.
+    Deployment chunked;
+    chunked.gpu = *c.find_gpu("h100-sxm");
+    chunked.engine = Engine::sglang;
+    chunked.vllm.max_num_batched_tokens = 32768;
+    const SglangDefault given = sglang_default_fraction(chunked, {});
+    EXPECT_TRUE(given.chunked_prefill_given);
+    EXPECT_EQ(given.reserved_mib, 50'304u);
+    EXPECT_DOUBLE_EQ(given.fraction, 0.383);
+    EXPECT_TRUE(validate(chunked, {}).empty());
+    chunked.gpu = *c.find_gpu("rtx-4090");
+    const Errors refused = validate(chunked, {});
+    ASSERT_EQ(refused.size(), 1u);
+    EXPECT_EQ(refused.front().input, Field::max_num_batched_tokens);
+    EXPECT_NE(refused.front().message.find("SGLang does not start"), std::string::npos) << refused.front().message;
+    chunked.fraction_given = true;  // a fraction given: SGLang's own is not computed
+    EXPECT_TRUE(validate(chunked, {}).empty());
     // The fit applies it until a fraction is given, and says so.
     const auto& a = c.find_model("llama-3-8b")->model.arch;
     Deployment d;

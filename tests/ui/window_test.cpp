@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 
 #include "kvscope/calculator/fit.h"
+#include "kvscope/ui/decimal_spin_box.h"
 #include "kvscope/ui/deployment_view.h"
 #include "kvscope/ui/gpu_memory_bar.h"
 #include "kvscope/ui/inputs_panel.h"
@@ -279,6 +280,53 @@ TEST(Window, VllmsStartupSettingsAreFieldsThatChangeItsReserve) {
     // Another engine has no such settings.
     w.model()->edit("sglang", [](Scenario& s) { s.deployment->engine = Engine::sglang; });
     EXPECT_FALSE(d->vllmVersionField()->isVisibleTo(d));
+    EXPECT_FALSE(d->vllmGraphsField()->isVisibleTo(d));
+}
+
+TEST(Window, SglangsChunkedPrefillIsAFieldThatSetsItsOwnFraction) {
+    // SGLang reads the tokens a step as chunked_prefill_size, which sizes its default mem_fraction_static
+    // (server_args.py _handle_gpu_memory_settings): the field shows with SGLang's default, and a size typed in it
+    // changes the fraction the fit applies, as kvscope-cli fit --engine sglang --max-num-batched-tokens 32k prints
+    // ("sglang (fraction 0.383)").
+    MainWindow w(catalog(), false);
+    w.model()->loadCatalogModel("llama-3-8b");
+    w.deployment()->enableBox()->setChecked(true);
+    w.model()->edit("sglang", [](Scenario& s) { s.deployment->engine = Engine::sglang; });
+    DeploymentView* d = w.deployment();
+    ASSERT_TRUE(d->vllmTokensField()->isVisibleTo(d));
+    ASSERT_TRUE(d->vllmSequencesField()->isVisibleTo(d));
+    EXPECT_EQ(d->vllmTokensField()->placeholderText(), "SGLang's default: 8,192");
+    EXPECT_TRUE(d->vllmTokensField()->toolTip().startsWith("chunked_prefill_size"))
+        << d->vllmTokensField()->toolTip().toStdString();
+    // max_running_requests: half SGLang's token pool at most, and its request pool's 4,096 on an H100.
+    EXPECT_EQ(d->vllmSequencesField()->placeholderText(), "SGLang's default: 4,096");
+    EXPECT_DOUBLE_EQ(w.model()->results().fit->fraction, 0.835);
+    d->vllmTokensField()->setText("32k");
+    d->vllmTokensField()->setModified(true);
+    emit d->vllmTokensField()->editingFinished();
+    EXPECT_EQ(w.model()->scenario().deployment->vllm.max_num_batched_tokens, 32768u);
+    EXPECT_DOUBLE_EQ(w.model()->results().fit->fraction, 0.383);
+    EXPECT_NEAR(d->fractionField()->value(), 0.383, 1e-9);
+    EXPECT_EQ(w.model()->undoStack()->undoText(), "Change SGLang's batch limits");
+    // The same figure as a fit of the scenario itself (what the CLI and every export compute).
+    const Scenario& s = w.model()->scenario();
+    const auto same = fit(s.arch, s.kv_dtype, s.workload, s.parallel, *s.deployment);
+    ASSERT_TRUE(same.ok());
+    EXPECT_EQ(w.model()->results().fit->kv_budget_bytes_per_gpu, same->kv_budget_bytes_per_gpu);
+    // A given fraction replaces SGLang's own: the chunk no longer changes it.
+    w.model()->undoStack()->undo();
+    EXPECT_DOUBLE_EQ(w.model()->results().fit->fraction, 0.835);
+    EXPECT_EQ(d->vllmTokensField()->text(), "");
+    // On an RTX 4090 SGLang would keep back more than the GPU at 32k a chunk and not start: marked, not computed.
+    w.model()->edit("4090", [](Scenario& s) { s.deployment->gpu = *Catalog::builtin().find_gpu("rtx-4090"); });
+    d->vllmTokensField()->setText("32k");
+    d->vllmTokensField()->setModified(true);
+    emit d->vllmTokensField()->editingFinished();
+    ASSERT_EQ(w.model()->errors().size(), 1u);
+    EXPECT_EQ(w.model()->errors().front().input, Field::max_num_batched_tokens);
+    EXPECT_TRUE(d->vllmTokensField()->toolTip().contains("SGLang does not start"))
+        << d->vllmTokensField()->toolTip().toStdString();
+    EXPECT_TRUE(d->vllmTokensField()->toolTip().startsWith("chunked_prefill_size"));
 }
 
 TEST(Window, AQuantizedCheckpointsWeightsAreItsSchemesUntilAFormatIsChosen) {
@@ -427,7 +475,8 @@ TEST(Window, EachEnginesRowsShowForItAloneAtEveryWidth) {
             w.resize(width, 900);
             QApplication::processEvents();
         }
-        EXPECT_EQ(d->vllmTokensField()->isVisibleTo(d), engine == Engine::vllm);
+        EXPECT_EQ(d->vllmTokensField()->isVisibleTo(d), engine == Engine::vllm || engine == Engine::sglang);
+        EXPECT_EQ(d->vllmVersionField()->isVisibleTo(d), engine == Engine::vllm);
         EXPECT_EQ(d->ubatchField()->isVisibleTo(d), runs_llama_cpp(engine));
         EXPECT_EQ(d->trtllmTokensField()->isVisibleTo(d), engine == Engine::tensorrt_llm);
         EXPECT_TRUE(d->mtpField()->isVisibleTo(d));

@@ -20,6 +20,7 @@
 #include "kvscope/calculator/engine_reserve.h"
 #include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/offload.h"
+#include "kvscope/calculator/serving.h"
 #include "kvscope/calculator/weights.h"
 #include "kvscope/probe/plugins.h"
 #include "kvscope/ui/decimal_spin_box.h"
@@ -45,6 +46,22 @@ constexpr int kGgufMixItems = 1000;
 // The Draft model box's items besides the catalog's ids: no draft, a file to choose.
 const QString kNoDraft = QStringLiteral("");
 const QString kDraftFile = QStringLiteral("\u0001file");  // no id or path a user types
+
+// vLLM's batch limits, as the fields' tooltips give them (SGLang's reading of the same fields: refresh).
+QString vllmTokensTip() {
+    return DeploymentView::tr(
+        "max_num_batched_tokens: tokens in one step of vLLM's profile run. Empty: vLLM's default "
+        "for this GPU (--max-num-batched-tokens).");
+}
+// Whose batch limits the fields hold: SGLang's where it reads them, else vLLM's.
+QString batchLimitsEngine(Engine engine) {
+    return engine == Engine::sglang ? QStringLiteral("SGLang") : QStringLiteral("vLLM");
+}
+QString vllmSeqsTip() {
+    return DeploymentView::tr(
+        "max_num_seqs: sequences in one step, whose logits the profile run samples. Empty: "
+        "vLLM's default (--max-num-seqs).");
+}
 
 // The vLLM version box's items: minor x 1000 + (patch + 1, or 0 where no patch is named); 0 is the default.
 constexpr qulonglong kVersionKeyMinor = 1000;
@@ -211,12 +228,8 @@ DeploymentView::DeploymentView(ScenarioModel* model, QWidget* parent)
     marks_.add(vllm_version_, {},
                tr("The vLLM version whose startup rules apply: the sampler's memory changed at 0.12, CUDA graphs are "
                   "subtracted from 0.21 (--vllm-version)."));
-    marks_.add(vllm_tokens_, {Field::max_num_batched_tokens},
-               tr("max_num_batched_tokens: tokens in one step of vLLM's profile run. Empty: vLLM's default for this "
-                  "GPU (--max-num-batched-tokens)."));
-    marks_.add(vllm_seqs_, {Field::max_num_seqs},
-               tr("max_num_seqs: sequences in one step, whose logits the profile run samples. Empty: vLLM's default "
-                  "(--max-num-seqs)."));
+    marks_.add(vllm_tokens_, {Field::max_num_batched_tokens}, vllmTokensTip());
+    marks_.add(vllm_seqs_, {Field::max_num_seqs}, vllmSeqsTip());
     vllm_graphs_->setToolTip(tr("Off: --enforce-eager, no CUDA graphs (subtracted from vLLM 0.21 on)."));
     marks_.add(mtp_, {Field::mtp_layers},
                tr("As vLLM's --speculative-config method mtp: the layers' weights and KV cache count "
@@ -523,8 +536,9 @@ void DeploymentView::commitVllmBatch() {
         auto n = tokens ? parse_token_count(text, name) : parse_count(text, name);
         if (!n)
             typed_.insert(field, q(n.errors().front().message));
-        else if (*n == 0)  // as the command line: 0 is no setting vLLM takes
-            typed_.insert(field, tr("'%1' is no count it takes: at least 1, or empty for vLLM's default").arg(q(text)));
+        else if (*n == 0)  // as the command line: 0 is no setting vLLM (or SGLang) takes
+            typed_.insert(field, tr("'%1' is no count it takes: at least 1, or empty for %2's default")
+                                     .arg(q(text), batchLimitsEngine(model_->scenario().deployment->engine)));
         else
             slot = *n;
     };
@@ -533,7 +547,8 @@ void DeploymentView::commitVllmBatch() {
     for (QLineEdit* field : {vllm_tokens_, vllm_seqs_})
         if (!typed_.contains(field)) field->setModified(false);  // accepted: the scenario's text again
     if (!(v == model_->scenario().deployment->vllm))
-        model_->edit(tr("Change vLLM's batch limits"), [&v](Scenario& s) { s.deployment->vllm = v; });
+        model_->edit(tr("Change %1's batch limits").arg(batchLimitsEngine(model_->scenario().deployment->engine)),
+                     [&v](Scenario& s) { s.deployment->vllm = v; });
     sync();
 }
 
@@ -798,9 +813,14 @@ void DeploymentView::sync() {
                                                                    ? kGgufMixItems + static_cast<int>(*d.gguf_mix)
                                                                    : static_cast<int>(d.weight_dtype)));
         rule_->setText(q(std::string(budget_rule(d.engine))));
-        // vLLM's startup settings; the placeholders show the defaults the fit uses.
-        for (QWidget* field : std::initializer_list<QWidget*>{vllm_version_, vllm_tokens_, vllm_seqs_, vllm_graphs_})
-            form_->setRowVisible(field, d.engine == Engine::vllm);
+        // vLLM's startup settings, the two batch limits SGLang's too (engine.h engine_has_setting); the
+        // placeholders show the defaults the fit and the Traffic tab use.
+        const bool sglang = d.engine == Engine::sglang;
+        for (auto [field, setting] : {std::pair<QWidget*, EngineSetting>{vllm_version_, EngineSetting::vllm_version},
+                                      {vllm_tokens_, EngineSetting::max_num_batched_tokens},
+                                      {vllm_seqs_, EngineSetting::max_num_seqs},
+                                      {vllm_graphs_, EngineSetting::enforce_eager}})
+            form_->setRowVisible(field, engine_has_setting(d.engine, setting));
         // A later version than the rules (from a file or --vllm-version) is listed as it is, with the rules it gets.
         const QVariant version = vllm_version_key(d.vllm.version_minor, d.vllm.version_patch);
         if (vllm_version_->findData(version) < 0) {
@@ -811,9 +831,10 @@ void DeploymentView::sync() {
                                    version);
         }
         vllm_version_->setCurrentIndex(vllm_version_->findData(version));
-        // --reserve fixed the reserve: vLLM's settings then change nothing, and the rule says why.
+        // --reserve fixed the reserve: vLLM's settings then change nothing, and the rule says why. SGLang reads its
+        // batch limits in its own fraction and scheduler, whatever the reserve.
         for (QWidget* field : std::initializer_list<QWidget*>{vllm_version_, vllm_tokens_, vllm_seqs_})
-            field->setEnabled(on && !d.fixed_reserve);
+            field->setEnabled(on && (sglang || !d.fixed_reserve));
         if (d.fixed_reserve && (d.engine == Engine::vllm || d.engine == Engine::tensorrt_llm))
             rule_->setText(rule_->text() + tr(" — the reserve is fixed (--reserve), so %1's settings do not change it")
                                                .arg(d.engine == Engine::vllm ? QStringLiteral("vLLM")
@@ -822,13 +843,36 @@ void DeploymentView::sync() {
         Deployment without_tokens = d, without_seqs = d;
         without_tokens.vllm.max_num_batched_tokens = 0;
         without_seqs.vllm.max_num_seqs = 0;
-        const std::uint64_t default_tokens = vllm_batch(s.workload, without_tokens).max_num_batched_tokens;
-        const std::uint64_t default_seqs = vllm_batch(s.workload, without_seqs).max_num_seqs;
-        for (auto [field, value, fallback] : {std::tuple{vllm_tokens_, d.vllm.max_num_batched_tokens, default_tokens},
-                                              std::tuple{vllm_seqs_, d.vllm.max_num_seqs, default_seqs}}) {
-            field->setPlaceholderText(tr("vLLM's default: %1").arg(q(format_count(fallback))));
+        const QString engine_name = batchLimitsEngine(d.engine);
+        const QString tokens_default =
+            q(format_count(sglang ? sglang_default_fraction(without_tokens, s.parallel).chunked_prefill_size
+                                  : vllm_batch(s.workload, without_tokens).max_num_batched_tokens));
+        QString seqs_default;
+        if (!sglang) {
+            seqs_default = q(format_count(vllm_batch(s.workload, without_seqs).max_num_seqs));
+        } else {
+            // max_running_requests follows SGLang's token pool, which needs a KV budget.
+            Scenario plain = s;
+            plain.deployment = without_seqs;
+            const auto setup = serving_setup(plain, true, 0);
+            seqs_default = setup ? q(format_count(setup->settings.max_num_seqs)) : tr("from its token pool");
+        }
+        for (auto [field, value, fallback] : {std::tuple{vllm_tokens_, d.vllm.max_num_batched_tokens, tokens_default},
+                                              std::tuple{vllm_seqs_, d.vllm.max_num_seqs, seqs_default}}) {
+            field->setPlaceholderText(tr("%1's default: %2").arg(engine_name, fallback));
             showText(field, value > 0 ? q(format_count(value)) : QString());
         }
+        marks_.setTooltip(
+            vllm_tokens_,
+            sglang ? tr("chunked_prefill_size: the most tokens of prompts SGLang prefills in one step; it sizes "
+                        "SGLang's own memory fraction (unless one is given) and the Traffic tab's prefills. Empty: "
+                        "SGLang's default for this GPU (--max-num-batched-tokens).")
+                   : vllmTokensTip());
+        marks_.setTooltip(vllm_seqs_,
+                          sglang ? tr("max_running_requests: the most requests SGLang runs at once, in the Traffic "
+                                      "tab's simulation; its fit does not read it. Empty: SGLang's default from its "
+                                      "token pool (--max-num-seqs).")
+                                 : vllmSeqsTip());
         // The model's own multi-token-prediction layers as a speculative draft (--mtp), offered when it has them.
         const std::uint64_t mtp_layers = s.arch.mtp_layers;
         form_->setRowVisible(mtp_, mtp_layers > 0 || d.mtp);

@@ -9,6 +9,16 @@ void FieldMarks::add(QWidget* widget, const QList<Field>& fields, const QString&
     entries_.append({widget, fields, tooltip});
 }
 
+void FieldMarks::setTooltip(QWidget* widget, const QString& tooltip) {
+    for (Entry& e : entries_) {
+        if (e.widget != widget || e.tooltip == tooltip) continue;
+        // The reasons shown under the old tooltip stay under the new one until the next apply.
+        const QString shown = widget->toolTip();
+        widget->setToolTip(tooltip + shown.mid(e.tooltip.size()));
+        e.tooltip = tooltip;
+    }
+}
+
 QStringList FieldMarks::apply(const Errors& errors, const QMap<QWidget*, QString>& extra) {
     QStringList shown;
     for (Entry& e : entries_) {

@@ -64,12 +64,16 @@ Errors validate(const Deployment& d, const Parallelism& parallel);
 // SGLang's default mem_fraction_static for the deployment's GPU and layout (sglang/srt/server_args.py
 // _handle_gpu_memory_settings, v0.5.3 on), and what it keeps back in MiB to get there.
 struct SglangDefault {
-    double fraction = 0.88;
+    double fraction = 0.88;  // at or below 0 where reserved_mib is the whole GPU (validate refuses it)
     std::uint64_t chunked_prefill_size = 0;
+    bool chunked_prefill_given = false;  // the deployment's max_num_batched_tokens, as --chunked-prefill-size
     std::uint64_t cuda_graph_max_bs = 0;
+    std::uint64_t draft_mib = 0;  // kept back for a speculative draft: 6 GiB a separate model, 2 GiB EAGLE or MTP
     std::uint64_t reserved_mib = 0;
 };
 SglangDefault sglang_default_fraction(const Deployment& d, const Parallelism& parallel);
+// The terms of reserved_mib as the fit's note and errors write them: "512 + 1.5 x chunked prefill 8,192 + …".
+std::string sglang_reserved_terms(const SglangDefault& g);
 // The fraction the fit applies: the given one, or SGLang's own default when none was given.
 double effective_fraction(const Deployment& d, const Parallelism& parallel);
 // What SGLang finds in use before it loads the weights (CUDA context, NCCL): its fraction applies to the rest.

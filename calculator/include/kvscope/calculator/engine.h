@@ -41,6 +41,33 @@ bool engine_keeps_kv_format(Engine engine, KvDtype dtype);
 // Where the engine lists the formats it keeps, for that note ("" for an engine that keeps every format).
 std::string_view kv_formats_source(Engine engine);
 
+// The engines' own settings a deployment carries (VllmSettings, LlamaCppSettings, TrtllmSettings below).
+enum class EngineSetting : std::uint8_t {
+    max_num_batched_tokens,  // vLLM's; SGLang's chunked_prefill_size
+    max_num_seqs,            // vLLM's; SGLang's max_running_requests
+    enforce_eager,
+    vllm_version,
+    max_num_tokens,  // TensorRT-LLM's
+    ubatch,          // llama.cpp's -ub
+    flash_attn,      // llama.cpp's -fa
+    last_ = flash_attn,
+};
+// What reads a setting: the fit (the memory the cache may use), or the serving simulation (simulate, a plan's
+// traffic, the Traffic tab).
+enum class SettingUse : std::uint8_t { fit, serving };
+// Whether the engine reads the setting there. Each reads its own. SGLang reads vLLM's two batch limits as
+// chunked_prefill_size and max_running_requests in its scheduler (serving.cpp sglang_settings), and the first in
+// its default mem_fraction_static (deployment.cpp sglang_default_fraction), which a fraction given replaces.
+// Ollama starts llama.cpp with llama.cpp's.
+bool engine_reads(Engine engine, EngineSetting setting, SettingUse use, bool fraction_given = false);
+// Whether the engine reads the setting in any use: the window offers it for that engine.
+bool engine_has_setting(Engine engine, EngineSetting setting);
+// What a setting given for an engine that does not read it where `serving` says (a fit alone, or its serving
+// too) changes: a note naming `option`, whose setting it is and why it changes nothing; nullopt where the engine
+// reads it.
+std::optional<std::string> setting_unread_note(Engine engine, EngineSetting setting, bool serving, bool fraction_given,
+                                               std::string_view option);
+
 // vLLM's startup settings that decide its profile run, and so what it keeps back from the KV cache
 // (vllm/engine/arg_utils.py, vllm/v1/worker/gpu_worker.py determine_available_memory).
 struct VllmSettings {

@@ -16,6 +16,8 @@ class FieldMarks {
 public:
     // `fields`: the scenario inputs this widget answers for.
     void add(QWidget* widget, const QList<Field>& fields, const QString& tooltip);
+    // A widget's own tooltip changed (a field that means another engine's setting): kept under its marks' reasons.
+    void setTooltip(QWidget* widget, const QString& tooltip);
     // Marks every widget with an error on one of its fields; returns the messages shown
     // for these widgets, each starting with the widget's label.
     QStringList apply(const Errors& errors, const QMap<QWidget*, QString>& extra = {});
