@@ -901,7 +901,7 @@ void DeploymentView::sync() {
         vllm_graphs_->setChecked(!d.vllm.enforce_eager);
         syncLlamaCpp(s, d);
         // TensorRT-LLM's tokens per step; its profiling run's activations follow it unless the reserve is fixed.
-        form_->setRowVisible(trtllm_tokens_, d.engine == Engine::tensorrt_llm);
+        form_->setRowVisible(trtllm_tokens_, engine_has_setting(d.engine, EngineSetting::max_num_tokens));
         trtllm_tokens_->setPlaceholderText(tr("TensorRT-LLM's default: %1").arg(q(format_count(kTrtllmMaxNumTokens))));
         showText(trtllm_tokens_,
                  d.tensorrt_llm.max_num_tokens > 0 ? q(format_count(d.tensorrt_llm.max_num_tokens)) : QString());
