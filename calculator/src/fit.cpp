@@ -675,8 +675,9 @@ private:
                               " per GPU beside the KV cache, whatever the context");
         if (d.mtp && checkpoint.mtp_layers == 0)
             r.notes.emplace_back(
-                "--mtp: the model has no multi-token-prediction layers to serve as a draft "
-                "(num_nextn_predict_layers or mtp_num_hidden_layers in its config.json); none counted");
+                "--mtp: the model has no multi-token-prediction layers that vLLM serves as a draft "
+                "(num_nextn_predict_layers or mtp_num_hidden_layers in its config.json; MiniMax-M2's "
+                "num_mtp_modules have no MTP model in vLLM's model_executor/models); none counted");
         else if (d.mtp)
             r.notes.push_back("speculative decoding with the model's " +
                               format_count_of(checkpoint.mtp_layers, "MTP layer", "MTP layers") + ": " +

@@ -6,6 +6,7 @@
 #include "kvscope/calculator/config_import.h"
 #include "kvscope/calculator/decode.h"
 #include "kvscope/calculator/deployment.h"
+#include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/kv_cache.h"
 #include "testing.h"
 
@@ -187,6 +188,35 @@ TEST(UnnamedConfigs, GptOssWithoutLayerTypesAlternatesAsItsConfigClassDoes) {
     EXPECT_EQ(report(m->arch, 32768).total_bytes, (18ull * 32768 + 18ull * 128) * 8 * 64 * 2 * 2);  // 1,212,678,144
     EXPECT_EQ(m->arch.layer(0).kind, LayerKind::sliding);
     EXPECT_EQ(m->arch.layer(1).kind, LayerKind::full);
+}
+
+TEST(UnnamedConfigs, MiniMaxMTwoIsSixtyTwoFullLayersAndItsMtpModulesAreNoDraftVllmServes) {
+    // MiniMax-M2's config.json (MiniMaxAI/MiniMax-M2): 62 layers of 8 KV heads x 128, attn_type_list all softmax
+    // attention (1), and use_mtp with 3 MTP modules, which vLLM has no MTP model for (model_executor/models has no
+    // minimax_m2_mtp.py): --mtp counts none and says why, where it had said the model has none.
+    std::string types;
+    for (int i = 0; i < 62; ++i) types += std::string(i ? ", " : "") + "1";
+    auto m = import(R"("architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2", "hidden_size": 3072,
+        "intermediate_size": 1536, "num_hidden_layers": 62, "num_attention_heads": 48, "num_key_value_heads": 8,
+        "head_dim": 128, "rotary_dim": 64, "num_local_experts": 256, "num_experts_per_tok": 8,
+        "shared_intermediate_size": 0, "scoring_func": "sigmoid", "use_routing_bias": true, "use_qk_norm": true,
+        "qk_norm_type": "per_layer", "max_position_embeddings": 196608, "vocab_size": 200064,
+        "num_mtp_modules": 3, "mtp_transformer_layers": 1, "use_mtp": true, "attn_type_list": [)" +
+                    types + R"(], "torch_dtype": "bfloat16")");
+    ASSERT_TRUE(m) << m.error_text();
+    EXPECT_TRUE(m->arch.not_exact.empty()) << testing::join(m->arch.not_exact);
+    EXPECT_EQ(report(m->arch, 32768).total_bytes, 62ull * 32768 * 8 * 128 * 2 * 2);  // 8,321,499,136
+    EXPECT_EQ(m->arch.mtp_layers, 0u);
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("h200");
+    d.gpu_count = 8;
+    d.mtp = true;
+    const auto fitted = fit(m->arch, KvDtype::bf16, {.context_tokens = 32768, .batch = 1}, {.tp = 8}, d);
+    ASSERT_TRUE(fitted) << fitted.error_text();
+    EXPECT_TRUE(std::any_of(fitted->notes.begin(), fitted->notes.end(), [](const std::string& n) {
+        return n.starts_with("--mtp: the model has no multi-token-prediction layers that vLLM serves") &&
+               n.find("MiniMax-M2's num_mtp_modules") != std::string::npos;
+    })) << testing::join(fitted->notes);
 }
 
 TEST(UnnamedConfigs, WhatChangesNoCacheIsNotSaidAndWhatDoesIsNamed) {
