@@ -583,7 +583,7 @@ private:
     void hybrid_pages_note() {
         const HybridPages& h = *r.engine_pages;
         const HybridPages::Stage& st = h.stages.front();
-        if (h.window > 0) {
+        if (h.window > 0 && h.state_bytes == 0) {
             const std::uint64_t padding = h.model_group_size * (st.attention_groups + st.sliding_groups) -
                                           h.model_full_layers - h.model_sliding_layers;
             const std::string kind = h.chunked ? "chunked" : "sliding";
@@ -613,8 +613,16 @@ private:
                 " tokens so that one page (" + format_count(h.page_bytes) +
                 " bytes) holds a layer's recurrent state (" + format_count(h.state_bytes) +
                 " bytes, padded), layers in groups of " + format_count(h.model_group_size) + " (" +
-                std::to_string(st.attention_groups) + " attention, " + std::to_string(st.state_groups) + " state); " +
-                format_bytes(r.memory_bytes_per_gpu_needed) + " per GPU against " +
+                (h.window > 0 ? (st.attention_groups > 0 ? std::to_string(st.attention_groups) + " full, " : "") +
+                                    std::to_string(st.sliding_groups) + " sliding"
+                              : std::to_string(st.attention_groups) + " attention") +
+                ", " + std::to_string(st.state_groups) + " state)" +
+                (h.window > 0 ? ", a sliding group holding its " + format_count(h.window) + "-token window's " +
+                                    format_count(h.sliding_blocks(h.window)) +
+                                    " blocks and one more where the window starts inside a block "
+                                    "(vllm/v1/core/single_type_kv_cache_manager.py SlidingWindowManager)"
+                              : std::string()) +
+                "; " + format_bytes(r.memory_bytes_per_gpu_needed) + " per GPU against " +
                 format_bytes(r.plain_memory_bytes_per_gpu) +
                 " as the plain per-layer sum (vllm/platforms/interface.py, vllm/v1/core/kv_cache_utils.py; "
                 "--engine plain for the plain figure)");
@@ -631,6 +639,13 @@ private:
                                : d.weights_source;
         if (auto mismatch = weights_mismatch(model_arch, d)) r.warnings.push_back(std::move(*mismatch));
         for (std::string& said : engine_warnings(d, kv_dtype, parallel_in)) r.warnings.push_back(std::move(said));
+        // RecurrentGemma's RG-LRU layers: vLLM and SGLang have no model for it (no recurrent_gemma.py in
+        // vllm/model_executor/models or python/sglang/srt/models); TensorRT-LLM serves it (examples/recurrentgemma).
+        if (model_arch.recurrent && model_arch.recurrent->kind == StateKind::rg_lru &&
+            (d.engine == Engine::vllm || d.engine == Engine::sglang))
+            r.warnings.push_back("not exact: " + std::string(to_string(d.engine)) +
+                                 " does not serve RecurrentGemma (no recurrent_gemma.py among its models): the "
+                                 "figures are its memory rules applied to these layers; TensorRT-LLM serves it");
         if (!r.weights_exact && d.gguf_mix)
             r.notes.push_back("weights estimated as a GGUF " + gguf_mix_name(*d.gguf_mix) +
                               " holds them: llama-quantize's type for each tensor of the model's shape "

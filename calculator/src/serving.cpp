@@ -99,15 +99,16 @@ std::string page_groups(const HybridPages& h, std::uint64_t budget, ServingSetup
     const auto groups = [](std::uint64_t n, const std::string& what) {
         return std::to_string(n) + " " + what + (n == 1 ? " group" : " groups");
     };
-    std::string kinds = groups(st.groups.full, "full-attention");
+    std::string kinds = st.groups.full > 0 ? groups(st.groups.full, "full-attention") : std::string();
+    const auto comma = [&kinds] { return kinds.empty() ? "" : ", "; };
     if (st.groups.sliding > 0)
-        kinds += ", " + groups(st.groups.sliding, h.chunked ? "chunked-attention" : "sliding-window") + " (" +
+        kinds += comma() + groups(st.groups.sliding, h.chunked ? "chunked-attention" : "sliding-window") + " (" +
                  format_count(h.window) +
                  (h.chunked ? "-token chunks: the blocks of the current chunk held"
                             : "-token window: the blocks before it freed") +
                  ")";
     if (st.groups.state > 0)
-        kinds += ", " + groups(st.groups.state, "recurrent-state") + " (" + std::to_string(st.groups.state_blocks) +
+        kinds += comma() + groups(st.groups.state, "recurrent-state") + " (" + std::to_string(st.groups.state_blocks) +
                  (st.groups.state_blocks == 1 ? " block" : " blocks") + " a sequence)";
     out.notes.push_back("vLLM's hybrid KV cache manager: " + kinds + " of " + std::to_string(first.group_size) +
                         " layers, each block one page in every layer of its group");

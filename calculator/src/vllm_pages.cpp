@@ -128,46 +128,51 @@ std::uint64_t HybridPages::startup_max_tokens(std::uint64_t budget, std::uint64_
 
 namespace {
 
-// Groups of `group_size` layers from the counts of two kinds in one stage (kv_cache_utils.py
-// _get_kv_cache_groups_uniform_page_size): the smaller count, or the larger when it is under 1.5 times the smaller;
-// one kind alone is one group of all its layers.
-std::uint64_t group_size_of(std::uint64_t a, std::uint64_t b) {
-    if (a == 0 || b == 0) return std::max(a, b);
-    const std::uint64_t lo = std::min(a, b), hi = std::max(a, b);
-    return 2 * hi < 3 * lo ? hi : lo;
-}
+// Layers of one kind (`layers` says which hold it; a layer may hold two, as Falcon-H1's attention and Mamba mixers),
+// and the stage's count its groups go to.
+struct Kind {
+    std::vector<bool> layers;
+    std::uint64_t HybridPages::Stage::*groups;
+};
 
-// The model's groups of two kinds of layer (`kind_a` and `kind_b` say which layers hold each; a layer may hold
-// both, as Falcon-H1's attention and Mamba mixers) and each pipeline stage's share (vllm/v1/core/kv_cache_utils.py
+// The model's groups of several kinds of layer and each pipeline stage's share (vllm/v1/core/kv_cache_utils.py
+// _get_kv_cache_groups_uniform_page_size: groups of the fewest layers any kind has, or of the most where that is
+// under 1.5 times the fewest; each kind's layers in order, dealt round-robin into its groups, layers[i::num_groups];
 // get_kv_cache_configs: the groups are built from every worker's layers, then each worker keeps every group with
-// its own layers of it): each kind's layers in order, dealt round-robin into its groups (layers[i::num_groups]);
-// a stage's tensors are as many as its fullest group has layers there. Fills the stages' group sizes and counts.
-std::uint64_t group_two_kinds(const std::vector<bool>& kind_a, const std::vector<bool>& kind_b,
-                              const Architecture& arch, const Parallelism& parallel, HybridPages& h,
-                              std::uint64_t HybridPages::Stage::*groups_b) {
-    const auto count = [](const std::vector<bool>& v) {
-        return static_cast<std::uint64_t>(std::count(v.begin(), v.end(), true));
-    };
-    const std::uint64_t na = count(kind_a), nb = count(kind_b);
-    const std::uint64_t size = group_size_of(na, nb);
-    const std::uint64_t groups_a = na > 0 ? ceil_div(na, size) : 0, groups_of_b = nb > 0 ? ceil_div(nb, size) : 0;
-    std::vector<std::uint64_t> a_group(arch.layers, 0), b_group(arch.layers, 0);
-    std::uint64_t next_a = 0, next_b = 0;
-    for (std::uint64_t l = 0; l < arch.layers; ++l) {
-        if (kind_a[l] && groups_a > 0) a_group[l] = next_a++ % groups_a;
-        if (kind_b[l] && groups_of_b > 0) b_group[l] = groups_a + next_b++ % groups_of_b;
+// its own layers of it). A stage's tensors are as many as its fullest group has layers there. Fills the stages'
+// group sizes and counts; returns the model's group size.
+std::uint64_t group_kinds(const std::vector<Kind>& kinds, const Architecture& arch, const Parallelism& parallel,
+                          HybridPages& h) {
+    std::uint64_t fewest = 0, most = 0;
+    std::vector<std::uint64_t> counts;
+    for (const Kind& k : kinds) {
+        const auto n = static_cast<std::uint64_t>(std::count(k.layers.begin(), k.layers.end(), true));
+        counts.push_back(n);
+        if (n == 0) continue;
+        fewest = fewest == 0 ? n : std::min(fewest, n);
+        most = std::max(most, n);
+    }
+    const std::uint64_t size = 2 * most < 3 * fewest ? most : fewest;
+    // Each layer's group of each kind, the groups numbered across the kinds.
+    std::vector<std::vector<std::uint64_t>> group(kinds.size(), std::vector<std::uint64_t>(arch.layers, 0));
+    std::vector<std::uint64_t> groups(kinds.size(), 0);
+    std::uint64_t first_group = 0;
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+        groups[k] = counts[k] > 0 ? ceil_div(counts[k], size) : 0;
+        std::uint64_t next = 0;
+        for (std::uint64_t l = 0; l < arch.layers; ++l)
+            if (kinds[k].layers[l]) group[k][l] = first_group + next++ % groups[k];
+        first_group += groups[k];
     }
     for (std::uint64_t s = 0; s < parallel.pp; ++s) {
         const auto [first, layers] = stage_layers(arch.layers, parallel, s);
-        std::vector<std::uint64_t> in_group(groups_a + groups_of_b + 1, 0);
+        std::vector<std::uint64_t> in_group(first_group + 1, 0);
         HybridPages::Stage st;
-        for (std::uint64_t l = first; l < first + layers; ++l) {
-            if (kind_a[l]) ++in_group[a_group[l]], ++st.full_layers;
-            if (kind_b[l]) ++in_group[b_group[l]], ++st.sliding_layers;
-        }
+        for (std::uint64_t l = first; l < first + layers; ++l)
+            for (std::size_t k = 0; k < kinds.size(); ++k)
+                if (kinds[k].layers[l]) ++in_group[group[k][l]];
         st.group_size = *std::max_element(in_group.begin(), in_group.end());
-        st.attention_groups = groups_a;
-        st.*groups_b = groups_of_b;
+        for (std::size_t k = 0; k < kinds.size(); ++k) st.*(kinds[k].groups) += groups[k];
         h.stages.push_back(st);
     }
     return size;
@@ -205,7 +210,9 @@ std::optional<HybridPages> vllm_sliding_pages(const KvLayout& layout, const Arch
         if (layout.row_bytes_per_gpu(l) == 0) continue;
         (layout.window(l) == 0 ? is_full : is_sliding)[l] = true;
     }
-    h.model_group_size = group_two_kinds(is_full, is_sliding, arch, parallel, h, &HybridPages::Stage::sliding_groups);
+    h.model_group_size = group_kinds(
+        {{is_full, &HybridPages::Stage::attention_groups}, {is_sliding, &HybridPages::Stage::sliding_groups}}, arch,
+        parallel, h);
     h.model_full_layers = full;
     h.model_sliding_layers = static_cast<std::uint64_t>(std::count(is_sliding.begin(), is_sliding.end(), true));
     return h;
@@ -226,32 +233,44 @@ std::optional<HybridPages> vllm_hybrid_pages(const KvLayout& made, const Archite
     if (arch.attention_layers() == 0) return std::nullopt;
     if (!arch.recurrent || arch.state_layers() == 0) return vllm_sliding_pages(made, arch, workload, parallel);
     const KvLayout* layout = &made;
-    std::uint64_t row = 0, state = 0;
+    std::uint64_t row = 0, state = 0, window = 0;
     for (std::uint64_t l = 0; l < arch.layers; ++l) {
         const LayerSpec spec = arch.layer(l);
-        if (spec.attends() && spec.kind != LayerKind::full)
-            return std::nullopt;  // sliding, chunked, shared: not modelled here
+        // Full attention, or a sliding window of one length (PLaMo 2's attention layers); chunked or shared
+        // layers beside a state are not modelled here.
+        if (spec.attends() && spec.kind != LayerKind::full && spec.kind != LayerKind::sliding) return std::nullopt;
         const std::uint64_t r = layout->row_bytes_per_gpu(l);
         if (r > 0 && row > 0 && r != row) return std::nullopt;
         if (r > 0) row = r;
+        if (const std::uint64_t w = r > 0 ? layout->window(l) : 0; w > 0) {  // 0 under --full-window
+            if (window > 0 && w != window) return std::nullopt;
+            window = w;
+        }
         if (spec.keeps_state()) state = layout->layer_state_bytes_per_gpu(l);
     }
     if (row == 0 || state == 0) return std::nullopt;
     HybridPages h;
-    // _align_hybrid_block_size: the attention block, a multiple of the kernel block, such that one block of
-    // one attention layer holds one layer's state; the state's page is then padded to that size.
+    // _align_hybrid_block_size (vllm/model_executor/models/config.py HybridAttentionMambaModelConfig): the attention
+    // block, a multiple of the kernel block, such that one block of one attention layer holds one layer's state; the
+    // state's page is then padded to that size. A sliding layer's page is a full one's (the block is sized from
+    // FullAttentionSpec's bytes a token, which a SlidingWindowSpec shares).
     // (aligned to vLLM's 16-token kernel block; a larger --block-size of the user's is kept when it is larger)
     h.attention_block = std::max<std::uint64_t>(workload.block_size, 16 * ceil_div(state, 16 * row));
     h.page_bytes = h.attention_block * row;
     h.state_bytes = state;
-    // The model's groups of attention and state layers, each pipeline stage keeping every group.
-    std::vector<bool> attends(arch.layers, false), states(arch.layers, false);
+    h.window = window;
+    // The model's groups of full-attention, sliding and state layers, each pipeline stage keeping every group.
+    std::vector<bool> full(arch.layers, false), sliding(arch.layers, false), states(arch.layers, false);
     for (std::uint64_t l = 0; l < arch.layers; ++l) {
-        attends[l] = layout->row_bytes_per_gpu(l) > 0;
+        if (layout->row_bytes_per_gpu(l) > 0) (layout->window(l) == 0 ? full : sliding)[l] = true;
         states[l] = arch.layer(l).keeps_state();
     }
-    h.model_group_size = group_two_kinds(attends, states, arch, parallel, h, &HybridPages::Stage::state_groups);
-    for (HybridPages::Stage& st : h.stages) st.sliding_layers = 0;  // they counted the state layers
+    h.model_group_size = group_kinds({{full, &HybridPages::Stage::attention_groups},
+                                      {sliding, &HybridPages::Stage::sliding_groups},
+                                      {states, &HybridPages::Stage::state_groups}},
+                                     arch, parallel, h);
+    h.model_full_layers = static_cast<std::uint64_t>(std::count(full.begin(), full.end(), true));
+    h.model_sliding_layers = static_cast<std::uint64_t>(std::count(sliding.begin(), sliding.end(), true));
     return h;
 }
 

@@ -199,6 +199,71 @@ TEST(VllmPages, VllmGroupsSlidingAndFullLayersInPagesAndChecksAPrefillChunkAtSta
 // chunked group holding the current chunk's blocks (single_type_kv_cache_manager.py ChunkedLocalAttentionManager
 // frees every block wholly before the chunk's start), and the start check counting the chunk and a prefill chunk
 // with no block more (kv_cache_interface.py ChunkedLocalAttentionSpec.max_memory_usage_bytes).
+TEST(VllmPages, SlidingLayersBesideAStateHoldTheirWindowInTheStatesPages) {
+    // PLaMo 2 1B (pfnet/plamo-2-1b's config.json): 8 sliding layers of 1 KV head x 128 (512 bytes a token a layer)
+    // over 2,048 tokens, and 8 Mamba-2 states of 548,864 bytes. vLLM sizes the block so a page holds a state
+    // (model_executor/models/config.py HybridAttentionMambaModelConfig: 16 x cdiv(548,864, 16 x 512) = 1,072 tokens,
+    // a page of 548,864 bytes, no padding), groups the 8 and 8 layers in groups of 8 (kv_cache_utils.py
+    // _get_kv_cache_groups_uniform_page_size) and the sliding group keeps its window's blocks and one more
+    // (SlidingWindowManager): at 32k, 3 pages a sliding layer and 1 a state, 32 pages of 548,864 bytes, against the
+    // plain sum of 8,388,608 + 4,390,912. Counted before as that plain sum, shown as exact.
+    auto plamo = testing::import(R"("architectures": ["PlamoForCausalLM"], "model_type": "plamo2",
+        "attention_window_size": 2048, "hidden_size": 2048, "hidden_size_per_head": 128, "intermediate_size": 8192,
+        "mamba_chunk_size": 256, "mamba_d_conv": 4, "mamba_d_state": 64, "mamba_enabled": true,
+        "mamba_num_heads": 32, "mamba_step": 2, "max_position_embeddings": 10485760, "num_attention_heads": 16,
+        "num_hidden_layers": 16, "num_key_value_heads": 1, "sliding_window": 2048, "torch_dtype": "bfloat16",
+        "vocab_size": 100000)");
+    ASSERT_TRUE(plamo) << plamo.error_text();
+    const Workload w{.context_tokens = 32768, .batch = 4};
+    auto pages = vllm_hybrid_pages(plamo->arch, KvDtype::bf16, w, {});
+    ASSERT_TRUE(pages);
+    EXPECT_EQ(pages->attention_block, 1072u);
+    EXPECT_EQ(pages->page_bytes, 548'864u);
+    EXPECT_EQ(pages->window, 2048u);
+    ASSERT_EQ(pages->stages.size(), 1u);
+    EXPECT_EQ(pages->stages[0].group_size, 8u);
+    EXPECT_EQ(pages->stages[0].attention_groups, 0u);
+    EXPECT_EQ(pages->stages[0].sliding_groups, 1u);
+    EXPECT_EQ(pages->stages[0].state_groups, 1u);
+    EXPECT_EQ(pages->bytes_per_sequence(32768).value(), 8ull * 548'864 * (3 + 1));  // 17,563,648
+    // Below the window a sequence holds what it has: 1 block at 1,000 tokens.
+    EXPECT_EQ(pages->bytes_per_sequence(1000).value(), 8ull * 548'864 * (1 + 1));
+    // The fit uses it and says so; no context is too long for it (the windows stop growing).
+    Deployment d;
+    d.gpu = *Catalog::builtin().find_gpu("l4");
+    auto f = fit(plamo->arch, KvDtype::bf16, w, {}, d);
+    ASSERT_TRUE(f) << f.error_text();
+    ASSERT_TRUE(f->engine_pages);
+    EXPECT_EQ(f->memory_bytes_per_gpu_needed, 4ull * 17'563'648);
+    EXPECT_EQ(f->plain_memory_bytes_per_gpu, 4ull * (8'388'608 + 4'390'912));
+    EXPECT_EQ(f->max_batch, static_cast<std::uint64_t>(f->kv_budget_bytes_per_gpu) / 17'563'648);
+    EXPECT_TRUE(std::any_of(f->notes.begin(), f->notes.end(), [](const std::string& n) {
+        return n.find("(1 sliding, 1 state), a sliding group holding its 2,048-token window's 2 blocks") !=
+               std::string::npos;
+    })) << testing::join(f->notes);
+
+    // RecurrentGemma 9B: 12 sliding layers (2,048 tokens) and 26 RG-LRU states: groups of 12 (26 is not under
+    // 1.5 x 12), 1 sliding group and 3 state groups, 10 padding layers. vLLM does not serve the model, and the fit says
+    // its figures are vLLM's rules applied to it.
+    const Architecture& rg = catalog_arch("recurrentgemma-9b");
+    auto rg_pages = vllm_hybrid_pages(rg, KvDtype::bf16, {.context_tokens = 8192}, {});
+    ASSERT_TRUE(rg_pages);
+    EXPECT_EQ(rg_pages->stages[0].group_size, 12u);
+    EXPECT_EQ(rg_pages->stages[0].sliding_groups, 1u);
+    EXPECT_EQ(rg_pages->stages[0].state_groups, 3u);
+    auto rg_fit = fit(rg, KvDtype::bf16, {.context_tokens = 8192}, {}, d);
+    ASSERT_TRUE(rg_fit) << rg_fit.error_text();
+    EXPECT_TRUE(std::any_of(rg_fit->warnings.begin(), rg_fit->warnings.end(), [](const std::string& s) {
+        return s.starts_with("not exact: vllm does not serve RecurrentGemma");
+    })) << testing::join(rg_fit->warnings);
+    // Under --full-window every attention layer is full: one attention group, no sliding one.
+    auto whole = vllm_hybrid_pages(plamo->arch, KvDtype::bf16, {.context_tokens = 32768, .full_window = true}, {});
+    ASSERT_TRUE(whole);
+    EXPECT_EQ(whole->window, 0u);
+    EXPECT_EQ(whole->stages[0].attention_groups, 1u);
+    EXPECT_EQ(whole->stages[0].sliding_groups, 0u);
+}
+
 TEST(VllmPages, ChunkedAttentionLayersHoldTheirChunkBesideFullOnes) {
     const Architecture& scout = catalog_arch("llama-4-scout");
     // TP 4: 2 of the 8 KV heads a GPU, 2 x 2 x 128 x 2 = 1,024 bytes a token and layer, 16,384 a page. 36 chunked and

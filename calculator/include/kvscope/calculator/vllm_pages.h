@@ -34,8 +34,8 @@ struct HybridPages {
     // current chunk (single_type_kv_cache_manager.py ChunkedLocalAttentionManager frees every block wholly before the
     // chunk's start) and vLLM's start check counts the chunk and a prefill chunk (ChunkedLocalAttentionSpec).
     bool chunked = false;
-    // Sliding beside full layers: the whole model's group size and layers of each kind (a pipeline stage keeps
-    // every group, with its own share of their layers).
+    // The whole model's group size and attention layers of each kind (a pipeline stage keeps every group, with its
+    // own share of their layers).
     std::uint64_t model_group_size = 0;
     std::uint64_t model_full_layers = 0;
     std::uint64_t model_sliding_layers = 0;
@@ -44,8 +44,6 @@ struct HybridPages {
         std::uint64_t attention_groups = 0;  // groups of full-attention layers
         std::uint64_t state_groups = 0;
         std::uint64_t sliding_groups = 0;
-        std::uint64_t sliding_layers = 0;
-        std::uint64_t full_layers = 0;
     };
     std::vector<Stage> stages;
     // State pages a sequence keeps beside its running state, one per drafted token under speculative decoding
