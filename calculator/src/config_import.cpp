@@ -474,6 +474,13 @@ Result<ImportedModel> import_config(std::string_view text, const std::string& so
         a.mtp_layers = mtp->value, r.lines[Field::mtp_layers] = mtp->line, r.keys[Field::mtp_layers] = mtp->key;
     else if (out.model_type == "qwen3_next")
         a.mtp_layers = 1;  // Qwen3-Next's config names none; vLLM's qwen3_next_mtp.py takes 1 (getattr default)
+    else if (const auto modules = r.number({"num_mtp_modules"});
+             modules && modules->value > 0 && out.model_type == "minimax_m2")
+        // MiniMax-M2's MTP modules: vLLM has no MTP model for minimax_m2 (vllm/model_executor/models has no
+        // minimax_m2_mtp.py), so none serves as a draft.
+        out.notes.push_back("num_mtp_modules: " + format_count(modules->value) +
+                            " MTP modules, which vLLM serves no draft for (no MTP model for minimax_m2 among its "
+                            "models); --mtp counts none");
     // A speculative-decoding head (draft.h): its class, and an EAGLE-3 head's vocabulary and the target's width
     // (vllm/model_executor/models/llama_eagle3.py reads draft_vocab_size and target_hidden_size).
     out.architecture = first_architecture(root);

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "kvscope/calculator/kv_cache.h"
 #include "kvscope/calculator/numbers.h"
@@ -58,10 +60,19 @@ SglangDefault sglang_default_fraction(const Deployment& d, const Parallelism& pa
 }
 
 std::string sglang_reserved_terms(const SglangDefault& g) {
-    return "512 + 1.5 x chunked prefill " + format_count(g.chunked_prefill_size) +
-           (g.chunked_prefill_given ? " (given)" : "") + " + 2 x CUDA-graph batch " +
-           format_count(g.cuda_graph_max_bs) + " + TP x PP / 8 GiB, at least 10 GiB above 60 GiB" +
+    // SGLang counts at least 2,048 tokens of chunk: max(chunked_prefill_size, 2048).
+    const std::string chunk =
+        "chunked prefill " + format_count(g.chunked_prefill_size) + (g.chunked_prefill_given ? " (given)" : "");
+    return "512 + 1.5 x " + (g.chunked_prefill_size < 2048 ? "max(" + chunk + ", 2,048)" : chunk) +
+           " + 2 x CUDA-graph batch " + format_count(g.cuda_graph_max_bs) +
+           " + TP x PP / 8 GiB, at least 10 GiB above 60 GiB" +
            (g.draft_mib > 0 ? ", " + format_count(g.draft_mib) + " MiB more for the draft" : "");
+}
+
+Deployment as_drafted(const Deployment& d, const Architecture& model) {
+    Deployment out = d;
+    if (model.mtp_layers == 0) out.mtp = false;
+    return out;
 }
 
 double effective_fraction(const Deployment& d, const Parallelism& parallel) {
@@ -101,15 +112,23 @@ Errors validate(const Deployment& d, const Parallelism& parallel) {
     // enough memory. Please try to increase --mem-fraction-static").
     if (d.engine == Engine::sglang && !d.fraction_given && d.gpu.memory_bytes > 0) {
         const SglangDefault g = sglang_default_fraction(d, parallel);
-        if (!(g.fraction > 0.0))
-            e.push_back({g.chunked_prefill_given ? Field::max_num_batched_tokens : Field::gpu_memory,
+        if (!(g.fraction > 0.0)) {
+            // What would lower it: a chunk given above SGLang's 2,048 floor, fewer GPUs, no draft; or a fraction.
+            std::vector<std::string> ways;
+            if (g.chunked_prefill_given && g.chunked_prefill_size > 2048)
+                ways.emplace_back("a smaller chunked prefill (--max-num-batched-tokens)");
+            if (parallel.tp * parallel.pp > 1) ways.emplace_back("fewer GPUs a replica (TP x PP)");
+            if (g.draft_mib > 0) ways.emplace_back("no speculative draft");
+            ways.emplace_back("a memory fraction of your own (--utilization)");
+            std::string advice;
+            for (std::size_t i = 0; i < ways.size(); ++i)
+                advice += (i == 0 ? "" : i + 1 == ways.size() ? " or " : ", ") + ways[i];
+            e.push_back({g.chunked_prefill_given ? Field::max_num_batched_tokens : Field::utilization,
                          "SGLang keeps back " + format_count(g.reserved_mib) + " MiB (" + sglang_reserved_terms(g) +
-                             ") of the GPU's " + format_count(d.gpu.memory_bytes >> 20) + " MiB" +
-                             ", which leaves its default mem_fraction_static at " +
-                             number_text(g.fraction, Notation::fixed, 3) +
-                             ": SGLang does not start; give a smaller chunked prefill (--max-num-batched-tokens) or a "
-                             "memory fraction "
-                             "(--utilization)"});
+                             ") of the GPU's " + format_count(d.gpu.memory_bytes >> 20) +
+                             " MiB, which leaves its default mem_fraction_static at " +
+                             number_text(g.fraction, Notation::fixed, 3) + ": SGLang does not start; give " + advice});
+        }
     }
     if (d.vllm.max_num_batched_tokens > kMaxVllmBatchedTokens)
         e.push_back({Field::max_num_batched_tokens, format_count(d.vllm.max_num_batched_tokens) +

@@ -135,7 +135,7 @@ std::optional<std::string> setting_unread_note(Engine engine, EngineSetting sett
     note += " (SGLang's " + std::string(s.sglang_name) + ", which its simulation reads";
     if (engine_reads(engine, setting, SettingUse::fit, false))
         return note + ", and its own memory fraction, which the fraction given replaces), so it changes nothing here";
-    return note + "); sglang's fit has none, so it changes nothing here";
+    return note + "); SGLang's fit has none, so it changes nothing here";
 }
 
 std::optional<Engine> parse_engine(std::string_view text) {

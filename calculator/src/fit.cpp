@@ -166,7 +166,7 @@ private:
 
     // Whether the engine serves these inputs at all, and the cache's layout.
     Result<Done> check_inputs() {
-        Errors errors = validate(d, parallel);
+        Errors errors = validate(as_drafted(d, checkpoint), parallel);
         // vLLM shares an EAGLE head's embedding and runs a drafter only without pipeline parallelism
         // (llm_base_proposer.py _maybe_share_embeddings: "if PP disabled"); a draft's layers on a stage are not
         // modelled.
@@ -388,10 +388,10 @@ private:
         r.notes.insert(r.notes.end(), parts.notes.begin(), parts.notes.end());
         i128 reserve = 0;
         for (const ReserveItem& item : r.reserve_items) reserve += item.bytes;
-        const double fraction = effective_fraction(d, parallel);
+        const double fraction = effective_fraction(as_drafted(d, checkpoint), parallel);
         r.fraction = fraction;
         if (d.engine == Engine::sglang && !d.fraction_given) {
-            const SglangDefault g = sglang_default_fraction(d, parallel);
+            const SglangDefault g = sglang_default_fraction(as_drafted(d, checkpoint), parallel);
             r.notes.push_back("SGLang's default mem_fraction_static for this GPU and layout: " +
                               number_text(g.fraction, Notation::fixed, 3) + " = 1 - " + format_count(g.reserved_mib) +
                               " MiB kept back (" + sglang_reserved_terms(g) + ") of " +
@@ -580,6 +580,13 @@ private:
         r.offload = std::move(offload);
     }
 
+    // A sliding group's blocks, as the notes say them.
+    static std::string sliding_group_text(const HybridPages& h) {
+        const std::uint64_t blocks = h.sliding_blocks(h.window);
+        return "a sliding group holding its " + format_count(h.window) + "-token window's " +
+               format_count_of(blocks, "block", "blocks") + " and one more where the window starts inside a block";
+    }
+
     void hybrid_pages_note() {
         const HybridPages& h = *r.engine_pages;
         const HybridPages::Stage& st = h.stages.front();
@@ -599,8 +606,7 @@ private:
                 "), blocks of " + format_count(h.attention_block) + " tokens, " +
                 (h.chunked ? "a chunked group holding the current chunk's blocks, " + format_count(h.window_blocks()) +
                                  " at most"
-                           : "a sliding group holding its window's " + format_count(h.sliding_blocks(h.window)) +
-                                 " blocks and one more where the window starts inside a block") +
+                           : sliding_group_text(h)) +
                 "; " + format_bytes(r.memory_bytes_per_gpu_needed) + " per GPU against " +
                 format_bytes(r.plain_memory_bytes_per_gpu) +
                 " as the plain per-layer sum (vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size, "
@@ -608,6 +614,13 @@ private:
                 (h.chunked ? "ChunkedLocalAttentionManager" : "SlidingWindowManager") +
                 "; --engine plain for the plain figure)");
         } else {
+            // Padding: every group holds group-size layers (a state layer that attends too, Falcon-H1's, fills one of
+            // each).
+            const std::uint64_t groups = st.attention_groups + st.sliding_groups + st.state_groups;
+            std::uint64_t layers = h.model_full_layers + h.model_sliding_layers;
+            for (std::uint64_t l = 0; l < arch.layers; ++l) layers += arch.layer(l).keeps_state() ? 1 : 0;
+            const std::uint64_t padding =
+                h.model_group_size * groups > layers ? h.model_group_size * groups - layers : 0;
             r.notes.push_back(
                 "vLLM's hybrid cache manager: attention blocks of " + format_count(h.attention_block) +
                 " tokens so that one page (" + format_count(h.page_bytes) +
@@ -617,10 +630,11 @@ private:
                                     std::to_string(st.sliding_groups) + " sliding"
                               : std::to_string(st.attention_groups) + " attention") +
                 ", " + std::to_string(st.state_groups) + " state)" +
-                (h.window > 0 ? ", a sliding group holding its " + format_count(h.window) + "-token window's " +
-                                    format_count(h.sliding_blocks(h.window)) +
-                                    " blocks and one more where the window starts inside a block "
-                                    "(vllm/v1/core/single_type_kv_cache_manager.py SlidingWindowManager)"
+                (padding > 0
+                     ? "; " + format_count_of(padding, "padding layer", "padding layers") + ", as vLLM adds them"
+                     : "") +
+                (h.window > 0 ? ", " + sliding_group_text(h) +
+                                    " (vllm/v1/core/single_type_kv_cache_manager.py SlidingWindowManager)"
                               : std::string()) +
                 "; " + format_bytes(r.memory_bytes_per_gpu_needed) + " per GPU against " +
                 format_bytes(r.plain_memory_bytes_per_gpu) +
@@ -639,13 +653,7 @@ private:
                                : d.weights_source;
         if (auto mismatch = weights_mismatch(model_arch, d)) r.warnings.push_back(std::move(*mismatch));
         for (std::string& said : engine_warnings(d, kv_dtype, parallel_in)) r.warnings.push_back(std::move(said));
-        // RecurrentGemma's RG-LRU layers: vLLM and SGLang have no model for it (no recurrent_gemma.py in
-        // vllm/model_executor/models or python/sglang/srt/models); TensorRT-LLM serves it (examples/recurrentgemma).
-        if (model_arch.recurrent && model_arch.recurrent->kind == StateKind::rg_lru &&
-            (d.engine == Engine::vllm || d.engine == Engine::sglang))
-            r.warnings.push_back("not exact: " + std::string(to_string(d.engine)) +
-                                 " does not serve RecurrentGemma (no recurrent_gemma.py among its models): the "
-                                 "figures are its memory rules applied to these layers; TensorRT-LLM serves it");
+        if (auto unserved = unserved_model_warning(model_arch, d.engine)) r.warnings.push_back(std::move(*unserved));
         if (!r.weights_exact && d.gguf_mix)
             r.notes.push_back("weights estimated as a GGUF " + gguf_mix_name(*d.gguf_mix) +
                               " holds them: llama-quantize's type for each tensor of the model's shape "
@@ -690,9 +698,8 @@ private:
                               " per GPU beside the KV cache, whatever the context");
         if (d.mtp && checkpoint.mtp_layers == 0)
             r.notes.emplace_back(
-                "--mtp: the model has no multi-token-prediction layers that vLLM serves as a draft "
-                "(num_nextn_predict_layers or mtp_num_hidden_layers in its config.json; MiniMax-M2's "
-                "num_mtp_modules have no MTP model in vLLM's model_executor/models); none counted");
+                "--mtp: the model has no multi-token-prediction layers to serve as a draft "
+                "(num_nextn_predict_layers or mtp_num_hidden_layers in its config.json); none counted");
         else if (d.mtp)
             r.notes.push_back("speculative decoding with the model's " +
                               format_count_of(checkpoint.mtp_layers, "MTP layer", "MTP layers") + ": " +
@@ -799,6 +806,17 @@ Result<FitReport> fit(const Architecture& checkpoint, KvDtype kv_dtype, const Wo
     auto served = served_layers(checkpoint, d);
     if (!served) return served.errors();
     return FitStages(checkpoint, kv_dtype, workload_in, parallel_in, d, *served).run();
+}
+
+std::optional<std::string> unserved_model_warning(const Architecture& model, Engine engine) {
+    // RecurrentGemma's RG-LRU layers: vLLM and SGLang have no model for it (no recurrent_gemma.py in
+    // vllm/model_executor/models or python/sglang/srt/models); TensorRT-LLM serves it (examples/recurrentgemma).
+    if (model.recurrent && model.recurrent->kind == StateKind::rg_lru &&
+        (engine == Engine::vllm || engine == Engine::sglang))
+        return "not exact: " + std::string(engine == Engine::vllm ? "vLLM" : "SGLang") +
+               " does not serve RecurrentGemma (no recurrent_gemma.py among its models): the figures are its memory "
+               "rules applied to these layers; TensorRT-LLM serves it";
+    return std::nullopt;
 }
 
 std::string reserve_text(const FitReport& f, UnitSystem units) {

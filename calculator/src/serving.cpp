@@ -286,6 +286,7 @@ Result<ServingSetup> serving_setup(const Scenario& s, bool prefix_caching, std::
     if (s.parallel.pp > 1)
         out.warnings.emplace_back(
             "not exact: pipeline stages are simulated in turn, one step at a time (vLLM overlaps micro-batches)");
+    if (auto unserved = unserved_model_warning(s.arch, d.engine)) out.warnings.push_back(std::move(*unserved));
     return out;
 }
 

@@ -273,7 +273,7 @@ TEST(CliLimits, AnotherEnginesOptionIsSaidToChangeNothing) {
     const CliRun sglang = cli("fit --model llama-3-8b --gpu h100-sxm --engine sglang --max-num-seqs 8");
     ASSERT_EQ(sglang.status, 0) << sglang.err;
     EXPECT_NE(sglang.out.find("note: --max-num-seqs is vLLM's setting (SGLang's max_running_requests, which its "
-                              "simulation reads); sglang's fit has none, so it changes nothing here"),
+                              "simulation reads); SGLang's fit has none, so it changes nothing here"),
               std::string::npos)
         << sglang.out;
     // Its chunked_prefill_size sizes its own fraction: read by the fit (0.835 becomes 0.383 on an H100 at 32,768),

@@ -278,6 +278,28 @@ TEST(Fit, SglangsDefaultFractionIsItsOwnForTheGpuAndLayout) {
     EXPECT_NE(refused.front().message.find("SGLang does not start"), std::string::npos) << refused.front().message;
     chunked.fraction_given = true;  // a fraction given: SGLang's own is not computed
     EXPECT_TRUE(validate(chunked, {}).empty());
+    // With no chunk given, what keeps it back is the layout and the draft: a T4 (15,360 MiB) at TP 8 x PP 8 keeps
+    // 512 + 3,072 + 160 + 8,192 + 6,144 for a draft model. The reason names the memory fraction, and the advice what
+    // would lower it, not a chunk already at SGLang's floor.
+    Deployment wide;
+    wide.gpu = *c.find_gpu("t4");
+    wide.engine = Engine::sglang;
+    wide.gpu_count = 64;
+    wide.draft = DraftModel{.name = "llama-3.2-1b", .arch = c.find_model("llama-3.2-1b")->model.arch};
+    const Errors layout_refused = validate(wide, {.tp = 8, .pp = 8});
+    ASSERT_EQ(layout_refused.size(), 1u);
+    EXPECT_EQ(layout_refused.front().input, Field::utilization);
+    const std::string& why = layout_refused.front().message;
+    EXPECT_NE(why.find("fewer GPUs a replica (TP x PP), no speculative draft or a memory fraction of your own"),
+              std::string::npos)
+        << why;
+    EXPECT_EQ(why.find("chunked prefill (--max-num-batched-tokens)"), std::string::npos) << why;
+    // A chunk given under SGLang's 2,048 floor is counted at the floor, and the terms say so.
+    chunked.fraction_given = false;
+    chunked.vllm.max_num_batched_tokens = 512;
+    EXPECT_NE(sglang_reserved_terms(sglang_default_fraction(chunked, {}))
+                  .find("1.5 x max(chunked prefill 512 (given), 2,048)"),
+              std::string::npos);
     // The fit applies it until a fraction is given, and says so.
     const auto& a = c.find_model("llama-3-8b")->model.arch;
     Deployment d;

@@ -193,7 +193,7 @@ TEST(UnnamedConfigs, GptOssWithoutLayerTypesAlternatesAsItsConfigClassDoes) {
 TEST(UnnamedConfigs, MiniMaxMTwoIsSixtyTwoFullLayersAndItsMtpModulesAreNoDraftVllmServes) {
     // MiniMax-M2's config.json (MiniMaxAI/MiniMax-M2): 62 layers of 8 KV heads x 128, attn_type_list all softmax
     // attention (1), and use_mtp with 3 MTP modules, which vLLM has no MTP model for (model_executor/models has no
-    // minimax_m2_mtp.py): --mtp counts none and says why, where it had said the model has none.
+    // minimax_m2_mtp.py): the import says so, --mtp counts none and SGLang keeps nothing back for it.
     std::string types;
     for (int i = 0; i < 62; ++i) types += std::string(i ? ", " : "") + "1";
     auto m = import(R"("architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2", "hidden_size": 3072,
@@ -213,10 +213,20 @@ TEST(UnnamedConfigs, MiniMaxMTwoIsSixtyTwoFullLayersAndItsMtpModulesAreNoDraftVl
     d.mtp = true;
     const auto fitted = fit(m->arch, KvDtype::bf16, {.context_tokens = 32768, .batch = 1}, {.tp = 8}, d);
     ASSERT_TRUE(fitted) << fitted.error_text();
+    EXPECT_TRUE(std::any_of(m->notes.begin(), m->notes.end(), [](const std::string& n) {
+        return n.starts_with("num_mtp_modules: 3 MTP modules, which vLLM serves no draft for");
+    })) << testing::join(m->notes);
     EXPECT_TRUE(std::any_of(fitted->notes.begin(), fitted->notes.end(), [](const std::string& n) {
-        return n.starts_with("--mtp: the model has no multi-token-prediction layers that vLLM serves") &&
-               n.find("MiniMax-M2's num_mtp_modules") != std::string::npos;
+        return n.starts_with("--mtp: the model has no multi-token-prediction layers");
     })) << testing::join(fitted->notes);
+    // Nothing drafts, so nothing is kept back for it: SGLang's own fraction is the one without --mtp.
+    d.engine = Engine::sglang;
+    const auto sglang = fit(m->arch, KvDtype::bf16, {.context_tokens = 32768, .batch = 1}, {.tp = 8}, d);
+    Deployment plain = d;
+    plain.mtp = false;
+    ASSERT_TRUE(sglang) << sglang.error_text();
+    EXPECT_DOUBLE_EQ(sglang->fraction, sglang_default_fraction(plain, {.tp = 8}).fraction);
+    EXPECT_GT(sglang->fraction, sglang_default_fraction(d, {.tp = 8}).fraction);
 }
 
 TEST(UnnamedConfigs, WhatChangesNoCacheIsNotSaidAndWhatDoesIsNamed) {

@@ -8,6 +8,7 @@
 #include "kvscope/calculator/engine_layers.h"
 #include "kvscope/calculator/fit.h"
 #include "kvscope/calculator/kv_cache.h"
+#include "kvscope/calculator/serving.h"
 #include "kvscope/calculator/vllm_pages.h"
 #include "testing.h"
 
@@ -242,6 +243,20 @@ TEST(VllmPages, SlidingLayersBesideAStateHoldTheirWindowInTheStatesPages) {
                std::string::npos;
     })) << testing::join(f->notes);
 
+    // The simulation takes the same groups and names only the kinds it has.
+    Scenario scenario;
+    scenario.arch = plamo->arch;
+    scenario.workload = w;
+    scenario.deployment = d;
+    const auto served = serving_setup(scenario, false, 0);
+    ASSERT_TRUE(served) << served.error_text();
+    EXPECT_EQ(served->settings.groups.full, 0u);
+    EXPECT_EQ(served->settings.groups.sliding, 1u);
+    EXPECT_EQ(served->settings.groups.state, 1u);
+    EXPECT_TRUE(std::any_of(served->notes.begin(), served->notes.end(), [](const std::string& n) {
+        return n.starts_with("vLLM's hybrid KV cache manager: 1 sliding-window group (2,048-token window");
+    })) << testing::join(served->notes);
+
     // RecurrentGemma 9B: 12 sliding layers (2,048 tokens) and 26 RG-LRU states: groups of 12 (26 is not under
     // 1.5 x 12), 1 sliding group and 3 state groups, 10 padding layers. vLLM does not serve the model, and the fit says
     // its figures are vLLM's rules applied to it.
@@ -251,10 +266,28 @@ TEST(VllmPages, SlidingLayersBesideAStateHoldTheirWindowInTheStatesPages) {
     EXPECT_EQ(rg_pages->stages[0].group_size, 12u);
     EXPECT_EQ(rg_pages->stages[0].sliding_groups, 1u);
     EXPECT_EQ(rg_pages->stages[0].state_groups, 3u);
+    // At 8k a sequence holds 44 blocks of 48 tokens a sliding layer (the window's, and one more) and a page a state:
+    // 12 x 49,152 x (44 + 3) bytes. Two pipeline stages of 19 layers each keep every group with their share: 6
+    // sliding layers and at most 5 of a state group each, so a stage's block costs 6 pages. A --block-size above the
+    // computed block is kept: 128 tokens, 17 of them a window.
+    EXPECT_EQ(rg_pages->bytes_per_sequence(8192).value(), 12ull * 49'152 * (44 + 3));
+    auto staged = vllm_hybrid_pages(rg, KvDtype::bf16, {.context_tokens = 8192}, {.tp = 1, .pp = 2});
+    ASSERT_TRUE(staged);
+    ASSERT_EQ(staged->stages.size(), 2u);
+    for (const HybridPages::Stage& st : staged->stages) {
+        EXPECT_EQ(st.group_size, 6u);
+        EXPECT_EQ(st.sliding_groups, 1u);
+        EXPECT_EQ(st.state_groups, 3u);
+    }
+    EXPECT_EQ(staged->bytes_per_sequence(8192).value(), 6ull * 49'152 * (44 + 3));
+    auto big = vllm_hybrid_pages(rg, KvDtype::bf16, {.context_tokens = 8192, .block_size = 128}, {});
+    ASSERT_TRUE(big);
+    EXPECT_EQ(big->attention_block, 128u);
+    EXPECT_EQ(big->bytes_per_sequence(8192).value(), 12ull * 128 * 1024 * (17 + 3));
     auto rg_fit = fit(rg, KvDtype::bf16, {.context_tokens = 8192}, {}, d);
     ASSERT_TRUE(rg_fit) << rg_fit.error_text();
     EXPECT_TRUE(std::any_of(rg_fit->warnings.begin(), rg_fit->warnings.end(), [](const std::string& s) {
-        return s.starts_with("not exact: vllm does not serve RecurrentGemma");
+        return s.starts_with("not exact: vLLM does not serve RecurrentGemma");
     })) << testing::join(rg_fit->warnings);
     // Under --full-window every attention layer is full: one attention group, no sliding one.
     auto whole = vllm_hybrid_pages(plamo->arch, KvDtype::bf16, {.context_tokens = 32768, .full_window = true}, {});

@@ -327,6 +327,12 @@ TEST(Window, SglangsChunkedPrefillIsAFieldThatSetsItsOwnFraction) {
     EXPECT_TRUE(d->vllmTokensField()->toolTip().contains("SGLang does not start"))
         << d->vllmTokensField()->toolTip().toStdString();
     EXPECT_TRUE(d->vllmTokensField()->toolTip().startsWith("chunked_prefill_size"));
+    // The fraction field shows SGLang's own as kvscope-cli says it ("at -1.029"), not the field's lowest value.
+    EXPECT_NEAR(d->fractionField()->value(), -1.029, 1e-9);
+    // Under vLLM the field is its max_num_batched_tokens again, and the fraction its own 0.90.
+    w.model()->edit("vllm", [](Scenario& s) { s.deployment->engine = Engine::vllm; });
+    EXPECT_TRUE(d->vllmTokensField()->toolTip().startsWith("max_num_batched_tokens"));
+    EXPECT_NEAR(d->fractionField()->value(), 0.90, 1e-9);
 }
 
 TEST(Window, AQuantizedCheckpointsWeightsAreItsSchemesUntilAFormatIsChosen) {

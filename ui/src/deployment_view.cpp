@@ -783,8 +783,10 @@ void DeploymentView::sync() {
         engine_->setCurrentIndex(engine_->findData(static_cast<int>(d.engine)));
         // SGLang's own default for this GPU and layout until one is given (as kvscope-cli fit shows it). Set only
         // when it changed: setting a spin box rewrites text typed in it and not yet accepted.
-        if (const double fraction = effective_fraction(d, s.parallel);
-            fraction_->textFromValue(fraction) != fraction_->textFromValue(fraction_->value()))
+        // SGLang's own below 0 (refused, the reason beside) is shown as it is, as kvscope-cli says it.
+        const double fraction = effective_fraction(as_drafted(d, s.arch), s.parallel);
+        fraction_->setMinimum(std::min(0.01, fraction));
+        if (fraction_->textFromValue(fraction) != fraction_->textFromValue(fraction_->value()))
             fraction_->setValue(fraction);
         // Unticked, the box has disabled every field; enabling one here would let it take text that goes nowhere.
         const bool on = s.deployment.has_value();

@@ -74,7 +74,11 @@ struct SglangDefault {
 SglangDefault sglang_default_fraction(const Deployment& d, const Parallelism& parallel);
 // The terms of reserved_mib as the fit's note and errors write them: "512 + 1.5 x chunked prefill 8,192 + …".
 std::string sglang_reserved_terms(const SglangDefault& g);
-// The fraction the fit applies: the given one, or SGLang's own default when none was given.
+// The deployment as the engine's memory rules see it beside this model: --mtp on a model without MTP layers drafts
+// nothing, so SGLang keeps nothing back for it (the fit says none was counted).
+Deployment as_drafted(const Deployment& d, const Architecture& model);
+// The fraction the fit applies: the given one, or SGLang's own default when none was given (of as_drafted's
+// deployment, as the fit and the window take it).
 double effective_fraction(const Deployment& d, const Parallelism& parallel);
 // What SGLang finds in use before it loads the weights (CUDA context, NCCL): its fraction applies to the rest.
 constexpr std::uint64_t kSglangContextBytes = 1ull << 30;

@@ -92,6 +92,10 @@ constexpr const char* kEvenPipelineNote = "not exact: the weights are split even
 // Why a fit's max context is no limit (max_context_unbounded), as every report says it after its own "no limit".
 std::string unbounded_context_reason(const Architecture& arch);
 
+// The warning that an engine does not serve this model at all (RecurrentGemma under vLLM or SGLang), its figures
+// being the engine's rules applied to the layers; nullopt where it does, or where KVScope does not know it not to.
+std::optional<std::string> unserved_model_warning(const Architecture& model, Engine engine);
+
 // The reserve's parts in a few words, as every report shows them: "profile peak 0.92 GiB, non-torch memory 150 MiB".
 std::string reserve_text(const FitReport& f, UnitSystem units = UnitSystem::binary);
 
