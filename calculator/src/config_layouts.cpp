@@ -43,9 +43,9 @@ bool read_named_kinds(Reader& r, const char* key, const Value& list, Architectur
         const auto mtp_kinds = std::span(list.items()).subspan(a.layers);
         if (std::any_of(mtp_kinds.begin(), mtp_kinds.end(),
                         [](const Value& v) { return !v.is_string() || v.as_string() != "full_attention"; }))
-            a.not_exact.push_back(std::string(key) + " (line " + std::to_string(list.line()) +
-                                  ") gives the MTP layers kinds other than full_attention; --mtp counts each "
-                                  "as full attention");
+            a.mtp_not_exact.push_back(std::string(key) + " (line " + std::to_string(list.line()) +
+                                      ") gives the MTP layers kinds other than full_attention; --mtp counts each "
+                                      "as full attention");
     }
     std::map<std::string, std::uint64_t> unknown;
     for (const Value& v : std::span(list.items()).first(a.layers)) {
@@ -217,8 +217,8 @@ bool read_override_pattern(Reader& r, const Value& pattern, Architecture& a, std
     if (const Value* mtp = take(r, "mtp_hybrid_override_pattern"); mtp && mtp->is_string()) {
         const std::string& p = mtp->as_string();
         if (std::count(p.begin(), p.end(), '*') != 1 || p.find('M') != std::string::npos)
-            a.not_exact.push_back("mtp_hybrid_override_pattern (line " + std::to_string(mtp->line()) + ") \"" + p +
-                                  "\": --mtp counts one attention layer and no Mamba state per MTP layer");
+            a.mtp_not_exact.push_back("mtp_hybrid_override_pattern (line " + std::to_string(mtp->line()) + ") \"" + p +
+                                      "\": --mtp counts one attention layer and no Mamba state per MTP layer");
     }
     return true;
 }
@@ -442,6 +442,43 @@ void read_global_heads(Reader& r, ImportedModel& out) {
     }
 }
 
+// Step-3.5/3.7-Flash (vLLM step3p5.py Step3p5DecoderLayer): a layer whose layer_types entry is
+// attention_other_setting's attention_type takes that block's num_attention_groups as its KV heads and its head_dim;
+// its num_attention_heads are the layer's query heads, which change the weights, not the cache. Without an
+// attention_type vLLM reads none of it (and the block is named as unread by find_unmodelled_layouts).
+void read_other_attention(Reader& r, ImportedModel& out) {
+    const Value* other = r.get("attention_other_setting");
+    const Value* types = r.get("layer_types");
+    const Value* type = other != nullptr && other->is_object() ? other->find("attention_type") : nullptr;
+    if (type == nullptr || !type->is_string() || types == nullptr || !types->is_array()) {
+        r.asked.erase("attention_other_setting");  // not read: find_unmodelled_layouts names what it holds
+        return;
+    }
+    r.layout_keys.emplace_back("attention_other_setting");
+    Architecture& a = out.arch;
+    const auto number = [other](const char* key) -> std::uint64_t {
+        const Value* v = other->find(key);
+        return v != nullptr && v->is_number() ? v->as_u64().value_or(0) : 0;
+    };
+    const std::uint64_t kv = number("num_attention_groups"), dim = number("head_dim"),
+                        heads = number("num_attention_heads");
+    std::uint64_t layers = 0;
+    for (std::uint64_t l = 0; l < a.layers && l < types->items().size(); ++l) {
+        const Value& t = types->items()[l];
+        if (!t.is_string() || t.as_string() != type->as_string()) continue;
+        if (a.layer_specs.empty()) a.layer_specs.assign(a.layers, LayerSpec{});
+        LayerSpec& spec = a.layer_specs[l];
+        if (kv > 0 && kv != a.kv_heads) spec.kv_heads = kv;
+        if (dim > 0 && dim != a.head_dim_k) spec.head_dim_k = spec.head_dim_v = dim;
+        ++layers;
+    }
+    if (layers > 0 && heads > 0 && heads != a.query_heads)
+        out.notes.push_back("attention_other_setting: the " + format_count(layers) + " " + type->as_string() +
+                            " layers have " + format_count(heads) +
+                            " query heads (vLLM step3p5.py), which the weights estimate counts as the model's " +
+                            format_count(a.query_heads) + "; their cache takes the block's KV heads and head_dim");
+}
+
 // Gemma 3n (transformers configuration_gemma3n.py): the last num_kv_shared_layers layers read the cache of the
 // last earlier layer of their own kind and keep none (vLLM gemma3n.py: kv_sharing_target_layer_name; a
 // shared layer is given no cache).
@@ -541,6 +578,7 @@ void read_layouts(Reader& r, const Value& cfg, const Value& root, ImportedModel&
     if (layout && !read_block_configs(r, out) && !read_mimo_layout(r, out) && !read_hybrid_layout(r, out))
         read_windows(r, cfg, out);
     if (layout && r.errors.empty()) read_global_heads(r, out);
+    if (layout && r.errors.empty()) read_other_attention(r, out);
     if (layout && r.errors.empty()) read_shared_layers(r, out);
     if (layout && r.errors.empty()) read_indexer_layers(r, out);
     if (r.errors.empty() && a.state_layers() > 0) {

@@ -701,6 +701,8 @@ private:
                 "--mtp: the model has no multi-token-prediction layers to serve as a draft "
                 "(num_nextn_predict_layers or mtp_num_hidden_layers in its config.json); none counted");
         else if (d.mtp)
+            for (const std::string& reason : checkpoint.mtp_not_exact) r.warnings.push_back("not exact: " + reason);
+        if (d.mtp && checkpoint.mtp_layers > 0)
             r.notes.push_back("speculative decoding with the model's " +
                               format_count_of(checkpoint.mtp_layers, "MTP layer", "MTP layers") + ": " +
                               format_count(parameters(model_arch).total - parameters(checkpoint).total) +

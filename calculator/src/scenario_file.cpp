@@ -285,6 +285,7 @@ void members(Self& a, V& v) {
     v.list("layer_specs", a.layer_specs, "layer descriptions with a kind");
     v.maybe("recurrent_state", a.recurrent);
     v.texts("not_exact", a.not_exact, Need::when_set, "must be a list of texts", "must hold texts");
+    v.texts("mtp_not_exact", a.mtp_not_exact, Need::when_set, "must be a list of texts", "must hold texts");
     // (a reopened file keeps saying its figures are not exact)
     v.maybe("mla", a.mla);
     v.maybe("moe", a.moe);

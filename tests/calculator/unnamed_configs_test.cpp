@@ -74,15 +74,45 @@ TEST(UnnamedConfigs, AreReadAsTheirEnginesRunThem) {
     ASSERT_TRUE(step->arch.moe.has_value());
     EXPECT_EQ(step->arch.moe->experts_per_token, 8u);
 
-    // Step-3.5's MTP layers listed as sliding: --mtp counts them as full attention, and says so.
+    // Step-3.5's MTP layers listed as sliding: --mtp counts them as full attention, and a fit with --mtp says so;
+    // the model's own figures (kv, a fit without --mtp) count no MTP layer and are exact.
     auto mtp = import(R"("model_type": "step3p5", "num_hidden_layers": 2, "num_nextn_predict_layers": 1,
         "hidden_size": 4096, "num_attention_heads": 64, "num_attention_groups": 8, "head_dim": 128,
         "sliding_window": 512, "layer_types": ["full_attention", "sliding_attention", "sliding_attention"])");
     ASSERT_TRUE(mtp) << mtp.error_text();
-    ASSERT_EQ(mtp->arch.not_exact.size(), 1u) << testing::join(mtp->arch.not_exact);
-    EXPECT_NE(mtp->arch.not_exact.front().find("gives the MTP layers kinds other than full_attention; --mtp counts "
-                                               "each as full attention"),
+    EXPECT_TRUE(mtp->arch.not_exact.empty()) << testing::join(mtp->arch.not_exact);
+    ASSERT_EQ(mtp->arch.mtp_not_exact.size(), 1u);
+    EXPECT_NE(mtp->arch.mtp_not_exact.front().find("gives the MTP layers kinds other than full_attention; --mtp "
+                                                   "counts each as full attention"),
               std::string::npos);
+    Deployment on_h200;
+    on_h200.gpu = *Catalog::builtin().find_gpu("h200");
+    const auto said = [&](bool drafting) {
+        on_h200.mtp = drafting;
+        const auto f = fit(mtp->arch, KvDtype::bf16, {.context_tokens = 4096, .batch = 1}, {}, on_h200);
+        return f && std::any_of(f->warnings.begin(), f->warnings.end(), [](const std::string& w) {
+                   return w.find("gives the MTP layers kinds other than full_attention") != std::string::npos;
+               });
+    };
+    EXPECT_TRUE(said(true));
+    EXPECT_FALSE(said(false));
+
+    // Step-3.5-Flash's attention_other_setting: vLLM step3p5.py gives the layers of its attention_type (here
+    // sliding_attention) the block's num_attention_groups as KV heads and its head_dim; a variant with 4 KV heads of
+    // 64 on its sliding layers keeps 4 x 64 x 2 x 2 bytes a token there and 8 x 128 x 2 x 2 on its full one. Its 96
+    // query heads change the weights, said in a note. Before, every layer was counted with the model's heads, with a
+    // warning that the cache did not change.
+    auto other = import(R"("model_type": "step3p5", "num_hidden_layers": 4, "hidden_size": 4096,
+        "num_attention_heads": 64, "num_attention_groups": 8, "head_dim": 128, "sliding_window": 512,
+        "layer_types": ["full_attention", "sliding_attention", "sliding_attention", "sliding_attention"],
+        "attention_other_setting": {"attention_type": "sliding_attention", "num_attention_heads": 96,
+        "num_attention_groups": 4, "head_dim": 64, "true_head_dim": 64}, "torch_dtype": "bfloat16")");
+    ASSERT_TRUE(other) << other.error_text();
+    EXPECT_TRUE(other->arch.not_exact.empty()) << testing::join(other->arch.not_exact);
+    EXPECT_EQ(report(other->arch, 4096).total_bytes, 4096ull * (8 * 128 * 2 * 2) + 3ull * 512 * (4 * 64 * 2 * 2));
+    EXPECT_TRUE(std::any_of(other->notes.begin(), other->notes.end(), [](const std::string& n) {
+        return n.starts_with("attention_other_setting: the 3 sliding_attention layers have 96 query heads");
+    })) << testing::join(other->notes);
 
     // A multimodal config whose language model is under llm_config (InternVL: vLLM internvl.py) or
     // thinker_config.text_config (Qwen3-Omni's thinker) is read from there, and said so.

@@ -171,6 +171,9 @@ struct Architecture {
     // what (hybrid, chunked, shared-KV layouts) that the calculator does not model yet. Every
     // report of this model carries them as warnings; empty for a model that is described exactly.
     std::vector<std::string> not_exact;
+    // Why the MTP layers' figures are not exact (kinds other than full attention in their layout): said by a fit
+    // whose --mtp counts them, and by nothing else.
+    std::vector<std::string> mtp_not_exact;
 
     friend bool operator==(const Architecture&, const Architecture&) = default;
 
