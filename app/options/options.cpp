@@ -336,10 +336,12 @@ const std::vector<Declared>& declared() {
          "non-torch memory)",
          parsed(&Options::overhead, parse_bytes)},
         {"--max-num-batched-tokens", "N", S::deployment, kFit | kPlan | kSimulate | kWindow,
-         "vLLM: tokens in one step of its profile run (default: vLLM's for the GPU); SGLang: chunked_prefill_size, which sizes its own fraction",
+         "vLLM: tokens in one step of its profile run (default: vLLM's for the GPU); SGLang: chunked_prefill_size, "
+         "which sizes its own fraction",
          parsed(&Options::max_num_batched_tokens, parse_token_count), 0, "", Field::max_num_batched_tokens},
         {"--max-num-seqs", "N", S::deployment, kFit | kPlan | kSimulate | kWindow,
-         "vLLM: sequences in one step, whose logits the profile run samples (default: vLLM's); SGLang: max_running_requests",
+         "vLLM: sequences in one step, whose logits the profile run samples (default: vLLM's); SGLang: "
+         "max_running_requests",
          parsed(&Options::max_num_seqs, parse_count), 0, "", Field::max_num_seqs},
         {"--enforce-eager", "", S::deployment, kFit | kPlan | kSimulate | kWindow, "vLLM: no CUDA graphs",
          flag(&Options::enforce_eager)},

@@ -418,27 +418,36 @@ bool read_hybrid_layout(Reader& r, ImportedModel& out) {
     return true;
 }
 
-// Gemma 4 (configuration_gemma4.py): the full-attention layers have their own KV heads and head
-// dimension (num_global_key_value_heads, global_head_dim); the sliding layers keep the model's.
+// Gemma 4 (configuration_gemma4.py; vLLM gemma4.py Gemma4DecoderLayer, transformers modeling_gemma4.py): the
+// full-attention layers have their own head dimension (global_head_dim), and their own KV heads
+// (num_global_key_value_heads) only where attention_k_eq_v makes their values their keys; without it they keep
+// num_key_value_heads. The sliding layers keep the model's. vLLM caches keys and values both on a k_eq_v layer (it
+// loads the key weights into both slots); an engine that stored one would keep half.
 void read_global_heads(Reader& r, ImportedModel& out) {
     Architecture& a = out.arch;
     const auto heads = r.number({"num_global_key_value_heads"});
     const auto dim = r.number({"global_head_dim"});
     r.layout_keys.emplace_back("num_global_key_value_heads");
     r.layout_keys.emplace_back("global_head_dim");
-    if ((!heads || heads->value == 0) && (!dim || dim->value == 0)) return;
+    const bool k_eq_v = r.flag("attention_k_eq_v").value_or(false);
+    if (heads && heads->value > 0 && !k_eq_v && heads->value != a.kv_heads)
+        out.notes.push_back("num_global_key_value_heads (" + format_count(heads->value) +
+                            ") is read only with attention_k_eq_v (vLLM gemma4.py): the full-attention layers keep " +
+                            format_count(a.kv_heads) + " KV heads");
+    const bool global_heads = k_eq_v && heads && heads->value > 0;
+    if (!global_heads && (!dim || dim->value == 0)) return;
     if (a.layer_specs.empty()) a.layer_specs.assign(a.layers, LayerSpec{});
     for (auto& l : a.layer_specs) {
         if (l.kind != LayerKind::full) continue;
-        if (heads && heads->value > 0) l.kv_heads = heads->value;
+        if (global_heads) l.kv_heads = heads->value;
         if (dim && dim->value > 0) l.head_dim_k = l.head_dim_v = dim->value;
     }
-    if (const auto k_eq_v = r.flag("attention_k_eq_v"); k_eq_v.value_or(false)) {
+    if (k_eq_v) {
         r.layout_keys.emplace_back("attention_k_eq_v");
         const Value* v = r.get("attention_k_eq_v");
         a.not_exact.push_back("attention_k_eq_v (line " + std::to_string(v ? v->line() : 0) +
                               "): the full-attention layers use one tensor as key and value; KVScope counts "
-                              "both, as an engine that stores K and V separately does");
+                              "both, as vLLM caches them (gemma4.py), and an engine that stored one would keep less");
     }
 }
 

@@ -259,6 +259,36 @@ TEST(UnnamedConfigs, MiniMaxMTwoIsSixtyTwoFullLayersAndItsMtpModulesAreNoDraftVl
     EXPECT_GT(sglang->fraction, sglang_default_fraction(d, {.tp = 8}).fraction);
 }
 
+TEST(UnnamedConfigs, GemmaFoursGlobalKvHeadsComeWithKEqualsVAlone) {
+    // Gemma 4 31B's text config (google/gemma-4-31B): 60 layers, every sixth full attention. vLLM gemma4.py
+    // Gemma4DecoderLayer: a full layer's head dim is global_head_dim (512) and its KV heads num_global_key_value_heads
+    // (4) where attention_k_eq_v, keys and values both cached; a sliding layer keeps 16 heads x 256 over 1,024 tokens.
+    // At 32k: 10 x 4 x 512 x 2 x 2 x 32,768 + 50 x 16 x 256 x 2 x 2 x 1,024 = 3,523,215,360 bytes.
+    std::string types;
+    for (int i = 0; i < 60; ++i)
+        types += std::string(i ? ", " : "") + ((i + 1) % 6 == 0 ? "\"full_attention\"" : "\"sliding_attention\"");
+    const auto gemma = [&](const char* k_eq_v) {
+        return import(std::string(R"("model_type": "gemma4_text", "num_hidden_layers": 60, "hidden_size": 5376,
+            "num_attention_heads": 32, "num_key_value_heads": 16, "num_global_key_value_heads": 4, "head_dim": 256,
+            "global_head_dim": 512, "sliding_window": 1024, "intermediate_size": 21504, "vocab_size": 262144,
+            "attention_k_eq_v": )") +
+                      k_eq_v + R"(, "layer_types": [)" + types + R"(], "dtype": "bfloat16")");
+    };
+    auto paired = gemma("true");
+    ASSERT_TRUE(paired) << paired.error_text();
+    EXPECT_EQ(report(paired->arch, 32768).total_bytes, 3'523'215'360ull);
+    // Without k_eq_v vLLM and transformers give the full layers num_key_value_heads (16), whatever the global count
+    // says, and the import says it was not used. Counted with 4 before: a quarter of the full layers' cache.
+    auto separate = gemma("false");
+    ASSERT_TRUE(separate) << separate.error_text();
+    EXPECT_EQ(report(separate->arch, 32768).total_bytes,
+              10ull * 16 * 512 * 2 * 2 * 32768 + 50ull * 16 * 256 * 2 * 2 * 1024);  // 11,576,279,040
+    EXPECT_TRUE(separate->arch.not_exact.empty()) << testing::join(separate->arch.not_exact);
+    EXPECT_TRUE(std::any_of(separate->notes.begin(), separate->notes.end(), [](const std::string& n) {
+        return n.starts_with("num_global_key_value_heads (4) is read only with attention_k_eq_v");
+    })) << testing::join(separate->notes);
+}
+
 TEST(UnnamedConfigs, WhatChangesNoCacheIsNotSaidAndWhatDoesIsNamed) {
     // Hunyuan-A13B gives num_shared_expert one a layer: where experts are changes no layer's cache.
     auto hunyuan = import(R"("model_type": "hunyuan_v1_moe", "num_hidden_layers": 4, "hidden_size": 4096,
