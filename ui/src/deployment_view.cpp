@@ -815,66 +815,7 @@ void DeploymentView::sync() {
                                                                    ? kGgufMixItems + static_cast<int>(*d.gguf_mix)
                                                                    : static_cast<int>(d.weight_dtype)));
         rule_->setText(q(std::string(budget_rule(d.engine))));
-        // vLLM's startup settings, the two batch limits SGLang's too (engine.h engine_has_setting); the
-        // placeholders show the defaults the fit and the Traffic tab use.
-        const bool sglang = d.engine == Engine::sglang;
-        for (auto [field, setting] : {std::pair<QWidget*, EngineSetting>{vllm_version_, EngineSetting::vllm_version},
-                                      {vllm_tokens_, EngineSetting::max_num_batched_tokens},
-                                      {vllm_seqs_, EngineSetting::max_num_seqs},
-                                      {vllm_graphs_, EngineSetting::enforce_eager}})
-            form_->setRowVisible(field, engine_has_setting(d.engine, setting));
-        // A later version than the rules (from a file or --vllm-version) is listed as it is, with the rules it gets.
-        const QVariant version = vllm_version_key(d.vllm.version_minor, d.vllm.version_patch);
-        if (vllm_version_->findData(version) < 0) {
-            const QString text = q(vllm_version_text(d));
-            vllm_version_->addItem(d.vllm.version_minor > kNewestVllmRules
-                                       ? tr("%1 (0.%2's rules)").arg(text).arg(kNewestVllmRules)
-                                       : text,
-                                   version);
-        }
-        vllm_version_->setCurrentIndex(vllm_version_->findData(version));
-        // --reserve fixed the reserve: vLLM's settings then change nothing, and the rule says why. SGLang reads its
-        // batch limits in its own fraction and scheduler, whatever the reserve.
-        for (QWidget* field : std::initializer_list<QWidget*>{vllm_version_, vllm_tokens_, vllm_seqs_})
-            field->setEnabled(on && (sglang || !d.fixed_reserve));
-        if (d.fixed_reserve && (d.engine == Engine::vllm || d.engine == Engine::tensorrt_llm))
-            rule_->setText(rule_->text() + tr(" — the reserve is fixed (--reserve), so %1's settings do not change it")
-                                               .arg(d.engine == Engine::vllm ? QStringLiteral("vLLM")
-                                                                             : QStringLiteral("TensorRT-LLM")));
-        // Each default as the fit would take it with that field left empty.
-        Deployment without_tokens = d, without_seqs = d;
-        without_tokens.vllm.max_num_batched_tokens = 0;
-        without_seqs.vllm.max_num_seqs = 0;
-        const QString engine_name = batchLimitsEngine(d.engine);
-        const QString tokens_default =
-            q(format_count(sglang ? sglang_default_fraction(without_tokens, s.parallel).chunked_prefill_size
-                                  : vllm_batch(s.workload, without_tokens).max_num_batched_tokens));
-        QString seqs_default;
-        if (!sglang) {
-            seqs_default = q(format_count(vllm_batch(s.workload, without_seqs).max_num_seqs));
-        } else {
-            // max_running_requests follows SGLang's token pool, which needs a KV budget.
-            Scenario plain = s;
-            plain.deployment = without_seqs;
-            const auto setup = serving_setup(plain, true, 0);
-            seqs_default = setup ? q(format_count(setup->settings.max_num_seqs)) : tr("from its token pool");
-        }
-        for (auto [field, value, fallback] : {std::tuple{vllm_tokens_, d.vllm.max_num_batched_tokens, tokens_default},
-                                              std::tuple{vllm_seqs_, d.vllm.max_num_seqs, seqs_default}}) {
-            field->setPlaceholderText(tr("%1's default: %2").arg(engine_name, fallback));
-            showText(field, value > 0 ? q(format_count(value)) : QString());
-        }
-        marks_.setTooltip(
-            vllm_tokens_,
-            sglang ? tr("chunked_prefill_size: the most tokens of prompts SGLang prefills in one step; it sizes "
-                        "SGLang's own memory fraction (unless one is given) and the Traffic tab's prefills. Empty: "
-                        "SGLang's default for this GPU (--max-num-batched-tokens).")
-                   : vllmTokensTip());
-        marks_.setTooltip(vllm_seqs_,
-                          sglang ? tr("max_running_requests: the most requests SGLang runs at once, in the Traffic "
-                                      "tab's simulation; its fit does not read it. Empty: SGLang's default from its "
-                                      "token pool (--max-num-seqs).")
-                                 : vllmSeqsTip());
+        syncEngineSettings(s, d, on);
         // The model's own multi-token-prediction layers as a speculative draft (--mtp), offered when it has them.
         const std::uint64_t mtp_layers = s.arch.mtp_layers;
         form_->setRowVisible(mtp_, mtp_layers > 0 || d.mtp);
@@ -935,6 +876,68 @@ void DeploymentView::sync() {
 void DeploymentView::showText(QLineEdit* field, const QString& text) {
     // The scenario's text, unless the field holds the user's (typed, not yet accepted or refused).
     if (show_scenario_text(field, text, typed_.contains(field))) typed_.remove(field);
+}
+
+// sync's rows of vLLM's startup settings and the two batch limits SGLang reads too (engine.h engine_has_setting);
+// the placeholders show the defaults the fit and the Traffic tab use.
+void DeploymentView::syncEngineSettings(const Scenario& s, const Deployment& d, bool on) {
+    const bool sglang = d.engine == Engine::sglang;
+    for (auto [field, setting] : {std::pair<QWidget*, EngineSetting>{vllm_version_, EngineSetting::vllm_version},
+                                  {vllm_tokens_, EngineSetting::max_num_batched_tokens},
+                                  {vllm_seqs_, EngineSetting::max_num_seqs},
+                                  {vllm_graphs_, EngineSetting::enforce_eager}})
+        form_->setRowVisible(field, engine_has_setting(d.engine, setting));
+    // A later version than the rules (from a file or --vllm-version) is listed as it is, with the rules it gets.
+    const QVariant version = vllm_version_key(d.vllm.version_minor, d.vllm.version_patch);
+    if (vllm_version_->findData(version) < 0) {
+        const QString text = q(vllm_version_text(d));
+        vllm_version_->addItem(
+            d.vllm.version_minor > kNewestVllmRules ? tr("%1 (0.%2's rules)").arg(text).arg(kNewestVllmRules) : text,
+            version);
+    }
+    vllm_version_->setCurrentIndex(vllm_version_->findData(version));
+    // --reserve fixed the reserve: vLLM's settings then change nothing, and the rule says why. SGLang reads its
+    // batch limits in its own fraction and scheduler, whatever the reserve.
+    for (QWidget* field : std::initializer_list<QWidget*>{vllm_version_, vllm_tokens_, vllm_seqs_})
+        field->setEnabled(on && (sglang || !d.fixed_reserve));
+    if (d.fixed_reserve && (d.engine == Engine::vllm || d.engine == Engine::tensorrt_llm))
+        rule_->setText(rule_->text() +
+                       tr(" — the reserve is fixed (--reserve), so %1's settings do not change it")
+                           .arg(d.engine == Engine::vllm ? QStringLiteral("vLLM") : QStringLiteral("TensorRT-LLM")));
+    // Each default as the fit would take it with that field left empty.
+    Deployment without_tokens = d, without_seqs = d;
+    without_tokens.vllm.max_num_batched_tokens = 0;
+    without_seqs.vllm.max_num_seqs = 0;
+    const QString engine_name = batchLimitsEngine(d.engine);
+    const QString tokens_default =
+        q(format_count(sglang ? sglang_default_fraction(without_tokens, s.parallel).chunked_prefill_size
+                              : vllm_batch(s.workload, without_tokens).max_num_batched_tokens));
+    QString seqs_default;
+    if (!sglang) {
+        seqs_default = q(format_count(vllm_batch(s.workload, without_seqs).max_num_seqs));
+    } else {
+        // max_running_requests follows SGLang's token pool, which needs a KV budget.
+        Scenario plain = s;
+        plain.deployment = without_seqs;
+        const auto setup = serving_setup(plain, true, 0);
+        seqs_default = setup ? q(format_count(setup->settings.max_num_seqs)) : tr("from its token pool");
+    }
+    for (auto [field, value, fallback] : {std::tuple{vllm_tokens_, d.vllm.max_num_batched_tokens, tokens_default},
+                                          std::tuple{vllm_seqs_, d.vllm.max_num_seqs, seqs_default}}) {
+        field->setPlaceholderText(tr("%1's default: %2").arg(engine_name, fallback));
+        showText(field, value > 0 ? q(format_count(value)) : QString());
+    }
+    marks_.setTooltip(
+        vllm_tokens_,
+        sglang ? tr("chunked_prefill_size: the most tokens of prompts SGLang prefills in one step; it sizes "
+                    "SGLang's own memory fraction (unless one is given) and the Traffic tab's prefills. Empty: "
+                    "SGLang's default for this GPU (--max-num-batched-tokens).")
+               : vllmTokensTip());
+    marks_.setTooltip(vllm_seqs_,
+                      sglang ? tr("max_running_requests: the most requests SGLang runs at once, in the Traffic "
+                                  "tab's simulation; its fit does not read it. Empty: SGLang's default from its "
+                                  "token pool (--max-num-seqs).")
+                             : vllmSeqsTip());
 }
 
 void DeploymentView::syncLlamaCpp(const Scenario& s, const Deployment& d) {

@@ -120,7 +120,8 @@ private:
     void commitHostMemory();                                    // as --host-memory reads it; empty: not checked
     void measureThisHost();                                     // "This computer (measured)": on host_reader_
     void syncLlamaCpp(const Scenario& s, const Deployment& d);  // sync's llama.cpp rows
-    void showText(QLineEdit* field, const QString& text);       // the scenario's text, unless typed
+    void syncEngineSettings(const Scenario& s, const Deployment& d, bool on);  // sync's vLLM and SGLang rows
+    void showText(QLineEdit* field, const QString& text);                      // the scenario's text, unless typed
     // The fields that take typed text, for Esc, a dropped scenario and a row the engine hides.
     [[nodiscard]] std::array<QLineEdit*, 9> textFields() const;
 
